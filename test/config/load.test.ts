@@ -1,0 +1,184 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadCampaignFile, parseCampaign } from "../../src/config/load.ts";
+import { DEFAULTS } from "../../src/config/schema.ts";
+import { ConfigError } from "../../src/errors.ts";
+
+const PUBLIC_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHx2Jm3ZpG5a0xV8y3Qb1ZrjQ5k6m0z2b7Vt3nq2XaBc test@ringlab";
+
+function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), "ringlab-config-"));
+}
+
+/** The problems a campaign text produces, as "path: message" lines. */
+function problemsOf(text: string): string[] {
+  try {
+    parseCampaign(text, "campaign.yaml", join(tempDir(), "campaign.yaml"));
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as ConfigError).problems.map((p) => `${p.path}: ${p.message}`);
+  }
+  throw new Error("expected the campaign to be rejected");
+}
+
+const awsText = (extra: string) => `
+testbed:
+  target: aws
+  name: scale
+  nodes: 4
+  adminCidr: 203.0.113.7/32
+  sshPublicKey: "${PUBLIC_KEY}"
+${extra}`;
+
+describe("loading a good campaign file", () => {
+  it("applies the documented defaults to a minimal local testbed", () => {
+    const campaign = parseCampaign("testbed: {target: local, name: smoke, nodes: 3}\n", "c.yaml");
+    expect(campaign.testbed).toEqual({
+      target: "local", name: "smoke", nodes: 3, maxNodes: 10,
+      subnet: DEFAULTS.local.subnet, workerImage: DEFAULTS.local.workerImage,
+    });
+  });
+
+  it("applies the documented defaults to a minimal aws testbed", () => {
+    const tb = parseCampaign(awsText(""), "c.yaml").testbed;
+    expect(tb).toMatchObject({
+      target: "aws", region: "us-east-1", instanceType: "g4dn.xlarge", rootVolumeGiB: 100, sshUser: "ubuntu",
+      sharedStorage: "nfs", spot: false, efa: false, ttlHours: 8, tags: {}, state: { backend: "local" },
+      allowSshFromAnywhere: false, sshPublicKey: PUBLIC_KEY,
+    });
+    expect(tb).not.toHaveProperty("ami");
+  });
+
+  it("reads the public key file relative to the campaign file and derives the private key path", () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, "id_ring.pub"), `${PUBLIC_KEY}\n`);
+    const file = join(dir, "aws.yaml");
+    writeFileSync(file, awsText("").replace(/sshPublicKey: .*/, "sshPublicKeyFile: id_ring.pub"));
+    const campaign = loadCampaignFile(file);
+    expect(campaign.testbed).toMatchObject({
+      sshPublicKey: PUBLIC_KEY, sshPublicKeyFile: join(dir, "id_ring.pub"), sshPrivateKeyFile: join(dir, "id_ring"),
+    });
+    expect(campaign.sourceFile).toBe(file);
+  });
+
+  it("accepts EFA on an instance type that has it, an S3 state backend and user tags", () => {
+    const tb = parseCampaign(awsText(`  instanceType: p4d.24xlarge
+  efa: true
+  tags: {team: vision}
+  state: {backend: s3, bucket: my-state, key: ringlab/scale.tfstate, region: eu-west-1}`), "c.yaml").testbed;
+    expect(tb).toMatchObject({ efa: true, tags: { team: "vision" }, state: { backend: "s3", bucket: "my-state" } });
+  });
+
+  it("allows SSH from anywhere only when the file says so explicitly", () => {
+    const tb = parseCampaign(awsText("  allowSshFromAnywhere: true").replace("203.0.113.7/32", "0.0.0.0/0"), "c.yaml").testbed;
+    expect(tb).toMatchObject({ adminCidr: "0.0.0.0/0" });
+  });
+});
+
+describe("rejecting a bad campaign file", () => {
+  it("names the file in every message", () => {
+    expect(() => parseCampaign("testbed: {target: local, name: smoke}\n", "campaigns/x.yaml"))
+      .toThrowError(/^campaigns\/x\.yaml: testbed\.nodes: missing: expected a number/);
+  });
+
+  it("reports a missing file with its path", () => {
+    expect(() => loadCampaignFile("/nonexistent/campaign.yaml")).toThrowError(/\/nonexistent\/campaign\.yaml: file not found/);
+  });
+
+  it("reports YAML syntax errors with line and column", () => {
+    expect(problemsOf("testbed:\n  target: local\n   name: x\n")).toEqual([
+      expect.stringMatching(/^: not valid YAML at line 3, column \d+/),
+    ]);
+  });
+
+  it("flags an unknown key with a suggestion for the likely typo", () => {
+    expect(problemsOf("testbed: {target: local, name: smoke, nodes: 3, subnett: 10.1.0.0/24}\n")).toEqual([
+      expect.stringMatching(/^testbed\.subnett: unknown key "subnett" \(did you mean "subnet"\?\)/),
+    ]);
+  });
+
+  it("flags keys that belong to the other target", () => {
+    expect(problemsOf("testbed: {target: local, name: smoke, nodes: 3, region: us-east-1}\n")).toEqual([
+      expect.stringMatching(/^testbed\.region: unknown key "region"; expected one of target, name, nodes/),
+    ]);
+  });
+
+  it("says what was found and what is expected for a wrong type", () => {
+    expect(problemsOf('testbed: {target: local, name: smoke, nodes: "three"}\n'))
+      .toEqual(['testbed.nodes: found "three", expected a number']);
+    expect(problemsOf("testbed: {target: local, name: smoke, nodes: 2.5}\n"))
+      .toEqual(["testbed.nodes: found 2.5, expected an integer"]);
+  });
+
+  it("rejects an unknown target", () => {
+    expect(problemsOf("testbed: {target: gcp, name: smoke, nodes: 3}\n"))
+      .toEqual(['testbed.target: found "gcp", expected "local" or "aws"']);
+  });
+
+  it("rejects node counts out of range", () => {
+    expect(problemsOf("testbed: {target: local, name: smoke, nodes: 0}\n"))
+      .toEqual(["testbed.nodes: found 0, expected a number at least 1"]);
+    expect(problemsOf("testbed: {target: local, name: smoke, nodes: 11}\n"))
+      .toEqual([expect.stringMatching(/^testbed\.nodes: found 11, expected at most maxNodes \(10\)/)]);
+    expect(() => parseCampaign("testbed: {target: local, name: smoke, nodes: 11, maxNodes: 16}\n", "c.yaml")).not.toThrow();
+  });
+
+  it("rejects a name that cannot name cloud resources", () => {
+    expect(problemsOf("testbed: {target: local, name: My_Bed, nodes: 1}\n"))
+      .toEqual([expect.stringMatching(/^testbed\.name: found "My_Bed", expected 1-24 lower-case letters/)]);
+  });
+
+  it("rejects a malformed CIDR", () => {
+    expect(problemsOf(awsText("").replace("203.0.113.7/32", "203.0.113.7/33")))
+      .toEqual(['testbed.adminCidr: found "203.0.113.7/33", expected an IPv4 CIDR such as 203.0.113.7/32']);
+    expect(problemsOf("testbed: {target: local, name: s, nodes: 1, subnet: 10.77.0.0}\n"))
+      .toEqual([expect.stringMatching(/^testbed\.subnet: found "10\.77\.0\.0", expected/)]);
+  });
+
+  it("refuses SSH open to the world unless allowed explicitly", () => {
+    expect(problemsOf(awsText("").replace("203.0.113.7/32", "0.0.0.0/0")))
+      .toEqual([expect.stringMatching(/^testbed\.adminCidr: 0\.0\.0\.0\/0 opens SSH to the whole internet/)]);
+  });
+
+  it("reports a missing key file with its resolved path", () => {
+    const dir = tempDir();
+    const file = join(dir, "aws.yaml");
+    writeFileSync(file, awsText("").replace(/sshPublicKey: .*/, "sshPublicKeyFile: missing.pub"));
+    expect(() => loadCampaignFile(file)).toThrowError(
+      `${file}: testbed.sshPublicKeyFile: cannot read ${join(dir, "missing.pub")}; expected an OpenSSH public key file`,
+    );
+  });
+
+  it("rejects key text that is not a public key", () => {
+    expect(problemsOf(awsText("").replace(PUBLIC_KEY, "-----BEGIN OPENSSH PRIVATE KEY-----")))
+      .toEqual([expect.stringMatching(/^testbed\.sshPublicKey: expected an OpenSSH public key/)]);
+  });
+
+  it("requires a key for aws", () => {
+    expect(problemsOf(awsText("").replace(/  sshPublicKey: .*\n/, "")))
+      .toEqual([expect.stringMatching(/^testbed\.sshPublicKeyFile: missing: expected sshPublicKeyFile/)]);
+  });
+
+  it("rejects EFA on an instance type without it", () => {
+    expect(problemsOf(awsText("  efa: true")))
+      .toEqual([expect.stringMatching(/^testbed\.efa: instance type g4dn\.xlarge has no EFA/)]);
+  });
+
+  it("rejects an availability zone outside the region", () => {
+    expect(problemsOf(awsText("  region: eu-west-1\n  availabilityZone: us-east-1a")))
+      .toEqual([expect.stringMatching(/^testbed\.availabilityZone: found "us-east-1a", expected a zone of region eu-west-1/)]);
+  });
+
+  it("rejects an unknown state backend and wrong tag values", () => {
+    expect(problemsOf(awsText("  tags: {team: 7}\n  state: {backend: gcs}"))).toEqual([
+      "testbed.tags.team: found 7, expected text",
+      'testbed.state.backend: found "gcs", expected "local" or "s3"',
+    ]);
+  });
+
+  it("lists every problem at once rather than stopping at the first", () => {
+    expect(problemsOf("testbed: {target: local, name: X, nodes: 0, colour: red}\n")).toHaveLength(3);
+  });
+});
