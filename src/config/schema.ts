@@ -5,6 +5,7 @@
  * problems (field path + message). Reading files lives in ./load.ts.
  */
 import { z } from "zod";
+import { BANDWIDTH_HELP, bandwidthGbps } from "../bandwidth.ts";
 
 /** Instance types with an Elastic Fabric Adapter (AWS docs, "Supported instance types" for EFA). */
 export const EFA_INSTANCE_TYPES: ReadonlySet<string> = new Set([
@@ -153,14 +154,107 @@ const testbed = z.discriminatedUnion("target", [localTestbed, awsTestbed]).super
   }
 });
 
+/** Models the worker can train (docker/worker): `tiny` is a small CNN for CPU smoke runs. */
+export const MODELS = ["tiny", "resnet50", "resnet101", "resnet152", "inception_v3"] as const;
+
+/** Worker knobs for `train` runs, by campaign name; each becomes `--kebab-case` on the worker's command line. */
+const trainKnobs = {
+  numWarmupBatches: z.int().min(0),
+  numBatchesPerIter: z.int().min(1),
+  numIters: z.int().min(1),
+  imageSize: z.int().min(16),
+  precision: z.enum(["fp32", "amp"]),
+  /** DDP gradient bucket size, the analogue of Horovod's tensor fusion buffer. */
+  bucketCapMb: z.number().positive(),
+  fp16Allreduce: z.boolean(),
+  ncclAlgoRing: z.boolean(),
+  engine: z.enum(["ddp", "horovod"]),
+};
+export type TrainKnobName = keyof typeof trainKnobs;
+export const TRAIN_KNOB_NAMES = Object.keys(trainKnobs) as TrainKnobName[];
+
+const bandwidth = z.string().refine((rate) => bandwidthGbps(rate) !== undefined, { error: `expected ${BANDWIDTH_HELP}` });
+
+/** A matrix axis: a list of values, or one value. */
+function axis<T extends z.ZodType>(value: T) {
+  return z.union([value, z.array(value).min(1)]).transform((v) => (Array.isArray(v) ? v : [v]) as z.output<T>[]);
+}
+
+const matrix = z.strictObject({
+  nodes: axis(z.int().min(1)),
+  model: axis(z.enum(MODELS)),
+  batchSize: axis(z.int().min(1)),
+  bandwidth: axis(bandwidth),
+  numWarmupBatches: axis(trainKnobs.numWarmupBatches).optional(),
+  numBatchesPerIter: axis(trainKnobs.numBatchesPerIter).optional(),
+  numIters: axis(trainKnobs.numIters).optional(),
+  imageSize: axis(trainKnobs.imageSize).optional(),
+  precision: axis(trainKnobs.precision).optional(),
+  bucketCapMb: axis(trainKnobs.bucketCapMb).optional(),
+  fp16Allreduce: axis(trainKnobs.fp16Allreduce).optional(),
+  ncclAlgoRing: axis(trainKnobs.ncclAlgoRing).optional(),
+  engine: axis(trainKnobs.engine).optional(),
+});
+
+export const PROBE_DEFAULTS = { enabled: true, minBytes: 4096, maxBytes: 64 * 1024 * 1024, stepFactor: 4, warmupIters: 2, iters: 5 } as const;
+
+const campaign = z.strictObject({
+  matrix,
+  /** Each combination runs this many times; the report shows mean and 95% interval. */
+  repeats: z.int().min(1).max(100).default(1),
+  /** A run still going after this is stopped and recorded as failed. */
+  runTimeoutSeconds: z.int().min(10).default(900),
+  /** Knobs fixed for every train run (a knob may be here or in the matrix, not both). */
+  train: z.strictObject(trainKnobs).partial().default({}),
+  /** The all-reduce bandwidth probe, once per node count (2 or more) and bandwidth. */
+  probe: z.strictObject({
+    enabled: z.boolean().default(PROBE_DEFAULTS.enabled),
+    minBytes: z.int().min(4).default(PROBE_DEFAULTS.minBytes),
+    maxBytes: z.int().min(4).default(PROBE_DEFAULTS.maxBytes),
+    stepFactor: z.int().min(2).default(PROBE_DEFAULTS.stepFactor),
+    warmupIters: z.int().min(0).default(PROBE_DEFAULTS.warmupIters),
+    iters: z.int().min(1).default(PROBE_DEFAULTS.iters),
+  }).default({ ...PROBE_DEFAULTS }),
+  /** Keep the testbed after the campaign (default: tear it down, also on failure and Ctrl-C). */
+  keep: z.boolean().default(false),
+  /** Default: results/<campaign file name without extension>. */
+  resultsDir: z.string().min(1).optional(),
+});
+
 export const campaignFileSchema = z.strictObject({
   testbed,
+  campaign: campaign.optional(),
+}).superRefine((file, ctx) => {
+  const plan = file.campaign;
+  if (plan === undefined) return;
+  const largest = Math.max(...plan.matrix.nodes);
+  if (largest > file.testbed.nodes) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["campaign", "matrix", "nodes"],
+      message: `found ${largest}, expected at most testbed.nodes (${file.testbed.nodes}); raise testbed.nodes or drop that node count`,
+    });
+  }
+  for (const name of TRAIN_KNOB_NAMES) {
+    if (plan.matrix[name] !== undefined && plan.train[name] !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["campaign", "train", name], message: `${name} is also a matrix axis; set it in one place` });
+    }
+  }
+  const precisions = [...(plan.matrix.precision ?? []), plan.train.precision];
+  if (file.testbed.target === "local" && precisions.includes("amp")) {
+    ctx.addIssue({ code: "custom", path: ["campaign"], message: "precision amp needs a GPU; the local testbed runs on CPU (use fp32)" });
+  }
+  if (plan.probe.maxBytes < plan.probe.minBytes) {
+    ctx.addIssue({ code: "custom", path: ["campaign", "probe", "maxBytes"], message: `found ${plan.probe.maxBytes}, expected at least minBytes (${plan.probe.minBytes})` });
+  }
 });
 
 export type CampaignFile = z.output<typeof campaignFileSchema>;
 export type Testbed = CampaignFile["testbed"];
 export type LocalTestbed = Extract<Testbed, { target: "local" }>;
 export type AwsTestbed = Extract<Testbed, { target: "aws" }>;
+export type CampaignSection = NonNullable<CampaignFile["campaign"]>;
+export type Model = (typeof MODELS)[number];
 
 export interface ConfigProblem {
   /** Dotted field path, e.g. "testbed.nodes"; empty for the whole document. */
@@ -183,9 +277,17 @@ export function availabilityZoneOf(tb: AwsTestbed): string {
   return tb.availabilityZone ?? `${tb.region}a`;
 }
 
-function describeIssues(issues: readonly z.core.$ZodIssue[], document: unknown): ConfigProblem[] {
+function describeIssues(issues: readonly z.core.$ZodIssue[], document: unknown, prefix: readonly string[] = []): ConfigProblem[] {
   return issues.flatMap((issue) => {
-    const path = issue.path.map(String);
+    const path = [...prefix, ...issue.path.map(String)];
+    if (issue.code === "invalid_union" && !("discriminator" in issue && issue.discriminator !== undefined) && issue.errors.length > 0) {
+      // A matrix axis is "a value or a list of values": explain the branch that fits the input's shape.
+      const isList = Array.isArray(valueAt(document, path));
+      const fitting = issue.errors.find((branch) => isList
+        ? branch.every((inner) => inner.path.length > 0)
+        : !branch.some((inner) => inner.code === "invalid_type" && inner.expected === "array"));
+      if (fitting !== undefined) return describeIssues(fitting, document, path);
+    }
     if (issue.code === "unrecognized_keys") {
       // One problem per key, at the key's own path, so the message points at the typo.
       return issue.keys.map((key) => ({ path: [...path, key].join("."), message: unknownKeyMessage(key, path, document) }));
@@ -218,6 +320,8 @@ function messageFor(issue: z.core.$ZodIssue, path: string, valueAtPath: unknown)
       return `found ${found}, ${issue.message}`;
     case "invalid_format":
       return issue.message.startsWith("Invalid") ? `found ${found}, expected ${issue.format}` : `found ${found}, ${issue.message}`;
+    case "custom":
+      return issue.message.startsWith("expected") ? `found ${found}, ${issue.message}` : issue.message;
     default:
       return issue.message;
   }
@@ -255,6 +359,10 @@ function knownKeysAt(parentPath: readonly string[], document: unknown): string[]
     return keysOf(target === "aws" ? awsTestbed : localTestbed);
   }
   if (where === "testbed.state") return keysOf(s3State);
+  if (where === "campaign") return keysOf(campaign);
+  if (where === "campaign.matrix") return keysOf(matrix);
+  if (where === "campaign.train") return TRAIN_KNOB_NAMES;
+  if (where === "campaign.probe") return Object.keys(PROBE_DEFAULTS);
   return [];
 }
 

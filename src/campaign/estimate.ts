@@ -1,0 +1,90 @@
+/**
+ * Rough duration and cost of a campaign before it starts, for `ringlab plan`. Pure. The throughputs are
+ * coarse guesses (documented below); the all-reduce part comes from the ring lower bound.
+ */
+import { bandwidthGbps } from "../bandwidth.ts";
+import type { CampaignFile, Model } from "../config/schema.ts";
+import { ringAllReduceLowerBoundSeconds } from "./cost-model.ts";
+import type { CampaignPlan, PlannedRun } from "./plan.ts";
+
+/** fp32 parameter counts of the worker's models (torchvision 0.14; inception_v3 without the aux head). */
+export const PARAMETER_COUNT: Readonly<Record<Model, number>> = {
+  tiny: 10_218, resnet50: 25_557_032, resnet101: 44_549_160, resnet152: 60_192_808, inception_v3: 23_834_568,
+};
+
+/**
+ * Images per second of one worker, to size estimates only: GPU figures are a T4 in fp32 (g4dn, the default
+ * instance type); CPU figures are one container of the local testbed on a 2-core machine.
+ */
+const IMAGES_PER_SECOND: Readonly<Record<"gpu" | "cpu", Readonly<Record<Model, number>>>> = {
+  gpu: { tiny: 5_000, resnet50: 90, resnet101: 55, resnet152: 38, inception_v3: 60 },
+  cpu: { tiny: 1_500, resnet50: 3, resnet101: 1.7, resnet152: 1.2, inception_v3: 2 },
+};
+
+/** Link rate assumed for "unlimited": the local bridge, or what small GPU instances sustain. */
+const UNLIMITED_GBPS = { local: 10, aws: 5 } as const;
+/** Orchestration per run (shape, start workers, rendezvous, collect) and per campaign (up, configure, down). */
+const OVERHEAD_SECONDS = {
+  local: { run: 15, campaign: 90 },
+  aws: { run: 25, campaign: 15 * 60 },
+} as const;
+/** The worker's defaults (docker/worker/ringlab_worker/cli.py). */
+const WORKER_DEFAULTS = { numWarmupBatches: 10, numBatchesPerIter: 10, numIters: 10 } as const;
+
+/**
+ * On-demand Linux list prices in us-east-1, USD per instance-hour (AWS pricing pages, 2025). Spot is usually
+ * cheaper; other regions differ. Check before you spend.
+ */
+export const HOURLY_PRICE_USD: Readonly<Record<string, number>> = {
+  "g4dn.xlarge": 0.526, "g4dn.2xlarge": 0.752, "g4dn.4xlarge": 1.204, "g4dn.8xlarge": 2.176, "g4dn.12xlarge": 3.912,
+  "g5.xlarge": 1.006, "g5.2xlarge": 1.212, "g5.12xlarge": 5.672, "g5.48xlarge": 16.288,
+  "g6.xlarge": 0.805, "p3.2xlarge": 3.06, "p3.8xlarge": 12.24, "p3dn.24xlarge": 31.212, "p4d.24xlarge": 32.773,
+};
+
+export interface CampaignEstimate {
+  readonly runs: number;
+  readonly seconds: number;
+  /** Instance-hours of the whole campaign (AWS only). */
+  readonly instanceHours?: number;
+  /** Undefined when the instance type's price is not in the table. */
+  readonly costUsd?: number;
+  readonly hourlyPriceUsd?: number;
+}
+
+export function estimateRunSeconds(run: PlannedRun, file: CampaignFile): number {
+  const target = file.testbed.target;
+  const link = run.bandwidth === null ? null : bandwidthGbps(run.bandwidth) ?? UNLIMITED_GBPS[target];
+  let jobSeconds: number;
+  if (run.job === "allreduce") {
+    const probe = file.campaign!.probe;
+    jobSeconds = 5;
+    for (let bytes = probe.minBytes; bytes <= probe.maxBytes; bytes *= probe.stepFactor) {
+      jobSeconds += (probe.warmupIters + probe.iters) * ringAllReduceLowerBoundSeconds(bytes, run.nodes, link ?? UNLIMITED_GBPS[target], 1e-4);
+    }
+  } else {
+    const knobs = { ...WORKER_DEFAULTS, ...run.knobs };
+    const steps = Number(knobs.numWarmupBatches) + Number(knobs.numIters) * Number(knobs.numBatchesPerIter);
+    const device = target === "aws" ? "gpu" : "cpu";
+    // On the local testbed every node shares this machine's cores.
+    const slowdown = target === "local" ? run.nodes : 1;
+    const computeSeconds = (run.batchSize! / IMAGES_PER_SECOND[device][run.model!]) * slowdown;
+    const gradientBytes = PARAMETER_COUNT[run.model!] * (knobs.fp16Allreduce === true ? 2 : 4);
+    const allReduceSeconds = link === null ? 0 : ringAllReduceLowerBoundSeconds(gradientBytes, run.nodes, link);
+    jobSeconds = 5 + steps * (computeSeconds + allReduceSeconds);
+  }
+  return OVERHEAD_SECONDS[target].run + jobSeconds;
+}
+
+export function estimateCampaign(plan: CampaignPlan, runs: readonly PlannedRun[], file: CampaignFile): CampaignEstimate {
+  const target = file.testbed.target;
+  const seconds = OVERHEAD_SECONDS[target].campaign + runs.reduce((sum, run) => sum + estimateRunSeconds(run, file), 0);
+  if (file.testbed.target !== "aws") return { runs: runs.length, seconds };
+  const instanceHours = (plan.nodesToProvision * seconds) / 3600;
+  const hourlyPriceUsd = HOURLY_PRICE_USD[file.testbed.instanceType];
+  return {
+    runs: runs.length,
+    seconds,
+    instanceHours,
+    ...(hourlyPriceUsd === undefined ? {} : { hourlyPriceUsd, costUsd: instanceHours * hourlyPriceUsd }),
+  };
+}

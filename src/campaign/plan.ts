@@ -1,0 +1,134 @@
+/**
+ * A campaign's runs, planned from the file alone. Pure: the same file always gives the same runs, ids and
+ * order, which is what makes resuming safe.
+ */
+import { createHash } from "node:crypto";
+import { basename, extname } from "node:path";
+import type { CampaignFile, Model, TrainKnobName } from "../config/schema.ts";
+import { TRAIN_KNOB_NAMES } from "../config/schema.ts";
+import type { Job } from "../runner.ts";
+
+export interface PlannedRun {
+  /** Stable across invocations: names the run's record, logs and rendezvous. */
+  readonly id: string;
+  readonly job: Job;
+  readonly nodes: number;
+  /** Link rate, or null for single-node runs, which send nothing over the network. */
+  readonly bandwidth: string | null;
+  /** 1-based. */
+  readonly repeat: number;
+  readonly model?: Model;
+  readonly batchSize?: number;
+  /** Train knobs set by the campaign (matrix axes and fixed ones), by campaign name. */
+  readonly knobs: Readonly<Partial<Record<TrainKnobName, string | number | boolean>>>;
+  readonly workerArgs: readonly string[];
+  /** Changes whenever anything that shapes the measurement changes; a resumed campaign reruns such runs. */
+  readonly fingerprint: string;
+}
+
+export interface CampaignPlan {
+  /** The campaign's name: its file name without extension. */
+  readonly name: string;
+  readonly runs: readonly PlannedRun[];
+  /** Node count the testbed is provisioned with: the largest any run uses. */
+  readonly nodesToProvision: number;
+}
+
+/** Bounds a silent peer inside the worker, well inside the run's own limit. */
+const WORKER_TIMEOUT_SECONDS = 120;
+
+export function campaignName(sourceFile: string): string {
+  return basename(sourceFile, extname(sourceFile));
+}
+
+export function planCampaign(file: CampaignFile, name: string): CampaignPlan {
+  const section = file.campaign;
+  if (section === undefined) throw new Error("the file has no campaign section; add campaign.matrix (see campaigns/local-smoke.yaml)");
+  const matrix = section.matrix;
+  const knobAxes = TRAIN_KNOB_NAMES.filter((knob) => matrix[knob] !== undefined);
+  const knobCombinations = cartesian(knobAxes.map((knob) => (matrix[knob] as (string | number | boolean)[]).map((value) => [knob, value] as const)));
+  const workerTimeout = Math.min(WORKER_TIMEOUT_SECONDS, section.runTimeoutSeconds);
+
+  const trainRun = (nodes: number, bandwidth: string | null, model: Model, batchSize: number, varied: readonly (readonly [TrainKnobName, unknown])[], repeat: number): PlannedRun => {
+    const knobs = { ...section.train, ...Object.fromEntries(varied) } as PlannedRun["knobs"];
+    const idParts = ["train", model, `b${batchSize}`, `n${nodes}`, ...(bandwidth === null ? [] : [bandwidth]),
+      ...varied.map(([knob, value]) => `${knob.toLowerCase()}-${String(value)}`), `r${repeat}`];
+    const workerArgs = ["--model", model, "--batch-size", String(batchSize), ...knobArgs(knobs), "--timeout-seconds", String(workerTimeout)];
+    return withFingerprint({ id: idParts.join("-"), job: "train", nodes, bandwidth, repeat, model, batchSize, knobs, workerArgs });
+  };
+  const probeRun = (nodes: number, bandwidth: string, repeat: number): PlannedRun => {
+    const probe = section.probe;
+    const workerArgs = ["--min-bytes", String(probe.minBytes), "--max-bytes", String(probe.maxBytes), "--step-factor", String(probe.stepFactor),
+      "--warmup-iters", String(probe.warmupIters), "--iters", String(probe.iters), "--timeout-seconds", String(workerTimeout)];
+    return withFingerprint({ id: `allreduce-n${nodes}-${bandwidth}-r${repeat}`, job: "allreduce", nodes, bandwidth, repeat, knobs: {}, workerArgs });
+  };
+
+  const nodeCounts = unique(matrix.nodes).sort((a, b) => a - b);
+  const bandwidths = unique(matrix.bandwidth);
+  const repeats = Array.from({ length: section.repeats }, (_, i) => i + 1);
+  const trainConfigs = unique(matrix.model).flatMap((model) => unique(matrix.batchSize).flatMap((batchSize) =>
+    knobCombinations.map((varied) => ({ model, batchSize, varied }))));
+
+  const runs: PlannedRun[] = [];
+  // Single-node runs first: they do not depend on the link, so they run once, whatever the bandwidths.
+  for (const repeat of repeats) {
+    if (!nodeCounts.includes(1)) break;
+    for (const { model, batchSize, varied } of trainConfigs) runs.push(trainRun(1, null, model, batchSize, varied, repeat));
+  }
+  // Then one group per bandwidth, so links are reshaped once per group; repeats outermost within a group,
+  // so slow drift of the machine spreads over all configurations instead of biasing one.
+  for (const bandwidth of bandwidths) {
+    for (const repeat of repeats) {
+      for (const nodes of nodeCounts.filter((n) => n > 1)) {
+        if (section.probe.enabled) runs.push(probeRun(nodes, bandwidth, repeat));
+      }
+      for (const nodes of nodeCounts.filter((n) => n > 1)) {
+        for (const { model, batchSize, varied } of trainConfigs) runs.push(trainRun(nodes, bandwidth, model, batchSize, varied, repeat));
+      }
+    }
+  }
+  return { name, runs, nodesToProvision: Math.max(...nodeCounts) };
+}
+
+/** Runs still to do: those without an "ok" record of the same fingerprint. */
+export function remainingRuns(plan: CampaignPlan, finished: ReadonlyMap<string, { status: string; fingerprint: string }>): PlannedRun[] {
+  return plan.runs.filter((run) => {
+    const record = finished.get(run.id);
+    return record === undefined || record.status !== "ok" || record.fingerprint !== run.fingerprint;
+  });
+}
+
+/** How often the links must be reshaped when the runs execute in this order. */
+export function reshapeCount(runs: readonly PlannedRun[]): number {
+  let current: string | null = null;
+  let count = 0;
+  for (const run of runs) {
+    if (run.bandwidth !== null && run.bandwidth !== current) {
+      current = run.bandwidth;
+      count++;
+    }
+  }
+  return count;
+}
+
+function knobArgs(knobs: PlannedRun["knobs"]): string[] {
+  return TRAIN_KNOB_NAMES.flatMap((knob) => {
+    const value = knobs[knob];
+    if (value === undefined || value === false) return [];
+    const flag = `--${knob.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+    return value === true ? [flag] : [flag, String(value)];
+  });
+}
+
+function withFingerprint(run: Omit<PlannedRun, "fingerprint">): PlannedRun {
+  const essence = JSON.stringify([run.job, run.nodes, run.bandwidth, run.workerArgs]);
+  return { ...run, fingerprint: createHash("sha256").update(essence).digest("hex").slice(0, 16) };
+}
+
+function unique<T>(values: readonly T[]): T[] {
+  return [...new Set(values)];
+}
+
+function cartesian<T>(axes: readonly (readonly T[])[]): T[][] {
+  return axes.reduce<T[][]>((combos, axis) => combos.flatMap((combo) => axis.map((value) => [...combo, value])), [[]]);
+}

@@ -1,0 +1,67 @@
+import { describe, expect, it } from "vitest";
+import {
+  algorithmBandwidthGbps, busBandwidthGbps, efficiencyCeiling, meanWithInterval, ringAllReduceLowerBoundSeconds, scalingEfficiency,
+} from "../../src/campaign/cost-model.ts";
+import { estimateCampaign } from "../../src/campaign/estimate.ts";
+import { planCampaign } from "../../src/campaign/plan.ts";
+import { parseCampaign } from "../../src/config/load.ts";
+
+describe("ring all-reduce lower bound", () => {
+  it("matches the figures in ANCHORS.md for ResNet-50 and ResNet-152 on 4 nodes at 1 Gbit/s", () => {
+    // 2(N-1)/N · S/B = 1.5 · 102.2 MB / 125 MB/s
+    expect(ringAllReduceLowerBoundSeconds(25_557_032 * 4, 4, 1)).toBeCloseTo(1.2268, 3);
+    expect(ringAllReduceLowerBoundSeconds(60_192_808 * 4, 4, 1)).toBeCloseTo(2.8893, 3);
+    expect(ringAllReduceLowerBoundSeconds(60_192_808 * 4, 4, 10)).toBeCloseTo(0.28893, 4);
+  });
+
+  it("adds 2(N-1) latency terms and is zero for one rank", () => {
+    expect(ringAllReduceLowerBoundSeconds(0, 3, 1, 0.001)).toBeCloseTo(0.004, 9);
+    expect(ringAllReduceLowerBoundSeconds(1e9, 1, 1)).toBe(0);
+  });
+});
+
+describe("bandwidths as nccl-tests defines them", () => {
+  it("algbw is bytes per time, busbw scales it by 2(N-1)/N", () => {
+    expect(algorithmBandwidthGbps(125_000_000, 1)).toBe(1);
+    expect(busBandwidthGbps(1, 2)).toBe(1);
+    expect(busBandwidthGbps(1, 4)).toBe(1.5);
+    expect(busBandwidthGbps(1, 1)).toBe(0);
+  });
+});
+
+describe("efficiency", () => {
+  it("scaling efficiency is throughput against n times one node", () => {
+    expect(scalingEfficiency(360, 4, 100)).toBe(0.9);
+  });
+
+  it("the ceiling with and without overlap of compute and all-reduce", () => {
+    expect(efficiencyCeiling(0.3, 0.1).noOverlap).toBeCloseTo(0.75, 12);
+    expect(efficiencyCeiling(0.3, 0.1).perfectOverlap).toBe(1);
+    expect(efficiencyCeiling(0.1, 0.4).noOverlap).toBeCloseTo(0.2, 12);
+    expect(efficiencyCeiling(0.1, 0.4).perfectOverlap).toBeCloseTo(0.25, 12);
+    expect(efficiencyCeiling(0.1, 0)).toEqual({ noOverlap: 1, perfectOverlap: 1 });
+  });
+
+  it("mean with a Student-t 95% interval", () => {
+    const stats = meanWithInterval([10, 12, 14]);
+    expect(stats.mean).toBe(12);
+    // sd 2, n 3: 4.303 · 2 / sqrt(3)
+    expect(stats.ci95).toBeCloseTo(4.9687, 3);
+    expect(meanWithInterval([5])).toEqual({ mean: 5, ci95: 0, n: 1 });
+  });
+});
+
+describe("campaign estimate", () => {
+  it("prices an AWS campaign from instance-hours of the nodes it provisions", () => {
+    const file = parseCampaign(`
+testbed: {target: aws, name: s, nodes: 4, adminCidr: 203.0.113.7/32, sshPublicKey: "ssh-ed25519 AAAAC3Nza"}
+campaign: {matrix: {nodes: [1, 2], model: resnet50, batchSize: 64, bandwidth: 1gbit}}
+`, "c.yaml");
+    const plan = planCampaign(file, "c");
+    const estimate = estimateCampaign(plan, plan.runs, file);
+    expect(plan.nodesToProvision).toBe(2);
+    expect(estimate.hourlyPriceUsd).toBe(0.526);
+    expect(estimate.instanceHours).toBeCloseTo((2 * estimate.seconds) / 3600, 9);
+    expect(estimate.costUsd).toBeCloseTo(estimate.instanceHours! * 0.526, 9);
+  });
+});

@@ -1,0 +1,120 @@
+import { describe, expect, it } from "vitest";
+import { planCampaign, remainingRuns, reshapeCount } from "../../src/campaign/plan.ts";
+import { parseCampaign } from "../../src/config/load.ts";
+import { ConfigError } from "../../src/errors.ts";
+
+const file = (campaign: string, testbedNodes = 4) => parseCampaign(
+  `testbed: {target: local, name: t, nodes: ${testbedNodes}}\ncampaign:\n${campaign}`, "c.yaml");
+
+const smoke = file(`
+  matrix: {nodes: [1, 2, 3], model: tiny, batchSize: 32, bandwidth: [1gbit, 10gbit]}
+  train: {numIters: 3}
+  probe: {maxBytes: 1048576}
+`);
+
+describe("expanding the matrix", () => {
+  it("makes one run per combination, single-node runs once whatever the bandwidth, and a probe per node count and bandwidth", () => {
+    expect(planCampaign(smoke, "smoke").runs.map((run) => run.id)).toEqual([
+      "train-tiny-b32-n1-r1",
+      "allreduce-n2-1gbit-r1", "allreduce-n3-1gbit-r1",
+      "train-tiny-b32-n2-1gbit-r1", "train-tiny-b32-n3-1gbit-r1",
+      "allreduce-n2-10gbit-r1", "allreduce-n3-10gbit-r1",
+      "train-tiny-b32-n2-10gbit-r1", "train-tiny-b32-n3-10gbit-r1",
+    ]);
+  });
+
+  it("counts the seed experiment: 10 node counts x 2 models x 3 batch sizes x 2 bandwidths", () => {
+    const seed = file(`
+  matrix: {nodes: [1,2,3,4,5,6,7,8,9,10], model: [resnet101, inception_v3], batchSize: [32, 64, 96], bandwidth: [1gbit, 10gbit]}
+  probe: {enabled: false}
+`, 10);
+    const plan = planCampaign(seed, "seed");
+    // 6 single-node runs shared by both bandwidths, 9 x 6 multi-node runs per bandwidth.
+    expect(plan.runs).toHaveLength(6 + 2 * 9 * 6);
+    expect(plan.nodesToProvision).toBe(10);
+    expect(reshapeCount(plan.runs)).toBe(2);
+  });
+
+  it("passes the model, batch size and knobs to the worker as flags", () => {
+    const plan = planCampaign(file(`
+  matrix: {nodes: 2, model: resnet50, batchSize: 64, bandwidth: 1gbit, fp16Allreduce: [false, true]}
+  train: {bucketCapMb: 64, numIters: 5}
+  probe: {enabled: false}
+`), "k");
+    expect(plan.runs.map((run) => [run.id, run.workerArgs.join(" ")])).toEqual([
+      ["train-resnet50-b64-n2-1gbit-fp16allreduce-false-r1", "--model resnet50 --batch-size 64 --num-iters 5 --bucket-cap-mb 64 --timeout-seconds 120"],
+      ["train-resnet50-b64-n2-1gbit-fp16allreduce-true-r1", "--model resnet50 --batch-size 64 --num-iters 5 --bucket-cap-mb 64 --fp16-allreduce --timeout-seconds 120"],
+    ]);
+  });
+
+  it("puts repeats outermost within a bandwidth group, so drift spreads over all configurations", () => {
+    const plan = planCampaign(file(`
+  matrix: {nodes: [2, 3], model: tiny, batchSize: 8, bandwidth: 1gbit}
+  repeats: 2
+  probe: {enabled: false}
+`), "r");
+    expect(plan.runs.map((run) => run.id)).toEqual([
+      "train-tiny-b8-n2-1gbit-r1", "train-tiny-b8-n3-1gbit-r1", "train-tiny-b8-n2-1gbit-r2", "train-tiny-b8-n3-1gbit-r2",
+    ]);
+  });
+
+  it("gives ids that are unique and the same on every planning", () => {
+    const first = planCampaign(smoke, "smoke").runs;
+    expect(new Set(first.map((run) => run.id)).size).toBe(first.length);
+    expect(planCampaign(smoke, "smoke").runs).toEqual(first);
+  });
+});
+
+describe("validating the campaign section", () => {
+  const problems = (text: string) => {
+    try {
+      file(text, 3);
+    } catch (error) {
+      return (error as ConfigError).problems.map((p) => `${p.path}: ${p.message}`);
+    }
+    return [];
+  };
+
+  it("refuses a node count above the testbed's", () => {
+    expect(problems("  matrix: {nodes: [1, 4], model: tiny, batchSize: 8, bandwidth: 1gbit}\n"))
+      .toEqual(["campaign.matrix.nodes: found 4, expected at most testbed.nodes (3); raise testbed.nodes or drop that node count"]);
+  });
+
+  it("refuses an unknown model, a bad bandwidth and an unknown knob, naming each", () => {
+    expect(problems("  matrix: {nodes: 2, model: vgg16, batchSize: 8, bandwidth: 1gigabit, bucketCapMB: 4}\n")).toEqual([
+      expect.stringMatching(/^campaign\.matrix\.model: found "vgg16", expected "tiny" or "resnet50"/),
+      expect.stringMatching(/^campaign\.matrix\.bandwidth: .*expected a tc rate such as "1gbit"/),
+      expect.stringMatching(/^campaign\.matrix\.bucketCapMB: unknown key "bucketCapMB" \(did you mean "bucketCapMb"\?\)/),
+    ]);
+  });
+
+  it("refuses amp on the CPU-only local testbed and a knob set twice", () => {
+    expect(problems("  matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit, precision: [fp32, amp]}\n  train: {precision: fp32}\n")).toEqual([
+      "campaign.train.precision: precision is also a matrix axis; set it in one place",
+      "campaign: precision amp needs a GPU; the local testbed runs on CPU (use fp32)",
+    ]);
+  });
+});
+
+describe("resuming", () => {
+  const plan = planCampaign(smoke, "smoke");
+  const ok = (id: string) => [id, { status: "ok", fingerprint: plan.runs.find((r) => r.id === id)!.fingerprint }] as const;
+
+  it("skips runs that finished and keeps the rest in order", () => {
+    const finished = new Map([ok("train-tiny-b32-n1-r1"), ok("allreduce-n2-1gbit-r1")]);
+    expect(remainingRuns(plan, finished).map((run) => run.id)).toEqual(plan.runs.slice(2).map((run) => run.id));
+  });
+
+  it("reruns failed runs and runs whose parameters changed since", () => {
+    const changed = planCampaign(file(`
+  matrix: {nodes: [1, 2, 3], model: tiny, batchSize: 32, bandwidth: [1gbit, 10gbit]}
+  train: {numIters: 4}
+  probe: {maxBytes: 1048576}
+`), "smoke");
+    const finished = new Map<string, { status: string; fingerprint: string }>([
+      ok("train-tiny-b32-n1-r1"), ["allreduce-n2-1gbit-r1", { status: "failed", fingerprint: plan.runs[1]!.fingerprint }],
+    ]);
+    expect(remainingRuns(plan, finished).map((run) => run.id)).toContain("allreduce-n2-1gbit-r1");
+    expect(remainingRuns(changed, finished).map((run) => run.id)).toContain("train-tiny-b32-n1-r1");
+  });
+});
