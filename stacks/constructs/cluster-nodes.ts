@@ -1,0 +1,168 @@
+import { Construct } from "constructs";
+import { Token } from "cdktf";
+import { DataAwsAmi } from "@cdktf/provider-aws/lib/data-aws-ami/index.js";
+import { Instance } from "@cdktf/provider-aws/lib/instance/index.js";
+import { KeyPair } from "@cdktf/provider-aws/lib/key-pair/index.js";
+import { LaunchTemplate } from "@cdktf/provider-aws/lib/launch-template/index.js";
+import { PlacementGroup } from "@cdktf/provider-aws/lib/placement-group/index.js";
+import { DEFAULTS, EFA_INSTANCE_TYPES } from "../../src/config/schema.ts";
+import { TAG_KEYS } from "../tags.ts";
+
+export type NodeRole = "head" | "worker";
+
+export interface ClusterNodesProps {
+  /** The testbed's name: nodes are called `<name>-node-<rank>`. */
+  readonly name: string;
+  /** How many instances; node 0 is the head, the others are workers. */
+  readonly nodeCount: number;
+  readonly instanceType: string;
+  /**
+   * The AMI of every node.
+   * @default the newest x86_64 AMI whose name matches DEFAULTS.aws.amiNamePattern, owned by DEFAULTS.aws.amiOwner
+   *   (the AWS Deep Learning Base GPU AMI), looked up at deploy time
+   */
+  readonly ami?: string;
+  /** Size of each node's root volume (gp3, encrypted). */
+  readonly rootVolumeGiB: number;
+  readonly subnetId: string;
+  readonly securityGroupId: string;
+  /** OpenSSH public key text, installed for the AMI's default user. */
+  readonly sshPublicKey: string;
+  /**
+   * Give each node an Elastic Fabric Adapter as its network interface; the instance type must support EFA.
+   * @default false
+   */
+  readonly efa?: boolean;
+  /**
+   * Launch the nodes as one-time spot instances, terminated on interruption.
+   * @default false
+   */
+  readonly spot?: boolean;
+  /**
+   * Tags for what the instances create at launch (root volumes, network interfaces, spot requests): the
+   * provider's default tags do not reach them.
+   * @default no tags
+   */
+  readonly launchTags?: Readonly<Record<string, string>>;
+}
+
+export interface ClusterNode {
+  readonly name: string;
+  readonly role: NodeRole;
+  readonly instance: Instance;
+}
+
+const AMI_PATTERN = /^ami-[0-9a-f]{8,17}$/;
+/** Containers on the node that use IMDSv2 are one network hop further away than the host. */
+const METADATA_HOP_LIMIT = 2;
+
+/**
+ * The nodes of one testbed, in a cluster placement group (lowest latency, highest per-flow bandwidth).
+ *
+ * The launch template holds what aws_instance cannot say itself: the primary network interface (an EFA one
+ * when asked, with a public address) and tags for the interface and spot request created at launch. Everything
+ * else is on the instances. Running nodes ignore later template versions: to change the interface type,
+ * recreate the testbed.
+ *
+ * Construct IDs: placement-group, key-pair, ami (data source, only without `ami`), launch-template,
+ * node-0 .. node-<N-1>.
+ */
+export class ClusterNodes extends Construct {
+  readonly nodes: readonly ClusterNode[];
+
+  constructor(scope: Construct, id: string, props: ClusterNodesProps) {
+    super(scope, id);
+    validate(props);
+    const efa = props.efa ?? false;
+    const spot = props.spot ?? false;
+    const launchTags = { ...props.launchTags };
+
+    const placementGroup = new PlacementGroup(this, "placement-group", {
+      name: `ringlab-${props.name}`,
+      strategy: "cluster",
+    });
+    const keyPair = new KeyPair(this, "key-pair", {
+      keyName: `ringlab-${props.name}`,
+      publicKey: props.sshPublicKey,
+    });
+    const ami = props.ami ?? new DataAwsAmi(this, "ami", {
+      mostRecent: true,
+      owners: [DEFAULTS.aws.amiOwner],
+      filter: [
+        { name: "name", values: [DEFAULTS.aws.amiNamePattern] },
+        { name: "architecture", values: ["x86_64"] },
+      ],
+    }).id;
+    const launchTemplate = new LaunchTemplate(this, "launch-template", {
+      name: `ringlab-${props.name}-node`,
+      description: `Network interface and launch-time tags of the nodes of testbed ${props.name}`,
+      networkInterfaces: [{
+        deviceIndex: 0,
+        subnetId: props.subnetId,
+        securityGroups: [props.securityGroupId],
+        associatePublicIpAddress: "true",
+        deleteOnTermination: "true",
+        interfaceType: efa ? "efa" : undefined,
+      }],
+      // EC2 refuses a tag specification without tags.
+      tagSpecifications: Object.keys(launchTags).length === 0 ? undefined : [
+        { resourceType: "network-interface", tags: launchTags },
+        ...(spot ? [{ resourceType: "spot-instances-request", tags: launchTags }] : []),
+      ],
+    });
+
+    this.nodes = Array.from({ length: props.nodeCount }, (_, rank) => {
+      const name = `${props.name}-node-${rank}`;
+      const role: NodeRole = rank === 0 ? "head" : "worker";
+      const instance = new Instance(this, `node-${rank}`, {
+        ami,
+        instanceType: props.instanceType,
+        keyName: keyPair.keyName,
+        placementGroup: placementGroup.name,
+        launchTemplate: { id: launchTemplate.id, version: Token.asString(launchTemplate.latestVersion) },
+        rootBlockDevice: {
+          volumeType: "gp3",
+          volumeSize: props.rootVolumeGiB,
+          encrypted: true,
+          deleteOnTermination: true,
+        },
+        metadataOptions: {
+          httpEndpoint: "enabled",
+          httpTokens: "required",
+          httpPutResponseHopLimit: METADATA_HOP_LIMIT,
+        },
+        instanceMarketOptions: spot
+          ? { marketType: "spot", spotOptions: { spotInstanceType: "one-time", instanceInterruptionBehavior: "terminate" } }
+          : undefined,
+        volumeTags: { ...launchTags, Name: name },
+        tags: { Name: name, [TAG_KEYS.role]: role },
+        // A new template version (a later synth moves the expires-at tag in it) must not replace running nodes.
+        lifecycle: { ignoreChanges: ["launch_template"] },
+      });
+      return { name, role, instance };
+    });
+  }
+
+  /** Node 0: runs the NFS server (sharedStorage nfs) and rank 0. */
+  get head(): ClusterNode {
+    return this.nodes[0]!;
+  }
+}
+
+function validate(props: ClusterNodesProps): void {
+  const fail = (message: string): never => {
+    throw new Error(`ClusterNodes: ${message}`);
+  };
+  if (props.name.trim() === "") fail("name must not be empty");
+  if (!Number.isInteger(props.nodeCount) || props.nodeCount < 1) fail(`nodeCount must be a whole number >= 1, got ${props.nodeCount}`);
+  if (!Number.isInteger(props.rootVolumeGiB) || props.rootVolumeGiB < 8 || props.rootVolumeGiB > 16384) {
+    fail(`rootVolumeGiB must be a whole number from 8 to 16384, got ${props.rootVolumeGiB}`);
+  }
+  if (props.ami !== undefined && !AMI_PATTERN.test(props.ami)) fail(`ami "${props.ami}" is not an AMI id such as ami-0123456789abcdef0`);
+  if (props.efa === true && !EFA_INSTANCE_TYPES.has(props.instanceType)) {
+    fail(`instance type ${props.instanceType} has no EFA; use an EFA type (e.g. g5.12xlarge, p4d.24xlarge) or efa: false`);
+  }
+  if (!/^(ssh-|ecdsa-|sk-)\S+ \S+/.test(props.sshPublicKey.trim())) {
+    fail("sshPublicKey must be an OpenSSH public key (\"ssh-ed25519 AAAA...\")");
+  }
+}

@@ -1,0 +1,42 @@
+import { Construct } from "constructs";
+import { EfsFileSystem } from "@cdktf/provider-aws/lib/efs-file-system/index.js";
+import { EfsMountTarget } from "@cdktf/provider-aws/lib/efs-mount-target/index.js";
+
+export interface EfsSharedStorageProps {
+  /** Name tag and creation token of the file system. */
+  readonly name: string;
+  /** The cluster's subnet: the mount target gets an address there. */
+  readonly subnetId: string;
+  /** The cluster's security group: its self rules let the nodes reach NFS (2049) and nothing else can. */
+  readonly securityGroupId: string;
+}
+
+/**
+ * An encrypted EFS file system with one mount target in the cluster's subnet, for `sharedStorage: efs`.
+ *
+ * Construct IDs: file-system, mount-target.
+ */
+export class EfsSharedStorage extends Construct {
+  readonly fileSystem: EfsFileSystem;
+  readonly mountTarget: EfsMountTarget;
+
+  constructor(scope: Construct, id: string, props: EfsSharedStorageProps) {
+    super(scope, id);
+    if (props.name.trim() === "") throw new Error("EfsSharedStorage: name must not be empty");
+    this.fileSystem = new EfsFileSystem(this, "file-system", {
+      creationToken: `ringlab-${props.name}`,
+      encrypted: true,
+      tags: { Name: props.name },
+    });
+    this.mountTarget = new EfsMountTarget(this, "mount-target", {
+      fileSystemId: this.fileSystem.id,
+      subnetId: props.subnetId,
+      securityGroups: [props.securityGroupId],
+    });
+  }
+
+  /** The zone-specific DNS name of the mount target: what the nodes mount. */
+  get mountDnsName(): string {
+    return this.mountTarget.mountTargetDnsName;
+  }
+}
