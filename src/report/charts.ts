@@ -1,0 +1,210 @@
+/**
+ * The report's charts: vega-lite specs built from ReportData (pure), rendered headless to SVG strings by vega.
+ * SVG needs no canvas, so the report renders anywhere Node runs.
+ */
+import { parse, View } from "vega";
+import { compile, type TopLevelSpec } from "vega-lite";
+import type { BandwidthSeries, ReportData, TrainingConfig } from "./data.ts";
+
+/** SVG markup of each chart; absent when the campaign has nothing to draw in it. */
+export interface ChartSvgs {
+  readonly throughput?: string;
+  readonly efficiency?: string;
+  readonly busBandwidth?: string;
+}
+
+export const IDEAL_SERIES = "Ideal";
+const CEILING_KIND = "ceiling, no overlap (cost model)";
+const MEASURED_KIND = "measured";
+const PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2", "#72b7b2", "#eeca3b", "#9d755d", "#ff9da6"];
+const IDEAL_COLOR = "#555555";
+const SOLID = [1, 0];
+const DASHED = [6, 4];
+const PANEL = { width: 300, height: 200 };
+const CONFIG = {
+  font: "sans-serif",
+  title: { fontSize: 15, subtitleFontSize: 12, anchor: "start" as const, subtitlePadding: 6, offset: 12 },
+  header: { labelFontSize: 13 },
+  // Lines, not dots, in legends: the dash is what tells the ideal and the ceiling from a measurement.
+  legend: { symbolType: "stroke", symbolStrokeWidth: 2, symbolSize: 400, labelLimit: 280 },
+};
+
+const nodesAxis = { field: "nodes", type: "quantitative", title: "Nodes", scale: { zero: false, nice: false }, axis: { tickMinStep: 1, format: "d" } } as const;
+
+export async function renderCharts(data: ReportData): Promise<ChartSvgs> {
+  const specs = { throughput: throughputChartSpec(data), efficiency: efficiencyChartSpec(data), busBandwidth: busBandwidthChartSpec(data) };
+  const svgs: Record<string, string> = {};
+  for (const [name, spec] of Object.entries(specs)) {
+    if (spec !== null) svgs[name] = await renderSvg(spec);
+  }
+  return svgs;
+}
+
+/** Vega's SVG for one vega-lite spec. Clip and gradient ids come from a process-wide counter, so inlined charts never clash. */
+export async function renderSvg(spec: TopLevelSpec): Promise<string> {
+  const view = new View(parse(compile(spec).spec), { renderer: "none" });
+  try {
+    return await view.toSVG();
+  } finally {
+    view.finalize();
+  }
+}
+
+/** Throughput against node count, one panel per configuration, one line per link plus the dashed ideal. */
+export function throughputChartSpec(data: ReportData): TopLevelSpec | null {
+  const rows = data.training.flatMap((config) => [
+    ...config.series.flatMap((series) => withBaseline(config, series).map((point) => ({
+      panel: panelTitle(config), series: series.bandwidth, nodes: point.nodes, imagesPerSecond: point.mean,
+      lower: Math.max(0, point.mean - point.ci95), upper: point.mean + point.ci95,
+    }))),
+    ...idealRows(config),
+  ]);
+  if (rows.length === 0) return null;
+  const domain = [...bandwidthsOf(data), IDEAL_SERIES];
+  const seriesScale = { domain, range: [...colors(domain.length - 1), IDEAL_COLOR] };
+  const dashScale = { domain, range: [...domain.slice(1).map(() => SOLID), DASHED] };
+  return {
+    $schema: "https://vega.github.io/schema/vega-lite/v6.json",
+    title: { text: "Training throughput against node count", subtitle: "mean ± 95% interval; dashed: ideal (n × one node)" },
+    data: { values: rows },
+    facet: { field: "panel", type: "nominal", title: null },
+    columns: 2,
+    resolve: { scale: { y: "independent" } },
+    spec: {
+      ...PANEL,
+      layer: [
+        {
+          mark: { type: "line", point: true },
+          encoding: {
+            x: nodesAxis,
+            y: { field: "imagesPerSecond", type: "quantitative", title: "Throughput (images/s)" },
+            color: { field: "series", type: "nominal", title: "Link", scale: seriesScale },
+            strokeDash: { field: "series", type: "nominal", title: "Link", scale: dashScale },
+          },
+        },
+        {
+          transform: [{ filter: `datum.series !== '${IDEAL_SERIES}'` }],
+          mark: { type: "errorbar", ticks: true },
+          encoding: {
+            x: nodesAxis,
+            y: { field: "lower", type: "quantitative", title: "Throughput (images/s)" },
+            y2: { field: "upper" },
+            color: { field: "series", type: "nominal", title: "Link", scale: seriesScale },
+          },
+        },
+      ],
+    },
+    config: CONFIG,
+  };
+}
+
+/** Scaling efficiency against node count per configuration and link, with the cost model's no-overlap ceiling. */
+export function efficiencyChartSpec(data: ReportData): TopLevelSpec | null {
+  const rows = data.training.filter((config) => config.baseline !== null).flatMap((config) => config.series.flatMap((series) => {
+    const start = { panel: config.label, bandwidth: series.bandwidth, nodes: 1, efficiency: 1 };
+    const measured = series.points.flatMap((point) => point.scalingEfficiency === null ? []
+      : [{ panel: config.label, bandwidth: series.bandwidth, nodes: point.nodes, efficiency: point.scalingEfficiency }]);
+    const ceiling = series.points.flatMap((point) => point.efficiencyCeiling === null ? []
+      : [{ panel: config.label, bandwidth: series.bandwidth, nodes: point.nodes, efficiency: point.efficiencyCeiling.noOverlap }]);
+    return [
+      ...[start, ...measured].map((row) => ({ ...row, kind: MEASURED_KIND })),
+      ...(ceiling.length === 0 ? [] : [start, ...ceiling].map((row) => ({ ...row, kind: CEILING_KIND }))),
+    ];
+  }));
+  if (rows.length === 0) return null;
+  const bandwidths = bandwidthsOf(data);
+  const y = { field: "efficiency", type: "quantitative", title: "Scaling efficiency", axis: { format: "%" }, scale: { domainMin: 0 } } as const;
+  const color = { field: "bandwidth", type: "nominal", title: "Link", scale: { domain: bandwidths, range: colors(bandwidths.length) } } as const;
+  return {
+    $schema: "https://vega.github.io/schema/vega-lite/v6.json",
+    title: { text: "Scaling efficiency against node count", subtitle: "throughput / (n × one node); dashed: best the ring all-reduce allows without overlap" },
+    data: { values: rows },
+    facet: { field: "panel", type: "nominal", title: null },
+    columns: 2,
+    spec: {
+      ...PANEL,
+      layer: [
+        { mark: { type: "rule", color: "#bbbbbb" }, encoding: { y: { datum: 1 } } },
+        {
+          mark: "line",
+          encoding: {
+            x: nodesAxis, y, color,
+            strokeDash: { field: "kind", type: "nominal", title: "Line", scale: { domain: [MEASURED_KIND, CEILING_KIND], range: [SOLID, DASHED] } },
+          },
+        },
+        { mark: { type: "point", filled: true }, encoding: { x: nodesAxis, y, color } },
+      ],
+    },
+    config: CONFIG,
+  };
+}
+
+/** All-reduce bus bandwidth against message size, one line per link × node count, a rule at each link rate. */
+export function busBandwidthChartSpec(data: ReportData): TopLevelSpec | null {
+  const rows = data.probes.flatMap((probe) => probe.rows.map((row) => ({
+    series: `${probe.bandwidth} · ${probe.nodes} nodes`, sizeBytes: row.sizeBytes, busbw: row.busBandwidthGbps.mean,
+    lower: Math.max(0, row.busBandwidthGbps.mean - row.busBandwidthGbps.ci95), upper: row.busBandwidthGbps.mean + row.busBandwidthGbps.ci95,
+  })));
+  if (rows.length === 0) return null;
+  const links = [...new Map(data.probes.flatMap((probe) => probe.linkGbps === null ? []
+    : [[probe.bandwidth, { linkGbps: probe.linkGbps, label: `${probe.bandwidth} link` }] as const])).values()];
+  const sizes = [...new Set(rows.map((row) => row.sizeBytes))].sort((a, b) => a - b);
+  const x = {
+    field: "sizeBytes", type: "quantitative", title: "Message size (bytes, log2)", scale: { type: "log", base: 2 },
+    axis: { values: sizes, labelExpr: BYTES_LABEL, labelOverlap: true },
+  } as const;
+  const y = { field: "busbw", type: "quantitative", title: "Bus bandwidth (Gbit/s)", scale: { domainMin: 0 } } as const;
+  const series = [...new Set(rows.map((row) => row.series))];
+  const color = { field: "series", type: "nominal", title: "Link · nodes", scale: { domain: series, range: colors(series.length) } } as const;
+  return {
+    $schema: "https://vega.github.io/schema/vega-lite/v6.json",
+    title: { text: "All-reduce bus bandwidth against message size", subtitle: "busbw = algbw · 2(N-1)/N, mean ± 95% interval; grey rules: link rates" },
+    width: 520,
+    height: 300,
+    layer: [
+      { data: { values: rows }, mark: { type: "line", point: true }, encoding: { x, y, color } },
+      { data: { values: rows }, mark: { type: "errorbar", ticks: true }, encoding: { x, y: { ...y, field: "lower" }, y2: { field: "upper" }, color } },
+      ...(links.length === 0 ? [] : [
+        { data: { values: links }, mark: { type: "rule", strokeDash: DASHED, color: "#888888" }, encoding: { y: { field: "linkGbps", type: "quantitative" } } },
+        {
+          data: { values: links }, mark: { type: "text", align: "left", dx: 4, dy: -7, color: "#555555" },
+          encoding: { y: { field: "linkGbps", type: "quantitative" }, x: { value: 0 }, text: { field: "label" } },
+        },
+      ] as const),
+    ],
+    config: CONFIG,
+  };
+}
+
+const BYTES_LABEL = "datum.value >= 1073741824 ? format(datum.value / 1073741824, '~r') + ' GiB'"
+  + " : datum.value >= 1048576 ? format(datum.value / 1048576, '~r') + ' MiB'"
+  + " : datum.value >= 1024 ? format(datum.value / 1024, '~r') + ' KiB' : datum.value + ' B'";
+
+/** Without a single-node run there is no ideal line; the panel says why rather than leave the reader guessing. */
+function panelTitle(config: TrainingConfig): string {
+  return config.baseline === null ? `${config.label} (no 1-node run: no ideal)` : config.label;
+}
+
+/** A configuration's line for one link: its single-node baseline (when measured), then the multi-node points. */
+function withBaseline(config: TrainingConfig, series: BandwidthSeries): { nodes: number; mean: number; ci95: number }[] {
+  const points = series.points.map((point) => ({ nodes: point.nodes, ...point.imagesPerSecond }));
+  return config.baseline === null ? points : [{ nodes: 1, ...config.baseline.imagesPerSecond }, ...points];
+}
+
+function idealRows(config: TrainingConfig) {
+  if (config.baseline === null) return [];
+  const nodeCounts = [...new Set([1, ...config.series.flatMap((series) => series.points.map((point) => point.nodes))])].sort((a, b) => a - b);
+  const single = config.baseline.imagesPerSecond.mean;
+  return nodeCounts.map((nodes) => ({ panel: panelTitle(config), series: IDEAL_SERIES, nodes, imagesPerSecond: nodes * single, lower: null, upper: null }));
+}
+
+/** Every link of the training runs, slowest first, so colours match between the throughput and efficiency charts. */
+function bandwidthsOf(data: ReportData): string[] {
+  const series = data.training.flatMap((config) => config.series);
+  const sorted = [...series].sort((a, b) => (a.linkGbps ?? Infinity) - (b.linkGbps ?? Infinity));
+  return [...new Set(sorted.map((s) => s.bandwidth))];
+}
+
+function colors(count: number): string[] {
+  return Array.from({ length: count }, (_, i) => PALETTE[i % PALETTE.length]!);
+}

@@ -1,0 +1,258 @@
+/**
+ * What the campaign report shows, computed from the run records: measured throughput and scaling efficiency
+ * next to the ring all-reduce cost model, the all-reduce probe, and the failed runs. Pure: plain data in,
+ * plain data out; charts and pages are drawn from it elsewhere.
+ */
+import type { RunRecord } from "../campaign/records.ts";
+import {
+  efficiencyCeiling, meanWithInterval, ringAllReduceLowerBoundSeconds, scalingEfficiency, type EfficiencyCeiling,
+} from "../campaign/cost-model.ts";
+import type { AllReduceResult, TrainResult } from "../results/worker-result.ts";
+
+export interface Interval {
+  readonly mean: number;
+  /** Half-width of the 95% confidence interval. */
+  readonly ci95: number;
+  /** Samples behind the mean: repeats, or 1 when the interval is the worker's own over its iterations. */
+  readonly n: number;
+}
+
+/** The single-node measurement every bandwidth's series of a configuration is compared with. */
+export interface Baseline {
+  readonly imagesPerSecond: Interval;
+  readonly imagesPerSecondPerWorker: number;
+  readonly workers: number;
+  readonly runIds: readonly string[];
+}
+
+export interface ScalingPoint {
+  readonly nodes: number;
+  /** Ranks of the all-reduce (world size). */
+  readonly workers: number;
+  readonly imagesPerSecond: Interval;
+  readonly runIds: readonly string[];
+  /** nodes × single-node throughput; null without a baseline. */
+  readonly idealImagesPerSecond: number | null;
+  readonly scalingEfficiency: number | null;
+  /** Compute time of one step, batch size / single-node per-worker throughput; null without a baseline. */
+  readonly computeSecondsPerStep: number | null;
+  /** Bytes each rank all-reduces per step (gradient bytes, halved when the gradients travel as fp16). */
+  readonly allReduceBytes: number;
+  /** Ring all-reduce lower bound at the link rate; null for an unlimited link, which gives no bound. */
+  readonly allReduceLowerBoundSeconds: number | null;
+  /** Best scaling efficiency the cost model allows; null when t_c or t_ar is unknown. */
+  readonly efficiencyCeiling: EfficiencyCeiling | null;
+  /** The same as throughput: ideal × ceiling. */
+  readonly throughputCeiling: EfficiencyCeiling | null;
+}
+
+export interface BandwidthSeries {
+  /** "1gbit", "unlimited", ... */
+  readonly bandwidth: string;
+  readonly linkGbps: number | null;
+  /** Multi-node points, by node count; the configuration's baseline is the 1-node point of every series. */
+  readonly points: readonly ScalingPoint[];
+}
+
+/** One model × batch size × knob combination: a panel of the throughput and efficiency charts. */
+export interface TrainingConfig {
+  readonly label: string;
+  readonly model: string;
+  readonly batchSize: number;
+  readonly knobs: Readonly<Record<string, unknown>>;
+  readonly baseline: Baseline | null;
+  readonly series: readonly BandwidthSeries[];
+}
+
+export interface ProbeRow {
+  readonly sizeBytes: number;
+  readonly busBandwidthGbps: Interval;
+  readonly algorithmBandwidthGbps: number;
+  readonly timeSeconds: number;
+  /** Wrong results summed over the repeats; anything but 0 means the collective is broken. */
+  readonly wrong: number;
+}
+
+export interface ProbeSeries {
+  readonly bandwidth: string;
+  readonly linkGbps: number | null;
+  readonly nodes: number;
+  readonly workers: number;
+  readonly runIds: readonly string[];
+  readonly rows: readonly ProbeRow[];
+  /** Bus bandwidth at the largest message size over the link rate; null for an unlimited link. */
+  readonly largestSizeLinkFraction: number | null;
+}
+
+export interface FailedRun {
+  readonly runId: string;
+  readonly job: string;
+  readonly nodes: number;
+  readonly bandwidth: string | null;
+  readonly model?: string;
+  readonly batchSize?: number;
+  readonly error: string;
+  /** Relative to the results directory. */
+  readonly logsDir: string;
+}
+
+export interface ReportData {
+  readonly runCounts: { readonly total: number; readonly ok: number; readonly failed: number };
+  readonly training: readonly TrainingConfig[];
+  readonly probes: readonly ProbeSeries[];
+  readonly failures: readonly FailedRun[];
+}
+
+/** Where and when the campaign ran, for the report's header. */
+export interface ReportMeta {
+  readonly campaign: string;
+  readonly testbed: string;
+  /** ISO times of the first run's start and the last run's end; null without records. */
+  readonly firstStartedAt: string | null;
+  readonly lastEndedAt: string | null;
+  readonly generatedAt: string;
+}
+
+type TrainRecord = RunRecord & { readonly result: TrainResult };
+type ProbeRecord = RunRecord & { readonly result: AllReduceResult };
+
+export function reportData(records: readonly RunRecord[]): ReportData {
+  const ok = records.filter((record) => record.status === "ok");
+  const failures = records.filter((record) => record.status !== "ok").map(failedRun);
+  const trainRecords = ok.filter((record): record is TrainRecord => record.result?.job === "train");
+  const probeRecords = ok.filter((record): record is ProbeRecord => record.result?.job === "allreduce");
+  return {
+    runCounts: { total: records.length, ok: ok.length, failed: failures.length },
+    training: trainingConfigs(trainRecords),
+    probes: probeSeries(probeRecords),
+    failures,
+  };
+}
+
+export function reportMeta(records: readonly RunRecord[], generatedAt: Date): ReportMeta {
+  const first = records[0];
+  const testbeds = [...new Set(records.map(({ testbed }) =>
+    `${testbed.name} (${testbed.target}${testbed.instanceType === undefined ? "" : `, ${testbed.instanceType}`})`))];
+  const starts = records.map((record) => record.startedAt).sort();
+  const ends = records.map((record) => record.endedAt).sort();
+  return {
+    campaign: [...new Set(records.map((record) => record.campaign))].join(", ") || "(no runs)",
+    testbed: testbeds.join(", ") || "(unknown)",
+    firstStartedAt: first === undefined ? null : starts[0]!,
+    lastEndedAt: first === undefined ? null : ends[ends.length - 1]!,
+    generatedAt: generatedAt.toISOString(),
+  };
+}
+
+function failedRun(record: RunRecord): FailedRun {
+  const { params } = record;
+  return {
+    runId: record.runId, job: params.job, nodes: params.nodes, bandwidth: params.bandwidth,
+    ...(params.model === undefined ? {} : { model: params.model }),
+    ...(params.batchSize === undefined ? {} : { batchSize: params.batchSize }),
+    error: record.error ?? "(no error recorded)", logsDir: record.logsDir,
+  };
+}
+
+function trainingConfigs(records: readonly TrainRecord[]): TrainingConfig[] {
+  const variedKnobs = knobsThatVary(records);
+  const byConfig = groupBy(records, (record) => JSON.stringify([record.params.model, record.params.batchSize, sortedEntries(record.params.knobs)]));
+  return [...byConfig.values()].map((group) => {
+    const { model = "(unknown model)", batchSize = 0, knobs } = group[0]!.params;
+    const singleNode = group.filter((record) => record.params.nodes === 1);
+    const baseline = singleNode.length === 0 ? null : {
+      imagesPerSecond: repeatsInterval(singleNode),
+      imagesPerSecondPerWorker: meanWithInterval(singleNode.map((record) => record.result.metrics.imagesPerSecondPerWorker.mean)).mean,
+      workers: singleNode[0]!.result.world.size,
+      runIds: singleNode.map((record) => record.runId),
+    };
+    const multiNode = group.filter((record) => record.params.nodes > 1);
+    const series = [...groupBy(multiNode, (record) => record.params.bandwidth ?? "unlimited").entries()].map(([bandwidth, runs]) => ({
+      bandwidth,
+      linkGbps: runs[0]!.params.linkGbps,
+      points: [...groupBy(runs, (record) => String(record.params.nodes)).values()]
+        .map((repeats) => scalingPoint(repeats, batchSize, baseline))
+        .sort((a, b) => a.nodes - b.nodes),
+    }));
+    const knobLabel = variedKnobs.map((knob) => `${knob}=${String(knobs[knob as keyof typeof knobs])}`);
+    return {
+      label: [model, `batch ${batchSize}`, ...knobLabel].join(" · "),
+      model, batchSize, knobs, baseline,
+      series: series.sort(byLinkRate),
+    };
+  }).sort((a, b) => a.model.localeCompare(b.model) || a.batchSize - b.batchSize || a.label.localeCompare(b.label));
+}
+
+function scalingPoint(repeats: readonly TrainRecord[], batchSize: number, baseline: Baseline | null): ScalingPoint {
+  const { params, result } = repeats[0]!;
+  const imagesPerSecond = repeatsInterval(repeats);
+  const workers = result.world.size;
+  const allReduceBytes = result.metrics.gradientBytes / (params.knobs.fp16Allreduce === true ? 2 : 1);
+  const allReduceLowerBoundSeconds = params.linkGbps === null ? null : ringAllReduceLowerBoundSeconds(allReduceBytes, workers, params.linkGbps);
+  const ideal = baseline === null ? null : params.nodes * baseline.imagesPerSecond.mean;
+  const computeSecondsPerStep = baseline === null ? null : batchSize / baseline.imagesPerSecondPerWorker;
+  const ceiling = computeSecondsPerStep === null || allReduceLowerBoundSeconds === null
+    ? null : efficiencyCeiling(computeSecondsPerStep, allReduceLowerBoundSeconds);
+  return {
+    nodes: params.nodes, workers, imagesPerSecond, runIds: repeats.map((record) => record.runId),
+    idealImagesPerSecond: ideal,
+    scalingEfficiency: baseline === null ? null : scalingEfficiency(imagesPerSecond.mean, params.nodes, baseline.imagesPerSecond.mean),
+    computeSecondsPerStep, allReduceBytes, allReduceLowerBoundSeconds,
+    efficiencyCeiling: ceiling,
+    throughputCeiling: ceiling === null || ideal === null
+      ? null : { noOverlap: ideal * ceiling.noOverlap, perfectOverlap: ideal * ceiling.perfectOverlap },
+  };
+}
+
+/** Mean over repeats with Student's t; one repeat keeps the worker's own interval over its iterations. */
+function repeatsInterval(repeats: readonly TrainRecord[]): Interval {
+  const totals = repeats.map((record) => record.result.metrics.imagesPerSecondTotal);
+  return totals.length === 1 ? { mean: totals[0]!.mean, ci95: totals[0]!.ci95, n: 1 } : meanWithInterval(totals.map((total) => total.mean));
+}
+
+function probeSeries(records: readonly ProbeRecord[]): ProbeSeries[] {
+  const groups = groupBy(records, (record) => JSON.stringify([record.params.bandwidth, record.params.nodes]));
+  return [...groups.values()].map((repeats) => {
+    const { params, result } = repeats[0]!;
+    const rowsBySize = groupBy(repeats.flatMap((record) => record.result.metrics.rows), (row) => String(row.sizeBytes));
+    const rows = [...rowsBySize.values()].map((samples) => ({
+      sizeBytes: samples[0]!.sizeBytes,
+      busBandwidthGbps: meanWithInterval(samples.map((row) => row.busbwGbps)),
+      algorithmBandwidthGbps: meanWithInterval(samples.map((row) => row.algbwGbps)).mean,
+      timeSeconds: meanWithInterval(samples.map((row) => row.timeSeconds)).mean,
+      wrong: samples.reduce((sum, row) => sum + row.wrong, 0),
+    })).sort((a, b) => a.sizeBytes - b.sizeBytes);
+    const largest = rows[rows.length - 1];
+    return {
+      bandwidth: params.bandwidth ?? "unlimited", linkGbps: params.linkGbps, nodes: params.nodes, workers: result.world.size,
+      runIds: repeats.map((record) => record.runId), rows,
+      largestSizeLinkFraction: largest === undefined || params.linkGbps === null ? null : largest.busBandwidthGbps.mean / params.linkGbps,
+    };
+  }).sort((a, b) => byLinkRate(a, b) || a.nodes - b.nodes);
+}
+
+/** Slowest link first; "unlimited" last. */
+function byLinkRate(a: { linkGbps: number | null; bandwidth: string }, b: { linkGbps: number | null; bandwidth: string }): number {
+  return (a.linkGbps ?? Infinity) - (b.linkGbps ?? Infinity) || a.bandwidth.localeCompare(b.bandwidth);
+}
+
+/** Knob names whose values differ between training runs: the ones a panel's label must name to tell panels apart. */
+function knobsThatVary(records: readonly TrainRecord[]): string[] {
+  const names = [...new Set(records.flatMap((record) => Object.keys(record.params.knobs)))].sort();
+  return names.filter((name) => new Set(records.map((record) => JSON.stringify((record.params.knobs as Record<string, unknown>)[name] ?? null))).size > 1);
+}
+
+function sortedEntries(object: object): [string, unknown][] {
+  return Object.entries(object).sort(([a], [b]) => a.localeCompare(b));
+}
+
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group === undefined) groups.set(k, [item]);
+    else group.push(item);
+  }
+  return groups;
+}

@@ -1,0 +1,66 @@
+/**
+ * The worker's JSON result (docker/worker/result.schema.json), as far as ringlab reads it. Unknown fields are
+ * kept: the record stores the whole result, the report reads these.
+ */
+import { z } from "zod";
+
+const meanWithInterval = z.object({ mean: z.number(), ci95: z.number() });
+
+export const trainMetricsSchema = z.looseObject({
+  imagesPerSecondPerWorker: meanWithInterval,
+  imagesPerSecondTotal: meanWithInterval,
+  stepSeconds: z.array(z.number()),
+  parameterCount: z.number(),
+  gradientBytes: z.number(),
+  finalLoss: z.number(),
+});
+
+export const allReduceRowSchema = z.looseObject({
+  sizeBytes: z.number(),
+  count: z.number(),
+  dtype: z.string(),
+  redop: z.string(),
+  timeSeconds: z.number(),
+  algbwGbps: z.number(),
+  busbwGbps: z.number(),
+  wrong: z.number(),
+});
+
+const common = {
+  schema: z.literal("ringlab.result/v1"),
+  runId: z.string().nullable(),
+  knobs: z.record(z.string(), z.unknown()),
+  world: z.looseObject({
+    size: z.number(),
+    nodes: z.number(),
+    procsPerNode: z.number(),
+    backend: z.string(),
+    engine: z.string(),
+    hostnames: z.array(z.string()),
+  }),
+  provenance: z.looseObject({
+    torch: z.string(),
+    device: z.string(),
+    deviceModel: z.string(),
+    startedAt: z.string(),
+    endedAt: z.string(),
+  }),
+};
+
+export const workerResultSchema = z.discriminatedUnion("job", [
+  z.looseObject({ ...common, job: z.literal("train"), metrics: trainMetricsSchema }),
+  z.looseObject({ ...common, job: z.literal("allreduce"), metrics: z.looseObject({ rows: z.array(allReduceRowSchema), peakBusbwGbps: z.number() }) }),
+]);
+
+export type WorkerResult = z.output<typeof workerResultSchema>;
+export type TrainResult = Extract<WorkerResult, { job: "train" }>;
+export type AllReduceResult = Extract<WorkerResult, { job: "allreduce" }>;
+export type AllReduceRow = z.output<typeof allReduceRowSchema>;
+
+/** Parses a result; throws naming the first field that does not fit. */
+export function parseWorkerResult(json: unknown): WorkerResult {
+  const parsed = workerResultSchema.safeParse(json);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  throw new Error(`worker result does not match ringlab.result/v1 at ${issue.path.join(".") || "(top)"}: ${issue.message}`);
+}

@@ -1,0 +1,95 @@
+import { beforeAll, describe, expect, it, vi } from "vitest";
+import type { TopLevelSpec } from "vega-lite";
+import {
+  busBandwidthChartSpec, efficiencyChartSpec, renderCharts, throughputChartSpec, type ChartSvgs,
+} from "../../src/report/charts.ts";
+import { reportData } from "../../src/report/data.ts";
+import { scalingCampaign } from "./fixtures/records.ts";
+
+type Row = Record<string, unknown>;
+
+function rowsOf(spec: TopLevelSpec | null): Row[] {
+  if (spec === null) throw new Error("expected a chart");
+  return (spec as { data: { values: Row[] } }).data.values;
+}
+
+/** Text drawn in an SVG: titles, axis labels, legend entries. */
+function textsOf(svg: string | undefined): string[] {
+  if (svg === undefined) throw new Error("expected an SVG");
+  return [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((match) => match[1]!);
+}
+
+describe("chart specs", () => {
+  const data = reportData(scalingCampaign());
+
+  it("throughput: the ideal line is n × the single-node mean, and only where a baseline exists", () => {
+    const ideal = rowsOf(throughputChartSpec(data)).filter((row) => row.series === "Ideal");
+    expect(ideal.map((row) => [row.panel, row.nodes, row.imagesPerSecond])).toEqual([
+      ["resnet50 · batch 64", 1, 105], ["resnet50 · batch 64", 2, 210], ["resnet50 · batch 64", 4, 420],
+    ]);
+  });
+
+  it("throughput: every link's line starts at the single-node baseline, with its interval as error bar", () => {
+    const oneGbit = rowsOf(throughputChartSpec(data)).filter((row) => row.series === "1gbit" && row.panel === "resnet50 · batch 64");
+    expect(oneGbit.map((row) => [row.nodes, row.imagesPerSecond])).toEqual([[1, 105], [2, 155], [4, 200]]);
+    expect(oneGbit[2]).toMatchObject({ lower: 192, upper: 208 });
+    // An interval wider than the mean is cut at zero rather than drawn below the axis.
+    expect(oneGbit[0]!.lower).toBe(Math.max(0, 105 - 12.706 * 5));
+  });
+
+  it("efficiency: draws the cost model's no-overlap ceiling next to each measured line", () => {
+    const rows = rowsOf(efficiencyChartSpec(data));
+    const ceiling = rows.filter((row) => row.bandwidth === "1gbit" && String(row.kind).startsWith("ceiling"));
+    const computeSeconds = 64 / 105;
+    expect(ceiling.map((row) => row.nodes)).toEqual([1, 2, 4]);
+    expect(ceiling[1]!.efficiency).toBeCloseTo(computeSeconds / (computeSeconds + 0.8), 12);
+    expect(ceiling[2]!.efficiency).toBeCloseTo(computeSeconds / (computeSeconds + 1.2), 12);
+    // No single-node run, no efficiency: resnet152 gets no panel rather than an invented one.
+    expect(rows.some((row) => String(row.panel).startsWith("resnet152"))).toBe(false);
+  });
+
+  it("has nothing to draw without successful runs", async () => {
+    const empty = reportData([]);
+    expect(throughputChartSpec(empty)).toBeNull();
+    expect(busBandwidthChartSpec(empty)).toBeNull();
+    expect(await renderCharts(empty)).toEqual({});
+  });
+});
+
+describe("rendered SVG", () => {
+  let svgs: ChartSvgs;
+  let warnings: unknown[][];
+
+  beforeAll(async () => {
+    const warn = vi.spyOn(console, "warn");
+    svgs = await renderCharts(reportData(scalingCampaign()));
+    warnings = [...warn.mock.calls];
+    warn.mockRestore();
+  });
+
+  it("renders all three charts without vega-lite warnings", () => {
+    expect(Object.keys(svgs).sort()).toEqual(["busBandwidth", "efficiency", "throughput"]);
+    for (const svg of Object.values(svgs)) expect(svg).toMatch(/^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+    expect(warnings).toEqual([]);
+  });
+
+  it("throughput: titled axes with units, a panel per configuration and a legend with every link and Ideal", () => {
+    const texts = textsOf(svgs.throughput);
+    expect(texts).toEqual(expect.arrayContaining([
+      "Training throughput against node count", "Nodes", "Throughput (images/s)",
+      "resnet50 · batch 64", "resnet152 · batch 32 (no 1-node run: no ideal)", "Link", "1gbit", "10gbit", "Ideal",
+    ]));
+  });
+
+  it("efficiency: percent axis and a legend telling measurement from ceiling", () => {
+    const texts = textsOf(svgs.efficiency);
+    expect(texts).toEqual(expect.arrayContaining(["Scaling efficiency", "100%", "measured", "ceiling, no overlap (cost model)", "1gbit", "10gbit"]));
+  });
+
+  it("bus bandwidth: log2 message sizes in bytes, Gbit/s, one line per link × nodes and the link rate marked", () => {
+    const texts = textsOf(svgs.busBandwidth);
+    expect(texts).toEqual(expect.arrayContaining([
+      "Message size (bytes, log2)", "Bus bandwidth (Gbit/s)", "4 KiB", "64 MiB", "1gbit · 2 nodes", "1gbit link",
+    ]));
+  });
+});

@@ -1,0 +1,165 @@
+import { describe, expect, it } from "vitest";
+import { reportData, reportMeta, type ScalingPoint, type TrainingConfig } from "../../src/report/data.ts";
+import { probeRecord, scalingCampaign, trainRecord } from "./fixtures/records.ts";
+
+/** Student's t quantiles for 1 and 2 degrees of freedom, the repeats in the fixture. */
+const T1 = 12.706;
+const T2 = 4.303;
+const COMPUTE_SECONDS = 64 / 105;
+
+function config(configs: readonly TrainingConfig[], label: string): TrainingConfig {
+  const found = configs.find((c) => c.label === label);
+  if (found === undefined) throw new Error(`no configuration ${label} among ${configs.map((c) => c.label).join(", ")}`);
+  return found;
+}
+
+function point(c: TrainingConfig, bandwidth: string, nodes: number): ScalingPoint {
+  const found = c.series.find((s) => s.bandwidth === bandwidth)?.points.find((p) => p.nodes === nodes);
+  if (found === undefined) throw new Error(`no ${nodes}-node point at ${bandwidth} in ${c.label}`);
+  return found;
+}
+
+describe("reportData: training series", () => {
+  const data = reportData(scalingCampaign());
+  const resnet50 = config(data.training, "resnet50 · batch 64");
+
+  it("averages the single-node repeats into the baseline, with a Student-t interval", () => {
+    expect(resnet50.baseline).not.toBeNull();
+    expect(resnet50.baseline!.imagesPerSecond.mean).toBe(105);
+    // sd of (100, 110) = √50, standard error 5
+    expect(resnet50.baseline!.imagesPerSecond.ci95).toBeCloseTo(T1 * 5, 9);
+    expect(resnet50.baseline!.imagesPerSecond.n).toBe(2);
+    expect(resnet50.baseline!.imagesPerSecondPerWorker).toBe(105);
+    expect(resnet50.baseline!.runIds).toEqual(["train-resnet50-b64-n1-r1", "train-resnet50-b64-n1-r2"]);
+  });
+
+  it("gives one series per link, slowest first, each with its multi-node points in node order", () => {
+    expect(resnet50.series.map((s) => s.bandwidth)).toEqual(["1gbit", "10gbit"]);
+    expect(resnet50.series.map((s) => s.linkGbps)).toEqual([1, 10]);
+    expect(resnet50.series.map((s) => s.points.map((p) => p.nodes))).toEqual([[2, 4], [2, 4]]);
+  });
+
+  it("compares each point with n × the single-node throughput", () => {
+    const twoNodes = point(resnet50, "1gbit", 2);
+    expect(twoNodes.imagesPerSecond.mean).toBe(155);
+    expect(twoNodes.idealImagesPerSecond).toBe(210);
+    expect(twoNodes.scalingEfficiency).toBeCloseTo(155 / 210, 12);
+    expect(point(resnet50, "10gbit", 4).scalingEfficiency).toBeCloseTo(402 / 420, 12);
+  });
+
+  it("puts the ring cost model next to the measurement: t_c, t_ar, both ceilings and the throughput they allow", () => {
+    const twoNodes = point(resnet50, "1gbit", 2);
+    expect(twoNodes.computeSecondsPerStep).toBeCloseTo(COMPUTE_SECONDS, 12);
+    // 2(N-1)/N · S/B = 1 · 1e8 B / 1.25e8 B/s
+    expect(twoNodes.allReduceLowerBoundSeconds).toBeCloseTo(0.8, 12);
+    expect(twoNodes.efficiencyCeiling!.noOverlap).toBeCloseTo(COMPUTE_SECONDS / (COMPUTE_SECONDS + 0.8), 12);
+    expect(twoNodes.efficiencyCeiling!.perfectOverlap).toBeCloseTo(COMPUTE_SECONDS / 0.8, 12);
+    expect(twoNodes.throughputCeiling!.noOverlap).toBeCloseTo(210 * COMPUTE_SECONDS / (COMPUTE_SECONDS + 0.8), 9);
+
+    const fourNodesFast = point(resnet50, "10gbit", 4);
+    // 1.5 · 1e8 / 1.25e9
+    expect(fourNodesFast.allReduceLowerBoundSeconds).toBeCloseTo(0.12, 12);
+    expect(fourNodesFast.efficiencyCeiling!.perfectOverlap).toBe(1);
+  });
+
+  it("keeps the worker's own interval when a point has one repeat, and uses Student's t over three", () => {
+    expect(point(resnet50, "1gbit", 4).imagesPerSecond).toEqual({ mean: 200, ci95: 8, n: 1 });
+    const threeRepeats = point(resnet50, "10gbit", 2).imagesPerSecond;
+    expect(threeRepeats.mean).toBe(206);
+    // sd of (200, 206, 212) = 6
+    expect(threeRepeats.ci95).toBeCloseTo(T2 * 6 / Math.sqrt(3), 9);
+    expect(threeRepeats.n).toBe(3);
+  });
+
+  it("leaves failed repeats out of the measurement", () => {
+    const fourNodesFast = point(resnet50, "10gbit", 4);
+    expect(fourNodesFast.runIds).toEqual(["train-resnet50-b64-n4-10gbit-r1", "train-resnet50-b64-n4-10gbit-r2"]);
+    expect(fourNodesFast.imagesPerSecond.mean).toBe(402);
+  });
+
+  it("without a single-node run says nothing about efficiency but still bounds the all-reduce", () => {
+    const resnet152 = config(data.training, "resnet152 · batch 32");
+    expect(resnet152.baseline).toBeNull();
+    const twoNodes = point(resnet152, "1gbit", 2);
+    expect(twoNodes.imagesPerSecond).toEqual({ mean: 40, ci95: 2, n: 1 });
+    expect(twoNodes.idealImagesPerSecond).toBeNull();
+    expect(twoNodes.scalingEfficiency).toBeNull();
+    expect(twoNodes.computeSecondsPerStep).toBeNull();
+    expect(twoNodes.efficiencyCeiling).toBeNull();
+    expect(twoNodes.throughputCeiling).toBeNull();
+    expect(twoNodes.allReduceLowerBoundSeconds).toBeCloseTo(1.92, 12);
+  });
+
+  it("halves the all-reduce bytes when gradients travel as fp16, and names the knob that tells panels apart", () => {
+    const records = [false, true].flatMap((fp16Allreduce) => [
+      trainRecord({ nodes: 1, imagesPerSecond: 100, knobs: { fp16Allreduce } }),
+      trainRecord({ nodes: 2, bandwidth: "1gbit", imagesPerSecond: 150, knobs: { fp16Allreduce } }),
+    ]);
+    const { training } = reportData(records);
+    expect(training.map((c) => c.label)).toEqual(["resnet50 · batch 64 · fp16Allreduce=false", "resnet50 · batch 64 · fp16Allreduce=true"]);
+    expect(point(training[0]!, "1gbit", 2).allReduceLowerBoundSeconds).toBeCloseTo(0.8, 12);
+    expect(point(training[1]!, "1gbit", 2).allReduceBytes).toBe(5e7);
+    expect(point(training[1]!, "1gbit", 2).allReduceLowerBoundSeconds).toBeCloseTo(0.4, 12);
+  });
+
+  it("an unlimited link has no lower bound and so no ceiling, but efficiency is still measured", () => {
+    const { training } = reportData([
+      trainRecord({ nodes: 1, imagesPerSecond: 100 }),
+      trainRecord({ nodes: 2, bandwidth: "unlimited", imagesPerSecond: 190 }),
+    ]);
+    const series = training[0]!.series[0]!;
+    expect(series.bandwidth).toBe("unlimited");
+    expect(series.linkGbps).toBeNull();
+    expect(series.points[0]!.scalingEfficiency).toBeCloseTo(0.95, 12);
+    expect(series.points[0]!.allReduceLowerBoundSeconds).toBeNull();
+    expect(series.points[0]!.efficiencyCeiling).toBeNull();
+  });
+});
+
+describe("reportData: probe, failures, counts", () => {
+  const data = reportData(scalingCampaign());
+
+  it("averages bus bandwidth per message size over the repeats and compares the largest with the link", () => {
+    expect(data.probes).toHaveLength(1);
+    const probe = data.probes[0]!;
+    expect(probe).toMatchObject({ bandwidth: "1gbit", linkGbps: 1, nodes: 2, workers: 2 });
+    expect(probe.rows.map((row) => row.sizeBytes)).toEqual([4096, 67_108_864]);
+    const largest = probe.rows[1]!;
+    expect(largest.busBandwidthGbps.mean).toBeCloseTo(0.92, 12);
+    // sd of (0.9, 0.94) = 0.02·√2, standard error 0.02
+    expect(largest.busBandwidthGbps.ci95).toBeCloseTo(T1 * 0.02, 9);
+    // two ranks: busbw = algbw
+    expect(largest.algorithmBandwidthGbps).toBeCloseTo(0.92, 12);
+    expect(probe.largestSizeLinkFraction).toBeCloseTo(0.92, 12);
+  });
+
+  it("has no link share for a probe over an unlimited link", () => {
+    const { probes } = reportData([probeRecord({ nodes: 4, bandwidth: "unlimited", busbw: [[1024, 3]] })]);
+    expect(probes[0]!.largestSizeLinkFraction).toBeNull();
+  });
+
+  it("lists every failed run with its error and logs directory, and counts runs", () => {
+    expect(data.runCounts).toEqual({ total: 14, ok: 13, failed: 1 });
+    expect(data.failures).toEqual([{
+      runId: "train-resnet50-b64-n4-10gbit-r3", job: "train", nodes: 4, bandwidth: "10gbit", model: "resnet50", batchSize: 64,
+      error: "rendezvous timed out after 120 s <node3>", logsDir: "logs/train-resnet50-b64-n4-10gbit-r3",
+    }]);
+  });
+
+  it("is empty, not NaN, without records", () => {
+    expect(reportData([])).toEqual({ runCounts: { total: 0, ok: 0, failed: 0 }, training: [], probes: [], failures: [] });
+  });
+});
+
+describe("reportMeta", () => {
+  it("names the campaign and testbed and spans the first start to the last end", () => {
+    const records = [
+      trainRecord({ nodes: 1, imagesPerSecond: 100, startedAt: "2025-05-02T08:00:00.000Z" }),
+      trainRecord({ nodes: 2, imagesPerSecond: 150, startedAt: "2025-05-01T09:00:00.000Z" }),
+    ];
+    expect(reportMeta(records, new Date("2025-05-03T00:00:00Z"))).toEqual({
+      campaign: "scaling-test", testbed: "lab (local)",
+      firstStartedAt: "2025-05-01T09:00:00.000Z", lastEndedAt: "2025-05-02T08:01:00.000Z", generatedAt: "2025-05-03T00:00:00.000Z",
+    });
+  });
+});

@@ -1,0 +1,123 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { renderCharts, type ChartSvgs } from "../../src/report/charts.ts";
+import { reportData, reportMeta, type ReportData, type ReportMeta } from "../../src/report/data.ts";
+import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
+import { scalingCampaign } from "./fixtures/records.ts";
+
+const records = scalingCampaign();
+const data: ReportData = reportData(records);
+const meta: ReportMeta = reportMeta(records, new Date("2025-05-03T12:00:00Z"));
+
+/** The table row whose first cells are these, as the page shows it. */
+function rowStartingWith(html: string, ...cells: string[]): string {
+  const start = `<tr>${cells.map((cell) => `<td>${cell}</td>`).join("")}`;
+  const row = html.split("\n").find((line) => line.startsWith(start));
+  if (row === undefined) throw new Error(`no row starting with ${start}`);
+  return row;
+}
+
+/** The part of the page from one heading to the next. */
+function sectionOf(html: string, heading: string): string {
+  const start = html.indexOf(heading);
+  if (start < 0) throw new Error(`no heading ${heading}`);
+  const end = html.indexOf("<h3>", start + heading.length);
+  return html.slice(start, end < 0 ? undefined : end);
+}
+
+function cellsOf(row: string): string[] {
+  return [...row.matchAll(/<td>(.*?)<\/td>/g)].map((match) => match[1]!);
+}
+
+describe("renderHtml", () => {
+  let svgs: ChartSvgs;
+  let html: string;
+
+  beforeAll(async () => {
+    svgs = await renderCharts(data);
+    html = renderHtml(data, svgs, meta);
+  });
+
+  it("is one self-contained page: charts inline, no scripts, no external assets", () => {
+    expect(html.startsWith("<!doctype html>")).toBe(true);
+    for (const svg of Object.values(svgs)) expect(html).toContain(svg);
+    expect(html).not.toMatch(/<script|<link|<img|\ssrc=|href="http/i);
+  });
+
+  it("embeds the throughput chart with its axis title and the Ideal legend entry", () => {
+    const figure = /<figure>(<svg[\s\S]*?<\/svg>)<figcaption>Training throughput against node count<\/figcaption>/.exec(html);
+    expect(figure).not.toBeNull();
+    expect(figure![1]).toContain(">Throughput (images/s)</text>");
+    expect(figure![1]).toContain(">Ideal</text>");
+  });
+
+  it("heads the page with campaign, testbed, dates and run counts", () => {
+    expect(html).toContain("<h1>Campaign scaling-test</h1>");
+    expect(html).toContain("Testbed lab (local) · runs from 2025-05-01T10:00:00.000Z to 2025-05-01T10:01:00.000Z");
+    expect(html).toContain("14 runs: 13 ok, 1 failed");
+  });
+
+  it("puts every training number next to its measurement, as the data computed it", () => {
+    const resnet50 = sectionOf(html, "<h3>resnet50 · batch 64</h3>");
+    // Link, nodes, workers, repeats, throughput ± CI, ideal, efficiency, t_c, t_ar, ceilings, throughput ceiling
+    expect(cellsOf(rowStartingWith(resnet50, "1gbit", "2"))).toEqual([
+      "1gbit", "2", "2", "2", "155.0 ± 63.5", "210.0", "73.8%", "0.610", "0.800", "43.2%", "76.2%", "90.8 – 160.0",
+    ]);
+    expect(cellsOf(rowStartingWith(resnet50, "10gbit", "2"))).toEqual([
+      "10gbit", "2", "2", "3", "206.0 ± 14.9", "210.0", "98.1%", "0.610", "0.0800", "88.4%", "100.0%", "185.6 – 210.0",
+    ]);
+    expect(cellsOf(rowStartingWith(resnet50, "none (baseline)", "1")).slice(0, 7)).toEqual(["none (baseline)", "1", "1", "2", "105.0 ± 63.5", "105.0", "100.0%"]);
+  });
+
+  it("says n/a where there is no baseline instead of inventing an efficiency", () => {
+    const resnet152 = sectionOf(html, "<h3>resnet152 · batch 32</h3>");
+    expect(cellsOf(rowStartingWith(resnet152, "1gbit", "2"))).toEqual(["1gbit", "2", "2", "1", "40.0 ± 2.0", "n/a", "n/a", "n/a", "1.92", "n/a", "n/a", "n/a"]);
+    expect(html).not.toMatch(/NaN|Infinity/);
+  });
+
+  it("shows the probe per link with its share of the link rate", () => {
+    expect(html).toContain("<h3>1gbit, 2 nodes (2 ranks, 2 repeats)</h3>");
+    expect(html).toContain("bus bandwidth at the largest size is 92.0% of the link");
+    expect(cellsOf(rowStartingWith(html, "64 MiB"))).toEqual(["64 MiB", "0.920 ± 0.254", "0.920", "0.584", "0"]);
+  });
+
+  it("lists failed runs with their error, escaped, and logs directory", () => {
+    const row = rowStartingWith(html, "<code>train-resnet50-b64-n4-10gbit-r3</code>");
+    expect(row).toContain("rendezvous timed out after 120 s &lt;node3&gt;");
+    expect(row).toContain("<code>logs/train-resnet50-b64-n4-10gbit-r3</code>");
+  });
+
+  it("explains the formulas it uses", () => {
+    expect(html).toContain("t<sub>ar</sub> ≥ 2(N-1)/N · S/B");
+    expect(html).toContain("busbw = algbw · 2(N-1)/N");
+  });
+
+  it("still renders a page when every run failed", () => {
+    const allFailed = reportData(records.filter((record) => record.status === "failed"));
+    const page = renderHtml(allFailed, {}, meta);
+    expect(page).toContain("No successful training run.");
+    expect(page).toContain("Failed runs (1)");
+    expect(page).not.toContain("<svg");
+  });
+});
+
+describe("renderMarkdown", () => {
+  const markdown = renderMarkdown(data, meta);
+
+  it("gives the headline per link at the largest node count", () => {
+    expect(markdown).toContain("# ringlab report: scaling-test");
+    expect(markdown).toContain("14 runs: 13 ok, 1 failed");
+    expect(markdown).toContain("| resnet50 · batch 64 | 1gbit | 4 | 200.0 ± 8.0 | 420.0 | 47.6% | 33.7% – 50.8% |");
+    expect(markdown).toContain("| resnet50 · batch 64 | 10gbit | 4 | 402.0 ± 25.4 | 420.0 | 95.7% | 83.6% – 100.0% |");
+    expect(markdown).toContain("| resnet152 · batch 32 | 1gbit | 2 | 40.0 ± 2.0 | n/a | n/a | n/a |");
+  });
+
+  it("summarises the probe against the link and lists the failed runs", () => {
+    expect(markdown).toContain("| 1gbit | 2 | 64 MiB | 0.920 ± 0.254 | 92.0% |");
+    expect(markdown).toContain("- `train-resnet50-b64-n4-10gbit-r3`: rendezvous timed out after 120 s <node3> (logs: logs/train-resnet50-b64-n4-10gbit-r3)");
+  });
+
+  it("says so when nothing failed", () => {
+    const clean = renderMarkdown(reportData(records.filter((record) => record.status === "ok")), meta);
+    expect(clean).toMatch(/## Failed runs\n\nNone\.\n$/);
+  });
+});
