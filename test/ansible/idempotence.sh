@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# Converge-then-idempotence test of ringlab's Ansible (what molecule would do), against a real local testbed:
+# three ringlab/node:latest containers reached over SSH, as the CLI creates them. Then verifies the state
+# from inside the nodes, shape.yml, run.yml, stop-workers.yml, and that bad inventories fail fast.
+# Everything it creates starts with "rla-" and is removed on exit, also on failure or Ctrl-C.
+#
+# Usage: test/ansible/idempotence.sh        (from anywhere; needs docker, ansible-playbook, ssh-keygen)
+# Uses ringlab/worker:cpu for run.yml when it exists, otherwise a stand-in built from
+# test/ansible/standin-worker (RLA_STANDIN=1 forces the stand-in).
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+export ANSIBLE_CONFIG="$repo/ansible/ansible.cfg"
+export ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
+
+testbed="rla-idem-$$"
+work=$(mktemp -d "/tmp/rla-idem.XXXXXX")
+shared="$work/shared"
+inventory="$work/inventory.yml"
+network="rla-idem-$$"
+standin_image="rla-standin-worker:$$"
+built_standin=0
+# Control sockets per test run: a stale SSH master of an earlier run must not answer for a new container.
+export ANSIBLE_SSH_CONTROL_PATH_DIR="$work/cp"
+
+step() { printf '\n=== %s\n' "$*"; }
+fail() { printf '\nFAIL: %s\n' "$*" >&2; exit 1; }
+
+cleanup() {
+  local rc=$?
+  set +e
+  docker ps -aq --filter "label=ringlab.testbed=$testbed" | xargs -r docker rm -f >/dev/null
+  docker network rm "$network" >/dev/null 2>&1
+  [[ $built_standin -eq 1 ]] && docker image rm -f "$standin_image" >/dev/null 2>&1
+  rm -rf "$work"
+  if [[ $rc -eq 0 ]]; then echo "PASS: test/ansible/idempotence.sh"; else echo "cleaned up after failure (exit $rc)" >&2; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Runs ansible-playbook from the repository root (as the CLI does); output to $work/<name>.log, status in $rc.
+play() {
+  local name=$1; shift
+  rc=0
+  (cd "$repo" && ansible-playbook -i "$inventory" "$@") >"$work/$name.log" 2>&1 || rc=$?
+}
+show_log() { echo "--- last lines of $1.log:"; tail -40 "$work/$1.log"; }
+# The PLAY RECAP lines of a log, one per host.
+recap() { sed -n '/^PLAY RECAP/,/^$/p' "$work/$1.log" | grep -E '^[^ ]+ +: ok=' || true; }
+require_success() { [[ $rc -eq 0 ]] || { show_log "$1"; fail "$2 (exit $rc)"; }; }
+require_unchanged() {
+  local lines; lines=$(recap "$1")
+  [[ $(grep -c . <<<"$lines") -eq 3 ]] || { show_log "$1"; fail "$2: expected a recap line for each of the 3 nodes"; }
+  if grep -vE 'changed=0 +unreachable=0 +failed=0' <<<"$lines"; then show_log "$1"; fail "$2: a node reported changes or failures"; fi
+}
+node_exec() { docker exec "rla-$testbed-node-$1" "${@:2}"; }
+
+for tool in docker ansible-playbook ssh-keygen; do
+  command -v "$tool" >/dev/null || fail "'$tool' is not installed"
+done
+docker image inspect ringlab/node:latest >/dev/null 2>&1 ||
+  fail "image ringlab/node:latest is missing: docker build -t ringlab/node:latest --build-arg BASE_IMAGE=ringlab/debian:bookworm docker/node"
+
+step "worker image"
+worker_image=ringlab/worker:cpu
+if [[ "${RLA_STANDIN:-0}" == 1 ]] || ! docker image inspect "$worker_image" >/dev/null 2>&1; then
+  docker image inspect ringlab/debian:bookworm >/dev/null 2>&1 || fail "ringlab/debian:bookworm is missing: docker/base/build-base.sh"
+  docker build -q -t "$standin_image" "$repo/test/ansible/standin-worker" >/dev/null 2>"$work/standin-build.log" ||
+    { cat "$work/standin-build.log"; fail "building the stand-in worker image failed"; }
+  built_standin=1
+  worker_image=$standin_image
+  echo "ringlab/worker:cpu not used: run.yml is tested with the stand-in $standin_image"
+else
+  echo "run.yml is tested with $worker_image"
+fi
+
+step "testbed $testbed: network, key, 3 nodes"
+subnet_ok=0
+for third in $(( $$ % 200 + 20 )) $(( ($$ + 71) % 200 + 20 )) $(( ($$ + 137) % 200 + 20 )); do
+  prefix="10.231.$third"
+  if docker network create --subnet "$prefix.0/24" --label "ringlab.testbed=$testbed" "$network" >/dev/null 2>"$work/network.log"; then
+    subnet_ok=1; break
+  fi
+done
+[[ $subnet_ok -eq 1 ]] || { cat "$work/network.log"; fail "could not create a network with a free 10.231.x.0/24 subnet"; }
+ssh-keygen -q -t ed25519 -N '' -C "$testbed" -f "$work/id_ed25519"
+mkdir -p "$shared"
+for rank in 0 1 2; do
+  docker run -d --name "rla-$testbed-node-$rank" --hostname "$testbed-node-$rank" \
+    --network "$network" --ip "$prefix.1$rank" --cap-add NET_ADMIN \
+    -v "$shared:$shared" -v /var/run/docker.sock:/var/run/docker.sock \
+    --label "ringlab.testbed=$testbed" -e RINGLAB_AUTHORIZED_KEY="$(cat "$work/id_ed25519.pub")" \
+    ringlab/node:latest >/dev/null
+done
+
+# The inventory in the CLI's format; an optional extra host line is appended to the workers.
+write_inventory() {
+  local extra=${1:-}
+  cat >"$inventory" <<EOF
+all:
+  vars:
+    ringlab_testbed: $testbed
+    ringlab_target: local
+    ringlab_shared_storage: bind
+    ringlab_shared_dir: $shared
+    ringlab_efs_endpoint: ""
+    ringlab_cluster_cidr: $prefix.0/24
+    ringlab_worker_image: $worker_image
+    ansible_user: root
+    ansible_ssh_private_key_file: $work/id_ed25519
+  children:
+    head:
+      hosts:
+        $testbed-node-0: {ansible_host: $prefix.10, ringlab_private_ip: $prefix.10, ringlab_node_rank: 0, ringlab_node_container: rla-$testbed-node-0}
+    workers:
+      hosts:
+        $testbed-node-1: {ansible_host: $prefix.11, ringlab_private_ip: $prefix.11, ringlab_node_rank: 1, ringlab_node_container: rla-$testbed-node-1}
+        $testbed-node-2: {ansible_host: $prefix.12, ringlab_private_ip: $prefix.12, ringlab_node_rank: 2, ringlab_node_container: rla-$testbed-node-2}
+$extra
+EOF
+}
+write_inventory
+
+# sshd needs a moment to generate its host keys.
+for rank in 0 1 2; do
+  for _ in $(seq 50); do
+    node_exec "$rank" sh -c 'test -s /etc/ssh/ssh_host_ed25519_key.pub && pgrep -x sshd' >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+done
+
+step "converge site.yml (first run)"
+start=$SECONDS; play converge1 ansible/site.yml; first=$((SECONDS - start))
+require_success converge1 "first converge failed"
+recap converge1
+echo "first converge: ${first}s"
+
+step "converge site.yml again: nothing may change"
+start=$SECONDS; play converge2 ansible/site.yml; second=$((SECONDS - start))
+require_success converge2 "second converge failed"
+require_unchanged converge2 "second converge is not idempotent"
+recap converge2
+echo "second converge: ${second}s"
+
+step "verify from inside the nodes: names, passwordless SSH, shared directory"
+for from in 0 1 2; do
+  for to in 0 1 2; do
+    [[ $from == "$to" ]] && continue
+    resolved=$(node_exec "$from" getent hosts "$testbed-node-$to" | awk '{print $1}')
+    [[ "$resolved" == "$prefix.1$to" ]] || fail "node $from resolves $testbed-node-$to to '$resolved', not $prefix.1$to"
+    answer=$(node_exec "$from" ssh -o BatchMode=yes -o ConnectTimeout=5 "$testbed-node-$to" hostname) ||
+      fail "passwordless ssh from node $from to $testbed-node-$to failed"
+    [[ "$answer" == "$testbed-node-$to" ]] || fail "ssh from node $from to $testbed-node-$to reached '$answer'"
+    node_exec "$from" ssh -o BatchMode=yes -o ConnectTimeout=5 "$prefix.1$to" true ||
+      fail "passwordless ssh from node $from to $prefix.1$to (by address) failed"
+  done
+  node_exec "$from" sh -c "echo $from > $shared/rla-from-$from" || fail "node $from cannot write to $shared"
+done
+for rank in 0 1 2; do
+  seen=$(node_exec "$rank" sh -c "cat $shared/rla-from-*" | tr '\n' ' ')
+  [[ "$seen" == "0 1 2 " ]] || fail "node $rank sees '$seen' in the shared directory instead of the files of all nodes"
+done
+rm -f "$shared"/rla-from-*
+leftovers=$(find "$shared" -mindepth 1 | head -5)
+[[ -z "$leftovers" ]] || fail "the converge left files in the shared directory: $leftovers"
+echo "names, ssh (6 pairs, by name and address) and the shared directory are fine"
+
+step "shape.yml: 1gbit, again (no change), unlimited"
+play shape1 ansible/shape.yml -e net_shaping_rate=1gbit
+require_success shape1 "shape.yml 1gbit failed"
+for rank in 0 1 2; do
+  qdisc=$(node_exec "$rank" tc qdisc show dev eth0 root)
+  grep -q 'qdisc tbf .*rate 1Gbit' <<<"$qdisc" || fail "node $rank has no 1Gbit tbf qdisc: $qdisc"
+done
+grep -q "net_shaping $testbed-node-1 eth0: 1gbit" "$work/shape1.log" || { show_log shape1; fail "shape.yml did not report the active rate"; }
+play shape2 ansible/shape.yml -e net_shaping_rate=1gbit
+require_success shape2 "second shape.yml 1gbit failed"
+require_unchanged shape2 "second shape.yml 1gbit"
+play shape3 ansible/shape.yml -e net_shaping_rate=unlimited
+require_success shape3 "shape.yml unlimited failed"
+for rank in 0 1 2; do
+  qdisc=$(node_exec "$rank" tc qdisc show dev eth0 root)
+  grep -q tbf <<<"$qdisc" && fail "node $rank still has a tbf qdisc after unlimited: $qdisc"
+done
+play shape4 ansible/shape.yml -e net_shaping_rate=fast
+if [[ $rc -eq 0 ]] || ! grep -q "net_shaping_rate must be a rate" "$work/shape4.log"; then show_log shape4; fail "a bad rate was not refused"; fi
+echo "tbf at 1Gbit on all nodes, idempotent, removed by unlimited; bad rate refused"
+
+# run.yml with a JSON object of extra variables; the collection directory is $work/<name>.
+run_job() {
+  local name=$1 nodes=$2 timeout=$3 args=$4
+  play "$name" ansible/run.yml -e "{\"worker_run_id\": \"$name\", \"worker_nodes\": $nodes, \"worker_job\": \"allreduce\",
+    \"worker_job_args\": $args, \"worker_timeout_seconds\": $timeout, \"worker_poll_seconds\": 2,
+    \"worker_collect_dir\": \"$work/collect-$name\", \"worker_container_name\": \"rla-{{ ringlab_testbed }}-worker-{{ ringlab_node_rank }}\"}"
+}
+no_workers_left() {
+  local left; left=$(docker ps -aq --filter "label=ringlab.testbed=$testbed" --filter "label=ringlab.role=worker")
+  [[ -z "$left" ]] || fail "$1: worker containers were left behind"
+}
+
+step "run.yml: allreduce on 2 nodes"
+run_job run-ok 2 300 '["--max-bytes", "1048576", "--iters", "3"]'
+require_success run-ok "run.yml failed"
+for file in result.json worker-0.log worker-1.log; do
+  [[ -s "$work/collect-run-ok/$file" ]] || { show_log run-ok; fail "run.yml left no $file in worker_collect_dir"; }
+done
+[[ -e "$work/collect-run-ok/worker-2.log" ]] && fail "run.yml ran a worker on rank 2 although worker_nodes is 2"
+python3 -m json.tool "$work/collect-run-ok/result.json" >/dev/null || fail "result.json is not JSON"
+if [[ $built_standin -eq 1 ]]; then
+  # The stand-in records what it saw: the node's address proves it ran in the node's network namespace.
+  python3 - "$work/collect-run-ok/result.json" "$prefix.10" <<'EOF' || fail "the worker did not get the expected rendezvous environment"
+import json, sys
+result, head = json.load(open(sys.argv[1])), sys.argv[2]
+expected = {"num_nodes": 2, "head_addr": head, "rdzv_port": 29400, "socket_ifname": "eth0", "addresses": head, "run_id": "run-ok"}
+wrong = {k: result.get(k) for k, v in expected.items() if result.get(k) != v}
+sys.exit(f"unexpected values in result.json: {wrong}" if wrong else 0)
+EOF
+else
+  python3 - "$work/collect-run-ok/result.json" "$testbed" <<'EOF' || fail "result.json does not describe a 2-node run of this testbed"
+import json, sys
+world = json.load(open(sys.argv[1]))["world"]
+expected = [f"{sys.argv[2]}-node-0", f"{sys.argv[2]}-node-1"]
+sys.exit(0 if world.get("nodes") == 2 and world.get("hostnames") == expected else f"world in result.json: {world}")
+EOF
+fi
+no_workers_left "run.yml"
+echo "result.json and worker-0/1.log collected, containers removed"
+
+step "run.yml: a worker that fails"
+run_job run-bad 2 300 '["--no-such-option"]'
+[[ $rc -ne 0 ]] || { show_log run-bad; fail "run.yml succeeded although the workers failed"; }
+grep -qE "Worker rank 0 on $testbed-node-0 exited with code [1-9]" "$work/run-bad.log" ||
+  { show_log run-bad; fail "run.yml did not name the failed rank and its exit code"; }
+[[ -s "$work/collect-run-bad/worker-1.log" ]] || fail "run.yml did not collect the logs of a failed run"
+no_workers_left "failed run.yml"
+echo "failure reported by rank with its exit code; logs collected"
+
+step "run.yml: workers that run past the timeout"
+if [[ $built_standin -eq 1 ]]; then slow_args='["--sleep", "120"]'
+else slow_args='["--min-bytes", "67108864", "--max-bytes", "67108864", "--iters", "100000"]'; fi
+run_job run-slow 2 4 "$slow_args"
+if [[ $rc -eq 0 ]] || ! grep -q "timed out after 4 s and was stopped" "$work/run-slow.log"; then
+  show_log run-slow; fail "run.yml did not stop and report timed-out workers"
+fi
+no_workers_left "timed-out run.yml"
+echo "timed-out workers stopped and reported"
+
+step "stop-workers.yml: removes a running worker, then changes nothing"
+docker run -d --name "rla-$testbed-worker-1" --label "ringlab.testbed=$testbed" --label ringlab.role=worker \
+  --network "container:rla-$testbed-node-1" --entrypoint sleep "$worker_image" 300 >/dev/null
+play stop1 ansible/stop-workers.yml -e "worker_container_name=rla-{{ ringlab_testbed }}-worker-{{ ringlab_node_rank }}"
+require_success stop1 "stop-workers.yml failed"
+no_workers_left "stop-workers.yml"
+play stop2 ansible/stop-workers.yml -e "worker_container_name=rla-{{ ringlab_testbed }}-worker-{{ ringlab_node_rank }}"
+require_success stop2 "second stop-workers.yml failed"
+require_unchanged stop2 "second stop-workers.yml"
+echo "worker removed; second run unchanged"
+
+step "bad input: a missing inventory variable"
+cp "$inventory" "$work/inventory.good.yml"
+grep -v 'ringlab_shared_dir:' "$work/inventory.good.yml" >"$inventory"
+start=$SECONDS; play missing ansible/site.yml; took=$((SECONDS - start))
+[[ $rc -ne 0 ]] || fail "site.yml accepted an inventory without ringlab_shared_dir"
+grep -q "Inventory variable 'ringlab_shared_dir' is missing" "$work/missing.log" || { show_log missing; fail "the error does not name ringlab_shared_dir"; }
+[[ $took -le 10 ]] || fail "a missing variable took ${took}s to fail"
+echo "refused in ${took}s, naming ringlab_shared_dir"
+
+step "bad input: an unreachable node"
+write_inventory "        $testbed-node-3: {ansible_host: $prefix.13, ringlab_private_ip: $prefix.13, ringlab_node_rank: 3, ringlab_node_container: rla-$testbed-node-3}"
+start=$SECONDS; play unreachable ansible/site.yml; took=$((SECONDS - start))
+[[ $rc -ne 0 ]] || fail "site.yml succeeded with an unreachable node"
+grep -qE "$testbed-node-3 +: .*unreachable=1" "$work/unreachable.log" || { show_log unreachable; fail "the recap does not show node 3 as unreachable"; }
+[[ $took -le 30 ]] || fail "an unreachable node took ${took}s to fail"
+grep -qE "$testbed-node-0 +: .*changed=0" "$work/unreachable.log" || { show_log unreachable; fail "the reachable nodes were changed although the run had to stop"; }
+echo "failed in ${took}s with node 3 unreachable"
+
+step "summary"
+echo "3 nodes: first converge ${first}s, second converge ${second}s (changed=0 on every node)"
