@@ -24,8 +24,8 @@ export interface InventorySpec {
   readonly nodes: readonly InventoryNode[];
   readonly sshUser: string;
   readonly sshPrivateKeyFile: string;
-  /** Extra ssh options, e.g. a per-testbed known_hosts file. */
-  readonly sshCommonArgs?: string;
+  /** This testbed's own known_hosts: addresses get reused with new host keys, which a shared file would refuse. */
+  readonly knownHostsFile: string;
   readonly sharedStorage: "bind" | "nfs" | "efs";
   readonly sharedDir: string;
   readonly efsEndpoint?: string;
@@ -63,9 +63,9 @@ export function buildInventory(spec: InventorySpec): Inventory {
     worker_image_source: spec.workerImageSource,
     ansible_user: spec.sshUser,
     ansible_ssh_private_key_file: spec.sshPrivateKeyFile,
+    ringlab_known_hosts_file: spec.knownHostsFile,
   };
   if (spec.workerImageTarball !== undefined) vars["worker_image_tarball"] = spec.workerImageTarball;
-  if (spec.sshCommonArgs !== undefined) vars["ansible_ssh_common_args"] = spec.sshCommonArgs;
   // Cloud images log in as a normal user; containers of the local testbed as root.
   if (spec.sshUser !== "root") vars["ansible_become"] = true;
 
@@ -152,7 +152,7 @@ export function awsStackName(testbedName: string): string {
 }
 
 /** The inventory of a deployed AWS testbed, from `cdktf output --outputs-file` JSON. */
-export function awsInventory(outputsJson: unknown, testbed: AwsTestbed): Inventory {
+export function awsInventory(outputsJson: unknown, testbed: AwsTestbed, knownHostsFile: string): Inventory {
   const outputs = stackOutputsFrom(outputsJson, awsStackName(testbed.name));
   if (testbed.sshPrivateKeyFile === undefined) {
     throw new Error("testbed.sshPrivateKeyFile is needed to reach the nodes (set it, or use sshPublicKeyFile next to the private key)");
@@ -163,7 +163,7 @@ export function awsInventory(outputsJson: unknown, testbed: AwsTestbed): Invento
     nodes: inventoryNodesFromStack(outputs),
     sshUser: outputs.sshUser || testbed.sshUser,
     sshPrivateKeyFile: testbed.sshPrivateKeyFile,
-    sshCommonArgs: "-o StrictHostKeyChecking=accept-new",
+    knownHostsFile,
     sharedStorage: testbed.sharedStorage,
     sharedDir: AWS_SHARED_DIR,
     efsEndpoint: testbed.sharedStorage === "efs" ? outputs.sharedStorageEndpoint : "",

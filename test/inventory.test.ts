@@ -27,7 +27,7 @@ function ansibleInventoryList(inventoryText: string): any {
 
 describe("inventory from the AWS stack outputs", () => {
   it("is accepted by ansible-inventory with head and workers groups and per-host variables", () => {
-    const listed = ansibleInventoryList(renderInventory(awsInventory(outputs, testbed)));
+    const listed = ansibleInventoryList(renderInventory(awsInventory(outputs, testbed, "/state/scale/known_hosts")));
     expect(listed.head.hosts).toEqual(["scale-node-0"]);
     expect(listed.workers.hosts).toEqual(["scale-node-1", "scale-node-2"]);
     expect(listed._meta.hostvars["scale-node-2"]).toMatchObject({
@@ -39,6 +39,7 @@ describe("inventory from the AWS stack outputs", () => {
       ansible_become: true,
       ansible_ssh_private_key_file: "/home/me/.ssh/ringlab",
       ringlab_testbed: "scale",
+      ringlab_known_hosts_file: "/state/scale/known_hosts",
       ringlab_target: "aws",
       ringlab_shared_storage: "nfs",
       ringlab_shared_dir: "/shared",
@@ -59,7 +60,7 @@ describe("inventory for the local testbed", () => {
   it("carries the node containers and root login, without become", () => {
     const inventory = buildInventory({
       testbed: "smoke", target: "local", sshUser: "root", sshPrivateKeyFile: "/state/id_ed25519",
-      sshCommonArgs: "-o UserKnownHostsFile=/state/known_hosts", sharedStorage: "bind", sharedDir: "/state/shared",
+      knownHostsFile: "/state/known_hosts", sharedStorage: "bind", sharedDir: "/state/shared",
       clusterCidr: "10.77.0.0/24", workerImage: "ringlab/worker:cpu", workerImageSource: "present",
       nodes: [1, 0].map((rank) => ({
         name: `smoke-node-${rank}`, rank, sshAddress: `10.77.0.${10 + rank}`, privateIp: `10.77.0.${10 + rank}`,
@@ -71,7 +72,7 @@ describe("inventory for the local testbed", () => {
     expect(listed.workers.hosts).toEqual(["smoke-node-1"]);
     expect(listed._meta.hostvars["smoke-node-1"]).toMatchObject({
       ringlab_node_container: "ringlab-smoke-node-1", ansible_user: "root", ringlab_shared_storage: "bind",
-      ansible_ssh_common_args: "-o UserKnownHostsFile=/state/known_hosts",
+      ringlab_known_hosts_file: "/state/known_hosts",
     });
     expect(listed._meta.hostvars["smoke-node-1"]).not.toHaveProperty("ansible_become");
   });
@@ -79,7 +80,7 @@ describe("inventory for the local testbed", () => {
   it("refuses node ranks with gaps", () => {
     const node = (rank: number) => ({ name: `n${rank}`, rank, sshAddress: "10.0.0.1", privateIp: "10.0.0.1" });
     expect(() => buildInventory({
-      testbed: "t", target: "local", nodes: [node(0), node(2)], sshUser: "root", sshPrivateKeyFile: "/k",
+      testbed: "t", target: "local", nodes: [node(0), node(2)], sshUser: "root", sshPrivateKeyFile: "/k", knownHostsFile: "/kh",
       sharedStorage: "bind", sharedDir: "/s", clusterCidr: "10.0.0.0/24", workerImage: "w", workerImageSource: "present",
     })).toThrowError("node ranks must be 0..1; found rank 2 at position 1");
   });

@@ -1,0 +1,117 @@
+/**
+ * The only module that runs ansible-playbook. Playbooks live in ansible/; this passes the inventory and
+ * variables, reports each task as it starts, and reads the PLAY RECAP so callers know what changed.
+ */
+import { join } from "node:path";
+import { failure, runProgram } from "./process.ts";
+
+export interface HostRecap {
+  readonly ok: number;
+  readonly changed: number;
+  readonly unreachable: number;
+  readonly failed: number;
+  readonly skipped: number;
+  readonly rescued: number;
+  readonly ignored: number;
+}
+
+export interface PlaybookResult {
+  readonly recap: Readonly<Record<string, HostRecap>>;
+  readonly durationMs: number;
+}
+
+export interface PlaybookOptions {
+  readonly inventory: string;
+  /** Where SSH keeps its shared connections (ansible's control_path_dir). */
+  readonly controlPathDir?: string;
+  readonly extraVars?: Readonly<Record<string, unknown>>;
+  /** Limit to these hosts. */
+  readonly limit?: readonly string[];
+  readonly logFile?: string | undefined;
+  /** Called with each task name as it starts ("TASK [common : Add every node to /etc/hosts]"). */
+  readonly onTask?: ((task: string) => void) | undefined;
+  /** Every output line, for --verbose. */
+  readonly onLine?: ((line: string) => void) | undefined;
+  readonly signal?: AbortSignal | undefined;
+  readonly timeoutMs?: number;
+}
+
+export class Ansible {
+  /** @param ansibleDir the folder holding ansible.cfg and the playbooks. */
+  constructor(private readonly ansibleDir: string, private readonly binary = "ansible-playbook") {}
+
+  async playbook(name: string, options: PlaybookOptions): Promise<PlaybookResult> {
+    const args = ["-i", options.inventory, join(this.ansibleDir, name)];
+    if (options.extraVars !== undefined) args.push("--extra-vars", JSON.stringify(options.extraVars));
+    if (options.limit !== undefined) args.push("--limit", options.limit.join(","));
+    const result = await runProgram("ansible", this.binary, args, {
+      env: {
+        ANSIBLE_CONFIG: join(this.ansibleDir, "ansible.cfg"),
+        ANSIBLE_NOCOLOR: "1",
+        ANSIBLE_FORCE_COLOR: "0",
+        ...(options.controlPathDir === undefined ? {} : { ANSIBLE_SSH_CONTROL_PATH_DIR: options.controlPathDir }),
+      },
+      logFile: options.logFile,
+      signal: options.signal,
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      installHint: "install Ansible with `npm run setup` (Debian/Ubuntu: apt-get install ansible)",
+      allowFailure: true,
+      onLine: (line) => {
+        const task = /^(TASK|RUNNING HANDLER) \[(.+)\]/.exec(line);
+        if (task) options.onTask?.(task[2]!);
+        options.onLine?.(line);
+      },
+    });
+    const recap = parseRecap(result.output);
+    if (result.exitCode !== 0) {
+      const command = `ansible-playbook ${name}`;
+      const summary = result.canceled || result.timedOut ? undefined : `${command} failed: ${describeFailures(result.output) || `exit code ${result.exitCode}`}`;
+      throw failure("ansible", command, result, options.logFile, summary);
+    }
+    return { recap, durationMs: result.durationMs };
+  }
+}
+
+/** Total changes across hosts in a recap. */
+export function totalChanged(recap: Readonly<Record<string, HostRecap>>): number {
+  return Object.values(recap).reduce((sum, host) => sum + host.changed, 0);
+}
+
+/** Reads the PLAY RECAP block: `host : ok=3 changed=1 unreachable=0 failed=0 skipped=2 rescued=0 ignored=0`. */
+export function parseRecap(output: string): Record<string, HostRecap> {
+  const recap: Record<string, HostRecap> = {};
+  const start = output.lastIndexOf("PLAY RECAP");
+  if (start < 0) return recap;
+  for (const line of output.slice(start).split("\n").slice(1)) {
+    const match = /^(\S+)\s+:\s+(.*)$/.exec(line.trim());
+    if (!match) continue;
+    const counts = Object.fromEntries([...match[2]!.matchAll(/(\w+)=(\d+)/g)].map((m) => [m[1]!, Number(m[2])]));
+    recap[match[1]!] = {
+      ok: counts["ok"] ?? 0, changed: counts["changed"] ?? 0, unreachable: counts["unreachable"] ?? 0,
+      failed: counts["failed"] ?? 0, skipped: counts["skipped"] ?? 0, rescued: counts["rescued"] ?? 0, ignored: counts["ignored"] ?? 0,
+    };
+  }
+  return recap;
+}
+
+/**
+ * One line per failed or unreachable host, from the default callback's
+ * `fatal: [host]: FAILED! => {"msg": "..."}` lines.
+ */
+export function describeFailures(output: string): string {
+  const failures: string[] = [];
+  for (const line of output.split("\n")) {
+    const match = /^(?:fatal|failed): \[([^\]]+)\][^!]*?: (FAILED|UNREACHABLE)! => (.*)$/.exec(line.trim());
+    if (!match) continue;
+    let message = match[3]!;
+    try {
+      const details = JSON.parse(message);
+      message = String(details.msg ?? details.stderr ?? details.reason ?? message).trim();
+    } catch {
+      // Not JSON (a multi-line result): keep the raw text.
+    }
+    failures.push(`${match[1]} ${match[2] === "UNREACHABLE" ? "unreachable" : "failed"}: ${message.split("\n")[0]}`);
+  }
+  return [...new Set(failures)].join("; ");
+}
+

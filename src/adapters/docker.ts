@@ -1,0 +1,149 @@
+/**
+ * The only module that talks to Docker (through the `docker` CLI, so any engine version that CLI speaks to works).
+ */
+import { PrerequisiteError } from "../errors.ts";
+import { runProgram, type RunOptions } from "./process.ts";
+
+export interface DockerOptions {
+  /** The docker CLI. @default "docker" */
+  readonly binary?: string;
+  /** Extra environment, e.g. DOCKER_HOST. */
+  readonly env?: Readonly<Record<string, string>>;
+  readonly logFile?: string | undefined;
+  readonly onLine?: ((line: string) => void) | undefined;
+}
+
+export interface ContainerSpec {
+  readonly name: string;
+  readonly image: string;
+  readonly hostname?: string;
+  readonly network?: string;
+  readonly ip?: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly env?: Readonly<Record<string, string>>;
+  /** host path -> container path (read-write). */
+  readonly mounts?: readonly { readonly source: string; readonly target: string }[];
+  readonly capAdd?: readonly string[];
+}
+
+export interface ContainerInfo {
+  readonly id: string;
+  readonly name: string;
+  readonly running: boolean;
+  readonly labels: Readonly<Record<string, string>>;
+  /** Address per network name. */
+  readonly addresses: Readonly<Record<string, string>>;
+}
+
+export type ResourceKind = "container" | "network" | "volume";
+
+const INSTALL_HINT = "install and start Docker with `npm run setup` (Debian/Ubuntu: apt-get install docker.io)";
+
+export class Docker {
+  private readonly binary: string;
+
+  constructor(private readonly options: DockerOptions = {}) {
+    this.binary = options.binary ?? "docker";
+  }
+
+  /** Throws a PrerequisiteError with the fix when the CLI is missing or the engine does not answer. */
+  async assertAvailable(): Promise<string> {
+    const result = await this.run(["version", "--format", "{{.Server.Version}}"], { allowFailure: true, timeoutMs: 20_000, installHint: INSTALL_HINT });
+    if (result.exitCode !== 0 || result.output.trim() === "") {
+      const reason = result.timedOut ? "did not answer within 20 s" : (result.output.split("\n").find((l) => /cannot connect|permission denied|error/i.test(l)) ?? "is not running");
+      throw new PrerequisiteError(`Docker is installed but its engine is not reachable: ${reason.trim()}`, {
+        hint: "start the engine (`npm run setup` does, or: sudo dockerd >/var/log/dockerd.log 2>&1 &) and check `docker info` answers",
+      });
+    }
+    return result.output.trim().split("\n").at(-1)!;
+  }
+
+  async imageExists(image: string): Promise<boolean> {
+    return (await this.run(["image", "inspect", "--format", "{{.Id}}", image], { allowFailure: true })).exitCode === 0;
+  }
+
+  async imageSizeBytes(image: string): Promise<number> {
+    return Number((await this.run(["image", "inspect", "--format", "{{.Size}}", image])).output.trim());
+  }
+
+  async build(contextDir: string, tag: string, options: { dockerfile?: string; target?: string; buildArgs?: Record<string, string> } = {}): Promise<void> {
+    const args = ["build", "-t", tag];
+    if (options.dockerfile !== undefined) args.push("-f", options.dockerfile);
+    if (options.target !== undefined) args.push("--target", options.target);
+    for (const [key, value] of Object.entries(options.buildArgs ?? {})) args.push("--build-arg", `${key}=${value}`);
+    await this.run([...args, contextDir], { env: { DOCKER_BUILDKIT: "0" } });
+  }
+
+  async createNetwork(name: string, subnet: string, labels: Readonly<Record<string, string>>): Promise<void> {
+    await this.run(["network", "create", "--driver", "bridge", "--subnet", subnet, ...labelArgs(labels), name]);
+  }
+
+  async runDetached(spec: ContainerSpec): Promise<string> {
+    const args = ["run", "--detach", "--name", spec.name, ...labelArgs(spec.labels)];
+    if (spec.hostname !== undefined) args.push("--hostname", spec.hostname);
+    if (spec.network !== undefined) args.push("--network", spec.network);
+    if (spec.ip !== undefined) args.push("--ip", spec.ip);
+    for (const cap of spec.capAdd ?? []) args.push("--cap-add", cap);
+    for (const mount of spec.mounts ?? []) args.push("--mount", `type=bind,source=${mount.source},target=${mount.target}`);
+    for (const key of Object.keys(spec.env ?? {})) args.push("--env", key);
+    // Values travel in the environment, not on the command line (keys stay out of `ps` and logs).
+    const result = await this.run([...args, spec.image], { env: { ...spec.env } });
+    return result.output.trim().split("\n").at(-1)!;
+  }
+
+  async start(names: readonly string[]): Promise<void> {
+    if (names.length > 0) await this.run(["start", ...names]);
+  }
+
+  /** Ids of the resources carrying a label (`key` or `key=value`). */
+  async listByLabel(kind: ResourceKind, label: string): Promise<string[]> {
+    const args = kind === "container" ? ["ps", "--all", "--quiet", "--no-trunc"] : [kind, "ls", "--quiet"];
+    const result = await this.run([...args, "--filter", `label=${label}`]);
+    return result.output.split("\n").map((line) => line.trim()).filter((line) => line !== "");
+  }
+
+  async inspectContainers(ids: readonly string[]): Promise<ContainerInfo[]> {
+    if (ids.length === 0) return [];
+    const result = await this.run(["container", "inspect", "--format", "{{json .}}", ...ids]);
+    return result.output.split("\n").filter((line) => line.startsWith("{")).map((line) => {
+      const raw = JSON.parse(line);
+      const networks: Record<string, { IPAddress?: string }> = raw.NetworkSettings?.Networks ?? {};
+      return {
+        id: raw.Id,
+        name: String(raw.Name).replace(/^\//, ""),
+        running: raw.State?.Running === true,
+        labels: raw.Config?.Labels ?? {},
+        addresses: Object.fromEntries(Object.entries(networks).map(([net, info]) => [net, info.IPAddress ?? ""])),
+      };
+    });
+  }
+
+  async remove(kind: ResourceKind, ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const args = kind === "container" ? ["rm", "--force", "--volumes"] : [kind, "rm"];
+    await this.run([...args, ...ids]);
+  }
+
+  /** Runs a shell script that itself drives docker (the image build scripts in docker/). */
+  async runScript(script: string, args: readonly string[] = []): Promise<void> {
+    await runProgram("docker", "bash", [script, ...args], this.runOptions({}));
+  }
+
+  private run(args: readonly string[], extra: Partial<RunOptions> = {}) {
+    return runProgram("docker", this.binary, args, this.runOptions(extra));
+  }
+
+  private runOptions(extra: Partial<RunOptions>): RunOptions {
+    return {
+      installHint: INSTALL_HINT,
+      logFile: this.options.logFile,
+      onLine: this.options.onLine,
+      ...extra,
+      env: { ...this.options.env, ...extra.env },
+    };
+  }
+}
+
+function labelArgs(labels: Readonly<Record<string, string>>): string[] {
+  return Object.entries(labels).flatMap(([key, value]) => ["--label", `${key}=${value}`]);
+}

@@ -1,0 +1,7 @@
+#!/usr/bin/env node
+// The `ringlab` command: loads TypeScript through tsx, then hands over to the CLI.
+import { register } from "tsx/esm/api";
+
+register();
+const { main } = await import("../cli/main.ts");
+process.exitCode = await main(process.argv);

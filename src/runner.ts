@@ -1,0 +1,153 @@
+/**
+ * Runs benchmark jobs on a testbed: shape the links (ansible/shape.yml), run the workers on the first N nodes
+ * and collect their logs and result (ansible/run.yml), read the result. Used by `ringlab run` and campaigns.
+ */
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { bandwidthGbps } from "./bandwidth.ts";
+import type { Context } from "./context.ts";
+import { runPlaybook } from "./testbed/playbook.ts";
+import { RinglabError, ToolError } from "./errors.ts";
+import { parseWorkerResult, type WorkerResult } from "./results/worker-result.ts";
+import type { TestbedRecord } from "./testbed/record.ts";
+
+export const JOBS = ["train", "allreduce"] as const;
+export type Job = (typeof JOBS)[number];
+
+export interface RunRequest {
+  /** Stable id: names the worker containers' rendezvous and the result's folder. */
+  readonly runId: string;
+  readonly nodes: number;
+  readonly job: Job;
+  readonly workerArgs: readonly string[];
+  readonly timeoutSeconds: number;
+  /** Where the result and every node's log are collected (on this machine). */
+  readonly collectDir: string;
+}
+
+export interface RunOutcome {
+  readonly status: "ok" | "failed";
+  readonly result?: WorkerResult;
+  /** Why it failed, in one paragraph. */
+  readonly error?: string;
+  readonly startedAt: string;
+  readonly endedAt: string;
+  /** Wall time of the whole run, orchestration included. */
+  readonly wallSeconds: number;
+  readonly collectDir: string;
+}
+
+/** Sets the egress limit of every node's cluster link; a no-op on nodes already at that rate. */
+export async function shapeLinks(ctx: Context, record: TestbedRecord, bandwidth: string): Promise<void> {
+  await ctx.reporter.step(`shape links to ${bandwidth}`, (detail) =>
+    runPlaybook(ctx, record, "shape.yml", { extraVars: { net_shaping_rate: bandwidth }, onTask: detail }));
+}
+
+/** Removes every worker container of the testbed (idempotent). */
+export async function stopWorkers(ctx: Context, record: TestbedRecord): Promise<void> {
+  await ctx.reporter.step("stop workers", () => runPlaybook(ctx, record, "stop-workers.yml"));
+}
+
+/** Runs one job. A failed job is an outcome, not an exception: campaigns record it and go on. */
+export async function executeRun(ctx: Context, record: TestbedRecord, request: RunRequest): Promise<RunOutcome> {
+  const started = new Date();
+  const finish = (fields: Pick<RunOutcome, "status" | "result" | "error">): RunOutcome => ({
+    ...fields,
+    startedAt: started.toISOString(),
+    endedAt: new Date().toISOString(),
+    wallSeconds: (Date.now() - started.getTime()) / 1000,
+    collectDir: request.collectDir,
+  });
+  // run.yml leaves each rank's log here; a fresh folder keeps an earlier attempt's logs from passing as this one's.
+  rmSync(request.collectDir, { recursive: true, force: true });
+  try {
+    await ctx.reporter.step(`run ${request.runId} (${request.job} on ${request.nodes} nodes)`, (detail) => runPlaybook(ctx, record, "run.yml", {
+      extraVars: {
+        worker_run_id: request.runId,
+        worker_nodes: request.nodes,
+        worker_job: request.job,
+        worker_job_args: request.workerArgs,
+        worker_timeout_seconds: request.timeoutSeconds,
+        worker_collect_dir: request.collectDir,
+      },
+      // Ansible's own work (start, poll, collect) on top of the job's limit.
+      timeoutMs: (request.timeoutSeconds + 180) * 1000,
+      onTask: detail,
+    }));
+  } catch (error) {
+    if (ctx.signal.aborted || !(error instanceof RinglabError)) throw error;
+    // Ranks that are still up would wait for the failed one until their own timeout: stop them now.
+    await stopWorkers(ctx, record).catch(() => {});
+    return finish({ status: "failed", error: describeRunFailure(error, request) });
+  }
+  const resultFile = join(request.collectDir, "result.json");
+  if (!existsSync(resultFile)) {
+    return finish({ status: "failed", error: `the workers exited cleanly but wrote no result (${resultFile}); see worker-*.log in ${request.collectDir}` });
+  }
+  try {
+    return finish({ status: "ok", result: parseWorkerResult(JSON.parse(readFileSync(resultFile, "utf8"))) });
+  } catch (error) {
+    return finish({ status: "failed", error: `unreadable result ${resultFile}: ${(error as Error).message}` });
+  }
+}
+
+function describeRunFailure(error: RinglabError, request: RunRequest): string {
+  const logs = `worker logs: ${request.collectDir}/worker-*.log`;
+  if (error instanceof ToolError && error.details.timedOut) return `ansible did not finish within the run's limit; ${logs}`;
+  return `${error.message}; ${logs}`;
+}
+
+export interface RunOnceOptions {
+  readonly nodes: number;
+  readonly bandwidth: string;
+  readonly job: Job;
+  readonly workerArgs: readonly string[];
+  readonly timeoutSeconds: number;
+  readonly outDir: string;
+}
+
+/** `ringlab run`: shape, run, and a human summary of the result. */
+export async function runOnce(ctx: Context, record: TestbedRecord, options: RunOnceOptions): Promise<RunOutcome & { summary: string }> {
+  const stamp = new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "");
+  const runId = `${options.job}-n${options.nodes}-${options.bandwidth}-${stamp}`;
+  await shapeLinks(ctx, record, options.bandwidth);
+  const outcome = await executeRun(ctx, record, {
+    runId,
+    nodes: options.nodes,
+    job: options.job,
+    workerArgs: options.workerArgs,
+    timeoutSeconds: options.timeoutSeconds,
+    collectDir: join(options.outDir, runId),
+  });
+  return { ...outcome, summary: summarize(outcome, options.bandwidth) };
+}
+
+export function summarize(outcome: RunOutcome, bandwidth: string): string {
+  if (outcome.status !== "ok" || outcome.result === undefined) {
+    return `run FAILED after ${outcome.wallSeconds.toFixed(1)} s: ${outcome.error}`;
+  }
+  const result = outcome.result;
+  const header = `${result.job} on ${result.world.nodes} nodes (${result.world.size} workers, ${result.world.backend}) at ${bandwidth}; files in ${outcome.collectDir}`;
+  if (result.job === "train") {
+    const total = result.metrics.imagesPerSecondTotal;
+    const perWorker = result.metrics.imagesPerSecondPerWorker;
+    return `${header}\n  total:      ${total.mean.toFixed(1)} ± ${total.ci95.toFixed(1)} img/s\n  per worker: ${perWorker.mean.toFixed(1)} ± ${perWorker.ci95.toFixed(1)} img/s`;
+  }
+  const link = bandwidthGbps(bandwidth);
+  const rows = result.metrics.rows.map((row) => {
+    const ofLink = link ? `${((100 * row.busbwGbps) / link).toFixed(0).padStart(4)} %` : "";
+    return `  ${formatBytes(row.sizeBytes).padStart(9)}  ${(row.timeSeconds * 1e3).toFixed(2).padStart(10)} ms  ${row.algbwGbps.toFixed(3).padStart(8)}  ${row.busbwGbps.toFixed(3).padStart(8)}  ${ofLink}${row.wrong > 0 ? `  ${row.wrong} WRONG` : ""}`;
+  });
+  return [header, `       size        time     algbw    busbw  (Gbit/s${link ? ", busbw as % of link" : ""})`, ...rows].join("\n");
+}
+
+export function formatBytes(bytes: number): string {
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`;
+}

@@ -1,0 +1,134 @@
+/**
+ * The local testbed: "nodes" are containers on one machine, on their own Docker network, reached by Ansible
+ * over real SSH. Workers started later join a node's network namespace, so the node's tc shaping applies.
+ */
+import { mkdirSync, rmSync } from "node:fs";
+import type { ContainerInfo, Docker } from "../adapters/docker.ts";
+import { ensureKeyPair } from "../adapters/ssh.ts";
+import type { LocalTestbed } from "../config/schema.ts";
+import { dockerFor, type Context } from "../context.ts";
+import { UsageError } from "../errors.ts";
+import { buildInventory, renderInventory } from "../inventory.ts";
+import { writeFileAtomic } from "../util/fs.ts";
+import { readFileSync } from "node:fs";
+import { buildLocalImages } from "./images.ts";
+import { localInventorySpec, NODE_IMAGE, planLocalTestbed, TESTBED_LABEL, type LocalTestbedPlan } from "./local-plan.ts";
+import { testbedPaths } from "./paths.ts";
+import { saveRecord, type TestbedRecord } from "./record.ts";
+import { waitForSsh } from "./reachability.ts";
+
+const SSH_WAIT_MS = 60_000;
+
+export async function upLocal(ctx: Context, testbed: LocalTestbed, campaignFile: string): Promise<TestbedRecord> {
+  const docker = dockerFor(ctx);
+  const paths = testbedPaths(ctx.stateDir, testbed.name);
+  const plan = planLocalTestbed(testbed, paths);
+
+  await ctx.reporter.step("check the Docker engine", () => docker.assertAvailable());
+  const existing = await findResources(docker, plan.name);
+  if (existing.containers.length > 0 || existing.networks.length > 0) {
+    return reuse(ctx, docker, plan, existing.containers, testbed, campaignFile);
+  }
+  await buildLocalImages(ctx, docker, testbed.workerImage);
+
+  try {
+    await ctx.reporter.step(`start ${plan.nodes.length} node containers on ${plan.subnet}`, async (detail) => {
+      mkdirSync(plan.sharedDir, { recursive: true });
+      await ensureKeyPair(paths.privateKey, `ringlab-${plan.name}`);
+      rmSync(paths.knownHosts, { force: true });
+      await docker.createNetwork(plan.network, plan.subnet, plan.labels);
+      const authorizedKey = readFileSync(`${paths.privateKey}.pub`, "utf8").trim();
+      for (const node of plan.nodes) {
+        detail(node.name);
+        await docker.runDetached({
+          name: node.container,
+          image: NODE_IMAGE,
+          hostname: node.name,
+          network: plan.network,
+          ip: node.ip,
+          labels: { ...plan.labels, "ringlab.role": node.rank === 0 ? "head" : "worker" },
+          env: { RINGLAB_AUTHORIZED_KEY: authorizedKey },
+          // NET_ADMIN lets the node shape its own link with tc; --privileged is neither needed nor allowed.
+          capAdd: ["NET_ADMIN"],
+          mounts: [
+            { source: plan.sharedDir, target: plan.sharedDir },
+            { source: "/var/run/docker.sock", target: "/var/run/docker.sock" },
+          ],
+        });
+      }
+    });
+    return await finishUp(ctx, plan, testbed, campaignFile);
+  } catch (error) {
+    await ctx.reporter.step(`roll back: remove what was created for ${plan.name}`, () => removeResources(docker, plan.name));
+    throw error;
+  }
+}
+
+async function reuse(ctx: Context, docker: Docker, plan: LocalTestbedPlan, containerIds: string[], testbed: LocalTestbed, campaignFile: string) {
+  const containers = await docker.inspectContainers(containerIds);
+  const complete = plan.nodes.every((node) => containers.some((c) => c.name === node.container && c.addresses[plan.network] === node.ip))
+    && containers.every((c) => c.labels["ringlab.role"] === undefined || plan.nodes.some((node) => node.container === c.name));
+  if (!complete) {
+    throw new UsageError(
+      `a testbed named ${plan.name} already exists but does not match this file (${containers.length} containers; the file asks for ${plan.nodes.length} nodes on ${plan.subnet})`,
+      { hint: `remove it with \`ringlab down ${plan.name}\`, or give this campaign another testbed name` },
+    );
+  }
+  ctx.reporter.info(`testbed ${plan.name} already exists with ${plan.nodes.length} nodes: reusing it`);
+  await docker.start(containers.filter((c) => !c.running).map((c) => c.name));
+  return finishUp(ctx, plan, testbed, campaignFile);
+}
+
+async function finishUp(ctx: Context, plan: LocalTestbedPlan, testbed: LocalTestbed, campaignFile: string): Promise<TestbedRecord> {
+  const paths = testbedPaths(ctx.stateDir, plan.name);
+  await ctx.reporter.step("wait for SSH on every node", (detail) =>
+    waitForSsh(plan.nodes.map((node) => node.ip), SSH_WAIT_MS, ctx.signal, (pending) => detail(`waiting for ${pending.join(", ")}`)));
+  writeFileAtomic(paths.inventory, renderInventory(buildInventory(localInventorySpec(plan, paths, testbed.workerImage))));
+  const record: TestbedRecord = {
+    schema: "ringlab.testbed/v1",
+    name: plan.name,
+    target: "local",
+    campaignFile,
+    inventory: paths.inventory,
+    sharedDir: plan.sharedDir,
+    nodes: plan.nodes.map((node) => ({ name: node.name, rank: node.rank, sshAddress: node.ip, privateIp: node.ip })),
+    createdAt: new Date().toISOString(),
+  };
+  saveRecord(ctx.stateDir, record);
+  return record;
+}
+
+export interface LocalResources {
+  readonly containers: string[];
+  readonly networks: string[];
+  readonly volumes: string[];
+}
+
+/** Everything labeled with the testbed's name (all testbeds when `name` is undefined). */
+export async function findResources(docker: Docker, name: string | undefined): Promise<LocalResources> {
+  const label = name === undefined ? TESTBED_LABEL : `${TESTBED_LABEL}=${name}`;
+  const [containers, networks, volumes] = await Promise.all(
+    (["container", "network", "volume"] as const).map((kind) => docker.listByLabel(kind, label)),
+  );
+  return { containers: containers!, networks: networks!, volumes: volumes! };
+}
+
+/** Removes every labeled container (nodes and workers), then networks and volumes. Idempotent. */
+export async function removeResources(docker: Docker, name: string | undefined): Promise<LocalResources> {
+  const found = await findResources(docker, name);
+  await docker.remove("container", found.containers);
+  await docker.remove("network", found.networks);
+  await docker.remove("volume", found.volumes);
+  return found;
+}
+
+export async function downLocal(ctx: Context, name: string | undefined): Promise<LocalResources> {
+  const docker = dockerFor(ctx);
+  await docker.assertAvailable();
+  return removeResources(docker, name);
+}
+
+export async function localNodeContainers(ctx: Context, name: string): Promise<ContainerInfo[]> {
+  const docker = dockerFor(ctx);
+  return docker.inspectContainers(await docker.listByLabel("container", `${TESTBED_LABEL}=${name}`));
+}

@@ -1,0 +1,39 @@
+/** Where ringlab keeps a testbed's files on the controller. Pure: paths only, nothing is created here. */
+import { join } from "node:path";
+
+export interface TestbedPaths {
+  readonly dir: string;
+  /** The controller's SSH key for the nodes of a local testbed. */
+  readonly privateKey: string;
+  /** Host keys of this testbed's nodes only, so a rebuilt testbed never trips over stale entries elsewhere. */
+  readonly knownHosts: string;
+  readonly inventory: string;
+  /** What `ringlab up` recorded about the testbed (record.ts). */
+  readonly record: string;
+  /** Default shared directory of a local testbed. */
+  readonly sharedDir: string;
+  /** `cdktf output` JSON of an AWS testbed. */
+  readonly stackOutputs: string;
+}
+
+export function testbedPaths(stateDir: string, name: string): TestbedPaths {
+  const dir = join(stateDir, "testbeds", name);
+  return {
+    dir,
+    privateKey: join(dir, "id_ed25519"),
+    knownHosts: join(dir, "known_hosts"),
+    inventory: join(dir, "inventory.yml"),
+    record: join(dir, "testbed.json"),
+    sharedDir: join(dir, "shared"),
+    stackOutputs: join(dir, "stack-outputs.json"),
+  };
+}
+
+/** The file naming the testbed later verbs act on when none is named. */
+export function currentTestbedFile(stateDir: string): string {
+  return join(stateDir, "current");
+}
+
+export function logsDir(stateDir: string): string {
+  return join(stateDir, "logs");
+}

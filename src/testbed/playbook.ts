@@ -1,0 +1,36 @@
+/** Runs one of ansible/'s playbooks against a testbed, with the context's logging, progress and interruption. */
+import { createHash } from "node:crypto";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { PlaybookResult } from "../adapters/ansible.ts";
+import { ansibleFor, type Context } from "../context.ts";
+import type { TestbedRecord } from "./record.ts";
+
+export interface PlaybookCall {
+  readonly extraVars?: Readonly<Record<string, unknown>>;
+  readonly timeoutMs?: number;
+  /** Progress: the task now running. */
+  readonly onTask?: (task: string) => void;
+}
+
+export function runPlaybook(ctx: Context, testbed: TestbedRecord, playbook: string, call: PlaybookCall = {}): Promise<PlaybookResult> {
+  return ansibleFor(ctx).playbook(playbook, {
+    inventory: testbed.inventory,
+    controlPathDir: controlPathDir(testbed),
+    logFile: ctx.logFile,
+    signal: ctx.signal,
+    onTask: call.onTask,
+    onLine: (line) => ctx.reporter.toolLine(line),
+    ...(call.extraVars === undefined ? {} : { extraVars: call.extraVars }),
+    ...(call.timeoutMs === undefined ? {} : { timeoutMs: call.timeoutMs }),
+  });
+}
+
+/**
+ * SSH connections are kept open between playbooks (ControlPersist) for speed. A testbed recreated on the same
+ * addresses must not reuse the old connections, so each testbed instance gets its own short socket folder.
+ */
+function controlPathDir(testbed: TestbedRecord): string {
+  const id = createHash("sha256").update(`${testbed.name}@${testbed.createdAt}`).digest("hex").slice(0, 12);
+  return join(tmpdir(), `ringlab-ssh-${id}`);
+}

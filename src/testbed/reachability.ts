@@ -1,0 +1,32 @@
+/** Whether a node's SSH server answers: connects and reads the "SSH-2.0-..." banner. No process spawned. */
+import { connect } from "node:net";
+
+export function sshAnswers(host: string, port = 22, timeoutMs = 3_000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const done = (answer: boolean) => {
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once("data", (data) => done(data.toString("latin1").startsWith("SSH-")));
+    socket.once("error", () => done(false));
+  });
+}
+
+/** Waits until every host answers; throws naming the ones that never did. */
+export async function waitForSsh(hosts: readonly string[], timeoutMs: number, signal?: AbortSignal, onWaiting?: (pending: string[]) => void): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let pending = [...hosts];
+  while (pending.length > 0) {
+    signal?.throwIfAborted();
+    const answers = await Promise.all(pending.map((host) => sshAnswers(host)));
+    pending = pending.filter((_, index) => !answers[index]);
+    if (pending.length === 0) return;
+    onWaiting?.(pending);
+    if (Date.now() > deadline) {
+      throw new Error(`SSH did not answer within ${Math.round(timeoutMs / 1000)} s on ${pending.join(", ")}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}

@@ -1,0 +1,60 @@
+/** What `ringlab up` remembers about a testbed, so later verbs need no arguments. */
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { UsageError } from "../errors.ts";
+import { writeFileAtomic } from "../util/fs.ts";
+import { currentTestbedFile, testbedPaths } from "./paths.ts";
+
+export interface NodeRecord {
+  readonly name: string;
+  readonly rank: number;
+  readonly sshAddress: string;
+  readonly privateIp: string;
+}
+
+export interface TestbedRecord {
+  readonly schema: "ringlab.testbed/v1";
+  readonly name: string;
+  readonly target: "local" | "aws";
+  /** The campaign file it was created from (AWS destroy needs it to synthesize the same stack). */
+  readonly campaignFile: string;
+  readonly inventory: string;
+  readonly sharedDir: string;
+  readonly nodes: readonly NodeRecord[];
+  readonly createdAt: string;
+}
+
+export function saveRecord(stateDir: string, record: TestbedRecord): void {
+  writeFileAtomic(testbedPaths(stateDir, record.name).record, `${JSON.stringify(record, null, 2)}\n`);
+  writeFileAtomic(currentTestbedFile(stateDir), `${record.name}\n`);
+}
+
+export function loadRecord(stateDir: string, name: string): TestbedRecord | undefined {
+  const file = testbedPaths(stateDir, name).record;
+  if (!existsSync(file)) return undefined;
+  return JSON.parse(readFileSync(file, "utf8")) as TestbedRecord;
+}
+
+/** The testbed named, or the current one; a UsageError saying what to do when there is none. */
+export function requireRecord(stateDir: string, name?: string): TestbedRecord {
+  const chosen = name ?? currentTestbedName(stateDir);
+  if (chosen === undefined) {
+    throw new UsageError("no testbed is up here", { hint: "create one with `ringlab up <campaign.yaml>` (or pass --testbed NAME)" });
+  }
+  const record = loadRecord(stateDir, chosen);
+  if (record === undefined) {
+    throw new UsageError(`testbed ${chosen} is not known in ${stateDir}`, { hint: "run `ringlab up <campaign.yaml>` first" });
+  }
+  return record;
+}
+
+export function currentTestbedName(stateDir: string): string | undefined {
+  const file = currentTestbedFile(stateDir);
+  if (!existsSync(file)) return undefined;
+  return readFileSync(file, "utf8").trim() || undefined;
+}
+
+/** Forgets a testbed: its record, key, inventory and (if default) shared dir; clears `current` if it was it. */
+export function forgetTestbed(stateDir: string, name: string): void {
+  rmSync(testbedPaths(stateDir, name).dir, { recursive: true, force: true });
+  if (currentTestbedName(stateDir) === name) rmSync(currentTestbedFile(stateDir), { force: true });
+}
