@@ -1,0 +1,171 @@
+/**
+ * Runs a campaign: read -> plan -> bring the testbed up -> run what is left -> report -> tear down.
+ * Every finished run is on disk before the next starts, so a kill loses at most the run in flight, and a rerun
+ * of the same file resumes. Teardown runs at the end, on failure and on Ctrl-C/SIGTERM, unless asked to keep.
+ */
+import { relative, resolve } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { bandwidthGbps } from "../bandwidth.ts";
+import type { Campaign } from "../config/load.ts";
+import { uninterruptible, type Context } from "../context.ts";
+import { writeReport } from "../report/index.ts";
+import { executeRun, shapeLinks, stopWorkers } from "../runner.ts";
+import type { TestbedRecord } from "../testbed/record.ts";
+import { configure, down, up } from "../testbed/testbed.ts";
+import { writeFileAtomic } from "../util/fs.ts";
+import { campaignName, planCampaign, remainingRuns, type CampaignPlan, type PlannedRun } from "./plan.ts";
+import { readRecords, resultsLayout, RUN_RECORD_SCHEMA, writeDerivedFiles, writeRecord, type ResultsLayout, type RunRecord } from "./records.ts";
+
+export interface CampaignOptions {
+  /** Keep the testbed afterwards (overrides the file's `keep`). */
+  readonly keep?: boolean;
+  /** Default: the file's resultsDir, or results/<campaign name>. */
+  readonly resultsDir?: string;
+}
+
+export interface CampaignOutcome {
+  readonly resultsDir: string;
+  readonly planned: number;
+  /** Runs already done before this invocation (resumed). */
+  readonly skipped: number;
+  readonly ok: number;
+  readonly failed: number;
+  readonly wallSeconds: number;
+  /** Seconds inside benchmark jobs during this invocation; the rest is orchestration overhead. */
+  readonly benchmarkSeconds: number;
+  readonly teardown: "done" | "kept" | "failed" | "not needed";
+  readonly interrupted: boolean;
+}
+
+export function resultsDirFor(campaign: Campaign, override?: string): string {
+  return resolve(override ?? campaign.campaign?.resultsDir ?? `results/${campaignName(campaign.sourceFile)}`);
+}
+
+export async function runCampaign(ctx: Context, campaign: Campaign, options: CampaignOptions = {}): Promise<CampaignOutcome> {
+  const started = Date.now();
+  const plan = planCampaign(campaign, campaignName(campaign.sourceFile));
+  const layout = resultsLayout(resultsDirFor(campaign, options.resultsDir));
+  const keep = options.keep ?? campaign.campaign?.keep ?? false;
+  const done = new Map(readRecords(layout).map((record) => [record.runId, record]));
+  const todo = remainingRuns(plan, done);
+  const skipped = plan.runs.length - todo.length;
+  saveCampaignCopy(layout, campaign.sourceText);
+  ctx.reporter.info(`campaign ${plan.name}: ${plan.runs.length} runs planned, ${skipped} already done, ${todo.length} to run; results in ${layout.dir}`);
+
+  let ok = 0;
+  let failed = 0;
+  let benchmarkSeconds = 0;
+  let teardown: CampaignOutcome["teardown"] = "not needed";
+  let testbed: TestbedRecord | undefined;
+  try {
+    if (todo.length > 0) {
+      // Provision the largest node count the matrix uses, once.
+      const sized = { ...campaign, testbed: { ...campaign.testbed, nodes: plan.nodesToProvision } } as Campaign;
+      testbed = await up(ctx, sized);
+      await configure(ctx, testbed);
+      // Workers left over from a killed earlier invocation would hold the rendezvous port.
+      await stopWorkers(ctx, testbed);
+      let shapedTo: string | undefined;
+      for (const [index, run] of todo.entries()) {
+        ctx.signal.throwIfAborted();
+        if (run.bandwidth !== null && run.bandwidth !== shapedTo) {
+          await shapeLinks(ctx, testbed, run.bandwidth);
+          shapedTo = run.bandwidth;
+        }
+        ctx.reporter.info(`run ${index + 1}/${todo.length}: ${run.id}`);
+        const record = await executePlannedRun(ctx, testbed, plan, run, layout, campaign);
+        writeRecord(layout, record);
+        done.set(record.runId, record);
+        writeDerivedFiles(layout, [...done.values()], plan.runs.map((r) => r.id));
+        if (record.status === "ok") ok++;
+        else {
+          failed++;
+          ctx.reporter.warn(`run ${run.id} failed: ${record.error}`);
+        }
+        benchmarkSeconds += record.benchmarkSeconds ?? 0;
+      }
+    }
+  } finally {
+    const interrupted = ctx.signal.aborted;
+    if (testbed !== undefined || (todo.length > 0 && !keep)) {
+      teardown = keep ? "kept" : await tearDown(ctx, campaign);
+    }
+    if (keep && testbed !== undefined && interrupted) await stopWorkers(uninterruptible(ctx), testbed).catch(() => {});
+    await makeReport(ctx, layout, plan, [...done.values()]);
+    if (interrupted) ctx.reporter.warn(`interrupted: ${ok + failed} runs recorded this time; rerun the same command to resume`);
+  }
+  return {
+    resultsDir: layout.dir,
+    planned: plan.runs.length,
+    skipped,
+    ok,
+    failed,
+    wallSeconds: (Date.now() - started) / 1000,
+    benchmarkSeconds,
+    teardown,
+    interrupted: ctx.signal.aborted,
+  };
+}
+
+async function executePlannedRun(ctx: Context, testbed: TestbedRecord, plan: CampaignPlan, run: PlannedRun, layout: ResultsLayout, campaign: Campaign): Promise<RunRecord> {
+  const timeoutSeconds = campaign.campaign!.runTimeoutSeconds;
+  const collectDir = layout.logsDirOf(run.id);
+  const outcome = await executeRun(ctx, testbed, { runId: run.id, nodes: run.nodes, job: run.job, workerArgs: run.workerArgs, timeoutSeconds, collectDir });
+  const provenance = outcome.result?.provenance;
+  const benchmarkSeconds = provenance === undefined ? undefined : (Date.parse(provenance.endedAt) - Date.parse(provenance.startedAt)) / 1000;
+  return {
+    schema: RUN_RECORD_SCHEMA,
+    campaign: plan.name,
+    runId: run.id,
+    fingerprint: run.fingerprint,
+    params: {
+      job: run.job,
+      nodes: run.nodes,
+      bandwidth: run.bandwidth,
+      linkGbps: run.bandwidth === null ? null : bandwidthGbps(run.bandwidth) ?? null,
+      repeat: run.repeat,
+      ...(run.model === undefined ? {} : { model: run.model }),
+      ...(run.batchSize === undefined ? {} : { batchSize: run.batchSize }),
+      knobs: run.knobs,
+      workerArgs: run.workerArgs,
+    },
+    status: outcome.status,
+    ...(outcome.error === undefined ? {} : { error: outcome.error }),
+    startedAt: outcome.startedAt,
+    endedAt: outcome.endedAt,
+    wallSeconds: outcome.wallSeconds,
+    ...(benchmarkSeconds === undefined || Number.isNaN(benchmarkSeconds) ? {} : { benchmarkSeconds }),
+    testbed: {
+      name: testbed.name,
+      target: testbed.target,
+      ...(campaign.testbed.target === "aws" ? { instanceType: campaign.testbed.instanceType } : {}),
+    },
+    logsDir: relative(layout.dir, collectDir),
+    ...(outcome.result === undefined ? {} : { result: outcome.result }),
+  };
+}
+
+async function tearDown(ctx: Context, campaign: Campaign): Promise<CampaignOutcome["teardown"]> {
+  try {
+    await down(uninterruptible(ctx), campaign.testbed.name, campaign.testbed.target, campaign.sourceFile);
+    return "done";
+  } catch (error) {
+    ctx.reporter.warn(`teardown failed: ${(error as Error).message}; run \`ringlab down ${campaign.testbed.name}\` to finish it`);
+    return "failed";
+  }
+}
+
+async function makeReport(ctx: Context, layout: ResultsLayout, plan: CampaignPlan, records: RunRecord[]): Promise<void> {
+  if (records.length === 0) return;
+  writeDerivedFiles(layout, records, plan.runs.map((r) => r.id));
+  try {
+    await ctx.reporter.step("write the report", () => writeReport(layout.dir));
+  } catch (error) {
+    ctx.reporter.warn(`the report could not be written: ${(error as Error).message} (the results are safe; retry with \`ringlab report ${layout.dir}\`)`);
+  }
+}
+
+function saveCampaignCopy(layout: ResultsLayout, text: string): void {
+  if (existsSync(layout.campaignCopy) && readFileSync(layout.campaignCopy, "utf8") === text) return;
+  writeFileAtomic(layout.campaignCopy, text);
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs what ringlab's local target needs on a Debian or Ubuntu machine and starts the Docker engine.
+#   npm run setup        Docker engine, Ansible, debootstrap, OpenSSH client
+#   npm run setup:test   the same plus the test tools (pytest, Debian's PyTorch, ansible-lint, yamllint, shellcheck)
+# Safe to rerun. Needs root (re-runs itself with sudo when it is not).
+set -euo pipefail
+
+runtime_packages=(docker.io ansible debootstrap openssh-client iproute2 python3 ca-certificates)
+test_packages=(ansible-lint yamllint shellcheck python3-pytest python3-torch python3-torchvision python3-jsonschema)
+
+packages=("${runtime_packages[@]}")
+if [[ "${1:-}" == "--test" ]]; then packages+=("${test_packages[@]}"); fi
+
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "error: run this as root (sudo is not installed)" >&2; exit 1; }
+  exec sudo "$0" "$@"
+fi
+command -v apt-get >/dev/null || { echo "error: this script supports Debian and Ubuntu (apt-get); install ${packages[*]} yourself" >&2; exit 1; }
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "installing: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "packages: all present"
+fi
+
+if docker info >/dev/null 2>&1; then
+  echo "docker engine: running"
+else
+  echo "docker engine: starting"
+  if [[ -d /run/systemd/system ]]; then
+    systemctl start docker
+  else
+    # No systemd (containers, CI sandboxes): start the daemon in the background.
+    nohup dockerd >/var/log/dockerd.log 2>&1 &
+  fi
+  for _ in $(seq 1 60); do
+    docker info >/dev/null 2>&1 && break
+    sleep 1
+  done
+  docker info >/dev/null 2>&1 || { echo "error: the Docker engine did not start; see /var/log/dockerd.log" >&2; exit 1; }
+  echo "docker engine: running"
+fi
