@@ -1,0 +1,149 @@
+"""Command line: `ringlab-worker train|allreduce [knobs]`.
+
+Arguments are parsed and checked before torch is imported, so a typo fails in a fraction of a second
+with exit code 2 instead of after rendezvous.
+"""
+
+import argparse
+import os
+import re
+import sys
+
+from .errors import EXIT_BAD_ARGUMENTS, BadArguments, WorkerError
+from .result import LAUNCHED_AT_ENV, utc_now
+
+MODELS = ("tiny", "resnet50", "resnet101", "resnet152", "inception_v3")
+
+
+def parse_size(text: str) -> int:
+    """Bytes, with an optional binary suffix as nccl-tests accepts it: 4096, 8K, 256M, 1G."""
+    match = re.fullmatch(r"(\d+)([KMG]?)B?", text.strip().upper())
+    if not match:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size in bytes (examples: 4096, 8K, 256M, 1G)")
+    return int(match.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2)]
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or more, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse prints usage before the message; one clear line is easier to find in a node's log.
+    def error(self, message):
+        print(f"ringlab-worker: error: {message} (see ringlab-worker {self._job_name()}--help)", file=sys.stderr)
+        sys.exit(EXIT_BAD_ARGUMENTS)
+
+    def _job_name(self):
+        parts = self.prog.split()
+        return f"{parts[-1]} " if len(parts) > 1 else ""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="ringlab-worker",
+        description="Data-parallel training benchmark and all-reduce probe. Rendezvous comes from "
+        "RINGLAB_* environment variables (see README).",
+    )
+    jobs = parser.add_subparsers(dest="job", required=True, metavar="JOB", parser_class=_Parser)
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                        help="cuda uses NCCL, cpu uses Gloo; auto picks cuda when a GPU is present")
+    common.add_argument("--timeout-seconds", type=positive_float, default=300.0,
+                        help="bounds rendezvous and every collective; a silent peer fails the run after this")
+    common.add_argument("--output", default=None, help="path of the JSON result (written by global rank 0)")
+
+    train = jobs.add_parser("train", parents=[common], help="synthetic-data training throughput")
+    train.add_argument("--model", choices=MODELS, default="resnet50")
+    train.add_argument("--batch-size", type=positive_int, default=32, help="per worker")
+    train.add_argument("--num-warmup-batches", type=non_negative_int, default=10, help="untimed")
+    train.add_argument("--num-batches-per-iter", type=positive_int, default=10)
+    train.add_argument("--num-iters", type=positive_int, default=10)
+    train.add_argument("--image-size", type=positive_int, default=None,
+                       help="default: the model's native size (32 tiny, 299 inception_v3, 224 resnets)")
+    train.add_argument("--precision", choices=("fp32", "amp"), default="fp32", help="amp needs a GPU")
+    train.add_argument("--bucket-cap-mb", type=positive_float, default=25.0,
+                       help="DDP gradient bucket size (Horovod: tensor fusion threshold)")
+    train.add_argument("--fp16-allreduce", action="store_true",
+                       help="compress gradients to fp16 for the all-reduce")
+    train.add_argument("--nccl-algo-ring", action="store_true", help="set NCCL_ALGO=Ring (NCCL only)")
+    train.add_argument("--engine", choices=("ddp", "horovod"), default="ddp")
+
+    probe = jobs.add_parser("allreduce", parents=[common], help="all-reduce bandwidth probe (nccl-tests style)")
+    probe.add_argument("--min-bytes", type=parse_size, default=parse_size("4K"))
+    probe.add_argument("--max-bytes", type=parse_size, default=parse_size("256M"))
+    probe.add_argument("--step-factor", type=positive_int, default=2)
+    probe.add_argument("--warmup-iters", type=non_negative_int, default=5)
+    probe.add_argument("--iters", type=positive_int, default=20)
+    probe.add_argument("--nccl-algo-ring", action="store_true", help="set NCCL_ALGO=Ring (NCCL only)")
+    return parser
+
+
+def check_arguments(args) -> None:
+    """Checks across knobs that argparse cannot express; raises BadArguments."""
+    if args.job == "allreduce":
+        if args.min_bytes < 4 or args.max_bytes < args.min_bytes:
+            raise BadArguments(f"need 4 <= --min-bytes <= --max-bytes, got {args.min_bytes} and {args.max_bytes}")
+        if args.step_factor < 2:
+            raise BadArguments("--step-factor must be 2 or more")
+    if args.job == "train" and args.precision == "amp" and args.device == "cpu":
+        raise BadArguments("--precision amp runs on a GPU only; use --precision fp32 with --device cpu")
+
+
+def check_machine(args) -> None:
+    """Checks that need torch: is what was asked for possible on this machine?"""
+    import torch
+
+    wants_gpu = args.device == "cuda" or getattr(args, "precision", "fp32") == "amp"
+    if wants_gpu and not torch.cuda.is_available():
+        what = "--precision amp" if args.device != "cuda" else "--device cuda"
+        raise BadArguments(
+            f"{what} needs a CUDA GPU, but torch {torch.__version__} sees none (torch.cuda.is_available() "
+            "is False: no GPU, no NVIDIA driver, the container was started without --gpus, or this is the "
+            "cpu image). Use --device cpu --precision fp32."
+        )
+    if getattr(args, "engine", "ddp") == "horovod":
+        try:
+            import horovod.torch  # noqa: F401
+        except Exception as error:  # ImportError, or a Horovod built against another torch
+            raise BadArguments(
+                f"--engine horovod needs Horovod, but `import horovod.torch` failed ({error}). Horovod's "
+                "last release (0.28.1, 2023) does not build against current PyTorch; use --engine ddp, or "
+                "the gpu image built with INSTALL_HOROVOD=1 on an NVIDIA PyTorch base Horovod supports."
+            ) from error
+
+
+def main(argv=None) -> int:
+    os.environ.setdefault(LAUNCHED_AT_ENV, utc_now())
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    try:
+        check_arguments(args)
+        from . import launcher  # imports torch: only after the cheap checks had their chance
+
+        if launcher.is_torchrun_worker():
+            return launcher.run_worker(args)
+        check_machine(args)
+        return launcher.launch(args, argv)
+    except WorkerError as error:
+        rank = os.environ.get("RANK") if "TORCHELASTIC_RUN_ID" in os.environ else None
+        where = f" [rank {rank}]" if rank is not None else ""
+        print(f"ringlab-worker{where}: error: {error}", file=sys.stderr, flush=True)
+        return error.exit_code

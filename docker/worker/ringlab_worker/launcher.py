@@ -1,0 +1,198 @@
+"""Starts a job: in this process when RINGLAB_NUM_NODES is unset, otherwise through torchrun.
+
+torchrun (torch.distributed.run) is called in-process rather than as a subprocess so that its
+rendezvous and child-failure exceptions can be turned into distinct exit codes; its output reads the
+same as `python3 -m torch.distributed.run ...`.
+"""
+
+import functools
+import math
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from typing import List, Mapping, Optional
+
+from .errors import EXIT_OTHER, EXIT_PEER_FAILED, MEANING, BadArguments, PeerFailed, PeerTimeout, WorkerError
+
+DEFAULT_RDZV_PORT = 29400
+DEFAULT_RUN_ID = "ringlab"
+
+
+def is_torchrun_worker() -> bool:
+    """torchrun sets TORCHELASTIC_RUN_ID for the processes it starts, never for the launcher itself."""
+    return "TORCHELASTIC_RUN_ID" in os.environ
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    head_addr: str
+    port: int
+    node_rank: int
+    num_nodes: int
+    nproc_per_node: int
+    run_id: str
+
+
+def _env_int(env: Mapping[str, str], name: str, default: Optional[int], minimum: int) -> int:
+    text = env.get(name, "")
+    if text == "":
+        if default is None:
+            raise BadArguments(f"{name} is required when RINGLAB_NUM_NODES is set")
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise BadArguments(f"{name} must be an integer, got '{text}'") from None
+    if value < minimum:
+        raise BadArguments(f"{name} must be {minimum} or more, got {value}")
+    return value
+
+
+def rendezvous_from_env(env: Mapping[str, str], gpu_count: int) -> Optional[Rendezvous]:
+    """The multi-node setup from RINGLAB_* variables, or None for a single process."""
+    if env.get("RINGLAB_NUM_NODES", "") == "":
+        return None
+    num_nodes = _env_int(env, "RINGLAB_NUM_NODES", None, 1)
+    node_rank = _env_int(env, "RINGLAB_NODE_RANK", None, 0)
+    if node_rank >= num_nodes:
+        raise BadArguments(f"RINGLAB_NODE_RANK={node_rank} must be below RINGLAB_NUM_NODES={num_nodes}")
+    head_addr = env.get("RINGLAB_HEAD_ADDR", "")
+    if not head_addr:
+        raise BadArguments("RINGLAB_HEAD_ADDR (the address of node 0) is required when RINGLAB_NUM_NODES is set")
+    return Rendezvous(
+        head_addr=head_addr,
+        port=_env_int(env, "RINGLAB_RDZV_PORT", DEFAULT_RDZV_PORT, 1),
+        node_rank=node_rank,
+        num_nodes=num_nodes,
+        nproc_per_node=_env_int(env, "RINGLAB_NPROC_PER_NODE", max(gpu_count, 1), 1),
+        run_id=env.get("RINGLAB_RUN_ID") or DEFAULT_RUN_ID,
+    )
+
+
+def torchrun_argv(rdzv: Rendezvous, timeout_seconds: float, job_argv: List[str]) -> List[str]:
+    timeout = str(max(1, math.ceil(timeout_seconds)))
+    # is_host is explicit: torch guesses it by matching hostnames, which fails in containers.
+    # join_timeout bounds the wait for all nodes, read_timeout a non-head node's wait for the head.
+    rdzv_conf = f"is_host={'true' if rdzv.node_rank == 0 else 'false'},join_timeout={timeout},read_timeout={timeout}"
+    return [
+        "--nnodes", str(rdzv.num_nodes),
+        "--nproc_per_node", str(rdzv.nproc_per_node),
+        "--rdzv_backend", "c10d",
+        "--rdzv_endpoint", f"{rdzv.head_addr}:{rdzv.port}",
+        "--rdzv_id", rdzv.run_id,
+        "--rdzv_conf", rdzv_conf,
+        "--max_restarts", "0",
+        "--monitor_interval", "1",  # notice a dead worker within a second, not torch's default 5
+        "-m", "ringlab_worker",
+        *job_argv,
+    ]
+
+
+def configure_network_env(env) -> None:
+    """Interface choice for Gloo and NCCL; NCCL inside Docker picks docker0 or lo unless told otherwise."""
+    ifname = env.get("RINGLAB_SOCKET_IFNAME", "")
+    if ifname:
+        env["GLOO_SOCKET_IFNAME"] = ifname
+        env["NCCL_SOCKET_IFNAME"] = ifname
+    env.setdefault("NCCL_SOCKET_IFNAME", "^docker0,lo")
+    # NCCL then turns a stuck collective into an error after the process-group timeout instead of hanging.
+    env.setdefault("NCCL_ASYNC_ERROR_HANDLING", "1")
+
+
+def run_worker(args) -> int:
+    from .jobs import run_job
+
+    return run_job(args)
+
+
+def launch(args, job_argv: List[str]) -> int:
+    import torch
+
+    configure_network_env(os.environ)
+    rdzv = rendezvous_from_env(os.environ, torch.cuda.device_count() if torch.cuda.is_available() else 0)
+    if rdzv is None:
+        return run_worker(args)
+
+    # The workers run `python3 -m ringlab_worker`: make the package importable wherever it lives.
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, os.environ.get("PYTHONPATH")) if p)
+
+    torchrun = torchrun_argv(rdzv, args.timeout_seconds, job_argv)
+    print(f"ringlab-worker: node {rdzv.node_rank} of {rdzv.num_nodes}: "
+          f"{os.path.basename(sys.executable)} -m torch.distributed.run {' '.join(torchrun)}",
+          file=sys.stderr, flush=True)
+    _run_torchrun(torchrun, rdzv, args.timeout_seconds)
+    return 0
+
+
+def _run_torchrun(torchrun: List[str], rdzv: Rendezvous, timeout_seconds: float) -> None:
+    from torch.distributed import run as torch_run
+    from torch.distributed.elastic.agent.server.local_elastic_agent import LocalElasticAgent
+    from torch.distributed.elastic.multiprocessing.api import SignalException, Std
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher import api as launcher_api
+    from torch.distributed.elastic.rendezvous import (
+        RendezvousClosedError, RendezvousConnectionError, RendezvousError, RendezvousTimeoutError)
+
+    endpoint = f"{rdzv.head_addr}:{rdzv.port}"
+    try:
+        # torch_run.run(), minus one bug: torch 1.13 on Python 3.11 parses "--redirects 0" (the default)
+        # to None and crashes before starting any worker (pytorch/pytorch#92319, fixed in torch 2.0).
+        config, entrypoint, entrypoint_args = torch_run.config_from_args(torch_run.parse_args(torchrun))
+        config.redirects = config.redirects if config.redirects is not None else Std.NONE
+        config.tee = config.tee if config.tee is not None else Std.NONE
+        # After its workers end, an agent waits for the other nodes' agents (the "exit barrier"), 300 s
+        # in torch and not settable from the command line: a dead peer would hold this node for 5 min.
+        launcher_api.LocalElasticAgent = functools.partial(
+            LocalElasticAgent, exit_barrier_timeout=max(1.0, timeout_seconds))
+        launcher_api.elastic_launch(config=config, entrypoint=entrypoint)(*entrypoint_args)
+    except RendezvousTimeoutError as error:
+        raise PeerTimeout(
+            f"rendezvous at {endpoint} (run id '{rdzv.run_id}') did not gather all {rdzv.num_nodes} nodes "
+            f"within {timeout_seconds:g} s. Check that every node was started with RINGLAB_NUM_NODES="
+            f"{rdzv.num_nodes}, the same RINGLAB_RUN_ID and RINGLAB_HEAD_ADDR, that each reaches "
+            f"{endpoint}, and that --timeout-seconds covers the slowest node's start-up."
+        ) from error
+    except RendezvousConnectionError as error:
+        if rdzv.node_rank == 0:
+            raise WorkerError(
+                f"node 0 could not serve the rendezvous on port {rdzv.port} ({error.__cause__ or error}); "
+                "is another run still using it? Set RINGLAB_RDZV_PORT to a free port."
+            ) from error
+        raise PeerTimeout(
+            f"could not reach the rendezvous on node 0 at {endpoint} within {timeout_seconds:g} s "
+            f"({str(error.__cause__ or error).rstrip('.')}). Check that node 0 is running, that "
+            f"RINGLAB_HEAD_ADDR resolves on this node and that port {rdzv.port} is open to it."
+        ) from error
+    except RendezvousClosedError as error:
+        raise PeerFailed(f"the rendezvous at {endpoint} was closed: another node failed and left the run") from error
+    except RendezvousError as error:
+        raise WorkerError(f"rendezvous at {endpoint} failed: {error}") from error
+    except ChildFailedError as error:
+        raise _child_failure(error.failures) from None
+    except SignalException as error:
+        raise WorkerError(f"interrupted by {signal.Signals(error.sigval).name}",
+                          exit_code=128 + int(error.sigval)) from None
+
+
+def _child_failure(failures) -> WorkerError:
+    """One error for the workers of this node that failed.
+
+    A worker that exits by itself already printed why, with its exit code; prefer it over the ones the
+    agent then stopped with a signal.
+    """
+    exited = {rank: f for rank, f in failures.items() if f.exitcode > 0}
+    rank = min(exited) if exited else min(failures, key=lambda r: failures[r].timestamp)
+    code = failures[rank].exitcode
+    if code > 0:
+        meaning = MEANING.get(code, "failed")
+        return WorkerError(f"rank {rank} on this node exited with code {code}, {meaning} (its error is above)",
+                           exit_code=code)
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return WorkerError(f"rank {rank} on this node ended with status {code}", exit_code=EXIT_OTHER)
+    return WorkerError(
+        f"rank {rank} on this node was killed by {name}; out of memory? (check `dmesg`, "
+        "`docker inspect` OOMKilled)", exit_code=EXIT_PEER_FAILED)

@@ -1,0 +1,119 @@
+"""The one result record of a run (schema ringlab.result/v1, see result.schema.json), written atomically."""
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from datetime import datetime, timezone
+from typing import Optional
+
+SCHEMA = "ringlab.result/v1"
+# Set by the launcher process, inherited by torchrun's workers.
+LAUNCHED_AT_ENV = "RINGLAB_LAUNCHED_AT"
+
+# CLI destinations -> the camelCase names the record uses.
+_KNOB_NAMES = {
+    "device": "device", "timeout_seconds": "timeoutSeconds", "output": "output",
+    "model": "model", "batch_size": "batchSize", "num_warmup_batches": "numWarmupBatches",
+    "num_batches_per_iter": "numBatchesPerIter", "num_iters": "numIters", "image_size": "imageSize",
+    "precision": "precision", "bucket_cap_mb": "bucketCapMb", "fp16_allreduce": "fp16Allreduce",
+    "nccl_algo_ring": "ncclAlgoRing", "engine": "engine",
+    "min_bytes": "minBytes", "max_bytes": "maxBytes", "step_factor": "stepFactor",
+    "warmup_iters": "warmupIters", "iters": "iters",
+}
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def knobs_of(args) -> dict:
+    return {_KNOB_NAMES[name]: value for name, value in vars(args).items() if name in _KNOB_NAMES}
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _nvidia_driver() -> Optional[str]:
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20, check=True).stdout
+        return out.strip().splitlines()[0] if out.strip() else None
+    except (OSError, subprocess.SubprocessError):
+        return None  # a broken driver is reported by the GPU job itself; provenance stays best effort
+
+
+def provenance(device, started_at: str) -> dict:
+    import torch
+    import torchvision
+
+    on_gpu = device.type == "cuda"
+    nccl = None
+    if on_gpu and torch.distributed.is_nccl_available():
+        nccl = ".".join(str(part) for part in torch.cuda.nccl.version())
+    return {
+        "torch": torch.__version__,
+        "torchvision": torchvision.__version__,
+        "python": platform.python_version(),
+        "cuda": torch.version.cuda,
+        "nccl": nccl,
+        "nvidiaDriver": _nvidia_driver() if on_gpu else None,
+        "device": device.type,
+        "deviceModel": torch.cuda.get_device_name(device) if on_gpu else _cpu_model(),
+        "image": os.environ.get("RINGLAB_IMAGE") or None,
+        # When the worker command started (before importing torch and the rendezvous): with endedAt, the
+        # job's whole life, which the orchestrator compares with its own wall time to report its overhead.
+        "launchedAt": os.environ.get(LAUNCHED_AT_ENV) or started_at,
+        "startedAt": started_at,
+        "endedAt": utc_now(),
+    }
+
+
+def build_record(job: str, args, world, engine: str, started_at: str, metrics: dict) -> dict:
+    return {
+        "schema": SCHEMA,
+        "job": job,
+        "runId": os.environ.get("RINGLAB_RUN_ID") or None,
+        "knobs": knobs_of(args),
+        "world": {
+            "size": world.size,
+            "nodes": world.nodes,
+            "procsPerNode": world.procs_per_node,
+            "backend": world.backend,
+            "engine": engine,
+            "hostnames": world.hostnames,
+        },
+        "provenance": provenance(world.device, started_at),
+        "metrics": metrics,
+    }
+
+
+def write_atomically(path: str, record: dict) -> None:
+    """Readers see the old file or the whole new one, never a partial write: temp file, then rename."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    handle, temp_path = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as temp:
+            json.dump(record, temp, indent=2, allow_nan=False)  # strict JSON for the TypeScript side
+            temp.write("\n")
+            temp.flush()
+            os.fsync(temp.fileno())
+        os.chmod(temp_path, 0o644)  # mkstemp makes it private; the host side reads it from a bind mount
+        os.replace(temp_path, path)
+    except BaseException:
+        if os.path.exists(temp_path):
+            os.unlink(temp_path)
+        raise

@@ -1,0 +1,162 @@
+"""Synthetic-data training throughput, after Horovod's examples/pytorch/pytorch_synthetic_benchmark.py.
+
+Same measurement: untimed warm-up, then --num-iters iterations of --num-batches-per-iter batches;
+img/s per worker as mean +- 1.96 std over iterations (rank 0's), total = world size x that.
+"""
+
+import contextlib
+import math
+import os
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+
+from .errors import WorkerError
+
+NATIVE_IMAGE_SIZE = {"tiny": 32, "resnet50": 224, "resnet101": 224, "resnet152": 224, "inception_v3": 299}
+
+
+def build_model(name: str):
+    """The model and its number of classes; weights are random, as in the Horovod benchmark."""
+    if name == "tiny":
+        # Small enough for CPU smoke runs; adaptive pooling keeps it valid for any --image-size.
+        return nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4),
+            nn.Flatten(), nn.Linear(32 * 4 * 4, 10),
+        ), 10
+    if name == "inception_v3":
+        # Without the auxiliary head the output is a plain tensor, as for the ResNets.
+        return torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=False), 1000
+    return getattr(torchvision.models, name)(weights=None), 1000
+
+
+def run_train(args, world) -> dict:
+    if args.image_size is None:
+        args.image_size = NATIVE_IMAGE_SIZE[args.model]  # so the record holds the size actually used
+    torch.manual_seed(0)
+    model, num_classes = build_model(args.model)
+    model.to(world.device)
+    parameter_count = sum(p.numel() for p in model.parameters())
+    gradient_bytes = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+
+    amp = args.precision == "amp"
+    scaler = torch.cuda.amp.GradScaler(enabled=amp)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    if args.engine == "horovod":
+        model, optimizer = _wrap_horovod(args, world, model, optimizer)
+    else:
+        model = _wrap_ddp(args, world, model)
+
+    data = torch.randn(args.batch_size, 3, args.image_size, args.image_size, device=world.device)
+    target = torch.randint(0, num_classes, (args.batch_size,), device=world.device)
+    autocast = (lambda: torch.autocast(device_type="cuda", dtype=torch.float16)) if amp else contextlib.nullcontext
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with autocast():
+            loss = F.cross_entropy(model(data), target)
+        scaler.scale(loss).backward()
+        if args.engine == "horovod":
+            optimizer.synchronize()  # Horovod's all-reduce must finish before the scaler looks at gradients
+            with optimizer.skip_synchronize():
+                scaler.step(optimizer)
+        else:
+            scaler.step(optimizer)
+        scaler.update()
+        return loss
+
+    unit = "GPU" if world.device.type == "cuda" else "CPU"
+    log = print if world.is_reporter else (lambda *a, **k: None)
+    log(f"Model: {args.model}, image size {args.image_size}, batch size {args.batch_size} per worker, "
+        f"{world.size} {unit}(s), engine {args.engine}, {args.precision}", flush=True)
+    log("Running warmup...", flush=True)
+    for _ in range(args.num_warmup_batches):
+        step()
+    world.synchronize()
+
+    log("Running benchmark...", flush=True)
+    step_seconds, images_per_second = [], []
+    for iteration in range(args.num_iters):
+        for _ in range(args.num_batches_per_iter):
+            started = time.perf_counter()
+            loss = step()
+            world.synchronize()
+            step_seconds.append(time.perf_counter() - started)
+        rate = args.batch_size * args.num_batches_per_iter / sum(step_seconds[-args.num_batches_per_iter:])
+        images_per_second.append(rate)
+        log(f"Iter #{iteration}: {rate:.1f} img/sec per {unit}", flush=True)
+
+    mean = statistics.fmean(images_per_second)
+    ci95 = 1.96 * statistics.pstdev(images_per_second)  # numpy's std, as Horovod computes it
+    final_loss = float(loss.item())
+    log(f"Img/sec per {unit}: {mean:.1f} +-{ci95:.1f}")
+    log(f"Total img/sec on {world.size} {unit}(s): {world.size * mean:.1f} +-{world.size * ci95:.1f}", flush=True)
+    return {
+        "imagesPerSecondPerWorker": {"mean": mean, "ci95": ci95},
+        "imagesPerSecondTotal": {"mean": world.size * mean, "ci95": world.size * ci95},
+        "stepSeconds": step_seconds,
+        "parameterCount": parameter_count,
+        "gradientBytes": gradient_bytes,
+        "finalLoss": final_loss if math.isfinite(final_loss) else None,  # JSON has no NaN
+    }
+
+
+def _wrap_ddp(args, world, model):
+    from torch.nn.parallel import DistributedDataParallel
+
+    on_gpu = world.device.type == "cuda"
+    ddp = DistributedDataParallel(model, device_ids=[world.device.index] if on_gpu else None,
+                                  bucket_cap_mb=args.bucket_cap_mb)
+    if args.fp16_allreduce:
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+        ddp.register_comm_hook(state=None, hook=default_hooks.fp16_compress_hook)
+    return ddp
+
+
+def _wrap_horovod(args, world, model, optimizer):
+    """Horovod without horovodrun: rank 0 serves Horovod's Gloo rendezvous, torch.distributed tells the
+    others where. Rank order matches torchrun's (node by node), so hvd.rank() equals the torch rank."""
+    import horovod.torch as hvd
+    import torch.distributed as dist
+    from horovod.runner.common.util.hosts import get_host_assignments, parse_hosts
+    from horovod.runner.http.http_server import RendezvousServer
+
+    hosts = ",".join(f"node{i}:{world.procs_per_node}" for i in range(world.nodes))
+    plan = get_host_assignments(parse_hosts(hosts), world.size)
+    port = [None]
+    if world.rank == 0:
+        server = RendezvousServer()
+        port[0] = server.start()
+        server.init(plan)
+    dist.broadcast_object_list(port, src=0)
+    slot = plan[world.rank]
+    os.environ.update({
+        "HOROVOD_GLOO_RENDEZVOUS_ADDR": os.environ.get("MASTER_ADDR", "127.0.0.1"),
+        "HOROVOD_GLOO_RENDEZVOUS_PORT": str(port[0]),
+        "HOROVOD_GLOO_TIMEOUT_SECONDS": str(int(args.timeout_seconds)),
+        "HOROVOD_CONTROLLER": "gloo",
+        "HOROVOD_CPU_OPERATIONS": "gloo",
+        "HOROVOD_FUSION_THRESHOLD": str(int(args.bucket_cap_mb * 1024 * 1024)),  # DDP buckets' analogue
+        "HOROVOD_HOSTNAME": slot.hostname,
+        "HOROVOD_RANK": str(slot.rank), "HOROVOD_SIZE": str(slot.size),
+        "HOROVOD_LOCAL_RANK": str(slot.local_rank), "HOROVOD_LOCAL_SIZE": str(slot.local_size),
+        "HOROVOD_CROSS_RANK": str(slot.cross_rank), "HOROVOD_CROSS_SIZE": str(slot.cross_size),
+    })
+    if os.environ.get("GLOO_SOCKET_IFNAME"):
+        os.environ["HOROVOD_GLOO_IFACE"] = os.environ["GLOO_SOCKET_IFNAME"]
+    hvd.init()
+    if hvd.rank() != world.rank or hvd.size() != world.size:
+        raise WorkerError(f"Horovod placed this process at rank {hvd.rank()} of {hvd.size()}, "
+                          f"torch at {world.rank} of {world.size}")
+    compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
+    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
+                                         compression=compression)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+    return model, optimizer

@@ -1,0 +1,100 @@
+"""Runs ringlab-worker as real processes: one process per "node", all on loopback."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+WORKER_DIR = REPO / "docker" / "worker"
+SCHEMA_PATH = WORKER_DIR / "result.schema.json"
+sys.path.insert(0, str(WORKER_DIR))  # unit tests import ringlab_worker directly
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def base_env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RINGLAB_", "TORCHELASTIC_"))}
+    env["PYTHONPATH"] = str(WORKER_DIR)
+    env["OMP_NUM_THREADS"] = "1"  # the machine is small and shared; two ranks must not fight over cores
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def node_env(node_rank: int, num_nodes: int, port: int, run_id: str) -> dict:
+    return base_env(RINGLAB_NUM_NODES=num_nodes, RINGLAB_NODE_RANK=node_rank, RINGLAB_HEAD_ADDR="127.0.0.1",
+                    RINGLAB_RDZV_PORT=port, RINGLAB_RUN_ID=run_id, RINGLAB_SOCKET_IFNAME="lo")
+
+
+class Nodes:
+    """Starts launcher processes, each in its own session so a whole "node" can be killed at once."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, args, env):
+        proc = subprocess.Popen([sys.executable, "-m", "ringlab_worker", *args], env=env, cwd=str(REPO),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def kill(self, proc):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def finish(self, proc, timeout):
+        """(exit code, output); kills the node if it outlives `timeout`, so a hang fails, not blocks."""
+        try:
+            output, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill(proc)
+            output, _ = proc.communicate()
+            pytest.fail(f"ringlab-worker still running after {timeout} s:\n{output}")
+        return proc.returncode, output
+
+
+@pytest.fixture
+def nodes():
+    started = Nodes()
+    yield started
+    for proc in started.procs:  # also on failure: no stray ranks left holding ports
+        if proc.poll() is None:
+            started.kill(proc)
+            proc.communicate()
+
+
+def run_worker(args, env=None, timeout=60):
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "ringlab_worker", *args], env=env or base_env(), cwd=str(REPO),
+                          capture_output=True, text=True, timeout=timeout)
+    return done.returncode, done.stdout + done.stderr, time.monotonic() - started
+
+
+@pytest.fixture(scope="session")
+def validate_result():
+    import jsonschema
+
+    schema = json.loads(SCHEMA_PATH.read_text())
+    jsonschema.Draft7Validator.check_schema(schema)
+    validator = jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker())
+
+    def validate(path):
+        text = Path(path).read_text()
+        record = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+        validator.validate(record)
+        return record
+
+    return validate

@@ -1,0 +1,62 @@
+"""The command-line contract: bad arguments exit 2 with one clear line; a single process needs no rendezvous."""
+
+import math
+
+import pytest
+
+from conftest import base_env, run_worker
+
+
+@pytest.mark.parametrize("args, message", [
+    (["train", "--model", "vgg16"], "invalid choice: 'vgg16'"),
+    (["train", "--batch-size", "0"], "--batch-size: must be a positive integer"),
+    (["allreduce", "--min-bytes", "1M", "--max-bytes", "4K"], "need 4 <= --min-bytes <= --max-bytes"),
+    (["allreduce", "--max-bytes", "lots"], "'lots' is not a size in bytes"),
+    (["train", "--device", "cpu", "--precision", "amp"], "--precision amp runs on a GPU only"),
+    (["benchmark"], "invalid choice: 'benchmark'"),
+])
+def test_bad_arguments_exit_2_with_a_clear_message_before_importing_torch(args, message):
+    code, output, seconds = run_worker(args)
+    assert code == 2, output
+    assert output.startswith("ringlab-worker: error: ") and message in output
+    assert seconds < 10  # argparse only; no torch import, no rendezvous
+
+
+def test_amp_without_a_gpu_is_refused_with_exit_2_and_says_why():
+    code, output, _ = run_worker(["train", "--model", "tiny", "--precision", "amp"])
+    assert code == 2, output
+    assert "--precision amp needs a CUDA GPU" in output and "torch.cuda.is_available() is False" in output
+
+
+def test_horovod_engine_without_horovod_is_refused_with_exit_2_and_the_reason():
+    code, output, _ = run_worker(["train", "--model", "tiny", "--engine", "horovod"])
+    assert code == 2, output
+    assert "import horovod.torch` failed" in output and "does not build against current PyTorch" in output
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"RINGLAB_NUM_NODES": "2", "RINGLAB_NODE_RANK": "0"}, "RINGLAB_HEAD_ADDR (the address of node 0) is required"),
+    ({"RINGLAB_NUM_NODES": "2", "RINGLAB_HEAD_ADDR": "h"}, "RINGLAB_NODE_RANK is required"),
+    ({"RINGLAB_NUM_NODES": "2", "RINGLAB_NODE_RANK": "2", "RINGLAB_HEAD_ADDR": "h"},
+     "must be below RINGLAB_NUM_NODES=2"),
+    ({"RINGLAB_NUM_NODES": "two"}, "RINGLAB_NUM_NODES must be an integer"),
+])
+def test_incomplete_rendezvous_environment_exits_2(env, message):
+    code, output, _ = run_worker(["allreduce", "--max-bytes", "4K"], env=base_env(**env))
+    assert code == 2, output
+    assert message in output
+
+
+def test_without_rendezvous_environment_a_single_process_trains_and_writes_the_record(tmp_path, validate_result):
+    output = tmp_path / "single.json"
+    code, printed, _ = run_worker(["train", "--model", "tiny", "--batch-size", "4", "--num-warmup-batches", "0",
+                                   "--num-batches-per-iter", "1", "--num-iters", "2", "--output", str(output)],
+                                  env=base_env(RINGLAB_RUN_ID="solo", RINGLAB_IMAGE="ringlab/worker:test"))
+    assert code == 0, printed
+    record = validate_result(output)
+    assert record["runId"] == "solo" and record["provenance"]["image"] == "ringlab/worker:test"
+    assert record["world"] == {"size": 1, "nodes": 1, "procsPerNode": 1, "backend": "gloo", "engine": "ddp",
+                               "hostnames": record["world"]["hostnames"]}
+    assert record["provenance"]["device"] == "cpu" and record["provenance"]["nccl"] is None
+    assert math.isfinite(record["metrics"]["finalLoss"])
+    assert [p.name for p in tmp_path.iterdir()] == ["single.json"]  # no temp file left behind

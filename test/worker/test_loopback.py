@@ -1,0 +1,111 @@
+"""Two "nodes" (launcher processes) on loopback: real torchrun rendezvous, real Gloo collectives."""
+
+import math
+import time
+import uuid
+
+from conftest import free_port, node_env
+
+
+def start_two_nodes(nodes, args, tmp_path):
+    port, run_id = free_port(), f"test-{uuid.uuid4().hex[:8]}"
+    return [nodes.start(args, node_env(rank, 2, port, run_id)) for rank in (0, 1)], run_id
+
+
+def test_allreduce_across_two_nodes_sums_correctly_and_reports_nccl_tests_bandwidths(nodes, tmp_path, validate_result):
+    output = tmp_path / "out" / "allreduce.json"  # parent does not exist yet: the worker creates it
+    args = ["allreduce", "--min-bytes", "4K", "--max-bytes", "1M", "--step-factor", "4",
+            "--warmup-iters", "1", "--iters", "3", "--timeout-seconds", "60", "--output", str(output)]
+    procs, run_id = start_two_nodes(nodes, args, tmp_path)
+    results = [nodes.finish(proc, timeout=120) for proc in procs]
+    assert [code for code, _ in results] == [0, 0], results
+
+    record = validate_result(output)
+    assert record["job"] == "allreduce" and record["runId"] == run_id
+    assert record["world"]["size"] == 2 and record["world"]["nodes"] == 2 and record["world"]["backend"] == "gloo"
+    assert len(record["world"]["hostnames"]) == 2
+    rows = record["metrics"]["rows"]
+    assert [row["sizeBytes"] for row in rows] == [4096, 16384, 65536, 262144, 1048576]
+    for row in rows:
+        assert row["wrong"] == 0
+        assert row["count"] == row["sizeBytes"] // 4
+        assert math.isclose(row["algbwGbps"], row["sizeBytes"] * 8 / row["timeSeconds"] / 1e9, rel_tol=1e-9)
+        assert math.isclose(row["busbwGbps"], row["algbwGbps"] * 2 * (2 - 1) / 2, rel_tol=1e-9)
+    assert record["metrics"]["peakBusbwGbps"] == max(row["busbwGbps"] for row in rows)
+
+    # People read the table: only rank 0 prints it, as nccl-tests rows under '#' comment lines.
+    all_output = "".join(out for _, out in results)
+    table = [line.split() for line in all_output.splitlines() if line.strip() and line.split()[0].isdigit()]
+    assert [int(cells[0]) for cells in table] == [4096, 16384, 65536, 262144, 1048576]
+    assert all(cells[2:4] == ["float", "sum"] and cells[7] == "0" for cells in table)
+    assert "# " in all_output and all_output.count("peak busbw") == 1
+
+
+def test_training_across_two_nodes_reports_throughput_and_a_finite_loss(nodes, tmp_path, validate_result):
+    output = tmp_path / "train.json"
+    args = ["train", "--model", "tiny", "--batch-size", "8", "--num-warmup-batches", "1",
+            "--num-batches-per-iter", "2", "--num-iters", "3", "--timeout-seconds", "60", "--output", str(output)]
+    procs, _ = start_two_nodes(nodes, args, tmp_path)
+    results = [nodes.finish(proc, timeout=120) for proc in procs]
+    assert [code for code, _ in results] == [0, 0], results
+
+    record = validate_result(output)
+    metrics = record["metrics"]
+    assert record["job"] == "train" and record["world"]["size"] == 2 and record["world"]["engine"] == "ddp"
+    assert record["knobs"]["imageSize"] == 32 and record["knobs"]["batchSize"] == 8
+    assert len(metrics["stepSeconds"]) == 2 * 3
+    assert math.isfinite(metrics["finalLoss"]) and metrics["finalLoss"] > 0
+    assert metrics["imagesPerSecondPerWorker"]["mean"] > 0
+    assert math.isclose(metrics["imagesPerSecondTotal"]["mean"], 2 * metrics["imagesPerSecondPerWorker"]["mean"])
+    assert metrics["gradientBytes"] == 4 * metrics["parameterCount"]
+    assert "Total img/sec on 2 CPU(s)" in "".join(out for _, out in results)
+    # The job's whole life is recorded: launched (before torch and the rendezvous) <= started <= ended.
+    times = [record["provenance"][key] for key in ("launchedAt", "startedAt", "endedAt")]
+    assert times == sorted(times) and times[0] < times[2], times
+
+
+def test_fp16_gradient_compression_trains_over_gloo(nodes, tmp_path, validate_result):
+    output = tmp_path / "train-fp16.json"
+    args = ["train", "--model", "tiny", "--batch-size", "8", "--num-warmup-batches", "1", "--num-batches-per-iter",
+            "1", "--num-iters", "2", "--fp16-allreduce", "--timeout-seconds", "60", "--output", str(output)]
+    procs, _ = start_two_nodes(nodes, args, tmp_path)
+    results = [nodes.finish(proc, timeout=120) for proc in procs]
+    assert [code for code, _ in results] == [0, 0], results
+    record = validate_result(output)
+    assert record["knobs"]["fp16Allreduce"] is True and math.isfinite(record["metrics"]["finalLoss"])
+
+
+def test_a_peer_that_never_arrives_fails_the_run_with_exit_3_after_the_timeout(nodes):
+    port = free_port()
+    started = time.monotonic()
+    head = nodes.start(["allreduce", "--timeout-seconds", "5"], node_env(0, 2, port, "lonely"))
+    code, output = nodes.finish(head, timeout=60)
+    elapsed = time.monotonic() - started
+    assert code == 3, output
+    assert "did not gather all 2 nodes within 5 s" in output and "RINGLAB_RUN_ID" in output
+    assert 5 <= elapsed < 30
+
+
+def test_a_node_without_its_head_fails_with_exit_3_naming_the_head(nodes):
+    port = free_port()
+    lone = nodes.start(["allreduce", "--timeout-seconds", "5"], node_env(1, 2, port, "headless"))
+    code, output = nodes.finish(lone, timeout=60)
+    assert code == 3, output
+    assert f"could not reach the rendezvous on node 0 at 127.0.0.1:{port}" in output
+
+
+def test_a_peer_killed_mid_run_fails_the_survivor_with_exit_4_within_the_timeout(nodes, tmp_path):
+    args = ["train", "--model", "tiny", "--batch-size", "8", "--num-warmup-batches", "1",
+            "--num-iters", "100000", "--timeout-seconds", "10"]
+    (head, peer), _ = start_two_nodes(nodes, args, tmp_path)
+    seen = ""
+    while "Iter #1" not in seen:  # rank 0 prints progress: training is under way on both nodes
+        line = head.stdout.readline()
+        assert line, f"head ended before training started:\n{seen}"
+        seen += line
+    killed_at = time.monotonic()
+    nodes.kill(peer)  # the whole node: its launcher and its worker
+    code, output = nodes.finish(head, timeout=90)
+    assert code == 4, seen + output
+    assert "a peer failed during the train job" in output
+    assert time.monotonic() - killed_at < 10 + 30  # the exit barrier waits at most --timeout-seconds

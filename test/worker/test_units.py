@@ -1,0 +1,72 @@
+"""The pure parts: sizes, bandwidth formulas, torchrun arguments, error classification, atomic writes."""
+
+import json
+import os
+
+import pytest
+
+from ringlab_worker.allreduce import bus_bandwidth_gbps, message_sizes
+from ringlab_worker.errors import PeerFailed, PeerTimeout, classify_collective_error
+from ringlab_worker.launcher import configure_network_env, rendezvous_from_env, torchrun_argv
+from ringlab_worker.result import write_atomically
+
+
+def test_message_sizes_step_by_the_factor_and_stay_whole_float32_elements():
+    assert message_sizes(4096, 65536, 2) == [4096, 8192, 16384, 32768, 65536]
+    assert message_sizes(4096, 100000, 4) == [4096, 16384, 65536]
+    assert message_sizes(10, 100, 3) == [8, 28, 88]
+
+
+@pytest.mark.parametrize("ranks, factor", [(1, 0.0), (2, 1.0), (4, 1.5), (8, 1.75)])
+def test_bus_bandwidth_is_nccl_tests_2_n_minus_1_over_n(ranks, factor):
+    assert bus_bandwidth_gbps(10.0, ranks) == pytest.approx(10.0 * factor)
+
+
+def test_torchrun_arguments_make_node_0_the_rendezvous_host_and_bound_every_wait():
+    env = {"RINGLAB_NUM_NODES": "3", "RINGLAB_NODE_RANK": "0", "RINGLAB_HEAD_ADDR": "node-a", "RINGLAB_RUN_ID": "r7"}
+    rdzv = rendezvous_from_env(env, gpu_count=0)
+    assert (rdzv.port, rdzv.nproc_per_node, rdzv.run_id) == (29400, 1, "r7")
+    argv = torchrun_argv(rdzv, 12.5, ["allreduce", "--iters", "2"])
+    assert argv[-5:] == ["-m", "ringlab_worker", "allreduce", "--iters", "2"]
+    pairs = dict(zip(argv[:-5:2], argv[1:-5:2]))
+    assert pairs["--rdzv_backend"] == "c10d" and pairs["--rdzv_endpoint"] == "node-a:29400"
+    assert pairs["--rdzv_id"] == "r7" and pairs["--max_restarts"] == "0" and pairs["--nnodes"] == "3"
+    assert pairs["--rdzv_conf"] == "is_host=true,join_timeout=13,read_timeout=13"
+    other = rendezvous_from_env({**env, "RINGLAB_NODE_RANK": "2"}, gpu_count=4)
+    other_argv = torchrun_argv(other, 5, [])
+    assert other_argv[other_argv.index("--rdzv_conf") + 1].startswith("is_host=false,")
+    assert other.nproc_per_node == 4  # one process per GPU
+
+
+def test_no_num_nodes_means_a_single_process():
+    assert rendezvous_from_env({"RINGLAB_HEAD_ADDR": "x"}, gpu_count=8) is None
+
+
+def test_socket_interface_applies_to_gloo_and_nccl_and_nccl_avoids_docker0_by_default():
+    env = {}
+    configure_network_env(env)
+    assert env["NCCL_SOCKET_IFNAME"] == "^docker0,lo" and "GLOO_SOCKET_IFNAME" not in env
+    env = {"RINGLAB_SOCKET_IFNAME": "eth1"}
+    configure_network_env(env)
+    assert env["NCCL_SOCKET_IFNAME"] == env["GLOO_SOCKET_IFNAME"] == "eth1"
+
+
+def test_collective_errors_are_told_apart_by_what_happened_to_the_peer():
+    gone = classify_collective_error(RuntimeError("[pair.cc:589] Read error [10.0.0.2]:4: Connection reset by peer"),
+                                     "x")
+    late = classify_collective_error(RuntimeError("[pair.cc:598] Timed out waiting 10000ms for recv operation"), "x")
+    assert isinstance(gone, PeerFailed) and gone.exit_code == 4
+    assert isinstance(late, PeerTimeout) and late.exit_code == 3
+    assert classify_collective_error(RuntimeError("mat1 and mat2 shapes cannot be multiplied"), "x") is None
+
+
+def test_results_are_replaced_atomically_and_readable_by_others(tmp_path):
+    path = tmp_path / "nested" / "result.json"
+    write_atomically(str(path), {"schema": "ringlab.result/v1", "n": 1})
+    write_atomically(str(path), {"schema": "ringlab.result/v1", "n": 2})
+    assert json.loads(path.read_text())["n"] == 2
+    assert os.listdir(path.parent) == ["result.json"]
+    assert path.stat().st_mode & 0o044 == 0o044
+    with pytest.raises(ValueError):  # NaN is not JSON: refuse rather than write what parsers reject
+        write_atomically(str(path), {"loss": float("nan")})
+    assert json.loads(path.read_text())["n"] == 2 and os.listdir(path.parent) == ["result.json"]
