@@ -24,6 +24,8 @@ export interface PlaybookOptions {
   readonly inventory: string;
   /** Where SSH keeps its shared connections (ansible's control_path_dir). */
   readonly controlPathDir?: string;
+  /** Where facts set with `cacheable: true` persist between playbooks (ansible.cfg's fact cache). */
+  readonly factCacheDir?: string;
   readonly extraVars?: Readonly<Record<string, unknown>>;
   /** Limit to these hosts. */
   readonly limit?: readonly string[];
@@ -50,6 +52,7 @@ export class Ansible {
         ANSIBLE_NOCOLOR: "1",
         ANSIBLE_FORCE_COLOR: "0",
         ...(options.controlPathDir === undefined ? {} : { ANSIBLE_SSH_CONTROL_PATH_DIR: options.controlPathDir }),
+        ...(options.factCacheDir === undefined ? {} : { ANSIBLE_CACHE_PLUGIN_CONNECTION: options.factCacheDir }),
       },
       logFile: options.logFile,
       signal: options.signal,

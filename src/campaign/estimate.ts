@@ -9,7 +9,7 @@ import type { CampaignPlan, PlannedRun } from "./plan.ts";
 
 /** fp32 parameter counts of the worker's models (torchvision 0.14; inception_v3 without the aux head). */
 export const PARAMETER_COUNT: Readonly<Record<Model, number>> = {
-  tiny: 10_218, resnet50: 25_557_032, resnet101: 44_549_160, resnet152: 60_192_808, inception_v3: 23_834_568,
+  tiny: 10_218, small: 4_224_970, resnet50: 25_557_032, resnet101: 44_549_160, resnet152: 60_192_808, inception_v3: 23_834_568,
 };
 
 /**
@@ -17,8 +17,8 @@ export const PARAMETER_COUNT: Readonly<Record<Model, number>> = {
  * instance type); CPU figures are one container of the local testbed on a 2-core machine.
  */
 const IMAGES_PER_SECOND: Readonly<Record<"gpu" | "cpu", Readonly<Record<Model, number>>>> = {
-  gpu: { tiny: 5_000, resnet50: 90, resnet101: 55, resnet152: 38, inception_v3: 60 },
-  cpu: { tiny: 1_500, resnet50: 3, resnet101: 1.7, resnet152: 1.2, inception_v3: 2 },
+  gpu: { tiny: 5_000, small: 4_000, resnet50: 90, resnet101: 55, resnet152: 38, inception_v3: 60 },
+  cpu: { tiny: 1_500, small: 190, resnet50: 3, resnet101: 1.7, resnet152: 1.2, inception_v3: 2 },
 };
 
 /** Link rate assumed for "unlimited": the local bridge, or what small GPU instances sustain. */

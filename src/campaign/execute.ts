@@ -112,7 +112,10 @@ async function executePlannedRun(ctx: Context, testbed: TestbedRecord, plan: Cam
   const collectDir = layout.logsDirOf(run.id);
   const outcome = await executeRun(ctx, testbed, { runId: run.id, nodes: run.nodes, job: run.job, workerArgs: run.workerArgs, timeoutSeconds, collectDir });
   const provenance = outcome.result?.provenance;
-  const benchmarkSeconds = provenance === undefined ? undefined : (Date.parse(provenance.endedAt) - Date.parse(provenance.startedAt)) / 1000;
+  // The job's whole life in the worker, torch import and rendezvous included: what is left of the run's wall
+  // time is ringlab's own orchestration.
+  const benchmarkSeconds = provenance === undefined ? undefined
+    : (Date.parse(provenance.endedAt) - Date.parse(provenance.launchedAt ?? provenance.startedAt)) / 1000;
   return {
     schema: RUN_RECORD_SCHEMA,
     campaign: plan.name,

@@ -36,7 +36,7 @@ export interface RunRecord {
   readonly endedAt: string;
   /** The run's wall time, orchestration included. */
   readonly wallSeconds: number;
-  /** Time inside the benchmark job itself (from the worker's provenance); absent when it failed. */
+  /** Time inside the benchmark job (worker launch to end, from its provenance); absent when it failed. */
   readonly benchmarkSeconds?: number;
   readonly testbed: { readonly name: string; readonly target: "local" | "aws"; readonly instanceType?: string };
   /** Relative to the results directory. */

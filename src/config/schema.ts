@@ -154,8 +154,11 @@ const testbed = z.discriminatedUnion("target", [localTestbed, awsTestbed]).super
   }
 });
 
-/** Models the worker can train (docker/worker): `tiny` is a small CNN for CPU smoke runs. */
-export const MODELS = ["tiny", "resnet50", "resnet101", "resnet152", "inception_v3"] as const;
+/**
+ * Models the worker can train (docker/worker). `tiny` is a small CNN for CPU smoke runs; `small` has a 17 MB
+ * gradient, so on CPUs (the local testbed) link bandwidth limits it the way it limits ResNets on GPUs.
+ */
+export const MODELS = ["tiny", "small", "resnet50", "resnet101", "resnet152", "inception_v3"] as const;
 
 /** Worker knobs for `train` runs, by campaign name; each becomes `--kebab-case` on the worker's command line. */
 const trainKnobs = {

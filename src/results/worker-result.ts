@@ -42,6 +42,8 @@ const common = {
     torch: z.string(),
     device: z.string(),
     deviceModel: z.string(),
+    /** When the worker command started, before importing torch and the rendezvous (absent in older results). */
+    launchedAt: z.string().optional(),
     startedAt: z.string(),
     endedAt: z.string(),
   }),

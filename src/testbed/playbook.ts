@@ -1,7 +1,7 @@
 /** Runs one of ansible/'s playbooks against a testbed, with the context's logging, progress and interruption. */
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { PlaybookResult } from "../adapters/ansible.ts";
 import { ansibleFor, type Context } from "../context.ts";
 import type { TestbedRecord } from "./record.ts";
@@ -17,6 +17,8 @@ export function runPlaybook(ctx: Context, testbed: TestbedRecord, playbook: stri
   return ansibleFor(ctx).playbook(playbook, {
     inventory: testbed.inventory,
     controlPathDir: controlPathDir(testbed),
+    // Next to the inventory: removed with the testbed, so a new testbed never sees another's facts.
+    factCacheDir: join(dirname(testbed.inventory), "ansible-facts"),
     logFile: ctx.logFile,
     signal: ctx.signal,
     onTask: call.onTask,

@@ -191,7 +191,7 @@ echo "tbf at 1Gbit on all nodes, idempotent, removed by unlimited; bad rate refu
 run_job() {
   local name=$1 nodes=$2 timeout=$3 args=$4
   play "$name" ansible/run.yml -e "{\"worker_run_id\": \"$name\", \"worker_nodes\": $nodes, \"worker_job\": \"allreduce\",
-    \"worker_job_args\": $args, \"worker_timeout_seconds\": $timeout, \"worker_poll_seconds\": 2,
+    \"worker_job_args\": $args, \"worker_timeout_seconds\": $timeout,
     \"worker_collect_dir\": \"$work/collect-$name\", \"worker_container_name\": \"rla-{{ ringlab_testbed }}-worker-{{ ringlab_node_rank }}\"}"
 }
 no_workers_left() {

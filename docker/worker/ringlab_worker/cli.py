@@ -12,7 +12,7 @@ import sys
 from .errors import EXIT_BAD_ARGUMENTS, BadArguments, WorkerError
 from .result import LAUNCHED_AT_ENV, utc_now
 
-MODELS = ("tiny", "resnet50", "resnet101", "resnet152", "inception_v3")
+MODELS = ("tiny", "small", "resnet50", "resnet101", "resnet152", "inception_v3")
 
 
 def parse_size(text: str) -> int:
@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--num-batches-per-iter", type=positive_int, default=10)
     train.add_argument("--num-iters", type=positive_int, default=10)
     train.add_argument("--image-size", type=positive_int, default=None,
-                       help="default: the model's native size (32 tiny, 299 inception_v3, 224 resnets)")
+                       help="default: the model's native size (32 tiny and small, 299 inception_v3, 224 resnets)")
     train.add_argument("--precision", choices=("fp32", "amp"), default="fp32", help="amp needs a GPU")
     train.add_argument("--bucket-cap-mb", type=positive_float, default=25.0,
                        help="DDP gradient bucket size (Horovod: tensor fusion threshold)")
