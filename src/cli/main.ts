@@ -126,7 +126,7 @@ Typical session:
     .description("print the runs a campaign file expands to, their order, and the estimated duration (and cost on AWS)")
     .argument("<campaign>", "campaign YAML file")
     .action((file: string) => {
-      const campaign = loadCampaignFile(file);
+      const campaign = loadCampaignFile(file, { readKeys: false });
       const plan = planCampaign(campaign, campaignName(campaign.sourceFile));
       const estimate = estimateCampaign(plan, plan.runs, campaign);
       process.stdout.write(formatTable(["#", "run", "job", "nodes", "bandwidth", "model", "batch"], plan.runs.map((run, index) => [

@@ -19,7 +19,15 @@ export interface Campaign extends CampaignFile {
 
 const PUBLIC_KEY_PATTERN = /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com) [A-Za-z0-9+/=]+/;
 
-export function loadCampaignFile(path: string): Campaign {
+export interface LoadOptions {
+  /**
+   * Read the AWS SSH public key file (default true). Planning needs no key, so `ringlab plan` works before
+   * one exists; anything that provisions does.
+   */
+  readonly readKeys?: boolean;
+}
+
+export function loadCampaignFile(path: string, options: LoadOptions = {}): Campaign {
   const sourceFile = resolve(path);
   let sourceText: string;
   try {
@@ -28,11 +36,11 @@ export function loadCampaignFile(path: string): Campaign {
     const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "file not found" : String(error);
     throw new ConfigError(path, [{ path: "", message: `${reason}; expected a campaign YAML file (see campaigns/ for examples)` }]);
   }
-  return parseCampaign(sourceText, path, sourceFile);
+  return parseCampaign(sourceText, path, sourceFile, options);
 }
 
 /** Parses campaign text; `displayName` is how errors name the file. */
-export function parseCampaign(sourceText: string, displayName: string, sourceFile = resolve(displayName)): Campaign {
+export function parseCampaign(sourceText: string, displayName: string, sourceFile = resolve(displayName), options: LoadOptions = {}): Campaign {
   let document: unknown;
   try {
     document = loadYaml(sourceText, { filename: displayName });
@@ -46,7 +54,7 @@ export function parseCampaign(sourceText: string, displayName: string, sourceFil
 
   const baseDir = dirname(sourceFile);
   const testbed = result.value.testbed.target === "aws"
-    ? resolveAwsTestbed(result.value.testbed, baseDir, displayName)
+    ? resolveAwsTestbed(result.value.testbed, baseDir, displayName, options.readKeys ?? true)
     : resolveLocalTestbed(result.value.testbed, baseDir);
   return { ...result.value, testbed, sourceFile, sourceText };
 }
@@ -55,7 +63,7 @@ function resolveLocalTestbed(tb: LocalTestbed, baseDir: string): LocalTestbed {
   return tb.sharedDir === undefined ? tb : { ...tb, sharedDir: resolvePath(tb.sharedDir, baseDir) };
 }
 
-function resolveAwsTestbed(tb: AwsTestbed, baseDir: string, displayName: string): AwsTestbed {
+function resolveAwsTestbed(tb: AwsTestbed, baseDir: string, displayName: string, readKeys: boolean): AwsTestbed {
   let sshPublicKey = tb.sshPublicKey?.trim();
   let sshPublicKeyFile = tb.sshPublicKeyFile;
   let sshPrivateKeyFile = tb.sshPrivateKeyFile === undefined ? undefined : resolvePath(tb.sshPrivateKeyFile, baseDir);
@@ -63,6 +71,8 @@ function resolveAwsTestbed(tb: AwsTestbed, baseDir: string, displayName: string)
   if (sshPublicKeyFile !== undefined) {
     keyField = "testbed.sshPublicKeyFile";
     sshPublicKeyFile = resolvePath(sshPublicKeyFile, baseDir);
+    sshPrivateKeyFile ??= sshPublicKeyFile.replace(/\.pub$/, "");
+    if (!readKeys) return { ...tb, sshPublicKeyFile, sshPrivateKeyFile };
     try {
       sshPublicKey = readFileSync(sshPublicKeyFile, "utf8").trim();
     } catch {
@@ -72,7 +82,6 @@ function resolveAwsTestbed(tb: AwsTestbed, baseDir: string, displayName: string)
           "(create one with: ssh-keygen -t ed25519 -f ~/.ssh/ringlab)",
       }]);
     }
-    sshPrivateKeyFile ??= sshPublicKeyFile.replace(/\.pub$/, "");
   }
   if (sshPublicKey === undefined || !PUBLIC_KEY_PATTERN.test(sshPublicKey)) {
     throw new ConfigError(displayName, [{
