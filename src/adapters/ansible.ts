@@ -98,23 +98,39 @@ export function parseRecap(output: string): Record<string, HostRecap> {
 }
 
 /**
- * One line per failed or unreachable host, from the default callback's
- * `fatal: [host]: FAILED! => {"msg": "..."}` lines.
+ * One line per failed or unreachable host: `fatal: [host]: FAILED! => {"msg": ...}` in the default result
+ * format, or the same header followed by an indented YAML block (`callback_result_format = yaml`).
  */
 export function describeFailures(output: string): string {
   const failures: string[] = [];
-  for (const line of output.split("\n")) {
-    const match = /^(?:fatal|failed): \[([^\]]+)\][^!]*?: (FAILED|UNREACHABLE)! => (.*)$/.exec(line.trim());
-    if (!match) continue;
-    let message = match[3]!;
-    try {
-      const details = JSON.parse(message);
-      message = String(details.msg ?? details.stderr ?? details.reason ?? message).trim();
-    } catch {
-      // Not JSON (a multi-line result): keep the raw text.
-    }
-    failures.push(`${match[1]} ${match[2] === "UNREACHABLE" ? "unreachable" : "failed"}: ${message.split("\n")[0]}`);
-  }
+  const lines = output.split("\n");
+  lines.forEach((line, index) => {
+    // "fatal: [h]: FAILED! => ...", "fatal: [h]: UNREACHABLE! => ...", or a loop item's "failed: [h] (item=x) => ..."
+    const match = /^(?:fatal|failed): \[([^\]]+)\](?: \(item=[^)]*\))?(?:: (FAILED|UNREACHABLE)!)? => ?(.*)$/.exec(line.trim());
+    if (!match) return;
+    const [, host, marker, inline = ""] = match;
+    const message = messageFromJson(inline) ?? messageFromYamlBlock(lines, index + 1) ?? inline;
+    failures.push(`${host} ${marker === "UNREACHABLE" ? "unreachable" : "failed"}: ${message.split("\n")[0]!.trim()}`);
+  });
   return [...new Set(failures)].join("; ");
 }
 
+function messageFromJson(text: string): string | undefined {
+  try {
+    const details = JSON.parse(text);
+    return String(details.msg ?? details.stderr ?? details.reason ?? text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The `msg:` of the indented block that follows a failure header. */
+function messageFromYamlBlock(lines: readonly string[], from: number): string | undefined {
+  for (let i = from; i < lines.length && /^\s+\S/.test(lines[i]!); i++) {
+    const msg = /^\s+msg: ?(.*)$/.exec(lines[i]!);
+    if (!msg) continue;
+    // A block scalar (`msg: |-`) has its text on the next line.
+    return /^[|>][-+]?$/.test(msg[1]!) ? lines[i + 1]?.trim() : msg[1]!.replace(/^(['"])(.*)\1$/, "$2");
+  }
+  return undefined;
+}

@@ -1,0 +1,76 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { Ansible, describeFailures, parseRecap, totalChanged } from "../../src/adapters/ansible.ts";
+import { PrerequisiteError, ToolError } from "../../src/errors.ts";
+
+const ansibleDir = resolve("ansible");
+
+const OUTPUT = `
+TASK [preflight : Check that the required inventory variables are set] *********
+fatal: [t-node-0]: FAILED! => {"changed": false, "msg": "Missing inventory variable ringlab_shared_dir"}
+fatal: [t-node-1]: UNREACHABLE! => {"changed": false, "msg": "Failed to connect to the host via ssh: timed out", "unreachable": true}
+
+PLAY RECAP *********************************************************************
+t-node-0                   : ok=1    changed=0    unreachable=0    failed=1    skipped=0    rescued=0    ignored=0
+t-node-1                   : ok=4    changed=2    unreachable=1    failed=0    skipped=3    rescued=0    ignored=0
+`;
+
+describe("reading ansible-playbook output", () => {
+  it("reads the PLAY RECAP per host", () => {
+    const recap = parseRecap(OUTPUT);
+    expect(recap["t-node-1"]).toEqual({ ok: 4, changed: 2, unreachable: 1, failed: 0, skipped: 3, rescued: 0, ignored: 0 });
+    expect(totalChanged(recap)).toBe(2);
+  });
+
+  it("names each failed or unreachable host with its message", () => {
+    expect(describeFailures(OUTPUT)).toBe(
+      "t-node-0 failed: Missing inventory variable ringlab_shared_dir; t-node-1 unreachable: Failed to connect to the host via ssh: timed out",
+    );
+  });
+
+  it("reads the message of a failure printed in the YAML result format", () => {
+    const yamlFormat = [
+      "failed: [t-node-0] (item=ringlab_shared_dir) => ",
+      "    ansible_loop_var: item",
+      "    changed: false",
+      "    msg: Inventory variable 'ringlab_shared_dir' is missing or empty for host t-node-0",
+      "ok: [t-node-0] => (item=ringlab_cluster_cidr)",
+      "fatal: [t-node-1]: FAILED! => ",
+      "    msg: |-",
+      "      Worker rank 1 on t-node-1 exited with code 3;",
+      "      its log is /r/worker-1.log",
+    ].join("\n");
+    expect(describeFailures(yamlFormat)).toBe(
+      "t-node-0 failed: Inventory variable 'ringlab_shared_dir' is missing or empty for host t-node-0; " +
+      "t-node-1 failed: Worker rank 1 on t-node-1 exited with code 3;",
+    );
+  });
+});
+
+describe("Ansible adapter", () => {
+  it("says Ansible is not installed when ansible-playbook is missing", async () => {
+    const error = await new Ansible(ansibleDir, "ansible-playbook-that-does-not-exist").playbook("site.yml", { inventory: "/dev/null" }).catch((e) => e);
+    expect(error).toBeInstanceOf(PrerequisiteError);
+    expect(error.hint).toMatch(/apt-get install ansible/);
+  });
+
+  it("fails fast, naming the missing inventory variable, before connecting to any node", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-ansible-"));
+    const inventory = join(dir, "inventory.yml");
+    // No ringlab_shared_dir; the address is unroutable, so a connection attempt would show as a timeout.
+    writeFileSync(inventory, `all:
+  vars: {ringlab_testbed: t, ringlab_target: local, ringlab_shared_storage: bind, ringlab_cluster_cidr: 10.9.0.0/24,
+         ringlab_worker_image: w, ansible_user: root, ansible_ssh_private_key_file: ${dir}/key}
+  children:
+    head: {hosts: {t-node-0: {ansible_host: 192.0.2.1, ringlab_private_ip: 10.9.0.10, ringlab_node_rank: 0, ringlab_node_container: c0}}}
+    workers: {hosts: {}}
+`);
+    const started = Date.now();
+    const error = await new Ansible(ansibleDir).playbook("site.yml", { inventory, factCacheDir: join(dir, "facts") }).catch((e) => e);
+    expect(error).toBeInstanceOf(ToolError);
+    expect(error.message).toMatch(/^ansible-playbook site\.yml failed: .*ringlab_shared_dir/);
+    expect(Date.now() - started).toBeLessThan(30_000);
+  });
+});

@@ -1,0 +1,70 @@
+/** Helpers for end-to-end tests: run the real `ringlab` CLI as a user does, and look at Docker directly. */
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const REPO = resolve(import.meta.dirname, "../..");
+const BIN = join(REPO, "src/bin/ringlab.mjs");
+
+export interface CliResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** A scratch folder for one test file: state dir, campaign files, results. */
+export function scratch(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), `ringlab-e2e-${prefix}-`));
+}
+
+export function writeFile(dir: string, name: string, text: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+/**
+ * Runs `ringlab --state-dir <stateDir> ...args` to completion. Asynchronous: a blocked event loop would
+ * starve the test runner's own messages during minutes-long commands.
+ */
+export function ringlab(stateDir: string, args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
+  const child = spawn(process.execPath, [BIN, "--state-dir", stateDir, ...args], { cwd: REPO, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk) => (stdout += chunk));
+  child.stderr.on("data", (chunk) => (stderr += chunk));
+  return new Promise((done) => child.once("close", (code) => done({ code, stdout, stderr })));
+}
+
+/** Starts `ringlab` in its own process group, so a test can kill it as a terminal or machine would. */
+export function startRingLab(stateDir: string, args: readonly string[]): ChildProcess & { output: () => string } {
+  const child = spawn(process.execPath, [BIN, "--state-dir", stateDir, ...args], { cwd: REPO, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout!.on("data", (chunk) => (output += chunk));
+  child.stderr!.on("data", (chunk) => (output += chunk));
+  return Object.assign(child, { output: () => output });
+}
+
+export function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  return new Promise((done) => child.once("exit", (code, signal) => done({ code, signal })));
+}
+
+/** Ids of Docker resources labeled as belonging to a testbed. */
+export function labeled(kind: "container" | "network" | "volume", testbed: string): string[] {
+  const args = kind === "container" ? ["ps", "-aq"] : [kind, "ls", "-q"];
+  return execFileSync("docker", [...args, "--filter", `label=ringlab.testbed=${testbed}`], { encoding: "utf8" })
+    .split("\n").filter((line) => line.trim() !== "");
+}
+
+export function everythingLabeled(testbed: string): string[] {
+  return (["container", "network", "volume"] as const).flatMap((kind) => labeled(kind, testbed).map((id) => `${kind} ${id}`));
+}
+
+export function docker(args: readonly string[]): string {
+  return execFileSync("docker", args, { encoding: "utf8" });
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((done) => setTimeout(done, ms));
+}

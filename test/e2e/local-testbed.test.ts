@@ -1,0 +1,122 @@
+/**
+ * The local testbed end to end, through the CLI: up, configure (twice), run the probe and training, status,
+ * down; and the faults a user meets: Docker not running, a name already taken, a failure half-way through up.
+ */
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { docker, everythingLabeled, ringlab, scratch, writeFile } from "./cli.ts";
+
+const NAME = `e2e${process.pid}`;
+const dir = scratch("testbed");
+const state = join(dir, "state");
+const campaign = writeFile(dir, "testbed.yaml", `testbed: {target: local, name: ${NAME}, nodes: 3, subnet: 10.79.0.0/24}\n`);
+
+afterAll(async () => {
+  await ringlab(state, ["down", NAME]);
+});
+
+describe("a local testbed through the CLI", { timeout: 10 * 60_000 }, () => {
+  it("refuses to start, naming the fix, when the Docker engine does not answer", async () => {
+    const result = await ringlab(state, ["up", campaign], { DOCKER_HOST: "unix:///tmp/ringlab-no-docker.sock" });
+    expect(result.code).toBe(3);
+    expect(result.stderr).toMatch(/error: Docker is installed but its engine is not reachable/);
+    expect(result.stderr).toMatch(/hint: start the engine/);
+    expect(everythingLabeled(NAME)).toEqual([]);
+  });
+
+  it("comes up with three nodes that answer over SSH", async () => {
+    const up = await ringlab(state, ["up", campaign]);
+    expect(up.code, up.stderr).toBe(0);
+    const status = await ringlab(state, ["status"]);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(new RegExp(`${NAME}-node-2\\s+2\\s+10\\.79\\.0\\.12\\s+running\\s+ok`));
+  });
+
+  it("refuses a second testbed of the same name that does not match, and reuses one that does", async () => {
+    const other = writeFile(dir, "other.yaml", `testbed: {target: local, name: ${NAME}, nodes: 2, subnet: 10.79.0.0/24}\n`);
+    const refused = await ringlab(state, ["up", other]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(new RegExp(`a testbed named ${NAME} already exists but does not match this file`));
+    const again = await ringlab(state, ["up", campaign]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toMatch(/already exists with 3 nodes: reusing it/);
+    expect(docker(["ps", "-q", "--filter", `label=ringlab.testbed=${NAME}`]).trim().split("\n")).toHaveLength(3);
+  });
+
+  it("configures every node, and a second configure changes nothing", async () => {
+    const first = await ringlab(state, ["configure"]);
+    expect(first.code, first.stderr).toBe(0);
+    const second = await ringlab(state, ["configure"]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stderr).toMatch(/configured 3 nodes: no changes \(already configured\)/);
+  });
+
+  it("runs the all-reduce probe on 3 nodes at 1 Gbit/s, and the shaping shows in the bus bandwidth", async () => {
+    const out = join(dir, "results");
+    const run = await ringlab(state, ["run", "--nodes", "3", "--bandwidth", "1gbit", "--job", "allreduce", "--out", out, "--", "--max-bytes", "32M", "--iters", "10"]);
+    expect(run.code, run.stderr).toBe(0);
+    const [runDir] = readdirSync(out);
+    const result = JSON.parse(readFileSync(join(out, runDir!, "result.json"), "utf8"));
+    expect(result.world).toMatchObject({ size: 3, nodes: 3, backend: "gloo" });
+    expect(result.world.hostnames.sort()).toEqual([0, 1, 2].map((rank) => `${NAME}-node-${rank}`));
+    const largest = result.metrics.rows.at(-1);
+    expect(largest.sizeBytes).toBe(32 * 1024 * 1024);
+    expect(largest.wrong).toBe(0);
+    // Above 1 Gbit/s would mean the tc limit does not apply to the workers; far below, that something else limits.
+    expect(largest.busbwGbps).toBeGreaterThan(0.7);
+    expect(largest.busbwGbps).toBeLessThan(1.02);
+    expect(run.stdout).toMatch(/32 MiB .* %/);
+    for (const rank of [0, 1, 2]) expect(existsSync(join(out, runDir!, `worker-${rank}.log`))).toBe(true);
+  });
+
+  it("trains the tiny model on 2 of the 3 nodes", async () => {
+    const out = join(dir, "train");
+    const run = await ringlab(state, ["run", "--nodes", "2", "--job", "train", "--out", out, "--",
+      "--model", "tiny", "--batch-size", "16", "--num-warmup-batches", "2", "--num-batches-per-iter", "3", "--num-iters", "3"]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/train on 2 nodes \(2 workers, gloo\)/);
+    const [runDir] = readdirSync(out);
+    const result = JSON.parse(readFileSync(join(out, runDir!, "result.json"), "utf8"));
+    expect(result.job).toBe("train");
+    expect(result.world.size).toBe(2);
+    expect(Number.isFinite(result.metrics.finalLoss)).toBe(true);
+    expect(result.metrics.imagesPerSecondTotal.mean).toBeGreaterThan(0);
+  });
+
+  it("reports a run whose workers fail with exit code 5, the rank's exit code and its log", async () => {
+    const out = join(dir, "bad");
+    const run = await ringlab(state, ["run", "--nodes", "2", "--job", "train", "--out", out, "--", "--model", "no-such-model"]);
+    expect(run.code).toBe(5);
+    expect(run.stdout).toMatch(/run FAILED .*exited with code 2/);
+    const [runDir] = readdirSync(out);
+    expect(readFileSync(join(out, runDir!, "worker-0.log"), "utf8")).toMatch(/invalid choice: 'no-such-model'/);
+    // The failed run's workers are gone (they carry their run's id as a label).
+    expect(docker(["ps", "-aq", "--filter", "label=ringlab.run_id", "--filter", `label=ringlab.testbed=${NAME}`]).trim()).toBe("");
+  });
+
+  it("comes down completely, and a second down finds nothing left", async () => {
+    const down = await ringlab(state, ["down"]);
+    expect(down.code, down.stderr).toBe(0);
+    expect(down.stderr).toMatch(new RegExp(`removed testbed ${NAME}: 3 containers, 1 networks`));
+    expect(everythingLabeled(NAME)).toEqual([]);
+    const again = await ringlab(state, ["down", NAME]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toMatch(new RegExp(`nothing left of testbed ${NAME}`));
+  });
+
+  it("rolls back a half-finished up: what it created is removed, what it did not create is left alone", async () => {
+    // A foreign container holding node 2's name makes `up` fail after the network and two nodes exist.
+    const blocker = `ringlab-${NAME}-node-2`;
+    docker(["run", "-d", "--name", blocker, "ringlab/debian:bookworm", "sleep", "300"]);
+    try {
+      const up = await ringlab(state, ["up", campaign]);
+      expect(up.code).toBe(4);
+      expect(up.stderr).toMatch(/roll back: remove what was created/);
+      expect(everythingLabeled(NAME)).toEqual([]);
+      expect(docker(["ps", "-q", "--filter", `name=^${blocker}$`]).trim()).not.toBe("");
+    } finally {
+      docker(["rm", "-f", blocker]);
+    }
+  });
+});

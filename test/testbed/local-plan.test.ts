@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import { parseCampaign } from "../../src/config/load.ts";
+import { addressInSubnet, planLocalTestbed } from "../../src/testbed/local-plan.ts";
+import { testbedPaths } from "../../src/testbed/paths.ts";
+
+describe("local testbed plan", () => {
+  const testbed = (extra = "") => {
+    const tb = parseCampaign(`testbed: {target: local, name: smoke, nodes: 3${extra}}\n`, "c.yaml").testbed;
+    if (tb.target !== "local") throw new Error("fixture is local");
+    return tb;
+  };
+
+  it("names containers, hostnames and addresses so that up, down and status agree", () => {
+    const plan = planLocalTestbed(testbed(), testbedPaths("/state", "smoke"));
+    expect(plan.network).toBe("ringlab-smoke");
+    expect(plan.labels).toEqual({ "ringlab.testbed": "smoke" });
+    expect(plan.sharedDir).toBe("/state/testbeds/smoke/shared");
+    expect(plan.nodes).toEqual([
+      { rank: 0, name: "smoke-node-0", container: "ringlab-smoke-node-0", ip: "10.77.0.10" },
+      { rank: 1, name: "smoke-node-1", container: "ringlab-smoke-node-1", ip: "10.77.0.11" },
+      { rank: 2, name: "smoke-node-2", container: "ringlab-smoke-node-2", ip: "10.77.0.12" },
+    ]);
+  });
+
+  it("uses the subnet and shared directory the file names", () => {
+    const plan = planLocalTestbed(testbed(", subnet: 192.168.50.0/24, sharedDir: /data/shared"), testbedPaths("/state", "smoke"));
+    expect(plan.nodes[2]!.ip).toBe("192.168.50.12");
+    expect(plan.sharedDir).toBe("/data/shared");
+  });
+});
+
+describe("addresses in a subnet", () => {
+  it("counts from the network address, whatever host bits the CIDR carries", () => {
+    expect(addressInSubnet("10.77.0.0/24", 10)).toBe("10.77.0.10");
+    expect(addressInSubnet("10.77.1.99/23", 300)).toBe("10.77.1.44");
+  });
+
+  it("refuses an address the subnet cannot hold", () => {
+    expect(() => addressInSubnet("10.0.0.0/28", 15)).toThrowError(/subnet 10\.0\.0\.0\/28 has 16 addresses, too few for a node at offset 15/);
+  });
+});
