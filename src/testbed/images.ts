@@ -4,7 +4,9 @@
  */
 import { join } from "node:path";
 import type { Docker } from "../adapters/docker.ts";
+import { DEFAULTS } from "../config/schema.ts";
 import type { Context } from "../context.ts";
+import { PrerequisiteError } from "../errors.ts";
 import { NODE_IMAGE } from "./local-plan.ts";
 
 export const BASE_IMAGE = "ringlab/debian:bookworm";
@@ -20,6 +22,15 @@ export async function buildLocalImages(ctx: Context, docker: Docker, workerImage
     await docker.build(docker_("node"), NODE_IMAGE, { buildArgs: { BASE_IMAGE } });
   });
   await ctx.reporter.step(`worker image ${workerImage}`, async (detail) => {
+    if (workerImage !== DEFAULTS.local.workerImage) {
+      // An image of the user's own: use it as it is, never overwrite it with a build from docker/worker.
+      if (!(await docker.imageExists(workerImage))) {
+        throw new PrerequisiteError(`worker image ${workerImage} (testbed.workerImage) is not in the local Docker engine`, {
+          hint: `build or load it first, or drop testbed.workerImage to use ${DEFAULTS.local.workerImage}, built from docker/worker`,
+        });
+      }
+      return;
+    }
     if (!(await docker.imageExists(workerImage))) detail("installing PyTorch from Debian packages (a few minutes, once)");
     await docker.build(docker_("worker"), workerImage, { target: "cpu", buildArgs: { BASE_IMAGE } });
   });

@@ -33,6 +33,7 @@ export async function upLocal(ctx: Context, testbed: LocalTestbed, campaignFile:
 
   try {
     await ctx.reporter.step(`start ${plan.nodes.length} node containers on ${plan.subnet}`, async (detail) => {
+      mkdirSync(paths.dir, { recursive: true });
       mkdirSync(plan.sharedDir, { recursive: true });
       await ensureKeyPair(paths.privateKey, `ringlab-${plan.name}`);
       rmSync(paths.knownHosts, { force: true });
@@ -46,7 +47,8 @@ export async function upLocal(ctx: Context, testbed: LocalTestbed, campaignFile:
           hostname: node.name,
           network: plan.network,
           ip: node.ip,
-          labels: { ...plan.labels, "ringlab.role": node.rank === 0 ? "head" : "worker" },
+          // Workers started later carry ringlab.role=worker; nodes are told apart from them by this.
+          labels: { ...plan.labels, "ringlab.role": "node" },
           env: { RINGLAB_AUTHORIZED_KEY: authorizedKey },
           // NET_ADMIN lets the node shape its own link with tc; --privileged is neither needed nor allowed.
           capAdd: ["NET_ADMIN"],
@@ -65,9 +67,9 @@ export async function upLocal(ctx: Context, testbed: LocalTestbed, campaignFile:
 }
 
 async function reuse(ctx: Context, docker: Docker, plan: LocalTestbedPlan, containerIds: string[], testbed: LocalTestbed, campaignFile: string) {
-  const containers = await docker.inspectContainers(containerIds);
-  const complete = plan.nodes.every((node) => containers.some((c) => c.name === node.container && c.addresses[plan.network] === node.ip))
-    && containers.every((c) => c.labels["ringlab.role"] === undefined || plan.nodes.some((node) => node.container === c.name));
+  const containers = (await docker.inspectContainers(containerIds)).filter((c) => c.labels["ringlab.role"] === "node");
+  const complete = containers.length === plan.nodes.length
+    && plan.nodes.every((node) => containers.some((c) => c.name === node.container && c.addresses[plan.network] === node.ip));
   if (!complete) {
     throw new UsageError(
       `a testbed named ${plan.name} already exists but does not match this file (${containers.length} containers; the file asks for ${plan.nodes.length} nodes on ${plan.subnet})`,

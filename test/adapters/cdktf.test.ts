@@ -45,8 +45,8 @@ describe("cdktf adapter", () => {
   it("turns a failed deploy into a ToolError that keeps cdktf's own message", async () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-cdktf-"));
     const fake = fakeCdktf(dir, { FAKE_CDKTF_FAIL: "deploy" });
-    const error = await new Cdktf({ projectDir: dir, command: fake.command, terraformBinary: "true" })
-      .deploy("ringlab-scale", "/c/scale.yaml", join(dir, "outputs.json")).catch((e) => e);
+    const error = (await new Cdktf({ projectDir: dir, command: fake.command, terraformBinary: "true" })
+      .deploy("ringlab-scale", "/c/scale.yaml", join(dir, "outputs.json")).catch((e: unknown) => e)) as ToolError;
     expect(error).toBeInstanceOf(ToolError);
     expect(error.details.toolExitCode).toBe(1);
     expect(error.details.outputTail).toMatch(/InsufficientInstanceCapacity/);

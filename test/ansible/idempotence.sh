@@ -1,12 +1,10 @@
 #!/usr/bin/env bash
-# Converge-then-idempotence test of ringlab's Ansible (what molecule would do), against a real local testbed:
-# three ringlab/node:latest containers reached over SSH, as the CLI creates them. Then verifies the state
-# from inside the nodes, shape.yml, run.yml, stop-workers.yml, and that bad inventories fail fast.
-# Everything it creates starts with "rla-" and is removed on exit, also on failure or Ctrl-C.
+# Converge-then-idempotence test of ringlab's Ansible (what molecule would do), against a real local testbed
+# of three node containers that `ringlab up` creates, reached over SSH. Then verifies the state from inside
+# the nodes, shape.yml, run.yml, stop-workers.yml, and that bad inventories fail fast.
+# Everything it creates is labeled with its own testbed name and removed on exit, also on failure or Ctrl-C.
 #
-# Usage: test/ansible/idempotence.sh        (from anywhere; needs docker, ansible-playbook, ssh-keygen)
-# Uses ringlab/worker:cpu for run.yml when it exists, otherwise a stand-in built from
-# test/ansible/standin-worker (RLA_STANDIN=1 forces the stand-in).
+# Usage: test/ansible/idempotence.sh        (from anywhere; needs docker, ansible-playbook, node)
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -16,22 +14,19 @@ export ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
 testbed="rla-idem-$$"
 work=$(mktemp -d "/tmp/rla-idem.XXXXXX")
 shared="$work/shared"
-inventory="$work/inventory.yml"
-network="rla-idem-$$"
-standin_image="rla-standin-worker:$$"
-built_standin=0
-# Control sockets per test run: a stale SSH master of an earlier run must not answer for a new container.
-export ANSIBLE_SSH_CONTROL_PATH_DIR="$work/cp"
+state="$work/state"
+inventory="$state/testbeds/$testbed/inventory.yml"
+# Control sockets and cached facts of this test only.
+export ANSIBLE_SSH_CONTROL_PATH_DIR="$work/cp" ANSIBLE_CACHE_PLUGIN_CONNECTION="$work/facts"
 
 step() { printf '\n=== %s\n' "$*"; }
 fail() { printf '\nFAIL: %s\n' "$*" >&2; exit 1; }
+ringlab() { node "$repo/src/bin/ringlab.mjs" --state-dir "$state" "$@"; }
 
 cleanup() {
   local rc=$?
   set +e
-  docker ps -aq --filter "label=ringlab.testbed=$testbed" | xargs -r docker rm -f >/dev/null
-  docker network rm "$network" >/dev/null 2>&1
-  [[ $built_standin -eq 1 ]] && docker image rm -f "$standin_image" >/dev/null 2>&1
+  ringlab down "$testbed" >/dev/null 2>&1
   rm -rf "$work"
   if [[ $rc -eq 0 ]]; then echo "PASS: test/ansible/idempotence.sh"; else echo "cleaned up after failure (exit $rc)" >&2; fi
   exit "$rc"
@@ -54,81 +49,22 @@ require_unchanged() {
   [[ $(grep -c . <<<"$lines") -eq 3 ]] || { show_log "$1"; fail "$2: expected a recap line for each of the 3 nodes"; }
   if grep -vE 'changed=0 +unreachable=0 +failed=0' <<<"$lines"; then show_log "$1"; fail "$2: a node reported changes or failures"; fi
 }
-node_exec() { docker exec "rla-$testbed-node-$1" "${@:2}"; }
+node_exec() { docker exec "ringlab-$testbed-node-$1" "${@:2}"; }
 
-for tool in docker ansible-playbook ssh-keygen; do
+for tool in docker ansible-playbook node; do
   command -v "$tool" >/dev/null || fail "'$tool' is not installed"
 done
-docker image inspect ringlab/node:latest >/dev/null 2>&1 ||
-  fail "image ringlab/node:latest is missing: docker build -t ringlab/node:latest --build-arg BASE_IMAGE=ringlab/debian:bookworm docker/node"
 
-step "worker image"
-worker_image=ringlab/worker:cpu
-if [[ "${RLA_STANDIN:-0}" == 1 ]] || ! docker image inspect "$worker_image" >/dev/null 2>&1; then
-  docker image inspect ringlab/debian:bookworm >/dev/null 2>&1 || fail "ringlab/debian:bookworm is missing: docker/base/build-base.sh"
-  docker build -q -t "$standin_image" "$repo/test/ansible/standin-worker" >/dev/null 2>"$work/standin-build.log" ||
-    { cat "$work/standin-build.log"; fail "building the stand-in worker image failed"; }
-  built_standin=1
-  worker_image=$standin_image
-  echo "ringlab/worker:cpu not used: run.yml is tested with the stand-in $standin_image"
-else
-  echo "run.yml is tested with $worker_image"
-fi
-
-step "testbed $testbed: network, key, 3 nodes"
-subnet_ok=0
+step "testbed $testbed: 3 nodes (ringlab up)"
+mkdir -p "$shared"
+up_ok=0
 for third in $(( $$ % 200 + 20 )) $(( ($$ + 71) % 200 + 20 )) $(( ($$ + 137) % 200 + 20 )); do
   prefix="10.231.$third"
-  if docker network create --subnet "$prefix.0/24" --label "ringlab.testbed=$testbed" "$network" >/dev/null 2>"$work/network.log"; then
-    subnet_ok=1; break
-  fi
+  printf 'testbed: {target: local, name: %s, nodes: 3, subnet: %s.0/24, sharedDir: %s}\n' "$testbed" "$prefix" "$shared" >"$work/testbed.yaml"
+  if ringlab up "$work/testbed.yaml" >"$work/up.log" 2>&1; then up_ok=1; break; fi
 done
-[[ $subnet_ok -eq 1 ]] || { cat "$work/network.log"; fail "could not create a network with a free 10.231.x.0/24 subnet"; }
-ssh-keygen -q -t ed25519 -N '' -C "$testbed" -f "$work/id_ed25519"
-mkdir -p "$shared"
-for rank in 0 1 2; do
-  docker run -d --name "rla-$testbed-node-$rank" --hostname "$testbed-node-$rank" \
-    --network "$network" --ip "$prefix.1$rank" --cap-add NET_ADMIN \
-    -v "$shared:$shared" -v /var/run/docker.sock:/var/run/docker.sock \
-    --label "ringlab.testbed=$testbed" -e RINGLAB_AUTHORIZED_KEY="$(cat "$work/id_ed25519.pub")" \
-    ringlab/node:latest >/dev/null
-done
-
-# The inventory in the CLI's format; an optional extra host line is appended to the workers.
-write_inventory() {
-  local extra=${1:-}
-  cat >"$inventory" <<EOF
-all:
-  vars:
-    ringlab_testbed: $testbed
-    ringlab_target: local
-    ringlab_shared_storage: bind
-    ringlab_shared_dir: $shared
-    ringlab_efs_endpoint: ""
-    ringlab_cluster_cidr: $prefix.0/24
-    ringlab_worker_image: $worker_image
-    ansible_user: root
-    ansible_ssh_private_key_file: $work/id_ed25519
-  children:
-    head:
-      hosts:
-        $testbed-node-0: {ansible_host: $prefix.10, ringlab_private_ip: $prefix.10, ringlab_node_rank: 0, ringlab_node_container: rla-$testbed-node-0}
-    workers:
-      hosts:
-        $testbed-node-1: {ansible_host: $prefix.11, ringlab_private_ip: $prefix.11, ringlab_node_rank: 1, ringlab_node_container: rla-$testbed-node-1}
-        $testbed-node-2: {ansible_host: $prefix.12, ringlab_private_ip: $prefix.12, ringlab_node_rank: 2, ringlab_node_container: rla-$testbed-node-2}
-$extra
-EOF
-}
-write_inventory
-
-# sshd needs a moment to generate its host keys.
-for rank in 0 1 2; do
-  for _ in $(seq 50); do
-    node_exec "$rank" sh -c 'test -s /etc/ssh/ssh_host_ed25519_key.pub && pgrep -x sshd' >/dev/null 2>&1 && break
-    sleep 0.2
-  done
-done
+[[ $up_ok -eq 1 ]] || { cat "$work/up.log"; fail "ringlab up failed (three 10.231.x.0/24 subnets tried)"; }
+worker_image=ringlab/worker:cpu
 
 step "converge site.yml (first run)"
 start=$SECONDS; play converge1 ansible/site.yml; first=$((SECONDS - start))
@@ -192,7 +128,7 @@ run_job() {
   local name=$1 nodes=$2 timeout=$3 args=$4
   play "$name" ansible/run.yml -e "{\"worker_run_id\": \"$name\", \"worker_nodes\": $nodes, \"worker_job\": \"allreduce\",
     \"worker_job_args\": $args, \"worker_timeout_seconds\": $timeout,
-    \"worker_collect_dir\": \"$work/collect-$name\", \"worker_container_name\": \"rla-{{ ringlab_testbed }}-worker-{{ ringlab_node_rank }}\"}"
+    \"worker_collect_dir\": \"$work/collect-$name\"}"
 }
 no_workers_left() {
   local left; left=$(docker ps -aq --filter "label=ringlab.testbed=$testbed" --filter "label=ringlab.role=worker")
@@ -207,23 +143,12 @@ for file in result.json worker-0.log worker-1.log; do
 done
 [[ -e "$work/collect-run-ok/worker-2.log" ]] && fail "run.yml ran a worker on rank 2 although worker_nodes is 2"
 python3 -m json.tool "$work/collect-run-ok/result.json" >/dev/null || fail "result.json is not JSON"
-if [[ $built_standin -eq 1 ]]; then
-  # The stand-in records what it saw: the node's address proves it ran in the node's network namespace.
-  python3 - "$work/collect-run-ok/result.json" "$prefix.10" <<'EOF' || fail "the worker did not get the expected rendezvous environment"
-import json, sys
-result, head = json.load(open(sys.argv[1])), sys.argv[2]
-expected = {"num_nodes": 2, "head_addr": head, "rdzv_port": 29400, "socket_ifname": "eth0", "addresses": head, "run_id": "run-ok"}
-wrong = {k: result.get(k) for k, v in expected.items() if result.get(k) != v}
-sys.exit(f"unexpected values in result.json: {wrong}" if wrong else 0)
-EOF
-else
   python3 - "$work/collect-run-ok/result.json" "$testbed" <<'EOF' || fail "result.json does not describe a 2-node run of this testbed"
 import json, sys
 world = json.load(open(sys.argv[1]))["world"]
 expected = [f"{sys.argv[2]}-node-0", f"{sys.argv[2]}-node-1"]
 sys.exit(0 if world.get("nodes") == 2 and world.get("hostnames") == expected else f"world in result.json: {world}")
 EOF
-fi
 no_workers_left "run.yml"
 echo "result.json and worker-0/1.log collected, containers removed"
 
@@ -237,9 +162,7 @@ no_workers_left "failed run.yml"
 echo "failure reported by rank with its exit code; logs collected"
 
 step "run.yml: workers that run past the timeout"
-if [[ $built_standin -eq 1 ]]; then slow_args='["--sleep", "120"]'
-else slow_args='["--min-bytes", "67108864", "--max-bytes", "67108864", "--iters", "100000"]'; fi
-run_job run-slow 2 4 "$slow_args"
+run_job run-slow 2 4 '["--min-bytes", "67108864", "--max-bytes", "67108864", "--iters", "100000"]'
 if [[ $rc -eq 0 ]] || ! grep -q "timed out after 4 s and was stopped" "$work/run-slow.log"; then
   show_log run-slow; fail "run.yml did not stop and report timed-out workers"
 fi
@@ -247,12 +170,12 @@ no_workers_left "timed-out run.yml"
 echo "timed-out workers stopped and reported"
 
 step "stop-workers.yml: removes a running worker, then changes nothing"
-docker run -d --name "rla-$testbed-worker-1" --label "ringlab.testbed=$testbed" --label ringlab.role=worker \
-  --network "container:rla-$testbed-node-1" --entrypoint sleep "$worker_image" 300 >/dev/null
-play stop1 ansible/stop-workers.yml -e "worker_container_name=rla-{{ ringlab_testbed }}-worker-{{ ringlab_node_rank }}"
+docker run -d --name "ringlab-$testbed-worker-1" --label "ringlab.testbed=$testbed" --label ringlab.role=worker \
+  --network "container:ringlab-$testbed-node-1" --entrypoint sleep "$worker_image" 300 >/dev/null
+play stop1 ansible/stop-workers.yml
 require_success stop1 "stop-workers.yml failed"
 no_workers_left "stop-workers.yml"
-play stop2 ansible/stop-workers.yml -e "worker_container_name=rla-{{ ringlab_testbed }}-worker-{{ ringlab_node_rank }}"
+play stop2 ansible/stop-workers.yml
 require_success stop2 "second stop-workers.yml failed"
 require_unchanged stop2 "second stop-workers.yml"
 echo "worker removed; second run unchanged"
@@ -267,7 +190,10 @@ grep -q "Inventory variable 'ringlab_shared_dir' is missing" "$work/missing.log"
 echo "refused in ${took}s, naming ringlab_shared_dir"
 
 step "bad input: an unreachable node"
-write_inventory "        $testbed-node-3: {ansible_host: $prefix.13, ringlab_private_ip: $prefix.13, ringlab_node_rank: 3, ringlab_node_container: rla-$testbed-node-3}"
+# The CLI writes the workers group last: a host appended at its indentation joins it.
+cp "$work/inventory.good.yml" "$inventory"
+printf '        %s: {ansible_host: %s, ringlab_private_ip: %s, ringlab_node_rank: 3, ringlab_node_container: ringlab-%s-node-3}\n' \
+  "$testbed-node-3" "$prefix.13" "$prefix.13" "$testbed" >>"$inventory"
 start=$SECONDS; play unreachable ansible/site.yml; took=$((SECONDS - start))
 [[ $rc -ne 0 ]] || fail "site.yml succeeded with an unreachable node"
 grep -qE "$testbed-node-3 +: .*unreachable=1" "$work/unreachable.log" || { show_log unreachable; fail "the recap does not show node 3 as unreachable"; }

@@ -82,7 +82,7 @@ describe("validating the campaign section", () => {
 
   it("refuses an unknown model, a bad bandwidth and an unknown knob, naming each", () => {
     expect(problems("  matrix: {nodes: 2, model: vgg16, batchSize: 8, bandwidth: 1gigabit, bucketCapMB: 4}\n")).toEqual([
-      expect.stringMatching(/^campaign\.matrix\.model: found "vgg16", expected "tiny" or "resnet50"/),
+      expect.stringMatching(/^campaign\.matrix\.model: found "vgg16", expected "tiny" or "small" or "resnet50"/),
       expect.stringMatching(/^campaign\.matrix\.bandwidth: .*expected a tc rate such as "1gbit"/),
       expect.stringMatching(/^campaign\.matrix\.bucketCapMB: unknown key "bucketCapMB" \(did you mean "bucketCapMb"\?\)/),
     ]);
