@@ -10,6 +10,7 @@ import { runPlaybook } from "./testbed/playbook.ts";
 import { RinglabError, ToolError } from "./errors.ts";
 import { parseWorkerResult, type WorkerResult } from "./results/worker-result.ts";
 import type { TestbedRecord } from "./testbed/record.ts";
+import { formatBytes } from "./util/format.ts";
 
 export const JOBS = ["train", "allreduce"] as const;
 export type Job = (typeof JOBS)[number];
@@ -139,15 +140,4 @@ export function summarize(outcome: RunOutcome, bandwidth: string): string {
     return `  ${formatBytes(row.sizeBytes).padStart(9)}  ${(row.timeSeconds * 1e3).toFixed(2).padStart(10)} ms  ${row.algbwGbps.toFixed(3).padStart(8)}  ${row.busbwGbps.toFixed(3).padStart(8)}  ${ofLink}${row.wrong > 0 ? `  ${row.wrong} WRONG` : ""}`;
   });
   return [header, `       size        time     algbw    busbw  (Gbit/s${link ? ", busbw as % of link" : ""})`, ...rows].join("\n");
-}
-
-export function formatBytes(bytes: number): string {
-  const units = ["B", "KiB", "MiB", "GiB"];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`;
 }

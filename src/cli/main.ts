@@ -2,8 +2,8 @@
  * The CLI entry: wires commands to the testbed and campaign modules, and is the only place that turns errors
  * into messages and exit codes.
  */
-import { existsSync, mkdirSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { BANDWIDTH_HELP, bandwidthGbps } from "../bandwidth.ts";
@@ -19,6 +19,8 @@ import { runCampaign } from "../campaign/execute.ts";
 import { campaignName, planCampaign, reshapeCount } from "../campaign/plan.ts";
 import { estimateCampaign } from "../campaign/estimate.ts";
 import { writeReport } from "../report/index.ts";
+import { awsInventory, renderInventory } from "../inventory.ts";
+import { writeFileAtomic } from "../util/fs.ts";
 
 const REPO_DIR = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -201,6 +203,33 @@ Typical session:
       });
       process.stdout.write(`${outcome.summary}\n`);
       if (outcome.status !== "ok") program.setOptionValue("exitCode", EXIT.runsFailed);
+    });
+
+  program.command("inventory")
+    .description("write the Ansible inventory of an AWS testbed deployed with `cdktf deploy`, from `cdktf output --outputs-file` JSON")
+    .argument("<campaign>", "the AWS campaign file the stack was deployed from")
+    .requiredOption("--outputs <file>", "the JSON written by `npx cdktf output --outputs-file <file>`")
+    .option("-o, --out <file>", "where to write the inventory", "inventory.yml")
+    .action((file: string, options: { outputs: string; out: string }) => {
+      const campaign = loadCampaignFile(file, { readKeys: false });
+      if (campaign.testbed.target !== "aws") {
+        throw new UsageError(`${file} describes a ${campaign.testbed.target} testbed; \`ringlab up\` writes its inventory itself`);
+      }
+      let outputs: unknown;
+      try {
+        outputs = JSON.parse(readFileSync(options.outputs, "utf8"));
+      } catch (error) {
+        throw new UsageError(`cannot read ${options.outputs}: ${(error as Error).message}`, { hint: "write it with: npx cdktf output --outputs-file <file>" });
+      }
+      const knownHosts = join(dirname(resolve(options.out)), "known_hosts");
+      let inventory;
+      try {
+        inventory = awsInventory(outputs, campaign.testbed, knownHosts);
+      } catch (error) {
+        throw new UsageError(`${options.outputs}: ${(error as Error).message}`);
+      }
+      writeFileAtomic(resolve(options.out), renderInventory(inventory));
+      process.stderr.write(`wrote ${options.out}: ${Object.keys(inventory.all.children.workers.hosts).length + 1} nodes; next: ANSIBLE_CONFIG=ansible/ansible.cfg ansible-playbook -i ${options.out} ansible/site.yml\n`);
     });
 
   program.command("status")

@@ -247,6 +247,10 @@ export const campaignFileSchema = z.strictObject({
   if (file.testbed.target === "local" && precisions.includes("amp")) {
     ctx.addIssue({ code: "custom", path: ["campaign"], message: "precision amp needs a GPU; the local testbed runs on CPU (use fp32)" });
   }
+  const engines = [...(plan.matrix.engine ?? []), plan.train.engine];
+  if (file.testbed.target === "local" && engines.includes("horovod")) {
+    ctx.addIssue({ code: "custom", path: ["campaign"], message: "engine horovod needs Horovod, which the local testbed's CPU worker image does not have (use ddp)" });
+  }
   if (plan.probe.maxBytes < plan.probe.minBytes) {
     ctx.addIssue({ code: "custom", path: ["campaign", "probe", "maxBytes"], message: `found ${plan.probe.maxBytes}, expected at least minBytes (${plan.probe.minBytes})` });
   }

@@ -111,6 +111,8 @@ export interface ReportMeta {
   readonly firstStartedAt: string | null;
   readonly lastEndedAt: string | null;
   readonly generatedAt: string;
+  /** Some runs were on the local testbed, whose nodes share one machine's cores. */
+  readonly sharedMachine: boolean;
 }
 
 type TrainRecord = RunRecord & { readonly result: TrainResult };
@@ -141,6 +143,7 @@ export function reportMeta(records: readonly RunRecord[], generatedAt: Date): Re
     firstStartedAt: first === undefined ? null : starts[0]!,
     lastEndedAt: first === undefined ? null : ends[ends.length - 1]!,
     generatedAt: generatedAt.toISOString(),
+    sharedMachine: records.some((record) => record.testbed.target === "local"),
   };
 }
 

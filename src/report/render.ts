@@ -4,6 +4,7 @@
  */
 import type { ChartSvgs } from "./charts.ts";
 import type { BandwidthSeries, FailedRun, Interval, ProbeSeries, ReportData, ReportMeta, ScalingPoint, TrainingConfig } from "./data.ts";
+import { formatBytes } from "../util/format.ts";
 
 const NOT_AVAILABLE = "n/a";
 
@@ -20,6 +21,7 @@ export function renderHtml(data: ReportData, svgs: ChartSvgs, meta: ReportMeta):
 <header>
 <h1>Campaign ${escapeHtml(meta.campaign)}</h1>
 <p>Testbed ${escapeHtml(meta.testbed)} · runs from ${escapeHtml(meta.firstStartedAt ?? NOT_AVAILABLE)} to ${escapeHtml(meta.lastEndedAt ?? NOT_AVAILABLE)} · report generated ${escapeHtml(meta.generatedAt)}</p>
+${meta.sharedMachine ? `<p class="note">${escapeHtml(SHARED_MACHINE_NOTE)}</p>` : ""}
 <p class="counts">${runCountsText(data)}</p>
 </header>
 ${trainingSection(data, svgs)}
@@ -36,6 +38,7 @@ export function renderMarkdown(data: ReportData, meta: ReportMeta): string {
     `# ringlab report: ${meta.campaign}`,
     "",
     `Testbed ${meta.testbed}; runs from ${meta.firstStartedAt ?? NOT_AVAILABLE} to ${meta.lastEndedAt ?? NOT_AVAILABLE}. ${runCountsText(data)}. Charts and every number: report.html.`,
+    ...(meta.sharedMachine ? ["", `> ${SHARED_MACHINE_NOTE}`] : []),
   ];
   if (data.training.length > 0) {
     lines.push("", "## Training at the largest node count", "",
@@ -60,7 +63,7 @@ export function renderMarkdown(data: ReportData, meta: ReportMeta): string {
     lines.push("", "## All-reduce probe", "", "| Link | Nodes | Largest message | Bus bandwidth (Gbit/s) | Share of the link |", "|---|---:|---:|---:|---:|");
     for (const probe of data.probes) {
       const largest = probe.rows[probe.rows.length - 1];
-      lines.push(`| ${probe.bandwidth} | ${probe.nodes} | ${largest === undefined ? NOT_AVAILABLE : bytes(largest.sizeBytes)} | ${largest === undefined ? NOT_AVAILABLE : interval(largest.busBandwidthGbps, 3)} | ${optional(probe.largestSizeLinkFraction, percent)} |`);
+      lines.push(`| ${probe.bandwidth} | ${probe.nodes} | ${largest === undefined ? NOT_AVAILABLE : formatBytes(largest.sizeBytes)} | ${largest === undefined ? NOT_AVAILABLE : interval(largest.busBandwidthGbps, 3)} | ${optional(probe.largestSizeLinkFraction, percent)} |`);
     }
   }
   lines.push("", "## Failed runs", "");
@@ -129,7 +132,7 @@ function probeTable(probe: ProbeSeries): string {
   const link = probe.linkGbps === null ? "unlimited link" : `link ${gbps(probe.linkGbps)} Gbit/s`;
   const share = probe.largestSizeLinkFraction === null ? "" : `; bus bandwidth at the largest size is ${percent(probe.largestSizeLinkFraction)} of the link`;
   const rows = probe.rows.map((row) => [
-    bytes(row.sizeBytes), interval(row.busBandwidthGbps, 3), gbps(row.algorithmBandwidthGbps), seconds(row.timeSeconds), String(row.wrong),
+    formatBytes(row.sizeBytes), interval(row.busBandwidthGbps, 3), gbps(row.algorithmBandwidthGbps), seconds(row.timeSeconds), String(row.wrong),
   ]);
   return `<h3>${escapeHtml(probe.bandwidth)}, ${probe.nodes} nodes (${probe.workers} ranks, ${probe.runIds.length} repeats)</h3>
 <p>${escapeHtml(link)}${share}.</p>
@@ -156,8 +159,14 @@ const HOW_TO_READ = `<section id="how-to-read">
 </ul>
 </section>`;
 
+/** Said wherever local-testbed results are shown, so nobody reads them as hardware scaling. */
+export const SHARED_MACHINE_NOTE = "The local testbed's nodes are containers sharing one machine's CPU cores: compute does not grow with " +
+  "the node count there, so its scaling efficiencies show the method, not what separate machines would reach. " +
+  "The link rates, the all-reduce costs and the probe are real.";
+
 const STYLE = `
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 80rem; padding: 0 1rem; color: #222; }
+.note { border-left: 4px solid #d98c00; background: #fff6e5; padding: 0.5rem 0.8rem; }
 header p { margin: 0.2rem 0; color: #444; }
 .counts { font-weight: 600; }
 figure { margin: 1rem 0; overflow-x: auto; }
@@ -184,6 +193,8 @@ function ceilingText(point: ScalingPoint): string {
 }
 
 function interval(value: Interval, digits: number): string {
+  // One sample without a spread of its own has no interval: "± 0" would claim a precision nobody measured.
+  if (value.n <= 1 && value.ci95 === 0) return value.mean.toFixed(digits);
   return `${value.mean.toFixed(digits)} ± ${value.ci95.toFixed(digits)}`;
 }
 
@@ -203,16 +214,6 @@ function gbps(value: number): string {
   return value.toPrecision(3);
 }
 
-function bytes(value: number): string {
-  const units = ["B", "KiB", "MiB", "GiB"];
-  let scaled = value;
-  let unit = 0;
-  while (scaled >= 1024 && unit < units.length - 1) {
-    scaled /= 1024;
-    unit++;
-  }
-  return `${Number.isInteger(scaled) ? scaled : scaled.toFixed(1)} ${units[unit]}`;
-}
 
 function oneLine(text: string): string {
   const line = text.replace(/\s+/g, " ").trim();

@@ -88,6 +88,12 @@ describe("validating the campaign section", () => {
     ]);
   });
 
+  it("refuses Horovod on the local testbed, whose CPU image lacks it", () => {
+    expect(problems("  matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit, engine: [ddp, horovod]}\n")).toEqual([
+      "campaign: engine horovod needs Horovod, which the local testbed's CPU worker image does not have (use ddp)",
+    ]);
+  });
+
   it("refuses amp on the CPU-only local testbed and a knob set twice", () => {
     expect(problems("  matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit, precision: [fp32, amp]}\n  train: {precision: fp32}\n")).toEqual([
       "campaign.train.precision: precision is also a matrix axis; set it in one place",

@@ -6,7 +6,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { everythingLabeled, exited, labeled, ringlab, scratch, sleep, startRingLab } from "./cli.ts";
+import { everythingLabeled, exited, labeled, ringlab, scratch, sleep, startRingLab, writeFile } from "./cli.ts";
 
 const TESTBED = "smoke";
 const dir = scratch("campaign");
@@ -84,5 +84,38 @@ describe("a campaign on the local testbed", { timeout: 25 * 60_000 }, () => {
     expect(readFileSync(join(results, "report.md"), "utf8")).toMatch(/small · batch 32 \| 1gbit \| 3 \|/);
     for (const runId of final.keys()) expect(existsSync(join(results, "logs", runId, "worker-0.log")), runId).toBe(true);
     expect(everythingLabeled(TESTBED)).toEqual([]);
+  });
+});
+
+describe("a campaign with runs that fail", { timeout: 10 * 60_000 }, () => {
+  it("records each failed run with its error and logs, goes on with the rest, and exits 5", async () => {
+    const work = scratch("failing");
+    const file = writeFile(work, "failing.yaml", `
+testbed: {target: local, name: e2efail, nodes: 2, subnet: 10.75.0.0/24}
+campaign:
+  matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit, numIters: [2, 1000000]}
+  train: {numWarmupBatches: 1, numBatchesPerIter: 2}
+  probe: {enabled: false}
+  runTimeoutSeconds: 15
+`);
+    const out = join(work, "results");
+    const run = await ringlab(join(work, "state"), ["campaign", file, "--results", out]);
+    expect(run.code, run.stderr).toBe(5);
+    expect(run.stderr).toMatch(/campaign finished: 2 ok, 2 failed/);
+    const byId = new Map(readFileSync(join(out, "runs.jsonl"), "utf8").trim().split("\n").map((line) => {
+      const record = JSON.parse(line);
+      return [record.runId, record];
+    }));
+    expect([...byId.keys()]).toEqual([
+      "train-tiny-b8-n1-numiters-2-r1", "train-tiny-b8-n1-numiters-1000000-r1",
+      "train-tiny-b8-n2-1gbit-numiters-2-r1", "train-tiny-b8-n2-1gbit-numiters-1000000-r1",
+    ]);
+    const slow = byId.get("train-tiny-b8-n2-1gbit-numiters-1000000-r1");
+    expect(slow.status).toBe("failed");
+    expect(slow.error).toMatch(/timed out after 15 s and was stopped/);
+    expect(existsSync(join(out, slow.logsDir, "worker-1.log"))).toBe(true);
+    expect(byId.get("train-tiny-b8-n2-1gbit-numiters-2-r1").status).toBe("ok");
+    expect(readFileSync(join(out, "report.md"), "utf8")).toMatch(/train-tiny-b8-n1-numiters-1000000-r1/);
+    expect(everythingLabeled("e2efail")).toEqual([]);
   });
 });

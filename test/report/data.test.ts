@@ -160,6 +160,12 @@ describe("reportMeta", () => {
     expect(reportMeta(records, new Date("2025-05-03T00:00:00Z"))).toEqual({
       campaign: "scaling-test", testbed: "lab (local)",
       firstStartedAt: "2025-05-01T09:00:00.000Z", lastEndedAt: "2025-05-02T08:01:00.000Z", generatedAt: "2025-05-03T00:00:00.000Z",
+      sharedMachine: true,
     });
+  });
+
+  it("flags results from machines that are not shared only when no run was on the local testbed", () => {
+    const aws = { ...trainRecord({ nodes: 2, imagesPerSecond: 150 }), testbed: { name: "seed", target: "aws" as const, instanceType: "g4dn.8xlarge" } };
+    expect(reportMeta([aws], new Date()).sharedMachine).toBe(false);
   });
 });

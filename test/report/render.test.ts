@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { renderCharts, type ChartSvgs } from "../../src/report/charts.ts";
 import { reportData, reportMeta, type ReportData, type ReportMeta } from "../../src/report/data.ts";
 import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
-import { scalingCampaign } from "./fixtures/records.ts";
+import { probeRecord, scalingCampaign } from "./fixtures/records.ts";
 
 const records = scalingCampaign();
 const data: ReportData = reportData(records);
@@ -114,6 +114,16 @@ describe("renderMarkdown", () => {
   it("summarises the probe against the link and lists the failed runs", () => {
     expect(markdown).toContain("| 1gbit | 2 | 64 MiB | 0.920 ± 0.254 | 92.0% |");
     expect(markdown).toContain("- `train-resnet50-b64-n4-10gbit-r3`: rendezvous timed out after 120 s <node3> (logs: logs/train-resnet50-b64-n4-10gbit-r3)");
+  });
+
+  it("shows a single probe run without an interval it never measured", () => {
+    const single = renderMarkdown(reportData([probeRecord({ nodes: 3, bandwidth: "1gbit", busbw: [[4096, 0.01], [67108864, 0.953]] })]), meta);
+    expect(single).toContain("| 1gbit | 3 | 64 MiB | 0.953 | 95.3% |");
+  });
+
+  it("warns that local-testbed nodes share one machine's cores", () => {
+    expect(markdown).toContain("> The local testbed's nodes are containers sharing one machine's CPU cores");
+    expect(renderMarkdown(reportData(records), { ...meta, sharedMachine: false })).not.toContain("sharing one machine's CPU cores");
   });
 
   it("says so when nothing failed", () => {

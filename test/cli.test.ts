@@ -1,0 +1,54 @@
+/** The CLI's own behaviour that needs no testbed: help, bad input, the AWS inventory command. */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const BIN = resolve("src/bin/ringlab.mjs");
+const cli = (args: string[]) => spawnSync(process.execPath, [BIN, "--state-dir", mkdtempSync(join(tmpdir(), "ringlab-cli-")), ...args], { encoding: "utf8" });
+
+describe("ringlab CLI", () => {
+  it("explains every command in --help, and exits 0", () => {
+    const help = cli(["--help"]);
+    expect(help.status).toBe(0);
+    for (const command of ["campaign", "plan", "report", "up", "configure", "run", "status", "down", "inventory"]) {
+      expect(help.stdout).toMatch(new RegExp(`^  ${command} `, "m"));
+    }
+    expect(help.stdout).toMatch(/Exit codes: 0 ok, 2 bad input/);
+  });
+
+  it("rejects a bad campaign file with exit 2, the file, the field and what was expected, and no stack trace", () => {
+    const file = join(mkdtempSync(join(tmpdir(), "ringlab-cli-")), "bad.yaml");
+    writeFileSync(file, "testbed: {target: local, name: smoke, nodez: 3}\n");
+    const result = cli(["plan", file]);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toMatch(new RegExp(`error: ${file}: testbed.nodes: missing: expected a number\\n${file}: testbed.nodez: unknown key "nodez" \\(did you mean "nodes"\\?\\)`));
+    expect(result.stderr).not.toMatch(/    at /);
+  });
+
+  it("says what to do when no testbed is up", () => {
+    const result = cli(["status"]);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toMatch(/error: no testbed is up here\nhint: create one with `ringlab up <campaign.yaml>`/);
+  });
+
+  it("plans the smoke campaign: its runs in order and an estimate", () => {
+    const result = cli(["plan", "campaigns/local-smoke.yaml"]);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/^1 +train-small-b32-n1-r1 +train +1 +- +small +32$/m);
+    expect(result.stdout).toMatch(/^9 runs on 3 local nodes; links reshaped 2 times$/m);
+    expect(result.stdout).toMatch(/^estimated duration: \d+ min/m);
+  });
+
+  it("writes an AWS inventory from cdktf's outputs file", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-cli-"));
+    const campaign = join(dir, "aws.yaml");
+    writeFileSync(campaign, "testbed: {target: aws, name: scale, nodes: 3, adminCidr: 203.0.113.7/32, sshPublicKeyFile: id.pub}\n");
+    const result = cli(["inventory", campaign, "--outputs", "test/fixtures/cdktf-outputs.json", "-o", join(dir, "inventory.yml")]);
+    expect(result.status, result.stderr).toBe(0);
+    const inventory = readFileSync(join(dir, "inventory.yml"), "utf8");
+    expect(inventory).toMatch(/scale-node-2:\n +ansible_host: 198\.51\.100\.12/);
+    expect(inventory).toMatch(new RegExp(`ansible_ssh_private_key_file: ${dir}/id\n`));
+  });
+});
