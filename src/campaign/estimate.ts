@@ -14,20 +14,29 @@ export const PARAMETER_COUNT: Readonly<Record<Model, number>> = {
 
 /**
  * Images per second of one worker, to size estimates only: GPU figures are a T4 in fp32 (g4dn, the default
- * instance type); CPU figures are one container of the local testbed on a 2-core machine.
+ * instance type); CPU figures are one container of the local testbed with 2 cores to itself (measured for
+ * tiny and small; the ResNets scaled by their FLOPs).
  */
 const IMAGES_PER_SECOND: Readonly<Record<"gpu" | "cpu", Readonly<Record<Model, number>>>> = {
   gpu: { tiny: 5_000, small: 4_000, resnet50: 90, resnet101: 55, resnet152: 38, inception_v3: 60 },
   cpu: { tiny: 1_500, small: 190, resnet50: 3, resnet101: 1.7, resnet152: 1.2, inception_v3: 2 },
 };
 
-/** Link rate assumed for "unlimited": the local bridge, or what small GPU instances sustain. */
-const UNLIMITED_GBPS = { local: 10, aws: 5 } as const;
-/** Orchestration per run (shape, start workers, rendezvous, collect) and per campaign (up, configure, down). */
+/**
+ * The fastest all-reduce assumed, in Gbit/s: on the local testbed Gloo between containers is CPU-bound at about
+ * 5 Gbit/s (test/bench/README.md); single TCP flows on small GPU instances stop at 5 Gbit/s too.
+ */
+const FASTEST_ALLREDUCE_GBPS = { local: 5, aws: 5 } as const;
+/**
+ * Orchestration per run (ansible, start and remove workers, collect) and per campaign (up, configure, shape,
+ * down), measured on the local testbed (test/bench/README.md); AWS adds SSH round trips and provisioning.
+ */
 const OVERHEAD_SECONDS = {
-  local: { run: 15, campaign: 90 },
-  aws: { run: 25, campaign: 15 * 60 },
+  local: { run: 6, campaign: 25 },
+  aws: { run: 10, campaign: 15 * 60 },
 } as const;
+/** A worker's start: imports, torchrun, rendezvous, model set-up. */
+const WORKER_START_SECONDS = 5;
 /** The worker's defaults (docker/worker/ringlab_worker/cli.py). */
 const WORKER_DEFAULTS = { numWarmupBatches: 10, numBatchesPerIter: 10, numIters: 10 } as const;
 
@@ -51,33 +60,38 @@ export interface CampaignEstimate {
   readonly hourlyPriceUsd?: number;
 }
 
-export function estimateRunSeconds(run: PlannedRun, file: CampaignFile): number {
+export interface EstimateOptions {
+  /** CPU cores of the machine that hosts a local testbed: its nodes share them. @default 2 */
+  readonly localCores?: number;
+}
+
+export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options: EstimateOptions = {}): number {
   const target = file.testbed.target;
-  const link = run.bandwidth === null ? null : bandwidthGbps(run.bandwidth) ?? UNLIMITED_GBPS[target];
-  let jobSeconds: number;
+  const fastest = FASTEST_ALLREDUCE_GBPS[target];
+  const link = run.bandwidth === null ? null : Math.min(bandwidthGbps(run.bandwidth) ?? fastest, fastest);
+  let jobSeconds = WORKER_START_SECONDS;
   if (run.job === "allreduce") {
     const probe = file.campaign!.probe;
-    jobSeconds = 5;
     for (let bytes = probe.minBytes; bytes <= probe.maxBytes; bytes *= probe.stepFactor) {
-      jobSeconds += (probe.warmupIters + probe.iters) * ringAllReduceLowerBoundSeconds(bytes, run.nodes, link ?? UNLIMITED_GBPS[target], 1e-4);
+      jobSeconds += (probe.warmupIters + probe.iters) * ringAllReduceLowerBoundSeconds(bytes, run.nodes, link ?? fastest, 1e-4);
     }
   } else {
     const knobs = { ...WORKER_DEFAULTS, ...run.knobs };
     const steps = Number(knobs.numWarmupBatches) + Number(knobs.numIters) * Number(knobs.numBatchesPerIter);
     const device = target === "aws" ? "gpu" : "cpu";
-    // On the local testbed every node shares this machine's cores.
-    const slowdown = target === "local" ? run.nodes : 1;
+    // The local testbed's nodes share this machine's cores: each gets 2 only while there are enough.
+    const slowdown = target === "local" ? Math.max(1, (2 * run.nodes) / (options.localCores ?? 2)) : 1;
     const computeSeconds = (run.batchSize! / IMAGES_PER_SECOND[device][run.model!]) * slowdown;
     const gradientBytes = PARAMETER_COUNT[run.model!] * (knobs.fp16Allreduce === true ? 2 : 4);
     const allReduceSeconds = link === null ? 0 : ringAllReduceLowerBoundSeconds(gradientBytes, run.nodes, link);
-    jobSeconds = 5 + steps * (computeSeconds + allReduceSeconds);
+    jobSeconds += steps * (computeSeconds + allReduceSeconds);
   }
   return OVERHEAD_SECONDS[target].run + jobSeconds;
 }
 
-export function estimateCampaign(plan: CampaignPlan, runs: readonly PlannedRun[], file: CampaignFile): CampaignEstimate {
+export function estimateCampaign(plan: CampaignPlan, runs: readonly PlannedRun[], file: CampaignFile, options: EstimateOptions = {}): CampaignEstimate {
   const target = file.testbed.target;
-  const seconds = OVERHEAD_SECONDS[target].campaign + runs.reduce((sum, run) => sum + estimateRunSeconds(run, file), 0);
+  const seconds = OVERHEAD_SECONDS[target].campaign + runs.reduce((sum, run) => sum + estimateRunSeconds(run, file, options), 0);
   if (file.testbed.target !== "aws") return { runs: runs.length, seconds };
   const instanceHours = (plan.nodesToProvision * seconds) / 3600;
   const hourlyPriceUsd = HOURLY_PRICE_USD[file.testbed.instanceType];

@@ -87,7 +87,9 @@ export async function runCampaign(ctx: Context, campaign: Campaign, options: Cam
     }
   } finally {
     const interrupted = ctx.signal.aborted;
-    if (testbed !== undefined || (todo.length > 0 && !keep)) {
+    // Only a testbed this invocation brought up (or reused) is torn down: when `up` refused or failed, the
+    // testbed of that name, if any, is not ours to remove (a failed `up` rolls back what it created itself).
+    if (testbed !== undefined) {
       teardown = keep ? "kept" : await tearDown(ctx, campaign);
     }
     if (keep && testbed !== undefined && interrupted) await stopWorkers(uninterruptible(ctx), testbed).catch(() => {});

@@ -3,6 +3,7 @@
  * into messages and exit codes.
  */
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
@@ -130,7 +131,7 @@ Typical session:
     .action((file: string) => {
       const campaign = loadCampaignFile(file, { readKeys: false });
       const plan = planCampaign(campaign, campaignName(campaign.sourceFile));
-      const estimate = estimateCampaign(plan, plan.runs, campaign);
+      const estimate = estimateCampaign(plan, plan.runs, campaign, { localCores: availableParallelism() });
       process.stdout.write(formatTable(["#", "run", "job", "nodes", "bandwidth", "model", "batch"], plan.runs.map((run, index) => [
         String(index + 1), run.id, run.job, String(run.nodes), run.bandwidth ?? "-", run.model ?? "-", run.batchSize === undefined ? "-" : String(run.batchSize),
       ])));

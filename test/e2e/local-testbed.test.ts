@@ -95,6 +95,16 @@ describe("a local testbed through the CLI", { timeout: 10 * 60_000 }, () => {
     expect(docker(["ps", "-aq", "--filter", "label=ringlab.run_id", "--filter", `label=ringlab.testbed=${NAME}`]).trim()).toBe("");
   });
 
+  it("leaves a testbed alone when a campaign of the same name but another shape is refused", async () => {
+    const clash = writeFile(dir, "clash.yaml", `testbed: {target: local, name: ${NAME}, nodes: 2, subnet: 10.79.0.0/24}
+campaign: {matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit}}
+`);
+    const refused = await ringlab(state, ["campaign", clash, "--results", join(dir, "clash")]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/already exists but does not match this file/);
+    expect(docker(["ps", "-q", "--filter", `label=ringlab.testbed=${NAME}`, "--filter", "label=ringlab.role=node"]).trim().split("\n")).toHaveLength(3);
+  });
+
   it("comes down completely, and a second down finds nothing left", async () => {
     const down = await ringlab(state, ["down"]);
     expect(down.code, down.stderr).toBe(0);
