@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { bandwidthGbps } from "./bandwidth.ts";
-import type { Context } from "./context.ts";
+import { uninterruptible, type Context } from "./context.ts";
 import { runPlaybook } from "./testbed/playbook.ts";
 import { RinglabError, ToolError } from "./errors.ts";
 import { parseWorkerResult, type WorkerResult } from "./results/worker-result.ts";
@@ -76,9 +76,10 @@ export async function executeRun(ctx: Context, record: TestbedRecord, request: R
       onTask: detail,
     }));
   } catch (error) {
+    // Ranks still up would wait for a failed one until their own timeout, and an interrupted run's workers
+    // would run on: stop them either way.
+    await stopWorkers(uninterruptible(ctx), record).catch(() => {});
     if (ctx.signal.aborted || !(error instanceof RinglabError)) throw error;
-    // Ranks that are still up would wait for the failed one until their own timeout: stop them now.
-    await stopWorkers(ctx, record).catch(() => {});
     return finish({ status: "failed", error: describeRunFailure(error, request) });
   }
   const resultFile = join(request.collectDir, "result.json");

@@ -29,6 +29,12 @@ else
   echo "packages: all present"
 fi
 
+# The user who ran `sudo npm run setup` should reach the engine without sudo afterwards.
+if [[ -n "${SUDO_USER:-}" && "$SUDO_USER" != root ]] && ! id -nG "$SUDO_USER" | grep -qw docker; then
+  usermod -aG docker "$SUDO_USER"
+  echo "added $SUDO_USER to the docker group: log out and in again (or run: newgrp docker) before using ringlab"
+fi
+
 if docker info >/dev/null 2>&1; then
   echo "docker engine: running"
 else

@@ -15,7 +15,7 @@ describe("ringlab CLI", () => {
     for (const command of ["campaign", "plan", "report", "up", "configure", "run", "status", "down", "inventory"]) {
       expect(help.stdout).toMatch(new RegExp(`^  ${command} `, "m"));
     }
-    expect(help.stdout).toMatch(/Exit codes: 0 ok, 2 bad input/);
+    expect(help.stdout).toMatch(/Exit codes: 0 ok; 1 an unexpected error .*; 2 bad input/);
   });
 
   it("rejects a bad campaign file with exit 2, the file, the field and what was expected, and no stack trace", () => {

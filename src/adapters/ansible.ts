@@ -26,9 +26,9 @@ export interface PlaybookOptions {
   readonly controlPathDir?: string;
   /** Where facts set with `cacheable: true` persist between playbooks (ansible.cfg's fact cache). */
   readonly factCacheDir?: string;
+  /** Hosts worked on at once; run.yml blocks on every node at once, so it must cover them all. */
+  readonly forks?: number;
   readonly extraVars?: Readonly<Record<string, unknown>>;
-  /** Limit to these hosts. */
-  readonly limit?: readonly string[];
   readonly logFile?: string | undefined;
   /** Called with each task name as it starts ("TASK [common : Add every node to /etc/hosts]"). */
   readonly onTask?: ((task: string) => void) | undefined;
@@ -45,7 +45,6 @@ export class Ansible {
   async playbook(name: string, options: PlaybookOptions): Promise<PlaybookResult> {
     const args = ["-i", options.inventory, join(this.ansibleDir, name)];
     if (options.extraVars !== undefined) args.push("--extra-vars", JSON.stringify(options.extraVars));
-    if (options.limit !== undefined) args.push("--limit", options.limit.join(","));
     const result = await runProgram("ansible", this.binary, args, {
       env: {
         ANSIBLE_CONFIG: join(this.ansibleDir, "ansible.cfg"),
@@ -53,6 +52,7 @@ export class Ansible {
         ANSIBLE_FORCE_COLOR: "0",
         ...(options.controlPathDir === undefined ? {} : { ANSIBLE_SSH_CONTROL_PATH_DIR: options.controlPathDir }),
         ...(options.factCacheDir === undefined ? {} : { ANSIBLE_CACHE_PLUGIN_CONNECTION: options.factCacheDir }),
+        ...(options.forks === undefined ? {} : { ANSIBLE_FORKS: String(options.forks) }),
       },
       logFile: options.logFile,
       signal: options.signal,

@@ -16,6 +16,8 @@ export interface CdktfOptions {
   readonly logFile?: string | undefined;
   readonly onLine?: ((line: string) => void) | undefined;
   readonly signal?: AbortSignal | undefined;
+  /** The testbed's creation time (ISO-8601): stacks/main.ts derives the ringlab:expires-at tag from it. */
+  readonly createdAt?: string;
 }
 
 export class Cdktf {
@@ -42,11 +44,6 @@ export class Cdktf {
     return readOutputs(outputsFile);
   }
 
-  async outputs(stack: string, campaignFile: string, outputsFile: string): Promise<unknown> {
-    await this.cdktf(["output", stack, "--outputs-file", outputsFile], campaignFile);
-    return readOutputs(outputsFile);
-  }
-
   async destroy(stack: string, campaignFile: string): Promise<void> {
     await this.cdktf(["destroy", stack, "--auto-approve"], campaignFile);
   }
@@ -55,7 +52,13 @@ export class Cdktf {
     const [file, ...prefix] = this.command;
     const options: RunOptions = {
       cwd: this.options.projectDir,
-      env: { RINGLAB_CONFIG: campaignFile, CHECKPOINT_DISABLE: "1", TERRAFORM_BINARY_NAME: this.terraformBinary, CI: "1" },
+      env: {
+        RINGLAB_CONFIG: campaignFile,
+        CHECKPOINT_DISABLE: "1",
+        TERRAFORM_BINARY_NAME: this.terraformBinary,
+        CI: "1",
+        ...(this.options.createdAt === undefined ? {} : { RINGLAB_CREATED_AT: this.options.createdAt }),
+      },
       logFile: this.options.logFile,
       onLine: this.options.onLine,
       signal: this.options.signal,

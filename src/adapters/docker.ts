@@ -51,19 +51,16 @@ export class Docker {
     const result = await this.run(["version", "--format", "{{.Server.Version}}"], { allowFailure: true, timeoutMs: 20_000, installHint: INSTALL_HINT });
     if (result.exitCode !== 0 || result.output.trim() === "") {
       const reason = result.timedOut ? "did not answer within 20 s" : (result.output.split("\n").find((l) => /cannot connect|permission denied|error/i.test(l)) ?? "is not running");
-      throw new PrerequisiteError(`Docker is installed but its engine is not reachable: ${reason.trim()}`, {
-        hint: "start the engine (`npm run setup` does, or: sudo dockerd >/var/log/dockerd.log 2>&1 &) and check `docker info` answers",
-      });
+      const hint = /permission denied/i.test(reason)
+        ? "your user may not use the engine: add it to the docker group (`npm run setup` does) and log in again"
+        : "start the engine (`npm run setup` does, or: sudo dockerd >/var/log/dockerd.log 2>&1 &) and check `docker info` answers";
+      throw new PrerequisiteError(`Docker is installed but its engine is not reachable: ${reason.trim()}`, { hint });
     }
     return result.output.trim().split("\n").at(-1)!;
   }
 
   async imageExists(image: string): Promise<boolean> {
     return (await this.run(["image", "inspect", "--format", "{{.Id}}", image], { allowFailure: true })).exitCode === 0;
-  }
-
-  async imageSizeBytes(image: string): Promise<number> {
-    return Number((await this.run(["image", "inspect", "--format", "{{.Size}}", image])).output.trim());
   }
 
   async build(contextDir: string, tag: string, options: { dockerfile?: string; target?: string; buildArgs?: Record<string, string> } = {}): Promise<void> {

@@ -18,8 +18,6 @@ export interface RunOptions {
   readonly timeoutMs?: number;
   /** Aborting it terminates the program (SIGTERM, then SIGKILL after 5 s). */
   readonly signal?: AbortSignal | undefined;
-  /** Text fed to the program's standard input. */
-  readonly input?: string;
   /** How to install the program, for the "not installed" message. */
   readonly installHint?: string;
   /** Return failures instead of throwing (the caller explains them better). */
@@ -48,8 +46,7 @@ export async function runProgram(tool: string, file: string, args: readonly stri
     env: options.env,
     all: true,
     reject: false,
-    stdin: options.input === undefined ? "ignore" : "pipe",
-    ...(options.input === undefined ? {} : { input: options.input }),
+    stdin: "ignore",
     ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
     ...(options.signal === undefined ? {} : { cancelSignal: options.signal }),
     forceKillAfterDelay: 5_000,

@@ -51,7 +51,6 @@ export const HOURLY_PRICE_USD: Readonly<Record<string, number>> = {
 };
 
 export interface CampaignEstimate {
-  readonly runs: number;
   readonly seconds: number;
   /** Instance-hours of the whole campaign (AWS only). */
   readonly instanceHours?: number;
@@ -89,14 +88,13 @@ export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options:
   return OVERHEAD_SECONDS[target].run + jobSeconds;
 }
 
-export function estimateCampaign(plan: CampaignPlan, runs: readonly PlannedRun[], file: CampaignFile, options: EstimateOptions = {}): CampaignEstimate {
+export function estimateCampaign(plan: CampaignPlan, file: CampaignFile, options: EstimateOptions = {}): CampaignEstimate {
   const target = file.testbed.target;
-  const seconds = OVERHEAD_SECONDS[target].campaign + runs.reduce((sum, run) => sum + estimateRunSeconds(run, file, options), 0);
-  if (file.testbed.target !== "aws") return { runs: runs.length, seconds };
+  const seconds = OVERHEAD_SECONDS[target].campaign + plan.runs.reduce((sum, run) => sum + estimateRunSeconds(run, file, options), 0);
+  if (file.testbed.target !== "aws") return { seconds };
   const instanceHours = (plan.nodesToProvision * seconds) / 3600;
   const hourlyPriceUsd = HOURLY_PRICE_USD[file.testbed.instanceType];
   return {
-    runs: runs.length,
     seconds,
     instanceHours,
     ...(hourlyPriceUsd === undefined ? {} : { hourlyPriceUsd, costUsd: instanceHours * hourlyPriceUsd }),

@@ -34,7 +34,6 @@ export interface CampaignOutcome {
   /** Seconds inside benchmark jobs during this invocation; the rest is orchestration overhead. */
   readonly benchmarkSeconds: number;
   readonly teardown: "done" | "kept" | "failed" | "not needed";
-  readonly interrupted: boolean;
 }
 
 export function resultsDirFor(campaign: Campaign, override?: string): string {
@@ -59,9 +58,8 @@ export async function runCampaign(ctx: Context, campaign: Campaign, options: Cam
   let testbed: TestbedRecord | undefined;
   try {
     if (todo.length > 0) {
-      // Provision the largest node count the matrix uses, once.
-      const sized = { ...campaign, testbed: { ...campaign.testbed, nodes: plan.nodesToProvision } } as Campaign;
-      testbed = await up(ctx, sized);
+      // The testbed is provisioned once, as the file describes it, and serves every run.
+      testbed = await up(ctx, campaign);
       await configure(ctx, testbed);
       // Workers left over from a killed earlier invocation would hold the rendezvous port.
       await stopWorkers(ctx, testbed);
@@ -105,7 +103,6 @@ export async function runCampaign(ctx: Context, campaign: Campaign, options: Cam
     wallSeconds: (Date.now() - started) / 1000,
     benchmarkSeconds,
     teardown,
-    interrupted: ctx.signal.aborted,
   };
 }
 

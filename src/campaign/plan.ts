@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { basename, extname } from "node:path";
 import type { CampaignFile, Model, TrainKnobName } from "../config/schema.ts";
 import { TRAIN_KNOB_NAMES } from "../config/schema.ts";
+import { UsageError } from "../errors.ts";
 import type { Job } from "../runner.ts";
 
 export interface PlannedRun {
@@ -30,8 +31,10 @@ export interface CampaignPlan {
   /** The campaign's name: its file name without extension. */
   readonly name: string;
   readonly runs: readonly PlannedRun[];
-  /** Node count the testbed is provisioned with: the largest any run uses. */
+  /** Nodes the testbed is provisioned with, once for the whole campaign: testbed.nodes. */
   readonly nodesToProvision: number;
+  /** The most nodes any run uses; provisioning more leaves nodes idle. */
+  readonly largestRunNodes: number;
 }
 
 /** Bounds a silent peer inside the worker, well inside the run's own limit. */
@@ -43,7 +46,11 @@ export function campaignName(sourceFile: string): string {
 
 export function planCampaign(file: CampaignFile, name: string): CampaignPlan {
   const section = file.campaign;
-  if (section === undefined) throw new Error("the file has no campaign section; add campaign.matrix (see campaigns/local-smoke.yaml)");
+  if (section === undefined) {
+    throw new UsageError("the file has no campaign section, so there is nothing to run", {
+      hint: "add campaign.matrix (see campaigns/local-smoke.yaml), or use `ringlab up` for a testbed alone",
+    });
+  }
   const matrix = section.matrix;
   const knobAxes = TRAIN_KNOB_NAMES.filter((knob) => matrix[knob] !== undefined);
   const knobCombinations = cartesian(knobAxes.map((knob) => (matrix[knob] as (string | number | boolean)[]).map((value) => [knob, value] as const)));
@@ -87,7 +94,7 @@ export function planCampaign(file: CampaignFile, name: string): CampaignPlan {
       }
     }
   }
-  return { name, runs, nodesToProvision: Math.max(...nodeCounts) };
+  return { name, runs, nodesToProvision: file.testbed.nodes, largestRunNodes: Math.max(...nodeCounts) };
 }
 
 /** Runs still to do: those without an "ok" record of the same fingerprint. */

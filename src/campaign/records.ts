@@ -1,14 +1,17 @@
 /**
  * One record per run, versioned: `results/<campaign>/runs/<run id>.json`, each written atomically (temp file,
- * then rename) and never edited. `runs.jsonl` and `summary.csv` are derived from them after every run.
+ * then rename) and never edited in place; a run done again (failed, or its parameters changed) gets a new file
+ * in its place. `runs.jsonl` and `summary.csv` are derived from them after every run.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { UsageError } from "../errors.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import type { WorkerResult } from "../results/worker-result.ts";
 import type { PlannedRun } from "./plan.ts";
 
 export const RUN_RECORD_SCHEMA = "ringlab.run/v1";
+const FIX_RECORD = "move that file out of runs/ (its run will be done again) or use another results directory";
 
 export interface RunRecord {
   readonly schema: typeof RUN_RECORD_SCHEMA;
@@ -82,9 +85,11 @@ export function readRecords(layout: ResultsLayout): RunRecord[] {
     try {
       record = JSON.parse(readFileSync(path, "utf8")) as RunRecord;
     } catch (error) {
-      throw new Error(`unreadable run record ${path}: ${(error as Error).message}`);
+      throw new UsageError(`unreadable run record ${path}: ${(error as Error).message}`, { hint: FIX_RECORD });
     }
-    if (record.schema !== RUN_RECORD_SCHEMA) throw new Error(`${path}: schema ${String(record.schema)}, expected ${RUN_RECORD_SCHEMA}`);
+    if (record.schema !== RUN_RECORD_SCHEMA) {
+      throw new UsageError(`${path}: schema ${String(record.schema)}, expected ${RUN_RECORD_SCHEMA}`, { hint: FIX_RECORD });
+    }
     return record;
   });
 }

@@ -34,7 +34,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const interruption = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     if (interruption.signal.aborted) {
-      process.stderr.write(`\n${signal} again: exiting now; run \`ringlab down\` to remove what is left\n`);
+      process.stderr.write(`\n${signal} again: exiting now; run \`ringlab down <testbed name or campaign file>\` to remove what is left\n`);
       process.exit(EXIT.interrupted);
     }
     process.stderr.write(`\n${signal}: stopping; cleaning up (press Ctrl-C again to exit at once)\n`);
@@ -94,8 +94,9 @@ function buildProgram(contextFor: ContextFactory): Command {
     .exitOverride()
     .showHelpAfterError("(run with --help for usage)")
     .addHelpText("after", `
-Exit codes: 0 ok, 2 bad input, 3 missing prerequisite (Docker, Ansible, terraform), 4 a tool failed,
-5 some campaign runs failed, 130 interrupted.
+Exit codes: 0 ok; 1 an unexpected error (a bug: please report it with the log); 2 bad input (nothing was
+started); 3 a missing prerequisite (Docker, Ansible, terraform); 4 a tool failed, a node does not answer
+(status) or teardown failed; 5 a run failed (run) or some runs failed (campaign); 130 interrupted.
 
 Typical session:
   ringlab up campaigns/local-smoke.yaml
@@ -107,7 +108,7 @@ Typical session:
     .description("run a whole campaign: up, configure, every run of the matrix, results, report, down (resumes if rerun)")
     .argument("<campaign>", "campaign YAML file (see campaigns/)")
     .option("--keep", "keep the testbed afterwards (default: the file's `keep`, normally false)")
-    .option("--results <dir>", "results directory (default: results/<campaign file name>)")
+    .option("--results <dir>", "results directory (default: the file's campaign.resultsDir, else results/<campaign file name>)")
     .action(async (file: string, options: { keep?: boolean; results?: string }, command: Command) => {
       const campaign = loadCampaignFile(file);
       const ctx = contextFor(command, "campaign");
@@ -117,12 +118,13 @@ Typical session:
       });
       const overhead = outcome.wallSeconds > 0 ? 100 * (1 - outcome.benchmarkSeconds / outcome.wallSeconds) : 0;
       ctx.reporter.info([
-        `campaign ${outcome.interrupted ? "interrupted" : "finished"}: ${outcome.ok} ok, ${outcome.failed} failed, ${outcome.skipped} already done (of ${outcome.planned})`,
+        `campaign finished: ${outcome.ok} ok, ${outcome.failed} failed, ${outcome.skipped} already done (of ${outcome.planned})`,
         `time: ${outcome.wallSeconds.toFixed(0)} s, of which ${outcome.benchmarkSeconds.toFixed(0)} s inside benchmark jobs (overhead ${overhead.toFixed(0)} %)`,
         `testbed: ${outcome.teardown === "done" ? "torn down" : outcome.teardown}`,
         `results: ${outcome.resultsDir} (report.html, report.md, runs.jsonl, summary.csv)`,
       ].join("\n"));
-      if (outcome.failed > 0 || outcome.teardown === "failed") program.setOptionValue("exitCode", EXIT.runsFailed);
+      if (outcome.teardown === "failed") program.setOptionValue("exitCode", EXIT.toolFailed);
+      else if (outcome.failed > 0) program.setOptionValue("exitCode", EXIT.runsFailed);
     });
 
   program.command("plan")
@@ -131,12 +133,15 @@ Typical session:
     .action((file: string) => {
       const campaign = loadCampaignFile(file, { readKeys: false });
       const plan = planCampaign(campaign, campaignName(campaign.sourceFile));
-      const estimate = estimateCampaign(plan, plan.runs, campaign, { localCores: availableParallelism() });
+      const estimate = estimateCampaign(plan, campaign, { localCores: availableParallelism() });
       process.stdout.write(formatTable(["#", "run", "job", "nodes", "bandwidth", "model", "batch"], plan.runs.map((run, index) => [
         String(index + 1), run.id, run.job, String(run.nodes), run.bandwidth ?? "-", run.model ?? "-", run.batchSize === undefined ? "-" : String(run.batchSize),
       ])));
       const lines = [
         `${plan.runs.length} runs on ${plan.nodesToProvision} ${campaign.testbed.target} nodes; links reshaped ${reshapeCount(plan.runs)} times`,
+        ...(plan.largestRunNodes < plan.nodesToProvision
+          ? [`note: no run uses more than ${plan.largestRunNodes} nodes; testbed.nodes: ${plan.largestRunNodes} would leave none idle`]
+          : []),
         `estimated duration: ${formatDuration(estimate.seconds)} (rough: see src/campaign/estimate.ts)`,
       ];
       if (estimate.instanceHours !== undefined) {
@@ -257,12 +262,12 @@ Typical session:
         ctx.reporter.info(`removed ${removed.containers.length} containers, ${removed.networks.length} networks, ${removed.volumes.length} volumes`);
         return;
       }
-      const { name, target, campaignFile } = resolveDownTarget(ctx.stateDir, which);
+      const { name, target, campaignFile, known } = resolveDownTarget(ctx.stateDir, which);
       const result = await down(ctx, name, target, campaignFile);
       if (result.removed !== undefined) {
         const { containers, networks, volumes } = result.removed;
         ctx.reporter.info(containers.length + networks.length + volumes.length === 0
-          ? `nothing left of testbed ${name}`
+          ? `nothing left of testbed ${name}${known ? "" : " here (for an AWS testbed, pass its campaign file: ringlab down <campaign.yaml>)"}`
           : `removed testbed ${name}: ${containers.length} containers, ${networks.length} networks, ${volumes.length} volumes`);
       } else {
         ctx.reporter.info(`destroyed AWS testbed ${name}`);
@@ -273,10 +278,10 @@ Typical session:
 }
 
 /** `down` accepts a name, a campaign file, or nothing (the current testbed). */
-function resolveDownTarget(stateDir: string, which: string | undefined): { name: string; target: "local" | "aws"; campaignFile?: string } {
+function resolveDownTarget(stateDir: string, which: string | undefined): { name: string; target: "local" | "aws"; campaignFile?: string; known: boolean } {
   if (which !== undefined && /\.ya?ml$/.test(which)) {
-    const campaign = loadCampaignFile(which);
-    return { name: campaign.testbed.name, target: campaign.testbed.target, campaignFile: campaign.sourceFile };
+    const campaign = loadCampaignFile(which, { readKeys: false });
+    return { name: campaign.testbed.name, target: campaign.testbed.target, campaignFile: campaign.sourceFile, known: true };
   }
   const name = which ?? currentTestbedName(stateDir);
   if (name === undefined) {
@@ -284,7 +289,9 @@ function resolveDownTarget(stateDir: string, which: string | undefined): { name:
   }
   const record = loadRecord(stateDir, name);
   // Without a record the testbed may still have local leftovers: remove them by label.
-  return record === undefined ? { name, target: "local" } : { name, target: record.target, campaignFile: record.campaignFile };
+  return record === undefined
+    ? { name, target: "local", known: false }
+    : { name, target: record.target, campaignFile: record.campaignFile, known: true };
 }
 
 function parsePositiveInt(text: string): number {

@@ -123,7 +123,15 @@ const testbed = z.discriminatedUnion("target", [localTestbed, awsTestbed]).super
       message: `found ${tb.nodes}, expected at most maxNodes (${tb.maxNodes}); raise maxNodes deliberately to go higher`,
     });
   }
-  if (tb.target !== "aws") return;
+  if (tb.target === "local") {
+    const prefix = Number(tb.subnet.split("/")[1]);
+    const addresses = 2 ** (32 - prefix);
+    // Nodes take .10 and up (src/testbed/local-plan.ts); the last address is the broadcast address.
+    if (10 + tb.nodes > addresses - 1) {
+      ctx.addIssue({ code: "custom", path: ["subnet"], message: `found ${tb.subnet}, too small for ${tb.nodes} nodes; use a /24` });
+    }
+    return;
+  }
   if (tb.adminCidr === "0.0.0.0/0" && !tb.allowSshFromAnywhere) {
     ctx.addIssue({
       code: "custom",

@@ -33,11 +33,15 @@ export function nodeName(testbed: string, rank: number): string {
   return `${testbed}-node-${rank}`;
 }
 
+export function nodeContainerName(testbed: string, rank: number): string {
+  return `ringlab-${testbed}-node-${rank}`;
+}
+
 export function planLocalTestbed(testbed: LocalTestbed, paths: TestbedPaths): LocalTestbedPlan {
   const nodes = Array.from({ length: testbed.nodes }, (_, rank) => ({
     rank,
     name: nodeName(testbed.name, rank),
-    container: `ringlab-${testbed.name}-node-${rank}`,
+    container: nodeContainerName(testbed.name, rank),
     ip: addressInSubnet(testbed.subnet, FIRST_NODE_HOST + rank),
   }));
   return {

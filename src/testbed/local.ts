@@ -25,11 +25,12 @@ export async function upLocal(ctx: Context, testbed: LocalTestbed, campaignFile:
   const plan = planLocalTestbed(testbed, paths);
 
   await ctx.reporter.step("check the Docker engine", () => docker.assertAvailable());
+  // Before reuse too: the layer cache makes it cheap, and a reused testbed must not run stale worker code.
+  await buildLocalImages(ctx, docker, testbed.workerImage);
   const existing = await findResources(docker, plan.name);
   if (existing.containers.length > 0 || existing.networks.length > 0) {
     return reuse(ctx, docker, plan, existing.containers, testbed, campaignFile);
   }
-  await buildLocalImages(ctx, docker, testbed.workerImage);
 
   try {
     await ctx.reporter.step(`start ${plan.nodes.length} node containers on ${plan.subnet}`, async (detail) => {

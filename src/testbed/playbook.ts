@@ -19,6 +19,8 @@ export function runPlaybook(ctx: Context, testbed: TestbedRecord, playbook: stri
     controlPathDir: controlPathDir(testbed),
     // Next to the inventory: removed with the testbed, so a new testbed never sees another's facts.
     factCacheDir: join(dirname(testbed.inventory), "ansible-facts"),
+    // ansible.cfg's 32 covers the usual testbed; larger ones need a fork per node (run.yml waits on all).
+    forks: Math.max(32, testbed.nodes.length),
     logFile: ctx.logFile,
     signal: ctx.signal,
     onTask: call.onTask,

@@ -1,5 +1,6 @@
 /** Whether a node's SSH server answers: connects and reads the "SSH-2.0-..." banner. No process spawned. */
 import { connect } from "node:net";
+import { ToolError } from "../errors.ts";
 
 export function sshAnswers(host: string, port = 22, timeoutMs = 3_000): Promise<boolean> {
   return new Promise((resolve) => {
@@ -25,7 +26,9 @@ export async function waitForSsh(hosts: readonly string[], timeoutMs: number, si
     if (pending.length === 0) return;
     onWaiting?.(pending);
     if (Date.now() > deadline) {
-      throw new Error(`SSH did not answer within ${Math.round(timeoutMs / 1000)} s on ${pending.join(", ")}`);
+      throw new ToolError("ssh", `SSH did not answer within ${Math.round(timeoutMs / 1000)} s on ${pending.join(", ")}`, {
+        hint: "check that the nodes run (`ringlab status`); on AWS, that testbed.adminCidr holds your current address",
+      });
     }
     await new Promise((resolve) => setTimeout(resolve, 500));
   }

@@ -1,5 +1,6 @@
 /** What `ringlab up` remembers about a testbed, so later verbs need no arguments. */
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { UsageError } from "../errors.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import { currentTestbedFile, testbedPaths } from "./paths.ts";
@@ -55,6 +56,19 @@ export function currentTestbedName(stateDir: string): string | undefined {
 
 /** Forgets a testbed: its record, key, inventory and (if default) shared dir; clears `current` if it was it. */
 export function forgetTestbed(stateDir: string, name: string): void {
-  rmSync(testbedPaths(stateDir, name).dir, { recursive: true, force: true });
   if (currentTestbedName(stateDir) === name) rmSync(currentTestbedFile(stateDir), { force: true });
+  const dir = testbedPaths(stateDir, name).dir;
+  try {
+    rmSync(dir, { recursive: true, force: true });
+  } catch (error) {
+    throw new UsageError(`testbed ${name} is gone, but ${dir} could not be removed (${(error as NodeJS.ErrnoException).code})`, {
+      hint: `workers write the shared directory as root: remove it with sudo rm -rf ${dir}`,
+    });
+  }
+}
+
+/** Names of the testbeds this state directory has records of. */
+export function knownTestbeds(stateDir: string): string[] {
+  const dir = join(stateDir, "testbeds");
+  return existsSync(dir) ? readdirSync(dir).filter((name) => existsSync(testbedPaths(stateDir, name).record)) : [];
 }

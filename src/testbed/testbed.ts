@@ -1,11 +1,14 @@
 /** The testbed verbs, whatever the target: up, configure, status, down. The CLI wires them to commands. */
-import { totalChanged, type HostRecap } from "../adapters/ansible.ts";
+import { totalChanged } from "../adapters/ansible.ts";
 import type { Campaign } from "../config/load.ts";
 import { uninterruptible, type Context } from "../context.ts";
 import { runPlaybook } from "./playbook.ts";
 import { upAws, downAws, type AwsOptions } from "./aws.ts";
 import { downLocal, localNodeContainers, upLocal, type LocalResources } from "./local.ts";
-import { forgetTestbed, loadRecord, type TestbedRecord } from "./record.ts";
+import { UsageError } from "../errors.ts";
+import { awsStackName } from "../inventory.ts";
+import { nodeContainerName } from "./local-plan.ts";
+import { forgetTestbed, knownTestbeds, loadRecord, type TestbedRecord } from "./record.ts";
 import { sshAnswers } from "./reachability.ts";
 
 export async function up(ctx: Context, campaign: Campaign, awsOptions?: AwsOptions): Promise<TestbedRecord> {
@@ -16,7 +19,7 @@ export async function up(ctx: Context, campaign: Campaign, awsOptions?: AwsOptio
 }
 
 export interface ConfigureResult {
-  readonly recap: Readonly<Record<string, HostRecap>>;
+  /** Changes summed over every node; 0 on a testbed already configured. */
   readonly changed: number;
 }
 
@@ -24,7 +27,7 @@ export interface ConfigureResult {
 export async function configure(ctx: Context, record: TestbedRecord): Promise<ConfigureResult> {
   const result = await ctx.reporter.step(`configure ${record.nodes.length} nodes (ansible/site.yml)`, (detail) =>
     runPlaybook(ctx, record, "site.yml", { onTask: detail }));
-  return { recap: result.recap, changed: totalChanged(result.recap) };
+  return { changed: totalChanged(result.recap) };
 }
 
 export interface NodeStatus {
@@ -42,7 +45,7 @@ export async function status(ctx: Context, record: TestbedRecord): Promise<NodeS
     name: node.name,
     rank: node.rank,
     address: node.sshAddress,
-    running: record.target === "local" ? containers.some((c) => c.running && c.name === `ringlab-${record.name}-node-${node.rank}`) : undefined,
+    running: record.target === "local" ? containers.some((c) => c.running && c.name === nodeContainerName(record.name, node.rank)) : undefined,
     sshAnswers: await sshAnswers(node.sshAddress),
   })));
 }
@@ -61,8 +64,10 @@ export async function down(ctx: Context, name: string, target: "local" | "aws", 
   const teardown = uninterruptible(ctx);
   if (target === "aws") {
     const file = campaignFile ?? loadRecord(ctx.stateDir, name)?.campaignFile;
-    if (file === undefined) throw new Error(`no record of AWS testbed ${name}: pass its campaign file (ringlab down <campaign.yaml>)`);
-    await teardown.reporter.step(`cdktf destroy ringlab-${name}`, () => downAws(teardown, name, file, awsOptions));
+    if (file === undefined) {
+      throw new UsageError(`no record of AWS testbed ${name} here`, { hint: "pass its campaign file: ringlab down <campaign.yaml>" });
+    }
+    await teardown.reporter.step(`cdktf destroy ${awsStackName(name)}`, () => downAws(teardown, name, file, awsOptions));
     forgetTestbed(ctx.stateDir, name);
     return { target };
   }
@@ -71,7 +76,11 @@ export async function down(ctx: Context, name: string, target: "local" | "aws", 
   return { target, removed };
 }
 
-/** Removes every local ringlab container, network and volume, whatever testbed it belongs to. */
+/** Removes every local ringlab container, network and volume, whatever testbed it belongs to, and forgets them. */
 export async function downAllLocal(ctx: Context): Promise<LocalResources> {
-  return uninterruptible(ctx).reporter.step("remove every local ringlab testbed", () => downLocal(uninterruptible(ctx), undefined));
+  const removed = await uninterruptible(ctx).reporter.step("remove every local ringlab testbed", () => downLocal(uninterruptible(ctx), undefined));
+  for (const name of knownTestbeds(ctx.stateDir)) {
+    if (loadRecord(ctx.stateDir, name)?.target === "local") forgetTestbed(ctx.stateDir, name);
+  }
+  return removed;
 }

@@ -8,6 +8,7 @@ import type { Context } from "../../src/context.ts";
 import { PrerequisiteError, ToolError } from "../../src/errors.ts";
 import { silentReporter } from "../../src/reporter.ts";
 import { upAws } from "../../src/testbed/aws.ts";
+import { saveRecord } from "../../src/testbed/record.ts";
 
 const FAKE = resolve("test/fixtures/fake-cdktf.mjs");
 const OUTPUTS = resolve("test/fixtures/cdktf-outputs.json");
@@ -18,7 +19,7 @@ function fakeCdktf(dir: string, extraEnv: Record<string, string> = {}) {
   const env = Object.entries({ FAKE_CDKTF_CALLS: calls, FAKE_CDKTF_OUTPUTS: OUTPUTS, ...extraEnv }).map(([k, v]) => `${k}=${v}`);
   return {
     command: ["env", ...env, process.execPath, FAKE],
-    calls: () => existsSync(calls) ? readFileSync(calls, "utf8").trim().split("\n").map((line) => JSON.parse(line) as { args: string[]; config: string }) : [],
+    calls: () => existsSync(calls) ? readFileSync(calls, "utf8").trim().split("\n").map((line) => JSON.parse(line) as { args: string[]; config: string; createdAt?: string }) : [],
   };
 }
 
@@ -78,6 +79,23 @@ describe("AWS testbed up", () => {
     expect(error).toBeInstanceOf(ToolError);
     expect(fake.calls().map((call) => call.args[0])).toEqual(["deploy", "destroy"]);
     expect(fake.calls()[1]!.config).toBe(file);
+  });
+
+  it("leaves a testbed deployed earlier alone when a new deploy of it fails, and keeps its creation time", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-aws-"));
+    const file = join(dir, "scale.yaml");
+    writeFileSync(file, campaignText);
+    const ctx = context(dir);
+    saveRecord(ctx.stateDir, {
+      schema: "ringlab.testbed/v1", name: "scale", target: "aws", campaignFile: file, inventory: join(dir, "inventory.yml"),
+      sharedDir: "/shared", nodes: [], createdAt: "2026-01-02T03:04:05.000Z",
+    });
+    const fake = fakeCdktf(dir, { FAKE_CDKTF_FAIL: "deploy" });
+    const campaign = parseCampaign(campaignText, file, file);
+    if (campaign.testbed.target !== "aws") throw new Error("fixture is aws");
+    const error = await upAws(ctx, campaign.testbed, file, { cdktfCommand: fake.command, terraformBinary: "true" }).catch((e) => e);
+    expect(error).toBeInstanceOf(ToolError);
+    expect(fake.calls().map((call) => [call.args[0], call.createdAt])).toEqual([["deploy", "2026-01-02T03:04:05.000Z"]]);
   });
 
   it("refuses to start when terraform is missing, before calling cdktf at all", async () => {

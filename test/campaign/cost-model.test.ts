@@ -52,16 +52,18 @@ describe("efficiency", () => {
 });
 
 describe("campaign estimate", () => {
-  it("prices an AWS campaign from instance-hours of the nodes it provisions", () => {
+  it("prices an AWS campaign from instance-hours of every node it provisions, idle or not", () => {
     const file = parseCampaign(`
 testbed: {target: aws, name: s, nodes: 4, adminCidr: 203.0.113.7/32, sshPublicKey: "ssh-ed25519 AAAAC3Nza"}
 campaign: {matrix: {nodes: [1, 2], model: resnet50, batchSize: 64, bandwidth: 1gbit}}
 `, "c.yaml");
     const plan = planCampaign(file, "c");
-    const estimate = estimateCampaign(plan, plan.runs, file);
-    expect(plan.nodesToProvision).toBe(2);
+    const estimate = estimateCampaign(plan, file);
+    // The testbed is provisioned as described (4 nodes), even though no run uses more than 2.
+    expect(plan.nodesToProvision).toBe(4);
+    expect(plan.largestRunNodes).toBe(2);
     expect(estimate.hourlyPriceUsd).toBe(0.526);
-    expect(estimate.instanceHours).toBeCloseTo((2 * estimate.seconds) / 3600, 9);
+    expect(estimate.instanceHours).toBeCloseTo((4 * estimate.seconds) / 3600, 9);
     expect(estimate.costUsd).toBeCloseTo(estimate.instanceHours! * 0.526, 9);
   });
 });

@@ -32,6 +32,7 @@ describe("expanding the matrix", () => {
     // 6 single-node runs shared by both bandwidths, 9 x 6 multi-node runs per bandwidth.
     expect(plan.runs).toHaveLength(6 + 2 * 9 * 6);
     expect(plan.nodesToProvision).toBe(10);
+    expect(plan.largestRunNodes).toBe(10);
     expect(reshapeCount(plan.runs)).toBe(2);
   });
 
