@@ -70,6 +70,8 @@ export async function executeRun(ctx: Context, record: TestbedRecord, request: R
         worker_job_args: request.workerArgs,
         worker_timeout_seconds: request.timeoutSeconds,
         worker_collect_dir: request.collectDir,
+        // The inventory is the CLI's own and site.yml checked it; run.yml runs once per run, so skip the checks.
+        preflight_check_inventory: false,
       },
       // Ansible's own work (start, poll, collect) on top of the job's limit.
       timeoutMs: (request.timeoutSeconds + 180) * 1000,

@@ -60,9 +60,8 @@ export async function runCampaign(ctx: Context, campaign: Campaign, options: Cam
     if (todo.length > 0) {
       // The testbed is provisioned once, as the file describes it, and serves every run.
       testbed = await up(ctx, campaign);
+      // Configuring also removes workers left over from a killed earlier invocation.
       await configure(ctx, testbed);
-      // Workers left over from a killed earlier invocation would hold the rendezvous port.
-      await stopWorkers(ctx, testbed);
       let shapedTo: string | undefined;
       for (const [index, run] of todo.entries()) {
         ctx.signal.throwIfAborted();

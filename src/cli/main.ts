@@ -173,7 +173,7 @@ Typical session:
     });
 
   program.command("configure")
-    .description("make every node ready (ansible/site.yml): hosts, SSH trust, GPU driver, shared storage, Docker, worker image")
+    .description("make every node ready (ansible/site.yml): hosts, SSH trust, GPU driver, shared storage, Docker, worker image, no leftover workers")
     .option("--testbed <name>", "testbed to act on (default: the last one brought up)")
     .action(async (options: { testbed?: string }, command: Command) => {
       const ctx = contextFor(command, "configure");

@@ -83,7 +83,9 @@ def torchrun_argv(rdzv: Rendezvous, timeout_seconds: float, job_argv: List[str])
         "--rdzv_id", rdzv.run_id,
         "--rdzv_conf", rdzv_conf,
         "--max_restarts", "0",
-        "--monitor_interval", "1",  # notice a dead worker within a second, not torch's default 5
+        # How often the agent polls its workers: a finished or dead worker is noticed within a quarter second
+        # (torch's default, 5 s, would add 2.5 s to every run on average); a poll is a waitpid, nearly free.
+        "--monitor_interval", "0.25",
         "-m", "ringlab_worker",
         *job_argv,
     ]
