@@ -3,6 +3,7 @@
  * variables, reports each task as it starts, and reads the PLAY RECAP so callers know what changed.
  */
 import { join } from "node:path";
+import { load } from "js-yaml";
 import { failure, runProgram } from "./process.ts";
 
 export interface HostRecap {
@@ -124,13 +125,18 @@ function messageFromJson(text: string): string | undefined {
   }
 }
 
-/** The `msg:` of the indented block that follows a failure header. */
+/**
+ * The `msg:` of the indented YAML block that follows a failure header. Ansible wraps long scalars over several
+ * lines, so the block is parsed as YAML rather than read line by line.
+ */
 function messageFromYamlBlock(lines: readonly string[], from: number): string | undefined {
-  for (let i = from; i < lines.length && /^\s+\S/.test(lines[i]!); i++) {
-    const msg = /^\s+msg: ?(.*)$/.exec(lines[i]!);
-    if (!msg) continue;
-    // A block scalar (`msg: |-`) has its text on the next line.
-    return /^[|>][-+]?$/.test(msg[1]!) ? lines[i + 1]?.trim() : msg[1]!.replace(/^(['"])(.*)\1$/, "$2");
+  let end = from;
+  while (end < lines.length && /^\s+\S/.test(lines[end]!)) end++;
+  try {
+    const details = load(lines.slice(from, end).join("\n"));
+    if (typeof details === "object" && details !== null && "msg" in details) return String(details.msg);
+  } catch {
+    // Not YAML after all (e.g. cut short): no message from this block.
   }
   return undefined;
 }

@@ -41,10 +41,21 @@ describe("reading ansible-playbook output", () => {
       "    msg: |-",
       "      Worker rank 1 on t-node-1 exited with code 3;",
       "      its log is /r/worker-1.log",
+      "",
+      "TASK [worker : Fail when the head wrote no result] *****************************",
+      "fatal: [t-node-2]: FAILED! => ",
+      "    changed: false",
+      "    msg: 'Worker rank 0 on t-node-2 exited with code 0 but wrote no result (/shared/runs/r1/result.json:",
+      "        the remote file does not exist, not transferring, ignored)'",
+      "",
+      "PLAY RECAP *********************************************************************",
     ].join("\n");
     expect(describeFailures(yamlFormat)).toBe(
       "t-node-0 failed: Inventory variable 'ringlab_shared_dir' is missing or empty for host t-node-0; " +
-      "t-node-1 failed: Worker rank 1 on t-node-1 exited with code 3;",
+      "t-node-1 failed: Worker rank 1 on t-node-1 exited with code 3;; " +
+      // A long quoted message that Ansible wrapped over two lines comes back whole.
+      "t-node-2 failed: Worker rank 0 on t-node-2 exited with code 0 but wrote no result (/shared/runs/r1/result.json: " +
+      "the remote file does not exist, not transferring, ignored)",
     );
   });
 });

@@ -95,6 +95,16 @@ describe("a local testbed through the CLI", { timeout: 10 * 60_000 }, () => {
     expect(docker(["ps", "-aq", "--filter", "label=ringlab.run_id", "--filter", `label=ringlab.testbed=${NAME}`]).trim()).toBe("");
   });
 
+  it("reports a run whose worker exits cleanly without writing a result as failed", async () => {
+    const out = join(dir, "no-result");
+    // --help: the worker prints its usage and exits 0 before it writes anything.
+    const run = await ringlab(state, ["run", "--nodes", "1", "--out", out, "--", "--help"]);
+    expect(run.code).toBe(5);
+    expect(run.stdout).toMatch(/run FAILED .*: \S+-node-0 failed: Worker rank 0 on \S+ exited with code 0 but wrote no result \(\S+result\.json: the remote file does not exist/);
+    const [runDir] = readdirSync(out);
+    expect(readdirSync(join(out, runDir!))).toEqual(["worker-0.log"]);
+  });
+
   it("leaves a testbed alone when a campaign of the same name but another shape is refused", async () => {
     const clash = writeFile(dir, "clash.yaml", `testbed: {target: local, name: ${NAME}, nodes: 2, subnet: 10.79.0.0/24}
 campaign: {matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit}}
