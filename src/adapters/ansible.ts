@@ -3,7 +3,7 @@
  * variables, reports each task as it starts, and reads the PLAY RECAP so callers know what changed.
  */
 import { join } from "node:path";
-import { load } from "js-yaml";
+import { load as loadYaml } from "js-yaml";
 import { failure, runProgram } from "./process.ts";
 
 export interface HostRecap {
@@ -133,7 +133,7 @@ function messageFromYamlBlock(lines: readonly string[], from: number): string | 
   let end = from;
   while (end < lines.length && /^\s+\S/.test(lines[end]!)) end++;
   try {
-    const details = load(lines.slice(from, end).join("\n"));
+    const details = loadYaml(lines.slice(from, end).join("\n"));
     if (typeof details === "object" && details !== null && "msg" in details) return String(details.msg);
   } catch {
     // Not YAML after all (e.g. cut short): no message from this block.
