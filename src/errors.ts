@@ -53,6 +53,11 @@ export class UsageError extends RinglabError {
   readonly exitCode = EXIT.badInput;
 }
 
+/** A broken invariant of ringlab itself (a bug), stopped before it could do harm: never the user's fault. */
+export class InternalError extends RinglabError {
+  readonly exitCode = EXIT.unexpected;
+}
+
 /** Something needed on this machine is missing or not running. */
 export class PrerequisiteError extends RinglabError {
   readonly exitCode = EXIT.missingPrerequisite;

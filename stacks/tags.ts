@@ -7,9 +7,8 @@ export interface TestbedTagsProps {
   readonly testbedName: string;
   /** The campaign file's base name without extension (`ringlab:campaign`). */
   readonly campaignName: string;
-  /** When the testbed is created; `ringlab:expires-at` is this plus `ttlHours`. */
-  readonly createdAt: Date;
-  readonly ttlHours: number;
+  /** When the testbed may be removed, ISO-8601 UTC (`ringlab:expires-at`), e.g. 2025-03-01T18:00:00Z. */
+  readonly expiresAt: string;
   /** The user's own tags; they may not use the reserved `ringlab:` and `aws:` prefixes. */
   readonly userTags?: Readonly<Record<string, string>>;
 }
@@ -24,8 +23,7 @@ export const TAG_KEYS = {
 const RESERVED_PREFIXES = ["ringlab:", "aws:"];
 
 export function testbedTags(props: TestbedTagsProps): Record<string, string> {
-  if (Number.isNaN(props.createdAt.getTime())) throw new Error("testbedTags: createdAt is not a valid date");
-  if (!(props.ttlHours > 0)) throw new Error(`testbedTags: ttlHours must be positive, got ${props.ttlHours}`);
+  if (Number.isNaN(Date.parse(props.expiresAt))) throw new Error(`testbedTags: expiresAt "${props.expiresAt}" is not an ISO-8601 time`);
   const userTags = props.userTags ?? {};
   for (const key of Object.keys(userTags)) {
     const prefix = RESERVED_PREFIXES.find((p) => key.toLowerCase().startsWith(p));
@@ -35,12 +33,6 @@ export function testbedTags(props: TestbedTagsProps): Record<string, string> {
     ...userTags,
     [TAG_KEYS.testbed]: props.testbedName,
     [TAG_KEYS.campaign]: props.campaignName,
-    [TAG_KEYS.expiresAt]: expiresAt(props.createdAt, props.ttlHours),
+    [TAG_KEYS.expiresAt]: props.expiresAt,
   };
-}
-
-/** ISO-8601 UTC to the second, e.g. 2025-03-01T18:00:00Z. */
-export function expiresAt(createdAt: Date, ttlHours: number): string {
-  const expiry = new Date(createdAt.getTime() + Math.round(ttlHours * 3_600_000));
-  return expiry.toISOString().replace(/\.\d{3}Z$/, "Z");
 }

@@ -1,26 +1,56 @@
-import { resolve } from "node:path";
 import type { Construct } from "constructs";
 import { LocalBackend, S3Backend, TerraformOutput, TerraformStack } from "cdktf";
 import { AwsProvider } from "@cdktf/provider-aws/lib/provider/index.js";
-import { availabilityZoneOf, type AwsTestbed } from "../src/config/schema.ts";
 import { ClusterNetwork } from "./constructs/cluster-network.ts";
 import { ClusterNodes } from "./constructs/cluster-nodes.ts";
 import { ClusterSecurityGroup } from "./constructs/cluster-security-group.ts";
 import { EfsSharedStorage } from "./constructs/efs-shared-storage.ts";
 import { testbedTags } from "./tags.ts";
 
+/** Where Terraform keeps the testbed's state: a local file (absolute path) or an S3 object (encrypted). */
+export type TerraformStateProps =
+  | { readonly backend: "local"; readonly path: string }
+  | { readonly backend: "s3"; readonly bucket: string; readonly key: string; readonly region: string };
+
 export interface TestbedStackProps {
-  /** The campaign's testbed section, as loaded (sshPublicKey read from its file). */
-  readonly testbed: AwsTestbed;
+  /** The testbed's name: prefixes resource names, the `ringlab:testbed` tag. */
+  readonly testbedName: string;
   /** The campaign file's base name without extension: the `ringlab:campaign` tag. */
   readonly campaignName: string;
-  /** When the testbed is created: `ringlab:expires-at` is this plus the testbed's ttlHours. */
-  readonly createdAt: Date;
+  /** ISO-8601 UTC time after which the testbed may be removed: the `ringlab:expires-at` tag. */
+  readonly expiresAt: string;
   /**
-   * Where Terraform keeps the state when the testbed has no remote state.
-   * @default `<working directory>/.ringlab/state/<testbed name>.tfstate`
+   * The user's own tags on every resource.
+   * @default no tags
    */
-  readonly localStatePath?: string;
+  readonly userTags?: Readonly<Record<string, string>>;
+  readonly region: string;
+  readonly availabilityZone: string;
+  readonly nodeCount: number;
+  readonly instanceType: string;
+  /**
+   * The AMI of every node.
+   * @default the newest AWS Deep Learning Base GPU AMI, looked up at deploy time (see ClusterNodes)
+   */
+  readonly ami?: string;
+  readonly rootVolumeGiB: number;
+  /** OpenSSH public key text for the AMI's default user. */
+  readonly sshPublicKey: string;
+  /** The user the outputs tell the inventory to log in as. */
+  readonly sshUser: string;
+  /** The only source of SSH to the nodes. */
+  readonly adminCidr: string;
+  /** @default false */
+  readonly allowSshFromAnywhere?: boolean;
+  readonly vpcCidr: string;
+  readonly subnetCidr: string;
+  readonly sharedStorage: "nfs" | "efs";
+  /** @default false */
+  readonly spot?: boolean;
+  /** @default false */
+  readonly efa?: boolean;
+  /** Where Terraform keeps the state; a local path must be absolute (cdktf runs Terraform in its own folder). */
+  readonly terraformState: TerraformStateProps;
 }
 
 /** One entry of the `nodes` output, in rank order. */
@@ -47,64 +77,68 @@ export const OUTPUT_NAMES = {
 export class TestbedStack extends TerraformStack {
   constructor(scope: Construct, id: string, props: TestbedStackProps) {
     super(scope, id);
-    const tb = props.testbed;
-    if (tb.sshPublicKey === undefined) {
-      throw new Error("TestbedStack: testbed.sshPublicKey is not set; load the campaign with loadCampaignFile");
-    }
     const tags = testbedTags({
-      testbedName: tb.name,
+      testbedName: props.testbedName,
       campaignName: props.campaignName,
-      createdAt: props.createdAt,
-      ttlHours: tb.ttlHours,
-      userTags: tb.tags,
+      expiresAt: props.expiresAt,
+      ...(props.userTags === undefined ? {} : { userTags: props.userTags }),
     });
-
-    new AwsProvider(this, "aws", { region: tb.region, defaultTags: [{ tags }] });
-    if (tb.state.backend === "s3") {
-      new S3Backend(this, { bucket: tb.state.bucket, key: tb.state.key, region: tb.state.region ?? tb.region, encrypt: true });
+    new AwsProvider(this, "aws", { region: props.region, defaultTags: [{ tags }] });
+    const state = props.terraformState;
+    if (state.backend === "s3") {
+      new S3Backend(this, { bucket: state.bucket, key: state.key, region: state.region, encrypt: true });
     } else {
-      new LocalBackend(this, { path: props.localStatePath ?? resolve(".ringlab", "state", `${tb.name}.tfstate`) });
+      if (!state.path.startsWith("/")) throw new Error(`TestbedStack: terraformState.path "${state.path}" must be absolute`);
+      new LocalBackend(this, { path: state.path });
     }
+    const cluster = this.cluster(props, tags);
+    this.outputs(props, cluster.nodes, cluster.sharedStorageEndpoint);
+  }
 
+  private cluster(props: TestbedStackProps, tags: Record<string, string>) {
+    const name = props.testbedName;
     const network = new ClusterNetwork(this, "network", {
-      name: tb.name,
-      vpcCidr: tb.vpcCidr,
-      subnetCidr: tb.subnetCidr,
-      availabilityZone: availabilityZoneOf(tb),
+      name,
+      vpcCidr: props.vpcCidr,
+      subnetCidr: props.subnetCidr,
+      availabilityZone: props.availabilityZone,
     });
     const securityGroup = new ClusterSecurityGroup(this, "security-group", {
-      name: tb.name,
+      name,
       vpcId: network.vpc.id,
-      adminCidr: tb.adminCidr,
-      allowSshFromAnywhere: tb.allowSshFromAnywhere,
+      adminCidr: props.adminCidr,
+      allowSshFromAnywhere: props.allowSshFromAnywhere ?? false,
     });
-    const cluster = new ClusterNodes(this, "cluster", {
-      name: tb.name,
-      nodeCount: tb.nodes,
-      instanceType: tb.instanceType,
-      ami: tb.ami,
-      rootVolumeGiB: tb.rootVolumeGiB,
+    const nodes = new ClusterNodes(this, "cluster", {
+      name,
+      nodeCount: props.nodeCount,
+      instanceType: props.instanceType,
+      ...(props.ami === undefined ? {} : { ami: props.ami }),
+      rootVolumeGiB: props.rootVolumeGiB,
       subnetId: network.subnet.id,
       securityGroupId: securityGroup.securityGroup.id,
-      sshPublicKey: tb.sshPublicKey,
-      efa: tb.efa,
-      spot: tb.spot,
+      sshPublicKey: props.sshPublicKey,
+      efa: props.efa ?? false,
+      spot: props.spot ?? false,
       launchTags: tags,
     });
-    const sharedStorageEndpoint = tb.sharedStorage === "efs"
+    const sharedStorageEndpoint = props.sharedStorage === "efs"
       ? new EfsSharedStorage(this, "shared-storage", {
-        name: tb.name,
+        name,
         subnetId: network.subnet.id,
         securityGroupId: securityGroup.securityGroup.id,
       }).mountDnsName
-      : cluster.head.instance.privateIp;
+      : nodes.head.instance.privateIp;
+    return { nodes, sharedStorageEndpoint };
+  }
 
+  private outputs(props: TestbedStackProps, cluster: ClusterNodes, sharedStorageEndpoint: string): void {
     const nodes: NodeOutput[] = cluster.nodes.map((node) => ({
       name: node.name,
       role: node.role,
       publicIp: node.instance.publicIp,
       privateIp: node.instance.privateIp,
-      instanceType: tb.instanceType,
+      instanceType: props.instanceType,
     }));
     new TerraformOutput(this, OUTPUT_NAMES.nodes, {
       value: nodes,
@@ -112,10 +146,10 @@ export class TestbedStack extends TerraformStack {
     });
     new TerraformOutput(this, OUTPUT_NAMES.sharedStorageEndpoint, {
       value: sharedStorageEndpoint,
-      description: tb.sharedStorage === "efs"
+      description: props.sharedStorage === "efs"
         ? "DNS name of the EFS mount target (mount with NFSv4.1)"
         : "Private IP of the head node, which exports the shared directory over NFS",
     });
-    new TerraformOutput(this, OUTPUT_NAMES.sshUser, { value: tb.sshUser, description: "User for SSH to every node" });
+    new TerraformOutput(this, OUTPUT_NAMES.sshUser, { value: props.sshUser, description: "User for SSH to every node" });
   }
 }

@@ -1,6 +1,7 @@
 /**
- * The only module that runs the cdktf CLI (which runs terraform or OpenTofu). Deploy, read outputs, destroy.
- * Terraform is not installed on the machines ringlab is developed on: tests replace `command` with a double.
+ * The only module that runs the cdktf CLI (which runs terraform or OpenTofu): synth, deploy, read outputs,
+ * destroy. The cdktf app (stacks/main.ts) synthesizes from the testbed spec file named by RINGLAB_SPEC and
+ * reads nothing else. Each testbed synthesizes into its own output folder, so two testbeds never share one.
  */
 import { readFileSync } from "node:fs";
 import { PrerequisiteError } from "../errors.ts";
@@ -16,8 +17,15 @@ export interface CdktfOptions {
   readonly logFile?: string | undefined;
   readonly onLine?: ((line: string) => void) | undefined;
   readonly signal?: AbortSignal | undefined;
-  /** The testbed's creation time (ISO-8601): stacks/main.ts derives the ringlab:expires-at tag from it. */
-  readonly createdAt?: string;
+}
+
+/** One testbed's stack: its name, the spec it is synthesized from, and where the synthesized files go. */
+export interface StackFiles {
+  readonly stack: string;
+  /** The testbed spec (src/testbed/spec.ts). */
+  readonly specFile: string;
+  /** cdktf's output folder (cdktf.out) for this testbed. */
+  readonly outDir: string;
 }
 
 export class Cdktf {
@@ -38,35 +46,31 @@ export class Cdktf {
     }
   }
 
-  /** Deploys the stack described by the campaign file and writes its outputs (JSON) to `outputsFile`. */
-  async deploy(stack: string, campaignFile: string, outputsFile: string): Promise<unknown> {
-    await this.cdktf(["deploy", stack, "--auto-approve", "--outputs-file", outputsFile, "--outputs-file-include-sensitive-outputs"], campaignFile);
-    return readOutputs(outputsFile);
+  /** Writes the stack's Terraform JSON to `<outDir>/stacks/<stack>/cdk.tf.json`; needs no terraform. */
+  async synth(files: StackFiles): Promise<void> {
+    await this.cdktf(["synth", "--output", files.outDir], files.specFile);
   }
 
-  async destroy(stack: string, campaignFile: string): Promise<void> {
-    await this.cdktf(["destroy", stack, "--auto-approve"], campaignFile);
+  /** Deploys the stack and writes its outputs (JSON) to `outputsFile`. */
+  async deploy(files: StackFiles, outputsFile: string): Promise<unknown> {
+    await this.cdktf(["deploy", files.stack, "--output", files.outDir, "--auto-approve",
+      "--outputs-file", outputsFile, "--outputs-file-include-sensitive-outputs"], files.specFile);
+    return JSON.parse(readFileSync(outputsFile, "utf8"));
   }
 
-  private async cdktf(args: readonly string[], campaignFile: string): Promise<void> {
+  async destroy(files: StackFiles): Promise<void> {
+    await this.cdktf(["destroy", files.stack, "--output", files.outDir, "--auto-approve"], files.specFile);
+  }
+
+  private async cdktf(args: readonly string[], specFile: string): Promise<void> {
     const [file, ...prefix] = this.command;
     const options: RunOptions = {
       cwd: this.options.projectDir,
-      env: {
-        RINGLAB_CONFIG: campaignFile,
-        CHECKPOINT_DISABLE: "1",
-        TERRAFORM_BINARY_NAME: this.terraformBinary,
-        CI: "1",
-        ...(this.options.createdAt === undefined ? {} : { RINGLAB_CREATED_AT: this.options.createdAt }),
-      },
+      env: { RINGLAB_SPEC: specFile, CHECKPOINT_DISABLE: "1", TERRAFORM_BINARY_NAME: this.terraformBinary, CI: "1" },
       logFile: this.options.logFile,
       onLine: this.options.onLine,
       signal: this.options.signal,
     };
     await runProgram("cdktf", file!, [...prefix, ...args], options);
   }
-}
-
-function readOutputs(outputsFile: string): unknown {
-  return JSON.parse(readFileSync(outputsFile, "utf8"));
 }

@@ -99,6 +99,13 @@ export class Docker {
     return result.output.split("\n").map((line) => line.trim()).filter((line) => line !== "");
   }
 
+  /** The values of label `key` on every container or network that carries `label` (KEY or KEY=VALUE). */
+  async labelValues(kind: "container" | "network", label: string, key: string): Promise<string[]> {
+    const args = kind === "container" ? ["ps", "--all"] : ["network", "ls"];
+    const result = await this.run([...args, "--filter", `label=${label}`, "--format", `{{.Label ${JSON.stringify(key)}}}`]);
+    return result.output.split("\n").map((line) => line.trim()).filter((line) => line !== "");
+  }
+
   async inspectContainers(ids: readonly string[]): Promise<ContainerInfo[]> {
     if (ids.length === 0) return [];
     const result = await this.run(["container", "inspect", "--format", "{{json .}}", ...ids]);

@@ -1,17 +1,18 @@
 /**
- * The AWS testbed: `cdktf deploy` of the stack in stacks/, its outputs turned into the inventory, then a wait
- * for SSH on every node. Never exercised against AWS in CI (no terraform there): see README.
+ * The AWS testbed: `cdktf deploy` of the stack in stacks/ synthesized from the stored spec, its outputs turned
+ * into the inventory, then a wait for SSH on every node; teardown is `cdktf destroy` of the same spec.
  */
-import { Cdktf } from "../adapters/cdktf.ts";
-import type { AwsTestbed } from "../config/schema.ts";
+import { existsSync, readFileSync } from "node:fs";
+import { Cdktf, type StackFiles } from "../adapters/cdktf.ts";
 import { uninterruptible, type Context } from "../context.ts";
 import { ToolError } from "../errors.ts";
-import { awsInventory, awsStackName, renderInventory } from "../inventory.ts";
+import { awsInventory, renderInventory } from "../inventory.ts";
+import { stackName } from "../rules/names.ts";
 import { writeFileAtomic } from "../util/fs.ts";
-import { mkdirSync } from "node:fs";
 import { testbedPaths } from "./paths.ts";
 import { loadRecord, saveRecord, type TestbedRecord } from "./record.ts";
 import { waitForSsh } from "./reachability.ts";
+import type { AwsTestbedSpec } from "./spec.ts";
 
 /** Cloud instances take minutes to boot; a GPU AMI's first boot is slower still. */
 const SSH_WAIT_MS = 10 * 60_000;
@@ -20,12 +21,13 @@ export interface AwsOptions {
   /** How to start the cdktf CLI; tests pass a double. */
   readonly cdktfCommand?: readonly string[];
   readonly terraformBinary?: string;
+  /** How long to wait for SSH on the nodes. @default 10 minutes */
+  readonly sshWaitMs?: number;
 }
 
-function cdktfFor(ctx: Context, options: AwsOptions, createdAt?: string): Cdktf {
+function cdktfFor(ctx: Context, options: AwsOptions): Cdktf {
   return new Cdktf({
     projectDir: ctx.repoDir,
-    ...(createdAt === undefined ? {} : { createdAt }),
     logFile: ctx.logFile,
     onLine: (line) => ctx.reporter.toolLine(line),
     signal: ctx.signal,
@@ -34,57 +36,80 @@ function cdktfFor(ctx: Context, options: AwsOptions, createdAt?: string): Cdktf 
   });
 }
 
-export async function upAws(ctx: Context, testbed: AwsTestbed, campaignFile: string, options: AwsOptions = {}): Promise<TestbedRecord> {
-  const paths = testbedPaths(ctx.stateDir, testbed.name);
-  const stack = awsStackName(testbed.name);
-  // A testbed deployed earlier (kept, or resumed) keeps its creation time, so its expires-at tag stays put,
-  // and is not destroyed when this deploy fails: only what this call created is rolled back.
-  const earlier = loadRecord(ctx.stateDir, testbed.name);
-  const createdAt = earlier?.createdAt ?? new Date().toISOString();
-  const cdktf = cdktfFor(ctx, options, createdAt);
+export function stackFiles(stateDir: string, name: string): StackFiles {
+  const paths = testbedPaths(stateDir, name);
+  return { stack: stackName(name), specFile: paths.spec, outDir: paths.cdktfOut };
+}
+
+/** Deploys the testbed whose spec is stored already (testbed.ts writes it first, so teardown always has it). */
+export async function upAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOptions = {}): Promise<TestbedRecord> {
+  const files = stackFiles(ctx.stateDir, spec.name);
+  // A testbed deployed earlier (kept, or resumed) is not destroyed when this deploy fails: only what this call
+  // created is rolled back.
+  const earlier = loadRecord(ctx.stateDir, spec.name);
+  const cdktf = cdktfFor(ctx, options);
   await ctx.reporter.step("check terraform", () => cdktf.assertTerraform());
-  mkdirSync(paths.dir, { recursive: true });
   try {
-    const outputs = await ctx.reporter.step(`cdktf deploy ${stack} (${testbed.nodes} × ${testbed.instanceType} in ${testbed.region})`, () =>
-      cdktf.deploy(stack, campaignFile, paths.stackOutputs));
-    let inventory: ReturnType<typeof awsInventory>;
-    try {
-      inventory = awsInventory(outputs, testbed, paths.knownHosts);
-    } catch (error) {
-      throw new ToolError("cdktf", `the deployed stack's outputs are incomplete: ${(error as Error).message}`, { cause: error });
-    }
-    writeFileAtomic(paths.inventory, renderInventory(inventory));
-    const hosts = Object.values({ ...inventory.all.children.head.hosts, ...inventory.all.children.workers.hosts });
-    await ctx.reporter.step("wait for SSH on every node", (detail) =>
-      waitForSsh(hosts.map((h) => String(h["ansible_host"])), SSH_WAIT_MS, ctx.signal, (pending) => detail(`waiting for ${pending.join(", ")}`)));
-    const record: TestbedRecord = {
-      schema: "ringlab.testbed/v1",
-      name: testbed.name,
-      target: "aws",
-      campaignFile,
-      inventory: paths.inventory,
-      sharedDir: String(inventory.all.vars["ringlab_shared_dir"]),
-      nodes: Object.entries({ ...inventory.all.children.head.hosts, ...inventory.all.children.workers.hosts }).map(([name, vars]) => ({
-        name, rank: Number(vars["ringlab_node_rank"]), sshAddress: String(vars["ansible_host"]), privateIp: String(vars["ringlab_private_ip"]),
-      })),
-      createdAt,
-    };
-    saveRecord(ctx.stateDir, record);
-    return record;
+    return await deployAndReach(ctx, spec, cdktf, files, options);
   } catch (error) {
     if (earlier !== undefined) {
-      ctx.reporter.warn(`testbed ${testbed.name} existed before this deploy and was left as it is; \`ringlab down ${testbed.name}\` removes it`);
+      ctx.reporter.warn(`testbed ${spec.name} existed before this deploy and was left as it is; \`ringlab down ${spec.name}\` removes it`);
       throw error;
     }
     // Paid machines must not outlive a failed `up`. A failing destroy must not hide why `up` failed.
-    await ctx.reporter.step(`roll back: cdktf destroy ${stack}`, () => cdktfFor(uninterruptible(ctx), options, createdAt).destroy(stack, campaignFile))
-      .catch((rollback: unknown) => ctx.reporter.warn(`the rollback failed too (${(rollback as Error).message}); run \`ringlab down ${campaignFile}\``));
+    await ctx.reporter.step(`roll back: cdktf destroy ${files.stack}`, () => cdktfFor(uninterruptible(ctx), options).destroy(files))
+      .catch((rollback: unknown) => ctx.reporter.warn(`the rollback failed too (${(rollback as Error).message}); run \`ringlab down ${spec.name}\``));
     throw error;
   }
 }
 
-export async function downAws(ctx: Context, testbedName: string, campaignFile: string, options: AwsOptions = {}): Promise<void> {
-  const cdktf = cdktfFor(uninterruptible(ctx), options, loadRecord(ctx.stateDir, testbedName)?.createdAt);
+async function deployAndReach(ctx: Context, spec: AwsTestbedSpec, cdktf: Cdktf, files: StackFiles, options: AwsOptions): Promise<TestbedRecord> {
+  const paths = testbedPaths(ctx.stateDir, spec.name);
+  const outputs = await ctx.reporter.step(`cdktf deploy ${files.stack} (${spec.nodes} × ${spec.instanceType} in ${spec.region})`, () =>
+    cdktf.deploy(files, paths.stackOutputs));
+  let inventory: ReturnType<typeof awsInventory>;
+  try {
+    inventory = awsInventory(outputs, spec, paths.knownHosts);
+  } catch (error) {
+    throw new ToolError("cdktf", `the deployed stack's outputs are incomplete: ${(error as Error).message}`, { cause: error });
+  }
+  writeFileAtomic(paths.inventory, renderInventory(inventory));
+  const hosts = { ...inventory.all.children.head.hosts, ...inventory.all.children.workers.hosts };
+  await ctx.reporter.step("wait for SSH on every node", (detail) =>
+    waitForSsh(Object.values(hosts).map((h) => String(h["ansible_host"])), options.sshWaitMs ?? SSH_WAIT_MS, ctx.signal,
+      (pending) => detail(`waiting for ${pending.join(", ")}`)));
+  const record: TestbedRecord = {
+    schema: "ringlab.testbed/v2",
+    name: spec.name,
+    target: "aws",
+    inventory: paths.inventory,
+    sharedDir: String(inventory.all.vars["ringlab_shared_dir"]),
+    nodes: Object.entries(hosts).map(([name, vars]) => ({
+      name, rank: Number(vars["ringlab_node_rank"]), sshAddress: String(vars["ansible_host"]), privateIp: String(vars["ringlab_private_ip"]),
+    })),
+    createdAt: spec.createdAt,
+  };
+  saveRecord(ctx.stateDir, record);
+  return record;
+}
+
+/** Destroys the stack from its stored spec; throws when Terraform's local state still lists resources after. */
+export async function downAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOptions = {}): Promise<void> {
+  const cdktf = cdktfFor(uninterruptible(ctx), options);
   await cdktf.assertTerraform();
-  await cdktf.destroy(awsStackName(testbedName), campaignFile);
+  await cdktf.destroy(stackFiles(ctx.stateDir, spec.name));
+  const state = spec.state;
+  const left = state.backend === "local" ? resourcesInState(state.path) : [];
+  if (left.length > 0 && state.backend === "local") {
+    throw new ToolError("cdktf", `cdktf destroy finished, but Terraform's state ${state.path} still lists ${left.length} resources (${left.slice(0, 5).join(", ")})`, {
+      hint: `the testbed's state is kept; run \`ringlab down ${spec.name}\` again, or look at the AWS console for resources tagged ringlab:testbed=${spec.name}`,
+    });
+  }
+}
+
+/** `type.name` of every resource a Terraform state file lists; none when the file does not exist. */
+export function resourcesInState(stateFile: string): string[] {
+  if (!existsSync(stateFile)) return [];
+  const state = JSON.parse(readFileSync(stateFile, "utf8")) as { resources?: { mode?: string; type: string; name: string }[] };
+  return (state.resources ?? []).filter((r) => r.mode !== "data").map((r) => `${r.type}.${r.name}`);
 }

@@ -2,12 +2,17 @@
  * What a local testbed consists of: names, addresses and labels of its Docker network and node containers.
  * Pure, so `up`, `down`, `status` and the tests agree on every name.
  */
-import type { LocalTestbed } from "../config/schema.ts";
+import { createHash } from "node:crypto";
 import type { InventorySpec } from "../inventory.ts";
+import { addressInSubnet } from "../rules/cidr.ts";
+import { nodeContainerName, nodeName } from "../rules/names.ts";
 import type { TestbedPaths } from "./paths.ts";
+import type { LocalTestbedSpec } from "./spec.ts";
 
 /** Every container, network and volume of testbed X carries `ringlab.testbed=X`; `down` removes by it. */
 export const TESTBED_LABEL = "ringlab.testbed";
+/** Node containers and networks also carry their state folder's id, so `down --all` keeps to its own. */
+export const STATE_DIR_LABEL = "ringlab.state-dir";
 export const NODE_IMAGE = "ringlab/node:latest";
 /** Nodes get .10, .11, ... of the subnet; Docker keeps .1 for the gateway. */
 const FIRST_NODE_HOST = 10;
@@ -29,15 +34,15 @@ export interface LocalTestbedPlan {
   readonly nodes: readonly LocalNodePlan[];
 }
 
-export function nodeName(testbed: string, rank: number): string {
-  return `${testbed}-node-${rank}`;
+export { addressInSubnet } from "../rules/cidr.ts";
+export { nodeContainerName, nodeName } from "../rules/names.ts";
+
+/** A short, stable id of a state folder (an absolute path) for the STATE_DIR_LABEL. */
+export function stateDirId(stateDir: string): string {
+  return createHash("sha256").update(stateDir).digest("hex").slice(0, 16);
 }
 
-export function nodeContainerName(testbed: string, rank: number): string {
-  return `ringlab-${testbed}-node-${rank}`;
-}
-
-export function planLocalTestbed(testbed: LocalTestbed, paths: TestbedPaths): LocalTestbedPlan {
+export function planLocalTestbed(testbed: LocalTestbedSpec, stateDir: string): LocalTestbedPlan {
   const nodes = Array.from({ length: testbed.nodes }, (_, rank) => ({
     rank,
     name: nodeName(testbed.name, rank),
@@ -48,8 +53,8 @@ export function planLocalTestbed(testbed: LocalTestbed, paths: TestbedPaths): Lo
     name: testbed.name,
     network: `ringlab-${testbed.name}`,
     subnet: testbed.subnet,
-    labels: { [TESTBED_LABEL]: testbed.name },
-    sharedDir: testbed.sharedDir ?? paths.sharedDir,
+    labels: { [TESTBED_LABEL]: testbed.name, [STATE_DIR_LABEL]: stateDirId(stateDir) },
+    sharedDir: testbed.sharedDir,
     nodes,
   };
 }
@@ -68,22 +73,4 @@ export function localInventorySpec(plan: LocalTestbedPlan, paths: TestbedPaths, 
     workerImage,
     workerImageSource: "present",
   };
-}
-
-/** The `offset`-th address of an IPv4 subnet; throws when the subnet is too small to hold it. */
-export function addressInSubnet(cidr: string, offset: number): string {
-  const [base, prefixText] = cidr.split("/");
-  const prefix = Number(prefixText);
-  const octets = base!.split(".").map(Number);
-  const network = (((octets[0]! << 24) | (octets[1]! << 16) | (octets[2]! << 8) | octets[3]!) >>> 0) & prefixMask(prefix);
-  const size = 2 ** (32 - prefix);
-  if (offset >= size - 1) {
-    throw new Error(`subnet ${cidr} has ${size} addresses, too few for a node at offset ${offset}; use a larger subnet (e.g. /24)`);
-  }
-  const address = network + offset;
-  return [24, 16, 8, 0].map((shift) => (address >>> shift) & 255).join(".");
-}
-
-function prefixMask(prefix: number): number {
-  return prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
 }

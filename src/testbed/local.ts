@@ -2,72 +2,74 @@
  * The local testbed: "nodes" are containers on one machine, on their own Docker network, reached by Ansible
  * over real SSH. Workers started later join a node's network namespace, so the node's tc shaping applies.
  */
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import type { ContainerInfo, Docker } from "../adapters/docker.ts";
 import { ensureKeyPair } from "../adapters/ssh.ts";
-import type { LocalTestbed } from "../config/schema.ts";
 import { dockerFor, type Context } from "../context.ts";
 import { UsageError } from "../errors.ts";
 import { buildInventory, renderInventory } from "../inventory.ts";
 import { writeFileAtomic } from "../util/fs.ts";
-import { readFileSync } from "node:fs";
 import { buildLocalImages } from "./images.ts";
-import { localInventorySpec, NODE_IMAGE, planLocalTestbed, TESTBED_LABEL, type LocalTestbedPlan } from "./local-plan.ts";
+import { localInventorySpec, NODE_IMAGE, planLocalTestbed, STATE_DIR_LABEL, stateDirId, TESTBED_LABEL, type LocalTestbedPlan } from "./local-plan.ts";
 import { testbedPaths } from "./paths.ts";
 import { saveRecord, type TestbedRecord } from "./record.ts";
 import { waitForSsh } from "./reachability.ts";
+import type { LocalTestbedSpec } from "./spec.ts";
 
 const SSH_WAIT_MS = 60_000;
 
-export async function upLocal(ctx: Context, testbed: LocalTestbed, campaignFile: string): Promise<TestbedRecord> {
+export async function upLocal(ctx: Context, spec: LocalTestbedSpec): Promise<TestbedRecord> {
   const docker = dockerFor(ctx);
-  const paths = testbedPaths(ctx.stateDir, testbed.name);
-  const plan = planLocalTestbed(testbed, paths);
+  const plan = planLocalTestbed(spec, ctx.stateDir);
 
   await ctx.reporter.step("check the Docker engine", () => docker.assertAvailable());
   // Before reuse too: the layer cache makes it cheap, and a reused testbed must not run stale worker code.
-  await buildLocalImages(ctx, docker, testbed.workerImage);
+  await buildLocalImages(ctx, docker, spec.workerImage);
   const existing = await findResources(docker, plan.name);
   if (existing.containers.length > 0 || existing.networks.length > 0) {
-    return reuse(ctx, docker, plan, existing.containers, testbed, campaignFile);
+    return reuse(ctx, docker, plan, existing.containers, spec);
   }
-
   try {
-    await ctx.reporter.step(`start ${plan.nodes.length} node containers on ${plan.subnet}`, async (detail) => {
-      mkdirSync(paths.dir, { recursive: true });
-      mkdirSync(plan.sharedDir, { recursive: true });
-      await ensureKeyPair(paths.privateKey, `ringlab-${plan.name}`);
-      rmSync(paths.knownHosts, { force: true });
-      await docker.createNetwork(plan.network, plan.subnet, plan.labels);
-      const authorizedKey = readFileSync(`${paths.privateKey}.pub`, "utf8").trim();
-      for (const node of plan.nodes) {
-        detail(node.name);
-        await docker.runDetached({
-          name: node.container,
-          image: NODE_IMAGE,
-          hostname: node.name,
-          network: plan.network,
-          ip: node.ip,
-          // Workers started later carry ringlab.role=worker; nodes are told apart from them by this.
-          labels: { ...plan.labels, "ringlab.role": "node" },
-          env: { RINGLAB_AUTHORIZED_KEY: authorizedKey },
-          // NET_ADMIN lets the node shape its own link with tc; --privileged is neither needed nor allowed.
-          capAdd: ["NET_ADMIN"],
-          mounts: [
-            { source: plan.sharedDir, target: plan.sharedDir },
-            { source: "/var/run/docker.sock", target: "/var/run/docker.sock" },
-          ],
-        });
-      }
-    });
-    return await finishUp(ctx, plan, testbed, campaignFile);
+    await ctx.reporter.step(`start ${plan.nodes.length} node containers on ${plan.subnet}`, (detail) => startNodes(ctx, docker, plan, detail));
+    return await finishUp(ctx, plan, spec);
   } catch (error) {
-    await ctx.reporter.step(`roll back: remove what was created for ${plan.name}`, () => removeResources(docker, plan.name));
+    // A failing rollback is reported after, not instead of, the error that caused it.
+    await ctx.reporter.step(`roll back: remove what was created for ${plan.name}`, () => removeResources(docker, plan.name))
+      .catch((rollback: unknown) => ctx.reporter.warn(`the rollback failed too (${(rollback as Error).message}); run \`ringlab down ${plan.name}\``));
     throw error;
   }
 }
 
-async function reuse(ctx: Context, docker: Docker, plan: LocalTestbedPlan, containerIds: string[], testbed: LocalTestbed, campaignFile: string) {
+async function startNodes(ctx: Context, docker: Docker, plan: LocalTestbedPlan, detail: (text: string) => void): Promise<void> {
+  const paths = testbedPaths(ctx.stateDir, plan.name);
+  mkdirSync(paths.dir, { recursive: true });
+  mkdirSync(plan.sharedDir, { recursive: true });
+  await ensureKeyPair(paths.privateKey, `ringlab-${plan.name}`);
+  rmSync(paths.knownHosts, { force: true });
+  await docker.createNetwork(plan.network, plan.subnet, plan.labels);
+  const authorizedKey = readFileSync(`${paths.privateKey}.pub`, "utf8").trim();
+  for (const node of plan.nodes) {
+    detail(node.name);
+    await docker.runDetached({
+      name: node.container,
+      image: NODE_IMAGE,
+      hostname: node.name,
+      network: plan.network,
+      ip: node.ip,
+      // Workers started later carry ringlab.role=worker; nodes are told apart from them by this.
+      labels: { ...plan.labels, "ringlab.role": "node" },
+      env: { RINGLAB_AUTHORIZED_KEY: authorizedKey },
+      // NET_ADMIN lets the node shape its own link with tc; --privileged is neither needed nor allowed.
+      capAdd: ["NET_ADMIN"],
+      mounts: [
+        { source: plan.sharedDir, target: plan.sharedDir },
+        { source: "/var/run/docker.sock", target: "/var/run/docker.sock" },
+      ],
+    });
+  }
+}
+
+async function reuse(ctx: Context, docker: Docker, plan: LocalTestbedPlan, containerIds: string[], spec: LocalTestbedSpec) {
   const containers = (await docker.inspectContainers(containerIds)).filter((c) => c.labels["ringlab.role"] === "node");
   const complete = containers.length === plan.nodes.length
     && plan.nodes.every((node) => containers.some((c) => c.name === node.container && c.addresses[plan.network] === node.ip));
@@ -79,23 +81,22 @@ async function reuse(ctx: Context, docker: Docker, plan: LocalTestbedPlan, conta
   }
   ctx.reporter.info(`testbed ${plan.name} already exists with ${plan.nodes.length} nodes: reusing it`);
   await docker.start(containers.filter((c) => !c.running).map((c) => c.name));
-  return finishUp(ctx, plan, testbed, campaignFile);
+  return finishUp(ctx, plan, spec);
 }
 
-async function finishUp(ctx: Context, plan: LocalTestbedPlan, testbed: LocalTestbed, campaignFile: string): Promise<TestbedRecord> {
+async function finishUp(ctx: Context, plan: LocalTestbedPlan, spec: LocalTestbedSpec): Promise<TestbedRecord> {
   const paths = testbedPaths(ctx.stateDir, plan.name);
   await ctx.reporter.step("wait for SSH on every node", (detail) =>
     waitForSsh(plan.nodes.map((node) => node.ip), SSH_WAIT_MS, ctx.signal, (pending) => detail(`waiting for ${pending.join(", ")}`)));
-  writeFileAtomic(paths.inventory, renderInventory(buildInventory(localInventorySpec(plan, paths, testbed.workerImage))));
+  writeFileAtomic(paths.inventory, renderInventory(buildInventory(localInventorySpec(plan, paths, spec.workerImage))));
   const record: TestbedRecord = {
-    schema: "ringlab.testbed/v1",
+    schema: "ringlab.testbed/v2",
     name: plan.name,
     target: "local",
-    campaignFile,
     inventory: paths.inventory,
     sharedDir: plan.sharedDir,
     nodes: plan.nodes.map((node) => ({ name: node.name, rank: node.rank, sshAddress: node.ip, privateIp: node.ip })),
-    createdAt: new Date().toISOString(),
+    createdAt: spec.createdAt,
   };
   saveRecord(ctx.stateDir, record);
   return record;
@@ -125,10 +126,19 @@ export async function removeResources(docker: Docker, name: string | undefined):
   return found;
 }
 
-export async function downLocal(ctx: Context, name: string | undefined): Promise<LocalResources> {
+export async function downLocal(ctx: Context, name: string): Promise<LocalResources> {
   const docker = dockerFor(ctx);
   await docker.assertAvailable();
   return removeResources(docker, name);
+}
+
+/** Names of the local testbeds whose nodes run on this engine: of this state folder, or of every one. */
+export async function localTestbedNames(ctx: Context, scope: "this state folder" | "every state folder"): Promise<string[]> {
+  const docker = dockerFor(ctx);
+  await docker.assertAvailable();
+  const label = scope === "every state folder" ? TESTBED_LABEL : `${STATE_DIR_LABEL}=${stateDirId(ctx.stateDir)}`;
+  const names = await Promise.all((["container", "network"] as const).map((kind) => docker.labelValues(kind, label, TESTBED_LABEL)));
+  return [...new Set(names.flat())].sort();
 }
 
 export async function localNodeContainers(ctx: Context, name: string): Promise<ContainerInfo[]> {

@@ -3,35 +3,51 @@ import { join } from "node:path";
 
 export interface TestbedPaths {
   readonly dir: string;
+  /** The resolved testbed spec (spec.ts): what the stack, teardown and every later verb read. */
+  readonly spec: string;
   /** The controller's SSH key for the nodes of a local testbed. */
   readonly privateKey: string;
   /** Host keys of this testbed's nodes only, so a rebuilt testbed never trips over stale entries elsewhere. */
   readonly knownHosts: string;
   readonly inventory: string;
-  /** What `ringlab up` recorded about the testbed (record.ts). */
+  /** What `ringlab up` recorded about the running testbed (record.ts). */
   readonly record: string;
   /** Default shared directory of a local testbed. */
   readonly sharedDir: string;
   /** `cdktf output` JSON of an AWS testbed. */
   readonly stackOutputs: string;
+  /** cdktf's synthesized output (cdktf.out) of an AWS testbed. */
+  readonly cdktfOut: string;
+}
+
+/** Every testbed's folder lives here; nothing outside it is ever removed by ringlab. */
+export function testbedsDir(stateDir: string): string {
+  return join(stateDir, "testbeds");
 }
 
 export function testbedPaths(stateDir: string, name: string): TestbedPaths {
-  const dir = join(stateDir, "testbeds", name);
+  const dir = join(testbedsDir(stateDir), name);
   return {
     dir,
+    spec: join(dir, "spec.json"),
     privateKey: join(dir, "id_ed25519"),
     knownHosts: join(dir, "known_hosts"),
     inventory: join(dir, "inventory.yml"),
     record: join(dir, "testbed.json"),
     sharedDir: join(dir, "shared"),
     stackOutputs: join(dir, "stack-outputs.json"),
+    cdktfOut: join(dir, "cdktf.out"),
   };
 }
 
 /** The file naming the testbed later verbs act on when none is named. */
 export function currentTestbedFile(stateDir: string): string {
   return join(stateDir, "current");
+}
+
+/** Locks of testbeds (lock.ts): outside the testbed folders, which `down` removes. */
+export function locksDir(stateDir: string): string {
+  return join(stateDir, "locks");
 }
 
 export function logsDir(stateDir: string): string {

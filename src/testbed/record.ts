@@ -1,38 +1,66 @@
-/** What `ringlab up` remembers about a testbed, so later verbs need no arguments. */
+/**
+ * What `ringlab up` remembers about a testbed (its record: nodes, inventory, shared directory), so later verbs
+ * need no arguments, and the one place that removes a testbed's state folder. The spec (spec.ts) sits beside it.
+ */
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
-import { UsageError } from "../errors.ts";
+import { resolve, sep } from "node:path";
+import { z } from "zod";
+import { InternalError, UsageError } from "../errors.ts";
+import { checkResourceName } from "../rules/names.ts";
 import { writeFileAtomic } from "../util/fs.ts";
-import { currentTestbedFile, testbedPaths } from "./paths.ts";
+import { currentTestbedFile, testbedPaths, testbedsDir } from "./paths.ts";
+import { readSpec, type TestbedSpec } from "./spec.ts";
 
-export interface NodeRecord {
-  readonly name: string;
-  readonly rank: number;
-  readonly sshAddress: string;
-  readonly privateIp: string;
-}
+export const TESTBED_RECORD_SCHEMA = "ringlab.testbed/v2";
 
-export interface TestbedRecord {
-  readonly schema: "ringlab.testbed/v1";
-  readonly name: string;
-  readonly target: "local" | "aws";
-  /** The campaign file it was created from (AWS destroy needs it to synthesize the same stack). */
-  readonly campaignFile: string;
-  readonly inventory: string;
-  readonly sharedDir: string;
-  readonly nodes: readonly NodeRecord[];
-  readonly createdAt: string;
+const nodeRecordSchema = z.object({
+  name: z.string(),
+  rank: z.int(),
+  sshAddress: z.string(),
+  privateIp: z.string(),
+});
+
+const testbedRecordSchema = z.object({
+  schema: z.literal(TESTBED_RECORD_SCHEMA),
+  name: z.string(),
+  target: z.enum(["local", "aws"]),
+  inventory: z.string(),
+  sharedDir: z.string(),
+  nodes: z.array(nodeRecordSchema),
+  createdAt: z.string(),
+});
+
+export type NodeRecord = z.output<typeof nodeRecordSchema>;
+export type TestbedRecord = z.output<typeof testbedRecordSchema>;
+
+/** A testbed name from the command line or the `current` file: the schema's rule, or exit 2 with the rule. */
+export function checkedTestbedName(name: string, where = "testbed name"): string {
+  const problem = checkResourceName(name);
+  if (problem !== undefined) throw new UsageError(`${where} ${JSON.stringify(name)}: ${problem}`);
+  return name;
 }
 
 export function saveRecord(stateDir: string, record: TestbedRecord): void {
-  writeFileAtomic(testbedPaths(stateDir, record.name).record, `${JSON.stringify(record, null, 2)}\n`);
+  writeFileAtomic(testbedPaths(stateDir, checkedTestbedName(record.name)).record, `${JSON.stringify(record, null, 2)}\n`);
   writeFileAtomic(currentTestbedFile(stateDir), `${record.name}\n`);
 }
 
 export function loadRecord(stateDir: string, name: string): TestbedRecord | undefined {
-  const file = testbedPaths(stateDir, name).record;
+  const file = testbedPaths(stateDir, checkedTestbedName(name)).record;
   if (!existsSync(file)) return undefined;
-  return JSON.parse(readFileSync(file, "utf8")) as TestbedRecord;
+  const parsed = testbedRecordSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
+  if (!parsed.success) {
+    throw new UsageError(`${file} is not a ${TESTBED_RECORD_SCHEMA} testbed record (written by another ringlab version?)`, {
+      hint: `remove the testbed with \`ringlab down ${name}\` and bring it up again`,
+    });
+  }
+  return parsed.data;
+}
+
+/** The stored spec of a testbed, or undefined when `up` never got as far as writing one. */
+export function loadSpec(stateDir: string, name: string): TestbedSpec | undefined {
+  const file = testbedPaths(stateDir, checkedTestbedName(name)).spec;
+  return existsSync(file) ? readSpec(file) : undefined;
 }
 
 /** The testbed named, or the current one; a UsageError saying what to do when there is none. */
@@ -43,7 +71,7 @@ export function requireRecord(stateDir: string, name?: string): TestbedRecord {
   }
   const record = loadRecord(stateDir, chosen);
   if (record === undefined) {
-    throw new UsageError(`testbed ${chosen} is not known in ${stateDir}`, { hint: "run `ringlab up <campaign.yaml>` first" });
+    throw new UsageError(`testbed ${chosen} is not known in ${stateDir}`, { hint: knownHint(stateDir) });
   }
   return record;
 }
@@ -51,13 +79,17 @@ export function requireRecord(stateDir: string, name?: string): TestbedRecord {
 export function currentTestbedName(stateDir: string): string | undefined {
   const file = currentTestbedFile(stateDir);
   if (!existsSync(file)) return undefined;
-  return readFileSync(file, "utf8").trim() || undefined;
+  const name = readFileSync(file, "utf8").trim();
+  return name === "" ? undefined : checkedTestbedName(name, `the current testbed in ${file}`);
 }
 
-/** Forgets a testbed: its record, key, inventory and (if default) shared dir; clears `current` if it was it. */
+/**
+ * Forgets a testbed: its folder (record, spec, key, inventory, Terraform state, default shared dir); clears
+ * `current` if it was it. Refuses, as a bug, any folder that is not directly inside `<state-dir>/testbeds/`.
+ */
 export function forgetTestbed(stateDir: string, name: string): void {
+  const dir = testbedDirInside(stateDir, name);
   if (currentTestbedName(stateDir) === name) rmSync(currentTestbedFile(stateDir), { force: true });
-  const dir = testbedPaths(stateDir, name).dir;
   try {
     rmSync(dir, { recursive: true, force: true });
   } catch (error) {
@@ -67,8 +99,26 @@ export function forgetTestbed(stateDir: string, name: string): void {
   }
 }
 
-/** Names of the testbeds this state directory has records of. */
+function testbedDirInside(stateDir: string, name: string): string {
+  const parent = resolve(testbedsDir(stateDir));
+  const dir = resolve(testbedPaths(stateDir, name).dir);
+  if (checkResourceName(name) !== undefined || !dir.startsWith(parent + sep) || dir.slice(parent.length + 1).includes(sep)) {
+    throw new InternalError(`refusing to remove ${dir}: not a testbed folder directly inside ${parent} (testbed name ${JSON.stringify(name)})`);
+  }
+  return dir;
+}
+
+/** Names of the testbeds this state directory has a record or a spec of. */
 export function knownTestbeds(stateDir: string): string[] {
-  const dir = join(stateDir, "testbeds");
-  return existsSync(dir) ? readdirSync(dir).filter((name) => existsSync(testbedPaths(stateDir, name).record)) : [];
+  const dir = testbedsDir(stateDir);
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).filter((name) => checkResourceName(name) === undefined
+    && (existsSync(testbedPaths(stateDir, name).record) || existsSync(testbedPaths(stateDir, name).spec))).sort();
+}
+
+export function knownHint(stateDir: string): string {
+  const known = knownTestbeds(stateDir);
+  return known.length === 0
+    ? `no testbed is known in ${stateDir}; create one with \`ringlab up <campaign.yaml>\``
+    : `testbeds known in ${stateDir}: ${known.join(", ")}`;
 }

@@ -1,21 +1,73 @@
-/** The testbed verbs, whatever the target: up, configure, status, down. The CLI wires them to commands. */
+/**
+ * The testbed verbs, whatever the target: up, synth, configure, status, down. `up` resolves the campaign file's
+ * testbed section into a spec (spec.ts) and stores it first; every later verb reads that spec and the record,
+ * never the campaign file. Every verb that changes a testbed holds its lock (lock.ts).
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Cdktf } from "../adapters/cdktf.ts";
 import { totalChanged } from "../adapters/ansible.ts";
 import type { Campaign } from "../config/load.ts";
 import { uninterruptible, type Context } from "../context.ts";
-import { runPlaybook } from "./playbook.ts";
-import { upAws, downAws, type AwsOptions } from "./aws.ts";
-import { downLocal, localNodeContainers, upLocal, type LocalResources } from "./local.ts";
 import { UsageError } from "../errors.ts";
-import { awsStackName } from "../inventory.ts";
-import { nodeContainerName } from "./local-plan.ts";
-import { forgetTestbed, knownTestbeds, loadRecord, type TestbedRecord } from "./record.ts";
+import { campaignNameOf, nodeContainerName, stackName } from "../rules/names.ts";
+import { writeFileAtomic } from "../util/fs.ts";
+import { downAws, upAws, type AwsOptions } from "./aws.ts";
+import { downLocal, localNodeContainers, localTestbedNames, upLocal, type LocalResources } from "./local.ts";
+import { testbedLockFile, withLock } from "./lock.ts";
+import { runPlaybook } from "./playbook.ts";
+import { testbedPaths } from "./paths.ts";
 import { sshAnswers } from "./reachability.ts";
+import { checkedTestbedName, forgetTestbed, knownHint, knownTestbeds, loadRecord, loadSpec, type TestbedRecord } from "./record.ts";
+import { resolveTestbedSpec, writeSpec, type TestbedSpec } from "./spec.ts";
+
+/** Runs `work` holding testbed `name`'s lock. */
+export function withTestbedLock<T>(ctx: Context, name: string, work: () => Promise<T>): Promise<T> {
+  return withLock(testbedLockFile(ctx.stateDir, checkedTestbedName(name)), `testbed ${name}`, (m) => ctx.reporter.warn(m), work);
+}
+
+/**
+ * The spec of a campaign's testbed. An AWS testbed that exists keeps its creation time, so its expires-at tag
+ * stays put; a local one gets a new one, which gives it fresh SSH connections (playbook.ts).
+ */
+export function specFor(ctx: Context, campaign: Campaign): TestbedSpec {
+  const name = campaign.testbed.name;
+  const earlier = campaign.testbed.target === "aws" ? loadSpec(ctx.stateDir, name) : undefined;
+  return resolveTestbedSpec(campaign.testbed, {
+    campaign: campaignNameOf(campaign.sourceFile),
+    testbedDir: testbedPaths(ctx.stateDir, name).dir,
+    createdAt: earlier === undefined ? new Date() : new Date(earlier.createdAt),
+  });
+}
 
 export async function up(ctx: Context, campaign: Campaign, awsOptions?: AwsOptions): Promise<TestbedRecord> {
-  const testbed = campaign.testbed;
-  return testbed.target === "aws"
-    ? upAws(ctx, testbed, campaign.sourceFile, awsOptions)
-    : upLocal(ctx, testbed, campaign.sourceFile);
+  const spec = specFor(ctx, campaign);
+  return withTestbedLock(ctx, spec.name, async () => {
+    // Stored before anything is created: teardown needs nothing else, even after a crash mid-deploy.
+    writeSpec(testbedPaths(ctx.stateDir, spec.name).spec, spec);
+    return spec.target === "aws" ? upAws(ctx, spec, awsOptions) : upLocal(ctx, spec);
+  });
+}
+
+export interface SynthResult {
+  readonly specFile: string;
+  /** Only for AWS testbeds: the synthesized Terraform JSON. */
+  readonly stackFile?: string;
+}
+
+/** Writes the resolved spec and, for AWS, the synthesized `cdk.tf.json` into `outDir`; deploys nothing. */
+export async function synth(ctx: Context, campaign: Campaign, outDir: string, awsOptions: AwsOptions = {}): Promise<SynthResult> {
+  const spec = specFor(ctx, campaign);
+  const specFile = join(outDir, "spec.json");
+  writeSpec(specFile, spec);
+  if (spec.target !== "aws") return { specFile };
+  const cdktf = new Cdktf({
+    projectDir: ctx.repoDir, logFile: ctx.logFile, onLine: (line) => ctx.reporter.toolLine(line), signal: ctx.signal,
+    ...(awsOptions.cdktfCommand === undefined ? {} : { command: awsOptions.cdktfCommand }),
+  });
+  const stack = stackName(spec.name);
+  await ctx.reporter.step(`cdktf synth ${stack}`, () => cdktf.synth({ stack, specFile, outDir }));
+  return { specFile, stackFile: join(outDir, "stacks", stack, "cdk.tf.json") };
 }
 
 export interface ConfigureResult {
@@ -25,9 +77,11 @@ export interface ConfigureResult {
 
 /** Converges every node with ansible/site.yml. A second run reports changed = 0. */
 export async function configure(ctx: Context, record: TestbedRecord): Promise<ConfigureResult> {
-  const result = await ctx.reporter.step(`configure ${record.nodes.length} nodes (ansible/site.yml)`, (detail) =>
-    runPlaybook(ctx, record, "site.yml", { onTask: detail }));
-  return { changed: totalChanged(result.recap) };
+  return withTestbedLock(ctx, record.name, async () => {
+    const result = await ctx.reporter.step(`configure ${record.nodes.length} nodes (ansible/site.yml)`, (detail) =>
+      runPlaybook(ctx, record, "site.yml", { onTask: detail }));
+    return { changed: totalChanged(result.recap) };
+  });
 }
 
 export interface NodeStatus {
@@ -54,33 +108,78 @@ export interface DownResult {
   readonly target: "local" | "aws";
   /** Local target: what was removed. */
   readonly removed?: LocalResources;
+  /** When this state folder removed the testbed earlier, and nothing of it was left now. */
+  readonly removedEarlierAt?: string;
 }
 
 /**
- * Removes a testbed. Idempotent: with nothing left it succeeds and says so. On the local target it also removes
- * leftovers of crashed runs, found by label, even when no record exists.
+ * Removes a testbed from its stored spec alone. Idempotent for a testbed this state folder knew: with nothing
+ * left it succeeds and says so. On the local target it also removes leftovers of crashed runs, found by label.
+ * A name nothing is known of is a UsageError listing the testbeds that are.
  */
-export async function down(ctx: Context, name: string, target: "local" | "aws", campaignFile?: string, awsOptions?: AwsOptions): Promise<DownResult> {
+export async function down(ctx: Context, name: string, awsOptions?: AwsOptions): Promise<DownResult> {
+  checkedTestbedName(name);
   const teardown = uninterruptible(ctx);
-  if (target === "aws") {
-    const file = campaignFile ?? loadRecord(ctx.stateDir, name)?.campaignFile;
-    if (file === undefined) {
-      throw new UsageError(`no record of AWS testbed ${name} here`, { hint: "pass its campaign file: ringlab down <campaign.yaml>" });
+  return withTestbedLock(ctx, name, async () => {
+    const spec = loadSpec(ctx.stateDir, name);
+    const target = spec?.target ?? loadRecord(ctx.stateDir, name)?.target;
+    if (spec?.target === "aws") {
+      await teardown.reporter.step(`cdktf destroy ${stackName(name)}`, () => downAws(teardown, spec, awsOptions));
+      forgetAndRemember(ctx, name);
+      return { target: "aws" };
     }
-    await teardown.reporter.step(`cdktf destroy ${awsStackName(name)}`, () => downAws(teardown, name, file, awsOptions));
-    forgetTestbed(ctx.stateDir, name);
-    return { target };
-  }
-  const removed = await teardown.reporter.step(`remove local testbed ${name}`, () => downLocal(teardown, name));
-  forgetTestbed(ctx.stateDir, name);
-  return { target, removed };
+    if (target === "aws") {
+      throw new UsageError(`testbed ${name} has a record but no spec in ${ctx.stateDir}, so its stack cannot be destroyed from here`, {
+        hint: `destroy it by hand (RINGLAB_SPEC=<its spec.json> npx cdktf destroy ${stackName(name)}) or in the AWS console (tag ringlab:testbed=${name})`,
+      });
+    }
+    const removed = await teardown.reporter.step(`remove local testbed ${name}`, () => downLocal(teardown, name));
+    const nothing = removed.containers.length + removed.networks.length + removed.volumes.length === 0;
+    if (nothing && target === undefined) return unknownTestbed(ctx, name);
+    forgetAndRemember(ctx, name);
+    return { target: "local", removed };
+  });
 }
 
-/** Removes every local ringlab container, network and volume, whatever testbed it belongs to, and forgets them. */
-export async function downAllLocal(ctx: Context): Promise<LocalResources> {
-  const removed = await uninterruptible(ctx).reporter.step("remove every local ringlab testbed", () => downLocal(uninterruptible(ctx), undefined));
-  for (const name of knownTestbeds(ctx.stateDir)) {
-    if (loadRecord(ctx.stateDir, name)?.target === "local") forgetTestbed(ctx.stateDir, name);
+/** A testbed removed earlier gets "nothing left"; a name never known here gets exit 2 and the names that are. */
+async function unknownTestbed(ctx: Context, name: string): Promise<DownResult> {
+  const removedAt = removedEarlier(ctx.stateDir, name);
+  if (removedAt !== undefined) return { target: "local", removed: { containers: [], networks: [], volumes: [] }, removedEarlierAt: removedAt };
+  const running = await localTestbedNames(ctx, "this state folder").catch(() => []);
+  const known = [...new Set([...knownTestbeds(ctx.stateDir), ...running])].sort();
+  throw new UsageError(`no testbed named ${name} is known in ${ctx.stateDir} or runs on this Docker engine`, {
+    hint: known.length === 0 ? knownHint(ctx.stateDir) : `known testbeds: ${known.join(", ")} (a testbed's name is testbed.name in its campaign file)`,
+  });
+}
+
+function removedMarker(stateDir: string, name: string): string {
+  return join(stateDir, "removed", checkedTestbedName(name));
+}
+
+function forgetAndRemember(ctx: Context, name: string): void {
+  forgetTestbed(ctx.stateDir, name);
+  writeFileAtomic(removedMarker(ctx.stateDir, name), `${new Date().toISOString()}\n`);
+}
+
+function removedEarlier(stateDir: string, name: string): string | undefined {
+  const marker = removedMarker(stateDir, name);
+  return existsSync(marker) ? readFileSync(marker, "utf8").trim() : undefined;
+}
+
+/**
+ * Removes every local testbed of this state folder (or, asked to, of every state folder on this Docker engine)
+ * and forgets the local ones it knew. AWS testbeds are never touched: `down <name>` removes those one by one.
+ */
+export async function downAllLocal(ctx: Context, scope: "this state folder" | "every state folder" = "this state folder"): Promise<{ testbeds: string[]; removed: LocalResources }> {
+  const teardown = uninterruptible(ctx);
+  const names = [...new Set([...await localTestbedNames(teardown, scope),
+    ...knownTestbeds(ctx.stateDir).filter((name) => loadSpec(ctx.stateDir, name)?.target !== "aws" && loadRecord(ctx.stateDir, name)?.target !== "aws")])].sort();
+  const removed: LocalResources = { containers: [], networks: [], volumes: [] };
+  for (const name of names) {
+    const result = await down(teardown, name);
+    removed.containers.push(...(result.removed?.containers ?? []));
+    removed.networks.push(...(result.removed?.networks ?? []));
+    removed.volumes.push(...(result.removed?.volumes ?? []));
   }
-  return removed;
+  return { testbeds: names, removed };
 }

@@ -7,13 +7,15 @@
  * One untimed warm-up per row. Rows are whitespace-separated; comment lines start with "#".
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { App } from "cdktf";
-import { validateCampaign, type AwsTestbed } from "../../src/config/schema.ts";
+import { validateCampaign } from "../../src/config/schema.ts";
+import { resolveTestbedSpec, writeSpec, type AwsTestbedSpec } from "../../src/testbed/spec.ts";
+import { stackPropsFromSpec } from "../../stacks/from-spec.ts";
 import { TestbedStack } from "../../stacks/testbed-stack.ts";
 
 const PROJECT_DIR = resolve(import.meta.dirname, "../..");
@@ -33,25 +35,27 @@ const cliRepetitions = Number(options["cli-repetitions"]);
 const workDir = mkdtempSync(join(tmpdir(), "ringlab-bench-synth-"));
 
 function testbedFields(nodes: number): Record<string, unknown> {
-  return { target: "aws", name: `bench-${nodes}`, nodes, adminCidr: "203.0.113.7/32", sshPublicKey: PUBLIC_KEY };
+  return { target: "aws", name: `bench-${nodes}`, nodes, adminCidr: "203.0.113.7/32", sshPublicKey: PUBLIC_KEY, sshPrivateKeyFile: "/k/bench" };
 }
 
-function awsTestbed(nodes: number): AwsTestbed {
+function awsSpec(nodes: number): AwsTestbedSpec {
   const result = validateCampaign({ testbed: testbedFields(nodes) });
-  if (!result.ok || result.value.testbed.target !== "aws") throw new Error("benchmark testbed is invalid");
-  return result.value.testbed;
+  if (!result.ok) throw new Error("benchmark testbed is invalid");
+  const spec = resolveTestbedSpec(result.value.testbed, { campaign: "bench", testbedDir: join(workDir, "state"), createdAt: new Date() });
+  if (spec.target !== "aws") throw new Error("benchmark testbed is not aws");
+  return spec;
 }
 
-function synthInProcess(testbed: AwsTestbed): void {
+function synthInProcess(spec: AwsTestbedSpec): void {
   const app = new App({ outdir: mkdtempSync(join(workDir, "out-")) });
-  new TestbedStack(app, `ringlab-${testbed.name}`, { testbed, campaignName: "bench", createdAt: new Date(), localStatePath: "/dev/null" });
+  new TestbedStack(app, `ringlab-${spec.name}`, stackPropsFromSpec(spec));
   app.synth();
 }
 
-function synthWithCli(campaignFile: string): void {
+function synthWithCli(specFile: string): void {
   const result = spawnSync("npx", ["cdktf", "synth", "--output", mkdtempSync(join(workDir, "cli-"))], {
     cwd: PROJECT_DIR,
-    env: { ...process.env, RINGLAB_CONFIG: campaignFile, CHECKPOINT_DISABLE: "1" },
+    env: { ...process.env, RINGLAB_SPEC: specFile, CHECKPOINT_DISABLE: "1" },
     encoding: "utf8",
   });
   if (result.status !== 0) throw new Error(`cdktf synth failed:\n${result.stdout}\n${result.stderr}`);
@@ -82,15 +86,14 @@ try {
   console.log(`# ringlab testbed stack synthesis, node ${process.version}, ${new Date().toISOString()}`);
   console.log(`# ${"mode".padEnd(10)} ${"nodes".padStart(5)} ${"reps".padStart(5)} ${"median_ms".padStart(10)} ${"min_ms".padStart(9)}`);
   for (const nodes of nodeCounts) {
-    const testbed = awsTestbed(nodes);
-    console.log(row("in-process", nodes, time(repetitions, () => synthInProcess(testbed))));
+    const spec = awsSpec(nodes);
+    console.log(row("in-process", nodes, time(repetitions, () => synthInProcess(spec))));
   }
   if (cliRepetitions > 0) {
     for (const nodes of nodeCounts) {
-      const campaignFile = join(workDir, `bench-${nodes}.json`);
-      // JSON is YAML: the campaign loader reads it as is.
-      writeFileSync(campaignFile, JSON.stringify({ testbed: testbedFields(nodes) }));
-      console.log(row("cdktf-synth", nodes, time(cliRepetitions, () => synthWithCli(campaignFile))));
+      const specFile = join(workDir, `bench-${nodes}.json`);
+      writeSpec(specFile, awsSpec(nodes));
+      console.log(row("cdktf-synth", nodes, time(cliRepetitions, () => synthWithCli(specFile))));
     }
   }
 } finally {

@@ -3,8 +3,10 @@ import { resolve } from "node:path";
 import { TerraformResource, Testing } from "cdktf";
 import { describe, expect, it } from "vitest";
 import { parseCampaign } from "../../src/config/load.ts";
+import { resolveTestbedSpec } from "../../src/testbed/spec.ts";
+import { stackPropsFromSpec } from "../../stacks/from-spec.ts";
 import { TestbedStack } from "../../stacks/testbed-stack.ts";
-import { awsTestbed, CREATED_AT, PUBLIC_KEY, resourcesOf, synthTestbed, type Block, type StackFixture } from "./fixtures.ts";
+import { awsSpec, CREATED_AT, PUBLIC_KEY, resourcesOf, synthTestbed, type Block, type StackFixture } from "./fixtures.ts";
 
 const REQUIRED_TAGS = {
   "ringlab:testbed": "tb",
@@ -130,8 +132,8 @@ describe.each([1, 10])("TestbedStack with %i node(s)", (nodeCount) => {
     expect(Object.keys(json.output ?? {}).sort()).toEqual(["nodes", "sharedStorageEndpoint", "sshUser"]);
   });
 
-  it("keeps local state at the given path", () => {
-    expect(json.terraform?.["backend"]).toEqual({ local: { path: "/state/tb.tfstate" } });
+  it("keeps local state in the testbed's state folder", () => {
+    expect(json.terraform?.["backend"]).toEqual({ local: { path: "/state/testbeds/tb/terraform.tfstate" } });
   });
 });
 
@@ -178,9 +180,8 @@ describe("TestbedStack options", () => {
     expect(elsewhere.json.terraform?.["backend"]["s3"]).toMatchObject({ region: "us-west-2" });
   });
 
-  it("keeps local state under .ringlab/state by default", () => {
-    const fixture = synthTestbed({}, { localStatePath: undefined });
-    expect(fixture.json.terraform?.["backend"]).toEqual({ local: { path: resolve(".ringlab/state/tb.tfstate") } });
+  it("refuses a relative local state path, which would land wherever cdktf runs terraform", () => {
+    expect(() => synthTestbed({}, { terraformState: { backend: "local", path: ".ringlab/tb.tfstate" } })).toThrow(/must be absolute/);
   });
 
   it("synthesizes the example campaign campaigns/aws-example.yaml", () => {
@@ -188,18 +189,22 @@ describe("TestbedStack options", () => {
     const text = readFileSync(path, "utf8");
     // The example names a key file under ~/.ssh, which test machines lack: give the key text instead.
     expect(text).toContain("sshPublicKeyFile: ~/.ssh/ringlab.pub");
-    const { testbed } = parseCampaign(text.replace("sshPublicKeyFile: ~/.ssh/ringlab.pub", `sshPublicKey: ${PUBLIC_KEY}`), path);
-    if (testbed.target !== "aws") throw new Error("the example is an AWS campaign");
-    const stack = new TestbedStack(Testing.app(), "ringlab-example", { testbed, campaignName: "aws-example", createdAt: CREATED_AT });
+    const { testbed } = parseCampaign(text.replace("sshPublicKeyFile: ~/.ssh/ringlab.pub", `sshPublicKey: ${PUBLIC_KEY}\n  sshPrivateKeyFile: /k/ringlab`), path);
+    const spec = resolveTestbedSpec(testbed, { campaign: "aws-example", testbedDir: "/state/testbeds/example", createdAt: CREATED_AT });
+    if (testbed.target !== "aws" || spec.target !== "aws") throw new Error("the example is an AWS campaign");
+    const stack = new TestbedStack(Testing.app(), "ringlab-example", stackPropsFromSpec(spec));
     const synthesized = Testing.synth(stack);
     expect(Testing.toHaveResourceWithProperties(synthesized, "aws_instance", { instance_type: "g4dn.xlarge" })).toBe(true);
     expect(Object.keys(resourcesOf(JSON.parse(synthesized), "aws_instance"))).toHaveLength(testbed.nodes);
   });
 
-  it("refuses a testbed without a public key and user tags with reserved prefixes", () => {
-    const withoutKey = { ...awsTestbed(), sshPublicKey: undefined };
-    expect(() => new TestbedStack(Testing.app(), "s", { testbed: withoutKey, campaignName: "c", createdAt: CREATED_AT }))
-      .toThrow(/sshPublicKey is not set/);
+  it("refuses user tags with reserved prefixes", () => {
     expect(() => synthTestbed({ tags: { "ringlab:role": "x" } })).toThrow(/reserved prefix/);
+  });
+
+  it("is built from the spec alone: the same stack whatever the campaign file says after up", () => {
+    const spec = awsSpec({ nodes: 3 });
+    const fromSpec = Testing.synth(new TestbedStack(Testing.app(), "ringlab-tb", stackPropsFromSpec(JSON.parse(JSON.stringify(spec)))));
+    expect(fromSpec).toEqual(synthTestbed({ nodes: 3 }).synthesized);
   });
 });
