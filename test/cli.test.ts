@@ -1,5 +1,5 @@
 /** The CLI's own behaviour that needs no testbed: help, bad input, the AWS inventory command. */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -7,6 +7,16 @@ import { describe, expect, it } from "vitest";
 
 const BIN = resolve("src/bin/ringlab.mjs");
 const cli = (args: string[]) => spawnSync(process.execPath, [BIN, "--state-dir", mkdtempSync(join(tmpdir(), "ringlab-cli-")), ...args], { encoding: "utf8" });
+
+/** Runs ringlab with its stdout a pipe whose reader is already gone (as in `ringlab plan x | head -1`). */
+function cliIntoClosedPipe(args: string[]): Promise<{ status: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, "--state-dir", mkdtempSync(join(tmpdir(), "ringlab-cli-")), ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  // Closing the read end before ringlab writes makes every write fail with EPIPE, without racing the reader.
+  child.stdout.destroy();
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => { stderr += chunk; });
+  return new Promise((done) => child.on("close", (status) => done({ status, stderr })));
+}
 
 describe("ringlab CLI", () => {
   it("explains every command in --help, and exits 0", () => {
@@ -39,6 +49,14 @@ describe("ringlab CLI", () => {
     expect(result.stdout).toMatch(/^1 +train-small-b32-n1-r1 +train +1 +- +small +32$/m);
     expect(result.stdout).toMatch(/^9 runs on 3 local nodes; links reshaped 2 times$/m);
     expect(result.stdout).toMatch(/^estimated duration: \d+ min/m);
+  });
+
+  it("ends quietly when the reader of its output goes away (`ringlab --help | head -1`)", async () => {
+    for (const args of [["--help"], ["plan", "campaigns/local-smoke.yaml"]]) {
+      const result = await cliIntoClosedPipe(args);
+      expect(result.stderr, args.join(" ")).toBe("");
+      expect(result.status, args.join(" ")).toBe(0);
+    }
   });
 
   it("writes an AWS inventory from cdktf's outputs file", () => {

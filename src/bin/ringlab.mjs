@@ -3,5 +3,6 @@
 import { register } from "tsx/esm/api";
 
 register();
-const { main } = await import("../cli/main.ts");
+const { ignoreClosedOutput, main } = await import("../cli/main.ts");
+ignoreClosedOutput();
 process.exitCode = await main(process.argv);

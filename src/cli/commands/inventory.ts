@@ -1,0 +1,41 @@
+/** `ringlab inventory <file> --outputs <json>`: the Ansible inventory of an AWS testbed deployed by hand with cdktf. */
+import { readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import type { Command } from "commander";
+import { loadCampaignFile } from "../../config/load.ts";
+import { UsageError } from "../../errors.ts";
+import { awsInventory, renderInventory } from "../../inventory.ts";
+import { writeFileAtomic } from "../../util/fs.ts";
+import type { CommandHost } from "../program.ts";
+
+export function registerInventory(program: Command, host: CommandHost): void {
+  program.command("inventory")
+    .description("write the Ansible inventory of an AWS testbed deployed with `cdktf deploy`, from `cdktf output --outputs-file` JSON")
+    .argument("<campaign>", "the AWS campaign file the stack was deployed from")
+    .requiredOption("--outputs <file>", "the JSON written by `npx cdktf output --outputs-file <file>`")
+    .option("-o, --out <file>", "where to write the inventory", "inventory.yml")
+    .action(host.action((file: string, options: { outputs: string; out: string }) => {
+      const campaign = loadCampaignFile(file, { readKeys: false });
+      if (campaign.testbed.target !== "aws") {
+        throw new UsageError(`${file} describes a ${campaign.testbed.target} testbed; \`ringlab up\` writes its inventory itself`);
+      }
+      const outputs = readOutputsFile(options.outputs);
+      const knownHosts = join(dirname(resolve(options.out)), "known_hosts");
+      let inventory;
+      try {
+        inventory = awsInventory(outputs, campaign.testbed, knownHosts);
+      } catch (error) {
+        throw new UsageError(`${options.outputs}: ${(error as Error).message}`);
+      }
+      writeFileAtomic(resolve(options.out), renderInventory(inventory));
+      process.stderr.write(`wrote ${options.out}: ${Object.keys(inventory.all.children.workers.hosts).length + 1} nodes; next: ANSIBLE_CONFIG=ansible/ansible.cfg ansible-playbook -i ${options.out} ansible/site.yml\n`);
+    }));
+}
+
+function readOutputsFile(path: string): unknown {
+  try {
+    return JSON.parse(readFileSync(path, "utf8"));
+  } catch (error) {
+    throw new UsageError(`cannot read ${path}: ${(error as Error).message}`, { hint: "write it with: npx cdktf output --outputs-file <file>" });
+  }
+}

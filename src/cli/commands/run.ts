@@ -1,0 +1,47 @@
+/** `ringlab run`: one benchmark job on the first N nodes of a testbed, at one link bandwidth. */
+import { resolve } from "node:path";
+import { Option, type Command } from "commander";
+import { BANDWIDTH_HELP } from "../../bandwidth.ts";
+import { EXIT, UsageError } from "../../errors.ts";
+import { JOBS, runOnce, type Job } from "../../runner.ts";
+import { requireRecord } from "../../testbed/record.ts";
+import { parseBandwidth, parsePositiveInt } from "../options.ts";
+import type { CommandHost } from "../program.ts";
+
+interface RunOptions {
+  readonly testbed?: string;
+  readonly nodes: number;
+  readonly bandwidth: string;
+  readonly job: Job;
+  readonly timeout: number;
+  readonly out: string;
+}
+
+export function registerRun(program: Command, host: CommandHost): void {
+  program.command("run")
+    .description("run one benchmark job on the first N nodes at a link bandwidth, and print its result")
+    .option("--testbed <name>", "testbed to act on (default: the last one brought up)")
+    .requiredOption("--nodes <n>", "how many nodes take part (the first N by rank)", parsePositiveInt)
+    .option("--bandwidth <rate>", `egress limit on every node's cluster link: ${BANDWIDTH_HELP}`, parseBandwidth, "unlimited")
+    .addOption(new Option("--job <job>", "train: data-parallel training; allreduce: bandwidth probe").choices(JOBS).default("allreduce"))
+    .option("--timeout <seconds>", "give up on the run after this long", parsePositiveInt, 600)
+    .option("--out <dir>", "where the run's result and logs go", "results/adhoc")
+    .argument("[worker-args...]", "passed to the worker after `--`, e.g. -- --model tiny --batch-size 32 (see docker/worker/README.md)")
+    .action(host.action(async (workerArgs: string[], options: RunOptions, command: Command) => {
+      const ctx = host.contextFor(command, "run");
+      const record = requireRecord(ctx.stateDir, options.testbed);
+      if (options.nodes > record.nodes.length) {
+        throw new UsageError(`--nodes ${options.nodes} is more than testbed ${record.name} has (${record.nodes.length})`);
+      }
+      const outcome = await runOnce(ctx, record, {
+        nodes: options.nodes,
+        bandwidth: options.bandwidth,
+        job: options.job,
+        workerArgs,
+        timeoutSeconds: options.timeout,
+        outDir: resolve(options.out),
+      });
+      process.stdout.write(`${outcome.summary}\n`);
+      if (outcome.status !== "ok") return EXIT.runsFailed;
+    }));
+}

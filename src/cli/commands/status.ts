@@ -1,0 +1,22 @@
+/** `ringlab status`: a testbed's nodes and whether they answer over SSH. */
+import type { Command } from "commander";
+import { EXIT } from "../../errors.ts";
+import { requireRecord } from "../../testbed/record.ts";
+import { status } from "../../testbed/testbed.ts";
+import { formatTable } from "../format.ts";
+import type { CommandHost } from "../program.ts";
+
+export function registerStatus(program: Command, host: CommandHost): void {
+  program.command("status")
+    .description("show the current testbed's nodes and whether they answer over SSH")
+    .option("--testbed <name>", "testbed to show (default: the last one brought up)")
+    .action(host.action(async (options: { testbed?: string }, command: Command) => {
+      const ctx = host.contextFor(command, "status");
+      const record = requireRecord(ctx.stateDir, options.testbed);
+      const nodes = await status(ctx, record);
+      process.stdout.write(`testbed ${record.name} (${record.target}), created ${record.createdAt}, inventory ${record.inventory}\n`);
+      process.stdout.write(formatTable(["node", "rank", "address", ...(record.target === "local" ? ["container"] : []), "ssh"],
+        nodes.map((n) => [n.name, String(n.rank), n.address, ...(n.running === undefined ? [] : [n.running ? "running" : "stopped"]), n.sshAnswers ? "ok" : "NO ANSWER"])));
+      if (nodes.some((n) => !n.sshAnswers)) return EXIT.toolFailed;
+    }));
+}

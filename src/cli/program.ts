@@ -1,0 +1,83 @@
+/**
+ * The `ringlab` command line: global options, help text, and one registration per command. A command lives in
+ * commands/<verb>.ts; adding one is a line in COMMANDS.
+ */
+import { Command } from "commander";
+import type { Context } from "../context.ts";
+import { registerCampaign } from "./commands/campaign.ts";
+import { registerConfigure } from "./commands/configure.ts";
+import { registerDown } from "./commands/down.ts";
+import { registerInventory } from "./commands/inventory.ts";
+import { registerPlan } from "./commands/plan.ts";
+import { registerReport } from "./commands/report.ts";
+import { registerRun } from "./commands/run.ts";
+import { registerStatus } from "./commands/status.ts";
+import { registerUp } from "./commands/up.ts";
+
+/** Makes the context a command acts in; `verb` names its log file. */
+export type ContextFactory = (command: Command, verb: string) => Context;
+
+/**
+ * An action's outcome: an exit code for a command that finished but must report failure (some runs failed, a
+ * node does not answer); nothing for success. Commands that cannot finish throw a RinglabError instead.
+ */
+export type ActionResult = number | void;
+
+/** What a command module is given to register itself. */
+export interface CommandHost {
+  readonly contextFor: ContextFactory;
+  /** Wraps an action so that the exit code it returns becomes ringlab's. */
+  action<Args extends unknown[]>(handler: (...args: Args) => ActionResult | Promise<ActionResult>): (...args: Args) => Promise<void>;
+}
+
+export type RegisterCommand = (program: Command, host: CommandHost) => void;
+
+/** In the order `--help` lists them. */
+const COMMANDS: readonly RegisterCommand[] = [
+  registerCampaign,
+  registerPlan,
+  registerReport,
+  registerUp,
+  registerConfigure,
+  registerRun,
+  registerInventory,
+  registerStatus,
+  registerDown,
+];
+
+const HELP_AFTER = `
+Exit codes: 0 ok; 1 an unexpected error (a bug: please report it with the log); 2 bad input (nothing was
+started); 3 a missing prerequisite (Docker, Ansible, terraform); 4 a tool failed, a node does not answer
+(status) or teardown failed; 5 a run failed (run) or some runs failed (campaign); 130 interrupted.
+
+Typical session:
+  ringlab up campaigns/local-smoke.yaml
+  ringlab configure
+  ringlab run --nodes 2 --bandwidth 1gbit --job allreduce
+  ringlab down`;
+
+export interface Program {
+  readonly command: Command;
+  /** The exit code the command that ran returned, once parsing has finished; undefined when it returned none. */
+  exitCode(): number | undefined;
+}
+
+export function buildProgram(contextFor: ContextFactory): Program {
+  let exitCode: number | undefined;
+  const host: CommandHost = {
+    contextFor,
+    action: (handler) => async (...args) => {
+      const result = await handler(...args);
+      if (typeof result === "number") exitCode = result;
+    },
+  };
+  const command = new Command("ringlab")
+    .description("Measure how distributed training scales across nodes and networks: up, configure, run, report, down.")
+    .option("--state-dir <dir>", "where testbed state and logs are kept", process.env["RINGLAB_STATE_DIR"] ?? ".ringlab")
+    .option("-v, --verbose", "show the output of docker, ansible and cdktf as it happens (always kept in the log file)", false)
+    .exitOverride()
+    .showHelpAfterError("(run with --help for usage)")
+    .addHelpText("after", HELP_AFTER);
+  for (const register of COMMANDS) register(command, host);
+  return { command, exitCode: () => exitCode };
+}
