@@ -3,6 +3,7 @@
  * coarse guesses (documented below); the all-reduce part comes from the ring lower bound.
  */
 import { bandwidthGbps } from "../bandwidth.ts";
+import { onDemandUsdPerHour } from "../catalogue/aws-instance-types.ts";
 import type { CampaignFile, Model } from "../config/schema.ts";
 import { ringAllReduceLowerBoundSeconds } from "./cost-model.ts";
 import type { CampaignPlan, PlannedRun } from "./plan.ts";
@@ -40,21 +41,11 @@ const WORKER_START_SECONDS = 5;
 /** The worker's defaults (docker/worker/ringlab_worker/cli.py). */
 const WORKER_DEFAULTS = { numWarmupBatches: 10, numBatchesPerIter: 10, numIters: 10 } as const;
 
-/**
- * On-demand Linux list prices in us-east-1, USD per instance-hour (AWS pricing pages, 2025). Spot is usually
- * cheaper; other regions differ. Check before you spend.
- */
-export const HOURLY_PRICE_USD: Readonly<Record<string, number>> = {
-  "g4dn.xlarge": 0.526, "g4dn.2xlarge": 0.752, "g4dn.4xlarge": 1.204, "g4dn.8xlarge": 2.176, "g4dn.12xlarge": 3.912,
-  "g5.xlarge": 1.006, "g5.2xlarge": 1.212, "g5.12xlarge": 5.672, "g5.48xlarge": 16.288,
-  "g6.xlarge": 0.805, "p3.2xlarge": 3.06, "p3.8xlarge": 12.24, "p3dn.24xlarge": 31.212, "p4d.24xlarge": 32.773,
-};
-
 export interface CampaignEstimate {
   readonly seconds: number;
   /** Instance-hours of the whole campaign (AWS only). */
   readonly instanceHours?: number;
-  /** Undefined when the instance type's price is not in the table. */
+  /** Undefined when the instance type's price is not in the catalogue (src/catalogue/aws-instance-types.ts). */
   readonly costUsd?: number;
   readonly hourlyPriceUsd?: number;
 }
@@ -93,7 +84,8 @@ export function estimateCampaign(plan: CampaignPlan, file: CampaignFile, options
   const seconds = OVERHEAD_SECONDS[target].campaign + plan.runs.reduce((sum, run) => sum + estimateRunSeconds(run, file, options), 0);
   if (file.testbed.target !== "aws") return { seconds };
   const instanceHours = (plan.nodesToProvision * seconds) / 3600;
-  const hourlyPriceUsd = HOURLY_PRICE_USD[file.testbed.instanceType];
+  // On-demand us-east-1 list price: spot is usually cheaper and other regions differ; check before you spend.
+  const hourlyPriceUsd = onDemandUsdPerHour(file.testbed.instanceType);
   return {
     seconds,
     instanceHours,

@@ -3,7 +3,6 @@
  * order, which is what makes resuming safe.
  */
 import { createHash } from "node:crypto";
-import { basename, extname } from "node:path";
 import type { CampaignFile, Model, TrainKnobName } from "../config/schema.ts";
 import { TRAIN_KNOB_NAMES } from "../config/schema.ts";
 import { UsageError } from "../errors.ts";
@@ -40,9 +39,8 @@ export interface CampaignPlan {
 /** Bounds a silent peer inside the worker, well inside the run's own limit. */
 const WORKER_TIMEOUT_SECONDS = 120;
 
-export function campaignName(sourceFile: string): string {
-  return basename(sourceFile, extname(sourceFile));
-}
+/** The campaign's name from its file: the one rule in src/rules/names.ts, under the name callers here use. */
+export { campaignNameOf as campaignName } from "../rules/names.ts";
 
 export function planCampaign(file: CampaignFile, name: string): CampaignPlan {
   const section = file.campaign;

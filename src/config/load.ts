@@ -2,11 +2,13 @@
  * Reads a campaign file: the one place YAML is parsed. Turns the text into typed, defaulted values
  * (./schema.ts) and resolves what depends on the file system: relative paths and the SSH public key.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { load as loadYaml, YAMLException } from "js-yaml";
 import { ConfigError } from "../errors.ts";
+import { campaignNameOf, checkCampaignName } from "../rules/names.ts";
+import { checkSshPublicKey } from "../rules/ssh-key.ts";
 import { validateCampaign, type AwsTestbed, type CampaignFile, type LocalTestbed } from "./schema.ts";
 
 /** A loaded campaign: paths absolute, the AWS public key read into `sshPublicKey`. */
@@ -17,7 +19,15 @@ export interface Campaign extends CampaignFile {
   readonly sourceText: string;
 }
 
-const PUBLIC_KEY_PATTERN = /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com) [A-Za-z0-9+/=]+/;
+/** Campaign files are a page or two; a bigger one is a mistake (or an attack on the parser). */
+export const MAX_CAMPAIGN_FILE_BYTES = 1024 * 1024;
+/**
+ * YAML aliases (`*name`) let a small file expand into a huge document ("billion laughs"); a campaign file has
+ * no need for more than a few.
+ */
+export const MAX_YAML_ALIASES = 20;
+/** Campaign files nest four levels deep; the limit keeps deeply nested hostile input cheap to refuse. */
+const MAX_YAML_DEPTH = 20;
 
 export interface LoadOptions {
   /**
@@ -31,32 +41,56 @@ export function loadCampaignFile(path: string, options: LoadOptions = {}): Campa
   const sourceFile = resolve(path);
   let sourceText: string;
   try {
+    const size = statSync(sourceFile).size;
+    if (size > MAX_CAMPAIGN_FILE_BYTES) throw new ConfigError(path, [{ path: "", message: tooBigMessage(size) }]);
     sourceText = readFileSync(sourceFile, "utf8");
   } catch (error) {
+    if (error instanceof ConfigError) throw error;
     const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "file not found" : String(error);
     throw new ConfigError(path, [{ path: "", message: `${reason}; expected a campaign YAML file (see campaigns/ for examples)` }]);
   }
   return parseCampaign(sourceText, path, sourceFile, options);
 }
 
+function tooBigMessage(size: number): string {
+  return `the file is ${size} bytes; expected a campaign file of at most ${MAX_CAMPAIGN_FILE_BYTES} bytes`;
+}
+
 /** Parses campaign text; `displayName` is how errors name the file. */
 export function parseCampaign(sourceText: string, displayName: string, sourceFile = resolve(displayName), options: LoadOptions = {}): Campaign {
-  let document: unknown;
-  try {
-    document = loadYaml(sourceText, { filename: displayName });
-  } catch (error) {
-    if (!(error instanceof YAMLException)) throw error;
-    const where = error.mark ? ` at line ${error.mark.line + 1}, column ${error.mark.column + 1}` : "";
-    throw new ConfigError(displayName, [{ path: "", message: `not valid YAML${where}: ${error.reason}` }]);
-  }
+  const document = parseYaml(sourceText, displayName);
   const result = validateCampaign(document);
   if (!result.ok) throw new ConfigError(displayName, result.problems);
+  const nameProblem = checkCampaignName(campaignNameOf(sourceFile));
+  if (nameProblem !== undefined) {
+    throw new ConfigError(displayName, [{
+      path: "",
+      message: `the file name gives the campaign its name (results directory, AWS tags): found ${JSON.stringify(campaignNameOf(sourceFile))}, ` +
+        `${nameProblem}; rename the file`,
+    }]);
+  }
 
   const baseDir = dirname(sourceFile);
   const testbed = result.value.testbed.target === "aws"
     ? resolveAwsTestbed(result.value.testbed, baseDir, displayName, options.readKeys ?? true)
     : resolveLocalTestbed(result.value.testbed, baseDir);
   return { ...result.value, testbed, sourceFile, sourceText };
+}
+
+function parseYaml(sourceText: string, displayName: string): unknown {
+  // UTF-16 code units: at least one byte each, so a text over the limit is a file over it.
+  if (sourceText.length > MAX_CAMPAIGN_FILE_BYTES) {
+    throw new ConfigError(displayName, [{ path: "", message: tooBigMessage(Buffer.byteLength(sourceText)) }]);
+  }
+  try {
+    return loadYaml(sourceText, { filename: displayName, maxAliases: MAX_YAML_ALIASES, maxDepth: MAX_YAML_DEPTH });
+  } catch (error) {
+    // js-yaml documents that loading may throw more than YAMLException on hostile input (its safety notes).
+    const reason = error instanceof YAMLException ? error.reason : error instanceof Error ? error.message : String(error);
+    const mark = error instanceof YAMLException ? error.mark : undefined;
+    const where = mark ? ` at line ${mark.line + 1}, column ${mark.column + 1}` : "";
+    throw new ConfigError(displayName, [{ path: "", message: `not valid YAML${where}: ${reason}` }]);
+  }
 }
 
 function resolveLocalTestbed(tb: LocalTestbed, baseDir: string): LocalTestbed {
@@ -83,12 +117,8 @@ function resolveAwsTestbed(tb: AwsTestbed, baseDir: string, displayName: string,
       }]);
     }
   }
-  if (sshPublicKey === undefined || !PUBLIC_KEY_PATTERN.test(sshPublicKey)) {
-    throw new ConfigError(displayName, [{
-      path: keyField,
-      message: "expected an OpenSSH public key (\"ssh-ed25519 AAAA...\"); a private key or other text was found",
-    }]);
-  }
+  const keyProblem = sshPublicKey === undefined ? "missing: expected an OpenSSH public key" : checkSshPublicKey(sshPublicKey);
+  if (keyProblem !== undefined) throw new ConfigError(displayName, [{ path: keyField, message: keyProblem }]);
   const workerImageTarball = tb.workerImageTarball === undefined ? undefined : resolvePath(tb.workerImageTarball, baseDir);
   return { ...tb, sshPublicKey, sshPublicKeyFile, sshPrivateKeyFile, workerImageTarball };
 }

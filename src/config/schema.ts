@@ -2,21 +2,21 @@
  * The campaign file schema: every field, its type and its default, in one place.
  *
  * Pure: takes the plain object that YAML parsing produced and returns typed, defaulted values or a list of
- * problems (field path + message). Reading files lives in ./load.ts.
+ * problems (field path + message). The rules themselves live in src/rules/ (shared with the constructs and
+ * the CLI), problem wording in ./problems.ts, reading files in ./load.ts.
  */
 import { z } from "zod";
 import { BANDWIDTH_HELP, bandwidthGbps } from "../bandwidth.ts";
+import { checkEfaInstanceType } from "../catalogue/aws-instance-types.ts";
+import { checkAmiId, checkRootVolumeGiB } from "../rules/ami.ts";
+import { checkIpv4Cidr, checkSshSource, checkSubnetCidr, checkVpcCidr, DEFAULT_SSH_SOURCE_MIN_PREFIX, parseIpv4Cidr } from "../rules/cidr.ts";
+import { checkResourceName } from "../rules/names.ts";
+import {
+  checkDockerImageReference, checkS3BucketName, checkS3Key, checkSafePath, checkTagKey, checkTagValue, checkUnixUserName,
+} from "../rules/safe-text.ts";
+import { describeIssues, type ConfigProblem } from "./problems.ts";
 
-/** Instance types with an Elastic Fabric Adapter (AWS docs, "Supported instance types" for EFA). */
-export const EFA_INSTANCE_TYPES: ReadonlySet<string> = new Set([
-  "c5n.9xlarge", "c5n.18xlarge", "c5n.metal",
-  "g4dn.8xlarge", "g4dn.12xlarge", "g4dn.16xlarge", "g4dn.metal",
-  "g5.8xlarge", "g5.12xlarge", "g5.16xlarge", "g5.24xlarge", "g5.48xlarge",
-  "g6.8xlarge", "g6.12xlarge", "g6.16xlarge", "g6.24xlarge", "g6.48xlarge",
-  "g6e.8xlarge", "g6e.12xlarge", "g6e.16xlarge", "g6e.24xlarge", "g6e.48xlarge",
-  "p3dn.24xlarge", "p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge",
-  "trn1.32xlarge", "trn1n.32xlarge",
-]);
+export { describeValue, type ConfigProblem } from "./problems.ts";
 
 /** Defaults, documented once. The README's campaign reference is generated from nothing: keep it in step. */
 export const DEFAULTS = {
@@ -45,18 +45,24 @@ export const DEFAULTS = {
   },
 } as const;
 
-const NAME_PATTERN = /^[a-z]([a-z0-9-]{0,22}[a-z0-9])?$/;
-const AMI_PATTERN = /^ami-[0-9a-f]{8,17}$/;
 const AWS_REGION_PATTERN = /^[a-z]{2}(-gov)?-[a-z]+-\d$/;
+const AVAILABILITY_ZONE_PATTERN = /^[a-z0-9-]{1,64}$/;
 
+/** Text that must pass one of the shared rules; the rule's problem becomes the field's message. */
+function ruled(check: (value: string) => string | undefined): z.ZodString {
+  return z.string().superRefine((value, ctx) => {
+    const problem = check(value);
+    if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+  });
+}
+
+const safePath = () => ruled(checkSafePath);
 const nodeCount = z.int().min(1);
-const tags = z.record(z.string().min(1).max(128), z.string().max(256));
+const tags = z.record(ruled(checkTagKey), ruled(checkTagValue));
 
 const testbedCommon = {
   /** Used in resource names and tags: lower case letters, digits and dashes, at most 24 characters. */
-  name: z.string().regex(NAME_PATTERN, {
-    error: "expected 1-24 lower-case letters, digits or dashes, starting with a letter (it names resources)",
-  }),
+  name: ruled(checkResourceName),
   nodes: nodeCount,
   maxNodes: z.int().min(1).max(1000).default(DEFAULTS.maxNodes),
 };
@@ -65,16 +71,16 @@ const localTestbed = z.strictObject({
   target: z.literal("local"),
   ...testbedCommon,
   /** The Docker network of the node containers. */
-  subnet: z.cidrv4().default(DEFAULTS.local.subnet),
+  subnet: ruled((cidr) => checkIpv4Cidr(cidr, { example: DEFAULTS.local.subnet })).default(DEFAULTS.local.subnet),
   /** Host directory shared by all nodes, bind-mounted at the same path; default .ringlab/testbeds/<name>/shared. */
-  sharedDir: z.string().min(1).optional(),
-  workerImage: z.string().min(1).default(DEFAULTS.local.workerImage),
+  sharedDir: safePath().optional(),
+  workerImage: ruled(checkDockerImageReference).default(DEFAULTS.local.workerImage),
 });
 
 const s3State = z.strictObject({
   backend: z.literal("s3"),
-  bucket: z.string().min(3),
-  key: z.string().min(1),
+  bucket: ruled(checkS3BucketName),
+  key: ruled(checkS3Key),
   region: z.string().regex(AWS_REGION_PATTERN).optional(),
 });
 const localState = z.strictObject({ backend: z.literal("local") });
@@ -84,22 +90,27 @@ const awsTestbed = z.strictObject({
   ...testbedCommon,
   region: z.string().regex(AWS_REGION_PATTERN, { error: "expected an AWS region such as us-east-1" }).default(DEFAULTS.aws.region),
   /** Default: the region's "a" zone. */
-  availabilityZone: z.string().min(1).optional(),
+  availabilityZone: z.string().regex(AVAILABILITY_ZONE_PATTERN, { error: "expected an availability zone such as us-east-1a" }).optional(),
   instanceType: z.string().regex(/^[a-z][a-z0-9-]*\.[a-z0-9-]+$/, { error: "expected an EC2 instance type such as g4dn.xlarge" })
     .default(DEFAULTS.aws.instanceType),
   /** Default: the newest AWS Deep Learning Base GPU AMI (Ubuntu 22.04), looked up at deploy time. */
-  ami: z.string().regex(AMI_PATTERN, { error: "expected an AMI id such as ami-0123456789abcdef0" }).optional(),
-  rootVolumeGiB: z.int().min(8).max(16384).default(DEFAULTS.aws.rootVolumeGiB),
+  ami: ruled(checkAmiId).optional(),
+  rootVolumeGiB: z.int().superRefine((size, ctx) => {
+    const problem = checkRootVolumeGiB(size);
+    if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+  }).default(DEFAULTS.aws.rootVolumeGiB),
   /** Path to an OpenSSH public key; relative paths are relative to the campaign file. */
-  sshPublicKeyFile: z.string().min(1).optional(),
+  sshPublicKeyFile: safePath().optional(),
   /** The public key text itself, instead of sshPublicKeyFile. */
   sshPublicKey: z.string().min(1).optional(),
   /** Default: sshPublicKeyFile without ".pub". */
-  sshPrivateKeyFile: z.string().min(1).optional(),
-  sshUser: z.string().min(1).default(DEFAULTS.aws.sshUser),
+  sshPrivateKeyFile: safePath().optional(),
+  sshUser: ruled(checkUnixUserName).default(DEFAULTS.aws.sshUser),
   /** Who may reach the nodes over SSH, e.g. your address as 203.0.113.7/32. */
-  adminCidr: z.cidrv4({ error: "expected an IPv4 CIDR such as 203.0.113.7/32" }),
-  /** adminCidr 0.0.0.0/0 is refused unless this says so. */
+  adminCidr: ruled((cidr) => checkIpv4Cidr(cidr, { example: "203.0.113.7/32" })),
+  /** The widest adminCidr accepted (as a prefix length) unless allowSshFromAnywhere; 16 lets a /16 through. */
+  sshSourceMinPrefix: z.int().min(0).max(32).default(DEFAULT_SSH_SOURCE_MIN_PREFIX),
+  /** An adminCidr wider than sshSourceMinPrefix (0.0.0.0/0 included) is refused unless this says so. */
   allowSshFromAnywhere: z.boolean().default(false),
   sharedStorage: z.enum(["nfs", "efs"]).default(DEFAULTS.aws.sharedStorage),
   spot: z.boolean().default(false),
@@ -107,13 +118,16 @@ const awsTestbed = z.strictObject({
   /** Written into the ringlab:expires-at tag so a sweeper can find leftovers. */
   ttlHours: z.number().positive().max(24 * 30).default(DEFAULTS.aws.ttlHours),
   tags: tags.default({}),
-  vpcCidr: z.cidrv4().default(DEFAULTS.aws.vpcCidr),
-  subnetCidr: z.cidrv4().default(DEFAULTS.aws.subnetCidr),
+  vpcCidr: ruled(checkVpcCidr).default(DEFAULTS.aws.vpcCidr),
+  /** Must lie inside vpcCidr (checked with the testbed). */
+  subnetCidr: ruled((cidr) => checkIpv4Cidr(cidr, { example: DEFAULTS.aws.subnetCidr })).default(DEFAULTS.aws.subnetCidr),
   state: z.discriminatedUnion("backend", [localState, s3State]).default({ backend: "local" }),
-  workerImage: z.string().min(1).default(DEFAULTS.aws.workerImage),
+  workerImage: ruled(checkDockerImageReference).default(DEFAULTS.aws.workerImage),
   /** A `docker save` tarball copied to every node; without it nodes pull workerImage from its registry. */
-  workerImageTarball: z.string().min(1).optional(),
+  workerImageTarball: safePath().optional(),
 });
+
+type RefinementContext = z.core.$RefinementCtx;
 
 const testbed = z.discriminatedUnion("target", [localTestbed, awsTestbed]).superRefine((tb, ctx) => {
   if (tb.nodes > tb.maxNodes) {
@@ -123,44 +137,43 @@ const testbed = z.discriminatedUnion("target", [localTestbed, awsTestbed]).super
       message: `found ${tb.nodes}, expected at most maxNodes (${tb.maxNodes}); raise maxNodes deliberately to go higher`,
     });
   }
-  if (tb.target === "local") {
-    const prefix = Number(tb.subnet.split("/")[1]);
-    const addresses = 2 ** (32 - prefix);
-    // Nodes take .10 and up (src/testbed/local-plan.ts); the last address is the broadcast address.
-    if (10 + tb.nodes > addresses - 1) {
-      ctx.addIssue({ code: "custom", path: ["subnet"], message: `found ${tb.subnet}, too small for ${tb.nodes} nodes; use a /24` });
-    }
-    return;
+  if (tb.target === "local") checkLocalTestbed(tb, ctx);
+  else checkAwsTestbed(tb, ctx);
+});
+
+function checkLocalTestbed(tb: z.output<typeof localTestbed>, ctx: RefinementContext): void {
+  // Field rules run before this and keep going on failure: a malformed subnet is reported once, there.
+  const parsed = parseIpv4Cidr(tb.subnet);
+  if (!parsed.ok) return;
+  const addresses = 2 ** (32 - parsed.range.prefixLength);
+  // Nodes take .10 and up (src/testbed/local-plan.ts); the last address is the broadcast address.
+  if (10 + tb.nodes > addresses - 1) {
+    ctx.addIssue({ code: "custom", path: ["subnet"], message: `found ${tb.subnet}, too small for ${tb.nodes} nodes; use a /24` });
   }
-  if (tb.adminCidr === "0.0.0.0/0" && !tb.allowSshFromAnywhere) {
-    ctx.addIssue({
-      code: "custom",
-      path: ["adminCidr"],
-      message: "0.0.0.0/0 opens SSH to the whole internet; use your own address (e.g. 203.0.113.7/32) " +
-        "or set allowSshFromAnywhere: true if that is really meant",
-    });
+}
+
+function checkAwsTestbed(tb: z.output<typeof awsTestbed>, ctx: RefinementContext): void {
+  const problemAt = (field: string, message: string | undefined): void => {
+    if (message !== undefined) ctx.addIssue({ code: "custom", path: [field], message });
+  };
+  // Field rules run before this and keep going on failure: malformed CIDRs are reported once, there.
+  const wellFormed = (cidr: string): boolean => parseIpv4Cidr(cidr).ok;
+  if (wellFormed(tb.adminCidr)) {
+    problemAt("adminCidr", checkSshSource(tb.adminCidr, { allowSshFromAnywhere: tb.allowSshFromAnywhere, minPrefixLength: tb.sshSourceMinPrefix }));
   }
   if (tb.sshPublicKeyFile === undefined && tb.sshPublicKey === undefined) {
-    ctx.addIssue({ code: "custom", path: ["sshPublicKeyFile"], message: "missing: expected sshPublicKeyFile (a path) or sshPublicKey (the key text)" });
+    problemAt("sshPublicKeyFile", "missing: expected sshPublicKeyFile (a path) or sshPublicKey (the key text)");
   }
   if (tb.sshPublicKeyFile !== undefined && tb.sshPublicKey !== undefined) {
-    ctx.addIssue({ code: "custom", path: ["sshPublicKey"], message: "expected only one of sshPublicKeyFile and sshPublicKey" });
+    problemAt("sshPublicKey", "expected only one of sshPublicKeyFile and sshPublicKey");
   }
-  if (tb.efa && !EFA_INSTANCE_TYPES.has(tb.instanceType)) {
-    ctx.addIssue({
-      code: "custom",
-      path: ["efa"],
-      message: `instance type ${tb.instanceType} has no EFA; use one of ${[...EFA_INSTANCE_TYPES].slice(0, 6).join(", ")}, ... or efa: false`,
-    });
-  }
+  if (tb.efa) problemAt("efa", checkEfaInstanceType(tb.instanceType));
+  const subnetProblem = wellFormed(tb.subnetCidr) && wellFormed(tb.vpcCidr) ? checkSubnetCidr(tb.subnetCidr, tb.vpcCidr) : undefined;
+  if (subnetProblem !== undefined) problemAt("subnetCidr", `found ${JSON.stringify(tb.subnetCidr)}, ${subnetProblem}`);
   if (tb.availabilityZone !== undefined && !tb.availabilityZone.startsWith(tb.region)) {
-    ctx.addIssue({
-      code: "custom",
-      path: ["availabilityZone"],
-      message: `found "${tb.availabilityZone}", expected a zone of region ${tb.region} (such as ${tb.region}a)`,
-    });
+    problemAt("availabilityZone", `found "${tb.availabilityZone}", expected a zone of region ${tb.region} (such as ${tb.region}a)`);
   }
-});
+}
 
 /**
  * Models the worker can train (docker/worker). `tiny` is a small CNN for CPU smoke runs; `small` has a 17 MB
@@ -229,7 +242,7 @@ const campaign = z.strictObject({
   /** Keep the testbed after the campaign (default: tear it down, also on failure and Ctrl-C). */
   keep: z.boolean().default(false),
   /** Default: results/<campaign file name without extension>. */
-  resultsDir: z.string().min(1).optional(),
+  resultsDir: safePath().optional(),
 });
 
 export const campaignFileSchema = z.strictObject({
@@ -238,7 +251,7 @@ export const campaignFileSchema = z.strictObject({
 }).superRefine((file, ctx) => {
   const plan = file.campaign;
   if (plan === undefined) return;
-  const largest = Math.max(...plan.matrix.nodes);
+  const largest = plan.matrix.nodes.reduce((most, nodes) => Math.max(most, nodes), 0);
   if (largest > file.testbed.nodes) {
     ctx.addIssue({
       code: "custom",
@@ -271,12 +284,6 @@ export type AwsTestbed = Extract<Testbed, { target: "aws" }>;
 export type CampaignSection = NonNullable<CampaignFile["campaign"]>;
 export type Model = (typeof MODELS)[number];
 
-export interface ConfigProblem {
-  /** Dotted field path, e.g. "testbed.nodes"; empty for the whole document. */
-  readonly path: string;
-  readonly message: string;
-}
-
 export type ValidationResult =
   | { readonly ok: true; readonly value: CampaignFile }
   | { readonly ok: false; readonly problems: readonly ConfigProblem[] };
@@ -284,122 +291,10 @@ export type ValidationResult =
 export function validateCampaign(document: unknown): ValidationResult {
   const parsed = campaignFileSchema.safeParse(document);
   if (parsed.success) return { ok: true, value: parsed.data };
-  return { ok: false, problems: describeIssues(parsed.error.issues, document) };
+  return { ok: false, problems: describeIssues(campaignFileSchema, parsed.error.issues, document) };
 }
 
 /** The availability zone the stack uses when the file names none. */
 export function availabilityZoneOf(tb: AwsTestbed): string {
   return tb.availabilityZone ?? `${tb.region}a`;
-}
-
-function describeIssues(issues: readonly z.core.$ZodIssue[], document: unknown, prefix: readonly string[] = []): ConfigProblem[] {
-  return issues.flatMap((issue) => {
-    const path = [...prefix, ...issue.path.map(String)];
-    if (issue.code === "invalid_union" && !("discriminator" in issue && issue.discriminator !== undefined) && issue.errors.length > 0) {
-      // A matrix axis is "a value or a list of values": explain the branch that fits the input's shape.
-      const isList = Array.isArray(valueAt(document, path));
-      const fitting = issue.errors.find((branch) => isList
-        ? branch.every((inner) => inner.path.length > 0)
-        : !branch.some((inner) => inner.code === "invalid_type" && inner.expected === "array"));
-      if (fitting !== undefined) return describeIssues(fitting, document, path);
-    }
-    if (issue.code === "unrecognized_keys") {
-      // One problem per key, at the key's own path, so the message points at the typo.
-      return issue.keys.map((key) => ({ path: [...path, key].join("."), message: unknownKeyMessage(key, path, document) }));
-    }
-    return [{ path: path.join("."), message: messageFor(issue, path.join("."), valueAt(document, path)) }];
-  });
-}
-
-const TYPE_NAMES: Record<string, string> = {
-  int: "an integer", number: "a number", string: "text", boolean: "true or false", object: "a mapping", array: "a list",
-};
-
-function messageFor(issue: z.core.$ZodIssue, path: string, valueAtPath: unknown): string {
-  const found = describeValue(valueAtPath);
-  switch (issue.code) {
-    case "invalid_type": {
-      const expected = TYPE_NAMES[issue.expected] ?? issue.expected;
-      return valueAtPath === undefined ? `missing: expected ${expected}` : `found ${found}, expected ${expected}`;
-    }
-    case "too_small":
-      return `found ${found}, expected ${boundText(issue.origin, issue.inclusive ? "at least" : "more than", issue.minimum)}`;
-    case "too_big":
-      return `found ${found}, expected ${boundText(issue.origin, issue.inclusive ? "at most" : "less than", issue.maximum)}`;
-    case "invalid_value":
-      return `found ${found}, expected ${issue.values.map((v) => JSON.stringify(v)).join(" or ")}`;
-    case "invalid_union":
-      if ("discriminator" in issue && issue.discriminator !== undefined) {
-        return `found ${found}, expected ${path.endsWith("state.backend") ? '"local" or "s3"' : '"local" or "aws"'}`;
-      }
-      return `found ${found}, ${issue.message}`;
-    case "invalid_format":
-      return issue.message.startsWith("Invalid") ? `found ${found}, expected ${issue.format}` : `found ${found}, ${issue.message}`;
-    case "custom":
-      return issue.message.startsWith("expected") ? `found ${found}, ${issue.message}` : issue.message;
-    default:
-      return issue.message;
-  }
-}
-
-function valueAt(document: unknown, path: readonly string[]): unknown {
-  let value = document;
-  for (const key of path) {
-    if (value === null || typeof value !== "object") return undefined;
-    value = (value as Record<string, unknown>)[key];
-  }
-  return value;
-}
-
-function boundText(origin: string, relation: string, bound: number | bigint): string {
-  if (origin === "string") return `${relation} ${bound} characters`;
-  if (origin === "array" || origin === "set") return `${relation} ${bound} entries`;
-  return `${origin === "int" ? "an integer" : "a number"} ${relation} ${bound}`;
-}
-
-function unknownKeyMessage(key: string, parentPath: readonly string[], document: unknown): string {
-  const known = knownKeysAt(parentPath, document);
-  const suggestion = known.find((candidate) => editDistance(candidate.toLowerCase(), key.toLowerCase()) <= 2);
-  return `unknown key "${key}"` + (suggestion ? ` (did you mean "${suggestion}"?)` : "") +
-    (known.length > 0 ? `; expected one of ${known.join(", ")}` : "");
-}
-
-/** The keys the schema accepts at a path, for "did you mean" hints. */
-function knownKeysAt(parentPath: readonly string[], document: unknown): string[] {
-  const keysOf = (schema: z.ZodObject): string[] => Object.keys(schema.shape);
-  const where = parentPath.join(".");
-  if (where === "") return keysOf(campaignFileSchema);
-  if (where === "testbed") {
-    const target = (document as { testbed?: { target?: unknown } }).testbed?.target;
-    return keysOf(target === "aws" ? awsTestbed : localTestbed);
-  }
-  if (where === "testbed.state") return keysOf(s3State);
-  if (where === "campaign") return keysOf(campaign);
-  if (where === "campaign.matrix") return keysOf(matrix);
-  if (where === "campaign.train") return TRAIN_KNOB_NAMES;
-  if (where === "campaign.probe") return Object.keys(PROBE_DEFAULTS);
-  return [];
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let diagonal = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const above = row[j]!;
-      row[j] = Math.min(above + 1, row[j - 1]! + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
-      diagonal = above;
-    }
-  }
-  return row[b.length]!;
-}
-
-export function describeValue(value: unknown): string {
-  if (value === undefined) return "nothing";
-  if (value === null) return "null";
-  if (typeof value === "string") return JSON.stringify(value);
-  if (Array.isArray(value)) return "a list";
-  if (typeof value === "object") return "a mapping";
-  return String(value);
 }

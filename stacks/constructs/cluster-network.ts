@@ -5,11 +5,12 @@ import { RouteTable } from "@cdktf/provider-aws/lib/route-table/index.js";
 import { RouteTableAssociation } from "@cdktf/provider-aws/lib/route-table-association/index.js";
 import { Subnet } from "@cdktf/provider-aws/lib/subnet/index.js";
 import { Vpc } from "@cdktf/provider-aws/lib/vpc/index.js";
+import { checkSubnetCidr, checkVpcCidr } from "../../src/rules/cidr.ts";
 
 export interface ClusterNetworkProps {
   /** Prefix of the resources' Name tags. */
   readonly name: string;
-  /** IPv4 range of the VPC, /16 to /28. */
+  /** IPv4 range of the VPC, /16 to /28 (VPC_PREFIX_LENGTH). */
   readonly vpcCidr: string;
   /** IPv4 range of the one subnet; must lie inside `vpcCidr`. */
   readonly subnetCidr: string;
@@ -30,14 +31,10 @@ export class ClusterNetwork extends Construct {
 
   constructor(scope: Construct, id: string, props: ClusterNetworkProps) {
     super(scope, id);
-    const vpcRange = parseCidr(props.vpcCidr, "vpcCidr");
-    const subnetRange = parseCidr(props.subnetCidr, "subnetCidr");
-    if (vpcRange.prefixLength < 16 || vpcRange.prefixLength > 28) {
-      throw new Error(`ClusterNetwork: vpcCidr ${props.vpcCidr} must be between /16 and /28 (an AWS limit)`);
-    }
-    if (!contains(vpcRange, subnetRange)) {
-      throw new Error(`ClusterNetwork: subnetCidr ${props.subnetCidr} must lie inside vpcCidr ${props.vpcCidr}`);
-    }
+    const vpcProblem = checkVpcCidr(props.vpcCidr);
+    if (vpcProblem !== undefined) throw new Error(`ClusterNetwork: vpcCidr "${props.vpcCidr}": ${vpcProblem}`);
+    const subnetProblem = checkSubnetCidr(props.subnetCidr, props.vpcCidr);
+    if (subnetProblem !== undefined) throw new Error(`ClusterNetwork: subnetCidr "${props.subnetCidr}": ${subnetProblem}`);
     if (props.availabilityZone.trim() === "") throw new Error("ClusterNetwork: availabilityZone must not be empty");
 
     // DNS hostnames and support let nodes resolve an EFS mount target's DNS name.
@@ -69,29 +66,4 @@ export class ClusterNetwork extends Construct {
       routeTableId: routeTable.id,
     });
   }
-}
-
-interface Ipv4Range {
-  readonly first: number;
-  readonly prefixLength: number;
-}
-
-function parseCidr(cidr: string, field: string): Ipv4Range {
-  const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(cidr);
-  const octets = match ? match.slice(1, 5).map(Number) : [];
-  const prefixLength = match ? Number(match[5]) : NaN;
-  if (!match || octets.some((o) => o > 255) || prefixLength > 32) {
-    throw new Error(`ClusterNetwork: ${field} "${cidr}" is not an IPv4 CIDR such as 10.78.0.0/16`);
-  }
-  const address = octets.reduce((acc, octet) => acc * 256 + octet, 0);
-  const size = 2 ** (32 - prefixLength);
-  if (address % size !== 0) {
-    throw new Error(`ClusterNetwork: ${field} "${cidr}" has host bits set; expected the network address of the range`);
-  }
-  return { first: address, prefixLength };
-}
-
-function contains(outer: Ipv4Range, inner: Ipv4Range): boolean {
-  const outerSize = 2 ** (32 - outer.prefixLength);
-  return inner.prefixLength >= outer.prefixLength && inner.first >= outer.first && inner.first < outer.first + outerSize;
 }

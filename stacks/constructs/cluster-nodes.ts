@@ -5,7 +5,11 @@ import { Instance } from "@cdktf/provider-aws/lib/instance/index.js";
 import { KeyPair } from "@cdktf/provider-aws/lib/key-pair/index.js";
 import { LaunchTemplate } from "@cdktf/provider-aws/lib/launch-template/index.js";
 import { PlacementGroup } from "@cdktf/provider-aws/lib/placement-group/index.js";
-import { DEFAULTS, EFA_INSTANCE_TYPES } from "../../src/config/schema.ts";
+import { checkEfaInstanceType } from "../../src/catalogue/aws-instance-types.ts";
+import { DEFAULTS } from "../../src/config/schema.ts";
+import { checkAmiId, checkRootVolumeGiB } from "../../src/rules/ami.ts";
+import { checkResourceName, nodeName, stackName } from "../../src/rules/names.ts";
+import { checkSshPublicKey } from "../../src/rules/ssh-key.ts";
 import { TAG_KEYS } from "../tags.ts";
 
 export type NodeRole = "head" | "worker";
@@ -52,7 +56,6 @@ export interface ClusterNode {
   readonly instance: Instance;
 }
 
-const AMI_PATTERN = /^ami-[0-9a-f]{8,17}$/;
 /** Containers on the node that use IMDSv2 are one network hop further away than the host. */
 const METADATA_HOP_LIMIT = 2;
 
@@ -78,11 +81,11 @@ export class ClusterNodes extends Construct {
     const launchTags = { ...props.launchTags };
 
     const placementGroup = new PlacementGroup(this, "placement-group", {
-      name: `ringlab-${props.name}`,
+      name: stackName(props.name),
       strategy: "cluster",
     });
     const keyPair = new KeyPair(this, "key-pair", {
-      keyName: `ringlab-${props.name}`,
+      keyName: stackName(props.name),
       publicKey: props.sshPublicKey,
     });
     const ami = props.ami ?? new DataAwsAmi(this, "ami", {
@@ -94,7 +97,7 @@ export class ClusterNodes extends Construct {
       ],
     }).id;
     const launchTemplate = new LaunchTemplate(this, "launch-template", {
-      name: `ringlab-${props.name}-node`,
+      name: `${stackName(props.name)}-node`,
       description: `Network interface and launch-time tags of the nodes of testbed ${props.name}`,
       networkInterfaces: [{
         deviceIndex: 0,
@@ -112,7 +115,7 @@ export class ClusterNodes extends Construct {
     });
 
     this.nodes = Array.from({ length: props.nodeCount }, (_, rank) => {
-      const name = `${props.name}-node-${rank}`;
+      const name = nodeName(props.name, rank);
       const role: NodeRole = rank === 0 ? "head" : "worker";
       const instance = new Instance(this, `node-${rank}`, {
         ami,
@@ -153,16 +156,14 @@ function validate(props: ClusterNodesProps): void {
   const fail = (message: string): never => {
     throw new Error(`ClusterNodes: ${message}`);
   };
-  if (props.name.trim() === "") fail("name must not be empty");
+  const check = (field: string, value: unknown, problem: string | undefined): void => {
+    if (problem !== undefined) fail(`${field} ${JSON.stringify(value)}: ${problem}`);
+  };
+  check("name", props.name, checkResourceName(props.name));
   if (!Number.isInteger(props.nodeCount) || props.nodeCount < 1) fail(`nodeCount must be a whole number >= 1, got ${props.nodeCount}`);
-  if (!Number.isInteger(props.rootVolumeGiB) || props.rootVolumeGiB < 8 || props.rootVolumeGiB > 16384) {
-    fail(`rootVolumeGiB must be a whole number from 8 to 16384, got ${props.rootVolumeGiB}`);
-  }
-  if (props.ami !== undefined && !AMI_PATTERN.test(props.ami)) fail(`ami "${props.ami}" is not an AMI id such as ami-0123456789abcdef0`);
-  if (props.efa === true && !EFA_INSTANCE_TYPES.has(props.instanceType)) {
-    fail(`instance type ${props.instanceType} has no EFA; use an EFA type (e.g. g5.12xlarge, p4d.24xlarge) or efa: false`);
-  }
-  if (!/^(ssh-|ecdsa-|sk-)\S+ \S+/.test(props.sshPublicKey.trim())) {
-    fail("sshPublicKey must be an OpenSSH public key (\"ssh-ed25519 AAAA...\")");
-  }
+  check("rootVolumeGiB", props.rootVolumeGiB, checkRootVolumeGiB(props.rootVolumeGiB));
+  if (props.ami !== undefined) check("ami", props.ami, checkAmiId(props.ami));
+  if (props.efa === true) check("efa", props.efa, checkEfaInstanceType(props.instanceType));
+  const keyProblem = checkSshPublicKey(props.sshPublicKey);
+  if (keyProblem !== undefined) fail(`sshPublicKey: ${keyProblem}`);
 }

@@ -2,6 +2,8 @@ import { Construct } from "constructs";
 import { SecurityGroup } from "@cdktf/provider-aws/lib/security-group/index.js";
 import { VpcSecurityGroupEgressRule } from "@cdktf/provider-aws/lib/vpc-security-group-egress-rule/index.js";
 import { VpcSecurityGroupIngressRule } from "@cdktf/provider-aws/lib/vpc-security-group-ingress-rule/index.js";
+import { checkSshSource, DEFAULT_SSH_SOURCE_MIN_PREFIX } from "../../src/rules/cidr.ts";
+import { stackName } from "../../src/rules/names.ts";
 
 export interface ClusterSecurityGroupProps {
   /** Prefix of the group's name. */
@@ -10,10 +12,15 @@ export interface ClusterSecurityGroupProps {
   /** The only source allowed to reach the nodes over SSH, e.g. 203.0.113.7/32. */
   readonly adminCidr: string;
   /**
-   * Accept 0.0.0.0/0 as adminCidr.
+   * Accept an adminCidr wider than sshSourceMinPrefix, 0.0.0.0/0 included.
    * @default false
    */
   readonly allowSshFromAnywhere?: boolean;
+  /**
+   * The widest adminCidr accepted without allowSshFromAnywhere, as a prefix length.
+   * @default DEFAULT_SSH_SOURCE_MIN_PREFIX (16)
+   */
+  readonly sshSourceMinPrefix?: number;
 }
 
 const NFS_PORT = 2049;
@@ -38,15 +45,14 @@ export class ClusterSecurityGroup extends Construct {
 
   constructor(scope: Construct, id: string, props: ClusterSecurityGroupProps) {
     super(scope, id);
-    if (!/^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}$/.test(props.adminCidr)) {
-      throw new Error(`ClusterSecurityGroup: adminCidr "${props.adminCidr}" is not an IPv4 CIDR such as 203.0.113.7/32`);
-    }
-    if (props.adminCidr.endsWith("/0") && props.allowSshFromAnywhere !== true) {
-      throw new Error("ClusterSecurityGroup: adminCidr /0 opens SSH to the internet; set allowSshFromAnywhere to accept it");
-    }
+    const sourceProblem = checkSshSource(props.adminCidr, {
+      allowSshFromAnywhere: props.allowSshFromAnywhere,
+      minPrefixLength: props.sshSourceMinPrefix ?? DEFAULT_SSH_SOURCE_MIN_PREFIX,
+    });
+    if (sourceProblem !== undefined) throw new Error(`ClusterSecurityGroup: adminCidr "${props.adminCidr}": ${sourceProblem}`);
 
     this.securityGroup = new SecurityGroup(this, "security-group", {
-      name: `ringlab-${props.name}-cluster`,
+      name: `${stackName(props.name)}-cluster`,
       description: `ringlab testbed ${props.name}: SSH from the admin address, everything between members`,
       vpcId: props.vpcId,
       tags: { Name: `${props.name}-cluster` },

@@ -54,13 +54,13 @@ describe("ClusterNetwork", () => {
   });
 
   it("rejects a subnet outside the VPC", () => {
-    expect(() => synth({ subnetCidr: "10.79.1.0/24" })).toThrow(/subnetCidr 10.79.1.0\/24 must lie inside vpcCidr 10.78.0.0\/16/);
-    expect(() => synth({ vpcCidr: "10.78.0.0/24", subnetCidr: "10.78.0.0/16" })).toThrow(/must lie inside/);
+    expect(() => synth({ subnetCidr: "10.79.1.0/24" })).toThrow(/subnetCidr "10.79.1.0\/24": expected a range inside vpcCidr 10.78.0.0\/16/);
+    expect(() => synth({ vpcCidr: "10.78.0.0/24", subnetCidr: "10.78.0.0/16" })).toThrow(/expected a range inside vpcCidr/);
   });
 
   it("rejects malformed ranges, VPC sizes AWS refuses and an empty zone", () => {
-    expect(() => synth({ vpcCidr: "10.78.0.0" })).toThrow(/vpcCidr "10.78.0.0" is not an IPv4 CIDR/);
-    expect(() => synth({ subnetCidr: "10.78.1.300/24" })).toThrow(/subnetCidr .* is not an IPv4 CIDR/);
+    expect(() => synth({ vpcCidr: "10.78.0.0" })).toThrow(/vpcCidr "10.78.0.0": expected an IPv4 CIDR/);
+    expect(() => synth({ subnetCidr: "10.78.1.300/24" })).toThrow(/subnetCidr .*: expected an IPv4 CIDR/);
     expect(() => synth({ subnetCidr: "10.78.1.7/24" })).toThrow(/host bits set/);
     expect(() => synth({ vpcCidr: "10.0.0.0/8", subnetCidr: "10.78.1.0/24" })).toThrow(/between \/16 and \/28/);
     expect(() => synth({ availabilityZone: " " })).toThrow(/availabilityZone/);

@@ -150,10 +150,13 @@ describe("ClusterNodes", () => {
   it("rejects invalid props before creating anything", () => {
     expect(() => synth({ nodeCount: 0 })).toThrow(/nodeCount must be a whole number >= 1, got 0/);
     expect(() => synth({ nodeCount: 1.5 })).toThrow(/nodeCount/);
-    expect(() => synth({ rootVolumeGiB: 4 })).toThrow(/rootVolumeGiB must be a whole number from 8 to 16384, got 4/);
+    expect(() => synth({ rootVolumeGiB: 4 })).toThrow(/rootVolumeGiB 4: expected a whole number of GiB from 8 to 16384/);
+    expect(() => synth({ rootVolumeGiB: 16385 })).toThrow(/rootVolumeGiB 16385/);
     expect(() => synth({ efa: true, instanceType: "g4dn.xlarge" })).toThrow(/instance type g4dn.xlarge has no EFA/);
-    expect(() => synth({ ami: "ubuntu-22.04" })).toThrow(/ami "ubuntu-22.04" is not an AMI id/);
-    expect(() => synth({ sshPublicKey: "-----BEGIN OPENSSH PRIVATE KEY-----" })).toThrow(/sshPublicKey/);
-    expect(() => synth({ name: "" })).toThrow(/name must not be empty/);
+    expect(() => synth({ ami: "ubuntu-22.04" })).toThrow(/ami "ubuntu-22.04": expected an AMI id/);
+    expect(() => synth({ sshPublicKey: "-----BEGIN OPENSSH PRIVATE KEY-----" })).toThrow(/sshPublicKey: expected an OpenSSH public key/);
+    expect(() => synth({ sshPublicKey: "ssh-ed25519" })).toThrow(/sshPublicKey: expected an OpenSSH public key/);
+    expect(() => synth({ name: "" })).toThrow(/name "": expected 1-24 lower-case letters/);
+    expect(() => synth({ name: "tb-{{x}}" })).toThrow(/name "tb-\{\{x\}\}"/);
   });
 });

@@ -71,9 +71,12 @@ describe("ClusterSecurityGroup", () => {
     expect(Object.values(resourcesOf(json, "aws_security_group"))[0]?.["description"]).toMatch(RULE_DESCRIPTION);
   });
 
-  it("rejects an adminCidr that is not a CIDR, and 0.0.0.0/0 unless allowed", () => {
-    expect(() => synth({ adminCidr: "203.0.113.7" })).toThrow(/adminCidr "203.0.113.7" is not an IPv4 CIDR/);
+  it("rejects an adminCidr that is not a CIDR, and ranges wider than /16 (0.0.0.0/0 too) unless allowed", () => {
+    expect(() => synth({ adminCidr: "203.0.113.7" })).toThrow(/adminCidr "203.0.113.7": expected an IPv4 CIDR/);
     expect(() => synth({ adminCidr: "0.0.0.0/0" })).toThrow(/allowSshFromAnywhere/);
+    expect(() => synth({ adminCidr: "0.0.0.0/1" })).toThrow(/opens SSH to 2147483648 addresses/);
+    expect(() => synth({ adminCidr: "203.0.0.0/16" })).not.toThrow();
+    expect(() => synth({ adminCidr: "203.0.0.0/24", sshSourceMinPrefix: 28 })).toThrow(/wider than \/28/);
     const open = rules(synth({ adminCidr: "0.0.0.0/0", allowSshFromAnywhere: true }));
     expect(open.ingress).toContainEqual(expect.objectContaining({ cidr_ipv4: "0.0.0.0/0", from_port: 22 }));
   });
