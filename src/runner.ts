@@ -8,12 +8,12 @@ import { bandwidthGbps } from "./bandwidth.ts";
 import { uninterruptible, type Context } from "./context.ts";
 import { runPlaybook } from "./testbed/playbook.ts";
 import { RinglabError, ToolError } from "./errors.ts";
+import { JOBS, type Job } from "./results/record.ts";
 import { parseWorkerResult, type WorkerResult } from "./results/worker-result.ts";
 import type { TestbedRecord } from "./testbed/record.ts";
 import { formatBytes } from "./util/format.ts";
 
-export const JOBS = ["train", "allreduce"] as const;
-export type Job = (typeof JOBS)[number];
+export { JOBS, type Job };
 
 export interface RunRequest {
   /** Stable id: names the worker containers' rendezvous and the result's folder. */
@@ -22,7 +22,7 @@ export interface RunRequest {
   readonly job: Job;
   readonly workerArgs: readonly string[];
   readonly timeoutSeconds: number;
-  /** Where the result and every node's log are collected (on this machine). */
+  /** Where the result and every node's log are collected (on this machine): a folder of this attempt alone. */
   readonly collectDir: string;
 }
 
@@ -59,8 +59,9 @@ export async function executeRun(ctx: Context, record: TestbedRecord, request: R
     wallSeconds: (Date.now() - started.getTime()) / 1000,
     collectDir: request.collectDir,
   });
-  // run.yml leaves each rank's log here; a fresh folder keeps an earlier attempt's logs from passing as this one's.
-  rmSync(request.collectDir, { recursive: true, force: true });
+  // run.yml leaves each rank's log here. Earlier attempts have folders of their own and are kept; this attempt's
+  // folder exists only when an invocation was killed before recording it, and its leftovers must not pass as ours.
+  if (existsSync(request.collectDir)) rmSync(request.collectDir, { recursive: true, force: true });
   try {
     await ctx.reporter.step(`run ${request.runId} (${request.job} on ${request.nodes} nodes)`, (detail) => runPlaybook(ctx, record, "run.yml", {
       extraVars: {

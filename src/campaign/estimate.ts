@@ -5,7 +5,7 @@
 import { bandwidthGbps } from "../bandwidth.ts";
 import { onDemandUsdPerHour } from "../catalogue/aws-instance-types.ts";
 import type { CampaignFile, Model } from "../config/schema.ts";
-import { ringAllReduceLowerBoundSeconds } from "./cost-model.ts";
+import { ringAllReduceLowerBoundSeconds } from "../results/cost-model.ts";
 import type { CampaignPlan, PlannedRun } from "./plan.ts";
 
 /** fp32 parameter counts of the worker's models (torchvision 0.14; inception_v3 without the aux head). */

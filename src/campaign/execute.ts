@@ -9,12 +9,15 @@ import { bandwidthGbps } from "../bandwidth.ts";
 import type { Campaign } from "../config/load.ts";
 import { uninterruptible, type Context } from "../context.ts";
 import { writeReport } from "../report/index.ts";
+import { writeDerivedFiles } from "../results/derived.ts";
+import type { ResultsLayout } from "../results/layout.ts";
+import { RUN_RECORD_SCHEMA, type RunRecord } from "../results/record.ts";
+import { ResultsStore } from "../results/store.ts";
 import { executeRun, shapeLinks, stopWorkers } from "../runner.ts";
 import type { TestbedRecord } from "../testbed/record.ts";
 import { configure, down, up } from "../testbed/testbed.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import { campaignName, planCampaign, remainingRuns, type CampaignPlan, type PlannedRun } from "./plan.ts";
-import { readRecords, resultsLayout, RUN_RECORD_SCHEMA, writeDerivedFiles, writeRecord, type ResultsLayout, type RunRecord } from "./records.ts";
 
 export interface CampaignOptions {
   /** Keep the testbed afterwards (overrides the file's `keep`). */
@@ -43,10 +46,14 @@ export function resultsDirFor(campaign: Campaign, override?: string): string {
 export async function runCampaign(ctx: Context, campaign: Campaign, options: CampaignOptions = {}): Promise<CampaignOutcome> {
   const started = Date.now();
   const plan = planCampaign(campaign, campaignName(campaign.sourceFile));
-  const layout = resultsLayout(resultsDirFor(campaign, options.resultsDir));
+  const leftOut: string[] = [];
+  const store = ResultsStore.open(resultsDirFor(campaign, options.resultsDir), (message) => {
+    leftOut.push(message);
+    ctx.reporter.warn(message);
+  });
+  const layout = store.layout;
   const keep = options.keep ?? campaign.campaign?.keep ?? false;
-  const done = new Map(readRecords(layout).map((record) => [record.runId, record]));
-  const todo = remainingRuns(plan, done);
+  const todo = remainingRuns(plan, new Map(store.latestRecords().map(({ record }) => [record.runId, record])));
   const skipped = plan.runs.length - todo.length;
   saveCampaignCopy(layout, campaign.sourceText);
   ctx.reporter.info(`campaign ${plan.name}: ${plan.runs.length} runs planned, ${skipped} already done, ${todo.length} to run; results in ${layout.dir}`);
@@ -70,10 +77,9 @@ export async function runCampaign(ctx: Context, campaign: Campaign, options: Cam
           shapedTo = run.bandwidth;
         }
         ctx.reporter.info(`run ${index + 1}/${todo.length}: ${run.id}`);
-        const record = await executePlannedRun(ctx, testbed, plan, run, layout, campaign);
-        writeRecord(layout, record);
-        done.set(record.runId, record);
-        writeDerivedFiles(layout, [...done.values()], plan.runs.map((r) => r.id));
+        const record = await executePlannedRun(ctx, testbed, plan, run, store, campaign);
+        store.save(record);
+        writeDerivedFiles(layout, store.records(), plan.runs.map((r) => r.id));
         if (record.status === "ok") ok++;
         else {
           failed++;
@@ -90,7 +96,7 @@ export async function runCampaign(ctx: Context, campaign: Campaign, options: Cam
       teardown = keep ? "kept" : await tearDown(ctx, campaign);
     }
     if (keep && testbed !== undefined && interrupted) await stopWorkers(uninterruptible(ctx), testbed).catch(() => {});
-    await makeReport(ctx, layout, plan, [...done.values()]);
+    await makeReport(ctx, store, leftOut);
     if (interrupted) ctx.reporter.warn(`interrupted: ${ok + failed} runs recorded this time; rerun the same command to resume`);
   }
   return {
@@ -105,9 +111,10 @@ export async function runCampaign(ctx: Context, campaign: Campaign, options: Cam
   };
 }
 
-async function executePlannedRun(ctx: Context, testbed: TestbedRecord, plan: CampaignPlan, run: PlannedRun, layout: ResultsLayout, campaign: Campaign): Promise<RunRecord> {
+async function executePlannedRun(ctx: Context, testbed: TestbedRecord, plan: CampaignPlan, run: PlannedRun, store: ResultsStore, campaign: Campaign): Promise<RunRecord> {
   const timeoutSeconds = campaign.campaign!.runTimeoutSeconds;
-  const collectDir = layout.logsDirOf(run.id);
+  const attempt = store.nextAttempt(run.id);
+  const collectDir = store.logsDirOf(run.id, attempt);
   const outcome = await executeRun(ctx, testbed, { runId: run.id, nodes: run.nodes, job: run.job, workerArgs: run.workerArgs, timeoutSeconds, collectDir });
   const provenance = outcome.result?.provenance;
   // The job's whole life in the worker, torch import and rendezvous included: what is left of the run's wall
@@ -118,6 +125,7 @@ async function executePlannedRun(ctx: Context, testbed: TestbedRecord, plan: Cam
     schema: RUN_RECORD_SCHEMA,
     campaign: plan.name,
     runId: run.id,
+    attempt,
     fingerprint: run.fingerprint,
     params: {
       job: run.job,
@@ -141,7 +149,7 @@ async function executePlannedRun(ctx: Context, testbed: TestbedRecord, plan: Cam
       target: testbed.target,
       ...(campaign.testbed.target === "aws" ? { instanceType: campaign.testbed.instanceType } : {}),
     },
-    logsDir: relative(layout.dir, collectDir),
+    logsDir: relative(store.layout.dir, collectDir),
     ...(outcome.result === undefined ? {} : { result: outcome.result }),
   };
 }
@@ -156,13 +164,15 @@ async function tearDown(ctx: Context, campaign: Campaign): Promise<CampaignOutco
   }
 }
 
-async function makeReport(ctx: Context, layout: ResultsLayout, plan: CampaignPlan, records: RunRecord[]): Promise<void> {
+/** The report from the records in memory; runs.jsonl and summary.csv were rewritten after each run already. */
+async function makeReport(ctx: Context, store: ResultsStore, leftOut: readonly string[]): Promise<void> {
+  const records = store.records();
   if (records.length === 0) return;
-  writeDerivedFiles(layout, records, plan.runs.map((r) => r.id));
+  const dir = store.layout.dir;
   try {
-    await ctx.reporter.step("write the report", () => writeReport(layout.dir));
+    await ctx.reporter.step("write the report", () => writeReport(dir, records, { leftOut }));
   } catch (error) {
-    ctx.reporter.warn(`the report could not be written: ${(error as Error).message} (the results are safe; retry with \`ringlab report ${layout.dir}\`)`);
+    ctx.reporter.warn(`the report could not be written: ${(error as Error).message} (the results are safe; retry with \`ringlab report ${dir}\`)`);
   }
 }
 

@@ -4,7 +4,7 @@
  */
 import { parse, View } from "vega";
 import { compile, type TopLevelSpec } from "vega-lite";
-import type { BandwidthSeries, ReportData, TrainingConfig } from "./data.ts";
+import { errorHalfWidth, type BandwidthSeries, type ReportData, type TrainingConfig } from "./data.ts";
 
 /** SVG markup of each chart; absent when the campaign has nothing to draw in it. */
 export interface ChartSvgs {
@@ -55,7 +55,7 @@ export function throughputChartSpec(data: ReportData): TopLevelSpec | null {
   const rows = data.training.flatMap((config) => [
     ...config.series.flatMap((series) => withBaseline(config, series).map((point) => ({
       panel: panelTitle(config), series: series.bandwidth, nodes: point.nodes, imagesPerSecond: point.mean,
-      lower: Math.max(0, point.mean - point.ci95), upper: point.mean + point.ci95,
+      lower: Math.max(0, point.mean - point.plusMinus), upper: point.mean + point.plusMinus,
     }))),
     ...idealRows(config),
   ]);
@@ -65,7 +65,7 @@ export function throughputChartSpec(data: ReportData): TopLevelSpec | null {
   const dashScale = { domain, range: [...domain.slice(1).map(() => SOLID), DASHED] };
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
-    title: { text: "Training throughput against node count", subtitle: "mean ± 95% interval; dashed: ideal (n × one node)" },
+    title: { text: "Training throughput against node count", subtitle: "mean ± 95% CI over repeats (one repeat: its spread over iterations); dashed: ideal (n × one node)" },
     data: { values: rows },
     facet: { field: "panel", type: "nominal", title: null },
     columns: 2,
@@ -143,7 +143,7 @@ export function efficiencyChartSpec(data: ReportData): TopLevelSpec | null {
 export function busBandwidthChartSpec(data: ReportData): TopLevelSpec | null {
   const rows = data.probes.flatMap((probe) => probe.rows.map((row) => ({
     series: `${probe.bandwidth} · ${probe.nodes} nodes`, sizeBytes: row.sizeBytes, busbw: row.busBandwidthGbps.mean,
-    lower: Math.max(0, row.busBandwidthGbps.mean - row.busBandwidthGbps.ci95), upper: row.busBandwidthGbps.mean + row.busBandwidthGbps.ci95,
+    lower: Math.max(0, row.busBandwidthGbps.mean - row.busBandwidthGbps.halfWidth95), upper: row.busBandwidthGbps.mean + row.busBandwidthGbps.halfWidth95,
   })));
   if (rows.length === 0) return null;
   const links = [...new Map(data.probes.flatMap((probe) => probe.linkGbps === null ? []
@@ -158,7 +158,7 @@ export function busBandwidthChartSpec(data: ReportData): TopLevelSpec | null {
   const color = { field: "series", type: "nominal", title: "Link · nodes", scale: { domain: series, range: colors(series.length) } } as const;
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
-    title: { text: "All-reduce bus bandwidth against message size", subtitle: "busbw = algbw · 2(N-1)/N, mean ± 95% interval; grey rules: link rates" },
+    title: { text: "All-reduce bus bandwidth against message size", subtitle: "busbw = algbw · 2(N-1)/N, mean ± 95% CI over repeats; grey rules: link rates" },
     width: 520,
     height: 300,
     layer: [
@@ -186,9 +186,10 @@ function panelTitle(config: TrainingConfig): string {
 }
 
 /** A configuration's line for one link: its single-node baseline (when measured), then the multi-node points. */
-function withBaseline(config: TrainingConfig, series: BandwidthSeries): { nodes: number; mean: number; ci95: number }[] {
-  const points = series.points.map((point) => ({ nodes: point.nodes, ...point.imagesPerSecond }));
-  return config.baseline === null ? points : [{ nodes: 1, ...config.baseline.imagesPerSecond }, ...points];
+function withBaseline(config: TrainingConfig, series: BandwidthSeries): { nodes: number; mean: number; plusMinus: number }[] {
+  const points = series.points.map((point) => ({ nodes: point.nodes, mean: point.imagesPerSecond.mean, plusMinus: errorHalfWidth(point.imagesPerSecond) }));
+  const baseline = config.baseline?.imagesPerSecond;
+  return baseline === undefined ? points : [{ nodes: 1, mean: baseline.mean, plusMinus: errorHalfWidth(baseline) }, ...points];
 }
 
 function idealRows(config: TrainingConfig) {

@@ -3,18 +3,29 @@
  * next to the ring all-reduce cost model, the all-reduce probe, and the failed runs. Pure: plain data in,
  * plain data out; charts and pages are drawn from it elsewhere.
  */
-import type { RunRecord } from "../campaign/records.ts";
 import {
   efficiencyCeiling, meanWithInterval, ringAllReduceLowerBoundSeconds, scalingEfficiency, type EfficiencyCeiling,
-} from "../campaign/cost-model.ts";
+} from "../results/cost-model.ts";
+import { latestAttempts, type RunRecord } from "../results/record.ts";
 import type { AllReduceResult, TrainResult } from "../results/worker-result.ts";
 
+/** A measurement over repeats. */
 export interface Interval {
   readonly mean: number;
-  /** Half-width of the 95% confidence interval. */
-  readonly ci95: number;
-  /** Samples behind the mean: repeats, or 1 when the interval is the worker's own over its iterations. */
+  /** Half-width of the 95% confidence interval of the mean over the n repeats (Student's t); 0 when n is 1. */
+  readonly halfWidth95: number;
+  /** Repeats behind the mean. */
   readonly n: number;
+  /**
+   * Only for one repeat of a training run: the worker's 1.96 × std of its per-iteration throughput. A spread
+   * that says how steady the run was, not how precisely the mean is known.
+   */
+  readonly iterationSpread95?: number;
+}
+
+/** The ± a chart's error bar shows: the interval over repeats, or a single repeat's spread over iterations. */
+export function errorHalfWidth(interval: Interval): number {
+  return interval.n > 1 ? interval.halfWidth95 : interval.iterationSpread95 ?? 0;
 }
 
 /** The single-node measurement every bandwidth's series of a configuration is compared with. */
@@ -86,6 +97,8 @@ export interface ProbeSeries {
 
 export interface FailedRun {
   readonly runId: string;
+  /** How often the run was tried; this is the latest attempt. */
+  readonly attempts: number;
   readonly job: string;
   readonly nodes: number;
   readonly bandwidth: string | null;
@@ -97,7 +110,8 @@ export interface FailedRun {
 }
 
 export interface ReportData {
-  readonly runCounts: { readonly total: number; readonly ok: number; readonly failed: number };
+  /** Runs by the status of their latest attempt; `doneAgain`: runs with more than one attempt. */
+  readonly runCounts: { readonly total: number; readonly ok: number; readonly failed: number; readonly doneAgain: number };
   readonly training: readonly TrainingConfig[];
   readonly probes: readonly ProbeSeries[];
   readonly failures: readonly FailedRun[];
@@ -113,25 +127,29 @@ export interface ReportMeta {
   readonly generatedAt: string;
   /** Some runs were on the local testbed, whose nodes share one machine's cores. */
   readonly sharedMachine: boolean;
+  /** Record files that could not be read, with why: the report is without them. */
+  readonly leftOut: readonly string[];
 }
 
 type TrainRecord = RunRecord & { readonly result: TrainResult };
 type ProbeRecord = RunRecord & { readonly result: AllReduceResult };
 
+/** From every attempt's record; each run counts with its latest attempt. */
 export function reportData(records: readonly RunRecord[]): ReportData {
-  const ok = records.filter((record) => record.status === "ok");
-  const failures = records.filter((record) => record.status !== "ok").map(failedRun);
+  const runs = latestAttempts(records);
+  const ok = runs.filter(({ record }) => record.status === "ok").map(({ record }) => record);
+  const failures = runs.filter(({ record }) => record.status !== "ok").map(failedRun);
   const trainRecords = ok.filter((record): record is TrainRecord => record.result?.job === "train");
   const probeRecords = ok.filter((record): record is ProbeRecord => record.result?.job === "allreduce");
   return {
-    runCounts: { total: records.length, ok: ok.length, failed: failures.length },
+    runCounts: { total: runs.length, ok: ok.length, failed: failures.length, doneAgain: runs.filter(({ attempts }) => attempts > 1).length },
     training: trainingConfigs(trainRecords),
     probes: probeSeries(probeRecords),
     failures,
   };
 }
 
-export function reportMeta(records: readonly RunRecord[], generatedAt: Date): ReportMeta {
+export function reportMeta(records: readonly RunRecord[], generatedAt: Date, leftOut: readonly string[] = []): ReportMeta {
   const first = records[0];
   const testbeds = [...new Set(records.map(({ testbed }) =>
     `${testbed.name} (${testbed.target}${testbed.instanceType === undefined ? "" : `, ${testbed.instanceType}`})`))];
@@ -144,13 +162,14 @@ export function reportMeta(records: readonly RunRecord[], generatedAt: Date): Re
     lastEndedAt: first === undefined ? null : ends[ends.length - 1]!,
     generatedAt: generatedAt.toISOString(),
     sharedMachine: records.some((record) => record.testbed.target === "local"),
+    leftOut,
   };
 }
 
-function failedRun(record: RunRecord): FailedRun {
+function failedRun({ record, attempts }: { record: RunRecord; attempts: number }): FailedRun {
   const { params } = record;
   return {
-    runId: record.runId, job: params.job, nodes: params.nodes, bandwidth: params.bandwidth,
+    runId: record.runId, attempts, job: params.job, nodes: params.nodes, bandwidth: params.bandwidth,
     ...(params.model === undefined ? {} : { model: params.model }),
     ...(params.batchSize === undefined ? {} : { batchSize: params.batchSize }),
     error: record.error ?? "(no error recorded)", logsDir: record.logsDir,
@@ -207,10 +226,12 @@ function scalingPoint(repeats: readonly TrainRecord[], batchSize: number, baseli
   };
 }
 
-/** Mean over repeats with Student's t; one repeat keeps the worker's own interval over its iterations. */
+/** Mean over repeats with Student's t; one repeat has no interval, so it keeps the worker's spread over its iterations. */
 function repeatsInterval(repeats: readonly TrainRecord[]): Interval {
   const totals = repeats.map((record) => record.result.metrics.imagesPerSecondTotal);
-  return totals.length === 1 ? { mean: totals[0]!.mean, ci95: totals[0]!.ci95, n: 1 } : meanWithInterval(totals.map((total) => total.mean));
+  if (totals.length > 1) return meanWithInterval(totals.map((total) => total.mean));
+  // The worker calls its spread ci95 (ringlab.result/v1); see worker-result.ts.
+  return { mean: totals[0]!.mean, halfWidth95: 0, n: 1, iterationSpread95: totals[0]!.ci95 };
 }
 
 function probeSeries(records: readonly ProbeRecord[]): ProbeSeries[] {

@@ -7,6 +7,7 @@ import type { BandwidthSeries, FailedRun, Interval, ProbeSeries, ReportData, Rep
 import { formatBytes } from "../util/format.ts";
 
 const NOT_AVAILABLE = "n/a";
+const PLUS_MINUS_NOTE = "± is the 95% confidence interval of the mean over repeats; a single repeat shows its spread over iterations (1.96 × std) instead.";
 
 export function renderHtml(data: ReportData, svgs: ChartSvgs, meta: ReportMeta): string {
   return `<!doctype html>
@@ -22,7 +23,8 @@ export function renderHtml(data: ReportData, svgs: ChartSvgs, meta: ReportMeta):
 <h1>Campaign ${escapeHtml(meta.campaign)}</h1>
 <p>Testbed ${escapeHtml(meta.testbed)} · runs from ${escapeHtml(meta.firstStartedAt ?? NOT_AVAILABLE)} to ${escapeHtml(meta.lastEndedAt ?? NOT_AVAILABLE)} · report generated ${escapeHtml(meta.generatedAt)}</p>
 ${meta.sharedMachine ? `<p class="note">${escapeHtml(SHARED_MACHINE_NOTE)}</p>` : ""}
-<p class="counts">${runCountsText(data)}</p>
+${leftOutNote(meta.leftOut)}
+<p class="counts">${escapeHtml(runCountsText(data))}</p>
 </header>
 ${trainingSection(data, svgs)}
 ${probeSection(data, svgs)}
@@ -35,46 +37,73 @@ ${HOW_TO_READ}
 
 export function renderMarkdown(data: ReportData, meta: ReportMeta): string {
   const lines = [
-    `# ringlab report: ${meta.campaign}`,
+    `# ringlab report: ${markdownText(meta.campaign)}`,
     "",
-    `Testbed ${meta.testbed}; runs from ${meta.firstStartedAt ?? NOT_AVAILABLE} to ${meta.lastEndedAt ?? NOT_AVAILABLE}. ${runCountsText(data)}. Charts and every number: report.html.`,
+    `Testbed ${markdownText(meta.testbed)}; runs from ${markdownText(meta.firstStartedAt ?? NOT_AVAILABLE)} to ${markdownText(meta.lastEndedAt ?? NOT_AVAILABLE)}. ${runCountsText(data)}. Charts and every number: report.html.`,
     ...(meta.sharedMachine ? ["", `> ${SHARED_MACHINE_NOTE}`] : []),
+    ...markdownLeftOut(meta.leftOut),
+    ...markdownTraining(data.training),
+    ...markdownProbes(data.probes),
+    ...markdownFailures(data.failures),
   ];
-  if (data.training.length > 0) {
-    lines.push("", "## Training at the largest node count", "",
-      "| Configuration | Link | Nodes | Throughput (img/s) | Ideal (img/s) | Scaling efficiency | Ceiling, no overlap – perfect overlap |",
-      "|---|---|---:|---:|---:|---:|---:|");
-    for (const config of data.training) {
-      for (const series of config.series) {
-        const point = series.points[series.points.length - 1];
-        if (point === undefined) continue;
-        lines.push(`| ${markdownCell(config.label)} | ${series.bandwidth} | ${point.nodes} | ${interval(point.imagesPerSecond, 1)} | ${optional(point.idealImagesPerSecond, (v) => v.toFixed(1))} | ${optional(point.scalingEfficiency, percent)} | ${ceilingText(point)} |`);
-      }
-      if (config.series.length === 0 && config.baseline !== null) {
-        lines.push(`| ${markdownCell(config.label)} | (one node only) | 1 | ${interval(config.baseline.imagesPerSecond, 1)} | ${NOT_AVAILABLE} | ${NOT_AVAILABLE} | ${NOT_AVAILABLE} |`);
-      }
-    }
-    const withoutBaseline = data.training.filter((config) => config.baseline === null);
-    if (withoutBaseline.length > 0) {
-      lines.push("", `No single-node run, so no efficiency for: ${withoutBaseline.map((config) => config.label).join("; ")}.`);
-    }
-  }
-  if (data.probes.length > 0) {
-    lines.push("", "## All-reduce probe", "", "| Link | Nodes | Largest message | Bus bandwidth (Gbit/s) | Share of the link |", "|---|---:|---:|---:|---:|");
-    for (const probe of data.probes) {
-      const largest = probe.rows[probe.rows.length - 1];
-      lines.push(`| ${probe.bandwidth} | ${probe.nodes} | ${largest === undefined ? NOT_AVAILABLE : formatBytes(largest.sizeBytes)} | ${largest === undefined ? NOT_AVAILABLE : interval(largest.busBandwidthGbps, 3)} | ${optional(probe.largestSizeLinkFraction, percent)} |`);
-    }
-  }
-  lines.push("", "## Failed runs", "");
-  if (data.failures.length === 0) lines.push("None.");
-  for (const failure of data.failures) lines.push(`- \`${failure.runId}\`: ${markdownCell(oneLine(failure.error))} (logs: ${failure.logsDir})`);
   return `${lines.join("\n")}\n`;
 }
 
+function markdownTraining(training: readonly TrainingConfig[]): string[] {
+  if (training.length === 0) return [];
+  const lines = ["", "## Training at the largest node count", "",
+    "| Configuration | Link | Nodes | Throughput (img/s) | Ideal (img/s) | Scaling efficiency | Ceiling, no overlap – perfect overlap |",
+    "|---|---|---:|---:|---:|---:|---:|"];
+  for (const config of training) {
+    const label = markdownText(config.label);
+    for (const series of config.series) {
+      const point = series.points[series.points.length - 1];
+      if (point === undefined) continue;
+      lines.push(`| ${label} | ${markdownText(series.bandwidth)} | ${point.nodes} | ${interval(point.imagesPerSecond, 1)} | ${optional(point.idealImagesPerSecond, (v) => v.toFixed(1))} | ${optional(point.scalingEfficiency, percent)} | ${ceilingText(point)} |`);
+    }
+    if (config.series.length === 0 && config.baseline !== null) {
+      lines.push(`| ${label} | (one node only) | 1 | ${interval(config.baseline.imagesPerSecond, 1)} | ${NOT_AVAILABLE} | ${NOT_AVAILABLE} | ${NOT_AVAILABLE} |`);
+    }
+  }
+  lines.push("", PLUS_MINUS_NOTE);
+  const withoutBaseline = training.filter((config) => config.baseline === null);
+  if (withoutBaseline.length > 0) {
+    lines.push("", `No single-node run, so no efficiency for: ${withoutBaseline.map((config) => markdownText(config.label)).join("; ")}.`);
+  }
+  return lines;
+}
+
+function markdownProbes(probes: readonly ProbeSeries[]): string[] {
+  if (probes.length === 0) return [];
+  const lines = ["", "## All-reduce probe", "", "| Link | Nodes | Largest message | Bus bandwidth (Gbit/s) | Share of the link |", "|---|---:|---:|---:|---:|"];
+  for (const probe of probes) {
+    const largest = probe.rows[probe.rows.length - 1];
+    lines.push(`| ${markdownText(probe.bandwidth)} | ${probe.nodes} | ${largest === undefined ? NOT_AVAILABLE : formatBytes(largest.sizeBytes)} | ${largest === undefined ? NOT_AVAILABLE : interval(largest.busBandwidthGbps, 3)} | ${optional(probe.largestSizeLinkFraction, percent)} |`);
+  }
+  return lines;
+}
+
+function markdownFailures(failures: readonly FailedRun[]): string[] {
+  const lines = ["", "## Failed runs", ""];
+  if (failures.length === 0) lines.push("None.");
+  for (const failure of failures) {
+    lines.push(`- ${markdownText(failure.runId)} (${attemptsText(failure.attempts)}): ${markdownText(oneLine(failure.error))} (logs: ${markdownText(failure.logsDir)})`);
+  }
+  return lines;
+}
+
+function markdownLeftOut(leftOut: readonly string[]): string[] {
+  if (leftOut.length === 0) return [];
+  return ["", `> ${leftOut.length} record file(s) could not be read and are left out of this report:`, ...leftOut.map((why) => `> - ${markdownText(oneLine(why))}`)];
+}
+
 function runCountsText(data: ReportData): string {
-  const { total, ok, failed } = data.runCounts;
-  return `${total} runs: ${ok} ok, ${failed} failed`;
+  const { total, ok, failed, doneAgain } = data.runCounts;
+  return `${total} runs: ${ok} ok, ${failed} failed${doneAgain > 0 ? `; ${doneAgain} took more than one attempt` : ""}`;
+}
+
+function attemptsText(attempts: number): string {
+  return attempts === 1 ? "1 attempt" : `${attempts} attempts`;
 }
 
 function trainingSection(data: ReportData, svgs: ChartSvgs): string {
@@ -88,7 +117,7 @@ ${data.training.map(trainingTable).join("\n")}
 }
 
 const TRAINING_COLUMNS = [
-  "Link", "Nodes", "Workers", "Repeats", "Throughput (img/s, ±95%)", "Ideal (img/s)", "Scaling efficiency",
+  "Link", "Nodes", "Workers", "Repeats", "Throughput (img/s, ± 95% CI)", "Ideal (img/s)", "Scaling efficiency",
   "t<sub>c</sub> compute/step (s)", "t<sub>ar</sub> lower bound (s)", "Ceiling, no overlap", "Ceiling, perfect overlap",
   "Throughput ceiling (img/s, no overlap – perfect overlap)",
 ];
@@ -136,15 +165,23 @@ function probeTable(probe: ProbeSeries): string {
   ]);
   return `<h3>${escapeHtml(probe.bandwidth)}, ${probe.nodes} nodes (${probe.workers} ranks, ${probe.runIds.length} repeats)</h3>
 <p>${escapeHtml(link)}${share}.</p>
-${table(["Message size", "Bus bandwidth (Gbit/s, ±95%)", "Algorithm bandwidth (Gbit/s)", "Time (s)", "Wrong"], rows)}`;
+${table(["Message size", "Bus bandwidth (Gbit/s, ± 95% CI)", "Algorithm bandwidth (Gbit/s)", "Time (s)", "Wrong"], rows)}`;
 }
 
 function failuresSection(failures: readonly FailedRun[]): string {
   if (failures.length === 0) return `<section id="failures"><h2>Failed runs</h2><p>None.</p></section>`;
   const rows = failures.map((failure) => [
-    `<code>${escapeHtml(failure.runId)}</code>`, `<pre>${escapeHtml(failure.error)}</pre>`, `<code>${escapeHtml(failure.logsDir)}</code>`,
+    `<code>${escapeHtml(failure.runId)}</code>`, attemptsText(failure.attempts), `<pre>${escapeHtml(failure.error)}</pre>`,
+    `<code>${escapeHtml(failure.logsDir)}</code>`,
   ]);
-  return `<section id="failures"><h2>Failed runs (${failures.length})</h2>\n${table(["Run", "Error", "Logs (in the results directory)"], rows)}</section>`;
+  const columns = ["Run", "Attempts", "Error (latest attempt)", "Logs of the latest attempt (in the results directory)"];
+  return `<section id="failures"><h2>Failed runs (${failures.length})</h2>\n${table(columns, rows)}</section>`;
+}
+
+function leftOutNote(leftOut: readonly string[]): string {
+  if (leftOut.length === 0) return "";
+  const items = leftOut.map((why) => `<li>${escapeHtml(why)}</li>`).join("");
+  return `<div class="note"><p>${leftOut.length} record file(s) could not be read and are left out of this report:</p><ul>${items}</ul></div>`;
 }
 
 const HOW_TO_READ = `<section id="how-to-read">
@@ -155,7 +192,7 @@ const HOW_TO_READ = `<section id="how-to-read">
 <li><b>t<sub>ar</sub></b> is the ring all-reduce lower bound for the gradients (S bytes, halved with fp16 all-reduce) over N ranks on links of B bytes/s: t<sub>ar</sub> ≥ 2(N-1)/N · S/B (Patarasuk &amp; Yuan 2009). An unlimited link gives no bound (n/a).</li>
 <li>The <b>efficiency ceiling</b> is t<sub>c</sub> / (t<sub>c</sub> + t<sub>ar</sub>) when communication and compute take turns (no overlap) and min(1, t<sub>c</sub> / t<sub>ar</sub>) when the all-reduce hides behind compute (perfect overlap). A measurement above the no-overlap ceiling shows overlap at work; one below it points at more than bandwidth (latency, a slow collective, stragglers).</li>
 <li>The probe reports nccl-tests' bandwidths: algbw = S / t and <b>busbw = algbw · 2(N-1)/N</b>, which is comparable with the link rate whatever N is. TCP over MTU 1500 carries about 94–96% of the line rate.</li>
-<li>± is the 95% interval of the mean over repeats (Student's t); with one repeat it is the worker's own interval over its iterations.</li>
+<li>± is the half-width of the 95% confidence interval of the mean over repeats (Student's t). One repeat has no such interval: "(± x over iterations)" is that run's spread instead, 1.96 × the standard deviation of its per-iteration throughput, which says how steady the run was, not how precisely the mean is known. Chart error bars show the same.</li>
 </ul>
 </section>`;
 
@@ -192,10 +229,13 @@ function ceilingText(point: ScalingPoint): string {
   return point.efficiencyCeiling === null ? NOT_AVAILABLE : `${percent(point.efficiencyCeiling.noOverlap)} – ${percent(point.efficiencyCeiling.perfectOverlap)}`;
 }
 
+/** Over repeats: the confidence interval; one repeat: its spread over iterations, labelled as such. */
 function interval(value: Interval, digits: number): string {
-  // One sample without a spread of its own has no interval: "± 0" would claim a precision nobody measured.
-  if (value.n <= 1 && value.ci95 === 0) return value.mean.toFixed(digits);
-  return `${value.mean.toFixed(digits)} ± ${value.ci95.toFixed(digits)}`;
+  const mean = value.mean.toFixed(digits);
+  if (value.n > 1) return `${mean} ± ${value.halfWidth95.toFixed(digits)}`;
+  // One sample without a spread of its own: "± 0" would claim a precision nobody measured.
+  const spread = value.iterationSpread95 ?? 0;
+  return spread === 0 ? mean : `${mean} (± ${spread.toFixed(digits)} over iterations)`;
 }
 
 function optional(value: number | null, format: (value: number) => string): string {
@@ -220,8 +260,12 @@ function oneLine(text: string): string {
   return line.length > 200 ? `${line.slice(0, 199)}…` : line;
 }
 
-function markdownCell(text: string): string {
-  return text.replace(/\|/g, "\\|");
+/**
+ * Text from records (ids, model names, errors) as markdown that shows it literally: no raw HTML passes, and
+ * nothing breaks a table row or starts emphasis, a code span or a link.
+ */
+export function markdownText(text: string): string {
+  return escapeHtml(text).replace(/[\\`*_[\]|]/g, (c) => `\\${c}`);
 }
 
 function escapeHtml(text: string): string {

@@ -4,11 +4,17 @@
  */
 import { z } from "zod";
 
-const meanWithInterval = z.object({ mean: z.number(), ci95: z.number() });
+/**
+ * A throughput over the timed iterations of one run. `ci95` is a spread, not a confidence interval: 1.96 ×
+ * the (population) standard deviation of the per-iteration throughput (Horovod's synthetic benchmark prints the same), which
+ * says how steady the run was. The name is the file format's (ringlab.result/v1) and stays; the report's
+ * confidence intervals come from repeats (report/data.ts).
+ */
+const meanWithSpread = z.object({ mean: z.number(), ci95: z.number() });
 
 export const trainMetricsSchema = z.looseObject({
-  imagesPerSecondPerWorker: meanWithInterval,
-  imagesPerSecondTotal: meanWithInterval,
+  imagesPerSecondPerWorker: meanWithSpread,
+  imagesPerSecondTotal: meanWithSpread,
   stepSeconds: z.array(z.number()),
   parameterCount: z.number(),
   gradientBytes: z.number(),

@@ -82,7 +82,10 @@ describe("a campaign on the local testbed", { timeout: 25 * 60_000 }, () => {
     expect(html.match(/<svg/g)?.length).toBe(3);
     expect(html).toMatch(/Ideal/);
     expect(readFileSync(join(results, "report.md"), "utf8")).toMatch(/small · batch 32 \| 1gbit \| 3 \|/);
-    for (const runId of final.keys()) expect(existsSync(join(results, "logs", runId, "worker-0.log")), runId).toBe(true);
+    for (const { runId, logsDir } of jsonl.map((line) => JSON.parse(line))) {
+      expect(logsDir, runId).toMatch(new RegExp(`^logs/${runId}/attempt-\\d+$`));
+      expect(existsSync(join(results, logsDir, "worker-0.log")), runId).toBe(true);
+    }
     expect(everythingLabeled(TESTBED)).toEqual([]);
   });
 });

@@ -27,7 +27,7 @@ describe("reportData: training series", () => {
     expect(resnet50.baseline).not.toBeNull();
     expect(resnet50.baseline!.imagesPerSecond.mean).toBe(105);
     // sd of (100, 110) = √50, standard error 5
-    expect(resnet50.baseline!.imagesPerSecond.ci95).toBeCloseTo(T1 * 5, 9);
+    expect(resnet50.baseline!.imagesPerSecond.halfWidth95).toBeCloseTo(T1 * 5, 9);
     expect(resnet50.baseline!.imagesPerSecond.n).toBe(2);
     expect(resnet50.baseline!.imagesPerSecondPerWorker).toBe(105);
     expect(resnet50.baseline!.runIds).toEqual(["train-resnet50-b64-n1-r1", "train-resnet50-b64-n1-r2"]);
@@ -62,12 +62,12 @@ describe("reportData: training series", () => {
     expect(fourNodesFast.efficiencyCeiling!.perfectOverlap).toBe(1);
   });
 
-  it("keeps the worker's own interval when a point has one repeat, and uses Student's t over three", () => {
-    expect(point(resnet50, "1gbit", 4).imagesPerSecond).toEqual({ mean: 200, ci95: 8, n: 1 });
+  it("has no interval for one repeat but keeps the worker's spread over iterations, and uses Student's t over three", () => {
+    expect(point(resnet50, "1gbit", 4).imagesPerSecond).toEqual({ mean: 200, halfWidth95: 0, n: 1, iterationSpread95: 8 });
     const threeRepeats = point(resnet50, "10gbit", 2).imagesPerSecond;
     expect(threeRepeats.mean).toBe(206);
     // sd of (200, 206, 212) = 6
-    expect(threeRepeats.ci95).toBeCloseTo(T2 * 6 / Math.sqrt(3), 9);
+    expect(threeRepeats.halfWidth95).toBeCloseTo(T2 * 6 / Math.sqrt(3), 9);
     expect(threeRepeats.n).toBe(3);
   });
 
@@ -81,7 +81,7 @@ describe("reportData: training series", () => {
     const resnet152 = config(data.training, "resnet152 · batch 32");
     expect(resnet152.baseline).toBeNull();
     const twoNodes = point(resnet152, "1gbit", 2);
-    expect(twoNodes.imagesPerSecond).toEqual({ mean: 40, ci95: 2, n: 1 });
+    expect(twoNodes.imagesPerSecond).toEqual({ mean: 40, halfWidth95: 0, n: 1, iterationSpread95: 2 });
     expect(twoNodes.idealImagesPerSecond).toBeNull();
     expect(twoNodes.scalingEfficiency).toBeNull();
     expect(twoNodes.computeSecondsPerStep).toBeNull();
@@ -127,7 +127,7 @@ describe("reportData: probe, failures, counts", () => {
     const largest = probe.rows[1]!;
     expect(largest.busBandwidthGbps.mean).toBeCloseTo(0.92, 12);
     // sd of (0.9, 0.94) = 0.02·√2, standard error 0.02
-    expect(largest.busBandwidthGbps.ci95).toBeCloseTo(T1 * 0.02, 9);
+    expect(largest.busBandwidthGbps.halfWidth95).toBeCloseTo(T1 * 0.02, 9);
     // two ranks: busbw = algbw
     expect(largest.algorithmBandwidthGbps).toBeCloseTo(0.92, 12);
     expect(probe.largestSizeLinkFraction).toBeCloseTo(0.92, 12);
@@ -139,15 +139,15 @@ describe("reportData: probe, failures, counts", () => {
   });
 
   it("lists every failed run with its error and logs directory, and counts runs", () => {
-    expect(data.runCounts).toEqual({ total: 14, ok: 13, failed: 1 });
+    expect(data.runCounts).toEqual({ total: 14, ok: 13, failed: 1, doneAgain: 0 });
     expect(data.failures).toEqual([{
-      runId: "train-resnet50-b64-n4-10gbit-r3", job: "train", nodes: 4, bandwidth: "10gbit", model: "resnet50", batchSize: 64,
+      runId: "train-resnet50-b64-n4-10gbit-r3", attempts: 1, job: "train", nodes: 4, bandwidth: "10gbit", model: "resnet50", batchSize: 64,
       error: "rendezvous timed out after 120 s <node3>", logsDir: "logs/train-resnet50-b64-n4-10gbit-r3",
     }]);
   });
 
   it("is empty, not NaN, without records", () => {
-    expect(reportData([])).toEqual({ runCounts: { total: 0, ok: 0, failed: 0 }, training: [], probes: [], failures: [] });
+    expect(reportData([])).toEqual({ runCounts: { total: 0, ok: 0, failed: 0, doneAgain: 0 }, training: [], probes: [], failures: [] });
   });
 });
 
@@ -160,7 +160,7 @@ describe("reportMeta", () => {
     expect(reportMeta(records, new Date("2025-05-03T00:00:00Z"))).toEqual({
       campaign: "scaling-test", testbed: "lab (local)",
       firstStartedAt: "2025-05-01T09:00:00.000Z", lastEndedAt: "2025-05-02T08:01:00.000Z", generatedAt: "2025-05-03T00:00:00.000Z",
-      sharedMachine: true,
+      sharedMachine: true, leftOut: [],
     });
   });
 

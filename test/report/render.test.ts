@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { renderCharts, type ChartSvgs } from "../../src/report/charts.ts";
 import { reportData, reportMeta, type ReportData, type ReportMeta } from "../../src/report/data.ts";
 import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
-import { probeRecord, scalingCampaign } from "./fixtures/records.ts";
+import { failedTrainRecord, probeRecord, scalingCampaign } from "./fixtures/records.ts";
 
 const records = scalingCampaign();
 const data: ReportData = reportData(records);
@@ -70,7 +70,7 @@ describe("renderHtml", () => {
 
   it("says n/a where there is no baseline instead of inventing an efficiency", () => {
     const resnet152 = sectionOf(html, "<h3>resnet152 · batch 32</h3>");
-    expect(cellsOf(rowStartingWith(resnet152, "1gbit", "2"))).toEqual(["1gbit", "2", "2", "1", "40.0 ± 2.0", "n/a", "n/a", "n/a", "1.92", "n/a", "n/a", "n/a"]);
+    expect(cellsOf(rowStartingWith(resnet152, "1gbit", "2"))).toEqual(["1gbit", "2", "2", "1", "40.0 (± 2.0 over iterations)", "n/a", "n/a", "n/a", "1.92", "n/a", "n/a", "n/a"]);
     expect(html).not.toMatch(/NaN|Infinity/);
   });
 
@@ -106,14 +106,14 @@ describe("renderMarkdown", () => {
   it("gives the headline per link at the largest node count", () => {
     expect(markdown).toContain("# ringlab report: scaling-test");
     expect(markdown).toContain("14 runs: 13 ok, 1 failed");
-    expect(markdown).toContain("| resnet50 · batch 64 | 1gbit | 4 | 200.0 ± 8.0 | 420.0 | 47.6% | 33.7% – 50.8% |");
+    expect(markdown).toContain("| resnet50 · batch 64 | 1gbit | 4 | 200.0 (± 8.0 over iterations) | 420.0 | 47.6% | 33.7% – 50.8% |");
     expect(markdown).toContain("| resnet50 · batch 64 | 10gbit | 4 | 402.0 ± 25.4 | 420.0 | 95.7% | 83.6% – 100.0% |");
-    expect(markdown).toContain("| resnet152 · batch 32 | 1gbit | 2 | 40.0 ± 2.0 | n/a | n/a | n/a |");
+    expect(markdown).toContain("| resnet152 · batch 32 | 1gbit | 2 | 40.0 (± 2.0 over iterations) | n/a | n/a | n/a |");
   });
 
   it("summarises the probe against the link and lists the failed runs", () => {
     expect(markdown).toContain("| 1gbit | 2 | 64 MiB | 0.920 ± 0.254 | 92.0% |");
-    expect(markdown).toContain("- `train-resnet50-b64-n4-10gbit-r3`: rendezvous timed out after 120 s <node3> (logs: logs/train-resnet50-b64-n4-10gbit-r3)");
+    expect(markdown).toContain("- train-resnet50-b64-n4-10gbit-r3 (1 attempt): rendezvous timed out after 120 s &lt;node3&gt; (logs: logs/train-resnet50-b64-n4-10gbit-r3)");
   });
 
   it("shows a single probe run without an interval it never measured", () => {
@@ -129,5 +129,46 @@ describe("renderMarkdown", () => {
   it("says so when nothing failed", () => {
     const clean = renderMarkdown(reportData(records.filter((record) => record.status === "ok")), meta);
     expect(clean).toMatch(/## Failed runs\n\nNone\.\n$/);
+  });
+});
+
+describe("runs done more than once", () => {
+  const first = { ...failedTrainRecord({ nodes: 2, bandwidth: "1gbit", repeat: 5, error: "peer gone" }), attempt: 1, logsDir: "logs/x/attempt-1" };
+  const second = { ...first, attempt: 2, error: "timed out again", logsDir: "logs/x/attempt-2" };
+  const twice = [...records.filter((record) => record.status === "ok"), first, second];
+  const twiceMeta = reportMeta(twice, new Date("2025-05-03T12:00:00Z"));
+
+  it("count once, with their latest attempt and how many attempts they had", async () => {
+    const twiceData = reportData(twice);
+    expect(twiceData.runCounts).toEqual({ total: 14, ok: 13, failed: 1, doneAgain: 1 });
+    const page = renderHtml(twiceData, {}, twiceMeta);
+    expect(cellsOf(rowStartingWith(page, "<code>train-resnet50-b64-n2-1gbit-r5</code>"))).toEqual([
+      "<code>train-resnet50-b64-n2-1gbit-r5</code>", "2 attempts", "<pre>timed out again</pre>", "<code>logs/x/attempt-2</code>",
+    ]);
+    expect(page).not.toContain("peer gone");
+    expect(renderMarkdown(twiceData, twiceMeta)).toContain("- train-resnet50-b64-n2-1gbit-r5 (2 attempts): timed out again (logs: logs/x/attempt-2)");
+  });
+});
+
+describe("text from records in report.md", () => {
+  const hostile = [failedTrainRecord({ nodes: 2, bandwidth: "1gbit", model: "<b>m</b>|x", error: "<script>alert(1)</script> a|b & `c` *d*" })];
+  const markdown = renderMarkdown(reportData(hostile), reportMeta(hostile, new Date("2025-05-03T12:00:00Z")));
+
+  it("passes no raw HTML and breaks no table row", () => {
+    expect(markdown).not.toMatch(/<script|<b>/);
+    expect(markdown).toContain("&lt;script&gt;alert(1)&lt;/script&gt; a\\|b &amp; \\`c\\` \\*d\\*");
+    expect(markdown).toContain("train-&lt;b&gt;m&lt;/b&gt;\\|x-b64-n2-1gbit-r1 (1 attempt)");
+  });
+
+  it("names record files that were left out", () => {
+    const withLeftOut = renderMarkdown(reportData(records), { ...meta, leftOut: ["run record /r/runs/a.attempt-1.json is unreadable (<eof>)"] });
+    expect(withLeftOut).toContain("> - run record /r/runs/a.attempt-1.json is unreadable (&lt;eof&gt;)");
+    expect(renderHtml(reportData(records), {}, { ...meta, leftOut: ["a <b>"] })).toContain("<li>a &lt;b&gt;</li>");
+  });
+
+  it("tells a confidence interval over repeats from one run's spread over iterations", () => {
+    expect(renderMarkdown(data, meta)).toContain("± is the 95% confidence interval of the mean over repeats");
+    expect(renderMarkdown(data, meta)).toContain("200.0 (± 8.0 over iterations)");
+    expect(renderMarkdown(data, meta)).toContain("402.0 ± 25.4");
   });
 });

@@ -2,6 +2,7 @@
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { writeReport } from "../../report/index.ts";
+import { ResultsStore } from "../../results/store.ts";
 import type { CommandHost } from "../program.ts";
 
 export function registerReport(program: Command, host: CommandHost): void {
@@ -11,7 +12,13 @@ export function registerReport(program: Command, host: CommandHost): void {
     .action(host.action(async (dir: string, _options: unknown, command: Command) => {
       const ctx = host.contextFor(command, "report");
       const resultsDir = resolve(dir);
-      await ctx.reporter.step(`write the report of ${dir}`, () => writeReport(resultsDir));
+      // A record file that cannot be read is named and left out, in the output and in the report itself.
+      const leftOut: string[] = [];
+      const store = ResultsStore.open(resultsDir, (message) => {
+        leftOut.push(message);
+        ctx.reporter.warn(message);
+      });
+      await ctx.reporter.step(`write the report of ${dir}`, () => writeReport(resultsDir, store.records(), { leftOut }));
       ctx.reporter.info(`wrote ${join(resultsDir, "report.html")} and report.md`);
     }));
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   algorithmBandwidthGbps, busBandwidthGbps, efficiencyCeiling, meanWithInterval, ringAllReduceLowerBoundSeconds, scalingEfficiency,
-} from "../../src/campaign/cost-model.ts";
+} from "../../src/results/cost-model.ts";
 import { estimateCampaign } from "../../src/campaign/estimate.ts";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import { parseCampaign } from "../../src/config/load.ts";
@@ -46,8 +46,8 @@ describe("efficiency", () => {
     const stats = meanWithInterval([10, 12, 14]);
     expect(stats.mean).toBe(12);
     // sd 2, n 3: 4.303 · 2 / sqrt(3)
-    expect(stats.ci95).toBeCloseTo(4.9687, 3);
-    expect(meanWithInterval([5])).toEqual({ mean: 5, ci95: 0, n: 1 });
+    expect(stats.halfWidth95).toBeCloseTo(4.9687, 3);
+    expect(meanWithInterval([5])).toEqual({ mean: 5, halfWidth95: 0, n: 1 });
   });
 });
 

@@ -1,6 +1,6 @@
 /**
  * The ring all-reduce cost model (../shared/ANCHORS.md) and the efficiency numbers the report puts next to
- * every measurement. Pure arithmetic; units are in the names.
+ * every measurement. Pure arithmetic, a leaf: it imports nothing from ringlab; units are in the names.
  */
 
 /** Gbit/s to bytes per second. */
@@ -49,14 +49,21 @@ export function efficiencyCeiling(computeSeconds: number, allReduceSeconds: numb
   };
 }
 
-/** Mean and the half-width of its 95% confidence interval (Student's t; 0 for one sample). */
-export function meanWithInterval(samples: readonly number[]): { mean: number; ci95: number; n: number } {
+/** A mean of n samples and the half-width of its 95% confidence interval. */
+export interface MeanWithInterval {
+  readonly mean: number;
+  /** Student's t; 0 for one sample, which gives no interval. */
+  readonly halfWidth95: number;
+  readonly n: number;
+}
+
+export function meanWithInterval(samples: readonly number[]): MeanWithInterval {
   const n = samples.length;
-  if (n === 0) return { mean: Number.NaN, ci95: Number.NaN, n };
+  if (n === 0) return { mean: Number.NaN, halfWidth95: Number.NaN, n };
   const mean = samples.reduce((a, b) => a + b, 0) / n;
-  if (n === 1) return { mean, ci95: 0, n };
+  if (n === 1) return { mean, halfWidth95: 0, n };
   const variance = samples.reduce((sum, x) => sum + (x - mean) ** 2, 0) / (n - 1);
-  return { mean, ci95: studentT975(n - 1) * Math.sqrt(variance / n), n };
+  return { mean, halfWidth95: studentT975(n - 1) * Math.sqrt(variance / n), n };
 }
 
 /** Two-sided 95% quantile of Student's t for `df` degrees of freedom. */

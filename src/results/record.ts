@@ -1,0 +1,115 @@
+/**
+ * The run record (`ringlab.run/v1`): one file per attempt of a run, the one result format campaigns write and
+ * the report reads. The type and the schema that checks a record read back from disk live together here.
+ * Pure: no file system (see store.ts).
+ */
+import { z } from "zod";
+import { workerResultSchema, type WorkerResult } from "./worker-result.ts";
+
+export const RUN_RECORD_SCHEMA = "ringlab.run/v1";
+
+/** The benchmark jobs a worker runs. */
+export const JOBS = ["train", "allreduce"] as const;
+export type Job = (typeof JOBS)[number];
+
+export interface RunRecord {
+  readonly schema: typeof RUN_RECORD_SCHEMA;
+  readonly campaign: string;
+  readonly runId: string;
+  /**
+   * 1 for a run's first attempt, counting up each time the run is done again (it failed, or its parameters
+   * changed). Absent in records written before attempts were kept: those are attempt 1.
+   */
+  readonly attempt?: number;
+  /** See PlannedRun.fingerprint: a resumed campaign keeps this record only if the plan still matches it. */
+  readonly fingerprint: string;
+  readonly params: {
+    readonly job: Job;
+    readonly nodes: number;
+    /** Link rate ("1gbit"), "unlimited", or null for a single-node run. */
+    readonly bandwidth: string | null;
+    /** The same in Gbit/s; null for unlimited or single-node. */
+    readonly linkGbps: number | null;
+    readonly repeat: number;
+    readonly model?: string;
+    readonly batchSize?: number;
+    /** Train knobs the campaign set, by name. */
+    readonly knobs: Readonly<Record<string, string | number | boolean>>;
+    readonly workerArgs: readonly string[];
+  };
+  readonly status: "ok" | "failed";
+  /** Why it failed; the worker logs are in logsDir. */
+  readonly error?: string;
+  readonly startedAt: string;
+  readonly endedAt: string;
+  /** The run's wall time, orchestration included. */
+  readonly wallSeconds: number;
+  /** Time inside the benchmark job (worker launch to end, from its provenance); absent when it failed. */
+  readonly benchmarkSeconds?: number;
+  readonly testbed: { readonly name: string; readonly target: "local" | "aws"; readonly instanceType?: string };
+  /** This attempt's worker logs, relative to the results directory. */
+  readonly logsDir: string;
+  /** The worker's result as it wrote it. */
+  readonly result?: WorkerResult;
+}
+
+/** Checks a record read back from disk; unknown fields are kept, as a later v1 writer may add some. */
+export const runRecordSchema: z.ZodType<RunRecord> = z.looseObject({
+  schema: z.literal(RUN_RECORD_SCHEMA),
+  campaign: z.string(),
+  runId: z.string().min(1),
+  attempt: z.number().int().positive().optional(),
+  fingerprint: z.string(),
+  params: z.looseObject({
+    job: z.enum(JOBS),
+    nodes: z.number().int().positive(),
+    bandwidth: z.string().nullable(),
+    linkGbps: z.number().nullable(),
+    repeat: z.number().int(),
+    model: z.string().optional(),
+    batchSize: z.number().optional(),
+    knobs: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+    workerArgs: z.array(z.string()),
+  }),
+  status: z.enum(["ok", "failed"]),
+  error: z.string().optional(),
+  startedAt: z.string(),
+  endedAt: z.string(),
+  wallSeconds: z.number(),
+  benchmarkSeconds: z.number().optional(),
+  testbed: z.looseObject({ name: z.string(), target: z.enum(["local", "aws"]), instanceType: z.string().optional() }),
+  logsDir: z.string(),
+  result: workerResultSchema.optional(),
+});
+
+/** A record, or why it is not one: the first field that does not fit. */
+export function parseRunRecord(json: unknown): { record: RunRecord } | { problem: string } {
+  const parsed = runRecordSchema.safeParse(json);
+  if (parsed.success) return { record: parsed.data };
+  const issue = parsed.error.issues[0]!;
+  return { problem: `not a ${RUN_RECORD_SCHEMA} record at ${issue.path.join(".") || "(top)"}: ${issue.message}` };
+}
+
+export function attemptOf(record: RunRecord): number {
+  return record.attempt ?? 1;
+}
+
+/** A run's latest attempt and how many attempts it had. */
+export interface LatestAttempt {
+  readonly record: RunRecord;
+  readonly attempts: number;
+}
+
+/**
+ * The latest attempt of every run, runs in the order their first record appears. The count is the latest
+ * attempt's number when that is higher than the records at hand (an earlier record was unreadable).
+ */
+export function latestAttempts(records: readonly RunRecord[]): LatestAttempt[] {
+  const byRun = new Map<string, { record: RunRecord; count: number }>();
+  for (const record of records) {
+    const seen = byRun.get(record.runId);
+    if (seen === undefined) byRun.set(record.runId, { record, count: 1 });
+    else byRun.set(record.runId, { record: attemptOf(record) > attemptOf(seen.record) ? record : seen.record, count: seen.count + 1 });
+  }
+  return [...byRun.values()].map(({ record, count }) => ({ record, attempts: Math.max(count, attemptOf(record)) }));
+}
