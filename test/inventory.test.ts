@@ -4,11 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseCampaign } from "../src/config/load.ts";
-import type { AwsTestbed } from "../src/config/schema.ts";
+import { resolveTestbedSpec, type AwsTestbedSpec } from "../src/testbed/spec.ts";
 import { awsInventory, buildInventory, renderInventory, stackOutputsFrom } from "../src/inventory.ts";
 
 const outputs = JSON.parse(readFileSync(new URL("./fixtures/cdktf-outputs.json", import.meta.url), "utf8"));
-const testbed = parseCampaign(`
+const testbed = resolveTestbedSpec(parseCampaign(`
 testbed:
   target: aws
   name: scale
@@ -16,13 +16,26 @@ testbed:
   adminCidr: 203.0.113.7/32
   sshPublicKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHx2Jm3ZpG5a0xV8y3Qb1ZrjQ5k6m0z2b7Vt3nq2XaBc
   sshPrivateKeyFile: /home/me/.ssh/ringlab
-`, "c.yaml").testbed as AwsTestbed;
+`, "c.yaml").testbed, { campaign: "c", testbedDir: "/state/testbeds/scale", createdAt: new Date() }) as AwsTestbedSpec;
 
-/** What Debian's real `ansible-inventory` makes of a rendered inventory. */
-function ansibleInventoryList(inventoryText: string): any {
+/** What Debian's real `ansible-inventory` makes of a rendered inventory, as it prints it. */
+function ansibleInventoryRaw(inventoryText: string): any {
   const file = join(mkdtempSync(join(tmpdir(), "ringlab-inv-")), "inventory.yml");
   writeFileSync(file, inventoryText);
   return JSON.parse(execFileSync("ansible-inventory", ["-i", file, "--list"], { encoding: "utf8", env: { ...process.env, ANSIBLE_NOCOLOR: "1" } }));
+}
+
+/** ansible-inventory prints a value that Ansible never templates (`!unsafe`) as {"__ansible_unsafe": text}. */
+function unwrapUnsafe(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(unwrapUnsafe);
+  if (typeof value !== "object" || value === null) return value;
+  if ("__ansible_unsafe" in value) return (value as { __ansible_unsafe: unknown }).__ansible_unsafe;
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, unwrapUnsafe(item)]));
+}
+
+/** The inventory as playbooks see its values. */
+function ansibleInventoryList(inventoryText: string): any {
+  return unwrapUnsafe(ansibleInventoryRaw(inventoryText));
 }
 
 describe("inventory from the AWS stack outputs", () => {
@@ -75,6 +88,21 @@ describe("inventory for the local testbed", () => {
       ringlab_known_hosts_file: "/state/known_hosts",
     });
     expect(listed._meta.hostvars["smoke-node-1"]).not.toHaveProperty("ansible_become");
+  });
+
+  it("hands every text value to Ansible as data that it never templates, connection settings included", () => {
+    const inventory = buildInventory({
+      testbed: "smoke", target: "local", sshUser: "root", sshPrivateKeyFile: "/state/id_ed25519",
+      knownHostsFile: "/state/known_hosts", sharedStorage: "bind", sharedDir: "/state/{{ lookup('pipe', 'id') }}",
+      clusterCidr: "10.77.0.0/24", workerImage: "ringlab/worker:cpu", workerImageSource: "present",
+      nodes: [{ name: "smoke-node-0", rank: 0, sshAddress: "10.77.0.10", privateIp: "10.77.0.10", container: "c0" }],
+    });
+    const hostVars = ansibleInventoryRaw(renderInventory(inventory))._meta.hostvars["smoke-node-0"];
+    for (const [name, value] of Object.entries(hostVars)) {
+      if (typeof value !== "number" && typeof value !== "boolean") expect(value, name).toHaveProperty("__ansible_unsafe");
+    }
+    expect(hostVars.ringlab_shared_dir).toEqual({ __ansible_unsafe: "/state/{{ lookup('pipe', 'id') }}" });
+    expect(hostVars.ringlab_node_rank).toBe(0);
   });
 
   it("refuses node ranks with gaps", () => {

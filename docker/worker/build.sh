@@ -2,7 +2,9 @@
 # Builds the worker image. Usage: docker/worker/build.sh [cpu|gpu]   (default: cpu)
 #   cpu -> ringlab/worker:cpu on ringlab/debian:bookworm (built first by docker/base/build-base.sh if missing)
 #   gpu -> ringlab/worker:gpu on nvcr.io/nvidia/pytorch (needs that registry; extra args: INSTALL_HOROVOD=1 etc.
-#          via the environment variable GPU_BUILD_ARGS, e.g. GPU_BUILD_ARGS="--build-arg INSTALL_HOROVOD=1")
+#          via the environment variable GPU_BUILD_ARGS, e.g. GPU_BUILD_ARGS="--build-arg INSTALL_HOROVOD=1").
+#          The base is pinned by digest: GPU_BASE_DIGEST=sha256:... is required (README.md, "Pinning the gpu
+#          base image"; with GPU_BUILD_ARGS="--build-arg NGC_PYTORCH_TAG=..." the digest must be that tag's).
 # Prints progress and the image size; exits non-zero if any step fails.
 set -euo pipefail
 
@@ -23,6 +25,12 @@ case "$target" in
     build_args+=(--build-arg "BASE_IMAGE=$base_image")
     ;;
   gpu)
+    if [[ ! "${GPU_BASE_DIGEST:-}" =~ ^sha256:[0-9a-f]{64}$ ]]; then
+      echo "error: set GPU_BASE_DIGEST=sha256:<64 hex digits>, the digest of the gpu base image" >&2
+      echo "       (docker buildx imagetools inspect nvcr.io/nvidia/pytorch:23.03-py3; see docker/worker/README.md)" >&2
+      exit 2
+    fi
+    build_args+=(--build-arg "GPU_BASE_DIGEST=$GPU_BASE_DIGEST")
     # shellcheck disable=SC2206  # word splitting of the extra arguments is intended
     build_args+=(${GPU_BUILD_ARGS:-})
     ;;

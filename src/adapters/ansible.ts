@@ -1,10 +1,14 @@
 /**
  * The only module that runs ansible-playbook. Playbooks live in ansible/; this passes the inventory and
- * variables, reports each task as it starts, and reads the PLAY RECAP so callers know what changed.
+ * variables (as data, never as templates), reports each task as it starts, and reads the PLAY RECAP so callers
+ * know what changed.
  */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { load as loadYaml } from "js-yaml";
-import { failure, runProgram } from "./process.ts";
+import { dumpAnsibleData } from "../ansible-data.ts";
+import { failure, runProgram, type RunResult } from "./process.ts";
 
 export interface HostRecap {
   readonly ok: number;
@@ -45,8 +49,24 @@ export class Ansible {
 
   async playbook(name: string, options: PlaybookOptions): Promise<PlaybookResult> {
     const args = ["-i", options.inventory, join(this.ansibleDir, name)];
-    if (options.extraVars !== undefined) args.push("--extra-vars", JSON.stringify(options.extraVars));
-    const result = await runProgram("ansible", this.binary, args, {
+    const varsDir = options.extraVars === undefined ? undefined : mkdtempSync(join(tmpdir(), "ringlab-vars-"));
+    try {
+      if (varsDir !== undefined) args.push("--extra-vars", `@${writeExtraVars(varsDir, options.extraVars!)}`);
+      const result = await this.run(args, options);
+      const recap = parseRecap(result.output);
+      if (result.exitCode !== 0 || result.canceled || result.timedOut) {
+        const command = `ansible-playbook ${name}`;
+        const summary = result.canceled || result.timedOut ? undefined : `${command} failed: ${describeFailures(result.output) || `exit code ${result.exitCode}`}`;
+        throw failure("ansible", command, result, options.logFile, summary);
+      }
+      return { recap, durationMs: result.durationMs };
+    } finally {
+      if (varsDir !== undefined) rmSync(varsDir, { recursive: true, force: true });
+    }
+  }
+
+  private run(args: readonly string[], options: PlaybookOptions): Promise<RunResult> {
+    return runProgram("ansible", this.binary, args, {
       env: {
         ANSIBLE_CONFIG: join(this.ansibleDir, "ansible.cfg"),
         ANSIBLE_NOCOLOR: "1",
@@ -66,14 +86,18 @@ export class Ansible {
         options.onLine?.(line);
       },
     });
-    const recap = parseRecap(result.output);
-    if (result.exitCode !== 0) {
-      const command = `ansible-playbook ${name}`;
-      const summary = result.canceled || result.timedOut ? undefined : `${command} failed: ${describeFailures(result.output) || `exit code ${result.exitCode}`}`;
-      throw failure("ansible", command, result, options.logFile, summary);
-    }
-    return { recap, durationMs: result.durationMs };
   }
+}
+
+/**
+ * Extra vars go in a file, readable by this user only, with every string `!unsafe`: on the command line
+ * (`--extra-vars '{json}'`) Ansible would render `{{ }}` in them, so a results path or a worker argument
+ * could run commands on the controller.
+ */
+function writeExtraVars(dir: string, extraVars: Readonly<Record<string, unknown>>): string {
+  const file = join(dir, "extra-vars.yml");
+  writeFileSync(file, dumpAnsibleData(extraVars), { mode: 0o600 });
+  return file;
 }
 
 /** Total changes across hosts in a recap. */

@@ -16,7 +16,7 @@ export interface RunOptions {
   readonly logFile?: string | undefined;
   readonly onLine?: ((line: string) => void) | undefined;
   readonly timeoutMs?: number;
-  /** Aborting it terminates the program (SIGTERM, then SIGKILL after 5 s). */
+  /** Aborting it terminates the program and everything it started (SIGTERM to its process group, SIGKILL after 5 s). */
   readonly signal?: AbortSignal | undefined;
   /** How to install the program, for the "not installed" message. */
   readonly installHint?: string;
@@ -33,6 +33,8 @@ export interface RunResult {
 }
 
 const TAIL_LINES = 40;
+/** How long a stopped program's process group gets between SIGTERM and SIGKILL. */
+const KILL_GRACE_MS = 5_000;
 
 export async function runProgram(tool: string, file: string, args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
   const command = [file, ...args].join(" ");
@@ -41,27 +43,33 @@ export async function runProgram(tool: string, file: string, args: readonly stri
     mkdirSync(dirname(options.logFile), { recursive: true });
     appendFileSync(options.logFile, `\n$ ${command}\n`);
   }
+  // Its own process group (and session), so that stopping it reaches everything it started: ansible-playbook's
+  // forks and their ssh, cdktf's terraform. A terminal's Ctrl-C reaches ringlab only, which stops the group.
   const child = execa(file, args, {
     cwd: options.cwd,
     env: options.env,
     all: true,
     reject: false,
     stdin: "ignore",
-    ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
-    ...(options.signal === undefined ? {} : { cancelSignal: options.signal }),
-    forceKillAfterDelay: 5_000,
+    detached: true,
+    forceKillAfterDelay: false,
   });
-  for await (const line of child.iterable({ from: "all" })) {
-    if (options.logFile !== undefined) appendFileSync(options.logFile, `${line}\n`);
-    options.onLine?.(line);
+  const stopper = child.pid === undefined ? undefined : new GroupStopper(child.pid, options);
+  let result;
+  try {
+    for await (const line of child.iterable({ from: "all" })) {
+      if (options.logFile !== undefined) appendFileSync(options.logFile, `${line}\n`);
+      options.onLine?.(line);
+    }
+    result = await child;
+  } finally {
+    stopper?.finished();
   }
-  const result = await child;
-  const output = typeof result.all === "string" ? result.all : "";
   const outcome: RunResult = {
     exitCode: result.exitCode ?? -1,
-    output,
-    timedOut: result.timedOut,
-    canceled: result.isCanceled,
+    output: typeof result.all === "string" ? result.all : "",
+    timedOut: stopper?.reason === "timedOut",
+    canceled: stopper?.reason === "canceled",
     durationMs: Date.now() - started,
   };
   if ((result as { code?: string }).code === "ENOENT") {
@@ -69,10 +77,81 @@ export async function runProgram(tool: string, file: string, args: readonly stri
       hint: options.installHint ?? "run `npm run setup` to install what ringlab needs",
     });
   }
-  if (result.failed && !options.allowFailure) {
+  if ((result.failed || stopper?.reason !== undefined) && !options.allowFailure) {
     throw failure(tool, command, outcome, options.logFile);
   }
   return outcome;
+}
+
+/** Process groups whose program still runs, or that are being stopped: killed if ringlab exits first. */
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+
+function killLiveGroupsOnExit(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // 'exit' handlers cannot wait, so there is no grace period here.
+  process.on("exit", () => {
+    for (const group of liveGroups) signalGroup(group, "SIGKILL");
+  });
+}
+
+/** Sends a signal to every process of a group; false when the group has no process left. */
+function signalGroup(group: number, signal: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(-group, signal);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ESRCH") return false;
+    throw error;
+  }
+}
+
+/**
+ * Stops a program's process group when the run is aborted or times out: SIGTERM to the whole group, then
+ * SIGKILL to whatever is left of it after KILL_GRACE_MS, even if the program itself has already exited.
+ */
+class GroupStopper {
+  reason: "canceled" | "timedOut" | undefined;
+  private readonly signal: AbortSignal | undefined;
+  private readonly timer: NodeJS.Timeout | undefined;
+  private readonly onAbort = () => this.stop("canceled");
+
+  constructor(private readonly group: number, options: Pick<RunOptions, "signal" | "timeoutMs">) {
+    liveGroups.add(group);
+    killLiveGroupsOnExit();
+    this.signal = options.signal;
+    if (options.timeoutMs !== undefined) this.timer = setTimeout(() => this.stop("timedOut"), options.timeoutMs);
+    if (this.signal?.aborted) this.stop("canceled");
+    else this.signal?.addEventListener("abort", this.onAbort, { once: true });
+  }
+
+  /** The program has exited and its output is read; a group being stopped is still followed to its end. */
+  finished(): void {
+    clearTimeout(this.timer);
+    this.signal?.removeEventListener("abort", this.onAbort);
+    if (this.reason === undefined) liveGroups.delete(this.group);
+  }
+
+  private stop(reason: "canceled" | "timedOut"): void {
+    if (this.reason !== undefined) return;
+    this.reason = reason;
+    clearTimeout(this.timer);
+    if (!signalGroup(this.group, "SIGTERM")) return this.forget();
+    const deadline = Date.now() + KILL_GRACE_MS;
+    const poll = setInterval(() => {
+      if (Date.now() >= deadline) signalGroup(this.group, "SIGKILL");
+      else if (signalGroup(this.group, 0)) return;
+      clearInterval(poll);
+      this.forget();
+    }, 100);
+    // Need not keep ringlab alive: the exit hook kills what is left.
+    poll.unref();
+  }
+
+  private forget(): void {
+    liveGroups.delete(this.group);
+  }
 }
 
 /** A ToolError describing a failed run: how it ended and the last lines it printed. */

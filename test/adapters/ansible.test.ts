@@ -1,9 +1,10 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { Ansible, describeFailures, parseRecap, totalChanged } from "../../src/adapters/ansible.ts";
 import { PrerequisiteError, ToolError } from "../../src/errors.ts";
+import { buildInventory, renderInventory } from "../../src/inventory.ts";
 
 const ansibleDir = resolve("ansible");
 
@@ -83,5 +84,53 @@ describe("Ansible adapter", () => {
     expect(error).toBeInstanceOf(ToolError);
     expect(error.message).toMatch(/^ansible-playbook site\.yml failed: .*ringlab_shared_dir/);
     expect(Date.now() - started).toBeLessThan(30_000);
+  });
+});
+
+describe("values ringlab passes to Ansible", () => {
+  /** A value that, if Ansible templated it, would create `marker` on the controller. */
+  const injection = (marker: string) => `/tmp/r-{{ lookup('pipe', 'touch ${marker}') }}`;
+
+  it("reach a playbook as literal text, never as templates run on the controller", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-literal-"));
+    const inventory = join(dir, "inventory.yml");
+    writeFileSync(inventory, renderInventory(buildInventory({
+      testbed: "lit", target: "local", sshUser: "root", sshPrivateKeyFile: join(dir, "id_ed25519"),
+      knownHostsFile: join(dir, "known_hosts"), sharedStorage: "bind", sharedDir: injection(join(dir, "from-inventory")),
+      clusterCidr: "10.77.0.0/24", workerImage: "ringlab/worker:cpu", workerImageSource: "present",
+      nodes: [{ name: "lit-node-0", rank: 0, sshAddress: "127.0.0.1", privateIp: "10.77.0.10", container: "c0" }],
+    })));
+    const out = join(dir, "out.txt");
+    await new Ansible(ansibleDir).playbook("../test/fixtures/literal-vars.yml", {
+      inventory,
+      factCacheDir: join(dir, "facts"),
+      extraVars: {
+        ansible_connection: "local",
+        probe_out_file: out,
+        probe_text: injection(join(dir, "from-extra-var")),
+        probe_args: ["--tag", injection(join(dir, "from-list"))],
+      },
+    });
+    expect(readFileSync(out, "utf8").split("\n")).toEqual([
+      injection(join(dir, "from-extra-var")),
+      injection(join(dir, "from-inventory")),
+      "--tag",
+      injection(join(dir, "from-list")),
+      "",
+    ]);
+    for (const marker of ["from-extra-var", "from-inventory", "from-list"]) expect(existsSync(join(dir, marker))).toBe(false);
+  });
+
+  it("leave no vars file behind", async () => {
+    const before = readdirSync(tmpdir()).filter((name) => name.startsWith("ringlab-vars-"));
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-literal-"));
+    const inventory = join(dir, "inventory.yml");
+    writeFileSync(inventory, "all:\n  hosts:\n    localhost: {ansible_connection: local, ringlab_shared_dir: /s}\n");
+    await new Ansible(ansibleDir).playbook("../test/fixtures/literal-vars.yml", {
+      inventory,
+      factCacheDir: join(dir, "facts"),
+      extraVars: { probe_out_file: join(dir, "out.txt"), probe_text: "secret", probe_args: [] },
+    });
+    expect(readdirSync(tmpdir()).filter((name) => name.startsWith("ringlab-vars-"))).toEqual(before);
   });
 });
