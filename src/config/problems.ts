@@ -30,6 +30,10 @@ export function describeIssues(schema: z.ZodType, issues: readonly Issue[], docu
       const known = knownKeysAt(schema, path, document);
       return issue.keys.map((key) => ({ path: [...path, key].join("."), message: unknownKeyMessage(key, known) }));
     }
+    if (issue.code === "invalid_key") {
+      // A mapping key that breaks a rule (a tag key): the key itself is what was found.
+      return issue.issues.map((inner) => ({ path: path.join("."), message: messageFor(inner, path[path.length - 1]) }));
+    }
     return [{ path: path.join("."), message: messageFor(issue, valueAt(document, path)) }];
   });
 }

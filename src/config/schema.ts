@@ -128,6 +128,11 @@ const awsTestbed = z.strictObject({
 });
 
 type RefinementContext = z.core.$RefinementCtx;
+/**
+ * Cross-field rules run only once every field passed its own rules: zod keeps going after most issues, and
+ * a rule over the whole testbed must not see a matrix axis that is still a bare 0 or a malformed CIDR.
+ */
+const FIELDS_VALID = { when: (payload: z.core.ParsePayload) => payload.issues.length === 0 };
 
 const testbed = z.discriminatedUnion("target", [localTestbed, awsTestbed]).superRefine((tb, ctx) => {
   if (tb.nodes > tb.maxNodes) {
@@ -139,10 +144,9 @@ const testbed = z.discriminatedUnion("target", [localTestbed, awsTestbed]).super
   }
   if (tb.target === "local") checkLocalTestbed(tb, ctx);
   else checkAwsTestbed(tb, ctx);
-});
+}, FIELDS_VALID);
 
 function checkLocalTestbed(tb: z.output<typeof localTestbed>, ctx: RefinementContext): void {
-  // Field rules run before this and keep going on failure: a malformed subnet is reported once, there.
   const parsed = parseIpv4Cidr(tb.subnet);
   if (!parsed.ok) return;
   const addresses = 2 ** (32 - parsed.range.prefixLength);
@@ -156,11 +160,7 @@ function checkAwsTestbed(tb: z.output<typeof awsTestbed>, ctx: RefinementContext
   const problemAt = (field: string, message: string | undefined): void => {
     if (message !== undefined) ctx.addIssue({ code: "custom", path: [field], message });
   };
-  // Field rules run before this and keep going on failure: malformed CIDRs are reported once, there.
-  const wellFormed = (cidr: string): boolean => parseIpv4Cidr(cidr).ok;
-  if (wellFormed(tb.adminCidr)) {
-    problemAt("adminCidr", checkSshSource(tb.adminCidr, { allowSshFromAnywhere: tb.allowSshFromAnywhere, minPrefixLength: tb.sshSourceMinPrefix }));
-  }
+  problemAt("adminCidr", checkSshSource(tb.adminCidr, { allowSshFromAnywhere: tb.allowSshFromAnywhere, minPrefixLength: tb.sshSourceMinPrefix }));
   if (tb.sshPublicKeyFile === undefined && tb.sshPublicKey === undefined) {
     problemAt("sshPublicKeyFile", "missing: expected sshPublicKeyFile (a path) or sshPublicKey (the key text)");
   }
@@ -168,7 +168,7 @@ function checkAwsTestbed(tb: z.output<typeof awsTestbed>, ctx: RefinementContext
     problemAt("sshPublicKey", "expected only one of sshPublicKeyFile and sshPublicKey");
   }
   if (tb.efa) problemAt("efa", checkEfaInstanceType(tb.instanceType));
-  const subnetProblem = wellFormed(tb.subnetCidr) && wellFormed(tb.vpcCidr) ? checkSubnetCidr(tb.subnetCidr, tb.vpcCidr) : undefined;
+  const subnetProblem = checkSubnetCidr(tb.subnetCidr, tb.vpcCidr);
   if (subnetProblem !== undefined) problemAt("subnetCidr", `found ${JSON.stringify(tb.subnetCidr)}, ${subnetProblem}`);
   if (tb.availabilityZone !== undefined && !tb.availabilityZone.startsWith(tb.region)) {
     problemAt("availabilityZone", `found "${tb.availabilityZone}", expected a zone of region ${tb.region} (such as ${tb.region}a)`);
@@ -275,7 +275,7 @@ export const campaignFileSchema = z.strictObject({
   if (plan.probe.maxBytes < plan.probe.minBytes) {
     ctx.addIssue({ code: "custom", path: ["campaign", "probe", "maxBytes"], message: `found ${plan.probe.maxBytes}, expected at least minBytes (${plan.probe.minBytes})` });
   }
-});
+}, FIELDS_VALID);
 
 export type CampaignFile = z.output<typeof campaignFileSchema>;
 export type Testbed = CampaignFile["testbed"];

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadCampaignFile, parseCampaign } from "../../src/config/load.ts";
+import { loadCampaignFile, MAX_CAMPAIGN_FILE_BYTES, MAX_YAML_ALIASES, parseCampaign } from "../../src/config/load.ts";
 import { DEFAULTS } from "../../src/config/schema.ts";
 import { ConfigError } from "../../src/errors.ts";
 
@@ -142,6 +142,65 @@ describe("rejecting a bad campaign file", () => {
       .toEqual([expect.stringMatching(/^testbed\.adminCidr: 0\.0\.0\.0\/0 opens SSH to the whole internet/)]);
   });
 
+  it("refuses SSH sources wider than /16 (half the internet as 0.0.0.0/1 too) unless allowed or the limit is lowered", () => {
+    expect(problemsOf(awsText("").replace("203.0.113.7/32", "0.0.0.0/1")))
+      .toEqual([expect.stringMatching(/^testbed\.adminCidr: 0\.0\.0\.0\/1 opens SSH to 2147483648 addresses, wider than \/16/)]);
+    expect(problemsOf(awsText("").replace("203.0.113.7/32", "203.0.0.0/15"))).toHaveLength(1);
+    expect(parseCampaign(awsText("").replace("203.0.113.7/32", "203.0.0.0/16"), "c.yaml").testbed).toMatchObject({ sshSourceMinPrefix: 16 });
+    expect(() => parseCampaign(awsText("  sshSourceMinPrefix: 12").replace("203.0.113.7/32", "203.0.0.0/15"), "c.yaml")).not.toThrow();
+    expect(() => parseCampaign(awsText("  allowSshFromAnywhere: true").replace("203.0.113.7/32", "0.0.0.0/1"), "c.yaml")).not.toThrow();
+    expect(problemsOf(awsText("  sshSourceMinPrefix: 33"))).toEqual(["testbed.sshSourceMinPrefix: found 33, expected a number at most 32"]);
+  });
+
+  it("refuses Ansible templates, commas and shell syntax in paths, images and user names", () => {
+    expect(problemsOf(`testbed: {target: local, name: s, nodes: 1}\ncampaign:
+  matrix: {nodes: 1, model: tiny, batchSize: 8, bandwidth: unlimited}
+  resultsDir: "/tmp/r-{{ lookup('pipe','id') }}"\n`)).toEqual([expect.stringMatching(/^campaign\.resultsDir: found "\/tmp\/r-\{\{ .*expected a path without/)]);
+    expect(problemsOf(`testbed: {target: local, name: s, nodes: 1, sharedDir: "/tmp/r-{{ lookup('pipe','id') }}"}\n`))
+      .toEqual([expect.stringMatching(/^testbed\.sharedDir: found .*expected a path without/)]);
+    expect(problemsOf("testbed: {target: local, name: s, nodes: 1, sharedDir: '/data/a,readonly'}\n"))
+      .toEqual([expect.stringMatching(/^testbed\.sharedDir: found "\/data\/a,readonly", expected a path without .*\(found ","\)/)]);
+    expect(problemsOf("testbed: {target: local, name: s, nodes: 1, workerImage: 'ringlab/worker:{{x}}'}\n"))
+      .toEqual([expect.stringMatching(/^testbed\.workerImage: found "ringlab\/worker:\{\{x\}\}", expected a Docker image reference/)]);
+    expect(problemsOf(awsText('  sshUser: "ubuntu{{x}}"')))
+      .toEqual([expect.stringMatching(/^testbed\.sshUser: found "ubuntu\{\{x\}\}", expected a user name/)]);
+    expect(problemsOf(awsText("  workerImageTarball: 'w.tar; rm -rf ~'\n  tags: {'{{x}}': y}\n  state: {backend: s3, bucket: 'b{{x}}', key: '../k'}"))).toEqual([
+      expect.stringMatching(/^testbed\.tags\.\{\{x\}\}: found "\{\{x\}\}", expected a tag key/),
+      expect.stringMatching(/^testbed\.state\.bucket: found "b\{\{x\}\}", expected an S3 bucket name/),
+      expect.stringMatching(/^testbed\.state\.key: found "\.\.\/k", expected an S3 key/),
+      expect.stringMatching(/^testbed\.workerImageTarball: found "w\.tar; rm -rf ~", expected a path .*\(found ";"\)/),
+    ]);
+  });
+
+  it("refuses a subnet outside the VPC and a VPC size AWS refuses", () => {
+    expect(problemsOf(awsText("  subnetCidr: 10.79.1.0/24"))).toEqual(['testbed.subnetCidr: found "10.79.1.0/24", expected a range inside vpcCidr 10.78.0.0/16']);
+    expect(problemsOf(awsText("  vpcCidr: 10.0.0.0/8"))).toEqual([expect.stringMatching(/^testbed\.vpcCidr: found "10\.0\.0\.0\/8", expected a prefix length between \/16 and \/28/)]);
+  });
+
+  it("asks to rename a file whose name cannot name the campaign", () => {
+    const text = "testbed: {target: local, name: s, nodes: 1}\n";
+    expect(() => parseCampaign(text, "My Campaign.yaml")).toThrowError(
+      /^My Campaign\.yaml: the file name gives the campaign its name .*found "My Campaign", expected 1-64 lower-case letters.*; rename the file$/,
+    );
+    expect(() => parseCampaign(text, "campaigns/scale-16.yaml")).not.toThrow();
+  });
+
+  it("refuses files over 1 MB before reading them, and text over 1 MB", () => {
+    const file = join(tempDir(), "big.yaml");
+    writeFileSync(file, `# ${"x".repeat(MAX_CAMPAIGN_FILE_BYTES)}\n`);
+    expect(() => loadCampaignFile(file)).toThrowError(/big\.yaml: the file is \d+ bytes; expected a campaign file of at most 1048576 bytes/);
+    expect(problemsOf(`# ${"x".repeat(MAX_CAMPAIGN_FILE_BYTES)}\n`)).toEqual([expect.stringMatching(/^: the file is \d+ bytes/)]);
+  });
+
+  it("refuses YAML that expands aliases beyond a small limit (billion laughs)", () => {
+    const levels = ["a: &a [x, x, x, x, x, x, x, x, x]"];
+    for (let level = 1; level < 9; level++) levels.push(`${"abcdefghi"[level]}: &${"abcdefghi"[level]} [${Array(9).fill(`*${"abcdefghi"[level - 1]}`).join(", ")}]`);
+    expect(problemsOf(`${levels.join("\n")}\ntestbed: {target: local, name: s, nodes: 1}\n`))
+      .toEqual([expect.stringMatching(new RegExp(`^: not valid YAML at line \\d+, column \\d+: aliases exceeded maxAliases \\(${MAX_YAML_ALIASES}\\)`))]);
+    const fewAliases = "defaults: &n 2\ntestbed: {target: local, name: s, nodes: *n}\n";
+    expect(problemsOf(fewAliases)).toEqual([expect.stringMatching(/^defaults: unknown key/)]);
+  });
+
   it("reports a missing key file with its resolved path", () => {
     const dir = tempDir();
     const file = join(dir, "aws.yaml");
@@ -176,6 +235,11 @@ describe("rejecting a bad campaign file", () => {
       "testbed.tags.team: found 7, expected text",
       'testbed.state.backend: found "gcs", expected "local" or "s3"',
     ]);
+  });
+
+  it("reports a matrix axis out of range instead of failing inside a cross-field rule", () => {
+    expect(problemsOf("testbed: {target: local, name: s, nodes: 1}\ncampaign: {matrix: {nodes: 0, model: tiny, batchSize: 8, bandwidth: unlimited}}\n"))
+      .toEqual([expect.stringMatching(/^campaign\.matrix\.nodes: found 0, expected/)]);
   });
 
   it("lists every problem at once rather than stopping at the first", () => {
