@@ -3,7 +3,8 @@
  * (nodes read from `cdktf output --outputs-file` JSON) and the local target (nodes are containers).
  */
 import { dumpAnsibleData } from "./ansible-data.ts";
-import type { AwsTestbed } from "./config/schema.ts";
+import { stackName } from "./rules/names.ts";
+import type { AwsTestbedSpec } from "./testbed/spec.ts";
 
 export interface InventoryNode {
   /** Inventory host name, also the node's hostname: `<testbed>-node-<rank>`. */
@@ -147,17 +148,9 @@ export function inventoryNodesFromStack(outputs: StackOutputs): InventoryNode[] 
 /** Where the shared directory is mounted on AWS nodes (NFS from the head, or EFS). */
 export const AWS_SHARED_DIR = "/shared";
 
-/** The AWS stack's name for a testbed; the outputs file is keyed by it. */
-export function awsStackName(testbedName: string): string {
-  return `ringlab-${testbedName}`;
-}
-
-/** The inventory of a deployed AWS testbed, from `cdktf output --outputs-file` JSON. */
-export function awsInventory(outputsJson: unknown, testbed: AwsTestbed, knownHostsFile: string): Inventory {
-  const outputs = stackOutputsFrom(outputsJson, awsStackName(testbed.name));
-  if (testbed.sshPrivateKeyFile === undefined) {
-    throw new Error("testbed.sshPrivateKeyFile is needed to reach the nodes (set it, or use sshPublicKeyFile next to the private key)");
-  }
+/** The inventory of a deployed AWS testbed, from its spec and `cdktf output --outputs-file` JSON. */
+export function awsInventory(outputsJson: unknown, testbed: AwsTestbedSpec, knownHostsFile: string): Inventory {
+  const outputs = stackOutputsFrom(outputsJson, stackName(testbed.name));
   return buildInventory({
     testbed: testbed.name,
     target: "aws",
@@ -170,7 +163,7 @@ export function awsInventory(outputsJson: unknown, testbed: AwsTestbed, knownHos
     efsEndpoint: testbed.sharedStorage === "efs" ? outputs.sharedStorageEndpoint : "",
     clusterCidr: testbed.subnetCidr,
     workerImage: testbed.workerImage,
-    workerImageSource: testbed.workerImageTarball === undefined ? "registry" : "tarball",
-    ...(testbed.workerImageTarball === undefined ? {} : { workerImageTarball: testbed.workerImageTarball }),
+    workerImageSource: testbed.workerImageTarball === null ? "registry" : "tarball",
+    ...(testbed.workerImageTarball === null ? {} : { workerImageTarball: testbed.workerImageTarball }),
   });
 }

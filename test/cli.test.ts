@@ -1,6 +1,6 @@
 /** The CLI's own behaviour that needs no testbed: help, bad input, the AWS inventory command. */
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -22,7 +22,7 @@ describe("ringlab CLI", () => {
   it("explains every command in --help, and exits 0", () => {
     const help = cli(["--help"]);
     expect(help.status).toBe(0);
-    for (const command of ["campaign", "plan", "report", "up", "configure", "run", "status", "down", "inventory"]) {
+    for (const command of ["campaign", "plan", "report", "up", "synth", "configure", "run", "status", "down", "inventory"]) {
       expect(help.stdout).toMatch(new RegExp(`^  ${command} `, "m"));
     }
     expect(help.stdout).toMatch(/Exit codes: 0 ok; 1 an unexpected error .*; 2 bad input/);
@@ -59,14 +59,47 @@ describe("ringlab CLI", () => {
     }
   });
 
-  it("writes an AWS inventory from cdktf's outputs file", () => {
+  it("synthesizes an AWS testbed's spec and stack for a hand deploy, and writes its inventory from cdktf's outputs file", () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-cli-"));
     const campaign = join(dir, "aws.yaml");
     writeFileSync(campaign, "testbed: {target: aws, name: scale, nodes: 3, adminCidr: 203.0.113.7/32, sshPublicKeyFile: id.pub}\n");
-    const result = cli(["inventory", campaign, "--outputs", "test/fixtures/cdktf-outputs.json", "-o", join(dir, "inventory.yml")]);
+    writeFileSync(join(dir, "id.pub"), "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHx2 me@host\n");
+    const synth = cli(["--state-dir", join(dir, "state"), "synth", campaign, "--out", join(dir, "out")]);
+    expect(synth.status, synth.stderr).toBe(0);
+    expect(synth.stdout).toBe(`${join(dir, "out", "spec.json")}\n${join(dir, "out", "stacks", "ringlab-scale", "cdk.tf.json")}\n`);
+    expect(JSON.parse(readFileSync(join(dir, "out", "stacks", "ringlab-scale", "cdk.tf.json"), "utf8")).resource.aws_instance).toBeDefined();
+    rmSync(join(dir, "id.pub"));
+    const result = cli(["inventory", join(dir, "out", "spec.json"), "--outputs", "test/fixtures/cdktf-outputs.json", "-o", join(dir, "inventory.yml")]);
     expect(result.status, result.stderr).toBe(0);
     const inventory = readFileSync(join(dir, "inventory.yml"), "utf8");
-    expect(inventory).toMatch(/scale-node-2:\n +ansible_host: 198\.51\.100\.12/);
-    expect(inventory).toMatch(new RegExp(`ansible_ssh_private_key_file: ${dir}/id\n`));
+    expect(inventory).toMatch(/scale-node-2:\n +ansible_host: !unsafe 198\.51\.100\.12/);
+    expect(inventory).toMatch(new RegExp(`ansible_ssh_private_key_file: (!unsafe )?'?${dir}/id'?\n`));
+  });
+
+  it("refuses a bad campaign file in synth with the same message and exit code as plan", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-cli-"));
+    const campaign = join(dir, "bad.yaml");
+    writeFileSync(campaign, "testbed: {target: local, name: Bad_Name, nodes: 3}\n");
+    const plan = cli(["plan", campaign]);
+    const synth = cli(["--state-dir", join(dir, "state"), "synth", campaign, "--out", join(dir, "out")]);
+    expect(synth.status).toBe(2);
+    expect(plan.status).toBe(2);
+    expect(synth.stderr).toContain(`${campaign}: testbed.name: found "Bad_Name"`);
+    expect(plan.stderr.split("\n")[0]).toBe(synth.stderr.split("\n")[0]);
+  });
+
+  it("refuses unsafe --out, --results and worker arguments with exit 2 before anything starts", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-cli-"));
+    const marker = join(dir, "pwned");
+    const injection = `/tmp/r-{{ lookup('pipe','touch ${marker}') }}`;
+    const results = cli(["--state-dir", join(dir, "state"), "campaign", "campaigns/local-smoke.yaml", "--results", injection]);
+    expect(results.status).toBe(2);
+    expect(results.stderr).toMatch(/option '--results <dir>' argument .* is invalid/);
+    const out = cli(["--state-dir", join(dir, "state"), "run", "--nodes", "1", "--out", injection]);
+    expect(out.status).toBe(2);
+    const args = cli(["--state-dir", join(dir, "state"), "run", "--nodes", "1", "--", "--model", "{{ lookup('pipe','id') }}"]);
+    expect(args.status).toBe(2);
+    expect(args.stderr).toMatch(/worker argument "\{\{ lookup/);
+    expect(existsSync(marker)).toBe(false);
   });
 });

@@ -156,7 +156,7 @@ async function executePlannedRun(ctx: Context, testbed: TestbedRecord, plan: Cam
 
 async function tearDown(ctx: Context, campaign: Campaign): Promise<CampaignOutcome["teardown"]> {
   try {
-    await down(uninterruptible(ctx), campaign.testbed.name, campaign.testbed.target, campaign.sourceFile);
+    await down(uninterruptible(ctx), campaign.testbed.name);
     return "done";
   } catch (error) {
     ctx.reporter.warn(`teardown failed: ${(error as Error).message}; run \`ringlab down ${campaign.testbed.name}\` to finish it`);

@@ -1,6 +1,8 @@
 /** Parsers for command-line option values: they reject bad input before anything starts. */
 import { InvalidArgumentError } from "commander";
 import { BANDWIDTH_HELP, bandwidthGbps } from "../bandwidth.ts";
+import { UsageError } from "../errors.ts";
+import { checkSafePath, checkSafeWorkerArg } from "../rules/safe-text.ts";
 
 export function parsePositiveInt(text: string): number {
   const value = Number(text);
@@ -11,4 +13,20 @@ export function parsePositiveInt(text: string): number {
 export function parseBandwidth(text: string): string {
   if (bandwidthGbps(text) === undefined) throw new InvalidArgumentError(`expected ${BANDWIDTH_HELP}.`);
   return text;
+}
+
+/** A folder or file path given on the command line: it reaches Ansible and Docker, so the path rule applies. */
+export function parseSafePath(text: string): string {
+  const problem = checkSafePath(text);
+  if (problem !== undefined) throw new InvalidArgumentError(`${problem}.`);
+  return text;
+}
+
+/** Worker arguments after `--`: each must pass the worker-argument rule (exit 2 naming the first that fails). */
+export function checkedWorkerArgs(args: readonly string[]): string[] {
+  for (const arg of args) {
+    const problem = checkSafeWorkerArg(arg);
+    if (problem !== undefined) throw new UsageError(`worker argument ${JSON.stringify(arg)}: ${problem}`);
+  }
+  return [...args];
 }

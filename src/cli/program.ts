@@ -12,6 +12,7 @@ import { registerPlan } from "./commands/plan.ts";
 import { registerReport } from "./commands/report.ts";
 import { registerRun } from "./commands/run.ts";
 import { registerStatus } from "./commands/status.ts";
+import { registerSynth } from "./commands/synth.ts";
 import { registerUp } from "./commands/up.ts";
 
 /** Makes the context a command acts in; `verb` names its log file. */
@@ -38,6 +39,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerPlan,
   registerReport,
   registerUp,
+  registerSynth,
   registerConfigure,
   registerRun,
   registerInventory,

@@ -1,8 +1,12 @@
 /** `ringlab campaign <file>`: the whole campaign, from up to down, resuming if rerun. */
 import type { Command } from "commander";
-import { runCampaign, type CampaignOutcome } from "../../campaign/execute.ts";
+import { resultsDirFor, runCampaign, type CampaignOutcome } from "../../campaign/execute.ts";
 import { loadCampaignFile } from "../../config/load.ts";
-import { EXIT } from "../../errors.ts";
+import { EXIT, UsageError } from "../../errors.ts";
+import { resultsLockFile, withLock } from "../../testbed/lock.ts";
+import { withTestbedLock } from "../../testbed/testbed.ts";
+import { writableDirProblem } from "../../util/fs.ts";
+import { parseSafePath } from "../options.ts";
 import type { CommandHost } from "../program.ts";
 
 export function registerCampaign(program: Command, host: CommandHost): void {
@@ -10,14 +14,17 @@ export function registerCampaign(program: Command, host: CommandHost): void {
     .description("run a whole campaign: up, configure, every run of the matrix, results, report, down (resumes if rerun)")
     .argument("<campaign>", "campaign YAML file (see campaigns/)")
     .option("--keep", "keep the testbed afterwards (default: the file's `keep`, normally false)")
-    .option("--results <dir>", "results directory (default: the file's campaign.resultsDir, else results/<campaign file name>)")
+    .option("--results <dir>", "results directory (default: the file's campaign.resultsDir, else results/<campaign file name>)", parseSafePath)
     .action(host.action(async (file: string, options: { keep?: boolean; results?: string }, command: Command) => {
       const campaign = loadCampaignFile(file);
       const ctx = host.contextFor(command, "campaign");
-      const outcome = await runCampaign(ctx, campaign, {
-        ...(options.keep === undefined ? {} : { keep: options.keep }),
-        ...(options.results === undefined ? {} : { resultsDir: options.results }),
-      });
+      const resultsDir = resultsDirFor(campaign, options.results);
+      const problem = writableDirProblem(resultsDir);
+      if (problem !== undefined) throw new UsageError(`results folder ${resultsDir}: ${problem}`, { hint: "pick another with --results DIR" });
+      // One campaign per testbed and per results folder: a second one would remove the first one's workers.
+      const outcome = await withTestbedLock(ctx, campaign.testbed.name, () =>
+        withLock(resultsLockFile(resultsDir), `results folder ${resultsDir}`, (m) => ctx.reporter.warn(m), () =>
+          runCampaign(ctx, campaign, { resultsDir, ...(options.keep === undefined ? {} : { keep: options.keep }) })));
       ctx.reporter.info(formatOutcome(outcome));
       if (outcome.teardown === "failed") return EXIT.toolFailed;
       if (outcome.failed > 0) return EXIT.runsFailed;

@@ -1,29 +1,30 @@
-/** `ringlab inventory <file> --outputs <json>`: the Ansible inventory of an AWS testbed deployed by hand with cdktf. */
+/** `ringlab inventory <spec> --outputs <json>`: the Ansible inventory of an AWS testbed deployed by hand with cdktf. */
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
-import { loadCampaignFile } from "../../config/load.ts";
 import { UsageError } from "../../errors.ts";
 import { awsInventory, renderInventory } from "../../inventory.ts";
+import { readSpec } from "../../testbed/spec.ts";
 import { writeFileAtomic } from "../../util/fs.ts";
+import { parseSafePath } from "../options.ts";
 import type { CommandHost } from "../program.ts";
 
 export function registerInventory(program: Command, host: CommandHost): void {
   program.command("inventory")
     .description("write the Ansible inventory of an AWS testbed deployed with `cdktf deploy`, from `cdktf output --outputs-file` JSON")
-    .argument("<campaign>", "the AWS campaign file the stack was deployed from")
+    .argument("<spec>", "the spec.json the stack was deployed from (written by `ringlab synth`)")
     .requiredOption("--outputs <file>", "the JSON written by `npx cdktf output --outputs-file <file>`")
-    .option("-o, --out <file>", "where to write the inventory", "inventory.yml")
-    .action(host.action((file: string, options: { outputs: string; out: string }) => {
-      const campaign = loadCampaignFile(file, { readKeys: false });
-      if (campaign.testbed.target !== "aws") {
-        throw new UsageError(`${file} describes a ${campaign.testbed.target} testbed; \`ringlab up\` writes its inventory itself`);
+    .option("-o, --out <file>", "where to write the inventory", parseSafePath, "inventory.yml")
+    .action(host.action((specFile: string, options: { outputs: string; out: string }) => {
+      const spec = readSpec(specFile);
+      if (spec.target !== "aws") {
+        throw new UsageError(`${specFile} describes a ${spec.target} testbed; \`ringlab up\` writes its inventory itself`);
       }
       const outputs = readOutputsFile(options.outputs);
       const knownHosts = join(dirname(resolve(options.out)), "known_hosts");
       let inventory;
       try {
-        inventory = awsInventory(outputs, campaign.testbed, knownHosts);
+        inventory = awsInventory(outputs, spec, knownHosts);
       } catch (error) {
         throw new UsageError(`${options.outputs}: ${(error as Error).message}`);
       }

@@ -5,7 +5,9 @@ import { BANDWIDTH_HELP } from "../../bandwidth.ts";
 import { EXIT, UsageError } from "../../errors.ts";
 import { JOBS, runOnce, type Job } from "../../runner.ts";
 import { requireRecord } from "../../testbed/record.ts";
-import { parseBandwidth, parsePositiveInt } from "../options.ts";
+import { withTestbedLock } from "../../testbed/testbed.ts";
+import { writableDirProblem } from "../../util/fs.ts";
+import { checkedWorkerArgs, parseBandwidth, parsePositiveInt, parseSafePath } from "../options.ts";
 import type { CommandHost } from "../program.ts";
 
 interface RunOptions {
@@ -25,22 +27,25 @@ export function registerRun(program: Command, host: CommandHost): void {
     .option("--bandwidth <rate>", `egress limit on every node's cluster link: ${BANDWIDTH_HELP}`, parseBandwidth, "unlimited")
     .addOption(new Option("--job <job>", "train: data-parallel training; allreduce: bandwidth probe").choices(JOBS).default("allreduce"))
     .option("--timeout <seconds>", "give up on the run after this long", parsePositiveInt, 600)
-    .option("--out <dir>", "where the run's result and logs go", "results/adhoc")
+    .option("--out <dir>", "where the run's result and logs go", parseSafePath, "results/adhoc")
     .argument("[worker-args...]", "passed to the worker after `--`, e.g. -- --model tiny --batch-size 32 (see docker/worker/README.md)")
     .action(host.action(async (workerArgs: string[], options: RunOptions, command: Command) => {
+      const args = checkedWorkerArgs(workerArgs);
       const ctx = host.contextFor(command, "run");
       const record = requireRecord(ctx.stateDir, options.testbed);
+      const problem = writableDirProblem(resolve(options.out));
+      if (problem !== undefined) throw new UsageError(`--out ${options.out}: ${problem}`, { hint: "pick a folder you can write" });
       if (options.nodes > record.nodes.length) {
         throw new UsageError(`--nodes ${options.nodes} is more than testbed ${record.name} has (${record.nodes.length})`);
       }
-      const outcome = await runOnce(ctx, record, {
+      const outcome = await withTestbedLock(ctx, record.name, () => runOnce(ctx, record, {
         nodes: options.nodes,
         bandwidth: options.bandwidth,
         job: options.job,
-        workerArgs,
+        workerArgs: args,
         timeoutSeconds: options.timeout,
         outDir: resolve(options.out),
-      });
+      }));
       process.stdout.write(`${outcome.summary}\n`);
       if (outcome.status !== "ok") return EXIT.runsFailed;
     }));
