@@ -99,6 +99,19 @@ describe("rejecting a bad campaign file", () => {
     ]);
   });
 
+  it("suggests the known keys of every section, the S3 state and the train knobs included", () => {
+    expect(problemsOf(awsText("  state: {backend: s3, bucket: my-state, key: k, regon: eu-west-1}"))).toEqual([
+      'testbed.state.regon: unknown key "regon" (did you mean "region"?); expected one of backend, bucket, key, region',
+    ]);
+    expect(problemsOf(`testbed: {target: local, name: s, nodes: 1}\ncampaign:
+  matrix: {nodes: 1, model: tiny, batchSize: 8, bandwidth: unlimited}
+  train: {numIter: 2}
+  probe: {iter: 2}\n`)).toEqual([
+      expect.stringMatching(/^campaign\.train\.numIter: unknown key "numIter" \(did you mean "numIters"\?\); expected one of numWarmupBatches, /),
+      expect.stringMatching(/^campaign\.probe\.iter: unknown key "iter" \(did you mean "iters"\?\); expected one of enabled, minBytes, /),
+    ]);
+  });
+
   it("flags keys that belong to the other target", () => {
     expect(problemsOf("testbed: {target: local, name: smoke, nodes: 3, region: us-east-1}\n")).toEqual([
       expect.stringMatching(/^testbed\.region: unknown key "region"; expected one of target, name, nodes/),
