@@ -18,6 +18,7 @@ export function stackPropsFromSpec(spec: AwsTestbedSpec): TestbedStackProps {
     sshUser: spec.sshUser,
     adminCidr: spec.adminCidr,
     allowSshFromAnywhere: spec.allowSshFromAnywhere,
+    sshSourceMinPrefix: spec.sshSourceMinPrefix,
     vpcCidr: spec.vpcCidr,
     subnetCidr: spec.subnetCidr,
     sharedStorage: spec.sharedStorage,

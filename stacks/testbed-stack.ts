@@ -42,6 +42,11 @@ export interface TestbedStackProps {
   readonly adminCidr: string;
   /** @default false */
   readonly allowSshFromAnywhere?: boolean;
+  /**
+   * The widest SSH source accepted without allowSshFromAnywhere, as a prefix length.
+   * @default 16 (see ClusterSecurityGroup)
+   */
+  readonly sshSourceMinPrefix?: number;
   readonly vpcCidr: string;
   readonly subnetCidr: string;
   readonly sharedStorage: "nfs" | "efs";
@@ -108,6 +113,7 @@ export class TestbedStack extends TerraformStack {
       vpcId: network.vpc.id,
       adminCidr: props.adminCidr,
       allowSshFromAnywhere: props.allowSshFromAnywhere ?? false,
+      ...(props.sshSourceMinPrefix === undefined ? {} : { sshSourceMinPrefix: props.sshSourceMinPrefix }),
     });
     const nodes = new ClusterNodes(this, "cluster", {
       name,

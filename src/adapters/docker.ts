@@ -81,7 +81,7 @@ export class Docker {
     if (spec.network !== undefined) args.push("--network", spec.network);
     if (spec.ip !== undefined) args.push("--ip", spec.ip);
     for (const cap of spec.capAdd ?? []) args.push("--cap-add", cap);
-    for (const mount of spec.mounts ?? []) args.push("--mount", `type=bind,source=${mount.source},target=${mount.target}`);
+    for (const mount of spec.mounts ?? []) args.push("--mount", `type=bind,${csvField(`source=${mount.source}`)},${csvField(`target=${mount.target}`)}`);
     for (const key of Object.keys(spec.env ?? {})) args.push("--env", key);
     // Values travel in the environment, not on the command line (keys stay out of `ps` and logs).
     const result = await this.run([...args, spec.image], { env: { ...spec.env } });
@@ -146,6 +146,11 @@ export class Docker {
       env: { ...this.options.env, ...extra.env },
     };
   }
+}
+
+/** Docker parses --mount as one CSV record: a quoted field keeps a comma in a path from adding options. */
+export function csvField(text: string): string {
+  return `"${text.replace(/"/g, '""')}"`;
 }
 
 function labelArgs(labels: Readonly<Record<string, string>>): string[] {

@@ -198,6 +198,11 @@ describe("TestbedStack options", () => {
     expect(Object.keys(resourcesOf(JSON.parse(synthesized), "aws_instance"))).toHaveLength(testbed.nodes);
   });
 
+  it("takes the file's SSH-source limit through the spec: a wider admin range the file allows synthesizes", () => {
+    const fixture = synthTestbed({ adminCidr: "198.18.0.0/15", sshSourceMinPrefix: 15 });
+    expect(Testing.toHaveResourceWithProperties(fixture.synthesized, "aws_vpc_security_group_ingress_rule", { cidr_ipv4: "198.18.0.0/15" })).toBe(true);
+  });
+
   it("refuses user tags with reserved prefixes", () => {
     expect(() => synthTestbed({ tags: { "ringlab:role": "x" } })).toThrow(/reserved prefix/);
   });
