@@ -24,6 +24,8 @@ export interface RunRequest {
   readonly timeoutSeconds: number;
   /** Where the result and every node's log are collected (on this machine): a folder of this attempt alone. */
   readonly collectDir: string;
+  /** Only these nodes are contacted (the others are lost); every node when absent. */
+  readonly limit?: readonly string[];
 }
 
 export interface RunOutcome {
@@ -39,9 +41,9 @@ export interface RunOutcome {
 }
 
 /** Sets the egress limit of every node's cluster link; a no-op on nodes already at that rate. */
-export async function shapeLinks(ctx: Context, record: TestbedRecord, bandwidth: string): Promise<void> {
+export async function shapeLinks(ctx: Context, record: TestbedRecord, bandwidth: string, limit?: readonly string[]): Promise<void> {
   await ctx.reporter.step(`shape links to ${bandwidth}`, (detail) =>
-    runPlaybook(ctx, record, "shape.yml", { extraVars: { net_shaping_rate: bandwidth }, onTask: detail }));
+    runPlaybook(ctx, record, "shape.yml", { extraVars: { net_shaping_rate: bandwidth }, onTask: detail, ...(limit === undefined ? {} : { limit }) }));
 }
 
 /** Removes every worker container of the testbed (idempotent). */
@@ -77,6 +79,7 @@ export async function executeRun(ctx: Context, record: TestbedRecord, request: R
       // Ansible's own work (start, poll, collect) on top of the job's limit.
       timeoutMs: (request.timeoutSeconds + 180) * 1000,
       onTask: detail,
+      ...(request.limit === undefined ? {} : { limit: request.limit }),
     }));
   } catch (error) {
     // Ranks still up would wait for a failed one until their own timeout, and an interrupted run's workers

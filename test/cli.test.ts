@@ -1,6 +1,6 @@
 /** The CLI's own behaviour that needs no testbed: help, bad input, the AWS inventory command. */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -86,6 +86,30 @@ describe("ringlab CLI", () => {
     expect(plan.status).toBe(2);
     expect(synth.stderr).toContain(`${campaign}: testbed.name: found "Bad_Name"`);
     expect(plan.stderr.split("\n")[0]).toBe(synth.stderr.split("\n")[0]);
+  });
+
+  it("refuses `down ..` and `down ../..` with exit 2 and deletes nothing outside or inside the state folder", () => {
+    const scratch = mkdtempSync(join(tmpdir(), "ringlab-cli-"));
+    const state = join(scratch, "a", "st");
+    mkdirSync(join(state, "testbeds", "smoke"), { recursive: true });
+    writeFileSync(join(state, "testbeds", "smoke", "id_ed25519"), "key");
+    writeFileSync(join(scratch, "a", "precious.txt"), "keep me");
+    for (const name of ["..", "../.."]) {
+      const result = cli(["--state-dir", state, "down", name]);
+      expect(result.status, name).toBe(2);
+      expect(result.stderr).toMatch(/testbed name "\.\.(\/\.\.)?": expected 1-24 lower-case letters/);
+    }
+    expect(existsSync(join(scratch, "a", "precious.txt"))).toBe(true);
+    expect(existsSync(join(state, "testbeds", "smoke", "id_ed25519"))).toBe(true);
+  });
+
+  it("refuses a results folder that is a file before anything starts (exit 2)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-cli-"));
+    writeFileSync(join(dir, "results"), "not a folder");
+    const result = cli(["--state-dir", join(dir, "state"), "campaign", "campaigns/local-smoke.yaml", "--results", join(dir, "results", "smoke")]);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain(`error: results folder ${join(dir, "results", "smoke")}: ${join(dir, "results")} is a file, not a folder`);
+    expect(result.stderr).not.toMatch(/^\s+at /m);
   });
 
   it("refuses unsafe --out, --results and worker arguments with exit 2 before anything starts", () => {

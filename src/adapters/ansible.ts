@@ -34,6 +34,8 @@ export interface PlaybookOptions {
   /** Hosts worked on at once; run.yml blocks on every node at once, so it must cover them all. */
   readonly forks?: number;
   readonly extraVars?: Readonly<Record<string, unknown>>;
+  /** Only these inventory hosts (ansible-playbook --limit); every host when absent. */
+  readonly limit?: readonly string[];
   readonly logFile?: string | undefined;
   /** Called with each task name as it starts ("TASK [common : Add every node to /etc/hosts]"). */
   readonly onTask?: ((task: string) => void) | undefined;
@@ -49,6 +51,7 @@ export class Ansible {
 
   async playbook(name: string, options: PlaybookOptions): Promise<PlaybookResult> {
     const args = ["-i", options.inventory, join(this.ansibleDir, name)];
+    if (options.limit !== undefined) args.push("--limit", options.limit.join(","));
     const varsDir = options.extraVars === undefined ? undefined : mkdtempSync(join(tmpdir(), "ringlab-vars-"));
     try {
       if (varsDir !== undefined) args.push("--extra-vars", `@${writeExtraVars(varsDir, options.extraVars!)}`);

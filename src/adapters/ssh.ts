@@ -1,4 +1,4 @@
-/** The only module that runs OpenSSH tools: key generation for testbeds. */
+/** The only module that runs OpenSSH tools: key generation for testbeds, host keys of recreated nodes. */
 import { existsSync } from "node:fs";
 import { runProgram } from "./process.ts";
 
@@ -10,4 +10,10 @@ export async function ensureKeyPair(path: string, comment: string): Promise<stri
     });
   }
   return `${path}.pub`;
+}
+
+/** Removes every key of `host` from a known_hosts file (a node recreated on the same address has a new one). */
+export async function forgetHostKey(knownHostsFile: string, host: string): Promise<void> {
+  if (!existsSync(knownHostsFile)) return;
+  await runProgram("ssh-keygen", "ssh-keygen", ["-q", "-R", host, "-f", knownHostsFile], { allowFailure: true });
 }

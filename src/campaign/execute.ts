@@ -15,6 +15,7 @@ import { RUN_RECORD_SCHEMA, type RunRecord } from "../results/record.ts";
 import { ResultsStore } from "../results/store.ts";
 import { executeRun, shapeLinks, stopWorkers } from "../runner.ts";
 import type { TestbedRecord } from "../testbed/record.ts";
+import { NodeKeeper, runnableWith, type NodeRecovery } from "../testbed/health.ts";
 import { configure, down, up } from "../testbed/testbed.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import { campaignName, planCampaign, remainingRuns, type CampaignPlan, type PlannedRun } from "./plan.ts";
@@ -33,6 +34,8 @@ export interface CampaignOutcome {
   readonly skipped: number;
   readonly ok: number;
   readonly failed: number;
+  /** Runs recorded as skipped because a node they need was lost; a rerun does them. */
+  readonly notRun: number;
   readonly wallSeconds: number;
   /** Seconds inside benchmark jobs during this invocation; the rest is orchestration overhead. */
   readonly benchmarkSeconds: number;
@@ -51,16 +54,13 @@ export async function runCampaign(ctx: Context, campaign: Campaign, options: Cam
     leftOut.push(message);
     ctx.reporter.warn(message);
   });
-  const layout = store.layout;
   const keep = options.keep ?? campaign.campaign?.keep ?? false;
   const todo = remainingRuns(plan, new Map(store.latestRecords().map(({ record }) => [record.runId, record])));
-  const skipped = plan.runs.length - todo.length;
-  saveCampaignCopy(layout, campaign.sourceText);
-  ctx.reporter.info(`campaign ${plan.name}: ${plan.runs.length} runs planned, ${skipped} already done, ${todo.length} to run; results in ${layout.dir}`);
+  const alreadyDone = plan.runs.length - todo.length;
+  saveCampaignCopy(store.layout, campaign.sourceText);
+  ctx.reporter.info(`campaign ${plan.name}: ${plan.runs.length} runs planned, ${alreadyDone} already done, ${todo.length} to run; results in ${store.layout.dir}`);
 
-  let ok = 0;
-  let failed = 0;
-  let benchmarkSeconds = 0;
+  const tally: Tally = { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0 };
   let teardown: CampaignOutcome["teardown"] = "not needed";
   let testbed: TestbedRecord | undefined;
   try {
@@ -69,24 +69,7 @@ export async function runCampaign(ctx: Context, campaign: Campaign, options: Cam
       testbed = await up(ctx, campaign);
       // Configuring also removes workers left over from a killed earlier invocation.
       await configure(ctx, testbed);
-      let shapedTo: string | undefined;
-      for (const [index, run] of todo.entries()) {
-        ctx.signal.throwIfAborted();
-        if (run.bandwidth !== null && run.bandwidth !== shapedTo) {
-          await shapeLinks(ctx, testbed, run.bandwidth);
-          shapedTo = run.bandwidth;
-        }
-        ctx.reporter.info(`run ${index + 1}/${todo.length}: ${run.id}`);
-        const record = await executePlannedRun(ctx, testbed, plan, run, store, campaign);
-        store.save(record);
-        writeDerivedFiles(layout, store.records(), plan.runs.map((r) => r.id));
-        if (record.status === "ok") ok++;
-        else {
-          failed++;
-          ctx.reporter.warn(`run ${run.id} failed: ${record.error}`);
-        }
-        benchmarkSeconds += record.benchmarkSeconds ?? 0;
-      }
+      await runAll(ctx, { testbed, plan, store, campaign }, todo, tally);
     }
   } finally {
     const interrupted = ctx.signal.aborted;
@@ -97,33 +80,112 @@ export async function runCampaign(ctx: Context, campaign: Campaign, options: Cam
     }
     if (keep && testbed !== undefined && interrupted) await stopWorkers(uninterruptible(ctx), testbed).catch(() => {});
     await makeReport(ctx, store, leftOut);
-    if (interrupted) ctx.reporter.warn(`interrupted: ${ok + failed} runs recorded this time; rerun the same command to resume`);
+    if (interrupted) ctx.reporter.warn(`interrupted: ${tally.ok + tally.failed + tally.notRun} runs recorded this time; rerun the same command to resume`);
   }
-  return {
-    resultsDir: layout.dir,
-    planned: plan.runs.length,
-    skipped,
-    ok,
-    failed,
-    wallSeconds: (Date.now() - started) / 1000,
-    benchmarkSeconds,
-    teardown,
-  };
+  return { resultsDir: store.layout.dir, planned: plan.runs.length, skipped: alreadyDone, ...tally, wallSeconds: (Date.now() - started) / 1000, teardown };
 }
 
-async function executePlannedRun(ctx: Context, testbed: TestbedRecord, plan: CampaignPlan, run: PlannedRun, store: ResultsStore, campaign: Campaign): Promise<RunRecord> {
-  const timeoutSeconds = campaign.campaign!.runTimeoutSeconds;
+/** What every run of one campaign invocation shares. */
+interface CampaignScope {
+  readonly testbed: TestbedRecord;
+  readonly plan: CampaignPlan;
+  readonly store: ResultsStore;
+  readonly campaign: Campaign;
+}
+
+interface Tally {
+  ok: number;
+  failed: number;
+  notRun: number;
+  benchmarkSeconds: number;
+}
+
+/**
+ * The runs in order, each recorded before the next starts. Before each, every node is checked: lost nodes are
+ * brought back where possible (local), and a run that needs a node still lost is recorded as skipped.
+ */
+async function runAll(ctx: Context, scope: CampaignScope, todo: readonly PlannedRun[], tally: Tally): Promise<void> {
+  const keeper = new NodeKeeper(ctx, scope.testbed);
+  let shapedTo: string | undefined;
+  for (const [index, run] of todo.entries()) {
+    ctx.signal.throwIfAborted();
+    const health = await keeper.check();
+    if (health.recovery !== undefined) shapedTo = undefined;
+    const reachable = health.lost.length === 0 ? undefined : scope.testbed.nodes.filter((n) => !health.lost.includes(n)).map((n) => n.name);
+    let record: RunRecord;
+    if (!runnableWith(run.nodes, health.lost)) {
+      record = skippedRecord(scope, run, health.lost.map((node) => node.name));
+    } else {
+      if (run.bandwidth !== null && run.bandwidth !== shapedTo) {
+        await shapeLinks(ctx, scope.testbed, run.bandwidth, reachable);
+        shapedTo = run.bandwidth;
+      }
+      ctx.reporter.info(`run ${index + 1}/${todo.length}: ${run.id}`);
+      record = await executePlannedRun(ctx, scope, run, reachable, health.recovery);
+    }
+    scope.store.save(record);
+    writeDerivedFiles(scope.store.layout, scope.store.records(), scope.plan.runs.map((r) => r.id));
+    count(ctx, tally, record);
+  }
+}
+
+function count(ctx: Context, tally: Tally, record: RunRecord): void {
+  if (record.status === "ok") tally.ok++;
+  else if (record.status === "skipped") tally.notRun++;
+  else {
+    tally.failed++;
+    ctx.reporter.warn(`run ${record.runId} failed: ${record.error}`);
+  }
+  tally.benchmarkSeconds += record.benchmarkSeconds ?? 0;
+}
+
+async function executePlannedRun(ctx: Context, scope: CampaignScope, run: PlannedRun, limit: readonly string[] | undefined, recovery: NodeRecovery | undefined): Promise<RunRecord> {
+  const { store, testbed } = scope;
   const attempt = store.nextAttempt(run.id);
   const collectDir = store.logsDirOf(run.id, attempt);
-  const outcome = await executeRun(ctx, testbed, { runId: run.id, nodes: run.nodes, job: run.job, workerArgs: run.workerArgs, timeoutSeconds, collectDir });
+  const outcome = await executeRun(ctx, testbed, {
+    runId: run.id, nodes: run.nodes, job: run.job, workerArgs: run.workerArgs, timeoutSeconds: scope.campaign.campaign!.runTimeoutSeconds,
+    collectDir, ...(limit === undefined ? {} : { limit }),
+  });
   const provenance = outcome.result?.provenance;
   // The job's whole life in the worker, torch import and rendezvous included: what is left of the run's wall
   // time is ringlab's own orchestration.
   const benchmarkSeconds = provenance === undefined ? undefined
     : (Date.parse(provenance.endedAt) - Date.parse(provenance.launchedAt ?? provenance.startedAt)) / 1000;
   return {
+    ...recordBase(scope, run, attempt),
+    status: outcome.status,
+    ...(outcome.error === undefined ? {} : { error: outcome.error }),
+    ...(recovery === undefined ? {} : { nodeRecovery: recovery }),
+    startedAt: outcome.startedAt,
+    endedAt: outcome.endedAt,
+    wallSeconds: outcome.wallSeconds,
+    ...(benchmarkSeconds === undefined || Number.isNaN(benchmarkSeconds) ? {} : { benchmarkSeconds }),
+    logsDir: relative(store.layout.dir, collectDir),
+    ...(outcome.result === undefined ? {} : { result: outcome.result }),
+  };
+}
+
+/** A run not attempted because a node it needs is lost; a rerun of the campaign does it. */
+function skippedRecord(scope: CampaignScope, run: PlannedRun, lost: readonly string[]): RunRecord {
+  const attempt = scope.store.nextAttempt(run.id);
+  const now = new Date().toISOString();
+  return {
+    ...recordBase(scope, run, attempt),
+    status: "skipped",
+    error: `not run: node${lost.length > 1 ? "s" : ""} ${lost.join(", ")} of the first ${run.nodes} do${lost.length > 1 ? "" : "es"} not answer over SSH; rerun the campaign to do it`,
+    startedAt: now,
+    endedAt: now,
+    wallSeconds: 0,
+    logsDir: relative(scope.store.layout.dir, scope.store.logsDirOf(run.id, attempt)),
+  };
+}
+
+function recordBase(scope: CampaignScope, run: PlannedRun, attempt: number) {
+  const { testbed, campaign } = scope;
+  return {
     schema: RUN_RECORD_SCHEMA,
-    campaign: plan.name,
+    campaign: scope.plan.name,
     runId: run.id,
     attempt,
     fingerprint: run.fingerprint,
@@ -138,20 +200,12 @@ async function executePlannedRun(ctx: Context, testbed: TestbedRecord, plan: Cam
       knobs: run.knobs,
       workerArgs: run.workerArgs,
     },
-    status: outcome.status,
-    ...(outcome.error === undefined ? {} : { error: outcome.error }),
-    startedAt: outcome.startedAt,
-    endedAt: outcome.endedAt,
-    wallSeconds: outcome.wallSeconds,
-    ...(benchmarkSeconds === undefined || Number.isNaN(benchmarkSeconds) ? {} : { benchmarkSeconds }),
     testbed: {
       name: testbed.name,
       target: testbed.target,
       ...(campaign.testbed.target === "aws" ? { instanceType: campaign.testbed.instanceType } : {}),
     },
-    logsDir: relative(store.layout.dir, collectDir),
-    ...(outcome.result === undefined ? {} : { result: outcome.result }),
-  };
+  } as const;
 }
 
 async function tearDown(ctx: Context, campaign: Campaign): Promise<CampaignOutcome["teardown"]> {

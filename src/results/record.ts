@@ -37,9 +37,12 @@ export interface RunRecord {
     readonly knobs: Readonly<Record<string, string | number | boolean>>;
     readonly workerArgs: readonly string[];
   };
-  readonly status: "ok" | "failed";
-  /** Why it failed; the worker logs are in logsDir. */
+  /** skipped: not run because a node it needs does not answer; a rerun of the campaign does it. */
+  readonly status: "ok" | "failed" | "skipped";
+  /** Why it failed or was skipped; the worker logs are in logsDir. */
   readonly error?: string;
+  /** Nodes found lost just before this run and brought back (local testbed: recreated and reconfigured). */
+  readonly nodeRecovery?: { readonly recreated: readonly string[]; readonly seconds: number };
   readonly startedAt: string;
   readonly endedAt: string;
   /** The run's wall time, orchestration included. */
@@ -71,8 +74,9 @@ export const runRecordSchema: z.ZodType<RunRecord> = z.looseObject({
     knobs: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
     workerArgs: z.array(z.string()),
   }),
-  status: z.enum(["ok", "failed"]),
+  status: z.enum(["ok", "failed", "skipped"]),
   error: z.string().optional(),
+  nodeRecovery: z.looseObject({ recreated: z.array(z.string()), seconds: z.number() }).optional(),
   startedAt: z.string(),
   endedAt: z.string(),
   wallSeconds: z.number(),

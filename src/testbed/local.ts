@@ -4,13 +4,13 @@
  */
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import type { ContainerInfo, Docker } from "../adapters/docker.ts";
-import { ensureKeyPair } from "../adapters/ssh.ts";
+import { ensureKeyPair, forgetHostKey } from "../adapters/ssh.ts";
 import { dockerFor, type Context } from "../context.ts";
 import { UsageError } from "../errors.ts";
 import { buildInventory, renderInventory } from "../inventory.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import { buildLocalImages } from "./images.ts";
-import { localInventorySpec, NODE_IMAGE, planLocalTestbed, STATE_DIR_LABEL, stateDirId, TESTBED_LABEL, type LocalTestbedPlan } from "./local-plan.ts";
+import { localInventorySpec, NODE_IMAGE, planLocalTestbed, STATE_DIR_LABEL, stateDirId, TESTBED_LABEL, type LocalNodePlan, type LocalTestbedPlan } from "./local-plan.ts";
 import { testbedPaths } from "./paths.ts";
 import { saveRecord, type TestbedRecord } from "./record.ts";
 import { waitForSsh } from "./reachability.ts";
@@ -47,26 +47,46 @@ async function startNodes(ctx: Context, docker: Docker, plan: LocalTestbedPlan, 
   await ensureKeyPair(paths.privateKey, `ringlab-${plan.name}`);
   rmSync(paths.knownHosts, { force: true });
   await docker.createNetwork(plan.network, plan.subnet, plan.labels);
-  const authorizedKey = readFileSync(`${paths.privateKey}.pub`, "utf8").trim();
   for (const node of plan.nodes) {
     detail(node.name);
-    await docker.runDetached({
-      name: node.container,
-      image: NODE_IMAGE,
-      hostname: node.name,
-      network: plan.network,
-      ip: node.ip,
-      // Workers started later carry ringlab.role=worker; nodes are told apart from them by this.
-      labels: { ...plan.labels, "ringlab.role": "node" },
-      env: { RINGLAB_AUTHORIZED_KEY: authorizedKey },
-      // NET_ADMIN lets the node shape its own link with tc; --privileged is neither needed nor allowed.
-      capAdd: ["NET_ADMIN"],
-      mounts: [
-        { source: plan.sharedDir, target: plan.sharedDir },
-        { source: "/var/run/docker.sock", target: "/var/run/docker.sock" },
-      ],
-    });
+    await startNode(ctx, docker, plan, node);
   }
+}
+
+async function startNode(ctx: Context, docker: Docker, plan: LocalTestbedPlan, node: LocalNodePlan): Promise<void> {
+  const authorizedKey = readFileSync(`${testbedPaths(ctx.stateDir, plan.name).privateKey}.pub`, "utf8").trim();
+  await docker.runDetached({
+    name: node.container,
+    image: NODE_IMAGE,
+    hostname: node.name,
+    network: plan.network,
+    ip: node.ip,
+    // Workers started later carry ringlab.role=worker; nodes are told apart from them by this.
+    labels: { ...plan.labels, "ringlab.role": "node" },
+    env: { RINGLAB_AUTHORIZED_KEY: authorizedKey },
+    // NET_ADMIN lets the node shape its own link with tc; --privileged is neither needed nor allowed.
+    capAdd: ["NET_ADMIN"],
+    mounts: [
+      { source: plan.sharedDir, target: plan.sharedDir },
+      { source: "/var/run/docker.sock", target: "/var/run/docker.sock" },
+    ],
+  });
+}
+
+/**
+ * Replaces lost node containers (killed, crashed) with fresh ones on the same names and addresses, and waits
+ * until they answer over SSH. Their old host keys are forgotten: the new containers have new ones.
+ */
+export async function recreateLocalNodes(ctx: Context, spec: LocalTestbedSpec, ranks: readonly number[]): Promise<void> {
+  const docker = dockerFor(ctx);
+  const plan = planLocalTestbed(spec, ctx.stateDir);
+  const nodes = plan.nodes.filter((node) => ranks.includes(node.rank));
+  for (const node of nodes) {
+    await docker.remove("container", [node.container]).catch(() => undefined);
+    await startNode(ctx, docker, plan, node);
+    await forgetHostKey(testbedPaths(ctx.stateDir, plan.name).knownHosts, node.ip);
+  }
+  await waitForSsh(nodes.map((node) => node.ip), SSH_WAIT_MS, ctx.signal);
 }
 
 async function reuse(ctx: Context, docker: Docker, plan: LocalTestbedPlan, containerIds: string[], spec: LocalTestbedSpec) {

@@ -9,6 +9,8 @@ import type { TestbedRecord } from "./record.ts";
 export interface PlaybookCall {
   readonly extraVars?: Readonly<Record<string, unknown>>;
   readonly timeoutMs?: number;
+  /** Only these nodes (by inventory name): the others may be lost. */
+  readonly limit?: readonly string[];
   /** Progress: the task now running. */
   readonly onTask?: (task: string) => void;
 }
@@ -27,6 +29,7 @@ export function runPlaybook(ctx: Context, testbed: TestbedRecord, playbook: stri
     onLine: (line) => ctx.reporter.toolLine(line),
     ...(call.extraVars === undefined ? {} : { extraVars: call.extraVars }),
     ...(call.timeoutMs === undefined ? {} : { timeoutMs: call.timeoutMs }),
+    ...(call.limit === undefined ? {} : { limit: call.limit }),
   });
 }
 
@@ -34,7 +37,7 @@ export function runPlaybook(ctx: Context, testbed: TestbedRecord, playbook: stri
  * SSH connections are kept open between playbooks (ControlPersist) for speed. A testbed recreated on the same
  * addresses must not reuse the old connections, so each testbed instance gets its own short socket folder.
  */
-function controlPathDir(testbed: TestbedRecord): string {
+export function controlPathDir(testbed: TestbedRecord): string {
   const id = createHash("sha256").update(`${testbed.name}@${testbed.createdAt}`).digest("hex").slice(0, 12);
   return join(tmpdir(), `ringlab-ssh-${id}`);
 }

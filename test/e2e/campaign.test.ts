@@ -6,7 +6,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { everythingLabeled, exited, labeled, ringlab, scratch, sleep, startRingLab, writeFile } from "./cli.ts";
+import { docker, everythingLabeled, exited, labeled, ringlab, scratch, sleep, startRingLab, writeFile } from "./cli.ts";
 
 const TESTBED = "smoke";
 const dir = scratch("campaign");
@@ -120,5 +120,38 @@ campaign:
     expect(byId.get("train-tiny-b8-n2-1gbit-numiters-2-r1").status).toBe("ok");
     expect(readFileSync(join(out, "report.md"), "utf8")).toMatch(/train-tiny-b8-n1-numiters-1000000-r1/);
     expect(everythingLabeled("e2efail")).toEqual([]);
+  });
+});
+
+describe("a campaign that loses a node", { timeout: 10 * 60_000 }, () => {
+  it("recreates the lost node container, reconfigures it, and the later runs succeed; the record says so", async () => {
+    const work = scratch("lost");
+    const file = writeFile(work, "lost.yaml", `
+testbed: {target: local, name: e2elost, nodes: 3, subnet: 10.74.0.0/24}
+campaign:
+  matrix: {nodes: [2, 3], model: tiny, batchSize: 8, bandwidth: 1gbit}
+  repeats: 2
+  train: {numWarmupBatches: 1, numBatchesPerIter: 2, numIters: 2}
+  probe: {enabled: false}
+`);
+    const out = join(work, "results");
+    const child = startRingLab(join(work, "state"), ["campaign", file, "--results", out]);
+    // Run 1 uses nodes 0 and 1; node 2 dies under it, and run 2 (3 nodes) needs it back.
+    const deadline = Date.now() + 5 * 60_000;
+    while (!/run 1\/4: /.test(child.output())) {
+      if (Date.now() > deadline) throw new Error(`run 1 never started:\n${child.output()}`);
+      await sleep(200);
+    }
+    docker(["kill", "ringlab-e2elost-node-2"]);
+    const { code } = await exited(child);
+    expect(code, child.output()).toBe(0);
+    expect(child.output()).toMatch(/recreate lost node e2elost-node-2/);
+    const byId = new Map(readFileSync(join(out, "runs.jsonl"), "utf8").trim().split("\n").map((line) => {
+      const record = JSON.parse(line);
+      return [record.runId, record];
+    }));
+    expect([...byId.values()].map((r) => r.status)).toEqual(["ok", "ok", "ok", "ok"]);
+    expect(byId.get("train-tiny-b8-n3-1gbit-r1").nodeRecovery).toMatchObject({ recreated: ["e2elost-node-2"] });
+    expect(everythingLabeled("e2elost")).toEqual([]);
   });
 });

@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { docker, everythingLabeled, ringlab, scratch, writeFile } from "./cli.ts";
+import { docker, everythingLabeled, exited, ringlab, scratch, sleep, startRingLab, writeFile } from "./cli.ts";
 
 const NAME = `e2e${process.pid}`;
 const dir = scratch("testbed");
@@ -84,6 +84,39 @@ describe("a local testbed through the CLI", { timeout: 10 * 60_000 }, () => {
     expect(result.metrics.imagesPerSecondTotal.mean).toBeGreaterThan(0);
   });
 
+  it("stops the run's workers within seconds when ringlab run gets SIGTERM, and exits 130", async () => {
+    const child = startRingLab(state, ["run", "--nodes", "2", "--job", "train", "--out", join(dir, "term"), "--",
+      "--model", "tiny", "--batch-size", "8", "--num-iters", "1000000"]);
+    const workers = () => docker(["ps", "-q", "--filter", "label=ringlab.run_id", "--filter", `label=ringlab.testbed=${NAME}`]).trim();
+    const deadline = Date.now() + 120_000;
+    while (workers().split("\n").filter(Boolean).length < 2) {
+      if (Date.now() > deadline) throw new Error(`the workers never started:\n${child.output()}`);
+      await sleep(500);
+    }
+    const signalled = Date.now();
+    process.kill(child.pid!, "SIGTERM");
+    const { code } = await exited(child);
+    expect(code, child.output()).toBe(130);
+    while (workers() !== "" && Date.now() - signalled < 15_000) await sleep(250);
+    expect(workers()).toBe("");
+    expect(Date.now() - signalled).toBeLessThan(15_000);
+  });
+
+  it("refuses a second command on the testbed while one holds it, naming the holder", async () => {
+    const child = startRingLab(state, ["run", "--nodes", "1", "--job", "train", "--out", join(dir, "held"), "--",
+      "--model", "tiny", "--batch-size", "8", "--num-iters", "1000000"]);
+    const deadline = Date.now() + 60_000;
+    while (!/shape links/.test(child.output())) {
+      if (Date.now() > deadline) throw new Error(`the run never started:\n${child.output()}`);
+      await sleep(200);
+    }
+    const second = await ringlab(state, ["up", campaign]);
+    process.kill(child.pid!, "SIGTERM");
+    await exited(child);
+    expect(second.code).toBe(2);
+    expect(second.stderr).toMatch(new RegExp(`testbed ${NAME} is in use by \`ringlab --state-dir \S+ run --nodes 1 .*\` \(pid ${child.pid}, since `));
+  });
+
   it("reports a run whose workers fail with exit code 5, the rank's exit code and its log", async () => {
     const out = join(dir, "bad");
     const run = await ringlab(state, ["run", "--nodes", "2", "--job", "train", "--out", out, "--", "--model", "no-such-model"]);
@@ -112,6 +145,14 @@ campaign: {matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit}}
     const refused = await ringlab(state, ["campaign", clash, "--results", join(dir, "clash")]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/already exists but does not match this file/);
+    expect(docker(["ps", "-q", "--filter", `label=ringlab.testbed=${NAME}`, "--filter", "label=ringlab.role=node"]).trim().split("\n")).toHaveLength(3);
+  });
+
+  it("refuses to remove a testbed it does not know, listing the ones it does (a campaign's name is not its testbed's)", async () => {
+    const result = await ringlab(state, ["down", "local-smoke"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/no testbed named local-smoke is known/);
+    expect(result.stderr).toMatch(new RegExp(`hint: known testbeds: .*${NAME}`));
     expect(docker(["ps", "-q", "--filter", `label=ringlab.testbed=${NAME}`, "--filter", "label=ringlab.role=node"]).trim().split("\n")).toHaveLength(3);
   });
 

@@ -27,14 +27,15 @@ export function registerCampaign(program: Command, host: CommandHost): void {
           runCampaign(ctx, campaign, { resultsDir, ...(options.keep === undefined ? {} : { keep: options.keep }) })));
       ctx.reporter.info(formatOutcome(outcome));
       if (outcome.teardown === "failed") return EXIT.toolFailed;
-      if (outcome.failed > 0) return EXIT.runsFailed;
+      if (outcome.failed > 0 || outcome.notRun > 0) return EXIT.runsFailed;
     }));
 }
 
 function formatOutcome(outcome: CampaignOutcome): string {
   const overhead = outcome.wallSeconds > 0 ? 100 * (1 - outcome.benchmarkSeconds / outcome.wallSeconds) : 0;
   return [
-    `campaign finished: ${outcome.ok} ok, ${outcome.failed} failed, ${outcome.skipped} already done (of ${outcome.planned})`,
+    `campaign finished: ${outcome.ok} ok, ${outcome.failed} failed, ${outcome.skipped} already done` +
+      `${outcome.notRun > 0 ? `, ${outcome.notRun} not run (a node was lost; rerun to do them)` : ""} (of ${outcome.planned})`,
     `time: ${outcome.wallSeconds.toFixed(0)} s, of which ${outcome.benchmarkSeconds.toFixed(0)} s inside benchmark jobs (overhead ${overhead.toFixed(0)} %)`,
     `testbed: ${outcome.teardown === "done" ? "torn down" : outcome.teardown}`,
     `results: ${outcome.resultsDir} (report.html, report.md, runs.jsonl, summary.csv)`,
