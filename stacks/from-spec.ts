@@ -25,5 +25,6 @@ export function stackPropsFromSpec(spec: AwsTestbedSpec): TestbedStackProps {
     spot: spec.spot,
     efa: spec.efa,
     terraformState: spec.state,
+    placementGroup: spec.placementGroup ?? true,
   };
 }

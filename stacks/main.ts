@@ -4,6 +4,7 @@
  * nothing else: no campaign file, no key file, so deploy and destroy work whatever happened to those since.
  */
 import { App } from "cdktf";
+import { testAwsEndpoint } from "../src/aws/clients.ts";
 import { EXIT, RinglabError, UsageError } from "../src/errors.ts";
 import { stackName } from "../src/rules/names.ts";
 import { readSpec } from "../src/testbed/spec.ts";
@@ -22,9 +23,14 @@ function main(): void {
   if (spec.target !== "aws") {
     throw new UsageError(`${specFile}: target is "${spec.target}", expected "aws": only AWS testbeds have a cdktf stack`);
   }
+  // Tests only; refused (exit 2) unless it is a loopback URL.
+  const endpoint = testAwsEndpoint();
+  if (endpoint !== undefined && spec.state.backend !== "local") {
+    throw new UsageError(`${specFile}: RINGLAB_TEST_AWS_ENDPOINT works with the local state backend only; this spec keeps its state in S3`);
+  }
   // The App creates its output directory: only once the input is known to be good.
   const app = new App();
-  new TestbedStack(app, stackName(spec.name), stackPropsFromSpec(spec));
+  new TestbedStack(app, stackName(spec.name), { ...stackPropsFromSpec(spec), ...(endpoint === undefined ? {} : { testAwsEndpoint: endpoint }) });
   app.synth();
 }
 

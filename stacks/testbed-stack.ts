@@ -5,6 +5,7 @@ import { ClusterNetwork } from "./constructs/cluster-network.ts";
 import { ClusterNodes } from "./constructs/cluster-nodes.ts";
 import { ClusterSecurityGroup } from "./constructs/cluster-security-group.ts";
 import { EfsSharedStorage } from "./constructs/efs-shared-storage.ts";
+import { endpointOverride } from "./endpoints.ts";
 import { testbedTags } from "./tags.ts";
 
 /** Where Terraform keeps the testbed's state: a local file (absolute path) or an S3 object (encrypted). */
@@ -56,6 +57,17 @@ export interface TestbedStackProps {
   readonly efa?: boolean;
   /** Where Terraform keeps the state; a local path must be absolute (cdktf runs Terraform in its own folder). */
   readonly terraformState: TerraformStateProps;
+  /**
+   * Put the nodes in a cluster placement group.
+   * @default true
+   */
+  readonly placementGroup?: boolean;
+  /**
+   * TESTS ONLY: send every AWS API call of the provider to this loopback URL (an emulator), with fake
+   * credentials (stacks/endpoints.ts). stacks/main.ts sets it from RINGLAB_TEST_AWS_ENDPOINT after checking it.
+   * @default undefined: AWS itself, with the standard credential chain
+   */
+  readonly testAwsEndpoint?: string;
 }
 
 /** One entry of the `nodes` output, in rank order. */
@@ -88,9 +100,14 @@ export class TestbedStack extends TerraformStack {
       expiresAt: props.expiresAt,
       ...(props.userTags === undefined ? {} : { userTags: props.userTags }),
     });
-    new AwsProvider(this, "aws", { region: props.region, defaultTags: [{ tags }] });
+    const override = props.testAwsEndpoint === undefined ? {} : endpointOverride(props.testAwsEndpoint);
+    new AwsProvider(this, "aws", { region: props.region, defaultTags: [{ tags }], ...override });
     const state = props.terraformState;
+    if (state.backend === "s3" && props.testAwsEndpoint !== undefined) {
+      throw new Error("TestbedStack: testAwsEndpoint works with the local state backend only (an S3 backend would reach AWS)");
+    }
     if (state.backend === "s3") {
+      // Encrypted at rest; the bucket is the user's (versioning is theirs to turn on: README, .checkov.yaml).
       new S3Backend(this, { bucket: state.bucket, key: state.key, region: state.region, encrypt: true });
     } else {
       if (!state.path.startsWith("/")) throw new Error(`TestbedStack: terraformState.path "${state.path}" must be absolute`);
@@ -127,6 +144,8 @@ export class TestbedStack extends TerraformStack {
       efa: props.efa ?? false,
       spot: props.spot ?? false,
       launchTags: tags,
+      expiresAt: props.expiresAt,
+      placementGroup: props.placementGroup ?? true,
     });
     const sharedStorageEndpoint = props.sharedStorage === "efs"
       ? new EfsSharedStorage(this, "shared-storage", {

@@ -115,6 +115,8 @@ const awsTestbed = z.strictObject({
   sharedStorage: z.enum(["nfs", "efs"]).default(DEFAULTS.aws.sharedStorage),
   spot: z.boolean().default(false),
   efa: z.boolean().default(false),
+  /** A cluster placement group for the nodes; turn off where none can be had (capacity, an emulator). */
+  placementGroup: z.boolean().default(true),
   /** Written into the ringlab:expires-at tag so a sweeper can find leftovers. */
   ttlHours: z.number().positive().max(24 * 30).default(DEFAULTS.aws.ttlHours),
   tags: tags.default({}),

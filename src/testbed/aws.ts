@@ -4,6 +4,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { Cdktf, type StackFiles } from "../adapters/cdktf.ts";
+import { testAwsEndpoint } from "../aws/clients.ts";
 import { uninterruptible, type Context } from "../context.ts";
 import { ToolError } from "../errors.ts";
 import { awsInventory, renderInventory } from "../inventory.ts";
@@ -47,6 +48,8 @@ export async function upAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOpti
   // A testbed deployed earlier (kept, or resumed) is not destroyed when this deploy fails: only what this call
   // created is rolled back.
   const earlier = loadRecord(ctx.stateDir, spec.name);
+  // A test endpoint override that is not loopback stops here (exit 2), before anything is created.
+  testAwsEndpoint();
   const cdktf = cdktfFor(ctx, options);
   await ctx.reporter.step("check terraform", () => cdktf.assertTerraform());
   try {
@@ -75,9 +78,11 @@ async function deployAndReach(ctx: Context, spec: AwsTestbedSpec, cdktf: Cdktf, 
   }
   writeFileAtomic(paths.inventory, renderInventory(inventory));
   const hosts = { ...inventory.all.children.head.hosts, ...inventory.all.children.workers.hosts };
+  // Under the test-only endpoint override the addresses are an emulator's inventions: probe none of them.
+  const loopbackOnly = testAwsEndpoint() !== undefined;
   await ctx.reporter.step("wait for SSH on every node", (detail) =>
     waitForSsh(Object.values(hosts).map((h) => String(h["ansible_host"])), options.sshWaitMs ?? SSH_WAIT_MS, ctx.signal,
-      (pending) => detail(`waiting for ${pending.join(", ")}`)));
+      (pending) => detail(`waiting for ${pending.join(", ")}`), { loopbackOnly }));
   const record: TestbedRecord = {
     schema: "ringlab.testbed/v2",
     name: spec.name,

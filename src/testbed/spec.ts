@@ -63,6 +63,8 @@ const awsSpec = z.strictObject({
   sharedStorage: z.enum(["nfs", "efs"]),
   spot: z.boolean(),
   efa: z.boolean(),
+  /** Nodes in a cluster placement group; absent (specs written before the field existed) means yes. */
+  placementGroup: z.boolean().optional(),
   ttlHours: z.number().positive(),
   expiresAt: isoTime,
   /** The user's own tags; ringlab's tags are derived from name, campaign and expiresAt. */
@@ -125,6 +127,7 @@ export function resolveTestbedSpec(testbed: Testbed, inputs: SpecInputs): Testbe
     sharedStorage: testbed.sharedStorage,
     spot: testbed.spot,
     efa: testbed.efa,
+    placementGroup: testbed.placementGroup,
     ttlHours: testbed.ttlHours,
     expiresAt: expiresAt(inputs.createdAt, testbed.ttlHours),
     tags: testbed.tags,

@@ -1,4 +1,5 @@
 import { Construct } from "constructs";
+import { DefaultSecurityGroup } from "@cdktf/provider-aws/lib/default-security-group/index.js";
 import { InternetGateway } from "@cdktf/provider-aws/lib/internet-gateway/index.js";
 import { Route } from "@cdktf/provider-aws/lib/route/index.js";
 import { RouteTable } from "@cdktf/provider-aws/lib/route-table/index.js";
@@ -20,10 +21,15 @@ export interface ClusterNetworkProps {
 
 /**
  * A VPC with one public subnet: every node gets a public IPv4 address on launch and reaches the internet
- * through an internet gateway.
+ * through an internet gateway. The VPC's default security group is taken over with no rules (checkov
+ * CKV2_AWS_12): nothing uses it, and nothing put in it by mistake can talk to anything.
  *
- * Construct IDs (changing one replaces the resource): vpc, subnet, internet-gateway, route-table,
- * default-route, route-table-association.
+ * Deliberate exceptions (also in .checkov.yaml): public addresses on launch (CKV_AWS_130) are how the operator
+ * reaches the nodes; no VPC flow logs (CKV2_AWS_11): a testbed lives hours, its only inbound path is SSH from
+ * adminCidr, and flow logs would need a log group and an IAM role that outlive nothing but the bill.
+ *
+ * Construct IDs (changing one replaces the resource): vpc, default-security-group, subnet, internet-gateway,
+ * route-table, default-route, route-table-association.
  */
 export class ClusterNetwork extends Construct {
   readonly vpc: Vpc;
@@ -43,6 +49,11 @@ export class ClusterNetwork extends Construct {
       enableDnsSupport: true,
       enableDnsHostnames: true,
       tags: { Name: props.name },
+    });
+    // No ingress or egress blocks: Terraform removes every rule AWS put in the default group.
+    new DefaultSecurityGroup(this, "default-security-group", {
+      vpcId: this.vpc.id,
+      tags: { Name: `${props.name}-default-closed` },
     });
     this.subnet = new Subnet(this, "subnet", {
       vpcId: this.vpc.id,

@@ -10,6 +10,7 @@ import { DEFAULTS } from "../../src/config/schema.ts";
 import { checkAmiId, checkRootVolumeGiB } from "../../src/rules/ami.ts";
 import { checkResourceName, nodeName, stackName } from "../../src/rules/names.ts";
 import { checkSshPublicKey } from "../../src/rules/ssh-key.ts";
+import { expiryUserData } from "../expiry.ts";
 import { TAG_KEYS } from "../tags.ts";
 
 export type NodeRole = "head" | "worker";
@@ -48,6 +49,14 @@ export interface ClusterNodesProps {
    * @default no tags
    */
   readonly launchTags?: Readonly<Record<string, string>>;
+  /** ISO-8601 UTC time at which every node powers itself off, which terminates it (see stacks/expiry.ts). */
+  readonly expiresAt: string;
+  /**
+   * Put the nodes in a cluster placement group (lowest latency, highest per-flow bandwidth). Off only where the
+   * group cannot be had: an emulator without placement groups, or a zone short of capacity for one.
+   * @default true
+   */
+  readonly placementGroup?: boolean;
 }
 
 export interface ClusterNode {
@@ -60,15 +69,23 @@ export interface ClusterNode {
 const METADATA_HOP_LIMIT = 2;
 
 /**
- * The nodes of one testbed, in a cluster placement group (lowest latency, highest per-flow bandwidth).
+ * The nodes of one testbed, in a cluster placement group (lowest latency, highest per-flow bandwidth) unless
+ * `placementGroup` is false.
  *
  * The launch template holds what aws_instance cannot say itself: the primary network interface (an EFA one
  * when asked, with a public address) and tags for the interface and spot request created at launch. Everything
  * else is on the instances. Running nodes ignore later template versions: to change the interface type,
  * recreate the testbed.
  *
- * Construct IDs: placement-group, key-pair, ami (data source, only without `ami`), launch-template,
- * node-0 .. node-<N-1>.
+ * Each node powers itself off at `expiresAt`, and powering off terminates it (stacks/expiry.ts).
+ *
+ * Deliberate exceptions to checkov's checks (also in .checkov.yaml): public IPv4 addresses (CKV_AWS_88) are how
+ * the operator and Ansible reach the nodes, with SSH open to adminCidr only; detailed monitoring (CKV_AWS_126)
+ * is off: testbeds live hours, ringlab records its own measurements, and it would bill per node; a metadata hop
+ * limit of 2 (CKV_AWS_341) lets containers on the node use IMDSv2, which stays required.
+ *
+ * Construct IDs: placement-group (only with `placementGroup`), key-pair, ami (data source, only without `ami`),
+ * launch-template, node-0 .. node-<N-1>.
  */
 export class ClusterNodes extends Construct {
   readonly nodes: readonly ClusterNode[];
@@ -80,10 +97,9 @@ export class ClusterNodes extends Construct {
     const spot = props.spot ?? false;
     const launchTags = { ...props.launchTags };
 
-    const placementGroup = new PlacementGroup(this, "placement-group", {
-      name: stackName(props.name),
-      strategy: "cluster",
-    });
+    const placementGroup = (props.placementGroup ?? true)
+      ? new PlacementGroup(this, "placement-group", { name: stackName(props.name), strategy: "cluster" })
+      : undefined;
     const keyPair = new KeyPair(this, "key-pair", {
       keyName: stackName(props.name),
       publicKey: props.sshPublicKey,
@@ -107,6 +123,8 @@ export class ClusterNodes extends Construct {
         deleteOnTermination: "true",
         interfaceType: efa ? "efa" : undefined,
       }],
+      // The instances set the same; stated here too so that the template alone never allows IMDSv1.
+      metadataOptions: { httpEndpoint: "enabled", httpTokens: "required", httpPutResponseHopLimit: METADATA_HOP_LIMIT },
       // EC2 refuses a tag specification without tags.
       tagSpecifications: Object.keys(launchTags).length === 0 ? undefined : [
         { resourceType: "network-interface", tags: launchTags },
@@ -121,7 +139,7 @@ export class ClusterNodes extends Construct {
         ami,
         instanceType: props.instanceType,
         keyName: keyPair.keyName,
-        placementGroup: placementGroup.name,
+        placementGroup: placementGroup?.name,
         launchTemplate: { id: launchTemplate.id, version: Token.asString(launchTemplate.latestVersion) },
         rootBlockDevice: {
           volumeType: "gp3",
@@ -129,6 +147,10 @@ export class ClusterNodes extends Construct {
           encrypted: true,
           deleteOnTermination: true,
         },
+        ebsOptimized: true,
+        monitoring: false,
+        instanceInitiatedShutdownBehavior: "terminate",
+        userData: expiryUserData(props.expiresAt),
         metadataOptions: {
           httpEndpoint: "enabled",
           httpTokens: "required",
@@ -164,6 +186,7 @@ function validate(props: ClusterNodesProps): void {
   check("rootVolumeGiB", props.rootVolumeGiB, checkRootVolumeGiB(props.rootVolumeGiB));
   if (props.ami !== undefined) check("ami", props.ami, checkAmiId(props.ami));
   if (props.efa === true) check("efa", props.efa, checkEfaInstanceType(props.instanceType));
+  if (Number.isNaN(Date.parse(props.expiresAt))) fail(`expiresAt ${JSON.stringify(props.expiresAt)}: expected an ISO-8601 time`);
   const keyProblem = checkSshPublicKey(props.sshPublicKey);
   if (keyProblem !== undefined) fail(`sshPublicKey: ${keyProblem}`);
 }

@@ -14,6 +14,10 @@ export interface EfsSharedStorageProps {
 /**
  * An encrypted EFS file system with one mount target in the cluster's subnet, for `sharedStorage: efs`.
  *
+ * Deliberate exceptions (also in .checkov.yaml): the AWS-managed key, not a customer-managed KMS key
+ * (CKV_AWS_184), which would outlive the testbed and bill monthly; no backup plan (CKV2_AWS_18): the file
+ * system holds a campaign's scratch data for hours, and results are copied to the controller.
+ *
  * Construct IDs: file-system, mount-target.
  */
 export class EfsSharedStorage extends Construct {

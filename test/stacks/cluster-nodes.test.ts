@@ -2,6 +2,7 @@ import { Testing } from "cdktf";
 import { describe, expect, it } from "vitest";
 import { DEFAULTS } from "../../src/config/schema.ts";
 import { ClusterNodes, type ClusterNodesProps } from "../../stacks/constructs/cluster-nodes.ts";
+import { expiryUserData } from "../../stacks/expiry.ts";
 import { PUBLIC_KEY, parse, resourcesOf, type Block, type TerraformJson } from "./fixtures.ts";
 
 const props: ClusterNodesProps = {
@@ -13,6 +14,7 @@ const props: ClusterNodesProps = {
   securityGroupId: "sg-0123456789abcdef0",
   sshPublicKey: PUBLIC_KEY,
   launchTags: { "ringlab:testbed": "tb" },
+  expiresAt: "2025-03-01T18:00:00Z",
 };
 
 function synthString(overrides: Partial<ClusterNodesProps> = {}): string {
@@ -52,6 +54,19 @@ describe("ClusterNodes", () => {
         key_name: `\${aws_key_pair.${keyId}.key_name}`,
         instance_type: "g4dn.xlarge",
       });
+    }
+  });
+
+  it("leaves the placement group out when placementGroup is false", () => {
+    const json = synth({ placementGroup: false });
+    expect(resourcesOf(json, "aws_placement_group")).toEqual({});
+    for (const instance of instances(json)) expect(instance).not.toHaveProperty("placement_group");
+  });
+
+  it("terminates a node that powers itself off, and powers it off at expiresAt", () => {
+    for (const instance of instances(synth())) {
+      expect(instance["instance_initiated_shutdown_behavior"]).toBe("terminate");
+      expect(instance["user_data"]).toBe(expiryUserData("2025-03-01T18:00:00Z"));
     }
   });
 
@@ -158,5 +173,6 @@ describe("ClusterNodes", () => {
     expect(() => synth({ sshPublicKey: "ssh-ed25519" })).toThrow(/sshPublicKey: expected an OpenSSH public key/);
     expect(() => synth({ name: "" })).toThrow(/name "": expected 1-24 lower-case letters/);
     expect(() => synth({ name: "tb-{{x}}" })).toThrow(/name "tb-\{\{x\}\}"/);
+    expect(() => synth({ expiresAt: "tomorrow" })).toThrow(/expiresAt "tomorrow": expected an ISO-8601 time/);
   });
 });
