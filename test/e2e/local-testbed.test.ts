@@ -114,7 +114,8 @@ describe("a local testbed through the CLI", { timeout: 10 * 60_000 }, () => {
     process.kill(child.pid!, "SIGTERM");
     await exited(child);
     expect(second.code).toBe(2);
-    expect(second.stderr).toMatch(new RegExp(`testbed ${NAME} is in use by \`ringlab --state-dir \S+ run --nodes 1 .*\` \(pid ${child.pid}, since `));
+    expect(second.stderr).toContain(`error: testbed ${NAME} is in use by \`ringlab --state-dir ${state} run --nodes 1 --job train`);
+    expect(second.stderr).toContain(`(pid ${child.pid}, since `);
   });
 
   it("reports a run whose workers fail with exit code 5, the rank's exit code and its log", async () => {
