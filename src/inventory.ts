@@ -4,6 +4,7 @@
  */
 import { dumpAnsibleData } from "./ansible-data.ts";
 import { stackName } from "./rules/names.ts";
+import { workerImageSourceOf, type WorkerImageSource } from "./rules/worker-image.ts";
 import type { AwsTestbedSpec } from "./testbed/spec.ts";
 
 export interface InventoryNode {
@@ -33,7 +34,7 @@ export interface InventorySpec {
   readonly clusterCidr: string;
   readonly workerImage: string;
   /** How nodes get the worker image; see ansible/roles/worker. */
-  readonly workerImageSource: "present" | "registry" | "tarball";
+  readonly workerImageSource: WorkerImageSource;
   readonly workerImageTarball?: string;
 }
 
@@ -163,7 +164,7 @@ export function awsInventory(outputsJson: unknown, testbed: AwsTestbedSpec, know
     efsEndpoint: testbed.sharedStorage === "efs" ? outputs.sharedStorageEndpoint : "",
     clusterCidr: testbed.subnetCidr,
     workerImage: testbed.workerImage,
-    workerImageSource: testbed.workerImageTarball === null ? "registry" : "tarball",
+    workerImageSource: workerImageSourceOf("aws", testbed.workerImage, testbed.workerImageTarball),
     ...(testbed.workerImageTarball === null ? {} : { workerImageTarball: testbed.workerImageTarball }),
   });
 }

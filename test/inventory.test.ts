@@ -57,8 +57,19 @@ describe("inventory from the AWS stack outputs", () => {
       ringlab_shared_storage: "nfs",
       ringlab_shared_dir: "/shared",
       ringlab_cluster_cidr: "10.78.1.0/24",
-      worker_image_source: "registry",
+      // The default ringlab/worker:gpu is built on each node; see the next test for the other sources.
+      worker_image_source: "build",
     });
+  });
+
+  it("tells the nodes to build ringlab's image, pull a registry image, or load the tarball the file names", () => {
+    const sourceOf = (changes: Partial<AwsTestbedSpec>) =>
+      awsInventory(outputs, { ...testbed, ...changes }, "/k").all.vars;
+    expect(sourceOf({ workerImage: "ringlab/worker:gpu" })).toMatchObject({ worker_image_source: "build" });
+    expect(sourceOf({ workerImage: "ghcr.io/me/worker:1" })).toMatchObject({ worker_image_source: "registry" });
+    expect(sourceOf({ workerImage: "me/worker:1" })).toMatchObject({ worker_image_source: "registry" });
+    expect(sourceOf({ workerImageTarball: "/images/w.tar" })).toMatchObject({ worker_image_source: "tarball", worker_image_tarball: "/images/w.tar" });
+    expect(sourceOf({ workerImageTarball: null })).not.toHaveProperty("worker_image_tarball");
   });
 
   it("names what is missing when the stack was not (fully) deployed", () => {

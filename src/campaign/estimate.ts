@@ -6,6 +6,7 @@ import { bandwidthGbps } from "../bandwidth.ts";
 import { onDemandUsdPerHour } from "../catalogue/aws-instance-types.ts";
 import type { CampaignFile, Model } from "../config/schema.ts";
 import { ringAllReduceLowerBoundSeconds } from "../results/cost-model.ts";
+import { workerImageSourceOf, type WorkerImageSource } from "../rules/worker-image.ts";
 import type { CampaignPlan, PlannedRun } from "./plan.ts";
 
 /** fp32 parameter counts of the worker's models (torchvision 0.14; inception_v3 without the aux head). */
@@ -41,8 +42,30 @@ const WORKER_START_SECONDS = 5;
 /** The worker's defaults (docker/worker/ringlab_worker/cli.py). */
 const WORKER_DEFAULTS = { numWarmupBatches: 10, numBatchesPerIter: 10, numIters: 10 } as const;
 
+/**
+ * Getting the worker image onto the nodes, once per campaign. Building on the node pulls NVIDIA's PyTorch base
+ * (about 9 GB compressed from nvcr.io, several Gbit/s inside AWS), extracts it and builds ringlab's layer: about 8
+ * minutes, all nodes at once; pulling a finished image from a registry about 5. A tarball goes out through the
+ * operator's uplink once per node (Ansible copies to all nodes at once, so they share it).
+ */
+const IMAGE_DELIVERY_SECONDS = { build: 8 * 60, registry: 5 * 60, present: 0 } as const;
+/** A `docker save` of the gpu worker image (NVIDIA's PyTorch base and ringlab's layer), when the file is not at hand. */
+export const ASSUMED_TARBALL_BYTES = 18e9;
+/** The operator's upload rate to AWS, when not given: a typical office or home uplink. */
+export const ASSUMED_ADMIN_UPLINK_GBPS = 0.1;
+
+export interface ImageDeliveryEstimate {
+  readonly source: WorkerImageSource;
+  readonly seconds: number;
+  /** Tarball only: bytes sent from the operator's machine (size x nodes) and what the figure assumes. */
+  readonly uploadBytes?: number;
+  readonly assumption?: string;
+}
+
 export interface CampaignEstimate {
   readonly seconds: number;
+  /** Included in `seconds`. */
+  readonly imageDelivery: ImageDeliveryEstimate;
   /** Instance-hours of the whole campaign (AWS only). */
   readonly instanceHours?: number;
   /** Undefined when the instance type's price is not in the catalogue (src/catalogue/aws-instance-types.ts). */
@@ -53,6 +76,22 @@ export interface CampaignEstimate {
 export interface EstimateOptions {
   /** CPU cores of the machine that hosts a local testbed: its nodes share them. @default 2 */
   readonly localCores?: number;
+  /** Size of workerImageTarball, when the file exists. @default ASSUMED_TARBALL_BYTES */
+  readonly workerImageTarballBytes?: number;
+  /** The operator's upload rate in Gbit/s. @default ASSUMED_ADMIN_UPLINK_GBPS */
+  readonly adminUplinkGbps?: number;
+}
+
+export function estimateImageDelivery(file: CampaignFile, options: EstimateOptions = {}): ImageDeliveryEstimate {
+  const tb = file.testbed;
+  const source = workerImageSourceOf(tb.target, tb.workerImage, tb.target === "aws" ? tb.workerImageTarball : undefined);
+  if (source !== "tarball") return { source, seconds: IMAGE_DELIVERY_SECONDS[source] };
+  const tarballBytes = options.workerImageTarballBytes ?? ASSUMED_TARBALL_BYTES;
+  const uplinkGbps = options.adminUplinkGbps ?? ASSUMED_ADMIN_UPLINK_GBPS;
+  const uploadBytes = tarballBytes * tb.nodes;
+  const size = options.workerImageTarballBytes === undefined ? `an assumed ${tarballBytes / 1e9} GB tarball (the file is not here)` : `${(tarballBytes / 1e9).toFixed(1)} GB`;
+  const uplink = options.adminUplinkGbps === undefined ? `an assumed ${uplinkGbps * 1000} Mbit/s uplink` : `${uplinkGbps} Gbit/s`;
+  return { source, seconds: (uploadBytes * 8) / (uplinkGbps * 1e9), uploadBytes, assumption: `${size} × ${tb.nodes} nodes at ${uplink}` };
 }
 
 export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options: EstimateOptions = {}): number {
@@ -81,13 +120,16 @@ export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options:
 
 export function estimateCampaign(plan: CampaignPlan, file: CampaignFile, options: EstimateOptions = {}): CampaignEstimate {
   const target = file.testbed.target;
-  const seconds = OVERHEAD_SECONDS[target].campaign + plan.runs.reduce((sum, run) => sum + estimateRunSeconds(run, file, options), 0);
-  if (file.testbed.target !== "aws") return { seconds };
+  const imageDelivery = estimateImageDelivery(file, options);
+  const seconds = OVERHEAD_SECONDS[target].campaign + imageDelivery.seconds +
+    plan.runs.reduce((sum, run) => sum + estimateRunSeconds(run, file, options), 0);
+  if (file.testbed.target !== "aws") return { seconds, imageDelivery };
   const instanceHours = (plan.nodesToProvision * seconds) / 3600;
   // On-demand us-east-1 list price: spot is usually cheaper and other regions differ; check before you spend.
   const hourlyPriceUsd = onDemandUsdPerHour(file.testbed.instanceType);
   return {
     seconds,
+    imageDelivery,
     instanceHours,
     ...(hourlyPriceUsd === undefined ? {} : { hourlyPriceUsd, costUsd: instanceHours * hourlyPriceUsd }),
   };

@@ -124,3 +124,37 @@ export function checkEfaInstanceType(instanceType: string): string | undefined {
 export function onDemandUsdPerHour(instanceType: string): number | undefined {
   return instanceTypeFacts(instanceType)?.onDemandUsdPerHour;
 }
+
+/**
+ * GPU instance types whose baseline bandwidth is at least `gbps`, cheapest first: what to suggest when a shaped
+ * rate is above the chosen type's baseline.
+ */
+export function gpuTypesSustaining(gbps: number): string[] {
+  return Object.entries(AWS_INSTANCE_TYPES)
+    .filter(([, entry]) => entry.gpus > 0 && entry.baselineNetworkGbps >= gbps)
+    .sort(([, a], [, b]) => a.onDemandUsdPerHour - b.onDemandUsdPerHour)
+    .map(([instanceType]) => instanceType);
+}
+
+/**
+ * The shaped-rate rule shared by the schema and the CLI: tc can only slow a link down, so a rate above what the
+ * instance sustains measures the instance's baseline (or its burst, for as long as the credits last), not the rate.
+ * Undefined when the rate fits or the type is not in the catalogue.
+ */
+export function checkShapedRate(instanceType: string, rate: string, rateGbps: number): string | undefined {
+  const entry = instanceTypeFacts(instanceType);
+  if (entry === undefined || rateGbps <= entry.baselineNetworkGbps) return undefined;
+  const burst = entry.burstNetworkGbps > entry.baselineNetworkGbps
+    ? ` (it bursts to ${entry.burstNetworkGbps} Gbit/s only until its network credits run out, then drops back)`
+    : "";
+  const sustaining = gpuTypesSustaining(rateGbps).slice(0, 5);
+  const suggestion = sustaining.length > 0 ? `use an instance type that sustains it (${sustaining.join(", ")}, ...) or a lower rate` : "use a lower rate";
+  return `found ${rate}, above the ${entry.baselineNetworkGbps} Gbit/s that ${instanceType} sustains${burst}, ` +
+    `so the runs would measure the instance, not ${rate}; ${suggestion}`;
+}
+
+/** EFA traffic bypasses the kernel's network stack, so tc shaping cannot apply to it. */
+export const EFA_SHAPING_PROBLEM =
+  "found true with a shaped bandwidth: NCCL over EFA bypasses the kernel's network stack (OS bypass), where tc " +
+  "shapes the links, so the runs would measure EFA at full speed, not the shaped rate; use efa: false to shape " +
+  "the links, or set every bandwidth to unlimited to measure EFA";

@@ -102,11 +102,13 @@ function resolveAwsTestbed(tb: AwsTestbed, baseDir: string, displayName: string,
   let sshPublicKeyFile = tb.sshPublicKeyFile;
   let sshPrivateKeyFile = tb.sshPrivateKeyFile === undefined ? undefined : resolvePath(tb.sshPrivateKeyFile, baseDir);
   let keyField = "testbed.sshPublicKey";
+  const workerImageTarball = tb.workerImageTarball === undefined ? undefined : resolvePath(tb.workerImageTarball, baseDir);
+  if (readKeys && workerImageTarball !== undefined) checkTarball(workerImageTarball, displayName);
   if (sshPublicKeyFile !== undefined) {
     keyField = "testbed.sshPublicKeyFile";
     sshPublicKeyFile = resolvePath(sshPublicKeyFile, baseDir);
     sshPrivateKeyFile ??= sshPublicKeyFile.replace(/\.pub$/, "");
-    if (!readKeys) return { ...tb, sshPublicKeyFile, sshPrivateKeyFile };
+    if (!readKeys) return { ...tb, sshPublicKeyFile, sshPrivateKeyFile, workerImageTarball };
     try {
       sshPublicKey = readFileSync(sshPublicKeyFile, "utf8").trim();
     } catch {
@@ -119,8 +121,24 @@ function resolveAwsTestbed(tb: AwsTestbed, baseDir: string, displayName: string,
   }
   const keyProblem = sshPublicKey === undefined ? "missing: expected an OpenSSH public key" : checkSshPublicKey(sshPublicKey);
   if (keyProblem !== undefined) throw new ConfigError(displayName, [{ path: keyField, message: keyProblem }]);
-  const workerImageTarball = tb.workerImageTarball === undefined ? undefined : resolvePath(tb.workerImageTarball, baseDir);
   return { ...tb, sshPublicKey, sshPublicKeyFile, sshPrivateKeyFile, workerImageTarball };
+}
+
+/** A missing tarball would otherwise fail the first configure, after the instances were paid for. */
+function checkTarball(path: string, displayName: string): void {
+  const message = tarballProblem(path);
+  if (message !== undefined) throw new ConfigError(displayName, [{ path: "testbed.workerImageTarball", message }]);
+}
+
+/** Why `path` cannot be the worker image tarball, or undefined when it is a file. Shared with the AWS preflight. */
+export function tarballProblem(path: string): string | undefined {
+  let isFile: boolean;
+  try {
+    isFile = statSync(path).isFile();
+  } catch {
+    return `cannot read ${path}; expected a \`docker save\` archive of the worker image (or leave workerImageTarball out: the nodes then build the image themselves)`;
+  }
+  return isFile ? undefined : `${path} is not a file; expected a \`docker save\` archive of the worker image`;
 }
 
 function resolvePath(path: string, baseDir: string): string {

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { BANDWIDTH_HELP, bandwidthGbps } from "../bandwidth.ts";
-import { checkEfaInstanceType } from "../catalogue/aws-instance-types.ts";
+import { checkEfaInstanceType, checkShapedRate, EFA_SHAPING_PROBLEM } from "../catalogue/aws-instance-types.ts";
 import { checkAmiId, checkRootVolumeGiB } from "../rules/ami.ts";
 import { checkIpv4Cidr, checkSshSource, checkSubnetCidr, checkVpcCidr, DEFAULT_SSH_SOURCE_MIN_PREFIX, parseIpv4Cidr } from "../rules/cidr.ts";
 import { checkResourceName } from "../rules/names.ts";
@@ -274,10 +274,23 @@ export const campaignFileSchema = z.strictObject({
   if (file.testbed.target === "local" && engines.includes("horovod")) {
     ctx.addIssue({ code: "custom", path: ["campaign"], message: "engine horovod needs Horovod, which the local testbed's CPU worker image does not have (use ddp)" });
   }
+  if (file.testbed.target === "aws") checkAwsLinks(file.testbed, plan, ctx);
   if (plan.probe.maxBytes < plan.probe.minBytes) {
     ctx.addIssue({ code: "custom", path: ["campaign", "probe", "maxBytes"], message: `found ${plan.probe.maxBytes}, expected at least minBytes (${plan.probe.minBytes})` });
   }
 }, FIELDS_VALID);
+
+/** Shaped rates the AWS instances can carry: tc only slows links down, and EFA traffic does not pass through it. */
+function checkAwsLinks(tb: z.output<typeof awsTestbed>, plan: z.output<typeof campaign>, ctx: RefinementContext): void {
+  // Single-node runs send nothing over the network, so their rate is never applied.
+  if (!plan.matrix.nodes.some((nodes) => nodes > 1)) return;
+  const shaped = plan.matrix.bandwidth.filter((rate) => bandwidthGbps(rate) !== null);
+  if (tb.efa && shaped.length > 0) ctx.addIssue({ code: "custom", path: ["testbed", "efa"], message: EFA_SHAPING_PROBLEM });
+  for (const rate of shaped) {
+    const problem = checkShapedRate(tb.instanceType, rate, bandwidthGbps(rate)!);
+    if (problem !== undefined) ctx.addIssue({ code: "custom", path: ["campaign", "matrix", "bandwidth"], message: problem });
+  }
+}
 
 export type CampaignFile = z.output<typeof campaignFileSchema>;
 export type Testbed = CampaignFile["testbed"];

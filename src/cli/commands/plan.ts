@@ -1,7 +1,13 @@
-/** `ringlab plan <file>`: the runs a campaign expands to, in order, and what they will cost in time and money. */
+/**
+ * `ringlab plan <file>`: the runs a campaign expands to, in order, and what they will cost in time and money.
+ * Exits 2 when a check of the plan fails (a run that cannot fit the GPU's memory), after printing the plan.
+ */
+import { statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import type { Command } from "commander";
-import { estimateCampaign, type CampaignEstimate } from "../../campaign/estimate.ts";
+import { estimateCampaign, type CampaignEstimate, type EstimateOptions } from "../../campaign/estimate.ts";
+import { checkGpuMemory } from "../../campaign/gpu-memory.ts";
+import { EXIT } from "../../errors.ts";
 import { campaignName, planCampaign, reshapeCount, type CampaignPlan } from "../../campaign/plan.ts";
 import { loadCampaignFile, type Campaign } from "../../config/load.ts";
 import { formatDuration, formatTable } from "../format.ts";
@@ -14,10 +20,25 @@ export function registerPlan(program: Command, host: CommandHost): void {
     .action(host.action((file: string) => {
       const campaign = loadCampaignFile(file, { readKeys: false });
       const plan = planCampaign(campaign, campaignName(campaign.sourceFile));
-      const estimate = estimateCampaign(plan, campaign, { localCores: availableParallelism() });
+      const estimate = estimateCampaign(plan, campaign, { localCores: availableParallelism(), ...tarballSize(campaign) });
       process.stdout.write(formatRuns(plan));
       process.stdout.write(`\n${formatSummary(plan, campaign, estimate)}\n`);
+      const problems = checkGpuMemory(plan, campaign);
+      if (problems.length === 0) return EXIT.ok;
+      process.stderr.write(`\n${problems.map((problem) => `problem: ${problem}`).join("\n")}\n`);
+      return EXIT.badInput;
     }));
+}
+
+/** The tarball's size for the upload estimate, when the file is here already. */
+function tarballSize(campaign: Campaign): Pick<EstimateOptions, "workerImageTarballBytes"> {
+  const tarball = campaign.testbed.target === "aws" ? campaign.testbed.workerImageTarball : undefined;
+  if (tarball === undefined) return {};
+  try {
+    return { workerImageTarballBytes: statSync(tarball).size };
+  } catch {
+    return {};
+  }
 }
 
 function formatRuns(plan: CampaignPlan): string {
@@ -33,6 +54,7 @@ function formatSummary(plan: CampaignPlan, campaign: Campaign, estimate: Campaig
       ? [`note: no run uses more than ${plan.largestRunNodes} nodes; testbed.nodes: ${plan.largestRunNodes} would leave none idle`]
       : []),
     `estimated duration: ${formatDuration(estimate.seconds)} (rough: see src/campaign/estimate.ts)`,
+    ...formatImageDelivery(estimate),
   ];
   if (estimate.instanceHours !== undefined) {
     lines.push(estimate.costUsd === undefined
@@ -40,4 +62,15 @@ function formatSummary(plan: CampaignPlan, campaign: Campaign, estimate: Campaig
       : `estimated cost: $${estimate.costUsd.toFixed(2)} (${estimate.instanceHours.toFixed(1)} instance-hours at $${estimate.hourlyPriceUsd} on demand${campaign.testbed.target === "aws" && campaign.testbed.spot ? "; spot is usually cheaper" : ""})`);
   }
   return lines.join("\n");
+}
+
+function formatImageDelivery(estimate: CampaignEstimate): string[] {
+  const delivery = estimate.imageDelivery;
+  switch (delivery.source) {
+    case "present": return [];
+    case "build": return [`worker image: built on every node on NVIDIA's PyTorch base (about ${formatDuration(delivery.seconds)}, included)`];
+    case "registry": return [`worker image: pulled from its registry by every node (about ${formatDuration(delivery.seconds)}, included)`];
+    case "tarball": return [`worker image: tarball upload of ${(delivery.uploadBytes! / 1e9).toFixed(0)} GB takes about ${formatDuration(delivery.seconds)} ` +
+      `(${delivery.assumption}; included); without workerImageTarball the nodes build the image themselves`];
+  }
 }

@@ -1,0 +1,89 @@
+/**
+ * Whether a training run fits in one GPU's memory, for `ringlab plan`. Pure. An estimate, not a measurement: it
+ * flags configurations that cannot fit (batch 96 of ResNet-101 in fp32 on a 16 GB T4) before instances are paid
+ * for, and leaves a margin rather than promise that a configuration near the limit fits.
+ *
+ * Memory of one training step = a fixed part (CUDA context, cuDNN/cuBLAS handles and workspaces, the caching
+ * allocator's slack) + the model state (fp32 weights, gradients, DDP's gradient buckets; with amp also the fp16
+ * weight copies autocast keeps) + the input batch + the activations autograd keeps for the backward pass, per image,
+ * times a peak factor for what the backward pass holds at once on top of them (activation gradients).
+ */
+import { instanceTypeFacts } from "../catalogue/aws-instance-types.ts";
+import type { CampaignFile, Model } from "../config/schema.ts";
+import { PARAMETER_COUNT } from "./estimate.ts";
+import type { CampaignPlan } from "./plan.ts";
+
+export type Precision = "fp32" | "amp";
+
+/**
+ * MiB autograd keeps per image for the backward pass at the model's native image size, fp32 and amp (16-bit
+ * activations where autocast runs an operation in 16 bits). Measured with test/bench/activation-memory.py on the
+ * build machine (the worker's models, torch 1.13 / torchvision 0.14, saved_tensors_hooks; amp as autocast to
+ * bfloat16 on the CPU, 2 bytes like float16 on a GPU). Not yet checked against torch.cuda.max_memory_allocated on
+ * a GPU: PEAK_OVER_SAVED and FIXED_OVERHEAD_GIB are allowances from experience, not measurements.
+ */
+export const ACTIVATION_MIB_PER_IMAGE: Readonly<Record<Model, Readonly<Record<Precision, number>>>> = {
+  tiny: { fp32: 0.2, amp: 0.1 },
+  small: { fp32: 0.3, amp: 0.2 },
+  resnet50: { fp32: 81.9, amp: 41.7 },
+  resnet101: { fp32: 121.0, amp: 61.3 },
+  resnet152: { fp32: 169.2, amp: 85.4 },
+  inception_v3: { fp32: 94.1, amp: 49.8 },
+};
+
+/** The worker's default image sizes (docker/worker/ringlab_worker/train.py, NATIVE_IMAGE_SIZE). */
+export const NATIVE_IMAGE_SIZE: Readonly<Record<Model, number>> = {
+  tiny: 32, small: 32, resnet50: 224, resnet101: 224, resnet152: 224, inception_v3: 299,
+};
+
+/** Backward-pass peak over the saved activations: activation gradients and temporaries (an allowance, not measured). */
+const PEAK_OVER_SAVED = 1.25;
+/** CUDA context (~300-500 MiB), cuDNN/cuBLAS workspaces and allocator slack. */
+const FIXED_OVERHEAD_GIB = 1.5;
+/** Share of the nominal memory a process gets (ECC and the driver take the rest: a 16 GB T4 shows 15 GiB). */
+const USABLE_FRACTION = 0.93;
+
+const MIB = 2 ** 20;
+const GIB = 2 ** 30;
+
+/** Estimated peak GPU memory of one worker's training step, in GiB. */
+export function trainingMemoryGiB(model: Model, batchSize: number, precision: Precision, imageSize = NATIVE_IMAGE_SIZE[model]): number {
+  const parameters = PARAMETER_COUNT[model];
+  // fp32 weights, gradients and DDP's bucket copy of the gradients; amp adds autocast's fp16 weight copies.
+  const modelStateBytes = parameters * (4 + 4 + 4 + (precision === "amp" ? 2 : 0));
+  const pixels = (imageSize / NATIVE_IMAGE_SIZE[model]) ** 2;
+  const activationBytes = batchSize * ACTIVATION_MIB_PER_IMAGE[model][precision] * MIB * pixels * PEAK_OVER_SAVED;
+  const inputBytes = batchSize * 3 * imageSize * imageSize * 4;
+  return FIXED_OVERHEAD_GIB + (modelStateBytes + activationBytes + inputBytes) / GIB;
+}
+
+/** GiB one process can use on a GPU of this nominal size. */
+export function usableGpuMemoryGiB(nominalGiB: number): number {
+  return nominalGiB * USABLE_FRACTION;
+}
+
+/**
+ * One line per training configuration of the plan that would not fit the instance type's GPU. None for the local
+ * testbed (CPU) or an instance type the catalogue does not know.
+ */
+export function checkGpuMemory(plan: CampaignPlan, file: CampaignFile): string[] {
+  if (file.testbed.target !== "aws") return [];
+  const instanceType = file.testbed.instanceType;
+  const facts = instanceTypeFacts(instanceType);
+  if (facts === undefined || facts.gpus === 0) return [];
+  const available = usableGpuMemoryGiB(facts.gpuMemoryGiB);
+  const problems = new Map<string, string>();
+  for (const run of plan.runs) {
+    if (run.job !== "train") continue;
+    const precision = (run.knobs.precision ?? "fp32") as Precision;
+    const imageSize = run.knobs.imageSize === undefined ? undefined : Number(run.knobs.imageSize);
+    const key = `${run.model}/${run.batchSize}/${precision}/${imageSize ?? "native"}`;
+    const needed = trainingMemoryGiB(run.model!, run.batchSize!, precision, imageSize);
+    if (needed <= available || problems.has(key)) continue;
+    const size = imageSize === undefined ? "" : ` at ${imageSize} px`;
+    const remedy = precision === "fp32" ? "use precision amp, a smaller batch size, or" : "use a smaller batch size or";
+    problems.set(key, `${run.model} at batch ${run.batchSize} in ${precision}${size} needs about ${needed.toFixed(1)} GiB of GPU memory, ` +
+      `more than the ${available.toFixed(1)} GiB of one ${facts.gpuModel} (${instanceType}); ${remedy} an instance type with more GPU memory`);
+  }
+  return [...problems.values()];
+}
