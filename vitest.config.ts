@@ -15,7 +15,6 @@ export default defineConfig({
       AWS_ACCESS_KEY_ID: "testing-not-a-key",
       AWS_SECRET_ACCESS_KEY: "testing-not-a-secret",
       AWS_EC2_METADATA_DISABLED: "true",
-      AWS_PROFILE: "",
       AWS_CONFIG_FILE: "/dev/null",
       AWS_SHARED_CREDENTIALS_FILE: "/dev/null",
     },
