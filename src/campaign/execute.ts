@@ -6,7 +6,7 @@
 import { relative, resolve } from "node:path";
 import { existsSync, readFileSync } from "node:fs";
 import { bandwidthGbps } from "../bandwidth.ts";
-import type { Campaign } from "../config/load.ts";
+import type { LoadedCampaignFile } from "../config/load.ts";
 import { uninterruptible, type Context } from "../context.ts";
 import { writeReport } from "../report/index.ts";
 import { writeDerivedFiles } from "../results/derived.ts";
@@ -42,22 +42,22 @@ export interface CampaignOutcome {
   readonly teardown: "done" | "kept" | "failed" | "not needed";
 }
 
-export function resultsDirFor(campaign: Campaign, override?: string): string {
-  return resolve(override ?? campaign.campaign?.resultsDir ?? `results/${campaignName(campaign.sourceFile)}`);
+export function resultsDirFor(file: LoadedCampaignFile, override?: string): string {
+  return resolve(override ?? file.campaign?.resultsDir ?? `results/${campaignName(file.sourceFile)}`);
 }
 
-export async function runCampaign(ctx: Context, campaign: Campaign, options: CampaignOptions = {}): Promise<CampaignOutcome> {
+export async function runCampaign(ctx: Context, file: LoadedCampaignFile, options: CampaignOptions = {}): Promise<CampaignOutcome> {
   const started = Date.now();
-  const plan = planCampaign(campaign, campaignName(campaign.sourceFile));
+  const plan = planCampaign(file, campaignName(file.sourceFile));
   const leftOut: string[] = [];
-  const store = ResultsStore.open(resultsDirFor(campaign, options.resultsDir), (message) => {
+  const store = ResultsStore.open(resultsDirFor(file, options.resultsDir), (message) => {
     leftOut.push(message);
     ctx.reporter.warn(message);
   });
-  const keep = options.keep ?? campaign.campaign?.keep ?? false;
+  const keep = options.keep ?? plan.keep;
   const todo = remainingRuns(plan, new Map(store.latestRecords().map(({ record }) => [record.runId, record])));
   const alreadyDone = plan.runs.length - todo.length;
-  saveCampaignCopy(store.layout, campaign.sourceText);
+  saveCampaignCopy(store.layout, file.sourceText);
   ctx.reporter.info(`campaign ${plan.name}: ${plan.runs.length} runs planned, ${alreadyDone} already done, ${todo.length} to run; results in ${store.layout.dir}`);
 
   const tally: Tally = { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0 };
@@ -66,17 +66,18 @@ export async function runCampaign(ctx: Context, campaign: Campaign, options: Cam
   try {
     if (todo.length > 0) {
       // The testbed is provisioned once, as the file describes it, and serves every run.
-      testbed = await up(ctx, campaign);
+      testbed = await up(ctx, file);
       // Configuring also removes workers left over from a killed earlier invocation.
       await configure(ctx, testbed);
-      await runAll(ctx, { testbed, plan, store, campaign }, todo, tally);
+      const instanceType = file.testbed.target === "aws" ? file.testbed.instanceType : undefined;
+      await runAll(ctx, { testbed, plan, store, instanceType }, todo, tally);
     }
   } finally {
     const interrupted = ctx.signal.aborted;
     // Only a testbed this invocation brought up (or reused) is torn down: when `up` refused or failed, the
     // testbed of that name, if any, is not ours to remove (a failed `up` rolls back what it created itself).
     if (testbed !== undefined) {
-      teardown = keep ? "kept" : await tearDown(ctx, campaign);
+      teardown = keep ? "kept" : await tearDown(ctx, file.testbed.name);
     }
     if (keep && testbed !== undefined && interrupted) await stopWorkers(uninterruptible(ctx), testbed).catch(() => {});
     await makeReport(ctx, store, leftOut);
@@ -90,7 +91,8 @@ interface CampaignScope {
   readonly testbed: TestbedRecord;
   readonly plan: CampaignPlan;
   readonly store: ResultsStore;
-  readonly campaign: Campaign;
+  /** AWS: every node's instance type, for the records. */
+  readonly instanceType: string | undefined;
 }
 
 interface Tally {
@@ -144,7 +146,7 @@ async function executePlannedRun(ctx: Context, scope: CampaignScope, run: Planne
   const attempt = store.nextAttempt(run.id);
   const collectDir = store.logsDirOf(run.id, attempt);
   const outcome = await executeRun(ctx, testbed, {
-    runId: run.id, nodes: run.nodes, job: run.job, workerArgs: run.workerArgs, timeoutSeconds: scope.campaign.campaign!.runTimeoutSeconds,
+    runId: run.id, nodes: run.nodes, job: run.job, workerArgs: run.workerArgs, timeoutSeconds: scope.plan.runTimeoutSeconds,
     collectDir, ...(limit === undefined ? {} : { limit }),
   });
   const provenance = outcome.result?.provenance;
@@ -182,7 +184,7 @@ function skippedRecord(scope: CampaignScope, run: PlannedRun, lost: readonly str
 }
 
 function recordBase(scope: CampaignScope, run: PlannedRun, attempt: number) {
-  const { testbed, campaign } = scope;
+  const { testbed, instanceType } = scope;
   return {
     schema: RUN_RECORD_SCHEMA,
     campaign: scope.plan.name,
@@ -203,17 +205,17 @@ function recordBase(scope: CampaignScope, run: PlannedRun, attempt: number) {
     testbed: {
       name: testbed.name,
       target: testbed.target,
-      ...(campaign.testbed.target === "aws" ? { instanceType: campaign.testbed.instanceType } : {}),
+      ...(instanceType === undefined ? {} : { instanceType }),
     },
   } as const;
 }
 
-async function tearDown(ctx: Context, campaign: Campaign): Promise<CampaignOutcome["teardown"]> {
+async function tearDown(ctx: Context, testbedName: string): Promise<CampaignOutcome["teardown"]> {
   try {
-    await down(uninterruptible(ctx), campaign.testbed.name);
+    await down(uninterruptible(ctx), testbedName);
     return "done";
   } catch (error) {
-    ctx.reporter.warn(`teardown failed: ${(error as Error).message}; run \`ringlab down ${campaign.testbed.name}\` to finish it`);
+    ctx.reporter.warn(`teardown failed: ${(error as Error).message}; run \`ringlab down ${testbedName}\` to finish it`);
     return "failed";
   }
 }

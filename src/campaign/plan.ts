@@ -34,6 +34,10 @@ export interface CampaignPlan {
   readonly nodesToProvision: number;
   /** The most nodes any run uses; provisioning more leaves nodes idle. */
   readonly largestRunNodes: number;
+  /** A run still going after this is stopped and recorded as failed. */
+  readonly runTimeoutSeconds: number;
+  /** Keep the testbed after the campaign (the file's `keep`). */
+  readonly keep: boolean;
 }
 
 /** Bounds a silent peer inside the worker, well inside the run's own limit. */
@@ -92,7 +96,10 @@ export function planCampaign(file: CampaignFile, name: string): CampaignPlan {
       }
     }
   }
-  return { name, runs, nodesToProvision: file.testbed.nodes, largestRunNodes: Math.max(...nodeCounts) };
+  return {
+    name, runs, nodesToProvision: file.testbed.nodes, largestRunNodes: Math.max(...nodeCounts),
+    runTimeoutSeconds: section.runTimeoutSeconds, keep: section.keep,
+  };
 }
 
 /** Runs still to do: those without an "ok" record of the same fingerprint. */

@@ -12,7 +12,7 @@ import { checkSshPublicKey } from "../rules/ssh-key.ts";
 import { validateCampaign, type AwsTestbed, type CampaignFile, type LocalTestbed } from "./schema.ts";
 
 /** A loaded campaign: paths absolute, the AWS public key read into `sshPublicKey`. */
-export interface Campaign extends CampaignFile {
+export interface LoadedCampaignFile extends CampaignFile {
   /** Absolute path of the file it came from. */
   readonly sourceFile: string;
   /** The file's text, kept so results can record exactly what was run. */
@@ -37,7 +37,7 @@ export interface LoadOptions {
   readonly readKeys?: boolean;
 }
 
-export function loadCampaignFile(path: string, options: LoadOptions = {}): Campaign {
+export function loadCampaignFile(path: string, options: LoadOptions = {}): LoadedCampaignFile {
   const sourceFile = resolve(path);
   let sourceText: string;
   try {
@@ -57,7 +57,7 @@ function tooBigMessage(size: number): string {
 }
 
 /** Parses campaign text; `displayName` is how errors name the file. */
-export function parseCampaign(sourceText: string, displayName: string, sourceFile = resolve(displayName), options: LoadOptions = {}): Campaign {
+export function parseCampaign(sourceText: string, displayName: string, sourceFile = resolve(displayName), options: LoadOptions = {}): LoadedCampaignFile {
   const document = parseYaml(sourceText, displayName);
   const result = validateCampaign(document);
   if (!result.ok) throw new ConfigError(displayName, result.problems);

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Cdktf } from "../adapters/cdktf.ts";
 import { totalChanged } from "../adapters/ansible.ts";
-import type { Campaign } from "../config/load.ts";
+import type { LoadedCampaignFile } from "../config/load.ts";
 import { uninterruptible, type Context } from "../context.ts";
 import { UsageError } from "../errors.ts";
 import { campaignNameOf, nodeContainerName, stackName } from "../rules/names.ts";
@@ -30,7 +30,7 @@ export function withTestbedLock<T>(ctx: Context, name: string, work: () => Promi
  * The spec of a campaign's testbed. An AWS testbed that exists keeps its creation time, so its expires-at tag
  * stays put; a local one gets a new one, which gives it fresh SSH connections (playbook.ts).
  */
-export function specFor(ctx: Context, campaign: Campaign): TestbedSpec {
+export function specFor(ctx: Context, campaign: LoadedCampaignFile): TestbedSpec {
   const name = campaign.testbed.name;
   const earlier = campaign.testbed.target === "aws" ? loadSpec(ctx.stateDir, name) : undefined;
   return resolveTestbedSpec(campaign.testbed, {
@@ -40,7 +40,7 @@ export function specFor(ctx: Context, campaign: Campaign): TestbedSpec {
   });
 }
 
-export async function up(ctx: Context, campaign: Campaign, awsOptions?: AwsOptions): Promise<TestbedRecord> {
+export async function up(ctx: Context, campaign: LoadedCampaignFile, awsOptions?: AwsOptions): Promise<TestbedRecord> {
   const spec = specFor(ctx, campaign);
   return withTestbedLock(ctx, spec.name, async () => {
     // Stored before anything is created: teardown needs nothing else, even after a crash mid-deploy.
@@ -56,7 +56,7 @@ export interface SynthResult {
 }
 
 /** Writes the resolved spec and, for AWS, the synthesized `cdk.tf.json` into `outDir`; deploys nothing. */
-export async function synth(ctx: Context, campaign: Campaign, outDir: string, awsOptions: AwsOptions = {}): Promise<SynthResult> {
+export async function synth(ctx: Context, campaign: LoadedCampaignFile, outDir: string, awsOptions: AwsOptions = {}): Promise<SynthResult> {
   const spec = specFor(ctx, campaign);
   const specFile = join(outDir, "spec.json");
   writeSpec(specFile, spec);

@@ -6,7 +6,7 @@
 import fc from "fast-check";
 import { dump as dumpYaml } from "js-yaml";
 import { describe, expect, it } from "vitest";
-import { parseCampaign, type Campaign } from "../../src/config/load.ts";
+import { parseCampaign, type LoadedCampaignFile } from "../../src/config/load.ts";
 import { ConfigError } from "../../src/errors.ts";
 import { checkAmiId } from "../../src/rules/ami.ts";
 import { checkIpv4Cidr, checkSshSource } from "../../src/rules/cidr.ts";
@@ -85,7 +85,7 @@ const campaignText = fc.tuple(campaignObject, fc.boolean(), fc.nat(3).map((n) =>
   },
 );
 
-function parseOrConfigError(text: string): Campaign | undefined {
+function parseOrConfigError(text: string): LoadedCampaignFile | undefined {
   try {
     return parseCampaign(text, "prop.yaml", "/work/prop.yaml", { readKeys: false });
   } catch (error) {
@@ -108,7 +108,7 @@ function expectSafe(problem: string | undefined, what: string): void {
   expect(problem, what).toBeUndefined();
 }
 
-function expectAcceptedCampaignSafe(campaign: Campaign): void {
+function expectAcceptedCampaignSafe(campaign: LoadedCampaignFile): void {
   const tb = campaign.testbed;
   expectSafe(checkResourceName(tb.name), "testbed.name");
   expectSafe(checkDockerImageReference(tb.workerImage), "workerImage");
@@ -134,7 +134,7 @@ function expectAcceptedCampaignSafe(campaign: Campaign): void {
 }
 
 /** No accepted string (the public key's comment aside, checked above) carries a template or a control character. */
-function expectNoTemplates(campaign: Campaign): void {
+function expectNoTemplates(campaign: LoadedCampaignFile): void {
   const { sourceText: _text, sourceFile: _file, ...parsed } = campaign;
   for (const [path, text] of stringsOf(parsed)) {
     if (path === "testbed.sshPublicKey") continue;

@@ -9,7 +9,7 @@ import { estimateCampaign, type CampaignEstimate, type EstimateOptions } from ".
 import { checkGpuMemory } from "../../campaign/gpu-memory.ts";
 import { EXIT } from "../../errors.ts";
 import { campaignName, planCampaign, reshapeCount, type CampaignPlan } from "../../campaign/plan.ts";
-import { loadCampaignFile, type Campaign } from "../../config/load.ts";
+import { loadCampaignFile, type LoadedCampaignFile } from "../../config/load.ts";
 import { formatDuration, formatTable } from "../format.ts";
 import type { CommandHost } from "../program.ts";
 
@@ -31,7 +31,7 @@ export function registerPlan(program: Command, host: CommandHost): void {
 }
 
 /** The tarball's size for the upload estimate, when the file is here already. */
-function tarballSize(campaign: Campaign): Pick<EstimateOptions, "workerImageTarballBytes"> {
+function tarballSize(campaign: LoadedCampaignFile): Pick<EstimateOptions, "workerImageTarballBytes"> {
   const tarball = campaign.testbed.target === "aws" ? campaign.testbed.workerImageTarball : undefined;
   if (tarball === undefined) return {};
   try {
@@ -47,7 +47,7 @@ function formatRuns(plan: CampaignPlan): string {
   ]));
 }
 
-function formatSummary(plan: CampaignPlan, campaign: Campaign, estimate: CampaignEstimate): string {
+function formatSummary(plan: CampaignPlan, campaign: LoadedCampaignFile, estimate: CampaignEstimate): string {
   const lines = [
     `${plan.runs.length} runs on ${plan.nodesToProvision} ${campaign.testbed.target} nodes; links reshaped ${reshapeCount(plan.runs)} times`,
     ...(plan.largestRunNodes < plan.nodesToProvision
