@@ -12,6 +12,7 @@ import { registerPlan } from "./commands/plan.ts";
 import { registerReport } from "./commands/report.ts";
 import { registerRun } from "./commands/run.ts";
 import { registerStatus } from "./commands/status.ts";
+import { registerSweep } from "./commands/sweep.ts";
 import { registerSynth } from "./commands/synth.ts";
 import { registerUp } from "./commands/up.ts";
 
@@ -45,6 +46,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerInventory,
   registerStatus,
   registerDown,
+  registerSweep,
 ];
 
 const HELP_AFTER = `
