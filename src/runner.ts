@@ -26,6 +26,8 @@ export interface RunRequest {
   readonly collectDir: string;
   /** Only these nodes are contacted (the others are lost); every node when absent. */
   readonly limit?: readonly string[];
+  /** CPU cores each node's worker may use (Docker's --cpus); no limit when absent. */
+  readonly cpusPerNode?: number;
 }
 
 export interface RunOutcome {
@@ -73,6 +75,7 @@ export async function executeRun(ctx: Context, record: TestbedRecord, request: R
         worker_job_args: request.workerArgs,
         worker_timeout_seconds: request.timeoutSeconds,
         worker_collect_dir: request.collectDir,
+        ...(request.cpusPerNode === undefined ? {} : { worker_cpus: request.cpusPerNode }),
         // The inventory is the CLI's own and site.yml checked it; run.yml runs once per run, so skip the checks.
         preflight_check_inventory: false,
       },

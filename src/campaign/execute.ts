@@ -5,6 +5,7 @@
  */
 import { relative, resolve } from "node:path";
 import { existsSync, readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { bandwidthGbps } from "../bandwidth.ts";
 import type { LoadedCampaignFile } from "../config/load.ts";
 import { uninterruptible, type Context } from "../context.ts";
@@ -14,6 +15,7 @@ import type { ResultsLayout } from "../results/layout.ts";
 import { RUN_RECORD_SCHEMA, type RunRecord } from "../results/record.ts";
 import { ResultsStore } from "../results/store.ts";
 import { executeRun, shapeLinks, stopWorkers } from "../runner.ts";
+import { resolveCpuQuota } from "../testbed/cpu-quota.ts";
 import type { TestbedRecord } from "../testbed/record.ts";
 import { NodeKeeper, runnableWith, type NodeRecovery } from "../testbed/health.ts";
 import { configure, down, up } from "../testbed/testbed.ts";
@@ -25,6 +27,8 @@ export interface CampaignOptions {
   readonly keep?: boolean;
   /** Default: the file's resultsDir, or results/<campaign name>. */
   readonly resultsDir?: string;
+  /** This machine's cores, for the local testbed's CPU quota (src/testbed/cpu-quota.ts). @default os.availableParallelism() */
+  readonly machineCores?: number;
 }
 
 export interface CampaignOutcome {
@@ -49,13 +53,17 @@ export function resultsDirFor(file: LoadedCampaignFile, override?: string): stri
 export async function runCampaign(ctx: Context, file: LoadedCampaignFile, options: CampaignOptions = {}): Promise<CampaignOutcome> {
   const started = Date.now();
   const plan = planCampaign(file, campaignName(file.sourceFile));
+  // Once for the whole campaign, before anything starts: every run, the single-node baseline too, gets it.
+  const cpusPerNode = resolveCpuQuota(file, options.machineCores ?? availableParallelism());
   const leftOut: string[] = [];
   const store = ResultsStore.open(resultsDirFor(file, options.resultsDir), (message) => {
     leftOut.push(message);
     ctx.reporter.warn(message);
   });
   const keep = options.keep ?? plan.keep;
-  const todo = remainingRuns(plan, new Map(store.latestRecords().map(({ record }) => [record.runId, record])));
+  // A record made under another CPU quota (or none) measured something else: its run is done again.
+  const sameQuota = store.latestRecords().filter(({ record }) => record.params.cpusPerNode === cpusPerNode);
+  const todo = remainingRuns(plan, new Map(sameQuota.map(({ record }) => [record.runId, record])));
   const alreadyDone = plan.runs.length - todo.length;
   saveCampaignCopy(store.layout, file.sourceText);
   ctx.reporter.info(`campaign ${plan.name}: ${plan.runs.length} runs planned, ${alreadyDone} already done, ${todo.length} to run; results in ${store.layout.dir}`);
@@ -70,7 +78,7 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
       // Configuring also removes workers left over from a killed earlier invocation.
       await configure(ctx, testbed);
       const instanceType = file.testbed.target === "aws" ? file.testbed.instanceType : undefined;
-      await runAll(ctx, { testbed, plan, store, instanceType }, todo, tally);
+      await runAll(ctx, { testbed, plan, store, instanceType, cpusPerNode }, todo, tally);
     }
   } finally {
     const interrupted = ctx.signal.aborted;
@@ -93,6 +101,8 @@ interface CampaignScope {
   readonly store: ResultsStore;
   /** AWS: every node's instance type, for the records. */
   readonly instanceType: string | undefined;
+  /** Local testbed: the CPU cores every worker may use; undefined on AWS. */
+  readonly cpusPerNode: number | undefined;
 }
 
 interface Tally {
@@ -147,7 +157,7 @@ async function executePlannedRun(ctx: Context, scope: CampaignScope, run: Planne
   const collectDir = store.logsDirOf(run.id, attempt);
   const outcome = await executeRun(ctx, testbed, {
     runId: run.id, nodes: run.nodes, job: run.job, workerArgs: run.workerArgs, timeoutSeconds: scope.plan.runTimeoutSeconds,
-    collectDir, ...(limit === undefined ? {} : { limit }),
+    collectDir, ...(limit === undefined ? {} : { limit }), ...(scope.cpusPerNode === undefined ? {} : { cpusPerNode: scope.cpusPerNode }),
   });
   const provenance = outcome.result?.provenance;
   // The job's whole life in the worker, torch import and rendezvous included: what is left of the run's wall
@@ -184,7 +194,7 @@ function skippedRecord(scope: CampaignScope, run: PlannedRun, lost: readonly str
 }
 
 function recordBase(scope: CampaignScope, run: PlannedRun, attempt: number) {
-  const { testbed, instanceType } = scope;
+  const { testbed, instanceType, cpusPerNode } = scope;
   return {
     schema: RUN_RECORD_SCHEMA,
     campaign: scope.plan.name,
@@ -201,6 +211,7 @@ function recordBase(scope: CampaignScope, run: PlannedRun, attempt: number) {
       ...(run.batchSize === undefined ? {} : { batchSize: run.batchSize }),
       knobs: run.knobs,
       workerArgs: run.workerArgs,
+      ...(cpusPerNode === undefined ? {} : { cpusPerNode }),
     },
     testbed: {
       name: testbed.name,

@@ -5,6 +5,7 @@
 import { Command } from "commander";
 import type { Context } from "../context.ts";
 import { registerCampaign } from "./commands/campaign.ts";
+import { registerCompare } from "./commands/compare.ts";
 import { registerConfigure } from "./commands/configure.ts";
 import { registerDown } from "./commands/down.ts";
 import { registerInventory } from "./commands/inventory.ts";
@@ -39,6 +40,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerCampaign,
   registerPlan,
   registerReport,
+  registerCompare,
   registerUp,
   registerSynth,
   registerConfigure,

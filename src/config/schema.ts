@@ -14,6 +14,7 @@ import { checkResourceName } from "../rules/names.ts";
 import {
   checkDockerImageReference, checkS3BucketName, checkS3Key, checkSafePath, checkTagKey, checkTagValue, checkUnixUserName,
 } from "../rules/safe-text.ts";
+import { SMALLEST_CPU_QUOTA } from "../testbed/cpu-quota.ts";
 import { describeIssues, type ConfigProblem } from "./problems.ts";
 
 export { describeValue, type ConfigProblem } from "./problems.ts";
@@ -75,6 +76,11 @@ const localTestbed = z.strictObject({
   /** Host directory shared by all nodes, bind-mounted at the same path; default .ringlab/testbeds/<name>/shared. */
   sharedDir: safePath().optional(),
   workerImage: ruled(checkDockerImageReference).default(DEFAULTS.local.workerImage),
+  /**
+   * CPU cores every node's worker may use (Docker's --cpus), so that compute is fixed per node as on a real
+   * cluster. Default: (this machine's cores - 0.5) / nodes (src/testbed/cpu-quota.ts); more than that is refused.
+   */
+  cpusPerNode: z.number().min(SMALLEST_CPU_QUOTA).optional(),
 });
 
 const s3State = z.strictObject({

@@ -5,12 +5,14 @@
 import { parse, View } from "vega";
 import { compile, type TopLevelSpec } from "vega-lite";
 import { errorHalfWidth, type BandwidthSeries, type ReportData, type TrainingConfig } from "./data.ts";
+import { CONTENT_WIDTH_PX } from "./text.ts";
 
 /** SVG markup of each chart; absent when the campaign has nothing to draw in it. */
 export interface ChartSvgs {
   readonly throughput?: string;
   readonly efficiency?: string;
   readonly busBandwidth?: string;
+  readonly model?: string;
 }
 
 export const IDEAL_SERIES = "Ideal";
@@ -20,19 +22,29 @@ const PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2", "#72b7b2
 const IDEAL_COLOR = "#555555";
 const SOLID = [1, 0];
 const DASHED = [6, 4];
-const PANEL = { width: 300, height: 200 };
+/**
+ * Charts are drawn at the page's content width (text.ts), so the page shows them at 1:1. Titles and captions
+ * are the page's (one figcaption per chart), not the chart's. Two facet panels side by side, each with its
+ * y axis (~70 px) and the spacing between them, fill the width; legends go on top so they take no width.
+ */
+const PANEL_HEIGHT = 220;
+const SINGLE_PANEL_WIDTH = CONTENT_WIDTH_PX - 100;
+const PANEL_WIDTH = Math.floor((CONTENT_WIDTH_PX - 2 * 70 - 40) / 2);
+const SINGLE = { width: CONTENT_WIDTH_PX, height: 320, autosize: { type: "fit", contains: "padding" } } as const;
 const CONFIG = {
   font: "sans-serif",
-  title: { fontSize: 15, subtitleFontSize: 12, anchor: "start" as const, subtitlePadding: 6, offset: 12 },
-  header: { labelFontSize: 13 },
+  axis: { labelFontSize: 12, titleFontSize: 13 },
+  header: { labelFontSize: 13, labelLimit: 0 },
   // Lines, not dots, in legends: the dash is what tells the ideal and the ceiling from a measurement.
-  legend: { symbolType: "stroke", symbolStrokeWidth: 2, symbolSize: 400, labelLimit: 280 },
+  legend: { orient: "top" as const, direction: "horizontal" as const, symbolType: "stroke", symbolStrokeWidth: 2, symbolSize: 400, labelLimit: 0, labelFontSize: 12, titleFontSize: 12 },
 };
 
 const nodesAxis = { field: "nodes", type: "quantitative", title: "Nodes", scale: { zero: false, nice: false }, axis: { tickMinStep: 1, format: "d" } } as const;
 
 export async function renderCharts(data: ReportData): Promise<ChartSvgs> {
-  const specs = { throughput: throughputChartSpec(data), efficiency: efficiencyChartSpec(data), busBandwidth: busBandwidthChartSpec(data) };
+  const specs = {
+    throughput: throughputChartSpec(data), efficiency: efficiencyChartSpec(data), busBandwidth: busBandwidthChartSpec(data), model: modelChartSpec(data),
+  };
   const svgs: Record<string, string> = {};
   for (const [name, spec] of Object.entries(specs)) {
     if (spec !== null) svgs[name] = await renderSvg(spec);
@@ -65,13 +77,12 @@ export function throughputChartSpec(data: ReportData): TopLevelSpec | null {
   const dashScale = { domain, range: [...domain.slice(1).map(() => SOLID), DASHED] };
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
-    title: { text: "Training throughput against node count", subtitle: "mean ± 95% CI over repeats (one repeat: its spread over iterations); dashed: ideal (n × one node)" },
     data: { values: rows },
     facet: { field: "panel", type: "nominal", title: null },
     columns: 2,
     resolve: { scale: { y: "independent" } },
     spec: {
-      ...PANEL,
+      ...panelSize(panelCount(rows)),
       layer: [
         {
           mark: { type: "line", point: true },
@@ -117,12 +128,11 @@ export function efficiencyChartSpec(data: ReportData): TopLevelSpec | null {
   const color = { field: "bandwidth", type: "nominal", title: "Link", scale: { domain: bandwidths, range: colors(bandwidths.length) } } as const;
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
-    title: { text: "Scaling efficiency against node count", subtitle: "throughput / (n × one node); dashed: best the ring all-reduce allows without overlap" },
     data: { values: rows },
     facet: { field: "panel", type: "nominal", title: null },
     columns: 2,
     spec: {
-      ...PANEL,
+      ...panelSize(panelCount(rows)),
       layer: [
         { mark: { type: "rule", color: "#bbbbbb" }, encoding: { y: { datum: 1 } } },
         {
@@ -158,9 +168,7 @@ export function busBandwidthChartSpec(data: ReportData): TopLevelSpec | null {
   const color = { field: "series", type: "nominal", title: "Link · nodes", scale: { domain: series, range: colors(series.length) } } as const;
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
-    title: { text: "All-reduce bus bandwidth against message size", subtitle: "busbw = algbw · 2(N-1)/N, mean ± 95% CI over repeats; grey rules: link rates" },
-    width: 520,
-    height: 300,
+    ...SINGLE,
     layer: [
       { data: { values: rows }, mark: { type: "line", point: true }, encoding: { x, y, color } },
       { data: { values: rows }, mark: { type: "errorbar", ticks: true }, encoding: { x, y: { ...y, field: "lower" }, y2: { field: "upper" }, color } },
@@ -174,6 +182,59 @@ export function busBandwidthChartSpec(data: ReportData): TopLevelSpec | null {
     ],
     config: CONFIG,
   };
+}
+
+const NO_OVERLAP = "predicted, no overlap";
+const FULL_OVERLAP = "predicted, full overlap";
+
+/**
+ * Predicted against measured scaling efficiency: per training point a circle (no overlap) and a triangle (full
+ * overlap) joined by a rule, coloured by link, and the diagonal where prediction equals measurement.
+ */
+export function modelChartSpec(data: ReportData): TopLevelSpec | null {
+  const pairs = data.training.flatMap((config) => config.series.flatMap((series) => series.points.flatMap((point) =>
+    point.prediction === null || point.scalingEfficiency === null ? [] : [{
+      point: `${config.label} · ${series.bandwidth} · ${point.nodes} nodes`, bandwidth: series.bandwidth, measured: point.scalingEfficiency,
+      noOverlap: point.prediction.efficiency.noOverlap, fullOverlap: point.prediction.efficiency.perfectOverlap,
+    }])));
+  if (pairs.length === 0) return null;
+  const marks = pairs.flatMap((pair) => [
+    { ...pair, bound: NO_OVERLAP, predicted: pair.noOverlap },
+    { ...pair, bound: FULL_OVERLAP, predicted: pair.fullOverlap },
+  ]);
+  const bandwidths = [...new Set(pairs.map((pair) => pair.bandwidth))];
+  const domainMax = Math.max(1, ...marks.map((mark) => Math.max(mark.measured, mark.predicted)));
+  const scale = { domain: [0, domainMax], nice: false };
+  const axis = { format: "%", tickCount: 10 };
+  const x = { field: "measured", type: "quantitative", title: "Measured scaling efficiency", axis, scale } as const;
+  const color = { field: "bandwidth", type: "nominal", title: "Link", scale: { domain: bandwidths, range: colors(bandwidths.length) } } as const;
+  return {
+    $schema: "https://vega.github.io/schema/vega-lite/v6.json",
+    ...SINGLE,
+    height: 360,
+    layer: [
+      { data: { values: [{ from: 0, to: domainMax }] }, mark: { type: "rule", strokeDash: DASHED, color: "#999999" },
+        encoding: { x: { field: "from", type: "quantitative", scale }, y: { field: "from", type: "quantitative", scale }, x2: { field: "to" }, y2: { field: "to" } } },
+      { data: { values: pairs }, mark: { type: "rule", strokeWidth: 2, opacity: 0.5 },
+        encoding: { x, y: { field: "noOverlap", type: "quantitative", scale }, y2: { field: "fullOverlap" }, color } },
+      { data: { values: marks }, mark: { type: "point", filled: true, size: 90, opacity: 0.9 },
+        encoding: {
+          x, y: { field: "predicted", type: "quantitative", title: "Predicted scaling efficiency", axis, scale }, color,
+          shape: { field: "bound", type: "nominal", title: "Prediction", scale: { domain: [NO_OVERLAP, FULL_OVERLAP], range: ["circle", "triangle-up"] } },
+          tooltip: [{ field: "point" }, { field: "bound" }],
+        } },
+    ],
+    config: CONFIG,
+  };
+}
+
+function panelCount(rows: readonly { panel: string }[]): number {
+  return new Set(rows.map((row) => row.panel)).size;
+}
+
+/** Two panels a row at half the width each; a chart with one panel gets the whole width. */
+function panelSize(panels: number): { width: number; height: number } {
+  return { width: panels === 1 ? SINGLE_PANEL_WIDTH : PANEL_WIDTH, height: PANEL_HEIGHT };
 }
 
 const BYTES_LABEL = "datum.value >= 1073741824 ? format(datum.value / 1073741824, '~r') + ' GiB'"

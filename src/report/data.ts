@@ -6,6 +6,7 @@
 import {
   efficiencyCeiling, meanWithInterval, ringAllReduceLowerBoundSeconds, scalingEfficiency, type EfficiencyCeiling,
 } from "../results/cost-model.ts";
+import { fitAlphaBeta, predictTrainingStep, type AlphaBetaFit } from "../results/comm-model.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import type { AllReduceResult, TrainResult } from "../results/worker-result.ts";
 
@@ -55,6 +56,19 @@ export interface ScalingPoint {
   readonly efficiencyCeiling: EfficiencyCeiling | null;
   /** The same as throughput: ideal × ceiling. */
   readonly throughputCeiling: EfficiencyCeiling | null;
+  /** The probe's fitted model at this link and node count, against the measurement; null without a fit or a baseline. */
+  readonly prediction: ModelPrediction | null;
+}
+
+/** A training point as the alpha-beta model fitted from the probe predicts it (results/comm-model.ts). */
+export interface ModelPrediction {
+  readonly buckets: number;
+  /** Σ over DDP buckets of the fitted all-reduce time. */
+  readonly allReduceSeconds: number;
+  readonly efficiency: EfficiencyCeiling;
+  readonly imagesPerSecond: EfficiencyCeiling;
+  /** Measured minus predicted scaling efficiency, in percentage points. */
+  readonly errorPoints: EfficiencyCeiling;
 }
 
 export interface BandwidthSeries {
@@ -93,6 +107,8 @@ export interface ProbeSeries {
   readonly rows: readonly ProbeRow[];
   /** Bus bandwidth at the largest message size over the link rate; null for an unlimited link. */
   readonly largestSizeLinkFraction: number | null;
+  /** α-β least squares over the rows' mean times; null with fewer than two message sizes. */
+  readonly fit: AlphaBetaFit | null;
 }
 
 export interface FailedRun {
@@ -125,8 +141,10 @@ export interface ReportMeta {
   readonly firstStartedAt: string | null;
   readonly lastEndedAt: string | null;
   readonly generatedAt: string;
-  /** Some runs were on the local testbed, whose nodes share one machine's cores. */
+  /** Some local-testbed runs had no CPU quota: their nodes shared one machine's cores. */
   readonly sharedMachine: boolean;
+  /** The CPU quotas (cores per node) the runs had, smallest first; empty when none had one (AWS, older records). */
+  readonly cpusPerNode: readonly number[];
   /** Record files that could not be read, with why: the report is without them. */
   readonly leftOut: readonly string[];
 }
@@ -141,10 +159,12 @@ export function reportData(records: readonly RunRecord[]): ReportData {
   const failures = runs.filter(({ record }) => record.status !== "ok").map(failedRun);
   const trainRecords = ok.filter((record): record is TrainRecord => record.result?.job === "train");
   const probeRecords = ok.filter((record): record is ProbeRecord => record.result?.job === "allreduce");
+  const probes = probeSeries(probeRecords);
+  const fits = new Map(probes.map((probe) => [fitKey(probe.bandwidth, probe.nodes), probe.fit]));
   return {
     runCounts: { total: runs.length, ok: ok.length, failed: failures.length, doneAgain: runs.filter(({ attempts }) => attempts > 1).length },
-    training: trainingConfigs(trainRecords),
-    probes: probeSeries(probeRecords),
+    training: trainingConfigs(trainRecords, (bandwidth, nodes) => fits.get(fitKey(bandwidth, nodes)) ?? null),
+    probes,
     failures,
   };
 }
@@ -161,7 +181,8 @@ export function reportMeta(records: readonly RunRecord[], generatedAt: Date, lef
     firstStartedAt: first === undefined ? null : starts[0]!,
     lastEndedAt: first === undefined ? null : ends[ends.length - 1]!,
     generatedAt: generatedAt.toISOString(),
-    sharedMachine: records.some((record) => record.testbed.target === "local"),
+    sharedMachine: records.some((record) => record.testbed.target === "local" && record.params.cpusPerNode === undefined),
+    cpusPerNode: [...new Set(records.flatMap((record) => record.params.cpusPerNode ?? []))].sort((a, b) => a - b),
     leftOut,
   };
 }
@@ -176,7 +197,14 @@ function failedRun({ record, attempts }: { record: RunRecord; attempts: number }
   };
 }
 
-function trainingConfigs(records: readonly TrainRecord[]): TrainingConfig[] {
+/** The probe's fit for a link and node count. */
+type FitLookup = (bandwidth: string, nodes: number) => AlphaBetaFit | null;
+
+function fitKey(bandwidth: string, nodes: number): string {
+  return `${bandwidth}|${nodes}`;
+}
+
+function trainingConfigs(records: readonly TrainRecord[], fitFor: FitLookup): TrainingConfig[] {
   const variedKnobs = knobsThatVary(records);
   const byConfig = groupBy(records, (record) => JSON.stringify([record.params.model, record.params.batchSize, sortedEntries(record.params.knobs)]));
   return [...byConfig.values()].map((group) => {
@@ -193,7 +221,7 @@ function trainingConfigs(records: readonly TrainRecord[]): TrainingConfig[] {
       bandwidth,
       linkGbps: runs[0]!.params.linkGbps,
       points: [...groupBy(runs, (record) => String(record.params.nodes)).values()]
-        .map((repeats) => scalingPoint(repeats, batchSize, baseline))
+        .map((repeats) => scalingPoint(repeats, batchSize, baseline, fitFor(bandwidth, repeats[0]!.params.nodes)))
         .sort((a, b) => a.nodes - b.nodes),
     }));
     const knobLabel = variedKnobs.map((knob) => `${knob}=${String(knobs[knob as keyof typeof knobs])}`);
@@ -205,7 +233,7 @@ function trainingConfigs(records: readonly TrainRecord[]): TrainingConfig[] {
   }).sort((a, b) => a.model.localeCompare(b.model) || a.batchSize - b.batchSize || a.label.localeCompare(b.label));
 }
 
-function scalingPoint(repeats: readonly TrainRecord[], batchSize: number, baseline: Baseline | null): ScalingPoint {
+function scalingPoint(repeats: readonly TrainRecord[], batchSize: number, baseline: Baseline | null, fit: AlphaBetaFit | null): ScalingPoint {
   const { params, result } = repeats[0]!;
   const imagesPerSecond = repeatsInterval(repeats);
   const workers = result.world.size;
@@ -223,7 +251,31 @@ function scalingPoint(repeats: readonly TrainRecord[], batchSize: number, baseli
     efficiencyCeiling: ceiling,
     throughputCeiling: ceiling === null || ideal === null
       ? null : { noOverlap: ideal * ceiling.noOverlap, perfectOverlap: ideal * ceiling.perfectOverlap },
+    prediction: fit === null || computeSecondsPerStep === null || ideal === null ? null : modelPrediction(fit, {
+      computeSeconds: computeSecondsPerStep, gradientBytes: allReduceBytes, ranks: workers, bucketCapMb: bucketCapMbOf(params.knobs),
+      idealImagesPerSecond: ideal, measuredEfficiency: imagesPerSecond.mean / ideal,
+    }),
   };
+}
+
+function modelPrediction(fit: AlphaBetaFit, point: {
+  computeSeconds: number; gradientBytes: number; ranks: number; bucketCapMb: number | undefined; idealImagesPerSecond: number; measuredEfficiency: number;
+}): ModelPrediction {
+  const step = predictTrainingStep(fit, { ...point, ...(point.bucketCapMb === undefined ? {} : { bucketCapMb: point.bucketCapMb }) });
+  const efficiency = { noOverlap: step.noOverlapEfficiency, perfectOverlap: step.fullOverlapEfficiency };
+  return {
+    buckets: step.buckets, allReduceSeconds: step.allReduceSeconds, efficiency,
+    imagesPerSecond: { noOverlap: point.idealImagesPerSecond * efficiency.noOverlap, perfectOverlap: point.idealImagesPerSecond * efficiency.perfectOverlap },
+    errorPoints: {
+      noOverlap: 100 * (point.measuredEfficiency - efficiency.noOverlap),
+      perfectOverlap: 100 * (point.measuredEfficiency - efficiency.perfectOverlap),
+    },
+  };
+}
+
+function bucketCapMbOf(knobs: RunRecord["params"]["knobs"]): number | undefined {
+  const value = knobs["bucketCapMb"];
+  return typeof value === "number" ? value : undefined;
 }
 
 /** Mean over repeats with Student's t; one repeat has no interval, so it keeps the worker's spread over its iterations. */
@@ -251,6 +303,7 @@ function probeSeries(records: readonly ProbeRecord[]): ProbeSeries[] {
       bandwidth: params.bandwidth ?? "unlimited", linkGbps: params.linkGbps, nodes: params.nodes, workers: result.world.size,
       runIds: repeats.map((record) => record.runId), rows,
       largestSizeLinkFraction: largest === undefined || params.linkGbps === null ? null : largest.busBandwidthGbps.mean / params.linkGbps,
+      fit: fitAlphaBeta(rows, result.world.size),
     };
   }).sort((a, b) => byLinkRate(a, b) || a.nodes - b.nodes);
 }

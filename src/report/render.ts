@@ -5,6 +5,9 @@
 import type { ChartSvgs } from "./charts.ts";
 import type { BandwidthSeries, FailedRun, Interval, ProbeSeries, ReportData, ReportMeta, ScalingPoint, TrainingConfig } from "./data.ts";
 import { formatBytes } from "../util/format.ts";
+import { escapeHtml, htmlTable, markdownText, PAGE_STYLE, percent, readableSpan, readableTime } from "./text.ts";
+
+export { markdownText };
 
 const NOT_AVAILABLE = "n/a";
 const PLUS_MINUS_NOTE = "± is the 95% confidence interval of the mean over repeats; a single repeat shows its spread over iterations (1.96 × std) instead.";
@@ -16,18 +19,20 @@ export function renderHtml(data: ReportData, svgs: ChartSvgs, meta: ReportMeta):
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>ringlab report: ${escapeHtml(meta.campaign)}</title>
-<style>${STYLE}</style>
+<style>${PAGE_STYLE}</style>
 </head>
 <body>
 <header>
 <h1>Campaign ${escapeHtml(meta.campaign)}</h1>
-<p>Testbed ${escapeHtml(meta.testbed)} · runs from ${escapeHtml(meta.firstStartedAt ?? NOT_AVAILABLE)} to ${escapeHtml(meta.lastEndedAt ?? NOT_AVAILABLE)} · report generated ${escapeHtml(meta.generatedAt)}</p>
+<p>Testbed ${escapeHtml(meta.testbed)} · ${escapeHtml(quotaText(meta))}</p>
+<p>Runs ${escapeHtml(runSpanText(meta))} · report generated ${escapeHtml(readableTime(meta.generatedAt))}</p>
 ${meta.sharedMachine ? `<p class="note">${escapeHtml(SHARED_MACHINE_NOTE)}</p>` : ""}
 ${leftOutNote(meta.leftOut)}
 <p class="counts">${escapeHtml(runCountsText(data))}</p>
 </header>
 ${trainingSection(data, svgs)}
 ${probeSection(data, svgs)}
+${modelSection(data, svgs)}
 ${failuresSection(data.failures)}
 ${HOW_TO_READ}
 </body>
@@ -39,11 +44,12 @@ export function renderMarkdown(data: ReportData, meta: ReportMeta): string {
   const lines = [
     `# ringlab report: ${markdownText(meta.campaign)}`,
     "",
-    `Testbed ${markdownText(meta.testbed)}; runs from ${markdownText(meta.firstStartedAt ?? NOT_AVAILABLE)} to ${markdownText(meta.lastEndedAt ?? NOT_AVAILABLE)}. ${runCountsText(data)}. Charts and every number: report.html.`,
+    `Testbed ${markdownText(meta.testbed)}; ${markdownText(quotaText(meta))}; runs ${markdownText(runSpanText(meta))}. ${runCountsText(data)}. Charts and every number: report.html.`,
     ...(meta.sharedMachine ? ["", `> ${SHARED_MACHINE_NOTE}`] : []),
     ...markdownLeftOut(meta.leftOut),
     ...markdownTraining(data.training),
     ...markdownProbes(data.probes),
+    ...markdownModel(data),
     ...markdownFailures(data.failures),
   ];
   return `${lines.join("\n")}\n`;
@@ -83,6 +89,15 @@ function markdownProbes(probes: readonly ProbeSeries[]): string[] {
   return lines;
 }
 
+function markdownModel(data: ReportData): string[] {
+  const rows = data.training.flatMap((config) => config.series.flatMap((series) => series.points.flatMap((point) =>
+    point.prediction === null || point.scalingEfficiency === null ? [] : [`| ${predictionRow(config, series, point, markdownText).join(" | ")} |`])));
+  if (rows.length === 0) return [];
+  return ["", "## Measured against the model fitted from the probe", "",
+    "| Configuration | Link | Nodes | Buckets | Σ t_ar fitted (s) | Measured efficiency | Predicted, no overlap (error) | Predicted, full overlap (error) |",
+    "|---|---|---:|---:|---:|---:|---:|---:|", ...rows];
+}
+
 function markdownFailures(failures: readonly FailedRun[]): string[] {
   const lines = ["", "## Failed runs", ""];
   if (failures.length === 0) lines.push("None.");
@@ -95,6 +110,19 @@ function markdownFailures(failures: readonly FailedRun[]): string[] {
 function markdownLeftOut(leftOut: readonly string[]): string[] {
   if (leftOut.length === 0) return [];
   return ["", `> ${leftOut.length} record file(s) could not be read and are left out of this report:`, ...leftOut.map((why) => `> - ${markdownText(oneLine(why))}`)];
+}
+
+function runSpanText(meta: ReportMeta): string {
+  return meta.firstStartedAt === null || meta.lastEndedAt === null ? NOT_AVAILABLE : readableSpan(meta.firstStartedAt, meta.lastEndedAt);
+}
+
+/** The CPU quota every node's worker ran under (local testbed), in the header next to the testbed. */
+function quotaText(meta: ReportMeta): string {
+  if (meta.cpusPerNode.length === 0) return "no CPU quota per node";
+  const quotas = meta.cpusPerNode.map((cores) => `${cores}`).join(", ");
+  return meta.cpusPerNode.length === 1
+    ? `every node's worker limited to ${quotas} CPU cores`
+    : `workers limited to ${quotas} CPU cores per node (runs differ: compare within one quota)`;
 }
 
 function runCountsText(data: ReportData): string {
@@ -110,8 +138,8 @@ function trainingSection(data: ReportData, svgs: ChartSvgs): string {
   if (data.training.length === 0) return `<section id="training"><h2>Training</h2><p>No successful training run.</p></section>`;
   return `<section id="training">
 <h2>Training throughput and scaling efficiency</h2>
-${figure(svgs.throughput, "Training throughput against node count")}
-${figure(svgs.efficiency, "Scaling efficiency against node count")}
+${figure(svgs.throughput, CAPTIONS.throughput)}
+${figure(svgs.efficiency, CAPTIONS.efficiency)}
 ${data.training.map(trainingTable).join("\n")}
 </section>`;
 }
@@ -152,7 +180,7 @@ function probeSection(data: ReportData, svgs: ChartSvgs): string {
   if (data.probes.length === 0) return `<section id="probe"><h2>All-reduce probe</h2><p>No successful all-reduce probe.</p></section>`;
   return `<section id="probe">
 <h2>All-reduce probe</h2>
-${figure(svgs.busBandwidth, "All-reduce bus bandwidth against message size")}
+${figure(svgs.busBandwidth, CAPTIONS.busBandwidth)}
 ${data.probes.map(probeTable).join("\n")}
 </section>`;
 }
@@ -166,6 +194,45 @@ function probeTable(probe: ProbeSeries): string {
   return `<h3>${escapeHtml(probe.bandwidth)}, ${probe.nodes} nodes (${probe.workers} ranks, ${probe.runIds.length} repeats)</h3>
 <p>${escapeHtml(link)}${share}.</p>
 ${table(["Message size", "Bus bandwidth (Gbit/s, ± 95% CI)", "Algorithm bandwidth (Gbit/s)", "Time (s)", "Wrong"], rows)}`;
+}
+
+/** The α-β fit of every probe, then every training point measured against what the fit predicts. */
+function modelSection(data: ReportData, svgs: ChartSvgs): string {
+  const fitted = data.probes.filter((probe) => probe.fit !== null);
+  if (fitted.length === 0) return "";
+  const fitRows = fitted.map((probe) => [
+    escapeHtml(probe.bandwidth), String(probe.nodes), microseconds(probe.fit!.alphaSeconds), gbps(probe.fit!.effectiveGbps),
+    probe.linkGbps === null ? NOT_AVAILABLE : percent(probe.fit!.effectiveGbps / probe.linkGbps), probe.fit!.rSquared.toFixed(4), String(probe.fit!.samples),
+  ]);
+  const predictionRows = data.training.flatMap((config) => config.series.flatMap((series) => series.points.flatMap((point) =>
+    point.prediction === null || point.scalingEfficiency === null ? [] : [predictionRow(config, series, point)])));
+  return `<section id="model">
+<h2>Communication model fitted from the probe</h2>
+<p>Least squares of t(S) = 2(N-1)·α + 2(N-1)/N · S·β over the probe's message sizes, per link and node count. The prediction of a training step uses the single-node compute time t<sub>c</sub>, the gradient bytes and DDP's buckets (bucketCapMb, default 25 MiB), each bucket paying its own 2(N-1)·α: t<sub>c</sub> + Σ t<sub>ar</sub> without overlap, max(t<sub>c</sub>, Σ t<sub>ar</sub>) with full overlap. Error: measured minus predicted scaling efficiency, in points.</p>
+${table(["Link", "Nodes", "α per ring step (µs)", "Effective rate 8/β (Gbit/s)", "Share of the link", "R²", "Sizes"], fitRows)}
+${figure(svgs.model, CAPTIONS.model)}
+${predictionRows.length === 0 ? "<p>No training point has a probe at its link and node count, so none is predicted.</p>"
+    : table(["Configuration", "Link", "Nodes", "Buckets", "Σ t<sub>ar</sub> fitted (s)", "Measured efficiency", "Predicted, no overlap (error)", "Predicted, full overlap (error)"], predictionRows)}
+</section>`;
+}
+
+/** `escape` makes record text safe for the page it goes into (HTML or markdown). */
+function predictionRow(config: TrainingConfig, series: BandwidthSeries, point: ScalingPoint, escape = escapeHtml): string[] {
+  const prediction = point.prediction!;
+  return [
+    escape(config.label), escape(series.bandwidth), String(point.nodes), String(prediction.buckets), seconds(prediction.allReduceSeconds),
+    percent(point.scalingEfficiency!),
+    `${percent(prediction.efficiency.noOverlap)} (${signedPoints(prediction.errorPoints.noOverlap)})`,
+    `${percent(prediction.efficiency.perfectOverlap)} (${signedPoints(prediction.errorPoints.perfectOverlap)})`,
+  ];
+}
+
+function signedPoints(points: number): string {
+  return `${points >= 0 ? "+" : "−"}${Math.abs(points).toFixed(1)} pt`;
+}
+
+function microseconds(value: number): string {
+  return (value * 1e6).toPrecision(3);
 }
 
 function failuresSection(failures: readonly FailedRun[]): string {
@@ -201,28 +268,26 @@ export const SHARED_MACHINE_NOTE = "The local testbed's nodes are containers sha
   "the node count there, so its scaling efficiencies show the method, not what separate machines would reach. " +
   "The link rates, the all-reduce costs and the probe are real.";
 
-const STYLE = `
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 80rem; padding: 0 1rem; color: #222; }
-.note { border-left: 4px solid #d98c00; background: #fff6e5; padding: 0.5rem 0.8rem; }
-header p { margin: 0.2rem 0; color: #444; }
-.counts { font-weight: 600; }
-figure { margin: 1rem 0; overflow-x: auto; }
-figure svg { max-width: 100%; height: auto; }
-table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; font-size: 0.9rem; }
-th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: right; vertical-align: top; }
-th { background: #f3f3f3; }
-td:first-child, th:first-child { text-align: left; }
-pre { margin: 0; white-space: pre-wrap; text-align: left; max-width: 50rem; }
-`;
+/** Each chart's one caption, above it: what it shows, then how to read its marks. */
+const CAPTIONS = {
+  throughput: { title: "Training throughput against node count", detail: "Mean ± 95% CI over repeats (one repeat: its spread over iterations); dashed: ideal, n × one node." },
+  efficiency: { title: "Scaling efficiency against node count", detail: "Throughput / (n × one node); dashed: the best the ring all-reduce lower bound allows without overlap." },
+  busBandwidth: { title: "All-reduce bus bandwidth against message size", detail: "busbw = algbw · 2(N-1)/N, mean ± 95% CI over repeats; dashed grey: link rates." },
+  model: {
+    title: "Fitted model against measurement",
+    detail: "Each training point's measured scaling efficiency (across) against what the probe's α-β fit predicts (up): " +
+      "circle without overlap, triangle with full overlap. Points on the diagonal are predicted exactly; the measurement should lie between its two marks.",
+  },
+} as const;
 
-function figure(svg: string | undefined, caption: string): string {
-  return svg === undefined ? "" : `<figure>${svg}<figcaption>${escapeHtml(caption)}</figcaption></figure>`;
+function figure(svg: string | undefined, caption: { readonly title: string; readonly detail: string }): string {
+  if (svg === undefined) return "";
+  return `<figure><figcaption><b>${escapeHtml(caption.title)}.</b> ${escapeHtml(caption.detail)}</figcaption>${svg}</figure>`;
 }
 
-/** Cells are HTML already: callers escape text that came from records. */
+/** Wide tables scroll inside the column instead of pushing the page wider than the charts. */
 function table(columns: readonly string[], rows: readonly (readonly string[])[]): string {
-  const head = `<tr>${columns.map((column) => `<th>${column}</th>`).join("")}</tr>`;
-  return `<table>\n<thead>${head}</thead>\n<tbody>\n${rows.map((row) => `<tr>${row.map((cell) => `<td>${cell}</td>`).join("")}</tr>`).join("\n")}\n</tbody>\n</table>`;
+  return `<div class="scroll">${htmlTable(columns, rows)}</div>`;
 }
 
 function ceilingText(point: ScalingPoint): string {
@@ -242,10 +307,6 @@ function optional(value: number | null, format: (value: number) => string): stri
   return value === null ? NOT_AVAILABLE : format(value);
 }
 
-function percent(fraction: number): string {
-  return `${(fraction * 100).toFixed(1)}%`;
-}
-
 function seconds(value: number): string {
   return value.toPrecision(3);
 }
@@ -260,14 +321,3 @@ function oneLine(text: string): string {
   return line.length > 200 ? `${line.slice(0, 199)}…` : line;
 }
 
-/**
- * Text from records (ids, model names, errors) as markdown that shows it literally: no raw HTML passes, and
- * nothing breaks a table row or starts emphasis, a code span or a link.
- */
-export function markdownText(text: string): string {
-  return escapeHtml(text).replace(/[\\`*_[\]|]/g, (c) => `\\${c}`);
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
-}

@@ -36,6 +36,8 @@ export interface RunRecord {
     /** Train knobs the campaign set, by name. */
     readonly knobs: Readonly<Record<string, string | number | boolean>>;
     readonly workerArgs: readonly string[];
+    /** Local testbed: the CPU cores every node's worker was limited to (Docker's --cpus); absent on AWS and in older records. */
+    readonly cpusPerNode?: number;
   };
   /** skipped: not run because a node it needs does not answer; a rerun of the campaign does it. */
   readonly status: "ok" | "failed" | "skipped";
@@ -73,6 +75,7 @@ export const runRecordSchema: z.ZodType<RunRecord> = z.looseObject({
     batchSize: z.number().optional(),
     knobs: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
     workerArgs: z.array(z.string()),
+    cpusPerNode: z.number().positive().optional(),
   }),
   status: z.enum(["ok", "failed", "skipped"]),
   error: z.string().optional(),

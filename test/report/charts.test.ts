@@ -4,6 +4,7 @@ import {
   busBandwidthChartSpec, efficiencyChartSpec, renderCharts, throughputChartSpec, type ChartSvgs,
 } from "../../src/report/charts.ts";
 import { reportData } from "../../src/report/data.ts";
+import { CONTENT_WIDTH_PX } from "../../src/report/text.ts";
 import { scalingCampaign } from "./fixtures/records.ts";
 
 type Row = Record<string, unknown>;
@@ -67,8 +68,13 @@ describe("rendered SVG", () => {
     warn.mockRestore();
   });
 
-  it("renders all three charts without vega-lite warnings", () => {
-    expect(Object.keys(svgs).sort()).toEqual(["busBandwidth", "efficiency", "throughput"]);
+  it("renders all four charts without vega-lite warnings, at the page's content width", () => {
+    expect(Object.keys(svgs).sort()).toEqual(["busBandwidth", "efficiency", "model", "throughput"]);
+    for (const svg of Object.values(svgs)) {
+      const width = Number(/^<svg [^>]*width="([\d.]+)"/.exec(svg)![1]);
+      expect(width).toBeGreaterThan(CONTENT_WIDTH_PX - 60);
+      expect(width).toBeLessThanOrEqual(CONTENT_WIDTH_PX);
+    }
     for (const svg of Object.values(svgs)) expect(svg).toMatch(/^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
     expect(warnings).toEqual([]);
   });
@@ -76,7 +82,7 @@ describe("rendered SVG", () => {
   it("throughput: titled axes with units, a panel per configuration and a legend with every link and Ideal", () => {
     const texts = textsOf(svgs.throughput);
     expect(texts).toEqual(expect.arrayContaining([
-      "Training throughput against node count", "Nodes", "Throughput (images/s)",
+      "Nodes", "Throughput (images/s)",
       "resnet50 · batch 64", "resnet152 · batch 32 (no 1-node run: no ideal)", "Link", "1gbit", "10gbit", "Ideal",
     ]));
   });
@@ -84,6 +90,16 @@ describe("rendered SVG", () => {
   it("efficiency: percent axis and a legend telling measurement from ceiling", () => {
     const texts = textsOf(svgs.efficiency);
     expect(texts).toEqual(expect.arrayContaining(["Scaling efficiency", "100%", "measured", "ceiling, no overlap (cost model)", "1gbit", "10gbit"]));
+  });
+
+  it("carries no title of its own: the page's caption is the only one", () => {
+    for (const svg of Object.values(svgs)) expect(textsOf(svg)).not.toContain("Training throughput against node count");
+  });
+
+  it("model: measured against predicted efficiency, a mark per overlap bound, coloured by link", () => {
+    expect(textsOf(svgs.model)).toEqual(expect.arrayContaining([
+      "Measured scaling efficiency", "Predicted scaling efficiency", "predicted, no overlap", "predicted, full overlap", "1gbit",
+    ]));
   });
 
   it("bus bandwidth: log2 message sizes in bytes, Gbit/s, one line per link × nodes and the link rate marked", () => {

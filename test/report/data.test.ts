@@ -1,3 +1,4 @@
+import type { RunRecord } from "../../src/results/record.ts";
 import { describe, expect, it } from "vitest";
 import { reportData, reportMeta, type ScalingPoint, type TrainingConfig } from "../../src/report/data.ts";
 import { probeRecord, scalingCampaign, trainRecord } from "./fixtures/records.ts";
@@ -151,6 +152,34 @@ describe("reportData: probe, failures, counts", () => {
   });
 });
 
+describe("reportData: the model fitted from the probe", () => {
+  const data = reportData(scalingCampaign());
+
+  it("fits α-β to each probe series; two message sizes fit exactly", () => {
+    const fit = data.probes[0]!.fit!;
+    expect(fit.samples).toBe(2);
+    expect(fit.rSquared).toBeCloseTo(1, 12);
+    // At 64 MiB the mean time is mean(8·2^26 / 0.9e9, 8·2^26 / 0.94e9) s on 2 ranks, where t = 2α + S·β.
+    const time64MiB = (8 * 2 ** 26 / 0.9e9 + 8 * 2 ** 26 / 0.94e9) / 2;
+    expect(2 * fit.alphaSeconds + 2 ** 26 * fit.betaSecondsPerByte).toBeCloseTo(time64MiB, 12);
+  });
+
+  it("predicts every training point that has a probe at its link and node count, and gives the error in points", () => {
+    const resnet50 = data.training.find((config) => config.model === "resnet50")!;
+    const [oneGbit, tenGbit] = resnet50.series;
+    const point = oneGbit!.points.find((p) => p.nodes === 2)!;
+    const prediction = point.prediction!;
+    // 1e8 gradient bytes in 25 MiB buckets: ceil(1e8 / 26 214 400) = 4.
+    expect(prediction.buckets).toBe(4);
+    expect(prediction.efficiency.noOverlap).toBeCloseTo(point.computeSecondsPerStep! / (point.computeSecondsPerStep! + prediction.allReduceSeconds), 12);
+    expect(prediction.errorPoints.noOverlap).toBeCloseTo(100 * (155 / 210 - prediction.efficiency.noOverlap), 9);
+    expect(prediction.imagesPerSecond.perfectOverlap).toBeCloseTo(210 * prediction.efficiency.perfectOverlap, 9);
+    // No probe at 4 nodes or at 10gbit: no prediction rather than one borrowed from another link.
+    expect(oneGbit!.points.find((p) => p.nodes === 4)!.prediction).toBeNull();
+    expect(tenGbit!.points.every((p) => p.prediction === null)).toBe(true);
+  });
+});
+
 describe("reportMeta", () => {
   it("names the campaign and testbed and spans the first start to the last end", () => {
     const records = [
@@ -160,8 +189,15 @@ describe("reportMeta", () => {
     expect(reportMeta(records, new Date("2025-05-03T00:00:00Z"))).toEqual({
       campaign: "scaling-test", testbed: "lab (local)",
       firstStartedAt: "2025-05-01T09:00:00.000Z", lastEndedAt: "2025-05-02T08:01:00.000Z", generatedAt: "2025-05-03T00:00:00.000Z",
-      sharedMachine: true, leftOut: [],
+      sharedMachine: true, cpusPerNode: [], leftOut: [],
     });
+  });
+
+  it("names the CPU quota the runs had; local runs under a quota no longer count as sharing the machine", () => {
+    const quota = (record: RunRecord, cpusPerNode: number): RunRecord => ({ ...record, params: { ...record.params, cpusPerNode } });
+    const meta = reportMeta([quota(trainRecord({ nodes: 1, imagesPerSecond: 100 }), 0.5), quota(trainRecord({ nodes: 2, imagesPerSecond: 150 }), 0.5)], new Date());
+    expect(meta.cpusPerNode).toEqual([0.5]);
+    expect(meta.sharedMachine).toBe(false);
   });
 
   it("flags results from machines that are not shared only when no run was on the local testbed", () => {

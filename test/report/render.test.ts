@@ -44,15 +44,31 @@ describe("renderHtml", () => {
   });
 
   it("embeds the throughput chart with its axis title and the Ideal legend entry", () => {
-    const figure = /<figure>(<svg[\s\S]*?<\/svg>)<figcaption>Training throughput against node count<\/figcaption>/.exec(html);
+    const figure = /<figure><figcaption><b>Training throughput against node count\.<\/b>[^<]*<\/figcaption>(<svg[\s\S]*?<\/svg>)<\/figure>/.exec(html);
     expect(figure).not.toBeNull();
     expect(figure![1]).toContain(">Throughput (images/s)</text>");
     expect(figure![1]).toContain(">Ideal</text>");
   });
 
+  it("puts the probe's fitted model next to every training point it can predict, with the error in points", () => {
+    const model = html.slice(html.indexOf("<h2>Communication model fitted from the probe</h2>"), html.indexOf('<section id="failures">'));
+    expect(model).toContain("<td>1gbit</td><td>2</td>");
+    expect(model).toContain("<td>1.0000</td><td>2</td>");
+    const point = data.training[1]!.series[0]!.points[0]!;
+    const errorText = `${point.prediction!.errorPoints.noOverlap >= 0 ? "+" : "−"}${Math.abs(point.prediction!.errorPoints.noOverlap).toFixed(1)} pt`;
+    expect(model).toContain(`<td>resnet50 · batch 64</td><td>1gbit</td><td>2</td><td>4</td>`);
+    expect(model).toContain(`(${errorText})`);
+    expect(renderMarkdown(data, meta)).toContain("## Measured against the model fitted from the probe");
+  });
+
+  it("names the CPU quota per node in the header", () => {
+    expect(renderHtml(data, svgs, { ...meta, cpusPerNode: [0.5], sharedMachine: false })).toContain("Testbed lab (local) · every node's worker limited to 0.5 CPU cores");
+  });
+
   it("heads the page with campaign, testbed, dates and run counts", () => {
     expect(html).toContain("<h1>Campaign scaling-test</h1>");
-    expect(html).toContain("Testbed lab (local) · runs from 2025-05-01T10:00:00.000Z to 2025-05-01T10:01:00.000Z");
+    expect(html).toContain("Testbed lab (local) · no CPU quota per node");
+    expect(html).toContain("Runs 1 May 2025, 10:00 – 10:01 UTC · report generated 3 May 2025, 12:00 UTC");
     expect(html).toContain("14 runs: 13 ok, 1 failed");
   });
 

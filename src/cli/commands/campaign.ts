@@ -1,8 +1,10 @@
 /** `ringlab campaign <file>`: the whole campaign, from up to down, resuming if rerun. */
+import { availableParallelism } from "node:os";
 import type { Command } from "commander";
 import { resultsDirFor, runCampaign, type CampaignOutcome } from "../../campaign/execute.ts";
 import { loadCampaignFile } from "../../config/load.ts";
 import { EXIT, UsageError } from "../../errors.ts";
+import { resolveCpuQuota } from "../../testbed/cpu-quota.ts";
 import { resultsLockFile, withLock } from "../../testbed/lock.ts";
 import { withTestbedLock } from "../../testbed/testbed.ts";
 import { writableDirProblem } from "../../util/fs.ts";
@@ -17,6 +19,9 @@ export function registerCampaign(program: Command, host: CommandHost): void {
     .option("--results <dir>", "results directory (default: the file's campaign.resultsDir, else results/<campaign file name>)", parseSafePath)
     .action(host.action(async (file: string, options: { keep?: boolean; results?: string }, command: Command) => {
       const campaign = loadCampaignFile(file);
+      const machineCores = availableParallelism();
+      // A quota the machine cannot give is bad input: refused (exit 2) before the testbed is touched.
+      resolveCpuQuota(campaign, machineCores);
       const ctx = host.contextFor(command, "campaign");
       const resultsDir = resultsDirFor(campaign, options.results);
       const problem = writableDirProblem(resultsDir);
@@ -24,7 +29,7 @@ export function registerCampaign(program: Command, host: CommandHost): void {
       // One campaign per testbed and per results folder: a second one would remove the first one's workers.
       const outcome = await withTestbedLock(ctx, campaign.testbed.name, () =>
         withLock(resultsLockFile(resultsDir), `results folder ${resultsDir}`, (m) => ctx.reporter.warn(m), () =>
-          runCampaign(ctx, campaign, { resultsDir, ...(options.keep === undefined ? {} : { keep: options.keep }) })));
+          runCampaign(ctx, campaign, { resultsDir, machineCores, ...(options.keep === undefined ? {} : { keep: options.keep }) })));
       ctx.reporter.info(formatOutcome(outcome));
       if (outcome.teardown === "failed") return EXIT.toolFailed;
       if (outcome.failed > 0 || outcome.notRun > 0) return EXIT.runsFailed;

@@ -1,0 +1,124 @@
+/**
+ * A communication model fitted from a campaign's own all-reduce probe, and the training step it predicts.
+ * Ring all-reduce of S bytes over N ranks: t(S) = 2(N-1)·α + 2(N-1)/N · S·β, with α the latency of one ring
+ * step and β the time per byte on a link (Patarasuk & Yuan 2009). Pure arithmetic, a leaf like cost-model.ts.
+ */
+
+export interface ProbeSample {
+  readonly sizeBytes: number;
+  readonly timeSeconds: number;
+}
+
+export interface AlphaBetaFit {
+  /** Seconds per ring step, the latency part. */
+  readonly alphaSeconds: number;
+  /** Seconds per byte on each link. */
+  readonly betaSecondsPerByte: number;
+  /** 8 / β: the link rate the probe behaved as, in Gbit/s (comparable with busbw). */
+  readonly effectiveGbps: number;
+  /** Coefficient of determination of the fit over the samples' times; 1 for exact data. */
+  readonly rSquared: number;
+  readonly samples: number;
+}
+
+/** Steps of one ring all-reduce: N-1 to reduce-scatter, N-1 to all-gather. */
+export function ringSteps(ranks: number): number {
+  return 2 * (ranks - 1);
+}
+
+/**
+ * Least squares of t = a + b·S over the samples, then α = a / 2(N-1) and β = b·N / 2(N-1). A negative intercept
+ * (no latency can be negative) is refitted through the origin: the constrained least-squares optimum then lies
+ * on α = 0. Null with fewer than two distinct sizes or one rank, which determine no line.
+ */
+export function fitAlphaBeta(samples: readonly ProbeSample[], ranks: number): AlphaBetaFit | null {
+  if (ranks < 2 || new Set(samples.map((sample) => sample.sizeBytes)).size < 2) return null;
+  const line = leastSquaresLine(samples);
+  const { intercept, slope } = line.intercept >= 0 ? line : { intercept: 0, slope: slopeThroughOrigin(samples) };
+  const steps = ringSteps(ranks);
+  const betaSecondsPerByte = (slope * ranks) / steps;
+  return {
+    alphaSeconds: intercept / steps,
+    betaSecondsPerByte,
+    effectiveGbps: betaSecondsPerByte > 0 ? 8 / betaSecondsPerByte / 1e9 : Number.POSITIVE_INFINITY,
+    rSquared: rSquared(samples, (size) => intercept + slope * size),
+    samples: samples.length,
+  };
+}
+
+/** The fitted time of one all-reduce of `bytes` over `ranks` ranks. */
+export function allReduceSeconds(fit: Pick<AlphaBetaFit, "alphaSeconds" | "betaSecondsPerByte">, bytes: number, ranks: number): number {
+  if (ranks < 2) return 0;
+  const steps = ringSteps(ranks);
+  return steps * fit.alphaSeconds + (steps / ranks) * bytes * fit.betaSecondsPerByte;
+}
+
+function leastSquaresLine(samples: readonly ProbeSample[]): { intercept: number; slope: number } {
+  const n = samples.length;
+  const meanSize = samples.reduce((sum, s) => sum + s.sizeBytes, 0) / n;
+  const meanTime = samples.reduce((sum, s) => sum + s.timeSeconds, 0) / n;
+  let covariance = 0;
+  let variance = 0;
+  for (const { sizeBytes, timeSeconds } of samples) {
+    covariance += (sizeBytes - meanSize) * (timeSeconds - meanTime);
+    variance += (sizeBytes - meanSize) ** 2;
+  }
+  const slope = covariance / variance;
+  return { intercept: meanTime - slope * meanSize, slope };
+}
+
+function slopeThroughOrigin(samples: readonly ProbeSample[]): number {
+  const sizeTimesTime = samples.reduce((sum, s) => sum + s.sizeBytes * s.timeSeconds, 0);
+  const sizeSquared = samples.reduce((sum, s) => sum + s.sizeBytes ** 2, 0);
+  return sizeTimesTime / sizeSquared;
+}
+
+function rSquared(samples: readonly ProbeSample[], predict: (sizeBytes: number) => number): number {
+  const meanTime = samples.reduce((sum, s) => sum + s.timeSeconds, 0) / samples.length;
+  const residual = samples.reduce((sum, s) => sum + (s.timeSeconds - predict(s.sizeBytes)) ** 2, 0);
+  const total = samples.reduce((sum, s) => sum + (s.timeSeconds - meanTime) ** 2, 0);
+  return total === 0 ? (residual === 0 ? 1 : 0) : 1 - residual / total;
+}
+
+/** PyTorch DDP's default bucket_cap_mb; DDP counts it in MiB (bucket_cap_mb · 1024 · 1024 bytes). */
+export const DDP_DEFAULT_BUCKET_CAP_MB = 25;
+
+export interface TrainingStepInput {
+  /** t_c: one step's compute on one node, batch size / single-node throughput per worker. */
+  readonly computeSeconds: number;
+  /** Bytes every rank all-reduces per step. */
+  readonly gradientBytes: number;
+  readonly ranks: number;
+  /** @default DDP_DEFAULT_BUCKET_CAP_MB */
+  readonly bucketCapMb?: number;
+}
+
+export interface TrainingStepPrediction {
+  readonly buckets: number;
+  /** Σ over buckets of each bucket's all-reduce, each paying its own 2(N-1)·α. */
+  readonly allReduceSeconds: number;
+  /** t_c + Σ t_ar: compute, then communication. */
+  readonly noOverlapStepSeconds: number;
+  /** max(t_c, Σ t_ar): communication hidden behind compute as far as it can be. */
+  readonly fullOverlapStepSeconds: number;
+  /** t_c over the step time: throughput against n × one node, which steps in t_c. */
+  readonly noOverlapEfficiency: number;
+  readonly fullOverlapEfficiency: number;
+}
+
+/** One data-parallel step under the fitted model, at both overlap bounds. */
+export function predictTrainingStep(fit: Pick<AlphaBetaFit, "alphaSeconds" | "betaSecondsPerByte">, input: TrainingStepInput): TrainingStepPrediction {
+  const { computeSeconds, gradientBytes, ranks } = input;
+  const bucketBytes = (input.bucketCapMb ?? DDP_DEFAULT_BUCKET_CAP_MB) * 1024 * 1024;
+  const buckets = Math.max(1, Math.ceil(gradientBytes / bucketBytes));
+  // The buckets' sizes add up to the gradient: the bandwidth term is paid once, the latency term per bucket.
+  const latencySeconds = ranks < 2 ? 0 : buckets * ringSteps(ranks) * fit.alphaSeconds;
+  const allReduce = latencySeconds + allReduceSeconds({ alphaSeconds: 0, betaSecondsPerByte: fit.betaSecondsPerByte }, gradientBytes, ranks);
+  const noOverlapStepSeconds = computeSeconds + allReduce;
+  const fullOverlapStepSeconds = Math.max(computeSeconds, allReduce);
+  return {
+    buckets, allReduceSeconds: allReduce, noOverlapStepSeconds, fullOverlapStepSeconds,
+    noOverlapEfficiency: computeSeconds / noOverlapStepSeconds,
+    fullOverlapEfficiency: computeSeconds / fullOverlapStepSeconds,
+  };
+}

@@ -1,0 +1,69 @@
+/**
+ * The CPU quota of every node's worker on the local testbed (Docker's `--cpus`, a cgroup cpu.max): fixed
+ * compute per node, so that adding nodes adds compute as on a real cluster. Pure: the machine's core count is
+ * passed in (the CLI reads `os.availableParallelism()`).
+ */
+import { ConfigError } from "../errors.ts";
+
+/** Cores left to dockerd, sshd and Ansible, which run beside the workers and must not be starved. */
+export const HOST_HEADROOM_CORES = 0.5;
+
+/** Docker refuses a `--cpus` below this. */
+export const SMALLEST_CPU_QUOTA = 0.01;
+
+export interface CpuQuotaRequest {
+  /** Cores of this machine (`os.availableParallelism()`). */
+  readonly cores: number;
+  /** Nodes of the testbed (testbed.nodes): every one may run a worker at once. */
+  readonly nodes: number;
+  /** testbed.cpusPerNode; absent: the largest quota that fits. */
+  readonly requested?: number | undefined;
+}
+
+export type CpuQuotaPlan =
+  | { readonly ok: true; readonly cpusPerNode: number }
+  | { readonly ok: false; readonly problem: string; readonly largestThatFits: number };
+
+/** The largest per-node quota whose total leaves the headroom free, rounded down to Docker's 0.01 steps. */
+export function largestCpuQuota(cores: number, nodes: number): number {
+  return Math.floor(((cores - HOST_HEADROOM_CORES) / nodes) * 100) / 100;
+}
+
+/** The quota every worker runs under: the requested one if the machine can give it to every node at once. */
+export function planCpuQuota(request: CpuQuotaRequest): CpuQuotaPlan {
+  const { cores, nodes, requested } = request;
+  const largestThatFits = largestCpuQuota(cores, nodes);
+  if (largestThatFits < SMALLEST_CPU_QUOTA) {
+    return { ok: false, largestThatFits, problem: `${nodes} nodes do not fit on ${cores} cores (${HOST_HEADROOM_CORES} kept for dockerd, sshd and Ansible); use fewer nodes` };
+  }
+  if (requested === undefined) return { ok: true, cpusPerNode: largestThatFits };
+  // A hundredth of a core of slack: 0.75 × 2 must fit in 1.5 whatever floating point makes of it.
+  if (requested * nodes > cores - HOST_HEADROOM_CORES + 1e-9) {
+    return {
+      ok: false, largestThatFits,
+      problem: `found ${requested} × ${nodes} nodes = ${roundCores(requested * nodes)} cores, more than this machine's ${cores} cores less ` +
+        `${HOST_HEADROOM_CORES} for dockerd, sshd and Ansible; the largest value that fits is ${largestThatFits}`,
+    };
+  }
+  return { ok: true, cpusPerNode: requested };
+}
+
+function roundCores(cores: number): number {
+  return Math.round(cores * 100) / 100;
+}
+
+/**
+ * The quota of a loaded campaign file's workers: undefined on AWS (every node is a machine of its own); on the
+ * local testbed the file's cpusPerNode or the default, or a ConfigError (exit 2) naming the largest value that fits.
+ */
+export function resolveCpuQuota(file: { readonly sourceFile: string; readonly testbed: CpuQuotaTestbed }, cores: number): number | undefined {
+  const { testbed } = file;
+  if (testbed.target !== "local") return undefined;
+  const plan = planCpuQuota({ cores, nodes: testbed.nodes, requested: testbed.cpusPerNode });
+  if (plan.ok) return plan.cpusPerNode;
+  throw new ConfigError(file.sourceFile, [{ path: "testbed.cpusPerNode", message: plan.problem }]);
+}
+
+type CpuQuotaTestbed =
+  | { readonly target: "local"; readonly nodes: number; readonly cpusPerNode?: number | undefined }
+  | { readonly target: "aws" };

@@ -1,0 +1,56 @@
+import { describe, expect, it } from "vitest";
+import { validateCampaign } from "../../src/config/schema.ts";
+import { ConfigError } from "../../src/errors.ts";
+import { HOST_HEADROOM_CORES, planCpuQuota, resolveCpuQuota } from "../../src/testbed/cpu-quota.ts";
+
+describe("planCpuQuota", () => {
+  it("defaults to the machine's cores less the headroom, shared by the nodes and rounded down to 0.01", () => {
+    expect(HOST_HEADROOM_CORES).toBe(0.5);
+    expect(planCpuQuota({ cores: 2, nodes: 3 })).toEqual({ ok: true, cpusPerNode: 0.5 });
+    expect(planCpuQuota({ cores: 16, nodes: 3 })).toEqual({ ok: true, cpusPerNode: 5.16 });
+    expect(planCpuQuota({ cores: 2, nodes: 1 })).toEqual({ ok: true, cpusPerNode: 1.5 });
+  });
+
+  it("keeps a requested quota the machine can give every node at once, the exact fit included", () => {
+    expect(planCpuQuota({ cores: 2, nodes: 3, requested: 0.25 })).toEqual({ ok: true, cpusPerNode: 0.25 });
+    expect(planCpuQuota({ cores: 2, nodes: 2, requested: 0.75 })).toEqual({ ok: true, cpusPerNode: 0.75 });
+  });
+
+  it("refuses a total above the machine, naming the largest value that fits", () => {
+    const plan = planCpuQuota({ cores: 2, nodes: 3, requested: 1 });
+    expect(plan).toMatchObject({ ok: false, largestThatFits: 0.5 });
+    expect(!plan.ok && plan.problem).toBe(
+      "found 1 × 3 nodes = 3 cores, more than this machine's 2 cores less 0.5 for dockerd, sshd and Ansible; the largest value that fits is 0.5");
+  });
+
+  it("refuses more nodes than the machine can give a hundredth of a core each", () => {
+    expect(planCpuQuota({ cores: 1, nodes: 60 })).toMatchObject({ ok: false, largestThatFits: 0 });
+  });
+});
+
+describe("resolveCpuQuota", () => {
+  it("gives AWS testbeds no quota", () => {
+    expect(resolveCpuQuota({ sourceFile: "a.yaml", testbed: { target: "aws" } }, 2)).toBeUndefined();
+  });
+
+  it("turns a quota that does not fit into a ConfigError at testbed.cpusPerNode (exit 2)", () => {
+    const file = { sourceFile: "/x/lab.yaml", testbed: { target: "local" as const, nodes: 3, cpusPerNode: 1 } };
+    let error: unknown;
+    try {
+      resolveCpuQuota(file, 2);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(2);
+    expect((error as ConfigError).message).toMatch(/^\/x\/lab\.yaml: testbed\.cpusPerNode: found 1 × 3 nodes .* the largest value that fits is 0\.5$/);
+  });
+});
+
+describe("testbed.cpusPerNode in the campaign file", () => {
+  it("is a local-testbed field of at least a hundredth of a core", () => {
+    expect(validateCampaign({ testbed: { target: "local", name: "lab", nodes: 3, cpusPerNode: 0.5 } }).ok).toBe(true);
+    const tooSmall = validateCampaign({ testbed: { target: "local", name: "lab", nodes: 3, cpusPerNode: 0 } });
+    expect(!tooSmall.ok && tooSmall.problems.map((problem) => problem.path)).toEqual(["testbed.cpusPerNode"]);
+  });
+});
