@@ -87,16 +87,20 @@ const METADATA_HOP_LIMIT = 2;
  * Construct IDs: placement-group (only with `placementGroup`), key-pair, ami (data source, only without `ami`),
  * launch-template, node-0 .. node-<N-1>.
  */
+/** What every node of the testbed shares. */
+interface SharedNodeParts {
+  readonly ami: string;
+  readonly keyName: string;
+  readonly placementGroup: string | undefined;
+  readonly launchTemplate: LaunchTemplate;
+}
+
 export class ClusterNodes extends Construct {
   readonly nodes: readonly ClusterNode[];
 
   constructor(scope: Construct, id: string, props: ClusterNodesProps) {
     super(scope, id);
     validate(props);
-    const efa = props.efa ?? false;
-    const spot = props.spot ?? false;
-    const launchTags = { ...props.launchTags };
-
     const placementGroup = (props.placementGroup ?? true)
       ? new PlacementGroup(this, "placement-group", { name: stackName(props.name), strategy: "cluster" })
       : undefined;
@@ -112,7 +116,14 @@ export class ClusterNodes extends Construct {
         { name: "architecture", values: ["x86_64"] },
       ],
     }).id;
-    const launchTemplate = new LaunchTemplate(this, "launch-template", {
+    const launchTemplate = this.createLaunchTemplate(props);
+    this.nodes = Array.from({ length: props.nodeCount }, (_, rank) =>
+      this.createNode(props, rank, { ami, keyName: keyPair.keyName, placementGroup: placementGroup?.name, launchTemplate }));
+  }
+
+  private createLaunchTemplate(props: ClusterNodesProps): LaunchTemplate {
+    const launchTags = { ...props.launchTags };
+    return new LaunchTemplate(this, "launch-template", {
       name: `${stackName(props.name)}-node`,
       description: `Network interface and launch-time tags of the nodes of testbed ${props.name}`,
       networkInterfaces: [{
@@ -121,51 +132,42 @@ export class ClusterNodes extends Construct {
         securityGroups: [props.securityGroupId],
         associatePublicIpAddress: "true",
         deleteOnTermination: "true",
-        interfaceType: efa ? "efa" : undefined,
+        interfaceType: props.efa === true ? "efa" : undefined,
       }],
       // The instances set the same; stated here too so that the template alone never allows IMDSv1.
       metadataOptions: { httpEndpoint: "enabled", httpTokens: "required", httpPutResponseHopLimit: METADATA_HOP_LIMIT },
       // EC2 refuses a tag specification without tags.
       tagSpecifications: Object.keys(launchTags).length === 0 ? undefined : [
         { resourceType: "network-interface", tags: launchTags },
-        ...(spot ? [{ resourceType: "spot-instances-request", tags: launchTags }] : []),
+        ...(props.spot === true ? [{ resourceType: "spot-instances-request", tags: launchTags }] : []),
       ],
     });
+  }
 
-    this.nodes = Array.from({ length: props.nodeCount }, (_, rank) => {
-      const name = nodeName(props.name, rank);
-      const role: NodeRole = rank === 0 ? "head" : "worker";
-      const instance = new Instance(this, `node-${rank}`, {
-        ami,
-        instanceType: props.instanceType,
-        keyName: keyPair.keyName,
-        placementGroup: placementGroup?.name,
-        launchTemplate: { id: launchTemplate.id, version: Token.asString(launchTemplate.latestVersion) },
-        rootBlockDevice: {
-          volumeType: "gp3",
-          volumeSize: props.rootVolumeGiB,
-          encrypted: true,
-          deleteOnTermination: true,
-        },
-        ebsOptimized: true,
-        monitoring: false,
-        instanceInitiatedShutdownBehavior: "terminate",
-        userData: expiryUserData(props.expiresAt),
-        metadataOptions: {
-          httpEndpoint: "enabled",
-          httpTokens: "required",
-          httpPutResponseHopLimit: METADATA_HOP_LIMIT,
-        },
-        instanceMarketOptions: spot
-          ? { marketType: "spot", spotOptions: { spotInstanceType: "one-time", instanceInterruptionBehavior: "terminate" } }
-          : undefined,
-        volumeTags: { ...launchTags, Name: name },
-        tags: { Name: name, [TAG_KEYS.role]: role },
-        // A new template version (a later synth moves the expires-at tag in it) must not replace running nodes.
-        lifecycle: { ignoreChanges: ["launch_template"] },
-      });
-      return { name, role, instance };
+  private createNode(props: ClusterNodesProps, rank: number, shared: SharedNodeParts): ClusterNode {
+    const name = nodeName(props.name, rank);
+    const role: NodeRole = rank === 0 ? "head" : "worker";
+    const instance = new Instance(this, `node-${rank}`, {
+      ami: shared.ami,
+      instanceType: props.instanceType,
+      keyName: shared.keyName,
+      placementGroup: shared.placementGroup,
+      launchTemplate: { id: shared.launchTemplate.id, version: Token.asString(shared.launchTemplate.latestVersion) },
+      rootBlockDevice: { volumeType: "gp3", volumeSize: props.rootVolumeGiB, encrypted: true, deleteOnTermination: true },
+      ebsOptimized: true,
+      monitoring: false,
+      instanceInitiatedShutdownBehavior: "terminate",
+      userData: expiryUserData(props.expiresAt),
+      metadataOptions: { httpEndpoint: "enabled", httpTokens: "required", httpPutResponseHopLimit: METADATA_HOP_LIMIT },
+      instanceMarketOptions: props.spot === true
+        ? { marketType: "spot", spotOptions: { spotInstanceType: "one-time", instanceInterruptionBehavior: "terminate" } }
+        : undefined,
+      volumeTags: { ...props.launchTags, Name: name },
+      tags: { Name: name, [TAG_KEYS.role]: role },
+      // A new template version (a later synth moves the expires-at tag in it) must not replace running nodes.
+      lifecycle: { ignoreChanges: ["launch_template"] },
     });
+    return { name, role, instance };
   }
 
   /** Node 0: runs the NFS server (sharedStorage nfs) and rank 0. */
