@@ -2,6 +2,7 @@
 
 import json
 import os
+import pkgutil
 import signal
 import socket
 import subprocess
@@ -16,6 +17,22 @@ WORKER_DIR = REPO / "docker" / "worker"
 SCHEMA_PATH = WORKER_DIR / "result.schema.json"
 sys.path.insert(0, str(WORKER_DIR))  # unit tests import ringlab_worker directly
 
+# ringlab's own code must not call what the running torch deprecates (torch deprecates with DeprecationWarning
+# or FutureWarning): such a warning raised from a ringlab_worker module is an error, in the tests' process
+# (filter added below) and in every worker process they start (PYTHONWARNINGS; it matches a module by its
+# exact name, hence one entry per module). Warnings torch raises about its own internals stay warnings.
+DEPRECATION_CATEGORIES = ("DeprecationWarning", "FutureWarning")
+WORKER_MODULES = ["ringlab_worker"] + [f"ringlab_worker.{module.name}"
+                                       for module in pkgutil.iter_modules([str(WORKER_DIR / "ringlab_worker")])]
+OWN_DEPRECATIONS_AS_ERRORS = ",".join(f"error::{category}:{module}"
+                                      for category in DEPRECATION_CATEGORIES for module in WORKER_MODULES)
+
+
+def pytest_configure(config):
+    for category in DEPRECATION_CATEGORIES:
+        # A regex here, matched at the start of the module name: every ringlab_worker module.
+        config.addinivalue_line("filterwarnings", f"error::{category}:ringlab_worker")
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -27,6 +44,7 @@ def base_env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RINGLAB_", "TORCHELASTIC_"))}
     env["PYTHONPATH"] = str(WORKER_DIR)
     env["OMP_NUM_THREADS"] = "1"  # the machine is small and shared; two ranks must not fight over cores
+    env["PYTHONWARNINGS"] = OWN_DEPRECATIONS_AS_ERRORS
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
@@ -36,24 +54,46 @@ def node_env(node_rank: int, num_nodes: int, port: int, run_id: str) -> dict:
                     RINGLAB_RDZV_PORT=port, RINGLAB_RUN_ID=run_id, RINGLAB_SOCKET_IFNAME="lo")
 
 
+NODE_TAG_ENV = "RINGLAB_TEST_NODE"
+
+
+def _pids_tagged(tag: str):
+    """Processes whose environment carries NODE_TAG_ENV=tag: a launcher and every worker it started."""
+    marker = f"{NODE_TAG_ENV}={tag}".encode()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                    yield int(entry)
+            except OSError:  # ended meanwhile, or not ours to read
+                continue
+
+
 class Nodes:
-    """Starts launcher processes, each in its own session so a whole "node" can be killed at once."""
+    """Starts launcher processes that each play a node, and kills a whole node at once.
+
+    A node's processes are found by a tag in their environment, not by process group: torchrun 2.x starts
+    each worker in a session of its own, and a worker outlives a launcher killed with SIGKILL.
+    """
 
     def __init__(self):
         self.procs = []
 
     def start(self, args, env):
+        env = {**env, NODE_TAG_ENV: f"{os.getpid()}-{len(self.procs)}"}
         proc = subprocess.Popen([sys.executable, "-m", "ringlab_worker", *args], env=env, cwd=str(REPO),
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 start_new_session=True)
+        proc.node_tag = env[NODE_TAG_ENV]
         self.procs.append(proc)
         return proc
 
     def kill(self, proc):
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        for pid in [proc.pid, *_pids_tagged(proc.node_tag)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def finish(self, proc, timeout):
         """(exit code, output); kills the node if it outlives `timeout`, so a hang fails, not blocks."""
@@ -71,9 +111,8 @@ def nodes():
     started = Nodes()
     yield started
     for proc in started.procs:  # also on failure: no stray ranks left holding ports
-        if proc.poll() is None:
-            started.kill(proc)
-            proc.communicate()
+        started.kill(proc)  # also when the launcher has ended: a worker it left behind still holds the pipe
+        proc.communicate()
 
 
 def run_worker(args, env=None, timeout=60):

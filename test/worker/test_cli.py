@@ -50,7 +50,7 @@ def test_incomplete_rendezvous_environment_exits_2(env, message):
 def test_without_rendezvous_environment_a_single_process_trains_and_writes_the_record(tmp_path, validate_result):
     output = tmp_path / "single.json"
     code, printed, _ = run_worker(["train", "--model", "tiny", "--batch-size", "4", "--num-warmup-batches", "0",
-                                   "--num-batches-per-iter", "1", "--num-iters", "2", "--output", str(output)],
+                                   "--num-batches-per-iter", "1", "--num-iters", "2", "--channels-last", "--output", str(output)],
                                   env=base_env(RINGLAB_RUN_ID="solo", RINGLAB_IMAGE="ringlab/worker:test"))
     assert code == 0, printed
     record = validate_result(output)
@@ -58,5 +58,6 @@ def test_without_rendezvous_environment_a_single_process_trains_and_writes_the_r
     assert record["world"] == {"size": 1, "nodes": 1, "procsPerNode": 1, "backend": "gloo", "engine": "ddp",
                                "hostnames": record["world"]["hostnames"]}
     assert record["provenance"]["device"] == "cpu" and record["provenance"]["nccl"] is None
+    assert record["knobs"]["channelsLast"] is True and record["provenance"]["cudnn"] is None
     assert math.isfinite(record["metrics"]["finalLoss"])
     assert [p.name for p in tmp_path.iterdir()] == ["single.json"]  # no temp file left behind

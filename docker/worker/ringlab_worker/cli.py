@@ -78,7 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--num-iters", type=positive_int, default=10)
     train.add_argument("--image-size", type=positive_int, default=None,
                        help="default: the model's native size (32 tiny and small, 299 inception_v3, 224 resnets)")
-    train.add_argument("--precision", choices=("fp32", "amp"), default="fp32", help="amp needs a GPU")
+    train.add_argument("--precision", choices=("fp32", "amp"), default="fp32",
+                       help="amp: fp16 autocast with a gradient scaler; needs a GPU")
+    train.add_argument("--channels-last", action="store_true",
+                       help="NHWC memory format for the model and the batch (faster convolutions with amp on GPUs)")
     train.add_argument("--bucket-cap-mb", type=positive_float, default=25.0,
                        help="DDP gradient bucket size (Horovod: tensor fusion threshold)")
     train.add_argument("--fp16-allreduce", action="store_true",
@@ -119,6 +122,11 @@ def check_machine(args) -> None:
             "is False: no GPU, no NVIDIA driver, the container was started without --gpus, or this is the "
             "cpu image). Use --device cpu --precision fp32."
         )
+    if args.job == "train":
+        from .train import TORCHVISION_MODELS, import_torchvision
+
+        if args.model in TORCHVISION_MODELS:
+            import_torchvision()
     if getattr(args, "engine", "ddp") == "horovod":
         try:
             import horovod.torch  # noqa: F401

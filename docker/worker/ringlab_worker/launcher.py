@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import List, Mapping, Optional
 
+from . import compat
 from .errors import EXIT_OTHER, EXIT_PEER_FAILED, MEANING, BadArguments, PeerFailed, PeerTimeout, WorkerError
 
 DEFAULT_RDZV_PORT = 29400
@@ -91,15 +92,29 @@ def torchrun_argv(rdzv: Rendezvous, timeout_seconds: float, job_argv: List[str])
     ]
 
 
-def configure_network_env(env) -> None:
-    """Interface choice for Gloo and NCCL; NCCL inside Docker picks docker0 or lo unless told otherwise."""
+# Interfaces NCCL must not pick by itself: Docker's bridge and loopback do not reach other nodes.
+NCCL_EXCLUDED_INTERFACES = ("docker0", "lo")
+
+
+def network_env(env: Mapping[str, str], torch_version) -> dict:
+    """The Gloo and NCCL variables for the cluster interface the launcher was given (RINGLAB_SOCKET_IFNAME).
+
+    With an interface, Gloo and NCCL both use it (an explicit lo is honoured: one-machine tests). Without,
+    NCCL excludes docker0 and lo, which it would otherwise pick inside a container. Variables the user set
+    are kept, except that RINGLAB_SOCKET_IFNAME wins over NCCL_SOCKET_IFNAME. NCCL_DEBUG=WARN puts NCCL's
+    warnings (a fallback transport, a wrong interface) into the node's log.
+    """
     ifname = env.get("RINGLAB_SOCKET_IFNAME", "")
+    wanted = {"NCCL_DEBUG": "WARN", compat.nccl_async_error_handling_env(torch_version): "1"}
     if ifname:
-        env["GLOO_SOCKET_IFNAME"] = ifname
-        env["NCCL_SOCKET_IFNAME"] = ifname
-    env.setdefault("NCCL_SOCKET_IFNAME", "^docker0,lo")
-    # NCCL then turns a stuck collective into an error after the process-group timeout instead of hanging.
-    env.setdefault("NCCL_ASYNC_ERROR_HANDLING", "1")
+        wanted.update({"GLOO_SOCKET_IFNAME": ifname, "NCCL_SOCKET_IFNAME": ifname})
+        return {name: value for name, value in wanted.items() if name.endswith("_SOCKET_IFNAME") or name not in env}
+    wanted["NCCL_SOCKET_IFNAME"] = "^" + ",".join(NCCL_EXCLUDED_INTERFACES)
+    return {name: value for name, value in wanted.items() if name not in env}
+
+
+def configure_network_env(env, torch_version) -> None:
+    env.update(network_env(env, torch_version))
 
 
 def run_worker(args) -> int:
@@ -111,7 +126,7 @@ def run_worker(args) -> int:
 def launch(args, job_argv: List[str]) -> int:
     import torch
 
-    configure_network_env(os.environ)
+    configure_network_env(os.environ, compat.torch_release())
     rdzv = rendezvous_from_env(os.environ, torch.cuda.device_count() if torch.cuda.is_available() else 0)
     if rdzv is None:
         return run_worker(args)
@@ -131,7 +146,7 @@ def launch(args, job_argv: List[str]) -> int:
 def _run_torchrun(torchrun: List[str], rdzv: Rendezvous, timeout_seconds: float) -> None:
     from torch.distributed import run as torch_run
     from torch.distributed.elastic.agent.server.local_elastic_agent import LocalElasticAgent
-    from torch.distributed.elastic.multiprocessing.api import SignalException, Std
+    from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher import api as launcher_api
     from torch.distributed.elastic.rendezvous import (
@@ -139,11 +154,9 @@ def _run_torchrun(torchrun: List[str], rdzv: Rendezvous, timeout_seconds: float)
 
     endpoint = f"{rdzv.head_addr}:{rdzv.port}"
     try:
-        # torch_run.run(), minus one bug: torch 1.13 on Python 3.11 parses "--redirects 0" (the default)
-        # to None and crashes before starting any worker (pytorch/pytorch#92319, fixed in torch 2.0).
+        # torch_run.run(), with its config patched where a torch release needs it (see compat).
         config, entrypoint, entrypoint_args = torch_run.config_from_args(torch_run.parse_args(torchrun))
-        config.redirects = config.redirects if config.redirects is not None else Std.NONE
-        config.tee = config.tee if config.tee is not None else Std.NONE
+        compat.patch_torchrun_config(config, compat.torch_release())
         # After its workers end, an agent waits for the other nodes' agents (the "exit barrier"), 300 s
         # in torch and not settable from the command line: a dead peer would hold this node for 5 min.
         launcher_api.LocalElasticAgent = functools.partial(

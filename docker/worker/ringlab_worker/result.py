@@ -19,7 +19,7 @@ _KNOB_NAMES = {
     "model": "model", "batch_size": "batchSize", "num_warmup_batches": "numWarmupBatches",
     "num_batches_per_iter": "numBatchesPerIter", "num_iters": "numIters", "image_size": "imageSize",
     "precision": "precision", "bucket_cap_mb": "bucketCapMb", "fp16_allreduce": "fp16Allreduce",
-    "nccl_algo_ring": "ncclAlgoRing", "engine": "engine",
+    "nccl_algo_ring": "ncclAlgoRing", "engine": "engine", "channels_last": "channelsLast",
     "min_bytes": "minBytes", "max_bytes": "maxBytes", "step_factor": "stepFactor",
     "warmup_iters": "warmupIters", "iters": "iters",
 }
@@ -55,23 +55,58 @@ def _nvidia_driver() -> Optional[str]:
         return None  # a broken driver is reported by the GPU job itself; provenance stays best effort
 
 
+def cudnn_version_text(version: Optional[int]) -> Optional[str]:
+    """torch.backends.cudnn.version(): 90100 is 9.1.0 (cuDNN 9 on), 8902 is 8.9.2 (cuDNN 8 and before)."""
+    if version is None:
+        return None
+    major, rest = divmod(version, 10000) if version >= 90000 else divmod(version, 1000)
+    minor, patch = divmod(rest, 100)
+    return f"{major}.{minor}.{patch}"
+
+
+def gpu_provenance(properties, cudnn_version: Optional[int], nccl_version, driver: Optional[str]) -> dict:
+    """The GPU's fields of the record: `properties` is torch.cuda.get_device_properties(device),
+    nccl_version torch.cuda.nccl.version() (a tuple) or None where torch has no NCCL."""
+    return {
+        "deviceModel": properties.name,
+        "gpuMemoryBytes": int(properties.total_memory),
+        "gpuComputeCapability": f"{properties.major}.{properties.minor}",
+        "cudnn": cudnn_version_text(cudnn_version),
+        "nccl": ".".join(str(part) for part in nccl_version) if nccl_version else None,
+        "nvidiaDriver": driver,
+    }
+
+
+def cpu_provenance() -> dict:
+    """The same fields on a CPU run: the GPU's are null, so every record has the same shape."""
+    return {"deviceModel": _cpu_model(), "gpuMemoryBytes": None, "gpuComputeCapability": None, "cudnn": None,
+            "nccl": None, "nvidiaDriver": None}
+
+
+def _torchvision_version() -> Optional[str]:
+    try:
+        import torchvision
+    except (ImportError, RuntimeError):  # only the torchvision models need it (see train.import_torchvision)
+        return None
+    return torchvision.__version__
+
+
 def provenance(device, started_at: str) -> dict:
     import torch
-    import torchvision
 
-    on_gpu = device.type == "cuda"
-    nccl = None
-    if on_gpu and torch.distributed.is_nccl_available():
-        nccl = ".".join(str(part) for part in torch.cuda.nccl.version())
+    if device.type == "cuda":
+        nccl = torch.cuda.nccl.version() if torch.distributed.is_nccl_available() else None
+        hardware = gpu_provenance(torch.cuda.get_device_properties(device), torch.backends.cudnn.version(), nccl,
+                                  _nvidia_driver())
+    else:
+        hardware = cpu_provenance()
     return {
         "torch": torch.__version__,
-        "torchvision": torchvision.__version__,
+        "torchvision": _torchvision_version(),
         "python": platform.python_version(),
         "cuda": torch.version.cuda,
-        "nccl": nccl,
-        "nvidiaDriver": _nvidia_driver() if on_gpu else None,
         "device": device.type,
-        "deviceModel": torch.cuda.get_device_name(device) if on_gpu else _cpu_model(),
+        **hardware,
         "image": os.environ.get("RINGLAB_IMAGE") or None,
         # When the worker command started (before importing torch and the rendezvous): with endedAt, the
         # job's whole life, which the orchestrator compares with its own wall time to report its overhead.

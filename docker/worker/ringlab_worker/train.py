@@ -13,11 +13,25 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import torchvision
 
-from .errors import WorkerError
+from . import compat
+from .errors import BadArguments, WorkerError
 
 NATIVE_IMAGE_SIZE = {"tiny": 32, "small": 32, "resnet50": 224, "resnet101": 224, "resnet152": 224, "inception_v3": 299}
+TORCHVISION_MODELS = ("resnet50", "resnet101", "resnet152", "inception_v3")
+
+
+def import_torchvision():
+    """torchvision, needed for the torchvision models only: tiny and small, and the probe, run without it."""
+    try:
+        import torchvision
+    except (ImportError, RuntimeError) as error:  # absent, or built for another torch (RuntimeError:
+        # "operator torchvision::nms does not exist")
+        raise BadArguments(
+            f"this model needs torchvision, but `import torchvision` failed ({error}); install the torchvision "
+            "release built for this torch, or use --model tiny or small"
+        ) from error
+    return torchvision
 
 
 def build_model(name: str):
@@ -38,6 +52,7 @@ def build_model(name: str):
             nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(8),
             nn.Flatten(), nn.Linear(64 * 8 * 8, 1024), nn.ReLU(), nn.Linear(1024, 10),
         ), 10
+    torchvision = import_torchvision()
     if name == "inception_v3":
         # Without the auxiliary head the output is a plain tensor, as for the ResNets.
         return torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=False), 1000
@@ -49,12 +64,14 @@ def run_train(args, world) -> dict:
         args.image_size = NATIVE_IMAGE_SIZE[args.model]  # so the record holds the size actually used
     torch.manual_seed(0)
     model, num_classes = build_model(args.model)
-    model.to(world.device)
+    # NHWC: what cuDNN's tensor-core convolutions want, so AMP runs without layout transposes.
+    memory_format = torch.channels_last if args.channels_last else torch.contiguous_format
+    model.to(world.device, memory_format=memory_format)
     parameter_count = sum(p.numel() for p in model.parameters())
     gradient_bytes = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
 
     amp = args.precision == "amp"
-    scaler = torch.cuda.amp.GradScaler(enabled=amp)
+    scaler = compat.make_grad_scaler(enabled=amp)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     if args.engine == "horovod":
         model, optimizer = _wrap_horovod(args, world, model, optimizer)
@@ -62,8 +79,9 @@ def run_train(args, world) -> dict:
         model = _wrap_ddp(args, world, model)
 
     data = torch.randn(args.batch_size, 3, args.image_size, args.image_size, device=world.device)
+    data = data.contiguous(memory_format=memory_format)
     target = torch.randint(0, num_classes, (args.batch_size,), device=world.device)
-    autocast = (lambda: torch.autocast(device_type="cuda", dtype=torch.float16)) if amp else contextlib.nullcontext
+    autocast = (lambda: compat.autocast("cuda")) if amp else contextlib.nullcontext
 
     def step():
         optimizer.zero_grad(set_to_none=True)
@@ -82,7 +100,8 @@ def run_train(args, world) -> dict:
     unit = "GPU" if world.device.type == "cuda" else "CPU"
     log = print if world.is_reporter else (lambda *a, **k: None)
     log(f"Model: {args.model}, image size {args.image_size}, batch size {args.batch_size} per worker, "
-        f"{world.size} {unit}(s), engine {args.engine}, {args.precision}", flush=True)
+        f"{world.size} {unit}(s), engine {args.engine}, {args.precision}"
+        f"{', channels-last' if args.channels_last else ''}", flush=True)
     log("Running warmup...", flush=True)
     for _ in range(args.num_warmup_batches):
         step()

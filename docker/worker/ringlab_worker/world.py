@@ -35,12 +35,20 @@ class World:
             torch.cuda.synchronize(self.device)
 
 
+def cuda_device_index(local_rank: int, device_count: int) -> int:
+    """The GPU of the process torchrun numbered LOCAL_RANK: one GPU per process, wrapping around when a
+    node runs more processes than it has GPUs (they then share)."""
+    if device_count < 1:
+        raise BadArguments("--device cuda asked for, but torch sees no GPU")
+    return local_rank % device_count
+
+
 def pick_device(requested: str, local_rank: int) -> torch.device:
     if requested == "cpu" or (requested == "auto" and not torch.cuda.is_available()):
         return torch.device("cpu")
     if not torch.cuda.is_available():  # the launcher checks this too; a worker may run elsewhere
         raise BadArguments("--device cuda asked for, but torch sees no GPU")
-    device = torch.device("cuda", local_rank % torch.cuda.device_count())
+    device = torch.device("cuda", cuda_device_index(local_rank, torch.cuda.device_count()))
     torch.cuda.set_device(device)
     return device
 
