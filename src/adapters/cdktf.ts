@@ -28,6 +28,21 @@ export interface StackFiles {
   readonly outDir: string;
 }
 
+/**
+ * Terraform waits this long for the state lock instead of failing at once: a deploy left running by a controller
+ * that was killed still holds it, and `down` should destroy after it, not fail beside it.
+ */
+const STATE_LOCK_TIMEOUT = "-lock-timeout=300s";
+
+function lockTimeoutArgs(): Record<string, string> {
+  const args: Record<string, string> = {};
+  for (const command of ["plan", "apply", "destroy"]) {
+    const key = `TF_CLI_ARGS_${command}`;
+    args[key] = [process.env[key], STATE_LOCK_TIMEOUT].filter((part) => part !== undefined && part !== "").join(" ");
+  }
+  return args;
+}
+
 export class Cdktf {
   private readonly command: readonly string[];
   private readonly terraformBinary: string;
@@ -51,22 +66,27 @@ export class Cdktf {
     await this.cdktf(["synth", "--output", files.outDir], files.specFile);
   }
 
-  /** Deploys the stack and writes its outputs (JSON) to `outputsFile`. */
+  /**
+   * Deploys the stack and writes its outputs (JSON) to `outputsFile`. --skip-provider-lock (here and in destroy):
+   * cdktf would otherwise run `terraform providers lock`, which asks the registry for checksums only HCP
+   * Terraform's remote runs need (`init` records the installed provider's), so even a provider from a local
+   * mirror would need the registry.
+   */
   async deploy(files: StackFiles, outputsFile: string): Promise<unknown> {
-    await this.cdktf(["deploy", files.stack, "--output", files.outDir, "--auto-approve",
+    await this.cdktf(["deploy", files.stack, "--output", files.outDir, "--auto-approve", "--skip-provider-lock",
       "--outputs-file", outputsFile, "--outputs-file-include-sensitive-outputs"], files.specFile);
     return JSON.parse(readFileSync(outputsFile, "utf8"));
   }
 
   async destroy(files: StackFiles): Promise<void> {
-    await this.cdktf(["destroy", files.stack, "--output", files.outDir, "--auto-approve"], files.specFile);
+    await this.cdktf(["destroy", files.stack, "--output", files.outDir, "--auto-approve", "--skip-provider-lock"], files.specFile);
   }
 
   private async cdktf(args: readonly string[], specFile: string): Promise<void> {
     const [file, ...prefix] = this.command;
     const options: RunOptions = {
       cwd: this.options.projectDir,
-      env: { RINGLAB_SPEC: specFile, CHECKPOINT_DISABLE: "1", TERRAFORM_BINARY_NAME: this.terraformBinary, CI: "1" },
+      env: { RINGLAB_SPEC: specFile, CHECKPOINT_DISABLE: "1", TERRAFORM_BINARY_NAME: this.terraformBinary, CI: "1", ...lockTimeoutArgs() },
       logFile: this.options.logFile,
       onLine: this.options.onLine,
       signal: this.options.signal,

@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { Cdktf, type StackFiles } from "../adapters/cdktf.ts";
 import { testAwsEndpoint } from "../aws/clients.ts";
+import { deleteTestbedLeftovers, sweepClients, type SweepClients } from "../aws/sweep.ts";
 import { uninterruptible, type Context } from "../context.ts";
 import { ToolError } from "../errors.ts";
 import { awsInventory, renderInventory } from "../inventory.ts";
@@ -24,6 +25,12 @@ export interface AwsOptions {
   readonly terraformBinary?: string;
   /** How long to wait for SSH on the nodes. @default 10 minutes */
   readonly sshWaitMs?: number;
+  /**
+   * How `down` reaches AWS to look for resources tagged with the testbed's name that Terraform's state missed;
+   * null skips the look (tests with a cdktf double, which created nothing).
+   * @default sweepClients: the SDK with the standard credential chain (or the test endpoint override)
+   */
+  readonly leftoverClients?: ((region: string) => SweepClients) | null;
 }
 
 function cdktfFor(ctx: Context, options: AwsOptions): Cdktf {
@@ -110,6 +117,17 @@ export async function downAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOp
       hint: `the testbed's state is kept; run \`ringlab down ${spec.name}\` again, or look at the AWS console for resources tagged ringlab:testbed=${spec.name}`,
     });
   }
+  // A deploy stopped between creating a resource and recording it (the controller killed mid-deploy) leaves
+  // something Terraform does not know of; its tag still names the testbed.
+  const clientsFor = options.leftoverClients === undefined ? sweepClients : options.leftoverClients;
+  if (clientsFor === null) return;
+  const removed = await deleteTestbedLeftovers(clientsFor(spec.region), spec.name, (line) => ctx.reporter.info(line)).catch((error: unknown) => {
+    if (error instanceof ToolError) throw error;
+    throw new ToolError("aws", `the stack was destroyed, but looking for resources tagged ringlab:testbed=${spec.name} failed: ${(error as Error).message}`, {
+      cause: error, hint: `run \`ringlab down ${spec.name}\` again once AWS answers`,
+    });
+  });
+  if (removed.length > 0) ctx.reporter.warn(`removed ${removed.length} resources tagged ringlab:testbed=${spec.name} that Terraform's state did not list`);
 }
 
 /** `type.name` of every resource a Terraform state file lists; none when the file does not exist. */

@@ -42,7 +42,7 @@ describe("cdktf adapter", () => {
     const outputs = await new Cdktf({ projectDir: dir, command: fake.command, terraformBinary: "true" })
       .deploy(files(dir), join(dir, "outputs.json"));
     expect(fake.calls().map(({ args, specFile }) => ({ args, specFile }))).toEqual([{
-      args: ["deploy", "ringlab-scale", "--output", join(dir, "cdktf.out"), "--auto-approve", "--outputs-file", join(dir, "outputs.json"),
+      args: ["deploy", "ringlab-scale", "--output", join(dir, "cdktf.out"), "--auto-approve", "--skip-provider-lock", "--outputs-file", join(dir, "outputs.json"),
         "--outputs-file-include-sensitive-outputs"],
       specFile: "/s/spec.json",
     }]);
@@ -53,7 +53,7 @@ describe("cdktf adapter", () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-cdktf-"));
     const fake = fakeCdktf(dir);
     await new Cdktf({ projectDir: dir, command: fake.command, terraformBinary: "true" }).destroy(files(dir));
-    expect(fake.calls().map((call) => call.args)).toEqual([["destroy", "ringlab-scale", "--output", join(dir, "cdktf.out"), "--auto-approve"]]);
+    expect(fake.calls().map((call) => call.args)).toEqual([["destroy", "ringlab-scale", "--output", join(dir, "cdktf.out"), "--auto-approve", "--skip-provider-lock"]]);
   });
 
   it("turns a failed deploy into a ToolError that keeps cdktf's own message", async () => {
@@ -82,7 +82,7 @@ describe("AWS testbed up and down through the cdktf double", () => {
     writeFileSync(file, "testbed: {target: aws, name: scale, nodes: 3, adminCidr: 203.0.113.7/32, sshPublicKeyFile: keys/ringlab.pub}\n");
     const ctx: Context = { repoDir: dir, stateDir: join(dir, "state"), reporter: silentReporter, logFile: join(dir, "log"), signal: new AbortController().signal };
     const fake = fakeCdktf(dir, { FAKE_CDKTF_OUTPUTS: LOOPBACK_OUTPUTS, ...extraEnv });
-    return { dir, file, ctx, fake, aws: { cdktfCommand: fake.command, terraformBinary: "true", sshWaitMs: 1 } };
+    return { dir, file, ctx, fake, aws: { cdktfCommand: fake.command, terraformBinary: "true", sshWaitMs: 1, leftoverClients: null } };
   }
 
   it("stores the resolved spec before deploying, and deploys from it: key text inline, state in the testbed's folder", async () => {
