@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { Cdktf, type StackFiles } from "../adapters/cdktf.ts";
 import { testAwsEndpoint } from "../aws/clients.ts";
+import { preflightAws, type PreflightOptions } from "../aws/preflight.ts";
 import { deleteTestbedLeftovers, sweepClients, type SweepClients } from "../aws/sweep.ts";
 import { uninterruptible, type Context } from "../context.ts";
 import { ToolError } from "../errors.ts";
@@ -31,6 +32,12 @@ export interface AwsOptions {
    * @default sweepClients: the SDK with the standard credential chain (or the test endpoint override)
    */
   readonly leftoverClients?: ((region: string) => SweepClients) | null;
+  /**
+   * The checks before anything is created (zone offers the type, vCPU quota, worker image tarball); null skips
+   * them (tests with a cdktf double, which reach no AWS API).
+   * @default preflightAws with the SDK (or the test endpoint override)
+   */
+  readonly preflight?: PreflightOptions | null;
 }
 
 function cdktfFor(ctx: Context, options: AwsOptions): Cdktf {
@@ -57,6 +64,11 @@ export async function upAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOpti
   const earlier = loadRecord(ctx.stateDir, spec.name);
   // A test endpoint override that is not loopback stops here (exit 2), before anything is created.
   testAwsEndpoint();
+  if (options.preflight !== null) {
+    const report = await ctx.reporter.step(`check ${spec.instanceType} in ${spec.availabilityZone} and the vCPU quota`, () =>
+      preflightAws(spec, options.preflight ?? {}));
+    for (const warning of report.warnings) ctx.reporter.warn(warning);
+  }
   const cdktf = cdktfFor(ctx, options);
   await ctx.reporter.step("check terraform", () => cdktf.assertTerraform());
   try {

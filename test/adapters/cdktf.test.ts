@@ -82,7 +82,7 @@ describe("AWS testbed up and down through the cdktf double", () => {
     writeFileSync(file, "testbed: {target: aws, name: scale, nodes: 3, adminCidr: 203.0.113.7/32, sshPublicKeyFile: keys/ringlab.pub}\n");
     const ctx: Context = { repoDir: dir, stateDir: join(dir, "state"), reporter: silentReporter, logFile: join(dir, "log"), signal: new AbortController().signal };
     const fake = fakeCdktf(dir, { FAKE_CDKTF_OUTPUTS: LOOPBACK_OUTPUTS, ...extraEnv });
-    return { dir, file, ctx, fake, aws: { cdktfCommand: fake.command, terraformBinary: "true", sshWaitMs: 1, leftoverClients: null } };
+    return { dir, file, ctx, fake, aws: { cdktfCommand: fake.command, terraformBinary: "true", sshWaitMs: 1, leftoverClients: null, preflight: null } };
   }
 
   it("stores the resolved spec before deploying, and deploys from it: key text inline, state in the testbed's folder", async () => {
@@ -116,6 +116,19 @@ describe("AWS testbed up and down through the cdktf double", () => {
     const error = await up(ctx, loadCampaignFile(file), { ...aws, cdktfCommand: failing.fake.command }).catch((e) => e);
     expect(error).toBeInstanceOf(ToolError);
     expect(failing.fake.calls().map((call) => [call.args[0], call.spec!["createdAt"]])).toEqual([["deploy", created]]);
+  });
+
+  it("stops before anything is created when the zone does not offer the instance type or the vCPU quota is short", async () => {
+    const { file, ctx, fake, aws } = setUp();
+    const ec2 = (offered: boolean) => ({ offeredInZone: async () => offered, vcpus: async () => 4 });
+    const notOffered = await up(ctx, loadCampaignFile(file), { ...aws, preflight: { ec2: ec2(false) } }).catch((e) => e);
+    expect(notOffered).toBeInstanceOf(UsageError);
+    expect(notOffered.message).toBe("the availability zone us-east-1a does not offer g4dn.xlarge");
+    const shortQuota = await up(ctx, loadCampaignFile(file), { ...aws, preflight: { ec2: ec2(true), quotas: { quota: async () => ({ vcpus: 8 }) } } })
+      .catch((e) => e);
+    expect(shortQuota).toBeInstanceOf(PrerequisiteError);
+    expect(shortQuota.hint).toMatch(/request at least 12 vCPUs/);
+    expect(fake.calls()).toEqual([]);
   });
 
   it("refuses to start when terraform is missing, before calling cdktf at all", async () => {
