@@ -138,7 +138,8 @@ describe("synthesized stacks through terraform init, validate and a test plan (o
     await succeeds(dir, ["init", "-backend=false", "-input=false", "-no-color"]);
     expect(await succeeds(dir, ["validate", "-no-color"])).toContain("Success! The configuration is valid.");
     const { status, output } = await terraform(dir, ["test", "-no-color"]);
-    expect(output).toMatch(/tests\/plan\.tftest\.hcl\.\.\. in progress\s+run "plan"\.\.\. pass/);
+    // Terraform may print the broken file's error between these lines: assert the verdicts, not the layout.
+    expect(output).toMatch(/^tests\/plan\.tftest\.hcl\.\.\. pass$/m);
     if (name.startsWith("1 node")) {
       expect(status).not.toBe(0);
       expect(output).toMatch(/tests\/broken\.tftest\.hcl\.\.\. in progress\s+run "plan"\.\.\. fail/);
