@@ -13,6 +13,8 @@ import type { LocalTestbedSpec } from "./spec.ts";
 export const TESTBED_LABEL = "ringlab.testbed";
 /** Node containers and networks also carry their state folder's id, so `down --all` keeps to its own. */
 export const STATE_DIR_LABEL = "ringlab.state-dir";
+/** The state folder itself, so that a clash can name it (the id above is what filters use). */
+export const STATE_PATH_LABEL = "ringlab.state-path";
 export const NODE_IMAGE = "ringlab/node:latest";
 /** Nodes get .10, .11, ... of the subnet; Docker keeps .1 for the gateway. */
 const FIRST_NODE_HOST = 10;
@@ -53,7 +55,7 @@ export function planLocalTestbed(testbed: LocalTestbedSpec, stateDir: string): L
     name: testbed.name,
     network: `ringlab-${testbed.name}`,
     subnet: testbed.subnet,
-    labels: { [TESTBED_LABEL]: testbed.name, [STATE_DIR_LABEL]: stateDirId(stateDir) },
+    labels: { [TESTBED_LABEL]: testbed.name, [STATE_DIR_LABEL]: stateDirId(stateDir), [STATE_PATH_LABEL]: stateDir },
     sharedDir: testbed.sharedDir,
     nodes,
   };

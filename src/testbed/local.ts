@@ -10,7 +10,7 @@ import { UsageError } from "../errors.ts";
 import { buildInventory, renderInventory } from "../inventory.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import { buildLocalImages } from "./images.ts";
-import { localInventorySpec, NODE_IMAGE, planLocalTestbed, STATE_DIR_LABEL, stateDirId, TESTBED_LABEL, type LocalNodePlan, type LocalTestbedPlan } from "./local-plan.ts";
+import { localInventorySpec, NODE_IMAGE, planLocalTestbed, STATE_DIR_LABEL, STATE_PATH_LABEL, stateDirId, TESTBED_LABEL, type LocalNodePlan, type LocalTestbedPlan } from "./local-plan.ts";
 import { testbedPaths } from "./paths.ts";
 import { saveRecord, type TestbedRecord } from "./record.ts";
 import { waitForSsh } from "./reachability.ts";
@@ -91,6 +91,15 @@ export async function recreateLocalNodes(ctx: Context, spec: LocalTestbedSpec, r
 
 async function reuse(ctx: Context, docker: Docker, plan: LocalTestbedPlan, containerIds: string[], spec: LocalTestbedSpec) {
   const containers = (await docker.inspectContainers(containerIds)).filter((c) => c.labels["ringlab.role"] === "node");
+  // Another state folder's testbed has another SSH key: adopting it would end in "no such identity" half-way.
+  const foreign = containers.find((c) => c.labels[STATE_DIR_LABEL] !== plan.labels[STATE_DIR_LABEL]);
+  if (foreign) {
+    const owner = foreign.labels[STATE_PATH_LABEL] ?? "<the folder it was brought up from>";
+    throw new UsageError(
+      `a testbed named ${plan.name} already runs on this Docker engine, brought up from state folder ${owner}, not from this one (${ctx.stateDir})`,
+      { hint: `remove it with \`ringlab --state-dir ${owner} down ${plan.name}\`, or give this campaign another testbed name` },
+    );
+  }
   const complete = containers.length === plan.nodes.length
     && plan.nodes.every((node) => containers.some((c) => c.name === node.container && c.addresses[plan.network] === node.ip));
   if (!complete) {

@@ -44,6 +44,14 @@ describe("a local testbed through the CLI", { timeout: 10 * 60_000 }, () => {
     expect(docker(["ps", "-q", "--filter", `label=ringlab.testbed=${NAME}`]).trim().split("\n")).toHaveLength(3);
   });
 
+  it("refuses to adopt a testbed of the same name brought up from another state folder, naming that folder", async () => {
+    const refused = await ringlab(join(dir, "another-state"), ["up", campaign]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`a testbed named ${NAME} already runs on this Docker engine, brought up from state folder ${state}`);
+    expect(refused.stderr).toContain(`hint: remove it with \`ringlab --state-dir ${state} down ${NAME}\``);
+    expect(docker(["ps", "-q", "--filter", `label=ringlab.testbed=${NAME}`]).trim().split("\n")).toHaveLength(3);
+  });
+
   it("configures every node, and a second configure changes nothing", async () => {
     const first = await ringlab(state, ["configure"]);
     expect(first.code, first.stderr).toBe(0);

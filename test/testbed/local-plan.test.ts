@@ -15,7 +15,7 @@ describe("local testbed plan", () => {
   it("names containers, hostnames and addresses so that up, down and status agree", () => {
     const plan = planLocalTestbed(testbed(), "/state");
     expect(plan.network).toBe("ringlab-smoke");
-    expect(plan.labels).toEqual({ "ringlab.testbed": "smoke", "ringlab.state-dir": stateDirId("/state") });
+    expect(plan.labels).toEqual({ "ringlab.testbed": "smoke", "ringlab.state-dir": stateDirId("/state"), "ringlab.state-path": "/state" });
     expect(plan.sharedDir).toBe("/state/testbeds/smoke/shared");
     expect(plan.nodes).toEqual([
       { rank: 0, name: "smoke-node-0", container: "ringlab-smoke-node-0", ip: "10.77.0.10" },
