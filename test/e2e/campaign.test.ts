@@ -79,8 +79,10 @@ describe("a campaign on the local testbed", { timeout: 25 * 60_000 }, () => {
     expect(readFileSync(join(results, "summary.csv"), "utf8").trim().split("\n")).toHaveLength(10);
     expect(readFileSync(join(results, "campaign.yaml"), "utf8")).toBe(readFileSync("campaigns/local-smoke.yaml", "utf8"));
     const html = readFileSync(join(results, "report.html"), "utf8");
-    expect(html.match(/<svg/g)?.length).toBe(3);
+    // Throughput, efficiency, bus bandwidth, and the probe's fitted model against the training measurements.
+    expect(html.match(/<svg/g)?.length).toBe(4);
     expect(html).toMatch(/Ideal/);
+    expect(html).toContain("<b>Fitted model against measurement.</b>");
     expect(readFileSync(join(results, "report.md"), "utf8")).toMatch(/small · batch 32 \| 1gbit \| 3 \|/);
     for (const { runId, logsDir } of jsonl.map((line) => JSON.parse(line))) {
       expect(logsDir, runId).toMatch(new RegExp(`^logs/${runId}/attempt-\\d+$`));

@@ -1,0 +1,45 @@
+/**
+ * Whether the local testbed's workers can fill the links they are shaped to. Pure. Gloo moves and sums the
+ * gradient on the CPU, so under a CPU quota (cpusPerNode) a worker drives only so many Gbit/s: a link shaped
+ * faster than that is never the limit, and a run at that rate measures the CPU, not the link.
+ */
+import { bandwidthGbps } from "../bandwidth.ts";
+import type { CampaignPlan } from "./plan.ts";
+
+/**
+ * Bus bandwidth Gloo reaches per core of CPU quota on unshaped links, Gbit/s: the lowest per-core figure of
+ * test/bench/allreduce-probe.sh with RATE_MBIT=0 and CPUS=0.25 / 0.5 / 0.75 (2 and 3 ranks, 64-256 MiB) on the
+ * 2-core build machine, 2026-11-23 (test/bench/README.md, "What a CPU quota drives"). Another machine's cores
+ * drive more or less; the warning below says so.
+ */
+export const GLOO_GBPS_PER_CORE = 2.0;
+
+/** The fastest link a worker under `cpusPerNode` cores can fill, Gbit/s. */
+export function drivableGbps(cpusPerNode: number): number {
+  return GLOO_GBPS_PER_CORE * cpusPerNode;
+}
+
+/**
+ * One warning per shaped rate of a multi-node run that the quota cannot drive; none without a quota (AWS: a
+ * machine per node) and none for `unlimited`, which is meant to leave the CPU as the limit.
+ */
+export function checkLinkDrive(plan: CampaignPlan, cpusPerNode: number | undefined): string[] {
+  if (cpusPerNode === undefined) return [];
+  const drivable = drivableGbps(cpusPerNode);
+  const rates = [...new Set(plan.runs.filter((run) => run.nodes > 1 && run.bandwidth !== null).map((run) => run.bandwidth!))];
+  return rates.filter((rate) => (bandwidthGbps(rate) ?? 0) > drivable).map((rate) =>
+    `links shaped to ${rate} are faster than a worker under a CPU quota of ${cpusPerNode} cores drives with Gloo ` +
+    `(about ${formatGbps(drivable)} measured on the build machine): runs at ${rate} measure the CPU, not the link. ` +
+    `Use rates up to ${formatGbps(drivable)} (e.g. ${suggestRates(drivable)}) or a larger testbed.cpusPerNode`);
+}
+
+function formatGbps(gbps: number): string {
+  return gbps >= 1 ? `${Number(gbps.toFixed(2))} Gbit/s` : `${Math.round(gbps * 1000)} Mbit/s`;
+}
+
+/** Two tc rates at the 1 : 10 ratio of 1 and 10 Gbit/s, the faster one within what the quota drives. */
+function suggestRates(drivable: number): string {
+  const fastMbit = Math.max(10, Math.floor((drivable * 1000) / 10) * 10);
+  const slowMbit = Math.max(1, Math.round(fastMbit / 10));
+  return `${slowMbit}mbit and ${fastMbit}mbit`;
+}
