@@ -43,11 +43,20 @@ describe("ringlab CLI", () => {
     expect(result.stderr).toMatch(/error: no testbed is up here\nhint: create one with `ringlab up <campaign.yaml>`/);
   });
 
+  it("refuses a CPU quota Docker would not take before looking for a testbed", () => {
+    for (const cpus of ["0.001", "1.5x", "-1", "0.125"]) {
+      const result = cli(["run", "--nodes", "1", "--cpus", cpus]);
+      expect(result.status, cpus).toBe(2);
+      expect(result.stderr, cpus).toMatch(/argument '.*' is invalid\. expected a number of cores such as 0\.5 or 2/);
+    }
+  });
+
   it("plans the smoke campaign: its runs in order and an estimate", () => {
     const result = cli(["plan", "campaigns/local-smoke.yaml"]);
     expect(result.status).toBe(0);
     expect(result.stdout).toMatch(/^1 +train-small-b32-n1-r1 +train +1 +- +small +32$/m);
     expect(result.stdout).toMatch(/^9 runs on 3 local nodes; links reshaped 2 times$/m);
+    expect(result.stdout).toMatch(/^every node's worker runs under a CPU quota of \d+(\.\d+)? cores \(testbed\.cpusPerNode\)$/m);
     expect(result.stdout).toMatch(/^estimated duration: \d+ min/m);
   });
 

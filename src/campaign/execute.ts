@@ -20,6 +20,7 @@ import type { TestbedRecord } from "../testbed/record.ts";
 import { NodeKeeper, runnableWith, type NodeRecovery } from "../testbed/health.ts";
 import { configure, down, up } from "../testbed/testbed.ts";
 import { writeFileAtomic } from "../util/fs.ts";
+import { checkLinkDrive } from "./link-drive.ts";
 import { campaignName, planCampaign, remainingRuns, type CampaignPlan, type PlannedRun } from "./plan.ts";
 
 export interface CampaignOptions {
@@ -55,6 +56,7 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
   const plan = planCampaign(file, campaignName(file.sourceFile));
   // Once for the whole campaign, before anything starts: every run, the single-node baseline too, gets it.
   const cpusPerNode = resolveCpuQuota(file, options.machineCores ?? availableParallelism());
+  for (const warning of checkLinkDrive(plan, cpusPerNode)) ctx.reporter.warn(warning);
   const leftOut: string[] = [];
   const store = ResultsStore.open(resultsDirFor(file, options.resultsDir), (message) => {
     leftOut.push(message);

@@ -7,12 +7,12 @@ import { bandwidthGbps } from "../bandwidth.ts";
 import type { CampaignPlan } from "./plan.ts";
 
 /**
- * Bus bandwidth Gloo reaches per core of CPU quota on unshaped links, Gbit/s: the lowest per-core figure of
- * test/bench/allreduce-probe.sh with RATE_MBIT=0 and CPUS=0.25 / 0.5 / 0.75 (2 and 3 ranks, 64-256 MiB) on the
- * 2-core build machine, 2026-11-23 (test/bench/README.md, "What a CPU quota drives"). Another machine's cores
- * drive more or less; the warning below says so.
+ * Bus bandwidth Gloo reaches per core of CPU quota on unshaped links, Gbit/s: test/bench/allreduce-probe.sh with
+ * RATE_MBIT=0 and CPUS=0.25 / 0.5 / 0.75 (2 and 3 ranks, 16-64 MiB) on the 2-core build machine, 2026-11-23, gave
+ * 7.1-9.8 Gbit/s per core (test/bench/README.md, "What a CPU quota drives"); this is the lowest, rounded down.
+ * Another machine's cores drive more or less; the warning below says where the figure comes from.
  */
-export const GLOO_GBPS_PER_CORE = 2.0;
+export const GLOO_GBPS_PER_CORE = 7;
 
 /** The fastest link a worker under `cpusPerNode` cores can fill, Gbit/s. */
 export function drivableGbps(cpusPerNode: number): number {

@@ -3,10 +3,20 @@ import { InvalidArgumentError } from "commander";
 import { BANDWIDTH_HELP, bandwidthGbps } from "../bandwidth.ts";
 import { UsageError } from "../errors.ts";
 import { checkSafePath, checkSafeWorkerArg } from "../rules/safe-text.ts";
+import { SMALLEST_CPU_QUOTA } from "../testbed/cpu-quota.ts";
 
 export function parsePositiveInt(text: string): number {
   const value = Number(text);
   if (!Number.isInteger(value) || value < 1) throw new InvalidArgumentError("expected a positive whole number.");
+  return value;
+}
+
+/** A CPU quota in cores, as Docker's --cpus takes it: a positive number in steps of 0.01. */
+export function parseCpuQuota(text: string): number {
+  const value = Number(text);
+  if (!/^\d+(\.\d{1,2})?$/.test(text) || !(value >= SMALLEST_CPU_QUOTA)) {
+    throw new InvalidArgumentError(`expected a number of cores such as 0.5 or 2 (at least ${SMALLEST_CPU_QUOTA}, in steps of 0.01).`);
+  }
   return value;
 }
 

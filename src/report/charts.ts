@@ -165,7 +165,8 @@ export function busBandwidthChartSpec(data: ReportData): TopLevelSpec | null {
   } as const;
   const y = { field: "busbw", type: "quantitative", title: "Bus bandwidth (Gbit/s)", scale: { domainMin: 0 } } as const;
   const series = [...new Set(rows.map((row) => row.series))];
-  const color = { field: "series", type: "nominal", title: "Link · nodes", scale: { domain: series, range: colors(series.length) } } as const;
+  // In rows of four: one row of six or more link × node series runs off the page's width.
+  const color = { field: "series", type: "nominal", title: "Link · nodes", scale: { domain: series, range: colors(series.length) }, legend: { columns: 4 } } as const;
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
     ...SINGLE,

@@ -3,9 +3,11 @@
 # each container's egress shaped to RATE_MBIT with tc, reported as % of that rate at the largest sizes.
 #
 # Usage: test/bench/allreduce-probe.sh [RANKS...]          (default: 2 4 8)
-# Environment (defaults): IMAGE (ringlab/worker:cpu, built if missing), RATE_MBIT (1000), MIN_BYTES (16M),
-#   MAX_BYTES (256M), WARMUP_ITERS (1), ITERS (5), SUBNET (10.231.77.0/24), KEEP (empty; set to keep results),
-#   PLAIN_GLOO (empty; set to 1 to also time a bare dist.all_reduce of MAX_BYTES the same way, as a control)
+# Environment (defaults): IMAGE (ringlab/worker:cpu, built if missing), RATE_MBIT (1000; 0: no shaping),
+#   MIN_BYTES (16M), MAX_BYTES (256M), WARMUP_ITERS (1), ITERS (5), SUBNET (10.231.77.0/24), KEEP (empty; set to
+#   keep results), PLAIN_GLOO (empty; set to 1 to also time a bare dist.all_reduce of MAX_BYTES the same way, as a
+#   control), CPUS (empty; a Docker --cpus quota per container, with OMP_NUM_THREADS to match, as the local
+#   testbed's cpusPerNode does: with RATE_MBIT=0 this measures what Gloo drives per unit of CPU quota)
 set -euo pipefail
 
 if [[ $# -gt 0 ]]; then ranks_list=("$@"); else ranks_list=(2 4 8); fi
@@ -14,6 +16,12 @@ rate_mbit="${RATE_MBIT:-1000}"
 subnet="${SUBNET:-10.231.77.0/24}"
 max_bytes="${MAX_BYTES:-256M}"
 iters="${ITERS:-5}"
+cpus="${CPUS:-}"
+cpu_args=()
+if [[ -n "$cpus" ]]; then
+  cpu_args=(--cpus "$cpus" -e "OMP_NUM_THREADS=$(python3 -c "import math, sys; print(math.ceil(float(sys.argv[1])))" "$cpus")")
+fi
+if [[ "$rate_mbit" == 0 ]]; then shape="true"; else shape="tc qdisc add dev eth0 root tbf rate ${rate_mbit}mbit burst 256kb latency 50ms"; fi
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 tag="rlw-bench-$$"
 network="$tag-net"
@@ -59,13 +67,13 @@ run_ranks() {
     fi
     # The hostname equals the container name, so Docker's DNS resolves what torchrun publishes as MASTER_ADDR.
     docker run -d --name "$name" --hostname "$name" --network "$network" --cap-add NET_ADMIN \
-      -v "$results:/out" \
+      -v "$results:/out" "${cpu_args[@]}" \
       -e RINGLAB_NUM_NODES="$ranks" -e RINGLAB_NODE_RANK="$rank" -e RINGLAB_HEAD_ADDR="${names[0]}" \
       -e RINGLAB_RUN_ID="$tag-$ranks" \
       -e MASTER_ADDR="${names[0]}" -e MASTER_PORT=29500 -e RANK="$rank" -e WORLD_SIZE="$ranks" \
       -e PLAIN_GLOO_SCRIPT="$plain_gloo_script" \
       --entrypoint bash "$image" -c \
-      "tc qdisc add dev eth0 root tbf rate ${rate_mbit}mbit burst 256kb latency 50ms && $job" >/dev/null
+      "$shape && $job" >/dev/null
   done
   for name in "${names[@]}"; do
     code=$(docker wait "$name")
@@ -86,7 +94,8 @@ if ! docker image inspect "$image" >/dev/null 2>&1; then
   "$repo/docker/worker/build.sh" cpu
 fi
 docker network create --subnet "$subnet" "$network" >/dev/null
-echo "==> network $network ($subnet), egress of every container shaped to $rate_mbit Mbit/s (tc tbf)"
+if [[ "$rate_mbit" == 0 ]]; then echo "==> network $network ($subnet), links not shaped"; else echo "==> network $network ($subnet), egress of every container shaped to $rate_mbit Mbit/s (tc tbf)"; fi
+if [[ -n "$cpus" ]]; then echo "==> every container under a CPU quota of $cpus cores (docker --cpus)"; fi
 
 for ranks in "${ranks_list[@]}"; do
   echo "==> $ranks containers"
@@ -95,14 +104,17 @@ for ranks in "${ranks_list[@]}"; do
 done
 
 echo
-echo "==> busbw at the largest sizes, as % of the shaped rate ($rate_mbit Mbit/s)"
-python3 - "$results" "$rate_mbit" "${ranks_list[@]}" <<'EOF'
+if [[ "$rate_mbit" == 0 ]]; then echo "==> busbw at the largest sizes (links not shaped)"
+else echo "==> busbw at the largest sizes, as % of the shaped rate ($rate_mbit Mbit/s)"; fi
+python3 - "$results" "$rate_mbit" "$cpus" "${ranks_list[@]}" <<'EOF'
 import json, sys
-results, rate_gbps, ranks_list = sys.argv[1], int(sys.argv[2]) / 1000, sys.argv[3:]
-print(f"{'ranks':>5} {'size (MiB)':>10} {'time (s)':>9} {'busbw (Gbit/s)':>15} {'% of rate':>9} {'#wrong':>6}")
+results, rate_gbps, cpus, ranks_list = sys.argv[1], int(sys.argv[2]) / 1000, sys.argv[3], sys.argv[4:]
+last = f"{'% of rate':>9}" if rate_gbps else f"{'Gbit/s per core':>15}" if cpus else ""
+print(f"{'ranks':>5} {'size (MiB)':>10} {'time (s)':>9} {'busbw (Gbit/s)':>15} {'#wrong':>6} {last}")
 for ranks in ranks_list:
     record = json.load(open(f"{results}/ranks-{ranks}.json"))
     for row in record["metrics"]["rows"][-3:]:
-        print(f"{ranks:>5} {row['sizeBytes'] / 2**20:>10.0f} {row['timeSeconds']:>9.3f} "
-              f"{row['busbwGbps']:>15.3f} {100 * row['busbwGbps'] / rate_gbps:>8.1f}% {row['wrong']:>6}")
+        busbw = row["busbwGbps"]
+        extra = f"{100 * busbw / rate_gbps:>8.1f}%" if rate_gbps else f"{busbw / float(cpus):>15.3f}" if cpus else ""
+        print(f"{ranks:>5} {row['sizeBytes'] / 2**20:>10.0f} {row['timeSeconds']:>9.3f} {busbw:>15.3f} {row['wrong']:>6} {extra}")
 EOF

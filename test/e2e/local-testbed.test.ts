@@ -92,14 +92,21 @@ describe("a local testbed through the CLI", { timeout: 10 * 60_000 }, () => {
     expect(result.metrics.imagesPerSecondTotal.mean).toBeGreaterThan(0);
   });
 
-  it("stops the run's workers within seconds when ringlab run gets SIGTERM, and exits 130", async () => {
-    const child = startRingLab(state, ["run", "--nodes", "2", "--job", "train", "--out", join(dir, "term"), "--",
+  it("runs every worker under the CPU quota it is given, and stops them within seconds on SIGTERM, exiting 130", async () => {
+    const child = startRingLab(state, ["run", "--nodes", "2", "--job", "train", "--cpus", "0.5", "--out", join(dir, "term"), "--",
       "--model", "tiny", "--batch-size", "8", "--num-iters", "1000000"]);
     const workers = () => docker(["ps", "-q", "--filter", "label=ringlab.run_id", "--filter", `label=ringlab.testbed=${NAME}`]).trim();
     const deadline = Date.now() + 120_000;
     while (workers().split("\n").filter(Boolean).length < 2) {
       if (Date.now() > deadline) throw new Error(`the workers never started:\n${child.output()}`);
       await sleep(500);
+    }
+    // What the kernel enforces, read inside each running worker: 50 ms of CPU per 100 ms period (cgroup v2's
+    // cpu.max, or v1's quota and period where the engine runs on cgroup v1), and one torch thread.
+    const readQuota = "cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us)";
+    for (const worker of workers().split("\n")) {
+      expect(docker(["exec", worker, "sh", "-c", readQuota]).trim()).toBe("50000 100000");
+      expect(docker(["exec", worker, "printenv", "OMP_NUM_THREADS"]).trim()).toBe("1");
     }
     const signalled = Date.now();
     process.kill(child.pid!, "SIGTERM");

@@ -7,9 +7,11 @@ import { availableParallelism } from "node:os";
 import type { Command } from "commander";
 import { estimateCampaign, type CampaignEstimate, type EstimateOptions } from "../../campaign/estimate.ts";
 import { checkGpuMemory } from "../../campaign/gpu-memory.ts";
+import { checkLinkDrive } from "../../campaign/link-drive.ts";
 import { EXIT } from "../../errors.ts";
 import { campaignName, planCampaign, reshapeCount, type CampaignPlan } from "../../campaign/plan.ts";
 import { loadCampaignFile, type LoadedCampaignFile } from "../../config/load.ts";
+import { resolveCpuQuota } from "../../testbed/cpu-quota.ts";
 import { formatDuration, formatTable } from "../format.ts";
 import type { CommandHost } from "../program.ts";
 
@@ -20,9 +22,12 @@ export function registerPlan(program: Command, host: CommandHost): void {
     .action(host.action((file: string) => {
       const campaign = loadCampaignFile(file, { readKeys: false });
       const plan = planCampaign(campaign, campaignName(campaign.sourceFile));
+      const cpusPerNode = resolveCpuQuota(campaign, availableParallelism());
       const estimate = estimateCampaign(plan, campaign, { localCores: availableParallelism(), ...tarballSize(campaign) });
       process.stdout.write(formatRuns(plan));
-      process.stdout.write(`\n${formatSummary(plan, campaign, estimate)}\n`);
+      process.stdout.write(`\n${formatSummary(plan, campaign, estimate, cpusPerNode)}\n`);
+      const warnings = checkLinkDrive(plan, cpusPerNode);
+      if (warnings.length > 0) process.stderr.write(`\n${warnings.map((warning) => `warning: ${warning}`).join("\n")}\n`);
       const problems = checkGpuMemory(plan, campaign);
       if (problems.length === 0) return EXIT.ok;
       process.stderr.write(`\n${problems.map((problem) => `problem: ${problem}`).join("\n")}\n`);
@@ -47,9 +52,10 @@ function formatRuns(plan: CampaignPlan): string {
   ]));
 }
 
-function formatSummary(plan: CampaignPlan, campaign: LoadedCampaignFile, estimate: CampaignEstimate): string {
+function formatSummary(plan: CampaignPlan, campaign: LoadedCampaignFile, estimate: CampaignEstimate, cpusPerNode: number | undefined): string {
   const lines = [
     `${plan.runs.length} runs on ${plan.nodesToProvision} ${campaign.testbed.target} nodes; links reshaped ${reshapeCount(plan.runs)} times`,
+    ...(cpusPerNode === undefined ? [] : [`every node's worker runs under a CPU quota of ${cpusPerNode} cores (testbed.cpusPerNode)`]),
     ...(plan.largestRunNodes < plan.nodesToProvision
       ? [`note: no run uses more than ${plan.largestRunNodes} nodes; testbed.nodes: ${plan.largestRunNodes} would leave none idle`]
       : []),

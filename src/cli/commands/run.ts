@@ -1,13 +1,15 @@
 /** `ringlab run`: one benchmark job on the first N nodes of a testbed, at one link bandwidth. */
+import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { BANDWIDTH_HELP } from "../../bandwidth.ts";
 import { EXIT, UsageError } from "../../errors.ts";
 import { JOBS, runOnce, type Job } from "../../runner.ts";
-import { requireRecord } from "../../testbed/record.ts";
+import { planCpuQuota } from "../../testbed/cpu-quota.ts";
+import { requireRecord, type TestbedRecord } from "../../testbed/record.ts";
 import { withTestbedLock } from "../../testbed/testbed.ts";
 import { writableDirProblem } from "../../util/fs.ts";
-import { checkedWorkerArgs, parseBandwidth, parsePositiveInt, parseSafePath } from "../options.ts";
+import { checkedWorkerArgs, parseBandwidth, parseCpuQuota, parsePositiveInt, parseSafePath } from "../options.ts";
 import type { CommandHost } from "../program.ts";
 
 interface RunOptions {
@@ -17,6 +19,7 @@ interface RunOptions {
   readonly job: Job;
   readonly timeout: number;
   readonly out: string;
+  readonly cpus?: number;
 }
 
 export function registerRun(program: Command, host: CommandHost): void {
@@ -28,6 +31,7 @@ export function registerRun(program: Command, host: CommandHost): void {
     .addOption(new Option("--job <job>", "train: data-parallel training; allreduce: bandwidth probe").choices(JOBS).default("allreduce"))
     .option("--timeout <seconds>", "give up on the run after this long", parsePositiveInt, 600)
     .option("--out <dir>", "where the run's result and logs go", parseSafePath, "results/adhoc")
+    .option("--cpus <cores>", "local testbed: run every node's worker under this CPU quota, as a campaign's testbed.cpusPerNode does (default: no quota)", parseCpuQuota)
     .argument("[worker-args...]", "passed to the worker after `--`, e.g. -- --model tiny --batch-size 32 (see docker/worker/README.md)")
     .action(host.action(async (workerArgs: string[], options: RunOptions, command: Command) => {
       const args = checkedWorkerArgs(workerArgs);
@@ -38,6 +42,7 @@ export function registerRun(program: Command, host: CommandHost): void {
       if (options.nodes > record.nodes.length) {
         throw new UsageError(`--nodes ${options.nodes} is more than testbed ${record.name} has (${record.nodes.length})`);
       }
+      if (options.cpus !== undefined) checkCpus(record, options.nodes, options.cpus);
       const outcome = await withTestbedLock(ctx, record.name, () => runOnce(ctx, record, {
         nodes: options.nodes,
         bandwidth: options.bandwidth,
@@ -45,8 +50,18 @@ export function registerRun(program: Command, host: CommandHost): void {
         workerArgs: args,
         timeoutSeconds: options.timeout,
         outDir: resolve(options.out),
+        ...(options.cpus === undefined ? {} : { cpusPerNode: options.cpus }),
       }));
       process.stdout.write(`${outcome.summary}\n`);
       if (outcome.status !== "ok") return EXIT.runsFailed;
     }));
+}
+
+/** A quota applies on the local testbed only, and all the run's workers at once must fit this machine. */
+function checkCpus(record: TestbedRecord, nodes: number, cpus: number): void {
+  if (record.target !== "local") {
+    throw new UsageError(`--cpus applies to the local testbed only; ${record.name} is on ${record.target}, where every node is a machine of its own`);
+  }
+  const plan = planCpuQuota({ cores: availableParallelism(), nodes, requested: cpus });
+  if (!plan.ok) throw new UsageError(`--cpus ${cpus}: ${plan.problem}`);
 }
