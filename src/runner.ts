@@ -115,6 +115,8 @@ export interface RunOnceOptions {
   readonly workerArgs: readonly string[];
   readonly timeoutSeconds: number;
   readonly outDir: string;
+  /** CPU cores each node's worker may use (local testbed); no limit when absent. */
+  readonly cpusPerNode?: number;
 }
 
 /** `ringlab run`: shape, run, and a human summary of the result. */
@@ -129,6 +131,7 @@ export async function runOnce(ctx: Context, record: TestbedRecord, options: RunO
     workerArgs: options.workerArgs,
     timeoutSeconds: options.timeoutSeconds,
     collectDir: join(options.outDir, runId),
+    ...(options.cpusPerNode === undefined ? {} : { cpusPerNode: options.cpusPerNode }),
   });
   return { ...outcome, summary: summarize(outcome, options.bandwidth) };
 }

@@ -104,10 +104,11 @@ describe("a local testbed through the CLI", { timeout: 10 * 60_000 }, () => {
     // What the kernel enforces, read inside each running worker: 50 ms of CPU per 100 ms period (cgroup v2's
     // cpu.max, or v1's quota and period where the engine runs on cgroup v1), and one torch thread.
     const readQuota = "cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us)";
-    for (const worker of workers().split("\n")) {
-      expect(docker(["exec", worker, "sh", "-c", readQuota]).trim()).toBe("50000 100000");
-      expect(docker(["exec", worker, "printenv", "OMP_NUM_THREADS"]).trim()).toBe("1");
-    }
+    // Read first, assert after the SIGTERM: a failed assertion must not leave the run holding the testbed.
+    const seen = workers().split("\n").map((worker) => ({
+      quota: docker(["exec", worker, "sh", "-c", readQuota]).trim(),
+      threads: docker(["exec", worker, "printenv", "OMP_NUM_THREADS"]).trim(),
+    }));
     const signalled = Date.now();
     process.kill(child.pid!, "SIGTERM");
     const { code } = await exited(child);
@@ -115,6 +116,7 @@ describe("a local testbed through the CLI", { timeout: 10 * 60_000 }, () => {
     while (workers() !== "" && Date.now() - signalled < 15_000) await sleep(250);
     expect(workers()).toBe("");
     expect(Date.now() - signalled).toBeLessThan(15_000);
+    expect(seen).toEqual([{ quota: "50000 100000", threads: "1" }, { quota: "50000 100000", threads: "1" }]);
   });
 
   it("refuses a second command on the testbed while one holds it, naming the holder", async () => {
