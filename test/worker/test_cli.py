@@ -14,6 +14,8 @@ from conftest import base_env, run_worker
     (["allreduce", "--max-bytes", "lots"], "'lots' is not a size in bytes"),
     (["train", "--device", "cpu", "--precision", "amp"], "--precision amp runs on a GPU only"),
     (["benchmark"], "invalid choice: 'benchmark'"),
+    (["train", "--reduction", "tree"], "invalid choice: 'tree'"),
+    (["train", "--engine", "horovod", "--reduction", "parameter-server"], "is a DDP communication hook; use --engine ddp"),
 ])
 def test_bad_arguments_exit_2_with_a_clear_message_before_importing_torch(args, message):
     code, output, seconds = run_worker(args)

@@ -4,6 +4,8 @@ import math
 import time
 import uuid
 
+import pytest
+
 from conftest import free_port, node_env
 
 
@@ -73,6 +75,30 @@ def test_fp16_gradient_compression_trains_over_gloo(nodes, tmp_path, validate_re
     assert [code for code, _ in results] == [0, 0], results
     record = validate_result(output)
     assert record["knobs"]["fp16Allreduce"] is True and math.isfinite(record["metrics"]["finalLoss"])
+
+
+@pytest.mark.parametrize("name", ["parameter-server", "sharded-parameter-server"])
+def test_the_probe_and_training_run_over_each_parameter_server_and_record_which(name, nodes, tmp_path, validate_result):
+    probe_output, train_output = tmp_path / "probe.json", tmp_path / "train.json"
+    probe = ["allreduce", "--reduction", name, "--min-bytes", "4", "--max-bytes", "256K", "--step-factor", "16",
+             "--warmup-iters", "1", "--iters", "2", "--timeout-seconds", "60", "--output", str(probe_output)]
+    procs, _ = start_two_nodes(nodes, probe, tmp_path)
+    results = [nodes.finish(proc, timeout=120) for proc in procs]
+    assert [code for code, _ in results] == [0, 0], results
+    record = validate_result(probe_output)
+    assert record["knobs"]["reduction"] == name
+    # One element (fewer than ranks: an empty shard) up to 256 KiB, all summed correctly.
+    assert [row["sizeBytes"] for row in record["metrics"]["rows"]] == [4, 64, 1024, 16384, 262144]
+    assert all(row["wrong"] == 0 for row in record["metrics"]["rows"])
+
+    train = ["train", "--model", "tiny", "--reduction", name, "--batch-size", "8", "--num-warmup-batches", "1",
+             "--num-batches-per-iter", "1", "--num-iters", "2", "--timeout-seconds", "60", "--output", str(train_output)]
+    procs, _ = start_two_nodes(nodes, train, tmp_path)
+    results = [nodes.finish(proc, timeout=120) for proc in procs]
+    assert [code for code, _ in results] == [0, 0], results
+    record = validate_result(train_output)
+    assert record["knobs"]["reduction"] == name and math.isfinite(record["metrics"]["finalLoss"])
+    assert f"engine ddp, {name}, fp32" in "".join(out for _, out in results)
 
 
 def test_a_peer_that_never_arrives_fails_the_run_with_exit_3_after_the_timeout(nodes):

@@ -11,6 +11,8 @@ from typing import List
 import torch
 import torch.distributed as dist
 
+from .reduction import sum_over_ranks
+
 FLOAT32_BYTES = 4
 PATTERN_PERIOD = 7
 PATTERN_TILE_ELEMENTS = 1 << 20  # check data is written tile by tile: no second buffer of the largest size
@@ -55,7 +57,7 @@ def run_allreduce(args, world) -> dict:
 
     say = print if world.is_reporter else (lambda *a, **k: None)
     say(f"# ringlab-worker allreduce: {world.size} ranks on {world.nodes} node(s), {world.backend} on "
-        f"{device.type}, warmup {args.warmup_iters}, iters {args.iters}")
+        f"{device.type}, {args.reduction}, warmup {args.warmup_iters}, iters {args.iters}")
     say("# time in us; algbw and busbw in Gbit/s (bits; nccl-tests prints GB/s); "
         "#wrong = wrong elements summed over ranks")
     say(f"# {'size':>10} {'count':>12} {'type':>6} {'redop':>6} {'time':>12} {'algbw':>9} {'busbw':>9} {'#wrong':>7}",
@@ -65,17 +67,17 @@ def run_allreduce(args, world) -> dict:
     for size in sizes:
         view = buffer[:size // FLOAT32_BYTES]
         for _ in range(args.warmup_iters):
-            dist.all_reduce(view)
+            sum_over_ranks(view, args.reduction)
         dist.barrier()
         world.synchronize()
         started = time.perf_counter()
         for _ in range(args.iters):
-            dist.all_reduce(view)
+            sum_over_ranks(view, args.reduction)
         world.synchronize()
         seconds = (time.perf_counter() - started) / args.iters
 
         _fill_check_pattern(view, tile, world.rank + 1)
-        dist.all_reduce(view)
+        sum_over_ranks(view, args.reduction)
         stats[0] = seconds
         dist.all_reduce(stats[:1], op=dist.ReduceOp.MAX)  # the collective ends when the slowest rank does
         stats[1] = _count_wrong(view, tile, world.size)

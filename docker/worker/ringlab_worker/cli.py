@@ -12,6 +12,8 @@ import sys
 from .errors import EXIT_BAD_ARGUMENTS, BadArguments, WorkerError
 from .result import LAUNCHED_AT_ENV, utc_now
 
+# The same names as reduction.REDUCTIONS, which imports torch; a test keeps the two equal.
+REDUCTIONS = ("ring", "parameter-server", "sharded-parameter-server")
 MODELS = ("tiny", "small", "resnet50", "resnet101", "resnet152", "inception_v3")
 
 
@@ -69,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--timeout-seconds", type=positive_float, default=300.0,
                         help="bounds rendezvous and every collective; a silent peer fails the run after this")
     common.add_argument("--output", default=None, help="path of the JSON result (written by global rank 0)")
+    common.add_argument("--reduction", choices=REDUCTIONS, default="ring",
+                        help="how gradients (probe: the buffer) are summed: ring all-reduce; parameter-server, "
+                        "every rank to rank 0 and back; sharded-parameter-server, rank r serves the r-th 1/N")
 
     train = jobs.add_parser("train", parents=[common], help="synthetic-data training throughput")
     train.add_argument("--model", choices=MODELS, default="resnet50")
@@ -106,6 +111,9 @@ def check_arguments(args) -> None:
             raise BadArguments(f"need 4 <= --min-bytes <= --max-bytes, got {args.min_bytes} and {args.max_bytes}")
         if args.step_factor < 2:
             raise BadArguments("--step-factor must be 2 or more")
+    if args.job == "train" and args.engine == "horovod" and args.reduction != "ring":
+        raise BadArguments(f"--reduction {args.reduction} is a DDP communication hook; use --engine ddp with it "
+                           "(Horovod always uses its own all-reduce)")
     if args.job == "train" and args.precision == "amp" and args.device == "cpu":
         raise BadArguments("--precision amp runs on a GPU only; use --precision fp32 with --device cpu")
 

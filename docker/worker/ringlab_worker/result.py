@@ -21,7 +21,7 @@ _KNOB_NAMES = {
     "precision": "precision", "bucket_cap_mb": "bucketCapMb", "fp16_allreduce": "fp16Allreduce",
     "nccl_algo_ring": "ncclAlgoRing", "engine": "engine", "channels_last": "channelsLast",
     "min_bytes": "minBytes", "max_bytes": "maxBytes", "step_factor": "stepFactor",
-    "warmup_iters": "warmupIters", "iters": "iters",
+    "warmup_iters": "warmupIters", "iters": "iters", "reduction": "reduction",
 }
 
 

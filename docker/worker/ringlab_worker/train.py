@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from . import compat
+from . import compat, reduction
 from .errors import BadArguments, WorkerError
 
 NATIVE_IMAGE_SIZE = {"tiny": 32, "small": 32, "resnet50": 224, "resnet101": 224, "resnet152": 224, "inception_v3": 299}
@@ -100,7 +100,7 @@ def run_train(args, world) -> dict:
     unit = "GPU" if world.device.type == "cuda" else "CPU"
     log = print if world.is_reporter else (lambda *a, **k: None)
     log(f"Model: {args.model}, image size {args.image_size}, batch size {args.batch_size} per worker, "
-        f"{world.size} {unit}(s), engine {args.engine}, {args.precision}"
+        f"{world.size} {unit}(s), engine {args.engine}, {args.reduction}, {args.precision}"
         f"{', channels-last' if args.channels_last else ''}", flush=True)
     log("Running warmup...", flush=True)
     for _ in range(args.num_warmup_batches):
@@ -140,10 +140,7 @@ def _wrap_ddp(args, world, model):
     on_gpu = world.device.type == "cuda"
     ddp = DistributedDataParallel(model, device_ids=[world.device.index] if on_gpu else None,
                                   bucket_cap_mb=args.bucket_cap_mb)
-    if args.fp16_allreduce:
-        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-
-        ddp.register_comm_hook(state=None, hook=default_hooks.fp16_compress_hook)
+    reduction.register_ddp_hook(ddp, args.reduction, fp16=args.fp16_allreduce)
     return ddp
 
 

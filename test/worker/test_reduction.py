@@ -1,0 +1,66 @@
+"""The reduction strategies over real Gloo on loopback: N processes, point-to-point sends and receives."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import base_env, free_port
+from ringlab_worker import cli, reduction
+from ringlab_worker.train import build_model
+
+HERE = Path(__file__).resolve().parent
+
+
+def run_ranks(size: int, out_dir: Path) -> list:
+    port = free_port()
+    procs = [subprocess.Popen([sys.executable, str(HERE / "reduction_step.py"), str(rank), str(size), str(port), str(out_dir)],
+                              env=base_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for rank in range(size)]
+    outputs = [proc.communicate(timeout=240)[0] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0] * size, outputs
+    return [torch.load(out_dir / f"rank{rank}.pt") for rank in range(size)]
+
+
+@pytest.mark.parametrize("size", [2, 3, 4])
+def test_every_reduction_leaves_all_ranks_with_the_parameters_the_ring_gives(size, tmp_path):
+    ranks = run_ranks(size, tmp_path)
+    for fp16 in (False, True):
+        ring = ranks[0][f"ring/fp16={fp16}"]
+        for name in reduction.REDUCTIONS:
+            for rank, saved in enumerate(ranks):
+                params = saved[f"{name}/fp16={fp16}"]
+                # Same on every rank: bit for bit, as data parallelism needs.
+                assert all(torch.equal(mine, first) for mine, first in zip(params, ranks[0][f"{name}/fp16={fp16}"])), (name, rank)
+                # Same as the ring within float rounding (sums in another order; fp16 rounds on the wire).
+                tolerance = 1e-3 if fp16 else 1e-5
+                assert all(torch.allclose(mine, reference, atol=tolerance, rtol=0) for mine, reference in zip(params, ring)), (name, fp16)
+        # The step did something: parameters moved away from the seeded start.
+        torch.manual_seed(0)
+        start = [p.detach() for p in build_model("small")[0].parameters()]
+        assert any(not torch.allclose(a, b) for a, b in zip(ring, start))
+    total = sum(rank + 1 for rank in range(size))
+    for count in (1, 3, 10, 1001):
+        expected = torch.arange(count, dtype=torch.float32) * total
+        for name in reduction.REDUCTIONS:
+            for saved in ranks:
+                assert torch.equal(saved[f"sum/{name}/{count}"], expected), (name, count)
+
+
+def test_shards_cover_the_tensor_in_order_with_sizes_differing_by_at_most_one():
+    tensor = torch.arange(10)
+    parts = reduction.shards(tensor, 4)
+    assert [part.numel() for part in parts] == [3, 3, 2, 2]
+    assert torch.equal(torch.cat(parts), tensor)
+    assert [part.numel() for part in reduction.shards(torch.arange(2), 4)] == [1, 1, 0, 0]
+
+
+def test_the_cli_offers_exactly_the_reductions_the_worker_implements():
+    assert cli.REDUCTIONS == reduction.REDUCTIONS
+
+
+def test_an_unknown_reduction_is_refused():
+    with pytest.raises(ValueError, match="unknown reduction 'tree'"):
+        reduction.sum_over_ranks(torch.zeros(2), "tree")
