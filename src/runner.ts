@@ -26,8 +26,10 @@ export interface RunRequest {
   readonly collectDir: string;
   /** Only these nodes are contacted (the others are lost); every node when absent. */
   readonly limit?: readonly string[];
-  /** CPU cores each node's worker may use (Docker's --cpus); no limit when absent. */
+  /** CPU cores each worker process may use; its node's container gets this × processesPerNode (Docker's --cpus). No limit when absent. */
   readonly cpusPerNode?: number;
+  /** Worker processes on each node (torchrun's nproc_per_node); absent: one per GPU on GPU nodes, one on CPU nodes. */
+  readonly processesPerNode?: number;
 }
 
 export interface RunOutcome {
@@ -66,8 +68,10 @@ export async function executeRun(ctx: Context, record: TestbedRecord, request: R
   // run.yml leaves each rank's log here. Earlier attempts have folders of their own and are kept; this attempt's
   // folder exists only when an invocation was killed before recording it, and its leftovers must not pass as ours.
   if (existsSync(request.collectDir)) rmSync(request.collectDir, { recursive: true, force: true });
+  const processes = request.processesPerNode;
+  const placement = processes === undefined ? `${request.nodes} nodes` : `${request.nodes} nodes × ${processes} processes`;
   try {
-    await ctx.reporter.step(`run ${request.runId} (${request.job} on ${request.nodes} nodes)`, (detail) => runPlaybook(ctx, record, "run.yml", {
+    await ctx.reporter.step(`run ${request.runId} (${request.job} on ${placement})`, (detail) => runPlaybook(ctx, record, "run.yml", {
       extraVars: {
         worker_run_id: request.runId,
         worker_nodes: request.nodes,
@@ -75,7 +79,9 @@ export async function executeRun(ctx: Context, record: TestbedRecord, request: R
         worker_job_args: request.workerArgs,
         worker_timeout_seconds: request.timeoutSeconds,
         worker_collect_dir: request.collectDir,
-        ...(request.cpusPerNode === undefined ? {} : { worker_cpus: request.cpusPerNode }),
+        ...(processes === undefined ? {} : { worker_procs_per_node: processes }),
+        // Docker's --cpus takes two decimals; the product of two such numbers may carry float noise.
+        ...(request.cpusPerNode === undefined ? {} : { worker_cpus: Math.round(request.cpusPerNode * (processes ?? 1) * 100) / 100 }),
         // The inventory is the CLI's own and site.yml checked it; run.yml runs once per run, so skip the checks.
         preflight_check_inventory: false,
       },

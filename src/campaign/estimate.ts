@@ -5,7 +5,7 @@
 import { bandwidthGbps } from "../bandwidth.ts";
 import { onDemandUsdPerHour } from "../catalogue/aws-instance-types.ts";
 import type { CampaignFile, Model } from "../config/schema.ts";
-import { ringAllReduceLowerBoundSeconds } from "../results/cost-model.ts";
+import { isReduction, reductionLowerBoundSeconds, type Placement } from "../results/cost-model.ts";
 import { workerImageSourceOf, type WorkerImageSource } from "../rules/worker-image.ts";
 import type { CampaignPlan, PlannedRun } from "./plan.ts";
 
@@ -94,15 +94,21 @@ export function estimateImageDelivery(file: CampaignFile, options: EstimateOptio
   return { source, seconds: (uploadBytes * 8) / (uplinkGbps * 1e9), uploadBytes, assumption: `${size} × ${tb.nodes} nodes at ${uplink}` };
 }
 
+/** One process per node unless the run says more (GPU nodes may run one per GPU by default: the estimate ignores that). */
+function placementOf(run: PlannedRun): Placement {
+  return { nodes: run.nodes, processesPerNode: run.processesPerNode ?? 1 };
+}
+
 export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options: EstimateOptions = {}): number {
   const target = file.testbed.target;
   const fastest = FASTEST_ALLREDUCE_GBPS[target];
   const link = run.bandwidth === null ? null : Math.min(bandwidthGbps(run.bandwidth) ?? fastest, fastest);
   let jobSeconds = WORKER_START_SECONDS;
+  const reduction = isReduction(run.knobs.reduction) ? run.knobs.reduction : "ring";
   if (run.job === "allreduce") {
     const probe = file.campaign!.probe;
     for (let bytes = probe.minBytes; bytes <= probe.maxBytes; bytes *= probe.stepFactor) {
-      jobSeconds += (probe.warmupIters + probe.iters) * ringAllReduceLowerBoundSeconds(bytes, run.nodes, link ?? fastest, 1e-4);
+      jobSeconds += (probe.warmupIters + probe.iters) * (reductionLowerBoundSeconds(reduction, bytes, placementOf(run), link ?? fastest, true) + 2 * (run.nodes * (run.processesPerNode ?? 1) - 1) * 1e-4);
     }
   } else {
     const knobs = { ...WORKER_DEFAULTS, ...run.knobs };
@@ -112,7 +118,7 @@ export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options:
     const slowdown = target === "local" ? Math.max(1, (2 * run.nodes) / (options.localCores ?? 2)) : 1;
     const computeSeconds = (run.batchSize! / IMAGES_PER_SECOND[device][run.model!]) * slowdown;
     const gradientBytes = PARAMETER_COUNT[run.model!] * (knobs.fp16Allreduce === true ? 2 : 4);
-    const allReduceSeconds = link === null ? 0 : ringAllReduceLowerBoundSeconds(gradientBytes, run.nodes, link);
+    const allReduceSeconds = link === null ? 0 : reductionLowerBoundSeconds(reduction, gradientBytes, placementOf(run), link, true);
     jobSeconds += steps * (computeSeconds + allReduceSeconds);
   }
   return OVERHEAD_SECONDS[target].run + jobSeconds;

@@ -158,8 +158,9 @@ async function executePlannedRun(ctx: Context, scope: CampaignScope, run: Planne
   const attempt = store.nextAttempt(run.id);
   const collectDir = store.logsDirOf(run.id, attempt);
   const outcome = await executeRun(ctx, testbed, {
-    runId: run.id, nodes: run.nodes, job: run.job, workerArgs: run.workerArgs, timeoutSeconds: scope.plan.runTimeoutSeconds,
-    collectDir, ...(limit === undefined ? {} : { limit }), ...(scope.cpusPerNode === undefined ? {} : { cpusPerNode: scope.cpusPerNode }),
+    runId: run.id, nodes: run.nodes, ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }),
+    job: run.job, workerArgs: run.workerArgs,
+    timeoutSeconds: scope.plan.runTimeoutSeconds, collectDir, ...(limit === undefined ? {} : { limit }), ...(scope.cpusPerNode === undefined ? {} : { cpusPerNode: scope.cpusPerNode }),
   });
   const provenance = outcome.result?.provenance;
   // The job's whole life in the worker, torch import and rendezvous included: what is left of the run's wall
@@ -206,6 +207,7 @@ function recordBase(scope: CampaignScope, run: PlannedRun, attempt: number) {
     params: {
       job: run.job,
       nodes: run.nodes,
+      ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }),
       bandwidth: run.bandwidth,
       linkGbps: run.bandwidth === null ? null : bandwidthGbps(run.bandwidth) ?? null,
       repeat: run.repeat,

@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import type { CampaignFile, Model, TrainKnobName } from "../config/schema.ts";
 import { TRAIN_KNOB_NAMES } from "../config/schema.ts";
 import { UsageError } from "../errors.ts";
+import type { Reduction } from "../results/cost-model.ts";
 import type { Job } from "../runner.ts";
 
 export interface PlannedRun {
@@ -13,6 +14,11 @@ export interface PlannedRun {
   readonly id: string;
   readonly job: Job;
   readonly nodes: number;
+  /**
+   * Worker processes on each node, when the matrix has processesPerNode; absent: the worker's default, one
+   * process per GPU on GPU nodes and one on CPU nodes.
+   */
+  readonly processesPerNode?: number;
   /** Link rate, or null for single-node runs, which send nothing over the network. */
   readonly bandwidth: string | null;
   /** 1-based. */
@@ -34,6 +40,8 @@ export interface CampaignPlan {
   readonly nodesToProvision: number;
   /** The most nodes any run uses; provisioning more leaves nodes idle. */
   readonly largestRunNodes: number;
+  /** The most worker processes any run starts at once (nodes × processes per node). */
+  readonly largestRunWorkers: number;
   /** A run still going after this is stopped and recorded as failed. */
   readonly runTimeoutSeconds: number;
   /** Keep the testbed after the campaign (the file's `keep`). */
@@ -58,19 +66,24 @@ export function planCampaign(file: CampaignFile, name: string): CampaignPlan {
   const knobCombinations = cartesian(knobAxes.map((knob) => (matrix[knob] as (string | number | boolean)[]).map((value) => [knob, value] as const)));
   const workerTimeout = Math.min(WORKER_TIMEOUT_SECONDS, section.runTimeoutSeconds);
 
-  const trainRun = (nodes: number, bandwidth: string | null, model: Model, batchSize: number, varied: readonly (readonly [TrainKnobName, unknown])[], repeat: number): PlannedRun => {
+  const trainRun = (nodes: number, processesPerNode: number | undefined, bandwidth: string | null, model: Model, batchSize: number, varied: readonly (readonly [TrainKnobName, unknown])[], repeat: number): PlannedRun => {
     const knobs = { ...section.train, ...Object.fromEntries(varied) } as PlannedRun["knobs"];
-    const idParts = ["train", model, `b${batchSize}`, `n${nodes}`, ...(bandwidth === null ? [] : [bandwidth]),
+    const idParts = ["train", model, `b${batchSize}`, `n${nodes}`, ...placementPart(processesPerNode), ...(bandwidth === null ? [] : [bandwidth]),
       ...varied.map(([knob, value]) => `${knob.toLowerCase()}-${String(value)}`), `r${repeat}`];
     const workerArgs = ["--model", model, "--batch-size", String(batchSize), ...knobArgs(knobs), "--timeout-seconds", String(workerTimeout)];
-    return withFingerprint({ id: idParts.join("-"), job: "train", nodes, bandwidth, repeat, model, batchSize, knobs, workerArgs });
+    return withFingerprint({ id: idParts.join("-"), job: "train", nodes, ...placementField(processesPerNode), bandwidth, repeat, model, batchSize, knobs, workerArgs });
   };
-  const probeRun = (nodes: number, bandwidth: string, repeat: number): PlannedRun => {
+  // The probe measures each reduction the training runs use (ring: the ids and arguments it always had).
+  const probeRun = (nodes: number, processesPerNode: number | undefined, bandwidth: string | null, reduction: Reduction, repeat: number): PlannedRun => {
     const probe = section.probe;
+    const ring = reduction === "ring";
     const workerArgs = ["--min-bytes", String(probe.minBytes), "--max-bytes", String(probe.maxBytes), "--step-factor", String(probe.stepFactor),
-      "--warmup-iters", String(probe.warmupIters), "--iters", String(probe.iters), "--timeout-seconds", String(workerTimeout)];
-    return withFingerprint({ id: `allreduce-n${nodes}-${bandwidth}-r${repeat}`, job: "allreduce", nodes, bandwidth, repeat, knobs: {}, workerArgs });
+      "--warmup-iters", String(probe.warmupIters), "--iters", String(probe.iters), ...(ring ? [] : ["--reduction", reduction]),
+      "--timeout-seconds", String(workerTimeout)];
+    const id = ["allreduce", `n${nodes}`, ...placementPart(processesPerNode), ...(bandwidth === null ? [] : [bandwidth]), ...(ring ? [] : [reduction]), `r${repeat}`].join("-");
+    return withFingerprint({ id, job: "allreduce", nodes, ...placementField(processesPerNode), bandwidth, repeat, knobs: ring ? {} : { reduction }, workerArgs });
   };
+  const probeReductions = unique(matrix.reduction ?? [section.train.reduction ?? "ring"]);
 
   const nodeCounts = unique(matrix.nodes).sort((a, b) => a - b);
   const bandwidths = unique(matrix.bandwidth);
@@ -78,26 +91,36 @@ export function planCampaign(file: CampaignFile, name: string): CampaignPlan {
   const trainConfigs = unique(matrix.model).flatMap((model) => unique(matrix.batchSize).flatMap((batchSize) =>
     knobCombinations.map((varied) => ({ model, batchSize, varied }))));
 
+  const placements: (number | undefined)[] = matrix.processesPerNode === undefined ? [undefined] : unique(matrix.processesPerNode).sort((a, b) => a - b);
   const runs: PlannedRun[] = [];
-  // Single-node runs first: they do not depend on the link, so they run once, whatever the bandwidths.
+  // Single-node runs first: they do not depend on the link, so they run once, whatever the bandwidths (with
+  // several processes per node, the probe measures their exchange inside the node).
   for (const repeat of repeats) {
     if (!nodeCounts.includes(1)) break;
-    for (const { model, batchSize, varied } of trainConfigs) runs.push(trainRun(1, null, model, batchSize, varied, repeat));
+    for (const processes of placements) {
+      if ((processes ?? 1) > 1 && section.probe.enabled) for (const reduction of probeReductions) runs.push(probeRun(1, processes, null, reduction, repeat));
+      for (const { model, batchSize, varied } of trainConfigs) runs.push(trainRun(1, processes, null, model, batchSize, varied, repeat));
+    }
   }
   // Then one group per bandwidth, so links are reshaped once per group; repeats outermost within a group,
   // so slow drift of the machine spreads over all configurations instead of biasing one.
   for (const bandwidth of bandwidths) {
     for (const repeat of repeats) {
       for (const nodes of nodeCounts.filter((n) => n > 1)) {
-        if (section.probe.enabled) runs.push(probeRun(nodes, bandwidth, repeat));
+        for (const processes of placements) {
+          if (section.probe.enabled) for (const reduction of probeReductions) runs.push(probeRun(nodes, processes, bandwidth, reduction, repeat));
+        }
       }
       for (const nodes of nodeCounts.filter((n) => n > 1)) {
-        for (const { model, batchSize, varied } of trainConfigs) runs.push(trainRun(nodes, bandwidth, model, batchSize, varied, repeat));
+        for (const processes of placements) {
+          for (const { model, batchSize, varied } of trainConfigs) runs.push(trainRun(nodes, processes, bandwidth, model, batchSize, varied, repeat));
+        }
       }
     }
   }
   return {
     name, runs, nodesToProvision: file.testbed.nodes, largestRunNodes: Math.max(...nodeCounts),
+    largestRunWorkers: Math.max(...runs.map((run) => run.nodes * (run.processesPerNode ?? 1)), 0),
     runTimeoutSeconds: section.runTimeoutSeconds, keep: section.keep,
   };
 }
@@ -132,8 +155,20 @@ function knobArgs(knobs: PlannedRun["knobs"]): string[] {
   });
 }
 
+/** "p4" in a run's id for 4 processes per node; nothing for 1 or the default, so ids of campaigns without the axis stay as they were. */
+function placementPart(processesPerNode: number | undefined): string[] {
+  return processesPerNode === undefined || processesPerNode === 1 ? [] : [`p${processesPerNode}`];
+}
+
+function placementField(processesPerNode: number | undefined): { processesPerNode?: number } {
+  return processesPerNode === undefined ? {} : { processesPerNode };
+}
+
 function withFingerprint(run: Omit<PlannedRun, "fingerprint">): PlannedRun {
-  const essence = JSON.stringify([run.job, run.nodes, run.bandwidth, run.workerArgs]);
+  // Processes per node only when the matrix sets them (on GPU nodes an explicit 1 differs from the default), so
+  // records made before the axis existed keep their fingerprints.
+  const placement = run.processesPerNode === undefined ? [] : [run.processesPerNode];
+  const essence = JSON.stringify([run.job, run.nodes, ...placement, run.bandwidth, run.workerArgs]);
   return { ...run, fingerprint: createHash("sha256").update(essence).digest("hex").slice(0, 16) };
 }
 

@@ -7,7 +7,8 @@
  */
 import { z } from "zod";
 import { BANDWIDTH_HELP, bandwidthGbps } from "../bandwidth.ts";
-import { checkEfaInstanceType, checkShapedRate, EFA_SHAPING_PROBLEM } from "../catalogue/aws-instance-types.ts";
+import { checkEfaInstanceType, checkShapedRate, EFA_SHAPING_PROBLEM, instanceTypeFacts } from "../catalogue/aws-instance-types.ts";
+import { REDUCTIONS } from "../results/cost-model.ts";
 import { checkAmiId, checkRootVolumeGiB } from "../rules/ami.ts";
 import { checkIpv4Cidr, checkSshSource, checkSubnetCidr, checkVpcCidr, DEFAULT_SSH_SOURCE_MIN_PREFIX, parseIpv4Cidr } from "../rules/cidr.ts";
 import { checkResourceName } from "../rules/names.ts";
@@ -201,6 +202,8 @@ const trainKnobs = {
   fp16Allreduce: z.boolean(),
   ncclAlgoRing: z.boolean(),
   engine: z.enum(["ddp", "horovod"]),
+  /** How gradients are summed: ring all-reduce, a parameter server on rank 0, or one sharded over all ranks. */
+  reduction: z.enum(REDUCTIONS),
 };
 export type TrainKnobName = keyof typeof trainKnobs;
 export const TRAIN_KNOB_NAMES = Object.keys(trainKnobs) as TrainKnobName[];
@@ -212,8 +215,16 @@ function axis<T extends z.ZodType>(value: T) {
   return z.union([value, z.array(value).min(1)]).transform((v) => (Array.isArray(v) ? v : [v]) as z.output<T>[]);
 }
 
+/** Most worker processes per node: a GPU node runs one per GPU, and 8 GPUs is the largest node sold. */
+export const MOST_PROCESSES_PER_NODE = 16;
+
 const matrix = z.strictObject({
   nodes: axis(z.int().min(1)),
+  /**
+   * Worker processes per node (torchrun's nproc_per_node), default 1: N nodes × P processes. On GPU nodes the GPUs
+   * used per node; on the local testbed each process gets testbed.cpusPerNode cores, as each GPU brings its own compute.
+   */
+  processesPerNode: axis(z.int().min(1).max(MOST_PROCESSES_PER_NODE)).optional(),
   model: axis(z.enum(MODELS)),
   batchSize: axis(z.int().min(1)),
   bandwidth: axis(bandwidth),
@@ -226,6 +237,7 @@ const matrix = z.strictObject({
   fp16Allreduce: axis(trainKnobs.fp16Allreduce).optional(),
   ncclAlgoRing: axis(trainKnobs.ncclAlgoRing).optional(),
   engine: axis(trainKnobs.engine).optional(),
+  reduction: axis(trainKnobs.reduction).optional(),
 });
 
 export const PROBE_DEFAULTS = { enabled: true, minBytes: 4096, maxBytes: 64 * 1024 * 1024, stepFactor: 4, warmupIters: 2, iters: 5 } as const;
@@ -280,11 +292,27 @@ export const campaignFileSchema = z.strictObject({
   if (file.testbed.target === "local" && engines.includes("horovod")) {
     ctx.addIssue({ code: "custom", path: ["campaign"], message: "engine horovod needs Horovod, which the local testbed's CPU worker image does not have (use ddp)" });
   }
+  const reductions = [...(plan.matrix.reduction ?? []), plan.train.reduction];
+  if (engines.includes("horovod") && reductions.some((reduction) => reduction !== undefined && reduction !== "ring")) {
+    ctx.addIssue({ code: "custom", path: ["campaign"], message: "reduction parameter-server and sharded-parameter-server are DDP communication hooks; Horovod always uses its own all-reduce (use engine ddp, or reduction ring)" });
+  }
   if (file.testbed.target === "aws") checkAwsLinks(file.testbed, plan, ctx);
+  if (file.testbed.target === "aws") checkProcessesPerGpu(file.testbed.instanceType, plan.matrix.processesPerNode ?? [], ctx);
   if (plan.probe.maxBytes < plan.probe.minBytes) {
     ctx.addIssue({ code: "custom", path: ["campaign", "probe", "maxBytes"], message: `found ${plan.probe.maxBytes}, expected at least minBytes (${plan.probe.minBytes})` });
   }
 }, FIELDS_VALID);
+
+/** On GPU instances every process gets a GPU of its own, so a node runs at most as many as it has GPUs. */
+function checkProcessesPerGpu(instanceType: string, processesPerNode: readonly number[], ctx: RefinementContext): void {
+  const gpus = instanceTypeFacts(instanceType)?.gpus;
+  const most = Math.max(0, ...processesPerNode);
+  if (gpus === undefined || gpus === 0 || most <= gpus) return;
+  ctx.addIssue({
+    code: "custom", path: ["campaign", "matrix", "processesPerNode"],
+    message: `found ${most}, but ${instanceType} has ${gpus} GPU${gpus === 1 ? "" : "s"}: use at most ${gpus} process${gpus === 1 ? "" : "es"} per node, or an instance type with more GPUs`,
+  });
+}
 
 /** Shaped rates the AWS instances can carry: tc only slows links down, and EFA traffic does not pass through it. */
 function checkAwsLinks(tb: z.output<typeof awsTestbed>, plan: z.output<typeof campaign>, ctx: RefinementContext): void {

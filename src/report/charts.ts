@@ -4,7 +4,7 @@
  */
 import { parse, View } from "vega";
 import { compile, type TopLevelSpec } from "vega-lite";
-import { errorHalfWidth, type BandwidthSeries, type ReportData, type TrainingConfig } from "./data.ts";
+import { errorHalfWidth, probeLinkLabel, type BandwidthSeries, type ReportData, type TrainingConfig } from "./data.ts";
 import { CONTENT_WIDTH_PX } from "./text.ts";
 
 /** SVG markup of each chart; absent when the campaign has nothing to draw in it. */
@@ -152,7 +152,7 @@ export function efficiencyChartSpec(data: ReportData): TopLevelSpec | null {
 /** All-reduce bus bandwidth against message size, one line per link × node count, a rule at each link rate. */
 export function busBandwidthChartSpec(data: ReportData): TopLevelSpec | null {
   const rows = data.probes.flatMap((probe) => probe.rows.map((row) => ({
-    series: `${probe.bandwidth} · ${probe.nodes} nodes`, sizeBytes: row.sizeBytes, busbw: row.busBandwidthGbps.mean,
+    series: `${probeLinkLabel(probe)} · ${probe.nodes} nodes`, sizeBytes: row.sizeBytes, busbw: row.busBandwidthGbps.mean,
     lower: Math.max(0, row.busBandwidthGbps.mean - row.busBandwidthGbps.halfWidth95), upper: row.busBandwidthGbps.mean + row.busBandwidthGbps.halfWidth95,
   })));
   if (rows.length === 0) return null;

@@ -4,7 +4,7 @@
  * plain data out; charts and pages are drawn from it elsewhere.
  */
 import {
-  efficiencyCeiling, meanWithInterval, ringAllReduceLowerBoundSeconds, scalingEfficiency, type EfficiencyCeiling,
+  efficiencyCeiling, isReduction, REDUCTIONS, meanWithInterval, reductionLowerBoundSeconds, scalingEfficiency, type EfficiencyCeiling, type Reduction,
 } from "../results/cost-model.ts";
 import { fitAlphaBeta, predictTrainingStep, type AlphaBetaFit } from "../results/comm-model.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
@@ -39,18 +39,22 @@ export interface Baseline {
 
 export interface ScalingPoint {
   readonly nodes: number;
+  /** Worker processes on each node. */
+  readonly processesPerNode: number;
   /** Ranks of the all-reduce (world size). */
   readonly workers: number;
   readonly imagesPerSecond: Interval;
   readonly runIds: readonly string[];
-  /** nodes × single-node throughput; null without a baseline. */
+  /** workers × the baseline's throughput per worker (nodes × single-node throughput); null without a baseline. */
   readonly idealImagesPerSecond: number | null;
   readonly scalingEfficiency: number | null;
   /** Compute time of one step, batch size / single-node per-worker throughput; null without a baseline. */
   readonly computeSecondsPerStep: number | null;
   /** Bytes each rank all-reduces per step (gradient bytes, halved when the gradients travel as fp16). */
   readonly allReduceBytes: number;
-  /** Ring all-reduce lower bound at the link rate; null for an unlimited link, which gives no bound. */
+  /** How the gradients were summed (ring unless the campaign chose another reduction). */
+  readonly reduction: Reduction;
+  /** Lower bound of that reduction at the link rate (results/cost-model.ts); null for an unlimited link, which gives no bound. */
   readonly allReduceLowerBoundSeconds: number | null;
   /** Best scaling efficiency the cost model allows; null when t_c or t_ar is unknown. */
   readonly efficiencyCeiling: EfficiencyCeiling | null;
@@ -72,8 +76,13 @@ export interface ModelPrediction {
 }
 
 export interface BandwidthSeries {
-  /** "1gbit", "unlimited", ... */
+  /**
+   * "1gbit", "unlimited", ...; with several processes per node "1gbit · 2 per node", and "in one node · 4 per
+   * node" for one node's processes, which use no link.
+   */
   readonly bandwidth: string;
+  /** Worker processes on each node of the series' points. */
+  readonly processesPerNode: number;
   readonly linkGbps: number | null;
   /** Multi-node points, by node count; the configuration's baseline is the 1-node point of every series. */
   readonly points: readonly ScalingPoint[];
@@ -99,7 +108,10 @@ export interface ProbeRow {
 }
 
 export interface ProbeSeries {
+  /** The link's rate, "unlimited", or "in one node". */
   readonly bandwidth: string;
+  readonly reduction: Reduction;
+  readonly processesPerNode: number;
   readonly linkGbps: number | null;
   readonly nodes: number;
   readonly workers: number;
@@ -160,10 +172,10 @@ export function reportData(records: readonly RunRecord[]): ReportData {
   const trainRecords = ok.filter((record): record is TrainRecord => record.result?.job === "train");
   const probeRecords = ok.filter((record): record is ProbeRecord => record.result?.job === "allreduce");
   const probes = probeSeries(probeRecords);
-  const fits = new Map(probes.map((probe) => [fitKey(probe.bandwidth, probe.nodes), probe.fit]));
+  const fits = new Map(probes.map((probe) => [fitKey(probe.bandwidth, probe.nodes, probe.processesPerNode, probe.reduction), probe.fit]));
   return {
     runCounts: { total: runs.length, ok: ok.length, failed: failures.length, doneAgain: runs.filter(({ attempts }) => attempts > 1).length },
-    training: trainingConfigs(trainRecords, (bandwidth, nodes) => fits.get(fitKey(bandwidth, nodes)) ?? null),
+    training: trainingConfigs(trainRecords, (bandwidth, nodes, processes, reduction) => fits.get(fitKey(bandwidth, nodes, processes, reduction)) ?? null),
     probes,
     failures,
   };
@@ -197,11 +209,40 @@ function failedRun({ record, attempts }: { record: RunRecord; attempts: number }
   };
 }
 
-/** The probe's fit for a link and node count. */
-type FitLookup = (bandwidth: string, nodes: number) => AlphaBetaFit | null;
+/** The probe's fit for a link, node count and reduction. */
+type FitLookup = (bandwidth: string, nodes: number, processesPerNode: number, reduction: Reduction) => AlphaBetaFit | null;
 
-function fitKey(bandwidth: string, nodes: number): string {
-  return `${bandwidth}|${nodes}`;
+function fitKey(bandwidth: string, nodes: number, processesPerNode: number, reduction: Reduction): string {
+  return `${bandwidth}|${nodes}|${processesPerNode}|${reduction}`;
+}
+
+/** The link a run used: its rate, "unlimited", or "in one node" for one node's processes, which cross no link. */
+function linkOf(record: RunRecord): string {
+  return record.params.bandwidth ?? (record.params.nodes === 1 ? IN_ONE_NODE : "unlimited");
+}
+
+const IN_ONE_NODE = "in one node";
+
+/** A series' name: its link, and its processes per node when more than one. */
+function seriesName(link: string, processesPerNode: number): string {
+  return processesPerNode === 1 ? link : `${link} · ${processesPerNode} per node`;
+}
+
+/** Processes per node the run had: the worker's own count (the truth on GPU nodes), else the plan's, else 1. */
+export function processesOf(record: RunRecord): number {
+  return record.result?.world.procsPerNode ?? record.params.processesPerNode ?? 1;
+}
+
+/** "1gbit", "1gbit · 2 per node", "1gbit, parameter-server": the probe's link, placement and reduction. */
+export function probeLinkLabel(probe: Pick<ProbeSeries, "bandwidth" | "reduction" | "processesPerNode">): string {
+  const name = seriesName(probe.bandwidth, probe.processesPerNode);
+  return probe.reduction === "ring" ? name : `${name}, ${probe.reduction}`;
+}
+
+/** The reduction a run used: its knob, or ring for runs that did not set one (and records older than the knob). */
+export function reductionOf(record: RunRecord): Reduction {
+  const value = record.params.knobs["reduction"];
+  return isReduction(value) ? value : "ring";
 }
 
 function trainingConfigs(records: readonly TrainRecord[], fitFor: FitLookup): TrainingConfig[] {
@@ -209,21 +250,28 @@ function trainingConfigs(records: readonly TrainRecord[], fitFor: FitLookup): Tr
   const byConfig = groupBy(records, (record) => JSON.stringify([record.params.model, record.params.batchSize, sortedEntries(record.params.knobs)]));
   return [...byConfig.values()].map((group) => {
     const { model = "(unknown model)", batchSize = 0, knobs } = group[0]!.params;
-    const singleNode = group.filter((record) => record.params.nodes === 1);
+    // The baseline: one node with the fewest processes measured (one, unless GPU nodes ran one per GPU throughout).
+    const fewest = Math.min(...group.filter((record) => record.params.nodes === 1).map(processesOf));
+    const singleNode = group.filter((record) => record.params.nodes === 1 && processesOf(record) === fewest);
     const baseline = singleNode.length === 0 ? null : {
       imagesPerSecond: repeatsInterval(singleNode),
       imagesPerSecondPerWorker: meanWithInterval(singleNode.map((record) => record.result.metrics.imagesPerSecondPerWorker.mean)).mean,
       workers: singleNode[0]!.result.world.size,
       runIds: singleNode.map((record) => record.runId),
     };
-    const multiNode = group.filter((record) => record.params.nodes > 1);
-    const series = [...groupBy(multiNode, (record) => record.params.bandwidth ?? "unlimited").entries()].map(([bandwidth, runs]) => ({
-      bandwidth,
-      linkGbps: runs[0]!.params.linkGbps,
-      points: [...groupBy(runs, (record) => String(record.params.nodes)).values()]
-        .map((repeats) => scalingPoint(repeats, batchSize, baseline, fitFor(bandwidth, repeats[0]!.params.nodes)))
-        .sort((a, b) => a.nodes - b.nodes),
-    }));
+    const scaled = group.filter((record) => !singleNode.includes(record));
+    const series = [...groupBy(scaled, (record) => JSON.stringify([linkOf(record), processesOf(record)])).values()].map((runs) => {
+      const link = linkOf(runs[0]!);
+      const processesPerNode = processesOf(runs[0]!);
+      return {
+        bandwidth: seriesName(link, processesPerNode),
+        processesPerNode,
+        linkGbps: runs[0]!.params.linkGbps,
+        points: [...groupBy(runs, (record) => String(record.params.nodes)).values()]
+          .map((repeats) => scalingPoint(repeats, batchSize, baseline, fitFor(link, repeats[0]!.params.nodes, processesPerNode, reductionOf(repeats[0]!))))
+          .sort((a, b) => a.nodes - b.nodes),
+      };
+    });
     const knobLabel = variedKnobs.map((knob) => `${knob}=${String(knobs[knob as keyof typeof knobs])}`);
     return {
       label: [model, `batch ${batchSize}`, ...knobLabel].join(" · "),
@@ -237,16 +285,21 @@ function scalingPoint(repeats: readonly TrainRecord[], batchSize: number, baseli
   const { params, result } = repeats[0]!;
   const imagesPerSecond = repeatsInterval(repeats);
   const workers = result.world.size;
+  const placement = { nodes: params.nodes, processesPerNode: processesOf(repeats[0]!) };
   const allReduceBytes = result.metrics.gradientBytes / (params.knobs.fp16Allreduce === true ? 2 : 1);
-  const allReduceLowerBoundSeconds = params.linkGbps === null ? null : ringAllReduceLowerBoundSeconds(allReduceBytes, workers, params.linkGbps);
-  const ideal = baseline === null ? null : params.nodes * baseline.imagesPerSecond.mean;
+  const reduction = reductionOf(repeats[0]!);
+  // Every rate ringlab applies is tc shaping on each node's egress (ansible/roles/net_shaping).
+  const allReduceLowerBoundSeconds = params.nodes === 1 ? 0
+    : params.linkGbps === null ? null : reductionLowerBoundSeconds(reduction, allReduceBytes, placement, params.linkGbps, true);
+  // Every worker brings the compute of one baseline worker (a GPU; locally a CPU quota per process).
+  const ideal = baseline === null ? null : (workers / baseline.workers) * baseline.imagesPerSecond.mean;
   const computeSecondsPerStep = baseline === null ? null : batchSize / baseline.imagesPerSecondPerWorker;
   const ceiling = computeSecondsPerStep === null || allReduceLowerBoundSeconds === null
     ? null : efficiencyCeiling(computeSecondsPerStep, allReduceLowerBoundSeconds);
   return {
-    nodes: params.nodes, workers, imagesPerSecond, runIds: repeats.map((record) => record.runId),
+    nodes: params.nodes, processesPerNode: placement.processesPerNode, workers, imagesPerSecond, runIds: repeats.map((record) => record.runId), reduction,
     idealImagesPerSecond: ideal,
-    scalingEfficiency: baseline === null ? null : scalingEfficiency(imagesPerSecond.mean, params.nodes, baseline.imagesPerSecond.mean),
+    scalingEfficiency: ideal === null ? null : imagesPerSecond.mean / ideal,
     computeSecondsPerStep, allReduceBytes, allReduceLowerBoundSeconds,
     efficiencyCeiling: ceiling,
     throughputCeiling: ceiling === null || ideal === null
@@ -287,7 +340,7 @@ function repeatsInterval(repeats: readonly TrainRecord[]): Interval {
 }
 
 function probeSeries(records: readonly ProbeRecord[]): ProbeSeries[] {
-  const groups = groupBy(records, (record) => JSON.stringify([record.params.bandwidth, record.params.nodes]));
+  const groups = groupBy(records, (record) => JSON.stringify([record.params.bandwidth, record.params.nodes, processesOf(record), reductionOf(record)]));
   return [...groups.values()].map((repeats) => {
     const { params, result } = repeats[0]!;
     const rowsBySize = groupBy(repeats.flatMap((record) => record.result.metrics.rows), (row) => String(row.sizeBytes));
@@ -300,12 +353,12 @@ function probeSeries(records: readonly ProbeRecord[]): ProbeSeries[] {
     })).sort((a, b) => a.sizeBytes - b.sizeBytes);
     const largest = rows[rows.length - 1];
     return {
-      bandwidth: params.bandwidth ?? "unlimited", linkGbps: params.linkGbps, nodes: params.nodes, workers: result.world.size,
+      bandwidth: linkOf(repeats[0]!), reduction: reductionOf(repeats[0]!), processesPerNode: processesOf(repeats[0]!), linkGbps: params.linkGbps, nodes: params.nodes, workers: result.world.size,
       runIds: repeats.map((record) => record.runId), rows,
       largestSizeLinkFraction: largest === undefined || params.linkGbps === null ? null : largest.busBandwidthGbps.mean / params.linkGbps,
       fit: fitAlphaBeta(rows, result.world.size),
     };
-  }).sort((a, b) => byLinkRate(a, b) || a.nodes - b.nodes);
+  }).sort((a, b) => byLinkRate(a, b) || a.nodes - b.nodes || a.processesPerNode - b.processesPerNode || REDUCTIONS.indexOf(a.reduction) - REDUCTIONS.indexOf(b.reduction));
 }
 
 /** Slowest link first; "unlimited" last. */

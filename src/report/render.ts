@@ -3,7 +3,7 @@
  * markdown summary. Pure: strings in, strings out. Every number is shown next to what it is compared with.
  */
 import type { ChartSvgs } from "./charts.ts";
-import type { BandwidthSeries, FailedRun, Interval, ProbeSeries, ReportData, ReportMeta, ScalingPoint, TrainingConfig } from "./data.ts";
+import { probeLinkLabel, type BandwidthSeries, type FailedRun, type Interval, type ProbeSeries, type ReportData, type ReportMeta, type ScalingPoint, type TrainingConfig } from "./data.ts";
 import { formatBytes } from "../util/format.ts";
 import { escapeHtml, htmlTable, markdownText, PAGE_STYLE, percent, readableSpan, readableTime } from "./text.ts";
 
@@ -84,7 +84,7 @@ function markdownProbes(probes: readonly ProbeSeries[]): string[] {
   const lines = ["", "## All-reduce probe", "", "| Link | Nodes | Largest message | Bus bandwidth (Gbit/s) | Share of the link |", "|---|---:|---:|---:|---:|"];
   for (const probe of probes) {
     const largest = probe.rows[probe.rows.length - 1];
-    lines.push(`| ${markdownText(probe.bandwidth)} | ${probe.nodes} | ${largest === undefined ? NOT_AVAILABLE : formatBytes(largest.sizeBytes)} | ${largest === undefined ? NOT_AVAILABLE : interval(largest.busBandwidthGbps, 3)} | ${optional(probe.largestSizeLinkFraction, percent)} |`);
+    lines.push(`| ${markdownText(probeLinkLabel(probe))} | ${probe.nodes} | ${largest === undefined ? NOT_AVAILABLE : formatBytes(largest.sizeBytes)} | ${largest === undefined ? NOT_AVAILABLE : interval(largest.busBandwidthGbps, 3)} | ${optional(probe.largestSizeLinkFraction, percent)} |`);
   }
   return lines;
 }
@@ -191,7 +191,7 @@ function probeTable(probe: ProbeSeries): string {
   const rows = probe.rows.map((row) => [
     formatBytes(row.sizeBytes), interval(row.busBandwidthGbps, 3), gbps(row.algorithmBandwidthGbps), seconds(row.timeSeconds), String(row.wrong),
   ]);
-  return `<h3>${escapeHtml(probe.bandwidth)}, ${probe.nodes} nodes (${probe.workers} ranks, ${probe.runIds.length} repeats)</h3>
+  return `<h3>${escapeHtml(probeLinkLabel(probe))}, ${probe.nodes} nodes (${probe.workers} ranks, ${probe.runIds.length} repeats)</h3>
 <p>${escapeHtml(link)}${share}.</p>
 ${table(["Message size", "Bus bandwidth (Gbit/s, ± 95% CI)", "Algorithm bandwidth (Gbit/s)", "Time (s)", "Wrong"], rows)}`;
 }
@@ -201,7 +201,7 @@ function modelSection(data: ReportData, svgs: ChartSvgs): string {
   const fitted = data.probes.filter((probe) => probe.fit !== null);
   if (fitted.length === 0) return "";
   const fitRows = fitted.map((probe) => [
-    escapeHtml(probe.bandwidth), String(probe.nodes), microseconds(probe.fit!.alphaSeconds), gbps(probe.fit!.effectiveGbps),
+    escapeHtml(probeLinkLabel(probe)), String(probe.nodes), microseconds(probe.fit!.alphaSeconds), gbps(probe.fit!.effectiveGbps),
     probe.linkGbps === null ? NOT_AVAILABLE : percent(probe.fit!.effectiveGbps / probe.linkGbps), probe.fit!.rSquared.toFixed(4), String(probe.fit!.samples),
   ]);
   const predictionRows = data.training.flatMap((config) => config.series.flatMap((series) => series.points.flatMap((point) =>
@@ -256,7 +256,7 @@ const HOW_TO_READ = `<section id="how-to-read">
 <ul>
 <li><b>Ideal</b> is n × the single-node throughput; <b>scaling efficiency</b> = throughput / ideal. Single-node runs use no link and are the first point of every link's line.</li>
 <li><b>t<sub>c</sub></b>, the compute time of one step, is batch size / single-node throughput per worker.</li>
-<li><b>t<sub>ar</sub></b> is the ring all-reduce lower bound for the gradients (S bytes, halved with fp16 all-reduce) over N ranks on links of B bytes/s: t<sub>ar</sub> ≥ 2(N-1)/N · S/B (Patarasuk &amp; Yuan 2009). An unlimited link gives no bound (n/a).</li>
+<li><b>t<sub>ar</sub></b> is the ring all-reduce lower bound for the gradients (S bytes, halved with fp16 all-reduce) over N ranks on links of B bytes/s: t<sub>ar</sub> ≥ 2(N-1)/N · S/B (Patarasuk &amp; Yuan 2009); the same for a sharded parameter server, whose every link carries as much. A central parameter server's link carries (N-1) gradients back; ringlab shapes each node's egress only, so the gradients going in are bounded by the senders' links and t<sub>ar</sub> ≥ N · S/B (2(N-1) · S/B on a full-duplex link of B each way). An unlimited link gives no bound (n/a).</li>
 <li>The <b>efficiency ceiling</b> is t<sub>c</sub> / (t<sub>c</sub> + t<sub>ar</sub>) when communication and compute take turns (no overlap) and min(1, t<sub>c</sub> / t<sub>ar</sub>) when the all-reduce hides behind compute (perfect overlap). A measurement above the no-overlap ceiling shows overlap at work; one below it points at more than bandwidth (latency, a slow collective, stragglers).</li>
 <li>The probe reports nccl-tests' bandwidths: algbw = S / t and <b>busbw = algbw · 2(N-1)/N</b>, which is comparable with the link rate whatever N is. TCP over MTU 1500 carries about 94–96% of the line rate.</li>
 <li>± is the half-width of the 95% confidence interval of the mean over repeats (Student's t). One repeat has no such interval: "(± x over iterations)" is that run's spread instead, 1.96 × the standard deviation of its per-iteration throughput, which says how steady the run was, not how precisely the mean is known. Chart error bars show the same.</li>

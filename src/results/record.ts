@@ -26,6 +26,8 @@ export interface RunRecord {
   readonly params: {
     readonly job: Job;
     readonly nodes: number;
+    /** Worker processes per node; absent in records made before the axis existed, which ran one. */
+    readonly processesPerNode?: number;
     /** Link rate ("1gbit"), "unlimited", or null for a single-node run. */
     readonly bandwidth: string | null;
     /** The same in Gbit/s; null for unlimited or single-node. */
@@ -68,6 +70,7 @@ export const runRecordSchema: z.ZodType<RunRecord> = z.looseObject({
   params: z.looseObject({
     job: z.enum(JOBS),
     nodes: z.number().int().positive(),
+    processesPerNode: z.number().int().positive().optional(),
     bandwidth: z.string().nullable(),
     linkGbps: z.number().nullable(),
     repeat: z.number().int(),

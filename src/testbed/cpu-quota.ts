@@ -16,6 +16,11 @@ export interface CpuQuotaRequest {
   readonly cores: number;
   /** Nodes of the testbed (testbed.nodes): every one may run a worker at once. */
   readonly nodes: number;
+  /**
+   * The most worker processes that run at once, when more than the nodes (nodes × processes per node): each
+   * process gets the quota, as each GPU of a node brings its own compute.
+   */
+  readonly workers?: number | undefined;
   /** testbed.cpusPerNode; absent: the largest quota that fits. */
   readonly requested?: number | undefined;
 }
@@ -29,19 +34,21 @@ export function largestCpuQuota(cores: number, nodes: number): number {
   return Math.floor(((cores - HOST_HEADROOM_CORES) / nodes) * 100) / 100;
 }
 
-/** The quota every worker runs under: the requested one if the machine can give it to every node at once. */
+/** The quota every worker runs under: the requested one if the machine can give it to every node (process) at once. */
 export function planCpuQuota(request: CpuQuotaRequest): CpuQuotaPlan {
   const { cores, nodes, requested } = request;
-  const largestThatFits = largestCpuQuota(cores, nodes);
+  const slots = Math.max(nodes, request.workers ?? 0);
+  const what = slots > nodes ? `${slots} worker processes (nodes × processesPerNode)` : `${nodes} nodes`;
+  const largestThatFits = largestCpuQuota(cores, slots);
   if (largestThatFits < SMALLEST_CPU_QUOTA) {
-    return { ok: false, largestThatFits, problem: `${nodes} nodes do not fit on ${cores} cores (${HOST_HEADROOM_CORES} kept for dockerd, sshd and Ansible); use fewer nodes` };
+    return { ok: false, largestThatFits, problem: `${what} do not fit on ${cores} cores (${HOST_HEADROOM_CORES} kept for dockerd, sshd and Ansible); use fewer` };
   }
   if (requested === undefined) return { ok: true, cpusPerNode: largestThatFits };
   // A hundredth of a core of slack: 0.75 × 2 must fit in 1.5 whatever floating point makes of it.
-  if (requested * nodes > cores - HOST_HEADROOM_CORES + 1e-9) {
+  if (requested * slots > cores - HOST_HEADROOM_CORES + 1e-9) {
     return {
       ok: false, largestThatFits,
-      problem: `found ${requested} × ${nodes} nodes = ${roundCores(requested * nodes)} cores, more than this machine's ${cores} cores less ` +
+      problem: `found ${requested} × ${what} = ${roundCores(requested * slots)} cores, more than this machine's ${cores} cores less ` +
         `${HOST_HEADROOM_CORES} for dockerd, sshd and Ansible; the largest value that fits is ${largestThatFits}`,
     };
   }
@@ -56,12 +63,21 @@ function roundCores(cores: number): number {
  * The quota of a loaded campaign file's workers: undefined on AWS (every node is a machine of its own); on the
  * local testbed the file's cpusPerNode or the default, or a ConfigError (exit 2) naming the largest value that fits.
  */
-export function resolveCpuQuota(file: { readonly sourceFile: string; readonly testbed: CpuQuotaTestbed }, cores: number): number | undefined {
+export function resolveCpuQuota(file: CpuQuotaFile, cores: number): number | undefined {
   const { testbed } = file;
   if (testbed.target !== "local") return undefined;
-  const plan = planCpuQuota({ cores, nodes: testbed.nodes, requested: testbed.cpusPerNode });
+  // The matrix is a cartesian product: its most nodes run with its most processes per node.
+  const matrix = file.campaign?.matrix;
+  const workers = matrix === undefined ? undefined : Math.max(...matrix.nodes) * Math.max(...(matrix.processesPerNode ?? [1]));
+  const plan = planCpuQuota({ cores, nodes: testbed.nodes, requested: testbed.cpusPerNode, workers });
   if (plan.ok) return plan.cpusPerNode;
   throw new ConfigError(file.sourceFile, [{ path: "testbed.cpusPerNode", message: plan.problem }]);
+}
+
+interface CpuQuotaFile {
+  readonly sourceFile: string;
+  readonly testbed: CpuQuotaTestbed;
+  readonly campaign?: { readonly matrix: { readonly nodes: readonly number[]; readonly processesPerNode?: readonly number[] | undefined } } | undefined;
 }
 
 type CpuQuotaTestbed =

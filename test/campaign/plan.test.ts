@@ -48,6 +48,48 @@ describe("expanding the matrix", () => {
     ]);
   });
 
+  it("probes every reduction the training runs use, ring under the ids it always had", () => {
+    const plan = planCampaign(file(`
+  matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit, reduction: [ring, parameter-server]}
+`), "s");
+    expect(plan.runs.map((run) => run.id)).toEqual([
+      "train-tiny-b8-n1-reduction-ring-r1", "train-tiny-b8-n1-reduction-parameter-server-r1",
+      "allreduce-n2-1gbit-r1", "allreduce-n2-1gbit-parameter-server-r1",
+      "train-tiny-b8-n2-1gbit-reduction-ring-r1", "train-tiny-b8-n2-1gbit-reduction-parameter-server-r1",
+    ]);
+    const byId = new Map(plan.runs.map((run) => [run.id, run]));
+    expect(byId.get("allreduce-n2-1gbit-r1")!.workerArgs).not.toContain("--reduction");
+    expect(byId.get("allreduce-n2-1gbit-parameter-server-r1")!.workerArgs.join(" ")).toContain("--iters 5 --reduction parameter-server --timeout-seconds");
+    expect(byId.get("allreduce-n2-1gbit-parameter-server-r1")!.knobs).toEqual({ reduction: "parameter-server" });
+    expect(byId.get("train-tiny-b8-n2-1gbit-reduction-parameter-server-r1")!.workerArgs.join(" ")).toContain("--reduction parameter-server");
+    // A reduction fixed for the whole campaign is probed alone.
+    const fixed = planCampaign(file(`
+  matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit}
+  train: {reduction: sharded-parameter-server}
+`), "f");
+    expect(fixed.runs.map((run) => run.id)).toEqual(["allreduce-n2-1gbit-sharded-parameter-server-r1", "train-tiny-b8-n2-1gbit-r1"]);
+  });
+
+  it("places N nodes × P processes, probing one node's processes once and keeping ids of one process as they were", () => {
+    const plan = planCampaign(file(`
+  matrix: {nodes: [1, 2], processesPerNode: [2, 1], model: tiny, batchSize: 8, bandwidth: 1gbit}
+`), "p");
+    expect(plan.runs.map((run) => [run.id, run.processesPerNode])).toEqual([
+      ["train-tiny-b8-n1-r1", 1],
+      ["allreduce-n1-p2-r1", 2], ["train-tiny-b8-n1-p2-r1", 2],
+      ["allreduce-n2-1gbit-r1", 1], ["allreduce-n2-p2-1gbit-r1", 2],
+      ["train-tiny-b8-n2-1gbit-r1", 1], ["train-tiny-b8-n2-p2-1gbit-r1", 2],
+    ]);
+    expect(plan.runs.find((run) => run.id === "train-tiny-b8-n1-p2-r1")!.bandwidth).toBeNull();
+    expect(plan.largestRunWorkers).toBe(4);
+    // Without the axis the worker picks (one per GPU on GPU nodes), and fingerprints stay those of older campaigns.
+    const plain = planCampaign(file("  matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit}\n  probe: {enabled: false}\n"), "q");
+    expect(plain.runs[0]!.processesPerNode).toBeUndefined();
+    const explicit = planCampaign(file("  matrix: {nodes: 2, processesPerNode: 1, model: tiny, batchSize: 8, bandwidth: 1gbit}\n  probe: {enabled: false}\n"), "q");
+    expect(explicit.runs[0]!.id).toBe(plain.runs[0]!.id);
+    expect(explicit.runs[0]!.fingerprint).not.toBe(plain.runs[0]!.fingerprint);
+  });
+
   it("puts repeats outermost within a bandwidth group, so drift spreads over all configurations", () => {
     const plan = planCampaign(file(`
   matrix: {nodes: [2, 3], model: tiny, batchSize: 8, bandwidth: 1gbit}
@@ -92,6 +134,13 @@ describe("validating the campaign section", () => {
   it("refuses Horovod on the local testbed, whose CPU image lacks it", () => {
     expect(problems("  matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit, engine: [ddp, horovod]}\n")).toEqual([
       "campaign: engine horovod needs Horovod, which the local testbed's CPU worker image does not have (use ddp)",
+    ]);
+  });
+
+  it("refuses a parameter server with Horovod, which always uses its own all-reduce", () => {
+    expect(problems("  matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit, reduction: [ring, parameter-server]}\n  train: {engine: horovod}\n")).toEqual([
+      "campaign: engine horovod needs Horovod, which the local testbed's CPU worker image does not have (use ddp)",
+      "campaign: reduction parameter-server and sharded-parameter-server are DDP communication hooks; Horovod always uses its own all-reduce (use engine ddp, or reduction ring)",
     ]);
   });
 

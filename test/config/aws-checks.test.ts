@@ -41,6 +41,13 @@ describe("shaped rates and the instance type's sustained bandwidth", () => {
     expect(() => parseCampaign(campaignText("instanceType: x9.large", "nodes: 2, model: resnet50, batchSize: 32, bandwidth: 100gbit"), "c.yaml")).not.toThrow();
   });
 
+  it("refuses more processes per node than the instance type has GPUs", () => {
+    expect(problemsOf(campaignText("instanceType: g4dn.xlarge", "nodes: 2, processesPerNode: [1, 2], model: resnet50, batchSize: 32, bandwidth: 1gbit"))).toEqual([
+      "campaign.matrix.processesPerNode: found 2, but g4dn.xlarge has 1 GPU: use at most 1 process per node, or an instance type with more GPUs",
+    ]);
+    expect(() => parseCampaign(campaignText("instanceType: g4dn.12xlarge", "nodes: 2, processesPerNode: [1, 2, 4], model: resnet50, batchSize: 32, bandwidth: 1gbit"), "c.yaml")).not.toThrow();
+  });
+
   it("suggests only GPU types, cheapest first, each sustaining the rate", () => {
     const types = gpuTypesSustaining(10);
     expect(types[0]).toBe("g4dn.2xlarge");

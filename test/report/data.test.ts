@@ -1,6 +1,6 @@
 import type { RunRecord } from "../../src/results/record.ts";
 import { describe, expect, it } from "vitest";
-import { reportData, reportMeta, type ScalingPoint, type TrainingConfig } from "../../src/report/data.ts";
+import { probeLinkLabel, reportData, reportMeta, type ScalingPoint, type TrainingConfig } from "../../src/report/data.ts";
 import { probeRecord, scalingCampaign, trainRecord } from "./fixtures/records.ts";
 
 /** Student's t quantiles for 1 and 2 degrees of freedom, the repeats in the fixture. */
@@ -177,6 +177,35 @@ describe("reportData: the model fitted from the probe", () => {
     // No probe at 4 nodes or at 10gbit: no prediction rather than one borrowed from another link.
     expect(oneGbit!.points.find((p) => p.nodes === 4)!.prediction).toBeNull();
     expect(tenGbit!.points.every((p) => p.prediction === null)).toBe(true);
+  });
+});
+
+describe("reportData: reductions", () => {
+  // 4 nodes at 1 Gbit/s, 1e8 gradient bytes: ring bound 1.2 s, parameter server 4 · 0.8 s = 3.2 s (egress-shaped).
+  const records = ["ring", "parameter-server"].flatMap((reduction) => [
+    trainRecord({ nodes: 1, imagesPerSecond: 100, knobs: { reduction } }),
+    trainRecord({ nodes: 4, imagesPerSecond: reduction === "ring" ? 300 : 150, knobs: { reduction } }),
+    probeRecord({ nodes: 4, bandwidth: "1gbit", reduction: reduction === "ring" ? undefined : reduction, busbw: reduction === "ring" ? [[2 ** 20, 0.5], [2 ** 26, 0.9]] : [[2 ** 20, 0.2], [2 ** 26, 0.3]] }),
+  ]);
+  const data = reportData(records);
+
+  it("keeps one probe series per reduction and labels them apart", () => {
+    expect(data.probes.map((probe) => [probe.reduction, probeLinkLabel(probe)])).toEqual([["ring", "1gbit"], ["parameter-server", "1gbit, parameter-server"]]);
+  });
+
+  it("bounds each point with its reduction's model and predicts it from the probe of the same reduction", () => {
+    const ring = point(config(data.training, "resnet50 · batch 64 · reduction=ring"), "1gbit", 4);
+    const server = point(config(data.training, "resnet50 · batch 64 · reduction=parameter-server"), "1gbit", 4);
+    expect([ring.reduction, server.reduction]).toEqual(["ring", "parameter-server"]);
+    expect(ring.allReduceLowerBoundSeconds).toBeCloseTo(1.2, 12);
+    expect(server.allReduceLowerBoundSeconds).toBeCloseTo(3.2, 12);
+    // The server's probe is slower, so its fitted model predicts a slower all-reduce.
+    expect(server.prediction!.allReduceSeconds).toBeGreaterThan(2 * ring.prediction!.allReduceSeconds);
+  });
+
+  it("takes runs without the knob (older records) for ring", () => {
+    const old = reportData([trainRecord({ nodes: 1, imagesPerSecond: 100 }), trainRecord({ nodes: 2, imagesPerSecond: 150 })]);
+    expect(old.training[0]!.series[0]!.points[0]!.reduction).toBe("ring");
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
-  algorithmBandwidthGbps, busBandwidthGbps, efficiencyCeiling, meanWithInterval, ringAllReduceLowerBoundSeconds, scalingEfficiency,
+  algorithmBandwidthGbps, busBandwidthGbps, efficiencyCeiling, meanWithInterval, reductionLowerBoundSeconds, ringAllReduceLowerBoundSeconds, scalingEfficiency,
 } from "../../src/results/cost-model.ts";
 import { estimateCampaign } from "../../src/campaign/estimate.ts";
 import { planCampaign } from "../../src/campaign/plan.ts";
@@ -17,6 +17,41 @@ describe("ring all-reduce lower bound", () => {
   it("adds 2(N-1) latency terms and is zero for one rank", () => {
     expect(ringAllReduceLowerBoundSeconds(0, 3, 1, 0.001)).toBeCloseTo(0.004, 9);
     expect(ringAllReduceLowerBoundSeconds(1e9, 1, 1)).toBe(0);
+  });
+});
+
+describe("lower bound per reduction", () => {
+  const resnet50Bytes = 25_557_032 * 4; // 102.2 MB; B = 125 MB/s at 1 Gbit/s
+  const fourNodes = { nodes: 4, processesPerNode: 1 };
+
+  it("the ring and the sharded parameter server load every link with 2(N-1)/N of the gradient", () => {
+    expect(reductionLowerBoundSeconds("ring", resnet50Bytes, fourNodes, 1, true)).toBeCloseTo(1.2268, 3);
+    expect(reductionLowerBoundSeconds("sharded-parameter-server", resnet50Bytes, fourNodes, 1, true)).toBeCloseTo(1.2268, 3);
+    expect(reductionLowerBoundSeconds("sharded-parameter-server", resnet50Bytes, fourNodes, 1, false)).toBeCloseTo(1.2268, 3);
+  });
+
+  it("a central server's link carries (N-1) gradients each way; shaped on egress only, N in all", () => {
+    // Full duplex: 2 · 3 · 102.2 MB / 125 MB/s; egress-shaped: 4 · 102.2 MB / 125 MB/s.
+    expect(reductionLowerBoundSeconds("parameter-server", resnet50Bytes, fourNodes, 1, false)).toBeCloseTo(4.9067, 3);
+    expect(reductionLowerBoundSeconds("parameter-server", resnet50Bytes, fourNodes, 1, true)).toBeCloseTo(3.2711, 3);
+    // Two nodes, full duplex: the server gets S in 1 s, then sends S back in 1 s.
+    expect(reductionLowerBoundSeconds("parameter-server", 125_000_000, { nodes: 2, processesPerNode: 1 }, 1, false)).toBeCloseTo(2, 12);
+  });
+
+  it("counts only what crosses the links when nodes run several processes", () => {
+    const S = 125_000_000; // 1 s at 1 Gbit/s
+    // One node: everything stays inside it.
+    for (const reduction of ["ring", "parameter-server", "sharded-parameter-server"] as const) {
+      expect(reductionLowerBoundSeconds(reduction, S, { nodes: 1, processesPerNode: 4 }, 1, true)).toBe(0);
+    }
+    // 2 nodes × 2: a ring of 4 ranks, 2·3/4 = 1.5 s; 4 nodes × 1 the same; by hand for the servers:
+    expect(reductionLowerBoundSeconds("ring", S, { nodes: 2, processesPerNode: 2 }, 1, true)).toBeCloseTo(1.5, 12);
+    expect(reductionLowerBoundSeconds("ring", S, fourNodes, 1, true)).toBeCloseTo(1.5, 12);
+    // sharded: 2·(1/2)·2 = 2 s; server, egress-shaped: the other node pushes 2 S (2 s), the server sends 2 S back (2 s).
+    expect(reductionLowerBoundSeconds("sharded-parameter-server", S, { nodes: 2, processesPerNode: 2 }, 1, true)).toBeCloseTo(2, 12);
+    expect(reductionLowerBoundSeconds("parameter-server", S, { nodes: 2, processesPerNode: 2 }, 1, true)).toBeCloseTo(4, 12);
+    expect(reductionLowerBoundSeconds("parameter-server", S, { nodes: 2, processesPerNode: 2 }, 1, false)).toBeCloseTo(4, 12);
+    expect(reductionLowerBoundSeconds("parameter-server", S, { nodes: 3, processesPerNode: 2 }, 1, false)).toBeCloseTo(8, 12);
   });
 });
 

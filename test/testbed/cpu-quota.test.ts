@@ -47,6 +47,23 @@ describe("resolveCpuQuota", () => {
   });
 });
 
+describe("with several processes per node", () => {
+  it("gives every process the quota, so the most processes at once must fit", () => {
+    // 2 nodes × 2 processes on 2 cores: 4 slots of (2 - 0.5) / 4 = 0.375 cores.
+    expect(planCpuQuota({ cores: 2, nodes: 3, workers: 4 })).toEqual({ ok: true, cpusPerNode: 0.37 });
+    const plan = planCpuQuota({ cores: 2, nodes: 3, workers: 4, requested: 0.5 });
+    expect(!plan.ok && plan.problem).toBe("found 0.5 × 4 worker processes (nodes × processesPerNode) = 2 cores, more than this machine's 2 cores " +
+      "less 0.5 for dockerd, sshd and Ansible; the largest value that fits is 0.37");
+  });
+
+  it("reads the most nodes and processes per node from the campaign's matrix", () => {
+    const file = { sourceFile: "s.yaml", testbed: { target: "local" as const, nodes: 4 }, campaign: { matrix: { nodes: [1, 2, 4], processesPerNode: [1, 2] } } };
+    // 4 nodes × 2 processes: (2 - 0.5) / 8, rounded down.
+    expect(resolveCpuQuota(file, 2)).toBe(0.18);
+    expect(resolveCpuQuota({ ...file, campaign: { matrix: { nodes: [1, 2] } } }, 2)).toBe(0.37);
+  });
+});
+
 describe("testbed.cpusPerNode in the campaign file", () => {
   it("is a local-testbed field of at least a hundredth of a core", () => {
     expect(validateCampaign({ testbed: { target: "local", name: "lab", nodes: 3, cpusPerNode: 0.5 } }).ok).toBe(true);

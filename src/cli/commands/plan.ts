@@ -48,14 +48,16 @@ function tarballSize(campaign: LoadedCampaignFile): Pick<EstimateOptions, "worke
 
 function formatRuns(plan: CampaignPlan): string {
   return formatTable(["#", "run", "job", "nodes", "bandwidth", "model", "batch"], plan.runs.map((run, index) => [
-    String(index + 1), run.id, run.job, String(run.nodes), run.bandwidth ?? "-", run.model ?? "-", run.batchSize === undefined ? "-" : String(run.batchSize),
+    String(index + 1), run.id, run.job, run.processesPerNode === undefined ? String(run.nodes) : `${run.nodes}×${run.processesPerNode}`, run.bandwidth ?? "-", run.model ?? "-", run.batchSize === undefined ? "-" : String(run.batchSize),
   ]));
 }
 
 function formatSummary(plan: CampaignPlan, campaign: LoadedCampaignFile, estimate: CampaignEstimate, cpusPerNode: number | undefined): string {
   const lines = [
     `${plan.runs.length} runs on ${plan.nodesToProvision} ${campaign.testbed.target} nodes; links reshaped ${reshapeCount(plan.runs)} times`,
-    ...(cpusPerNode === undefined ? [] : [`every node's worker runs under a CPU quota of ${cpusPerNode} cores (testbed.cpusPerNode)`]),
+    ...(cpusPerNode === undefined ? [] : [plan.runs.every((run) => (run.processesPerNode ?? 1) === 1)
+      ? `every node's worker runs under a CPU quota of ${cpusPerNode} cores (testbed.cpusPerNode)`
+      : `every worker process runs under a CPU quota of ${cpusPerNode} cores (testbed.cpusPerNode; a node running P processes gets P × that)`]),
     ...(plan.largestRunNodes < plan.nodesToProvision
       ? [`note: no run uses more than ${plan.largestRunNodes} nodes; testbed.nodes: ${plan.largestRunNodes} would leave none idle`]
       : []),
