@@ -69,7 +69,8 @@ export async function executeRun(ctx: Context, record: TestbedRecord, request: R
   // folder exists only when an invocation was killed before recording it, and its leftovers must not pass as ours.
   if (existsSync(request.collectDir)) rmSync(request.collectDir, { recursive: true, force: true });
   const processes = request.processesPerNode;
-  const placement = processes === undefined ? `${request.nodes} nodes` : `${request.nodes} nodes × ${processes} processes`;
+  const nodes = `${request.nodes} node${request.nodes === 1 ? "" : "s"}`;
+  const placement = processes === undefined ? nodes : `${nodes} × ${processes} process${processes === 1 ? "" : "es"}`;
   try {
     await ctx.reporter.step(`run ${request.runId} (${request.job} on ${placement})`, (detail) => runPlaybook(ctx, record, "run.yml", {
       extraVars: {
@@ -121,8 +122,10 @@ export interface RunOnceOptions {
   readonly workerArgs: readonly string[];
   readonly timeoutSeconds: number;
   readonly outDir: string;
-  /** CPU cores each node's worker may use (local testbed); no limit when absent. */
+  /** CPU cores each worker process may use (local testbed); no limit when absent. */
   readonly cpusPerNode?: number;
+  /** Worker processes on each node; absent: one per GPU on GPU nodes, one on CPU nodes. */
+  readonly processesPerNode?: number;
 }
 
 /** `ringlab run`: shape, run, and a human summary of the result. */
@@ -138,6 +141,7 @@ export async function runOnce(ctx: Context, record: TestbedRecord, options: RunO
     timeoutSeconds: options.timeoutSeconds,
     collectDir: join(options.outDir, runId),
     ...(options.cpusPerNode === undefined ? {} : { cpusPerNode: options.cpusPerNode }),
+    ...(options.processesPerNode === undefined ? {} : { processesPerNode: options.processesPerNode }),
   });
   return { ...outcome, summary: summarize(outcome, options.bandwidth) };
 }
@@ -147,7 +151,8 @@ export function summarize(outcome: RunOutcome, bandwidth: string): string {
     return `run FAILED after ${outcome.wallSeconds.toFixed(1)} s: ${outcome.error}`;
   }
   const result = outcome.result;
-  const header = `${result.job} on ${result.world.nodes} nodes (${result.world.size} workers, ${result.world.backend}) at ${bandwidth}; files in ${outcome.collectDir}`;
+  const placement = result.world.procsPerNode === 1 ? "" : ` × ${result.world.procsPerNode} processes`;
+  const header = `${result.job} on ${result.world.nodes} nodes${placement} (${result.world.size} workers, ${result.world.backend}) at ${bandwidth}; files in ${outcome.collectDir}`;
   if (result.job === "train") {
     const total = result.metrics.imagesPerSecondTotal;
     const perWorker = result.metrics.imagesPerSecondPerWorker;

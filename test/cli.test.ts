@@ -51,6 +51,22 @@ describe("ringlab CLI", () => {
     }
   });
 
+  it("refuses a number of processes per node it cannot start before looking for a testbed", () => {
+    for (const [value, message] of [["0", /expected a positive whole number/], ["17", /at most 16 processes per node/]] as const) {
+      const result = cli(["run", "--nodes", "1", "--processes-per-node", value]);
+      expect(result.status, value).toBe(2);
+      expect(result.stderr, value).toMatch(message);
+    }
+  });
+
+  it("plans the strategies campaign: placements of up to 4 workers, each process under its own quota", () => {
+    const result = cli(["plan", "campaigns/local-strategies.yaml"]);
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^\d+ +train-small-b32-n2-p2-250mbit-reduction-parameter-server-r1 +train +2×2 +250mbit +small +32$/m);
+    expect(result.stdout).not.toMatch(/n4-p2|n2-p4|n4-p4/);
+    expect(result.stdout).toMatch(/^every worker process runs under a CPU quota of \d+(\.\d+)? cores \(testbed\.cpusPerNode; a node running P processes gets P × that\)$/m);
+  });
+
   it("plans the smoke campaign: its runs in order and an estimate", () => {
     const result = cli(["plan", "campaigns/local-smoke.yaml"]);
     expect(result.status).toBe(0);

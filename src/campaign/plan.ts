@@ -91,13 +91,14 @@ export function planCampaign(file: CampaignFile, name: string): CampaignPlan {
   const trainConfigs = unique(matrix.model).flatMap((model) => unique(matrix.batchSize).flatMap((batchSize) =>
     knobCombinations.map((varied) => ({ model, batchSize, varied }))));
 
+  const fits = (nodes: number, processes: number | undefined) => section.maxWorkers === undefined || nodes * (processes ?? 1) <= section.maxWorkers;
   const placements: (number | undefined)[] = matrix.processesPerNode === undefined ? [undefined] : unique(matrix.processesPerNode).sort((a, b) => a - b);
   const runs: PlannedRun[] = [];
   // Single-node runs first: they do not depend on the link, so they run once, whatever the bandwidths (with
   // several processes per node, the probe measures their exchange inside the node).
   for (const repeat of repeats) {
     if (!nodeCounts.includes(1)) break;
-    for (const processes of placements) {
+    for (const processes of placements.filter((p) => fits(1, p))) {
       if ((processes ?? 1) > 1 && section.probe.enabled) for (const reduction of probeReductions) runs.push(probeRun(1, processes, null, reduction, repeat));
       for (const { model, batchSize, varied } of trainConfigs) runs.push(trainRun(1, processes, null, model, batchSize, varied, repeat));
     }
@@ -107,12 +108,12 @@ export function planCampaign(file: CampaignFile, name: string): CampaignPlan {
   for (const bandwidth of bandwidths) {
     for (const repeat of repeats) {
       for (const nodes of nodeCounts.filter((n) => n > 1)) {
-        for (const processes of placements) {
+        for (const processes of placements.filter((p) => fits(nodes, p))) {
           if (section.probe.enabled) for (const reduction of probeReductions) runs.push(probeRun(nodes, processes, bandwidth, reduction, repeat));
         }
       }
       for (const nodes of nodeCounts.filter((n) => n > 1)) {
-        for (const processes of placements) {
+        for (const processes of placements.filter((p) => fits(nodes, p))) {
           for (const { model, batchSize, varied } of trainConfigs) runs.push(trainRun(nodes, processes, bandwidth, model, batchSize, varied, repeat));
         }
       }

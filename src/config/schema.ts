@@ -244,6 +244,11 @@ export const PROBE_DEFAULTS = { enabled: true, minBytes: 4096, maxBytes: 64 * 10
 
 const campaign = z.strictObject({
   matrix,
+  /**
+   * Combinations of more workers (nodes × processesPerNode) than this are left out of the plan: with
+   * `nodes: [1, 2, 4], processesPerNode: [1, 2, 4], maxWorkers: 4` the placements of 4 workers are 1×4, 2×2 and 4×1.
+   */
+  maxWorkers: z.int().min(1).optional(),
   /** Each combination runs this many times; the report shows mean and 95% interval. */
   repeats: z.int().min(1).max(100).default(1),
   /** A run still going after this is stopped and recorded as failed. */

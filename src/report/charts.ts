@@ -65,7 +65,7 @@ export async function renderSvg(spec: TopLevelSpec): Promise<string> {
 /** Throughput against node count, one panel per configuration, one line per link plus the dashed ideal. */
 export function throughputChartSpec(data: ReportData): TopLevelSpec | null {
   const rows = data.training.flatMap((config) => [
-    ...config.series.flatMap((series) => withBaseline(config, series).map((point) => ({
+    ...nodeScaledSeries(config).flatMap((series) => withBaseline(config, series).map((point) => ({
       panel: panelTitle(config), series: series.bandwidth, nodes: point.nodes, imagesPerSecond: point.mean,
       lower: Math.max(0, point.mean - point.plusMinus), upper: point.mean + point.plusMinus,
     }))),
@@ -111,7 +111,7 @@ export function throughputChartSpec(data: ReportData): TopLevelSpec | null {
 
 /** Scaling efficiency against node count per configuration and link, with the cost model's no-overlap ceiling. */
 export function efficiencyChartSpec(data: ReportData): TopLevelSpec | null {
-  const rows = data.training.filter((config) => config.baseline !== null).flatMap((config) => config.series.flatMap((series) => {
+  const rows = data.training.filter((config) => config.baseline !== null).flatMap((config) => nodeScaledSeries(config).flatMap((series) => {
     const start = { panel: config.label, bandwidth: series.bandwidth, nodes: 1, efficiency: 1 };
     const measured = series.points.flatMap((point) => point.scalingEfficiency === null ? []
       : [{ panel: config.label, bandwidth: series.bandwidth, nodes: point.nodes, efficiency: point.scalingEfficiency }]);
@@ -248,6 +248,15 @@ function panelTitle(config: TrainingConfig): string {
 }
 
 /** A configuration's line for one link: its single-node baseline (when measured), then the multi-node points. */
+/**
+ * The series drawn against node count: those with the baseline's processes per node, so that n nodes are n times
+ * the baseline's workers and the ideal line holds. Other placements are compared in the report's Comparisons.
+ */
+function nodeScaledSeries(config: TrainingConfig): readonly BandwidthSeries[] {
+  const perNode = config.baseline?.workers ?? 1;
+  return config.series.filter((series) => series.processesPerNode === perNode);
+}
+
 function withBaseline(config: TrainingConfig, series: BandwidthSeries): { nodes: number; mean: number; plusMinus: number }[] {
   const points = series.points.map((point) => ({ nodes: point.nodes, mean: point.imagesPerSecond.mean, plusMinus: errorHalfWidth(point.imagesPerSecond) }));
   const baseline = config.baseline?.imagesPerSecond;
@@ -256,14 +265,14 @@ function withBaseline(config: TrainingConfig, series: BandwidthSeries): { nodes:
 
 function idealRows(config: TrainingConfig) {
   if (config.baseline === null) return [];
-  const nodeCounts = [...new Set([1, ...config.series.flatMap((series) => series.points.map((point) => point.nodes))])].sort((a, b) => a - b);
+  const nodeCounts = [...new Set([1, ...nodeScaledSeries(config).flatMap((series) => series.points.map((point) => point.nodes))])].sort((a, b) => a - b);
   const single = config.baseline.imagesPerSecond.mean;
   return nodeCounts.map((nodes) => ({ panel: panelTitle(config), series: IDEAL_SERIES, nodes, imagesPerSecond: nodes * single, lower: null, upper: null }));
 }
 
 /** Every link of the training runs, slowest first, so colours match between the throughput and efficiency charts. */
 function bandwidthsOf(data: ReportData): string[] {
-  const series = data.training.flatMap((config) => config.series);
+  const series = data.training.flatMap(nodeScaledSeries);
   const sorted = [...series].sort((a, b) => (a.linkGbps ?? Infinity) - (b.linkGbps ?? Infinity));
   return [...new Set(sorted.map((s) => s.bandwidth))];
 }

@@ -81,6 +81,8 @@ export interface BandwidthSeries {
    * node" for one node's processes, which use no link.
    */
   readonly bandwidth: string;
+  /** The link alone: its rate, "unlimited", or "in one node". */
+  readonly link: string;
   /** Worker processes on each node of the series' points. */
   readonly processesPerNode: number;
   readonly linkGbps: number | null;
@@ -221,7 +223,8 @@ function linkOf(record: RunRecord): string {
   return record.params.bandwidth ?? (record.params.nodes === 1 ? IN_ONE_NODE : "unlimited");
 }
 
-const IN_ONE_NODE = "in one node";
+/** The link of one node's processes, which cross none. */
+export const IN_ONE_NODE = "in one node";
 
 /** A series' name: its link, and its processes per node when more than one. */
 function seriesName(link: string, processesPerNode: number): string {
@@ -265,6 +268,7 @@ function trainingConfigs(records: readonly TrainRecord[], fitFor: FitLookup): Tr
       const processesPerNode = processesOf(runs[0]!);
       return {
         bandwidth: seriesName(link, processesPerNode),
+        link,
         processesPerNode,
         linkGbps: runs[0]!.params.linkGbps,
         points: [...groupBy(runs, (record) => String(record.params.nodes)).values()]

@@ -5,6 +5,7 @@
 import type { ChartSvgs } from "./charts.ts";
 import { probeLinkLabel, type BandwidthSeries, type FailedRun, type Interval, type ProbeSeries, type ReportData, type ReportMeta, type ScalingPoint, type TrainingConfig } from "./data.ts";
 import { formatBytes } from "../util/format.ts";
+import { comparisons, ratios, verdict } from "./comparisons.ts";
 import { escapeHtml, htmlTable, markdownText, PAGE_STYLE, percent, readableSpan, readableTime } from "./text.ts";
 
 export { markdownText };
@@ -31,6 +32,7 @@ ${leftOutNote(meta.leftOut)}
 <p class="counts">${escapeHtml(runCountsText(data))}</p>
 </header>
 ${trainingSection(data, svgs)}
+${comparisonsSection(data)}
 ${probeSection(data, svgs)}
 ${modelSection(data, svgs)}
 ${failuresSection(data.failures)}
@@ -48,6 +50,7 @@ export function renderMarkdown(data: ReportData, meta: ReportMeta): string {
     ...(meta.sharedMachine ? ["", `> ${SHARED_MACHINE_NOTE}`] : []),
     ...markdownLeftOut(meta.leftOut),
     ...markdownTraining(data.training),
+    ...markdownComparisons(data),
     ...markdownProbes(data.probes),
     ...markdownModel(data),
     ...markdownFailures(data.failures),
@@ -174,6 +177,35 @@ function trainingRow(series: BandwidthSeries, point: ScalingPoint): string[] {
     optional(point.efficiencyCeiling?.noOverlap ?? null, percent), optional(point.efficiencyCeiling?.perfectOverlap ?? null, percent),
     throughputCeiling,
   ];
+}
+
+const COMPARISON_TITLES = { reduction: "Reductions", placement: "Placements" } as const;
+
+/** Ring against parameter servers, and one node's processes against several nodes': measured beside the model. */
+function comparisonsSection(data: ReportData): string {
+  const found = comparisons(data.training);
+  if (found.length === 0) return "";
+  const blocks = found.map((comparison) => {
+    const shares = ratios(comparison);
+    const rows = comparison.entries.map((e, i) => [
+      escapeHtml(e.name), interval(e.imagesPerSecond, 1), seconds(e.stepSeconds), optional(e.predictedStepSeconds, seconds), escapeHtml(e.predictedFrom ?? NOT_AVAILABLE),
+      shares[i]!.measured.toFixed(2), optional(shares[i]!.predicted, (v) => v.toFixed(2)),
+    ]);
+    return `<h3>${COMPARISON_TITLES[comparison.kind]}: ${escapeHtml(comparison.context)}</h3>
+${table(["", "Throughput (img/s)", "Step (s)", "Predicted step (s)", "Predicted from", `Step ÷ ${escapeHtml(comparison.entries[0]!.name)}`, "Predicted ratio"], rows)}
+<p>${escapeHtml(verdict(comparison))}</p>`;
+  });
+  return `<section id="comparisons">
+<h2>Comparisons</h2>
+<p>Runs that differ in one thing only: how the gradients are summed, or how the same number of workers is placed on nodes. A step is every worker's batch; the predicted step is the single-node compute time plus the communication the probe's fitted model gives for that placement and reduction (the lower bound where no probe ran), one after the other.</p>
+${blocks.join("\n")}
+</section>`;
+}
+
+function markdownComparisons(data: ReportData): string[] {
+  const found = comparisons(data.training);
+  if (found.length === 0) return [];
+  return ["", "## Comparisons", "", ...found.map((comparison) => `- ${COMPARISON_TITLES[comparison.kind]}, ${markdownText(comparison.context)}: ${markdownText(verdict(comparison))}`)];
 }
 
 function probeSection(data: ReportData, svgs: ChartSvgs): string {

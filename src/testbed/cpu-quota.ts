@@ -68,7 +68,8 @@ export function resolveCpuQuota(file: CpuQuotaFile, cores: number): number | und
   if (testbed.target !== "local") return undefined;
   // The matrix is a cartesian product: its most nodes run with its most processes per node.
   const matrix = file.campaign?.matrix;
-  const workers = matrix === undefined ? undefined : Math.max(...matrix.nodes) * Math.max(...(matrix.processesPerNode ?? [1]));
+  const workers = matrix === undefined ? undefined
+    : Math.min(Math.max(...matrix.nodes) * Math.max(...(matrix.processesPerNode ?? [1])), file.campaign?.maxWorkers ?? Infinity);
   const plan = planCpuQuota({ cores, nodes: testbed.nodes, requested: testbed.cpusPerNode, workers });
   if (plan.ok) return plan.cpusPerNode;
   throw new ConfigError(file.sourceFile, [{ path: "testbed.cpusPerNode", message: plan.problem }]);
@@ -77,7 +78,11 @@ export function resolveCpuQuota(file: CpuQuotaFile, cores: number): number | und
 interface CpuQuotaFile {
   readonly sourceFile: string;
   readonly testbed: CpuQuotaTestbed;
-  readonly campaign?: { readonly matrix: { readonly nodes: readonly number[]; readonly processesPerNode?: readonly number[] | undefined } } | undefined;
+  readonly campaign?: {
+    readonly matrix: { readonly nodes: readonly number[]; readonly processesPerNode?: readonly number[] | undefined };
+    /** Combinations above this many workers are not run. */
+    readonly maxWorkers?: number | undefined;
+  } | undefined;
 }
 
 type CpuQuotaTestbed =

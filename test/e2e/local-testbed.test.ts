@@ -92,6 +92,26 @@ describe("a local testbed through the CLI", { timeout: 10 * 60_000 }, () => {
     expect(result.metrics.imagesPerSecondTotal.mean).toBeGreaterThan(0);
   });
 
+  it("trains with a parameter server on 2 nodes × 2 processes, and probes a sharded one inside a node", async () => {
+    const out = join(dir, "placement");
+    const train = await ringlab(state, ["run", "--nodes", "2", "--processes-per-node", "2", "--cpus", "0.25", "--job", "train", "--out", out, "--",
+      "--model", "tiny", "--batch-size", "8", "--num-warmup-batches", "1", "--num-batches-per-iter", "2", "--num-iters", "2", "--reduction", "parameter-server"]);
+    expect(train.code, train.stderr).toBe(0);
+    expect(train.stdout).toMatch(/train on 2 nodes × 2 processes \(4 workers, gloo\)/);
+    const probe = await ringlab(state, ["run", "--nodes", "1", "--processes-per-node", "2", "--job", "allreduce", "--out", out, "--",
+      "--max-bytes", "1M", "--iters", "2", "--reduction", "sharded-parameter-server"]);
+    expect(probe.code, probe.stderr).toBe(0);
+    const results = readdirSync(out).sort().map((run) => JSON.parse(readFileSync(join(out, run, "result.json"), "utf8")));
+    const [probed, trained] = [results.find((r) => r.job === "allreduce"), results.find((r) => r.job === "train")];
+    expect(trained.world).toMatchObject({ size: 4, nodes: 2, procsPerNode: 2 });
+    expect(new Set(trained.world.hostnames).size).toBe(2);
+    expect(trained.knobs.reduction).toBe("parameter-server");
+    expect(Number.isFinite(trained.metrics.finalLoss)).toBe(true);
+    expect(probed.world).toMatchObject({ size: 2, nodes: 1, procsPerNode: 2 });
+    expect(probed.knobs.reduction).toBe("sharded-parameter-server");
+    expect(probed.metrics.rows.every((row: { wrong: number }) => row.wrong === 0)).toBe(true);
+  });
+
   it("runs every worker under the CPU quota it is given, and stops them within seconds on SIGTERM, exiting 130", async () => {
     const child = startRingLab(state, ["run", "--nodes", "2", "--job", "train", "--cpus", "0.5", "--out", join(dir, "term"), "--",
       "--model", "tiny", "--batch-size", "8", "--num-iters", "1000000"]);

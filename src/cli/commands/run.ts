@@ -1,8 +1,9 @@
 /** `ringlab run`: one benchmark job on the first N nodes of a testbed, at one link bandwidth. */
 import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
-import { Option, type Command } from "commander";
+import { InvalidArgumentError, Option, type Command } from "commander";
 import { BANDWIDTH_HELP } from "../../bandwidth.ts";
+import { MOST_PROCESSES_PER_NODE } from "../../config/schema.ts";
 import { EXIT, UsageError } from "../../errors.ts";
 import { JOBS, runOnce, type Job } from "../../runner.ts";
 import { planCpuQuota } from "../../testbed/cpu-quota.ts";
@@ -20,6 +21,7 @@ interface RunOptions {
   readonly timeout: number;
   readonly out: string;
   readonly cpus?: number;
+  readonly processesPerNode?: number;
 }
 
 export function registerRun(program: Command, host: CommandHost): void {
@@ -31,7 +33,8 @@ export function registerRun(program: Command, host: CommandHost): void {
     .addOption(new Option("--job <job>", "train: data-parallel training; allreduce: bandwidth probe").choices(JOBS).default("allreduce"))
     .option("--timeout <seconds>", "give up on the run after this long", parsePositiveInt, 600)
     .option("--out <dir>", "where the run's result and logs go", parseSafePath, "results/adhoc")
-    .option("--cpus <cores>", "local testbed: run every node's worker under this CPU quota, as a campaign's testbed.cpusPerNode does (default: no quota)", parseCpuQuota)
+    .option("--cpus <cores>", "local testbed: run every worker process under this CPU quota, as a campaign's testbed.cpusPerNode does (default: no quota)", parseCpuQuota)
+    .option("--processes-per-node <n>", `worker processes on each node, at most ${MOST_PROCESSES_PER_NODE} (default: one per GPU on GPU nodes, one on CPU nodes)`, parseProcessesPerNode)
     .argument("[worker-args...]", "passed to the worker after `--`, e.g. -- --model tiny --batch-size 32 (see docker/worker/README.md)")
     .action(host.action(async (workerArgs: string[], options: RunOptions, command: Command) => {
       const args = checkedWorkerArgs(workerArgs);
@@ -42,7 +45,7 @@ export function registerRun(program: Command, host: CommandHost): void {
       if (options.nodes > record.nodes.length) {
         throw new UsageError(`--nodes ${options.nodes} is more than testbed ${record.name} has (${record.nodes.length})`);
       }
-      if (options.cpus !== undefined) checkCpus(record, options.nodes, options.cpus);
+      if (options.cpus !== undefined) checkCpus(record, options.nodes * (options.processesPerNode ?? 1), options.cpus);
       const outcome = await withTestbedLock(ctx, record.name, () => runOnce(ctx, record, {
         nodes: options.nodes,
         bandwidth: options.bandwidth,
@@ -51,17 +54,24 @@ export function registerRun(program: Command, host: CommandHost): void {
         timeoutSeconds: options.timeout,
         outDir: resolve(options.out),
         ...(options.cpus === undefined ? {} : { cpusPerNode: options.cpus }),
+        ...(options.processesPerNode === undefined ? {} : { processesPerNode: options.processesPerNode }),
       }));
       process.stdout.write(`${outcome.summary}\n`);
       if (outcome.status !== "ok") return EXIT.runsFailed;
     }));
 }
 
-/** A quota applies on the local testbed only, and all the run's workers at once must fit this machine. */
-function checkCpus(record: TestbedRecord, nodes: number, cpus: number): void {
+function parseProcessesPerNode(text: string): number {
+  const value = parsePositiveInt(text);
+  if (value > MOST_PROCESSES_PER_NODE) throw new InvalidArgumentError(`at most ${MOST_PROCESSES_PER_NODE} processes per node`);
+  return value;
+}
+
+/** A quota applies on the local testbed only, and all the run's worker processes at once must fit this machine. */
+function checkCpus(record: TestbedRecord, workers: number, cpus: number): void {
   if (record.target !== "local") {
     throw new UsageError(`--cpus applies to the local testbed only; ${record.name} is on ${record.target}, where every node is a machine of its own`);
   }
-  const plan = planCpuQuota({ cores: availableParallelism(), nodes, requested: cpus });
+  const plan = planCpuQuota({ cores: availableParallelism(), nodes: workers, requested: cpus });
   if (!plan.ok) throw new UsageError(`--cpus ${cpus}: ${plan.problem}`);
 }
