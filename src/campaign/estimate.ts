@@ -114,8 +114,8 @@ export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options:
     const knobs = { ...WORKER_DEFAULTS, ...run.knobs };
     const steps = Number(knobs.numWarmupBatches) + Number(knobs.numIters) * Number(knobs.numBatchesPerIter);
     const device = target === "aws" ? "gpu" : "cpu";
-    // The local testbed's nodes share this machine's cores: each gets 2 only while there are enough.
-    const slowdown = target === "local" ? Math.max(1, (2 * run.nodes) / (options.localCores ?? 2)) : 1;
+    // The local testbed's worker processes share this machine's cores: each gets 2 only while there are enough.
+    const slowdown = target === "local" ? Math.max(1, (2 * run.nodes * (run.processesPerNode ?? 1)) / (options.localCores ?? 2)) : 1;
     const computeSeconds = (run.batchSize! / IMAGES_PER_SECOND[device][run.model!]) * slowdown;
     const gradientBytes = PARAMETER_COUNT[run.model!] * (knobs.fp16Allreduce === true ? 2 : 4);
     const allReduceSeconds = link === null ? 0 : reductionLowerBoundSeconds(reduction, gradientBytes, placementOf(run), link, true);

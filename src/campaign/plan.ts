@@ -120,7 +120,7 @@ export function planCampaign(file: CampaignFile, name: string): CampaignPlan {
     }
   }
   return {
-    name, runs, nodesToProvision: file.testbed.nodes, largestRunNodes: Math.max(...nodeCounts),
+    name, runs, nodesToProvision: file.testbed.nodes, largestRunNodes: Math.max(0, ...runs.map((run) => run.nodes)),
     largestRunWorkers: Math.max(...runs.map((run) => run.nodes * (run.processesPerNode ?? 1)), 0),
     runTimeoutSeconds: section.runTimeoutSeconds, keep: section.keep,
   };

@@ -78,8 +78,9 @@ const localTestbed = z.strictObject({
   sharedDir: safePath().optional(),
   workerImage: ruled(checkDockerImageReference).default(DEFAULTS.local.workerImage),
   /**
-   * CPU cores every node's worker may use (Docker's --cpus), so that compute is fixed per node as on a real
-   * cluster. Default: (this machine's cores - 0.5) / nodes (src/testbed/cpu-quota.ts); more than that is refused.
+   * CPU cores every worker process may use (Docker's --cpus on its node's container, times the processes there),
+   * so that compute is fixed per node (per GPU) as on a real cluster. Default: (this machine's cores - 0.5) / the
+   * most processes that run at once (src/testbed/cpu-quota.ts); more than that is refused.
    */
   cpusPerNode: z.number().min(SMALLEST_CPU_QUOTA).optional(),
 });
@@ -221,8 +222,9 @@ export const MOST_PROCESSES_PER_NODE = 16;
 const matrix = z.strictObject({
   nodes: axis(z.int().min(1)),
   /**
-   * Worker processes per node (torchrun's nproc_per_node), default 1: N nodes × P processes. On GPU nodes the GPUs
-   * used per node; on the local testbed each process gets testbed.cpusPerNode cores, as each GPU brings its own compute.
+   * Worker processes per node (torchrun's nproc_per_node): N nodes × P processes; absent, one per GPU on GPU nodes
+   * and one on CPU nodes. On GPU nodes the GPUs used per node; on the local testbed each process gets
+   * testbed.cpusPerNode cores, as each GPU brings its own compute.
    */
   processesPerNode: axis(z.int().min(1).max(MOST_PROCESSES_PER_NODE)).optional(),
   model: axis(z.enum(MODELS)),

@@ -247,7 +247,6 @@ function panelTitle(config: TrainingConfig): string {
   return config.baseline === null ? `${config.label} (no 1-node run: no ideal)` : config.label;
 }
 
-/** A configuration's line for one link: its single-node baseline (when measured), then the multi-node points. */
 /**
  * The series drawn against node count: those with the baseline's processes per node, so that n nodes are n times
  * the baseline's workers and the ideal line holds. Other placements are compared in the report's Comparisons.
@@ -257,6 +256,7 @@ function nodeScaledSeries(config: TrainingConfig): readonly BandwidthSeries[] {
   return config.series.filter((series) => series.processesPerNode === perNode);
 }
 
+/** A configuration's line for one link: its single-node baseline (when measured), then the multi-node points. */
 function withBaseline(config: TrainingConfig, series: BandwidthSeries): { nodes: number; mean: number; plusMinus: number }[] {
   const points = series.points.map((point) => ({ nodes: point.nodes, mean: point.imagesPerSecond.mean, plusMinus: errorHalfWidth(point.imagesPerSecond) }));
   const baseline = config.baseline?.imagesPerSecond;

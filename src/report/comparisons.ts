@@ -61,7 +61,8 @@ function reductionComparisons(training: readonly TrainingConfig[]): Comparison[]
     const ordered = [...group].sort((a, b) => REDUCTION_ORDER.indexOf(a.point.reduction) - REDUCTION_ORDER.indexOf(b.point.reduction));
     return {
       kind: "reduction" as const,
-      context: [config.model, `batch ${config.batchSize}`, link, placementName(point)].join(" · "),
+      // The configuration's label names every knob that varies; the reduction is what the entries differ in.
+      context: [...config.label.split(" · ").filter((part) => !part.startsWith("reduction=")), link, placementName(point)].join(" · "),
       entries: ordered.map(({ config: c, point: p }) => entry(p.reduction, c, p)),
     };
   });
@@ -125,7 +126,9 @@ export function verdict(comparison: Comparison): string {
   const modelBest = fastest((e) => e.predictedStepSeconds);
   const rows = ratios(comparison).slice(1);
   const measuredText = `${measuredBest.name} was fastest (${measuredBest.imagesPerSecond.mean.toFixed(1)} images/s)`;
-  if (modelBest === undefined || rows.some((row) => row.predicted === null)) return `${measuredText}; the model has no prediction without a single-node baseline.`;
+  if (modelBest === undefined || rows.some((row) => row.predicted === null)) {
+    return `${measuredText}; the model has no prediction here (it needs a single-node baseline, and a probe or a shaped link for the communication).`;
+  }
   const worst = Math.max(...rows.map((row) => Math.abs(row.measured / row.predicted! - 1)));
   const agreement = worst <= AGREEMENT_TOLERANCE ? "as the model predicted" : "not as the model predicted";
   const ranking = modelBest.name === measuredBest.name ? `the model predicted ${modelBest.name} fastest too` : `the model predicted ${modelBest.name} fastest`;

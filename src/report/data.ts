@@ -4,7 +4,7 @@
  * plain data out; charts and pages are drawn from it elsewhere.
  */
 import {
-  efficiencyCeiling, isReduction, REDUCTIONS, meanWithInterval, reductionLowerBoundSeconds, scalingEfficiency, type EfficiencyCeiling, type Reduction,
+  efficiencyCeiling, isReduction, REDUCTIONS, meanWithInterval, reductionLowerBoundSeconds, type EfficiencyCeiling, type Reduction,
 } from "../results/cost-model.ts";
 import { fitAlphaBeta, predictTrainingStep, type AlphaBetaFit } from "../results/comm-model.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
@@ -159,6 +159,8 @@ export interface ReportMeta {
   readonly sharedMachine: boolean;
   /** The CPU quotas (cores per node) the runs had, smallest first; empty when none had one (AWS, older records). */
   readonly cpusPerNode: readonly number[];
+  /** Some runs had more than one worker process per node (the quota is then per process). */
+  readonly severalProcessesPerNode: boolean;
   /** Record files that could not be read, with why: the report is without them. */
   readonly leftOut: readonly string[];
 }
@@ -197,6 +199,7 @@ export function reportMeta(records: readonly RunRecord[], generatedAt: Date, lef
     generatedAt: generatedAt.toISOString(),
     sharedMachine: records.some((record) => record.testbed.target === "local" && record.params.cpusPerNode === undefined),
     cpusPerNode: [...new Set(records.flatMap((record) => record.params.cpusPerNode ?? []))].sort((a, b) => a - b),
+    severalProcessesPerNode: records.some((record) => processesOf(record) > 1),
     leftOut,
   };
 }

@@ -123,6 +123,9 @@ function runSpanText(meta: ReportMeta): string {
 function quotaText(meta: ReportMeta): string {
   if (meta.cpusPerNode.length === 0) return "no CPU quota per node";
   const quotas = meta.cpusPerNode.map((cores) => `${cores}`).join(", ");
+  if (meta.severalProcessesPerNode) {
+    return `every worker process limited to ${quotas} CPU cores (a node running P processes: P × that)${meta.cpusPerNode.length === 1 ? "" : "; runs differ: compare within one quota"}`;
+  }
   return meta.cpusPerNode.length === 1
     ? `every node's worker limited to ${quotas} CPU cores`
     : `workers limited to ${quotas} CPU cores per node (runs differ: compare within one quota)`;
@@ -286,9 +289,9 @@ function leftOutNote(leftOut: readonly string[]): string {
 const HOW_TO_READ = `<section id="how-to-read">
 <h2>How to read this</h2>
 <ul>
-<li><b>Ideal</b> is n × the single-node throughput; <b>scaling efficiency</b> = throughput / ideal. Single-node runs use no link and are the first point of every link's line.</li>
+<li><b>Ideal</b> is n × the single-node throughput (with several processes per node: every worker process × the single-node throughput per worker); <b>scaling efficiency</b> = throughput / ideal. Single-node runs use no link and are the first point of every link's line.</li>
 <li><b>t<sub>c</sub></b>, the compute time of one step, is batch size / single-node throughput per worker.</li>
-<li><b>t<sub>ar</sub></b> is the ring all-reduce lower bound for the gradients (S bytes, halved with fp16 all-reduce) over N ranks on links of B bytes/s: t<sub>ar</sub> ≥ 2(N-1)/N · S/B (Patarasuk &amp; Yuan 2009); the same for a sharded parameter server, whose every link carries as much. A central parameter server's link carries (N-1) gradients back; ringlab shapes each node's egress only, so the gradients going in are bounded by the senders' links and t<sub>ar</sub> ≥ N · S/B (2(N-1) · S/B on a full-duplex link of B each way). An unlimited link gives no bound (n/a).</li>
+<li><b>t<sub>ar</sub></b> is the ring all-reduce lower bound for the gradients (S bytes, halved with fp16 all-reduce) over N ranks on links of B bytes/s: t<sub>ar</sub> ≥ 2(N-1)/N · S/B (Patarasuk &amp; Yuan 2009); with P processes on each of N nodes, a ring of W = N·P ranks gives 2(W-1)/W · S/B. A sharded parameter server's links carry 2(N-1)/N · P · S, t<sub>ar</sub> ≥ 2(N-1)/N · P · S/B (as the ring when P = 1). A central parameter server's link carries the other nodes' (N-1)·P gradients back; ringlab shapes each node's egress only, so the gradients going in are bounded by the senders' links and t<sub>ar</sub> ≥ N·P · S/B (2(N-1)·P · S/B on a full-duplex link of B each way). Processes of one node exchange inside it, at no cost here. An unlimited link gives no bound (n/a).</li>
 <li>The <b>efficiency ceiling</b> is t<sub>c</sub> / (t<sub>c</sub> + t<sub>ar</sub>) when communication and compute take turns (no overlap) and min(1, t<sub>c</sub> / t<sub>ar</sub>) when the all-reduce hides behind compute (perfect overlap). A measurement above the no-overlap ceiling shows overlap at work; one below it points at more than bandwidth (latency, a slow collective, stragglers).</li>
 <li>The probe reports nccl-tests' bandwidths: algbw = S / t and <b>busbw = algbw · 2(N-1)/N</b>, which is comparable with the link rate whatever N is. TCP over MTU 1500 carries about 94–96% of the line rate.</li>
 <li>± is the half-width of the 95% confidence interval of the mean over repeats (Student's t). One repeat has no such interval: "(± x over iterations)" is that run's spread instead, 1.96 × the standard deviation of its per-iteration throughput, which says how steady the run was, not how precisely the mean is known. Chart error bars show the same.</li>

@@ -66,13 +66,17 @@ function roundCores(cores: number): number {
 export function resolveCpuQuota(file: CpuQuotaFile, cores: number): number | undefined {
   const { testbed } = file;
   if (testbed.target !== "local") return undefined;
-  // The matrix is a cartesian product: its most nodes run with its most processes per node.
   const matrix = file.campaign?.matrix;
-  const workers = matrix === undefined ? undefined
-    : Math.min(Math.max(...matrix.nodes) * Math.max(...(matrix.processesPerNode ?? [1])), file.campaign?.maxWorkers ?? Infinity);
+  const workers = matrix === undefined ? undefined : mostWorkersAtOnce(matrix.nodes, matrix.processesPerNode ?? [1], file.campaign?.maxWorkers);
   const plan = planCpuQuota({ cores, nodes: testbed.nodes, requested: testbed.cpusPerNode, workers });
   if (plan.ok) return plan.cpusPerNode;
   throw new ConfigError(file.sourceFile, [{ path: "testbed.cpusPerNode", message: plan.problem }]);
+}
+
+/** The largest nodes × processes per node the matrix runs: every combination, less those above maxWorkers. */
+export function mostWorkersAtOnce(nodes: readonly number[], processesPerNode: readonly number[], maxWorkers: number | undefined): number {
+  const products = nodes.flatMap((n) => processesPerNode.map((p) => n * p)).filter((workers) => maxWorkers === undefined || workers <= maxWorkers);
+  return Math.max(0, ...products);
 }
 
 interface CpuQuotaFile {

@@ -1,6 +1,7 @@
+import { readdirSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { planCampaign, remainingRuns, reshapeCount } from "../../src/campaign/plan.ts";
-import { parseCampaign } from "../../src/config/load.ts";
+import { loadCampaignFile, parseCampaign } from "../../src/config/load.ts";
 import { ConfigError } from "../../src/errors.ts";
 
 const file = (campaign: string, testbedNodes = 4) => parseCampaign(
@@ -11,6 +12,18 @@ const smoke = file(`
   train: {numIters: 3}
   probe: {maxBytes: 1048576}
 `);
+
+describe("the campaign files shipped in campaigns/", () => {
+  for (const name of readdirSync("campaigns").filter((entry) => entry.endsWith(".yaml"))) {
+    it(`${name} is valid and plans at least one run per node count it names`, () => {
+      // Planning needs no SSH key (`ringlab plan` works before one exists).
+      const parsed = loadCampaignFile(`campaigns/${name}`, { readKeys: false });
+      if (parsed.campaign === undefined) return;
+      const plan = planCampaign(parsed, name);
+      expect(new Set(plan.runs.map((run) => run.nodes))).toEqual(new Set(parsed.campaign.matrix.nodes));
+    });
+  }
+});
 
 describe("expanding the matrix", () => {
   it("makes one run per combination, single-node runs once whatever the bandwidth, and a probe per node count and bandwidth", () => {

@@ -218,7 +218,7 @@ describe("reportMeta", () => {
     expect(reportMeta(records, new Date("2025-05-03T00:00:00Z"))).toEqual({
       campaign: "scaling-test", testbed: "lab (local)",
       firstStartedAt: "2025-05-01T09:00:00.000Z", lastEndedAt: "2025-05-02T08:01:00.000Z", generatedAt: "2025-05-03T00:00:00.000Z",
-      sharedMachine: true, cpusPerNode: [], leftOut: [],
+      sharedMachine: true, cpusPerNode: [], severalProcessesPerNode: false, leftOut: [],
     });
   });
 

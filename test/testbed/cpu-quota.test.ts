@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { validateCampaign } from "../../src/config/schema.ts";
 import { ConfigError } from "../../src/errors.ts";
-import { HOST_HEADROOM_CORES, planCpuQuota, resolveCpuQuota } from "../../src/testbed/cpu-quota.ts";
+import { HOST_HEADROOM_CORES, mostWorkersAtOnce, planCpuQuota, resolveCpuQuota } from "../../src/testbed/cpu-quota.ts";
 
 describe("planCpuQuota", () => {
   it("defaults to the machine's cores less the headroom, shared by the nodes and rounded down to 0.01", () => {
@@ -61,6 +61,13 @@ describe("with several processes per node", () => {
     // 4 nodes × 2 processes: (2 - 0.5) / 8, rounded down.
     expect(resolveCpuQuota(file, 2)).toBe(0.18);
     expect(resolveCpuQuota({ ...file, campaign: { matrix: { nodes: [1, 2] } } }, 2)).toBe(0.37);
+  });
+
+  it("counts only the combinations maxWorkers keeps", () => {
+    expect(mostWorkersAtOnce([1, 2, 4], [1, 2, 4], 4)).toBe(4);
+    // 3 × 2 = 6 is left out, so 3 × 1 is the most; not min(6, 5).
+    expect(mostWorkersAtOnce([3], [1, 2], 5)).toBe(3);
+    expect(mostWorkersAtOnce([3], [1, 2], undefined)).toBe(6);
   });
 });
 

@@ -103,22 +103,29 @@ def register_ddp_hook(ddp, reduction: str, fp16: bool) -> None:
     if reduction not in REDUCTIONS:
         raise ValueError(f"unknown reduction '{reduction}' (expected one of {', '.join(REDUCTIONS)})")
     # One thread: buckets are exchanged one after another, in the order DDP hands them over, which is the same
-    # on every rank, so every send meets its receive.
-    executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ringlab-{reduction}")
+    # on every rank, so every send meets its receive. The current GPU is per thread, and NCCL's point-to-point
+    # calls hang on the wrong one: the thread takes this process's.
+    device = next(ddp.parameters()).device
+    on_gpu = device.type == "cuda"
+    executor = concurrent.futures.ThreadPoolExecutor(
+        max_workers=1, thread_name_prefix=f"ringlab-{reduction}",
+        **({"initializer": torch.cuda.set_device, "initargs": (device,)} if on_gpu else {}))
 
     def average(bucket_buffer: torch.Tensor, done: torch.futures.Future) -> None:
         try:
+            # Divided before the sum, as DDP's own hooks do: an fp16 sum of N gradients could overflow.
+            bucket_buffer.div_(dist.get_world_size())
             wire = bucket_buffer.to(torch.float16) if fp16 else bucket_buffer
             sum_over_ranks(wire, reduction)
             if wire is not bucket_buffer:
                 bucket_buffer.copy_(wire)
-            bucket_buffer.div_(dist.get_world_size())
             done.set_result(bucket_buffer)
         except Exception as error:  # DDP's backward raises it on the main thread
             done.set_exception(error)
 
     def hook(_state, bucket) -> torch.futures.Future[torch.Tensor]:  # DDP checks this annotation
-        done = torch.futures.Future()
+        # A future that knows the GPU records CUDA events, so DDP's stream waits for the exchange's work.
+        done = torch.futures.Future(devices=[device]) if on_gpu else torch.futures.Future()
         executor.submit(average, bucket.buffer(), done)
         return done
 
