@@ -306,7 +306,7 @@ export const SHARED_MACHINE_NOTE = "The local testbed's nodes are containers sha
 /** Each chart's one caption, above it: what it shows, then how to read its marks. */
 const CAPTIONS = {
   throughput: { title: "Training throughput against node count", detail: "Mean ± 95% CI over repeats (one repeat: its spread over iterations); dashed: ideal, n × one node." },
-  efficiency: { title: "Scaling efficiency against node count", detail: "Throughput / (n × one node); dashed: the best the ring all-reduce lower bound allows without overlap." },
+  efficiency: { title: "Scaling efficiency against node count", detail: "Throughput / (n × one node); dashed: the best the lower bound of the run's reduction (ring all-reduce unless the campaign chose another) allows without overlap." },
   busBandwidth: { title: "All-reduce bus bandwidth against message size", detail: "busbw = algbw · 2(N-1)/N, mean ± 95% CI over repeats; dashed grey: link rates." },
   model: {
     title: "Fitted model against measurement",
