@@ -87,6 +87,12 @@ function campaignFile(name: string, fields: Record<string, string> = {}): string
   return file;
 }
 
+/** The end of what cdktf and terraform said (ringlab's log of the state folder): why a resource was left, when one is. */
+function logTail(stateDir: string): string {
+  const log = join(stateDir, "log");
+  return existsSync(log) ? `leftovers; the log ends:\n${readFileSync(log, "utf8").split("\n").slice(-60).join("\n")}` : "leftovers (no log)";
+}
+
 function context(stateDir: string): Context {
   return { repoDir: REPO, stateDir, reporter: silentReporter, logFile: join(stateDir, "log"), signal: new AbortController().signal };
 }
@@ -141,7 +147,7 @@ describe("AWS testbed against moto, through the real cdktf and terraform", () =>
       expect(vars["ansible_host"]).toBe(node.publicIp);
       expect((error as Error).message).toContain(node.publicIp);
     }
-    expect(await leftovers()).toEqual(NOTHING);
+    expect(await leftovers(), logTail(stateDir)).toEqual(NOTHING);
     expect(existsSync(paths.record)).toBe(false);
     console.info(`deploy + failed SSH wait + rollback destroy: ${seconds} s`);
   }, 240_000);
@@ -171,7 +177,7 @@ describe("AWS testbed against moto, through the real cdktf and terraform", () =>
     const unrecorded = /removed (\d+) resources tagged ringlab:testbed=motokill that Terraform's state did not list/.exec(down.stderr);
     console.info(`resources down found by tag only: ${unrecorded?.[1] ?? 0}`);
     console.info(`down after SIGKILL: ${Math.round((Date.now() - started) / 1000)} s`);
-    expect(await leftovers()).toEqual(NOTHING);
+    expect(await leftovers(), logTail(stateDir)).toEqual(NOTHING);
   }, 360_000);
 
   it("rolls back only what the failed deploy created: resources that were there before stay", async () => {
@@ -186,7 +192,7 @@ describe("AWS testbed against moto, through the real cdktf and terraform", () =>
     expect(log).toMatch(/aws_vpc\.[^\n]*Creation complete/);
     // The provider asks for the image before RunInstances and stops there: the instances are what failed.
     expect(log).toMatch(/Error: [^\n]*collecting instance settings: couldn't find resource/);
-    expect(await leftovers()).toEqual({ ...NOTHING, vpc: ["-"] });
+    expect(await leftovers(), logTail(stateDir)).toEqual({ ...NOTHING, vpc: ["-"] });
     const vpcs = (await ec2.send(new DescribeVpcsCommand({ VpcIds: [unrelated] }))).Vpcs ?? [];
     expect(vpcs.map((v) => v.VpcId)).toEqual([unrelated]);
   }, 240_000);

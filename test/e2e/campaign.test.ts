@@ -157,3 +157,35 @@ campaign:
     expect(everythingLabeled("e2elost")).toEqual([]);
   });
 });
+
+describe("a campaign of reductions and placements", { timeout: 10 * 60_000 }, () => {
+  it("runs a parameter server on 1 node × 2 and 2 nodes × 1, records the placement, and the report compares them", async () => {
+    const work = scratch("placement");
+    const file = writeFile(work, "placement.yaml", `
+testbed: {target: local, name: e2eplace, nodes: 2, subnet: 10.73.0.0/24}
+campaign:
+  matrix: {nodes: [1, 2], processesPerNode: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit, reduction: parameter-server}
+  maxWorkers: 2
+  train: {numWarmupBatches: 1, numBatchesPerIter: 2, numIters: 2}
+  probe: {maxBytes: 1048576, iters: 2}
+`);
+    const out = join(work, "results");
+    const run = await ringlab(join(work, "state"), ["campaign", file, "--results", out]);
+    expect(run.code, run.stderr).toBe(0);
+    const byId = new Map(readFileSync(join(out, "runs.jsonl"), "utf8").trim().split("\n").map((line) => {
+      const record = JSON.parse(line);
+      return [record.runId, record];
+    }));
+    expect([...byId.keys()]).toEqual([
+      "train-tiny-b8-n1-reduction-parameter-server-r1", "allreduce-n1-p2-parameter-server-r1", "train-tiny-b8-n1-p2-reduction-parameter-server-r1",
+      "allreduce-n2-1gbit-parameter-server-r1", "train-tiny-b8-n2-1gbit-reduction-parameter-server-r1",
+    ]);
+    const inOneNode = byId.get("train-tiny-b8-n1-p2-reduction-parameter-server-r1");
+    expect(inOneNode.params).toMatchObject({ nodes: 1, processesPerNode: 2, bandwidth: null, knobs: { reduction: "parameter-server" } });
+    expect(inOneNode.result.world).toMatchObject({ size: 2, nodes: 1, procsPerNode: 2 });
+    expect(inOneNode.result.knobs.reduction).toBe("parameter-server");
+    expect(byId.get("allreduce-n2-1gbit-parameter-server-r1").result.metrics.rows.every((row: { wrong: number }) => row.wrong === 0)).toBe(true);
+    expect(readFileSync(join(out, "report.md"), "utf8")).toMatch(/^- Placements, tiny · batch 8 · 1gbit · 2 workers: .* was fastest/m);
+    expect(everythingLabeled("e2eplace")).toEqual([]);
+  });
+});
