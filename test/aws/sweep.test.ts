@@ -15,7 +15,9 @@ import {
 import { CreateFileSystemCommand, CreateMountTargetCommand, DescribeFileSystemsCommand, DescribeMountTargetsCommand } from "@aws-sdk/client-efs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TEST_AWS_ENDPOINT_ENV } from "../../src/aws/clients.ts";
-import { planSweep, SWEEP_ORDER, sweep, sweepClients, type SweepClients, type TaggedResource } from "../../src/aws/sweep.ts";
+import {
+  deleteTestbedLeftovers, findTaggedResources, planSweep, SWEEP_ORDER, sweep, sweepClients, type SweepClients, type TaggedResource,
+} from "../../src/aws/sweep.ts";
 import { startMoto, type Moto } from "./moto.ts";
 
 const REGION = "eu-west-1";
@@ -143,6 +145,24 @@ describe("ringlab sweep against moto", () => {
     expect(result.stdout).toMatch(/left alone, no readable ringlab:expires-at tag: vpc vpc-\w+ \(testbed undated/);
     expect(result.stdout).toMatch(new RegExp(`${REGION}: \\d+ ringlab resources found, 0 expired`));
   }, 60_000);
+
+  it("takes one deploy's leftovers only when asked, as a rollback does beside a same-named testbed of another state folder", async () => {
+    const ours = "2998-06-01T12:00:00Z";
+    await createTestbed(clients.ec2, "twin", ours, "10.85");
+    await createTestbed(clients.ec2, "twin", FUTURE, "10.86");
+    const twins = async () => (await findTaggedResources(clients)).filter((r) => r.testbed === "twin");
+    const before = await twins();
+    const kinds = new Set(before.map((r) => r.kind));
+    const removed = await deleteTestbedLeftovers(clients, "twin", () => undefined, { expiringAt: ours });
+    expect(new Set(removed.map((r) => r.kind))).toEqual(kinds);
+    expect(removed.map((r) => r.id).sort()).toEqual(before.filter((r) => r.expiresAt === ours).map((r) => r.id).sort());
+    const left = await twins();
+    expect(new Set(left.map((r) => r.kind))).toEqual(kinds);
+    expect(left.every((r) => r.expiresAt === FUTURE)).toBe(true);
+    // `down` without the scope takes the rest.
+    await deleteTestbedLeftovers(clients, "twin", () => undefined);
+    expect(await twins()).toEqual([]);
+  }, 120_000);
 
   it("refuses to run with a test endpoint that is not loopback (exit 2), before any call", () => {
     const result = spawnSync(process.execPath, [resolve("src/bin/ringlab.mjs"), "sweep", "--region", REGION, "--dry-run"], {
