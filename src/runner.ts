@@ -2,14 +2,16 @@
  * Runs benchmark jobs on a testbed: shape the links (ansible/shape.yml), run the workers on the first N nodes
  * and collect their logs and result (ansible/run.yml), read the result. Used by `ringlab run` and campaigns.
  */
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { z } from "zod";
 import { bandwidthGbps } from "./bandwidth.ts";
 import { uninterruptible, type Context } from "./context.ts";
 import { runPlaybook } from "./testbed/playbook.ts";
 import { RinglabError, ToolError } from "./errors.ts";
 import { JOBS, type Job } from "./results/record.ts";
 import { parseWorkerResult, type WorkerResult } from "./results/worker-result.ts";
+import { unreachableNodes } from "./testbed/health.ts";
 import type { TestbedRecord } from "./testbed/record.ts";
 import { formatBytes } from "./util/format.ts";
 
@@ -55,55 +57,189 @@ export async function stopWorkers(ctx: Context, record: TestbedRecord): Promise<
   await ctx.reporter.step("stop workers", () => runPlaybook(ctx, record, "stop-workers.yml"));
 }
 
-/** Runs one job. A failed job is an outcome, not an exception: campaigns record it and go on. */
-export async function executeRun(ctx: Context, record: TestbedRecord, request: RunRequest): Promise<RunOutcome> {
-  const started = new Date();
-  const finish = (fields: Pick<RunOutcome, "status" | "result" | "error">): RunOutcome => ({
-    ...fields,
-    startedAt: started.toISOString(),
-    endedAt: new Date().toISOString(),
-    wallSeconds: (Date.now() - started.getTime()) / 1000,
-    collectDir: request.collectDir,
-  });
-  // run.yml leaves each rank's log here. Earlier attempts have folders of their own and are kept; this attempt's
-  // folder exists only when an invocation was killed before recording it, and its leftovers must not pass as ours.
-  if (existsSync(request.collectDir)) rmSync(request.collectDir, { recursive: true, force: true });
-  const processes = request.processesPerNode;
-  const nodes = `${request.nodes} node${request.nodes === 1 ? "" : "s"}`;
-  const placement = processes === undefined ? nodes : `${nodes} × ${processes} process${processes === 1 ? "" : "es"}`;
+/** How a batch of runs ended (see executeRuns). */
+export interface BatchEnd {
+  /** Runs handed to onOutcome, from the first; the rest did not start (a run failed, or the playbook did). */
+  readonly done: number;
+  /**
+   * The run in flight when the playbook itself failed (a node stopped answering, a tool failed): not handed to
+   * onOutcome. `nodeLost`: some node does not answer now, so the run may go again once the nodes are checked.
+   */
+  readonly cutShort?: { readonly outcome: RunOutcome; readonly nodeLost: boolean };
+}
+
+/**
+ * Runs jobs one after another at the current link rate in one `ansible-playbook run.yml` (its start, the inventory
+ * and the checks are paid once), handing each run's outcome to `onOutcome` as soon as the job ends, while the next
+ * one runs: a kill loses at most the run in flight. The first failed run ends the batch. A failed job is an outcome,
+ * not an exception: campaigns record it and go on.
+ */
+export async function executeRuns(
+  ctx: Context, record: TestbedRecord, requests: readonly RunRequest[], onOutcome: (request: RunRequest, outcome: RunOutcome) => void,
+): Promise<BatchEnd> {
+  const first = requests[0];
+  if (first === undefined) return { done: 0 };
+  for (const request of requests) {
+    // Earlier attempts have folders of their own and are kept; this attempt's folder exists only when an invocation
+    // was killed before recording it, and its leftovers must not pass as ours.
+    if (existsSync(request.collectDir)) rmSync(request.collectDir, { recursive: true, force: true });
+    mkdirSync(request.collectDir, { recursive: true });
+  }
+  let done = 0;
+  let lastFailed = false;
+  let since = new Date();
+  // Outcomes arrive in order: only the next run's file is looked for.
+  const collect = (): void => {
+    for (let next = requests[done]; next !== undefined && existsSync(outcomeFile(next)); next = requests[done]) {
+      const outcome = readOutcome(next, since);
+      since = new Date(outcome.endedAt);
+      lastFailed = outcome.status === "failed";
+      done++;
+      onOutcome(next, outcome);
+    }
+  };
+  let collectError: unknown;
+  const poll = setInterval(() => {
+    try {
+      collect();
+    } catch (error) {
+      collectError ??= error;
+    }
+  }, 200);
+  let failure: unknown;
   try {
-    await ctx.reporter.step(`run ${request.runId} (${request.job} on ${placement})`, (detail) => runPlaybook(ctx, record, "run.yml", {
+    await ctx.reporter.step(describeBatch(requests), (detail) => runPlaybook(ctx, record, "run.yml", {
       extraVars: {
-        worker_run_id: request.runId,
-        worker_nodes: request.nodes,
-        worker_job: request.job,
-        worker_job_args: request.workerArgs,
-        worker_timeout_seconds: request.timeoutSeconds,
-        worker_collect_dir: request.collectDir,
-        ...(processes === undefined ? {} : { worker_procs_per_node: processes }),
-        // Docker's --cpus takes two decimals; the product of two such numbers may carry float noise.
-        ...(request.cpusPerNode === undefined ? {} : { worker_cpus: Math.round(request.cpusPerNode * (processes ?? 1) * 100) / 100 }),
-        // The inventory is the CLI's own and site.yml checked it; run.yml runs once per run, so skip the checks.
+        worker_jobs: requests.map(jobOf),
+        worker_timeout_seconds: first.timeoutSeconds,
+        // The inventory is the CLI's own and site.yml checked it.
         preflight_check_inventory: false,
       },
-      // Ansible's own work (start, poll, collect) on top of the job's limit.
-      timeoutMs: (request.timeoutSeconds + 180) * 1000,
+      // Ansible's own work (start, poll, collect) on top of each job's limit.
+      timeoutMs: requests.reduce((sum, request) => sum + request.timeoutSeconds + 60, 120) * 1000,
       onTask: detail,
-      ...(request.limit === undefined ? {} : { limit: request.limit }),
+      ...(first.limit === undefined ? {} : { limit: first.limit }),
     }));
   } catch (error) {
-    // Ranks still up would wait for a failed one until their own timeout, and an interrupted run's workers
-    // would run on: stop them either way.
-    await stopWorkers(uninterruptible(ctx), record).catch(() => {});
-    if (ctx.signal.aborted || !(error instanceof RinglabError)) throw error;
-    return finish({ status: "failed", error: describeRunFailure(error, request) });
+    failure = error;
+  } finally {
+    clearInterval(poll);
+  }
+  if (collectError !== undefined) throw collectError;
+  collect();
+  if (failure === undefined) return { done };
+  // run.yml fails on purpose after a failed run's outcome, whose workers are gone: that run is recorded, the batch
+  // is over.
+  if (lastFailed && !ctx.signal.aborted && failure instanceof RinglabError) return { done };
+  // Ranks still up would wait for a failed one until their own timeout, and an interrupted run's workers would run
+  // on: stop them.
+  await stopWorkers(uninterruptible(ctx), record).catch(() => {});
+  if (ctx.signal.aborted || !(failure instanceof RinglabError)) throw failure;
+  const inFlight = requests[done];
+  if (inFlight === undefined) return { done };
+  const nodeLost = (await unreachableNodes(record)).length > 0;
+  const ended = new Date();
+  const outcome: RunOutcome = {
+    status: "failed",
+    error: describeRunFailure(failure, inFlight),
+    startedAt: since.toISOString(),
+    endedAt: ended.toISOString(),
+    wallSeconds: (ended.getTime() - since.getTime()) / 1000,
+    collectDir: inFlight.collectDir,
+  };
+  return { done, cutShort: { outcome, nodeLost } };
+}
+
+/** Runs one job: a batch of one. */
+export async function executeRun(ctx: Context, record: TestbedRecord, request: RunRequest): Promise<RunOutcome> {
+  let outcome: RunOutcome | undefined;
+  const end = await executeRuns(ctx, record, [request], (_, ended) => { outcome = ended; });
+  return outcome ?? end.cutShort!.outcome;
+}
+
+/** ansible-playbook's exit code when a host did not answer. */
+const ANSIBLE_UNREACHABLE = 4;
+
+function outcomeFile(request: RunRequest): string {
+  return join(request.collectDir, "outcome.json");
+}
+
+/** One entry of run.yml's worker_jobs. */
+function jobOf(request: RunRequest): Record<string, unknown> {
+  const processes = request.processesPerNode;
+  return {
+    run_id: request.runId,
+    nodes: request.nodes,
+    job: request.job,
+    args: request.workerArgs,
+    collect_dir: request.collectDir,
+    ...(processes === undefined ? {} : { procs_per_node: processes }),
+    // Docker's --cpus takes two decimals; the product of two such numbers may carry float noise.
+    ...(request.cpusPerNode === undefined ? {} : { cpus: Math.round(request.cpusPerNode * (processes ?? 1) * 100) / 100 }),
+  };
+}
+
+function describeBatch(requests: readonly RunRequest[]): string {
+  if (requests.length > 1) return `run ${requests.length} jobs in one playbook (${requests[0]!.runId} .. ${requests.at(-1)!.runId})`;
+  const { runId, job, nodes, processesPerNode: processes } = requests[0]!;
+  const onNodes = `${nodes} node${nodes === 1 ? "" : "s"}`;
+  const placement = processes === undefined ? onNodes : `${onNodes} × ${processes} process${processes === 1 ? "" : "es"}`;
+  return `run ${runId} (${job} on ${placement})`;
+}
+
+/** How one rank ended, as run.yml writes it in outcome.json. */
+const RankOutcome = z.object({
+  rank: z.coerce.number().int(),
+  host: z.string(),
+  ok: z.union([z.boolean(), z.enum(["True", "False"]).transform((text) => text === "True")]),
+  outcome: z.string(),
+  log: z.unknown(),
+  result: z.string().optional(),
+  result_error: z.string().optional(),
+  result_file: z.string().optional(),
+});
+const JobOutcome = z.object({ ranks: z.array(RankOutcome) });
+
+/**
+ * Turns a job's outcome.json into the run's files (worker-<rank>.log of every rank, the head's result.json) and its
+ * outcome: ok when every rank exited 0 and the head's result reads as a worker result.
+ */
+export function readOutcome(request: RunRequest, since: Date): RunOutcome {
+  const ended = new Date();
+  const finish = (fields: Pick<RunOutcome, "status" | "result" | "error">): RunOutcome => ({
+    ...fields,
+    startedAt: since.toISOString(),
+    endedAt: ended.toISOString(),
+    wallSeconds: (ended.getTime() - since.getTime()) / 1000,
+    collectDir: request.collectDir,
+  });
+  const file = outcomeFile(request);
+  let ranks: z.infer<typeof RankOutcome>[];
+  try {
+    ranks = JobOutcome.parse(JSON.parse(readFileSync(file, "utf8"))).ranks;
+  } catch (error) {
+    return finish({ status: "failed", error: `unreadable outcome ${file}: ${(error as Error).message}` });
+  }
+  for (const rank of ranks) {
+    const log = typeof rank.log === "string" ? rank.log : JSON.stringify(rank.log);
+    writeFileSync(join(request.collectDir, `worker-${rank.rank}.log`), log.endsWith("\n") ? log : `${log}\n`);
+  }
+  const logs = `worker logs: ${request.collectDir}/worker-*.log`;
+  const failed = ranks.filter((rank) => !rank.ok);
+  if (failed.length > 0) {
+    const what = failed.map((rank) => `${rank.host} failed: Worker rank ${rank.rank} on ${rank.host} ${rank.outcome}` +
+      (rank.outcome === "exited with code 0" ? ` but wrote no result (${rank.result_file}: ${rank.result_error})` : ""));
+    return finish({ status: "failed", error: `${what.join("; ")}; ${logs}` });
+  }
+  const head = ranks.find((rank) => rank.rank === 0);
+  if (head?.result === undefined || head.result === "") {
+    return finish({ status: "failed", error: `the workers exited cleanly but the head's result was not read; ${logs}` });
   }
   const resultFile = join(request.collectDir, "result.json");
-  if (!existsSync(resultFile)) {
-    return finish({ status: "failed", error: `the workers exited cleanly but wrote no result (${resultFile}); see worker-*.log in ${request.collectDir}` });
-  }
+  const text = Buffer.from(head.result, "base64").toString("utf8");
+  writeFileSync(resultFile, text);
   try {
-    return finish({ status: "ok", result: parseWorkerResult(JSON.parse(readFileSync(resultFile, "utf8"))) });
+    return finish({ status: "ok", result: parseWorkerResult(JSON.parse(text)) });
   } catch (error) {
     return finish({ status: "failed", error: `unreadable result ${resultFile}: ${(error as Error).message}` });
   }

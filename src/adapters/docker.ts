@@ -37,6 +37,19 @@ export interface ContainerInfo {
 
 export type ResourceKind = "container" | "network" | "volume";
 
+export interface BuildOptions {
+  readonly dockerfile?: string;
+  readonly target?: string;
+  readonly buildArgs?: Record<string, string>;
+  readonly onStep?: (step: string) => void;
+}
+
+/** The step in a line of the classic builder's output ("Step 3/12 : RUN apt-get ..." -> "3/12 RUN apt-get ..."). */
+export function buildStep(line: string): string | undefined {
+  const match = /^Step (\d+\/\d+) : (.*)$/.exec(line.trim());
+  return match === null ? undefined : `${match[1]} ${match[2]!.replace(/\s+/g, " ").slice(0, 60)}`;
+}
+
 const INSTALL_HINT = "install and start Docker with `npm run setup` (Debian/Ubuntu: apt-get install docker.io)";
 
 export class Docker {
@@ -63,12 +76,18 @@ export class Docker {
     return (await this.run(["image", "inspect", "--format", "{{.Id}}", image], { allowFailure: true })).exitCode === 0;
   }
 
-  async build(contextDir: string, tag: string, options: { dockerfile?: string; target?: string; buildArgs?: Record<string, string> } = {}): Promise<void> {
+  /** `docker build`; onStep gets each Dockerfile step as the builder starts it ("3/12 RUN apt-get install ..."). */
+  async build(contextDir: string, tag: string, options: BuildOptions = {}): Promise<void> {
     const args = ["build", "-t", tag];
     if (options.dockerfile !== undefined) args.push("-f", options.dockerfile);
     if (options.target !== undefined) args.push("--target", options.target);
     for (const [key, value] of Object.entries(options.buildArgs ?? {})) args.push("--build-arg", `${key}=${value}`);
-    await this.run([...args, contextDir], { env: { DOCKER_BUILDKIT: "0" } });
+    const onLine = (line: string) => {
+      this.options.onLine?.(line);
+      const step = buildStep(line);
+      if (step !== undefined) options.onStep?.(step);
+    };
+    await this.run([...args, contextDir], { env: { DOCKER_BUILDKIT: "0" }, onLine });
   }
 
   async createNetwork(name: string, subnet: string, labels: Readonly<Record<string, string>>): Promise<void> {

@@ -14,7 +14,7 @@ import { writeDerivedFiles } from "../results/derived.ts";
 import type { ResultsLayout } from "../results/layout.ts";
 import { RUN_RECORD_SCHEMA, type RunRecord } from "../results/record.ts";
 import { ResultsStore } from "../results/store.ts";
-import { executeRun, shapeLinks, stopWorkers } from "../runner.ts";
+import { executeRuns, shapeLinks, stopWorkers, type RunOutcome, type RunRequest } from "../runner.ts";
 import { resolveCpuQuota } from "../testbed/cpu-quota.ts";
 import type { TestbedRecord } from "../testbed/record.ts";
 import { NodeKeeper, runnableWith, type NodeRecovery } from "../testbed/health.ts";
@@ -115,32 +115,68 @@ interface Tally {
 }
 
 /**
- * The runs in order, each recorded before the next starts. Before each, every node is checked: lost nodes are
- * brought back where possible (local), and a run that needs a node still lost is recorded as skipped.
+ * The runs in order, each recorded as soon as it ends. Consecutive runs at one link rate go to one playbook (a batch:
+ * Ansible starts once, not per run). Before each batch every node is checked: lost nodes are brought back where
+ * possible (local), and a run that needs a node still lost is recorded as skipped. A batch ends at its first failed
+ * run; a run cut short by a node that stopped answering goes again once after the check.
  */
 async function runAll(ctx: Context, scope: CampaignScope, todo: readonly PlannedRun[], tally: Tally): Promise<void> {
   const keeper = new NodeKeeper(ctx, scope.testbed);
+  const position = new Map(todo.map((run, index) => [run.id, index + 1]));
+  const announce = (run: PlannedRun) => ctx.reporter.info(`run ${position.get(run.id)}/${todo.length}: ${run.id}`);
+  const retried = new Set<string>();
+  let queue = [...todo];
   let shapedTo: string | undefined;
-  for (const [index, run] of todo.entries()) {
-    ctx.signal.throwIfAborted();
-    const health = await keeper.check();
-    if (health.recovery !== undefined) shapedTo = undefined;
-    const reachable = health.lost.length === 0 ? undefined : scope.testbed.nodes.filter((n) => !health.lost.includes(n)).map((n) => n.name);
-    let record: RunRecord;
-    if (!runnableWith(run.nodes, health.lost)) {
-      record = skippedRecord(scope, run, health.lost.map((node) => node.name));
-    } else {
-      if (run.bandwidth !== null && run.bandwidth !== shapedTo) {
-        await shapeLinks(ctx, scope.testbed, run.bandwidth, reachable);
-        shapedTo = run.bandwidth;
-      }
-      ctx.reporter.info(`run ${index + 1}/${todo.length}: ${run.id}`);
-      record = await executePlannedRun(ctx, scope, run, reachable, health.recovery);
-    }
+  const save = (record: RunRecord): void => {
     scope.store.save(record);
     writeDerivedFiles(scope.store.layout, scope.store.records(), scope.plan.runs.map((r) => r.id));
     count(ctx, tally, record);
+  };
+  while (queue.length > 0) {
+    ctx.signal.throwIfAborted();
+    const health = await keeper.check();
+    if (health.recovery !== undefined) shapedTo = undefined;
+    const first = queue[0]!;
+    if (!runnableWith(first.nodes, health.lost)) {
+      save(skippedRecord(scope, first, health.lost.map((node) => node.name)));
+      queue = queue.slice(1);
+      continue;
+    }
+    const reachable = health.lost.length === 0 ? undefined : scope.testbed.nodes.filter((n) => !health.lost.includes(n)).map((n) => n.name);
+    if (first.bandwidth !== null && first.bandwidth !== shapedTo) {
+      await shapeLinks(ctx, scope.testbed, first.bandwidth, reachable);
+      shapedTo = first.bandwidth;
+    }
+    const batch = takeWhile(queue, (run) => (run.bandwidth === null || run.bandwidth === shapedTo) && runnableWith(run.nodes, health.lost));
+    const attempts = new Map(batch.map((run) => [run.id, scope.store.nextAttempt(run.id)]));
+    const requests = batch.map((run) => runRequest(scope, run, attempts.get(run.id)!, reachable));
+    announce(first);
+    const end = await executeRuns(ctx, scope.testbed, requests, (_, outcome) => {
+      const index = requests.findIndex((request) => request.collectDir === outcome.collectDir);
+      const run = batch[index]!;
+      save(runRecord(scope, run, attempts.get(run.id)!, outcome, index === 0 ? health.recovery : undefined));
+      const next = batch[index + 1];
+      if (next !== undefined && outcome.status === "ok") announce(next);
+    });
+    queue = queue.slice(end.done);
+    if (end.cutShort !== undefined) {
+      const run = queue[0]!;
+      if (end.cutShort.nodeLost && !retried.has(run.id)) {
+        ctx.reporter.warn(`run ${run.id} was cut short by a node that stopped answering; it goes again after the nodes are checked`);
+        retried.add(run.id);
+        // Its attempt number was not used: the next attempt takes it again.
+        continue;
+      }
+      save(runRecord(scope, run, attempts.get(run.id)!, end.cutShort.outcome, end.done === 0 ? health.recovery : undefined));
+      queue = queue.slice(1);
+    }
   }
+}
+
+/** The leading items that satisfy the predicate. */
+function takeWhile<T>(items: readonly T[], predicate: (item: T) => boolean): T[] {
+  const end = items.findIndex((item) => !predicate(item));
+  return items.slice(0, end === -1 ? items.length : end);
 }
 
 function count(ctx: Context, tally: Tally, record: RunRecord): void {
@@ -153,15 +189,16 @@ function count(ctx: Context, tally: Tally, record: RunRecord): void {
   tally.benchmarkSeconds += record.benchmarkSeconds ?? 0;
 }
 
-async function executePlannedRun(ctx: Context, scope: CampaignScope, run: PlannedRun, limit: readonly string[] | undefined, recovery: NodeRecovery | undefined): Promise<RunRecord> {
-  const { store, testbed } = scope;
-  const attempt = store.nextAttempt(run.id);
-  const collectDir = store.logsDirOf(run.id, attempt);
-  const outcome = await executeRun(ctx, testbed, {
+function runRequest(scope: CampaignScope, run: PlannedRun, attempt: number, limit: readonly string[] | undefined): RunRequest {
+  return {
     runId: run.id, nodes: run.nodes, ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }),
     job: run.job, workerArgs: run.workerArgs,
-    timeoutSeconds: scope.plan.runTimeoutSeconds, collectDir, ...(limit === undefined ? {} : { limit }), ...(scope.cpusPerNode === undefined ? {} : { cpusPerNode: scope.cpusPerNode }),
-  });
+    timeoutSeconds: scope.plan.runTimeoutSeconds, collectDir: scope.store.logsDirOf(run.id, attempt),
+    ...(limit === undefined ? {} : { limit }), ...(scope.cpusPerNode === undefined ? {} : { cpusPerNode: scope.cpusPerNode }),
+  };
+}
+
+function runRecord(scope: CampaignScope, run: PlannedRun, attempt: number, outcome: RunOutcome, recovery: NodeRecovery | undefined): RunRecord {
   const provenance = outcome.result?.provenance;
   // The job's whole life in the worker, torch import and rendezvous included: what is left of the run's wall
   // time is ringlab's own orchestration.
@@ -176,7 +213,7 @@ async function executePlannedRun(ctx: Context, scope: CampaignScope, run: Planne
     endedAt: outcome.endedAt,
     wallSeconds: outcome.wallSeconds,
     ...(benchmarkSeconds === undefined || Number.isNaN(benchmarkSeconds) ? {} : { benchmarkSeconds }),
-    logsDir: relative(store.layout.dir, collectDir),
+    logsDir: relative(scope.store.layout.dir, outcome.collectDir),
     ...(outcome.result === undefined ? {} : { result: outcome.result }),
   };
 }

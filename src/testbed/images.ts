@@ -18,20 +18,27 @@ export async function buildLocalImages(ctx: Context, docker: Docker, workerImage
     detail("debootstrap from the host's Debian mirror (about a minute, once)");
     await docker.runScript(docker_("base/build-base.sh"), [BASE_IMAGE]);
   });
-  await ctx.reporter.step(`node image ${NODE_IMAGE}`, async () => {
-    await docker.build(docker_("node"), NODE_IMAGE, { buildArgs: { BASE_IMAGE } });
-  });
-  await ctx.reporter.step(`worker image ${workerImage}`, async (detail) => {
-    if (workerImage !== DEFAULTS.local.workerImage) {
-      // An image of the user's own: use it as it is, never overwrite it with a build from docker/worker.
-      if (!(await docker.imageExists(workerImage))) {
-        throw new PrerequisiteError(`worker image ${workerImage} (testbed.workerImage) is not in the local Docker engine`, {
-          hint: `build or load it first, or drop testbed.workerImage to use ${DEFAULTS.local.workerImage}, built from docker/worker`,
-        });
-      }
-      return;
-    }
-    if (!(await docker.imageExists(workerImage))) detail("installing PyTorch from Debian packages (a few minutes, once)");
-    await docker.build(docker_("worker"), workerImage, { target: "cpu", buildArgs: { BASE_IMAGE } });
+  // An image of the user's own is used as it is, never overwritten with a build from docker/worker.
+  const ownWorkerImage = workerImage !== DEFAULTS.local.workerImage;
+  if (ownWorkerImage && !(await docker.imageExists(workerImage))) {
+    throw new PrerequisiteError(`worker image ${workerImage} (testbed.workerImage) is not in the local Docker engine`, {
+      hint: `build or load it first, or drop testbed.workerImage to use ${DEFAULTS.local.workerImage}, built from docker/worker`,
+    });
+  }
+  const builds: { name: string; tag: string; dir: string; target?: string }[] = [{ name: "node", tag: NODE_IMAGE, dir: "node" }];
+  if (!ownWorkerImage) builds.push({ name: "worker", tag: workerImage, dir: "worker", target: "cpu" });
+  // Both build on the base image and not on each other: side by side, each showing the Dockerfile step it is at.
+  await ctx.reporter.step(`${builds.map((b) => `${b.name} image ${b.tag}`).join(" and ")}`, async (detail) => {
+    const at = new Map<string, string>();
+    const show = (name: string, step: string) => {
+      at.set(name, step);
+      detail([...at].map(([image, text]) => `${image} ${text}`).join(" · "));
+    };
+    if (!ownWorkerImage && !(await docker.imageExists(workerImage))) show("worker", "installing PyTorch from Debian packages (a few minutes, once)");
+    await Promise.all(builds.map((b) => docker.build(docker_(b.dir), b.tag, {
+      ...(b.target === undefined ? {} : { target: b.target }),
+      buildArgs: { BASE_IMAGE },
+      onStep: (step) => show(b.name, step),
+    })));
   });
 }

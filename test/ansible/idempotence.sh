@@ -123,12 +123,16 @@ play shape4 ansible/shape.yml -e net_shaping_rate=fast
 if [[ $rc -eq 0 ]] || ! grep -q "net_shaping_rate must be a rate" "$work/shape4.log"; then show_log shape4; fail "a bad rate was not refused"; fi
 echo "tbf at 1Gbit on all nodes, idempotent, removed by unlimited; bad rate refused"
 
-# run.yml with a JSON object of extra variables; the collection directory is $work/<name>.
+# run.yml with one job (a JSON object of extra variables); the collection directory is $work/collect-<name>.
 run_job() {
   local name=$1 nodes=$2 timeout=$3 args=$4
-  play "$name" ansible/run.yml -e "{\"worker_run_id\": \"$name\", \"worker_nodes\": $nodes, \"worker_job\": \"allreduce\",
-    \"worker_job_args\": $args, \"worker_timeout_seconds\": $timeout,
-    \"worker_collect_dir\": \"$work/collect-$name\"}"
+  play "$name" ansible/run.yml -e "{\"worker_timeout_seconds\": $timeout, \"worker_jobs\": [{\"run_id\": \"$name\",
+    \"nodes\": $nodes, \"job\": \"allreduce\", \"args\": $args, \"collect_dir\": \"$work/collect-$name\"}]}"
+}
+# A field of rank R in a job's outcome.json (empty when the rank did not take part): rank_field <name> <rank> <field>
+rank_field() {
+  python3 -c 'import json, sys; ranks = {int(r["rank"]): r for r in json.load(open(sys.argv[1]))["ranks"]}; print(ranks[int(sys.argv[2])][sys.argv[3]] if int(sys.argv[2]) in ranks else "")' \
+    "$work/collect-$1/outcome.json" "$2" "$3"
 }
 no_workers_left() {
   local left; left=$(docker ps -aq --filter "label=ringlab.testbed=$testbed" --filter "label=ringlab.role=worker")
@@ -138,34 +142,57 @@ no_workers_left() {
 step "run.yml: allreduce on 2 nodes"
 run_job run-ok 2 300 '["--max-bytes", "1048576", "--iters", "3"]'
 require_success run-ok "run.yml failed"
-for file in result.json worker-0.log worker-1.log; do
-  [[ -s "$work/collect-run-ok/$file" ]] || { show_log run-ok; fail "run.yml left no $file in worker_collect_dir"; }
+[[ -s "$work/collect-run-ok/outcome.json" ]] || { show_log run-ok; fail "run.yml left no outcome.json in collect_dir"; }
+for rank in 0 1; do
+  [[ $(rank_field run-ok $rank ok) == True ]] || { show_log run-ok; fail "outcome.json: rank $rank is not ok"; }
+  grep -q "node $rank of 2" <<<"$(rank_field run-ok $rank log)" || fail "outcome.json holds no log of rank $rank"
 done
-[[ -e "$work/collect-run-ok/worker-2.log" ]] && fail "run.yml ran a worker on rank 2 although worker_nodes is 2"
-python3 -m json.tool "$work/collect-run-ok/result.json" >/dev/null || fail "result.json is not JSON"
-  python3 - "$work/collect-run-ok/result.json" "$testbed" <<'EOF' || fail "result.json does not describe a 2-node run of this testbed"
+[[ -z $(rank_field run-ok 2 host) ]] || fail "run.yml ran a worker on rank 2 although the job has 2 nodes"
+rank_field run-ok 0 result | base64 -d >"$work/run-ok-result.json" || fail "the head's result in outcome.json is not base64"
+python3 - "$work/run-ok-result.json" "$testbed" <<'EOF' || fail "the head's result does not describe a 2-node run of this testbed"
 import json, sys
 world = json.load(open(sys.argv[1]))["world"]
 expected = [f"{sys.argv[2]}-node-0", f"{sys.argv[2]}-node-1"]
-sys.exit(0 if world.get("nodes") == 2 and world.get("hostnames") == expected else f"world in result.json: {world}")
+sys.exit(0 if world.get("nodes") == 2 and world.get("hostnames") == expected else f"world in the result: {world}")
 EOF
 no_workers_left "run.yml"
-echo "result.json and worker-0/1.log collected, containers removed"
+echo "outcome.json with both ranks' logs and the head's result, containers removed"
 
-step "run.yml: a worker that fails"
-run_job run-bad 2 300 '["--no-such-option"]'
+step "run.yml: the result of an earlier job of the same run id does not pass for this one's"
+run_job run-ok 2 300 '["--help"]'
+[[ $rc -ne 0 && $(rank_field run-ok 0 outcome) == "exited with code 0" && $(rank_field run-ok 0 result_error) == "file not found"* ]] ||
+  { show_log run-ok; fail "a job that wrote no result was given the result of an earlier job of the same run id"; }
+echo "earlier result removed before the job"
+
+step "run.yml: two jobs in one play, the second on 3 nodes"
+small='"args": ["--max-bytes", "65536", "--iters", "2"]'
+play run-two ansible/run.yml -e "{\"worker_timeout_seconds\": 300, \"worker_jobs\": [
+  {\"run_id\": \"run-two-a\", \"nodes\": 2, \"job\": \"allreduce\", $small, \"collect_dir\": \"$work/collect-run-two-a\"},
+  {\"run_id\": \"run-two-b\", \"nodes\": 3, \"job\": \"allreduce\", $small, \"collect_dir\": \"$work/collect-run-two-b\"}]}"
+require_success run-two "run.yml with two jobs failed"
+[[ $(rank_field run-two-a 1 ok) == True && -z $(rank_field run-two-a 2 host) ]] || fail "the first job did not run on exactly 2 nodes"
+[[ $(rank_field run-two-b 2 ok) == True ]] || fail "the second job did not run on rank 2"
+no_workers_left "run.yml with two jobs"
+echo "two jobs, each on its own nodes, each with its outcome"
+
+step "run.yml: a worker that fails ends the play, and the job after it does not start"
+play run-bad ansible/run.yml -e "{\"worker_timeout_seconds\": 300, \"worker_jobs\": [
+  {\"run_id\": \"run-bad\", \"nodes\": 2, \"job\": \"allreduce\", \"args\": [\"--no-such-option\"], \"collect_dir\": \"$work/collect-run-bad\"},
+  {\"run_id\": \"run-after\", \"nodes\": 2, \"job\": \"allreduce\", $small, \"collect_dir\": \"$work/collect-run-after\"}]}"
 [[ $rc -ne 0 ]] || { show_log run-bad; fail "run.yml succeeded although the workers failed"; }
-grep -qE "Worker rank 0 on $testbed-node-0 exited with code [1-9]" "$work/run-bad.log" ||
-  { show_log run-bad; fail "run.yml did not name the failed rank and its exit code"; }
-[[ -s "$work/collect-run-bad/worker-1.log" ]] || fail "run.yml did not collect the logs of a failed run"
+grep -q "Job run-bad failed: $testbed-node-0, $testbed-node-1" "$work/run-bad.log" ||
+  { show_log run-bad; fail "run.yml did not name the failed job and its hosts"; }
+[[ $(rank_field run-bad 1 outcome) =~ ^"exited with code "[1-9] ]] || fail "outcome.json does not give rank 1's exit code"
+grep -q "no-such-option" <<<"$(rank_field run-bad 1 log)" || fail "outcome.json does not hold the failed rank's log"
+[[ -e "$work/collect-run-after/outcome.json" ]] && fail "the job after the failed one ran"
 no_workers_left "failed run.yml"
-echo "failure reported by rank with its exit code; logs collected"
+echo "failure reported by job and rank with its exit code and log; the next job not started"
 
 step "run.yml: workers that run past the timeout"
 run_job run-slow 2 4 '["--min-bytes", "67108864", "--max-bytes", "67108864", "--iters", "100000"]'
-if [[ $rc -eq 0 ]] || ! grep -q "timed out after 4 s and was stopped" "$work/run-slow.log"; then
-  show_log run-slow; fail "run.yml did not stop and report timed-out workers"
-fi
+[[ $rc -ne 0 ]] || { show_log run-slow; fail "run.yml succeeded although the workers ran past the timeout"; }
+[[ $(rank_field run-slow 1 outcome) == "timed out after 4 s and was stopped" ]] ||
+  { show_log run-slow; fail "run.yml did not stop and report timed-out workers"; }
 no_workers_left "timed-out run.yml"
 echo "timed-out workers stopped and reported"
 

@@ -1,0 +1,61 @@
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { readOutcome, type RunRequest } from "../../src/runner.ts";
+import { probeRecord } from "../report/fixtures/records.ts";
+
+/** A run's folder holding outcome.json as run.yml writes it (ranks and ok as Ansible renders them: strings, booleans). */
+function jobFolder(ranks: Record<string, unknown>[]): RunRequest {
+  const collectDir = mkdtempSync(join(tmpdir(), "ringlab-outcome-"));
+  writeFileSync(join(collectDir, "outcome.json"), JSON.stringify({ run_id: "r1", ranks }));
+  return { runId: "r1", nodes: ranks.length, job: "allreduce", workerArgs: [], timeoutSeconds: 60, collectDir };
+}
+
+const result = probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[1048576, 0.9]] }).result!;
+const base64 = (text: string) => Buffer.from(text).toString("base64");
+const rank = (n: number, fields: Record<string, unknown> = {}) => ({
+  run_id: "r1", rank: String(n), host: `t-node-${n}`, ok: true, outcome: "exited with code 0", log: `log of rank ${n}`,
+  result: "", result_error: "", result_file: n === 0 ? "/shared/runs/r1/result.json" : "", ...fields,
+});
+const since = new Date(Date.now() - 5000);
+
+describe("a job's outcome.json (run.yml)", () => {
+  it("becomes every rank's log and the head's result, and an ok run", () => {
+    const request = jobFolder([rank(0, { result: base64(JSON.stringify(result)) }), rank(1)]);
+    const outcome = readOutcome(request, since);
+    expect(outcome.status, outcome.error).toBe("ok");
+    expect(outcome.result?.world).toEqual(result.world);
+    expect(outcome.wallSeconds).toBeGreaterThanOrEqual(5);
+    expect(readdirSync(request.collectDir).sort()).toEqual(["outcome.json", "result.json", "worker-0.log", "worker-1.log"]);
+    expect(readFileSync(join(request.collectDir, "worker-1.log"), "utf8")).toBe("log of rank 1\n");
+    expect(JSON.parse(readFileSync(join(request.collectDir, "result.json"), "utf8"))).toEqual(JSON.parse(JSON.stringify(result)));
+  });
+
+  it("names every failed rank with how it ended, keeps every log, and writes no result", () => {
+    const request = jobFolder([
+      rank(0, { ok: "False", outcome: "timed out after 15 s and was stopped", log: "slow" }),
+      rank(1, { ok: false, outcome: "exited with code 4", log: "peer gone" }),
+    ]);
+    const outcome = readOutcome(request, since);
+    expect(outcome.status).toBe("failed");
+    expect(outcome.error).toBe("t-node-0 failed: Worker rank 0 on t-node-0 timed out after 15 s and was stopped; " +
+      `t-node-1 failed: Worker rank 1 on t-node-1 exited with code 4; worker logs: ${request.collectDir}/worker-*.log`);
+    expect(readFileSync(join(request.collectDir, "worker-1.log"), "utf8")).toBe("peer gone\n");
+    expect(readdirSync(request.collectDir)).not.toContain("result.json");
+  });
+
+  it("fails a head that exited cleanly without a result, saying which file and why", () => {
+    const request = jobFolder([rank(0, { ok: false, result_error: "file not found: /shared/runs/r1/result.json" }), rank(1)]);
+    expect(readOutcome(request, since).error).toMatch(
+      /^t-node-0 failed: Worker rank 0 on t-node-0 exited with code 0 but wrote no result \(\/shared\/runs\/r1\/result\.json: file not found: /);
+  });
+
+  it("fails a run whose result is not a worker result, or whose outcome file is damaged", () => {
+    const notAResult = jobFolder([rank(0, { result: base64("{\"schema\": \"something else\"}") })]);
+    expect(readOutcome(notAResult, since).error).toMatch(/^unreadable result .*result\.json: /);
+    const damaged = jobFolder([]);
+    writeFileSync(join(damaged.collectDir, "outcome.json"), "{\"ranks\": [");
+    expect(readOutcome(damaged, since)).toMatchObject({ status: "failed", error: expect.stringMatching(/^unreadable outcome .*outcome\.json: /) });
+  });
+});
