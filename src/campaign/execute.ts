@@ -155,6 +155,7 @@ async function runAll(ctx: Context, scope: CampaignScope, todo: readonly Planned
       const index = requests.findIndex((request) => request.collectDir === outcome.collectDir);
       const run = batch[index]!;
       save(runRecord(scope, run, attempts.get(run.id)!, outcome, index === 0 ? health.recovery : undefined));
+      if (outcome.status === "ok") ctx.reporter.info(`✓ run ${position.get(run.id)}/${todo.length}: ${run.id} (${outcome.wallSeconds.toFixed(1)} s)`);
       const next = batch[index + 1];
       if (next !== undefined && outcome.status === "ok") announce(next);
     });

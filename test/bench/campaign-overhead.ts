@@ -8,13 +8,13 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { REPO, timed } from "./bench-cli.ts";
+import { REPO, timedWithProgress } from "./bench-cli.ts";
 
 const campaign = resolve(REPO, process.argv[2] ?? "campaigns/local-smoke.yaml");
 const dir = mkdtempSync(join(tmpdir(), "ringlab-overhead-"));
 const results = join(dir, "results");
 
-const wall = timed(join(dir, "state"), ["campaign", campaign, "--results", results]);
+const { seconds: wall, progress } = timedWithProgress(join(dir, "state"), ["campaign", campaign, "--results", results]);
 const records = readFileSync(join(results, "runs.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line));
 const seconds = (from: string, to: string) => (Date.parse(to) - Date.parse(from)) / 1000;
 
@@ -38,3 +38,7 @@ console.log(`overhead                          ${overhead.toFixed(1)} s (${pct(o
 console.log(`  per run, before workers launch  ${(before / records.length).toFixed(1)} s x ${records.length} = ${before.toFixed(1)} s (${pct(before)})`);
 console.log(`  per run, after workers end      ${(after / records.length).toFixed(1)} s x ${records.length} = ${after.toFixed(1)} s (${pct(after)})`);
 console.log(`  once: up, configure, shape, down, report, CLI start  ${(wall - runWall).toFixed(1)} s (${pct(wall - runWall)})`);
+// The steps the CLI reported done ("✓ configure 3 nodes (ansible/site.yml) (14.2 s)"), other than the runs.
+for (const [, title, seconds] of progress.matchAll(/^✓ (.+) \((\d+\.\d) s\)$/gm)) {
+  if (!/^run /.test(title!)) console.log(`    ${title}`.padEnd(60) + ` ${seconds} s`);
+}
