@@ -72,7 +72,8 @@ export interface BatchEnd {
  * Runs jobs one after another at the current link rate in one `ansible-playbook run.yml` (its start, the inventory
  * and the checks are paid once), handing each run's outcome to `onOutcome` as soon as the job ends, while the next
  * one runs: a kill loses at most the run in flight. The first failed run ends the batch. A failed job is an outcome,
- * not an exception: campaigns record it and go on.
+ * not an exception: campaigns record it and go on. The batch takes the first request's timeout and node limit (a
+ * campaign's runs share both).
  */
 export async function executeRuns(
   ctx: Context, record: TestbedRecord, requests: readonly RunRequest[], onOutcome: (request: RunRequest, outcome: RunOutcome) => void,
@@ -138,15 +139,7 @@ export async function executeRuns(
   const inFlight = requests[done];
   if (inFlight === undefined) return { done };
   const nodeLost = (await unreachableNodes(record)).length > 0;
-  const ended = new Date();
-  const outcome: RunOutcome = {
-    status: "failed",
-    error: describeRunFailure(failure, inFlight),
-    startedAt: since.toISOString(),
-    endedAt: ended.toISOString(),
-    wallSeconds: (ended.getTime() - since.getTime()) / 1000,
-    collectDir: inFlight.collectDir,
-  };
+  const outcome = endedNow(inFlight, since, { status: "failed", error: describeRunFailure(failure, inFlight) });
   return { done, cutShort: { outcome, nodeLost } };
 }
 
@@ -157,8 +150,17 @@ export async function executeRun(ctx: Context, record: TestbedRecord, request: R
   return outcome ?? end.cutShort!.outcome;
 }
 
-/** ansible-playbook's exit code when a host did not answer. */
-const ANSIBLE_UNREACHABLE = 4;
+/** A run's outcome that began at `since` and ends now. */
+function endedNow(request: RunRequest, since: Date, fields: Pick<RunOutcome, "status" | "result" | "error">): RunOutcome {
+  const ended = new Date();
+  return {
+    ...fields,
+    startedAt: since.toISOString(),
+    endedAt: ended.toISOString(),
+    wallSeconds: (ended.getTime() - since.getTime()) / 1000,
+    collectDir: request.collectDir,
+  };
+}
 
 function outcomeFile(request: RunRequest): string {
   return join(request.collectDir, "outcome.json");
@@ -205,14 +207,7 @@ const JobOutcome = z.object({ ranks: z.array(RankOutcome) });
  * outcome: ok when every rank exited 0 and the head's result reads as a worker result.
  */
 export function readOutcome(request: RunRequest, since: Date): RunOutcome {
-  const ended = new Date();
-  const finish = (fields: Pick<RunOutcome, "status" | "result" | "error">): RunOutcome => ({
-    ...fields,
-    startedAt: since.toISOString(),
-    endedAt: ended.toISOString(),
-    wallSeconds: (ended.getTime() - since.getTime()) / 1000,
-    collectDir: request.collectDir,
-  });
+  const finish = (fields: Pick<RunOutcome, "status" | "result" | "error">) => endedNow(request, since, fields);
   const file = outcomeFile(request);
   let ranks: z.infer<typeof RankOutcome>[];
   try {

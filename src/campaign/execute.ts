@@ -151,8 +151,8 @@ async function runAll(ctx: Context, scope: CampaignScope, todo: readonly Planned
     const attempts = new Map(batch.map((run) => [run.id, scope.store.nextAttempt(run.id)]));
     const requests = batch.map((run) => runRequest(scope, run, attempts.get(run.id)!, reachable));
     announce(first);
-    const end = await executeRuns(ctx, scope.testbed, requests, (_, outcome) => {
-      const index = requests.findIndex((request) => request.collectDir === outcome.collectDir);
+    const end = await executeRuns(ctx, scope.testbed, requests, (request, outcome) => {
+      const index = requests.indexOf(request);
       const run = batch[index]!;
       save(runRecord(scope, run, attempts.get(run.id)!, outcome, index === 0 ? health.recovery : undefined));
       if (outcome.status === "ok") ctx.reporter.info(`✓ run ${position.get(run.id)}/${todo.length}: ${run.id} (${outcome.wallSeconds.toFixed(1)} s)`);
