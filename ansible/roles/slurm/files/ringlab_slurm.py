@@ -1,0 +1,254 @@
+#!/usr/bin/python3
+"""ringlab's side of a Slurm job, installed on every node as /usr/local/bin/ringlab-slurm by the slurm role.
+
+  ringlab-slurm worker --run-id ID [--cpus C] [--procs-per-node P] -- JOB [ARGS...]
+      One task of a job's srun step (one per node): runs the worker container on this node until it exits and
+      leaves with its exit code. The rendezvous comes from Slurm's environment (SLURM_NNODES, SLURM_NODEID,
+      SLURM_JOB_NODELIST: node 0 of the job is the head); what the container needs on this node (image, network,
+      shared directory, interface) from /etc/ringlab/slurm-worker.json. Slurm stopping the step (time limit,
+      scancel) removes the container.
+  ringlab-slurm submit SCRIPT --run-id ID --nodes N --result FILE --timeout SECONDS
+      sbatch SCRIPT, wait until the job has ended, and print how it ended as one JSON document in ringlab's
+      outcome.json format: every rank's log, the head's result (base64), the job script, and Slurm's job state,
+      reason and exit code. Interrupted, or still not ended SECONDS after it started, the job is cancelled.
+
+Only Python's standard library and python3-docker (the nodes have both for Ansible).
+"""
+import argparse
+import base64
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+CONFIG_FILE = "/etc/ringlab/slurm-worker.json"
+# Job states after which nothing more happens (squeue/scontrol man pages); COMPLETING is not one of them.
+FINAL_STATES = {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "TIMEOUT"}
+POLL_SECONDS = 0.2
+
+
+def parse_scontrol_record(line):
+    """`scontrol show job -o` prints one job as Key=Value words; values of the fields ringlab reads have no spaces."""
+    fields = {}
+    for word in line.split():
+        key, sep, value = word.partition("=")
+        if sep:
+            fields.setdefault(key, value)
+    return fields
+
+
+def job_state(fields):
+    """JobState=CANCELLED may carry a suffix (`CANCELLED+`, `CANCELLED by 0` is split off by the spaces)."""
+    return fields.get("JobState", "UNKNOWN").rstrip("+")
+
+
+def describe_job(job_id, fields):
+    """One sentence: how the job ended, in Slurm's own words."""
+    state = job_state(fields)
+    text = f"ran as Slurm job {job_id}, which ended {state}"
+    reason = fields.get("Reason", "None")
+    details = []
+    if reason not in ("None", "(null)", ""):
+        details.append(f"reason: {reason}")
+    if fields.get("ExitCode") not in (None, "0:0"):
+        details.append(f"exit code {fields['ExitCode']} (code:signal)")
+    return f"{text} ({', '.join(details)})" if details else text
+
+
+def build_outcome(run_id, job_id, fields, nodes, hosts, read_text):
+    """outcome.json (as ansible/roles/worker/tasks/job.yml writes it, plus `slurm` and `job_script`).
+
+    `read_text(path)` returns a file's text or None when it cannot be read. Every rank is ok when the job
+    COMPLETED (exit 0 on every node) and, on the head, the result could be read.
+    """
+    run_dir = fields["_run_dir"]
+    result_file = fields["_result_file"]
+    state = job_state(fields)
+    completed = state == "COMPLETED" and fields.get("ExitCode", "0:0") == "0:0"
+    result = read_text(result_file) if completed else None
+    ranks = []
+    for rank in range(nodes):
+        log = read_text(os.path.join(run_dir, f"rank-{rank}.log"))
+        head = rank == 0
+        ranks.append({
+            "run_id": run_id,
+            "rank": rank,
+            "host": hosts[rank] if rank < len(hosts) else f"rank {rank}",
+            "ok": completed and (not head or result is not None),
+            "outcome": describe_job(job_id, fields) if not completed else "exited with code 0",
+            "log": log if log is not None else f"(no log: {os.path.join(run_dir, f'rank-{rank}.log')} could not be read)\n",
+            "result": base64.b64encode(result.encode()).decode() if head and result is not None else "",
+            "result_error": "" if not head or result is not None else f"{result_file} could not be read",
+            "result_file": result_file if head else "",
+        })
+    batch_log = read_text(os.path.join(run_dir, f"slurm-{job_id}.out"))
+    return {
+        "run_id": run_id,
+        "ranks": ranks,
+        "slurm": {
+            "job_id": job_id,
+            "state": state,
+            "reason": fields.get("Reason", ""),
+            "exit_code": fields.get("ExitCode", ""),
+            "nodes": hosts,
+            "description": describe_job(job_id, fields),
+            "batch_log": batch_log or "",
+        },
+    }
+
+
+def _read_text(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _scontrol_job(job_id):
+    done = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, check=False)
+    return parse_scontrol_record(done.stdout) if done.returncode == 0 else None
+
+
+def _hostnames(nodelist):
+    if nodelist in ("", "(null)"):
+        return []
+    done = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, check=True)
+    return done.stdout.split()
+
+
+def submit(args):
+    submitted = subprocess.run(["sbatch", "--parsable", args.script], capture_output=True, text=True, check=False)
+    if submitted.returncode != 0:
+        sys.stderr.write(f"sbatch {args.script} failed: {submitted.stderr.strip()}\n")
+        return 1
+    job_id = submitted.stdout.strip().split(";")[0]
+
+    def cancel(signum, _frame):
+        subprocess.run(["scancel", job_id], check=False)
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, cancel)
+    signal.signal(signal.SIGINT, cancel)
+    deadline = time.monotonic() + args.timeout
+    fields = None
+    while True:
+        fields = _scontrol_job(job_id) or fields
+        if fields is not None and job_state(fields) in FINAL_STATES:
+            break
+        if time.monotonic() > deadline:
+            subprocess.run(["scancel", job_id], check=False)
+            fields = dict(fields or {}, JobState="CANCELLED", Reason=f"not_ended_within_{args.timeout}_s")
+            break
+        time.sleep(POLL_SECONDS)
+    fields["_run_dir"] = os.path.dirname(args.result)
+    fields["_result_file"] = args.result
+    outcome = build_outcome(args.run_id, job_id, fields, args.nodes, _hostnames(fields.get("NodeList", "")), _read_text)
+    outcome["job_script"] = _read_text(args.script) or ""
+    json.dump(outcome, sys.stdout)
+    return 0
+
+
+def head_address(nodelist, resolve=socket.gethostbyname, hostnames=_hostnames):
+    """The address of the job's node 0, which hosts torchrun's rendezvous."""
+    names = hostnames(nodelist)
+    if not names:
+        raise SystemExit(f"ringlab-slurm: SLURM_JOB_NODELIST {nodelist!r} names no node")
+    return resolve(names[0])
+
+
+def worker_environment(config, env, run_id, procs_per_node, cpus, head_addr):
+    """The worker container's environment: the node's settings, then the job's placement from Slurm."""
+    worker_env = dict(config.get("env", {}))
+    worker_env.update({
+        "RINGLAB_NUM_NODES": env["SLURM_NNODES"],
+        "RINGLAB_NODE_RANK": env["SLURM_NODEID"],
+        "RINGLAB_HEAD_ADDR": head_addr,
+        "RINGLAB_RDZV_PORT": str(config.get("rdzv_port", 29400)),
+        "RINGLAB_RUN_ID": run_id,
+        "RINGLAB_SLURM_JOB_ID": env.get("SLURM_JOB_ID", ""),
+    })
+    if procs_per_node:
+        worker_env["RINGLAB_NPROC_PER_NODE"] = str(procs_per_node)
+    if cpus:
+        # As the Ansible launcher does: torch's threads match each process's share of the quota.
+        worker_env["OMP_NUM_THREADS"] = str(max(1, -(-int(cpus * 100) // (100 * (procs_per_node or 1)))))
+    return worker_env
+
+
+def worker(args):
+    import docker  # python3-docker; imported here so that `submit` works without it
+    from docker.types import DeviceRequest, Mount
+
+    with open(CONFIG_FILE, encoding="utf-8") as handle:
+        config = json.load(handle)
+    env = os.environ
+    missing = [name for name in ("SLURM_NNODES", "SLURM_NODEID", "SLURM_JOB_NODELIST") if not env.get(name)]
+    if missing:
+        raise SystemExit(f"ringlab-slurm worker runs as a task of a Slurm job step (srun); {', '.join(missing)} unset")
+    environment = worker_environment(config, env, args.run_id, args.procs_per_node, args.cpus, head_address(env["SLURM_JOB_NODELIST"]))
+    client = docker.from_env()
+    name = config["container_name"]
+    try:
+        client.containers.get(name).remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    options = {
+        "name": name,
+        "detach": True,
+        "environment": environment,
+        "network_mode": config["network_mode"],
+        "mounts": [Mount(target=config["shared_dir"], source=config["shared_dir"], type="bind")],
+        "shm_size": config.get("shm_size", "1g"),
+        "labels": dict(config.get("labels", {}), **{"ringlab.run_id": args.run_id}),
+    }
+    if args.cpus:
+        options["nano_cpus"] = int(round(args.cpus * 1e9))
+    if int(config.get("gpus", 0)) > 0:
+        options["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    container = client.containers.run(config["image"], [args.job, *args.job_args], **options)
+
+    def stop(signum, _frame):
+        # Slurm ends a step with SIGTERM (then SIGKILL after KillWait): the container must not outlive it.
+        try:
+            container.remove(force=True)
+        finally:
+            os._exit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, stop)
+    for chunk in container.logs(stream=True, follow=True):
+        sys.stdout.buffer.write(chunk)
+        sys.stdout.flush()
+    status = container.wait().get("StatusCode", 1)
+    container.remove(force=True)
+    return status
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="ringlab-slurm", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("worker", help="run this node's worker container (a task of srun)")
+    run.add_argument("--run-id", required=True)
+    run.add_argument("--cpus", type=float, default=None, help="CPU cores of the container (Docker's --cpus)")
+    run.add_argument("--procs-per-node", type=int, default=None, help="worker processes on this node")
+    run.add_argument("job", choices=["train", "allreduce"])
+    run.add_argument("job_args", nargs=argparse.REMAINDER)
+    sub = commands.add_parser("submit", help="sbatch a job script, wait for it, print its outcome (JSON)")
+    sub.add_argument("script")
+    sub.add_argument("--run-id", required=True)
+    sub.add_argument("--nodes", type=int, required=True)
+    sub.add_argument("--result", required=True, help="the result file the head's worker writes")
+    sub.add_argument("--timeout", type=float, required=True, help="cancel the job if it has not ended by then (seconds)")
+    args = parser.parse_args(argv)
+    if args.command == "worker" and args.job_args[:1] == ["--"]:
+        args.job_args = args.job_args[1:]
+    return worker(args) if args.command == "worker" else submit(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
