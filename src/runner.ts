@@ -32,6 +32,8 @@ export interface RunRequest {
   readonly cpusPerNode?: number;
   /** Worker processes on each node (torchrun's nproc_per_node); absent: one per GPU on GPU nodes, one on CPU nodes. */
   readonly processesPerNode?: number;
+  /** slurm: the job is one sbatch job on a testbed configured as a Slurm cluster; absent: Ansible starts the workers. */
+  readonly launcher?: "slurm";
 }
 
 export interface RunOutcome {
@@ -72,8 +74,8 @@ export interface BatchEnd {
  * Runs jobs one after another at the current link rate in one `ansible-playbook run.yml` (its start, the inventory
  * and the checks are paid once), handing each run's outcome to `onOutcome` as soon as the job ends, while the next
  * one runs: a kill loses at most the run in flight. The first failed run ends the batch. A failed job is an outcome,
- * not an exception: campaigns record it and go on. The batch takes the first request's timeout and node limit (a
- * campaign's runs share both).
+ * not an exception: campaigns record it and go on. The batch takes the first request's timeout, node limit and
+ * launcher (a campaign's runs share them).
  */
 export async function executeRuns(
   ctx: Context, record: TestbedRecord, requests: readonly RunRequest[], onOutcome: (request: RunRequest, outcome: RunOutcome) => void,
@@ -113,6 +115,7 @@ export async function executeRuns(
       extraVars: {
         worker_jobs: requests.map(jobOf),
         worker_timeout_seconds: first.timeoutSeconds,
+        ...(first.launcher === undefined ? {} : { worker_launcher: first.launcher }),
         // The inventory is the CLI's own and site.yml checked it.
         preflight_check_inventory: false,
       },
@@ -200,7 +203,9 @@ const RankOutcome = z.object({
   result_error: z.string().optional(),
   result_file: z.string().optional(),
 });
-const JobOutcome = z.object({ ranks: z.array(RankOutcome) });
+/** What the slurm launcher adds (ansible/roles/slurm/files/ringlab_slurm.py): the job script and how Slurm ended the job. */
+const SlurmJob = z.object({ state: z.string(), description: z.string(), batch_log: z.string() });
+const JobOutcome = z.object({ ranks: z.array(RankOutcome), slurm: SlurmJob.optional(), job_script: z.string().optional() });
 
 /**
  * Turns a job's outcome.json into the run's files (worker-<rank>.log of every rank, the head's result.json) and its
@@ -209,18 +214,26 @@ const JobOutcome = z.object({ ranks: z.array(RankOutcome) });
 export function readOutcome(request: RunRequest, since: Date): RunOutcome {
   const finish = (fields: Pick<RunOutcome, "status" | "result" | "error">) => endedNow(request, since, fields);
   const file = outcomeFile(request);
-  let ranks: z.infer<typeof RankOutcome>[];
+  let job: z.infer<typeof JobOutcome>;
   try {
-    ranks = JobOutcome.parse(JSON.parse(readFileSync(file, "utf8"))).ranks;
+    job = JobOutcome.parse(JSON.parse(readFileSync(file, "utf8")));
   } catch (error) {
     return finish({ status: "failed", error: `unreadable outcome ${file}: ${(error as Error).message}` });
   }
+  const { ranks, slurm } = job;
   for (const rank of ranks) {
     const log = typeof rank.log === "string" ? rank.log : JSON.stringify(rank.log);
     writeFileSync(join(request.collectDir, `worker-${rank.rank}.log`), log.endsWith("\n") ? log : `${log}\n`);
   }
+  // The job script runs again by hand on the cluster (`sbatch job.sbatch`); slurm.out is what Slurm said about it.
+  if (job.job_script !== undefined) writeFileSync(join(request.collectDir, "job.sbatch"), job.job_script);
+  if (slurm !== undefined) writeFileSync(join(request.collectDir, "slurm.out"), slurm.batch_log);
   const logs = `worker logs: ${request.collectDir}/worker-*.log`;
   const failed = ranks.filter((rank) => !rank.ok);
+  if (slurm !== undefined && slurm.state !== "COMPLETED" && failed.length > 0) {
+    const hosts = failed.map((rank) => rank.host).join(", ");
+    return finish({ status: "failed", error: `${hosts}: the run ${slurm.description}; Slurm's output: ${request.collectDir}/slurm.out; ${logs}` });
+  }
   if (failed.length > 0) {
     const what = failed.map((rank) => `${rank.host} failed: Worker rank ${rank.rank} on ${rank.host} ${rank.outcome}` +
       (rank.outcome === "exited with code 0" ? ` but wrote no result (${rank.result_file}: ${rank.result_error})` : ""));
@@ -257,6 +270,8 @@ export interface RunOnceOptions {
   readonly cpusPerNode?: number;
   /** Worker processes on each node; absent: one per GPU on GPU nodes, one on CPU nodes. */
   readonly processesPerNode?: number;
+  /** slurm: one sbatch job on a testbed configured as a Slurm cluster. */
+  readonly launcher?: "slurm";
 }
 
 /** `ringlab run`: shape, run, and a human summary of the result. */
@@ -273,6 +288,7 @@ export async function runOnce(ctx: Context, record: TestbedRecord, options: RunO
     collectDir: join(options.outDir, runId),
     ...(options.cpusPerNode === undefined ? {} : { cpusPerNode: options.cpusPerNode }),
     ...(options.processesPerNode === undefined ? {} : { processesPerNode: options.processesPerNode }),
+    ...(options.launcher === undefined ? {} : { launcher: options.launcher }),
   });
   return { ...outcome, summary: summarize(outcome, options.bandwidth) };
 }

@@ -78,7 +78,7 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
       // The testbed is provisioned once, as the file describes it, and serves every run.
       testbed = await up(ctx, file);
       // Configuring also removes workers left over from a killed earlier invocation.
-      await configure(ctx, testbed);
+      await configure(ctx, testbed, { slurm: plan.launcher === "slurm" });
       const instanceType = file.testbed.target === "aws" ? file.testbed.instanceType : undefined;
       await runAll(ctx, { testbed, plan, store, instanceType, cpusPerNode }, todo, tally);
     }
@@ -121,7 +121,7 @@ interface Tally {
  * run; a run cut short by a node that stopped answering goes again once after the check.
  */
 async function runAll(ctx: Context, scope: CampaignScope, todo: readonly PlannedRun[], tally: Tally): Promise<void> {
-  const keeper = new NodeKeeper(ctx, scope.testbed);
+  const keeper = new NodeKeeper(ctx, scope.testbed, { slurm: scope.plan.launcher === "slurm" });
   const position = new Map(todo.map((run, index) => [run.id, index + 1]));
   const announce = (run: PlannedRun) => ctx.reporter.info(`run ${position.get(run.id)}/${todo.length}: ${run.id}`);
   const retried = new Set<string>();
@@ -196,6 +196,7 @@ function runRequest(scope: CampaignScope, run: PlannedRun, attempt: number, limi
     job: run.job, workerArgs: run.workerArgs,
     timeoutSeconds: scope.plan.runTimeoutSeconds, collectDir: scope.store.logsDirOf(run.id, attempt),
     ...(limit === undefined ? {} : { limit }), ...(scope.cpusPerNode === undefined ? {} : { cpusPerNode: scope.cpusPerNode }),
+    ...(scope.plan.launcher === "slurm" ? { launcher: "slurm" as const } : {}),
   };
 }
 
@@ -254,6 +255,7 @@ function recordBase(scope: CampaignScope, run: PlannedRun, attempt: number) {
       knobs: run.knobs,
       workerArgs: run.workerArgs,
       ...(cpusPerNode === undefined ? {} : { cpusPerNode }),
+      ...(scope.plan.launcher === "slurm" ? { launcher: "slurm" as const } : {}),
     },
     testbed: {
       name: testbed.name,

@@ -3,7 +3,7 @@
  * order, which is what makes resuming safe.
  */
 import { createHash } from "node:crypto";
-import type { CampaignFile, Model, TrainKnobName } from "../config/schema.ts";
+import type { CampaignFile, Launcher, Model, TrainKnobName } from "../config/schema.ts";
 import { TRAIN_KNOB_NAMES } from "../config/schema.ts";
 import { UsageError } from "../errors.ts";
 import type { Reduction } from "../results/cost-model.ts";
@@ -46,6 +46,8 @@ export interface CampaignPlan {
   readonly runTimeoutSeconds: number;
   /** Keep the testbed after the campaign (the file's `keep`). */
   readonly keep: boolean;
+  /** How runs start (the file's `launcher`). */
+  readonly launcher: Launcher;
 }
 
 /** Bounds a silent peer inside the worker, well inside the run's own limit. */
@@ -122,7 +124,7 @@ export function planCampaign(file: CampaignFile, name: string): CampaignPlan {
   return {
     name, runs, nodesToProvision: file.testbed.nodes, largestRunNodes: Math.max(0, ...runs.map((run) => run.nodes)),
     largestRunWorkers: Math.max(...runs.map((run) => run.nodes * (run.processesPerNode ?? 1)), 0),
-    runTimeoutSeconds: section.runTimeoutSeconds, keep: section.keep,
+    runTimeoutSeconds: section.runTimeoutSeconds, keep: section.keep, launcher: section.launcher,
   };
 }
 

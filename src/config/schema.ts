@@ -219,6 +219,10 @@ function axis<T extends z.ZodType>(value: T) {
 /** Most worker processes per node: a GPU node runs one per GPU, and 8 GPUs is the largest node sold. */
 export const MOST_PROCESSES_PER_NODE = 16;
 
+/** How a campaign's runs start (the campaign's `launcher`). */
+export const LAUNCHERS = ["ansible", "slurm"] as const;
+export type Launcher = (typeof LAUNCHERS)[number];
+
 const matrix = z.strictObject({
   nodes: axis(z.int().min(1)),
   /**
@@ -268,6 +272,11 @@ const campaign = z.strictObject({
   }).default({ ...PROBE_DEFAULTS }),
   /** Keep the testbed after the campaign (default: tear it down, also on failure and Ctrl-C). */
   keep: z.boolean().default(false),
+  /**
+   * How runs start: `ansible` (every node's worker container started by ansible/run.yml), or `slurm` (the testbed
+   * is made a Slurm cluster, and each run is one sbatch job whose script is kept with the run's logs).
+   */
+  launcher: z.enum(LAUNCHERS).default("ansible"),
   /** Default: results/<campaign file name without extension>. */
   resultsDir: safePath().optional(),
 });

@@ -40,6 +40,8 @@ export interface RunRecord {
     readonly workerArgs: readonly string[];
     /** Local testbed: the CPU cores every node's worker was limited to (Docker's --cpus); absent on AWS and in older records. */
     readonly cpusPerNode?: number;
+    /** slurm: the run was one Slurm job (its job.sbatch is in logsDir); absent: Ansible started the workers. */
+    readonly launcher?: "slurm";
   };
   /** skipped: not run because a node it needs does not answer; a rerun of the campaign does it. */
   readonly status: "ok" | "failed" | "skipped";
@@ -79,6 +81,7 @@ export const runRecordSchema: z.ZodType<RunRecord> = z.looseObject({
     knobs: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
     workerArgs: z.array(z.string()),
     cpusPerNode: z.number().positive().optional(),
+    launcher: z.literal("slurm").optional(),
   }),
   status: z.enum(["ok", "failed", "skipped"]),
   error: z.string().optional(),

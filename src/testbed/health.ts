@@ -10,7 +10,7 @@ import { recreateLocalNodes } from "./local.ts";
 import { controlPathDir } from "./playbook.ts";
 import { sshAnswers } from "./reachability.ts";
 import { loadSpec, type NodeRecord, type TestbedRecord } from "./record.ts";
-import { configure } from "./testbed.ts";
+import { configure, type ConfigureOptions } from "./testbed.ts";
 
 /** A node lost more often than this in one campaign stays lost: something keeps killing it. */
 export const MAX_RECOVERIES_PER_NODE = 2;
@@ -42,7 +42,7 @@ export function runnableWith(nodes: number, lost: readonly NodeRecord[]): boolea
 export class NodeKeeper {
   private readonly recoveries = new Map<string, number>();
 
-  constructor(private readonly ctx: Context, private readonly record: TestbedRecord) {}
+  constructor(private readonly ctx: Context, private readonly record: TestbedRecord, private readonly configureOptions: ConfigureOptions = {}) {}
 
   async check(): Promise<HealthCheck> {
     const lost = await unreachableNodes(this.record);
@@ -63,7 +63,7 @@ export class NodeKeeper {
         // Shared SSH connections to the old containers are dead; new ones are opened on the next playbook.
         rmSync(controlPathDir(this.record), { recursive: true, force: true });
       });
-      await configure(this.ctx, this.record);
+      await configure(this.ctx, this.record, this.configureOptions);
     } catch (error) {
       this.ctx.signal.throwIfAborted();
       this.ctx.reporter.warn(`could not bring back ${names}: ${(error as Error).message}; runs that need them are skipped`);

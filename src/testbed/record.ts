@@ -28,6 +28,8 @@ const testbedRecordSchema = z.object({
   sharedDir: z.string(),
   nodes: z.array(nodeRecordSchema),
   createdAt: z.string(),
+  /** site.yml made it a Slurm cluster (a campaign whose launcher is slurm); `ringlab status` then shows Slurm's view. */
+  slurm: z.boolean().optional(),
 });
 
 export type NodeRecord = z.output<typeof nodeRecordSchema>;

@@ -3,7 +3,8 @@
  * testbed section into a spec (spec.ts) and stores it first; every later verb reads that spec and the record,
  * never the campaign file. Every verb that changes a testbed holds its lock (lock.ts).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Cdktf } from "../adapters/cdktf.ts";
 import { totalChanged } from "../adapters/ansible.ts";
@@ -18,7 +19,7 @@ import { testbedLockFile, withLock } from "./lock.ts";
 import { runPlaybook } from "./playbook.ts";
 import { testbedPaths } from "./paths.ts";
 import { sshAnswers } from "./reachability.ts";
-import { checkedTestbedName, forgetTestbed, knownHint, knownTestbeds, loadRecord, loadSpec, type TestbedRecord } from "./record.ts";
+import { checkedTestbedName, forgetTestbed, knownHint, knownTestbeds, loadRecord, loadSpec, saveRecord, type TestbedRecord } from "./record.ts";
 import { resolveTestbedSpec, writeSpec, type TestbedSpec } from "./spec.ts";
 
 /** Runs `work` holding testbed `name`'s lock. */
@@ -75,13 +76,33 @@ export interface ConfigureResult {
   readonly changed: number;
 }
 
+export interface ConfigureOptions {
+  /** Also make the testbed a Slurm cluster (ansible/roles/slurm): a campaign whose launcher is slurm. */
+  readonly slurm?: boolean;
+}
+
 /** Converges every node with ansible/site.yml. A second run reports changed = 0. */
-export async function configure(ctx: Context, record: TestbedRecord): Promise<ConfigureResult> {
+export async function configure(ctx: Context, record: TestbedRecord, options: ConfigureOptions = {}): Promise<ConfigureResult> {
   return withTestbedLock(ctx, record.name, async () => {
-    const result = await ctx.reporter.step(`configure ${record.nodes.length} nodes (ansible/site.yml)`, (detail) =>
-      runPlaybook(ctx, record, "site.yml", { onTask: detail }));
+    const what = options.slurm === true ? " as a Slurm cluster" : "";
+    const result = await ctx.reporter.step(`configure ${record.nodes.length} nodes${what} (ansible/site.yml)`, (detail) =>
+      runPlaybook(ctx, record, "site.yml", { onTask: detail, ...(options.slurm === true ? { extraVars: { ringlab_slurm: true } } : {}) }));
+    if (options.slurm === true && record.slurm !== true) saveRecord(ctx.stateDir, { ...record, slurm: true });
     return { changed: totalChanged(result.recap) };
   });
+}
+
+/** Slurm's view of a testbed configured as a Slurm cluster: its nodes and their states, then the queue (sinfo, squeue). */
+export async function slurmStatus(ctx: Context, record: TestbedRecord): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), "ringlab-slurm-status-"));
+  try {
+    const file = join(dir, "status.txt");
+    await ctx.reporter.step("ask Slurm (ansible/slurm-status.yml)", (detail) =>
+      runPlaybook(ctx, record, "slurm-status.yml", { extraVars: { slurm_status_file: file }, onTask: detail }));
+    return readFileSync(file, "utf8");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 export interface NodeStatus {

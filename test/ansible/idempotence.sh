@@ -66,14 +66,15 @@ done
 [[ $up_ok -eq 1 ]] || { cat "$work/up.log"; fail "ringlab up failed (three 10.231.x.0/24 subnets tried)"; }
 worker_image=ringlab/worker:cpu
 
-step "converge site.yml (first run)"
-start=$SECONDS; play converge1 ansible/site.yml; first=$((SECONDS - start))
+# With the slurm role (a campaign whose launcher is slurm), so that it converges twice too.
+step "converge site.yml (first run), the testbed as a Slurm cluster"
+start=$SECONDS; play converge1 ansible/site.yml -e ringlab_slurm=true; first=$((SECONDS - start))
 require_success converge1 "first converge failed"
 recap converge1
 echo "first converge: ${first}s"
 
 step "converge site.yml again: nothing may change"
-start=$SECONDS; play converge2 ansible/site.yml; second=$((SECONDS - start))
+start=$SECONDS; play converge2 ansible/site.yml -e ringlab_slurm=true; second=$((SECONDS - start))
 require_success converge2 "second converge failed"
 require_unchanged converge2 "second converge is not idempotent"
 recap converge2
@@ -195,6 +196,48 @@ run_job run-slow 2 4 '["--min-bytes", "67108864", "--max-bytes", "67108864", "--
   { show_log run-slow; fail "run.yml did not stop and report timed-out workers"; }
 no_workers_left "timed-out run.yml"
 echo "timed-out workers stopped and reported"
+
+step "Slurm: every node idle in the partition, a job through sbatch (worker_launcher=slurm)"
+sinfo=$(node_exec 0 sinfo --noheader --Node --format '%N %t')
+[[ $(grep -cE "^$testbed-node-[0-2] idle$" <<<"$sinfo") -eq 3 ]] || fail "Slurm does not see the 3 nodes idle: $sinfo"
+# run.yml with one job on 2 nodes as a Slurm job: slurm_job <name> <timeout> <job> <args as JSON>
+slurm_job() {
+  play "$1" ansible/run.yml -e "{\"worker_launcher\": \"slurm\", \"worker_timeout_seconds\": $2, \"worker_jobs\": [{\"run_id\": \"$1\",
+    \"nodes\": 2, \"job\": \"$3\", \"args\": $4, \"collect_dir\": \"$work/collect-$1\"}]}"
+}
+slurm_job slurm-ok 120 allreduce '["--max-bytes", "65536", "--iters", "2"]'
+require_success slurm-ok "run.yml with worker_launcher=slurm failed"
+for rank in 0 1; do
+  [[ $(rank_field slurm-ok $rank ok) == True ]] || { show_log slurm-ok; fail "Slurm job: rank $rank is not ok in outcome.json"; }
+  grep -q "node $rank of 2" <<<"$(rank_field slurm-ok $rank log)" || fail "Slurm job: outcome.json holds no log of rank $rank"
+done
+script="$shared/runs/slurm-ok/job.sbatch"
+grep -qx '#SBATCH --nodes=2' "$script" || fail "the job script does not ask for 2 nodes: $(cat "$script")"
+no_workers_left "run.yml with Slurm"
+echo "Slurm job ok on 2 nodes; job script $script"
+
+step "Slurm: the saved job script, submitted by hand with sbatch, gives a result"
+rm -f "$shared/runs/slurm-ok/result.json"
+job_id=$(node_exec 0 sbatch --parsable "$script") || fail "sbatch $script failed"
+for _ in $(seq 240); do
+  [[ -z $(node_exec 0 squeue --noheader --jobs "$job_id" 2>/dev/null) ]] && break
+  sleep 0.5
+done
+ended=$(node_exec 0 scontrol show job -o "$job_id" | grep -o 'JobState=[A-Z]*')
+[[ $ended == JobState=COMPLETED ]] || fail "the job submitted by hand ended $ended"
+python3 -c 'import json, sys; w = json.load(open(sys.argv[1]))["world"]; sys.exit(0 if w["nodes"] == 2 else f"world: {w}")' \
+  "$shared/runs/slurm-ok/result.json" || fail "the job submitted by hand left no 2-node result"
+no_workers_left "the job submitted by hand"
+echo "job $job_id COMPLETED with a 2-node result"
+
+step "Slurm: a job past its time limit is recorded with Slurm's state and reason (takes Slurm's minute)"
+slurm_job slurm-slow 10 train '["--model", "tiny", "--num-iters", "1000000"]'
+[[ $rc -ne 0 ]] || { show_log slurm-slow; fail "run.yml succeeded although the Slurm job ran past its time limit"; }
+[[ $(rank_field slurm-slow 1 outcome) == *"ended TIMEOUT (reason: TimeLimit"* ]] ||
+  { show_log slurm-slow; fail "outcome.json does not give Slurm's TIMEOUT and TimeLimit: $(rank_field slurm-slow 1 outcome)"; }
+grep -q "Iter #" <<<"$(rank_field slurm-slow 0 log)" || fail "the timed-out job's log was not kept"
+no_workers_left "timed-out Slurm job"
+echo "TIMEOUT (TimeLimit) recorded, log kept, containers removed"
 
 step "stop-workers.yml: removes a running worker, then changes nothing"
 docker run -d --name "ringlab-$testbed-worker-1" --label "ringlab.testbed=$testbed" --label ringlab.role=worker \

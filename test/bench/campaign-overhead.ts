@@ -42,3 +42,5 @@ console.log(`  once: up, configure, shape, down, report, CLI start  ${(wall - ru
 for (const [, title, seconds] of progress.matchAll(/^✓ (.+) \((\d+\.\d) s\)$/gm)) {
   if (!/^run /.test(title!)) console.log(`    ${title}`.padEnd(60) + ` ${seconds} s`);
 }
+// Kept for `ringlab compare` (e.g. the same campaign with another launcher).
+console.log(`results: ${results}`);

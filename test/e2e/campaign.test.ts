@@ -189,3 +189,45 @@ campaign:
     expect(everythingLabeled("e2eplace")).toEqual([]);
   });
 });
+
+describe("a campaign with launcher slurm", { timeout: 10 * 60_000 }, () => {
+  it("makes the testbed a Slurm cluster, runs every run as one sbatch job whose script it keeps, and status shows Slurm's nodes", async () => {
+    const work = scratch("slurm");
+    const file = writeFile(work, "slurm.yaml", `
+testbed: {target: local, name: e2eslurm, nodes: 2, subnet: 10.72.0.0/24}
+campaign:
+  matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit}
+  train: {numWarmupBatches: 1, numBatchesPerIter: 2, numIters: 2}
+  probe: {maxBytes: 1048576, iters: 2}
+  launcher: slurm
+  keep: true
+`);
+    const state = join(work, "state");
+    const out = join(work, "results");
+    try {
+      const run = await ringlab(state, ["campaign", file, "--results", out]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr).toMatch(/configure 2 nodes as a Slurm cluster/);
+      const records = readFileSync(join(out, "runs.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line));
+      expect(records.map((r) => [r.runId, r.status, r.params.launcher])).toEqual([
+        ["train-tiny-b8-n1-r1", "ok", "slurm"], ["allreduce-n2-1gbit-r1", "ok", "slurm"], ["train-tiny-b8-n2-1gbit-r1", "ok", "slurm"],
+      ]);
+      const twoNodes = join(out, records[2].logsDir);
+      expect(readdirSync(twoNodes).sort()).toEqual(["job.sbatch", "outcome.json", "result.json", "slurm.out", "worker-0.log", "worker-1.log"]);
+      const script = readFileSync(join(twoNodes, "job.sbatch"), "utf8");
+      expect(script).toMatch(/^#SBATCH --nodes=2$/m);
+      expect(script).toMatch(/^#SBATCH --job-name=ringlab-train-tiny-b8-n2-1gbit-r1$/m);
+      expect(script).toMatch(/ringlab-slurm worker --run-id train-tiny-b8-n2-1gbit-r1 --cpus [0-9.]+ \\\n {2}train --model tiny /);
+      expect(records[2].result.world).toMatchObject({ size: 2, nodes: 2 });
+
+      const status = await ringlab(state, ["status"]);
+      expect(status.code, status.stderr).toBe(0);
+      expect(status.stdout).toMatch(/^Slurm \(launcher slurm\):$/m);
+      expect(status.stdout).toMatch(/^e2eslurm-node-0 ringlab\* idle /m);
+      expect(status.stdout).toMatch(/^e2eslurm-node-1 ringlab\* idle /m);
+    } finally {
+      await ringlab(state, ["down", "e2eslurm"]);
+    }
+    expect(everythingLabeled("e2eslurm")).toEqual([]);
+  });
+});

@@ -58,4 +58,28 @@ describe("a job's outcome.json (run.yml)", () => {
     writeFileSync(join(damaged.collectDir, "outcome.json"), "{\"ranks\": [");
     expect(readOutcome(damaged, since)).toMatchObject({ status: "failed", error: expect.stringMatching(/^unreadable outcome .*outcome\.json: /) });
   });
+
+  it("of a Slurm job keeps the job script and Slurm's output, and names Slurm's state and reason when it did not complete", () => {
+    const slurm = (state: string, description: string) => ({ job_id: "7", state, reason: "TimeLimit", exit_code: "143:0", nodes: ["t-node-0", "t-node-1"], description, batch_log: "*** JOB 7 CANCELLED DUE TO TIME LIMIT ***\n" });
+    const timedOut = jobFolder([]);
+    const described = "ran as Slurm job 7, which ended TIMEOUT (reason: TimeLimit, exit code 143:0 (code:signal))";
+    writeFileSync(join(timedOut.collectDir, "outcome.json"), JSON.stringify({
+      run_id: "r1", ranks: [rank(0, { ok: false, outcome: described }), rank(1, { ok: false, outcome: described })],
+      slurm: slurm("TIMEOUT", described), job_script: "#!/bin/bash\n#SBATCH --nodes=2\n",
+    }));
+    const outcome = readOutcome(timedOut, since);
+    expect(outcome.status).toBe("failed");
+    expect(outcome.error).toBe(`t-node-0, t-node-1: the run ${described}; Slurm's output: ${timedOut.collectDir}/slurm.out; ` +
+      `worker logs: ${timedOut.collectDir}/worker-*.log`);
+    expect(readFileSync(join(timedOut.collectDir, "job.sbatch"), "utf8")).toBe("#!/bin/bash\n#SBATCH --nodes=2\n");
+    expect(readFileSync(join(timedOut.collectDir, "slurm.out"), "utf8")).toMatch(/TIME LIMIT/);
+
+    const completed = jobFolder([]);
+    writeFileSync(join(completed.collectDir, "outcome.json"), JSON.stringify({
+      run_id: "r1", ranks: [rank(0, { result: base64(JSON.stringify(result)) }), rank(1)],
+      slurm: slurm("COMPLETED", "ran as Slurm job 7, which ended COMPLETED"), job_script: "#!/bin/bash\n",
+    }));
+    expect(readOutcome(completed, since).status).toBe("ok");
+    expect(readdirSync(completed.collectDir).sort()).toEqual(["job.sbatch", "outcome.json", "result.json", "slurm.out", "worker-0.log", "worker-1.log"]);
+  });
 });

@@ -3,7 +3,7 @@ import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import { InvalidArgumentError, Option, type Command } from "commander";
 import { BANDWIDTH_HELP } from "../../bandwidth.ts";
-import { MOST_PROCESSES_PER_NODE } from "../../config/schema.ts";
+import { LAUNCHERS, MOST_PROCESSES_PER_NODE, type Launcher } from "../../config/schema.ts";
 import { EXIT, UsageError } from "../../errors.ts";
 import { JOBS, runOnce, type Job } from "../../runner.ts";
 import { planCpuQuota } from "../../testbed/cpu-quota.ts";
@@ -22,6 +22,7 @@ interface RunOptions {
   readonly out: string;
   readonly cpus?: number;
   readonly processesPerNode?: number;
+  readonly launcher: Launcher;
 }
 
 export function registerRun(program: Command, host: CommandHost): void {
@@ -35,6 +36,7 @@ export function registerRun(program: Command, host: CommandHost): void {
     .option("--out <dir>", "where the run's result and logs go", parseSafePath, "results/adhoc")
     .option("--cpus <cores>", "local testbed: run every worker process under this CPU quota, as a campaign's testbed.cpusPerNode does (default: no quota)", parseCpuQuota)
     .option("--processes-per-node <n>", `worker processes on each node, at most ${MOST_PROCESSES_PER_NODE} (default: one per GPU on GPU nodes, one on CPU nodes)`, parseProcessesPerNode)
+    .addOption(new Option("--launcher <launcher>", "ansible: Ansible starts the workers; slurm: one sbatch job (the testbed configured with --slurm)").choices(LAUNCHERS).default("ansible"))
     .argument("[worker-args...]", "passed to the worker after `--`, e.g. -- --model tiny --batch-size 32 (see docker/worker/README.md)")
     .action(host.action(async (workerArgs: string[], options: RunOptions, command: Command) => {
       const args = checkedWorkerArgs(workerArgs);
@@ -44,6 +46,9 @@ export function registerRun(program: Command, host: CommandHost): void {
       if (problem !== undefined) throw new UsageError(`--out ${options.out}: ${problem}`, { hint: "pick a folder you can write" });
       if (options.nodes > record.nodes.length) {
         throw new UsageError(`--nodes ${options.nodes} is more than testbed ${record.name} has (${record.nodes.length})`);
+      }
+      if (options.launcher === "slurm" && record.slurm !== true) {
+        throw new UsageError(`--launcher slurm needs testbed ${record.name} to be a Slurm cluster`, { hint: "run `ringlab configure --slurm` first" });
       }
       if (options.cpus !== undefined) checkCpus(record, options.nodes * (options.processesPerNode ?? 1), options.cpus);
       const outcome = await withTestbedLock(ctx, record.name, () => runOnce(ctx, record, {
@@ -55,6 +60,7 @@ export function registerRun(program: Command, host: CommandHost): void {
         outDir: resolve(options.out),
         ...(options.cpus === undefined ? {} : { cpusPerNode: options.cpus }),
         ...(options.processesPerNode === undefined ? {} : { processesPerNode: options.processesPerNode }),
+        ...(options.launcher === "slurm" ? { launcher: "slurm" as const } : {}),
       }));
       process.stdout.write(`${outcome.summary}\n`);
       if (outcome.status !== "ok") return EXIT.runsFailed;

@@ -2,13 +2,13 @@
 import type { Command } from "commander";
 import { EXIT } from "../../errors.ts";
 import { requireRecord } from "../../testbed/record.ts";
-import { status } from "../../testbed/testbed.ts";
+import { slurmStatus, status } from "../../testbed/testbed.ts";
 import { formatTable } from "../format.ts";
 import type { CommandHost } from "../program.ts";
 
 export function registerStatus(program: Command, host: CommandHost): void {
   program.command("status")
-    .description("show the current testbed's nodes and whether they answer over SSH")
+    .description("show the current testbed's nodes and whether they answer over SSH (and Slurm's nodes and queue on a testbed configured as a Slurm cluster)")
     .option("--testbed <name>", "testbed to show (default: the last one brought up)")
     .action(host.action(async (options: { testbed?: string }, command: Command) => {
       const ctx = host.contextFor(command, "status");
@@ -18,5 +18,6 @@ export function registerStatus(program: Command, host: CommandHost): void {
       process.stdout.write(formatTable(["node", "rank", "address", ...(record.target === "local" ? ["container"] : []), "ssh"],
         nodes.map((n) => [n.name, String(n.rank), n.address, ...(n.running === undefined ? [] : [n.running ? "running" : "stopped"]), n.sshAnswers ? "ok" : "NO ANSWER"])));
       if (nodes.some((n) => !n.sshAnswers)) return EXIT.toolFailed;
+      if (record.slurm === true) process.stdout.write(`\nSlurm (launcher slurm):\n${await slurmStatus(ctx, record)}`);
     }));
 }

@@ -229,7 +229,7 @@ def worker(args):
     return status
 
 
-def main(argv=None):
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="ringlab-slurm", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("worker", help="run this node's worker container (a task of srun)")
@@ -247,6 +247,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.command == "worker" and args.job_args[:1] == ["--"]:
         args.job_args = args.job_args[1:]
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
     return worker(args) if args.command == "worker" else submit(args)
 
 
