@@ -59,6 +59,23 @@ describe("ringlab CLI", () => {
     }
   });
 
+  it("runs with launcher slurm only on a testbed configured as a Slurm cluster, saying how to make it one", () => {
+    const state = mkdtempSync(join(tmpdir(), "ringlab-cli-"));
+    mkdirSync(join(state, "testbeds", "plain"), { recursive: true });
+    writeFileSync(join(state, "testbeds", "plain", "testbed.json"), JSON.stringify({
+      schema: "ringlab.testbed/v2", name: "plain", target: "local", inventory: join(state, "inventory.yml"), sharedDir: join(state, "shared"),
+      nodes: [{ name: "plain-node-0", rank: 0, sshAddress: "10.9.0.10", privateIp: "10.9.0.10" }], createdAt: "2026-11-23T00:00:00.000Z",
+    }));
+    writeFileSync(join(state, "current"), "plain\n");
+    const run = (launcher: string) => spawnSync(process.execPath, [BIN, "--state-dir", state, "run", "--nodes", "1", "--launcher", launcher], { encoding: "utf8" });
+    const refused = run("slurm");
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toMatch(/error: --launcher slurm needs testbed plain to be a Slurm cluster\nhint: run `ringlab configure --slurm` first/);
+    const unknown = run("pbs");
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toMatch(/argument 'pbs' is invalid\. Allowed choices are ansible, slurm/);
+  });
+
   it("plans the strategies campaign: placements of up to 4 workers, each process under its own quota", () => {
     const result = cli(["plan", "campaigns/local-strategies.yaml"]);
     expect(result.status, result.stderr).toBe(0);

@@ -94,3 +94,11 @@ def test_the_worker_command_line_passes_the_jobs_own_options_through():
         ("r1", 0.5, None, "train", ["--model", "tiny", "--output", "/s/r.json"])
     with pytest.raises(SystemExit):
         ringlab_slurm.parse_args(["worker", "--run-id", "r1", "rm", "-rf"])
+
+
+def test_the_job_script_is_written_whole_into_a_folder_made_for_it(tmp_path):
+    script = tmp_path / "runs" / "r1" / "job.sbatch"
+    ringlab_slurm.write_script(str(script), "#!/bin/bash\n#SBATCH --nodes=2\n")
+    assert script.read_text() == "#!/bin/bash\n#SBATCH --nodes=2\n"
+    assert script.stat().st_mode & 0o777 == 0o755
+    assert [p.name for p in script.parent.iterdir()] == ["job.sbatch"]

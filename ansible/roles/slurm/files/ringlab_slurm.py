@@ -7,7 +7,8 @@
       SLURM_JOB_NODELIST: node 0 of the job is the head); what the container needs on this node (image, network,
       shared directory, interface) from /etc/ringlab/slurm-worker.json. Slurm stopping the step (time limit,
       scancel) removes the container.
-  ringlab-slurm submit SCRIPT --run-id ID --nodes N --result FILE --timeout SECONDS
+  ringlab-slurm submit SCRIPT --run-id ID --nodes N --result FILE --timeout SECONDS [--script-from-stdin] [--partition P]
+      (With --script-from-stdin, write SCRIPT from stdin first; with --partition, check that P has N nodes answering.)
       sbatch SCRIPT, wait until the job has ended, and print how it ended as one JSON document in ringlab's
       outcome.json format: every rank's log, the head's result (base64), the job script, and Slurm's job state,
       reason and exit code. Interrupted, or still not ended SECONDS after it started, the job is cancelled.
@@ -121,7 +122,34 @@ def _hostnames(nodelist):
     return done.stdout.split()
 
 
+def write_script(path, text):
+    """The job script, in one piece (a rename), in its run's folder, which also takes Slurm's output."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    partial = f"{path}.partial"
+    with open(partial, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(partial, 0o755)
+    os.replace(partial, path)
+
+
+def answering_nodes(partition):
+    """Nodes of the partition that slurmctld hears from (sinfo --responding)."""
+    done = subprocess.run(["sinfo", "--noheader", "--responding", "--partition", partition, "--format", "%D"],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"sinfo failed: {done.stderr.strip()} (is slurmctld running on the head?)")
+    return sum(int(count) for count in done.stdout.split())
+
+
 def submit(args):
+    if args.script_from_stdin:
+        write_script(args.script, sys.stdin.read())
+    if args.partition is not None:
+        answering = answering_nodes(args.partition)
+        if answering < args.nodes:
+            sys.stderr.write(f"the job needs {args.nodes} nodes, but partition {args.partition} has {answering} answering "
+                             "(sinfo shows which are down)\n")
+            return 2
     submitted = subprocess.run(["sbatch", "--parsable", args.script], capture_output=True, text=True, check=False)
     if submitted.returncode != 0:
         sys.stderr.write(f"sbatch {args.script} failed: {submitted.stderr.strip()}\n")
@@ -244,6 +272,8 @@ def parse_args(argv=None):
     sub.add_argument("--nodes", type=int, required=True)
     sub.add_argument("--result", required=True, help="the result file the head's worker writes")
     sub.add_argument("--timeout", type=float, required=True, help="cancel the job if it has not ended by then (seconds)")
+    sub.add_argument("--script-from-stdin", action="store_true", help="write SCRIPT from stdin first (creating its folder)")
+    sub.add_argument("--partition", default=None, help="check first that this partition has --nodes nodes answering")
     args = parser.parse_args(argv)
     if args.command == "worker" and args.job_args[:1] == ["--"]:
         args.job_args = args.job_args[1:]
