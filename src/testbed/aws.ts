@@ -114,6 +114,8 @@ async function deployAndReach(ctx: Context, spec: AwsTestbedSpec, cdktf: Cdktf, 
       name, rank: Number(vars["ringlab_node_rank"]), sshAddress: String(vars["ansible_host"]), privateIp: String(vars["ringlab_private_ip"]),
     })),
     createdAt: spec.createdAt,
+    // A redeploy of the same stack keeps its machines, and their Slurm services with them.
+    ...(loadRecord(ctx.stateDir, spec.name)?.slurm === true ? { slurm: true } : {}),
   };
   saveRecord(ctx.stateDir, record);
   return record;

@@ -12,7 +12,7 @@ import { writeFileAtomic } from "../util/fs.ts";
 import { buildLocalImages } from "./images.ts";
 import { localInventorySpec, NODE_IMAGE, planLocalTestbed, STATE_DIR_LABEL, STATE_PATH_LABEL, stateDirId, TESTBED_LABEL, type LocalNodePlan, type LocalTestbedPlan } from "./local-plan.ts";
 import { testbedPaths } from "./paths.ts";
-import { saveRecord, type TestbedRecord } from "./record.ts";
+import { loadRecord, saveRecord, type TestbedRecord } from "./record.ts";
 import { waitForSsh } from "./reachability.ts";
 import type { LocalTestbedSpec } from "./spec.ts";
 
@@ -110,10 +110,12 @@ async function reuse(ctx: Context, docker: Docker, plan: LocalTestbedPlan, conta
   }
   ctx.reporter.info(`testbed ${plan.name} already exists with ${plan.nodes.length} nodes: reusing it`);
   await docker.start(containers.filter((c) => !c.running).map((c) => c.name));
-  return finishUp(ctx, plan, spec);
+  // Slurm's daemons run on only while every node container did (a restarted one starts with sshd alone).
+  const slurmRunsOn = containers.every((c) => c.running) && loadRecord(ctx.stateDir, plan.name)?.slurm === true;
+  return finishUp(ctx, plan, spec, slurmRunsOn);
 }
 
-async function finishUp(ctx: Context, plan: LocalTestbedPlan, spec: LocalTestbedSpec): Promise<TestbedRecord> {
+async function finishUp(ctx: Context, plan: LocalTestbedPlan, spec: LocalTestbedSpec, slurm = false): Promise<TestbedRecord> {
   const paths = testbedPaths(ctx.stateDir, plan.name);
   await ctx.reporter.step("wait for SSH on every node", (detail) =>
     waitForSsh(plan.nodes.map((node) => node.ip), SSH_WAIT_MS, ctx.signal, (pending) => detail(`waiting for ${pending.join(", ")}`)));
@@ -126,6 +128,7 @@ async function finishUp(ctx: Context, plan: LocalTestbedPlan, spec: LocalTestbed
     sharedDir: plan.sharedDir,
     nodes: plan.nodes.map((node) => ({ name: node.name, rank: node.rank, sshAddress: node.ip, privateIp: node.ip })),
     createdAt: spec.createdAt,
+    ...(slurm ? { slurm } : {}),
   };
   saveRecord(ctx.stateDir, record);
   return record;

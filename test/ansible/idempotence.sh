@@ -213,6 +213,7 @@ for rank in 0 1; do
 done
 script="$shared/runs/slurm-ok/job.sbatch"
 grep -qx '#SBATCH --nodes=2' "$script" || fail "the job script does not ask for 2 nodes: $(cat "$script")"
+compgen -G "$shared/runs/slurm-ok/slurm-*.out" >/dev/null || fail "Slurm wrote the batch output elsewhere than the run's folder"
 no_workers_left "run.yml with Slurm"
 echo "Slurm job ok on 2 nodes; job script $script"
 
@@ -238,6 +239,21 @@ slurm_job slurm-slow 10 train '["--model", "tiny", "--num-iters", "1000000"]'
 grep -q "Iter #" <<<"$(rank_field slurm-slow 0 log)" || fail "the timed-out job's log was not kept"
 no_workers_left "timed-out Slurm job"
 echo "TIMEOUT (TimeLimit) recorded, log kept, containers removed"
+
+step "stop-workers.yml: cancels ringlab's Slurm jobs, and only those"
+node_exec 0 sbatch --job-name ringlab-leftover --nodes 1 --wrap "sleep 300" >/dev/null || fail "could not submit a job"
+node_exec 0 sbatch --job-name someone-else --nodes 1 --wrap "sleep 300" >/dev/null || fail "could not submit a job"
+play stop-slurm ansible/stop-workers.yml
+require_success stop-slurm "stop-workers.yml failed on a Slurm cluster"
+# A cancelled job shows as completing for a moment while its step ends.
+for _ in $(seq 40); do
+  queue=$(node_exec 0 squeue --noheader --format '%j')
+  [[ $queue == someone-else ]] && break
+  sleep 0.25
+done
+[[ $queue == someone-else ]] || fail "after stop-workers.yml the queue holds '$queue' instead of the other user's job alone"
+node_exec 0 scancel --name someone-else
+echo "ringlab-leftover cancelled, someone-else's job left alone"
 
 step "stop-workers.yml: removes a running worker, then changes nothing"
 docker run -d --name "ringlab-$testbed-worker-1" --label "ringlab.testbed=$testbed" --label ringlab.role=worker \

@@ -225,6 +225,10 @@ campaign:
       expect(status.stdout).toMatch(/^Slurm \(launcher slurm\):$/m);
       expect(status.stdout).toMatch(/^e2eslurm-node-0 ringlab\* idle /m);
       expect(status.stdout).toMatch(/^e2eslurm-node-1 ringlab\* idle /m);
+      // `up` on a testbed still running reuses it, and it stays a Slurm cluster.
+      const again = await ringlab(state, ["up", file]);
+      expect(again.stderr).toMatch(/testbed e2eslurm already exists with 2 nodes: reusing it/);
+      expect((await ringlab(state, ["status"])).stdout).toMatch(/^e2eslurm-node-0 ringlab\* idle /m);
     } finally {
       await ringlab(state, ["down", "e2eslurm"]);
     }

@@ -18,6 +18,7 @@ Only Python's standard library and python3-docker (the nodes have both for Ansib
 import argparse
 import base64
 import json
+import math
 import os
 import re
 import signal
@@ -30,6 +31,8 @@ CONFIG_FILE = "/etc/ringlab/slurm-worker.json"
 # Job states after which nothing more happens (squeue/scontrol man pages); COMPLETING is not one of them.
 FINAL_STATES = {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "TIMEOUT"}
 POLL_SECONDS = 0.2
+# After scancel: slurm.conf's KillWait (5 s) and Slurm's own bookkeeping.
+CANCEL_WAIT_SECONDS = 60
 
 
 def parse_scontrol_record(line):
@@ -141,6 +144,18 @@ def answering_nodes(partition):
     return sum(int(count) for count in done.stdout.split())
 
 
+def wait_for_end(job_id, deadline):
+    """The job's fields once it is in a final state, or the last ones seen at the deadline (None: never seen)."""
+    fields = None
+    while True:
+        fields = _scontrol_job(job_id) or fields
+        if fields is not None and job_state(fields) in FINAL_STATES:
+            return fields
+        if time.monotonic() > deadline:
+            return fields
+        time.sleep(POLL_SECONDS)
+
+
 def submit(args):
     if args.script_from_stdin:
         write_script(args.script, sys.stdin.read())
@@ -160,19 +175,15 @@ def submit(args):
         subprocess.run(["scancel", job_id], check=False)
         sys.exit(128 + signum)
 
-    signal.signal(signal.SIGTERM, cancel)
-    signal.signal(signal.SIGINT, cancel)
-    deadline = time.monotonic() + args.timeout
-    fields = None
-    while True:
-        fields = _scontrol_job(job_id) or fields
-        if fields is not None and job_state(fields) in FINAL_STATES:
-            break
-        if time.monotonic() > deadline:
-            subprocess.run(["scancel", job_id], check=False)
-            fields = dict(fields or {}, JobState="CANCELLED", Reason=f"not_ended_within_{args.timeout}_s")
-            break
-        time.sleep(POLL_SECONDS)
+    # SIGHUP: the SSH connection of an interrupted ansible-playbook went away.
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, cancel)
+    fields = wait_for_end(job_id, time.monotonic() + args.timeout)
+    if fields is None or job_state(fields) not in FINAL_STATES:
+        # Still not over: cancelled, and waited for until its steps (and so its containers) are gone.
+        subprocess.run(["scancel", job_id], check=False)
+        fields = dict(wait_for_end(job_id, time.monotonic() + CANCEL_WAIT_SECONDS) or fields or {},
+                      JobState="CANCELLED", Reason=f"not_ended_within_{args.timeout:g}_s")
     fields["_run_dir"] = os.path.dirname(args.result)
     fields["_result_file"] = args.result
     outcome = build_outcome(args.run_id, job_id, fields, args.nodes, _hostnames(fields.get("NodeList", "")), _read_text)
@@ -203,8 +214,8 @@ def worker_environment(config, env, run_id, procs_per_node, cpus, head_addr):
     if procs_per_node:
         worker_env["RINGLAB_NPROC_PER_NODE"] = str(procs_per_node)
     if cpus:
-        # As the Ansible launcher does: torch's threads match each process's share of the quota.
-        worker_env["OMP_NUM_THREADS"] = str(max(1, -(-int(cpus * 100) // (100 * (procs_per_node or 1)))))
+        # As the Ansible launcher does (roles/worker/tasks/job.yml): each process's share of the quota, rounded up.
+        worker_env["OMP_NUM_THREADS"] = str(max(1, math.ceil(cpus / (procs_per_node or 1))))
     return worker_env
 
 
@@ -221,10 +232,24 @@ def worker(args):
     environment = worker_environment(config, env, args.run_id, args.procs_per_node, args.cpus, head_address(env["SLURM_JOB_NODELIST"]))
     client = docker.from_env()
     name = config["container_name"]
-    try:
-        client.containers.get(name).remove(force=True)
-    except docker.errors.NotFound:
-        pass
+
+    def remove():
+        try:
+            client.containers.get(name).remove(force=True)
+        except docker.errors.NotFound:
+            pass
+
+    def stop(signum, _frame):
+        # Slurm ends a step with SIGTERM (then SIGKILL after KillWait): the container must not outlive it, even one
+        # that is still being created.
+        try:
+            remove()
+        finally:
+            os._exit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, stop)
+    remove()
     options = {
         "name": name,
         "detach": True,
@@ -238,23 +263,14 @@ def worker(args):
         options["nano_cpus"] = int(round(args.cpus * 1e9))
     if int(config.get("gpus", 0)) > 0:
         options["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
-    container = client.containers.run(config["image"], [args.job, *args.job_args], **options)
-
-    def stop(signum, _frame):
-        # Slurm ends a step with SIGTERM (then SIGKILL after KillWait): the container must not outlive it.
-        try:
-            container.remove(force=True)
-        finally:
-            os._exit(128 + signum)
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, stop)
-    for chunk in container.logs(stream=True, follow=True):
-        sys.stdout.buffer.write(chunk)
-        sys.stdout.flush()
-    status = container.wait().get("StatusCode", 1)
-    container.remove(force=True)
-    return status
+    try:
+        container = client.containers.run(config["image"], [args.job, *args.job_args], **options)
+        for chunk in container.logs(stream=True, follow=True):
+            sys.stdout.buffer.write(chunk)
+            sys.stdout.flush()
+        return container.wait().get("StatusCode", 1)
+    finally:
+        remove()
 
 
 def parse_args(argv=None):
