@@ -187,8 +187,9 @@ export function reportData(records: readonly RunRecord[]): ReportData {
 
 export function reportMeta(records: readonly RunRecord[], generatedAt: Date, leftOut: readonly string[] = []): ReportMeta {
   const first = records[0];
-  const testbeds = [...new Set(records.map(({ testbed }) =>
-    `${testbed.name} (${testbed.target}${testbed.instanceType === undefined ? "" : `, ${testbed.instanceType}`})`))];
+  // A run started as a Slurm job says so next to its testbed (launcher slurm).
+  const testbeds = [...new Set(records.map(({ testbed, params }) =>
+    `${testbed.name} (${testbed.target}${testbed.instanceType === undefined ? "" : `, ${testbed.instanceType}`}${params.launcher === "slurm" ? ", runs as Slurm jobs" : ""})`))];
   const starts = records.map((record) => record.startedAt).sort();
   const ends = records.map((record) => record.endedAt).sort();
   return {

@@ -222,6 +222,11 @@ describe("reportMeta", () => {
     });
   });
 
+  it("says when the runs were Slurm jobs", () => {
+    const slurm = (record: RunRecord): RunRecord => ({ ...record, params: { ...record.params, launcher: "slurm" } });
+    expect(reportMeta([slurm(trainRecord({ nodes: 1, imagesPerSecond: 100 }))], new Date()).testbed).toBe("lab (local, runs as Slurm jobs)");
+  });
+
   it("names the CPU quota the runs had; local runs under a quota no longer count as sharing the machine", () => {
     const quota = (record: RunRecord, cpusPerNode: number): RunRecord => ({ ...record, params: { ...record.params, cpusPerNode } });
     const meta = reportMeta([quota(trainRecord({ nodes: 1, imagesPerSecond: 100 }), 0.5), quota(trainRecord({ nodes: 2, imagesPerSecond: 150 }), 0.5)], new Date());
