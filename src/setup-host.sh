@@ -8,7 +8,7 @@ set -euo pipefail
 
 runtime_packages=(docker.io ansible debootstrap openssh-client iproute2 python3 ca-certificates)
 test_packages=(ansible-lint yamllint shellcheck python3-pytest python3-torch python3-torchvision python3-jsonschema
-               python3-venv)
+               python3-pil python3-venv)
 
 packages=("${runtime_packages[@]}")
 if [[ "${1:-}" == "--test" ]]; then packages+=("${test_packages[@]}"); fi
@@ -64,7 +64,7 @@ if [[ "${1:-}" == "--test" ]]; then
   torch_current="2.13.0"
   as_user=()
   if [[ -n "${SUDO_USER:-}" && "$SUDO_USER" != root ]]; then as_user=(sudo -u "$SUDO_USER"); fi
-  if "$venv/bin/python" -c "import torch, pytest, numpy, jsonschema; assert torch.__version__.split('+')[0] == '$torch_current'" \
+  if "$venv/bin/python" -c "import torch, pytest, numpy, jsonschema, PIL; assert torch.__version__.split('+')[0] == '$torch_current'" \
        >/dev/null 2>&1; then
     echo "torch $torch_current venv: present ($venv)"
   else
@@ -77,7 +77,7 @@ if [[ "${1:-}" == "--test" ]]; then
     if [[ -d /opt/wheels ]]; then pip_sources+=(--find-links /opt/wheels); fi
     "${as_user[@]}" python3 -m venv --clear "$venv"
     "${as_user[@]}" "$venv/bin/pip" install -qq --disable-pip-version-check "${pip_sources[@]}" \
-      "torch==$torch_current" pytest numpy jsonschema
+      "torch==$torch_current" pytest numpy jsonschema pillow
     "$venv/bin/python" -c "import torch; print('torch venv: torch', torch.__version__)"
   fi
 fi

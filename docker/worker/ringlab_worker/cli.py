@@ -1,4 +1,4 @@
-"""Command line: `ringlab-worker train|allreduce [knobs]`.
+"""Command line: `ringlab-worker train|allreduce|dataset [knobs]`.
 
 Arguments are parsed and checked before torch is imported, so a typo fails in a fraction of a second
 with exit code 2 instead of after rendezvous.
@@ -36,6 +36,20 @@ def non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be zero or more, got {text}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be zero or more, got {text}")
+    return value
+
+
+def fraction(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
     return value
 
 
@@ -93,6 +107,46 @@ def build_parser() -> argparse.ArgumentParser:
                        help="compress gradients to fp16 for the all-reduce")
     train.add_argument("--nccl-algo-ring", action="store_true", help="set NCCL_ALGO=Ring (NCCL only)")
     train.add_argument("--engine", choices=("ddp", "horovod"), default="ddp")
+    train.add_argument("--learning-rate", type=positive_float, default=0.01, help="SGD's")
+    train.add_argument("--momentum", type=non_negative_float, default=0.0, help="SGD's")
+    real = train.add_argument_group(
+        "real data and time to train",
+        "Read an ImageFolder dataset (PATH/train/<class>/*.jpg and PATH/val/<class>/*.jpg, ImageNet's layout; "
+        "`ringlab-worker dataset` writes one) instead of synthetic tensors. With --epochs the job trains to a "
+        "result and records time to train, the loss curve and held-out accuracy per epoch.")
+    real.add_argument("--data", default="synthetic", metavar="synthetic|folder:PATH|dataset:NAME",
+                      help="where batches come from (default synthetic: one random batch, as Horovod's benchmark); "
+                      "dataset:NAME is $RINGLAB_SHARED_DIR/datasets/NAME, the testbed's shared storage")
+    real.add_argument("--loader-workers", type=non_negative_int, default=2,
+                      help="DataLoader worker processes per rank (0: load in the training process)")
+    real.add_argument("--epochs", type=positive_int, default=None,
+                      help="train this many epochs over the dataset (needs --data folder:PATH)")
+    real.add_argument("--target-accuracy", type=fraction, default=None,
+                      help="stop at the first epoch whose held-out accuracy reaches this (0-1; needs --epochs, "
+                      "the most epochs to try)")
+    real.add_argument("--checkpoint-dir", default=None,
+                      help="rank 0 checkpoints here (storage every node shares); a restarted run resumes from the "
+                      "newest readable checkpoint (needs --epochs; default with --checkpoint-every: a folder "
+                      "checkpoints beside --output)")
+    real.add_argument("--checkpoint-every", type=positive_int, default=None, help="steps between checkpoints")
+    real.add_argument("--max-restarts", type=non_negative_int, default=0,
+                      help="torchrun restarts every worker this many times after one fails (multi-node runs)")
+    real.add_argument("--fail-at-step", type=positive_int, default=None,
+                      help="fault injection: rank --fail-rank's process kills itself (SIGKILL) after this step, "
+                      "once (needs --epochs)")
+    real.add_argument("--fail-rank", type=non_negative_int, default=0, help="the rank --fail-at-step kills")
+
+    dataset = jobs.add_parser(
+        "dataset", help="write a deterministic, learnable ImageFolder dataset of JPEG files",
+        description="Writes OUT/train/<class>/*.jpg, OUT/val/<class>/*.jpg (the held-out split) and "
+        "OUT/ringlab-dataset.json. Each class is a colour and a stripe pattern under noise. The same arguments "
+        "give the same files; a dataset already there with the same arguments is left as it is.")
+    dataset.add_argument("--out", required=True, help="absolute path of the dataset folder (created)")
+    dataset.add_argument("--classes", type=positive_int, default=10)
+    dataset.add_argument("--images-per-class", type=positive_int, default=100, help="both splits together")
+    dataset.add_argument("--image-size", type=positive_int, default=32, help="pixels, square")
+    dataset.add_argument("--held-out", type=fraction, default=0.2, help="fraction of each class in val/")
+    dataset.add_argument("--seed", type=non_negative_int, default=0)
 
     probe = jobs.add_parser("allreduce", parents=[common], help="all-reduce bandwidth probe (nccl-tests style)")
     probe.add_argument("--min-bytes", type=parse_size, default=parse_size("4K"))
@@ -116,6 +170,33 @@ def check_arguments(args) -> None:
                            "(Horovod always uses its own all-reduce)")
     if args.job == "train" and args.precision == "amp" and args.device == "cpu":
         raise BadArguments("--precision amp runs on a GPU only; use --precision fp32 with --device cpu")
+    if args.job == "train":
+        check_training_arguments(args)
+
+
+def check_training_arguments(args) -> None:
+    """--data, time to train, checkpoints and fault injection; sets args.data_folder (None: synthetic)."""
+    from .data import parse_data_source
+
+    args.data_folder = parse_data_source(args.data, os.environ)
+    needs_epochs = [flag for flag, value in (("--target-accuracy", args.target_accuracy),
+                                             ("--checkpoint-dir", args.checkpoint_dir),
+                                             ("--fail-at-step", args.fail_at_step)) if value is not None]
+    if args.epochs is None and needs_epochs:
+        raise BadArguments(f"{needs_epochs[0]} needs --epochs (time to train)")
+    if args.epochs is not None and args.data_folder is None:
+        raise BadArguments("--epochs trains over a dataset: add --data folder:PATH")
+    if args.epochs is not None and args.engine != "ddp":
+        raise BadArguments("--epochs runs with --engine ddp only")
+    if args.checkpoint_every is not None and args.checkpoint_dir is None:
+        if args.output is None:
+            raise BadArguments("--checkpoint-every needs --checkpoint-dir (or --output, beside which they go)")
+        args.checkpoint_dir = os.path.join(os.path.dirname(os.path.abspath(args.output)), "checkpoints")
+    if args.checkpoint_dir is not None and not os.path.isabs(args.checkpoint_dir):
+        raise BadArguments(f"--checkpoint-dir must be an absolute path, got '{args.checkpoint_dir}'")
+    if args.data_folder is not None and not os.path.isdir(args.data_folder):
+        raise BadArguments(f"--data {args.data}: no folder {args.data_folder} (on this node); is the shared "
+                           "storage mounted, and was the dataset written (`ringlab-worker dataset`)?")
 
 
 def check_machine(args) -> None:
@@ -130,6 +211,10 @@ def check_machine(args) -> None:
             "is False: no GPU, no NVIDIA driver, the container was started without --gpus, or this is the "
             "cpu image). Use --device cpu --precision fp32."
         )
+    if args.job == "train" and getattr(args, "data_folder", None) is not None:
+        from .data import import_pil
+
+        import_pil()
     if args.job == "train":
         from .train import TORCHVISION_MODELS, import_torchvision
 
@@ -152,6 +237,10 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         check_arguments(args)
+        if args.job == "dataset":  # no torch, no rendezvous: files on (shared) storage
+            from .data import run_dataset
+
+            return run_dataset(args)
         from . import launcher  # imports torch: only after the cheap checks had their chance
 
         if launcher.is_torchrun_worker():

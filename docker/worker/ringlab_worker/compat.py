@@ -19,6 +19,13 @@ TORCH_PREFIXED_NCCL_ENV_SINCE: Version = (2, 2)
 # torchrun's default "--redirects 0" parses to None on Python 3.11 and crashes before starting a worker
 # (pytorch/pytorch#92319); fixed in 2.0. From 2.3 on redirects and tee live in config.logs_specs instead.
 REDIRECTS_FIXED_IN: Version = (2, 0)
+# From 2.4 torchrun's workers share the c10d rendezvous' TCPStore, and after a restart a worker can read the
+# previous round's addresses from it and fail to connect (pytorch/pytorch#135712); the variable turns the sharing
+# off, and releases before 2.4 ignore it.
+SHARED_RDZV_STORE_SINCE: Version = (2, 4)
+# torch.load(weights_only=True) loads an optimizer's state dict (floats, bools, None) in the releases where it
+# became the default (2.6); 1.13's restricted unpickler stops at the first float ("Unsupported operand 71").
+WEIGHTS_ONLY_LOAD_SINCE: Version = (2, 6)
 
 
 def release(version_text: str) -> Version:
@@ -67,6 +74,13 @@ def nccl_async_error_handling_env(torch_version: Version) -> str:
     return "NCCL_ASYNC_ERROR_HANDLING"
 
 
+def torchrun_env(torch_version: Version) -> dict:
+    """Variables the launcher sets for torchrun (unless the user set them)."""
+    if torch_version >= SHARED_RDZV_STORE_SINCE:
+        return {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+    return {}
+
+
 def patch_torchrun_config(config, torch_version: Version) -> None:
     """Works around pytorch#92319 on the config torch.distributed.run.config_from_args returned."""
     if not needs_redirects_patch(torch_version):
@@ -76,3 +90,12 @@ def patch_torchrun_config(config, torch_version: Version) -> None:
     config.redirects = config.redirects if config.redirects is not None else Std.NONE
     config.tee = config.tee if config.tee is not None else Std.NONE
 
+
+
+def load_checkpoint(path: str, torch_version: Version = None):
+    """torch.load of one of our checkpoints onto the CPU: weights_only (no pickled code runs) where the release
+    can load an optimizer's state that way; before, the full unpickler (checkpoints are rank 0's own files)."""
+    import torch
+
+    weights_only = (torch_version or torch_release()) >= WEIGHTS_ONLY_LOAD_SINCE
+    return torch.load(path, map_location="cpu", weights_only=weights_only)

@@ -71,7 +71,7 @@ def rendezvous_from_env(env: Mapping[str, str], gpu_count: int) -> Optional[Rend
     )
 
 
-def torchrun_argv(rdzv: Rendezvous, timeout_seconds: float, job_argv: List[str]) -> List[str]:
+def torchrun_argv(rdzv: Rendezvous, timeout_seconds: float, job_argv: List[str], max_restarts: int = 0) -> List[str]:
     timeout = str(max(1, math.ceil(timeout_seconds)))
     # is_host is explicit: torch guesses it by matching hostnames, which fails in containers.
     # join_timeout bounds the wait for all nodes, read_timeout a non-head node's wait for the head.
@@ -83,7 +83,9 @@ def torchrun_argv(rdzv: Rendezvous, timeout_seconds: float, job_argv: List[str])
         "--rdzv_endpoint", f"{rdzv.head_addr}:{rdzv.port}",
         "--rdzv_id", rdzv.run_id,
         "--rdzv_conf", rdzv_conf,
-        "--max_restarts", "0",
+        # After a worker fails, every node's agent stops its workers and starts them again this many times
+        # (train --max-restarts; they resume from the newest checkpoint).
+        "--max_restarts", str(max_restarts),
         # How often the agent polls its workers: a finished or dead worker is noticed within a tenth of a second
         # (torch's default, 5 s, would add 2.5 s to every run on average); a poll is a waitpid, nearly free.
         "--monitor_interval", "0.1",
@@ -135,7 +137,9 @@ def launch(args, job_argv: List[str]) -> int:
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, os.environ.get("PYTHONPATH")) if p)
 
-    torchrun = torchrun_argv(rdzv, args.timeout_seconds, job_argv)
+    for name, value in compat.torchrun_env(compat.torch_release()).items():
+        os.environ.setdefault(name, value)
+    torchrun = torchrun_argv(rdzv, args.timeout_seconds, job_argv, getattr(args, "max_restarts", 0))
     print(f"ringlab-worker: node {rdzv.node_rank} of {rdzv.num_nodes}: "
           f"{os.path.basename(sys.executable)} -m torch.distributed.run {' '.join(torchrun)}",
           file=sys.stderr, flush=True)

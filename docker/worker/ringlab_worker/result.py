@@ -22,6 +22,10 @@ _KNOB_NAMES = {
     "nccl_algo_ring": "ncclAlgoRing", "engine": "engine", "channels_last": "channelsLast",
     "min_bytes": "minBytes", "max_bytes": "maxBytes", "step_factor": "stepFactor",
     "warmup_iters": "warmupIters", "iters": "iters", "reduction": "reduction",
+    "learning_rate": "learningRate", "momentum": "momentum", "data": "data", "loader_workers": "loaderWorkers",
+    "epochs": "epochs", "target_accuracy": "targetAccuracy", "checkpoint_dir": "checkpointDir",
+    "checkpoint_every": "checkpointEvery", "max_restarts": "maxRestarts", "fail_at_step": "failAtStep",
+    "fail_rank": "failRank",
 }
 
 

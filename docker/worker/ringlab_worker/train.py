@@ -1,7 +1,9 @@
-"""Synthetic-data training throughput, after Horovod's examples/pytorch/pytorch_synthetic_benchmark.py.
+"""Training throughput, after Horovod's examples/pytorch/pytorch_synthetic_benchmark.py.
 
 Same measurement: untimed warm-up, then --num-iters iterations of --num-batches-per-iter batches;
-img/s per worker as mean +- 1.96 std over iterations (rank 0's), total = world size x that.
+img/s per worker as mean +- 1.96 std over iterations (rank 0's), total = world size x that. The batches are
+synthetic (one random tensor, as Horovod's) or read from an ImageFolder dataset (--data folder:PATH), in which
+case every step's wait for its batch is recorded too. With --epochs the job trains to a result instead (fit.py).
 """
 
 import contextlib
@@ -59,36 +61,42 @@ def build_model(name: str):
     return getattr(torchvision.models, name)(weights=None), 1000
 
 
-def run_train(args, world) -> dict:
-    if args.image_size is None:
-        args.image_size = NATIVE_IMAGE_SIZE[args.model]  # so the record holds the size actually used
-    torch.manual_seed(0)
-    model, num_classes = build_model(args.model)
-    # NHWC: what cuDNN's tensor-core convolutions want, so AMP runs without layout transposes.
-    memory_format = torch.channels_last if args.channels_last else torch.contiguous_format
-    model.to(world.device, memory_format=memory_format)
-    parameter_count = sum(p.numel() for p in model.parameters())
-    gradient_bytes = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+class Trainer:
+    """The model, wrapped for data parallelism, and one optimizer step over a batch: what the throughput
+    benchmark and time to train (fit.py) share."""
 
-    amp = args.precision == "amp"
-    scaler = compat.make_grad_scaler(enabled=amp)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    if args.engine == "horovod":
-        model, optimizer = _wrap_horovod(args, world, model, optimizer)
-    else:
-        model = _wrap_ddp(args, world, model)
-
-    data = torch.randn(args.batch_size, 3, args.image_size, args.image_size, device=world.device)
-    data = data.contiguous(memory_format=memory_format)
-    target = torch.randint(0, num_classes, (args.batch_size,), device=world.device)
-    autocast = (lambda: compat.autocast("cuda")) if amp else contextlib.nullcontext
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        with autocast():
-            loss = F.cross_entropy(model(data), target)
-        scaler.scale(loss).backward()
+    def __init__(self, args, world):
+        if args.image_size is None:
+            args.image_size = NATIVE_IMAGE_SIZE[args.model]  # so the record holds the size actually used
+        torch.manual_seed(0)
+        model, self.num_classes = build_model(args.model)
+        # NHWC: what cuDNN's tensor-core convolutions want, so AMP runs without layout transposes.
+        self.memory_format = torch.channels_last if args.channels_last else torch.contiguous_format
+        model.to(world.device, memory_format=self.memory_format)
+        self.parameter_count = sum(p.numel() for p in model.parameters())
+        self.gradient_bytes = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+        self.scaler = compat.make_grad_scaler(enabled=args.precision == "amp")
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=args.learning_rate, momentum=args.momentum)
         if args.engine == "horovod":
+            self.model, self.optimizer = _wrap_horovod(args, world, model, self.optimizer)
+        else:
+            self.model = _wrap_ddp(args, world, model)
+        self.plain_model = model  # without the wrapper: what checkpoints hold and evaluation runs
+        self.args, self.world = args, world
+        self.autocast = (lambda: compat.autocast("cuda")) if args.precision == "amp" else contextlib.nullcontext
+
+    def to_device(self, data, target):
+        non_blocking = self.world.device.type == "cuda"  # from pinned memory, overlapping the copy
+        data = data.to(self.world.device, non_blocking=non_blocking).contiguous(memory_format=self.memory_format)
+        return data, target.to(self.world.device, non_blocking=non_blocking)
+
+    def step(self, data, target):
+        optimizer, scaler = self.optimizer, self.scaler
+        optimizer.zero_grad(set_to_none=True)
+        with self.autocast():
+            loss = F.cross_entropy(self.model(data), target)
+        scaler.scale(loss).backward()
+        if self.args.engine == "horovod":
             optimizer.synchronize()  # Horovod's all-reduce must finish before the scaler looks at gradients
             with optimizer.skip_synchronize():
                 scaler.step(optimizer)
@@ -97,41 +105,125 @@ def run_train(args, world) -> dict:
         scaler.update()
         return loss
 
-    unit = "GPU" if world.device.type == "cuda" else "CPU"
+    def describe(self) -> str:
+        args, world = self.args, self.world
+        return (f"Model: {args.model}, image size {args.image_size}, batch size {args.batch_size} per worker, "
+                f"{world.size} {self.unit}(s), engine {args.engine}, {args.reduction}, {args.precision}"
+                f"{', channels-last' if args.channels_last else ''}")
+
+    @property
+    def unit(self) -> str:
+        return "GPU" if self.world.device.type == "cuda" else "CPU"
+
+
+class SyntheticBatches:
+    """One random batch on the device, used for every step: the benchmark measures compute and exchange only."""
+
+    def __init__(self, trainer):
+        args, world = trainer.args, trainer.world
+        data = torch.randn(args.batch_size, 3, args.image_size, args.image_size, device=world.device)
+        self.batch = (data.contiguous(memory_format=trainer.memory_format),
+                      torch.randint(0, trainer.num_classes, (args.batch_size,), device=world.device))
+
+    def next(self):
+        return self.batch
+
+    def describe(self) -> dict:
+        return {"kind": "synthetic"}
+
+
+class FolderBatches:
+    """Batches of this rank's share of an ImageFolder dataset, epoch after epoch, copied to the device."""
+
+    def __init__(self, trainer, root: str):
+        from . import data
+
+        args, world = trainer.args, trainer.world
+        self.info = data.check_dataset(root)
+        check_dataset_fits(self.info, trainer.num_classes, args, world)
+        dataset = data.ImageFolderDataset(os.path.join(root, "train"), args.image_size)
+        self.loader = data.make_loader(dataset, world, args.batch_size, args.loader_workers, shuffle=True,
+                                       drop_last=True)
+        self.trainer, self.epoch, self.batches = trainer, 0, iter(())
+
+    def next(self):
+        batch = next(self.batches, None)
+        if batch is None:
+            self.loader.sampler.set_epoch(self.epoch)
+            self.epoch += 1
+            self.batches = iter(self.loader)
+            batch = next(self.batches)
+        return self.trainer.to_device(*batch)
+
+    def describe(self) -> dict:
+        return {"kind": "folder", **self.info, "loaderWorkers": self.trainer.args.loader_workers}
+
+
+def check_dataset_fits(info: dict, num_classes: int, args, world) -> None:
+    """A dataset this run can train on: labels the model can output, one full batch per rank at least."""
+    if info["classes"] > num_classes:
+        raise BadArguments(f"{info['path']} has {info['classes']} classes, but --model {args.model} has "
+                           f"{num_classes} outputs; use a dataset with at most {num_classes} classes or another model")
+    needed = world.size * args.batch_size
+    if info["trainImages"] < needed:
+        raise BadArguments(f"{info['path']}/train has {info['trainImages']} images, fewer than one batch for every "
+                           f"rank ({world.size} ranks x batch size {args.batch_size} = {needed}); use a larger "
+                           "dataset or a smaller --batch-size")
+
+
+def run_train(args, world) -> dict:
+    trainer = Trainer(args, world)
+    if args.epochs is not None:
+        from .fit import run_fit
+
+        return run_fit(args, world, trainer)
+    batches = FolderBatches(trainer, args.data_folder) if args.data_folder else SyntheticBatches(trainer)
+    real_data = args.data_folder is not None
+    unit = trainer.unit
     log = print if world.is_reporter else (lambda *a, **k: None)
-    log(f"Model: {args.model}, image size {args.image_size}, batch size {args.batch_size} per worker, "
-        f"{world.size} {unit}(s), engine {args.engine}, {args.reduction}, {args.precision}"
-        f"{', channels-last' if args.channels_last else ''}", flush=True)
+    log(trainer.describe() + (f", data {args.data_folder}" if real_data else ""), flush=True)
     log("Running warmup...", flush=True)
     for _ in range(args.num_warmup_batches):
-        step()
+        trainer.step(*batches.next())
     world.synchronize()
 
     log("Running benchmark...", flush=True)
-    step_seconds, images_per_second = [], []
+    step_seconds, data_wait_seconds, images_per_second = [], [], []
     for iteration in range(args.num_iters):
         for _ in range(args.num_batches_per_iter):
             started = time.perf_counter()
-            loss = step()
+            batch = batches.next()
+            loaded = time.perf_counter()
+            loss = trainer.step(*batch)
             world.synchronize()
             step_seconds.append(time.perf_counter() - started)
+            data_wait_seconds.append(loaded - started)
         rate = args.batch_size * args.num_batches_per_iter / sum(step_seconds[-args.num_batches_per_iter:])
         images_per_second.append(rate)
         log(f"Iter #{iteration}: {rate:.1f} img/sec per {unit}", flush=True)
 
     mean = statistics.fmean(images_per_second)
     ci95 = 1.96 * statistics.pstdev(images_per_second)  # numpy's std, as Horovod computes it
-    final_loss = float(loss.item())
     log(f"Img/sec per {unit}: {mean:.1f} +-{ci95:.1f}")
     log(f"Total img/sec on {world.size} {unit}(s): {world.size * mean:.1f} +-{world.size * ci95:.1f}", flush=True)
+    if real_data:
+        waited = sum(data_wait_seconds) / sum(step_seconds)
+        log(f"Waiting for data: {100 * waited:.1f} % of step time", flush=True)
     return {
         "imagesPerSecondPerWorker": {"mean": mean, "ci95": ci95},
         "imagesPerSecondTotal": {"mean": world.size * mean, "ci95": world.size * ci95},
         "stepSeconds": step_seconds,
-        "parameterCount": parameter_count,
-        "gradientBytes": gradient_bytes,
-        "finalLoss": final_loss if math.isfinite(final_loss) else None,  # JSON has no NaN
+        # The part of each step spent waiting for the batch (with synthetic data: taking the same tensor).
+        "dataWaitSeconds": data_wait_seconds,
+        "data": batches.describe(),
+        "parameterCount": trainer.parameter_count,
+        "gradientBytes": trainer.gradient_bytes,
+        "finalLoss": finite_or_none(float(loss.item())),
     }
+
+
+def finite_or_none(value: float):
+    return value if math.isfinite(value) else None  # JSON has no NaN
 
 
 def _wrap_ddp(args, world, model):

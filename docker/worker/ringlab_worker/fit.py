@@ -1,0 +1,246 @@
+"""Time to train: `train --data folder:PATH --epochs E [--target-accuracy A]`.
+
+Trains over the dataset epoch by epoch and, after each, measures accuracy on the held-out split (val/), as
+MLPerf measures time to train: wall time from the first step until the target accuracy is reached (or the
+last epoch ends), restarts included. With --checkpoint-dir, rank 0 checkpoints every --checkpoint-every steps
+and a restarted run (torchrun --max-restarts, see launcher.py) resumes from the newest readable checkpoint at
+the same step, epoch and position in the epoch. --fail-at-step kills one rank's process once, to measure
+recovery; the record says how many restarts there were, which steps were redone and what they cost.
+"""
+
+import os
+import signal
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from . import checkpoint, compat, data
+from .errors import BadArguments
+from .train import check_dataset_fits, finite_or_none
+
+# At most this many points of the loss curve per epoch, and of step times in the record.
+CURVE_POINTS_PER_EPOCH = 50
+MOST_STEP_TIMES = 1000
+
+
+def attempt_number() -> int:
+    """Which attempt this is: torchrun counts restarts in TORCHELASTIC_RESTART_COUNT (0 the first time)."""
+    return int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") or 0)
+
+
+def run_fit(args, world, trainer) -> dict:
+    root = args.data_folder
+    info = data.check_dataset(root)
+    check_dataset_fits(info, trainer.num_classes, args, world)
+    train_set = data.ImageFolderDataset(os.path.join(root, "train"), args.image_size)
+    val_set = data.ImageFolderDataset(os.path.join(root, "val"), args.image_size)
+    loader = data.make_loader(train_set, world, args.batch_size, args.loader_workers, shuffle=True, drop_last=True)
+    steps_per_epoch = len(loader)
+    log = print if world.is_reporter else (lambda *a, **k: None)
+    attempt = attempt_number()
+    config = {"model": args.model, "batchSize": args.batch_size, "worldSize": world.size, "data": root,
+              "imageSize": args.image_size}
+
+    previous = _unfinished_attempt(args.checkpoint_dir) if args.checkpoint_dir else None
+    state = _restore(args, world, trainer, config) if args.checkpoint_dir else None
+    step = state["step"] if state else 0
+    epoch = state["epoch"] if state else 0
+    batch_in_epoch = state["batchInEpoch"] if state else 0
+    epochs = list(state["epochs"]) if state else []
+    curve = list(state["lossCurve"]) if state else []
+    restarts = list(previous["restarts"]) if previous else []
+    first_started_at = previous["firstStartedAt"] if previous else checkpoint.now()
+    epoch_started_at = state["epochStartedAt"] if state else first_started_at
+    if previous:
+        resumed_at = checkpoint.now()
+        recovery = round(resumed_at - previous["time"], 3)
+        restarts.append({"attempt": attempt, "failedAfterStep": previous["step"], "resumedFromStep": step,
+                         "stepsRedone": max(0, previous["step"] - step), "stoppedAt": previous["time"],
+                         "recoverySeconds": recovery, "secondsLost": recovery if step >= previous["step"] else None})
+        log(f"Restart {len(restarts)}: the last attempt reached step {previous['step']}; resuming from step {step} "
+            f"({recovery:.1f} s after it stopped)", flush=True)
+
+    log(trainer.describe() + f", data {root} ({info['trainImages']} training images, {steps_per_epoch} steps per "
+        f"epoch), {args.epochs} epochs" + (f" or {100 * args.target_accuracy:g} % held-out accuracy"
+                                           if args.target_accuracy else ""), flush=True)
+    curve_every = max(1, steps_per_epoch // CURVE_POINTS_PER_EPOCH)
+    step_seconds, data_wait_seconds, reached_at_epoch = [], [], None
+    for record in epochs:
+        if args.target_accuracy is not None and record["heldOutAccuracy"] >= args.target_accuracy:
+            reached_at_epoch = record["epoch"]
+    while epoch < args.epochs and reached_at_epoch is None:
+        loader.sampler.set_epoch(epoch)
+        loader.sampler.skip = batch_in_epoch * args.batch_size
+        loss_sum, losses_counted, epoch_training_seconds = 0.0, 0, 0.0
+        batches = iter(loader)
+        while True:
+            started = time.perf_counter()
+            batch = next(batches, None)
+            if batch is None:
+                break
+            batch = trainer.to_device(*batch)
+            loaded = time.perf_counter()
+            loss = trainer.step(*batch)
+            world.synchronize()
+            finished = time.perf_counter()
+            step_seconds.append(finished - started)
+            data_wait_seconds.append(loaded - started)
+            epoch_training_seconds += finished - started
+            step += 1
+            batch_in_epoch += 1
+            loss_value = float(loss.item())
+            loss_sum, losses_counted = loss_sum + loss_value, losses_counted + 1
+            if step % curve_every == 0:
+                curve.append([step, finite_or_none(loss_value)])
+            if args.checkpoint_dir:
+                _after_step(args, world, trainer, config, step, epoch, batch_in_epoch, epochs, curve,
+                            first_started_at, epoch_started_at, attempt, restarts)
+            _maybe_fail(args, world, step, restarts)
+        accuracy, held_out_loss = evaluate(trainer, val_set, args, world)
+        ended_at = checkpoint.now()
+        epoch += 1
+        record = {"epoch": epoch, "seconds": round(ended_at - epoch_started_at, 3),
+                  "trainingSeconds": round(epoch_training_seconds, 3),
+                  "trainLoss": finite_or_none(loss_sum / losses_counted) if losses_counted else None,
+                  "heldOutAccuracy": accuracy, "heldOutLoss": finite_or_none(held_out_loss), "steps": step}
+        epochs.append(record)
+        log(f"Epoch {epoch}/{args.epochs}: {record['seconds']:.1f} s, training loss "
+            f"{record['trainLoss'] if record['trainLoss'] is None else round(record['trainLoss'], 4)}, held-out "
+            f"accuracy {100 * accuracy:.1f} %", flush=True)
+        if args.target_accuracy is not None and accuracy >= args.target_accuracy:
+            reached_at_epoch = epoch
+        epoch_started_at, batch_in_epoch = ended_at, 0
+
+    ended_at = checkpoint.now()
+    if args.checkpoint_dir and world.is_reporter:
+        checkpoint.write_progress(args.checkpoint_dir, {"attempt": attempt, "step": step, "time": ended_at,
+                                                        "firstStartedAt": first_started_at, "restarts": restarts,
+                                                        "finished": True})
+    time_to_train = ended_at - first_started_at
+    log(f"Time to train: {time_to_train:.1f} s" + (f" (target reached at epoch {reached_at_epoch})"
+                                                   if reached_at_epoch else ""), flush=True)
+    return _metrics(args, world, trainer, info, epochs, curve, step_seconds, data_wait_seconds, time_to_train,
+                    reached_at_epoch, restarts, state)
+
+
+def _metrics(args, world, trainer, info, epochs, curve, step_seconds, data_wait_seconds, time_to_train,
+             reached_at_epoch, restarts, state) -> dict:
+    images_per_rank = (epochs[-1]["steps"] // len(epochs)) * args.batch_size if epochs else 0
+    rates = [images_per_rank / record["trainingSeconds"] for record in epochs if record["trainingSeconds"] > 0]
+    mean = statistics.fmean(rates) if rates else 0.0
+    ci95 = 1.96 * statistics.pstdev(rates) if len(rates) > 1 else 0.0
+    return {
+        "imagesPerSecondPerWorker": {"mean": mean, "ci95": ci95},
+        "imagesPerSecondTotal": {"mean": world.size * mean, "ci95": world.size * ci95},
+        "stepSeconds": step_seconds[-MOST_STEP_TIMES:] or [sys.float_info.min],
+        "dataWaitSeconds": data_wait_seconds[-MOST_STEP_TIMES:],
+        "data": {"kind": "folder", **info, "loaderWorkers": args.loader_workers},
+        "parameterCount": trainer.parameter_count,
+        "gradientBytes": trainer.gradient_bytes,
+        "finalLoss": curve[-1][1] if curve else None,
+        "timeToTrainSeconds": round(time_to_train, 3),
+        "targetAccuracy": args.target_accuracy,
+        "reachedTargetAtEpoch": reached_at_epoch,
+        "epochs": epochs,
+        "lossCurve": curve,
+        "restarts": len(restarts),
+        "recovery": restarts,
+        "stepsRedone": sum(event["stepsRedone"] for event in restarts),
+        "secondsLost": round(sum(event["secondsLost"] or 0 for event in restarts), 3),
+        "checkpoints": {"directory": args.checkpoint_dir, "every": args.checkpoint_every,
+                        "resumedFromStep": state["step"] if state else None},
+    }
+
+
+def _unfinished_attempt(directory: str):
+    """The progress of an attempt that stopped before the end (this run is a restart), or None."""
+    progress = checkpoint.read_progress(directory)
+    if progress is not None and progress.get("finished"):
+        raise BadArguments(f"{directory} holds a run that has finished; use an empty --checkpoint-dir for a new run")
+    return progress
+
+
+def _restore(args, world, trainer, config):
+    """Every rank loads the checkpoint rank 0 found newest and readable (None: start from scratch)."""
+    chosen = [None]
+    if world.rank == 0:
+        state = checkpoint.load_newest(args.checkpoint_dir)
+        chosen[0] = state["step"] if state else None
+    dist.broadcast_object_list(chosen, src=0)
+    if chosen[0] is None:
+        return None
+    if world.rank != 0:
+        path = checkpoint.path_of(args.checkpoint_dir, chosen[0])
+        try:
+            state = compat.load_checkpoint(path)
+        except (OSError, RuntimeError) as error:
+            raise BadArguments(f"rank 0 resumes from {path}, but rank {world.rank} cannot read it ({error}); "
+                               "--checkpoint-dir must be on storage every node shares") from error
+    differences = {key: (state["config"].get(key), value) for key, value in config.items()
+                   if state["config"].get(key) != value}
+    if differences:
+        described = ", ".join(f"{key} {old} -> {new}" for key, (old, new) in differences.items())
+        raise BadArguments(f"{args.checkpoint_dir} holds checkpoints of another run ({described}); use an empty "
+                           "--checkpoint-dir for this one")
+    trainer.plain_model.load_state_dict(state["model"])
+    trainer.optimizer.load_state_dict(state["optimizer"])
+    if state.get("scaler"):
+        trainer.scaler.load_state_dict(state["scaler"])
+    if world.is_reporter:
+        print(f"Resuming from checkpoint at step {state['step']} (epoch {state['epoch'] + 1}, batch "
+              f"{state['batchInEpoch']})", flush=True)
+    return state
+
+
+def _after_step(args, world, trainer, config, step, epoch, batch_in_epoch, epochs, curve, first_started_at,
+                epoch_started_at, attempt, restarts) -> None:
+    if not world.is_reporter:
+        return
+    now = checkpoint.now()
+    for event in restarts:  # back where the failed attempt stopped: the failure cost this much wall time
+        if event["secondsLost"] is None and step >= event["failedAfterStep"]:
+            event["secondsLost"] = round(now - event["stoppedAt"], 3)
+    if args.checkpoint_every and step % args.checkpoint_every == 0:
+        checkpoint.save(args.checkpoint_dir, step, {
+            "step": step, "epoch": epoch, "batchInEpoch": batch_in_epoch, "config": config,
+            "model": trainer.plain_model.state_dict(), "optimizer": trainer.optimizer.state_dict(),
+            "scaler": trainer.scaler.state_dict(), "epochs": epochs, "lossCurve": curve,
+            "firstStartedAt": first_started_at, "epochStartedAt": epoch_started_at})
+    checkpoint.write_progress(args.checkpoint_dir, {"attempt": attempt, "step": step, "time": now,
+                                                    "firstStartedAt": first_started_at, "restarts": restarts})
+
+
+def _maybe_fail(args, world, step, restarts) -> None:
+    """--fail-at-step: the chosen rank's process kills itself (SIGKILL, as the kernel's OOM killer does), once:
+    not after a restart."""
+    if args.fail_at_step == step and args.fail_rank == world.rank and not restarts:
+        print(f"ringlab-worker [rank {world.rank}]: fault injection: killing this process after step {step} "
+              "(--fail-at-step)", file=sys.stderr, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def evaluate(trainer, val_set, args, world):
+    """Held-out accuracy and mean loss over the whole val/ split: each rank takes every N-th image, and the
+    sums are all-reduced, so every rank gets the same answer."""
+    from torch.utils.data import DataLoader, Subset
+
+    model = trainer.plain_model
+    model.eval()
+    share = Subset(val_set, range(world.rank, len(val_set), world.size))
+    loader = DataLoader(share, batch_size=args.batch_size, num_workers=min(args.loader_workers, 1))
+    sums = torch.zeros(3, dtype=torch.float64, device=world.device)  # correct, images, loss
+    with torch.no_grad(), trainer.autocast():
+        for batch in loader:
+            images, labels = trainer.to_device(*batch)
+            logits = model(images)
+            sums[0] += (logits.argmax(dim=1) == labels).sum()
+            sums[1] += labels.numel()
+            sums[2] += F.cross_entropy(logits.float(), labels, reduction="sum")
+    model.train()
+    dist.all_reduce(sums)
+    correct, images, loss = sums.tolist()
+    return (correct / images if images else 0.0), (loss / images if images else float("nan"))
