@@ -3,7 +3,7 @@
  * order, which is what makes resuming safe.
  */
 import { createHash } from "node:crypto";
-import type { CampaignFile, Launcher, Model, TrainKnobName } from "../config/schema.ts";
+import type { CampaignFile, DatasetSection, Launcher, Model, TrainKnobName } from "../config/schema.ts";
 import { TRAIN_KNOB_NAMES } from "../config/schema.ts";
 import { UsageError } from "../errors.ts";
 import type { Reduction } from "../results/cost-model.ts";
@@ -48,6 +48,8 @@ export interface CampaignPlan {
   readonly keep: boolean;
   /** How runs start (the file's `launcher`). */
   readonly launcher: Launcher;
+  /** The dataset some train runs read; written to the shared storage before the runs when `generate`. */
+  readonly dataset?: DatasetSection;
 }
 
 /** Bounds a silent peer inside the worker, well inside the run's own limit. */
@@ -72,7 +74,7 @@ export function planCampaign(file: CampaignFile, name: string): CampaignPlan {
     const knobs = { ...section.train, ...Object.fromEntries(varied) } as PlannedRun["knobs"];
     const idParts = ["train", model, `b${batchSize}`, `n${nodes}`, ...placementPart(processesPerNode), ...(bandwidth === null ? [] : [bandwidth]),
       ...varied.map(([knob, value]) => `${knob.toLowerCase()}-${String(value)}`), `r${repeat}`];
-    const workerArgs = ["--model", model, "--batch-size", String(batchSize), ...knobArgs(knobs), "--timeout-seconds", String(workerTimeout)];
+    const workerArgs = ["--model", model, "--batch-size", String(batchSize), ...knobArgs(knobs, section.dataset?.name), "--timeout-seconds", String(workerTimeout)];
     return withFingerprint({ id: idParts.join("-"), job: "train", nodes, ...placementField(processesPerNode), bandwidth, repeat, model, batchSize, knobs, workerArgs });
   };
   // The probe measures each reduction the training runs use (ring: the ids and arguments it always had).
@@ -125,6 +127,7 @@ export function planCampaign(file: CampaignFile, name: string): CampaignPlan {
     name, runs, nodesToProvision: file.testbed.nodes, largestRunNodes: Math.max(0, ...runs.map((run) => run.nodes)),
     largestRunWorkers: Math.max(...runs.map((run) => run.nodes * (run.processesPerNode ?? 1)), 0),
     runTimeoutSeconds: section.runTimeoutSeconds, keep: section.keep, launcher: section.launcher,
+    ...(section.dataset !== undefined && runs.some((run) => run.knobs.data === "dataset") ? { dataset: section.dataset } : {}),
   };
 }
 
@@ -149,10 +152,12 @@ export function reshapeCount(runs: readonly PlannedRun[]): number {
   return count;
 }
 
-function knobArgs(knobs: PlannedRun["knobs"]): string[] {
+function knobArgs(knobs: PlannedRun["knobs"], datasetName: string | undefined): string[] {
   return TRAIN_KNOB_NAMES.flatMap((knob) => {
     const value = knobs[knob];
     if (value === undefined || value === false) return [];
+    // The worker finds the dataset under the testbed's shared storage (RINGLAB_SHARED_DIR) by its name.
+    if (knob === "data") return value === "dataset" ? ["--data", `dataset:${datasetName}`] : ["--data", "synthetic"];
     const flag = `--${knob.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
     return value === true ? [flag] : [flag, String(value)];
   });

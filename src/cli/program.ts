@@ -7,6 +7,7 @@ import type { Context } from "../context.ts";
 import { registerCampaign } from "./commands/campaign.ts";
 import { registerCompare } from "./commands/compare.ts";
 import { registerConfigure } from "./commands/configure.ts";
+import { registerDataset } from "./commands/dataset.ts";
 import { registerDown } from "./commands/down.ts";
 import { registerInventory } from "./commands/inventory.ts";
 import { registerPlan } from "./commands/plan.ts";
@@ -44,6 +45,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerUp,
   registerSynth,
   registerConfigure,
+  registerDataset,
   registerRun,
   registerInventory,
   registerStatus,

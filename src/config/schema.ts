@@ -191,6 +191,9 @@ function checkAwsTestbed(tb: z.output<typeof awsTestbed>, ctx: RefinementContext
  */
 export const MODELS = ["tiny", "small", "resnet50", "resnet101", "resnet152", "inception_v3"] as const;
 
+/** Where a train run's batches come from (the `data` knob). */
+export const DATA_SOURCES = ["synthetic", "dataset"] as const;
+
 /** Worker knobs for `train` runs, by campaign name; each becomes `--kebab-case` on the worker's command line. */
 const trainKnobs = {
   numWarmupBatches: z.int().min(0),
@@ -205,6 +208,23 @@ const trainKnobs = {
   engine: z.enum(["ddp", "horovod"]),
   /** How gradients are summed: ring all-reduce, a parameter server on rank 0, or one sharded over all ranks. */
   reduction: z.enum(REDUCTIONS),
+  /** Where batches come from: synthetic tensors (Horovod's benchmark), or the campaign's dataset on the shared storage. */
+  data: z.enum(DATA_SOURCES),
+  /** DataLoader worker processes per rank when reading the dataset. */
+  loaderWorkers: z.int().min(0).max(16),
+  learningRate: z.number().positive().max(10),
+  momentum: z.number().min(0).lt(1),
+  /** Time to train: train this many epochs over the dataset, measuring held-out accuracy after each. */
+  epochs: z.int().min(1).max(1000),
+  /** Time to train stops at the first epoch whose held-out accuracy reaches this (0-1). */
+  targetAccuracy: z.number().gt(0).max(1),
+  /** Rank 0 checkpoints every this many steps into the run's folder; a restarted run resumes from the newest. */
+  checkpointEvery: z.int().min(1),
+  /** torchrun restarts every worker this many times after one fails. */
+  maxRestarts: z.int().min(0).max(10),
+  /** Fault injection: rank failRank's process kills itself after this step, once. */
+  failAtStep: z.int().min(1),
+  failRank: z.int().min(0),
 };
 export type TrainKnobName = keyof typeof trainKnobs;
 export const TRAIN_KNOB_NAMES = Object.keys(trainKnobs) as TrainKnobName[];
@@ -244,6 +264,33 @@ const matrix = z.strictObject({
   ncclAlgoRing: axis(trainKnobs.ncclAlgoRing).optional(),
   engine: axis(trainKnobs.engine).optional(),
   reduction: axis(trainKnobs.reduction).optional(),
+  data: axis(trainKnobs.data).optional(),
+  loaderWorkers: axis(trainKnobs.loaderWorkers).optional(),
+  learningRate: axis(trainKnobs.learningRate).optional(),
+  momentum: axis(trainKnobs.momentum).optional(),
+  epochs: axis(trainKnobs.epochs).optional(),
+  targetAccuracy: axis(trainKnobs.targetAccuracy).optional(),
+  checkpointEvery: axis(trainKnobs.checkpointEvery).optional(),
+  maxRestarts: axis(trainKnobs.maxRestarts).optional(),
+  failAtStep: axis(trainKnobs.failAtStep).optional(),
+  failRank: axis(trainKnobs.failRank).optional(),
+});
+
+/**
+ * A dataset on the testbed's shared storage, at <sharedDir>/datasets/<name>, in ImageNet's layout (train/ and val/
+ * folders of class folders). The campaign writes it once before its runs (the worker's `dataset` job: deterministic,
+ * learnable JPEG images) unless `generate` is false, in which case it must already be there (a real dataset).
+ */
+const dataset = z.strictObject({
+  name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, { error: "expected lower-case letters, digits and '-', at most 63 characters" }),
+  generate: z.boolean().default(true),
+  classes: z.int().min(2).max(1000).default(10),
+  /** Both splits together. */
+  imagesPerClass: z.int().min(2).max(100_000).default(100),
+  imageSize: z.int().min(8).max(512).default(32),
+  /** The fraction of each class in the held-out split (val/). */
+  heldOut: z.number().min(0).lt(1).default(0.2),
+  seed: z.int().min(0).default(0),
 });
 
 export const PROBE_DEFAULTS = { enabled: true, minBytes: 4096, maxBytes: 64 * 1024 * 1024, stepFactor: 4, warmupIters: 2, iters: 5 } as const;
@@ -270,6 +317,8 @@ const campaign = z.strictObject({
     warmupIters: z.int().min(0).default(PROBE_DEFAULTS.warmupIters),
     iters: z.int().min(1).default(PROBE_DEFAULTS.iters),
   }).default({ ...PROBE_DEFAULTS }),
+  /** The dataset that train runs with `data: dataset` read. */
+  dataset: dataset.optional(),
   /** Keep the testbed after the campaign (default: tear it down, also on failure and Ctrl-C). */
   keep: z.boolean().default(false),
   /**
@@ -312,12 +361,37 @@ export const campaignFileSchema = z.strictObject({
   if (engines.includes("horovod") && reductions.some((reduction) => reduction !== undefined && reduction !== "ring")) {
     ctx.addIssue({ code: "custom", path: ["campaign"], message: "reduction parameter-server and sharded-parameter-server are DDP communication hooks; Horovod always uses its own all-reduce (use engine ddp, or reduction ring)" });
   }
+  checkDataKnobs(plan, ctx);
   if (file.testbed.target === "aws") checkAwsLinks(file.testbed, plan, ctx);
   if (file.testbed.target === "aws") checkProcessesPerGpu(file.testbed.instanceType, plan.matrix.processesPerNode ?? [], ctx);
   if (plan.probe.maxBytes < plan.probe.minBytes) {
     ctx.addIssue({ code: "custom", path: ["campaign", "probe", "maxBytes"], message: `found ${plan.probe.maxBytes}, expected at least minBytes (${plan.probe.minBytes})` });
   }
 }, FIELDS_VALID);
+
+/** Real data and time to train: the knobs that only make sense together. */
+function checkDataKnobs(plan: z.output<typeof campaign>, ctx: RefinementContext): void {
+  const values = <K extends TrainKnobName>(knob: K) =>
+    [...((plan.matrix[knob] ?? []) as unknown[]), plan.train[knob]].filter((value) => value !== undefined) as z.output<(typeof trainKnobs)[K]>[];
+  const sources = values("data");
+  if (sources.includes("dataset") && plan.dataset === undefined) {
+    ctx.addIssue({ code: "custom", path: ["campaign", "dataset"], message: "data: dataset needs a campaign.dataset section (its name, and how to generate it)" });
+  }
+  const timeToTrain = values("epochs").length > 0;
+  if (timeToTrain && (sources.length === 0 || sources.includes("synthetic"))) {
+    ctx.addIssue({ code: "custom", path: ["campaign", "train", "epochs"], message: "epochs trains over the dataset: set train.data to dataset (synthetic data has no held-out split)" });
+  }
+  for (const knob of ["targetAccuracy", "checkpointEvery", "failAtStep", "maxRestarts"] as const) {
+    if (values(knob).length > 0 && !timeToTrain) {
+      ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message: `${knob} belongs to time to train: set train.epochs too` });
+    }
+  }
+  const fewestRanks = Math.min(...plan.matrix.nodes) * Math.min(...(plan.matrix.processesPerNode ?? [1]));
+  const failRank = Math.max(-1, ...values("failRank"));
+  if (failRank >= fewestRanks) {
+    ctx.addIssue({ code: "custom", path: ["campaign", "train", "failRank"], message: `found ${failRank}, but the smallest run has ${fewestRanks} rank${fewestRanks === 1 ? "" : "s"} (0 to ${fewestRanks - 1})` });
+  }
+}
 
 /** On GPU instances every process gets a GPU of its own, so a node runs at most as many as it has GPUs. */
 function checkProcessesPerGpu(instanceType: string, processesPerNode: readonly number[], ctx: RefinementContext): void {
@@ -347,6 +421,7 @@ export type Testbed = CampaignFile["testbed"];
 export type LocalTestbed = Extract<Testbed, { target: "local" }>;
 export type AwsTestbed = Extract<Testbed, { target: "aws" }>;
 export type CampaignSection = NonNullable<CampaignFile["campaign"]>;
+export type DatasetSection = NonNullable<CampaignSection["dataset"]>;
 export type Model = (typeof MODELS)[number];
 
 export type ValidationResult =

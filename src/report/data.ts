@@ -139,10 +139,30 @@ export interface FailedRun {
   readonly logsDir: string;
 }
 
+/** A train run that read the dataset: how long it waited for data and, with epochs, its time to train. */
+export interface RealDataRun {
+  readonly runId: string;
+  readonly label: string;
+  readonly workers: number;
+  readonly imagesPerSecond: number;
+  /** The share of step time spent waiting for the batch. */
+  readonly dataWaitFraction: number | null;
+  readonly timeToTrainSeconds: number | null;
+  readonly epochs: number | null;
+  readonly heldOutAccuracy: number | null;
+  readonly targetAccuracy: number | null;
+  readonly reachedTargetAtEpoch: number | null;
+  readonly restarts: number;
+  readonly stepsRedone: number;
+  readonly secondsLost: number;
+}
+
 export interface ReportData {
   /** Runs by the status of their latest attempt; `doneAgain`: runs with more than one attempt. */
   readonly runCounts: { readonly total: number; readonly ok: number; readonly failed: number; readonly doneAgain: number };
   readonly training: readonly TrainingConfig[];
+  /** Train runs on real data, fewest workers first. */
+  readonly realData: readonly RealDataRun[];
   readonly probes: readonly ProbeSeries[];
   readonly failures: readonly FailedRun[];
 }
@@ -180,6 +200,8 @@ export function reportData(records: readonly RunRecord[]): ReportData {
   return {
     runCounts: { total: runs.length, ok: ok.length, failed: failures.length, doneAgain: runs.filter(({ attempts }) => attempts > 1).length },
     training: trainingConfigs(trainRecords, (bandwidth, nodes, processes, reduction) => fits.get(fitKey(bandwidth, nodes, processes, reduction)) ?? null),
+    realData: trainRecords.filter((record) => record.result.metrics.data?.kind === "folder").map(realDataRun)
+      .sort((a, b) => a.workers - b.workers || a.runId.localeCompare(b.runId)),
     probes,
     failures,
   };
@@ -236,6 +258,34 @@ function seriesName(link: string, processesPerNode: number): string {
 }
 
 /** Processes per node the run had: the worker's own count (the truth on GPU nodes), else the plan's, else 1. */
+function realDataRun(record: TrainRecord): RealDataRun {
+  const metrics = record.result.metrics;
+  const waited = sum(metrics.dataWaitSeconds ?? []);
+  const stepped = sum(metrics.stepSeconds);
+  const lastEpoch = metrics.epochs?.at(-1);
+  const { model = "?", batchSize = 0 } = record.params;
+  const placement = `${record.params.nodes} node${record.params.nodes === 1 ? "" : "s"} × ${processesOf(record)}`;
+  return {
+    runId: record.runId,
+    label: [model, `batch ${batchSize}`, placement, ...(record.params.bandwidth === null ? [] : [record.params.bandwidth])].join(" · "),
+    workers: record.result.world.size,
+    imagesPerSecond: metrics.imagesPerSecondTotal.mean,
+    dataWaitFraction: metrics.dataWaitSeconds === undefined || stepped === 0 ? null : waited / stepped,
+    timeToTrainSeconds: metrics.timeToTrainSeconds ?? null,
+    epochs: metrics.epochs?.length ?? null,
+    heldOutAccuracy: lastEpoch?.heldOutAccuracy ?? null,
+    targetAccuracy: metrics.targetAccuracy ?? null,
+    reachedTargetAtEpoch: metrics.reachedTargetAtEpoch ?? null,
+    restarts: metrics.restarts ?? 0,
+    stepsRedone: metrics.stepsRedone ?? 0,
+    secondsLost: metrics.secondsLost ?? 0,
+  };
+}
+
+function sum(values: readonly number[]): number {
+  return values.reduce((total, value) => total + value, 0);
+}
+
 export function processesOf(record: RunRecord): number {
   return record.result?.world.procsPerNode ?? record.params.processesPerNode ?? 1;
 }

@@ -3,7 +3,7 @@
  * markdown summary. Pure: strings in, strings out. Every number is shown next to what it is compared with.
  */
 import type { ChartSvgs } from "./charts.ts";
-import { probeLinkLabel, type BandwidthSeries, type FailedRun, type Interval, type ProbeSeries, type ReportData, type ReportMeta, type ScalingPoint, type TrainingConfig } from "./data.ts";
+import { probeLinkLabel, type BandwidthSeries, type FailedRun, type Interval, type ProbeSeries, type RealDataRun, type ReportData, type ReportMeta, type ScalingPoint, type TrainingConfig } from "./data.ts";
 import { formatBytes } from "../util/format.ts";
 import { comparisons, ratios, verdict } from "./comparisons.ts";
 import { escapeHtml, htmlTable, markdownText, PAGE_STYLE, percent, readableSpan, readableTime } from "./text.ts";
@@ -32,6 +32,7 @@ ${leftOutNote(meta.leftOut)}
 <p class="counts">${escapeHtml(runCountsText(data))}</p>
 </header>
 ${trainingSection(data, svgs)}
+${realDataSection(data.realData)}
 ${comparisonsSection(data)}
 ${probeSection(data, svgs)}
 ${modelSection(data, svgs)}
@@ -50,6 +51,7 @@ export function renderMarkdown(data: ReportData, meta: ReportMeta): string {
     ...(meta.sharedMachine ? ["", `> ${SHARED_MACHINE_NOTE}`] : []),
     ...markdownLeftOut(meta.leftOut),
     ...markdownTraining(data.training),
+    ...markdownRealData(data.realData),
     ...markdownComparisons(data),
     ...markdownProbes(data.probes),
     ...markdownModel(data),
@@ -268,6 +270,38 @@ function signedPoints(points: number): string {
 
 function microseconds(value: number): string {
   return (value * 1e6).toPrecision(3);
+}
+
+const REAL_DATA_COLUMNS = ["Run", "Configuration", "img/s (all workers)", "Waiting for data", "Time to train", "Epochs", "Held-out accuracy", "Restarts", "Steps redone", "Lost to restarts"];
+
+function realDataCells(run: RealDataRun): string[] {
+  const target = run.targetAccuracy === null ? "" : run.reachedTargetAtEpoch === null
+    ? ` (target ${percent(run.targetAccuracy)} not reached)` : ` (target ${percent(run.targetAccuracy)} reached)`;
+  return [
+    run.runId, run.label, run.imagesPerSecond.toFixed(1),
+    run.dataWaitFraction === null ? "n/a" : percent(run.dataWaitFraction),
+    run.timeToTrainSeconds === null ? "n/a" : `${run.timeToTrainSeconds.toFixed(1)} s`,
+    run.epochs === null ? "n/a" : String(run.epochs),
+    run.heldOutAccuracy === null ? "n/a" : `${percent(run.heldOutAccuracy)}${target}`,
+    String(run.restarts), String(run.stepsRedone), `${run.secondsLost.toFixed(1)} s`,
+  ];
+}
+
+const REAL_DATA_NOTE = "Time to train is wall time from the first step to the end of the epoch that reached the target (or the last epoch), restarts included, as MLPerf counts it; held-out accuracy is the last epoch's, on the dataset's val/ split. Waiting for data is the share of step time spent getting the batch from the DataLoader.";
+
+function realDataSection(runs: readonly RealDataRun[]): string {
+  if (runs.length === 0) return "";
+  const rows = runs.map((run) => realDataCells(run).map((cell, i) => (i === 0 ? `<code>${escapeHtml(cell)}</code>` : escapeHtml(cell))));
+  return `<section id="real-data">
+<h2>Real data and time to train</h2>
+<p>${escapeHtml(REAL_DATA_NOTE)}</p>
+${table(REAL_DATA_COLUMNS, rows)}</section>`;
+}
+
+function markdownRealData(runs: readonly RealDataRun[]): string[] {
+  if (runs.length === 0) return [];
+  return ["", "## Real data and time to train", "", REAL_DATA_NOTE, "", `| ${REAL_DATA_COLUMNS.join(" | ")} |`,
+    `|${REAL_DATA_COLUMNS.map(() => "---").join("|")}|`, ...runs.map((run) => `| ${realDataCells(run).map(markdownText).join(" | ")} |`)];
 }
 
 function failuresSection(failures: readonly FailedRun[]): string {

@@ -19,6 +19,17 @@ export const trainMetricsSchema = z.looseObject({
   parameterCount: z.number(),
   gradientBytes: z.number(),
   finalLoss: z.number(),
+  /** Real data (train --data): where the batches came from and, per timed step, the wait for its batch. */
+  data: z.looseObject({ kind: z.string() }).optional(),
+  dataWaitSeconds: z.array(z.number()).optional(),
+  /** Time to train (train --epochs): each epoch's wall time and held-out accuracy, restarts and what they cost. */
+  timeToTrainSeconds: z.number().optional(),
+  targetAccuracy: z.number().nullable().optional(),
+  reachedTargetAtEpoch: z.number().nullable().optional(),
+  epochs: z.array(z.looseObject({ epoch: z.number(), seconds: z.number(), heldOutAccuracy: z.number() })).optional(),
+  restarts: z.number().optional(),
+  stepsRedone: z.number().optional(),
+  secondsLost: z.number().optional(),
 });
 
 export const allReduceRowSchema = z.looseObject({

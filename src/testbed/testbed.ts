@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { Cdktf } from "../adapters/cdktf.ts";
 import { totalChanged } from "../adapters/ansible.ts";
 import type { LoadedCampaignFile } from "../config/load.ts";
+import type { DatasetSection } from "../config/schema.ts";
 import { uninterruptible, type Context } from "../context.ts";
 import { UsageError } from "../errors.ts";
 import { campaignNameOf, nodeContainerName, stackName } from "../rules/names.ts";
@@ -90,6 +91,24 @@ export async function configure(ctx: Context, record: TestbedRecord, options: Co
     if (options.slurm === true && record.slurm !== true) saveRecord(ctx.stateDir, { ...record, slurm: true });
     return { changed: totalChanged(result.recap) };
   });
+}
+
+/**
+ * Writes a campaign's dataset to the testbed's shared storage (ansible/dataset.yml: the worker image's `dataset` job
+ * on the head node), unless the same dataset is there already. Returns whether it wrote.
+ */
+export async function prepareDataset(ctx: Context, record: TestbedRecord, dataset: DatasetSection): Promise<{ wrote: boolean; path: string }> {
+  const path = `${record.sharedDir}/datasets/${dataset.name}`;
+  const result = await withTestbedLock(ctx, record.name, () => ctx.reporter.step(
+    `dataset ${dataset.name}: ${dataset.classes} classes x ${dataset.imagesPerClass} images of ${dataset.imageSize} px on the shared storage (ansible/dataset.yml)`,
+    (detail) => runPlaybook(ctx, record, "dataset.yml", {
+      onTask: detail,
+      extraVars: {
+        dataset_name: dataset.name, dataset_classes: dataset.classes, dataset_images_per_class: dataset.imagesPerClass,
+        dataset_image_size: dataset.imageSize, dataset_held_out: dataset.heldOut, dataset_seed: dataset.seed,
+      },
+    })));
+  return { wrote: totalChanged(result.recap) > 0, path };
 }
 
 /** Slurm's view of a testbed configured as a Slurm cluster: its nodes and their states, then the queue (sinfo, squeue). */

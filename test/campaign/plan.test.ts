@@ -187,3 +187,40 @@ describe("resuming", () => {
     expect(remainingRuns(changed, finished).map((run) => run.id)).toContain("train-tiny-b32-n1-r1");
   });
 });
+
+describe("real data and time to train", () => {
+  const timeToTrain = (train: string, extra = "") => file(`
+  matrix: {nodes: [1, 2], model: small, batchSize: 16, bandwidth: 1gbit}
+  dataset: {name: shapes, classes: 4}
+  train: {${train}}
+${extra}`);
+
+  it("points the worker at the dataset by name, and carries the dataset for the campaign to write", () => {
+    const plan = planCampaign(timeToTrain("data: dataset, epochs: 3, checkpointEvery: 5, maxRestarts: 1"), "c");
+    expect(plan.runs[0]!.workerArgs).toEqual(["--model", "small", "--batch-size", "16", "--data", "dataset:shapes", "--epochs", "3",
+      "--checkpoint-every", "5", "--max-restarts", "1", "--timeout-seconds", "120"]);
+    expect(plan.dataset).toMatchObject({ name: "shapes", classes: 4, imagesPerClass: 100, imageSize: 32, heldOut: 0.2, seed: 0, generate: true });
+  });
+
+  it("compares synthetic with real data as a matrix axis, and needs no dataset without it", () => {
+    const plan = planCampaign(file(`
+  matrix: {nodes: [1], model: tiny, batchSize: 16, bandwidth: 1gbit, data: [synthetic, dataset]}
+  dataset: {name: shapes}
+`), "c");
+    expect(plan.runs.map((run) => run.id)).toEqual(["train-tiny-b16-n1-data-synthetic-r1", "train-tiny-b16-n1-data-dataset-r1"]);
+    expect(plan.runs.map((run) => run.workerArgs.slice(4, 6))).toEqual([["--data", "synthetic"], ["--data", "dataset:shapes"]]);
+    expect(planCampaign(smoke, "c").dataset).toBeUndefined();
+  });
+
+  it.each([
+    ["data: dataset", "", "", "campaign.dataset: data: dataset needs a campaign.dataset section"],
+    ["epochs: 2", "", "  dataset: {name: shapes}", "campaign.train.epochs: epochs trains over the dataset"],
+    ["data: dataset, checkpointEvery: 5", "", "  dataset: {name: shapes}", "campaign.train.checkpointEvery: checkpointEvery belongs to time to train"],
+    ["data: dataset, epochs: 1, failAtStep: 3, failRank: 1", "", "  dataset: {name: shapes}", "campaign.train.failRank: found 1, but the smallest run has 1 rank (0 to 0)"],
+    ["data: dataset", "", "  dataset: {name: ../../etc}", "campaign.dataset.name: "],
+  ])("refuses %s %s%s", (train, _unused, extra, message) => {
+    const text = `testbed: {target: local, name: t, nodes: 2}\ncampaign:\n  matrix: {nodes: [1, 2], model: small, batchSize: 16, bandwidth: 1gbit}\n  train: {${train}}\n${extra}\n`;
+    expect(() => parseCampaign(text, "c.yaml")).toThrow(ConfigError);
+    expect(() => parseCampaign(text, "c.yaml")).toThrow(message);
+  });
+});

@@ -235,3 +235,46 @@ campaign:
     expect(everythingLabeled("e2eslurm")).toEqual([]);
   });
 });
+
+describe("a campaign on a dataset, with a rank killed mid-training", { timeout: 10 * 60_000 }, () => {
+  it("writes the dataset once, trains to a held-out accuracy, restarts the killed rank from its checkpoint and reports time to train", async () => {
+    const work = scratch("data");
+    const file = writeFile(work, "data.yaml", `
+testbed: {target: local, name: e2edata, nodes: 2, subnet: 10.73.0.0/24}
+campaign:
+  matrix: {nodes: [1, 2], model: small, batchSize: 16, bandwidth: 1gbit}
+  dataset: {name: shapes, classes: 4, imagesPerClass: 40, imageSize: 32}
+  train: {data: dataset, epochs: 2, learningRate: 0.02, momentum: 0.9, loaderWorkers: 1, checkpointEvery: 2, maxRestarts: 1, failAtStep: 3, failRank: 0}
+  probe: {enabled: false}
+  keep: true
+`);
+    const state = join(work, "state");
+    const out = join(work, "results");
+    try {
+      const run = await ringlab(state, ["campaign", file, "--results", out]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr).toMatch(/dataset shapes: 4 classes x 40 images of 32 px on the shared storage/);
+      const records = readFileSync(join(out, "runs.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line));
+      expect(records.map((r) => [r.runId, r.status])).toEqual([["train-small-b16-n1-r1", "ok"], ["train-small-b16-n2-1gbit-r1", "ok"]]);
+      for (const record of records) {
+        const metrics = record.result.metrics;
+        // Killed after step 3, resumed from the checkpoint of step 2: one step redone.
+        expect([metrics.restarts, metrics.stepsRedone, metrics.recovery[0].resumedFromStep]).toEqual([1, 1, 2]);
+        expect(metrics.epochs).toHaveLength(2);
+        expect(metrics.data).toMatchObject({ kind: "folder", classes: 4, trainImages: 128, valImages: 32 });
+        expect(metrics.timeToTrainSeconds).toBeGreaterThan(0);
+        expect(readFileSync(join(out, record.logsDir, "worker-0.log"), "utf8")).toMatch(/fault injection: killing this process after step 3/);
+      }
+      const report = readFileSync(join(out, "report.md"), "utf8");
+      expect(report).toMatch(/^## Real data and time to train$/m);
+      expect(report).toMatch(/^\| train-small-b16-n2-1gbit-r1 \| small · batch 16 · 2 nodes × 1 · 1gbit \| [0-9.]+ \| [0-9.]+% \| [0-9.]+ s \| 2 \| [0-9.]+% \| 1 \| 1 \| [0-9.]+ s \|$/m);
+      // The dataset is there once: writing it again changes nothing.
+      const again = await ringlab(state, ["dataset", file]);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stderr).toMatch(/dataset shapes: already at .*\/datasets\/shapes, unchanged/);
+    } finally {
+      await ringlab(state, ["down", "e2edata"]);
+    }
+    expect(everythingLabeled("e2edata")).toEqual([]);
+  });
+});

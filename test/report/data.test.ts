@@ -148,7 +148,7 @@ describe("reportData: probe, failures, counts", () => {
   });
 
   it("is empty, not NaN, without records", () => {
-    expect(reportData([])).toEqual({ runCounts: { total: 0, ok: 0, failed: 0, doneAgain: 0 }, training: [], probes: [], failures: [] });
+    expect(reportData([])).toEqual({ runCounts: { total: 0, ok: 0, failed: 0, doneAgain: 0 }, training: [], probes: [], failures: [], realData: [] });
   });
 });
 
@@ -237,5 +237,21 @@ describe("reportMeta", () => {
   it("flags results from machines that are not shared only when no run was on the local testbed", () => {
     const aws = { ...trainRecord({ nodes: 2, imagesPerSecond: 150 }), testbed: { name: "seed", target: "aws" as const, instanceType: "g4dn.8xlarge" } };
     expect(reportMeta([aws], new Date()).sharedMachine).toBe(false);
+  });
+});
+
+describe("real data and time to train", () => {
+  it("lists the runs that read a dataset with their wait for data, time to train and restarts, and leaves synthetic runs out", () => {
+    const synthetic = trainRecord({ model: "small", batchSize: 16, nodes: 1, imagesPerSecond: 100 });
+    const real = trainRecord({ model: "small", batchSize: 16, nodes: 2, imagesPerSecond: 150, knobs: { data: "dataset" } });
+    const metrics = { ...real.result!.metrics, data: { kind: "folder", path: "/s/datasets/x" }, stepSeconds: [0.2, 0.2], dataWaitSeconds: [0.01, 0.03],
+      timeToTrainSeconds: 42.5, targetAccuracy: 0.9, reachedTargetAtEpoch: 3, restarts: 1, stepsRedone: 4, secondsLost: 6.5,
+      epochs: [1, 2, 3].map((epoch) => ({ epoch, seconds: 14, heldOutAccuracy: 0.3 * epoch })) };
+    const data = reportData([synthetic, { ...real, result: { ...real.result!, metrics } } as RunRecord]);
+    expect(data.realData).toEqual([{
+      runId: "train-small-b16-n2-1gbit-data-dataset-r1", label: "small · batch 16 · 2 nodes × 1 · 1gbit", workers: 2, imagesPerSecond: 150,
+      dataWaitFraction: expect.closeTo(0.1, 12), timeToTrainSeconds: 42.5, epochs: 3, heldOutAccuracy: 0.3 * 3, targetAccuracy: 0.9, reachedTargetAtEpoch: 3,
+      restarts: 1, stepsRedone: 4, secondsLost: 6.5,
+    }]);
   });
 });
