@@ -112,7 +112,8 @@ export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options:
     }
   } else {
     const knobs = { ...WORKER_DEFAULTS, ...run.knobs };
-    const steps = Number(knobs.numWarmupBatches) + Number(knobs.numIters) * Number(knobs.numBatchesPerIter);
+    const steps = knobs.epochs === undefined ? Number(knobs.numWarmupBatches) + Number(knobs.numIters) * Number(knobs.numBatchesPerIter)
+      : Number(knobs.epochs) * epochSteps(file, run);
     const device = target === "aws" ? "gpu" : "cpu";
     // The local testbed's worker processes share this machine's cores: each gets 2 only while there are enough.
     const slowdown = target === "local" ? Math.max(1, (2 * run.nodes * (run.processesPerNode ?? 1)) / (options.localCores ?? 2)) : 1;
@@ -122,6 +123,15 @@ export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options:
     jobSeconds += steps * (computeSeconds + allReduceSeconds);
   }
   return OVERHEAD_SECONDS[target].run + jobSeconds;
+}
+
+/** Time to train: the steps of one epoch over the campaign's dataset (every epoch, as if the target were never reached). */
+function epochSteps(file: CampaignFile, run: PlannedRun): number {
+  const dataset = file.campaign?.dataset;
+  if (dataset === undefined) return 0;
+  // A dataset placed by hand (generate: false) has a size the file does not say: the generated default stands in.
+  const trainImages = dataset.classes * (dataset.imagesPerClass - Math.round(dataset.imagesPerClass * dataset.heldOut));
+  return Math.floor(trainImages / (run.nodes * (run.processesPerNode ?? 1) * run.batchSize!));
 }
 
 export function estimateCampaign(plan: CampaignPlan, file: CampaignFile, options: EstimateOptions = {}): CampaignEstimate {

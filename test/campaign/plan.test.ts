@@ -1,5 +1,6 @@
 import { readdirSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { estimateRunSeconds } from "../../src/campaign/estimate.ts";
 import { planCampaign, remainingRuns, reshapeCount } from "../../src/campaign/plan.ts";
 import { loadCampaignFile, parseCampaign } from "../../src/config/load.ts";
 import { ConfigError } from "../../src/errors.ts";
@@ -200,6 +201,21 @@ ${extra}`);
     expect(plan.runs[0]!.workerArgs).toEqual(["--model", "small", "--batch-size", "16", "--data", "dataset:shapes", "--epochs", "3",
       "--checkpoint-every", "5", "--max-restarts", "1", "--timeout-seconds", "120"]);
     expect(plan.dataset).toMatchObject({ name: "shapes", classes: 4, imagesPerClass: 100, imageSize: 32, heldOut: 0.2, seed: 0, generate: true });
+  });
+
+  it("estimates time to train from the epochs over the dataset, not from the benchmark's iterations", () => {
+    const seconds = (epochs: number, imagesPerClass: number) => {
+      const parsed = file(`
+  matrix: {nodes: [1], model: small, batchSize: 16, bandwidth: 1gbit}
+  dataset: {name: shapes, classes: 4, imagesPerClass: ${imagesPerClass}}
+  train: {data: dataset, epochs: ${epochs}}
+`);
+      return estimateRunSeconds(planCampaign(parsed, "c").runs[0]!, parsed, { localCores: 2 });
+    };
+    const perEpoch = seconds(2, 100) - seconds(1, 100);
+    expect(perEpoch).toBeGreaterThan(0);
+    expect(seconds(3, 100) - seconds(2, 100)).toBeCloseTo(perEpoch, 6);
+    expect(seconds(1, 200) - seconds(1, 100)).toBeCloseTo(perEpoch, 1);  // twice the images: twice the steps (20 -> 40)
   });
 
   it("compares synthetic with real data as a matrix axis, and needs no dataset without it", () => {

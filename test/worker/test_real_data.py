@@ -170,6 +170,9 @@ def test_time_to_train_stops_at_the_target_accuracy_and_records_each_epoch(datas
     assert epochs[-1]["heldOutAccuracy"] >= 0.75 > max((epoch["heldOutAccuracy"] for epoch in epochs[:-1]), default=0)
     assert [epoch["steps"] for epoch in epochs] == [6 * (i + 1) for i in range(len(epochs))]  # 96 images / 16
     assert metrics["timeToTrainSeconds"] >= sum(epoch["trainingSeconds"] for epoch in epochs) > 0
+    rates = [epoch["imagesPerSecondPerWorker"] for epoch in epochs]
+    assert all(rate > 0 for rate in rates)
+    assert metrics["imagesPerSecondPerWorker"]["mean"] == pytest.approx(sum(rates) / len(rates))
     assert metrics["restarts"] == 0 and metrics["recovery"] == [] and metrics["targetAccuracy"] == 0.75
     assert record["knobs"]["epochs"] == 10 and record["knobs"]["data"] == f"folder:{dataset}"
     assert f"target reached at epoch {len(epochs)}" in log

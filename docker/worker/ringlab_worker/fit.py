@@ -58,7 +58,7 @@ def run_fit(args, world, trainer) -> dict:
     if previous:
         resumed_at = checkpoint.now()
         recovery = round(resumed_at - previous["time"], 3)
-        restarts.append({"attempt": attempt, "failedAfterStep": previous["step"], "resumedFromStep": step,
+        restarts.append({"restart": len(restarts) + 1, "failedAfterStep": previous["step"], "resumedFromStep": step,
                          "stepsRedone": max(0, previous["step"] - step), "stoppedAt": previous["time"],
                          "recoverySeconds": recovery, "secondsLost": recovery if step >= previous["step"] else None})
         log(f"Restart {len(restarts)}: the last attempt reached step {previous['step']}; resuming from step {step} "
@@ -105,6 +105,9 @@ def run_fit(args, world, trainer) -> dict:
         epoch += 1
         record = {"epoch": epoch, "seconds": round(ended_at - epoch_started_at, 3),
                   "trainingSeconds": round(epoch_training_seconds, 3),
+                  # This attempt's steps of the epoch (a restart may have cut it), rank 0's.
+                  "imagesPerSecondPerWorker": (losses_counted * args.batch_size / epoch_training_seconds
+                                               if epoch_training_seconds > 0 else None),
                   "trainLoss": finite_or_none(loss_sum / losses_counted) if losses_counted else None,
                   "heldOutAccuracy": accuracy, "heldOutLoss": finite_or_none(held_out_loss), "steps": step}
         epochs.append(record)
@@ -129,8 +132,7 @@ def run_fit(args, world, trainer) -> dict:
 
 def _metrics(args, world, trainer, info, epochs, curve, step_seconds, data_wait_seconds, time_to_train,
              reached_at_epoch, restarts, state) -> dict:
-    images_per_rank = (epochs[-1]["steps"] // len(epochs)) * args.batch_size if epochs else 0
-    rates = [images_per_rank / record["trainingSeconds"] for record in epochs if record["trainingSeconds"] > 0]
+    rates = [record["imagesPerSecondPerWorker"] for record in epochs if record["imagesPerSecondPerWorker"]]
     mean = statistics.fmean(rates) if rates else 0.0
     ci95 = 1.96 * statistics.pstdev(rates) if len(rates) > 1 else 0.0
     return {
