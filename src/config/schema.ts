@@ -289,8 +289,10 @@ const dataset = z.strictObject({
   imagesPerClass: z.int().min(2).max(100_000).default(100),
   imageSize: z.int().min(8).max(512).default(32),
   /** The fraction of each class in the held-out split (val/). */
-  heldOut: z.number().min(0).lt(1).default(0.2),
+  heldOut: z.number().gt(0).lt(1).default(0.2),
   seed: z.int().min(0).default(0),
+}).refine((d) => Math.round(d.imagesPerClass * d.heldOut) >= 1, {
+  path: ["heldOut"], error: "holds out no image per class at this imagesPerClass (time to train measures accuracy on them); raise heldOut or imagesPerClass",
 });
 
 export const PROBE_DEFAULTS = { enabled: true, minBytes: 4096, maxBytes: 64 * 1024 * 1024, stepFactor: 4, warmupIters: 2, iters: 5 } as const;
@@ -385,6 +387,12 @@ function checkDataKnobs(plan: z.output<typeof campaign>, ctx: RefinementContext)
     if (values(knob).length > 0 && !timeToTrain) {
       ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message: `${knob} belongs to time to train: set train.epochs too` });
     }
+  }
+  if (values("failAtStep").length > 0 && (values("checkpointEvery").length === 0 || !values("maxRestarts").some((restarts) => restarts >= 1))) {
+    ctx.addIssue({ code: "custom", path: ["campaign", "train", "failAtStep"], message: "a killed rank recovers only with checkpointEvery and maxRestarts of 1 or more: set both (without them the run just fails)" });
+  }
+  if (timeToTrain && values("engine").includes("horovod")) {
+    ctx.addIssue({ code: "custom", path: ["campaign", "train", "epochs"], message: "time to train runs with engine ddp only" });
   }
   const fewestRanks = Math.min(...plan.matrix.nodes) * Math.min(...(plan.matrix.processesPerNode ?? [1]));
   const failRank = Math.max(-1, ...values("failRank"));

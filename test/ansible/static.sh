@@ -40,7 +40,7 @@ EOF_INVENTORY
 cd "$repo/ansible"
 check "ansible-lint (production, offline)" ansible-lint --offline
 check "yamllint" yamllint -s .
-for playbook in site.yml shape.yml run.yml stop-workers.yml slurm-status.yml; do
+for playbook in site.yml shape.yml run.yml stop-workers.yml slurm-status.yml dataset.yml; do
   check "syntax-check $playbook" ansible-playbook --syntax-check -i "$work/inventory.yml" "$playbook"
 done
 

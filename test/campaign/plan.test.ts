@@ -234,6 +234,11 @@ ${extra}`);
     ["data: dataset, checkpointEvery: 5", "", "  dataset: {name: shapes}", "campaign.train.checkpointEvery: checkpointEvery belongs to time to train"],
     ["data: dataset, epochs: 1, failAtStep: 3, failRank: 1", "", "  dataset: {name: shapes}", "campaign.train.failRank: found 1, but the smallest run has 1 rank (0 to 0)"],
     ["data: dataset", "", "  dataset: {name: ../../etc}", "campaign.dataset.name: "],
+    ["data: dataset, epochs: 1, failAtStep: 3", "", "  dataset: {name: shapes}", "campaign.train.failAtStep: a killed rank recovers only with checkpointEvery and maxRestarts"],
+    ["data: dataset, epochs: 1, failAtStep: 3, checkpointEvery: 2, maxRestarts: 0", "", "  dataset: {name: shapes}", "campaign.train.failAtStep: a killed rank recovers only"],
+    ["data: dataset, epochs: 1, engine: horovod", "", "  dataset: {name: shapes}", "campaign.train.epochs: time to train runs with engine ddp only"],
+    ["data: dataset", "", "  dataset: {name: shapes, heldOut: 0}", "campaign.dataset.heldOut: "],
+    ["data: dataset", "", "  dataset: {name: shapes, imagesPerClass: 2}", "campaign.dataset.heldOut: holds out no image per class"],
   ])("refuses %s %s%s", (train, _unused, extra, message) => {
     const text = `testbed: {target: local, name: t, nodes: 2}\ncampaign:\n  matrix: {nodes: [1, 2], model: small, batchSize: 16, bandwidth: 1gbit}\n  train: {${train}}\n${extra}\n`;
     expect(() => parseCampaign(text, "c.yaml")).toThrow(ConfigError);

@@ -65,6 +65,18 @@ def test_writing_the_same_dataset_again_changes_nothing_and_another_one_is_refus
     assert not [name for name in os.listdir(tmp_path) if ".partial-" in name]
 
 
+@pytest.mark.parametrize("changes, message", [
+    ({"held_out": 0}, "--held-out must be above 0"),
+    ({"images_per_class": 2}, "holds out no image per class"),
+    ({"images_per_class": 1, "held_out": 0.9}, "leaves no training image per class"),
+    ({"classes": 1}, "--classes must be 2 to 1000"),
+])
+def test_a_dataset_without_images_in_either_split_is_refused_before_writing(tmp_path, changes, message):
+    with pytest.raises(BadArguments, match=message):
+        write_dataset(str(tmp_path / "x"), DatasetSpec(**{**SPEC.__dict__, **changes}), **QUIET)
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("text, expected", [("synthetic", None), ("folder:/data/x/", "/data/x"),
                                             ("dataset:shapes", "/srv/shared/datasets/shapes")])
 def test_data_sources(text, expected):

@@ -194,9 +194,12 @@ def check_training_arguments(args) -> None:
         args.checkpoint_dir = os.path.join(os.path.dirname(os.path.abspath(args.output)), "checkpoints")
     if args.checkpoint_dir is not None and not os.path.isabs(args.checkpoint_dir):
         raise BadArguments(f"--checkpoint-dir must be an absolute path, got '{args.checkpoint_dir}'")
+    if args.checkpoint_dir is not None:
+        args.checkpoint_dir = os.path.normpath(args.checkpoint_dir)
     if args.data_folder is not None and not os.path.isdir(args.data_folder):
         raise BadArguments(f"--data {args.data}: no folder {args.data_folder} (on this node); is the shared "
-                           "storage mounted, and was the dataset written (`ringlab-worker dataset`)?")
+                           "storage mounted, and is the dataset there? Write one with `ringlab dataset <campaign>` "
+                           "(or `ringlab-worker dataset --out PATH`), or copy yours there in ImageNet's layout")
 
 
 def check_machine(args) -> None:

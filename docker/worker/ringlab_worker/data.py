@@ -75,8 +75,11 @@ class DatasetSpec:
             raise BadArguments(f"--classes must be 2 to 1000, got {self.classes}")
         if not 8 <= self.image_size <= 512:
             raise BadArguments(f"--image-size must be 8 to 512 pixels, got {self.image_size}")
-        if not 0 <= self.held_out < 1:
-            raise BadArguments(f"--held-out must be at least 0 and below 1, got {self.held_out}")
+        if not 0 < self.held_out < 1:
+            raise BadArguments(f"--held-out must be above 0 and below 1, got {self.held_out}")
+        if self.val_per_class() < 1:
+            raise BadArguments(f"--images-per-class {self.images_per_class} with --held-out {self.held_out} holds out "
+                               "no image per class (time to train measures accuracy on them); raise either")
         if self.images_per_class - self.val_per_class() < 1:
             raise BadArguments(f"--images-per-class {self.images_per_class} with --held-out {self.held_out} leaves "
                                "no training image per class")

@@ -25,6 +25,9 @@ from .train import check_dataset_fits, finite_or_none
 # At most this many points of the loss curve per epoch, and of step times in the record.
 CURVE_POINTS_PER_EPOCH = 50
 MOST_STEP_TIMES = 1000
+# How often rank 0 records its progress (the step reached) for a restart's accounting; steps redone are counted
+# from it, so they may be undercounted by the steps of up to this long.
+PROGRESS_EVERY_SECONDS = 1.0
 
 
 def attempt_number() -> int:
@@ -42,8 +45,9 @@ def run_fit(args, world, trainer) -> dict:
     steps_per_epoch = len(loader)
     log = print if world.is_reporter else (lambda *a, **k: None)
     attempt = attempt_number()
+    # A checkpoint of another configuration is refused rather than resumed (train longer: more epochs is allowed).
     config = {"model": args.model, "batchSize": args.batch_size, "worldSize": world.size, "data": root,
-              "imageSize": args.image_size}
+              "imageSize": args.image_size, "learningRate": args.learning_rate, "momentum": args.momentum}
 
     previous = _unfinished_attempt(args.checkpoint_dir) if args.checkpoint_dir else None
     state = _restore(args, world, trainer, config) if args.checkpoint_dir else None
@@ -175,13 +179,19 @@ def _restore(args, world, trainer, config):
     dist.broadcast_object_list(chosen, src=0)
     if chosen[0] is None:
         return None
+    unreadable = torch.zeros(1, device=world.device)  # NCCL reduces GPU tensors only
     if world.rank != 0:
         path = checkpoint.path_of(args.checkpoint_dir, chosen[0])
         try:
             state = compat.load_checkpoint(path)
-        except (OSError, RuntimeError) as error:
-            raise BadArguments(f"rank 0 resumes from {path}, but rank {world.rank} cannot read it ({error}); "
-                               "--checkpoint-dir must be on storage every node shares") from error
+        except Exception as error:  # missing here (not shared storage), or unreadable
+            print(f"ringlab-worker [rank {world.rank}]: cannot read {path}: {error}", file=sys.stderr, flush=True)
+            unreadable[0] = 1
+    dist.all_reduce(unreadable)  # every rank fails together, none waits for the others
+    if unreadable.item():
+        raise BadArguments(f"rank 0 resumes from {checkpoint.path_of(args.checkpoint_dir, chosen[0])}, but "
+                           f"{int(unreadable.item())} other rank(s) cannot read it; --checkpoint-dir must be on "
+                           "storage every node shares")
     differences = {key: (state["config"].get(key), value) for key, value in config.items()
                    if state["config"].get(key) != value}
     if differences:
@@ -203,23 +213,31 @@ def _after_step(args, world, trainer, config, step, epoch, batch_in_epoch, epoch
     if not world.is_reporter:
         return
     now = checkpoint.now()
-    for event in restarts:  # back where the failed attempt stopped: the failure cost this much wall time
-        if event["secondsLost"] is None and step >= event["failedAfterStep"]:
-            event["secondsLost"] = round(now - event["stoppedAt"], 3)
-    if args.checkpoint_every and step % args.checkpoint_every == 0:
+    newest = restarts[-1] if restarts else None  # an older restart still open was cut short by this one
+    if newest and newest["secondsLost"] is None and step >= newest["failedAfterStep"]:
+        newest["secondsLost"] = round(now - newest["stoppedAt"], 3)  # back where it stopped: what the failure cost
+    saved = bool(args.checkpoint_every and step % args.checkpoint_every == 0)
+    if saved:
         checkpoint.save(args.checkpoint_dir, step, {
             "step": step, "epoch": epoch, "batchInEpoch": batch_in_epoch, "config": config,
             "model": trainer.plain_model.state_dict(), "optimizer": trainer.optimizer.state_dict(),
             "scaler": trainer.scaler.state_dict(), "epochs": epochs, "lossCurve": curve,
             "firstStartedAt": first_started_at, "epochStartedAt": epoch_started_at})
-    checkpoint.write_progress(args.checkpoint_dir, {"attempt": attempt, "step": step, "time": now,
-                                                    "firstStartedAt": first_started_at, "restarts": restarts})
+    # At most every PROGRESS_EVERY_SECONDS (a write to shared storage per step would slow NFS and EFS), and at
+    # checkpoints and the injected failure, where a restart's accounting starts.
+    if (now - _after_step.last_progress >= PROGRESS_EVERY_SECONDS or saved or step == args.fail_at_step):
+        checkpoint.write_progress(args.checkpoint_dir, {"attempt": attempt, "step": step, "time": now,
+                                                        "firstStartedAt": first_started_at, "restarts": restarts})
+        _after_step.last_progress = now
+
+
+_after_step.last_progress = 0.0
 
 
 def _maybe_fail(args, world, step, restarts) -> None:
     """--fail-at-step: the chosen rank's process kills itself (SIGKILL, as the kernel's OOM killer does), once:
     not after a restart."""
-    if args.fail_at_step == step and args.fail_rank == world.rank and not restarts:
+    if args.fail_at_step == step and args.fail_rank == world.rank and attempt_number() == 0 and not restarts:
         print(f"ringlab-worker [rank {world.rank}]: fault injection: killing this process after step {step} "
               "(--fail-at-step)", file=sys.stderr, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
