@@ -145,6 +145,8 @@ export interface RealDataRun {
   readonly label: string;
   readonly workers: number;
   readonly imagesPerSecond: number;
+  /** The mean of the same configuration's runs on synthetic data (the data knob as a matrix axis), or null. */
+  readonly syntheticImagesPerSecond: number | null;
   /** The share of step time spent waiting for the batch. */
   readonly dataWaitFraction: number | null;
   readonly timeToTrainSeconds: number | null;
@@ -200,7 +202,7 @@ export function reportData(records: readonly RunRecord[]): ReportData {
   return {
     runCounts: { total: runs.length, ok: ok.length, failed: failures.length, doneAgain: runs.filter(({ attempts }) => attempts > 1).length },
     training: trainingConfigs(trainRecords, (bandwidth, nodes, processes, reduction) => fits.get(fitKey(bandwidth, nodes, processes, reduction)) ?? null),
-    realData: trainRecords.filter((record) => record.result.metrics.data?.kind === "folder").map(realDataRun)
+    realData: trainRecords.filter((record) => record.result.metrics.data?.kind === "folder").map((record) => realDataRun(record, trainRecords))
       .sort((a, b) => a.workers - b.workers || a.runId.localeCompare(b.runId)),
     probes,
     failures,
@@ -258,8 +260,9 @@ function seriesName(link: string, processesPerNode: number): string {
 }
 
 /** Processes per node the run had: the worker's own count (the truth on GPU nodes), else the plan's, else 1. */
-function realDataRun(record: TrainRecord): RealDataRun {
+function realDataRun(record: TrainRecord, all: readonly TrainRecord[]): RealDataRun {
   const metrics = record.result.metrics;
+  const synthetic = all.filter((other) => other.result.metrics.data?.kind !== "folder" && sameExceptData(other, record));
   const waited = sum(metrics.dataWaitSeconds ?? []);
   const stepped = sum(metrics.stepSeconds);
   const lastEpoch = metrics.epochs?.at(-1);
@@ -270,6 +273,7 @@ function realDataRun(record: TrainRecord): RealDataRun {
     label: [model, `batch ${batchSize}`, placement, ...(record.params.bandwidth === null ? [] : [record.params.bandwidth])].join(" · "),
     workers: record.result.world.size,
     imagesPerSecond: metrics.imagesPerSecondTotal.mean,
+    syntheticImagesPerSecond: synthetic.length === 0 ? null : sum(synthetic.map((other) => other.result.metrics.imagesPerSecondTotal.mean)) / synthetic.length,
     dataWaitFraction: metrics.dataWaitSeconds === undefined || stepped === 0 ? null : waited / stepped,
     timeToTrainSeconds: metrics.timeToTrainSeconds ?? null,
     epochs: metrics.epochs?.length ?? null,
@@ -280,6 +284,13 @@ function realDataRun(record: TrainRecord): RealDataRun {
     stepsRedone: metrics.stepsRedone ?? 0,
     secondsLost: metrics.secondsLost ?? 0,
   };
+}
+
+/** The same configuration and placement, the data knob aside (any repeat). */
+function sameExceptData(a: TrainRecord, b: TrainRecord): boolean {
+  const rest = (record: TrainRecord) => JSON.stringify([record.params.model, record.params.batchSize, record.params.nodes, processesOf(record),
+    record.params.bandwidth, sortedEntries(Object.fromEntries(Object.entries(record.params.knobs).filter(([knob]) => knob !== "data")))]);
+  return rest(a) === rest(b);
 }
 
 function sum(values: readonly number[]): number {

@@ -272,13 +272,14 @@ function microseconds(value: number): string {
   return (value * 1e6).toPrecision(3);
 }
 
-const REAL_DATA_COLUMNS = ["Run", "Configuration", "img/s (all workers)", "Waiting for data", "Time to train", "Epochs", "Held-out accuracy", "Restarts", "Steps redone", "Lost to restarts"];
+const REAL_DATA_COLUMNS = ["Run", "Configuration", "img/s (all workers)", "Synthetic data (img/s, ratio)", "Waiting for data", "Time to train", "Epochs", "Held-out accuracy", "Restarts", "Steps redone", "Lost to restarts"];
 
 function realDataCells(run: RealDataRun): string[] {
   const target = run.targetAccuracy === null ? "" : run.reachedTargetAtEpoch === null
     ? ` (target ${percent(run.targetAccuracy)} not reached)` : ` (target ${percent(run.targetAccuracy)} reached)`;
   return [
     run.runId, run.label, run.imagesPerSecond.toFixed(1),
+    run.syntheticImagesPerSecond === null ? "n/a" : `${run.syntheticImagesPerSecond.toFixed(1)} (${(run.imagesPerSecond / run.syntheticImagesPerSecond).toFixed(2)}x)`,
     run.dataWaitFraction === null ? "n/a" : percent(run.dataWaitFraction),
     run.timeToTrainSeconds === null ? "n/a" : `${run.timeToTrainSeconds.toFixed(1)} s`,
     run.epochs === null ? "n/a" : String(run.epochs),
@@ -287,7 +288,7 @@ function realDataCells(run: RealDataRun): string[] {
   ];
 }
 
-const REAL_DATA_NOTE = "Time to train is wall time from the first step to the end of the epoch that reached the target (or the last epoch), restarts included, as MLPerf counts it; held-out accuracy is the last epoch's, on the dataset's val/ split. Waiting for data is the share of step time spent getting the batch from the DataLoader.";
+const REAL_DATA_NOTE = "Time to train is wall time from the first step to the end of the epoch that reached the target (or the last epoch), restarts included, as MLPerf counts it; held-out accuracy is the last epoch's, on the dataset's val/ split. Waiting for data is the share of step time spent getting the batch from the DataLoader. Synthetic data: the same configuration's runs on synthetic tensors (data as a matrix axis), and real over synthetic.";
 
 function realDataSection(runs: readonly RealDataRun[]): string {
   if (runs.length === 0) return "";

@@ -243,13 +243,16 @@ describe("reportMeta", () => {
 describe("real data and time to train", () => {
   it("lists the runs that read a dataset with their wait for data, time to train and restarts, and leaves synthetic runs out", () => {
     const synthetic = trainRecord({ model: "small", batchSize: 16, nodes: 1, imagesPerSecond: 100 });
+    // The same configuration on synthetic data, two repeats: the real-data row is compared with their mean.
+    const syntheticTwoNodes = [160, 170].map((imagesPerSecond, i) => trainRecord({ model: "small", batchSize: 16, nodes: 2, imagesPerSecond, repeat: i + 1, knobs: { data: "synthetic" } }));
     const real = trainRecord({ model: "small", batchSize: 16, nodes: 2, imagesPerSecond: 150, knobs: { data: "dataset" } });
     const metrics = { ...real.result!.metrics, data: { kind: "folder", path: "/s/datasets/x" }, stepSeconds: [0.2, 0.2], dataWaitSeconds: [0.01, 0.03],
       timeToTrainSeconds: 42.5, targetAccuracy: 0.9, reachedTargetAtEpoch: 3, restarts: 1, stepsRedone: 4, secondsLost: 6.5,
       epochs: [1, 2, 3].map((epoch) => ({ epoch, seconds: 14, heldOutAccuracy: 0.3 * epoch })) };
-    const data = reportData([synthetic, { ...real, result: { ...real.result!, metrics } } as RunRecord]);
+    const data = reportData([synthetic, ...syntheticTwoNodes, { ...real, result: { ...real.result!, metrics } } as RunRecord]);
     expect(data.realData).toEqual([{
       runId: "train-small-b16-n2-1gbit-data-dataset-r1", label: "small · batch 16 · 2 nodes × 1 · 1gbit", workers: 2, imagesPerSecond: 150,
+      syntheticImagesPerSecond: 165,
       dataWaitFraction: expect.closeTo(0.1, 12), timeToTrainSeconds: 42.5, epochs: 3, heldOutAccuracy: 0.3 * 3, targetAccuracy: 0.9, reachedTargetAtEpoch: 3,
       restarts: 1, stepsRedone: 4, secondsLost: 6.5,
     }]);
