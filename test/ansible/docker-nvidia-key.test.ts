@@ -12,7 +12,10 @@ function makeKeys(dir: string, count: number): { fingerprints: string[]; armored
   const gpg = (...args: string[]) => execFileSync("gpg", ["--batch", "--passphrase", "", ...args], { env, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
   for (let index = 0; index < count; index++) gpg("--quick-gen-key", `key${index} <k${index}@example.org>`, "ed25519", "sign", "never");
   const fingerprints = gpg("--with-colons", "--list-keys").split("\n").filter((line) => line.startsWith("fpr:")).map((line) => line.split(":")[9]!);
-  return { fingerprints, armored: gpg("--armor", "--export") };
+  const armored = gpg("--armor", "--export");
+  // Generating keys started a gpg-agent for this keyring; it would outlive the test (and the suite).
+  execFileSync("gpgconf", ["--kill", "gpg-agent"], { env, stdio: "ignore" });
+  return { fingerprints, armored };
 }
 
 async function installKey(dir: string, armored: string, allowed: readonly string[]): Promise<string> {
