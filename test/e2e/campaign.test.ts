@@ -267,7 +267,7 @@ campaign:
       }
       const report = readFileSync(join(out, "report.md"), "utf8");
       expect(report).toMatch(/^## Real data and time to train$/m);
-      expect(report).toMatch(/^\| train-small-b16-n2-1gbit-r1 \| small · batch 16 · 2 nodes × 1 · 1gbit \| [0-9.]+ \| n/a \| [0-9.]+% \| [0-9.]+ s \| 2 \| [0-9.]+% \| 1 \| 1 \| [0-9.]+ s \|$/m);
+      expect(report).toMatch(/^\| train-small-b16-n2-1gbit-r1 \| small · batch 16 · 2 nodes × 1 · 1gbit \| [0-9.]+ \| n\/a \| [0-9.]+% \| [0-9.]+ s \| 2 \| [0-9.]+% \| 1 \| 1 \| [0-9.]+ s \|$/m);
       // The same campaign again (the testbed was kept, so the run folders on the shared storage are still there):
       // every run trains from the start, killed again and recovered, never resuming the last invocation's checkpoints.
       const second = await ringlab(state, ["campaign", file, "--results", join(work, "results-2")]);
