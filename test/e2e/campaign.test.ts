@@ -14,6 +14,11 @@ const state = join(dir, "state");
 const results = join(dir, "results");
 const args = ["campaign", "campaigns/local-smoke.yaml", "--results", results];
 
+/** The records a campaign wrote to <resultsDir>/runs.jsonl, in order. */
+function runsJsonl(resultsDir: string): any[] {
+  return readFileSync(join(resultsDir, "runs.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line));
+}
+
 function records(): Map<string, { status: string; startedAt: string }> {
   const runs = join(results, "runs");
   if (!existsSync(runs)) return new Map();
@@ -208,7 +213,7 @@ campaign:
       const run = await ringlab(state, ["campaign", file, "--results", out]);
       expect(run.code, run.stderr).toBe(0);
       expect(run.stderr).toMatch(/configure 2 nodes as a Slurm cluster/);
-      const records = readFileSync(join(out, "runs.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line));
+      const records = runsJsonl(out);
       expect(records.map((r) => [r.runId, r.status, r.params.launcher])).toEqual([
         ["train-tiny-b8-n1-r1", "ok", "slurm"], ["allreduce-n2-1gbit-r1", "ok", "slurm"], ["train-tiny-b8-n2-1gbit-r1", "ok", "slurm"],
       ]);
@@ -254,7 +259,7 @@ campaign:
       const run = await ringlab(state, ["campaign", file, "--results", out]);
       expect(run.code, run.stderr).toBe(0);
       expect(run.stderr).toMatch(/dataset shapes: 4 classes x 40 images of 32 px on the shared storage/);
-      const records = readFileSync(join(out, "runs.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line));
+      const records = runsJsonl(out);
       expect(records.map((r) => [r.runId, r.status])).toEqual([["train-small-b16-n1-r1", "ok"], ["train-small-b16-n2-1gbit-r1", "ok"]]);
       for (const record of records) {
         const metrics = record.result.metrics;
@@ -272,7 +277,7 @@ campaign:
       // every run trains from the start, killed again and recovered, never resuming the last invocation's checkpoints.
       const second = await ringlab(state, ["campaign", file, "--results", join(work, "results-2")]);
       expect(second.code, second.stderr).toBe(0);
-      const secondRecords = readFileSync(join(work, "results-2", "runs.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line));
+      const secondRecords = runsJsonl(join(work, "results-2"));
       expect(secondRecords.map((r) => [r.status, r.result.metrics.restarts, r.result.metrics.recovery[0].resumedFromStep])).toEqual([["ok", 1, 2], ["ok", 1, 2]]);
       // The dataset is there once: writing it again changes nothing.
       const again = await ringlab(state, ["dataset", file]);

@@ -90,6 +90,19 @@ def write_progress(directory: str, progress: dict) -> None:
     os.replace(temp, os.path.join(directory, PROGRESS))
 
 
+class ProgressWriter:
+    """Rank 0's progress.json, written at most every `every_seconds` (a write to shared storage per step would slow
+    NFS and EFS) unless a write is asked for `now`."""
+
+    def __init__(self, directory: str, every_seconds: float):
+        self.directory, self.every_seconds, self.last = directory, every_seconds, None
+
+    def write(self, progress: dict, now: bool = False) -> None:
+        if now or self.last is None or progress["time"] - self.last >= self.every_seconds:
+            write_progress(self.directory, progress)
+            self.last = progress["time"]
+
+
 def now() -> float:
     """Wall-clock seconds, comparable across processes and restarts (unlike perf_counter)."""
     return time.time()

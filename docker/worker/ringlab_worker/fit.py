@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 from . import checkpoint, compat, data
 from .errors import BadArguments
-from .train import check_dataset_fits, finite_or_none
+from .train import describe_folder_data, finite_or_none, open_training_data
 
 # At most this many points of the loss curve per epoch, and of step times in the record.
 CURVE_POINTS_PER_EPOCH = 50
@@ -37,11 +37,8 @@ def attempt_number() -> int:
 
 def run_fit(args, world, trainer) -> dict:
     root = args.data_folder
-    info = data.check_dataset(root)
-    check_dataset_fits(info, trainer.num_classes, args, world)
-    train_set = data.ImageFolderDataset(os.path.join(root, "train"), args.image_size)
+    info, loader = open_training_data(trainer, root)
     val_set = data.ImageFolderDataset(os.path.join(root, "val"), args.image_size)
-    loader = data.make_loader(train_set, world, args.batch_size, args.loader_workers, shuffle=True, drop_last=True)
     steps_per_epoch = len(loader)
     log = print if world.is_reporter else (lambda *a, **k: None)
     attempt = attempt_number()
@@ -50,6 +47,7 @@ def run_fit(args, world, trainer) -> dict:
               "imageSize": args.image_size, "learningRate": args.learning_rate, "momentum": args.momentum}
 
     previous = _unfinished_attempt(args.checkpoint_dir) if args.checkpoint_dir else None
+    progress = checkpoint.ProgressWriter(args.checkpoint_dir, PROGRESS_EVERY_SECONDS) if args.checkpoint_dir else None
     state = _restore(args, world, trainer, config) if args.checkpoint_dir else None
     step = state["step"] if state else 0
     epoch = state["epoch"] if state else 0
@@ -102,7 +100,7 @@ def run_fit(args, world, trainer) -> dict:
                 curve.append([step, finite_or_none(loss_value)])
             if args.checkpoint_dir:
                 _after_step(args, world, trainer, config, step, epoch, batch_in_epoch, epochs, curve,
-                            first_started_at, epoch_started_at, attempt, restarts)
+                            first_started_at, epoch_started_at, attempt, restarts, progress)
             _maybe_fail(args, world, step, restarts)
         accuracy, held_out_loss = evaluate(trainer, val_set, args, world)
         ended_at = checkpoint.now()
@@ -123,10 +121,9 @@ def run_fit(args, world, trainer) -> dict:
         epoch_started_at, batch_in_epoch = ended_at, 0
 
     ended_at = checkpoint.now()
-    if args.checkpoint_dir and world.is_reporter:
-        checkpoint.write_progress(args.checkpoint_dir, {"attempt": attempt, "step": step, "time": ended_at,
-                                                        "firstStartedAt": first_started_at, "restarts": restarts,
-                                                        "finished": True})
+    if progress and world.is_reporter:
+        progress.write({"attempt": attempt, "step": step, "time": ended_at, "firstStartedAt": first_started_at,
+                        "restarts": restarts, "finished": True}, now=True)
     time_to_train = ended_at - first_started_at
     log(f"Time to train: {time_to_train:.1f} s" + (f" (target reached at epoch {reached_at_epoch})"
                                                    if reached_at_epoch else ""), flush=True)
@@ -144,7 +141,7 @@ def _metrics(args, world, trainer, info, epochs, curve, step_seconds, data_wait_
         "imagesPerSecondTotal": {"mean": world.size * mean, "ci95": world.size * ci95},
         "stepSeconds": step_seconds[-MOST_STEP_TIMES:] or [sys.float_info.min],
         "dataWaitSeconds": data_wait_seconds[-MOST_STEP_TIMES:],
-        "data": {"kind": "folder", **info, "loaderWorkers": args.loader_workers},
+        "data": describe_folder_data(info, args),
         "parameterCount": trainer.parameter_count,
         "gradientBytes": trainer.gradient_bytes,
         "finalLoss": curve[-1][1] if curve else None,
@@ -209,7 +206,7 @@ def _restore(args, world, trainer, config):
 
 
 def _after_step(args, world, trainer, config, step, epoch, batch_in_epoch, epochs, curve, first_started_at,
-                epoch_started_at, attempt, restarts) -> None:
+                epoch_started_at, attempt, restarts, progress) -> None:
     if not world.is_reporter:
         return
     now = checkpoint.now()
@@ -223,15 +220,9 @@ def _after_step(args, world, trainer, config, step, epoch, batch_in_epoch, epoch
             "model": trainer.plain_model.state_dict(), "optimizer": trainer.optimizer.state_dict(),
             "scaler": trainer.scaler.state_dict(), "epochs": epochs, "lossCurve": curve,
             "firstStartedAt": first_started_at, "epochStartedAt": epoch_started_at})
-    # At most every PROGRESS_EVERY_SECONDS (a write to shared storage per step would slow NFS and EFS), and at
-    # checkpoints and the injected failure, where a restart's accounting starts.
-    if (now - _after_step.last_progress >= PROGRESS_EVERY_SECONDS or saved or step == args.fail_at_step):
-        checkpoint.write_progress(args.checkpoint_dir, {"attempt": attempt, "step": step, "time": now,
-                                                        "firstStartedAt": first_started_at, "restarts": restarts})
-        _after_step.last_progress = now
-
-
-_after_step.last_progress = 0.0
+    # Right away at checkpoints and at the injected failure, where a restart's accounting starts.
+    progress.write({"attempt": attempt, "step": step, "time": now, "firstStartedAt": first_started_at,
+                    "restarts": restarts}, now=saved or step == args.fail_at_step)
 
 
 def _maybe_fail(args, world, step, restarts) -> None:

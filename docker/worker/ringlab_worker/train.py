@@ -136,14 +136,7 @@ class FolderBatches:
     """Batches of this rank's share of an ImageFolder dataset, epoch after epoch, copied to the device."""
 
     def __init__(self, trainer, root: str):
-        from . import data
-
-        args, world = trainer.args, trainer.world
-        self.info = data.check_dataset(root)
-        check_dataset_fits(self.info, trainer.num_classes, args, world)
-        dataset = data.ImageFolderDataset(os.path.join(root, "train"), args.image_size)
-        self.loader = data.make_loader(dataset, world, args.batch_size, args.loader_workers, shuffle=True,
-                                       drop_last=True)
+        self.info, self.loader = open_training_data(trainer, root)
         self.trainer, self.epoch, self.batches = trainer, 0, iter(())
 
     def next(self):
@@ -156,7 +149,24 @@ class FolderBatches:
         return self.trainer.to_device(*batch)
 
     def describe(self) -> dict:
-        return {"kind": "folder", **self.info, "loaderWorkers": self.trainer.args.loader_workers}
+        return describe_folder_data(self.info, self.trainer.args)
+
+
+def open_training_data(trainer, root: str):
+    """(what the dataset holds, a loader of this rank's share of train/), after checking that this run can train
+    on it."""
+    from . import data
+
+    args, world = trainer.args, trainer.world
+    info = data.check_dataset(root)
+    check_dataset_fits(info, trainer.num_classes, args, world)
+    dataset = data.ImageFolderDataset(os.path.join(root, "train"), args.image_size)
+    return info, data.make_loader(dataset, world, args.batch_size, args.loader_workers, shuffle=True, drop_last=True)
+
+
+def describe_folder_data(info: dict, args) -> dict:
+    """The record's `data` for batches read from a dataset."""
+    return {"kind": "folder", **info, "loaderWorkers": args.loader_workers}
 
 
 def check_dataset_fits(info: dict, num_classes: int, args, world) -> None:
