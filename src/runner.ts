@@ -181,7 +181,16 @@ function jobOf(request: RunRequest): Record<string, unknown> {
     ...(processes === undefined ? {} : { procs_per_node: processes }),
     // Docker's --cpus takes two decimals; the product of two such numbers may carry float noise.
     ...(request.cpusPerNode === undefined ? {} : { cpus: Math.round(request.cpusPerNode * (processes ?? 1) * 100) / 100 }),
+    ...lostNodeOf(request.workerArgs),
   };
+}
+
+/** The node a train job loses on purpose (`--fail-node N`): its killed worker is the fault, not a failure. */
+function lostNodeOf(workerArgs: readonly string[]): { lost_node?: number } {
+  const at = workerArgs.findIndex((arg) => arg === "--fail-node" || arg.startsWith("--fail-node="));
+  if (at < 0) return {};
+  const node = Number(workerArgs[at]!.includes("=") ? workerArgs[at]!.slice("--fail-node=".length) : workerArgs[at + 1]);
+  return Number.isInteger(node) && node > 0 ? { lost_node: node } : {};
 }
 
 function describeBatch(requests: readonly RunRequest[]): string {

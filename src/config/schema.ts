@@ -225,6 +225,10 @@ const trainKnobs = {
   /** Fault injection: rank failRank's process kills itself after this step, once. */
   failAtStep: z.int().min(1),
   failRank: z.int().min(0),
+  /** Fault injection instead of failRank: node failNode is lost after failAtStep (its worker container killed). */
+  failNode: z.int().min(1),
+  /** Elastic runs: after a node is lost the others go on without it, as long as this many nodes remain. */
+  minNodes: z.int().min(1),
 };
 export type TrainKnobName = keyof typeof trainKnobs;
 export const TRAIN_KNOB_NAMES = Object.keys(trainKnobs) as TrainKnobName[];
@@ -274,6 +278,8 @@ const matrix = z.strictObject({
   maxRestarts: axis(trainKnobs.maxRestarts).optional(),
   failAtStep: axis(trainKnobs.failAtStep).optional(),
   failRank: axis(trainKnobs.failRank).optional(),
+  failNode: axis(trainKnobs.failNode).optional(),
+  minNodes: axis(trainKnobs.minNodes).optional(),
 });
 
 /**
@@ -383,7 +389,7 @@ function checkDataKnobs(plan: z.output<typeof campaign>, ctx: RefinementContext)
   if (timeToTrain && (sources.length === 0 || sources.includes("synthetic"))) {
     ctx.addIssue({ code: "custom", path: ["campaign", "train", "epochs"], message: "epochs trains over the dataset: set train.data to dataset (synthetic data has no held-out split)" });
   }
-  for (const knob of ["targetAccuracy", "checkpointEvery", "failAtStep", "maxRestarts"] as const) {
+  for (const knob of ["targetAccuracy", "checkpointEvery", "failAtStep", "maxRestarts", "minNodes"] as const) {
     if (values(knob).length > 0 && !timeToTrain) {
       ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message: `${knob} belongs to time to train: set train.epochs too` });
     }
@@ -394,10 +400,31 @@ function checkDataKnobs(plan: z.output<typeof campaign>, ctx: RefinementContext)
   if (timeToTrain && values("engine").includes("horovod")) {
     ctx.addIssue({ code: "custom", path: ["campaign", "train", "epochs"], message: "time to train runs with engine ddp only" });
   }
-  const fewestRanks = Math.min(...plan.matrix.nodes) * Math.min(...(plan.matrix.processesPerNode ?? [1]));
+  const fewestNodes = Math.min(...plan.matrix.nodes);
+  const fewestRanks = fewestNodes * Math.min(...(plan.matrix.processesPerNode ?? [1]));
   const failRank = Math.max(-1, ...values("failRank"));
   if (failRank >= fewestRanks) {
     ctx.addIssue({ code: "custom", path: ["campaign", "train", "failRank"], message: `found ${failRank}, but the smallest run has ${fewestRanks} rank${fewestRanks === 1 ? "" : "s"} (0 to ${fewestRanks - 1})` });
+  }
+  checkNodeLoss(plan, values("failNode"), values("minNodes"), values("failRank").length > 0, fewestNodes, ctx);
+}
+
+/** failNode and minNodes: a lost node never comes back, so the others must be allowed to go on without it. */
+function checkNodeLoss(plan: z.output<typeof campaign>, failNodes: readonly number[], minNodes: readonly number[], failsRank: boolean, fewestNodes: number, ctx: RefinementContext): void {
+  const issue = (knob: string, message: string) => ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message });
+  const mostMin = Math.max(0, ...minNodes);
+  if (mostMin > fewestNodes) issue("minNodes", `found ${mostMin}, but the smallest run has ${fewestNodes} node${fewestNodes === 1 ? "" : "s"}`);
+  if (failNodes.length === 0) return;
+  const failNode = Math.max(...failNodes);
+  if (failsRank) issue("failNode", "failRank kills one rank, failNode a whole node: set one of them");
+  if (failNode >= fewestNodes) {
+    issue("failNode", `found ${failNode}, but the smallest run has ${fewestNodes} node${fewestNodes === 1 ? "" : "s"} (0 to ${fewestNodes - 1}; node 0 holds the rendezvous and cannot be lost): put node-loss runs in a campaign of their own`);
+  }
+  if (minNodes.length === 0 || mostMin >= fewestNodes) {
+    issue("minNodes", `a lost node does not come back: set minNodes below the smallest run's ${fewestNodes} nodes, so that the others go on without it (without it the run waits for the node and fails)`);
+  }
+  if (plan.launcher === "slurm") {
+    issue("failNode", "node loss runs with launcher ansible only (its job step is started with srun --kill-on-bad-exit: one killed node ends the others)");
   }
 }
 

@@ -157,6 +157,9 @@ export interface RealDataRun {
   readonly restarts: number;
   readonly stepsRedone: number;
   readonly secondsLost: number;
+  /** The nodes the run started and ended with: fewer at the end when it lost one and went on (elastic). */
+  readonly nodesAtStart: number;
+  readonly nodesAtEnd: number;
 }
 
 export interface ReportData {
@@ -201,7 +204,8 @@ export function reportData(records: readonly RunRecord[]): ReportData {
   const fits = new Map(probes.map((probe) => [fitKey(probe.bandwidth, probe.nodes, probe.processesPerNode, probe.reduction), probe.fit]));
   return {
     runCounts: { total: runs.length, ok: ok.length, failed: failures.length, doneAgain: runs.filter(({ attempts }) => attempts > 1).length },
-    training: trainingConfigs(trainRecords, (bandwidth, nodes, processes, reduction) => fits.get(fitKey(bandwidth, nodes, processes, reduction)) ?? null),
+    // A run that lost a node ran at two node counts: it is no point of a scaling curve (the real-data table has it).
+    training: trainingConfigs(trainRecords.filter((record) => !lostANode(record)), (bandwidth, nodes, processes, reduction) => fits.get(fitKey(bandwidth, nodes, processes, reduction)) ?? null),
     realData: trainRecords.filter((record) => record.result.metrics.data?.kind === "folder").map((record) => realDataRun(record, trainRecords))
       .sort((a, b) => a.workers - b.workers || a.runId.localeCompare(b.runId)),
     probes,
@@ -283,7 +287,14 @@ function realDataRun(record: TrainRecord, all: readonly TrainRecord[]): RealData
     restarts: metrics.restarts ?? 0,
     stepsRedone: metrics.stepsRedone ?? 0,
     secondsLost: metrics.secondsLost ?? 0,
+    nodesAtStart: metrics.nodesAtStart ?? record.result.world.nodes,
+    nodesAtEnd: record.result.world.nodes,
   };
+}
+
+/** An elastic run (train minNodes) that lost a node and ended with fewer nodes than it started with. */
+function lostANode(record: TrainRecord): boolean {
+  return (record.result.metrics.nodesAtStart ?? record.result.world.nodes) > record.result.world.nodes;
 }
 
 /** The same configuration and placement, the data knob aside (any repeat). */

@@ -143,7 +143,12 @@ function attemptsText(attempts: number): string {
 }
 
 function trainingSection(data: ReportData, svgs: ChartSvgs): string {
-  if (data.training.length === 0) return `<section id="training"><h2>Training</h2><p>No successful training run.</p></section>`;
+  if (data.training.length === 0) {
+    const why = data.realData.some((run) => run.nodesAtEnd < run.nodesAtStart)
+      ? "No training run to draw a scaling curve from: a run that lost a node ran at two node counts (see Real data and time to train)."
+      : "No successful training run.";
+    return `<section id="training"><h2>Training</h2><p>${why}</p></section>`;
+  }
   return `<section id="training">
 <h2>Training throughput and scaling efficiency</h2>
 ${figure(svgs.throughput, CAPTIONS.throughput)}
@@ -284,11 +289,12 @@ function realDataCells(run: RealDataRun): string[] {
     run.timeToTrainSeconds === null ? "n/a" : `${run.timeToTrainSeconds.toFixed(1)} s`,
     run.epochs === null ? "n/a" : String(run.epochs),
     run.heldOutAccuracy === null ? "n/a" : `${percent(run.heldOutAccuracy)}${target}`,
-    String(run.restarts), String(run.stepsRedone), `${run.secondsLost.toFixed(1)} s`,
+    run.nodesAtEnd < run.nodesAtStart ? `${run.restarts} (lost ${run.nodesAtStart - run.nodesAtEnd} of ${run.nodesAtStart} nodes, went on with ${run.nodesAtEnd})` : String(run.restarts),
+    String(run.stepsRedone), `${run.secondsLost.toFixed(1)} s`,
   ];
 }
 
-const REAL_DATA_NOTE = "Time to train is wall time from the first step to the end of the epoch that reached the target (or the last epoch), restarts included, as MLPerf counts it; held-out accuracy is the last epoch's, on the dataset's val/ split. Waiting for data is the share of step time spent getting the batch from the DataLoader. Synthetic data: the same configuration's runs on synthetic tensors (data as a matrix axis), and real over synthetic.";
+const REAL_DATA_NOTE = "Time to train is wall time from the first step to the end of the epoch that reached the target (or the last epoch), restarts included, as MLPerf counts it; held-out accuracy is the last epoch's, on the dataset's val/ split. Waiting for data is the share of step time spent getting the batch from the DataLoader. Synthetic data: the same configuration's runs on synthetic tensors (data as a matrix axis), and real over synthetic. A run that lost a node (failNode) and went on without it (minNodes) says so under Restarts; its img/s is at the nodes it ended with.";
 
 function realDataSection(runs: readonly RealDataRun[]): string {
   if (runs.length === 0) return "";

@@ -30,6 +30,8 @@ export const trainMetricsSchema = z.looseObject({
   restarts: z.number().optional(),
   stepsRedone: z.number().optional(),
   secondsLost: z.number().optional(),
+  /** Elastic runs (train --min-nodes): the nodes the run started with; world.nodes is what it ended with. */
+  nodesAtStart: z.number().optional(),
 });
 
 export const allReduceRowSchema = z.looseObject({

@@ -244,4 +244,28 @@ ${extra}`);
     expect(() => parseCampaign(text, "c.yaml")).toThrow(ConfigError);
     expect(() => parseCampaign(text, "c.yaml")).toThrow(message);
   });
+
+  const LOSS = "data: dataset, epochs: 2, checkpointEvery: 2, maxRestarts: 1, failAtStep: 3";
+  const nodeLossCampaign = (train: string, nodes: string, launcher = "ansible") =>
+    `testbed: {target: local, name: t, nodes: 3}\ncampaign:\n  matrix: {nodes: ${nodes}, model: small, batchSize: 16, bandwidth: 1gbit}\n  train: {${train}}\n  dataset: {name: shapes}\n  launcher: ${launcher}\n`;
+
+  it.each([
+    [`${LOSS}, failNode: 1`, "[2, 3]", "campaign.train.minNodes: a lost node does not come back: set minNodes below the smallest run's 2 nodes"],
+    [`${LOSS}, failNode: 1, minNodes: 2`, "[2, 3]", "campaign.train.minNodes: a lost node does not come back"],
+    [`${LOSS}, failNode: 2, minNodes: 1`, "[2, 3]", "campaign.train.failNode: found 2, but the smallest run has 2 nodes (0 to 1; node 0 holds the rendezvous"],
+    [`${LOSS}, failNode: 0, minNodes: 1`, "[2, 3]", "campaign.train.failNode: "],
+    [`${LOSS}, failNode: 1, failRank: 1, minNodes: 1`, "[2, 3]", "campaign.train.failNode: failRank kills one rank, failNode a whole node"],
+    [`${LOSS}, minNodes: 3`, "[2, 3]", "campaign.train.minNodes: found 3, but the smallest run has 2 nodes"],
+    ["data: dataset, minNodes: 1", "[2, 3]", "campaign.train.minNodes: minNodes belongs to time to train"],
+  ])("refuses a node loss that cannot go on: %s on nodes %s", (train, nodes, message) => {
+    expect(() => parseCampaign(nodeLossCampaign(train, nodes), "c.yaml")).toThrow(message);
+  });
+
+  it("refuses node loss under the slurm launcher, and plans it as worker arguments under ansible", () => {
+    expect(() => parseCampaign(nodeLossCampaign(`${LOSS}, failNode: 2, minNodes: 2`, "3", "slurm"), "c.yaml")).toThrow("node loss runs with launcher ansible only");
+    const plan = planCampaign(parseCampaign(nodeLossCampaign(`${LOSS}, failNode: 2, minNodes: 2`, "3"), "c.yaml"), "c");
+    const args = plan.runs.find((run) => run.job === "train")!.workerArgs;
+    expect(args.slice(args.indexOf("--fail-node"), args.indexOf("--fail-node") + 2)).toEqual(["--fail-node", "2"]);
+    expect(args.slice(args.indexOf("--min-nodes"), args.indexOf("--min-nodes") + 2)).toEqual(["--min-nodes", "2"]);
+  });
 });

@@ -241,8 +241,8 @@ campaign:
   });
 });
 
-describe("a campaign on a dataset, with a rank killed mid-training", { timeout: 10 * 60_000 }, () => {
-  it("writes the dataset once, trains to a held-out accuracy, restarts the killed rank from its checkpoint and reports time to train", async () => {
+describe("a campaign on a dataset, with a rank killed mid-training, then a node lost", { timeout: 10 * 60_000 }, () => {
+  it("writes the dataset once, trains to a held-out accuracy, restarts the killed rank from its checkpoint, goes on without a lost node and reports time to train", async () => {
     const work = scratch("data");
     const file = writeFile(work, "data.yaml", `
 testbed: {target: local, name: e2edata, nodes: 2, subnet: 10.73.0.0/24}
@@ -273,12 +273,19 @@ campaign:
       const report = readFileSync(join(out, "report.md"), "utf8");
       expect(report).toMatch(/^## Real data and time to train$/m);
       expect(report).toMatch(/^\| train-small-b16-n2-1gbit-r1 \| small · batch 16 · 2 nodes × 1 · 1gbit \| [0-9.]+ \| n\/a \| [0-9.]+% \| [0-9.]+ s \| 2 \| [0-9.]+% \| 1 \| 1 \| [0-9.]+ s \|$/m);
-      // The same campaign again (the testbed was kept, so the run folders on the shared storage are still there):
-      // every run trains from the start, killed again and recovered, never resuming the last invocation's checkpoints.
-      const second = await ringlab(state, ["campaign", file, "--results", join(work, "results-2")]);
+      // The 2-node run again (the same run id; the testbed was kept, so its folder on the shared storage is still
+      // there), now losing node 1 after step 3: node 1's worker container is killed, and node 0 goes on alone
+      // (minNodes 1) from the checkpoint of step 2 -- this run's own, never the finished run's of the last campaign.
+      const lossFile = writeFile(work, "data-node-loss.yaml", readFileSync(file, "utf8")
+        .replace("nodes: [1, 2]", "nodes: [2]").replace("failRank: 0", "failNode: 1, minNodes: 1"));
+      const second = await ringlab(state, ["campaign", lossFile, "--results", join(work, "results-2")]);
       expect(second.code, second.stderr).toBe(0);
-      const secondRecords = runsJsonl(join(work, "results-2"));
-      expect(secondRecords.map((r) => [r.status, r.result.metrics.restarts, r.result.metrics.recovery[0].resumedFromStep])).toEqual([["ok", 1, 2], ["ok", 1, 2]]);
+      const [lost] = runsJsonl(join(work, "results-2"));
+      expect([lost.runId, lost.status, lost.result.metrics.restarts, lost.result.metrics.recovery[0].resumedFromStep]).toEqual(["train-small-b16-n2-1gbit-r1", "ok", 1, 2]);
+      expect([lost.result.metrics.nodesAtStart, lost.result.world.nodes, lost.result.metrics.recovery[0].worldSizeAfter]).toEqual([2, 1, 1]);
+      expect(lost.result.metrics.recovery[0].recoverySeconds).toBeLessThan(30);
+      expect(readFileSync(join(work, "results-2", lost.logsDir, "worker-1.log"), "utf8")).toMatch(/fault injection: node 1 is lost after step 3/);
+      expect(readFileSync(join(work, "results-2", "report.md"), "utf8")).toMatch(/\| 1 \(lost 1 of 2 nodes, went on with 1\) \| 1 \| [0-9.]+ s \|$/m);
       // The dataset is there once: writing it again changes nothing.
       const again = await ringlab(state, ["dataset", file]);
       expect(again.code, again.stderr).toBe(0);

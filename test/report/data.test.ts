@@ -2,6 +2,7 @@ import type { RunRecord } from "../../src/results/record.ts";
 import { describe, expect, it } from "vitest";
 import { probeLinkLabel, reportData, reportMeta, type ScalingPoint, type TrainingConfig } from "../../src/report/data.ts";
 import { probeRecord, scalingCampaign, trainRecord } from "./fixtures/records.ts";
+import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
 
 /** Student's t quantiles for 1 and 2 degrees of freedom, the repeats in the fixture. */
 const T1 = 12.706;
@@ -254,7 +255,19 @@ describe("real data and time to train", () => {
       runId: "train-small-b16-n2-1gbit-data-dataset-r1", label: "small · batch 16 · 2 nodes × 1 · 1gbit", workers: 2, imagesPerSecond: 150,
       syntheticImagesPerSecond: 165,
       dataWaitFraction: expect.closeTo(0.1, 12), timeToTrainSeconds: 42.5, epochs: 3, heldOutAccuracy: 0.3 * 3, targetAccuracy: 0.9, reachedTargetAtEpoch: 3,
-      restarts: 1, stepsRedone: 4, secondsLost: 6.5,
+      restarts: 1, stepsRedone: 4, secondsLost: 6.5, nodesAtStart: 2, nodesAtEnd: 2,
     }]);
+  });
+
+  it("says when a run lost a node and went on with fewer (elastic), in the data and on the page, and leaves it out of scaling", () => {
+    const real = trainRecord({ model: "small", batchSize: 16, nodes: 3, imagesPerSecond: 90, knobs: { data: "dataset", failNode: 2, minNodes: 2 } });
+    const result = { ...real.result!, world: { ...real.result!.world, nodes: 2, size: 2 },
+      metrics: { ...real.result!.metrics, data: { kind: "folder", path: "/s/datasets/x" }, timeToTrainSeconds: 30, restarts: 1, stepsRedone: 0, secondsLost: 19.2, nodesAtStart: 3 } };
+    const data = reportData([{ ...real, result } as RunRecord]);
+    expect(data.realData.map((run) => [run.nodesAtStart, run.nodesAtEnd, run.workers])).toEqual([[3, 2, 2]]);
+    expect(data.training).toEqual([]); // no point of a scaling curve: it ran at 3 nodes and at 2
+    const page = renderMarkdown(data, reportMeta([{ ...real, result } as RunRecord], new Date()));
+    expect(page).toContain("| 1 (lost 1 of 3 nodes, went on with 2) | 0 | 19.2 s |");
+    expect(renderHtml(data, {}, reportMeta([{ ...real, result } as RunRecord], new Date()))).toContain("No training run to draw a scaling curve from: a run that lost a node ran at two node counts");
   });
 });

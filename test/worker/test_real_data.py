@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from conftest import base_env, free_port, node_env, run_worker
-from ringlab_worker import checkpoint, compat
+from ringlab_worker import checkpoint, compat, fit
 from ringlab_worker.data import DatasetSpec, check_dataset, list_image_folder, parse_data_source, write_dataset
 from ringlab_worker.errors import BadArguments
 
@@ -107,6 +107,25 @@ def test_a_dataset_name_never_leaves_the_shared_storage(text, env, message):
 ])
 def test_bad_data_arguments_exit_2_before_training(args, message):
     code, output, _ = run_worker(args)
+    assert code == 2, output
+    assert message in output
+
+
+EPOCH_ON_TMP = ["train", "--data", "folder:/tmp", "--epochs", "1"]
+
+
+@pytest.mark.parametrize("args, nodes, message", [
+    ([*EPOCH_ON_TMP, "--fail-node", "1"], "2", "--fail-node needs --fail-at-step"),
+    ([*EPOCH_ON_TMP, "--fail-at-step", "2", "--fail-node", "1", "--fail-rank", "0"], "2",
+     "--fail-rank kills one rank, --fail-node a whole node: choose one"),
+    ([*EPOCH_ON_TMP, "--fail-at-step", "2", "--fail-node", "1"], "", "--fail-node needs a multi-node run"),
+    ([*EPOCH_ON_TMP, "--fail-at-step", "2", "--fail-node", "2"], "2",
+     "--fail-node 2: this run has nodes 0 to 1, and node 0 holds the rendezvous"),
+    ([*EPOCH_ON_TMP, "--min-nodes", "3"], "2", "--min-nodes 3 is more than this run's 2 nodes"),
+    ([*EPOCH_ON_TMP, "--min-nodes", "1"], "2", "add --max-restarts 1 (or more) and --checkpoint-every"),
+])
+def test_bad_fault_and_elastic_arguments_exit_2_before_starting(args, nodes, message):
+    code, output, _ = run_worker(args, env=base_env(RINGLAB_NUM_NODES=nodes))
     assert code == 2, output
     assert message in output
 
@@ -242,6 +261,36 @@ def test_a_killed_rank_is_restarted_by_torchrun_and_the_record_counts_one_restar
     assert metrics["recovery"][0]["recoverySeconds"] < 30  # the issue's bound, besides the work redone
     assert [epoch["steps"] for epoch in metrics["epochs"]] == [3, 6]  # 96 images / (2 ranks x 16)
     assert "fault injection: killing this process after step 5" in results[1][1]
+
+
+def test_a_lost_node_ends_its_launcher_and_the_others_go_on_at_fewer_nodes_when_min_nodes_allows(
+        dataset, tmp_path, nodes, validate_result):
+    output = tmp_path / "elastic.json"
+    args = [*FIT, "--data", f"folder:{dataset}", "--epochs", "2", "--checkpoint-dir", str(tmp_path / "ck"),
+            "--checkpoint-every", "1", "--max-restarts", "1", "--min-nodes", "2", "--fail-at-step", "2",
+            "--fail-node", "2", "--timeout-seconds", "60", "--output", str(output), "--batch-size", "8"]
+    port, run_id = free_port(), f"test-{uuid.uuid4().hex[:8]}"
+    procs = [nodes.start(args, node_env(rank, 3, port, run_id)) for rank in (0, 1, 2)]
+    results = [nodes.finish(proc, timeout=240) for proc in procs]
+    assert [code for code, _ in results] == [0, 0, -9], results  # node 2's launcher was SIGKILLed
+    assert "fault injection: node 2 is lost after step 2" in results[2][1]
+    metrics = validate_result(output)["metrics"]
+    event = metrics["recovery"][0]
+    assert metrics["restarts"] == 1 and metrics["nodesAtStart"] == 3
+    assert (event["nodesBefore"], event["nodesAfter"], event["worldSizeBefore"], event["worldSizeAfter"]) == (3, 2, 3, 2)
+    assert (event["failedAfterStep"], event["resumedFromStep"]) == (2, 2)
+    assert event["recoverySeconds"] < 30  # the issue's bound (no work redone: a checkpoint every step)
+    # 96 images an epoch: 2 steps of 3 x 8 (48 images), then 2 x 8 a step from the epoch's 49th image on: 3 more
+    # steps (not 4: the 48 images already trained on are not trained on again); then 6 steps an epoch.
+    assert [epoch["steps"] for epoch in metrics["epochs"]] == [5, 11]
+    assert "1 node(s) lost, going on with 2" in results[0][1]
+
+
+@pytest.mark.parametrize("saved_world, world, expected", [(3, 3, 10), (3, 2, 15), (3, 4, 7), (2, 3, 6)])
+def test_a_run_resumed_at_another_world_size_skips_the_images_the_checkpoint_had_trained_on(saved_world, world,
+                                                                                            expected):
+    state = {"batchInEpoch": 10, "worldSize": saved_world, "config": {}}
+    assert fit.resumed_batch_in_epoch(state, 32, world) == expected
 
 
 def test_an_unreadable_checkpoint_is_skipped_with_a_warning_and_only_the_newest_two_are_kept(tmp_path):

@@ -38,6 +38,15 @@ def test_torchrun_arguments_make_node_0_the_rendezvous_host_and_bound_every_wait
     assert other.nproc_per_node == 4  # one process per GPU
 
 
+def test_an_elastic_run_lets_the_rendezvous_go_on_with_min_nodes_and_notice_a_lost_node_within_seconds():
+    rdzv = rendezvous_from_env({"RINGLAB_NUM_NODES": "4", "RINGLAB_NODE_RANK": "1", "RINGLAB_HEAD_ADDR": "h"}, 0)
+    argv = torchrun_argv(rdzv, 30, ["train"], max_restarts=2, min_nodes=2)
+    pairs = dict(zip(argv[:-3:2], argv[1:-3:2]))
+    assert pairs["--nnodes"] == "2:4" and pairs["--max_restarts"] == "2"
+    assert pairs["--rdzv_conf"] == ("is_host=false,join_timeout=30,read_timeout=30,last_call_timeout=5,"
+                                    "keep_alive_interval=1,keep_alive_max_attempt=3")
+
+
 def test_no_num_nodes_means_a_single_process():
     assert rendezvous_from_env({"RINGLAB_HEAD_ADDR": "x"}, gpu_count=8) is None
 

@@ -134,7 +134,16 @@ def build_parser() -> argparse.ArgumentParser:
     real.add_argument("--fail-at-step", type=positive_int, default=None,
                       help="fault injection: rank --fail-rank's process kills itself (SIGKILL) after this step, "
                       "once (needs --epochs)")
-    real.add_argument("--fail-rank", type=non_negative_int, default=0, help="the rank --fail-at-step kills")
+    real.add_argument("--fail-rank", type=non_negative_int, default=None,
+                      help="the rank --fail-at-step kills (default 0)")
+    real.add_argument("--fail-node", type=positive_int, default=None,
+                      help="fault injection: instead of one rank, node FAIL_NODE (RINGLAB_NODE_RANK; not node 0, "
+                      "which holds the rendezvous) is lost after --fail-at-step, as a machine that dies: its "
+                      "launcher and every rank on it are SIGKILLed, so its worker container exits")
+    real.add_argument("--min-nodes", type=positive_int, default=None,
+                      help="elastic node count (torchrun --nnodes MIN_NODES:RINGLAB_NUM_NODES): after a node is "
+                      "lost the others restart (--max-restarts) without it and go on from the newest checkpoint, "
+                      "as long as MIN_NODES remain")
 
     dataset = jobs.add_parser(
         "dataset", help="write a deterministic, learnable ImageFolder dataset of JPEG files",
@@ -196,10 +205,36 @@ def check_training_arguments(args) -> None:
         raise BadArguments(f"--checkpoint-dir must be an absolute path, got '{args.checkpoint_dir}'")
     if args.checkpoint_dir is not None:
         args.checkpoint_dir = os.path.normpath(args.checkpoint_dir)
+    check_fault_arguments(args, os.environ)
     if args.data_folder is not None and not os.path.isdir(args.data_folder):
         raise BadArguments(f"--data {args.data}: no folder {args.data_folder} (on this node); is the shared "
                            "storage mounted, and is the dataset there? Write one with `ringlab dataset <campaign>` "
                            "(or `ringlab-worker dataset --out PATH`), or copy yours there in ImageNet's layout")
+
+
+def check_fault_arguments(args, env) -> None:
+    """--fail-rank, --fail-node and --min-nodes against each other and the run's node count (RINGLAB_NUM_NODES)."""
+    if args.fail_node is not None and args.fail_rank is not None:
+        raise BadArguments("--fail-rank kills one rank, --fail-node a whole node: choose one")
+    for flag, value in (("--fail-rank", args.fail_rank), ("--fail-node", args.fail_node)):
+        if value is not None and args.fail_at_step is None:
+            raise BadArguments(f"{flag} needs --fail-at-step (the step after which it fails)")
+    if args.fail_node is None and args.min_nodes is None:
+        return
+    nodes_text = env.get("RINGLAB_NUM_NODES", "")
+    flag = "--fail-node" if args.fail_node is not None else "--min-nodes"
+    if not nodes_text.isdigit():
+        raise BadArguments(f"{flag} needs a multi-node run (RINGLAB_NUM_NODES, set by the launcher)")
+    nodes = int(nodes_text)
+    if args.fail_node is not None and args.fail_node >= nodes:
+        raise BadArguments(f"--fail-node {args.fail_node}: this run has nodes 0 to {nodes - 1}, and node 0 holds "
+                           "the rendezvous (its loss ends the run); choose 1 or more")
+    if args.min_nodes is not None:
+        if args.min_nodes > nodes:
+            raise BadArguments(f"--min-nodes {args.min_nodes} is more than this run's {nodes} nodes")
+        if args.max_restarts < 1 or args.checkpoint_dir is None:
+            raise BadArguments("--min-nodes: the nodes left go on only by restarting from a checkpoint; add "
+                               "--max-restarts 1 (or more) and --checkpoint-every")
 
 
 def check_machine(args) -> None:

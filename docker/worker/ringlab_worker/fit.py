@@ -42,16 +42,19 @@ def run_fit(args, world, trainer) -> dict:
     steps_per_epoch = len(loader)
     log = print if world.is_reporter else (lambda *a, **k: None)
     attempt = attempt_number()
-    # A checkpoint of another configuration is refused rather than resumed (train longer: more epochs is allowed).
-    config = {"model": args.model, "batchSize": args.batch_size, "worldSize": world.size, "data": root,
-              "imageSize": args.image_size, "learningRate": args.learning_rate, "momentum": args.momentum}
+    # A checkpoint of another configuration is refused rather than resumed (train longer: more epochs is allowed;
+    # an elastic run, --min-nodes, goes on at another world size).
+    config = {"model": args.model, "batchSize": args.batch_size, "data": root, "imageSize": args.image_size,
+              "learningRate": args.learning_rate, "momentum": args.momentum}
+    if args.min_nodes is None:
+        config["worldSize"] = world.size
 
     previous = _unfinished_attempt(args.checkpoint_dir) if args.checkpoint_dir else None
     progress = checkpoint.ProgressWriter(args.checkpoint_dir, PROGRESS_EVERY_SECONDS) if args.checkpoint_dir else None
     state = _restore(args, world, trainer, config) if args.checkpoint_dir else None
     step = state["step"] if state else 0
     epoch = state["epoch"] if state else 0
-    batch_in_epoch = state["batchInEpoch"] if state else 0
+    batch_in_epoch = resumed_batch_in_epoch(state, args.batch_size, world.size) if state else 0
     epochs = list(state["epochs"]) if state else []
     curve = list(state["lossCurve"]) if state else []
     restarts = list(previous["restarts"]) if previous else []
@@ -62,9 +65,13 @@ def run_fit(args, world, trainer) -> dict:
         recovery = round(resumed_at - previous["time"], 3)
         restarts.append({"restart": len(restarts) + 1, "failedAfterStep": previous["step"], "resumedFromStep": step,
                          "stepsRedone": max(0, previous["step"] - step), "stoppedAt": previous["time"],
-                         "recoverySeconds": recovery, "secondsLost": recovery if step >= previous["step"] else None})
+                         "recoverySeconds": recovery, "secondsLost": recovery if step >= previous["step"] else None,
+                         "nodesBefore": previous.get("nodes"), "nodesAfter": world.nodes,
+                         "worldSizeBefore": previous.get("worldSize"), "worldSizeAfter": world.size})
+        fewer = (f"; {previous['nodes'] - world.nodes} node(s) lost, going on with {world.nodes}"
+                 if previous.get("nodes", world.nodes) > world.nodes else "")
         log(f"Restart {len(restarts)}: the last attempt reached step {previous['step']}; resuming from step {step} "
-            f"({recovery:.1f} s after it stopped)", flush=True)
+            f"({recovery:.1f} s after it stopped){fewer}", flush=True)
 
     log(trainer.describe() + f", data {root} ({info['trainImages']} training images, {steps_per_epoch} steps per "
         f"epoch), {args.epochs} epochs" + (f" or {100 * args.target_accuracy:g} % held-out accuracy"
@@ -123,7 +130,8 @@ def run_fit(args, world, trainer) -> dict:
     ended_at = checkpoint.now()
     if progress and world.is_reporter:
         progress.write({"attempt": attempt, "step": step, "time": ended_at, "firstStartedAt": first_started_at,
-                        "restarts": restarts, "finished": True}, now=True)
+                        "restarts": restarts, "nodes": world.nodes, "worldSize": world.size, "finished": True},
+                       now=True)
     time_to_train = ended_at - first_started_at
     log(f"Time to train: {time_to_train:.1f} s" + (f" (target reached at epoch {reached_at_epoch})"
                                                    if reached_at_epoch else ""), flush=True)
@@ -154,6 +162,8 @@ def _metrics(args, world, trainer, info, epochs, curve, step_seconds, data_wait_
         "recovery": restarts,
         "stepsRedone": sum(event["stepsRedone"] for event in restarts),
         "secondsLost": round(sum(event["secondsLost"] or 0 for event in restarts), 3),
+        # Nodes this run started with and lost (elastic runs, --min-nodes, go on without them).
+        "nodesAtStart": next((event["nodesBefore"] for event in restarts if event.get("nodesBefore")), world.nodes),
         "checkpoints": {"directory": args.checkpoint_dir, "every": args.checkpoint_every,
                         "resumedFromStep": state["step"] if state else None},
     }
@@ -216,22 +226,80 @@ def _after_step(args, world, trainer, config, step, epoch, batch_in_epoch, epoch
     saved = bool(args.checkpoint_every and step % args.checkpoint_every == 0)
     if saved:
         checkpoint.save(args.checkpoint_dir, step, {
-            "step": step, "epoch": epoch, "batchInEpoch": batch_in_epoch, "config": config,
+            "step": step, "epoch": epoch, "batchInEpoch": batch_in_epoch, "worldSize": world.size, "config": config,
             "model": trainer.plain_model.state_dict(), "optimizer": trainer.optimizer.state_dict(),
             "scaler": trainer.scaler.state_dict(), "epochs": epochs, "lossCurve": curve,
             "firstStartedAt": first_started_at, "epochStartedAt": epoch_started_at})
     # Right away at checkpoints and at the injected failure, where a restart's accounting starts.
     progress.write({"attempt": attempt, "step": step, "time": now, "firstStartedAt": first_started_at,
-                    "restarts": restarts}, now=saved or step == args.fail_at_step)
+                    "restarts": restarts, "nodes": world.nodes, "worldSize": world.size},
+                   now=saved or step == args.fail_at_step)
+
+
+def resumed_batch_in_epoch(state: dict, batch_size: int, world_size: int) -> int:
+    """Where in its epoch a run resumes from a checkpoint. At the checkpoint's world size, the same batch; at
+    another (an elastic run that lost a node), after the images the checkpoint's world had trained on: the
+    DistributedSampler deals an epoch's shuffled order out rank by rank, so its first batches x batch x world
+    images are the ones done at any world size, and at most part of one batch is trained on again."""
+    saved_world = state.get("worldSize", state["config"].get("worldSize", world_size))
+    if saved_world == world_size:
+        return state["batchInEpoch"]
+    return state["batchInEpoch"] * saved_world // world_size
 
 
 def _maybe_fail(args, world, step, restarts) -> None:
-    """--fail-at-step: the chosen rank's process kills itself (SIGKILL, as the kernel's OOM killer does), once:
-    not after a restart."""
-    if args.fail_at_step == step and args.fail_rank == world.rank and attempt_number() == 0 and not restarts:
+    """--fail-at-step, once (not after a restart). With --fail-rank, that rank's process kills itself (SIGKILL, as
+    the kernel's OOM killer does). With --fail-node, that node's first local rank kills its launcher (torchrun's
+    agent) and every rank on the node, then itself: the node is gone as a machine that dies, and its container
+    exits."""
+    if args.fail_at_step != step or attempt_number() != 0 or restarts:
+        return
+    if args.fail_node is not None:
+        if world.local_rank == 0 and os.environ.get("RINGLAB_NODE_RANK") == str(args.fail_node):
+            print(f"ringlab-worker [rank {world.rank}]: fault injection: node {args.fail_node} is lost after step "
+                  f"{step}: killing its launcher and its {world.procs_per_node} rank(s) (--fail-node)",
+                  file=sys.stderr, flush=True)
+            _kill_node()
+        return
+    if (args.fail_rank or 0) == world.rank:
         print(f"ringlab-worker [rank {world.rank}]: fault injection: killing this process after step {step} "
               "(--fail-at-step)", file=sys.stderr, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _kill_node() -> None:
+    """SIGKILLs torchrun's agent (this process's parent) first, so that it restarts nothing, then every other
+    process it had started (the node's ranks and their data loaders), then this one."""
+    agent = os.getppid()
+    started = _descendants(agent)
+    os.kill(agent, signal.SIGKILL)
+    for pid in started:
+        if pid != os.getpid():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _descendants(root: int) -> list:
+    """The pids below `root` in the process tree, from /proc (Linux)."""
+    children = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", encoding="utf-8") as stat:
+                    # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after the last ')'.
+                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue  # gone meanwhile
+            children.setdefault(ppid, []).append(int(name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def evaluate(trainer, val_set, args, world):

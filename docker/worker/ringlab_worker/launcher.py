@@ -71,13 +71,32 @@ def rendezvous_from_env(env: Mapping[str, str], gpu_count: int) -> Optional[Rend
     )
 
 
-def torchrun_argv(rdzv: Rendezvous, timeout_seconds: float, job_argv: List[str], max_restarts: int = 0) -> List[str]:
+# Elastic runs (--min-nodes): once MIN nodes have joined a rendezvous round, how long it waits for the others before
+# it starts without them. The first round has all nodes starting together (a slower start than this only costs a
+# restart: torchrun lets a late node in by restarting everyone, without counting it against --max-restarts); after a
+# node is lost, it is part of the recovery time.
+ELASTIC_LAST_CALL_SECONDS = 5
+# A lost node stays a member of the finished round until its heartbeats (every KEEP_ALIVE s) have been missing
+# KEEP_ALIVE_ATTEMPTS times; only then can the others form the next round. torch 1.13 has neither setting (it
+# ignores them) and waits 5 s x 3.
+ELASTIC_KEEP_ALIVE_SECONDS = 1
+ELASTIC_KEEP_ALIVE_ATTEMPTS = 3
+
+
+def torchrun_argv(rdzv: Rendezvous, timeout_seconds: float, job_argv: List[str], max_restarts: int = 0,
+                  min_nodes: Optional[int] = None) -> List[str]:
     timeout = str(max(1, math.ceil(timeout_seconds)))
     # is_host is explicit: torch guesses it by matching hostnames, which fails in containers.
     # join_timeout bounds the wait for all nodes, read_timeout a non-head node's wait for the head.
     rdzv_conf = f"is_host={'true' if rdzv.node_rank == 0 else 'false'},join_timeout={timeout},read_timeout={timeout}"
+    nnodes = str(rdzv.num_nodes)
+    if min_nodes is not None:
+        nnodes = f"{min_nodes}:{rdzv.num_nodes}"
+        rdzv_conf += (f",last_call_timeout={ELASTIC_LAST_CALL_SECONDS}"
+                      f",keep_alive_interval={ELASTIC_KEEP_ALIVE_SECONDS}"
+                      f",keep_alive_max_attempt={ELASTIC_KEEP_ALIVE_ATTEMPTS}")
     return [
-        "--nnodes", str(rdzv.num_nodes),
+        "--nnodes", nnodes,
         "--nproc_per_node", str(rdzv.nproc_per_node),
         "--rdzv_backend", "c10d",
         "--rdzv_endpoint", f"{rdzv.head_addr}:{rdzv.port}",
@@ -139,7 +158,8 @@ def launch(args, job_argv: List[str]) -> int:
 
     for name, value in compat.torchrun_env(compat.torch_release()).items():
         os.environ.setdefault(name, value)
-    torchrun = torchrun_argv(rdzv, args.timeout_seconds, job_argv, getattr(args, "max_restarts", 0))
+    torchrun = torchrun_argv(rdzv, args.timeout_seconds, job_argv, getattr(args, "max_restarts", 0),
+                             getattr(args, "min_nodes", None))
     print(f"ringlab-worker: node {rdzv.node_rank} of {rdzv.num_nodes}: "
           f"{os.path.basename(sys.executable)} -m torch.distributed.run {' '.join(torchrun)}",
           file=sys.stderr, flush=True)

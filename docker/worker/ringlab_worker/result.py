@@ -25,7 +25,7 @@ _KNOB_NAMES = {
     "learning_rate": "learningRate", "momentum": "momentum", "data": "data", "loader_workers": "loaderWorkers",
     "epochs": "epochs", "target_accuracy": "targetAccuracy", "checkpoint_dir": "checkpointDir",
     "checkpoint_every": "checkpointEvery", "max_restarts": "maxRestarts", "fail_at_step": "failAtStep",
-    "fail_rank": "failRank",
+    "fail_rank": "failRank", "fail_node": "failNode", "min_nodes": "minNodes",
 }
 
 
