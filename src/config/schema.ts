@@ -394,8 +394,17 @@ function checkDataKnobs(plan: z.output<typeof campaign>, ctx: RefinementContext)
       ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message: `${knob} belongs to time to train: set train.epochs too` });
     }
   }
-  if (values("failAtStep").length > 0 && (values("checkpointEvery").length === 0 || !values("maxRestarts").some((restarts) => restarts >= 1))) {
+  const recovers = values("checkpointEvery").length > 0 && values("maxRestarts").some((restarts) => restarts >= 1);
+  if (values("failAtStep").length > 0 && !recovers) {
     ctx.addIssue({ code: "custom", path: ["campaign", "train", "failAtStep"], message: "a killed rank recovers only with checkpointEvery and maxRestarts of 1 or more: set both (without them the run just fails)" });
+  }
+  if (values("minNodes").length > 0 && timeToTrain && !recovers) {
+    ctx.addIssue({ code: "custom", path: ["campaign", "train", "minNodes"], message: "the nodes left after a loss go on only by restarting from a checkpoint: set checkpointEvery and maxRestarts of 1 or more" });
+  }
+  for (const knob of ["failRank", "failNode"] as const) {
+    if (values(knob).length > 0 && values("failAtStep").length === 0) {
+      ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message: `${knob} needs failAtStep, the step after which it fails` });
+    }
   }
   if (timeToTrain && values("engine").includes("horovod")) {
     ctx.addIssue({ code: "custom", path: ["campaign", "train", "epochs"], message: "time to train runs with engine ddp only" });

@@ -257,6 +257,9 @@ ${extra}`);
     [`${LOSS}, failNode: 1, failRank: 1, minNodes: 1`, "[2, 3]", "campaign.train.failNode: failRank kills one rank, failNode a whole node"],
     [`${LOSS}, minNodes: 3`, "[2, 3]", "campaign.train.minNodes: found 3, but the smallest run has 2 nodes"],
     ["data: dataset, minNodes: 1", "[2, 3]", "campaign.train.minNodes: minNodes belongs to time to train"],
+    ["data: dataset, epochs: 2, minNodes: 1", "[2, 3]", "campaign.train.minNodes: the nodes left after a loss go on only by restarting from a checkpoint"],
+    ["data: dataset, epochs: 2, checkpointEvery: 2, maxRestarts: 1, failNode: 1, minNodes: 1", "[2, 3]", "campaign.train.failNode: failNode needs failAtStep"],
+    ["failRank: 1", "[2, 3]", "campaign.train.failRank: failRank needs failAtStep"],
   ])("refuses a node loss that cannot go on: %s on nodes %s", (train, nodes, message) => {
     expect(() => parseCampaign(nodeLossCampaign(train, nodes), "c.yaml")).toThrow(message);
   });

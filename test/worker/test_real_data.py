@@ -4,6 +4,7 @@ a resumed run continuing where it stopped, and a killed rank restarted by torchr
 import hashlib
 import json
 import os
+import time
 import uuid
 
 import pytest
@@ -291,6 +292,23 @@ def test_a_run_resumed_at_another_world_size_skips_the_images_the_checkpoint_had
                                                                                             expected):
     state = {"batchInEpoch": 10, "worldSize": saved_world, "config": {}}
     assert fit.resumed_batch_in_epoch(state, 32, world) == expected
+
+
+def test_an_elastic_run_waits_for_a_node_that_starts_late_instead_of_training_without_it(dataset, tmp_path, nodes,
+                                                                                        validate_result):
+    output = tmp_path / "late.json"
+    args = [*FIT, "--data", f"folder:{dataset}", "--epochs", "1", "--checkpoint-every", "1", "--max-restarts", "1",
+            "--min-nodes", "2", "--timeout-seconds", "60", "--output", str(output)]
+    port, run_id = free_port(), f"test-{uuid.uuid4().hex[:8]}"
+    procs = [nodes.start(args, node_env(rank, 3, port, run_id)) for rank in (0, 1)]
+    time.sleep(12)  # past the first round's last call (5 s): nodes 0 and 1 form a round of their own
+    procs.append(nodes.start(args, node_env(2, 3, port, run_id)))
+    results = [nodes.finish(proc, timeout=240) for proc in procs]
+    assert [code for code, _ in results] == [0, 0, 0], results
+    assert "Elastic run: 2 of 3 nodes joined the first rendezvous; waiting for the others" in results[0][1]
+    record = validate_result(output)
+    assert record["world"]["nodes"] == 3 and record["metrics"]["nodesAtStart"] == 3
+    assert record["metrics"]["restarts"] == 0  # letting the late node in is no failure
 
 
 def test_an_unreadable_checkpoint_is_skipped_with_a_warning_and_only_the_newest_two_are_kept(tmp_path):

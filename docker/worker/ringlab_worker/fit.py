@@ -19,7 +19,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from . import checkpoint, compat, data
-from .errors import BadArguments
+from .errors import BadArguments, PeerTimeout
 from .train import describe_folder_data, finite_or_none, open_training_data
 
 # At most this many points of the loss curve per epoch, and of step times in the record.
@@ -50,6 +50,8 @@ def run_fit(args, world, trainer) -> dict:
         config["worldSize"] = world.size
 
     previous = _unfinished_attempt(args.checkpoint_dir) if args.checkpoint_dir else None
+    if args.min_nodes is not None and previous is None:
+        _wait_for_every_node(args, world, log)
     progress = checkpoint.ProgressWriter(args.checkpoint_dir, PROGRESS_EVERY_SECONDS) if args.checkpoint_dir else None
     state = _restore(args, world, trainer, config) if args.checkpoint_dir else None
     step = state["step"] if state else 0
@@ -167,6 +169,22 @@ def _metrics(args, world, trainer, info, epochs, curve, step_seconds, data_wait_
         "checkpoints": {"directory": args.checkpoint_dir, "every": args.checkpoint_every,
                         "resumedFromStep": state["step"] if state else None},
     }
+
+
+def _wait_for_every_node(args, world, log) -> None:
+    """An elastic run starts with every node. Its first rendezvous round goes ahead without a node that starts more
+    than last_call_timeout after the others; training then would make the late node's arrival (torchrun restarts
+    the round to let it in) look like a failure, and the run would start at fewer nodes. So the ranks of such a
+    round wait to be restarted, and fail at the run's timeout if the node never comes."""
+    expected = int(os.environ.get("RINGLAB_NUM_NODES") or world.nodes)
+    if world.nodes >= expected:
+        return
+    log(f"Elastic run: {world.nodes} of {expected} nodes joined the first rendezvous; waiting for the others "
+        "(torchrun restarts the round to let them in)", flush=True)
+    time.sleep(args.timeout_seconds)
+    raise PeerTimeout(f"only {world.nodes} of {expected} nodes joined within {args.timeout_seconds:g} s; an elastic "
+                      "run (--min-nodes) starts with every node: check that all were started with the same "
+                      "RINGLAB_RUN_ID and reach node 0")
 
 
 def _unfinished_attempt(directory: str):
