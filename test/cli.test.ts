@@ -71,6 +71,9 @@ describe("ringlab CLI", () => {
     const refused = run("slurm");
     expect(refused.status).toBe(2);
     expect(refused.stderr).toMatch(/error: --launcher slurm needs testbed plain to be a Slurm cluster\nhint: run `ringlab configure --slurm` first/);
+    const lost = spawnSync(process.execPath, [BIN, "--state-dir", state, "run", "--nodes", "1", "--launcher", "slurm", "--", "--fail-node=1"], { encoding: "utf8" });
+    expect(lost.status).toBe(2);
+    expect(lost.stderr).toMatch(/error: --fail-node runs with --launcher ansible only/);
     const unknown = run("pbs");
     expect(unknown.status).toBe(2);
     expect(unknown.stderr).toMatch(/argument 'pbs' is invalid\. Allowed choices are ansible, slurm/);

@@ -47,6 +47,9 @@ export function registerRun(program: Command, host: CommandHost): void {
       if (options.nodes > record.nodes.length) {
         throw new UsageError(`--nodes ${options.nodes} is more than testbed ${record.name} has (${record.nodes.length})`);
       }
+      if (options.launcher === "slurm" && args.some((arg) => arg === "--fail-node" || arg.startsWith("--fail-node="))) {
+        throw new UsageError("--fail-node runs with --launcher ansible only", { hint: "Slurm's srun (--kill-on-bad-exit) ends every node's task when the lost node's is killed" });
+      }
       if (options.launcher === "slurm" && record.slurm !== true) {
         throw new UsageError(`--launcher slurm needs testbed ${record.name} to be a Slurm cluster`, { hint: "run `ringlab configure --slurm` first" });
       }
