@@ -172,6 +172,7 @@ function outcomeFile(request: RunRequest): string {
 /** One entry of run.yml's worker_jobs. */
 function jobOf(request: RunRequest): Record<string, unknown> {
   const processes = request.processesPerNode;
+  const lostNode = plannedLostNode(request.workerArgs);
   return {
     run_id: request.runId,
     nodes: request.nodes,
@@ -181,16 +182,19 @@ function jobOf(request: RunRequest): Record<string, unknown> {
     ...(processes === undefined ? {} : { procs_per_node: processes }),
     // Docker's --cpus takes two decimals; the product of two such numbers may carry float noise.
     ...(request.cpusPerNode === undefined ? {} : { cpus: Math.round(request.cpusPerNode * (processes ?? 1) * 100) / 100 }),
-    ...lostNodeOf(request.workerArgs),
+    ...(lostNode === undefined ? {} : { lost_node: lostNode }),
   };
 }
 
-/** The node a train job loses on purpose (`--fail-node N`): its killed worker is the fault, not a failure. */
-function lostNodeOf(workerArgs: readonly string[]): { lost_node?: number } {
+/**
+ * The node a train job loses on purpose (worker argument `--fail-node N` or `--fail-node=N`): its killed worker is
+ * the fault, not a failure. Undefined when the arguments plan no node loss (the worker checks the value itself).
+ */
+export function plannedLostNode(workerArgs: readonly string[]): number | undefined {
   const at = workerArgs.findIndex((arg) => arg === "--fail-node" || arg.startsWith("--fail-node="));
-  if (at < 0) return {};
+  if (at < 0) return undefined;
   const node = Number(workerArgs[at]!.includes("=") ? workerArgs[at]!.slice("--fail-node=".length) : workerArgs[at + 1]);
-  return Number.isInteger(node) && node > 0 ? { lost_node: node } : {};
+  return Number.isInteger(node) && node > 0 ? node : undefined;
 }
 
 function describeBatch(requests: readonly RunRequest[]): string {

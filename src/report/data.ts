@@ -287,14 +287,18 @@ function realDataRun(record: TrainRecord, all: readonly TrainRecord[]): RealData
     restarts: metrics.restarts ?? 0,
     stepsRedone: metrics.stepsRedone ?? 0,
     secondsLost: metrics.secondsLost ?? 0,
-    nodesAtStart: metrics.nodesAtStart ?? record.result.world.nodes,
+    nodesAtStart: nodesAtStartOf(record),
     nodesAtEnd: record.result.world.nodes,
   };
 }
 
-/** An elastic run (train minNodes) that lost a node and ended with fewer nodes than it started with. */
+/** The nodes a run started with: more than world.nodes, what it ended with, when it lost one (train minNodes). */
+function nodesAtStartOf(record: TrainRecord): number {
+  return record.result.metrics.nodesAtStart ?? record.result.world.nodes;
+}
+
 function lostANode(record: TrainRecord): boolean {
-  return (record.result.metrics.nodesAtStart ?? record.result.world.nodes) > record.result.world.nodes;
+  return nodesAtStartOf(record) > record.result.world.nodes;
 }
 
 /** The same configuration and placement, the data knob aside (any repeat). */

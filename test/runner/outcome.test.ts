@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { readOutcome, type RunRequest } from "../../src/runner.ts";
+import { plannedLostNode, readOutcome, type RunRequest } from "../../src/runner.ts";
 import { probeRecord } from "../report/fixtures/records.ts";
 
 /** A run's folder holding outcome.json as run.yml writes it (ranks and ok as Ansible renders them: strings, booleans). */
@@ -81,5 +81,17 @@ describe("a job's outcome.json (run.yml)", () => {
     }));
     expect(readOutcome(completed, since).status).toBe("ok");
     expect(readdirSync(completed.collectDir).sort()).toEqual(["job.sbatch", "outcome.json", "result.json", "slurm.out", "worker-0.log", "worker-1.log"]);
+  });
+});
+
+describe("the node a job loses on purpose (train --fail-node)", () => {
+  it.each([
+    [["--model", "small", "--fail-node", "2"], 2],
+    [["--fail-node=1", "--min-nodes", "1"], 1],
+    [["--model", "small"], undefined],
+    [["--fail-node", "0"], undefined],
+    [["--fail-node"], undefined],
+  ] as const)("reads it from the worker arguments %j", (args, expected) => {
+    expect(plannedLostNode(args)).toBe(expected);
   });
 });

@@ -72,9 +72,9 @@ def rendezvous_from_env(env: Mapping[str, str], gpu_count: int) -> Optional[Rend
 
 
 # Elastic runs (--min-nodes): once MIN nodes have joined a rendezvous round, how long it waits for the others before
-# it starts without them. The first round has all nodes starting together (a slower start than this only costs a
-# restart: torchrun lets a late node in by restarting everyone, without counting it against --max-restarts); after a
-# node is lost, it is part of the recovery time.
+# it starts without them. In the first round a node slower to start than this is let in by torchrun restarting the
+# round, which is no failure (fit waits for it instead of training); after a node is lost, it is part of the
+# recovery time.
 ELASTIC_LAST_CALL_SECONDS = 5
 # A lost node stays a member of the finished round until its heartbeats (every KEEP_ALIVE s) have been missing
 # KEEP_ALIVE_ATTEMPTS times; only then can the others form the next round. torch 1.13 has neither setting (it

@@ -5,7 +5,7 @@ import { InvalidArgumentError, Option, type Command } from "commander";
 import { BANDWIDTH_HELP } from "../../bandwidth.ts";
 import { LAUNCHERS, MOST_PROCESSES_PER_NODE, type Launcher } from "../../config/schema.ts";
 import { EXIT, UsageError } from "../../errors.ts";
-import { JOBS, runOnce, type Job } from "../../runner.ts";
+import { JOBS, plannedLostNode, runOnce, type Job } from "../../runner.ts";
 import { planCpuQuota } from "../../testbed/cpu-quota.ts";
 import { requireRecord, type TestbedRecord } from "../../testbed/record.ts";
 import { withTestbedLock } from "../../testbed/testbed.ts";
@@ -47,7 +47,7 @@ export function registerRun(program: Command, host: CommandHost): void {
       if (options.nodes > record.nodes.length) {
         throw new UsageError(`--nodes ${options.nodes} is more than testbed ${record.name} has (${record.nodes.length})`);
       }
-      if (options.launcher === "slurm" && args.some((arg) => arg === "--fail-node" || arg.startsWith("--fail-node="))) {
+      if (options.launcher === "slurm" && plannedLostNode(args) !== undefined) {
         throw new UsageError("--fail-node runs with --launcher ansible only", { hint: "Slurm's srun (--kill-on-bad-exit) ends every node's task when the lost node's is killed" });
       }
       if (options.launcher === "slurm" && record.slurm !== true) {
