@@ -11,6 +11,15 @@ import { NODE_IMAGE } from "./local-plan.ts";
 
 export const BASE_IMAGE = "ringlab/debian:bookworm";
 
+/**
+ * The images built side by side on BASE_IMAGE: docker/<dir>, at stage `target` where given. Each Dockerfile's
+ * first instruction after FROM must be its own (docker/node/Dockerfile says why).
+ */
+export const SIDE_BY_SIDE_BUILDS: readonly { name: "node" | "worker"; dir: string; target?: string }[] = [
+  { name: "node", dir: "node" },
+  { name: "worker", dir: "worker", target: "cpu" },
+];
+
 export async function buildLocalImages(ctx: Context, docker: Docker, workerImage: string): Promise<void> {
   const docker_ = (path: string) => join(ctx.repoDir, "docker", path);
   await ctx.reporter.step(`base image ${BASE_IMAGE}`, async (detail) => {
@@ -25,8 +34,8 @@ export async function buildLocalImages(ctx: Context, docker: Docker, workerImage
       hint: `build or load it first, or drop testbed.workerImage to use ${DEFAULTS.local.workerImage}, built from docker/worker`,
     });
   }
-  const builds: { name: string; tag: string; dir: string; target?: string }[] = [{ name: "node", tag: NODE_IMAGE, dir: "node" }];
-  if (!ownWorkerImage) builds.push({ name: "worker", tag: workerImage, dir: "worker", target: "cpu" });
+  const builds = SIDE_BY_SIDE_BUILDS.filter((b) => b.name === "node" || !ownWorkerImage)
+    .map((b) => ({ ...b, tag: b.name === "node" ? NODE_IMAGE : workerImage }));
   // Both build on the base image and not on each other: side by side, each showing the Dockerfile step it is at.
   await ctx.reporter.step(`${builds.map((b) => `${b.name} image ${b.tag}`).join(" and ")}`, async (detail) => {
     const at = new Map<string, string>();
