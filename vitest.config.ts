@@ -3,6 +3,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // Every test's temporary folder goes under one that is removed at the end (test/global-setup.ts).
+    globalSetup: ["test/global-setup.ts"],
     // Tests start real processes (ansible, cdktf, docker); give them room on a 2-core machine.
     testTimeout: 60_000,
     hookTimeout: 60_000,
