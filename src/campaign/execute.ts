@@ -44,6 +44,8 @@ export interface CampaignOutcome {
   readonly wallSeconds: number;
   /** Seconds inside benchmark jobs during this invocation; the rest is orchestration overhead. */
   readonly benchmarkSeconds: number;
+  /** Seconds bringing the testbed up: on a first campaign mostly the local images' builds, or the cloud deploy. */
+  readonly upSeconds: number;
   readonly teardown: "done" | "kept" | "failed" | "not needed";
 }
 
@@ -71,12 +73,15 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
   ctx.reporter.info(`campaign ${plan.name}: ${plan.runs.length} runs planned, ${alreadyDone} already done, ${todo.length} to run; results in ${store.layout.dir}`);
 
   const tally: Tally = { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0 };
+  let upSeconds = 0;
   let teardown: CampaignOutcome["teardown"] = "not needed";
   let testbed: TestbedRecord | undefined;
   try {
     if (todo.length > 0) {
       // The testbed is provisioned once, as the file describes it, and serves every run.
+      const upStarted = Date.now();
       testbed = await up(ctx, file);
+      upSeconds = (Date.now() - upStarted) / 1000;
       // Configuring also removes workers left over from a killed earlier invocation.
       await configure(ctx, testbed, { slurm: plan.launcher === "slurm" });
       if (plan.dataset?.generate === true && todo.some((run) => run.knobs.data === "dataset")) await prepareDataset(ctx, testbed, plan.dataset);
@@ -94,7 +99,7 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
     await makeReport(ctx, store, leftOut);
     if (interrupted) ctx.reporter.warn(`interrupted: ${tally.ok + tally.failed + tally.notRun} runs recorded this time; rerun the same command to resume`);
   }
-  return { resultsDir: store.layout.dir, planned: plan.runs.length, skipped: alreadyDone, ...tally, wallSeconds: (Date.now() - started) / 1000, teardown };
+  return { resultsDir: store.layout.dir, planned: plan.runs.length, skipped: alreadyDone, ...tally, wallSeconds: (Date.now() - started) / 1000, upSeconds, teardown };
 }
 
 /** What every run of one campaign invocation shares. */

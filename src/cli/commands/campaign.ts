@@ -36,12 +36,17 @@ export function registerCampaign(program: Command, host: CommandHost): void {
     }));
 }
 
-function formatOutcome(outcome: CampaignOutcome): string {
-  const overhead = outcome.wallSeconds > 0 ? 100 * (1 - outcome.benchmarkSeconds / outcome.wallSeconds) : 0;
+/** The campaign's closing lines. Its time is split three ways, so that a first campaign's image builds (or a cloud deploy) do not read as overhead of every run. */
+export function formatOutcome(outcome: CampaignOutcome): string {
+  const share = (seconds: number) => `${outcome.wallSeconds > 0 ? ((100 * seconds) / outcome.wallSeconds).toFixed(0) : 0} %`;
+  const rest = Math.max(0, outcome.wallSeconds - outcome.benchmarkSeconds - outcome.upSeconds);
   return [
     `campaign finished: ${outcome.ok} ok, ${outcome.failed} failed, ${outcome.skipped} already done` +
       `${outcome.notRun > 0 ? `, ${outcome.notRun} not run (a node was lost; rerun to do them)` : ""} (of ${outcome.planned})`,
-    `time: ${outcome.wallSeconds.toFixed(0)} s, of which ${outcome.benchmarkSeconds.toFixed(0)} s inside benchmark jobs (overhead ${overhead.toFixed(0)} %)`,
+    `time: ${outcome.wallSeconds.toFixed(0)} s`,
+    `  ${outcome.benchmarkSeconds.toFixed(0)} s inside benchmark jobs (${share(outcome.benchmarkSeconds)})`,
+    `  ${outcome.upSeconds.toFixed(0)} s bringing the testbed up (${share(outcome.upSeconds)}; image builds or the cloud deploy included)`,
+    `  ${rest.toFixed(0)} s the rest of the orchestration (${share(rest)}: configure, shaping, starting and collecting runs, teardown)`,
     `testbed: ${outcome.teardown === "done" ? "torn down" : outcome.teardown}`,
     `results: ${outcome.resultsDir} (report.html, report.md, runs.jsonl, summary.csv)`,
   ].join("\n");

@@ -1,0 +1,26 @@
+/** `ringlab campaign`'s closing lines. */
+import { describe, expect, it } from "vitest";
+import type { CampaignOutcome } from "../../../src/campaign/execute.ts";
+import { formatOutcome } from "../../../src/cli/commands/campaign.ts";
+
+const outcome: CampaignOutcome = {
+  resultsDir: "/results/local-smoke", planned: 9, skipped: 0, ok: 9, failed: 0, notRun: 0,
+  wallSeconds: 320, benchmarkSeconds: 172, upSeconds: 108, teardown: "done",
+};
+
+describe("the campaign's closing lines", () => {
+  it("split the time into benchmark jobs, bringing the testbed up (a first campaign's image builds) and the rest", () => {
+    const lines = formatOutcome(outcome).split("\n");
+    expect(lines).toContain("time: 320 s");
+    expect(lines).toContain("  172 s inside benchmark jobs (54 %)");
+    expect(lines).toContain("  108 s bringing the testbed up (34 %; image builds or the cloud deploy included)");
+    expect(lines).toContainEqual(expect.stringMatching(/^ {2}40 s the rest of the orchestration \(13 %: configure/));
+    expect(lines).toContain("results: /results/local-smoke (report.html, report.md, runs.jsonl, summary.csv)");
+  });
+
+  it("show nothing below zero when a campaign had nothing to run", () => {
+    const text = formatOutcome({ ...outcome, ok: 0, skipped: 9, wallSeconds: 0.4, benchmarkSeconds: 0, upSeconds: 0, teardown: "not needed" });
+    expect(text).toMatch(/^ {2}0 s the rest of the orchestration \(100 %/m);
+    expect(text).toContain("testbed: not needed");
+  });
+});
