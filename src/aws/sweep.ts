@@ -223,17 +223,16 @@ export async function sweep(clients: SweepClients, options: SweepOptions, report
 }
 
 /**
- * Deletes whatever still carries `ringlab:testbed=<testbed>` after its stack was destroyed, expired or not:
- * resources a deploy created but did not get to record in Terraform's state (a controller killed mid-deploy).
- * Returns what it deleted. A testbed's name is unique within a region (its key pair and launch template are named
- * after it), so the tag names this testbed's resources only. `expiringAt` narrows it to what one deploy created
- * (its spec's `ringlab:expires-at`): a rollback must not touch a same-named testbed another state folder runs.
+ * Deletes what one deploy of a testbed left after its stack was destroyed, expired or not: resources that carry
+ * `ringlab:testbed=<testbed>` and that deploy's `ringlab:expires-at` (its spec's `expiresAt`), which the deploy
+ * created but did not get to record in Terraform's state (a controller killed mid-deploy). Returns what it deleted.
+ * The expires-at scope matters: another state folder may run a testbed of the same name in the region (its deploy
+ * fails on the key pair's name, but what it created until then, or the other testbed itself, must not be touched).
  */
 export async function deleteTestbedLeftovers(
-  clients: SweepClients, testbed: string, report: (line: string) => void, options: { readonly expiringAt?: string } = {},
+  clients: SweepClients, testbed: string, expiringAt: string, report: (line: string) => void,
 ): Promise<readonly TaggedResource[]> {
-  const found = (await findTaggedResources(clients)).filter((resource) => resource.testbed === testbed &&
-    (options.expiringAt === undefined || resource.expiresAt === options.expiringAt));
+  const found = (await findTaggedResources(clients)).filter((resource) => resource.testbed === testbed && resource.expiresAt === expiringAt);
   const ordered = planSweep(found.map((resource) => ({ ...resource, expiresAt: new Date(0).toISOString() })), new Date()).expired;
   if (ordered.length > 0) await deleteResources(clients, ordered, report);
   return ordered;

@@ -81,7 +81,7 @@ export async function upAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOpti
     // Paid machines must not outlive a failed `up`. A failing destroy must not hide why `up` failed. Like `down`:
     // the stack, then what carries this deploy's tags but Terraform's state missed (a create retried under load
     // can leave one), and nothing of a same-named testbed another state folder runs.
-    await ctx.reporter.step(`roll back: cdktf destroy ${files.stack}`, () => downAws(ctx, spec, { ...options, onlyThisDeploy: true }))
+    await ctx.reporter.step(`roll back: cdktf destroy ${files.stack}`, () => downAws(ctx, spec, options))
       .catch((rollback: unknown) => ctx.reporter.warn(`the rollback failed too (${(rollback as Error).message}); run \`ringlab down ${spec.name}\``));
     throw error;
   }
@@ -122,10 +122,11 @@ async function deployAndReach(ctx: Context, spec: AwsTestbedSpec, cdktf: Cdktf, 
 }
 
 /**
- * Destroys the stack from its stored spec; throws when Terraform's local state still lists resources after.
- * `onlyThisDeploy`: the tagged leftovers removed after are those of this spec's deploy alone (its expires-at).
+ * Destroys the stack from its stored spec; throws when Terraform's local state still lists resources after. Then
+ * removes what this spec's deploy left untracked, found by its tags (deleteTestbedLeftovers): never a same-named
+ * testbed of another state folder.
  */
-export async function downAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOptions & { readonly onlyThisDeploy?: boolean } = {}): Promise<void> {
+export async function downAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOptions = {}): Promise<void> {
   const cdktf = cdktfFor(uninterruptible(ctx), options);
   await cdktf.assertTerraform();
   await cdktf.destroy(stackFiles(ctx.stateDir, spec.name));
@@ -140,8 +141,7 @@ export async function downAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOp
   // something Terraform does not know of; its tag still names the testbed.
   const clientsFor = options.leftoverClients === undefined ? sweepClients : options.leftoverClients;
   if (clientsFor === null) return;
-  const scope = options.onlyThisDeploy === true ? { expiringAt: spec.expiresAt } : {};
-  const removed = await deleteTestbedLeftovers(clientsFor(spec.region), spec.name, (line) => ctx.reporter.info(line), scope).catch((error: unknown) => {
+  const removed = await deleteTestbedLeftovers(clientsFor(spec.region), spec.name, spec.expiresAt, (line) => ctx.reporter.info(line)).catch((error: unknown) => {
     if (error instanceof ToolError) throw error;
     throw new ToolError("aws", `the stack was destroyed, but looking for resources tagged ringlab:testbed=${spec.name} failed: ${(error as Error).message}`, {
       cause: error, hint: `run \`ringlab down ${spec.name}\` again once AWS answers`,

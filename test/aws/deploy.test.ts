@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import {
-  CreateVpcCommand, DescribeInstancesCommand, DescribeInternetGatewaysCommand, DescribeKeyPairsCommand, DescribeLaunchTemplatesCommand,
+  CreateVpcCommand, DeleteVpcCommand, DescribeInstancesCommand, DescribeInternetGatewaysCommand, DescribeKeyPairsCommand, DescribeLaunchTemplatesCommand,
   DescribeRouteTablesCommand, DescribeSecurityGroupsCommand, DescribeSubnetsCommand, DescribeVpcsCommand, EC2Client,
 } from "@aws-sdk/client-ec2";
 import { DescribeFileSystemsCommand, EFSClient } from "@aws-sdk/client-efs";
@@ -152,7 +152,7 @@ describe("AWS testbed against moto, through the real cdktf and terraform", () =>
     console.info(`deploy + failed SSH wait + rollback destroy: ${seconds} s`);
   }, 240_000);
 
-  it("`ringlab down` after the controller was SIGKILLed mid-deploy leaves nothing", async () => {
+  it("`ringlab down` after the controller was SIGKILLed mid-deploy leaves nothing of it, and nothing of a same-named testbed", async () => {
     const stateDir = join(work, "state-killed");
     const cli = (args: string[]) => [resolve(REPO, "src/bin/ringlab.mjs"), "--state-dir", stateDir, "-v", ...args];
     const controller = spawn(process.execPath, cli(["up", campaignFile("motokill")]), { cwd: REPO, detached: true, stdio: ["ignore", "pipe", "pipe"] });
@@ -170,6 +170,10 @@ describe("AWS testbed against moto, through the real cdktf and terraform", () =>
     process.kill(-controller.pid!, "SIGKILL");
     await new Promise((resolveExit) => controller.once("exit", resolveExit));
 
+    // Another state folder's testbed of the same name in the region (a deploy of its own, so another expires-at).
+    const tags = [{ Key: "ringlab:testbed", Value: "motokill" }, { Key: "ringlab:expires-at", Value: "2999-01-01T00:00:00Z" }];
+    const twin = (await ec2.send(new CreateVpcCommand({ CidrBlock: "10.98.0.0/16", TagSpecifications: [{ ResourceType: "vpc", Tags: tags }] }))).Vpc!.VpcId!;
+
     const started = Date.now();
     const down = spawnSync(process.execPath, cli(["down", "motokill"]), { cwd: REPO, encoding: "utf8", timeout: 300_000 });
     expect(down.status, down.stdout + down.stderr).toBe(0);
@@ -177,7 +181,9 @@ describe("AWS testbed against moto, through the real cdktf and terraform", () =>
     const unrecorded = /removed (\d+) resources tagged ringlab:testbed=motokill that Terraform's state did not list/.exec(down.stderr);
     console.info(`resources down found by tag only: ${unrecorded?.[1] ?? 0}`);
     console.info(`down after SIGKILL: ${Math.round((Date.now() - started) / 1000)} s`);
-    expect(await leftovers(), logTail(stateDir)).toEqual(NOTHING);
+    expect(await leftovers(), logTail(stateDir)).toEqual({ ...NOTHING, vpc: ["motokill"] });
+    expect((await ec2.send(new DescribeVpcsCommand({ VpcIds: [twin] }))).Vpcs?.map((v) => v.VpcId)).toEqual([twin]);
+    await ec2.send(new DeleteVpcCommand({ VpcId: twin }));
   }, 360_000);
 
   it("rolls back only what the failed deploy created: resources that were there before stay", async () => {

@@ -146,21 +146,21 @@ describe("ringlab sweep against moto", () => {
     expect(result.stdout).toMatch(new RegExp(`${REGION}: \\d+ ringlab resources found, 0 expired`));
   }, 60_000);
 
-  it("takes one deploy's leftovers only when asked, as a rollback does beside a same-named testbed of another state folder", async () => {
+  it("takes one deploy's leftovers only (its expires-at), never a same-named testbed of another state folder", async () => {
     const ours = "2998-06-01T12:00:00Z";
     await createTestbed(clients.ec2, "twin", ours, "10.85");
     await createTestbed(clients.ec2, "twin", FUTURE, "10.86");
     const twins = async () => (await findTaggedResources(clients)).filter((r) => r.testbed === "twin");
     const before = await twins();
     const kinds = new Set(before.map((r) => r.kind));
-    const removed = await deleteTestbedLeftovers(clients, "twin", () => undefined, { expiringAt: ours });
+    const removed = await deleteTestbedLeftovers(clients, "twin", ours, () => undefined);
     expect(new Set(removed.map((r) => r.kind))).toEqual(kinds);
     expect(removed.map((r) => r.id).sort()).toEqual(before.filter((r) => r.expiresAt === ours).map((r) => r.id).sort());
     const left = await twins();
     expect(new Set(left.map((r) => r.kind))).toEqual(kinds);
     expect(left.every((r) => r.expiresAt === FUTURE)).toBe(true);
-    // `down` without the scope takes the rest.
-    await deleteTestbedLeftovers(clients, "twin", () => undefined);
+    // The other one's `down` takes the rest.
+    await deleteTestbedLeftovers(clients, "twin", FUTURE, () => undefined);
     expect(await twins()).toEqual([]);
   }, 120_000);
 
