@@ -1,12 +1,15 @@
 """Runs ringlab-worker as real processes: one process per "node", all on loopback."""
 
+import atexit
 import json
 import os
 import pkgutil
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,6 +35,14 @@ def pytest_configure(config):
     for category in DEPRECATION_CATEGORIES:
         # A regex here, matched at the start of the module name: every ringlab_worker module.
         config.addinivalue_line("filterwarnings", f"error::{category}:ringlab_worker")
+    # One temporary folder for the whole run, removed at its end: torchrun's agent makes a torchelastic_* folder in
+    # the temporary folder at every launch and never removes it (in a worker container it goes with the container).
+    # The worker processes the tests start inherit TMPDIR (base_env copies the environment). Removed at exit, after
+    # pytest's own clean-up of its tmp_path folders in there (atexit runs the later-registered first).
+    root = tempfile.mkdtemp(prefix="rl-pytest-")
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    os.environ["TMPDIR"] = root
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
 
 
 def free_port() -> int:
