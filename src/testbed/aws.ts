@@ -138,7 +138,7 @@ export async function downAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOp
     });
   }
   // A deploy stopped between creating a resource and recording it (the controller killed mid-deploy) leaves
-  // something Terraform does not know of; its tag still names the testbed.
+  // something Terraform does not know of; its tags still name the testbed and this deploy's expires-at.
   const clientsFor = options.leftoverClients === undefined ? sweepClients : options.leftoverClients;
   if (clientsFor === null) return;
   const removed = await deleteTestbedLeftovers(clientsFor(spec.region), spec.name, spec.expiresAt, (line) => ctx.reporter.info(line)).catch((error: unknown) => {
