@@ -84,7 +84,7 @@ class Nodes:
     """Starts launcher processes that each play a node, and kills a whole node at once.
 
     A node's processes are found by a tag in their environment, not by process group: torchrun 2.x starts
-    each worker in a session of its own, and a worker outlives a launcher killed with SIGKILL.
+    each worker in a session of its own.
     """
 
     def __init__(self):
@@ -98,6 +98,18 @@ class Nodes:
         proc.node_tag = env[NODE_TAG_ENV]
         self.procs.append(proc)
         return proc
+
+    def workers(self, proc):
+        """The node's live processes other than its launcher (zombies left unreaped do not count)."""
+        live = []
+        for pid in _pids_tagged(proc.node_tag):
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if pid != proc.pid and state != "Z":
+                live.append(pid)
+        return live
 
     def kill(self, proc):
         for pid in [proc.pid, *_pids_tagged(proc.node_tag)]:

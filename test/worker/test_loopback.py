@@ -1,6 +1,8 @@
 """Two "nodes" (launcher processes) on loopback: real torchrun rendezvous, real Gloo collectives."""
 
 import math
+import os
+import signal
 import time
 import uuid
 
@@ -99,6 +101,25 @@ def test_the_probe_and_training_run_over_each_parameter_server_and_record_which(
     record = validate_result(train_output)
     assert record["knobs"]["reduction"] == name and math.isfinite(record["metrics"]["finalLoss"])
     assert f"engine ddp, {name}, fp32" in "".join(out for _, out in results)
+
+
+def test_a_launcher_killed_with_sigkill_takes_its_ranks_with_it(nodes):
+    """torchrun puts each rank in a session of its own, and a SIGKILLed launcher cannot pass anything on: without
+    the parent-death signal its ranks trained on, outside a container, until their own end."""
+    env = {**node_env(0, 1, free_port(), f"test-{uuid.uuid4().hex[:8]}"), "RINGLAB_NPROC_PER_NODE": "2"}
+    launcher = nodes.start(["train", "--model", "tiny", "--batch-size", "8", "--num-warmup-batches", "1",
+                            "--num-iters", "100000", "--timeout-seconds", "60"], env)
+    seen = ""
+    while "Iter #1" not in seen:
+        line = launcher.stdout.readline()
+        assert line, f"the launcher ended before training started:\n{seen}"
+        seen += line
+    assert len(nodes.workers(launcher)) == 2, seen
+    os.kill(launcher.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while nodes.workers(launcher) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert nodes.workers(launcher) == [], "ranks still running 10 s after their launcher was SIGKILLed"
 
 
 def test_a_peer_that_never_arrives_fails_the_run_with_exit_3_after_the_timeout(nodes):

@@ -305,7 +305,9 @@ def test_an_elastic_run_waits_for_a_node_that_starts_late_instead_of_training_wi
     procs.append(nodes.start(args, node_env(2, 3, port, run_id)))
     results = [nodes.finish(proc, timeout=240) for proc in procs]
     assert [code for code, _ in results] == [0, 0, 0], results
-    assert "Elastic run: 2 of 3 nodes joined the first rendezvous; waiting for the others" in results[0][1]
+    # Printed by the first round's global rank 0, which c10d may place on node 0 or node 1.
+    waiting = "Elastic run: 2 of 3 nodes joined the first rendezvous; waiting for the others"
+    assert any(waiting in output for _, output in results[:2]), results
     record = validate_result(output)
     assert record["world"]["nodes"] == 3 and record["metrics"]["nodesAtStart"] == 3
     assert record["metrics"]["restarts"] == 0  # letting the late node in is no failure

@@ -19,6 +19,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from . import checkpoint, compat, data
+from .launcher import outlive_launcher
 from .errors import BadArguments, PeerTimeout
 from .train import describe_folder_data, finite_or_none, open_training_data
 
@@ -290,6 +291,7 @@ def _kill_node() -> None:
     process it had started (the node's ranks and their data loaders), then this one."""
     agent = os.getppid()
     started = _descendants(agent)
+    outlive_launcher()  # the kernel would otherwise end this process with the agent, before the loop below
     os.kill(agent, signal.SIGKILL)
     for pid in started:
         if pid != os.getpid():

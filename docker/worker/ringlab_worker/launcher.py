@@ -25,6 +25,46 @@ def is_torchrun_worker() -> bool:
     return "TORCHELASTIC_RUN_ID" in os.environ
 
 
+# The launcher's pid, for the ranks it starts (die_with_launcher).
+LAUNCHER_PID_ENV = "RINGLAB_LAUNCHER_PID"
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_launcher(env: Mapping[str, str] = os.environ) -> None:
+    """Makes the kernel SIGKILL this rank when its launcher (torchrun's agent, its parent) dies.
+
+    torchrun starts each rank in a session of its own, so a launcher killed with SIGKILL (which it cannot pass on)
+    left its ranks training on, holding their ports and cores. In a container tini's exit ends them; run directly
+    (one machine, a GPU host, the loopback tests) nothing did. A launcher that died before this call is noticed
+    by the parent pid no longer being its own.
+    """
+    launcher_pid = env.get(LAUNCHER_PID_ENV, "")
+    if not sys.platform.startswith("linux") or not launcher_pid.isdigit():
+        return
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != int(launcher_pid):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def outlive_launcher() -> None:
+    """Undoes die_with_launcher, for a rank that kills its own launcher (train --fail-node) and has more to do."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 @dataclass(frozen=True)
 class Rendezvous:
     head_addr: str
@@ -139,6 +179,7 @@ def configure_network_env(env, torch_version) -> None:
 
 
 def run_worker(args) -> int:
+    die_with_launcher()
     from .jobs import run_job
 
     return run_job(args)
@@ -158,6 +199,7 @@ def launch(args, job_argv: List[str]) -> int:
 
     for name, value in compat.torchrun_env(compat.torch_release()).items():
         os.environ.setdefault(name, value)
+    os.environ[LAUNCHER_PID_ENV] = str(os.getpid())
     torchrun = torchrun_argv(rdzv, args.timeout_seconds, job_argv, getattr(args, "max_restarts", 0),
                              getattr(args, "min_nodes", None))
     print(f"ringlab-worker: node {rdzv.node_rank} of {rdzv.num_nodes}: "
