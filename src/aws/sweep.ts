@@ -21,7 +21,7 @@ import {
 import {
   DeleteFileSystemCommand, DeleteMountTargetCommand, DescribeMountTargetsCommand, EFSClient, paginateDescribeFileSystems,
 } from "@aws-sdk/client-efs";
-import { ToolError } from "../errors.ts";
+import { PrerequisiteError, ToolError } from "../errors.ts";
 import { awsClientConfig } from "./clients.ts";
 
 export const TESTBED_TAG = "ringlab:testbed";
@@ -213,13 +213,36 @@ export interface SweepOptions {
 
 /** Finds, reports and (unless dryRun) deletes the expired ringlab resources the clients can see. */
 export async function sweep(clients: SweepClients, options: SweepOptions, report: (line: string) => void): Promise<SweepPlan> {
-  const plan = planSweep(await findTaggedResources(clients), options.now);
+  const region = await clients.ec2.config.region();
+  const found = await findTaggedResources(clients).catch((error: unknown) => {
+    throw cannotAsk(`cannot list the resources tagged ${TESTBED_TAG} in ${region}`, error);
+  });
+  const plan = planSweep(found, options.now);
   const describe = (r: TaggedResource) => `${r.kind} ${r.id} (testbed ${r.testbed}, expires-at ${r.expiresAt ?? "missing"})`;
   for (const resource of plan.current) report(`not expired: ${describe(resource)}`);
   for (const resource of plan.undated) report(`left alone, no readable ${EXPIRES_AT_TAG} tag: ${describe(resource)}`);
   for (const resource of plan.expired) report(`${options.dryRun ? "would delete" : "expired"}: ${describe(resource)}`);
   if (!options.dryRun && plan.expired.length > 0) await deleteResources(clients, plan.expired, report);
   return plan;
+}
+
+/**
+ * Why a call to AWS failed, as the error the CLI reports: no credentials is a missing prerequisite (exit 3), any
+ * other failure (no network, an AWS error) a failed tool (exit 4).
+ */
+export function cannotAsk(doing: string, error: unknown): PrerequisiteError | ToolError {
+  const name = (error as { name?: string }).name ?? "";
+  const message = (error as Error).message ?? String(error);
+  if (name === "CredentialsProviderError") {
+    return new PrerequisiteError(`${doing}: no AWS credentials (${message})`, {
+      cause: error,
+      hint: "give ringlab credentials the AWS CLI would use (AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, " +
+        "or `aws configure`); `aws sts get-caller-identity` checks them",
+    });
+  }
+  return new ToolError("aws", `${doing}: ${name && !message.includes(name) ? `${name}: ` : ""}${message}`, {
+    cause: error, hint: "check the network, the region and the AWS credentials (`aws sts get-caller-identity`), then run it again",
+  });
 }
 
 /**

@@ -4,17 +4,19 @@
  * exactly the expired testbed's, in an order AWS accepts, and --dry-run removes nothing.
  */
 import { spawnSync } from "node:child_process";
+import { createServer, type AddressInfo } from "node:net";
 import { resolve } from "node:path";
 import {
   AssociateRouteTableCommand, AttachInternetGatewayCommand, CreateInternetGatewayCommand, CreateKeyPairCommand,
   CreateLaunchTemplateCommand, CreateRouteTableCommand, CreateSecurityGroupCommand, CreateSubnetCommand, CreateVpcCommand,
   DescribeInstancesCommand, DescribeInternetGatewaysCommand, DescribeKeyPairsCommand, DescribeLaunchTemplatesCommand,
   DescribeRouteTablesCommand, DescribeSecurityGroupsCommand, DescribeSubnetsCommand, DescribeVpcsCommand, RunInstancesCommand,
-  type EC2Client, type ResourceType,
+  EC2Client, type ResourceType,
 } from "@aws-sdk/client-ec2";
-import { CreateFileSystemCommand, CreateMountTargetCommand, DescribeFileSystemsCommand, DescribeMountTargetsCommand } from "@aws-sdk/client-efs";
+import { EFSClient, CreateFileSystemCommand, CreateMountTargetCommand, DescribeFileSystemsCommand, DescribeMountTargetsCommand } from "@aws-sdk/client-efs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TEST_AWS_ENDPOINT_ENV } from "../../src/aws/clients.ts";
+import { PrerequisiteError } from "../../src/errors.ts";
 import {
   deleteTestbedLeftovers, findTaggedResources, planSweep, SWEEP_ORDER, sweep, sweepClients, type SweepClients, type TaggedResource,
 } from "../../src/aws/sweep.ts";
@@ -171,6 +173,44 @@ describe("ringlab sweep against moto", () => {
     expect(result.status).toBe(2);
     expect(result.stderr).toContain("is not a loopback address");
   }, 60_000);
+});
+
+/** A loopback port nothing listens on: a call there fails at once, as AWS without a network does. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((done) => server.close(done));
+  return port;
+}
+
+describe("sweep when AWS cannot be asked", () => {
+  it("fails with exit 4 naming the region, not the SDK's stack trace, when the endpoint does not answer (CLI)", async () => {
+    const result = spawnSync(process.execPath, [resolve("src/bin/ringlab.mjs"), "sweep", "--region", REGION], {
+      encoding: "utf8", timeout: 60_000, env: { ...process.env, [TEST_AWS_ENDPOINT_ENV]: `http://127.0.0.1:${await closedPort()}` },
+    });
+    expect(result.status, result.stderr).toBe(4);
+    expect(result.stderr).toContain(`error: cannot list the resources tagged ringlab:testbed in ${REGION}:`);
+    expect(result.stderr).toContain("hint: check the network, the region and the AWS credentials");
+    expect(result.stderr).not.toMatch(/^\s+at /m);
+  }, 60_000);
+
+  it("fails with exit 3 and how to give credentials when the SDK finds none", async () => {
+    const noCredentials = async () => {
+      throw Object.assign(new Error("Could not load credentials from any providers"), { name: "CredentialsProviderError" });
+    };
+    const endpoint = `http://127.0.0.1:${await closedPort()}`;
+    const clients = {
+      ec2: new EC2Client({ region: REGION, endpoint, credentials: noCredentials, maxAttempts: 1 }),
+      efs: new EFSClient({ region: REGION, endpoint, credentials: noCredentials, maxAttempts: 1 }),
+    };
+    const failure = await sweep(clients, { dryRun: true, now: new Date() }, () => undefined).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(PrerequisiteError);
+    expect((failure as PrerequisiteError).exitCode).toBe(3);
+    expect((failure as PrerequisiteError).message).toBe(
+      `cannot list the resources tagged ringlab:testbed in ${REGION}: no AWS credentials (Could not load credentials from any providers)`);
+    expect((failure as PrerequisiteError).hint).toContain("AWS_PROFILE");
+  });
 });
 
 describe("planSweep", () => {
