@@ -233,7 +233,7 @@ function probeTable(probe: ProbeSeries): string {
   const rows = probe.rows.map((row) => [
     formatBytes(row.sizeBytes), interval(row.busBandwidthGbps, 3), gbps(row.algorithmBandwidthGbps), seconds(row.timeSeconds), String(row.wrong),
   ]);
-  return `<h3>${escapeHtml(probeLinkLabel(probe))}, ${probe.nodes} nodes (${probe.workers} ranks, ${probe.runIds.length} repeats)</h3>
+  return `<h3>${escapeHtml(probeLinkLabel(probe))}, ${probe.nodes} nodes (${probe.workers} ranks, ${probe.runIds.length} ${probe.runIds.length === 1 ? "repeat" : "repeats"})</h3>
 <p>${escapeHtml(link)}${share}.</p>
 ${table(["Message size", "Bus bandwidth (Gbit/s, ± 95% CI)", "Algorithm bandwidth (Gbit/s)", "Time (s)", "Wrong"], rows)}`;
 }

@@ -96,6 +96,11 @@ describe("renderHtml", () => {
     expect(cellsOf(rowStartingWith(html, "64 MiB"))).toEqual(["64 MiB", "0.920 ± 0.254", "0.920", "0.584", "0"]);
   });
 
+  it("says 1 repeat, not 1 repeats, for a probe run once", () => {
+    const single = reportData([probeRecord({ nodes: 3, bandwidth: "1gbit", busbw: [[4096, 0.01], [67108864, 0.953]] })]);
+    expect(renderHtml(single, svgs, meta)).toContain("<h3>1gbit, 3 nodes (3 ranks, 1 repeat)</h3>");
+  });
+
   it("lists failed runs with their error, escaped, and logs directory", () => {
     const row = rowStartingWith(html, "<code>train-resnet50-b64-n4-10gbit-r3</code>");
     expect(row).toContain("rendezvous timed out after 120 s &lt;node3&gt;");
