@@ -230,7 +230,7 @@ export async function sweep(clients: SweepClients, options: SweepOptions, report
  * Why a call to AWS failed, as the error the CLI reports: no credentials is a missing prerequisite (exit 3), any
  * other failure (no network, an AWS error) a failed tool (exit 4).
  */
-export function cannotAsk(doing: string, error: unknown): PrerequisiteError | ToolError {
+function cannotAsk(doing: string, error: unknown): PrerequisiteError | ToolError {
   const name = (error as { name?: string }).name ?? "";
   const message = (error as Error).message ?? String(error);
   if (name === "CredentialsProviderError") {

@@ -19,8 +19,8 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from . import checkpoint, compat, data
-from .launcher import outlive_launcher
 from .errors import BadArguments, PeerTimeout
+from .launcher import outlive_launcher
 from .train import describe_folder_data, finite_or_none, open_training_data
 
 # At most this many points of the loss curve per epoch, and of step times in the record.

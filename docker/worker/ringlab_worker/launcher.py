@@ -39,30 +39,25 @@ def die_with_launcher(env: Mapping[str, str] = os.environ) -> None:
     by the parent pid no longer being its own.
     """
     launcher_pid = env.get(LAUNCHER_PID_ENV, "")
-    if not sys.platform.startswith("linux") or not launcher_pid.isdigit():
-        return
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-            return
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != int(launcher_pid):
+    if launcher_pid.isdigit() and _set_parent_death_signal(signal.SIGKILL) and os.getppid() != int(launcher_pid):
         os.kill(os.getpid(), signal.SIGKILL)
 
 
 def outlive_launcher() -> None:
     """Undoes die_with_launcher, for a rank that kills its own launcher (train --fail-node) and has more to do."""
+    _set_parent_death_signal(0)
+
+
+def _set_parent_death_signal(signum: int) -> bool:
+    """prctl(PR_SET_PDEATHSIG, signum) on Linux (0: none); False where it is not available or failed."""
     if not sys.platform.startswith("linux"):
-        return
+        return False
     import ctypes
 
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, 0, 0, 0, 0)
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
     except (OSError, AttributeError):
-        pass
+        return False
 
 
 @dataclass(frozen=True)
