@@ -2,12 +2,13 @@
  * Reads a campaign file: the one place YAML is parsed. Turns the text into typed, defaulted values
  * (./schema.ts) and resolves what depends on the file system: relative paths and the SSH public key.
  */
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, isAbsolute, resolve } from "node:path";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { load as loadYaml, YAMLException } from "js-yaml";
 import { ConfigError } from "../errors.ts";
 import { campaignNameOf, checkCampaignName } from "../rules/names.ts";
+import { checkSharedDirLocation } from "../rules/safe-text.ts";
 import { checkSshPublicKey } from "../rules/ssh-key.ts";
 import { validateCampaign, type AwsTestbed, type CampaignFile, type LocalTestbed } from "./schema.ts";
 
@@ -73,7 +74,7 @@ export function parseCampaign(sourceText: string, displayName: string, sourceFil
   const baseDir = dirname(sourceFile);
   const testbed = result.value.testbed.target === "aws"
     ? resolveAwsTestbed(result.value.testbed, baseDir, displayName, options.readKeys ?? true)
-    : resolveLocalTestbed(result.value.testbed, baseDir);
+    : resolveLocalTestbed(result.value.testbed, baseDir, displayName);
   return { ...result.value, testbed, sourceFile, sourceText };
 }
 
@@ -93,8 +94,29 @@ function parseYaml(sourceText: string, displayName: string): unknown {
   }
 }
 
-function resolveLocalTestbed(tb: LocalTestbed, baseDir: string): LocalTestbed {
-  return tb.sharedDir === undefined ? tb : { ...tb, sharedDir: resolvePath(tb.sharedDir, baseDir) };
+function resolveLocalTestbed(tb: LocalTestbed, baseDir: string, displayName: string): LocalTestbed {
+  if (tb.sharedDir === undefined) return tb;
+  const sharedDir = resolvePath(tb.sharedDir, baseDir);
+  const problem = checkSharedDirLocation(realLocation(sharedDir), homedir());
+  if (problem !== undefined) {
+    throw new ConfigError(displayName, [{ path: "testbed.sharedDir", message: `found ${JSON.stringify(tb.sharedDir)}, ${problem}` }]);
+  }
+  return { ...tb, sharedDir };
+}
+
+/** An absolute path with the symbolic links of its existing part resolved (the rest need not exist yet). */
+function realLocation(path: string): string {
+  const missing: string[] = [];
+  let existing = path;
+  while (!existsSync(existing) && dirname(existing) !== existing) {
+    missing.unshift(basename(existing));
+    existing = dirname(existing);
+  }
+  try {
+    return join(realpathSync(existing), ...missing);
+  } catch {
+    return path;
+  }
 }
 
 function resolveAwsTestbed(tb: AwsTestbed, baseDir: string, displayName: string, readKeys: boolean): AwsTestbed {

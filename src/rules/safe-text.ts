@@ -27,6 +27,24 @@ export function checkSafePath(value: string): string | undefined {
   return forbidden === undefined ? undefined : `${rule} (found ${JSON.stringify(forbidden)})`;
 }
 
+/** System folders: a node container, root inside, must never write into them through a bind mount. */
+const SYSTEM_TREES = ["/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/usr"];
+/** Folders that may hold a shared directory, but are never one: mounting them would hand the nodes their siblings. */
+const SYSTEM_PARENTS = ["/", "/home", "/root", "/var", "/var/lib", "/tmp", "/opt", "/srv", "/mnt", "/media"];
+
+/**
+ * Where a local testbed's shared directory may be: every node container mounts it read-write and writes to it as
+ * root, so it must not be a system folder, lie inside one, or be a folder that holds others' files (`/`, `/home`,
+ * the user's home). `path` is absolute, with symbolic links resolved; `home` is the user's home directory.
+ */
+export function checkSharedDirLocation(path: string, home: string): string | undefined {
+  const rule = "expected a folder of its own for the nodes' shared files, such as /data/ringlab-shared or ~/ringlab-shared";
+  const inside = SYSTEM_TREES.find((tree) => path === tree || path.startsWith(`${tree}/`));
+  if (inside !== undefined) return `${rule}, not inside the system folder ${inside}`;
+  if (SYSTEM_PARENTS.includes(path) || path === home) return `${rule}, not ${path} itself, which every node could then write`;
+  return undefined;
+}
+
 /**
  * A Docker image reference (distribution/reference grammar): `[registry[:port]/]path[:tag][@digest]`,
  * path components lower case, at most 255 characters in the name. IPv6 registry hosts are not accepted.

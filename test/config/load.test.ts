@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -176,6 +176,19 @@ ${extra}`;
     expect(() => parseCampaign(awsText("  sshSourceMinPrefix: 12").replace("203.0.113.7/32", "203.0.0.0/15"), "c.yaml")).not.toThrow();
     expect(() => parseCampaign(awsText("  allowSshFromAnywhere: true").replace("203.0.113.7/32", "0.0.0.0/1"), "c.yaml")).not.toThrow();
     expect(problemsOf(awsText("  sshSourceMinPrefix: 33"))).toEqual(["testbed.sshSourceMinPrefix: found 33, expected a number at most 32"]);
+  });
+
+  it("refuses a shared directory in a system folder, also reached through a symbolic link, before anything starts", () => {
+    expect(problemsOf("testbed: {target: local, name: s, nodes: 1, sharedDir: /etc/ringlab}\n"))
+      .toEqual(['testbed.sharedDir: found "/etc/ringlab", expected a folder of its own for the nodes\' shared files, such as ' +
+        "/data/ringlab-shared or ~/ringlab-shared, not inside the system folder /etc"]);
+    expect(problemsOf("testbed: {target: local, name: s, nodes: 1, sharedDir: /}\n")).toEqual([expect.stringMatching(/not \/ itself/)]);
+    const dir = tempDir();
+    symlinkSync("/usr", join(dir, "looks-harmless"));
+    const text = "testbed: {target: local, name: s, nodes: 1, sharedDir: looks-harmless/share/ringlab}\n";
+    expect(() => parseCampaign(text, "campaign.yaml", join(dir, "campaign.yaml"))).toThrow(/inside the system folder \/usr/);
+    const own = parseCampaign(text.replace("looks-harmless/share", "data"), "campaign.yaml", join(dir, "campaign.yaml"));
+    expect(own.testbed).toMatchObject({ sharedDir: join(dir, "data/ringlab") });
   });
 
   it("refuses Ansible templates, commas and shell syntax in paths, images and user names", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
-  checkDockerImageReference, checkS3BucketName, checkS3Key, checkSafePath, checkSafeWorkerArg, checkTagKey, checkTagValue,
+  checkDockerImageReference, checkS3BucketName, checkS3Key, checkSafePath, checkSafeWorkerArg, checkSharedDirLocation, checkTagKey, checkTagValue,
   checkUnixUserName,
 } from "../../src/rules/safe-text.ts";
 
@@ -28,6 +28,28 @@ describe("checkSafePath", () => {
     expect(checkSafePath("")).toBe("expected a path, found empty text");
     expect(checkSafePath("-rf")).toMatch(/leading "-"/);
     expect(checkSafePath(`/${"a".repeat(1024)}`)).toMatch(/at most 1024 characters/);
+  });
+});
+
+describe("checkSharedDirLocation", () => {
+  const home = "/home/ada";
+
+  it("accepts a folder of its own, below home, /tmp, /data or /var/lib", () => {
+    for (const path of ["/data/ringlab-shared", "/home/ada/ringlab-shared", "/tmp/ringlab/shared", "/var/lib/ringlab", "/etcetera/shared", "/root/shared"]) {
+      expect(checkSharedDirLocation(path, home), path).toBeUndefined();
+    }
+  });
+
+  it("refuses system folders and anything inside them: every node writes there as root", () => {
+    for (const path of ["/etc", "/etc/ringlab", "/usr/local/share/x", "/boot", "/dev/shm", "/proc/self", "/sys", "/run/ringlab", "/lib64"]) {
+      expect(checkSharedDirLocation(path, home), path).toMatch(/, not inside the system folder \/[a-z0-9]+$/);
+    }
+  });
+
+  it("refuses the root, the user's home and the folders that hold others' files, but not folders below them", () => {
+    for (const path of ["/", "/home", "/root", "/var", "/tmp", "/mnt", home]) {
+      expect(checkSharedDirLocation(path, home), path).toMatch(/, not .* itself, which every node could then write$/);
+    }
   });
 });
 
