@@ -5,6 +5,8 @@
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { loadRecord } from "../../src/testbed/record.ts";
+import { controlPathDir } from "../../src/testbed/playbook.ts";
 import { docker, everythingLabeled, exited, ringlab, scratch, sleep, startRingLab, writeFile } from "./cli.ts";
 
 const NAME = `e2e${process.pid}`;
@@ -194,9 +196,12 @@ campaign: {matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit}}
     expect(docker(["ps", "-q", "--filter", `label=ringlab.testbed=${NAME}`, "--filter", "label=ringlab.role=node"]).trim().split("\n")).toHaveLength(3);
   });
 
-  it("comes down completely, and a second down finds nothing left", async () => {
+  it("comes down completely, its SSH connections' folder too, and a second down finds nothing left", async () => {
+    const sockets = controlPathDir(loadRecord(state, NAME)!);
+    expect(existsSync(sockets), "the playbooks before share SSH connections through this folder").toBe(true);
     const down = await ringlab(state, ["down"]);
     expect(down.code, down.stderr).toBe(0);
+    expect(existsSync(sockets), `${sockets} outlived the testbed`).toBe(false);
     expect(down.stderr).toMatch(new RegExp(`removed testbed ${NAME}: 3 containers, 1 networks`));
     expect(everythingLabeled(NAME)).toEqual([]);
     const again = await ringlab(state, ["down", NAME]);
