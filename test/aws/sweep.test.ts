@@ -193,6 +193,7 @@ describe("sweep when AWS cannot be asked", () => {
     expect(result.stderr).toContain(`error: cannot list the resources tagged ringlab:testbed in ${REGION}:`);
     expect(result.stderr).toContain("hint: check the network, the region and the AWS credentials");
     expect(result.stderr).not.toMatch(/^\s+at /m);
+    expect(result.stderr, "the SDK's Node version notice between ringlab's lines").not.toContain("NodeVersionSupportWarning");
   }, 60_000);
 
   it("fails with exit 3 and how to give credentials when the SDK finds none", async () => {
