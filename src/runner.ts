@@ -116,9 +116,9 @@ export async function executeRuns(
         worker_jobs: requests.map(jobOf),
         worker_timeout_seconds: first.timeoutSeconds,
         ...(first.launcher === undefined ? {} : { worker_launcher: first.launcher }),
-        // The inventory is the CLI's own and site.yml checked it.
-        preflight_check_inventory: false,
       },
+      // The inventory is the CLI's own and site.yml checked it (a skipped task would still cost a round per node).
+      skipTags: ["inventory_checks"],
       // Ansible's own work (start, poll, collect) on top of each job's limit.
       timeoutMs: requests.reduce((sum, request) => sum + request.timeoutSeconds + 60, 120) * 1000,
       onTask: detail,

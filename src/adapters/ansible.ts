@@ -36,6 +36,8 @@ export interface PlaybookOptions {
   readonly extraVars?: Readonly<Record<string, unknown>>;
   /** Only these inventory hosts (ansible-playbook --limit); every host when absent. */
   readonly limit?: readonly string[];
+  /** Tasks left out by tag (ansible-playbook --skip-tags). */
+  readonly skipTags?: readonly string[];
   readonly logFile?: string | undefined;
   /** Called with each task name as it starts ("TASK [common : Add every node to /etc/hosts]"). */
   readonly onTask?: ((task: string) => void) | undefined;
@@ -52,6 +54,7 @@ export class Ansible {
   async playbook(name: string, options: PlaybookOptions): Promise<PlaybookResult> {
     const args = ["-i", options.inventory, join(this.ansibleDir, name)];
     if (options.limit !== undefined) args.push("--limit", options.limit.join(","));
+    if (options.skipTags !== undefined && options.skipTags.length > 0) args.push("--skip-tags", options.skipTags.join(","));
     const varsDir = options.extraVars === undefined ? undefined : mkdtempSync(join(tmpdir(), "ringlab-vars-"));
     try {
       if (varsDir !== undefined) args.push("--extra-vars", `@${writeExtraVars(varsDir, options.extraVars!)}`);

@@ -11,6 +11,8 @@ export interface PlaybookCall {
   readonly timeoutMs?: number;
   /** Only these nodes (by inventory name): the others may be lost. */
   readonly limit?: readonly string[];
+  /** Tasks left out by tag (ansible-playbook --skip-tags): unlike a skipped task, they cost no round per node. */
+  readonly skipTags?: readonly string[];
   /** Progress: the task now running. */
   readonly onTask?: (task: string) => void;
 }
@@ -30,6 +32,7 @@ export function runPlaybook(ctx: Context, testbed: TestbedRecord, playbook: stri
     ...(call.extraVars === undefined ? {} : { extraVars: call.extraVars }),
     ...(call.timeoutMs === undefined ? {} : { timeoutMs: call.timeoutMs }),
     ...(call.limit === undefined ? {} : { limit: call.limit }),
+    ...(call.skipTags === undefined ? {} : { skipTags: call.skipTags }),
   });
 }
 

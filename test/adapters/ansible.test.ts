@@ -68,10 +68,10 @@ describe("Ansible adapter", () => {
     expect(error.hint).toMatch(/apt-get install ansible/);
   });
 
-  it("fails fast, naming the missing inventory variable, before connecting to any node", async () => {
+  /** An inventory without ringlab_shared_dir; its address is unroutable, so a connection attempt would show as a timeout. */
+  function inventoryWithoutSharedDir(): { dir: string; inventory: string } {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-ansible-"));
     const inventory = join(dir, "inventory.yml");
-    // No ringlab_shared_dir; the address is unroutable, so a connection attempt would show as a timeout.
     writeFileSync(inventory, `all:
   vars: {ringlab_testbed: t, ringlab_target: local, ringlab_shared_storage: bind, ringlab_cluster_cidr: 10.9.0.0/24,
          ringlab_worker_image: w, ansible_user: root, ansible_ssh_private_key_file: ${dir}/key}
@@ -79,11 +79,28 @@ describe("Ansible adapter", () => {
     head: {hosts: {t-node-0: {ansible_host: 192.0.2.1, ringlab_private_ip: 10.9.0.10, ringlab_node_rank: 0, ringlab_node_container: c0}}}
     workers: {hosts: {}}
 `);
+    return { dir, inventory };
+  }
+
+  it("fails fast, naming the missing inventory variable, before connecting to any node", async () => {
+    const { dir, inventory } = inventoryWithoutSharedDir();
     const started = Date.now();
     const error = await new Ansible(ansibleDir).playbook("site.yml", { inventory, factCacheDir: join(dir, "facts") }).catch((e) => e);
     expect(error).toBeInstanceOf(ToolError);
     expect(error.message).toMatch(/^ansible-playbook site\.yml failed: .*ringlab_shared_dir/);
     expect(Date.now() - started).toBeLessThan(30_000);
+  });
+
+  it("checks run.yml's inventory too, unless the checks are left out by tag, as the CLI does on its own inventory", async () => {
+    const { dir, inventory } = inventoryWithoutSharedDir();
+    const ansible = new Ansible(ansibleDir);
+    const checked = await ansible.playbook("run.yml", { inventory, factCacheDir: join(dir, "facts") }).catch((e) => e);
+    expect(checked.message).toMatch(/^ansible-playbook run\.yml failed: .*ringlab_shared_dir/);
+    // Left out, the checks cost no round per node, and the play goes on to its own first task (the jobs' check).
+    const unchecked = await ansible.playbook("run.yml", { inventory, factCacheDir: join(dir, "facts"), skipTags: ["inventory_checks"] }).catch((e) => e);
+    expect(unchecked).toBeInstanceOf(ToolError);
+    expect(unchecked.message).not.toMatch(/ringlab_shared_dir/);
+    expect(unchecked.message).toMatch(/worker_jobs/);
   });
 });
 
