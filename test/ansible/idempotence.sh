@@ -110,7 +110,7 @@ for rank in 0 1 2; do
   qdisc=$(node_exec "$rank" tc qdisc show dev eth0 root)
   grep -q 'qdisc tbf .*rate 1Gbit' <<<"$qdisc" || fail "node $rank has no 1Gbit tbf qdisc: $qdisc"
 done
-grep -q "net_shaping $testbed-node-1 eth0: 1gbit" "$work/shape1.log" || { show_log shape1; fail "shape.yml did not report the active rate"; }
+grep -q "TASK \[net_shaping : Set the egress rate limit to 1gbit\]" "$work/shape1.log" || { show_log shape1; fail "shape.yml did not name the rate it set"; }
 play shape2 ansible/shape.yml -e net_shaping_rate=1gbit
 require_success shape2 "second shape.yml 1gbit failed"
 require_unchanged shape2 "second shape.yml 1gbit"
