@@ -4,10 +4,9 @@
  * same name and address, reconfigured), a bounded number of times. Where it is not (AWS, or after too many
  * tries), the runs that need it are skipped instead of each failing after its timeout.
  */
-import { rmSync } from "node:fs";
 import type { Context } from "../context.ts";
 import { recreateLocalNodes } from "./local.ts";
-import { controlPathDir } from "./playbook.ts";
+import { forgetConnections } from "./playbook.ts";
 import { sshAnswers } from "./reachability.ts";
 import { loadSpec, type NodeRecord, type TestbedRecord } from "./record.ts";
 import { configure, type ConfigureOptions } from "./testbed.ts";
@@ -61,7 +60,7 @@ export class NodeKeeper {
         for (const node of lost) this.recoveries.set(node.name, (this.recoveries.get(node.name) ?? 0) + 1);
         await recreateLocalNodes(this.ctx, spec, lost.map((node) => node.rank));
         // Shared SSH connections to the old containers are dead; new ones are opened on the next playbook.
-        rmSync(controlPathDir(this.record), { recursive: true, force: true });
+        forgetConnections(this.record);
       });
       await configure(this.ctx, this.record, this.configureOptions);
     } catch (error) {

@@ -1,5 +1,6 @@
 /** Runs one of ansible/'s playbooks against a testbed, with the context's logging, progress and interruption. */
 import { createHash } from "node:crypto";
+import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { PlaybookResult } from "../adapters/ansible.ts";
@@ -43,4 +44,12 @@ export function runPlaybook(ctx: Context, testbed: TestbedRecord, playbook: stri
 export function controlPathDir(testbed: TestbedRecord): string {
   const id = createHash("sha256").update(`${testbed.name}@${testbed.createdAt}`).digest("hex").slice(0, 12);
   return join(tmpdir(), `ringlab-ssh-${id}`);
+}
+
+/**
+ * Removes the testbed's shared SSH connections' folder: its nodes are gone or recreated. The folder's name is a
+ * hash in the temporary folder, never a user's path; the ssh processes behind it end on their own.
+ */
+export function forgetConnections(testbed: TestbedRecord): void {
+  rmSync(controlPathDir(testbed), { recursive: true, force: true });
 }

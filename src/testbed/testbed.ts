@@ -17,7 +17,7 @@ import { writeFileAtomic } from "../util/fs.ts";
 import { downAws, upAws, type AwsOptions } from "./aws.ts";
 import { downLocal, localNodeContainers, localTestbedNames, upLocal, type LocalResources } from "./local.ts";
 import { testbedLockFile, withLock } from "./lock.ts";
-import { controlPathDir, runPlaybook } from "./playbook.ts";
+import { forgetConnections, runPlaybook } from "./playbook.ts";
 import { testbedPaths } from "./paths.ts";
 import { sshAnswers } from "./reachability.ts";
 import { checkedTestbedName, forgetTestbed, knownHint, knownTestbeds, loadRecord, loadSpec, saveRecord, type TestbedRecord } from "./record.ts";
@@ -197,23 +197,19 @@ function removedMarker(stateDir: string, name: string): string {
 }
 
 function forgetAndRemember(ctx: Context, name: string): void {
-  forgetConnections(ctx.stateDir, name);
+  const record = recordIfReadable(ctx.stateDir, name);
+  if (record !== undefined) forgetConnections(record);
   forgetTestbed(ctx.stateDir, name);
   writeFileAtomic(removedMarker(ctx.stateDir, name), `${new Date().toISOString()}\n`);
 }
 
-/**
- * Removes the folder of the testbed's shared SSH connections (ControlPersist sockets, in the system's temporary
- * folder, named by a hash: never a user's path). Their ssh processes end on their own once the nodes are gone.
- */
-function forgetConnections(stateDir: string, name: string): void {
-  let record: TestbedRecord | undefined;
+/** The testbed's record; undefined also when it cannot be read (its folder is removed all the same). */
+function recordIfReadable(stateDir: string, name: string): TestbedRecord | undefined {
   try {
-    record = loadRecord(stateDir, name);
+    return loadRecord(stateDir, name);
   } catch {
-    return; // an unreadable record: its folder is removed anyway, and the sockets' folder name cannot be known
+    return undefined;
   }
-  if (record !== undefined) rmSync(controlPathDir(record), { recursive: true, force: true });
 }
 
 function removedEarlier(stateDir: string, name: string): string | undefined {
