@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -32,6 +33,8 @@ OWN_DEPRECATIONS_AS_ERRORS = ",".join(f"error::{category}:{module}"
 
 
 def pytest_configure(config):
+    # npm run test:python runs every test on Debian's torch 1.13, then only these on the current torch release.
+    config.addinivalue_line("markers", "torch_release: its outcome can change with the torch release; runs on every torch")
     for category in DEPRECATION_CATEGORIES:
         # A regex here, matched at the start of the module name: every ringlab_worker module.
         config.addinivalue_line("filterwarnings", f"error::{category}:ringlab_worker")
@@ -84,11 +87,13 @@ class Nodes:
     """Starts launcher processes that each play a node, and kills a whole node at once.
 
     A node's processes are found by a tag in their environment, not by process group: torchrun 2.x starts
-    each worker in a session of its own.
+    each worker in a session of its own. Each node's output is read as it comes (a thread per node), so a test
+    can wait for a line a node prints (wait_for) instead of sleeping and hoping it has been printed.
     """
 
     def __init__(self):
         self.procs = []
+        self._printed = threading.Condition()
 
     def start(self, args, env):
         env = {**env, NODE_TAG_ENV: f"{os.getpid()}-{len(self.procs)}"}
@@ -96,8 +101,37 @@ class Nodes:
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 start_new_session=True)
         proc.node_tag = env[NODE_TAG_ENV]
+        proc.lines = []
+        proc.reader = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        proc.reader.start()
         self.procs.append(proc)
         return proc
+
+    def _read(self, proc):
+        for line in proc.stdout:
+            with self._printed:
+                proc.lines.append(line)
+                self._printed.notify_all()
+        with self._printed:
+            proc.lines_done = True
+            self._printed.notify_all()
+
+    @staticmethod
+    def output(proc) -> str:
+        return "".join(proc.lines)
+
+    def wait_for(self, procs, text, timeout):
+        """Waits until one of `procs` has printed a line containing `text`; fails naming what each printed if none
+        has within `timeout` seconds or all have ended without it."""
+        deadline = time.monotonic() + timeout
+        with self._printed:
+            while not any(text in line for proc in procs for line in proc.lines):
+                left = deadline - time.monotonic()
+                if left <= 0 or all(getattr(proc, "lines_done", False) for proc in procs):
+                    outputs = "\n".join(f"--- node {i}:\n{self.output(proc)}" for i, proc in enumerate(procs))
+                    why = f"within {timeout} s" if left <= 0 else "before they all ended"
+                    pytest.fail(f"no node printed {text!r} {why}:\n{outputs}")
+                self._printed.wait(left)
 
     def workers(self, proc):
         """The node's live processes other than its launcher (zombies left unreaped do not count)."""
@@ -118,15 +152,22 @@ class Nodes:
             except ProcessLookupError:
                 pass
 
+    def _collect(self, proc):
+        """The launcher's exit code and all it printed; the output ends once every process holding the pipe has."""
+        proc.wait()
+        proc.reader.join()
+        proc.stdout.close()
+        return proc.returncode, self.output(proc)
+
     def finish(self, proc, timeout):
         """(exit code, output); kills the node if it outlives `timeout`, so a hang fails, not blocks."""
         try:
-            output, _ = proc.communicate(timeout=timeout)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.kill(proc)
-            output, _ = proc.communicate()
+            _, output = self._collect(proc)
             pytest.fail(f"ringlab-worker still running after {timeout} s:\n{output}")
-        return proc.returncode, output
+        return self._collect(proc)
 
 
 @pytest.fixture
@@ -135,7 +176,7 @@ def nodes():
     yield started
     for proc in started.procs:  # also on failure: no stray ranks left holding ports
         started.kill(proc)  # also when the launcher has ended: a worker it left behind still holds the pipe
-        proc.communicate()
+        started._collect(proc)
 
 
 def run_worker(args, env=None, timeout=60):

@@ -6,9 +6,12 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from conftest import REPO, base_env
+
+pytestmark = pytest.mark.torch_release  # the benchmark script runs torch
 
 
 def test_the_gpu_benchmark_script_runs_on_the_cpu_and_writes_the_results_and_the_table(tmp_path, validate_result):

@@ -19,6 +19,8 @@ from ringlab_worker.errors import BadArguments
 from ringlab_worker.launcher import network_env
 from ringlab_worker.world import World, cuda_device_index, pick_device
 
+pytestmark = pytest.mark.torch_release  # the GPU paths are chosen per torch release and ask the running torch
+
 H100 = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", total_memory=85_045_164_032, major=9, minor=0)
 
 

@@ -10,6 +10,8 @@ import pytest
 
 from conftest import free_port, node_env
 
+pytestmark = pytest.mark.torch_release  # every test here runs torch.distributed across processes
+
 
 def start_two_nodes(nodes, args, tmp_path):
     port, run_id = free_port(), f"test-{uuid.uuid4().hex[:8]}"
@@ -109,12 +111,8 @@ def test_a_launcher_killed_with_sigkill_takes_its_ranks_with_it(nodes):
     env = {**node_env(0, 1, free_port(), f"test-{uuid.uuid4().hex[:8]}"), "RINGLAB_NPROC_PER_NODE": "2"}
     launcher = nodes.start(["train", "--model", "tiny", "--batch-size", "8", "--num-warmup-batches", "1",
                             "--num-iters", "100000", "--timeout-seconds", "60"], env)
-    seen = ""
-    while "Iter #1" not in seen:
-        line = launcher.stdout.readline()
-        assert line, f"the launcher ended before training started:\n{seen}"
-        seen += line
-    assert len(nodes.workers(launcher)) == 2, seen
+    nodes.wait_for([launcher], "Iter #1", timeout=120)  # rank 0 prints progress: both ranks are training
+    assert len(nodes.workers(launcher)) == 2, nodes.output(launcher)
     os.kill(launcher.pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
     while nodes.workers(launcher) and time.monotonic() < deadline:
@@ -145,14 +143,10 @@ def test_a_peer_killed_mid_run_fails_the_survivor_with_exit_4_within_the_timeout
     args = ["train", "--model", "tiny", "--batch-size", "8", "--num-warmup-batches", "1",
             "--num-iters", "100000", "--timeout-seconds", "10"]
     (head, peer), _ = start_two_nodes(nodes, args, tmp_path)
-    seen = ""
-    while "Iter #1" not in seen:  # rank 0 prints progress: training is under way on both nodes
-        line = head.stdout.readline()
-        assert line, f"head ended before training started:\n{seen}"
-        seen += line
+    nodes.wait_for([head], "Iter #1", timeout=120)  # rank 0 prints progress: training is under way on both nodes
     killed_at = time.monotonic()
     nodes.kill(peer)  # the whole node: its launcher and its worker
     code, output = nodes.finish(head, timeout=90)
-    assert code == 4, seen + output
+    assert code == 4, output
     assert "a peer failed during the train job" in output
     assert time.monotonic() - killed_at < 10 + 30  # the exit barrier waits at most --timeout-seconds

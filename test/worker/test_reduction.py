@@ -24,6 +24,7 @@ def run_ranks(size: int, out_dir: Path) -> list:
     return [torch.load(out_dir / f"rank{rank}.pt") for rank in range(size)]
 
 
+@pytest.mark.torch_release
 @pytest.mark.parametrize("size", [2, 3, 4])
 def test_every_reduction_leaves_all_ranks_with_the_parameters_the_ring_gives(size, tmp_path):
     ranks = run_ranks(size, tmp_path)
