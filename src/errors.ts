@@ -11,7 +11,7 @@ export const EXIT = {
   badInput: 2,
   /** Something ringlab needs is missing on this machine (Docker, Ansible, images): nothing was started. */
   missingPrerequisite: 3,
-  /** An external tool (docker, ansible-playbook, cdktf) failed. */
+  /** An external tool (docker, ansible-playbook, terraform) failed. */
   toolFailed: 4,
   /** The campaign finished but some runs failed; their records say why. */
   runsFailed: 5,

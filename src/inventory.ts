@@ -111,11 +111,16 @@ export interface StackOutputs {
 }
 
 /**
- * Reads one stack's outputs from the JSON `cdktf output --outputs-file` writes ({ "<stack>": { ... } }).
- * Throws with the missing piece named: a half-deployed stack is the usual cause.
+ * Reads one stack's outputs from the JSON `cdktf output --outputs-file` writes ({ "<stack>": { "nodes": ... } }) or
+ * the JSON `terraform output -json` prints ({ "nodes": { "value": ... } }). Throws with the missing piece named: a
+ * half-deployed stack is the usual cause.
  */
 export function stackOutputsFrom(outputsJson: unknown, stackName: string): StackOutputs {
-  const stack = (outputsJson as Record<string, unknown> | null)?.[stackName] as Record<string, unknown> | undefined;
+  const json = outputsJson as Record<string, unknown> | null;
+  const terraformForm = (json?.["nodes"] as { value?: unknown } | undefined)?.value !== undefined;
+  const stack = (terraformForm
+    ? Object.fromEntries(Object.entries(json!).map(([name, output]) => [name, (output as { value?: unknown } | null)?.value]))
+    : json?.[stackName]) as Record<string, unknown> | undefined;
   if (stack === undefined || stack === null || typeof stack !== "object") {
     throw new Error(`the outputs hold no stack named ${stackName}; was it deployed?`);
   }
@@ -149,7 +154,7 @@ export function inventoryNodesFromStack(outputs: StackOutputs): InventoryNode[] 
 /** Where the shared directory is mounted on AWS nodes (NFS from the head, or EFS). */
 export const AWS_SHARED_DIR = "/shared";
 
-/** The inventory of a deployed AWS testbed, from its spec and `cdktf output --outputs-file` JSON. */
+/** The inventory of a deployed AWS testbed, from its spec and its stack's outputs (either form stackOutputsFrom reads). */
 export function awsInventory(outputsJson: unknown, testbed: AwsTestbedSpec, knownHostsFile: string): Inventory {
   const outputs = stackOutputsFrom(outputsJson, stackName(testbed.name));
   return buildInventory({

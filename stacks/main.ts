@@ -3,13 +3,9 @@
  * testbed spec named by RINGLAB_SPEC (written by `ringlab up` or `ringlab synth`). It reads that one file and
  * nothing else: no campaign file, no key file, so deploy and destroy work whatever happened to those since.
  */
-import { App } from "cdktf";
-import { testAwsEndpoint } from "../src/aws/clients.ts";
 import { EXIT, RinglabError, UsageError } from "../src/errors.ts";
-import { stackName } from "../src/rules/names.ts";
 import { readSpec } from "../src/testbed/spec.ts";
-import { stackPropsFromSpec } from "./from-spec.ts";
-import { TestbedStack } from "./testbed-stack.ts";
+import { synthesizeStack } from "./synth.ts";
 
 function main(): void {
   const specFile = process.env.RINGLAB_SPEC;
@@ -23,15 +19,7 @@ function main(): void {
   if (spec.target !== "aws") {
     throw new UsageError(`${specFile}: target is "${spec.target}", expected "aws": only AWS testbeds have a cdktf stack`);
   }
-  // Tests only; refused (exit 2) unless it is a loopback URL.
-  const endpoint = testAwsEndpoint();
-  if (endpoint !== undefined && spec.state.backend !== "local") {
-    throw new UsageError(`${specFile}: RINGLAB_TEST_AWS_ENDPOINT works with the local state backend only; this spec keeps its state in S3`);
-  }
-  // The App creates its output directory: only once the input is known to be good.
-  const app = new App();
-  new TestbedStack(app, stackName(spec.name), { ...stackPropsFromSpec(spec), ...(endpoint === undefined ? {} : { testAwsEndpoint: endpoint }) });
-  app.synth();
+  synthesizeStack(spec);
 }
 
 try {

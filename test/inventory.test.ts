@@ -72,6 +72,11 @@ describe("inventory from the AWS stack outputs", () => {
     expect(sourceOf({ workerImageTarball: null })).not.toHaveProperty("worker_image_tarball");
   });
 
+  it("reads the outputs as `terraform output -json` prints them too, for a stack deployed by hand", () => {
+    const printed = Object.fromEntries(Object.entries(outputs["ringlab-scale"]).map(([name, value]) => [name, { sensitive: false, type: "dynamic", value }]));
+    expect(stackOutputsFrom(printed, "ringlab-scale")).toEqual(stackOutputsFrom(outputs, "ringlab-scale"));
+  });
+
   it("names what is missing when the stack was not (fully) deployed", () => {
     expect(() => stackOutputsFrom({}, "ringlab-scale")).toThrowError("the outputs hold no stack named ringlab-scale; was it deployed?");
     const broken = structuredClone(outputs);

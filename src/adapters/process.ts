@@ -1,5 +1,5 @@
 /**
- * Runs one external program for an adapter (docker.ts, ansible.ts, cdktf.ts, ssh.ts): the only module that
+ * Runs one external program for an adapter (docker.ts, ansible.ts, terraform.ts, ssh.ts): the only module that
  * imports execa. Every line the program prints goes to the log file and to `onLine`; a short tail is kept for
  * error messages. A missing program and a failure become named errors; callers branch on their fields.
  */
@@ -26,7 +26,10 @@ export interface RunOptions {
 
 export interface RunResult {
   readonly exitCode: number;
+  /** stdout and stderr as they interleaved. */
   readonly output: string;
+  /** stdout alone: what a program prints as data (`terraform output -json`). */
+  readonly stdout: string;
   readonly timedOut: boolean;
   readonly canceled: boolean;
   readonly durationMs: number;
@@ -44,7 +47,7 @@ export async function runProgram(tool: string, file: string, args: readonly stri
     appendFileSync(options.logFile, `\n$ ${command}\n`);
   }
   // Its own process group (and session), so that stopping it reaches everything it started: ansible-playbook's
-  // forks and their ssh, cdktf's terraform. A terminal's Ctrl-C reaches ringlab only, which stops the group.
+  // forks and their ssh, terraform's providers. A terminal's Ctrl-C reaches ringlab only, which stops the group.
   const child = execa(file, args, {
     cwd: options.cwd,
     env: options.env,
@@ -68,6 +71,7 @@ export async function runProgram(tool: string, file: string, args: readonly stri
   const outcome: RunResult = {
     exitCode: result.exitCode ?? -1,
     output: typeof result.all === "string" ? result.all : "",
+    stdout: typeof result.stdout === "string" ? result.stdout : "",
     timedOut: stopper?.reason === "timedOut",
     canceled: stopper?.reason === "canceled",
     durationMs: Date.now() - started,

@@ -1,5 +1,5 @@
 /**
- * How ringlab's AWS SDK clients (sweep, pre-deploy checks) and the cdktf app reach AWS.
+ * How ringlab's AWS SDK clients (sweep, pre-deploy checks) and the synthesized stack reach AWS.
  *
  * Normally: the region given and the SDK's standard credential chain. Tests set RINGLAB_TEST_AWS_ENDPOINT to an
  * emulator on loopback (moto): then every client and the stack's provider go there with fake credentials, and a

@@ -1,5 +1,5 @@
 /**
- * Checks before `cdktf deploy` that would otherwise fail after money is spent (or half-way through creating the
+ * Checks before `terraform apply` that would otherwise fail after money is spent (or half-way through creating the
  * stack): the worker image tarball exists, the zone offers the instance type, and the account's vCPU quota for the
  * type's family covers the testbed. Reads only; creates nothing.
  *

@@ -82,7 +82,7 @@ export function buildProgram(contextFor: ContextFactory): Program {
   const command = new Command("ringlab")
     .description("Measure how distributed training scales across nodes and networks: up, configure, run, report, down.")
     .option("--state-dir <dir>", "where testbed state and logs are kept", process.env["RINGLAB_STATE_DIR"] ?? ".ringlab")
-    .option("-v, --verbose", "show the output of docker, ansible and cdktf as it happens (always kept in the log file)", false)
+    .option("-v, --verbose", "show the output of docker, ansible and terraform as it happens (always kept in the log file)", false)
     .exitOverride()
     .showHelpAfterError("(run with --help for usage)")
     .addHelpText("after", HELP_AFTER);

@@ -21,6 +21,9 @@ import { describeIssues, type ConfigProblem } from "./problems.ts";
 export { describeValue, type ConfigProblem } from "./problems.ts";
 
 /** Defaults, documented once. The README's campaign reference is generated from nothing: keep it in step. */
+/** What can deploy an AWS testbed's stack: both take the same commands and flags. */
+export const TERRAFORM_BINARIES = ["terraform", "tofu"] as const;
+
 export const DEFAULTS = {
   /** Guard against a typo that would start many paid machines; raise `maxNodes` deliberately. */
   maxNodes: 10,
@@ -135,6 +138,8 @@ const awsTestbed = z.strictObject({
   workerImage: ruled(checkDockerImageReference).default(DEFAULTS.aws.workerImage),
   /** A `docker save` tarball copied to every node; without it nodes pull workerImage from its registry. */
   workerImageTarball: safePath().optional(),
+  /** What deploys and destroys the stack. Default: $TERRAFORM_BINARY_NAME, else terraform. */
+  terraformBinary: z.enum(TERRAFORM_BINARIES, { error: "expected terraform or tofu" }).optional(),
 });
 
 type RefinementContext = z.core.$RefinementCtx;

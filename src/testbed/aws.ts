@@ -1,9 +1,10 @@
 /**
- * The AWS testbed: `cdktf deploy` of the stack in stacks/ synthesized from the stored spec, its outputs turned
- * into the inventory, then a wait for SSH on every node; teardown is `cdktf destroy` of the same spec.
+ * The AWS testbed: the stack in stacks/ synthesized from the stored spec (in-process, with the cdktf library), then
+ * `terraform init` and `apply` of a saved plan in the stack's folder, its outputs turned into the inventory, then a
+ * wait for SSH on every node; teardown is `terraform destroy` of the same stack, synthesized again from the spec.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { Cdktf, type StackFiles } from "../adapters/cdktf.ts";
+import { Terraform, terraformBinaryFor } from "../adapters/terraform.ts";
 import { testAwsEndpoint } from "../aws/clients.ts";
 import { preflightAws, type PreflightOptions } from "../aws/preflight.ts";
 import { deleteTestbedLeftovers, sweepClients, type SweepClients } from "../aws/sweep.ts";
@@ -21,44 +22,46 @@ import type { AwsTestbedSpec } from "./spec.ts";
 const SSH_WAIT_MS = 10 * 60_000;
 
 export interface AwsOptions {
-  /** How to start the cdktf CLI; tests pass a double. */
-  readonly cdktfCommand?: readonly string[];
+  /** terraform, tofu, or a test double's path. @default the spec's terraformBinary, else $TERRAFORM_BINARY_NAME, else terraform */
   readonly terraformBinary?: string;
   /** How long to wait for SSH on the nodes. @default 10 minutes */
   readonly sshWaitMs?: number;
   /**
    * How `down` reaches AWS to look for resources tagged with the testbed's name that Terraform's state missed;
-   * null skips the look (tests with a cdktf double, which created nothing).
+   * null skips the look (tests with a terraform double, which created nothing).
    * @default sweepClients: the SDK with the standard credential chain (or the test endpoint override)
    */
   readonly leftoverClients?: ((region: string) => SweepClients) | null;
   /**
    * The checks before anything is created (zone offers the type, vCPU quota, worker image tarball); null skips
-   * them (tests with a cdktf double, which reach no AWS API).
+   * them (tests with a terraform double, which reach no AWS API).
    * @default preflightAws with the SDK (or the test endpoint override)
    */
   readonly preflight?: PreflightOptions | null;
 }
 
-function cdktfFor(ctx: Context, options: AwsOptions): Cdktf {
-  return new Cdktf({
-    projectDir: ctx.repoDir,
+function terraformFor(ctx: Context, spec: AwsTestbedSpec, options: AwsOptions): Terraform {
+  return new Terraform({
+    binary: options.terraformBinary ?? terraformBinaryFor(spec.terraformBinary),
     logFile: ctx.logFile,
     onLine: (line) => ctx.reporter.toolLine(line),
     signal: ctx.signal,
-    ...(options.cdktfCommand === undefined ? {} : { command: options.cdktfCommand }),
-    ...(options.terraformBinary === undefined ? {} : { terraformBinary: options.terraformBinary }),
   });
 }
 
-export function stackFiles(stateDir: string, name: string): StackFiles {
-  const paths = testbedPaths(stateDir, name);
-  return { stack: stackName(name), specFile: paths.spec, outDir: paths.cdktfOut };
+/**
+ * Synthesizes the stack from the spec into the testbed's folder (the layout `cdktf synth --output` gives), then
+ * `terraform init` there. The cdktf library is loaded only here: the local testbed never pays for it.
+ */
+async function synthAndInit(stateDir: string, spec: AwsTestbedSpec, terraform: Terraform): Promise<string> {
+  const { synthesizeStack } = await import("../../stacks/synth.ts");
+  const { dir } = synthesizeStack(spec, testbedPaths(stateDir, spec.name).cdktfOut);
+  await terraform.init(dir);
+  return dir;
 }
 
 /** Deploys the testbed whose spec is stored already (testbed.ts writes it first, so teardown always has it). */
 export async function upAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOptions = {}): Promise<TestbedRecord> {
-  const files = stackFiles(ctx.stateDir, spec.name);
   // A testbed deployed earlier (kept, or resumed) is not destroyed when this deploy fails: only what this call
   // created is rolled back.
   const earlier = loadRecord(ctx.stateDir, spec.name);
@@ -69,10 +72,10 @@ export async function upAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOpti
       preflightAws(spec, options.preflight ?? {}));
     for (const warning of report.warnings) ctx.reporter.warn(warning);
   }
-  const cdktf = cdktfFor(ctx, options);
-  await ctx.reporter.step("check terraform", () => cdktf.assertTerraform());
+  const terraform = terraformFor(ctx, spec, options);
+  await ctx.reporter.step(`check ${terraform.binary}`, () => terraform.assertInstalled());
   try {
-    return await deployAndReach(ctx, spec, cdktf, files, options);
+    return await deployAndReach(ctx, spec, terraform, options);
   } catch (error) {
     if (earlier !== undefined) {
       ctx.reporter.warn(`testbed ${spec.name} existed before this deploy and was left as it is; \`ringlab down ${spec.name}\` removes it`);
@@ -81,21 +84,24 @@ export async function upAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOpti
     // Paid machines must not outlive a failed `up`. A failing destroy must not hide why `up` failed. Like `down`:
     // the stack, then what carries this deploy's tags but Terraform's state missed (a create retried under load
     // can leave one), and nothing of a same-named testbed another state folder runs.
-    await ctx.reporter.step(`roll back: cdktf destroy ${files.stack}`, () => downAws(ctx, spec, options))
+    await ctx.reporter.step(`roll back: ${terraform.binary} destroy ${stackName(spec.name)}`, () => downAws(ctx, spec, options))
       .catch((rollback: unknown) => ctx.reporter.warn(`the rollback failed too (${(rollback as Error).message}); run \`ringlab down ${spec.name}\``));
     throw error;
   }
 }
 
-async function deployAndReach(ctx: Context, spec: AwsTestbedSpec, cdktf: Cdktf, files: StackFiles, options: AwsOptions): Promise<TestbedRecord> {
+async function deployAndReach(ctx: Context, spec: AwsTestbedSpec, terraform: Terraform, options: AwsOptions): Promise<TestbedRecord> {
   const paths = testbedPaths(ctx.stateDir, spec.name);
-  const outputs = await ctx.reporter.step(`cdktf deploy ${files.stack} (${spec.nodes} × ${spec.instanceType} in ${spec.region})`, () =>
-    cdktf.deploy(files, paths.stackOutputs));
+  const stack = stackName(spec.name);
+  const dir = await ctx.reporter.step(`synthesize ${stack} and ${terraform.binary} init`, () => synthAndInit(ctx.stateDir, spec, terraform));
+  await ctx.reporter.step(`${terraform.binary} apply ${stack} (${spec.nodes} × ${spec.instanceType} in ${spec.region})`, () => terraform.apply(dir));
+  const outputs = await terraform.outputs(dir, stack);
+  writeFileAtomic(paths.stackOutputs, `${JSON.stringify(outputs, null, 2)}\n`);
   let inventory: ReturnType<typeof awsInventory>;
   try {
     inventory = awsInventory(outputs, spec, paths.knownHosts);
   } catch (error) {
-    throw new ToolError("cdktf", `the deployed stack's outputs are incomplete: ${(error as Error).message}`, { cause: error });
+    throw new ToolError("terraform", `the deployed stack's outputs are incomplete: ${(error as Error).message}`, { cause: error });
   }
   writeFileAtomic(paths.inventory, renderInventory(inventory));
   const hosts = { ...inventory.all.children.head.hosts, ...inventory.all.children.workers.hosts };
@@ -127,13 +133,16 @@ async function deployAndReach(ctx: Context, spec: AwsTestbedSpec, cdktf: Cdktf, 
  * testbed of another state folder.
  */
 export async function downAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOptions = {}): Promise<void> {
-  const cdktf = cdktfFor(uninterruptible(ctx), options);
-  await cdktf.assertTerraform();
-  await cdktf.destroy(stackFiles(ctx.stateDir, spec.name));
+  // Teardown runs to its end: a second Ctrl-C must not leave half a stack billing.
+  const steady = uninterruptible(ctx);
+  const terraform = terraformFor(steady, spec, options);
+  await terraform.assertInstalled();
+  const dir = await synthAndInit(steady.stateDir, spec, terraform);
+  await terraform.destroy(dir);
   const state = spec.state;
   const left = state.backend === "local" ? resourcesInState(state.path) : [];
   if (left.length > 0 && state.backend === "local") {
-    throw new ToolError("cdktf", `cdktf destroy finished, but Terraform's state ${state.path} still lists ${left.length} resources (${left.slice(0, 5).join(", ")})`, {
+    throw new ToolError("terraform", `${terraform.binary} destroy finished, but Terraform's state ${state.path} still lists ${left.length} resources (${left.slice(0, 5).join(", ")})`, {
       hint: `the testbed's state is kept; run \`ringlab down ${spec.name}\` again, or look at the AWS console for resources tagged ringlab:testbed=${spec.name}`,
     });
   }

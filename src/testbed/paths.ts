@@ -14,9 +14,9 @@ export interface TestbedPaths {
   readonly record: string;
   /** Default shared directory of a local testbed. */
   readonly sharedDir: string;
-  /** `cdktf output` JSON of an AWS testbed. */
+  /** The outputs of an AWS testbed's stack, in the form `cdktf output --outputs-file` writes. */
   readonly stackOutputs: string;
-  /** cdktf's synthesized output (cdktf.out) of an AWS testbed. */
+  /** The synthesized stack of an AWS testbed (cdktf.out/stacks/<stack>/cdk.tf.json), where terraform runs. */
   readonly cdktfOut: string;
 }
 

@@ -1,7 +1,7 @@
 /**
  * The testbed spec: everything the stack, the inventory and teardown need, resolved once by `ringlab up` (or
  * `ringlab synth`) from the campaign file's testbed section and stored beside the testbed's record. After that,
- * nothing reads the user's files again: `down`, `status`, `configure`, `run` and the cdktf app (stacks/main.ts)
+ * nothing reads the user's files again: `down`, `status`, `configure`, `run` and the stack (stacks/synth.ts)
  * read this spec only, so editing the campaign file or deleting the SSH key file cannot strand a paid testbed.
  *
  * Flat, versioned, validated when read. `resolveTestbedSpec` is pure; `readSpec`/`writeSpec` touch one file.
@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { availabilityZoneOf, DEFAULTS, type Testbed } from "../config/schema.ts";
+import { availabilityZoneOf, DEFAULTS, TERRAFORM_BINARIES, type Testbed } from "../config/schema.ts";
 import { UsageError } from "../errors.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 
@@ -71,6 +71,8 @@ const awsSpec = z.strictObject({
   tags: z.record(z.string(), z.string()),
   state: terraformState,
   workerImageTarball: z.string().min(1).nullable(),
+  /** What runs the stack: terraform or tofu; absent or null (specs written before the field existed): $TERRAFORM_BINARY_NAME, else terraform. */
+  terraformBinary: z.enum(TERRAFORM_BINARIES).nullable().optional(),
 });
 
 export const testbedSpecSchema = z.discriminatedUnion("target", [localSpec, awsSpec]);
@@ -135,6 +137,7 @@ export function resolveTestbedSpec(testbed: Testbed, inputs: SpecInputs): Testbe
       ? { backend: "s3", bucket: testbed.state.bucket, key: testbed.state.key, region: testbed.state.region ?? testbed.region }
       : { backend: "local", path: join(inputs.testbedDir, "terraform.tfstate") },
     workerImageTarball: testbed.workerImageTarball ?? null,
+    terraformBinary: testbed.terraformBinary ?? null,
   };
 }
 

@@ -6,7 +6,6 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Cdktf } from "../adapters/cdktf.ts";
 import { totalChanged } from "../adapters/ansible.ts";
 import type { LoadedCampaignFile } from "../config/load.ts";
 import type { DatasetSection } from "../config/schema.ts";
@@ -14,7 +13,7 @@ import { uninterruptible, type Context } from "../context.ts";
 import { UsageError } from "../errors.ts";
 import { campaignNameOf, nodeContainerName, stackName } from "../rules/names.ts";
 import { writeFileAtomic } from "../util/fs.ts";
-import { downAws, upAws, type AwsOptions } from "./aws.ts";
+import type { AwsOptions } from "./aws.ts";
 import { downLocal, localNodeContainers, localTestbedNames, upLocal, type LocalResources } from "./local.ts";
 import { testbedLockFile, withLock } from "./lock.ts";
 import { forgetConnections, runPlaybook } from "./playbook.ts";
@@ -22,6 +21,11 @@ import { testbedPaths } from "./paths.ts";
 import { sshAnswers } from "./reachability.ts";
 import { checkedTestbedName, forgetTestbed, knownHint, knownTestbeds, loadRecord, loadSpec, saveRecord, type TestbedRecord } from "./record.ts";
 import { resolveTestbedSpec, writeSpec, type TestbedSpec } from "./spec.ts";
+
+/** The AWS target, loaded only for AWS testbeds: its SDK clients and cdktf would slow every local command's start. */
+function awsTarget(): Promise<typeof import("./aws.ts")> {
+  return import("./aws.ts");
+}
 
 /** Runs `work` holding testbed `name`'s lock. */
 export function withTestbedLock<T>(ctx: Context, name: string, work: () => Promise<T>): Promise<T> {
@@ -47,7 +51,7 @@ export async function up(ctx: Context, campaign: LoadedCampaignFile, awsOptions?
   return withTestbedLock(ctx, spec.name, async () => {
     // Stored before anything is created: teardown needs nothing else, even after a crash mid-deploy.
     writeSpec(testbedPaths(ctx.stateDir, spec.name).spec, spec);
-    return spec.target === "aws" ? upAws(ctx, spec, awsOptions) : upLocal(ctx, spec);
+    return spec.target === "aws" ? (await awsTarget()).upAws(ctx, spec, awsOptions) : upLocal(ctx, spec);
   });
 }
 
@@ -58,18 +62,15 @@ export interface SynthResult {
 }
 
 /** Writes the resolved spec and, for AWS, the synthesized `cdk.tf.json` into `outDir`; deploys nothing. */
-export async function synth(ctx: Context, campaign: LoadedCampaignFile, outDir: string, awsOptions: AwsOptions = {}): Promise<SynthResult> {
+export async function synth(ctx: Context, campaign: LoadedCampaignFile, outDir: string): Promise<SynthResult> {
   const spec = specFor(ctx, campaign);
   const specFile = join(outDir, "spec.json");
   writeSpec(specFile, spec);
   if (spec.target !== "aws") return { specFile };
-  const cdktf = new Cdktf({
-    projectDir: ctx.repoDir, logFile: ctx.logFile, onLine: (line) => ctx.reporter.toolLine(line), signal: ctx.signal,
-    ...(awsOptions.cdktfCommand === undefined ? {} : { command: awsOptions.cdktfCommand }),
-  });
-  const stack = stackName(spec.name);
-  await ctx.reporter.step(`cdktf synth ${stack}`, () => cdktf.synth({ stack, specFile, outDir }));
-  return { specFile, stackFile: join(outDir, "stacks", stack, "cdk.tf.json") };
+  // The cdktf library is loaded only here and for AWS testbeds: the local testbed never pays for it.
+  const { synthesizeStack } = await import("../../stacks/synth.ts");
+  const { file } = await ctx.reporter.step(`synthesize ${stackName(spec.name)}`, async () => synthesizeStack(spec, outDir));
+  return { specFile, stackFile: file };
 }
 
 export interface ConfigureResult {
@@ -164,13 +165,14 @@ export async function down(ctx: Context, name: string, awsOptions?: AwsOptions):
     const spec = loadSpec(ctx.stateDir, name);
     const target = spec?.target ?? loadRecord(ctx.stateDir, name)?.target;
     if (spec?.target === "aws") {
-      await teardown.reporter.step(`cdktf destroy ${stackName(name)}`, () => downAws(teardown, spec, awsOptions));
+      const { downAws } = await awsTarget();
+      await teardown.reporter.step(`destroy stack ${stackName(name)}`, () => downAws(teardown, spec, awsOptions));
       forgetAndRemember(ctx, name);
       return { target: "aws" };
     }
     if (target === "aws") {
       throw new UsageError(`testbed ${name} has a record but no spec in ${ctx.stateDir}, so its stack cannot be destroyed from here`, {
-        hint: `destroy it by hand (RINGLAB_SPEC=<its spec.json> npx cdktf destroy ${stackName(name)}) or in the AWS console (tag ringlab:testbed=${name})`,
+        hint: `destroy it by hand (terraform destroy in its cdktf.out/stacks/${stackName(name)} folder) or in the AWS console (tag ringlab:testbed=${name})`,
       });
     }
     const removed = await teardown.reporter.step(`remove local testbed ${name}`, () => downLocal(teardown, name));

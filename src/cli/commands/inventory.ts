@@ -1,4 +1,4 @@
-/** `ringlab inventory <spec> --outputs <json>`: the Ansible inventory of an AWS testbed deployed by hand with cdktf. */
+/** `ringlab inventory <spec> --outputs <json>`: the Ansible inventory of an AWS testbed deployed by hand (terraform or cdktf). */
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
@@ -11,9 +11,9 @@ import type { CommandHost } from "../program.ts";
 
 export function registerInventory(program: Command, host: CommandHost): void {
   program.command("inventory")
-    .description("write the Ansible inventory of an AWS testbed deployed with `cdktf deploy`, from `cdktf output --outputs-file` JSON")
+    .description("write the Ansible inventory of an AWS testbed deployed by hand, from its outputs: `terraform output -json` or `cdktf output --outputs-file` JSON")
     .argument("<spec>", "the spec.json the stack was deployed from (written by `ringlab synth`)")
-    .requiredOption("--outputs <file>", "the JSON written by `npx cdktf output --outputs-file <file>`")
+    .requiredOption("--outputs <file>", "the JSON of `terraform output -json > <file>` in the stack's folder, or of `npx cdktf output --outputs-file <file>`")
     .option("-o, --out <file>", "where to write the inventory", parseSafePath, "inventory.yml")
     .action(host.action((specFile: string, options: { outputs: string; out: string }) => {
       const spec = readSpec(specFile);
@@ -37,6 +37,6 @@ function readOutputsFile(path: string): unknown {
   try {
     return JSON.parse(readFileSync(path, "utf8"));
   } catch (error) {
-    throw new UsageError(`cannot read ${path}: ${(error as Error).message}`, { hint: "write it with: npx cdktf output --outputs-file <file>" });
+    throw new UsageError(`cannot read ${path}: ${(error as Error).message}`, { hint: "write it with: terraform output -json > <file> (in the stack's folder), or npx cdktf output --outputs-file <file>" });
   }
 }

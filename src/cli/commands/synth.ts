@@ -1,5 +1,5 @@
 /** `ringlab synth <file> [--out DIR]`: the resolved testbed spec and, for AWS, the Terraform JSON; deploys nothing. */
-import { resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import type { Command } from "commander";
 import { loadCampaignFile } from "../../config/load.ts";
 import { synth } from "../../testbed/testbed.ts";
@@ -17,7 +17,7 @@ export function registerSynth(program: Command, host: CommandHost): void {
       const result = await synth(ctx, campaign, resolve(options.out));
       process.stdout.write(`${result.specFile}\n${result.stackFile === undefined ? "" : `${result.stackFile}\n`}`);
       if (result.stackFile !== undefined) {
-        ctx.reporter.info(`deploy it by hand with: RINGLAB_SPEC=${result.specFile} npx cdktf deploy ringlab-${campaign.testbed.name}`);
+        ctx.reporter.info(`deploy it by hand with: terraform -chdir=${dirname(result.stackFile)} init && terraform -chdir=${dirname(result.stackFile)} apply`);
       }
     }));
 }

@@ -6,7 +6,7 @@ import type { CommandHost } from "../program.ts";
 
 export function registerUp(program: Command, host: CommandHost): void {
   program.command("up")
-    .description("create the testbed a campaign file describes (local: node containers; aws: cdktf deploy) and remember it")
+    .description("create the testbed a campaign file describes (local: node containers; aws: terraform apply of its synthesized stack) and remember it")
     .argument("<campaign>", "campaign YAML file")
     .action(host.action(async (file: string, _options: unknown, command: Command) => {
       const campaign = loadCampaignFile(file);
