@@ -7,7 +7,6 @@ import { UsageError } from "../errors.ts";
 import { resultsLayout } from "../results/layout.ts";
 import type { RunRecord } from "../results/record.ts";
 import { writeFileAtomic } from "../util/fs.ts";
-import { renderCharts } from "./charts.ts";
 import { reportData, reportMeta } from "./data.ts";
 import { renderHtml, renderMarkdown } from "./render.ts";
 
@@ -28,6 +27,8 @@ export async function writeReport(resultsDir: string, records: readonly RunRecor
   }
   const data = reportData(records);
   const meta = reportMeta(records, options.generatedAt ?? new Date(), options.leftOut ?? []);
+  // Vega is loaded only when a report is drawn: it is most of a CLI start's import time otherwise.
+  const { renderCharts } = await import("./charts.ts");
   const svgs = await renderCharts(data);
   writeFileAtomic(layout.reportHtml, renderHtml(data, svgs, meta));
   writeFileAtomic(layout.reportMarkdown, renderMarkdown(data, meta));

@@ -1,6 +1,5 @@
 /** `ringlab sweep`: destroy expired ringlab resources in a region, found by their tags, whatever the local state says. */
 import type { Command } from "commander";
-import { sweep, sweepClients } from "../../aws/sweep.ts";
 import { DEFAULTS } from "../../config/schema.ts";
 import type { CommandHost } from "../program.ts";
 
@@ -18,6 +17,8 @@ export function registerSweep(program: Command, host: CommandHost): void {
       const ctx = host.contextFor(command, "sweep");
       const region = options.region ?? process.env["AWS_REGION"] ?? process.env["AWS_DEFAULT_REGION"] ?? DEFAULTS.aws.region;
       const print = (line: string) => process.stdout.write(`${line}\n`);
+      // The AWS SDK is loaded only by the commands that talk to AWS.
+      const { sweep, sweepClients } = await import("../../aws/sweep.ts");
       const plan = await ctx.reporter.step(`sweep ${region}${options.dryRun ? " (dry run)" : ""}`, () =>
         sweep(sweepClients(region), { dryRun: options.dryRun, now: new Date() }, print));
       const found = plan.expired.length + plan.current.length + plan.undated.length;
