@@ -30,6 +30,8 @@ export interface ContainerInfo {
   readonly id: string;
   readonly name: string;
   readonly running: boolean;
+  /** When it was last started (RFC 3339, as Docker gives it). */
+  readonly startedAt: string;
   readonly labels: Readonly<Record<string, string>>;
   /** Address per network name. */
   readonly addresses: Readonly<Record<string, string>>;
@@ -73,7 +75,13 @@ export class Docker {
   }
 
   async imageExists(image: string): Promise<boolean> {
-    return (await this.run(["image", "inspect", "--format", "{{.Id}}", image], { allowFailure: true })).exitCode === 0;
+    return (await this.imageId(image)) !== undefined;
+  }
+
+  /** The image's content-addressed id (sha256:...), or undefined when the engine does not have it. */
+  async imageId(image: string): Promise<string | undefined> {
+    const result = await this.run(["image", "inspect", "--format", "{{.Id}}", image], { allowFailure: true });
+    return result.exitCode === 0 ? result.output.trim().split("\n").at(-1) : undefined;
   }
 
   /** `docker build`; onStep gets each Dockerfile step as the builder starts it ("3/12 RUN apt-get install ..."). */
@@ -135,6 +143,7 @@ export class Docker {
         id: raw.Id,
         name: String(raw.Name).replace(/^\//, ""),
         running: raw.State?.Running === true,
+        startedAt: String(raw.State?.StartedAt ?? ""),
         labels: raw.Config?.Labels ?? {},
         addresses: Object.fromEntries(Object.entries(networks).map(([net, info]) => [net, info.IPAddress ?? ""])),
       };

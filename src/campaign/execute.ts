@@ -18,7 +18,7 @@ import { executeRuns, shapeLinks, stopWorkers, type RunOutcome, type RunRequest 
 import { resolveCpuQuota } from "../testbed/cpu-quota.ts";
 import type { TestbedRecord } from "../testbed/record.ts";
 import { NodeKeeper, runnableWith, type NodeRecovery } from "../testbed/health.ts";
-import { configure, down, prepareDataset, up } from "../testbed/testbed.ts";
+import { configureUnlessCurrent, down, prepareDataset, up } from "../testbed/testbed.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import { checkLinkDrive } from "./link-drive.ts";
 import { campaignName, planCampaign, remainingRuns, type CampaignPlan, type PlannedRun } from "./plan.ts";
@@ -83,7 +83,7 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
       testbed = await up(ctx, file);
       upSeconds = (Date.now() - upStarted) / 1000;
       // Configuring also removes workers left over from a killed earlier invocation.
-      await configure(ctx, testbed, { slurm: plan.launcher === "slurm" });
+      await configureUnlessCurrent(ctx, testbed, { slurm: plan.launcher === "slurm" });
       if (plan.dataset?.generate === true && todo.some((run) => run.knobs.data === "dataset")) await prepareDataset(ctx, testbed, plan.dataset);
       const instanceType = file.testbed.target === "aws" ? file.testbed.instanceType : undefined;
       await runAll(ctx, { testbed, plan, store, instanceType, cpusPerNode }, todo, tally);

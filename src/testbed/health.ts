@@ -62,7 +62,8 @@ export class NodeKeeper {
         // Shared SSH connections to the old containers are dead; new ones are opened on the next playbook.
         forgetConnections(this.record);
       });
-      await configure(this.ctx, this.record, this.configureOptions);
+      // A recreated node of a Slurm cluster becomes a Slurm node too, whatever this campaign's launcher.
+      await configure(this.ctx, this.record, { ...this.configureOptions, slurm: this.configureOptions.slurm === true || this.record.slurm === true });
     } catch (error) {
       this.ctx.signal.throwIfAborted();
       this.ctx.reporter.warn(`could not bring back ${names}: ${(error as Error).message}; runs that need them are skipped`);

@@ -115,12 +115,16 @@ async function reuse(ctx: Context, docker: Docker, plan: LocalTestbedPlan, conta
   }
   ctx.reporter.info(`testbed ${plan.name} already exists with ${plan.nodes.length} nodes: reusing it`);
   await docker.start(containers.filter((c) => !c.running).map((c) => c.name));
-  // Slurm's daemons run on only while every node container did (a restarted one starts with sshd alone).
-  const slurmRunsOn = containers.every((c) => c.running) && loadRecord(ctx.stateDir, plan.name)?.slurm === true;
-  return finishUp(ctx, plan, spec, slurmRunsOn);
+  // Slurm's daemons run on only while every node container did (a restarted one starts with sshd alone), and so
+  // does what site.yml configured: a restarted container gets a new /etc/hosts from Docker, and no daemons.
+  const earlier = containers.every((c) => c.running) ? loadRecord(ctx.stateDir, plan.name) : undefined;
+  const configuredAt = Date.parse(earlier?.configured?.at ?? "");
+  const configuredSince = containers.every((c) => Date.parse(c.startedAt) <= configuredAt);
+  return finishUp(ctx, plan, spec, earlier?.slurm === true, configuredSince ? earlier?.configured : undefined);
 }
 
-async function finishUp(ctx: Context, plan: LocalTestbedPlan, spec: LocalTestbedSpec, slurm = false): Promise<TestbedRecord> {
+async function finishUp(ctx: Context, plan: LocalTestbedPlan, spec: LocalTestbedSpec, slurm = false,
+  configured?: TestbedRecord["configured"]): Promise<TestbedRecord> {
   const paths = testbedPaths(ctx.stateDir, plan.name);
   await ctx.reporter.step("wait for SSH on every node", (detail) =>
     waitForSsh(plan.nodes.map((node) => node.ip), SSH_WAIT_MS, ctx.signal, (pending) => detail(`waiting for ${pending.join(", ")}`)));
@@ -134,6 +138,7 @@ async function finishUp(ctx: Context, plan: LocalTestbedPlan, spec: LocalTestbed
     nodes: plan.nodes.map((node) => ({ name: node.name, rank: node.rank, sshAddress: node.ip, privateIp: node.ip })),
     createdAt: spec.createdAt,
     ...(slurm ? { slurm } : {}),
+    ...(configured === undefined ? {} : { configured }),
   };
   saveRecord(ctx.stateDir, record);
   return record;

@@ -30,6 +30,11 @@ const testbedRecordSchema = z.object({
   createdAt: z.string(),
   /** site.yml made it a Slurm cluster (a campaign whose launcher is slurm); `ringlab status` then shows Slurm's view. */
   slurm: z.boolean().optional(),
+  /**
+   * What site.yml last converged every node from (configured.ts), and when; a campaign reusing the testbed with the
+   * same fingerprint skips configure. Dropped when a node container had to be started again.
+   */
+  configured: z.object({ fingerprint: z.string(), at: z.string() }).optional(),
 });
 
 export type NodeRecord = z.output<typeof nodeRecordSchema>;

@@ -9,11 +9,12 @@ import { join } from "node:path";
 import { totalChanged } from "../adapters/ansible.ts";
 import type { LoadedCampaignFile } from "../config/load.ts";
 import type { DatasetSection } from "../config/schema.ts";
-import { uninterruptible, type Context } from "../context.ts";
+import { dockerFor, uninterruptible, type Context } from "../context.ts";
 import { UsageError } from "../errors.ts";
 import { campaignNameOf, nodeContainerName, stackName } from "../rules/names.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import type { AwsOptions } from "./aws.ts";
+import { configurationFingerprint, readPlaybookFiles } from "./configured.ts";
 import { downLocal, localNodeContainers, localTestbedNames, upLocal, type LocalResources } from "./local.ts";
 import { testbedLockFile, withLock } from "./lock.ts";
 import { forgetConnections, runPlaybook } from "./playbook.ts";
@@ -87,10 +88,51 @@ export interface ConfigureOptions {
 export async function configure(ctx: Context, record: TestbedRecord, options: ConfigureOptions = {}): Promise<ConfigureResult> {
   return withTestbedLock(ctx, record.name, async () => {
     const what = options.slurm === true ? " as a Slurm cluster" : "";
+    const fingerprint = await fingerprintOf(ctx, record);
     const result = await ctx.reporter.step(`configure ${record.nodes.length} nodes${what} (ansible/site.yml)`, (detail) =>
       runPlaybook(ctx, record, "site.yml", { onTask: detail, ...(options.slurm === true ? { extraVars: { ringlab_slurm: true } } : {}) }));
-    if (options.slurm === true && record.slurm !== true) saveRecord(ctx.stateDir, { ...record, slurm: true });
+    saveRecord(ctx.stateDir, {
+      ...record,
+      ...(options.slurm === true ? { slurm: true } : {}),
+      ...(fingerprint === undefined ? {} : { configured: { fingerprint, at: new Date().toISOString() } }),
+    });
     return { changed: totalChanged(result.recap) };
+  });
+}
+
+/**
+ * A campaign's configure: skipped on a local testbed that site.yml converged from the same playbooks, inventory and
+ * worker image (configured.ts), as a Slurm cluster where the campaign needs one, and whose node containers have run
+ * since; the workers a killed invocation may have left are still removed (stop-workers.yml). AWS testbeds are always
+ * converged: a cloud node may have rebooted since. Returns whether it converged.
+ */
+export async function configureUnlessCurrent(ctx: Context, record: TestbedRecord, options: ConfigureOptions = {}): Promise<boolean> {
+  const fingerprint = record.configured === undefined ? undefined : await fingerprintOf(ctx, record);
+  const slurmReady = options.slurm !== true || record.slurm === true;
+  if (fingerprint === undefined || fingerprint !== record.configured?.fingerprint || !slurmReady) {
+    await configure(ctx, record, options);
+    return true;
+  }
+  ctx.reporter.info(`testbed ${record.name}: configured at ${record.configured.at} from the same playbooks, inventory and worker image; ` +
+    "not configuring again (`ringlab configure` would)");
+  await withTestbedLock(ctx, record.name, () => ctx.reporter.step("remove workers an interrupted run left (ansible/stop-workers.yml)", () =>
+    runPlaybook(ctx, record, "stop-workers.yml")));
+  return false;
+}
+
+/**
+ * The fingerprint of what configure converges a local testbed from; undefined for AWS or without the image. Slurm is
+ * not part of it: a testbed configured as a Slurm cluster serves a campaign without Slurm as it is (record.slurm).
+ */
+async function fingerprintOf(ctx: Context, record: TestbedRecord): Promise<string | undefined> {
+  if (record.target !== "local") return undefined;
+  const workerImage = loadSpec(ctx.stateDir, record.name)?.workerImage;
+  const workerImageId = workerImage === undefined ? undefined : await dockerFor(ctx).imageId(workerImage);
+  if (workerImageId === undefined) return undefined;
+  return configurationFingerprint({
+    playbookFiles: readPlaybookFiles(join(ctx.repoDir, "ansible")),
+    inventory: readFileSync(record.inventory, "utf8"),
+    workerImageId,
   });
 }
 
