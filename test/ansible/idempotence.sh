@@ -1,32 +1,43 @@
 #!/usr/bin/env bash
 # Converge-then-idempotence test of ringlab's Ansible (what molecule would do), against a real local testbed
-# of three node containers that `ringlab up` creates, reached over SSH. Then verifies the state from inside
-# the nodes, shape.yml, run.yml, stop-workers.yml, and that bad inventories fail fast.
-# Everything it creates is labeled with its own testbed name and removed on exit, also on failure or Ctrl-C.
+# of three node containers, reached over SSH: site.yml as a Slurm cluster, then `ringlab configure --slurm`, which
+# must change nothing on any node and say so. Then verifies the state from inside the nodes, shape.yml, run.yml,
+# Slurm jobs, stop-workers.yml, and that bad inventories fail fast.
 #
 # Usage: test/ansible/idempotence.sh        (from anywhere; needs docker, ansible-playbook, node)
+#   By itself it brings up a testbed of its own (`ringlab up`), labeled with its own name and removed on exit, also
+#   on failure or Ctrl-C, and converges it the first time itself. With RINGLAB_IDEMPOTENCE_STATE_DIR and
+#   RINGLAB_IDEMPOTENCE_TESTBED it works on that state folder's 3-node local testbed instead (the e2e tests' own,
+#   whose first converge was their `ringlab configure --slurm`) and leaves it up, unshaped, without workers or Slurm
+#   jobs.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export ANSIBLE_CONFIG="$repo/ansible/ansible.cfg"
 export ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
 
-testbed="rla-idem-$$"
 work=$(mktemp -d "/tmp/rla-idem.XXXXXX")
-shared="$work/shared"
-state="$work/state"
+if [[ -n "${RINGLAB_IDEMPOTENCE_TESTBED:-}" ]]; then
+  own_testbed=0
+  testbed=$RINGLAB_IDEMPOTENCE_TESTBED
+  state=${RINGLAB_IDEMPOTENCE_STATE_DIR:?RINGLAB_IDEMPOTENCE_STATE_DIR names the state folder of RINGLAB_IDEMPOTENCE_TESTBED}
+else
+  own_testbed=1
+  testbed="rla-idem-$$"
+  state="$work/state"
+fi
 inventory="$state/testbeds/$testbed/inventory.yml"
 # Control sockets and cached facts of this test only.
 export ANSIBLE_SSH_CONTROL_PATH_DIR="$work/cp" ANSIBLE_CACHE_PLUGIN_CONNECTION="$work/facts"
 
-step() { printf '\n=== %s\n' "$*"; }
+step() { printf '\n=== [%d s] %s\n' "$SECONDS" "$*"; }
 fail() { printf '\nFAIL: %s\n' "$*" >&2; exit 1; }
 ringlab() { node "$repo/src/bin/ringlab.mjs" --state-dir "$state" "$@"; }
 
 cleanup() {
   local rc=$?
   set +e
-  ringlab down "$testbed" >/dev/null 2>&1
+  if [[ $own_testbed -eq 1 ]]; then ringlab down "$testbed" >/dev/null 2>&1; fi
   rm -rf "$work"
   if [[ $rc -eq 0 ]]; then echo "PASS: test/ansible/idempotence.sh"; else echo "cleaned up after failure (exit $rc)" >&2; fi
   exit "$rc"
@@ -34,11 +45,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Runs ansible-playbook from the repository root (as the CLI does); output to $work/<name>.log, status in $rc.
+# Runs ansible-playbook from the repository root (as the CLI does) on $play_inventory (the testbed's own unless a
+# test points it at a broken copy); output to $work/<name>.log, status in $rc.
+play_inventory=$inventory
 play() {
   local name=$1; shift
   rc=0
-  (cd "$repo" && ansible-playbook -i "$inventory" "$@") >"$work/$name.log" 2>&1 || rc=$?
+  (cd "$repo" && ansible-playbook -i "$play_inventory" "$@") >"$work/$name.log" 2>&1 || rc=$?
 }
 show_log() { echo "--- last lines of $1.log:"; tail -40 "$work/$1.log"; }
 # The PLAY RECAP lines of a log, one per host.
@@ -55,28 +68,48 @@ for tool in docker ansible-playbook node; do
   command -v "$tool" >/dev/null || fail "'$tool' is not installed"
 done
 
-step "testbed $testbed: 3 nodes (ringlab up)"
-mkdir -p "$shared"
-up_ok=0
-for third in $(( $$ % 200 + 20 )) $(( ($$ + 71) % 200 + 20 )) $(( ($$ + 137) % 200 + 20 )); do
-  prefix="10.231.$third"
-  printf 'testbed: {target: local, name: %s, nodes: 3, subnet: %s.0/24, sharedDir: %s}\n' "$testbed" "$prefix" "$shared" >"$work/testbed.yaml"
-  if ringlab up "$work/testbed.yaml" >"$work/up.log" 2>&1; then up_ok=1; break; fi
-done
-[[ $up_ok -eq 1 ]] || { cat "$work/up.log"; fail "ringlab up failed (three 10.231.x.0/24 subnets tried)"; }
+if [[ $own_testbed -eq 1 ]]; then
+  step "testbed $testbed: 3 nodes (ringlab up)"
+  shared="$work/shared"
+  mkdir -p "$shared"
+  up_ok=0
+  for third in $(( $$ % 200 + 20 )) $(( ($$ + 71) % 200 + 20 )) $(( ($$ + 137) % 200 + 20 )); do
+    printf 'testbed: {target: local, name: %s, nodes: 3, subnet: 10.231.%s.0/24, sharedDir: %s}\n' "$testbed" "$third" "$shared" >"$work/testbed.yaml"
+    if ringlab up "$work/testbed.yaml" >"$work/up.log" 2>&1; then up_ok=1; break; fi
+  done
+  [[ $up_ok -eq 1 ]] || { cat "$work/up.log"; fail "ringlab up failed (three 10.231.x.0/24 subnets tried)"; }
+else
+  step "testbed $testbed of $state"
+fi
+# The record names the nodes' addresses (rank r at <prefix>.1r) and the shared directory (the same path on the nodes).
+record="$state/testbeds/$testbed/testbed.json"
+[[ -f $record ]] || fail "no testbed record at $record"
+read -r prefix shared nodes < <(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
+print(r["nodes"][0]["privateIp"].rsplit(".", 1)[0], r["sharedDir"], len(r["nodes"]))' "$record")
+[[ $nodes -eq 3 ]] || fail "testbed $testbed has $nodes nodes; this test needs 3"
 worker_image=ringlab/worker:cpu
 
 # With the slurm role (a campaign whose launcher is slurm), so that it converges twice too.
-step "converge site.yml (first run), the testbed as a Slurm cluster"
-start=$SECONDS; play converge1 ansible/site.yml -e ringlab_slurm=true; first=$((SECONDS - start))
-require_success converge1 "first converge failed"
-recap converge1
-echo "first converge: ${first}s"
+if [[ $own_testbed -eq 1 ]]; then
+  step "converge site.yml (first run), the testbed as a Slurm cluster"
+  start=$SECONDS; play converge1 ansible/site.yml -e ringlab_slurm=true; first="$((SECONDS - start)) s"
+  require_success converge1 "first converge failed"
+  recap converge1
+  echo "first converge: $first"
+else
+  first="done before by the caller (ringlab configure --slurm)"
+fi
 
-step "converge site.yml again: nothing may change"
-start=$SECONDS; play converge2 ansible/site.yml -e ringlab_slurm=true; second=$((SECONDS - start))
-require_success converge2 "second converge failed"
+step "converge again through the CLI (ringlab configure --slurm): nothing may change, and it says so"
+rc=0
+start=$SECONDS; ringlab configure --testbed "$testbed" --slurm >"$work/configure.out" 2>&1 || rc=$?; second=$((SECONDS - start))
+# The CLI keeps ansible-playbook's whole output in its log of this invocation (the newest: the names are times).
+logs=("$state"/logs/*-configure.log)
+cp "${logs[-1]}" "$work/converge2.log"
+[[ $rc -eq 0 ]] || { cat "$work/configure.out"; show_log converge2; fail "ringlab configure --slurm failed (exit $rc)"; }
 require_unchanged converge2 "second converge is not idempotent"
+grep -q "configured 3 nodes: no changes (already configured)" "$work/configure.out" ||
+  { cat "$work/configure.out"; fail "ringlab configure did not report that nothing changed"; }
 recap converge2
 echo "second converge: ${second}s"
 
@@ -266,9 +299,10 @@ require_success stop2 "second stop-workers.yml failed"
 require_unchanged stop2 "second stop-workers.yml"
 echo "worker removed; second run unchanged"
 
+# The bad inventories are copies: the testbed's own stays as it is.
 step "bad input: a missing inventory variable"
-cp "$inventory" "$work/inventory.good.yml"
-grep -v 'ringlab_shared_dir:' "$work/inventory.good.yml" >"$inventory"
+play_inventory="$work/inventory.bad.yml"
+grep -v 'ringlab_shared_dir:' "$inventory" >"$play_inventory"
 start=$SECONDS; play missing ansible/site.yml; took=$((SECONDS - start))
 [[ $rc -ne 0 ]] || fail "site.yml accepted an inventory without ringlab_shared_dir"
 grep -q "Inventory variable 'ringlab_shared_dir' is missing" "$work/missing.log" || { show_log missing; fail "the error does not name ringlab_shared_dir"; }
@@ -277,9 +311,9 @@ echo "refused in ${took}s, naming ringlab_shared_dir"
 
 step "bad input: an unreachable node"
 # The CLI writes the workers group last: a host appended at its indentation joins it.
-cp "$work/inventory.good.yml" "$inventory"
+cp "$inventory" "$play_inventory"
 printf '        %s: {ansible_host: %s, ringlab_private_ip: %s, ringlab_node_rank: 3, ringlab_node_container: ringlab-%s-node-3}\n' \
-  "$testbed-node-3" "$prefix.13" "$prefix.13" "$testbed" >>"$inventory"
+  "$testbed-node-3" "$prefix.13" "$prefix.13" "$testbed" >>"$play_inventory"
 start=$SECONDS; play unreachable ansible/site.yml; took=$((SECONDS - start))
 [[ $rc -ne 0 ]] || fail "site.yml succeeded with an unreachable node"
 grep -qE "$testbed-node-3 +: .*unreachable=1" "$work/unreachable.log" || { show_log unreachable; fail "the recap does not show node 3 as unreachable"; }
@@ -288,4 +322,4 @@ grep -qE "$testbed-node-0 +: .*changed=0" "$work/unreachable.log" || { show_log 
 echo "failed in ${took}s with node 3 unreachable"
 
 step "summary"
-echo "3 nodes: first converge ${first}s, second converge ${second}s (changed=0 on every node)"
+echo "3 nodes: first converge $first, second converge ${second}s (changed=0 on every node)"

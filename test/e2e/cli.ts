@@ -1,6 +1,6 @@
 /** Helpers for end-to-end tests: run the real `ringlab` CLI as a user does, and look at Docker directly. */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -37,6 +37,15 @@ export function ringlab(stateDir: string, args: readonly string[], env: Record<s
   return new Promise((done) => child.once("close", (code) => done({ code, stdout, stderr })));
 }
 
+/** Runs a script of the repository with bash to completion, its stdout and stderr as one text. */
+export function runScript(script: string, env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+  const child = spawn("bash", [join(REPO, script)], { cwd: REPO, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.on("data", (chunk) => (output += chunk));
+  child.stderr.on("data", (chunk) => (output += chunk));
+  return new Promise((done) => child.once("close", (code) => done({ code, output })));
+}
+
 /** Starts `ringlab` in its own process group, so a test can kill it as a terminal or machine would. */
 export function startRingLab(stateDir: string, args: readonly string[]): ChildProcess & { output: () => string } {
   const child = spawn(process.execPath, [BIN, "--state-dir", stateDir, ...args], { cwd: REPO, detached: true, stdio: ["ignore", "pipe", "pipe"] });
@@ -63,6 +72,11 @@ export function everythingLabeled(testbed: string): string[] {
 
 export function docker(args: readonly string[]): string {
   return execFileSync("docker", args, { encoding: "utf8" });
+}
+
+/** The records a campaign wrote to <resultsDir>/runs.jsonl, in order. */
+export function runsJsonl(resultsDir: string): any[] {
+  return readFileSync(join(resultsDir, "runs.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line));
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -1,13 +1,15 @@
 /**
- * The local testbed end to end, through the CLI: up, configure (twice), run the probe and training, status,
- * down; and the faults a user meets: Docker not running, a name already taken, a failure half-way through up.
+ * The local testbed end to end, through the CLI, on one testbed: up, configure, the Ansible converge-twice check
+ * (test/ansible/idempotence.sh), the probe and training, status, the campaign scenarios (failed runs, placements,
+ * a dataset with recovery, a lost node, Slurm) on the testbed kept, down; and the faults a user meets: Docker not
+ * running, a name already taken, a failure half-way through up.
  */
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadRecord } from "../../src/testbed/record.ts";
 import { controlPathDir } from "../../src/testbed/playbook.ts";
-import { docker, everythingLabeled, exited, ringlab, scratch, sleep, startRingLab, writeFile } from "./cli.ts";
+import { docker, everythingLabeled, exited, ringlab, runScript, runsJsonl, scratch, sleep, startRingLab, writeFile, type CliResult } from "./cli.ts";
 
 const NAME = `e2e${process.pid}`;
 const dir = scratch("testbed");
@@ -18,7 +20,26 @@ afterAll(async () => {
   await ringlab(state, ["down", NAME]);
 });
 
-describe("a local testbed through the CLI", { timeout: 10 * 60_000 }, () => {
+// The campaigns below run on this testbed, kept (they need a testbed, not a new one each): it was configured above,
+// so they find it configured from the same playbooks, inventory and worker image, and skip site.yml.
+const TESTBED_LINE = `testbed: {target: local, name: ${NAME}, nodes: 3, subnet: 10.79.0.0/24}`;
+const NOT_CONFIGURED_AGAIN = new RegExp(`testbed ${NAME}: configured at \\S+ from the same playbooks, inventory and worker image; not configuring again`);
+
+/** Runs a campaign on this testbed, kept afterwards; returns the CLI result, the results folder and the scratch folder. */
+async function keptCampaign(name: string, campaign: string): Promise<{ run: CliResult; out: string; work: string }> {
+  const work = scratch(name);
+  const file = writeFile(work, `${name}.yaml`, `${TESTBED_LINE}\ncampaign:\n  keep: true\n${campaign}`);
+  const out = join(work, "results");
+  return { run: await ringlab(state, ["campaign", file, "--results", out]), out, work };
+}
+
+/** Records of a campaign's runs.jsonl, by run id. */
+function byRunId(out: string): Map<string, any> {
+  return new Map(runsJsonl(out).map((record) => [record.runId, record]));
+}
+
+
+describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
   it("refuses to start, naming the fix, when the Docker engine does not answer", async () => {
     const result = await ringlab(state, ["up", campaign], { DOCKER_HOST: "unix:///tmp/ringlab-no-docker.sock" });
     expect(result.code).toBe(3);
@@ -54,12 +75,19 @@ describe("a local testbed through the CLI", { timeout: 10 * 60_000 }, () => {
     expect(docker(["ps", "-q", "--filter", `label=ringlab.testbed=${NAME}`]).trim().split("\n")).toHaveLength(3);
   });
 
-  it("configures every node, and a second configure changes nothing", async () => {
-    const first = await ringlab(state, ["configure"]);
+  it("configures every node, as a Slurm cluster too", async () => {
+    const first = await ringlab(state, ["configure", "--slurm"]);
     expect(first.code, first.stderr).toBe(0);
-    const second = await ringlab(state, ["configure"]);
-    expect(second.code, second.stderr).toBe(0);
-    expect(second.stderr).toMatch(/configured 3 nodes: no changes \(already configured\)/);
+    expect(first.stderr).toMatch(/configured 3 nodes: [1-9]\d* changes/);
+  });
+
+  it("changes nothing when configured again, and the playbooks pass their checks (test/ansible/idempotence.sh on this testbed)", async () => {
+    const script = await runScript("test/ansible/idempotence.sh", { RINGLAB_IDEMPOTENCE_STATE_DIR: state, RINGLAB_IDEMPOTENCE_TESTBED: NAME });
+    expect(script.code, script.output.split("\n").slice(-60).join("\n")).toBe(0);
+    expect(script.output).toMatch(/^PASS: test\/ansible\/idempotence.sh$/m);
+    // It leaves the testbed as it found it: up, unshaped, no workers.
+    expect(docker(["ps", "-q", "--filter", `label=ringlab.testbed=${NAME}`, "--filter", "label=ringlab.role=node"]).trim().split("\n")).toHaveLength(3);
+    expect(docker(["ps", "-aq", "--filter", `label=ringlab.testbed=${NAME}`, "--filter", "label=ringlab.role=worker"]).trim()).toBe("");
   });
 
   it("runs the all-reduce probe on 3 nodes at 1 Gbit/s, and the shaping shows in the bus bandwidth", async () => {
@@ -176,6 +204,152 @@ describe("a local testbed through the CLI", { timeout: 10 * 60_000 }, () => {
     expect(run.stdout).toMatch(/run FAILED .*: \S+-node-0 failed: Worker rank 0 on \S+ exited with code 0 but wrote no result \(\S+result\.json: file not found: /);
     const [runDir] = readdirSync(out);
     expect(readdirSync(join(out, runDir!)).sort()).toEqual(["outcome.json", "worker-0.log"]);
+  });
+
+  it("records a failed run with its error and logs, goes on with the rest, and exits 5", async () => {
+    // The run that times out comes first: the one after it must still run.
+    const { run, out } = await keptCampaign("failing", `
+  matrix: {nodes: [2], model: tiny, batchSize: 8, bandwidth: 1gbit, numIters: [1000000, 2]}
+  train: {numWarmupBatches: 1, numBatchesPerIter: 2}
+  probe: {enabled: false}
+  runTimeoutSeconds: 15
+`);
+    expect(run.code, run.stderr).toBe(5);
+    // Configured above from the same playbooks, inventory and worker image: not converged again.
+    expect(run.stderr).toMatch(NOT_CONFIGURED_AGAIN);
+    expect(run.stderr).not.toMatch(/configure 3 nodes/);
+    expect(run.stderr).toMatch(/campaign finished: 1 ok, 1 failed/);
+    const runs = byRunId(out);
+    expect([...runs.keys()]).toEqual(["train-tiny-b8-n2-1gbit-numiters-1000000-r1", "train-tiny-b8-n2-1gbit-numiters-2-r1"]);
+    const slow = runs.get("train-tiny-b8-n2-1gbit-numiters-1000000-r1");
+    expect(slow.status).toBe("failed");
+    expect(slow.error).toMatch(/timed out after 15 s and was stopped/);
+    expect(existsSync(join(out, slow.logsDir, "worker-1.log"))).toBe(true);
+    expect(runs.get("train-tiny-b8-n2-1gbit-numiters-2-r1").status).toBe("ok");
+    expect(readFileSync(join(out, "report.md"), "utf8")).toMatch(/train-tiny-b8-n2-1gbit-numiters-1000000-r1/);
+    // Kept: no worker of the timed-out run is left on it.
+    expect(docker(["ps", "-aq", "--filter", `label=ringlab.testbed=${NAME}`, "--filter", "label=ringlab.role=worker"]).trim()).toBe("");
+  });
+
+  it("runs a parameter server on 1 node × 2 and 2 nodes × 1, records the placement, and the report compares them", async () => {
+    const { run, out } = await keptCampaign("placement", `
+  matrix: {nodes: [1, 2], processesPerNode: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit, reduction: parameter-server}
+  maxWorkers: 2
+  train: {numWarmupBatches: 1, numBatchesPerIter: 2, numIters: 2}
+  probe: {maxBytes: 1048576, iters: 2}
+`);
+    expect(run.code, run.stderr).toBe(0);
+    const runs = byRunId(out);
+    expect([...runs.keys()]).toEqual([
+      "train-tiny-b8-n1-reduction-parameter-server-r1", "allreduce-n1-p2-parameter-server-r1", "train-tiny-b8-n1-p2-reduction-parameter-server-r1",
+      "allreduce-n2-1gbit-parameter-server-r1", "train-tiny-b8-n2-1gbit-reduction-parameter-server-r1",
+    ]);
+    const inOneNode = runs.get("train-tiny-b8-n1-p2-reduction-parameter-server-r1");
+    expect(inOneNode.params).toMatchObject({ nodes: 1, processesPerNode: 2, bandwidth: null, knobs: { reduction: "parameter-server" } });
+    expect(inOneNode.result.world).toMatchObject({ size: 2, nodes: 1, procsPerNode: 2 });
+    expect(inOneNode.result.knobs.reduction).toBe("parameter-server");
+    expect(runs.get("allreduce-n2-1gbit-parameter-server-r1").result.metrics.rows.every((row: { wrong: number }) => row.wrong === 0)).toBe(true);
+    expect(readFileSync(join(out, "report.md"), "utf8")).toMatch(/^- Placements, tiny · batch 8 · 1gbit · 2 workers: .* was fastest/m);
+  });
+
+  it("writes the dataset once, trains to a held-out accuracy, restarts the killed rank from its checkpoint, goes on without a lost node and reports time to train", async () => {
+    const dataCampaign = `
+  matrix: {nodes: [1, 2], model: small, batchSize: 16, bandwidth: 1gbit}
+  dataset: {name: shapes, classes: 4, imagesPerClass: 40, imageSize: 32}
+  train: {data: dataset, epochs: 2, learningRate: 0.02, momentum: 0.9, loaderWorkers: 1, checkpointEvery: 2, maxRestarts: 1, failAtStep: 3, failRank: 0}
+  probe: {enabled: false}
+`;
+    const { run, out, work } = await keptCampaign("data", dataCampaign);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/dataset shapes: 4 classes x 40 images of 32 px on the shared storage/);
+    const records = runsJsonl(out);
+    expect(records.map((r) => [r.runId, r.status])).toEqual([["train-small-b16-n1-r1", "ok"], ["train-small-b16-n2-1gbit-r1", "ok"]]);
+    for (const record of records) {
+      const metrics = record.result.metrics;
+      // Killed after step 3, resumed from the checkpoint of step 2: one step redone.
+      expect([metrics.restarts, metrics.stepsRedone, metrics.recovery[0].resumedFromStep]).toEqual([1, 1, 2]);
+      expect(metrics.epochs).toHaveLength(2);
+      expect(metrics.data).toMatchObject({ kind: "folder", classes: 4, trainImages: 128, valImages: 32 });
+      expect(metrics.timeToTrainSeconds).toBeGreaterThan(0);
+      expect(readFileSync(join(out, record.logsDir, "worker-0.log"), "utf8")).toMatch(/fault injection: killing this process after step 3/);
+    }
+    const report = readFileSync(join(out, "report.md"), "utf8");
+    expect(report).toMatch(/^## Real data and time to train$/m);
+    expect(report).toMatch(/^\| train-small-b16-n2-1gbit-r1 \| small · batch 16 · 2 nodes × 1 · 1gbit \| [0-9.]+ \| n\/a \| [0-9.]+% \| [0-9.]+ s \| 2 \| [0-9.]+% \| 1 \| 1 \| [0-9.]+ s \|$/m);
+    // The 2-node run again (the same run id; the testbed was kept, so its folder on the shared storage is still
+    // there), now losing node 1 after step 3: node 1's worker container is killed, and node 0 goes on alone
+    // (minNodes 1) from the checkpoint of step 2 -- this run's own, never the finished run's of the last campaign.
+    const second = await keptCampaign("data-node-loss", dataCampaign.replace("nodes: [1, 2]", "nodes: [2]").replace("failRank: 0", "failNode: 1, minNodes: 1"));
+    expect(second.run.code, second.run.stderr).toBe(0);
+    const [lost] = runsJsonl(second.out);
+    expect([lost.runId, lost.status, lost.result.metrics.restarts, lost.result.metrics.recovery[0].resumedFromStep]).toEqual(["train-small-b16-n2-1gbit-r1", "ok", 1, 2]);
+    expect([lost.result.metrics.nodesAtStart, lost.result.world.nodes, lost.result.metrics.recovery[0].worldSizeAfter]).toEqual([2, 1, 1]);
+    expect(lost.result.metrics.recovery[0].recoverySeconds).toBeLessThan(30);
+    expect(readFileSync(join(second.out, lost.logsDir, "worker-1.log"), "utf8")).toMatch(/fault injection: node 1 is lost after step 3/);
+    expect(readFileSync(join(second.out, "report.md"), "utf8")).toMatch(/\| 1 \(lost 1 of 2 nodes, went on with 1\) \| 1 \| [0-9.]+ s \|$/m);
+    // The dataset is there once: writing it again changes nothing.
+    const again = await ringlab(state, ["dataset", join(work, "data.yaml")]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toMatch(/dataset shapes: already at .*\/datasets\/shapes, unchanged/);
+  });
+
+  it("recreates a lost node container, reconfigures it, and the later runs succeed; the record says so", async () => {
+    const work = scratch("lost");
+    const file = writeFile(work, "lost.yaml", `${TESTBED_LINE}
+campaign:
+  keep: true
+  matrix: {nodes: [2, 3], model: tiny, batchSize: 8, bandwidth: 1gbit}
+  train: {numWarmupBatches: 1, numBatchesPerIter: 2, numIters: 2}
+  probe: {enabled: false}
+`);
+    const out = join(work, "results");
+    const child = startRingLab(state, ["campaign", file, "--results", out]);
+    // Run 1 uses nodes 0 and 1; node 2 dies under it, and run 2 (3 nodes) needs it back.
+    const deadline = Date.now() + 5 * 60_000;
+    while (!/run 1\/2: /.test(child.output())) {
+      if (Date.now() > deadline) throw new Error(`run 1 never started:\n${child.output()}`);
+      await sleep(200);
+    }
+    docker(["kill", `ringlab-${NAME}-node-2`]);
+    const { code } = await exited(child);
+    expect(code, child.output()).toBe(0);
+    expect(child.output()).toMatch(new RegExp(`recreate lost node ${NAME}-node-2`));
+    const runs = byRunId(out);
+    expect([...runs.values()].map((r) => r.status)).toEqual(["ok", "ok"]);
+    expect(runs.get("train-tiny-b8-n3-1gbit-r1").nodeRecovery).toMatchObject({ recreated: [`${NAME}-node-2`] });
+  });
+
+  it("runs a Slurm campaign as one sbatch job per run whose script it keeps, and status shows Slurm's nodes", async () => {
+    const { run, out, work } = await keptCampaign("slurm", `
+  matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit}
+  train: {numWarmupBatches: 1, numBatchesPerIter: 2, numIters: 2}
+  probe: {maxBytes: 1048576, iters: 2}
+  launcher: slurm
+`);
+    expect(run.code, run.stderr).toBe(0);
+    // A Slurm cluster since its first configure (the node recreated above became a Slurm node when it was configured
+    // again): not converged again.
+    expect(run.stderr).toMatch(NOT_CONFIGURED_AGAIN);
+    const records = runsJsonl(out);
+    expect(records.map((r) => [r.runId, r.status, r.params.launcher])).toEqual([
+      ["train-tiny-b8-n1-r1", "ok", "slurm"], ["allreduce-n2-1gbit-r1", "ok", "slurm"], ["train-tiny-b8-n2-1gbit-r1", "ok", "slurm"],
+    ]);
+    const twoNodes = join(out, records[2].logsDir);
+    expect(readdirSync(twoNodes).sort()).toEqual(["job.sbatch", "outcome.json", "result.json", "slurm.out", "worker-0.log", "worker-1.log"]);
+    const script = readFileSync(join(twoNodes, "job.sbatch"), "utf8");
+    expect(script).toMatch(/^#SBATCH --nodes=2$/m);
+    expect(script).toMatch(/^#SBATCH --job-name=ringlab-train-tiny-b8-n2-1gbit-r1$/m);
+    expect(script).toMatch(/ringlab-slurm worker --run-id train-tiny-b8-n2-1gbit-r1 --cpus [0-9.]+ \\\n {2}train --model tiny /);
+    expect(records[2].result.world).toMatchObject({ size: 2, nodes: 2 });
+
+    const status = await ringlab(state, ["status"]);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(/^Slurm \(launcher slurm\):$/m);
+    for (const rank of [0, 1, 2]) expect(status.stdout).toMatch(new RegExp(`^${NAME}-node-${rank} ringlab\\* idle `, "m"));
+    // `up` on a testbed still running reuses it, and it stays a Slurm cluster.
+    const again = await ringlab(state, ["up", join(work, "slurm.yaml")]);
+    expect(again.stderr).toMatch(new RegExp(`testbed ${NAME} already exists with 3 nodes: reusing it`));
+    expect((await ringlab(state, ["status"])).stdout).toMatch(new RegExp(`^${NAME}-node-0 ringlab\\* idle `, "m"));
   });
 
   it("leaves a testbed alone when a campaign of the same name but another shape is refused", async () => {
