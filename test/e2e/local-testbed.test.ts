@@ -108,20 +108,6 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
     for (const rank of [0, 1, 2]) expect(existsSync(join(out, runDir!, `worker-${rank}.log`))).toBe(true);
   });
 
-  it("trains the tiny model on 2 of the 3 nodes", async () => {
-    const out = join(dir, "train");
-    const run = await ringlab(state, ["run", "--nodes", "2", "--job", "train", "--out", out, "--",
-      "--model", "tiny", "--batch-size", "16", "--num-warmup-batches", "2", "--num-batches-per-iter", "3", "--num-iters", "3"]);
-    expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/train on 2 nodes \(2 workers, gloo\)/);
-    const [runDir] = readdirSync(out);
-    const result = JSON.parse(readFileSync(join(out, runDir!, "result.json"), "utf8"));
-    expect(result.job).toBe("train");
-    expect(result.world.size).toBe(2);
-    expect(Number.isFinite(result.metrics.finalLoss)).toBe(true);
-    expect(result.metrics.imagesPerSecondTotal.mean).toBeGreaterThan(0);
-  });
-
   it("trains with a parameter server on 2 nodes × 2 processes, and probes a sharded one inside a node", async () => {
     const out = join(dir, "placement");
     const train = await ringlab(state, ["run", "--nodes", "2", "--processes-per-node", "2", "--cpus", "0.25", "--job", "train", "--out", out, "--",
@@ -137,6 +123,7 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
     expect(new Set(trained.world.hostnames).size).toBe(2);
     expect(trained.knobs.reduction).toBe("parameter-server");
     expect(Number.isFinite(trained.metrics.finalLoss)).toBe(true);
+    expect(trained.metrics.imagesPerSecondTotal.mean).toBeGreaterThan(0);
     expect(probed.world).toMatchObject({ size: 2, nodes: 1, procsPerNode: 2 });
     expect(probed.knobs.reduction).toBe("sharded-parameter-server");
     expect(probed.metrics.rows.every((row: { wrong: number }) => row.wrong === 0)).toBe(true);
