@@ -4,6 +4,8 @@
  * rather than through the cdktf CLI, which HashiCorp deprecated in December 2025: the synthesized `cdk.tf.json`
  * is plain Terraform JSON, and `cdktf deploy` from the README still works on the same folder.
  */
+import { rmSync } from "node:fs";
+import { join } from "node:path";
 import { PrerequisiteError, ToolError } from "../errors.ts";
 import { runProgram, type RunOptions } from "./process.ts";
 
@@ -50,10 +52,14 @@ export class Terraform {
     await this.run(dir, ["init", "-input=false", "-no-color"]);
   }
 
-  /** Plans into a file, then applies exactly that plan. */
+  /** Plans into a file, then applies exactly that plan; the file (it holds the values the state holds) goes after. */
   async apply(dir: string): Promise<void> {
-    await this.run(dir, ["plan", "-input=false", "-no-color", STATE_LOCK_TIMEOUT, `-out=${PLAN_FILE}`]);
-    await this.run(dir, ["apply", "-input=false", "-no-color", STATE_LOCK_TIMEOUT, PLAN_FILE]);
+    try {
+      await this.run(dir, ["plan", "-input=false", "-no-color", STATE_LOCK_TIMEOUT, `-out=${PLAN_FILE}`]);
+      await this.run(dir, ["apply", "-input=false", "-no-color", STATE_LOCK_TIMEOUT, PLAN_FILE]);
+    } finally {
+      rmSync(join(dir, PLAN_FILE), { force: true });
+    }
   }
 
   /**

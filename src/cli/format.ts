@@ -10,3 +10,8 @@ export function formatDuration(seconds: number): string {
   const minutes = Math.round(seconds / 60);
   return minutes < 90 ? `${minutes} min` : `${(minutes / 60).toFixed(1)} h`;
 }
+
+/** A path or word as a POSIX shell reads it back unchanged: as it is when it needs no quoting, else in single quotes. */
+export function shellWord(text: string): string {
+  return /^[\w./:=@%+-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
+}

@@ -7,7 +7,7 @@
  * without Slurm, a restarted node container: see local.ts) converges as before. `ringlab configure` always does.
  */
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, type Dirent } from "node:fs";
 import { join, relative } from "node:path";
 
 export interface ConfigurationInputs {
@@ -32,12 +32,19 @@ export function configurationFingerprint(inputs: ConfigurationInputs): string {
   return `sha256:${hash.digest("hex")}`;
 }
 
-/** Every file under `dir` (the playbooks, roles and plugins, not Python's bytecode), as configurationFingerprint takes them. */
+/**
+ * Every file under `dir` as configurationFingerprint takes them: the playbooks, roles and plugins; not what tools leave
+ * there (Python's bytecode, hidden folders and files such as a fact cache or a linter's).
+ */
 export function readPlaybookFiles(dir: string): [string, Buffer][] {
   return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile() && !entry.name.endsWith(".pyc") && !entry.parentPath.split("/").includes("__pycache__"))
-    .map((entry) => {
-      const path = join(entry.parentPath, entry.name);
-      return [relative(dir, path), readFileSync(path)];
-    });
+    .map((entry) => ({ entry, path: relative(dir, join(folderOf(entry), entry.name)) }))
+    .filter(({ entry, path }) => entry.isFile() && !path.endsWith(".pyc")
+      && !path.split("/").some((part) => part === "__pycache__" || part.startsWith(".")))
+    .map(({ path }) => [path, readFileSync(join(dir, path))]);
+}
+
+/** The folder a directory entry is in: `parentPath` from Node.js 20.12, `path` before. */
+function folderOf(entry: Dirent): string {
+  return (entry as Dirent & { parentPath?: string }).parentPath ?? (entry as Dirent & { path: string }).path;
 }

@@ -89,12 +89,17 @@ export async function configure(ctx: Context, record: TestbedRecord, options: Co
   return withTestbedLock(ctx, record.name, async () => {
     const what = options.slurm === true ? " as a Slurm cluster" : "";
     const fingerprint = await fingerprintOf(ctx, record);
+    // Before it starts: a converge that fails or is stopped half-way leaves no fingerprint behind, and a node container
+    // started during it counts as started after it.
+    const startedAt = new Date().toISOString();
+    const { configured: _earlier, ...unconfigured } = record;
+    saveRecord(ctx.stateDir, unconfigured);
     const result = await ctx.reporter.step(`configure ${record.nodes.length} nodes${what} (ansible/site.yml)`, (detail) =>
       runPlaybook(ctx, record, "site.yml", { onTask: detail, ...(options.slurm === true ? { extraVars: { ringlab_slurm: true } } : {}) }));
     saveRecord(ctx.stateDir, {
-      ...record,
+      ...unconfigured,
       ...(options.slurm === true ? { slurm: true } : {}),
-      ...(fingerprint === undefined ? {} : { configured: { fingerprint, at: new Date().toISOString() } }),
+      ...(fingerprint === undefined ? {} : { configured: { fingerprint, at: startedAt } }),
     });
     return { changed: totalChanged(result.recap) };
   });

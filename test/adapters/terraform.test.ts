@@ -68,6 +68,16 @@ describe("terraform adapter", () => {
     expect(fake.calls().map((call) => call.args)).toEqual([["destroy", "-input=false", "-no-color", "-lock-timeout=300s", "-auto-approve"]]);
   });
 
+  it("removes the saved plan after applying it, and after a failed apply too (it holds the values the state holds)", async () => {
+    for (const fail of ["nothing", "apply"]) {
+      const dir = mkdtempSync(join(tmpdir(), "ringlab-terraform-"));
+      // The double writes no plan: one is put there as `plan -out` would have.
+      writeFileSync(join(dir, "ringlab.tfplan"), "plan");
+      await new Terraform({ binary: fakeTerraform(dir, { FAKE_TERRAFORM_FAIL: fail }).binary }).apply(dir).catch(() => undefined);
+      expect(existsSync(join(dir, "ringlab.tfplan")), fail).toBe(false);
+    }
+  });
+
   it("turns a failed apply into a ToolError that keeps terraform's own message", async () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-terraform-"));
     const fake = fakeTerraform(dir, { FAKE_TERRAFORM_FAIL: "apply" });
@@ -173,10 +183,11 @@ describe("AWS testbed up and down through the terraform double", () => {
     rmSync(join(dir, "keys"), { recursive: true });
     // Synthesized again from the spec alone.
     rmSync(testbedPaths(ctx.stateDir, "scale").cdktfOut, { recursive: true, force: true });
+    const before = fake.calls().length;
     const result = await down(ctx, "scale", aws);
     expect(result.target).toBe("aws");
+    expect(fake.calls().slice(before).map((call) => call.args[0])).toEqual(["init", "destroy"]);
     const destroy = fake.calls().at(-1)!;
-    expect(destroy.args[0]).toBe("destroy");
     expect(Object.values(destroy.stack!["resource"]["aws_key_pair"]).map((pair: any) => pair.public_key)).toEqual([PUBLIC_KEY]);
     expect(existsSync(testbedPaths(ctx.stateDir, "scale").dir)).toBe(false);
   });

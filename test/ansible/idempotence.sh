@@ -16,14 +16,15 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export ANSIBLE_CONFIG="$repo/ansible/ansible.cfg"
 export ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
 
-work=$(mktemp -d "/tmp/rla-idem.XXXXXX")
 if [[ -n "${RINGLAB_IDEMPOTENCE_TESTBED:-}" ]]; then
   own_testbed=0
   testbed=$RINGLAB_IDEMPOTENCE_TESTBED
   state=${RINGLAB_IDEMPOTENCE_STATE_DIR:?RINGLAB_IDEMPOTENCE_STATE_DIR names the state folder of RINGLAB_IDEMPOTENCE_TESTBED}
+  work=$(mktemp -d "/tmp/rla-idem.XXXXXX")
 else
   own_testbed=1
   testbed="rla-idem-$$"
+  work=$(mktemp -d "/tmp/rla-idem.XXXXXX")
   state="$work/state"
 fi
 inventory="$state/testbeds/$testbed/inventory.yml"
@@ -35,12 +36,20 @@ fail() { printf '\nFAIL: %s\n' "$*" >&2; exit 1; }
 ringlab() { node "$repo/src/bin/ringlab.mjs" --state-dir "$state" "$@"; }
 
 cleanup() {
-  local rc=$?
+  local status=$?
   set +e
-  if [[ $own_testbed -eq 1 ]]; then ringlab down "$testbed" >/dev/null 2>&1; fi
+  if [[ $own_testbed -eq 1 ]]; then
+    ringlab down "$testbed" >/dev/null 2>&1
+  elif [[ $status -ne 0 ]]; then
+    # Someone else's testbed: not left shaped or with workers by a check that stopped half-way.
+    play_inventory=$inventory
+    play cleanup-shape ansible/shape.yml -e net_shaping_rate=unlimited
+    play cleanup-workers ansible/stop-workers.yml
+  fi
   rm -rf "$work"
-  if [[ $rc -eq 0 ]]; then echo "PASS: test/ansible/idempotence.sh"; else echo "cleaned up after failure (exit $rc)" >&2; fi
-  exit "$rc"
+  # (play sets the global rc: the script's own status is kept apart.)
+  if [[ $status -eq 0 ]]; then echo "PASS: test/ansible/idempotence.sh"; else echo "cleaned up after failure (exit $status)" >&2; fi
+  exit "$status"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -105,6 +114,7 @@ rc=0
 start=$SECONDS; ringlab configure --testbed "$testbed" --slurm >"$work/configure.out" 2>&1 || rc=$?; second=$((SECONDS - start))
 # The CLI keeps ansible-playbook's whole output in its log of this invocation (the newest: the names are times).
 logs=("$state"/logs/*-configure.log)
+[[ -e ${logs[-1]} ]] || { cat "$work/configure.out"; fail "ringlab configure left no log in $state/logs"; }
 cp "${logs[-1]}" "$work/converge2.log"
 [[ $rc -eq 0 ]] || { cat "$work/configure.out"; show_log converge2; fail "ringlab configure --slurm failed (exit $rc)"; }
 require_unchanged converge2 "second converge is not idempotent"

@@ -37,13 +37,23 @@ export function ringlab(stateDir: string, args: readonly string[], env: Record<s
   return new Promise((done) => child.once("close", (code) => done({ code, stdout, stderr })));
 }
 
-/** Runs a script of the repository with bash to completion, its stdout and stderr as one text. */
-export function runScript(script: string, env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
-  const child = spawn("bash", [join(REPO, script)], { cwd: REPO, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+/**
+ * Runs a script of the repository with bash to completion, its stdout and stderr as one text. One that runs past
+ * `timeoutMs` is stopped (SIGTERM to its process group: the script's own trap cleans up) and ends with code null.
+ */
+export function runScript(script: string, env: Record<string, string> = {}, timeoutMs = 12 * 60_000): Promise<{ code: number | null; output: string }> {
+  const child = spawn("bash", [join(REPO, script)], { cwd: REPO, env: { ...process.env, ...env }, detached: true, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   child.stdout.on("data", (chunk) => (output += chunk));
   child.stderr.on("data", (chunk) => (output += chunk));
-  return new Promise((done) => child.once("close", (code) => done({ code, output })));
+  const timer = setTimeout(() => {
+    output += `\n(runScript: ${script} still running after ${timeoutMs / 1000} s: stopped)\n`;
+    process.kill(-child.pid!, "SIGTERM");
+  }, timeoutMs);
+  return new Promise((done) => child.once("close", (code) => {
+    clearTimeout(timer);
+    done({ code, output });
+  }));
 }
 
 /** Starts `ringlab` in its own process group, so a test can kill it as a terminal or machine would. */

@@ -31,7 +31,7 @@ describe("the configuration fingerprint a campaign compares before skipping conf
     expect(new Set([base, ...fingerprints]).size).toBe(variants.length + 1);
   });
 
-  it("reads every file of the playbook folder, Python's bytecode left out", () => {
+  it("reads every file of the playbook folder, what tools leave there (bytecode, hidden folders and files) left out", () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-playbooks-"));
     mkdirSync(join(dir, "roles", "x", "tasks"), { recursive: true });
     mkdirSync(join(dir, "action_plugins", "__pycache__"), { recursive: true });
@@ -39,6 +39,9 @@ describe("the configuration fingerprint a campaign compares before skipping conf
     writeFileSync(join(dir, "roles", "x", "tasks", "main.yml"), "[]\n");
     writeFileSync(join(dir, "action_plugins", "plugin.py"), "x = 1\n");
     writeFileSync(join(dir, "action_plugins", "__pycache__", "plugin.cpython-311.pyc"), "bytecode");
+    mkdirSync(join(dir, ".ringlab", "ansible-facts"), { recursive: true });
+    writeFileSync(join(dir, ".ringlab", "ansible-facts", "node-0"), "{}");
+    writeFileSync(join(dir, "roles", "x", "tasks", ".main.yml.swp"), "editor");
     expect(readPlaybookFiles(dir).map(([path, content]) => [path, content.toString()]).sort()).toEqual([
       ["action_plugins/plugin.py", "x = 1\n"], ["roles/x/tasks/main.yml", "[]\n"], ["site.yml", "- hosts: all\n"],
     ]);

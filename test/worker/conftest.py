@@ -98,7 +98,7 @@ class Nodes:
     def start(self, args, env):
         env = {**env, NODE_TAG_ENV: f"{os.getpid()}-{len(self.procs)}"}
         proc = subprocess.Popen([sys.executable, "-m", "ringlab_worker", *args], env=env, cwd=str(REPO),
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
                                 start_new_session=True)
         proc.node_tag = env[NODE_TAG_ENV]
         proc.lines = []
@@ -108,13 +108,15 @@ class Nodes:
         return proc
 
     def _read(self, proc):
-        for line in proc.stdout:
+        try:
+            for line in proc.stdout:
+                with self._printed:
+                    proc.lines.append(line)
+                    self._printed.notify_all()
+        finally:
             with self._printed:
-                proc.lines.append(line)
+                proc.lines_done = True
                 self._printed.notify_all()
-        with self._printed:
-            proc.lines_done = True
-            self._printed.notify_all()
 
     @staticmethod
     def output(proc) -> str:
@@ -152,10 +154,16 @@ class Nodes:
             except ProcessLookupError:
                 pass
 
-    def _collect(self, proc):
-        """The launcher's exit code and all it printed; the output ends once every process holding the pipe has."""
+    def _collect(self, proc, grace=30):
+        """The launcher's exit code and all it printed. The output ends once every process holding the pipe has: a
+        worker that outlives its launcher by more than `grace` seconds is killed with its node, and the test fails."""
         proc.wait()
-        proc.reader.join()
+        proc.reader.join(grace)
+        if proc.reader.is_alive():
+            self.kill(proc)
+            proc.reader.join(10)
+            pytest.fail(f"a process of node {proc.node_tag} held its output open {grace} s after its launcher ended:\n"
+                        f"{self.output(proc)}")
         proc.stdout.close()
         return proc.returncode, self.output(proc)
 
@@ -176,7 +184,10 @@ def nodes():
     yield started
     for proc in started.procs:  # also on failure: no stray ranks left holding ports
         started.kill(proc)  # also when the launcher has ended: a worker it left behind still holds the pipe
-        started._collect(proc)
+        proc.wait()
+        proc.reader.join(10)
+        if not proc.reader.is_alive():
+            proc.stdout.close()
 
 
 def run_worker(args, env=None, timeout=60):

@@ -1,8 +1,10 @@
 /** `ringlab synth <file> [--out DIR]`: the resolved testbed spec and, for AWS, the Terraform JSON; deploys nothing. */
 import { dirname, resolve } from "node:path";
 import type { Command } from "commander";
+import { terraformBinaryFor } from "../../adapters/terraform.ts";
 import { loadCampaignFile } from "../../config/load.ts";
 import { synth } from "../../testbed/testbed.ts";
+import { shellWord } from "../format.ts";
 import { parseSafePath } from "../options.ts";
 import type { CommandHost } from "../program.ts";
 
@@ -17,7 +19,9 @@ export function registerSynth(program: Command, host: CommandHost): void {
       const result = await synth(ctx, campaign, resolve(options.out));
       process.stdout.write(`${result.specFile}\n${result.stackFile === undefined ? "" : `${result.stackFile}\n`}`);
       if (result.stackFile !== undefined) {
-        ctx.reporter.info(`deploy it by hand with: terraform -chdir=${dirname(result.stackFile)} init && terraform -chdir=${dirname(result.stackFile)} apply`);
+        const terraform = campaign.testbed.target === "aws" ? terraformBinaryFor(campaign.testbed.terraformBinary) : "terraform";
+        const chdir = `-chdir=${shellWord(dirname(result.stackFile))}`;
+        ctx.reporter.info(`deploy it by hand with: ${terraform} ${chdir} init && ${terraform} ${chdir} apply`);
       }
     }));
 }
