@@ -2,11 +2,12 @@ import { defineConfig } from "vitest/config";
 
 /**
  * Three groups of tests, each run by its own npm script (README, "Tests and benchmarks"):
- * - quick: everything that starts no Docker, no terraform and no AWS emulator (npm run test:quick);
- * - aws: the AWS path through the real terraform and provider, against moto on 127.0.0.1;
+ * - quick: everything that needs no Docker engine, no terraform and no AWS emulator (npm run test:quick);
+ * - tools: the AWS path through the real terraform and provider against moto on 127.0.0.1, and the Docker adapter
+ *   against the engine;
  * - e2e: the local testbed end to end, one file at a time (they share the Docker engine and the 2 cores).
  */
-const AWS = ["test/aws/**/*.test.ts", "test/stacks/terraform.test.ts"];
+const TOOLS = ["test/aws/**/*.test.ts", "test/stacks/terraform.test.ts", "test/adapters/docker.test.ts"];
 const E2E = ["test/e2e/**/*.test.ts"];
 
 export default defineConfig({
@@ -29,9 +30,9 @@ export default defineConfig({
       AWS_SHARED_CREDENTIALS_FILE: "/dev/null",
     },
     projects: [
-      { extends: true, test: { name: "quick", include: ["test/**/*.test.ts"], exclude: [...AWS, ...E2E] } },
+      { extends: true, test: { name: "quick", include: ["test/**/*.test.ts"], exclude: [...TOOLS, ...E2E] } },
       // Mostly waiting on terraform's polling of the emulator: runs beside the quick files.
-      { extends: true, test: { name: "aws", include: AWS } },
+      { extends: true, test: { name: "tools", include: TOOLS } },
       // One file at a time: npm run test:e2e passes --no-file-parallelism.
       { extends: true, test: { name: "e2e", include: E2E } },
     ],
