@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { bandwidthGbps } from "./bandwidth.ts";
 import { uninterruptible, type Context } from "./context.ts";
+import { LAUNCHERS, launcherOf, type RecordedLauncher } from "./launchers/index.ts";
 import { runPlaybook } from "./testbed/playbook.ts";
 import { RinglabError, ToolError } from "./errors.ts";
 import { JOBS, type Job } from "./results/record.ts";
@@ -32,8 +33,8 @@ export interface RunRequest {
   readonly cpusPerNode?: number;
   /** Worker processes on each node (torchrun's nproc_per_node); absent: one per GPU on GPU nodes, one on CPU nodes. */
   readonly processesPerNode?: number;
-  /** slurm: the job is one sbatch job on a testbed configured as a Slurm cluster; absent: Ansible starts the workers. */
-  readonly launcher?: "slurm";
+  /** The launcher that starts the job (src/launchers/); absent: the default, Ansible starts the workers. */
+  readonly launcher?: RecordedLauncher;
 }
 
 export interface RunOutcome {
@@ -88,34 +89,15 @@ export async function executeRuns(
     if (existsSync(request.collectDir)) rmSync(request.collectDir, { recursive: true, force: true });
     mkdirSync(request.collectDir, { recursive: true });
   }
-  let done = 0;
-  let lastFailed = false;
-  let since = new Date();
-  // Outcomes arrive in order: only the next run's file is looked for.
-  const collect = (): void => {
-    for (let next = requests[done]; next !== undefined && existsSync(outcomeFile(next)); next = requests[done]) {
-      const outcome = readOutcome(next, since);
-      since = new Date(outcome.endedAt);
-      lastFailed = outcome.status === "failed";
-      done++;
-      onOutcome(next, outcome);
-    }
-  };
-  let collectError: unknown;
-  const poll = setInterval(() => {
-    try {
-      collect();
-    } catch (error) {
-      collectError ??= error;
-    }
-  }, 200);
+  const outcomes = new OutcomeWatch(requests, onOutcome);
   let failure: unknown;
   try {
     await ctx.reporter.step(describeBatch(requests), (detail) => runPlaybook(ctx, record, "run.yml", {
       extraVars: {
         worker_jobs: requests.map(jobOf),
         worker_timeout_seconds: first.timeoutSeconds,
-        ...(first.launcher === undefined ? {} : { worker_launcher: first.launcher }),
+        // run.yml includes this role's tasks/job.yml for each job.
+        worker_launcher_role: launcherOf(first.launcher).role,
       },
       // The inventory is the CLI's own and site.yml checked it (a skipped task would still cost a round per node).
       skipTags: ["inventory_checks"],
@@ -127,14 +109,55 @@ export async function executeRuns(
   } catch (error) {
     failure = error;
   } finally {
-    clearInterval(poll);
+    outcomes.stop();
   }
-  if (collectError !== undefined) throw collectError;
-  collect();
-  if (failure === undefined) return { done };
+  return failure === undefined ? { done: outcomes.done } : endFailedBatch(ctx, record, requests, outcomes, failure);
+}
+
+/**
+ * Hands each run's outcome to `onOutcome` as soon as its outcome.json appears (every 200 ms), in order: only the
+ * next run's file is looked for.
+ */
+class OutcomeWatch {
+  done = 0;
+  lastFailed = false;
+  /** When the next run began: the end of the one before, or the batch's start. */
+  since = new Date();
+  private error: unknown;
+  private readonly poll = setInterval(() => {
+    try {
+      this.collect();
+    } catch (error) {
+      this.error ??= error;
+    }
+  }, 200);
+
+  constructor(private readonly requests: readonly RunRequest[], private readonly onOutcome: (request: RunRequest, outcome: RunOutcome) => void) {}
+
+  /** Stops polling and collects what arrived since; throws what collecting threw. */
+  stop(): void {
+    clearInterval(this.poll);
+    if (this.error !== undefined) throw this.error;
+    this.collect();
+  }
+
+  private collect(): void {
+    for (let next = this.requests[this.done]; next !== undefined && existsSync(outcomeFile(next)); next = this.requests[this.done]) {
+      const outcome = readOutcome(next, this.since);
+      this.since = new Date(outcome.endedAt);
+      this.lastFailed = outcome.status === "failed";
+      this.done++;
+      this.onOutcome(next, outcome);
+    }
+  }
+}
+
+/** The end of a batch whose playbook failed: a failed run ended it, or a node or a tool failed under a run. */
+async function endFailedBatch(ctx: Context, record: TestbedRecord, requests: readonly RunRequest[], outcomes: OutcomeWatch, failure: unknown): Promise<BatchEnd> {
+  const { done } = outcomes;
   // run.yml fails on purpose after a failed run's outcome, whose workers are gone: that run is recorded, the batch
   // is over.
-  if (lastFailed && !ctx.signal.aborted && failure instanceof RinglabError) return { done };
+  if (outcomes.lastFailed && !ctx.signal.aborted && failure instanceof RinglabError) return { done };
   // Ranks still up would wait for a failed one until their own timeout, and an interrupted run's workers would run
   // on: stop them.
   await stopWorkers(uninterruptible(ctx), record).catch(() => {});
@@ -142,7 +165,7 @@ export async function executeRuns(
   const inFlight = requests[done];
   if (inFlight === undefined) return { done };
   const nodeLost = (await unreachableNodes(record)).length > 0;
-  const outcome = endedNow(inFlight, since, { status: "failed", error: describeRunFailure(failure, inFlight) });
+  const outcome = endedNow(inFlight, outcomes.since, { status: "failed", error: describeRunFailure(failure, inFlight) });
   return { done, cutShort: { outcome, nodeLost } };
 }
 
@@ -216,9 +239,8 @@ const RankOutcome = z.object({
   result_error: z.string().optional(),
   result_file: z.string().optional(),
 });
-/** What the slurm launcher adds (ansible/roles/slurm/files/ringlab_slurm.py): the job script and how Slurm ended the job. */
-const SlurmJob = z.object({ state: z.string(), description: z.string(), batch_log: z.string() });
-const JobOutcome = z.object({ ranks: z.array(RankOutcome), slurm: SlurmJob.optional(), job_script: z.string().optional() });
+/** What every launcher writes; a launcher adds fields of its own (its readOutcome reads them). */
+const JobOutcome = z.looseObject({ ranks: z.array(RankOutcome) });
 
 /**
  * Turns a job's outcome.json into the run's files (worker-<rank>.log of every rank, the head's result.json) and its
@@ -233,20 +255,18 @@ export function readOutcome(request: RunRequest, since: Date): RunOutcome {
   } catch (error) {
     return finish({ status: "failed", error: `unreadable outcome ${file}: ${(error as Error).message}` });
   }
-  const { ranks, slurm } = job;
+  const { ranks } = job;
   for (const rank of ranks) {
     const log = typeof rank.log === "string" ? rank.log : JSON.stringify(rank.log);
     writeFileSync(join(request.collectDir, `worker-${rank.rank}.log`), log.endsWith("\n") ? log : `${log}\n`);
   }
-  // The job script runs again by hand on the cluster (`sbatch job.sbatch`); slurm.out is what Slurm said about it.
-  if (job.job_script !== undefined) writeFileSync(join(request.collectDir, "job.sbatch"), job.job_script);
-  if (slurm !== undefined) writeFileSync(join(request.collectDir, "slurm.out"), slurm.batch_log);
+  // Each launcher keeps what it added (its job file, its own account of the job) beside the logs. Asked by what the
+  // outcome holds, not by the request: the file says which launcher ran the job.
+  const added = Object.values(LAUNCHERS).flatMap((launcher) => launcher.readOutcome?.(job, request.collectDir) ?? []);
   const logs = `worker logs: ${request.collectDir}/worker-*.log`;
   const failed = ranks.filter((rank) => !rank.ok);
-  if (slurm !== undefined && slurm.state !== "COMPLETED" && failed.length > 0) {
-    const hosts = failed.map((rank) => rank.host).join(", ");
-    return finish({ status: "failed", error: `${hosts}: the run ${slurm.description}; Slurm's output: ${request.collectDir}/slurm.out; ${logs}` });
-  }
+  const explained = added.map((outcome) => outcome.failure?.(failed.map((rank) => rank.host))).find((text) => text !== undefined);
+  if (explained !== undefined) return finish({ status: "failed", error: `${explained}; ${logs}` });
   if (failed.length > 0) {
     const what = failed.map((rank) => `${rank.host} failed: Worker rank ${rank.rank} on ${rank.host} ${rank.outcome}` +
       (rank.outcome === "exited with code 0" ? ` but wrote no result (${rank.result_file}: ${rank.result_error})` : ""));
@@ -283,8 +303,8 @@ export interface RunOnceOptions {
   readonly cpusPerNode?: number;
   /** Worker processes on each node; absent: one per GPU on GPU nodes, one on CPU nodes. */
   readonly processesPerNode?: number;
-  /** slurm: one sbatch job on a testbed configured as a Slurm cluster. */
-  readonly launcher?: "slurm";
+  /** The launcher that starts the job; absent: the default (Ansible). */
+  readonly launcher?: RecordedLauncher;
 }
 
 /** `ringlab run`: shape, run, and a human summary of the result. */

@@ -9,6 +9,7 @@ import { availableParallelism } from "node:os";
 import { bandwidthGbps } from "../bandwidth.ts";
 import type { LoadedCampaignFile } from "../config/load.ts";
 import { uninterruptible, type Context } from "../context.ts";
+import { recordedLauncher } from "../launchers/index.ts";
 import { writeReport } from "../report/index.ts";
 import { writeDerivedFiles } from "../results/derived.ts";
 import type { ResultsLayout } from "../results/layout.ts";
@@ -35,11 +36,11 @@ export interface CampaignOptions {
 export interface CampaignOutcome {
   readonly resultsDir: string;
   readonly planned: number;
-  /** Runs already done before this invocation (resumed). */
-  readonly skipped: number;
+  /** Runs already done before this invocation (resumed), so not run again. */
+  readonly alreadyDone: number;
   readonly ok: number;
   readonly failed: number;
-  /** Runs recorded as skipped because a node they need was lost; a rerun does them. */
+  /** Runs recorded as skipped (status "skipped") because a node they need was lost; a rerun does them. */
   readonly notRun: number;
   readonly wallSeconds: number;
   /** Seconds inside benchmark jobs during this invocation; the rest is orchestration overhead. */
@@ -83,7 +84,7 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
       testbed = await up(ctx, file);
       upSeconds = (Date.now() - upStarted) / 1000;
       // Configuring also removes workers left over from a killed earlier invocation.
-      await configureUnlessCurrent(ctx, testbed, { slurm: plan.launcher === "slurm" });
+      await configureUnlessCurrent(ctx, testbed, { launchers: [plan.launcher] });
       if (plan.dataset?.generate === true && todo.some((run) => run.knobs.data === "dataset")) await prepareDataset(ctx, testbed, plan.dataset);
       const instanceType = file.testbed.target === "aws" ? file.testbed.instanceType : undefined;
       await runAll(ctx, { testbed, plan, store, instanceType, cpusPerNode }, todo, tally);
@@ -99,7 +100,7 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
     await makeReport(ctx, store, leftOut);
     if (interrupted) ctx.reporter.warn(`interrupted: ${tally.ok + tally.failed + tally.notRun} runs recorded this time; rerun the same command to resume`);
   }
-  return { resultsDir: store.layout.dir, planned: plan.runs.length, skipped: alreadyDone, ...tally, wallSeconds: (Date.now() - started) / 1000, upSeconds, teardown };
+  return { resultsDir: store.layout.dir, planned: plan.runs.length, alreadyDone, ...tally, wallSeconds: (Date.now() - started) / 1000, upSeconds, teardown };
 }
 
 /** What every run of one campaign invocation shares. */
@@ -127,7 +128,7 @@ interface Tally {
  * run; a run cut short by a node that stopped answering goes again once after the check.
  */
 async function runAll(ctx: Context, scope: CampaignScope, todo: readonly PlannedRun[], tally: Tally): Promise<void> {
-  const keeper = new NodeKeeper(ctx, scope.testbed, { slurm: scope.plan.launcher === "slurm" });
+  const keeper = new NodeKeeper(ctx, scope.testbed, { launchers: [scope.plan.launcher] });
   const position = new Map(todo.map((run, index) => [run.id, index + 1]));
   const announce = (run: PlannedRun) => ctx.reporter.info(`run ${position.get(run.id)}/${todo.length}: ${run.id}`);
   const retried = new Set<string>();
@@ -202,7 +203,7 @@ function runRequest(scope: CampaignScope, run: PlannedRun, attempt: number, limi
     job: run.job, workerArgs: run.workerArgs,
     timeoutSeconds: scope.plan.runTimeoutSeconds, collectDir: scope.store.logsDirOf(run.id, attempt),
     ...(limit === undefined ? {} : { limit }), ...(scope.cpusPerNode === undefined ? {} : { cpusPerNode: scope.cpusPerNode }),
-    ...(scope.plan.launcher === "slurm" ? { launcher: "slurm" as const } : {}),
+    ...recordedLauncher(scope.plan.launcher),
   };
 }
 
@@ -261,7 +262,7 @@ function recordBase(scope: CampaignScope, run: PlannedRun, attempt: number) {
       knobs: run.knobs,
       workerArgs: run.workerArgs,
       ...(cpusPerNode === undefined ? {} : { cpusPerNode }),
-      ...(scope.plan.launcher === "slurm" ? { launcher: "slurm" as const } : {}),
+      ...recordedLauncher(scope.plan.launcher),
     },
     testbed: {
       name: testbed.name,

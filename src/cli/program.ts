@@ -3,7 +3,7 @@
  * commands/<verb>.ts; adding one is a line in COMMANDS.
  */
 import { Command } from "commander";
-import type { Context } from "../context.ts";
+import type { CommandHost, ContextFactory, RegisterCommand } from "./host.ts";
 import { registerCampaign } from "./commands/campaign.ts";
 import { registerCompare } from "./commands/compare.ts";
 import { registerConfigure } from "./commands/configure.ts";
@@ -17,24 +17,6 @@ import { registerStatus } from "./commands/status.ts";
 import { registerSweep } from "./commands/sweep.ts";
 import { registerSynth } from "./commands/synth.ts";
 import { registerUp } from "./commands/up.ts";
-
-/** Makes the context a command acts in; `verb` names its log file. */
-export type ContextFactory = (command: Command, verb: string) => Context;
-
-/**
- * An action's outcome: an exit code for a command that finished but must report failure (some runs failed, a
- * node does not answer); nothing for success. Commands that cannot finish throw a RinglabError instead.
- */
-export type ActionResult = number | void;
-
-/** What a command module is given to register itself. */
-export interface CommandHost {
-  readonly contextFor: ContextFactory;
-  /** Wraps an action so that the exit code it returns becomes ringlab's. */
-  action<Args extends unknown[]>(handler: (...args: Args) => ActionResult | Promise<ActionResult>): (...args: Args) => Promise<void>;
-}
-
-export type RegisterCommand = (program: Command, host: CommandHost) => void;
 
 /** In the order `--help` lists them. */
 const COMMANDS: readonly RegisterCommand[] = [

@@ -3,6 +3,7 @@
  * next to the ring all-reduce cost model, the all-reduce probe, and the failed runs. Pure: plain data in,
  * plain data out; charts and pages are drawn from it elsewhere.
  */
+import { launcherOf } from "../launchers/index.ts";
 import {
   efficiencyCeiling, isReduction, REDUCTIONS, meanWithInterval, reductionLowerBoundSeconds, type EfficiencyCeiling, type Reduction,
 } from "../results/cost-model.ts";
@@ -215,9 +216,11 @@ export function reportData(records: readonly RunRecord[]): ReportData {
 
 export function reportMeta(records: readonly RunRecord[], generatedAt: Date, leftOut: readonly string[] = []): ReportMeta {
   const first = records[0];
-  // A run started as a Slurm job says so next to its testbed (launcher slurm).
-  const testbeds = [...new Set(records.map(({ testbed, params }) =>
-    `${testbed.name} (${testbed.target}${testbed.instanceType === undefined ? "" : `, ${testbed.instanceType}`}${params.launcher === "slurm" ? ", runs as Slurm jobs" : ""})`))];
+  // A run started by another launcher than the default says so next to its testbed ("runs as Slurm jobs").
+  const testbeds = [...new Set(records.map(({ testbed, params }) => {
+    const note = launcherOf(params.launcher).reportNote;
+    return `${testbed.name} (${testbed.target}${testbed.instanceType === undefined ? "" : `, ${testbed.instanceType}`}${note === undefined ? "" : `, ${note}`})`;
+  }))];
   const starts = records.map((record) => record.startedAt).sort();
   const ends = records.map((record) => record.endedAt).sort();
   return {

@@ -4,6 +4,7 @@
  * Pure: no file system (see store.ts).
  */
 import { z } from "zod";
+import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, type RecordedLauncher } from "../launchers/names.ts";
 import { workerResultSchema, type WorkerResult } from "./worker-result.ts";
 
 export const RUN_RECORD_SCHEMA = "ringlab.run/v1";
@@ -40,8 +41,8 @@ export interface RunRecord {
     readonly workerArgs: readonly string[];
     /** Local testbed: the CPU cores every node's worker was limited to (Docker's --cpus); absent on AWS and in older records. */
     readonly cpusPerNode?: number;
-    /** slurm: the run was one Slurm job (its job.sbatch is in logsDir); absent: Ansible started the workers. */
-    readonly launcher?: "slurm";
+    /** The launcher that started it (src/launchers/; slurm: one Slurm job, its job.sbatch in logsDir); absent: Ansible. */
+    readonly launcher?: RecordedLauncher;
   };
   /** skipped: not run because a node it needs does not answer; a rerun of the campaign does it. */
   readonly status: "ok" | "failed" | "skipped";
@@ -81,7 +82,7 @@ export const runRecordSchema: z.ZodType<RunRecord> = z.looseObject({
     knobs: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
     workerArgs: z.array(z.string()),
     cpusPerNode: z.number().positive().optional(),
-    launcher: z.literal("slurm").optional(),
+    launcher: z.enum(LAUNCHER_NAMES).exclude([DEFAULT_LAUNCHER]).optional(),
   }),
   status: z.enum(["ok", "failed", "skipped"]),
   error: z.string().optional(),

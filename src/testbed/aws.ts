@@ -120,8 +120,8 @@ async function deployAndReach(ctx: Context, spec: AwsTestbedSpec, terraform: Ter
       name, rank: Number(vars["ringlab_node_rank"]), sshAddress: String(vars["ansible_host"]), privateIp: String(vars["ringlab_private_ip"]),
     })),
     createdAt: spec.createdAt,
-    // A redeploy of the same stack keeps its machines, and their Slurm services with them.
-    ...(loadRecord(ctx.stateDir, spec.name)?.slurm === true ? { slurm: true } : {}),
+    // A redeploy of the same stack keeps its machines, and what they were configured for (Slurm's services) with them.
+    ...launchersOf(loadRecord(ctx.stateDir, spec.name)),
   };
   saveRecord(ctx.stateDir, record);
   return record;
@@ -164,4 +164,8 @@ export function resourcesInState(stateFile: string): string[] {
   if (!existsSync(stateFile)) return [];
   const state = JSON.parse(readFileSync(stateFile, "utf8")) as { resources?: { mode?: string; type: string; name: string }[] };
   return (state.resources ?? []).filter((r) => r.mode !== "data").map((r) => `${r.type}.${r.name}`);
+}
+
+function launchersOf(earlier: TestbedRecord | undefined): Pick<TestbedRecord, "launchers"> {
+  return earlier?.launchers === undefined ? {} : { launchers: earlier.launchers };
 }

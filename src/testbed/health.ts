@@ -8,7 +8,7 @@ import type { Context } from "../context.ts";
 import { recreateLocalNodes } from "./local.ts";
 import { forgetConnections } from "./playbook.ts";
 import { sshAnswers } from "./reachability.ts";
-import { loadSpec, type NodeRecord, type TestbedRecord } from "./record.ts";
+import { configuredLaunchers, loadSpec, type NodeRecord, type TestbedRecord } from "./record.ts";
 import { configure, type ConfigureOptions } from "./testbed.ts";
 
 /** A node lost more often than this in one campaign stays lost: something keeps killing it. */
@@ -62,8 +62,10 @@ export class NodeKeeper {
         // Shared SSH connections to the old containers are dead; new ones are opened on the next playbook.
         forgetConnections(this.record);
       });
-      // A recreated node of a Slurm cluster becomes a Slurm node too, whatever this campaign's launcher.
-      await configure(this.ctx, this.record, { ...this.configureOptions, slurm: this.configureOptions.slurm === true || this.record.slurm === true });
+      // A recreated node is configured for every launcher the testbed is (a Slurm node of a Slurm cluster), whatever
+      // this campaign's launcher.
+      const launchers = [...configuredLaunchers(this.record), ...(this.configureOptions.launchers ?? [])];
+      await configure(this.ctx, this.record, { ...this.configureOptions, launchers });
     } catch (error) {
       this.ctx.signal.throwIfAborted();
       this.ctx.reporter.warn(`could not bring back ${names}: ${(error as Error).message}; runs that need them are skipped`);

@@ -115,15 +115,15 @@ async function reuse(ctx: Context, docker: Docker, plan: LocalTestbedPlan, conta
   }
   ctx.reporter.info(`testbed ${plan.name} already exists with ${plan.nodes.length} nodes: reusing it`);
   await docker.start(containers.filter((c) => !c.running).map((c) => c.name));
-  // Slurm's daemons run on only while every node container did (a restarted one starts with sshd alone), and so
-  // does what site.yml configured: a restarted container gets a new /etc/hosts from Docker, and no daemons.
+  // A launcher's daemons (Slurm's) run on only while every node container did (a restarted one starts with sshd
+  // alone), and so does what site.yml configured: a restarted container gets a new /etc/hosts from Docker, and no daemons.
   const earlier = containers.every((c) => c.running) ? loadRecord(ctx.stateDir, plan.name) : undefined;
   const configuredAt = Date.parse(earlier?.configured?.at ?? "");
   const configuredSince = containers.every((c) => Date.parse(c.startedAt) <= configuredAt);
-  return finishUp(ctx, plan, spec, earlier?.slurm === true, configuredSince ? earlier?.configured : undefined);
+  return finishUp(ctx, plan, spec, earlier?.launchers, configuredSince ? earlier?.configured : undefined);
 }
 
-async function finishUp(ctx: Context, plan: LocalTestbedPlan, spec: LocalTestbedSpec, slurm = false,
+async function finishUp(ctx: Context, plan: LocalTestbedPlan, spec: LocalTestbedSpec, launchers?: TestbedRecord["launchers"],
   configured?: TestbedRecord["configured"]): Promise<TestbedRecord> {
   const paths = testbedPaths(ctx.stateDir, plan.name);
   await ctx.reporter.step("wait for SSH on every node", (detail) =>
@@ -137,7 +137,7 @@ async function finishUp(ctx: Context, plan: LocalTestbedPlan, spec: LocalTestbed
     sharedDir: plan.sharedDir,
     nodes: plan.nodes.map((node) => ({ name: node.name, rank: node.rank, sshAddress: node.ip, privateIp: node.ip })),
     createdAt: spec.createdAt,
-    ...(slurm ? { slurm } : {}),
+    ...(launchers === undefined ? {} : { launchers }),
     ...(configured === undefined ? {} : { configured }),
   };
   saveRecord(ctx.stateDir, record);

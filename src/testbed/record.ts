@@ -6,6 +6,7 @@ import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { resolve, sep } from "node:path";
 import { z } from "zod";
 import { InternalError, UsageError } from "../errors.ts";
+import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, type LauncherName } from "../launchers/names.ts";
 import { checkResourceName } from "../rules/names.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import { currentTestbedFile, testbedPaths, testbedsDir } from "./paths.ts";
@@ -20,7 +21,7 @@ const nodeRecordSchema = z.object({
   privateIp: z.string(),
 });
 
-const testbedRecordSchema = z.object({
+const testbedRecordSchema = z.preprocess(fromSlurmFlag, z.object({
   schema: z.literal(TESTBED_RECORD_SCHEMA),
   name: z.string(),
   target: z.enum(["local", "aws"]),
@@ -28,14 +29,34 @@ const testbedRecordSchema = z.object({
   sharedDir: z.string(),
   nodes: z.array(nodeRecordSchema),
   createdAt: z.string(),
-  /** site.yml made it a Slurm cluster (a campaign whose launcher is slurm); `ringlab status` then shows Slurm's view. */
-  slurm: z.boolean().optional(),
+  /**
+   * The launchers site.yml configured it for (src/launchers/), the default's included; absent: the default alone.
+   * `ringlab status` shows each one's view (Slurm's nodes and queue).
+   */
+  launchers: z.array(z.enum(LAUNCHER_NAMES)).optional(),
   /**
    * What site.yml last converged every node from (configured.ts), and when; a campaign reusing the testbed with the
    * same fingerprint skips configure. Dropped when a node container had to be started again.
    */
   configured: z.object({ fingerprint: z.string(), at: z.string() }).optional(),
-});
+}));
+
+/** A record written before the launcher table said `slurm: true` for a testbed made a Slurm cluster. */
+function fromSlurmFlag(record: unknown): unknown {
+  if (typeof record !== "object" || record === null || !("slurm" in record)) return record;
+  const { slurm, ...rest } = record as Record<string, unknown>;
+  return slurm === true ? { ...rest, launchers: [DEFAULT_LAUNCHER, "slurm"] } : rest;
+}
+
+/** The launchers a testbed is configured for, the default's first. */
+export function configuredLaunchers(record: TestbedRecord): LauncherName[] {
+  return record.launchers ?? [DEFAULT_LAUNCHER];
+}
+
+/** Whether site.yml configured the testbed for this launcher (the default serves every configured testbed). */
+export function isConfiguredFor(record: TestbedRecord, launcher: LauncherName): boolean {
+  return launcher === DEFAULT_LAUNCHER || configuredLaunchers(record).includes(launcher);
+}
 
 export type NodeRecord = z.output<typeof nodeRecordSchema>;
 export type TestbedRecord = z.output<typeof testbedRecordSchema>;

@@ -3,14 +3,14 @@
  * testbed section into a spec (spec.ts) and stores it first; every later verb reads that spec and the record,
  * never the campaign file. Every verb that changes a testbed holds its lock (lock.ts).
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { totalChanged } from "../adapters/ansible.ts";
 import type { LoadedCampaignFile } from "../config/load.ts";
 import type { DatasetSection } from "../config/schema.ts";
 import { dockerFor, uninterruptible, type Context } from "../context.ts";
 import { UsageError } from "../errors.ts";
+import { LAUNCHERS, type LauncherName } from "../launchers/index.ts";
 import { campaignNameOf, nodeContainerName, stackName } from "../rules/names.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import type { AwsOptions } from "./aws.ts";
@@ -20,7 +20,9 @@ import { testbedLockFile, withLock } from "./lock.ts";
 import { forgetConnections, runPlaybook } from "./playbook.ts";
 import { testbedPaths } from "./paths.ts";
 import { sshAnswers } from "./reachability.ts";
-import { checkedTestbedName, forgetTestbed, knownHint, knownTestbeds, loadRecord, loadSpec, saveRecord, type TestbedRecord } from "./record.ts";
+import {
+  checkedTestbedName, configuredLaunchers, forgetTestbed, isConfiguredFor, knownHint, knownTestbeds, loadRecord, loadSpec, saveRecord, type TestbedRecord,
+} from "./record.ts";
 import { resolveTestbedSpec, writeSpec, type TestbedSpec } from "./spec.ts";
 
 /** The AWS target, loaded only for AWS testbeds: its SDK clients and cdktf would slow every local command's start. */
@@ -80,14 +82,18 @@ export interface ConfigureResult {
 }
 
 export interface ConfigureOptions {
-  /** Also make the testbed a Slurm cluster (ansible/roles/slurm): a campaign whose launcher is slurm. */
-  readonly slurm?: boolean;
+  /**
+   * Also configure it for these launchers (src/launchers/: site.yml includes the role of each that has a setup, e.g.
+   * slurm makes it a Slurm cluster). Launchers it was configured for before stay in its record.
+   */
+  readonly launchers?: readonly LauncherName[];
 }
 
 /** Converges every node with ansible/site.yml. A second run reports changed = 0. */
 export async function configure(ctx: Context, record: TestbedRecord, options: ConfigureOptions = {}): Promise<ConfigureResult> {
   return withTestbedLock(ctx, record.name, async () => {
-    const what = options.slurm === true ? " as a Slurm cluster" : "";
+    const setups = (options.launchers ?? []).map((name) => LAUNCHERS[name]).filter((launcher) => launcher.setup !== undefined);
+    const what = setups.map((launcher) => ` as ${launcher.setup!.makes}`).join(",");
     const fingerprint = await fingerprintOf(ctx, record);
     // Before it starts: a converge that fails or is stopped half-way leaves no fingerprint behind, and a node container
     // started during it counts as started after it.
@@ -95,10 +101,11 @@ export async function configure(ctx: Context, record: TestbedRecord, options: Co
     const { configured: _earlier, ...unconfigured } = record;
     saveRecord(ctx.stateDir, unconfigured);
     const result = await ctx.reporter.step(`configure ${record.nodes.length} nodes${what} (ansible/site.yml)`, (detail) =>
-      runPlaybook(ctx, record, "site.yml", { onTask: detail, ...(options.slurm === true ? { extraVars: { ringlab_slurm: true } } : {}) }));
+      runPlaybook(ctx, record, "site.yml", { onTask: detail, ...(setups.length === 0 ? {} : { extraVars: { ringlab_launcher_roles: setups.map((launcher) => launcher.role) } }) }));
+    const launchers = [...new Set([...configuredLaunchers(record), ...setups.map((launcher) => launcher.name)])];
     saveRecord(ctx.stateDir, {
       ...unconfigured,
-      ...(options.slurm === true ? { slurm: true } : {}),
+      ...(launchers.length > 1 ? { launchers } : {}),
       ...(fingerprint === undefined ? {} : { configured: { fingerprint, at: startedAt } }),
     });
     return { changed: totalChanged(result.recap) };
@@ -107,14 +114,14 @@ export async function configure(ctx: Context, record: TestbedRecord, options: Co
 
 /**
  * A campaign's configure: skipped on a local testbed that site.yml converged from the same playbooks, inventory and
- * worker image (configured.ts), as a Slurm cluster where the campaign needs one, and whose node containers have run
+ * worker image (configured.ts), for the launchers the campaign needs (a Slurm cluster), and whose node containers have run
  * since; the workers a killed invocation may have left are still removed (stop-workers.yml). AWS testbeds are always
  * converged: a cloud node may have rebooted since. Returns whether it converged.
  */
 export async function configureUnlessCurrent(ctx: Context, record: TestbedRecord, options: ConfigureOptions = {}): Promise<boolean> {
   const fingerprint = record.configured === undefined ? undefined : await fingerprintOf(ctx, record);
-  const slurmReady = options.slurm !== true || record.slurm === true;
-  if (fingerprint === undefined || fingerprint !== record.configured?.fingerprint || !slurmReady) {
+  const launchersReady = (options.launchers ?? []).every((launcher) => isConfiguredFor(record, launcher));
+  if (fingerprint === undefined || fingerprint !== record.configured?.fingerprint || !launchersReady) {
     await configure(ctx, record, options);
     return true;
   }
@@ -126,8 +133,9 @@ export async function configureUnlessCurrent(ctx: Context, record: TestbedRecord
 }
 
 /**
- * The fingerprint of what configure converges a local testbed from; undefined for AWS or without the image. Slurm is
- * not part of it: a testbed configured as a Slurm cluster serves a campaign without Slurm as it is (record.slurm).
+ * The fingerprint of what configure converges a local testbed from; undefined for AWS or without the image. The
+ * launchers are not part of it: a testbed configured as a Slurm cluster serves a campaign without Slurm as it is
+ * (record.launchers).
  */
 async function fingerprintOf(ctx: Context, record: TestbedRecord): Promise<string | undefined> {
   if (record.target !== "local") return undefined;
@@ -159,17 +167,14 @@ export async function prepareDataset(ctx: Context, record: TestbedRecord, datase
   return { wrote: totalChanged(result.recap) > 0, path };
 }
 
-/** Slurm's view of a testbed configured as a Slurm cluster: its nodes and their states, then the queue (sinfo, squeue). */
-export async function slurmStatus(ctx: Context, record: TestbedRecord): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), "ringlab-slurm-status-"));
-  try {
-    const file = join(dir, "status.txt");
-    await ctx.reporter.step("ask Slurm (ansible/slurm-status.yml)", (detail) =>
-      runPlaybook(ctx, record, "slurm-status.yml", { extraVars: { slurm_status_file: file }, onTask: detail }));
-    return readFileSync(file, "utf8");
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+/** What each launcher the testbed is configured for shows of it (Slurm's nodes and queue), one section each. */
+export async function launcherStatus(ctx: Context, record: TestbedRecord): Promise<string[]> {
+  const sections: string[] = [];
+  for (const name of configuredLaunchers(record)) {
+    const status = LAUNCHERS[name].status;
+    if (status !== undefined) sections.push(await status(ctx, record));
   }
+  return sections;
 }
 
 export interface NodeStatus {

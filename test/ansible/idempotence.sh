@@ -101,7 +101,7 @@ worker_image=ringlab/worker:cpu
 # With the slurm role (a campaign whose launcher is slurm), so that it converges twice too.
 if [[ $own_testbed -eq 1 ]]; then
   step "converge site.yml (first run), the testbed as a Slurm cluster"
-  start=$SECONDS; play converge1 ansible/site.yml -e ringlab_slurm=true; first="$((SECONDS - start)) s"
+  start=$SECONDS; play converge1 ansible/site.yml -e '{"ringlab_launcher_roles": ["slurm"]}'; first="$((SECONDS - start)) s"
   require_success converge1 "first converge failed"
   recap converge1
   echo "first converge: $first"
@@ -234,16 +234,16 @@ run_job run-slow 2 4 '["--min-bytes", "67108864", "--max-bytes", "67108864", "--
 no_workers_left "timed-out run.yml"
 echo "timed-out workers stopped and reported"
 
-step "Slurm: every node idle in the partition, a job through sbatch (worker_launcher=slurm)"
+step "Slurm: every node idle in the partition, a job through sbatch (worker_launcher_role=slurm)"
 sinfo=$(node_exec 0 sinfo --noheader --Node --format '%N %t')
 [[ $(grep -cE "^$testbed-node-[0-2] idle$" <<<"$sinfo") -eq 3 ]] || fail "Slurm does not see the 3 nodes idle: $sinfo"
 # run.yml with one job on 2 nodes as a Slurm job: slurm_job <name> <timeout> <job> <args as JSON>
 slurm_job() {
-  play "$1" ansible/run.yml -e "{\"worker_launcher\": \"slurm\", \"worker_timeout_seconds\": $2, \"worker_jobs\": [{\"run_id\": \"$1\",
+  play "$1" ansible/run.yml -e "{\"worker_launcher_role\": \"slurm\", \"worker_timeout_seconds\": $2, \"worker_jobs\": [{\"run_id\": \"$1\",
     \"nodes\": 2, \"job\": \"$3\", \"args\": $4, \"collect_dir\": \"$work/collect-$1\"}]}"
 }
 slurm_job slurm-ok 120 allreduce '["--max-bytes", "65536", "--iters", "2"]'
-require_success slurm-ok "run.yml with worker_launcher=slurm failed"
+require_success slurm-ok "run.yml with worker_launcher_role=slurm failed"
 for rank in 0 1; do
   [[ $(rank_field slurm-ok $rank ok) == True ]] || { show_log slurm-ok; fail "Slurm job: rank $rank is not ok in outcome.json"; }
   grep -q "node $rank of 2" <<<"$(rank_field slurm-ok $rank log)" || fail "Slurm job: outcome.json holds no log of rank $rank"

@@ -9,7 +9,7 @@ import { resultsLockFile, withLock } from "../../testbed/lock.ts";
 import { withTestbedLock } from "../../testbed/testbed.ts";
 import { writableDirProblem } from "../../util/fs.ts";
 import { parseSafePath } from "../options.ts";
-import type { CommandHost } from "../program.ts";
+import type { CommandHost } from "../host.ts";
 
 export function registerCampaign(program: Command, host: CommandHost): void {
   program.command("campaign")
@@ -41,7 +41,7 @@ export function formatOutcome(outcome: CampaignOutcome): string {
   const share = (seconds: number) => `${outcome.wallSeconds > 0 ? ((100 * seconds) / outcome.wallSeconds).toFixed(0) : 0} %`;
   const rest = Math.max(0, outcome.wallSeconds - outcome.benchmarkSeconds - outcome.upSeconds);
   return [
-    `campaign finished: ${outcome.ok} ok, ${outcome.failed} failed, ${outcome.skipped} already done` +
+    `campaign finished: ${outcome.ok} ok, ${outcome.failed} failed, ${outcome.alreadyDone} already done` +
       `${outcome.notRun > 0 ? `, ${outcome.notRun} not run (a node was lost; rerun to do them)` : ""} (of ${outcome.planned})`,
     `time: ${outcome.wallSeconds.toFixed(0)} s`,
     `  ${outcome.benchmarkSeconds.toFixed(0)} s inside benchmark jobs (${share(outcome.benchmarkSeconds)})`,

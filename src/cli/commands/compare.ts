@@ -8,7 +8,7 @@ import type { RunRecord } from "../../results/record.ts";
 import { ResultsStore, type Warn } from "../../results/store.ts";
 import { writeFileAtomic, writableDirProblem } from "../../util/fs.ts";
 import { parseSafePath } from "../options.ts";
-import type { CommandHost } from "../program.ts";
+import type { CommandHost } from "../host.ts";
 
 export function registerCompare(program: Command, host: CommandHost): void {
   program.command("compare")

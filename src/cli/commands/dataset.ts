@@ -4,7 +4,7 @@ import { loadCampaignFile } from "../../config/load.ts";
 import { UsageError } from "../../errors.ts";
 import { requireRecord } from "../../testbed/record.ts";
 import { prepareDataset } from "../../testbed/testbed.ts";
-import type { CommandHost } from "../program.ts";
+import type { CommandHost } from "../host.ts";
 
 export function registerDataset(program: Command, host: CommandHost): void {
   program.command("dataset")

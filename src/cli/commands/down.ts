@@ -5,7 +5,7 @@ import type { Context } from "../../context.ts";
 import { UsageError } from "../../errors.ts";
 import { checkedTestbedName, currentTestbedName } from "../../testbed/record.ts";
 import { down, downAllLocal } from "../../testbed/testbed.ts";
-import type { CommandHost } from "../program.ts";
+import type { CommandHost } from "../host.ts";
 
 interface DownOptions {
   readonly all: boolean;

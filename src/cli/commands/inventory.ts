@@ -7,7 +7,7 @@ import { awsInventory, renderInventory } from "../../inventory.ts";
 import { readSpec } from "../../testbed/spec.ts";
 import { writeFileAtomic } from "../../util/fs.ts";
 import { parseSafePath } from "../options.ts";
-import type { CommandHost } from "../program.ts";
+import type { CommandHost } from "../host.ts";
 
 export function registerInventory(program: Command, host: CommandHost): void {
   program.command("inventory")

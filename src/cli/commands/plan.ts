@@ -13,7 +13,7 @@ import { campaignName, planCampaign, reshapeCount, type CampaignPlan } from "../
 import { loadCampaignFile, type LoadedCampaignFile } from "../../config/load.ts";
 import { resolveCpuQuota } from "../../testbed/cpu-quota.ts";
 import { formatDuration, formatTable } from "../format.ts";
-import type { CommandHost } from "../program.ts";
+import type { CommandHost } from "../host.ts";
 
 export function registerPlan(program: Command, host: CommandHost): void {
   program.command("plan")

@@ -3,7 +3,7 @@ import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { writeReport } from "../../report/index.ts";
 import { ResultsStore } from "../../results/store.ts";
-import type { CommandHost } from "../program.ts";
+import type { CommandHost } from "../host.ts";
 
 export function registerReport(program: Command, host: CommandHost): void {
   program.command("report")

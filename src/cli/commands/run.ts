@@ -3,15 +3,16 @@ import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import { InvalidArgumentError, Option, type Command } from "commander";
 import { BANDWIDTH_HELP } from "../../bandwidth.ts";
-import { LAUNCHERS, MOST_PROCESSES_PER_NODE, type Launcher } from "../../config/schema.ts";
+import { MOST_PROCESSES_PER_NODE } from "../../config/schema.ts";
 import { EXIT, UsageError } from "../../errors.ts";
-import { JOBS, plannedLostNode, runOnce, type Job } from "../../runner.ts";
+import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, LAUNCHERS, recordedLauncher, type LauncherName } from "../../launchers/index.ts";
+import { JOBS, runOnce, type Job } from "../../runner.ts";
 import { planCpuQuota } from "../../testbed/cpu-quota.ts";
-import { requireRecord, type TestbedRecord } from "../../testbed/record.ts";
+import { isConfiguredFor, requireRecord, type TestbedRecord } from "../../testbed/record.ts";
 import { withTestbedLock } from "../../testbed/testbed.ts";
 import { writableDirProblem } from "../../util/fs.ts";
 import { checkedWorkerArgs, parseBandwidth, parseCpuQuota, parsePositiveInt, parseSafePath } from "../options.ts";
-import type { CommandHost } from "../program.ts";
+import type { CommandHost } from "../host.ts";
 
 interface RunOptions {
   readonly testbed?: string;
@@ -22,7 +23,7 @@ interface RunOptions {
   readonly out: string;
   readonly cpus?: number;
   readonly processesPerNode?: number;
-  readonly launcher: Launcher;
+  readonly launcher: LauncherName;
 }
 
 export function registerRun(program: Command, host: CommandHost): void {
@@ -36,7 +37,8 @@ export function registerRun(program: Command, host: CommandHost): void {
     .option("--out <dir>", "where the run's result and logs go", parseSafePath, "results/adhoc")
     .option("--cpus <cores>", "local testbed: run every worker process under this CPU quota, as a campaign's testbed.cpusPerNode does (default: no quota)", parseCpuQuota)
     .option("--processes-per-node <n>", `worker processes on each node, at most ${MOST_PROCESSES_PER_NODE} (default: one per GPU on GPU nodes, one on CPU nodes)`, parseProcessesPerNode)
-    .addOption(new Option("--launcher <launcher>", "ansible: Ansible starts the workers; slurm: one sbatch job (the testbed configured with --slurm)").choices(LAUNCHERS).default("ansible"))
+    .addOption(new Option("--launcher <launcher>", LAUNCHER_NAMES.map((name) => `${name}: ${LAUNCHERS[name].summary}`).join("; "))
+      .choices(LAUNCHER_NAMES).default(DEFAULT_LAUNCHER))
     .argument("[worker-args...]", "passed to the worker after `--`, e.g. -- --model tiny --batch-size 32 (see docker/worker/README.md)")
     .action(host.action(async (workerArgs: string[], options: RunOptions, command: Command) => {
       const args = checkedWorkerArgs(workerArgs);
@@ -47,12 +49,7 @@ export function registerRun(program: Command, host: CommandHost): void {
       if (options.nodes > record.nodes.length) {
         throw new UsageError(`--nodes ${options.nodes} is more than testbed ${record.name} has (${record.nodes.length})`);
       }
-      if (options.launcher === "slurm" && plannedLostNode(args) !== undefined) {
-        throw new UsageError("--fail-node runs with --launcher ansible only", { hint: "Slurm's srun (--kill-on-bad-exit) ends every node's task when the lost node's is killed" });
-      }
-      if (options.launcher === "slurm" && record.slurm !== true) {
-        throw new UsageError(`--launcher slurm needs testbed ${record.name} to be a Slurm cluster`, { hint: "run `ringlab configure --slurm` first" });
-      }
+      checkLauncher(record, options.launcher, args);
       if (options.cpus !== undefined) checkCpus(record, options.nodes * (options.processesPerNode ?? 1), options.cpus);
       const outcome = await withTestbedLock(ctx, record.name, () => runOnce(ctx, record, {
         nodes: options.nodes,
@@ -63,11 +60,23 @@ export function registerRun(program: Command, host: CommandHost): void {
         outDir: resolve(options.out),
         ...(options.cpus === undefined ? {} : { cpusPerNode: options.cpus }),
         ...(options.processesPerNode === undefined ? {} : { processesPerNode: options.processesPerNode }),
-        ...(options.launcher === "slurm" ? { launcher: "slurm" as const } : {}),
+        ...recordedLauncher(options.launcher),
       }));
       process.stdout.write(`${outcome.summary}\n`);
       if (outcome.status !== "ok") return EXIT.runsFailed;
     }));
+}
+
+/** The launcher takes these worker arguments, and the testbed was configured for it. */
+function checkLauncher(record: TestbedRecord, name: LauncherName, workerArgs: readonly string[]): void {
+  const launcher = LAUNCHERS[name];
+  const refusal = launcher.refuses?.(workerArgs);
+  if (refusal !== undefined) throw new UsageError(refusal.message, { hint: refusal.hint });
+  if (!isConfiguredFor(record, name) && launcher.setup !== undefined) {
+    throw new UsageError(`--launcher ${name} needs testbed ${record.name} to be ${launcher.setup.makes}`, {
+      hint: `run \`ringlab configure --${launcher.setup.flag}\` first`,
+    });
+  }
 }
 
 function parseProcessesPerNode(text: string): number {

@@ -2,9 +2,9 @@
 import type { Command } from "commander";
 import { EXIT } from "../../errors.ts";
 import { requireRecord } from "../../testbed/record.ts";
-import { slurmStatus, status } from "../../testbed/testbed.ts";
+import { launcherStatus, status } from "../../testbed/testbed.ts";
 import { formatTable } from "../format.ts";
-import type { CommandHost } from "../program.ts";
+import type { CommandHost } from "../host.ts";
 
 export function registerStatus(program: Command, host: CommandHost): void {
   program.command("status")
@@ -18,6 +18,6 @@ export function registerStatus(program: Command, host: CommandHost): void {
       process.stdout.write(formatTable(["node", "rank", "address", ...(record.target === "local" ? ["container"] : []), "ssh"],
         nodes.map((n) => [n.name, String(n.rank), n.address, ...(n.running === undefined ? [] : [n.running ? "running" : "stopped"]), n.sshAnswers ? "ok" : "NO ANSWER"])));
       if (nodes.some((n) => !n.sshAnswers)) return EXIT.toolFailed;
-      if (record.slurm === true) process.stdout.write(`\nSlurm (launcher slurm):\n${await slurmStatus(ctx, record)}`);
+      for (const section of await launcherStatus(ctx, record)) process.stdout.write(`\n${section}`);
     }));
 }

@@ -1,7 +1,7 @@
 /** `ringlab sweep`: destroy expired ringlab resources in a region, found by their tags, whatever the local state says. */
 import type { Command } from "commander";
 import { DEFAULTS } from "../../config/schema.ts";
-import type { CommandHost } from "../program.ts";
+import type { CommandHost } from "../host.ts";
 
 interface SweepCliOptions {
   readonly region?: string;

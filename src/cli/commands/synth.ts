@@ -6,7 +6,7 @@ import { loadCampaignFile } from "../../config/load.ts";
 import { synth } from "../../testbed/testbed.ts";
 import { shellWord } from "../format.ts";
 import { parseSafePath } from "../options.ts";
-import type { CommandHost } from "../program.ts";
+import type { CommandHost } from "../host.ts";
 
 export function registerSynth(program: Command, host: CommandHost): void {
   program.command("synth")

@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { loadCampaignFile } from "../../config/load.ts";
 import { up } from "../../testbed/testbed.ts";
-import type { CommandHost } from "../program.ts";
+import type { CommandHost } from "../host.ts";
 
 export function registerUp(program: Command, host: CommandHost): void {
   program.command("up")

@@ -4,7 +4,7 @@ import type { CampaignOutcome } from "../../../src/campaign/execute.ts";
 import { formatOutcome } from "../../../src/cli/commands/campaign.ts";
 
 const outcome: CampaignOutcome = {
-  resultsDir: "/results/local-smoke", planned: 9, skipped: 0, ok: 9, failed: 0, notRun: 0,
+  resultsDir: "/results/local-smoke", planned: 9, alreadyDone: 0, ok: 9, failed: 0, notRun: 0,
   wallSeconds: 320, benchmarkSeconds: 172, upSeconds: 108, teardown: "done",
 };
 
@@ -19,7 +19,7 @@ describe("the campaign's closing lines", () => {
   });
 
   it("show nothing below zero when a campaign had nothing to run", () => {
-    const text = formatOutcome({ ...outcome, ok: 0, skipped: 9, wallSeconds: 0.4, benchmarkSeconds: 0, upSeconds: 0, teardown: "not needed" });
+    const text = formatOutcome({ ...outcome, ok: 0, alreadyDone: 9, wallSeconds: 0.4, benchmarkSeconds: 0, upSeconds: 0, teardown: "not needed" });
     expect(text).toMatch(/^ {2}0 s the rest of the orchestration \(100 %/m);
     expect(text).toContain("testbed: not needed");
   });

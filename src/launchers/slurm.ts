@@ -1,0 +1,55 @@
+/**
+ * Each job one sbatch job on a testbed that site.yml made a Slurm cluster (ansible/roles/slurm): the job script is
+ * kept with the run's logs (job.sbatch, re-runnable with `sbatch job.sbatch`), with what Slurm said (slurm.out).
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+import type { Launcher } from "./launcher.ts";
+
+/** What ansible/roles/slurm/files/ringlab_slurm.py adds to outcome.json: the job script and how Slurm ended the job. */
+const SlurmOutcome = z.object({
+  slurm: z.object({ state: z.string(), description: z.string(), batch_log: z.string() }),
+  job_script: z.string().optional(),
+});
+
+export const slurmLauncher: Launcher = {
+  name: "slurm",
+  summary: "one sbatch job (the testbed configured with --slurm)",
+  role: "slurm",
+  setup: {
+    flag: "slurm",
+    description: "also make it a Slurm cluster (munge, slurmctld on the head, slurmd everywhere), for `ringlab run --launcher slurm`",
+    makes: "a Slurm cluster",
+  },
+  refuses: (workerArgs) => workerArgs.some((arg) => arg === "--fail-node" || arg.startsWith("--fail-node="))
+    ? { message: "--fail-node runs with --launcher ansible only", hint: "Slurm's srun (--kill-on-bad-exit) ends every node's task when the lost node's is killed" }
+    : undefined,
+  reportNote: "runs as Slurm jobs",
+  readOutcome(outcome, collectDir) {
+    const parsed = SlurmOutcome.safeParse(outcome);
+    // A job script alone is kept too (the job never reached Slurm's queue).
+    if (typeof outcome["job_script"] === "string") writeFileSync(join(collectDir, "job.sbatch"), outcome["job_script"]);
+    if (!parsed.success) return undefined;
+    const { slurm } = parsed.data;
+    writeFileSync(join(collectDir, "slurm.out"), slurm.batch_log);
+    return {
+      failure: (hosts) => slurm.state === "COMPLETED" || hosts.length === 0 ? undefined
+        : `${hosts.join(", ")}: the run ${slurm.description}; Slurm's output: ${collectDir}/slurm.out`,
+    };
+  },
+  async status(ctx, record) {
+    // Loaded here: the table stays free of what runs Ansible (the report reads it too).
+    const { runPlaybook } = await import("../testbed/playbook.ts");
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-slurm-status-"));
+    try {
+      const file = join(dir, "status.txt");
+      await ctx.reporter.step("ask Slurm (ansible/slurm-status.yml)", (detail) =>
+        runPlaybook(ctx, record, "slurm-status.yml", { extraVars: { slurm_status_file: file }, onTask: detail }));
+      return `Slurm (launcher slurm):\n${readFileSync(file, "utf8")}`;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+};

@@ -1,0 +1,72 @@
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { validateCampaign } from "../../src/config/schema.ts";
+import { LAUNCHER_NAMES, LAUNCHERS, launchersWithSetup } from "../../src/launchers/index.ts";
+import { configuredLaunchers, isConfiguredFor, loadRecord, type TestbedRecord } from "../../src/testbed/record.ts";
+
+const ROLES = join(import.meta.dirname, "..", "..", "ansible", "roles");
+
+describe("the launcher table (src/launchers/)", () => {
+  it("has a module for every name a campaign or `ringlab run` accepts, each with the role that runs its jobs", () => {
+    expect(Object.keys(LAUNCHERS).sort()).toEqual([...LAUNCHER_NAMES].sort());
+    for (const name of LAUNCHER_NAMES) {
+      const launcher = LAUNCHERS[name];
+      expect(launcher.name).toBe(name);
+      // run.yml includes tasks/job.yml of the launcher's role; site.yml its tasks/main.yml when it has a setup.
+      expect(existsSync(join(ROLES, launcher.role, "tasks", "job.yml")), `${launcher.role}/tasks/job.yml`).toBe(true);
+      if (launcher.setup !== undefined) expect(existsSync(join(ROLES, launcher.role, "tasks", "main.yml"))).toBe(true);
+    }
+  });
+
+  it("is the campaign schema's list of launchers", () => {
+    const campaign = (launcher: string) => ({
+      testbed: { target: "local", name: "t", nodes: 2 },
+      campaign: { matrix: { nodes: [2], model: ["tiny"], batchSize: [8], bandwidth: ["1gbit"] }, launcher },
+    });
+    for (const name of LAUNCHER_NAMES) expect(validateCampaign(campaign(name)).ok, name).toBe(true);
+    expect(validateCampaign(campaign("pbs")).ok).toBe(false);
+  });
+
+  it("cancels only through roles that belong to a launcher (stop-workers.yml runs every role's tasks/cancel.yml)", () => {
+    const cancelling = readdirSync(ROLES).filter((role) => existsSync(join(ROLES, role, "tasks", "cancel.yml")));
+    expect(cancelling.every((role) => Object.values(LAUNCHERS).some((launcher) => launcher.role === role)), cancelling.join(", ")).toBe(true);
+  });
+
+  it("keeps a Slurm job's script and Slurm's account beside the logs, and explains a job that did not complete", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-launcher-"));
+    const slurm = { state: "TIMEOUT", description: "ran as Slurm job 7, which ended TIMEOUT", batch_log: "CANCELLED\n" };
+    const read = LAUNCHERS.slurm.readOutcome!({ ranks: [], slurm, job_script: "#!/bin/bash\n" }, dir)!;
+    expect(readFileSync(join(dir, "job.sbatch"), "utf8")).toBe("#!/bin/bash\n");
+    expect(read.failure!(["n-0"])).toBe(`n-0: the run ran as Slurm job 7, which ended TIMEOUT; Slurm's output: ${dir}/slurm.out`);
+    expect(read.failure!([])).toBeUndefined();
+    expect(LAUNCHERS.slurm.readOutcome!({ ranks: [] }, mkdtempSync(join(tmpdir(), "ringlab-launcher-")))).toBeUndefined();
+    expect(LAUNCHERS.slurm.refuses!(["--fail-node=1"])?.message).toBe("--fail-node runs with --launcher ansible only");
+    expect(LAUNCHERS.ansible.refuses).toBeUndefined();
+    expect(launchersWithSetup().map((launcher) => launcher.name)).toEqual(["slurm"]);
+  });
+});
+
+describe("the launchers a testbed record says it is configured for", () => {
+  const record = (fields: Record<string, unknown>): TestbedRecord => {
+    const state = mkdtempSync(join(tmpdir(), "ringlab-state-"));
+    mkdirSync(join(state, "testbeds", "lab"), { recursive: true });
+    writeFileSync(join(state, "testbeds", "lab", "testbed.json"), JSON.stringify({
+      schema: "ringlab.testbed/v2", name: "lab", target: "local", inventory: "/i", sharedDir: "/s", nodes: [], createdAt: "2026-01-01T00:00:00Z", ...fields,
+    }));
+    return loadRecord(state, "lab")!;
+  };
+
+  it("are the default alone unless configured for more, and a record of before the table (slurm: true) still reads", () => {
+    expect(configuredLaunchers(record({}))).toEqual(["ansible"]);
+    expect(isConfiguredFor(record({}), "slurm")).toBe(false);
+    expect(isConfiguredFor(record({}), "ansible")).toBe(true);
+    expect(configuredLaunchers(record({ launchers: ["ansible", "slurm"] }))).toEqual(["ansible", "slurm"]);
+    const older = record({ slurm: true });
+    expect(configuredLaunchers(older)).toEqual(["ansible", "slurm"]);
+    expect("slurm" in older).toBe(false);
+    expect(configuredLaunchers(record({ slurm: false }))).toEqual(["ansible"]);
+    expect(() => record({ launchers: ["pbs"] })).toThrow(/not a ringlab\.testbed\/v2 testbed record/);
+  });
+});
