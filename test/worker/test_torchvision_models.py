@@ -2,21 +2,18 @@
 collects this file; the run on the current torch (CPU wheel, no torchvision beside it) leaves it out by name in
 package.json's test:python, and covers the refusal without torchvision in test_gpu_paths.py instead."""
 
-import re
-
 import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import REPO
+from ringlab_worker.registry import PARAMETER_COUNT
 from ringlab_worker.train import NATIVE_IMAGE_SIZE, TORCHVISION_MODELS, build_model
 
 
 def _planning_parameter_counts():
-    """ringlab plan's table (src/campaign/estimate.ts): it must count what the worker trains."""
-    source = (REPO / "src" / "campaign" / "estimate.ts").read_text()
-    table = re.search(r"PARAMETER_COUNT[^=]*=\s*\{([^}]*)\}", source).group(1)
-    return {name: int(count.replace("_", "")) for name, count in re.findall(r"(\w+):\s*([\d_]+)", table)}
+    """ringlab plan's counts (src/campaign/estimate.ts takes them from registry.json through src/config/registry.ts):
+    they must count what the worker trains."""
+    return PARAMETER_COUNT
 
 
 @pytest.mark.parametrize("name", TORCHVISION_MODELS)
@@ -32,3 +29,9 @@ def test_each_torchvision_model_has_the_parameters_planning_assumes_and_trains_a
     F.cross_entropy(logits, torch.tensor([0, 1])).backward()
     assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
 
+
+
+@pytest.mark.parametrize("name", ["tiny", "small"])
+def test_the_models_without_torchvision_have_the_parameters_the_registry_says(name):
+    model, _ = build_model(name)
+    assert sum(p.numel() for p in model.parameters()) == PARAMETER_COUNT[name]

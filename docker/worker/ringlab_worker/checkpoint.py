@@ -5,6 +5,10 @@ keeps the newest KEEP. Every rank restores from the newest readable one; a corru
 with a warning. DIR/progress.json, rewritten by rank 0 after every step, says how far the last attempt got and
 when, and carries the list of restarts so far, so the attempt after a crash can count the steps it redoes and
 the seconds the crash cost.
+
+What a checkpoint holds is written in two places only, both of time to train: where training stands
+(fit.FitState.saved_state: step, epoch, position in the epoch, records so far) and the training state proper
+(train.Trainer.checkpoint_state and .restore: model, optimizer, gradient scaler; the reductions keep none).
 """
 
 import json

@@ -9,12 +9,11 @@ import os
 import re
 import sys
 
+from . import launcher
+from .data import import_pil, parse_data_source, run_dataset
 from .errors import EXIT_BAD_ARGUMENTS, BadArguments, WorkerError
+from .registry import MODELS, TORCHVISION_MODELS, TRAIN_KNOBS, knob_choices
 from .result import LAUNCHED_AT_ENV, utc_now
-
-# The same names as reduction.REDUCTIONS, which imports torch; a test keeps the two equal.
-REDUCTIONS = ("ring", "parameter-server", "sharded-parameter-server")
-MODELS = ("tiny", "small", "resnet50", "resnet101", "resnet152", "inception_v3")
 
 
 def parse_size(text: str) -> int:
@@ -78,73 +77,103 @@ def build_parser() -> argparse.ArgumentParser:
         "RINGLAB_* environment variables (see README).",
     )
     jobs = parser.add_subparsers(dest="job", required=True, metavar="JOB", parser_class=_Parser)
+    common = _common_options()
+    _add_train(jobs, common)
+    _add_dataset(jobs)
+    _add_allreduce(jobs, common)
+    return parser
 
+
+def _knob(parser, name: str, **options):
+    """Adds the train knob `name` (registry.json's trainKnobs) with its flag and default, and for an enum its
+    choices (unless `options` gives them, None for none); a switch is a store_true flag. The type, the worker's
+    range, and the help text stay here: the worker's range may be wider than the campaign's."""
+    knob = TRAIN_KNOBS[name]
+    if knob["type"] == "switch":  # off by default (test_registry.py checks the registry says so)
+        return parser.add_argument(knob["flag"], action="store_true", **options)
+    if knob["type"] == "enum" and "choices" not in options:
+        options["choices"] = knob_choices(name)
+    if options.get("choices") is None:
+        options.pop("choices", None)
+    return parser.add_argument(knob["flag"], default=knob["default"], **options)
+
+
+def _common_options() -> argparse.ArgumentParser:
+    """The options of both jobs that run on the process group, train and allreduce."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                         help="cuda uses NCCL, cpu uses Gloo; auto picks cuda when a GPU is present")
     common.add_argument("--timeout-seconds", type=positive_float, default=300.0,
                         help="bounds rendezvous and every collective; a silent peer fails the run after this")
     common.add_argument("--output", default=None, help="path of the JSON result (written by global rank 0)")
-    common.add_argument("--reduction", choices=REDUCTIONS, default="ring",
-                        help="how gradients (probe: the buffer) are summed: ring all-reduce; parameter-server, "
-                        "every rank to rank 0 and back; sharded-parameter-server, rank r serves the r-th 1/N")
+    _knob(common, "reduction",
+          help="how gradients (probe: the buffer) are summed: ring all-reduce; parameter-server, "
+          "every rank to rank 0 and back; sharded-parameter-server, rank r serves the r-th 1/N")
+    return common
 
+
+def _add_train(jobs, common) -> None:
     train = jobs.add_parser("train", parents=[common], help="synthetic-data training throughput")
     train.add_argument("--model", choices=MODELS, default="resnet50")
     train.add_argument("--batch-size", type=positive_int, default=32, help="per worker")
-    train.add_argument("--num-warmup-batches", type=non_negative_int, default=10, help="untimed")
-    train.add_argument("--num-batches-per-iter", type=positive_int, default=10)
-    train.add_argument("--num-iters", type=positive_int, default=10)
-    train.add_argument("--image-size", type=positive_int, default=None,
-                       help="default: the model's native size (32 tiny and small, 299 inception_v3, 224 resnets)")
-    train.add_argument("--precision", choices=("fp32", "amp"), default="fp32",
-                       help="amp: fp16 autocast with a gradient scaler; needs a GPU")
+    _knob(train, "numWarmupBatches", type=non_negative_int, help="untimed")
+    _knob(train, "numBatchesPerIter", type=positive_int)
+    _knob(train, "numIters", type=positive_int)
+    _knob(train, "imageSize", type=positive_int,
+          help="default: the model's native size (32 tiny and small, 299 inception_v3, 224 resnets)")
+    _knob(train, "precision", help="amp: fp16 autocast with a gradient scaler; needs a GPU")
     train.add_argument("--channels-last", action="store_true",
                        help="NHWC memory format for the model and the batch (faster convolutions with amp on GPUs)")
-    train.add_argument("--bucket-cap-mb", type=positive_float, default=25.0,
-                       help="DDP gradient bucket size (Horovod: tensor fusion threshold)")
-    train.add_argument("--fp16-allreduce", action="store_true",
-                       help="compress gradients to fp16 for the all-reduce")
-    train.add_argument("--nccl-algo-ring", action="store_true", help="set NCCL_ALGO=Ring (NCCL only)")
-    train.add_argument("--engine", choices=("ddp", "horovod"), default="ddp")
-    train.add_argument("--learning-rate", type=positive_float, default=0.01, help="SGD's")
-    train.add_argument("--momentum", type=non_negative_float, default=0.0, help="SGD's")
+    _knob(train, "bucketCapMb", type=positive_float, help="DDP gradient bucket size (Horovod: tensor fusion threshold)")
+    _knob(train, "fp16Allreduce", help="compress gradients to fp16 for the all-reduce")
+    _knob(train, "ncclAlgoRing", help="set NCCL_ALGO=Ring (NCCL only)")
+    _knob(train, "engine")
+    _knob(train, "learningRate", type=positive_float, help="SGD's")
+    _knob(train, "momentum", type=non_negative_float, help="SGD's")
+    _add_real_data_options(train)
+
+
+def _add_real_data_options(train) -> None:
     real = train.add_argument_group(
         "real data and time to train",
         "Read an ImageFolder dataset (PATH/train/<class>/*.jpg and PATH/val/<class>/*.jpg, ImageNet's layout; "
         "`ringlab-worker dataset` writes one) instead of synthetic tensors. With --epochs the job trains to a "
         "result and records time to train, the loss curve and held-out accuracy per epoch.")
-    real.add_argument("--data", default="synthetic", metavar="synthetic|folder:PATH|dataset:NAME",
-                      help="where batches come from (default synthetic: one random batch, as Horovod's benchmark); "
-                      "dataset:NAME is $RINGLAB_SHARED_DIR/datasets/NAME, the testbed's shared storage")
-    real.add_argument("--loader-workers", type=non_negative_int, default=2,
-                      help="DataLoader worker processes per rank (0: load in the training process)")
-    real.add_argument("--epochs", type=positive_int, default=None,
-                      help="train this many epochs over the dataset (needs --data folder:PATH)")
-    real.add_argument("--target-accuracy", type=fraction, default=None,
-                      help="stop at the first epoch whose held-out accuracy reaches this (0-1; needs --epochs, "
-                      "the most epochs to try)")
+    # The campaign's data knob is synthetic or dataset; the worker takes a source, checked by parse_data_source.
+    _knob(real, "data", choices=None, metavar="synthetic|folder:PATH|dataset:NAME",
+          help="where batches come from (default synthetic: one random batch, as Horovod's benchmark); "
+          "dataset:NAME is $RINGLAB_SHARED_DIR/datasets/NAME, the testbed's shared storage")
+    _knob(real, "loaderWorkers", type=non_negative_int,
+          help="DataLoader worker processes per rank (0: load in the training process)")
+    _knob(real, "epochs", type=positive_int, help="train this many epochs over the dataset (needs --data folder:PATH)")
+    _knob(real, "targetAccuracy", type=fraction,
+          help="stop at the first epoch whose held-out accuracy reaches this (0-1; needs --epochs, the most epochs "
+          "to try)")
     real.add_argument("--checkpoint-dir", default=None,
                       help="rank 0 checkpoints here (storage every node shares); a restarted run resumes from the "
                       "newest readable checkpoint (needs --epochs; default with --checkpoint-every: a folder "
                       "checkpoints beside --output)")
-    real.add_argument("--checkpoint-every", type=positive_int, default=None, help="steps between checkpoints")
-    real.add_argument("--max-restarts", type=non_negative_int, default=0,
-                      help="torchrun restarts every worker this many times after one fails (multi-node runs)")
-    real.add_argument("--fail-at-step", type=positive_int, default=None,
-                      help="fault injection: rank --fail-rank's process kills itself (SIGKILL) after this step, "
-                      "once (needs --epochs)")
-    real.add_argument("--fail-rank", type=non_negative_int, default=None,
-                      help="the rank --fail-at-step kills (default 0)")
-    real.add_argument("--fail-node", type=positive_int, default=None,
-                      help="fault injection: instead of one rank, node FAIL_NODE (RINGLAB_NODE_RANK; not node 0, "
-                      "which holds the rendezvous) is lost after --fail-at-step, as a machine that dies: its "
-                      "launcher and every rank on it are SIGKILLed, so its worker container exits")
-    real.add_argument("--min-nodes", type=positive_int, default=None,
-                      help="elastic node count (torchrun --nnodes MIN_NODES:RINGLAB_NUM_NODES): after a node is "
-                      "lost the others restart (--max-restarts) without it and go on from the newest checkpoint, "
-                      "as long as MIN_NODES remain")
+    _knob(real, "checkpointEvery", type=positive_int, help="steps between checkpoints")
+    _knob(real, "maxRestarts", type=non_negative_int,
+          help="torchrun restarts every worker this many times after one fails (multi-node runs)")
+    _add_fault_options(real)
 
+
+def _add_fault_options(real) -> None:
+    _knob(real, "failAtStep", type=positive_int,
+          help="fault injection: rank --fail-rank's process kills itself (SIGKILL) after this step, once (needs "
+          "--epochs)")
+    _knob(real, "failRank", type=non_negative_int, help="the rank --fail-at-step kills (default 0)")
+    _knob(real, "failNode", type=positive_int,
+          help="fault injection: instead of one rank, node FAIL_NODE (RINGLAB_NODE_RANK; not node 0, which holds "
+          "the rendezvous) is lost after --fail-at-step, as a machine that dies: its launcher and every rank on it "
+          "are SIGKILLed, so its worker container exits")
+    _knob(real, "minNodes", type=positive_int,
+          help="elastic node count (torchrun --nnodes MIN_NODES:RINGLAB_NUM_NODES): after a node is lost the others "
+          "restart (--max-restarts) without it and go on from the newest checkpoint, as long as MIN_NODES remain")
+
+
+def _add_dataset(jobs) -> None:
     dataset = jobs.add_parser(
         "dataset", help="write a deterministic, learnable ImageFolder dataset of JPEG files",
         description="Writes OUT/train/<class>/*.jpg, OUT/val/<class>/*.jpg (the held-out split) and "
@@ -157,6 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
     dataset.add_argument("--held-out", type=fraction, default=0.2, help="fraction of each class in val/")
     dataset.add_argument("--seed", type=non_negative_int, default=0)
 
+
+def _add_allreduce(jobs, common) -> None:
     probe = jobs.add_parser("allreduce", parents=[common], help="all-reduce bandwidth probe (nccl-tests style)")
     probe.add_argument("--min-bytes", type=parse_size, default=parse_size("4K"))
     probe.add_argument("--max-bytes", type=parse_size, default=parse_size("256M"))
@@ -164,7 +195,6 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--warmup-iters", type=non_negative_int, default=5)
     probe.add_argument("--iters", type=positive_int, default=20)
     probe.add_argument("--nccl-algo-ring", action="store_true", help="set NCCL_ALGO=Ring (NCCL only)")
-    return parser
 
 
 def check_arguments(args) -> None:
@@ -185,8 +215,6 @@ def check_arguments(args) -> None:
 
 def check_training_arguments(args) -> None:
     """--data, time to train, checkpoints and fault injection; sets args.data_folder (None: synthetic)."""
-    from .data import parse_data_source
-
     args.data_folder = parse_data_source(args.data, os.environ)
     needs_epochs = [flag for flag, value in (("--target-accuracy", args.target_accuracy),
                                              ("--checkpoint-dir", args.checkpoint_dir),
@@ -250,14 +278,11 @@ def check_machine(args) -> None:
             "cpu image). Use --device cpu --precision fp32."
         )
     if args.job == "train" and getattr(args, "data_folder", None) is not None:
-        from .data import import_pil
-
         import_pil()
-    if args.job == "train":
-        from .train import TORCHVISION_MODELS, import_torchvision
+    if args.job == "train" and args.model in TORCHVISION_MODELS:
+        from .train import import_torchvision  # train imports torch (as this check does, only now)
 
-        if args.model in TORCHVISION_MODELS:
-            import_torchvision()
+        import_torchvision()
     if getattr(args, "engine", "ddp") == "horovod":
         try:
             import horovod.torch  # noqa: F401
@@ -276,11 +301,8 @@ def main(argv=None) -> int:
     try:
         check_arguments(args)
         if args.job == "dataset":  # no torch, no rendezvous: files on (shared) storage
-            from .data import run_dataset
-
             return run_dataset(args)
-        from . import launcher  # imports torch: only after the cheap checks had their chance
-
+        # torch is imported only from here on (check_machine, the launcher, the job): after the cheap checks.
         if launcher.is_torchrun_worker():
             return launcher.run_worker(args)
         check_machine(args)

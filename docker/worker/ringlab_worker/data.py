@@ -231,6 +231,33 @@ class ImageFolderDataset:
         return tensor, label
 
 
+def open_training_data(trainer, root: str):
+    """(what the dataset holds, a loader of this rank's share of train/), after checking that this run can train
+    on it: what the throughput benchmark (train.py) and time to train (fit.py) share."""
+    args, world = trainer.args, trainer.world
+    info = check_dataset(root)
+    check_dataset_trainable(info, trainer.num_classes, args, world)
+    dataset = ImageFolderDataset(os.path.join(root, "train"), args.image_size)
+    return info, make_loader(dataset, world, args.batch_size, args.loader_workers, shuffle=True, drop_last=True)
+
+
+def describe_folder_data(info: dict, args) -> dict:
+    """The record's `data` for batches read from a dataset."""
+    return {"kind": "folder", **info, "loaderWorkers": args.loader_workers}
+
+
+def check_dataset_trainable(info: dict, num_classes: int, args, world) -> None:
+    """A dataset this run can train on: labels the model can output, one full batch per rank at least."""
+    if info["classes"] > num_classes:
+        raise BadArguments(f"{info['path']} has {info['classes']} classes, but --model {args.model} has "
+                           f"{num_classes} outputs; use a dataset with at most {num_classes} classes or another model")
+    needed = world.size * args.batch_size
+    if info["trainImages"] < needed:
+        raise BadArguments(f"{info['path']}/train has {info['trainImages']} images, fewer than one batch for every "
+                           f"rank ({world.size} ranks x batch size {args.batch_size} = {needed}); use a larger "
+                           "dataset or a smaller --batch-size")
+
+
 def make_loader(dataset, world, batch_size: int, workers: int, shuffle: bool, drop_last: bool):
     """A DataLoader over this rank's share (a DistributedSampler: each rank a disjoint 1/N, reshuffled per epoch
     with set_epoch; its `skip` leaves out the first samples of the epoch, for a run resumed mid-epoch), pinned

@@ -6,6 +6,9 @@ last epoch ends), restarts included. With --checkpoint-dir, rank 0 checkpoints e
 and a restarted run (torchrun --max-restarts, see launcher.py) resumes from the newest readable checkpoint at
 the same step, epoch and position in the epoch. --fail-at-step kills one rank's process once, to measure
 recovery; the record says how many restarts there were, which steps were redone and what they cost.
+
+In the worker "fit" means this and only this: training to a result, time to train (not the alpha-beta fit of
+ringlab's report, nor whether a model fits a GPU's memory).
 """
 
 import os
@@ -13,6 +16,8 @@ import signal
 import statistics
 import sys
 import time
+from dataclasses import dataclass, field
+from typing import List, Optional
 
 import torch
 import torch.distributed as dist
@@ -20,8 +25,8 @@ import torch.nn.functional as F
 
 from . import checkpoint, compat, data
 from .errors import BadArguments, PeerTimeout
-from .launcher import outlive_launcher
-from .train import describe_folder_data, finite_or_none, open_training_data
+from .guard import outlive_launcher
+from .result import finite_or_none
 
 # At most this many points of the loss curve per epoch, and of step times in the record.
 CURVE_POINTS_PER_EPOCH = 50
@@ -36,131 +41,181 @@ def attempt_number() -> int:
     return int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") or 0)
 
 
+@dataclass
+class FitState:
+    """Where time to train stands, carried from step to step: what a checkpoint and progress.json record (config to
+    restarts; when resumed, from the checkpoint and the last attempt's progress) and this attempt's own (from
+    progress on)."""
+
+    config: dict  # the run's configuration: a checkpoint of another one is refused
+    attempt: int
+    first_started_at: float
+    epoch_started_at: float
+    step: int = 0
+    epoch: int = 0
+    batch_in_epoch: int = 0
+    epochs: List[dict] = field(default_factory=list)  # a record per epoch done
+    curve: list = field(default_factory=list)  # [step, loss] points
+    restarts: List[dict] = field(default_factory=list)
+    progress: Optional[checkpoint.ProgressWriter] = None  # with --checkpoint-dir
+    resumed: Optional[dict] = None  # the checkpoint this attempt resumed from
+    step_seconds: List[float] = field(default_factory=list)
+    data_wait_seconds: List[float] = field(default_factory=list)
+    reached_at_epoch: Optional[int] = None  # the epoch whose held-out accuracy reached --target-accuracy
+
+    def saved_state(self, world, trainer) -> dict:
+        """What rank 0 saves every --checkpoint-every steps (the file format: keys and their order)."""
+        return {"step": self.step, "epoch": self.epoch, "batchInEpoch": self.batch_in_epoch, "worldSize": world.size,
+                "config": self.config, **trainer.checkpoint_state(), "epochs": self.epochs, "lossCurve": self.curve,
+                "firstStartedAt": self.first_started_at, "epochStartedAt": self.epoch_started_at}
+
+    def progress_record(self, world, now: float, **extra) -> dict:
+        """progress.json: how far this attempt got and when, for the accounting of the next one."""
+        return {"attempt": self.attempt, "step": self.step, "time": now, "firstStartedAt": self.first_started_at,
+                "restarts": self.restarts, "nodes": world.nodes, "worldSize": world.size, **extra}
+
+
 def run_fit(args, world, trainer) -> dict:
     root = args.data_folder
-    info, loader = open_training_data(trainer, root)
+    info, loader = data.open_training_data(trainer, root)
     val_set = data.ImageFolderDataset(os.path.join(root, "val"), args.image_size)
-    steps_per_epoch = len(loader)
     log = print if world.is_reporter else (lambda *a, **k: None)
-    attempt = attempt_number()
+    run = _resume(args, world, trainer, log)
+    log(trainer.describe() + f", data {root} ({info['trainImages']} training images, {len(loader)} steps per "
+        f"epoch), {args.epochs} epochs" + (f" or {100 * args.target_accuracy:g} % held-out accuracy"
+                                           if args.target_accuracy else ""), flush=True)
+    curve_every = max(1, len(loader) // CURVE_POINTS_PER_EPOCH)
+    for record in run.epochs:
+        if args.target_accuracy is not None and record["heldOutAccuracy"] >= args.target_accuracy:
+            run.reached_at_epoch = record["epoch"]
+    while run.epoch < args.epochs and run.reached_at_epoch is None:
+        loss_sum, losses_counted, training_seconds = _train_epoch(args, world, trainer, loader, run, curve_every)
+        _end_epoch(args, world, trainer, val_set, run, loss_sum, losses_counted, training_seconds, log)
+
+    ended_at = checkpoint.now()
+    if run.progress and world.is_reporter:
+        run.progress.write(run.progress_record(world, ended_at, finished=True), now=True)
+    time_to_train = ended_at - run.first_started_at
+    log(f"Time to train: {time_to_train:.1f} s" + (f" (target reached at epoch {run.reached_at_epoch})"
+                                                   if run.reached_at_epoch else ""), flush=True)
+    return _metrics(args, world, trainer, info, run, time_to_train)
+
+
+def _resume(args, world, trainer, log) -> FitState:
+    """This attempt's start: from scratch, or (a restart, with --checkpoint-dir) from the newest checkpoint, with
+    the restart accounted for."""
     # A checkpoint of another configuration is refused rather than resumed (train longer: more epochs is allowed;
     # an elastic run, --min-nodes, goes on at another world size).
-    config = {"model": args.model, "batchSize": args.batch_size, "data": root, "imageSize": args.image_size,
-              "learningRate": args.learning_rate, "momentum": args.momentum}
+    config = {"model": args.model, "batchSize": args.batch_size, "data": args.data_folder,
+              "imageSize": args.image_size, "learningRate": args.learning_rate, "momentum": args.momentum}
     if args.min_nodes is None:
         config["worldSize"] = world.size
-
+    attempt = attempt_number()
     previous = _unfinished_attempt(args.checkpoint_dir) if args.checkpoint_dir else None
     if args.min_nodes is not None and previous is None:
         _wait_for_every_node(args, world, log)
     progress = checkpoint.ProgressWriter(args.checkpoint_dir, PROGRESS_EVERY_SECONDS) if args.checkpoint_dir else None
     state = _restore(args, world, trainer, config) if args.checkpoint_dir else None
-    step = state["step"] if state else 0
-    epoch = state["epoch"] if state else 0
-    batch_in_epoch = resumed_batch_in_epoch(state, args.batch_size, world.size) if state else 0
-    epochs = list(state["epochs"]) if state else []
-    curve = list(state["lossCurve"]) if state else []
-    restarts = list(previous["restarts"]) if previous else []
     first_started_at = previous["firstStartedAt"] if previous else checkpoint.now()
-    epoch_started_at = state["epochStartedAt"] if state else first_started_at
+    run = FitState(config=config, attempt=attempt, first_started_at=first_started_at,
+                   epoch_started_at=state["epochStartedAt"] if state else first_started_at, progress=progress,
+                   restarts=list(previous["restarts"]) if previous else [], resumed=state)
+    if state:
+        run.step, run.epoch = state["step"], state["epoch"]
+        run.batch_in_epoch = resumed_batch_in_epoch(state, args.batch_size, world.size)
+        run.epochs, run.curve = list(state["epochs"]), list(state["lossCurve"])
     if previous:
-        resumed_at = checkpoint.now()
-        recovery = round(resumed_at - previous["time"], 3)
-        restarts.append({"restart": len(restarts) + 1, "failedAfterStep": previous["step"], "resumedFromStep": step,
-                         "stepsRedone": max(0, previous["step"] - step), "stoppedAt": previous["time"],
-                         "recoverySeconds": recovery, "secondsLost": recovery if step >= previous["step"] else None,
-                         "nodesBefore": previous.get("nodes"), "nodesAfter": world.nodes,
-                         "worldSizeBefore": previous.get("worldSize"), "worldSizeAfter": world.size})
-        fewer = (f"; {previous['nodes'] - world.nodes} node(s) lost, going on with {world.nodes}"
-                 if previous.get("nodes", world.nodes) > world.nodes else "")
-        log(f"Restart {len(restarts)}: the last attempt reached step {previous['step']}; resuming from step {step} "
-            f"({recovery:.1f} s after it stopped){fewer}", flush=True)
+        _count_restart(previous, run, world, log)
+    return run
 
-    log(trainer.describe() + f", data {root} ({info['trainImages']} training images, {steps_per_epoch} steps per "
-        f"epoch), {args.epochs} epochs" + (f" or {100 * args.target_accuracy:g} % held-out accuracy"
-                                           if args.target_accuracy else ""), flush=True)
-    curve_every = max(1, steps_per_epoch // CURVE_POINTS_PER_EPOCH)
-    step_seconds, data_wait_seconds, reached_at_epoch = [], [], None
-    for record in epochs:
-        if args.target_accuracy is not None and record["heldOutAccuracy"] >= args.target_accuracy:
-            reached_at_epoch = record["epoch"]
-    while epoch < args.epochs and reached_at_epoch is None:
-        loader.sampler.set_epoch(epoch)
-        loader.sampler.skip = batch_in_epoch * args.batch_size
-        loss_sum, losses_counted, epoch_training_seconds = 0.0, 0, 0.0
-        batches = iter(loader)
-        while True:
-            started = time.perf_counter()
-            batch = next(batches, None)
-            if batch is None:
-                break
-            batch = trainer.to_device(*batch)
-            loaded = time.perf_counter()
-            loss = trainer.step(*batch)
-            world.synchronize()
-            finished = time.perf_counter()
-            step_seconds.append(finished - started)
-            data_wait_seconds.append(loaded - started)
-            epoch_training_seconds += finished - started
-            step += 1
-            batch_in_epoch += 1
-            loss_value = float(loss.item())
-            loss_sum, losses_counted = loss_sum + loss_value, losses_counted + 1
-            if step % curve_every == 0:
-                curve.append([step, finite_or_none(loss_value)])
-            if args.checkpoint_dir:
-                _after_step(args, world, trainer, config, step, epoch, batch_in_epoch, epochs, curve,
-                            first_started_at, epoch_started_at, attempt, restarts, progress)
-            _maybe_fail(args, world, step, restarts)
-        accuracy, held_out_loss = evaluate(trainer, val_set, args, world)
-        ended_at = checkpoint.now()
-        epoch += 1
-        record = {"epoch": epoch, "seconds": round(ended_at - epoch_started_at, 3),
-                  "trainingSeconds": round(epoch_training_seconds, 3),
-                  # This attempt's steps of the epoch (a restart may have cut it), rank 0's.
-                  "imagesPerSecondPerWorker": (losses_counted * args.batch_size / epoch_training_seconds
-                                               if epoch_training_seconds > 0 else None),
-                  "trainLoss": finite_or_none(loss_sum / losses_counted) if losses_counted else None,
-                  "heldOutAccuracy": accuracy, "heldOutLoss": finite_or_none(held_out_loss), "steps": step}
-        epochs.append(record)
-        log(f"Epoch {epoch}/{args.epochs}: {record['seconds']:.1f} s, training loss "
-            f"{record['trainLoss'] if record['trainLoss'] is None else round(record['trainLoss'], 4)}, held-out "
-            f"accuracy {100 * accuracy:.1f} %", flush=True)
-        if args.target_accuracy is not None and accuracy >= args.target_accuracy:
-            reached_at_epoch = epoch
-        epoch_started_at, batch_in_epoch = ended_at, 0
 
+def _count_restart(previous: dict, run: FitState, world, log) -> None:
+    """Adds this restart to run.restarts: where the last attempt stopped, where this one resumes, what it cost."""
+    resumed_at = checkpoint.now()
+    recovery = round(resumed_at - previous["time"], 3)
+    run.restarts.append({
+        "restart": len(run.restarts) + 1, "failedAfterStep": previous["step"], "resumedFromStep": run.step,
+        "stepsRedone": max(0, previous["step"] - run.step), "stoppedAt": previous["time"],
+        "recoverySeconds": recovery, "secondsLost": recovery if run.step >= previous["step"] else None,
+        "nodesBefore": previous.get("nodes"), "nodesAfter": world.nodes,
+        "worldSizeBefore": previous.get("worldSize"), "worldSizeAfter": world.size})
+    fewer = (f"; {previous['nodes'] - world.nodes} node(s) lost, going on with {world.nodes}"
+             if previous.get("nodes", world.nodes) > world.nodes else "")
+    log(f"Restart {len(run.restarts)}: the last attempt reached step {previous['step']}; resuming from step "
+        f"{run.step} ({recovery:.1f} s after it stopped){fewer}", flush=True)
+
+
+def _train_epoch(args, world, trainer, loader, run: FitState, curve_every: int):
+    """The steps of one epoch (the rest of it, when resumed mid-epoch): (loss sum, losses counted, seconds)."""
+    loader.sampler.set_epoch(run.epoch)
+    loader.sampler.skip = run.batch_in_epoch * args.batch_size
+    loss_sum, losses_counted, training_seconds = 0.0, 0, 0.0
+    batches = iter(loader)
+    while True:
+        started = time.perf_counter()
+        batch = next(batches, None)
+        if batch is None:
+            break
+        batch = trainer.to_device(*batch)
+        loaded = time.perf_counter()
+        loss = trainer.step(*batch)
+        world.synchronize()
+        finished = time.perf_counter()
+        run.step_seconds.append(finished - started)
+        run.data_wait_seconds.append(loaded - started)
+        training_seconds += finished - started
+        run.step += 1
+        run.batch_in_epoch += 1
+        loss_value = float(loss.item())
+        loss_sum, losses_counted = loss_sum + loss_value, losses_counted + 1
+        if run.step % curve_every == 0:
+            run.curve.append([run.step, finite_or_none(loss_value)])
+        if args.checkpoint_dir:
+            _after_step(args, world, trainer, run)
+        _maybe_fail(args, world, run.step, run.restarts)
+    return loss_sum, losses_counted, training_seconds
+
+
+def _end_epoch(args, world, trainer, val_set, run: FitState, loss_sum, losses_counted, training_seconds, log):
+    """Held-out accuracy after an epoch, and its record."""
+    accuracy, held_out_loss = evaluate(trainer, val_set, args, world)
     ended_at = checkpoint.now()
-    if progress and world.is_reporter:
-        progress.write({"attempt": attempt, "step": step, "time": ended_at, "firstStartedAt": first_started_at,
-                        "restarts": restarts, "nodes": world.nodes, "worldSize": world.size, "finished": True},
-                       now=True)
-    time_to_train = ended_at - first_started_at
-    log(f"Time to train: {time_to_train:.1f} s" + (f" (target reached at epoch {reached_at_epoch})"
-                                                   if reached_at_epoch else ""), flush=True)
-    return _metrics(args, world, trainer, info, epochs, curve, step_seconds, data_wait_seconds, time_to_train,
-                    reached_at_epoch, restarts, state)
+    run.epoch += 1
+    record = {"epoch": run.epoch, "seconds": round(ended_at - run.epoch_started_at, 3),
+              "trainingSeconds": round(training_seconds, 3),
+              # This attempt's steps of the epoch (a restart may have cut it), rank 0's.
+              "imagesPerSecondPerWorker": (losses_counted * args.batch_size / training_seconds
+                                           if training_seconds > 0 else None),
+              "trainLoss": finite_or_none(loss_sum / losses_counted) if losses_counted else None,
+              "heldOutAccuracy": accuracy, "heldOutLoss": finite_or_none(held_out_loss), "steps": run.step}
+    run.epochs.append(record)
+    log(f"Epoch {run.epoch}/{args.epochs}: {record['seconds']:.1f} s, training loss "
+        f"{record['trainLoss'] if record['trainLoss'] is None else round(record['trainLoss'], 4)}, held-out "
+        f"accuracy {100 * accuracy:.1f} %", flush=True)
+    if args.target_accuracy is not None and accuracy >= args.target_accuracy:
+        run.reached_at_epoch = run.epoch
+    run.epoch_started_at, run.batch_in_epoch = ended_at, 0
 
 
-def _metrics(args, world, trainer, info, epochs, curve, step_seconds, data_wait_seconds, time_to_train,
-             reached_at_epoch, restarts, state) -> dict:
-    rates = [record["imagesPerSecondPerWorker"] for record in epochs if record["imagesPerSecondPerWorker"]]
+def _metrics(args, world, trainer, info, run: FitState, time_to_train: float) -> dict:
+    rates = [record["imagesPerSecondPerWorker"] for record in run.epochs if record["imagesPerSecondPerWorker"]]
     mean = statistics.fmean(rates) if rates else 0.0
     ci95 = 1.96 * statistics.pstdev(rates) if len(rates) > 1 else 0.0
+    restarts = run.restarts
     return {
         "imagesPerSecondPerWorker": {"mean": mean, "ci95": ci95},
         "imagesPerSecondTotal": {"mean": world.size * mean, "ci95": world.size * ci95},
-        "stepSeconds": step_seconds[-MOST_STEP_TIMES:] or [sys.float_info.min],
-        "dataWaitSeconds": data_wait_seconds[-MOST_STEP_TIMES:],
-        "data": describe_folder_data(info, args),
+        "stepSeconds": run.step_seconds[-MOST_STEP_TIMES:] or [sys.float_info.min],
+        "dataWaitSeconds": run.data_wait_seconds[-MOST_STEP_TIMES:],
+        "data": data.describe_folder_data(info, args),
         "parameterCount": trainer.parameter_count,
         "gradientBytes": trainer.gradient_bytes,
-        "finalLoss": curve[-1][1] if curve else None,
+        "finalLoss": run.curve[-1][1] if run.curve else None,
         "timeToTrainSeconds": round(time_to_train, 3),
         "targetAccuracy": args.target_accuracy,
-        "reachedTargetAtEpoch": reached_at_epoch,
-        "epochs": epochs,
-        "lossCurve": curve,
+        "reachedTargetAtEpoch": run.reached_at_epoch,
+        "epochs": run.epochs,
+        "lossCurve": run.curve,
         "restarts": len(restarts),
         "recovery": restarts,
         "stepsRedone": sum(event["stepsRedone"] for event in restarts),
@@ -168,7 +223,7 @@ def _metrics(args, world, trainer, info, epochs, curve, step_seconds, data_wait_
         # Nodes this run started with and lost (elastic runs, --min-nodes, go on without them).
         "nodesAtStart": next((event["nodesBefore"] for event in restarts if event.get("nodesBefore")), world.nodes),
         "checkpoints": {"directory": args.checkpoint_dir, "every": args.checkpoint_every,
-                        "resumedFromStep": state["step"] if state else None},
+                        "resumedFromStep": run.resumed["step"] if run.resumed else None},
     }
 
 
@@ -224,35 +279,26 @@ def _restore(args, world, trainer, config):
         described = ", ".join(f"{key} {old} -> {new}" for key, (old, new) in differences.items())
         raise BadArguments(f"{args.checkpoint_dir} holds checkpoints of another run ({described}); use an empty "
                            "--checkpoint-dir for this one")
-    trainer.plain_model.load_state_dict(state["model"])
-    trainer.optimizer.load_state_dict(state["optimizer"])
-    if state.get("scaler"):
-        trainer.scaler.load_state_dict(state["scaler"])
+    trainer.restore(state)
     if world.is_reporter:
         print(f"Resuming from checkpoint at step {state['step']} (epoch {state['epoch'] + 1}, batch "
               f"{state['batchInEpoch']})", flush=True)
     return state
 
 
-def _after_step(args, world, trainer, config, step, epoch, batch_in_epoch, epochs, curve, first_started_at,
-                epoch_started_at, attempt, restarts, progress) -> None:
+def _after_step(args, world, trainer, run: FitState) -> None:
+    """Rank 0, after every step with --checkpoint-dir: a checkpoint every --checkpoint-every steps, and progress."""
     if not world.is_reporter:
         return
     now = checkpoint.now()
-    newest = restarts[-1] if restarts else None  # an older restart still open was cut short by this one
-    if newest and newest["secondsLost"] is None and step >= newest["failedAfterStep"]:
+    newest = run.restarts[-1] if run.restarts else None  # an older restart still open was cut short by this one
+    if newest and newest["secondsLost"] is None and run.step >= newest["failedAfterStep"]:
         newest["secondsLost"] = round(now - newest["stoppedAt"], 3)  # back where it stopped: what the failure cost
-    saved = bool(args.checkpoint_every and step % args.checkpoint_every == 0)
+    saved = bool(args.checkpoint_every and run.step % args.checkpoint_every == 0)
     if saved:
-        checkpoint.save(args.checkpoint_dir, step, {
-            "step": step, "epoch": epoch, "batchInEpoch": batch_in_epoch, "worldSize": world.size, "config": config,
-            "model": trainer.plain_model.state_dict(), "optimizer": trainer.optimizer.state_dict(),
-            "scaler": trainer.scaler.state_dict(), "epochs": epochs, "lossCurve": curve,
-            "firstStartedAt": first_started_at, "epochStartedAt": epoch_started_at})
+        checkpoint.save(args.checkpoint_dir, run.step, run.saved_state(world, trainer))
     # Right away at checkpoints and at the injected failure, where a restart's accounting starts.
-    progress.write({"attempt": attempt, "step": step, "time": now, "firstStartedAt": first_started_at,
-                    "restarts": restarts, "nodes": world.nodes, "worldSize": world.size},
-                   now=saved or step == args.fail_at_step)
+    run.progress.write(run.progress_record(world, now), now=saved or run.step == args.fail_at_step)
 
 
 def resumed_batch_in_epoch(state: dict, batch_size: int, world_size: int) -> int:

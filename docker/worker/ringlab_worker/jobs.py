@@ -1,7 +1,9 @@
 """Runs one job in a worker process: join the group, measure, and let global rank 0 write the record."""
 
+from .allreduce import run_allreduce
 from .errors import WorkerError, classify_collective_error
 from .result import build_record, utc_now, write_atomically
+from .train import run_train
 from .world import join, leave
 
 
@@ -10,13 +12,9 @@ def run_job(args) -> int:
     world = join(args)
     try:
         if args.job == "train":
-            from .train import run_train
-
             metrics = run_train(args, world)
             engine = args.engine
         else:
-            from .allreduce import run_allreduce
-
             metrics = run_allreduce(args, world)
             engine = "ddp"  # plain torch.distributed collectives, the layer DDP runs on
         if world.is_reporter and args.output:

@@ -15,6 +15,7 @@ from typing import List, Mapping, Optional
 
 from . import compat
 from .errors import EXIT_OTHER, EXIT_PEER_FAILED, MEANING, BadArguments, PeerFailed, PeerTimeout, WorkerError
+from .guard import LAUNCHER_PID_ENV, die_with_launcher
 
 DEFAULT_RDZV_PORT = 29400
 DEFAULT_RUN_ID = "ringlab"
@@ -23,41 +24,6 @@ DEFAULT_RUN_ID = "ringlab"
 def is_torchrun_worker() -> bool:
     """torchrun sets TORCHELASTIC_RUN_ID for the processes it starts, never for the launcher itself."""
     return "TORCHELASTIC_RUN_ID" in os.environ
-
-
-# The launcher's pid, for the ranks it starts (die_with_launcher).
-LAUNCHER_PID_ENV = "RINGLAB_LAUNCHER_PID"
-_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-
-
-def die_with_launcher(env: Mapping[str, str] = os.environ) -> None:
-    """Makes the kernel SIGKILL this rank when its launcher (torchrun's agent, its parent) dies.
-
-    torchrun starts each rank in a session of its own, so a launcher killed with SIGKILL (which it cannot pass on)
-    left its ranks training on, holding their ports and cores. In a container tini's exit ends them; run directly
-    (one machine, a GPU host, the loopback tests) nothing did. A launcher that died before this call is noticed
-    by the parent pid no longer being its own.
-    """
-    launcher_pid = env.get(LAUNCHER_PID_ENV, "")
-    if launcher_pid.isdigit() and _set_parent_death_signal(signal.SIGKILL) and os.getppid() != int(launcher_pid):
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def outlive_launcher() -> None:
-    """Undoes die_with_launcher, for a rank that kills its own launcher (train --fail-node) and has more to do."""
-    _set_parent_death_signal(0)
-
-
-def _set_parent_death_signal(signum: int) -> bool:
-    """prctl(PR_SET_PDEATHSIG, signum) on Linux (0: none); False where it is not available or failed."""
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
 
 
 @dataclass(frozen=True)
@@ -108,7 +74,7 @@ def rendezvous_from_env(env: Mapping[str, str], gpu_count: int) -> Optional[Rend
 
 # Elastic runs (--min-nodes): once MIN nodes have joined a rendezvous round, how long it waits for the others before
 # it starts without them. In the first round a node slower to start than this is let in by torchrun restarting the
-# round, which is no failure (fit waits for it instead of training); after a node is lost, it is part of the
+# round, which is no failure (time to train, fit.py, waits for it instead of training); after a node is lost, it is part of the
 # recovery time.
 ELASTIC_LAST_CALL_SECONDS = 5
 # A lost node stays a member of the finished round until its heartbeats (every KEEP_ALIVE s) have been missing
@@ -175,7 +141,7 @@ def configure_network_env(env, torch_version) -> None:
 
 def run_worker(args) -> int:
     die_with_launcher()
-    from .jobs import run_job
+    from .jobs import run_job  # imports torch: the launcher itself and its unit tests run without it
 
     return run_job(args)
 

@@ -18,7 +18,8 @@ from typing import List
 import torch
 import torch.distributed as dist
 
-REDUCTIONS = ("ring", "parameter-server", "sharded-parameter-server")
+from .registry import REDUCTIONS  # the names, as the command line offers them (registry.json)
+
 SERVER_RANK = 0
 _GATHER_TAG, _SCATTER_TAG = 1, 2
 
@@ -77,16 +78,20 @@ def sharded_parameter_server_sum(tensor: torch.Tensor) -> None:
     _exchange(scatter)
 
 
+def _ring_sum(tensor: torch.Tensor) -> None:
+    dist.all_reduce(tensor)
+
+
+# Each reduction's in-place sum over all ranks: one entry per name in REDUCTIONS (a test keeps them the same).
+SUMS = {"ring": _ring_sum, "parameter-server": parameter_server_sum,
+        "sharded-parameter-server": sharded_parameter_server_sum}
+
+
 def sum_over_ranks(tensor: torch.Tensor, reduction: str) -> None:
     """Sums `tensor` over all ranks in place, the way `reduction` names."""
-    if reduction == "ring":
-        dist.all_reduce(tensor)
-    elif reduction == "parameter-server":
-        parameter_server_sum(tensor)
-    elif reduction == "sharded-parameter-server":
-        sharded_parameter_server_sum(tensor)
-    else:
+    if reduction not in SUMS:
         raise ValueError(f"unknown reduction '{reduction}' (expected one of {', '.join(REDUCTIONS)})")
+    SUMS[reduction](tensor)
 
 
 def register_ddp_hook(ddp, reduction: str, fp16: bool) -> None:

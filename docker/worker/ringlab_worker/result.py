@@ -1,6 +1,7 @@
 """The one result record of a run (schema ringlab.result/v1, see result.schema.json), written atomically."""
 
 import json
+import math
 import os
 import platform
 import shutil
@@ -27,6 +28,10 @@ _KNOB_NAMES = {
     "checkpoint_every": "checkpointEvery", "max_restarts": "maxRestarts", "fail_at_step": "failAtStep",
     "fail_rank": "failRank", "fail_node": "failNode", "min_nodes": "minNodes",
 }
+
+
+def finite_or_none(value: float):
+    return value if math.isfinite(value) else None  # JSON has no NaN
 
 
 def utc_now() -> str:

@@ -7,7 +7,6 @@ case every step's wait for its batch is recorded too. With --epochs the job trai
 """
 
 import contextlib
-import math
 import os
 import statistics
 import time
@@ -17,10 +16,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from . import compat, reduction
+from .data import describe_folder_data, open_training_data
 from .errors import BadArguments, WorkerError
-
-NATIVE_IMAGE_SIZE = {"tiny": 32, "small": 32, "resnet50": 224, "resnet101": 224, "resnet152": 224, "inception_v3": 299}
-TORCHVISION_MODELS = ("resnet50", "resnet101", "resnet152", "inception_v3")
+from .fit import run_fit
+from .registry import NATIVE_IMAGE_SIZE, TORCHVISION_MODELS  # noqa: F401 (the latter: tests import it from here)
+from .result import finite_or_none
 
 
 def import_torchvision():
@@ -105,6 +105,20 @@ class Trainer:
         scaler.update()
         return loss
 
+    # What a checkpoint holds of the training state (time to train, fit.py), saved and restored here only: the
+    # model's weights, the optimizer's state (momentum buffers) and the gradient scaler's (amp; {} when off). The
+    # reductions' DDP hooks and fp16 compression keep no state of their own (reduction.py registers them with
+    # state=None); a strategy that did would save and restore it here, under a key of its own.
+    def checkpoint_state(self) -> dict:
+        return {"model": self.plain_model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "scaler": self.scaler.state_dict()}
+
+    def restore(self, state: dict) -> None:
+        self.plain_model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        if state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])
+
     def describe(self) -> str:
         args, world = self.args, self.world
         return (f"Model: {args.model}, image size {args.image_size}, batch size {args.batch_size} per worker, "
@@ -152,40 +166,9 @@ class FolderBatches:
         return describe_folder_data(self.info, self.trainer.args)
 
 
-def open_training_data(trainer, root: str):
-    """(what the dataset holds, a loader of this rank's share of train/), after checking that this run can train
-    on it."""
-    from . import data
-
-    args, world = trainer.args, trainer.world
-    info = data.check_dataset(root)
-    check_dataset_fits(info, trainer.num_classes, args, world)
-    dataset = data.ImageFolderDataset(os.path.join(root, "train"), args.image_size)
-    return info, data.make_loader(dataset, world, args.batch_size, args.loader_workers, shuffle=True, drop_last=True)
-
-
-def describe_folder_data(info: dict, args) -> dict:
-    """The record's `data` for batches read from a dataset."""
-    return {"kind": "folder", **info, "loaderWorkers": args.loader_workers}
-
-
-def check_dataset_fits(info: dict, num_classes: int, args, world) -> None:
-    """A dataset this run can train on: labels the model can output, one full batch per rank at least."""
-    if info["classes"] > num_classes:
-        raise BadArguments(f"{info['path']} has {info['classes']} classes, but --model {args.model} has "
-                           f"{num_classes} outputs; use a dataset with at most {num_classes} classes or another model")
-    needed = world.size * args.batch_size
-    if info["trainImages"] < needed:
-        raise BadArguments(f"{info['path']}/train has {info['trainImages']} images, fewer than one batch for every "
-                           f"rank ({world.size} ranks x batch size {args.batch_size} = {needed}); use a larger "
-                           "dataset or a smaller --batch-size")
-
-
 def run_train(args, world) -> dict:
     trainer = Trainer(args, world)
     if args.epochs is not None:
-        from .fit import run_fit
-
         return run_fit(args, world, trainer)
     batches = FolderBatches(trainer, args.data_folder) if args.data_folder else SyntheticBatches(trainer)
     real_data = args.data_folder is not None
@@ -230,10 +213,6 @@ def run_train(args, world) -> dict:
         "gradientBytes": trainer.gradient_bytes,
         "finalLoss": finite_or_none(float(loss.item())),
     }
-
-
-def finite_or_none(value: float):
-    return value if math.isfinite(value) else None  # JSON has no NaN
 
 
 def _wrap_ddp(args, world, model):

@@ -1,0 +1,45 @@
+"""What the worker can do, read from registry.json beside this file: its models, its reductions and the train knobs
+a campaign sets (each with its worker flag, type, default and campaign range), and the flags only the worker has.
+
+registry.json is the single source: the command line (cli.py) takes its choices and defaults from here, train.py
+its models' native image sizes and which models need torchvision, reduction.py the reductions' names; ringlab's
+TypeScript side reads the same file. No torch here: the command line is checked before torch is imported.
+"""
+
+import json
+from pathlib import Path
+
+PATH = Path(__file__).resolve().parent / "registry.json"
+
+with PATH.open(encoding="utf-8") as _file:
+    _REGISTRY = json.load(_file)
+
+# Models in the file's order, the native input size of each, and the ones built by torchvision.
+MODELS = tuple(_REGISTRY["models"])
+NATIVE_IMAGE_SIZE = {name: model["imageSize"] for name, model in _REGISTRY["models"].items()}
+TORCHVISION_MODELS = tuple(name for name, model in _REGISTRY["models"].items() if model["torchvision"])
+PARAMETER_COUNT = {name: model["parameters"] for name, model in _REGISTRY["models"].items()}
+
+# How gradients are summed (communication strategies), in the file's order.
+REDUCTIONS = tuple(_REGISTRY["reductions"])
+
+# Campaign name -> {flag, type (int, number, enum, switch), default, choices (a list, or "reductions"), min, max, gt,
+# lt, needs, excludes, about}. Ranges are the campaign's; the worker's own checks may be wider.
+TRAIN_KNOBS = _REGISTRY["trainKnobs"]
+
+# Flags of `train` without a campaign knob -> why.
+WORKER_ONLY = _REGISTRY["workerOnly"]
+
+
+def knob_choices(name: str) -> tuple:
+    """An enum knob's values; "reductions" stands for REDUCTIONS."""
+    choices = TRAIN_KNOBS[name]["choices"]
+    return REDUCTIONS if choices == "reductions" else tuple(choices)
+
+
+def knob_default(name: str):
+    return TRAIN_KNOBS[name]["default"]
+
+
+def knob_flag(name: str) -> str:
+    return TRAIN_KNOBS[name]["flag"]
