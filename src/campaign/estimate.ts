@@ -4,15 +4,14 @@
  */
 import { bandwidthGbps } from "../bandwidth.ts";
 import { onDemandUsdPerHour } from "../catalogue/aws-instance-types.ts";
+import { PARAMETER_COUNT, TRAIN_KNOBS } from "../config/registry.ts";
 import type { CampaignFile, Model } from "../config/schema.ts";
 import { isReduction, reductionLowerBoundSeconds, type Placement } from "../results/cost-model.ts";
 import { workerImageSourceOf, type WorkerImageSource } from "../rules/worker-image.ts";
 import type { CampaignPlan, PlannedRun } from "./plan.ts";
 
-/** fp32 parameter counts of the worker's models (torchvision 0.14; inception_v3 without the aux head). */
-export const PARAMETER_COUNT: Readonly<Record<Model, number>> = {
-  tiny: 10_218, small: 4_224_970, resnet50: 25_557_032, resnet101: 44_549_160, resnet152: 60_192_808, inception_v3: 23_834_568,
-};
+/** fp32 parameter counts of the worker's models (its registry: torchvision 0.14; inception_v3 without the aux head). */
+export { PARAMETER_COUNT };
 
 /**
  * Images per second of one worker, to size estimates only: GPU figures are a T4 in fp32 (g4dn, the default
@@ -39,8 +38,10 @@ const OVERHEAD_SECONDS = {
 } as const;
 /** A worker's start: imports, torchrun, rendezvous, model set-up. */
 const WORKER_START_SECONDS = 5;
-/** The worker's defaults (docker/worker/ringlab_worker/cli.py). */
-const WORKER_DEFAULTS = { numWarmupBatches: 10, numBatchesPerIter: 10, numIters: 10 } as const;
+/** The worker's defaults for the knobs that set a run's length (docker/worker/ringlab_worker/registry.json). */
+const WORKER_DEFAULTS = {
+  numWarmupBatches: TRAIN_KNOBS.numWarmupBatches.default, numBatchesPerIter: TRAIN_KNOBS.numBatchesPerIter.default, numIters: TRAIN_KNOBS.numIters.default,
+};
 
 /**
  * Getting the worker image onto the nodes, once per campaign. Building on the node pulls NVIDIA's PyTorch base

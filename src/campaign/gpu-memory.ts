@@ -9,8 +9,8 @@
  * times a peak factor for what the backward pass holds at once on top of them (activation gradients).
  */
 import { instanceTypeFacts } from "../catalogue/aws-instance-types.ts";
+import { NATIVE_IMAGE_SIZE, PARAMETER_COUNT } from "../config/registry.ts";
 import type { CampaignFile, Model } from "../config/schema.ts";
-import { PARAMETER_COUNT } from "./estimate.ts";
 import type { CampaignPlan } from "./plan.ts";
 
 export type Precision = "fp32" | "amp";
@@ -31,10 +31,8 @@ export const ACTIVATION_MIB_PER_IMAGE: Readonly<Record<Model, Readonly<Record<Pr
   inception_v3: { fp32: 94.1, amp: 49.8 },
 };
 
-/** The worker's default image sizes (docker/worker/ringlab_worker/train.py, NATIVE_IMAGE_SIZE). */
-export const NATIVE_IMAGE_SIZE: Readonly<Record<Model, number>> = {
-  tiny: 32, small: 32, resnet50: 224, resnet101: 224, resnet152: 224, inception_v3: 299,
-};
+/** The worker's default image sizes (its registry, docker/worker/ringlab_worker/registry.json: each model's imageSize). */
+export { NATIVE_IMAGE_SIZE };
 
 /** Backward-pass peak over the saved activations: activation gradients and temporaries (an allowance, not measured). */
 const PEAK_OVER_SAVED = 1.25;

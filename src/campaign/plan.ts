@@ -3,11 +3,12 @@
  * order, which is what makes resuming safe.
  */
 import { createHash } from "node:crypto";
-import type { CampaignFile, DatasetSection, Launcher, Model, TrainKnobName } from "../config/schema.ts";
+import { TRAIN_KNOBS, type Reduction } from "../config/registry.ts";
+import type { CampaignFile, CampaignSection, DatasetSection, Model, TrainKnobName } from "../config/schema.ts";
 import { TRAIN_KNOB_NAMES } from "../config/schema.ts";
 import { UsageError } from "../errors.ts";
-import type { Reduction } from "../results/cost-model.ts";
-import type { Job } from "../runner.ts";
+import type { LauncherName } from "../launchers/names.ts";
+import type { Job } from "../results/record.ts";
 
 export interface PlannedRun {
   /** Stable across invocations: names the run's record, logs and rendezvous. */
@@ -47,7 +48,7 @@ export interface CampaignPlan {
   /** Keep the testbed after the campaign (the file's `keep`). */
   readonly keep: boolean;
   /** How runs start (the file's `launcher`). */
-  readonly launcher: Launcher;
+  readonly launcher: LauncherName;
   /** The dataset some train runs read; written to the shared storage before the runs when `generate`. */
   readonly dataset?: DatasetSection;
 }
@@ -65,70 +66,100 @@ export function planCampaign(file: CampaignFile, name: string): CampaignPlan {
       hint: "add campaign.matrix (see campaigns/local-smoke.yaml), or use `ringlab up` for a testbed alone",
     });
   }
-  const matrix = section.matrix;
-  const knobAxes = TRAIN_KNOB_NAMES.filter((knob) => matrix[knob] !== undefined);
-  const knobCombinations = cartesian(knobAxes.map((knob) => (matrix[knob] as (string | number | boolean)[]).map((value) => [knob, value] as const)));
-  const workerTimeout = Math.min(WORKER_TIMEOUT_SECONDS, section.runTimeoutSeconds);
-
-  const trainRun = (nodes: number, processesPerNode: number | undefined, bandwidth: string | null, model: Model, batchSize: number, varied: readonly (readonly [TrainKnobName, unknown])[], repeat: number): PlannedRun => {
-    const knobs = { ...section.train, ...Object.fromEntries(varied) } as PlannedRun["knobs"];
-    const idParts = ["train", model, `b${batchSize}`, `n${nodes}`, ...placementPart(processesPerNode), ...(bandwidth === null ? [] : [bandwidth]),
-      ...varied.map(([knob, value]) => `${knob.toLowerCase()}-${String(value)}`), `r${repeat}`];
-    const workerArgs = ["--model", model, "--batch-size", String(batchSize), ...knobArgs(knobs, section.dataset?.name), "--timeout-seconds", String(workerTimeout)];
-    return withFingerprint({ id: idParts.join("-"), job: "train", nodes, ...placementField(processesPerNode), bandwidth, repeat, model, batchSize, knobs, workerArgs });
-  };
-  // The probe measures each reduction the training runs use (ring: the ids and arguments it always had).
-  const probeRun = (nodes: number, processesPerNode: number | undefined, bandwidth: string | null, reduction: Reduction, repeat: number): PlannedRun => {
-    const probe = section.probe;
-    const ring = reduction === "ring";
-    const workerArgs = ["--min-bytes", String(probe.minBytes), "--max-bytes", String(probe.maxBytes), "--step-factor", String(probe.stepFactor),
-      "--warmup-iters", String(probe.warmupIters), "--iters", String(probe.iters), ...(ring ? [] : ["--reduction", reduction]),
-      "--timeout-seconds", String(workerTimeout)];
-    const id = ["allreduce", `n${nodes}`, ...placementPart(processesPerNode), ...(bandwidth === null ? [] : [bandwidth]), ...(ring ? [] : [reduction]), `r${repeat}`].join("-");
-    return withFingerprint({ id, job: "allreduce", nodes, ...placementField(processesPerNode), bandwidth, repeat, knobs: ring ? {} : { reduction }, workerArgs });
-  };
-  const probeReductions = unique(matrix.reduction ?? [section.train.reduction ?? "ring"]);
-
-  const nodeCounts = unique(matrix.nodes).sort((a, b) => a - b);
-  const bandwidths = unique(matrix.bandwidth);
-  const repeats = Array.from({ length: section.repeats }, (_, i) => i + 1);
-  const trainConfigs = unique(matrix.model).flatMap((model) => unique(matrix.batchSize).flatMap((batchSize) =>
-    knobCombinations.map((varied) => ({ model, batchSize, varied }))));
-
-  const fits = (nodes: number, processes: number | undefined) => section.maxWorkers === undefined || nodes * (processes ?? 1) <= section.maxWorkers;
-  const placements: (number | undefined)[] = matrix.processesPerNode === undefined ? [undefined] : unique(matrix.processesPerNode).sort((a, b) => a - b);
-  const runs: PlannedRun[] = [];
-  // Single-node runs first: they do not depend on the link, so they run once, whatever the bandwidths (with
-  // several processes per node, the probe measures their exchange inside the node).
-  for (const repeat of repeats) {
-    if (!nodeCounts.includes(1)) break;
-    for (const processes of placements.filter((p) => fits(1, p))) {
-      if ((processes ?? 1) > 1 && section.probe.enabled) for (const reduction of probeReductions) runs.push(probeRun(1, processes, null, reduction, repeat));
-      for (const { model, batchSize, varied } of trainConfigs) runs.push(trainRun(1, processes, null, model, batchSize, varied, repeat));
-    }
-  }
-  // Then one group per bandwidth, so links are reshaped once per group; repeats outermost within a group,
-  // so slow drift of the machine spreads over all configurations instead of biasing one.
-  for (const bandwidth of bandwidths) {
-    for (const repeat of repeats) {
-      for (const nodes of nodeCounts.filter((n) => n > 1)) {
-        for (const processes of placements.filter((p) => fits(nodes, p))) {
-          if (section.probe.enabled) for (const reduction of probeReductions) runs.push(probeRun(nodes, processes, bandwidth, reduction, repeat));
-        }
-      }
-      for (const nodes of nodeCounts.filter((n) => n > 1)) {
-        for (const processes of placements.filter((p) => fits(nodes, p))) {
-          for (const { model, batchSize, varied } of trainConfigs) runs.push(trainRun(nodes, processes, bandwidth, model, batchSize, varied, repeat));
-        }
-      }
-    }
-  }
+  const runs = orderRuns(section, runMakers(section));
   return {
     name, runs, nodesToProvision: file.testbed.nodes, largestRunNodes: Math.max(0, ...runs.map((run) => run.nodes)),
     largestRunWorkers: Math.max(...runs.map((run) => run.nodes * (run.processesPerNode ?? 1)), 0),
     runTimeoutSeconds: section.runTimeoutSeconds, keep: section.keep, launcher: section.launcher,
     ...(section.dataset !== undefined && runs.some((run) => run.knobs.data === "dataset") ? { dataset: section.dataset } : {}),
   };
+}
+
+/** Where a run goes: its nodes, its processes per node (undefined: the worker's default) and its link rate (null: one node). */
+interface Slot {
+  readonly nodes: number;
+  readonly processesPerNode: number | undefined;
+  readonly bandwidth: string | null;
+}
+
+/** One training configuration of the matrix: model, batch size and the knob values varied by the matrix. */
+interface TrainConfig {
+  readonly model: Model;
+  readonly batchSize: number;
+  readonly varied: readonly (readonly [TrainKnobName, string | number | boolean])[];
+}
+
+interface RunMakers {
+  readonly train: (slot: Slot, config: TrainConfig, repeat: number) => PlannedRun;
+  readonly probe: (slot: Slot, reduction: Reduction, repeat: number) => PlannedRun;
+}
+
+/** The train and probe runs of one campaign section: their ids, knobs and worker arguments. */
+function runMakers(section: CampaignSection): RunMakers {
+  const workerTimeout = Math.min(WORKER_TIMEOUT_SECONDS, section.runTimeoutSeconds);
+  const slotParts = ({ nodes, processesPerNode, bandwidth }: Slot) => [`n${nodes}`, ...placementPart(processesPerNode), ...(bandwidth === null ? [] : [bandwidth])];
+  const slotFields = ({ nodes, processesPerNode, bandwidth }: Slot) => ({ nodes, ...placementField(processesPerNode), bandwidth });
+  const train = (slot: Slot, { model, batchSize, varied }: TrainConfig, repeat: number): PlannedRun => {
+    const knobs = { ...section.train, ...Object.fromEntries(varied) } as PlannedRun["knobs"];
+    const idParts = ["train", model, `b${batchSize}`, ...slotParts(slot), ...varied.map(([knob, value]) => `${knob.toLowerCase()}-${String(value)}`), `r${repeat}`];
+    const workerArgs = ["--model", model, "--batch-size", String(batchSize), ...knobArgs(knobs, section.dataset?.name), "--timeout-seconds", String(workerTimeout)];
+    return withFingerprint({ id: idParts.join("-"), job: "train", ...slotFields(slot), repeat, model, batchSize, knobs, workerArgs });
+  };
+  // The probe measures each reduction the training runs use (ring: the ids and arguments it always had).
+  const probe = (slot: Slot, reduction: Reduction, repeat: number): PlannedRun => {
+    const { minBytes, maxBytes, stepFactor, warmupIters, iters } = section.probe;
+    const ring = reduction === "ring";
+    const workerArgs = ["--min-bytes", String(minBytes), "--max-bytes", String(maxBytes), "--step-factor", String(stepFactor),
+      "--warmup-iters", String(warmupIters), "--iters", String(iters), ...(ring ? [] : ["--reduction", reduction]),
+      "--timeout-seconds", String(workerTimeout)];
+    const id = ["allreduce", ...slotParts(slot), ...(ring ? [] : [reduction]), `r${repeat}`].join("-");
+    return withFingerprint({ id, job: "allreduce", ...slotFields(slot), repeat, knobs: ring ? {} : { reduction }, workerArgs });
+  };
+  return { train, probe };
+}
+
+/**
+ * The order the runs execute in. Single-node runs first: they do not depend on the link, so they run once,
+ * whatever the bandwidths (with several processes per node, the probe measures their exchange inside the node).
+ * Then one group per bandwidth, so links are reshaped once per group; repeats outermost within a group, so slow
+ * drift of the machine spreads over all configurations instead of biasing one. Placements of more workers than
+ * maxWorkers are left out.
+ */
+function orderRuns(section: CampaignSection, make: RunMakers): PlannedRun[] {
+  const matrix = section.matrix;
+  const nodeCounts = unique(matrix.nodes).sort((a, b) => a - b);
+  const repeats = Array.from({ length: section.repeats }, (_, i) => i + 1);
+  const trainConfigs = trainConfigsOf(section);
+  const probeReductions = unique(matrix.reduction ?? [section.train.reduction ?? "ring"]);
+  const allPlacements: (number | undefined)[] = matrix.processesPerNode === undefined ? [undefined] : unique(matrix.processesPerNode).sort((a, b) => a - b);
+  const withinMaxWorkers = (nodes: number, processes: number | undefined) => section.maxWorkers === undefined || nodes * (processes ?? 1) <= section.maxWorkers;
+  const placementsOn = (nodes: number) => allPlacements.filter((processes) => withinMaxWorkers(nodes, processes));
+  const runs: PlannedRun[] = [];
+  for (const repeat of nodeCounts.includes(1) ? repeats : []) {
+    for (const processesPerNode of placementsOn(1)) {
+      const slot = { nodes: 1, processesPerNode, bandwidth: null };
+      if ((processesPerNode ?? 1) > 1 && section.probe.enabled) for (const reduction of probeReductions) runs.push(make.probe(slot, reduction, repeat));
+      for (const config of trainConfigs) runs.push(make.train(slot, config, repeat));
+    }
+  }
+  const multiNode = nodeCounts.filter((nodes) => nodes > 1);
+  for (const bandwidth of unique(matrix.bandwidth)) {
+    for (const repeat of repeats) {
+      const slots = multiNode.flatMap((nodes) => placementsOn(nodes).map((processesPerNode) => ({ nodes, processesPerNode, bandwidth })));
+      if (section.probe.enabled) for (const slot of slots) for (const reduction of probeReductions) runs.push(make.probe(slot, reduction, repeat));
+      for (const slot of slots) for (const config of trainConfigs) runs.push(make.train(slot, config, repeat));
+    }
+  }
+  return runs;
+}
+
+/** Every model × batch size × combination of the knob axes, in the matrix's order. */
+function trainConfigsOf(section: CampaignSection): TrainConfig[] {
+  const matrix = section.matrix;
+  const knobAxes = TRAIN_KNOB_NAMES.filter((knob) => matrix[knob] !== undefined);
+  const knobCombinations = cartesian(knobAxes.map((knob) => (matrix[knob] as (string | number | boolean)[]).map((value) => [knob, value] as const)));
+  return unique(matrix.model).flatMap((model) => unique(matrix.batchSize).flatMap((batchSize) =>
+    knobCombinations.map((varied) => ({ model, batchSize, varied }))));
 }
 
 /** Runs still to do: those without an "ok" record of the same fingerprint. */
@@ -158,7 +189,7 @@ function knobArgs(knobs: PlannedRun["knobs"], datasetName: string | undefined): 
     if (value === undefined || value === false) return [];
     // The worker finds the dataset under the testbed's shared storage (RINGLAB_SHARED_DIR) by its name.
     if (knob === "data") return value === "dataset" ? ["--data", `dataset:${datasetName}`] : ["--data", "synthetic"];
-    const flag = `--${knob.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+    const flag = TRAIN_KNOBS[knob].flag;
     return value === true ? [flag] : [flag, String(value)];
   });
 }

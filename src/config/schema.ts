@@ -8,22 +8,25 @@
 import { z } from "zod";
 import { BANDWIDTH_HELP, bandwidthGbps } from "../bandwidth.ts";
 import { checkEfaInstanceType, checkShapedRate, EFA_SHAPING_PROBLEM, instanceTypeFacts } from "../catalogue/aws-instance-types.ts";
-import { REDUCTIONS } from "../results/cost-model.ts";
 import { checkAmiId, checkRootVolumeGiB } from "../rules/ami.ts";
 import { checkIpv4Cidr, checkSshSource, checkSubnetCidr, checkVpcCidr, DEFAULT_SSH_SOURCE_MIN_PREFIX, parseIpv4Cidr } from "../rules/cidr.ts";
 import { checkResourceName } from "../rules/names.ts";
 import {
   checkDockerImageReference, checkS3BucketName, checkS3Key, checkSafePath, checkTagKey, checkTagValue, checkUnixUserName,
 } from "../rules/safe-text.ts";
-import { SMALLEST_CPU_QUOTA } from "../testbed/cpu-quota.ts";
+import { DEFAULT_LAUNCHER, LAUNCHER_NAMES } from "../launchers/names.ts";
+import { SMALLEST_CPU_QUOTA } from "../limits.ts";
 import { describeIssues, type ConfigProblem } from "./problems.ts";
+import {
+  DDP_HOOK_REDUCTIONS, MODELS, TRAIN_KNOB_NAMES as KNOB_NAMES, TRAIN_KNOBS, type Model, type TrainKnob, type TrainKnobName, type TrainKnobValue,
+} from "./registry.ts";
 
 export { describeValue, type ConfigProblem } from "./problems.ts";
 
-/** Defaults, documented once. The README's campaign reference is generated from nothing: keep it in step. */
 /** What can deploy an AWS testbed's stack: both take the same commands and flags. */
 export const TERRAFORM_BINARIES = ["terraform", "tofu"] as const;
 
+/** Defaults, documented once. The README's campaign reference is generated from nothing: keep it in step. */
 export const DEFAULTS = {
   /** Guard against a typo that would start many paid machines; raise `maxNodes` deliberately. */
   maxNodes: 10,
@@ -190,53 +193,36 @@ function checkAwsTestbed(tb: z.output<typeof awsTestbed>, ctx: RefinementContext
   }
 }
 
-/**
- * Models the worker can train (docker/worker). `tiny` is a small CNN for CPU smoke runs; `small` has a 17 MB
- * gradient, so on CPUs (the local testbed) link bandwidth limits it the way it limits ResNets on GPUs.
- */
-export const MODELS = ["tiny", "small", "resnet50", "resnet101", "resnet152", "inception_v3"] as const;
+/** Models the worker can train, from its registry (docker/worker/ringlab_worker/registry.json, ./registry.ts). */
+export { MODELS, type Model, type TrainKnobName };
 
 /** Where a train run's batches come from (the `data` knob). */
-export const DATA_SOURCES = ["synthetic", "dataset"] as const;
+export const DATA_SOURCES = TRAIN_KNOBS.data.choices!;
 
-/** Worker knobs for `train` runs, by campaign name; each becomes `--kebab-case` on the worker's command line. */
-const trainKnobs = {
-  numWarmupBatches: z.int().min(0),
-  numBatchesPerIter: z.int().min(1),
-  numIters: z.int().min(1),
-  imageSize: z.int().min(16),
-  precision: z.enum(["fp32", "amp"]),
-  /** DDP gradient bucket size, the analogue of Horovod's tensor fusion buffer. */
-  bucketCapMb: z.number().positive(),
-  fp16Allreduce: z.boolean(),
-  ncclAlgoRing: z.boolean(),
-  engine: z.enum(["ddp", "horovod"]),
-  /** How gradients are summed: ring all-reduce, a parameter server on rank 0, or one sharded over all ranks. */
-  reduction: z.enum(REDUCTIONS),
-  /** Where batches come from: synthetic tensors (Horovod's benchmark), or the campaign's dataset on the shared storage. */
-  data: z.enum(DATA_SOURCES),
-  /** DataLoader worker processes per rank when reading the dataset. */
-  loaderWorkers: z.int().min(0).max(16),
-  learningRate: z.number().positive().max(10),
-  momentum: z.number().min(0).lt(1),
-  /** Time to train: train this many epochs over the dataset, measuring held-out accuracy after each. */
-  epochs: z.int().min(1).max(1000),
-  /** Time to train stops at the first epoch whose held-out accuracy reaches this (0-1). */
-  targetAccuracy: z.number().gt(0).max(1),
-  /** Rank 0 checkpoints every this many steps into the run's folder; a restarted run resumes from the newest. */
-  checkpointEvery: z.int().min(1),
-  /** torchrun restarts every worker this many times after one fails. */
-  maxRestarts: z.int().min(0).max(10),
-  /** Fault injection: rank failRank's process kills itself after this step, once. */
-  failAtStep: z.int().min(1),
-  failRank: z.int().min(0),
-  /** Fault injection instead of failRank: node failNode is lost after failAtStep (its worker container killed). */
-  failNode: z.int().min(1),
-  /** Elastic runs: after a node is lost the others go on without it, as long as this many nodes remain. */
-  minNodes: z.int().min(1),
-};
-export type TrainKnobName = keyof typeof trainKnobs;
-export const TRAIN_KNOB_NAMES = Object.keys(trainKnobs) as TrainKnobName[];
+/** The worker's train knobs by campaign name (its registry's trainKnobs); each becomes its `flag` on the worker's command line. */
+export const TRAIN_KNOB_NAMES: TrainKnobName[] = [...KNOB_NAMES];
+
+type TrainKnobSchemas = { readonly [K in TrainKnobName]: z.ZodType<TrainKnobValue<K>> };
+
+/** A knob's own rule, from its registry entry: an integer or a number within its range, one of its choices, or a switch. */
+function knobSchema(knob: TrainKnob): z.ZodType {
+  switch (knob.type) {
+    case "int": return withinRange(z.int(), knob);
+    case "number": return withinRange(z.number(), knob);
+    case "enum": return z.enum(knob.choices!);
+    case "switch": return z.boolean();
+  }
+}
+
+function withinRange(schema: z.ZodNumber | z.ZodInt, knob: TrainKnob): z.ZodType {
+  const checks = [
+    knob.min === undefined ? [] : [z.gte(knob.min)], knob.gt === undefined ? [] : [z.gt(knob.gt)],
+    knob.max === undefined ? [] : [z.lte(knob.max)], knob.lt === undefined ? [] : [z.lt(knob.lt)],
+  ].flat();
+  return checks.length === 0 ? schema : schema.check(...checks);
+}
+
+const trainKnobs = Object.fromEntries(TRAIN_KNOB_NAMES.map((name) => [name, knobSchema(TRAIN_KNOBS[name])])) as TrainKnobSchemas;
 
 const bandwidth = z.string().refine((rate) => bandwidthGbps(rate) !== undefined, { error: `expected ${BANDWIDTH_HELP}` });
 
@@ -248,9 +234,10 @@ function axis<T extends z.ZodType>(value: T) {
 /** Most worker processes per node: a GPU node runs one per GPU, and 8 GPUs is the largest node sold. */
 export const MOST_PROCESSES_PER_NODE = 16;
 
-/** How a campaign's runs start (the campaign's `launcher`). */
-export const LAUNCHERS = ["ansible", "slurm"] as const;
-export type Launcher = (typeof LAUNCHERS)[number];
+/** Every train knob is also a matrix axis: a list of values, or one value. */
+type KnobAxes = { readonly [K in TrainKnobName]: z.ZodOptional<z.ZodType<TrainKnobValue<K>[]>> };
+const knobAxis = (name: TrainKnobName): z.ZodOptional<z.ZodType<unknown[]>> => axis<z.ZodType>(trainKnobs[name]).optional();
+const knobAxes = Object.fromEntries(TRAIN_KNOB_NAMES.map((name) => [name, knobAxis(name)])) as KnobAxes;
 
 const matrix = z.strictObject({
   nodes: axis(z.int().min(1)),
@@ -263,28 +250,7 @@ const matrix = z.strictObject({
   model: axis(z.enum(MODELS)),
   batchSize: axis(z.int().min(1)),
   bandwidth: axis(bandwidth),
-  numWarmupBatches: axis(trainKnobs.numWarmupBatches).optional(),
-  numBatchesPerIter: axis(trainKnobs.numBatchesPerIter).optional(),
-  numIters: axis(trainKnobs.numIters).optional(),
-  imageSize: axis(trainKnobs.imageSize).optional(),
-  precision: axis(trainKnobs.precision).optional(),
-  bucketCapMb: axis(trainKnobs.bucketCapMb).optional(),
-  fp16Allreduce: axis(trainKnobs.fp16Allreduce).optional(),
-  ncclAlgoRing: axis(trainKnobs.ncclAlgoRing).optional(),
-  engine: axis(trainKnobs.engine).optional(),
-  reduction: axis(trainKnobs.reduction).optional(),
-  data: axis(trainKnobs.data).optional(),
-  loaderWorkers: axis(trainKnobs.loaderWorkers).optional(),
-  learningRate: axis(trainKnobs.learningRate).optional(),
-  momentum: axis(trainKnobs.momentum).optional(),
-  epochs: axis(trainKnobs.epochs).optional(),
-  targetAccuracy: axis(trainKnobs.targetAccuracy).optional(),
-  checkpointEvery: axis(trainKnobs.checkpointEvery).optional(),
-  maxRestarts: axis(trainKnobs.maxRestarts).optional(),
-  failAtStep: axis(trainKnobs.failAtStep).optional(),
-  failRank: axis(trainKnobs.failRank).optional(),
-  failNode: axis(trainKnobs.failNode).optional(),
-  minNodes: axis(trainKnobs.minNodes).optional(),
+  ...knobAxes,
 });
 
 /**
@@ -308,7 +274,7 @@ const dataset = z.strictObject({
 
 export const PROBE_DEFAULTS = { enabled: true, minBytes: 4096, maxBytes: 64 * 1024 * 1024, stepFactor: 4, warmupIters: 2, iters: 5 } as const;
 
-const campaign = z.strictObject({
+const campaignSection = z.strictObject({
   matrix,
   /**
    * Combinations of more workers (nodes × processesPerNode) than this are left out of the plan: with
@@ -338,18 +304,20 @@ const campaign = z.strictObject({
    * How runs start: `ansible` (every node's worker container started by ansible/run.yml), or `slurm` (the testbed
    * is made a Slurm cluster, and each run is one sbatch job whose script is kept with the run's logs).
    */
-  launcher: z.enum(LAUNCHERS).default("ansible"),
+  launcher: z.enum(LAUNCHER_NAMES).default(DEFAULT_LAUNCHER),
   /** Default: results/<campaign file name without extension>. */
   resultsDir: safePath().optional(),
 });
 
+type CampaignOutput = z.output<typeof campaignSection>;
+
 export const campaignFileSchema = z.strictObject({
   testbed,
-  campaign: campaign.optional(),
+  campaign: campaignSection.optional(),
 }).superRefine((file, ctx) => {
-  const plan = file.campaign;
-  if (plan === undefined) return;
-  const largest = plan.matrix.nodes.reduce((most, nodes) => Math.max(most, nodes), 0);
+  const campaign = file.campaign;
+  if (campaign === undefined) return;
+  const largest = campaign.matrix.nodes.reduce((most, nodes) => Math.max(most, nodes), 0);
   if (largest > file.testbed.nodes) {
     ctx.addIssue({
       code: "custom",
@@ -358,36 +326,37 @@ export const campaignFileSchema = z.strictObject({
     });
   }
   for (const name of TRAIN_KNOB_NAMES) {
-    if (plan.matrix[name] !== undefined && plan.train[name] !== undefined) {
+    if (campaign.matrix[name] !== undefined && campaign.train[name] !== undefined) {
       ctx.addIssue({ code: "custom", path: ["campaign", "train", name], message: `${name} is also a matrix axis; set it in one place` });
     }
   }
-  const precisions = [...(plan.matrix.precision ?? []), plan.train.precision];
+  const precisions = [...(campaign.matrix.precision ?? []), campaign.train.precision];
   if (file.testbed.target === "local" && precisions.includes("amp")) {
     ctx.addIssue({ code: "custom", path: ["campaign"], message: "precision amp needs a GPU; the local testbed runs on CPU (use fp32)" });
   }
-  const engines = [...(plan.matrix.engine ?? []), plan.train.engine];
+  const engines = [...(campaign.matrix.engine ?? []), campaign.train.engine];
   if (file.testbed.target === "local" && engines.includes("horovod")) {
     ctx.addIssue({ code: "custom", path: ["campaign"], message: "engine horovod needs Horovod, which the local testbed's CPU worker image does not have (use ddp)" });
   }
-  const reductions = [...(plan.matrix.reduction ?? []), plan.train.reduction];
-  if (engines.includes("horovod") && reductions.some((reduction) => reduction !== undefined && reduction !== "ring")) {
-    ctx.addIssue({ code: "custom", path: ["campaign"], message: "reduction parameter-server and sharded-parameter-server are DDP communication hooks; Horovod always uses its own all-reduce (use engine ddp, or reduction ring)" });
+  const reductions = [...(campaign.matrix.reduction ?? []), campaign.train.reduction];
+  if (engines.includes("horovod") && reductions.some((reduction) => reduction !== undefined && DDP_HOOK_REDUCTIONS.includes(reduction))) {
+    const hooks = [...DDP_HOOK_REDUCTIONS].sort().join(" and ");
+    ctx.addIssue({ code: "custom", path: ["campaign"], message: `reduction ${hooks} are DDP communication hooks; Horovod always uses its own all-reduce (use engine ddp, or reduction ring)` });
   }
-  checkDataKnobs(plan, ctx);
-  if (file.testbed.target === "aws") checkAwsLinks(file.testbed, plan, ctx);
-  if (file.testbed.target === "aws") checkProcessesPerGpu(file.testbed.instanceType, plan.matrix.processesPerNode ?? [], ctx);
-  if (plan.probe.maxBytes < plan.probe.minBytes) {
-    ctx.addIssue({ code: "custom", path: ["campaign", "probe", "maxBytes"], message: `found ${plan.probe.maxBytes}, expected at least minBytes (${plan.probe.minBytes})` });
+  checkDataKnobs(campaign, ctx);
+  if (file.testbed.target === "aws") checkAwsLinks(file.testbed, campaign, ctx);
+  if (file.testbed.target === "aws") checkProcessesPerGpu(file.testbed.instanceType, campaign.matrix.processesPerNode ?? [], ctx);
+  if (campaign.probe.maxBytes < campaign.probe.minBytes) {
+    ctx.addIssue({ code: "custom", path: ["campaign", "probe", "maxBytes"], message: `found ${campaign.probe.maxBytes}, expected at least minBytes (${campaign.probe.minBytes})` });
   }
 }, FIELDS_VALID);
 
 /** Real data and time to train: the knobs that only make sense together. */
-function checkDataKnobs(plan: z.output<typeof campaign>, ctx: RefinementContext): void {
+function checkDataKnobs(campaign: CampaignOutput, ctx: RefinementContext): void {
   const values = <K extends TrainKnobName>(knob: K) =>
-    [...((plan.matrix[knob] ?? []) as unknown[]), plan.train[knob]].filter((value) => value !== undefined) as z.output<(typeof trainKnobs)[K]>[];
+    [...((campaign.matrix[knob] ?? []) as unknown[]), campaign.train[knob]].filter((value) => value !== undefined) as TrainKnobValue<K>[];
   const sources = values("data");
-  if (sources.includes("dataset") && plan.dataset === undefined) {
+  if (sources.includes("dataset") && campaign.dataset === undefined) {
     ctx.addIssue({ code: "custom", path: ["campaign", "dataset"], message: "data: dataset needs a campaign.dataset section (its name, and how to generate it)" });
   }
   const timeToTrain = values("epochs").length > 0;
@@ -414,17 +383,17 @@ function checkDataKnobs(plan: z.output<typeof campaign>, ctx: RefinementContext)
   if (timeToTrain && values("engine").includes("horovod")) {
     ctx.addIssue({ code: "custom", path: ["campaign", "train", "epochs"], message: "time to train runs with engine ddp only" });
   }
-  const fewestNodes = Math.min(...plan.matrix.nodes);
-  const fewestRanks = fewestNodes * Math.min(...(plan.matrix.processesPerNode ?? [1]));
+  const fewestNodes = Math.min(...campaign.matrix.nodes);
+  const fewestRanks = fewestNodes * Math.min(...(campaign.matrix.processesPerNode ?? [1]));
   const failRank = Math.max(-1, ...values("failRank"));
   if (failRank >= fewestRanks) {
     ctx.addIssue({ code: "custom", path: ["campaign", "train", "failRank"], message: `found ${failRank}, but the smallest run has ${fewestRanks} rank${fewestRanks === 1 ? "" : "s"} (0 to ${fewestRanks - 1})` });
   }
-  checkNodeLoss(plan, values("failNode"), values("minNodes"), values("failRank").length > 0, fewestNodes, ctx);
+  checkNodeLoss(campaign, values("failNode"), values("minNodes"), values("failRank").length > 0, fewestNodes, ctx);
 }
 
 /** failNode and minNodes: a lost node never comes back, so the others must be allowed to go on without it. */
-function checkNodeLoss(plan: z.output<typeof campaign>, failNodes: readonly number[], minNodes: readonly number[], failsRank: boolean, fewestNodes: number, ctx: RefinementContext): void {
+function checkNodeLoss(campaign: CampaignOutput, failNodes: readonly number[], minNodes: readonly number[], failsRank: boolean, fewestNodes: number, ctx: RefinementContext): void {
   const issue = (knob: string, message: string) => ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message });
   const mostMin = Math.max(0, ...minNodes);
   if (mostMin > fewestNodes) issue("minNodes", `found ${mostMin}, but the smallest run has ${fewestNodes} node${fewestNodes === 1 ? "" : "s"}`);
@@ -437,7 +406,7 @@ function checkNodeLoss(plan: z.output<typeof campaign>, failNodes: readonly numb
   if (minNodes.length === 0 || mostMin >= fewestNodes) {
     issue("minNodes", `a lost node does not come back: set minNodes below the smallest run's ${fewestNodes} nodes, so that the others go on without it (without it the run waits for the node and fails)`);
   }
-  if (plan.launcher === "slurm") {
+  if (campaign.launcher === "slurm") {
     issue("failNode", "node loss runs with launcher ansible only (its job step is started with srun --kill-on-bad-exit: one killed node ends the others)");
   }
 }
@@ -454,10 +423,10 @@ function checkProcessesPerGpu(instanceType: string, processesPerNode: readonly n
 }
 
 /** Shaped rates the AWS instances can carry: tc only slows links down, and EFA traffic does not pass through it. */
-function checkAwsLinks(tb: z.output<typeof awsTestbed>, plan: z.output<typeof campaign>, ctx: RefinementContext): void {
+function checkAwsLinks(tb: z.output<typeof awsTestbed>, campaign: CampaignOutput, ctx: RefinementContext): void {
   // Single-node runs send nothing over the network, so their rate is never applied.
-  if (!plan.matrix.nodes.some((nodes) => nodes > 1)) return;
-  const shaped = plan.matrix.bandwidth.filter((rate) => bandwidthGbps(rate) !== null);
+  if (!campaign.matrix.nodes.some((nodes) => nodes > 1)) return;
+  const shaped = campaign.matrix.bandwidth.filter((rate) => bandwidthGbps(rate) !== null);
   if (tb.efa && shaped.length > 0) ctx.addIssue({ code: "custom", path: ["testbed", "efa"], message: EFA_SHAPING_PROBLEM });
   for (const rate of shaped) {
     const problem = checkShapedRate(tb.instanceType, rate, bandwidthGbps(rate)!);
@@ -471,7 +440,6 @@ export type LocalTestbed = Extract<Testbed, { target: "local" }>;
 export type AwsTestbed = Extract<Testbed, { target: "aws" }>;
 export type CampaignSection = NonNullable<CampaignFile["campaign"]>;
 export type DatasetSection = NonNullable<CampaignSection["dataset"]>;
-export type Model = (typeof MODELS)[number];
 
 export type ValidationResult =
   | { readonly ok: true; readonly value: CampaignFile }

@@ -4,6 +4,7 @@
  * placed differently (1 node × 4 processes, 2 × 2, 4 × 1). For each: what was measured, what the cost model
  * predicted, and one sentence saying whether they agree. Pure.
  */
+import { REDUCTIONS } from "../config/registry.ts";
 import type { Reduction } from "../results/cost-model.ts";
 import { IN_ONE_NODE, type Interval, type ScalingPoint, type TrainingConfig } from "./data.ts";
 
@@ -68,7 +69,8 @@ function reductionComparisons(training: readonly TrainingConfig[]): Comparison[]
   });
 }
 
-const REDUCTION_ORDER: readonly Reduction[] = ["ring", "sharded-parameter-server", "parameter-server"];
+/** Entries of a reduction comparison in the worker registry's order: ring, the sharded parameter server, the parameter server. */
+const REDUCTION_ORDER: readonly Reduction[] = REDUCTIONS;
 
 /**
  * Points of one configuration with the same number of workers on different placements, per link; one node's

@@ -1,6 +1,7 @@
 /**
- * The ring all-reduce cost model (../shared/ANCHORS.md) and the efficiency numbers the report puts next to
- * every measurement. Pure arithmetic, a leaf: it imports nothing from ringlab; units are in the names.
+ * The ring all-reduce cost model and the efficiency numbers the report puts next to every measurement. Pure
+ * arithmetic, a leaf: it imports nothing, not even the worker's registry (test/results/imports.test.ts); units are
+ * in the names.
  */
 
 /** Gbit/s to bytes per second. */
@@ -18,7 +19,11 @@ export function ringAllReduceLowerBoundSeconds(bytes: number, ranks: number, lin
   return steps * latencySeconds + ((steps / ranks) * bytes) / gbpsToBytesPerSecond(linkGbps);
 }
 
-/** How gradients are summed across ranks; the worker's --reduction (docker/worker/ringlab_worker/reduction.py). */
+/**
+ * How gradients are summed across ranks: the reductions the bounds below cover, which are the worker's --reduction
+ * choices (docker/worker/ringlab_worker/registry.json, src/config/registry.ts; test/config/registry.test.ts checks
+ * that both list the same). This order is the report's order of probe series.
+ */
 export const REDUCTIONS = ["ring", "parameter-server", "sharded-parameter-server"] as const;
 export type Reduction = (typeof REDUCTIONS)[number];
 

@@ -4,12 +4,13 @@
  * passed in (the CLI reads `os.availableParallelism()`).
  */
 import { ConfigError } from "../errors.ts";
+import { SMALLEST_CPU_QUOTA } from "../limits.ts";
+
+/** Docker refuses a `--cpus` below this (src/limits.ts: the campaign schema applies it too). */
+export { SMALLEST_CPU_QUOTA };
 
 /** Cores left to dockerd, sshd and Ansible, which run beside the workers and must not be starved. */
 export const HOST_HEADROOM_CORES = 0.5;
-
-/** Docker refuses a `--cpus` below this. */
-export const SMALLEST_CPU_QUOTA = 0.01;
 
 export interface CpuQuotaRequest {
   /** Cores of this machine (`os.availableParallelism()`). */

@@ -1,0 +1,156 @@
+/**
+ * The worker's registry (docker/worker/ringlab_worker/registry.json) against the campaign schema: every train knob
+ * is a campaign train knob and a matrix axis with the registry's range, choices and default, the knobs a knob
+ * needs or excludes are enforced, and the planner passes each knob with the registry's flag.
+ * test/worker/test_registry.py checks the same file against the worker's parser.
+ */
+import { describe, expect, expectTypeOf, it } from "vitest";
+import { planCampaign } from "../../src/campaign/plan.ts";
+import {
+  MODELS, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, REDUCTIONS, TRAIN_KNOB_NAMES, TRAIN_KNOBS, type Reduction, type TrainKnob, type TrainKnobName,
+} from "../../src/config/registry.ts";
+import { TRAIN_KNOB_NAMES as SCHEMA_KNOB_NAMES, validateCampaign } from "../../src/config/schema.ts";
+import { REDUCTIONS as COST_MODEL_REDUCTIONS, type Reduction as CostModelReduction } from "../../src/results/cost-model.ts";
+import registry from "../../docker/worker/ringlab_worker/registry.json" with { type: "json" };
+
+type Value = string | number | boolean;
+type Knobs = Readonly<Record<string, Value>>;
+/** Matrix axes: one value, or a list of values. */
+type Axes = Readonly<Record<string, Value | Value[]>>;
+
+/** An AWS testbed: a GPU (amp) and Horovod are allowed there, so every choice of every knob can be accepted. */
+const TESTBED = { target: "aws", name: "t", nodes: 3, adminCidr: "203.0.113.7/32", sshPublicKey: "ssh-ed25519 AAAA" };
+/** Time to train with recovery from a checkpoint: what the schema asks before a fault can be injected. */
+const TIME_TO_TRAIN: Knobs = { data: "dataset", epochs: 2, checkpointEvery: 2, maxRestarts: 1 };
+/** Knobs the schema's cross-knob rules tie to time to train though the registry lists no `needs` for them. */
+const SCHEMA_TIME_TO_TRAIN: readonly TrainKnobName[] = ["maxRestarts", "minNodes"];
+/** What the schema's node-loss rule asks beyond the registry: the other nodes may go on without the lost one. */
+const SCHEMA_EXTRA: Partial<Record<TrainKnobName, Knobs>> = { failNode: { minNodes: 1 } };
+
+function document(train: Knobs, axes: Axes = {}): unknown {
+  return {
+    testbed: TESTBED,
+    campaign: { matrix: { nodes: [3], model: "tiny", batchSize: 8, bandwidth: "1gbit", ...axes }, train, dataset: { name: "shapes" } },
+  };
+}
+
+/** Every knob `knob` needs, and what those need in turn. */
+function needsOf(knob: TrainKnobName): TrainKnobName[] {
+  const direct: readonly TrainKnobName[] = TRAIN_KNOBS[knob].needs;
+  return [...new Set(direct.flatMap((needed) => [needed, ...needsOf(needed)]))];
+}
+
+/** A valid value of a knob: its default, else the smallest value its range allows, else its first choice. */
+function validValue(knob: TrainKnob): Value {
+  if (knob.default !== null) return knob.default;
+  return knob.type === "switch" ? true : knob.choices?.[0] ?? knob.min ?? (knob.gt ?? 0) + 1;
+}
+
+/** The other knobs a campaign that sets `knob` needs for the schema to accept it: the registry's needs and the schema's own. */
+function contextOf(knob: TrainKnobName): Record<string, Value> {
+  const needs = needsOf(knob);
+  const timeToTrain = knob === "epochs" || needs.includes("epochs") || SCHEMA_TIME_TO_TRAIN.includes(knob);
+  const context: Record<string, Value> = timeToTrain ? { ...TIME_TO_TRAIN } : {};
+  for (const needed of needs) context[needed] ??= validValue(TRAIN_KNOBS[needed]);
+  Object.assign(context, SCHEMA_EXTRA[knob]);
+  delete context[knob];
+  return context;
+}
+
+/** Values the registry's range accepts and values just outside it. */
+function rangeCases(knob: TrainKnob): { inside: number[]; outside: number[] } {
+  const step = knob.type === "int" ? 1 : 0.001;
+  const inside: number[] = [];
+  const outside: number[] = [];
+  if (knob.min !== undefined) { inside.push(knob.min); outside.push(knob.min - step); }
+  if (knob.gt !== undefined) { inside.push(knob.gt + step); outside.push(knob.gt); }
+  if (knob.max !== undefined) { inside.push(knob.max); outside.push(knob.max + step); }
+  if (knob.lt !== undefined) { inside.push(knob.lt - step); outside.push(knob.lt); }
+  if (knob.type === "int") outside.push((knob.min ?? knob.max ?? 0) + 0.5);
+  return { inside, outside };
+}
+
+function acceptedValues(knob: TrainKnob): Value[] {
+  const values: Value[] = knob.type === "enum" ? [...knob.choices!] : knob.type === "switch" ? [true, false] : rangeCases(knob).inside;
+  return knob.default === null ? values : [...values, knob.default];
+}
+
+function refusedValues(knob: TrainKnob): Value[] {
+  if (knob.type === "enum") return ["not-a-choice", 1];
+  if (knob.type === "switch") return [1, "yes"];
+  return [...rangeCases(knob).outside, "1"];
+}
+
+function problemsOf(train: Knobs, axes: Axes = {}): string[] {
+  const result = validateCampaign(document(train, axes));
+  return result.ok ? [] : result.problems.map((problem) => `${problem.path}: ${problem.message}`);
+}
+
+describe("the registry's names", () => {
+  it("lists the campaign's train knobs, in the registry's order", () => {
+    expect(TRAIN_KNOB_NAMES).toEqual(Object.keys(registry.trainKnobs));
+    expect(SCHEMA_KNOB_NAMES).toEqual(Object.keys(registry.trainKnobs));
+  });
+
+  it("gives every model a native image size and a parameter count", () => {
+    expect(MODELS).toEqual(Object.keys(registry.models));
+    expect(Object.keys(NATIVE_IMAGE_SIZE)).toEqual(MODELS);
+    expect(Object.keys(PARAMETER_COUNT)).toEqual(MODELS);
+  });
+
+  it("has the reductions the cost model bounds, no more and no fewer", () => {
+    expect([...REDUCTIONS].sort()).toEqual([...COST_MODEL_REDUCTIONS].sort());
+    expectTypeOf<Reduction>().toEqualTypeOf<CostModelReduction>();
+  });
+
+  it("names only known knobs in needs and excludes, and gives every knob a flag of its own", () => {
+    for (const knob of TRAIN_KNOB_NAMES) {
+      for (const other of [...TRAIN_KNOBS[knob].needs, ...TRAIN_KNOBS[knob].excludes]) expect(TRAIN_KNOB_NAMES).toContain(other);
+    }
+    const flags = TRAIN_KNOB_NAMES.map((knob) => TRAIN_KNOBS[knob].flag);
+    expect(new Set(flags).size).toBe(flags.length);
+  });
+});
+
+describe.each(TRAIN_KNOB_NAMES)("train knob %s", (name) => {
+  const knob = TRAIN_KNOBS[name];
+  const context = contextOf(name);
+
+  it("is accepted within the registry's range or choices (and at its default), in train and as a matrix axis", () => {
+    for (const value of acceptedValues(knob)) {
+      expect(problemsOf({ ...context, [name]: value }), `train ${name}: ${value}`).toEqual([]);
+      expect(problemsOf(context, { [name]: value }), `matrix ${name}: ${value}`).toEqual([]);
+      expect(problemsOf(context, { [name]: [value] }), `matrix ${name}: [${value}]`).toEqual([]);
+    }
+  });
+
+  it("is refused just outside them, at its own path", () => {
+    for (const value of refusedValues(knob)) {
+      expect(problemsOf({ ...context, [name]: value }), `train ${name}: ${value}`)
+        .toEqual(expect.arrayContaining([expect.stringMatching(new RegExp(`^campaign\\.train\\.${name}\\b`))]));
+      expect(problemsOf(context, { [name]: value }), `matrix ${name}: ${value}`)
+        .toEqual(expect.arrayContaining([expect.stringMatching(new RegExp(`^campaign\\.matrix\\.${name}\\b`))]));
+    }
+  });
+
+  it.each(knob.needs.map((needed) => [needed]))("is refused without %s, which it needs", (needed) => {
+    const without = { ...context, [name]: validValue(knob) };
+    delete without[needed];
+    expect(problemsOf(without)).toEqual(expect.arrayContaining([expect.stringMatching(new RegExp(`^campaign\\.train\\.${name}: .*${needed}`))]));
+  });
+
+  it.each(knob.excludes.map((excluded) => [excluded]))("is refused with %s, which it excludes", (excluded) => {
+    const both = { ...contextOf(excluded), ...context, [excluded]: validValue(TRAIN_KNOBS[excluded]), [name]: validValue(knob) };
+    expect(problemsOf(both)).toEqual(expect.arrayContaining([expect.stringMatching(new RegExp(`(${name}.*${excluded})|(${excluded}.*${name})`))]));
+  });
+
+  it("reaches the worker as the registry's flag", () => {
+    const value = knob.type === "switch" ? true : knob.type === "enum" ? knob.choices!.at(-1)! : validValue(knob);
+    const result = validateCampaign(document({ ...context, [name]: value }));
+    if (!result.ok) throw new Error(result.problems.map((problem) => problem.message).join("\n"));
+    const run = planCampaign(result.value, "registry").runs.find((planned) => planned.job === "train")!;
+    const at = run.workerArgs.indexOf(knob.flag);
+    expect(at, run.workerArgs.join(" ")).toBeGreaterThanOrEqual(0);
+    if (knob.type !== "switch") expect(run.workerArgs[at + 1]).toContain(String(value));
+  });
+});
