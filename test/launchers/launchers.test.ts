@@ -26,7 +26,7 @@ describe("the launcher table (src/launchers/)", () => {
       campaign: { matrix: { nodes: [2], model: ["tiny"], batchSize: [8], bandwidth: ["1gbit"] }, launcher },
     });
     for (const name of LAUNCHER_NAMES) expect(validateCampaign(campaign(name)).ok, name).toBe(true);
-    expect(validateCampaign(campaign("pbs")).ok).toBe(false);
+    expect(validateCampaign(campaign("no-such-launcher")).ok).toBe(false);
   });
 
   it("cancels only through roles that belong to a launcher (stop-workers.yml runs every role's tasks/cancel.yml)", () => {
@@ -67,6 +67,6 @@ describe("the launchers a testbed record says it is configured for", () => {
     expect(configuredLaunchers(older)).toEqual(["ansible", "slurm"]);
     expect("slurm" in older).toBe(false);
     expect(configuredLaunchers(record({ slurm: false }))).toEqual(["ansible"]);
-    expect(() => record({ launchers: ["pbs"] })).toThrow(/not a ringlab\.testbed\/v2 testbed record/);
+    expect(() => record({ launchers: ["no-such-launcher"] })).toThrow(/not a ringlab\.testbed\/v2 testbed record/);
   });
 });
