@@ -44,7 +44,7 @@ export async function runProgram(tool: string, file: string, args: readonly stri
   const started = Date.now();
   if (options.logFile !== undefined) {
     mkdirSync(dirname(options.logFile), { recursive: true });
-    appendFileSync(options.logFile, `\n$ ${command}\n`);
+    appendFileSync(options.logFile, `\n$ ${command}\n`, { mode: 0o600 });
   }
   // Its own process group (and session), so that stopping it reaches everything it started: ansible-playbook's
   // forks and their ssh, terraform's providers. A terminal's Ctrl-C reaches ringlab only, which stops the group.

@@ -7,9 +7,12 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CommanderError, type Command } from "commander";
 import type { Context } from "../context.ts";
-import { EXIT, RinglabError, ToolError } from "../errors.ts";
+import { EXIT, RinglabError, ToolError, UsageError } from "../errors.ts";
 import { ConsoleReporter } from "../reporter.ts";
+import { modeText } from "../rules/ownership.ts";
+import { checkSafeResolvedPath } from "../rules/safe-text.ts";
 import { logsDir } from "../testbed/paths.ts";
+import { prepareStateFolder, PRIVATE_FOLDER_MODE } from "../util/fs.ts";
 import { buildProgram } from "./program.ts";
 
 const REPO_DIR = fileURLToPath(new URL("../..", import.meta.url));
@@ -39,9 +42,11 @@ export async function main(argv: readonly string[]): Promise<number> {
   const contextFor = (command: Command, verb: string): Context => {
     const global = command.optsWithGlobals() as GlobalOptions;
     const stateDir = resolve(global.stateDir);
+    const reporter = new ConsoleReporter(global.verbose);
+    prepareState(stateDir, reporter);
+    mkdirSync(logsDir(stateDir), { recursive: true, mode: PRIVATE_FOLDER_MODE });
     logFile = join(logsDir(stateDir), `${new Date().toISOString().replace(/[:.]/g, "-")}-${verb}.log`);
-    mkdirSync(logsDir(stateDir), { recursive: true });
-    return { repoDir: REPO_DIR, stateDir, reporter: new ConsoleReporter(global.verbose), logFile, signal: interruption.signal };
+    return { repoDir: REPO_DIR, stateDir, reporter, logFile, signal: interruption.signal };
   };
 
   const program = buildProgram(contextFor);
@@ -58,6 +63,29 @@ export async function main(argv: readonly string[]): Promise<number> {
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
+  }
+}
+
+/**
+ * Checks the state folder as it will be used (resolved: the working directory and RINGLAB_STATE_DIR count) and makes
+ * it its user's alone: its path reaches ssh's options (known_hosts), and it holds the testbeds' keys, records and logs.
+ * One that others can write is refused; one they could only read is tightened to 0700.
+ */
+function prepareState(stateDir: string, reporter: ConsoleReporter): void {
+  const pathProblem = checkSafeResolvedPath(stateDir, { sshOption: true });
+  if (pathProblem !== undefined) {
+    throw new UsageError(`state folder ${JSON.stringify(stateDir)} (--state-dir, RINGLAB_STATE_DIR or the working directory): ${pathProblem}`, {
+      hint: "pass --state-dir with a plain path, such as ~/.ringlab-state",
+    });
+  }
+  const outcome = prepareStateFolder(stateDir);
+  if (outcome.problem !== undefined) {
+    throw new UsageError(`state folder: ${outcome.problem}`, {
+      hint: "it holds the testbeds' keys and records: check what others may have left in it, or pass --state-dir with a folder of your own",
+    });
+  }
+  if (outcome.tightenedFrom !== undefined) {
+    reporter.warn(`state folder ${stateDir} had mode ${modeText(outcome.tightenedFrom)}; made it 0700 (its testbeds' keys, records and logs are yours alone)`);
   }
 }
 

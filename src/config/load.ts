@@ -8,8 +8,9 @@ import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { load as loadYaml, YAMLException } from "js-yaml";
 import { ConfigError } from "../errors.ts";
 import { campaignNameOf, checkCampaignName } from "../rules/names.ts";
-import { checkSharedDirLocation } from "../rules/safe-text.ts";
+import { checkSafeResolvedPath, checkSharedDirLocation } from "../rules/safe-text.ts";
 import { checkSshPublicKey } from "../rules/ssh-key.ts";
+import { unsafeFolderProblem } from "../util/fs.ts";
 import { validateCampaign, type AwsTestbed, type CampaignFile, type LocalTestbed } from "./schema.ts";
 
 /** A loaded campaign: paths absolute, the AWS public key read into `sshPublicKey`. */
@@ -36,6 +37,12 @@ export interface LoadOptions {
    * one exists; anything that provisions does.
    */
   readonly readKeys?: boolean;
+  /**
+   * Check the folders the file leads to (default true): the campaign file's folder against the path rule, and the
+   * local testbed's shared directory for who else could write it. Only teardown, which needs no more than the
+   * testbed's name, leaves them out, so that it works whatever happened to those folders.
+   */
+  readonly checkFolders?: boolean;
 }
 
 export function loadCampaignFile(path: string, options: LoadOptions = {}): LoadedCampaignFile {
@@ -72,9 +79,18 @@ export function parseCampaign(sourceText: string, displayName: string, sourceFil
   }
 
   const baseDir = dirname(sourceFile);
+  // Relative paths in the file resolve against its folder: the folder's name ends up in them.
+  const checkFolders = options.checkFolders ?? true;
+  const folderProblem = checkFolders ? checkSafeResolvedPath(baseDir) : undefined;
+  if (folderProblem !== undefined) {
+    throw new ConfigError(displayName, [{
+      path: "",
+      message: `the campaign file's folder ${JSON.stringify(baseDir)}: ${folderProblem}; move the file to a folder whose path has none of them`,
+    }]);
+  }
   const testbed = result.value.testbed.target === "aws"
     ? resolveAwsTestbed(result.value.testbed, baseDir, displayName, options.readKeys ?? true)
-    : resolveLocalTestbed(result.value.testbed, baseDir, displayName);
+    : resolveLocalTestbed(result.value.testbed, baseDir, displayName, checkFolders);
   return { ...result.value, testbed, sourceFile, sourceText };
 }
 
@@ -94,13 +110,16 @@ function parseYaml(sourceText: string, displayName: string): unknown {
   }
 }
 
-function resolveLocalTestbed(tb: LocalTestbed, baseDir: string, displayName: string): LocalTestbed {
+function resolveLocalTestbed(tb: LocalTestbed, baseDir: string, displayName: string, checkFolders: boolean): LocalTestbed {
   if (tb.sharedDir === undefined) return tb;
   const sharedDir = resolvePath(tb.sharedDir, baseDir);
-  const problem = checkSharedDirLocation(realLocation(sharedDir), homedir());
+  const problem = checkSharedDirLocation(realLocation(sharedDir), homedir()) ?? (checkFolders ? checkSafeResolvedPath(sharedDir) : undefined);
   if (problem !== undefined) {
     throw new ConfigError(displayName, [{ path: "testbed.sharedDir", message: `found ${JSON.stringify(tb.sharedDir)}, ${problem}` }]);
   }
+  // Every node mounts it read-write as root: whoever else can write it, or a folder above it, decides what they read.
+  const ownership = checkFolders ? unsafeFolderProblem(sharedDir) : undefined;
+  if (ownership !== undefined) throw new ConfigError(displayName, [{ path: "testbed.sharedDir", message: ownership }]);
   return { ...tb, sharedDir };
 }
 

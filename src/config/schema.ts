@@ -9,7 +9,7 @@ import { z } from "zod";
 import { BANDWIDTH_HELP, bandwidthGbps } from "../bandwidth.ts";
 import { checkEfaInstanceType, checkShapedRate, EFA_SHAPING_PROBLEM, instanceTypeFacts } from "../catalogue/aws-instance-types.ts";
 import { checkAmiId, checkRootVolumeGiB } from "../rules/ami.ts";
-import { checkIpv4Cidr, checkSshSource, checkSubnetCidr, checkVpcCidr, DEFAULT_SSH_SOURCE_MIN_PREFIX, parseIpv4Cidr } from "../rules/cidr.ts";
+import { checkIpv4Cidr, checkSshSource, checkSubnetCidr, checkVpcCidr, DEFAULT_SSH_SOURCE_MIN_PREFIX, parseIpv4Cidr, SSH_SOURCE_PREFIX_FLOOR } from "../rules/cidr.ts";
 import { checkResourceName } from "../rules/names.ts";
 import {
   checkDockerImageReference, checkS3BucketName, checkS3Key, checkSafePath, checkTagKey, checkTagValue, checkUnixUserName,
@@ -122,9 +122,9 @@ const awsTestbed = z.strictObject({
   sshUser: ruled(checkUnixUserName).default(DEFAULTS.aws.sshUser),
   /** Who may reach the nodes over SSH, e.g. your address as 203.0.113.7/32. */
   adminCidr: ruled((cidr) => checkIpv4Cidr(cidr, { example: "203.0.113.7/32" })),
-  /** The widest adminCidr accepted (as a prefix length) unless allowSshFromAnywhere; 16 lets a /16 through. */
-  sshSourceMinPrefix: z.int().min(0).max(32).default(DEFAULT_SSH_SOURCE_MIN_PREFIX),
-  /** An adminCidr wider than sshSourceMinPrefix (0.0.0.0/0 included) is refused unless this says so. */
+  /** The widest adminCidr accepted (as a prefix length) unless allowSshFromAnywhere; 16 lets a /16 through, never wider than a /8. */
+  sshSourceMinPrefix: z.int().min(SSH_SOURCE_PREFIX_FLOOR).max(32).default(DEFAULT_SSH_SOURCE_MIN_PREFIX),
+  /** An adminCidr wider than sshSourceMinPrefix or a /8 (0.0.0.0/0 included) is refused unless this says so. */
   allowSshFromAnywhere: z.boolean().default(false),
   sharedStorage: z.enum(["nfs", "efs"]).default(DEFAULTS.aws.sharedStorage),
   spot: z.boolean().default(false),

@@ -100,13 +100,26 @@ export interface SshSourceOptions {
   readonly minPrefixLength?: number;
 }
 
-/** Who may reach the nodes' SSH port: a well-formed CIDR no wider than minPrefixLength, or anything when allowed. */
+/**
+ * The widest SSH source any sshSourceMinPrefix lets through: a /8 is already 16 million addresses, and anything
+ * wider (0.0.0.0/0 included) needs allowSshFromAnywhere, so lowering the limit can never open SSH to the world.
+ */
+export const SSH_SOURCE_PREFIX_FLOOR = 8;
+
+/**
+ * Who may reach the nodes' SSH port: a well-formed CIDR no wider than minPrefixLength (and never wider than
+ * SSH_SOURCE_PREFIX_FLOOR, whatever minPrefixLength says), or anything when allowed.
+ */
 export function checkSshSource(cidr: string, options: SshSourceOptions = {}): string | undefined {
   const parsed = parseIpv4Cidr(cidr, { example: "203.0.113.7/32" });
   if (!parsed.ok) return parsed.problem;
-  const minPrefixLength = options.minPrefixLength ?? DEFAULT_SSH_SOURCE_MIN_PREFIX;
+  const asked = options.minPrefixLength ?? DEFAULT_SSH_SOURCE_MIN_PREFIX;
+  const minPrefixLength = Math.max(asked, SSH_SOURCE_PREFIX_FLOOR);
   if (options.allowSshFromAnywhere === true || parsed.range.prefixLength >= minPrefixLength) return undefined;
   const reach = parsed.range.prefixLength === 0 ? "the whole internet" : `${rangeSize(parsed.range)} addresses`;
-  return `${cidr} opens SSH to ${reach}, wider than /${minPrefixLength} (sshSourceMinPrefix); use your own address ` +
+  const limit = asked >= SSH_SOURCE_PREFIX_FLOOR
+    ? `/${minPrefixLength} (sshSourceMinPrefix)`
+    : `/${SSH_SOURCE_PREFIX_FLOOR}, the widest sshSourceMinPrefix can allow`;
+  return `${cidr} opens SSH to ${reach}, wider than ${limit}; use your own address ` +
     "(e.g. 203.0.113.7/32) or set allowSshFromAnywhere: true if that is really meant";
 }

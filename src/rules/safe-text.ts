@@ -27,6 +27,30 @@ export function checkSafePath(value: string): string | undefined {
   return forbidden === undefined ? undefined : `${rule} (found ${JSON.stringify(forbidden)})`;
 }
 
+export interface ResolvedPathOptions {
+  /**
+   * The path goes into an ssh option (UserKnownHostsFile= in ansible_ssh_common_args, which Ansible splits on
+   * spaces; ControlPath=, quoted): spaces and other white space are refused too. @default false
+   */
+  readonly sshOption?: boolean;
+}
+
+/**
+ * A path as ringlab will use it, after `~`, relative parts, the working directory and environment variables were
+ * resolved (the campaign file's folder, the state folder, a shared directory, the SSH sockets' folder): absolute,
+ * and the checkSafePath rule applied to the whole of it, since a folder's name can break a line the text never
+ * showed.
+ */
+export function checkSafeResolvedPath(path: string, options: ResolvedPathOptions = {}): string | undefined {
+  if (!path.startsWith("/")) return `expected an absolute path, found ${JSON.stringify(path)}`;
+  const problem = checkSafePath(path);
+  if (problem !== undefined) return problem;
+  if (options.sshOption === true && /\s/u.test(path)) {
+    return "expected a path without spaces: it goes into ssh's options (UserKnownHostsFile, ControlPath), which split on them";
+  }
+  return undefined;
+}
+
 /** System folders: a node container, root inside, must never write into them through a bind mount. */
 const SYSTEM_TREES = ["/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/usr"];
 /** Folders that may hold a shared directory, but are never one: mounting them would hand the nodes their siblings. */

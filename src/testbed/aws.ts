@@ -12,7 +12,7 @@ import { uninterruptible, type Context } from "../context.ts";
 import { ToolError } from "../errors.ts";
 import { awsInventory, renderInventory } from "../inventory.ts";
 import { stackName } from "../rules/names.ts";
-import { writeFileAtomic } from "../util/fs.ts";
+import { writePrivateFile } from "../util/fs.ts";
 import { testbedPaths } from "./paths.ts";
 import { loadRecord, saveRecord, type TestbedRecord } from "./record.ts";
 import { waitForSsh } from "./reachability.ts";
@@ -96,14 +96,14 @@ async function deployAndReach(ctx: Context, spec: AwsTestbedSpec, terraform: Ter
   const dir = await ctx.reporter.step(`synthesize ${stack} and ${terraform.binary} init`, () => synthAndInit(ctx.stateDir, spec, terraform));
   await ctx.reporter.step(`${terraform.binary} apply ${stack} (${spec.nodes} × ${spec.instanceType} in ${spec.region})`, () => terraform.apply(dir));
   const outputs = await terraform.outputs(dir, stack);
-  writeFileAtomic(paths.stackOutputs, `${JSON.stringify(outputs, null, 2)}\n`);
+  writePrivateFile(paths.stackOutputs, `${JSON.stringify(outputs, null, 2)}\n`);
   let inventory: ReturnType<typeof awsInventory>;
   try {
     inventory = awsInventory(outputs, spec, paths.knownHosts);
   } catch (error) {
     throw new ToolError("terraform", `the deployed stack's outputs are incomplete: ${(error as Error).message}`, { cause: error });
   }
-  writeFileAtomic(paths.inventory, renderInventory(inventory));
+  writePrivateFile(paths.inventory, renderInventory(inventory));
   const hosts = { ...inventory.all.children.head.hosts, ...inventory.all.children.workers.hosts };
   // Under the test-only endpoint override the addresses are an emulator's inventions: probe none of them.
   const loopbackOnly = testAwsEndpoint() !== undefined;

@@ -8,13 +8,13 @@ import { ensureKeyPair, forgetHostKey } from "../adapters/ssh.ts";
 import { dockerFor, type Context } from "../context.ts";
 import { UsageError } from "../errors.ts";
 import { buildInventory, renderInventory } from "../inventory.ts";
-import { writeFileAtomic } from "../util/fs.ts";
+import { writePrivateFile } from "../util/fs.ts";
 import { buildLocalImages } from "./images.ts";
 import { localInventorySpec, NODE_IMAGE, planLocalTestbed, STATE_DIR_LABEL, STATE_PATH_LABEL, stateDirId, TESTBED_LABEL, type LocalNodePlan, type LocalTestbedPlan } from "./local-plan.ts";
 import { testbedPaths } from "./paths.ts";
 import { loadRecord, saveRecord, type TestbedRecord } from "./record.ts";
 import { waitForSsh } from "./reachability.ts";
-import type { LocalTestbedSpec } from "./spec.ts";
+import { checkLocalSharedDir, type LocalTestbedSpec } from "./spec.ts";
 
 const SSH_WAIT_MS = 60_000;
 
@@ -44,6 +44,8 @@ async function startNodes(ctx: Context, docker: Docker, plan: LocalTestbedPlan, 
   const paths = testbedPaths(ctx.stateDir, plan.name);
   mkdirSync(paths.dir, { recursive: true });
   mkdirSync(plan.sharedDir, { recursive: true });
+  // Checked again once made: a folder planted since the campaign file was read is refused too.
+  checkLocalSharedDir(plan.sharedDir);
   await ensureKeyPair(paths.privateKey, `ringlab-${plan.name}`);
   rmSync(paths.knownHosts, { force: true });
   await docker.createNetwork(plan.network, plan.subnet, plan.labels);
@@ -128,7 +130,7 @@ async function finishUp(ctx: Context, plan: LocalTestbedPlan, spec: LocalTestbed
   const paths = testbedPaths(ctx.stateDir, plan.name);
   await ctx.reporter.step("wait for SSH on every node", (detail) =>
     waitForSsh(plan.nodes.map((node) => node.ip), SSH_WAIT_MS, ctx.signal, (pending) => detail(`waiting for ${pending.join(", ")}`)));
-  writeFileAtomic(paths.inventory, renderInventory(buildInventory(localInventorySpec(plan, paths, spec.workerImage))));
+  writePrivateFile(paths.inventory, renderInventory(buildInventory(localInventorySpec(plan, paths, spec.workerImage))));
   const record: TestbedRecord = {
     schema: "ringlab.testbed/v2",
     name: plan.name,

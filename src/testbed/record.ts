@@ -8,7 +8,7 @@ import { z } from "zod";
 import { InternalError, UsageError } from "../errors.ts";
 import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, type LauncherName } from "../launchers/names.ts";
 import { checkResourceName } from "../rules/names.ts";
-import { writeFileAtomic } from "../util/fs.ts";
+import { writePrivateFile } from "../util/fs.ts";
 import { currentTestbedFile, testbedPaths, testbedsDir } from "./paths.ts";
 import { readSpec, type TestbedSpec } from "./spec.ts";
 
@@ -69,8 +69,8 @@ export function checkedTestbedName(name: string, where = "testbed name"): string
 }
 
 export function saveRecord(stateDir: string, record: TestbedRecord): void {
-  writeFileAtomic(testbedPaths(stateDir, checkedTestbedName(record.name)).record, `${JSON.stringify(record, null, 2)}\n`);
-  writeFileAtomic(currentTestbedFile(stateDir), `${record.name}\n`);
+  writePrivateFile(testbedPaths(stateDir, checkedTestbedName(record.name)).record, `${JSON.stringify(record, null, 2)}\n`);
+  writePrivateFile(currentTestbedFile(stateDir), `${record.name}\n`);
 }
 
 export function loadRecord(stateDir: string, name: string): TestbedRecord | undefined {

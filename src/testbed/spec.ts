@@ -4,14 +4,16 @@
  * nothing reads the user's files again: `down`, `status`, `configure`, `run` and the stack (stacks/synth.ts)
  * read this spec only, so editing the campaign file or deleting the SSH key file cannot strand a paid testbed.
  *
- * Flat, versioned, validated when read. `resolveTestbedSpec` is pure; `readSpec`/`writeSpec` touch one file.
+ * Flat, versioned, validated when read. `resolveTestbedSpec` reads the file system only to check a local testbed's
+ * shared directory (checkLocalSharedDir); `readSpec`/`writeSpec` touch one file.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { availabilityZoneOf, DEFAULTS, TERRAFORM_BINARIES, type Testbed } from "../config/schema.ts";
 import { UsageError } from "../errors.ts";
-import { writeFileAtomic } from "../util/fs.ts";
+import { checkSafeResolvedPath } from "../rules/safe-text.ts";
+import { unsafeFolderProblem, writePrivateFile } from "../util/fs.ts";
 
 export const TESTBED_SPEC_SCHEMA = "ringlab.testbed-spec/v1";
 
@@ -104,7 +106,9 @@ export function resolveTestbedSpec(testbed: Testbed, inputs: SpecInputs): Testbe
     workerImage: testbed.workerImage,
   } as const;
   if (testbed.target === "local") {
-    return { ...common, target: "local", subnet: testbed.subnet, sharedDir: testbed.sharedDir ?? join(inputs.testbedDir, "shared") };
+    const sharedDir = testbed.sharedDir ?? join(inputs.testbedDir, "shared");
+    checkLocalSharedDir(sharedDir);
+    return { ...common, target: "local", subnet: testbed.subnet, sharedDir };
   }
   if (testbed.sshPublicKey === undefined || testbed.sshPrivateKeyFile === undefined) {
     throw new UsageError(`testbed ${testbed.name}: the SSH key was not read; expected sshPublicKeyFile (or sshPublicKey with sshPrivateKeyFile)`);
@@ -141,6 +145,23 @@ export function resolveTestbedSpec(testbed: Testbed, inputs: SpecInputs): Testbe
   };
 }
 
+/**
+ * Refuses (a UsageError naming the folder, its owner and mode, and the fix) a local testbed's shared directory, its
+ * own or the default one in the state folder, whose path would break a line it goes into, or that someone besides
+ * the caller (and root) could write or replace: every node mounts it read-write and works in it as root. Also
+ * worth calling right after creating it, so a folder planted in between is caught.
+ */
+export function checkLocalSharedDir(sharedDir: string): void {
+  const pathProblem = checkSafeResolvedPath(sharedDir);
+  if (pathProblem !== undefined) throw new UsageError(`shared directory ${JSON.stringify(sharedDir)}: ${pathProblem}`);
+  const problem = unsafeFolderProblem(sharedDir);
+  if (problem !== undefined) {
+    throw new UsageError(`shared directory ${sharedDir}: ${problem}`, {
+      hint: "set testbed.sharedDir to a folder you own that only you can write (ringlab creates it if missing)",
+    });
+  }
+}
+
 /** ISO-8601 UTC to the second, e.g. 2025-03-01T18:00:00Z: the `ringlab:expires-at` tag. */
 export function expiresAt(createdAt: Date, ttlHours: number): string {
   const expiry = new Date(createdAt.getTime() + Math.round(ttlHours * 3_600_000));
@@ -148,7 +169,7 @@ export function expiresAt(createdAt: Date, ttlHours: number): string {
 }
 
 export function writeSpec(file: string, spec: TestbedSpec): void {
-  writeFileAtomic(file, `${JSON.stringify(spec, null, 2)}\n`);
+  writePrivateFile(file, `${JSON.stringify(spec, null, 2)}\n`);
 }
 
 /** Reads and validates a stored spec; a UsageError naming the file and the first field that does not fit. */

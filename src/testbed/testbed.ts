@@ -12,7 +12,7 @@ import { dockerFor, uninterruptible, type Context } from "../context.ts";
 import { UsageError } from "../errors.ts";
 import { LAUNCHERS, type LauncherName } from "../launchers/index.ts";
 import { campaignNameOf, nodeContainerName, stackName } from "../rules/names.ts";
-import { writeFileAtomic } from "../util/fs.ts";
+import { writePrivateFile } from "../util/fs.ts";
 import type { AwsOptions } from "./aws.ts";
 import { configurationFingerprint, readPlaybookFiles } from "./configured.ts";
 import { downLocal, localNodeContainers, localTestbedNames, upLocal, type LocalResources } from "./local.ts";
@@ -254,7 +254,7 @@ function forgetAndRemember(ctx: Context, name: string): void {
   const record = recordIfReadable(ctx.stateDir, name);
   if (record !== undefined) forgetConnections(record);
   forgetTestbed(ctx.stateDir, name);
-  writeFileAtomic(removedMarker(ctx.stateDir, name), `${new Date().toISOString()}\n`);
+  writePrivateFile(removedMarker(ctx.stateDir, name), `${new Date().toISOString()}\n`);
 }
 
 /** The testbed's record; undefined also when it cannot be read (its folder is removed all the same). */

@@ -1,4 +1,4 @@
-import { mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -176,6 +176,26 @@ ${extra}`;
     expect(() => parseCampaign(awsText("  sshSourceMinPrefix: 12").replace("203.0.113.7/32", "203.0.0.0/15"), "c.yaml")).not.toThrow();
     expect(() => parseCampaign(awsText("  allowSshFromAnywhere: true").replace("203.0.113.7/32", "0.0.0.0/1"), "c.yaml")).not.toThrow();
     expect(problemsOf(awsText("  sshSourceMinPrefix: 33"))).toEqual(["testbed.sshSourceMinPrefix: found 33, expected a number at most 32"]);
+  });
+
+  it("refuses SSH from anywhere through a lowered sshSourceMinPrefix: never below /8 without allowSshFromAnywhere", () => {
+    expect(problemsOf(awsText("  sshSourceMinPrefix: 0").replace("203.0.113.7/32", "0.0.0.0/0")))
+      .toEqual(["testbed.sshSourceMinPrefix: found 0, expected a number at least 8"]);
+    expect(problemsOf(awsText("  sshSourceMinPrefix: 8").replace("203.0.113.7/32", "10.0.0.0/7")))
+      .toEqual([expect.stringMatching(/^testbed\.adminCidr: 10\.0\.0\.0\/7 opens SSH to 33554432 addresses, wider than \/8/)]);
+    expect(() => parseCampaign(awsText("  sshSourceMinPrefix: 8").replace("203.0.113.7/32", "10.0.0.0/8"), "c.yaml")).not.toThrow();
+    expect(() => parseCampaign(awsText("  allowSshFromAnywhere: true").replace("203.0.113.7/32", "0.0.0.0/0"), "c.yaml")).not.toThrow();
+  });
+
+  it("refuses a shared directory that others can write or that is not the caller's, naming its owner, mode and the fix", () => {
+    const dir = tempDir();
+    const shared = join(dir, "shared");
+    mkdirSync(shared);
+    chmodSync(shared, 0o777);
+    expect(problemsOf(`testbed: {target: local, name: s, nodes: 1, sharedDir: ${shared}}\n`)).toEqual([expect.stringMatching(new RegExp(
+      `^testbed\\.sharedDir: ${shared} \\(owner uid \\d+, mode 0777\\) can be written by other users.*chmod go-w ${shared}`))]);
+    chmodSync(shared, 0o755);
+    expect(parseCampaign(`testbed: {target: local, name: s, nodes: 1, sharedDir: ${shared}}\n`, "c.yaml").testbed).toMatchObject({ sharedDir: shared });
   });
 
   it("refuses a shared directory in a system folder, also reached through a symbolic link, before anything starts", () => {

@@ -74,6 +74,13 @@ describe("checkSshSource", () => {
     expect(checkSshSource("203.0.0.0/12", { minPrefixLength: 8 })).toBeUndefined();
   });
 
+  it("refuses anything wider than /8 without allowSshFromAnywhere, whatever the configured limit says", () => {
+    expect(checkSshSource("0.0.0.0/0", { minPrefixLength: 0 })).toMatch(/^0\.0\.0\.0\/0 opens SSH to the whole internet, wider than \/8, the widest sshSourceMinPrefix can allow/);
+    expect(checkSshSource("10.0.0.0/7", { minPrefixLength: 4 })).toMatch(/wider than \/8.*allowSshFromAnywhere: true/);
+    expect(checkSshSource("10.0.0.0/8", { minPrefixLength: 0 })).toBeUndefined();
+    expect(checkSshSource("0.0.0.0/0", { minPrefixLength: 0, allowSshFromAnywhere: true })).toBeUndefined();
+  });
+
   it("still refuses malformed text when allowSshFromAnywhere", () => {
     expect(checkSshSource("0.0.0.0", { allowSshFromAnywhere: true })).toMatch(/expected an IPv4 CIDR/);
   });

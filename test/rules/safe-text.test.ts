@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
-  checkDockerImageReference, checkS3BucketName, checkS3Key, checkSafePath, checkSafeWorkerArg, checkSharedDirLocation, checkTagKey, checkTagValue,
+  checkDockerImageReference, checkS3BucketName, checkS3Key, checkSafePath, checkSafeResolvedPath, checkSafeWorkerArg, checkSharedDirLocation, checkTagKey, checkTagValue,
   checkUnixUserName,
 } from "../../src/rules/safe-text.ts";
 
@@ -121,5 +121,21 @@ describe("checkSafeWorkerArg", () => {
 
   it("refuses templates, shell syntax, spaces, commas and empty arguments", () => {
     for (const arg of ["{{x}}", "$(id)", "a b", "a,b", "", "a;b", "x\n", "'q'"]) expect(checkSafeWorkerArg(arg), arg).toMatch(/^expected a worker argument/);
+  });
+});
+
+describe("checkSafeResolvedPath", () => {
+  it("applies the path rule to the whole resolved path, and refuses relative ones", () => {
+    expect(checkSafeResolvedPath("/home/me/ringlab/.ringlab")).toBeUndefined();
+    expect(checkSafeResolvedPath("/home/me/my campaigns")).toBeUndefined();
+    expect(checkSafeResolvedPath(".ringlab")).toMatch(/^expected an absolute path/);
+    for (const path of ["/tmp/a\nb", "/tmp/a\rb", "/tmp/a\0b", "/tmp/a\u001bb"]) expect(checkSafeResolvedPath(path), path).toMatch(/control characters/);
+    for (const path of ["/tmp/a%b", "/tmp/a,b", '/tmp/a"b']) expect(checkSafeResolvedPath(path), path).toMatch(/^expected a path without .*\(found/);
+  });
+
+  it("refuses white space too where the path goes into ssh's options", () => {
+    expect(checkSafeResolvedPath("/home/me/my state", { sshOption: true })).toMatch(/without spaces/);
+    expect(checkSafeResolvedPath("/home/me/a\tb", { sshOption: true })).toMatch(/control characters/);
+    expect(checkSafeResolvedPath("/home/me/.ringlab", { sshOption: true })).toBeUndefined();
   });
 });

@@ -46,7 +46,7 @@ async function downOne(ctx: Context, which: string | undefined): Promise<void> {
 
 /** `down` takes a testbed name, a campaign file (only its testbed.name is read), or nothing (the current testbed). */
 function testbedToRemove(stateDir: string, which: string | undefined): string {
-  if (which !== undefined && /\.ya?ml$/.test(which)) return loadCampaignFile(which, { readKeys: false }).testbed.name;
+  if (which !== undefined && /\.ya?ml$/.test(which)) return loadCampaignFile(which, { readKeys: false, checkFolders: false }).testbed.name;
   const name = which ?? currentTestbedName(stateDir);
   if (name === undefined) {
     throw new UsageError("no testbed is up here", { hint: "name one (ringlab down NAME), pass its campaign file, or use --all" });
