@@ -105,3 +105,20 @@ def test_the_job_script_is_written_whole_into_a_folder_made_for_it(tmp_path):
     assert script.read_text() == "#!/bin/bash\n#SBATCH --nodes=2\n"
     assert script.stat().st_mode & 0o777 == 0o755
     assert [p.name for p in script.parent.iterdir()] == ["job.sbatch"]
+
+
+@pytest.mark.parametrize("planted", ["job.sbatch", "job.sbatch.partial"])
+def test_the_job_script_is_not_written_through_a_link_planted_in_the_shared_folder(tmp_path, planted):
+    """The run folder is on storage other users may write to: a link planted at the script's path (or where it
+    is written first) is replaced, and the file it points to (written as root otherwise) is left alone."""
+    target = tmp_path / "outside"
+    target.write_text("do not overwrite\n")
+    target.chmod(0o600)
+    script = tmp_path / "runs" / "r1" / "job.sbatch"
+    script.parent.mkdir(parents=True)
+    (script.parent / planted).symlink_to(target)
+    ringlab_slurm.write_script(str(script), "#!/bin/bash\n")
+    assert target.read_text() == "do not overwrite\n" and target.stat().st_mode & 0o777 == 0o600
+    assert not script.is_symlink() and script.read_text() == "#!/bin/bash\n"
+    assert script.stat().st_mode & 0o777 == 0o755
+    assert {p.name for p in script.parent.iterdir()} == {"job.sbatch", planted}  # no temporary file left

@@ -23,9 +23,6 @@ REDIRECTS_FIXED_IN: Version = (2, 0)
 # previous round's addresses from it and fail to connect (pytorch/pytorch#135712); the variable turns the sharing
 # off, and releases before 2.4 ignore it.
 SHARED_RDZV_STORE_SINCE: Version = (2, 4)
-# torch.load(weights_only=True) loads an optimizer's state dict (floats, bools, None) in the releases where it
-# became the default (2.6); 1.13's restricted unpickler stops at the first float ("Unsupported operand 71").
-WEIGHTS_ONLY_LOAD_SINCE: Version = (2, 6)
 
 
 def release(version_text: str) -> Version:
@@ -89,13 +86,3 @@ def patch_torchrun_config(config, torch_version: Version) -> None:
 
     config.redirects = config.redirects if config.redirects is not None else Std.NONE
     config.tee = config.tee if config.tee is not None else Std.NONE
-
-
-
-def load_checkpoint(path: str, torch_version: Version = None):
-    """torch.load of one of our checkpoints onto the CPU: weights_only (no pickled code runs) where the release
-    can load an optimizer's state that way; before, the full unpickler (checkpoints are rank 0's own files)."""
-    import torch
-
-    weights_only = (torch_version or torch_release()) >= WEIGHTS_ONLY_LOAD_SINCE
-    return torch.load(path, map_location="cpu", weights_only=weights_only)

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass
 from typing import List, Tuple
 
@@ -132,8 +133,10 @@ def write_dataset(root: str, spec: DatasetSpec, log=print) -> bool:
                                 if existing.get(key) != value)
         raise BadArguments(f"{root} holds another dataset ({differences}); give this one another name, or remove "
                            "the old one yourself")
-    partial = f"{root}.partial-{os.getpid()}"
-    shutil.rmtree(partial, ignore_errors=True)
+    # Written in a new folder of its own (mkdtemp: never one that exists, nor through a link someone planted in
+    # the shared folder at a name they could guess), then renamed into place.
+    os.makedirs(os.path.dirname(os.path.abspath(root)), exist_ok=True)
+    partial = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(root)), prefix=f"{os.path.basename(root)}.partial-")
     try:
         val_per_class = spec.val_per_class()
         for label in range(spec.classes):
@@ -148,6 +151,7 @@ def write_dataset(root: str, spec: DatasetSpec, log=print) -> bool:
         with open(os.path.join(partial, MANIFEST), "w", encoding="utf-8") as out:
             json.dump(wanted, out, indent=2)
             out.write("\n")
+        os.chmod(partial, 0o755)  # mkdtemp's folder is private; the dataset is read by every node's ranks
         os.replace(partial, root)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)

@@ -23,7 +23,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from . import checkpoint, compat, data
+from . import checkpoint, data
 from .errors import BadArguments, PeerTimeout
 from .guard import outlive_launcher
 from .result import finite_or_none
@@ -264,7 +264,7 @@ def _restore(args, world, trainer, config):
     if world.rank != 0:
         path = checkpoint.path_of(args.checkpoint_dir, chosen[0])
         try:
-            state = compat.load_checkpoint(path)
+            state = checkpoint.load(args.checkpoint_dir, chosen[0])
         except Exception as error:  # missing here (not shared storage), or unreadable
             print(f"ringlab-worker [rank {world.rank}]: cannot read {path}: {error}", file=sys.stderr, flush=True)
             unreadable[0] = 1

@@ -126,13 +126,24 @@ def _hostnames(nodelist):
 
 
 def write_script(path, text):
-    """The job script, in one piece (a rename), in its run's folder, which also takes Slurm's output."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    partial = f"{path}.partial"
-    with open(partial, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chmod(partial, 0o755)
-    os.replace(partial, path)
+    """The job script, in one piece (a rename), in its run's folder, which also takes Slurm's output. The folder is
+    on shared storage other users may write to: the script is written to a new file (O_EXCL: never one that exists,
+    nor through a link planted there) and renamed over `path` (a link there is replaced, not followed)."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    partial = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.{time.monotonic_ns()}.partial")
+    handle = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o700)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            os.fchmod(out.fileno(), 0o755)
+        os.replace(partial, path)
+    except BaseException:
+        try:
+            os.unlink(partial)
+        except FileNotFoundError:
+            pass
+        raise
 
 
 def answering_nodes(partition):
