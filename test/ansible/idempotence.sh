@@ -207,11 +207,16 @@ EOF
 no_workers_left "run.yml"
 echo "outcome.json with both ranks' logs and the head's result; the second job on its 3 nodes; containers removed"
 
-step "run.yml: the result of an earlier job of the same run id does not pass for this one's"
+step "run.yml: the result of an earlier job of the same run id does not pass for this one's, nor what others left"
+# Someone who can write the shared storage left a file and a link in the run's folder before the job.
+echo planted >"$shared/runs/run-ok/planted"
+ln -s /etc/hostname "$shared/runs/run-ok/elsewhere"
 run_job run-ok 2 300 '["--help"]'
 [[ $rc -ne 0 && $(rank_field run-ok 0 outcome) == "exited with code 0" && $(rank_field run-ok 0 result_error) == "file not found"* ]] ||
   { show_log run-ok; fail "a job that wrote no result was given the result of an earlier job of the same run id"; }
-echo "earlier result removed before the job"
+[[ ! -e "$shared/runs/run-ok/planted" && ! -L "$shared/runs/run-ok/elsewhere" ]] ||
+  fail "the run's folder on the shared storage was reused with what someone else left in it"
+echo "earlier result and foreign files removed before the job"
 
 step "run.yml: a worker that fails ends the play, and the job after it does not start"
 play run-bad ansible/run.yml -e "{\"worker_timeout_seconds\": 300, \"worker_jobs\": [
