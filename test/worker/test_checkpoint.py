@@ -59,6 +59,12 @@ def genuine_state(step):
     return {"step": step, "epoch": 0, "weights": torch.ones(2) * step, "optimizer": optimizer}
 
 
+def newest_readable(directory):
+    """The state load_newest resumes from, and the warnings it gave on the way."""
+    warnings = []
+    return checkpoint.load_newest(directory, warn=warnings.append), warnings
+
+
 @pytest.mark.torch_release
 def test_a_planted_checkpoint_that_runs_code_when_unpickled_runs_nothing_and_the_genuine_one_is_resumed(tmp_path):
     directory = str(tmp_path / "checkpoints")
@@ -101,8 +107,7 @@ def test_a_checkpoint_that_is_a_link_to_another_file_is_not_read(tmp_path):
     for name in os.listdir(elsewhere):
         if name.startswith("step-"):
             os.symlink(os.path.join(elsewhere, name), os.path.join(directory, name))
-    warnings = []
-    state = checkpoint.load_newest(directory, warn=warnings.append)
+    state, warnings = newest_readable(directory)
     assert state["step"] == 3
     assert len(warnings) == 1 and "step-000000009.pt" in warnings[0]
 
@@ -115,8 +120,8 @@ def test_a_checkpoint_whose_tensor_file_alone_is_a_link_is_not_read(tmp_path):
     newest = checkpoint.path_of(directory, 6)
     os.rename(newest, str(tmp_path / "moved.pt"))
     os.symlink(str(tmp_path / "moved.pt"), newest)  # the same bytes, the JSON's hash matches: only the link differs
-    warnings = []
-    assert checkpoint.load_newest(directory, warn=warnings.append)["step"] == 3
+    state, warnings = newest_readable(directory)
+    assert state["step"] == 3
     assert len(warnings) == 1 and "step-000000006.pt" in warnings[0]
 
 
@@ -129,8 +134,8 @@ def test_a_tensor_file_that_does_not_match_its_json_is_skipped(tmp_path):
     checkpoint.save(directory, 3, genuine_state(3))
     checkpoint.save(directory, 6, genuine_state(6))
     shutil.copyfile(checkpoint.path_of(directory, 3), checkpoint.path_of(directory, 6))
-    warnings = []
-    assert checkpoint.load_newest(directory, warn=warnings.append)["step"] == 3
+    state, warnings = newest_readable(directory)
+    assert state["step"] == 3
     assert len(warnings) == 1 and "step-000000006.pt" in warnings[0]
 
 
