@@ -3,7 +3,8 @@
  * launcher runs its jobs through ansible/run.yml, which includes the launcher's role:
  * - roles/<role>/tasks/job.yml runs one job and writes its outcome.json (every rank's log, the head's result, and
  *   what the launcher adds, such as its job script);
- * - roles/<role>/tasks/stop.yml stops whatever of its jobs still runs (ansible/stop-workers.yml);
+ * - roles/<role>/tasks/cancel.yml, for a launcher with a queue of its own, cancels its queued jobs before
+ *   ansible/stop-workers.yml removes the worker containers (stop-workers.yml includes each);
  * - a launcher that needs more than every testbed has (`setup`) gets roles/<role>/tasks/main.yml from site.yml
  *   when the testbed is configured for it; the testbed record lists the launchers it is configured for.
  * The table of launchers is ./index.ts; adding one is a module here, its role, and its tests.
@@ -22,7 +23,7 @@ export interface Launcher {
   readonly name: LauncherName;
   /** How it starts a job, for `--help`. */
   readonly summary: string;
-  /** The Ansible role holding its tasks/job.yml and tasks/stop.yml (and tasks/main.yml when it has a `setup`). */
+  /** The Ansible role holding its tasks/job.yml (and tasks/main.yml when it has a `setup`, tasks/cancel.yml when it queues jobs). */
   readonly role: string;
   /** What configuring a testbed for it adds; absent: every configured testbed serves it. */
   readonly setup?: {

@@ -29,9 +29,12 @@ describe("the launcher table (src/launchers/)", () => {
     expect(validateCampaign(campaign("no-such-launcher")).ok).toBe(false);
   });
 
-  it("cancels only through roles that belong to a launcher (stop-workers.yml runs every role's tasks/cancel.yml)", () => {
+  it("cancels through every launcher role's tasks/cancel.yml, and only launchers' (stop-workers.yml includes each)", () => {
     const cancelling = readdirSync(ROLES).filter((role) => existsSync(join(ROLES, role, "tasks", "cancel.yml")));
     expect(cancelling.every((role) => Object.values(LAUNCHERS).some((launcher) => launcher.role === role)), cancelling.join(", ")).toBe(true);
+    const stop = readFileSync(join(ROLES, "..", "stop-workers.yml"), "utf8");
+    const included = [...stop.matchAll(/name: (\S+)\n\s+tasks_from: cancel\.yml/g)].map((match) => match[1]);
+    expect(included.sort()).toEqual(cancelling.sort());
   });
 
   it("keeps a Slurm job's script and Slurm's account beside the logs, and explains a job that did not complete", () => {
