@@ -13,7 +13,7 @@ import type { Context } from "../context.ts";
 import type { TestbedRecord } from "../testbed/record.ts";
 import type { LauncherName } from "./names.ts";
 
-/** Why a job cannot start with a launcher, worded for `ringlab run` and the campaign check. */
+/** Why a job cannot start with a launcher, worded for `ringlab run` (the campaign schema words its own check: src/config/schema.ts). */
 export interface Refusal {
   readonly message: string;
   readonly hint: string;
