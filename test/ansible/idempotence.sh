@@ -253,11 +253,15 @@ for rank in 0 1; do
   [[ $(rank_field slurm-ok $rank ok) == True ]] || { show_log slurm-ok; fail "Slurm job: rank $rank is not ok in outcome.json"; }
   grep -q "node $rank of 2" <<<"$(rank_field slurm-ok $rank log)" || fail "Slurm job: outcome.json holds no log of rank $rank"
 done
-script="$shared/runs/slurm-ok/job.sbatch"
-grep -qx '#SBATCH --nodes=2' "$script" || fail "the job script does not ask for 2 nodes: $(cat "$script")"
-compgen -G "$shared/runs/slurm-ok/slurm-*.out" >/dev/null || fail "Slurm wrote the batch output elsewhere than the run's folder"
+# The job script and Slurm's output are in root's own folder on the head, nothing of Slurm's on the shared storage.
+script=/var/lib/ringlab-slurm/slurm-ok/job.sbatch
+grep -qx '#SBATCH --nodes=2' <(node_exec 0 cat "$script") || fail "the job script does not ask for 2 nodes: $(node_exec 0 cat "$script")"
+[[ $(node_exec 0 stat -c '%a %U' /var/lib/ringlab-slurm /var/lib/ringlab-slurm/slurm-ok) == $'700 root\n700 root' ]] ||
+  fail "the job folders are not root's alone: $(node_exec 0 stat -c '%n %a %U' /var/lib/ringlab-slurm /var/lib/ringlab-slurm/slurm-ok)"
+node_exec 0 sh -c 'ls /var/lib/ringlab-slurm/slurm-ok/slurm-*.out' >/dev/null || fail "Slurm wrote the batch output elsewhere than the head's job folder"
+[[ $(ls "$shared/runs/slurm-ok") == result.json ]] || fail "the shared run folder holds more than the result: $(ls "$shared/runs/slurm-ok")"
 no_workers_left "run.yml with Slurm"
-echo "Slurm job ok on 2 nodes; job script $script"
+echo "Slurm job ok on 2 nodes; job script $script on the head"
 
 step "Slurm: the saved job script, submitted by hand with sbatch, gives a result"
 rm -f "$shared/runs/slurm-ok/result.json"

@@ -8,21 +8,31 @@
       shared directory, interface) from /etc/ringlab/slurm-worker.json. Slurm stopping the step (time limit,
       scancel) removes the container.
   ringlab-slurm submit SCRIPT --run-id ID --nodes N --result FILE --timeout SECONDS [--script-from-stdin] [--partition P]
-      (With --script-from-stdin, write SCRIPT from stdin first; with --partition, check that P has N nodes answering.)
-      sbatch SCRIPT, wait until the job has ended, and print how it ended as one JSON document in ringlab's
-      outcome.json format: every rank's log, the head's result (base64), the job script, and Slurm's job state,
-      reason and exit code. Interrupted, or still not ended SECONDS after it started, the job is cancelled.
+      (With --script-from-stdin, make SCRIPT's folder afresh and write SCRIPT from stdin; with --partition, check
+      that P has N nodes answering.) sbatch SCRIPT, wait until the job has ended, and print how it ended as one JSON
+      document in ringlab's outcome.json format: every rank's log, the head's result (base64), the job script, and
+      Slurm's job state, reason and exit code. Interrupted, or still not ended SECONDS after it started, the job is
+      cancelled.
+
+Where things are: the job script and Slurm's output (slurm-<job id>.out, which holds every rank's output, each line
+labelled with its rank by `srun --label`) are in SCRIPT's folder, which is root's alone and on the node's own disk
+(the slurm role's slurm_job_root); the job's batch step runs on the head (the script asks for it with --nodelist),
+so the output is written where `submit` reads it. Only the worker's result is on the shared storage, which other
+users may be able to write to: it is read only if it is a regular file, never through a link.
 
 Only Python's standard library and python3-docker (the nodes have both for Ansible).
 """
 import argparse
 import base64
+import errno
 import json
 import math
 import os
 import re
+import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -63,20 +73,42 @@ def describe_job(job_id, fields):
     return f"{text} ({', '.join(details)})" if details else text
 
 
-def build_outcome(run_id, job_id, fields, nodes, hosts, read_text):
+# `srun --label` puts "<task>: " before every line of a task's output (padded to the width of the largest task id).
+_LABELLED_LINE = re.compile(r"^ *(\d+): ?(.*)$", re.DOTALL)
+
+
+def split_labelled_output(text, tasks):
+    """Each task's lines from the batch output, without their labels: {task: text}. Lines of Slurm's own (slurmstepd
+    saying the job was cancelled, srun's errors) carry no label and stay in the batch output only."""
+    logs = {task: [] for task in range(tasks)}
+    for line in text.splitlines(keepends=True):
+        matched = _LABELLED_LINE.match(line)
+        if matched and int(matched.group(1)) in logs:
+            logs[int(matched.group(1))].append(matched.group(2))
+    return {task: "".join(lines) for task, lines in logs.items()}
+
+
+def build_outcome(run_id, job_id, fields, nodes, hosts, read_text, read_result):
     """outcome.json (as ansible/roles/worker/tasks/job.yml writes it, plus `slurm` and `job_script`).
 
-    `read_text(path)` returns a file's text or None when it cannot be read. Every rank is ok when the job
-    COMPLETED (exit 0 on every node) and, on the head, the result could be read.
+    `read_text(path)` returns a file's text or None when it cannot be read; `read_result(path)` returns (text, None)
+    or (None, why not). Every rank is ok when the job COMPLETED (exit 0 on every node) and, on the head, the result
+    could be read.
     """
-    run_dir = fields["_run_dir"]
+    batch_file = os.path.join(fields["_job_dir"], f"slurm-{job_id}.out")
     result_file = fields["_result_file"]
     state = job_state(fields)
     completed = state == "COMPLETED" and fields.get("ExitCode", "0:0") == "0:0"
-    result = read_text(result_file) if completed else None
+    result, result_error = read_result(result_file) if completed else (None, f"{result_file} was not read")
+    batch_log = read_text(batch_file)
+    if batch_log is None:
+        batch_host = fields.get("BatchHost", "")
+        missing = f"(no output: {batch_file} could not be read{f' (the batch step ran on {batch_host})' if batch_host else ''})\n"
+        rank_logs = {rank: missing for rank in range(nodes)}
+    else:
+        rank_logs = split_labelled_output(batch_log, nodes)
     ranks = []
     for rank in range(nodes):
-        log = read_text(os.path.join(run_dir, f"rank-{rank}.log"))
         head = rank == 0
         ranks.append({
             "run_id": run_id,
@@ -84,12 +116,11 @@ def build_outcome(run_id, job_id, fields, nodes, hosts, read_text):
             "host": hosts[rank] if rank < len(hosts) else f"rank {rank}",
             "ok": completed and (not head or result is not None),
             "outcome": describe_job(job_id, fields) if not completed else "exited with code 0",
-            "log": log if log is not None else f"(no log: {os.path.join(run_dir, f'rank-{rank}.log')} could not be read)\n",
+            "log": rank_logs[rank],
             "result": base64.b64encode(result.encode()).decode() if head and result is not None else "",
-            "result_error": "" if not head or result is not None else f"{result_file} could not be read",
+            "result_error": "" if not head or result is not None else result_error,
             "result_file": result_file if head else "",
         })
-    batch_log = read_text(os.path.join(run_dir, f"slurm-{job_id}.out"))
     return {
         "run_id": run_id,
         "ranks": ranks,
@@ -113,6 +144,23 @@ def _read_text(path):
         return None
 
 
+def read_regular_file(path):
+    """(text, None), or (None, why not) when `path` is not a regular file of its own: the result is on the shared
+    storage, where a link planted in place of it would otherwise make root read (and ringlab record) what it names."""
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None, f"file not found: {path}"
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return None, f"{path} is a link: not read"
+        return None, f"{path} could not be read: {error.strerror}"
+    with os.fdopen(handle, "rb") as opened:
+        if not stat.S_ISREG(os.fstat(opened.fileno()).st_mode):
+            return None, f"{path} is not a regular file: not read"
+        return opened.read().decode("utf-8", errors="replace"), None
+
+
 def _scontrol_job(job_id):
     done = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, check=False)
     return parse_scontrol_record(done.stdout) if done.returncode == 0 else None
@@ -125,12 +173,42 @@ def _hostnames(nodelist):
     return done.stdout.split()
 
 
+def private_folder_problem(path):
+    """Why `path` is not a folder of root's (or the caller's) alone, or None: the job scripts and Slurm's output
+    live there, and root runs the one and reads the other."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return f"{path} does not exist (the slurm role makes it: run `ringlab configure --slurm`)"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{path} is not a folder (a link?)"
+    if info.st_uid != os.geteuid():
+        return f"{path} belongs to uid {info.st_uid}, not to uid {os.geteuid()}"
+    if info.st_mode & 0o022:
+        return f"{path} can be written by others (mode {stat.S_IMODE(info.st_mode):04o})"
+    return None
+
+
+def make_job_folder(folder):
+    """The run's folder under the slurm role's private root, made afresh (mode 0700): nothing an earlier attempt (or
+    anyone) left there is read as this job's."""
+    root = os.path.dirname(folder)
+    problem = private_folder_problem(root)
+    if problem:
+        raise SystemExit(f"ringlab-slurm: refusing to write the job script: {problem}")
+    if os.path.lexists(folder):
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            shutil.rmtree(folder)
+        else:
+            os.unlink(folder)
+    os.mkdir(folder, 0o700)
+
+
 def write_script(path, text):
-    """The job script, in one piece (a rename), in its run's folder, which also takes Slurm's output. The folder is
-    on shared storage other users may write to: the script is written to a new file (O_EXCL: never one that exists,
-    nor through a link planted there) and renamed over `path` (a link there is replaced, not followed)."""
+    """The job script, in one piece (a rename). Written to a new file (O_EXCL: never one that exists, nor through a
+    link) and renamed over `path` (a link there is replaced, not followed)."""
     folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
     partial = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.{time.monotonic_ns()}.partial")
     handle = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o700)
     try:
@@ -169,6 +247,7 @@ def wait_for_end(job_id, deadline):
 
 def submit(args):
     if args.script_from_stdin:
+        make_job_folder(os.path.dirname(args.script))
         write_script(args.script, sys.stdin.read())
     if args.partition is not None:
         answering = answering_nodes(args.partition)
@@ -195,9 +274,10 @@ def submit(args):
         subprocess.run(["scancel", job_id], check=False)
         fields = dict(wait_for_end(job_id, time.monotonic() + CANCEL_WAIT_SECONDS) or fields or {},
                       JobState="CANCELLED", Reason=f"not_ended_within_{args.timeout:g}_s")
-    fields["_run_dir"] = os.path.dirname(args.result)
+    fields["_job_dir"] = os.path.dirname(args.script)
     fields["_result_file"] = args.result
-    outcome = build_outcome(args.run_id, job_id, fields, args.nodes, _hostnames(fields.get("NodeList", "")), _read_text)
+    outcome = build_outcome(args.run_id, job_id, fields, args.nodes, _hostnames(fields.get("NodeList", "")), _read_text,
+                            read_regular_file)
     outcome["job_script"] = _read_text(args.script) or ""
     json.dump(outcome, sys.stdout)
     return 0
@@ -228,6 +308,21 @@ def worker_environment(config, env, run_id, procs_per_node, cpus, head_addr):
         # As the Ansible launcher does (roles/worker/tasks/job.yml): each process's share of the quota, rounded up.
         worker_env["OMP_NUM_THREADS"] = str(max(1, math.ceil(cpus / (procs_per_node or 1))))
     return worker_env
+
+
+def write_whole_lines(chunks, out):
+    """The container's output, a whole line at a time (the rest at the end): `srun --label` labels what it gets,
+    and a line cut between two chunks would get its label in the middle."""
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        lines, newline, pending = pending.rpartition(b"\n")
+        if newline:
+            out.write(lines + newline)
+            out.flush()
+    if pending:
+        out.write(pending + b"\n")
+        out.flush()
 
 
 def worker(args):
@@ -276,9 +371,7 @@ def worker(args):
         options["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
     try:
         container = client.containers.run(config["image"], [args.job, *args.job_args], **options)
-        for chunk in container.logs(stream=True, follow=True):
-            sys.stdout.buffer.write(chunk)
-            sys.stdout.flush()
+        write_whole_lines(container.logs(stream=True, follow=True), sys.stdout.buffer)
         return container.wait().get("StatusCode", 1)
     finally:
         remove()
@@ -299,7 +392,8 @@ def parse_args(argv=None):
     sub.add_argument("--nodes", type=int, required=True)
     sub.add_argument("--result", required=True, help="the result file the head's worker writes")
     sub.add_argument("--timeout", type=float, required=True, help="cancel the job if it has not ended by then (seconds)")
-    sub.add_argument("--script-from-stdin", action="store_true", help="write SCRIPT from stdin first (creating its folder)")
+    sub.add_argument("--script-from-stdin", action="store_true",
+                     help="make SCRIPT's folder afresh (its parent must be root's alone) and write SCRIPT from stdin first")
     sub.add_argument("--partition", default=None, help="check first that this partition has --nodes nodes answering")
     args = parser.parse_args(argv)
     if args.command == "worker" and args.job_args[:1] == ["--"]:
