@@ -4,6 +4,7 @@
  */
 import { dumpAnsibleData } from "./ansible-data.ts";
 import { stackName } from "./rules/names.ts";
+import { knownHostsLine, type NodeHostKey } from "./rules/ssh-key.ts";
 import { workerImageSourceOf, type WorkerImageSource } from "./rules/worker-image.ts";
 import type { AwsTestbedSpec } from "./testbed/spec.ts";
 
@@ -28,6 +29,12 @@ export interface InventorySpec {
   readonly sshPrivateKeyFile: string;
   /** This testbed's own known_hosts: addresses get reused with new host keys, which a shared file would refuse. */
   readonly knownHostsFile: string;
+  /**
+   * knownHostsFile holds every node's key already (AWS: the host keys ringlab gave the nodes): ssh refuses any other
+   * key (StrictHostKeyChecking=yes) instead of trusting the first it gets.
+   * @default false (accept-new: the local testbed's containers make their keys when they start)
+   */
+  readonly hostKeysPinned?: boolean;
   readonly sharedStorage: "bind" | "nfs" | "efs";
   readonly sharedDir: string;
   readonly efsEndpoint?: string;
@@ -66,6 +73,8 @@ export function buildInventory(spec: InventorySpec): Inventory {
     ansible_user: spec.sshUser,
     ansible_ssh_private_key_file: spec.sshPrivateKeyFile,
     ringlab_known_hosts_file: spec.knownHostsFile,
+    // ansible/group_vars/all.yml passes it to ssh as StrictHostKeyChecking.
+    ringlab_ssh_host_key_checking: spec.hostKeysPinned === true ? "yes" : "accept-new",
   };
   if (spec.workerImageTarball !== undefined) vars["worker_image_tarball"] = spec.workerImageTarball;
   // Cloud images log in as a normal user; containers of the local testbed as root.
@@ -154,8 +163,12 @@ export function inventoryNodesFromStack(outputs: StackOutputs): InventoryNode[] 
 /** Where the shared directory is mounted on AWS nodes (NFS from the head, or EFS). */
 export const AWS_SHARED_DIR = "/shared";
 
-/** The inventory of a deployed AWS testbed, from its spec and its stack's outputs (either form stackOutputsFrom reads). */
-export function awsInventory(outputsJson: unknown, testbed: AwsTestbedSpec, knownHostsFile: string): Inventory {
+/**
+ * The inventory of a deployed AWS testbed, from its spec and its stack's outputs (either form stackOutputsFrom reads).
+ * `hostKeys`: the keys the nodes were given (src/testbed/host-keys.ts); knownHostsFile must then hold
+ * pinnedKnownHosts(...) before the inventory is used, and ssh accepts no other key.
+ */
+export function awsInventory(outputsJson: unknown, testbed: AwsTestbedSpec, knownHostsFile: string, hostKeys?: readonly NodeHostKey[]): Inventory {
   const outputs = stackOutputsFrom(outputsJson, stackName(testbed.name));
   return buildInventory({
     testbed: testbed.name,
@@ -164,6 +177,7 @@ export function awsInventory(outputsJson: unknown, testbed: AwsTestbedSpec, know
     sshUser: outputs.sshUser || testbed.sshUser,
     sshPrivateKeyFile: testbed.sshPrivateKeyFile,
     knownHostsFile,
+    hostKeysPinned: hostKeys !== undefined,
     sharedStorage: testbed.sharedStorage,
     sharedDir: AWS_SHARED_DIR,
     efsEndpoint: testbed.sharedStorage === "efs" ? outputs.sharedStorageEndpoint : "",
@@ -172,4 +186,14 @@ export function awsInventory(outputsJson: unknown, testbed: AwsTestbedSpec, know
     workerImageSource: workerImageSourceOf("aws", testbed.workerImage, testbed.workerImageTarball),
     ...(testbed.workerImageTarball === null ? {} : { workerImageTarball: testbed.workerImageTarball }),
   });
+}
+
+/** The testbed's known_hosts: each node's addresses (public and private) with the host key it was given. */
+export function pinnedKnownHosts(inventory: Inventory, hostKeys: readonly NodeHostKey[]): string {
+  const hosts = { ...inventory.all.children.head.hosts, ...inventory.all.children.workers.hosts };
+  return Object.values(hosts).map((vars) => {
+    const key = hostKeys[Number(vars["ringlab_node_rank"])];
+    if (key === undefined) throw new Error(`no host key for node ${String(vars["ringlab_node_rank"])}`);
+    return `${knownHostsLine([String(vars["ansible_host"]), String(vars["ringlab_private_ip"])], key.publicKey)}\n`;
+  }).join("");
 }

@@ -19,6 +19,11 @@ export function epochSeconds(isoTime: string): number {
 
 /** `#cloud-config` user data for a node of a testbed that expires at `expiresAt` (ISO-8601 UTC). */
 export function expiryUserData(expiresAt: string): string {
+  return ["#cloud-config", ...expiryCloudConfig(expiresAt)].join("\n");
+}
+
+/** The lines of the cloud-config (after its `#cloud-config` header) that install and start the expiry service. */
+export function expiryCloudConfig(expiresAt: string): string[] {
   const expiry = epochSeconds(expiresAt);
   // systemd expands % in unit files: %% is a literal percent sign for date(1).
   const unit = [
@@ -34,7 +39,6 @@ export function expiryUserData(expiresAt: string): string {
     "WantedBy=multi-user.target",
   ];
   return [
-    "#cloud-config",
     "write_files:",
     `  - path: /etc/systemd/system/${EXPIRY_SERVICE}`,
     "    permissions: '0644'",
@@ -44,5 +48,5 @@ export function expiryUserData(expiresAt: string): string {
     "  - [systemctl, daemon-reload]",
     `  - [systemctl, enable, --now, ${EXPIRY_SERVICE}]`,
     "",
-  ].join("\n");
+  ];
 }

@@ -1,9 +1,12 @@
 /** The stack's props from a stored testbed spec (src/testbed/spec.ts): the one bridge between the two. */
+import type { NodeHostKey } from "../src/rules/ssh-key.ts";
 import type { AwsTestbedSpec } from "../src/testbed/spec.ts";
 import type { TestbedStackProps } from "./testbed-stack.ts";
 
-export function stackPropsFromSpec(spec: AwsTestbedSpec): TestbedStackProps {
+/** `hostKeys`: the nodes' host keys made for this spec (src/testbed/host-keys.ts), if any. */
+export function stackPropsFromSpec(spec: AwsTestbedSpec, hostKeys?: readonly NodeHostKey[]): TestbedStackProps {
   return {
+    ...(hostKeys === undefined ? {} : { hostKeys }),
     testbedName: spec.name,
     campaignName: spec.campaign,
     expiresAt: spec.expiresAt,

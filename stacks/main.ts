@@ -4,6 +4,8 @@
  * nothing else: no campaign file, no key file, so deploy and destroy work whatever happened to those since.
  */
 import { EXIT, RinglabError, UsageError } from "../src/errors.ts";
+import { dirname, resolve } from "node:path";
+import { readHostKeys } from "../src/testbed/host-keys.ts";
 import { readSpec } from "../src/testbed/spec.ts";
 import { synthesizeStack } from "./synth.ts";
 
@@ -19,7 +21,8 @@ function main(): void {
   if (spec.target !== "aws") {
     throw new UsageError(`${specFile}: target is "${spec.target}", expected "aws": only AWS testbeds have a cdktf stack`);
   }
-  synthesizeStack(spec);
+  // The host keys `ringlab synth` made beside the spec, if any: without them the nodes keep the AMI's own.
+  synthesizeStack(spec, undefined, readHostKeys(dirname(resolve(specFile)), spec.nodes));
 }
 
 try {

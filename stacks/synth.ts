@@ -3,12 +3,15 @@
  * folder layout `cdktf synth --output <outDir>` gives, so ringlab's own Terraform run and a user's `cdktf deploy`
  * work on the same files. Used in-process by `ringlab up/down/synth` and by the cdktf app (main.ts).
  */
+import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import util from "node:util";
 import { App } from "cdktf";
 import { testAwsEndpoint } from "../src/aws/clients.ts";
 import { UsageError } from "../src/errors.ts";
 import { stackName } from "../src/rules/names.ts";
+import type { NodeHostKey } from "../src/rules/ssh-key.ts";
+import { PRIVATE_FILE_MODE } from "../src/util/fs.ts";
 import type { AwsTestbedSpec } from "../src/testbed/spec.ts";
 import { stackPropsFromSpec } from "./from-spec.ts";
 import { TestbedStack } from "./testbed-stack.ts";
@@ -27,9 +30,11 @@ export interface SynthesizedStack {
 
 /**
  * `outDir` is absolute; the App creates it. Without it the App takes cdktf's own choice (CDKTF_OUTDIR, set by the
- * cdktf CLI). Throws a UsageError for a spec the test endpoint override cannot serve.
+ * cdktf CLI). `hostKeys`: the nodes' SSH host keys (src/testbed/host-keys.ts), which go into their user data; the
+ * Terraform JSON then holds private keys and is made its user's alone (0600). Throws a UsageError for a spec the
+ * test endpoint override cannot serve.
  */
-export function synthesizeStack(spec: AwsTestbedSpec, outDir?: string): SynthesizedStack {
+export function synthesizeStack(spec: AwsTestbedSpec, outDir?: string, hostKeys?: readonly NodeHostKey[]): SynthesizedStack {
   // Tests only; refused (exit 2) unless it is a loopback URL.
   const endpoint = testAwsEndpoint();
   if (endpoint !== undefined && spec.state.backend !== "local") {
@@ -38,8 +43,10 @@ export function synthesizeStack(spec: AwsTestbedSpec, outDir?: string): Synthesi
   const stack = stackName(spec.name);
   // The App creates its output folder: only once the input is known to be good.
   const app = new App(outDir === undefined ? {} : { outdir: outDir });
-  new TestbedStack(app, stack, { ...stackPropsFromSpec(spec), ...(endpoint === undefined ? {} : { testAwsEndpoint: endpoint }) });
+  new TestbedStack(app, stack, { ...stackPropsFromSpec(spec, hostKeys), ...(endpoint === undefined ? {} : { testAwsEndpoint: endpoint }) });
   app.synth();
   const dir = join(app.outdir, "stacks", stack);
-  return { stack, dir, file: join(dir, "cdk.tf.json") };
+  const file = join(dir, "cdk.tf.json");
+  if (hostKeys !== undefined) chmodSync(file, PRIVATE_FILE_MODE);
+  return { stack, dir, file };
 }

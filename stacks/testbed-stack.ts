@@ -7,6 +7,7 @@ import { ClusterSecurityGroup } from "./constructs/cluster-security-group.ts";
 import { EfsSharedStorage } from "./constructs/efs-shared-storage.ts";
 import { endpointOverride } from "./endpoints.ts";
 import { testbedTags } from "./tags.ts";
+import type { NodeHostKey } from "../src/rules/ssh-key.ts";
 
 /** Where Terraform keeps the testbed's state: a local file (absolute path) or an S3 object (encrypted). */
 export type TerraformStateProps =
@@ -37,6 +38,11 @@ export interface TestbedStackProps {
   readonly rootVolumeGiB: number;
   /** OpenSSH public key text for the AMI's default user. */
   readonly sshPublicKey: string;
+  /**
+   * Each node's SSH host key, in rank order (ClusterNodesProps.hostKeys).
+   * @default none: the nodes keep the AMI's keys
+   */
+  readonly hostKeys?: readonly NodeHostKey[];
   /** The user the outputs tell the inventory to log in as. */
   readonly sshUser: string;
   /** The only source of SSH to the nodes. */
@@ -141,6 +147,7 @@ export class TestbedStack extends TerraformStack {
       subnetId: network.subnet.id,
       securityGroupId: securityGroup.securityGroup.id,
       sshPublicKey: props.sshPublicKey,
+      ...(props.hostKeys === undefined ? {} : { hostKeys: props.hostKeys }),
       efa: props.efa ?? false,
       spot: props.spot ?? false,
       launchTags: tags,

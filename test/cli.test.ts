@@ -1,8 +1,9 @@
 /** The CLI's own behaviour that needs no testbed: help, bad input, the AWS inventory command. */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { load } from "js-yaml";
 import { describe, expect, it } from "vitest";
 
 const BIN = resolve("src/bin/ringlab.mjs");
@@ -119,6 +120,31 @@ describe("ringlab CLI", () => {
     const inventory = readFileSync(join(dir, "inventory.yml"), "utf8");
     expect(inventory).toMatch(/scale-node-2:\n +ansible_host: !unsafe 198\.51\.100\.12/);
     expect(inventory).toMatch(new RegExp(`ansible_ssh_private_key_file: (!unsafe )?'?${dir}/id'?\n`));
+  });
+
+  it("gives each node of a hand deploy its own SSH host key, and pins it in the known_hosts beside the inventory", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-cli-"));
+    const campaign = join(dir, "aws.yaml");
+    writeFileSync(campaign, "testbed: {target: aws, name: scale, nodes: 3, adminCidr: 203.0.113.7/32, sshPublicKeyFile: id.pub}\n");
+    writeFileSync(join(dir, "id.pub"), "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHx2 me@host\n");
+    expect(cli(["--state-dir", join(dir, "state"), "synth", campaign, "--out", join(dir, "out")]).status).toBe(0);
+    const keys = join(dir, "out", "host-keys");
+    const stackFile = join(dir, "out", "stacks", "ringlab-scale", "cdk.tf.json");
+    // The private halves are in the keys' folder and in the stack's user data: both the user's alone.
+    expect([statSync(keys).mode & 0o777, statSync(join(keys, "node-2")).mode & 0o777, statSync(stackFile).mode & 0o777]).toEqual([0o700, 0o600, 0o600]);
+    const instances = Object.values(JSON.parse(readFileSync(stackFile, "utf8")).resource.aws_instance) as { user_data: string }[];
+    instances.forEach((instance, rank) => {
+      const config = load(instance.user_data) as { ssh_deletekeys: boolean; ssh_keys: { ed25519_private: string; ed25519_public: string } };
+      expect(config.ssh_deletekeys).toBe(true);
+      expect(config.ssh_keys.ed25519_private).toBe(readFileSync(join(keys, `node-${rank}`), "utf8"));
+      expect(config.ssh_keys.ed25519_public).toBe(readFileSync(join(keys, `node-${rank}.pub`), "utf8").trim());
+    });
+    const result = cli(["inventory", join(dir, "out", "spec.json"), "--outputs", "test/fixtures/cdktf-outputs.json", "-o", join(dir, "inventory.yml")]);
+    expect(result.status, result.stderr).toBe(0);
+    const pinned = readFileSync(join(dir, "known_hosts"), "utf8").trim().split("\n");
+    expect(pinned).toEqual([0, 1, 2].map((rank) =>
+      `198.51.100.1${rank},10.78.1.1${rank} ${readFileSync(join(keys, `node-${rank}.pub`), "utf8").split(" ").slice(0, 2).join(" ")}`));
+    expect(readFileSync(join(dir, "inventory.yml"), "utf8")).toMatch(/ringlab_ssh_host_key_checking: !unsafe '?yes'?\n/);
   });
 
   it("refuses a bad campaign file in synth with the same message and exit code as plan", () => {

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseCampaign } from "../src/config/load.ts";
 import { resolveTestbedSpec, type AwsTestbedSpec } from "../src/testbed/spec.ts";
-import { awsInventory, buildInventory, renderInventory, stackOutputsFrom } from "../src/inventory.ts";
+import { awsInventory, buildInventory, pinnedKnownHosts, renderInventory, stackOutputsFrom } from "../src/inventory.ts";
 
 const outputs = JSON.parse(readFileSync(new URL("./fixtures/cdktf-outputs.json", import.meta.url), "utf8"));
 const testbed = resolveTestbedSpec(parseCampaign(`
@@ -60,6 +60,16 @@ describe("inventory from the AWS stack outputs", () => {
       // The default ringlab/worker:gpu is built on each node; see the next test for the other sources.
       worker_image_source: "build",
     });
+  });
+
+  it("makes ssh refuse any host key but the pinned one where the nodes were given theirs, and trust on first use elsewhere", () => {
+    const keys = [0, 1, 2].map((rank) => ({ privateKey: "", publicKey: `ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIK${rank} scale-node-${rank} host key (ringlab)` }));
+    const pinned = awsInventory(outputs, testbed, "/state/scale/known_hosts", keys);
+    expect(ansibleInventoryList(renderInventory(pinned))._meta.hostvars["scale-node-1"].ringlab_ssh_host_key_checking).toBe("yes");
+    expect(pinnedKnownHosts(pinned, keys)).toBe([0, 1, 2].map((rank) =>
+      `198.51.100.1${rank},10.78.1.1${rank} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIK${rank}\n`).join(""));
+    const unpinned = awsInventory(outputs, testbed, "/state/scale/known_hosts");
+    expect(ansibleInventoryList(renderInventory(unpinned))._meta.hostvars["scale-node-1"].ringlab_ssh_host_key_checking).toBe("accept-new");
   });
 
   it("tells the nodes to build ringlab's image, pull a registry image, or load the tarball the file names", () => {

@@ -29,3 +29,24 @@ export function checkSshPublicKey(text: string): string | undefined {
   if (/[\p{Cc}{}$%]/u.test(comment.join(" "))) return `${EXAMPLE}; the comment holds control characters or any of { } $ %`;
   return undefined;
 }
+
+/** A node's SSH host key as ringlab makes it (src/testbed/host-keys.ts): OpenSSH's private key file and its .pub line. */
+export interface NodeHostKey {
+  readonly privateKey: string;
+  readonly publicKey: string;
+}
+
+const OPENSSH_PRIVATE_KEY = /^-----BEGIN OPENSSH PRIVATE KEY-----\n[A-Za-z0-9+/=\n]+-----END OPENSSH PRIVATE KEY-----\n?$/;
+
+/** A host key the nodes' cloud-init can install: ed25519, the private half in OpenSSH's format. Returns the problem. */
+export function checkNodeHostKey(key: NodeHostKey): string | undefined {
+  if (!OPENSSH_PRIVATE_KEY.test(key.privateKey)) return "expected an OpenSSH private key (ssh-keygen -t ed25519)";
+  if (!key.publicKey.startsWith("ssh-ed25519 ")) return `expected an ssh-ed25519 public key, found ${JSON.stringify(key.publicKey.slice(0, 20))}`;
+  return checkSshPublicKey(key.publicKey);
+}
+
+/** One known_hosts line: the node's addresses, then its key type and body (not the comment). */
+export function knownHostsLine(addresses: readonly string[], publicKey: string): string {
+  const [type, body] = publicKey.trim().split(/[ \t]+/);
+  return `${addresses.join(",")} ${type} ${body}`;
+}

@@ -10,9 +10,11 @@ import { preflightAws, type PreflightOptions } from "../aws/preflight.ts";
 import { deleteTestbedLeftovers, sweepClients, type SweepClients } from "../aws/sweep.ts";
 import { uninterruptible, type Context } from "../context.ts";
 import { ToolError } from "../errors.ts";
-import { awsInventory, renderInventory } from "../inventory.ts";
+import { awsInventory, pinnedKnownHosts, renderInventory } from "../inventory.ts";
 import { stackName } from "../rules/names.ts";
+import type { NodeHostKey } from "../rules/ssh-key.ts";
 import { writePrivateFile } from "../util/fs.ts";
+import { ensureHostKeys, readHostKeys } from "./host-keys.ts";
 import { testbedPaths } from "./paths.ts";
 import { loadRecord, saveRecord, type TestbedRecord } from "./record.ts";
 import { waitForSsh } from "./reachability.ts";
@@ -51,11 +53,12 @@ function terraformFor(ctx: Context, spec: AwsTestbedSpec, options: AwsOptions): 
 
 /**
  * Synthesizes the stack from the spec into the testbed's folder (the layout `cdktf synth --output` gives), then
- * `terraform init` there. The cdktf library is loaded only here: the local testbed never pays for it.
+ * `terraform init` there. The cdktf library is loaded only here: the local testbed never pays for it. `hostKeys`:
+ * the nodes' SSH host keys, for their user data (teardown passes whatever keys the deploy had, if any).
  */
-async function synthAndInit(stateDir: string, spec: AwsTestbedSpec, terraform: Terraform): Promise<string> {
+async function synthAndInit(stateDir: string, spec: AwsTestbedSpec, terraform: Terraform, hostKeys: readonly NodeHostKey[] | undefined): Promise<string> {
   const { synthesizeStack } = await import("../../stacks/synth.ts");
-  const { dir } = synthesizeStack(spec, testbedPaths(stateDir, spec.name).cdktfOut);
+  const { dir } = synthesizeStack(spec, testbedPaths(stateDir, spec.name).cdktfOut, hostKeys);
   await terraform.init(dir);
   return dir;
 }
@@ -75,7 +78,7 @@ export async function upAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOpti
   const terraform = terraformFor(ctx, spec, options);
   await ctx.reporter.step(`check ${terraform.binary}`, () => terraform.assertInstalled());
   try {
-    return await deployAndReach(ctx, spec, terraform, options);
+    return await deployAndReach(ctx, spec, terraform, options, earlier !== undefined);
   } catch (error) {
     if (earlier !== undefined) {
       ctx.reporter.warn(`testbed ${spec.name} existed before this deploy and was left as it is; \`ringlab down ${spec.name}\` removes it`);
@@ -90,19 +93,27 @@ export async function upAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOpti
   }
 }
 
-async function deployAndReach(ctx: Context, spec: AwsTestbedSpec, terraform: Terraform, options: AwsOptions): Promise<TestbedRecord> {
+/** `deployedBefore`: the stack exists already (a kept or resumed testbed), with the nodes' user data it has. */
+async function deployAndReach(ctx: Context, spec: AwsTestbedSpec, terraform: Terraform, options: AwsOptions, deployedBefore: boolean): Promise<TestbedRecord> {
   const paths = testbedPaths(ctx.stateDir, spec.name);
   const stack = stackName(spec.name);
-  const dir = await ctx.reporter.step(`synthesize ${stack} and ${terraform.binary} init`, () => synthAndInit(ctx.stateDir, spec, terraform));
+  // Nodes deployed before ringlab gave them host keys keep theirs (cloud-init installs keys at first boot only, and
+  // new user data would restart them): they stay trusted on first use.
+  const hostKeys = deployedBefore && readHostKeys(paths.dir, spec.nodes) === undefined ? undefined
+    : await ctx.reporter.step("make the nodes' SSH host keys", () => ensureHostKeys(paths.dir, spec.nodes, spec.name));
+  const dir = await ctx.reporter.step(`synthesize ${stack} and ${terraform.binary} init`, () => synthAndInit(ctx.stateDir, spec, terraform, hostKeys));
   await ctx.reporter.step(`${terraform.binary} apply ${stack} (${spec.nodes} × ${spec.instanceType} in ${spec.region})`, () => terraform.apply(dir));
   const outputs = await terraform.outputs(dir, stack);
   writePrivateFile(paths.stackOutputs, `${JSON.stringify(outputs, null, 2)}\n`);
   let inventory: ReturnType<typeof awsInventory>;
   try {
-    inventory = awsInventory(outputs, spec, paths.knownHosts);
+    inventory = awsInventory(outputs, spec, paths.knownHosts, hostKeys);
   } catch (error) {
     throw new ToolError("terraform", `the deployed stack's outputs are incomplete: ${(error as Error).message}`, { cause: error });
   }
+  // Pinned before the first connection (the inventory makes ssh refuse any other key): written afresh, since a
+  // redeployed node may have an address another node had.
+  if (hostKeys !== undefined) writePrivateFile(paths.knownHosts, pinnedKnownHosts(inventory, hostKeys));
   writePrivateFile(paths.inventory, renderInventory(inventory));
   const hosts = { ...inventory.all.children.head.hosts, ...inventory.all.children.workers.hosts };
   // Under the test-only endpoint override the addresses are an emulator's inventions: probe none of them.
@@ -137,7 +148,7 @@ export async function downAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOp
   const steady = uninterruptible(ctx);
   const terraform = terraformFor(steady, spec, options);
   await terraform.assertInstalled();
-  const dir = await synthAndInit(steady.stateDir, spec, terraform);
+  const dir = await synthAndInit(steady.stateDir, spec, terraform, readHostKeys(testbedPaths(steady.stateDir, spec.name).dir, spec.nodes));
   await terraform.destroy(dir);
   const state = spec.state;
   const left = state.backend === "local" ? resourcesInState(state.path) : [];

@@ -15,6 +15,7 @@ import { campaignNameOf, nodeContainerName, stackName } from "../rules/names.ts"
 import { writePrivateFile } from "../util/fs.ts";
 import type { AwsOptions } from "./aws.ts";
 import { configurationFingerprint, readPlaybookFiles } from "./configured.ts";
+import { ensureHostKeys } from "./host-keys.ts";
 import { downLocal, localNodeContainers, localTestbedNames, upLocal, type LocalResources } from "./local.ts";
 import { testbedLockFile, withLock } from "./lock.ts";
 import { forgetConnections, runPlaybook } from "./playbook.ts";
@@ -72,7 +73,9 @@ export async function synth(ctx: Context, campaign: LoadedCampaignFile, outDir: 
   if (spec.target !== "aws") return { specFile };
   // The cdktf library is loaded only here and for AWS testbeds: the local testbed never pays for it.
   const { synthesizeStack } = await import("../../stacks/synth.ts");
-  const { file } = await ctx.reporter.step(`synthesize ${stackName(spec.name)}`, async () => synthesizeStack(spec, outDir));
+  // The nodes' host keys beside the spec: `ringlab inventory` pins them for a deploy by hand.
+  const hostKeys = await ctx.reporter.step("make the nodes' SSH host keys", () => ensureHostKeys(outDir, spec.nodes, spec.name));
+  const { file } = await ctx.reporter.step(`synthesize ${stackName(spec.name)}`, async () => synthesizeStack(spec, outDir, hostKeys));
   return { specFile, stackFile: file };
 }
 

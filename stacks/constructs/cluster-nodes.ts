@@ -9,8 +9,8 @@ import { checkEfaInstanceType } from "../../src/catalogue/aws-instance-types.ts"
 import { DEFAULTS } from "../../src/config/schema.ts";
 import { checkAmiId, checkRootVolumeGiB } from "../../src/rules/ami.ts";
 import { checkResourceName, nodeName, stackName } from "../../src/rules/names.ts";
-import { checkSshPublicKey } from "../../src/rules/ssh-key.ts";
-import { expiryUserData } from "../expiry.ts";
+import { checkNodeHostKey, checkSshPublicKey, type NodeHostKey } from "../../src/rules/ssh-key.ts";
+import { nodeUserData } from "../user-data.ts";
 import { TAG_KEYS } from "../tags.ts";
 
 export type NodeRole = "head" | "worker";
@@ -51,6 +51,13 @@ export interface ClusterNodesProps {
   readonly launchTags?: Readonly<Record<string, string>>;
   /** ISO-8601 UTC time at which every node powers itself off, which terminates it (see stacks/expiry.ts). */
   readonly expiresAt: string;
+  /**
+   * Each node's own SSH host key, in rank order (src/testbed/host-keys.ts): given to the node in its user data
+   * (the AMI's keys deleted), so that the controller can pin it before the first connection. The private halves
+   * end up in the user data (readable through the instance metadata and EC2's DescribeInstanceAttribute).
+   * @default none: the nodes keep the keys the AMI makes at first boot, trusted on first use
+   */
+  readonly hostKeys?: readonly NodeHostKey[];
   /**
    * Put the nodes in a cluster placement group (lowest latency, highest per-flow bandwidth). Off only where the
    * group cannot be had: an emulator without placement groups, or a zone short of capacity for one.
@@ -157,7 +164,7 @@ export class ClusterNodes extends Construct {
       ebsOptimized: true,
       monitoring: false,
       instanceInitiatedShutdownBehavior: "terminate",
-      userData: expiryUserData(props.expiresAt),
+      userData: nodeUserData(props.expiresAt, props.hostKeys?.[rank]),
       metadataOptions: { httpEndpoint: "enabled", httpTokens: "required", httpPutResponseHopLimit: METADATA_HOP_LIMIT },
       instanceMarketOptions: props.spot === true
         ? { marketType: "spot", spotOptions: { spotInstanceType: "one-time", instanceInterruptionBehavior: "terminate" } }
@@ -191,4 +198,11 @@ function validate(props: ClusterNodesProps): void {
   if (Number.isNaN(Date.parse(props.expiresAt))) fail(`expiresAt ${JSON.stringify(props.expiresAt)}: expected an ISO-8601 time`);
   const keyProblem = checkSshPublicKey(props.sshPublicKey);
   if (keyProblem !== undefined) fail(`sshPublicKey: ${keyProblem}`);
+  if (props.hostKeys !== undefined) {
+    if (props.hostKeys.length !== props.nodeCount) fail(`hostKeys: ${props.hostKeys.length} keys for ${props.nodeCount} nodes`);
+    props.hostKeys.forEach((key, rank) => {
+      const problem = checkNodeHostKey(key);
+      if (problem !== undefined) fail(`hostKeys[${rank}]: ${problem}`);
+    });
+  }
 }

@@ -158,14 +158,21 @@ describe("AWS testbed against moto, through the real cdktf synthesizer and terra
     expect(outputs.nodes.map((n: { name: string; role: string }) => [n.name, n.role])).toEqual([["motoefs-node-0", "head"], ["motoefs-node-1", "worker"]]);
     expect(outputs.sharedStorageEndpoint).toMatch(/\.efs\.eu-west-1\.amazonaws\.com$/);
     // Every string in the inventory is tagged !unsafe for Ansible; the plain values are what matters here.
-    const inventory = load(readFileSync(paths.inventory, "utf8").replaceAll("!unsafe ", "")) as { all: { children: Record<string, { hosts: Record<string, Record<string, unknown>> }> } };
+    const inventory = load(readFileSync(paths.inventory, "utf8").replaceAll("!unsafe ", "")) as {
+      all: { vars: Record<string, unknown>; children: Record<string, { hosts: Record<string, Record<string, unknown>> }> };
+    };
     const hosts = { ...inventory.all.children["head"]!.hosts, ...inventory.all.children["workers"]!.hosts };
     expect(Object.keys(hosts).sort()).toEqual(["motoefs-node-0", "motoefs-node-1"]);
     for (const [name, vars] of Object.entries(hosts)) {
       const node = outputs.nodes.find((n: { name: string }) => n.name === name);
       expect(vars["ansible_host"]).toBe(node.publicIp);
       expect((error as Error).message).toContain(node.publicIp);
+      expect(vars["ringlab_ssh_host_key_checking"] ?? inventory.all.vars["ringlab_ssh_host_key_checking"]).toBe("yes");
     }
+    // Each node's host key (given to it in its user data) was pinned before the first connection was tried.
+    const hostKey = (rank: number) => readFileSync(join(paths.dir, "host-keys", `node-${rank}.pub`), "utf8").split(" ").slice(0, 2).join(" ");
+    expect(readFileSync(paths.knownHosts, "utf8")).toBe(outputs.nodes.map((n: { publicIp: string; privateIp: string }, rank: number) =>
+      `${n.publicIp},${n.privateIp} ${hostKey(rank)}\n`).join(""));
     // The twin VPC carries this testbed's name: the rollback's search by tag must tell it apart by expires-at.
     expect(await leftovers(), logTail(stateDir)).toEqual({ ...NOTHING, vpc: ["-", "motoefs"] });
     await othersLeftAlone();

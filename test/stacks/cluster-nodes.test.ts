@@ -1,9 +1,22 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Testing } from "cdktf";
+import { load } from "js-yaml";
 import { describe, expect, it } from "vitest";
 import { DEFAULTS } from "../../src/config/schema.ts";
+import type { NodeHostKey } from "../../src/rules/ssh-key.ts";
 import { ClusterNodes, type ClusterNodesProps } from "../../stacks/constructs/cluster-nodes.ts";
 import { expiryUserData } from "../../stacks/expiry.ts";
 import { PUBLIC_KEY, parse, resourcesOf, type Block, type TerraformJson } from "./fixtures.ts";
+
+/** A host key as src/testbed/host-keys.ts makes it: the real ssh-keygen's files. */
+function hostKey(comment: string): NodeHostKey {
+  const file = join(mkdtempSync(join(tmpdir(), "ringlab-host-key-")), "key");
+  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", file]);
+  return { privateKey: readFileSync(file, "utf8"), publicKey: readFileSync(`${file}.pub`, "utf8").trim() };
+}
 
 const props: ClusterNodesProps = {
   name: "tb",
@@ -68,6 +81,28 @@ describe("ClusterNodes", () => {
       expect(instance["instance_initiated_shutdown_behavior"]).toBe("terminate");
       expect(instance["user_data"]).toBe(expiryUserData("2025-03-01T18:00:00Z"));
     }
+  });
+
+  it("gives each node its own SSH host key in its user data, in place of the AMI's, beside the expiry service", () => {
+    const keys = [0, 1, 2].map((rank) => hostKey(`node-${rank}`));
+    instances(synth({ hostKeys: keys })).forEach((instance, rank) => {
+      const config = load(String(instance["user_data"])) as Record<string, unknown>;
+      expect(config).toMatchObject({
+        ssh_deletekeys: true,
+        ssh_genkeytypes: [],
+        ssh_keys: { ed25519_private: keys[rank]!.privateKey, ed25519_public: keys[rank]!.publicKey },
+      });
+      expect(config["runcmd"]).toEqual((load(expiryUserData("2025-03-01T18:00:00Z")) as Record<string, unknown>)["runcmd"]);
+    });
+  });
+
+  it("refuses host keys that are not one ed25519 key in OpenSSH's format per node", () => {
+    const key = hostKey("node");
+    expect(() => synth({ hostKeys: [key, key] })).toThrow("ClusterNodes: hostKeys: 2 keys for 3 nodes");
+    expect(() => synth({ hostKeys: [key, key, { ...key, privateKey: "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n" }] }))
+      .toThrow("ClusterNodes: hostKeys[2]: expected an OpenSSH private key");
+    expect(() => synth({ hostKeys: [key, { ...key, publicKey: PUBLIC_KEY.replace("ssh-ed25519", "ssh-rsa") }, key] }))
+      .toThrow("ClusterNodes: hostKeys[1]: expected an ssh-ed25519 public key");
   });
 
   it("gives every node an encrypted gp3 root volume of rootVolumeGiB", () => {

@@ -3,9 +3,10 @@ import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { UsageError } from "../../errors.ts";
-import { awsInventory, renderInventory } from "../../inventory.ts";
+import { awsInventory, pinnedKnownHosts, renderInventory } from "../../inventory.ts";
+import { readHostKeys } from "../../testbed/host-keys.ts";
 import { readSpec } from "../../testbed/spec.ts";
-import { writeFileAtomic } from "../../util/fs.ts";
+import { writeFileAtomic, writePrivateFile } from "../../util/fs.ts";
 import { parseSafePath } from "../options.ts";
 import type { CommandHost } from "../host.ts";
 
@@ -22,12 +23,15 @@ export function registerInventory(program: Command, host: CommandHost): void {
       }
       const outputs = readOutputsFile(options.outputs);
       const knownHosts = join(dirname(resolve(options.out)), "known_hosts");
+      // `ringlab synth` made them beside the spec, and the synthesized stack gave them to the nodes.
+      const hostKeys = readHostKeys(dirname(resolve(specFile)), spec.nodes);
       let inventory;
       try {
-        inventory = awsInventory(outputs, spec, knownHosts);
+        inventory = awsInventory(outputs, spec, knownHosts, hostKeys);
       } catch (error) {
         throw new UsageError(`${options.outputs}: ${(error as Error).message}`);
       }
+      if (hostKeys !== undefined) writePrivateFile(knownHosts, pinnedKnownHosts(inventory, hostKeys));
       writeFileAtomic(resolve(options.out), renderInventory(inventory));
       process.stderr.write(`wrote ${options.out}: ${Object.keys(inventory.all.children.workers.hosts).length + 1} nodes; next: ANSIBLE_CONFIG=ansible/ansible.cfg ansible-playbook -i ${options.out} ansible/site.yml\n`);
     }));
