@@ -7,6 +7,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { UsageError } from "../errors.ts";
+import { PRIVATE_FILE_MODE, PRIVATE_FOLDER_MODE } from "../util/fs.ts";
 import { locksDir } from "./paths.ts";
 
 export interface LockHolder {
@@ -51,7 +52,7 @@ export function acquire(file: string, what: string, warn: (message: string) => v
     held.set(file, nested + 1);
     return;
   }
-  mkdirSync(dirname(file), { recursive: true });
+  mkdirSync(dirname(file), { recursive: true, mode: PRIVATE_FOLDER_MODE });
   if (!tryCreate(file)) {
     const holder = readHolder(file);
     if (holder !== undefined && isAlive(holder.pid)) {
@@ -84,7 +85,8 @@ export function release(file: string): void {
 function tryCreate(file: string): boolean {
   let fd: number;
   try {
-    fd = openSync(file, "wx", 0o644);
+    // Its holder's command line is the user's business: 0600, like the rest of ringlab's state.
+    fd = openSync(file, "wx", PRIVATE_FILE_MODE);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
     throw error;

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { UsageError } from "../../src/errors.ts";
 import { acquire, release, withLock } from "../../src/testbed/lock.ts";
@@ -31,6 +31,12 @@ describe("testbed and results locks", () => {
     expect(await withLock(file, "testbed smoke", (m) => warnings.push(m), async () => JSON.parse(readFileSync(file, "utf8")).pid)).toBe(process.pid);
     expect(warnings).toEqual([`testbed smoke was locked by pid ${gone.pid} (\`ringlab campaign x.yaml\`), which is no longer running: taking the lock over`]);
     expect(existsSync(file)).toBe(false);
+  });
+
+  it("is its user's alone, like the rest of the state folder", async () => {
+    const file = join(scratch(), "locks", "tb.lock");
+    const modes = await withLock(file, "testbed smoke", () => {}, async () => [statSync(file).mode & 0o777, statSync(dirname(file)).mode & 0o777]);
+    expect(modes).toEqual([0o600, 0o700]);
   });
 
   it("is re-entrant within one process and released when the outermost hold ends", () => {
