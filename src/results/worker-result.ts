@@ -66,6 +66,8 @@ const common = {
     startedAt: z.string(),
     endedAt: z.string(),
   }),
+  /** Every rank's GFLOP/s at a fixed compute micro-benchmark just before the job (absent in older results). */
+  calibration: z.looseObject({ seconds: z.number(), computeGflops: z.array(z.number()) }).optional(),
 };
 
 export const workerResultSchema = z.discriminatedUnion("job", [

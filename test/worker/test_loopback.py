@@ -68,6 +68,10 @@ def test_training_across_two_nodes_reports_throughput_and_a_finite_loss(nodes, t
     # The job's whole life is recorded: launched (before torch and the rendezvous) <= started <= ended.
     times = [record["provenance"][key] for key in ("launchedAt", "startedAt", "endedAt")]
     assert times == sorted(times) and times[0] < times[2], times
+    # Each rank's compute speed just before the job, gathered to rank 0.
+    calibration = record["calibration"]
+    assert calibration["seconds"] == 0.6 and len(calibration["computeGflops"]) == 2
+    assert all(gflops > 0.05 for gflops in calibration["computeGflops"]), calibration
 
 
 def test_fp16_gradient_compression_trains_over_gloo(nodes, tmp_path, validate_result):

@@ -106,6 +106,9 @@ def _common_options() -> argparse.ArgumentParser:
     common.add_argument("--timeout-seconds", type=positive_float, default=300.0,
                         help="bounds rendezvous and every collective; a silent peer fails the run after this")
     common.add_argument("--output", default=None, help="path of the JSON result (written by global rank 0)")
+    common.add_argument("--calibration-seconds", type=non_negative_float, default=0.6,
+                        help="before the job, every rank times fixed matrix products for this long (the node's "
+                        "compute speed at that moment, in the result's calibration); 0: none")
     _knob(common, "reduction",
           help="how gradients (probe: the buffer) are summed: ring all-reduce; parameter-server, "
           "every rank to rank 0 and back; sharded-parameter-server, rank r serves the r-th 1/N")

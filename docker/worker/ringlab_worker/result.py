@@ -125,7 +125,7 @@ def provenance(device, started_at: str) -> dict:
     }
 
 
-def build_record(job: str, args, world, engine: str, started_at: str, metrics: dict) -> dict:
+def build_record(job: str, args, world, engine: str, started_at: str, metrics: dict, calibration=None) -> dict:
     return {
         "schema": SCHEMA,
         "job": job,
@@ -141,6 +141,7 @@ def build_record(job: str, args, world, engine: str, started_at: str, metrics: d
         },
         "provenance": provenance(world.device, started_at),
         "metrics": metrics,
+        **({"calibration": calibration} if calibration is not None else {}),
     }
 
 
