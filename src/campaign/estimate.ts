@@ -64,7 +64,10 @@ export interface ImageDeliveryEstimate {
 }
 
 export interface CampaignEstimate {
+  /** Every planned run; with repeatUntil, every configuration to maxRepeats: the most it takes. */
   readonly seconds: number;
+  /** With repeatUntil: every configuration precise after minRepeats, no conditional round needed. */
+  readonly fewestSeconds?: number;
   /** Included in `seconds`. */
   readonly imageDelivery: ImageDeliveryEstimate;
   /** Instance-hours of the whole campaign (AWS only). */
@@ -138,14 +141,17 @@ function epochSteps(file: CampaignFile, run: PlannedRun): number {
 export function estimateCampaign(plan: CampaignPlan, file: CampaignFile, options: EstimateOptions = {}): CampaignEstimate {
   const target = file.testbed.target;
   const imageDelivery = estimateImageDelivery(file, options);
-  const seconds = OVERHEAD_SECONDS[target].campaign + imageDelivery.seconds +
-    plan.runs.reduce((sum, run) => sum + estimateRunSeconds(run, file, options), 0);
-  if (file.testbed.target !== "aws") return { seconds, imageDelivery };
+  const runsSeconds = (runs: readonly PlannedRun[]) => OVERHEAD_SECONDS[target].campaign + imageDelivery.seconds +
+    runs.reduce((sum, run) => sum + estimateRunSeconds(run, file, options), 0);
+  const seconds = runsSeconds(plan.runs);
+  const fewest = plan.repeatUntil === undefined ? {} : { fewestSeconds: runsSeconds(plan.runs.filter((run) => !run.conditional)) };
+  if (file.testbed.target !== "aws") return { seconds, ...fewest, imageDelivery };
   const instanceHours = (plan.nodesToProvision * seconds) / 3600;
   // On-demand us-east-1 list price: spot is usually cheaper and other regions differ; check before you spend.
   const hourlyPriceUsd = onDemandUsdPerHour(file.testbed.instanceType);
   return {
     seconds,
+    ...fewest,
     imageDelivery,
     instanceHours,
     ...(hourlyPriceUsd === undefined ? {} : { hourlyPriceUsd, costUsd: instanceHours * hourlyPriceUsd }),

@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { bandwidthGbps } from "../bandwidth.ts";
 import type { LoadedCampaignFile } from "../config/load.ts";
-import { uninterruptible, type Context } from "../context.ts";
+import { dockerFor, uninterruptible, type Context } from "../context.ts";
 import { recordedLauncher } from "../launchers/index.ts";
 import { writeReport } from "../report/index.ts";
 import { writeDerivedFiles } from "../results/derived.ts";
@@ -19,10 +19,12 @@ import { executeRuns, shapeLinks, stopWorkers, type RunOutcome, type RunRequest 
 import { resolveCpuQuota } from "../testbed/cpu-quota.ts";
 import type { TestbedRecord } from "../testbed/record.ts";
 import { NodeKeeper, runnableWith, type NodeRecovery } from "../testbed/health.ts";
+import { DEFAULT_BUSY_THRESHOLD, HostLoadSampler } from "../testbed/host-load.ts";
 import { configureUnlessCurrent, down, prepareDataset, up } from "../testbed/testbed.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import { checkLinkDrive } from "./link-drive.ts";
 import { campaignName, planCampaign, remainingRuns, type CampaignPlan, type PlannedRun } from "./plan.ts";
+import { runsStillNeeded, throughputsByConfiguration } from "./precision.ts";
 
 export interface CampaignOptions {
   /** Keep the testbed afterwards (overrides the file's `keep`). */
@@ -31,6 +33,10 @@ export interface CampaignOptions {
   readonly resultsDir?: string;
   /** This machine's cores, for the local testbed's CPU quota (src/testbed/cpu-quota.ts). @default os.availableParallelism() */
   readonly machineCores?: number;
+  /** Run once more, at the end, each run during which the machine was busy (local testbed). @default true */
+  readonly rerunBusy?: boolean;
+  /** Also do again the runs of earlier invocations whose latest record says the machine was busy (`--rerun-flagged`). @default false */
+  readonly redoBusy?: boolean;
 }
 
 export interface CampaignOutcome {
@@ -47,6 +53,8 @@ export interface CampaignOutcome {
   readonly benchmarkSeconds: number;
   /** Seconds bringing the testbed up: on a first campaign mostly the local images' builds, or the cloud deploy. */
   readonly upSeconds: number;
+  /** Runs done once more at the end because the machine was busy during them; `stillBusy` of them were busy again. */
+  readonly rerun: { readonly runs: number; readonly stillBusy: number };
   readonly teardown: "done" | "kept" | "failed" | "not needed";
 }
 
@@ -68,12 +76,12 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
   const keep = options.keep ?? plan.keep;
   // A record made under another CPU quota (or none) measured something else: its run is done again.
   const sameQuota = store.latestRecords().filter(({ record }) => record.params.cpusPerNode === cpusPerNode);
-  const todo = remainingRuns(plan, new Map(sameQuota.map(({ record }) => [record.runId, record])));
+  const todo = remainingRuns(plan, new Map(sameQuota.map(({ record }) => [record.runId, record])), { redoBusy: options.redoBusy === true });
   const alreadyDone = plan.runs.length - todo.length;
   saveCampaignCopy(store.layout, file.sourceText);
-  ctx.reporter.info(`campaign ${plan.name}: ${plan.runs.length} runs planned, ${alreadyDone} already done, ${todo.length} to run; results in ${store.layout.dir}`);
+  ctx.reporter.info(`campaign ${plan.name}: ${plan.repeatUntil === undefined ? "" : "up to "}${plan.runs.length} runs planned, ${alreadyDone} already done, ${todo.length} to run; results in ${store.layout.dir}`);
 
-  const tally: Tally = { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0 };
+  const tally: Tally = { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0, rerun: { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0, stillBusy: 0 } };
   let upSeconds = 0;
   let teardown: CampaignOutcome["teardown"] = "not needed";
   let testbed: TestbedRecord | undefined;
@@ -87,7 +95,7 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
       await configureUnlessCurrent(ctx, testbed, { launchers: [plan.launcher] });
       if (plan.dataset?.generate === true && todo.some((run) => run.knobs.data === "dataset")) await prepareDataset(ctx, testbed, plan.dataset);
       const instanceType = file.testbed.target === "aws" ? file.testbed.instanceType : undefined;
-      await runAll(ctx, { testbed, plan, store, instanceType, cpusPerNode }, todo, tally);
+      await runAll(ctx, { testbed, plan, store, instanceType, cpusPerNode, rerunBusy: options.rerunBusy ?? true }, todo, tally);
     }
   } finally {
     const interrupted = ctx.signal.aborted;
@@ -100,7 +108,11 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
     await makeReport(ctx, store, leftOut);
     if (interrupted) ctx.reporter.warn(`interrupted: ${tally.ok + tally.failed + tally.notRun} runs recorded this time; rerun the same command to resume`);
   }
-  return { resultsDir: store.layout.dir, planned: plan.runs.length, alreadyDone, ...tally, wallSeconds: (Date.now() - started) / 1000, upSeconds, teardown };
+  const { rerun, ...counts } = tally;
+  return {
+    resultsDir: store.layout.dir, planned: plan.runs.length, alreadyDone, ...counts, benchmarkSeconds: counts.benchmarkSeconds + rerun.benchmarkSeconds,
+    rerun: { runs: rerun.ok + rerun.failed, stillBusy: rerun.stillBusy }, wallSeconds: (Date.now() - started) / 1000, upSeconds, teardown,
+  };
 }
 
 /** What every run of one campaign invocation shares. */
@@ -112,6 +124,8 @@ interface CampaignScope {
   readonly instanceType: string | undefined;
   /** Local testbed: the CPU cores every worker may use; undefined on AWS. */
   readonly cpusPerNode: number | undefined;
+  /** CampaignOptions.rerunBusy. */
+  readonly rerunBusy: boolean;
 }
 
 interface Tally {
@@ -119,6 +133,13 @@ interface Tally {
   failed: number;
   notRun: number;
   benchmarkSeconds: number;
+  /** Runs done once more because the machine was busy during their first attempt. */
+  rerun: RerunTally;
+}
+
+interface RerunTally extends Omit<Tally, "rerun"> {
+  /** Busy again the second time. */
+  stillBusy: number;
 }
 
 /**
@@ -128,16 +149,53 @@ interface Tally {
  * run; a run cut short by a node that stopped answering goes again once after the check.
  */
 async function runAll(ctx: Context, scope: CampaignScope, todo: readonly PlannedRun[], tally: Tally): Promise<void> {
+  const sampler = scope.testbed.target === "local" ? hostLoadSampler(ctx, scope.testbed.name) : undefined;
+  await sampler?.start();
+  try {
+    const busy = await runInBatches(ctx, { ...scope, sampler }, todo, tally);
+    if (busy.length > 0 && scope.rerunBusy) {
+      ctx.reporter.warn(`${busy.length} run${busy.length === 1 ? "" : "s"} ran while other work took more than ${Math.round(DEFAULT_BUSY_THRESHOLD * 100)} % of the machine ` +
+        `(machine busy; see each record's hostLoad): running ${busy.length === 1 ? "it" : "them"} once more`);
+      // Their rounds were decided already; the new attempts replace the disturbed ones in the report.
+      const again = await runInBatches(ctx, { ...scope, sampler }, busy.map((run) => ({ ...run, conditional: false })), tally.rerun);
+      tally.rerun.stillBusy += again.length;
+    }
+  } finally {
+    await sampler?.stop();
+  }
+}
+
+/** The local testbed shares this machine: a sampler of how busy the machine is besides the testbed's containers. */
+function hostLoadSampler(ctx: Context, testbed: string): HostLoadSampler | undefined {
+  const docker = dockerFor(ctx);
+  const sampler = new HostLoadSampler({
+    testbedContainers: async () => {
+      const containers = await docker.inspectContainers(await docker.listByLabel("container", `ringlab.testbed=${testbed}`));
+      return new Map(containers.map((container) => [container.id, { worker: container.labels["ringlab.role"] === "worker" }]));
+    },
+  });
+  return sampler.available() ? sampler : undefined;
+}
+
+/** Runs the queue in batches; returns the runs whose record says the machine was busy (hostLoad.busy). */
+async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: HostLoadSampler | undefined }, todo: readonly PlannedRun[], tally: Tally | RerunTally): Promise<PlannedRun[]> {
+  const busy: PlannedRun[] = [];
   const keeper = new NodeKeeper(ctx, scope.testbed, { launchers: [scope.plan.launcher] });
   const position = new Map(todo.map((run, index) => [run.id, index + 1]));
-  const announce = (run: PlannedRun) => ctx.reporter.info(`run ${position.get(run.id)}/${todo.length}: ${run.id}`);
+  // With repeatUntil, the rounds that turn out not to be needed are left out: the count is a most.
+  const total = `${todo.length}${scope.plan.repeatUntil === undefined ? "" : " at most"}`;
+  const announce = (run: PlannedRun) => ctx.reporter.info(`run ${position.get(run.id)}/${total}: ${run.id}`);
   const retried = new Set<string>();
   let queue = [...todo];
   let shapedTo: string | undefined;
+  // Runs of conditional rounds (repeatUntil) whose round has been decided: they take place.
+  const decided = new Set<string>();
   const save = (record: RunRecord): void => {
     scope.store.save(record);
     writeDerivedFiles(scope.store.layout, scope.store.records(), scope.plan.runs.map((r) => r.id));
     count(ctx, tally, record);
+    const run = todo.find((planned) => planned.id === record.runId);
+    if (record.hostLoad?.busy === true && record.status === "ok" && run !== undefined) busy.push(run);
   };
   while (queue.length > 0) {
     ctx.signal.throwIfAborted();
@@ -149,20 +207,26 @@ async function runAll(ctx: Context, scope: CampaignScope, todo: readonly Planned
       queue = queue.slice(1);
       continue;
     }
+    if (first.conditional && !decided.has(first.id)) {
+      queue = decideRound(ctx, scope, queue, decided);
+      continue;
+    }
     const reachable = health.lost.length === 0 ? undefined : scope.testbed.nodes.filter((n) => !health.lost.includes(n)).map((n) => n.name);
     if (first.bandwidth !== null && first.bandwidth !== shapedTo) {
       await shapeLinks(ctx, scope.testbed, first.bandwidth, reachable);
       shapedTo = first.bandwidth;
     }
-    const batch = takeWhile(queue, (run) => (run.bandwidth === null || run.bandwidth === shapedTo) && runnableWith(run.nodes, health.lost));
+    // A batch ends before a round still to be decided: the decision needs the batch's results.
+    const batch = takeWhile(queue, (run) => (run.bandwidth === null || run.bandwidth === shapedTo) && runnableWith(run.nodes, health.lost)
+      && (!run.conditional || decided.has(run.id)));
     const attempts = new Map(batch.map((run) => [run.id, scope.store.nextAttempt(run.id)]));
     const requests = batch.map((run) => runRequest(scope, run, attempts.get(run.id)!, reachable));
     announce(first);
     const end = await executeRuns(ctx, scope.testbed, requests, (request, outcome) => {
       const index = requests.indexOf(request);
       const run = batch[index]!;
-      save(runRecord(scope, run, attempts.get(run.id)!, outcome, index === 0 ? health.recovery : undefined));
-      if (outcome.status === "ok") ctx.reporter.info(`✓ run ${position.get(run.id)}/${todo.length}: ${run.id} (${outcome.wallSeconds.toFixed(1)} s)`);
+      save(withHostLoad(runRecord(scope, run, attempts.get(run.id)!, outcome, index === 0 ? health.recovery : undefined), scope.sampler));
+      if (outcome.status === "ok") ctx.reporter.info(`✓ run ${position.get(run.id)}/${total}: ${run.id} (${outcome.wallSeconds.toFixed(1)} s)`);
       const next = batch[index + 1];
       if (next !== undefined && outcome.status === "ok") announce(next);
     });
@@ -179,6 +243,26 @@ async function runAll(ctx: Context, scope: CampaignScope, todo: readonly Planned
       queue = queue.slice(1);
     }
   }
+  return busy;
+}
+
+/**
+ * The queue once the conditional round at its head is decided (repeatUntil): the round's runs whose configuration is
+ * already precise enough are dropped, the others marked decided.
+ */
+function decideRound(ctx: Context, scope: CampaignScope, queue: readonly PlannedRun[], decided: Set<string>): PlannedRun[] {
+  const head = queue[0]!;
+  const round = takeWhile(queue, (run) => run.conditional && run.round === head.round && !decided.has(run.id));
+  const target = scope.plan.repeatUntil!;
+  const needed = runsStillNeeded(round, throughputsByConfiguration(scope.plan.runs, scope.store.records()), target);
+  for (const run of needed) decided.add(run.id);
+  const link = round.find((run) => run.bandwidth !== null)?.bandwidth;
+  const where = link === undefined ? "" : ` at ${link}`;
+  const configurations = (runs: readonly PlannedRun[]) => runs.filter((run) => run.job === "train").length;
+  ctx.reporter.info(needed.length === 0
+    ? `round ${head.round}${where}: every configuration is within ±${(target.halfWidth * 100).toFixed(1)} % (95 % interval): not needed`
+    : `round ${head.round}${where}: ${configurations(needed)} of ${configurations(round)} configurations still wider than ±${(target.halfWidth * 100).toFixed(1)} %: running them`);
+  return [...needed, ...queue.slice(round.length)];
 }
 
 /** The leading items that satisfy the predicate. */
@@ -187,7 +271,7 @@ function takeWhile<T>(items: readonly T[], predicate: (item: T) => boolean): T[]
   return items.slice(0, end === -1 ? items.length : end);
 }
 
-function count(ctx: Context, tally: Tally, record: RunRecord): void {
+function count(ctx: Context, tally: Omit<Tally, "rerun">, record: RunRecord): void {
   if (record.status === "ok") tally.ok++;
   else if (record.status === "skipped") tally.notRun++;
   else {
@@ -225,6 +309,14 @@ function runRecord(scope: CampaignScope, run: PlannedRun, attempt: number, outco
     logsDir: relative(scope.store.layout.dir, outcome.collectDir),
     ...(outcome.result === undefined ? {} : { result: outcome.result }),
   };
+}
+
+/** The machine's load over the window the run's benchmark ran, read off the sampler (local testbed). */
+function withHostLoad(record: RunRecord, sampler: HostLoadSampler | undefined): RunRecord {
+  const provenance = record.result?.provenance;
+  if (sampler === undefined || provenance === undefined) return record;
+  const hostLoad = sampler.loadOver(Date.parse(provenance.startedAt), Date.parse(provenance.endedAt));
+  return hostLoad === undefined ? record : { ...record, hostLoad };
 }
 
 /** A run not attempted because a node it needs is lost; a rerun of the campaign does it. */

@@ -22,8 +22,20 @@ export interface PlannedRun {
   readonly processesPerNode?: number;
   /** Link rate, or null for single-node runs, which send nothing over the network. */
   readonly bandwidth: string | null;
-  /** 1-based. */
+  /**
+   * 1-based, counted per configuration. A single-node baseline runs in every bandwidth group (next to the points it
+   * normalizes), so its repeats go on counting from one group to the next.
+   */
   readonly repeat: number;
+  /** The run's configuration: its id without the repeat; every repeat of it has the same. */
+  readonly configuration: string;
+  /** The round of its bandwidth group it belongs to (1-based): one run of every configuration of the group per round. */
+  readonly round: number;
+  /**
+   * With repeatUntil, a round past minRepeats: the run takes place only if its configuration's interval is still
+   * wider than the target when the round starts (src/campaign/precision.ts).
+   */
+  readonly conditional: boolean;
   readonly model?: Model;
   readonly batchSize?: number;
   /** Train knobs set by the campaign (matrix axes and fixed ones), by campaign name. */
@@ -51,7 +63,11 @@ export interface CampaignPlan {
   readonly launcher: LauncherName;
   /** The dataset some train runs read; written to the shared storage before the runs when `generate`. */
   readonly dataset?: DatasetSection;
+  /** The file's repeatUntil: rounds past minRepeats are conditional. */
+  readonly repeatUntil?: RepeatUntil;
 }
+
+export type RepeatUntil = NonNullable<CampaignSection["repeatUntil"]>;
 
 /** Bounds a silent peer inside the worker, well inside the run's own limit. */
 const WORKER_TIMEOUT_SECONDS = 120;
@@ -72,6 +88,7 @@ export function planCampaign(file: CampaignFile, name: string): CampaignPlan {
     largestRunWorkers: Math.max(...runs.map((run) => run.nodes * (run.processesPerNode ?? 1)), 0),
     runTimeoutSeconds: section.runTimeoutSeconds, keep: section.keep, launcher: section.launcher,
     ...(section.dataset !== undefined && runs.some((run) => run.knobs.data === "dataset") ? { dataset: section.dataset } : {}),
+    ...(section.repeatUntil === undefined ? {} : { repeatUntil: section.repeatUntil }),
   };
 }
 
@@ -89,9 +106,16 @@ interface TrainConfig {
   readonly varied: readonly (readonly [TrainKnobName, string | number | boolean])[];
 }
 
+/** Where a run falls in the order: its repeat and round (PlannedRun), and whether its round is conditional. */
+interface Turn {
+  readonly repeat: number;
+  readonly round: number;
+  readonly conditional: boolean;
+}
+
 interface RunMakers {
-  readonly train: (slot: Slot, config: TrainConfig, repeat: number) => PlannedRun;
-  readonly probe: (slot: Slot, reduction: Reduction, repeat: number) => PlannedRun;
+  readonly train: (slot: Slot, config: TrainConfig, turn: Turn) => PlannedRun;
+  readonly probe: (slot: Slot, reduction: Reduction, turn: Turn) => PlannedRun;
 }
 
 /** The train and probe runs of one campaign section: their ids, knobs and worker arguments. */
@@ -99,57 +123,63 @@ function runMakers(section: CampaignSection): RunMakers {
   const workerTimeout = Math.min(WORKER_TIMEOUT_SECONDS, section.runTimeoutSeconds);
   const slotParts = ({ nodes, processesPerNode, bandwidth }: Slot) => [`n${nodes}`, ...placementPart(processesPerNode), ...(bandwidth === null ? [] : [bandwidth])];
   const slotFields = ({ nodes, processesPerNode, bandwidth }: Slot) => ({ nodes, ...placementField(processesPerNode), bandwidth });
-  const train = (slot: Slot, { model, batchSize, varied }: TrainConfig, repeat: number): PlannedRun => {
+  const train = (slot: Slot, { model, batchSize, varied }: TrainConfig, turn: Turn): PlannedRun => {
     const knobs = { ...section.train, ...Object.fromEntries(varied) } as PlannedRun["knobs"];
-    const idParts = ["train", model, `b${batchSize}`, ...slotParts(slot), ...varied.map(([knob, value]) => `${knob.toLowerCase()}-${String(value)}`), `r${repeat}`];
+    const configuration = ["train", model, `b${batchSize}`, ...slotParts(slot), ...varied.map(([knob, value]) => `${knob.toLowerCase()}-${String(value)}`)].join("-");
     const workerArgs = ["--model", model, "--batch-size", String(batchSize), ...knobArgs(knobs, section.dataset?.name), "--timeout-seconds", String(workerTimeout)];
-    return withFingerprint({ id: idParts.join("-"), job: "train", ...slotFields(slot), repeat, model, batchSize, knobs, workerArgs });
+    return withFingerprint({ id: `${configuration}-r${turn.repeat}`, configuration, ...turn, job: "train", ...slotFields(slot), model, batchSize, knobs, workerArgs });
   };
   // The probe measures each reduction the training runs use (ring: the ids and arguments it always had).
-  const probe = (slot: Slot, reduction: Reduction, repeat: number): PlannedRun => {
+  const probe = (slot: Slot, reduction: Reduction, turn: Turn): PlannedRun => {
     const { minBytes, maxBytes, stepFactor, warmupIters, iters } = section.probe;
     const ring = reduction === "ring";
     const workerArgs = ["--min-bytes", String(minBytes), "--max-bytes", String(maxBytes), "--step-factor", String(stepFactor),
       "--warmup-iters", String(warmupIters), "--iters", String(iters), ...(ring ? [] : ["--reduction", reduction]),
       "--timeout-seconds", String(workerTimeout)];
-    const id = ["allreduce", ...slotParts(slot), ...(ring ? [] : [reduction]), `r${repeat}`].join("-");
-    return withFingerprint({ id, job: "allreduce", ...slotFields(slot), repeat, knobs: ring ? {} : { reduction }, workerArgs });
+    const configuration = ["allreduce", ...slotParts(slot), ...(ring ? [] : [reduction])].join("-");
+    return withFingerprint({ id: `${configuration}-r${turn.repeat}`, configuration, ...turn, job: "allreduce", ...slotFields(slot), knobs: ring ? {} : { reduction }, workerArgs });
   };
   return { train, probe };
 }
 
 /**
- * The order the runs execute in. Single-node runs first: they do not depend on the link, so they run once,
- * whatever the bandwidths (with several processes per node, the probe measures their exchange inside the node).
- * Then one group per bandwidth, so links are reshaped once per group; repeats outermost within a group, so slow
- * drift of the machine spreads over all configurations instead of biasing one. Placements of more workers than
- * maxWorkers are left out.
+ * The order the runs execute in: one group per bandwidth, so links are reshaped once per group. Within a group,
+ * rounds: each round runs the probes, then the single-node baselines, then every multi-node point once, so that a slow
+ * minute of the machine falls on all configurations of a round instead of biasing one, and the baseline is measured
+ * next to the points it normalizes (in every group, so at least as often as any point). The single-node probes of
+ * several processes per node (their exchange inside the node) run in the first group only. With repeatUntil, the
+ * rounds past minRepeats are conditional (PlannedRun.conditional) and hold no probes. Placements of more workers than maxWorkers are
+ * left out.
  */
 function orderRuns(section: CampaignSection, make: RunMakers): PlannedRun[] {
   const matrix = section.matrix;
   const nodeCounts = unique(matrix.nodes).sort((a, b) => a - b);
-  const repeats = Array.from({ length: section.repeats }, (_, i) => i + 1);
+  const rounds = section.repeatUntil?.maxRepeats ?? section.repeats ?? 1;
+  const unconditionalRounds = section.repeatUntil?.minRepeats ?? rounds;
   const trainConfigs = trainConfigsOf(section);
   const probeReductions = unique(matrix.reduction ?? [section.train.reduction ?? "ring"]);
   const allPlacements: (number | undefined)[] = matrix.processesPerNode === undefined ? [undefined] : unique(matrix.processesPerNode).sort((a, b) => a - b);
   const withinMaxWorkers = (nodes: number, processes: number | undefined) => section.maxWorkers === undefined || nodes * (processes ?? 1) <= section.maxWorkers;
   const placementsOn = (nodes: number) => allPlacements.filter((processes) => withinMaxWorkers(nodes, processes));
-  const runs: PlannedRun[] = [];
-  for (const repeat of nodeCounts.includes(1) ? repeats : []) {
-    for (const processesPerNode of placementsOn(1)) {
-      const slot = { nodes: 1, processesPerNode, bandwidth: null };
-      if ((processesPerNode ?? 1) > 1 && section.probe.enabled) for (const reduction of probeReductions) runs.push(make.probe(slot, reduction, repeat));
-      for (const config of trainConfigs) runs.push(make.train(slot, config, repeat));
-    }
-  }
+  const singleNodeSlots = nodeCounts.includes(1) ? placementsOn(1).map((processesPerNode) => ({ nodes: 1, processesPerNode, bandwidth: null })) : [];
   const multiNode = nodeCounts.filter((nodes) => nodes > 1);
-  for (const bandwidth of unique(matrix.bandwidth)) {
-    for (const repeat of repeats) {
-      const slots = multiNode.flatMap((nodes) => placementsOn(nodes).map((processesPerNode) => ({ nodes, processesPerNode, bandwidth })));
-      if (section.probe.enabled) for (const slot of slots) for (const reduction of probeReductions) runs.push(make.probe(slot, reduction, repeat));
-      for (const slot of slots) for (const config of trainConfigs) runs.push(make.train(slot, config, repeat));
+  // A campaign of single-node runs alone has one group, with no link to shape.
+  const groups: (string | null)[] = multiNode.length === 0 ? [null] : unique(matrix.bandwidth);
+  const runs: PlannedRun[] = [];
+  groups.forEach((bandwidth, group) => {
+    const slots = bandwidth === null ? [] : multiNode.flatMap((nodes) => placementsOn(nodes).map((processesPerNode) => ({ nodes, processesPerNode, bandwidth })));
+    for (let round = 1; round <= rounds; round++) {
+      const turn = { repeat: round, round, conditional: round > unconditionalRounds };
+      const baselineTurn = { ...turn, repeat: group * rounds + round };
+      // Probes repeat in the unconditional rounds only: each run's many iterations already give every size's rate.
+      if (section.probe.enabled && !turn.conditional) {
+        if (group === 0) for (const slot of singleNodeSlots.filter((s) => (s.processesPerNode ?? 1) > 1)) for (const reduction of probeReductions) runs.push(make.probe(slot, reduction, turn));
+        for (const slot of slots) for (const reduction of probeReductions) runs.push(make.probe(slot, reduction, turn));
+      }
+      for (const slot of singleNodeSlots) for (const config of trainConfigs) runs.push(make.train(slot, config, baselineTurn));
+      for (const slot of slots) for (const config of trainConfigs) runs.push(make.train(slot, config, turn));
     }
-  }
+  });
   return runs;
 }
 
@@ -162,11 +192,23 @@ function trainConfigsOf(section: CampaignSection): TrainConfig[] {
     knobCombinations.map((varied) => ({ model, batchSize, varied }))));
 }
 
-/** Runs still to do: those without an "ok" record of the same fingerprint. */
-export function remainingRuns(plan: CampaignPlan, finished: ReadonlyMap<string, { status: string; fingerprint: string }>): PlannedRun[] {
+/** What remainingRuns needs to know of a run's latest record. */
+export interface FinishedRun {
+  readonly status: string;
+  readonly fingerprint: string;
+  /** The machine was busy during it (RunRecord.hostLoad). */
+  readonly hostLoad?: { readonly busy: boolean };
+}
+
+/**
+ * Runs still to do: those without an "ok" record of the same fingerprint, and with `redoBusy` those whose latest
+ * record says the machine was busy.
+ */
+export function remainingRuns(plan: CampaignPlan, finished: ReadonlyMap<string, FinishedRun>, options: { redoBusy?: boolean } = {}): PlannedRun[] {
   return plan.runs.filter((run) => {
     const record = finished.get(run.id);
-    return record === undefined || record.status !== "ok" || record.fingerprint !== run.fingerprint;
+    return record === undefined || record.status !== "ok" || record.fingerprint !== run.fingerprint
+      || (options.redoBusy === true && record.hostLoad?.busy === true);
   });
 }
 
@@ -204,6 +246,7 @@ function placementField(processesPerNode: number | undefined): { processesPerNod
 }
 
 function withFingerprint(run: Omit<PlannedRun, "fingerprint">): PlannedRun {
+  // Neither where the run falls in the order (round, conditional) nor its configuration's name changes what it measures.
   // Processes per node only when the matrix sets them (on GPU nodes an explicit 1 differs from the default), so
   // records made before the axis existed keep their fingerprints.
   const placement = run.processesPerNode === undefined ? [] : [run.processesPerNode];

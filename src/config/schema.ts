@@ -281,8 +281,19 @@ const campaignSection = z.strictObject({
    * `nodes: [1, 2, 4], processesPerNode: [1, 2, 4], maxWorkers: 4` the placements of 4 workers are 1×4, 2×2 and 4×1.
    */
   maxWorkers: z.int().min(1).optional(),
-  /** Each combination runs this many times; the report shows mean and 95% interval. */
-  repeats: z.int().min(1).max(100).default(1),
+  /** Each combination runs this many times; the report shows mean and 95% interval. Default 1 (without repeatUntil). */
+  repeats: z.int().min(1).max(100).optional(),
+  /**
+   * Instead of a fixed `repeats`: each training configuration (the single-node baseline too) repeats until the 95 %
+   * interval of its throughput is within ±halfWidth of its mean, at least minRepeats and at most maxRepeats times.
+   */
+  repeatUntil: z.strictObject({
+    /** A share of the mean: 0.03 is ±3 %. */
+    halfWidth: z.number().gt(0).max(0.5),
+    /** One repeat has no interval. */
+    minRepeats: z.int().min(2).max(100).default(2),
+    maxRepeats: z.int().min(2).max(100).default(5),
+  }).optional(),
   /** A run still going after this is stopped and recorded as failed. */
   runTimeoutSeconds: z.int().min(10).default(900),
   /** Knobs fixed for every train run (a knob may be here or in the matrix, not both). */
@@ -346,6 +357,12 @@ export const campaignFileSchema = z.strictObject({
   checkDataKnobs(campaign, ctx);
   if (file.testbed.target === "aws") checkAwsLinks(file.testbed, campaign, ctx);
   if (file.testbed.target === "aws") checkProcessesPerGpu(file.testbed.instanceType, campaign.matrix.processesPerNode ?? [], ctx);
+  if (campaign.repeats !== undefined && campaign.repeatUntil !== undefined) {
+    ctx.addIssue({ code: "custom", path: ["campaign", "repeatUntil"], message: "set either repeats (a fixed count) or repeatUntil (repeat until the interval is narrow), not both" });
+  }
+  if (campaign.repeatUntil !== undefined && campaign.repeatUntil.maxRepeats < campaign.repeatUntil.minRepeats) {
+    ctx.addIssue({ code: "custom", path: ["campaign", "repeatUntil", "maxRepeats"], message: `found ${campaign.repeatUntil.maxRepeats}, expected at least minRepeats (${campaign.repeatUntil.minRepeats})` });
+  }
   if (campaign.probe.maxBytes < campaign.probe.minBytes) {
     ctx.addIssue({ code: "custom", path: ["campaign", "probe", "maxBytes"], message: `found ${campaign.probe.maxBytes}, expected at least minBytes (${campaign.probe.minBytes})` });
   }

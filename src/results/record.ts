@@ -61,6 +61,32 @@ export interface RunRecord {
   readonly logsDir: string;
   /** The worker's result as it wrote it. */
   readonly result?: WorkerResult;
+  /** Local testbed: what else the machine did while the run's benchmark ran (src/testbed/host-load.ts); absent on AWS and in older records. */
+  readonly hostLoad?: HostLoad;
+}
+
+/**
+ * How busy the machine was outside the testbed during one run: the local testbed's nodes share the machine with
+ * whatever else runs there, and these VMs report no steal time, so this is what shows a slow host.
+ */
+export interface HostLoad {
+  /** Length of the window measured (the run's benchmark, from its start to its end), seconds. */
+  readonly seconds: number;
+  /** CPUs of the machine (/proc/stat). */
+  readonly cores: number;
+  /** CPU seconds the whole machine spent busy over the window (/proc/stat: all but idle and iowait). */
+  readonly machineCpuSeconds: number;
+  /** CPU seconds the testbed's containers (nodes and workers) used over the window (their cgroups' cpu.stat). */
+  readonly testbedCpuSeconds: number;
+  /** (machine − testbed) / (cores × seconds): the share of the machine's capacity that went to anything else. */
+  readonly outsideShare: number;
+  /** Share of the window in which some runnable task waited for a CPU (/proc/pressure/cpu "some"); absent without PSI. */
+  readonly cpuPressureShare?: number;
+  /** Seconds the workers' quotas held them back (their cgroups' throttled_usec, summed over workers). */
+  readonly workersThrottledSeconds?: number;
+  /** outsideShare above `busyThreshold`: the run's numbers may be the machine's, not the testbed's. */
+  readonly busy: boolean;
+  readonly busyThreshold: number;
 }
 
 /** Checks a record read back from disk; unknown fields are kept, as a later v1 writer may add some. */
@@ -94,6 +120,17 @@ export const runRecordSchema: z.ZodType<RunRecord> = z.looseObject({
   testbed: z.looseObject({ name: z.string(), target: z.enum(["local", "aws"]), instanceType: z.string().optional() }),
   logsDir: z.string(),
   result: workerResultSchema.optional(),
+  hostLoad: z.looseObject({
+    seconds: z.number(),
+    cores: z.number(),
+    machineCpuSeconds: z.number(),
+    testbedCpuSeconds: z.number(),
+    outsideShare: z.number(),
+    cpuPressureShare: z.number().optional(),
+    workersThrottledSeconds: z.number().optional(),
+    busy: z.boolean(),
+    busyThreshold: z.number(),
+  }).optional(),
 });
 
 /** A record, or why it is not one: the first field that does not fit. */

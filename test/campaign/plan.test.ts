@@ -27,14 +27,16 @@ describe("the campaign files shipped in campaigns/", () => {
 });
 
 describe("expanding the matrix", () => {
-  it("makes one run per combination, single-node runs once whatever the bandwidth, and a probe per node count and bandwidth", () => {
+  it("makes one run per combination and a probe per node count and bandwidth, the single-node baseline beside the points of every bandwidth", () => {
     expect(planCampaign(smoke, "smoke").runs.map((run) => run.id)).toEqual([
-      "train-tiny-b32-n1-r1",
       "allreduce-n2-1gbit-r1", "allreduce-n3-1gbit-r1",
-      "train-tiny-b32-n2-1gbit-r1", "train-tiny-b32-n3-1gbit-r1",
+      "train-tiny-b32-n1-r1", "train-tiny-b32-n2-1gbit-r1", "train-tiny-b32-n3-1gbit-r1",
       "allreduce-n2-10gbit-r1", "allreduce-n3-10gbit-r1",
-      "train-tiny-b32-n2-10gbit-r1", "train-tiny-b32-n3-10gbit-r1",
+      "train-tiny-b32-n1-r2", "train-tiny-b32-n2-10gbit-r1", "train-tiny-b32-n3-10gbit-r1",
     ]);
+    // The baseline's repeats are its own count; it shapes no link.
+    const baselines = planCampaign(smoke, "smoke").runs.filter((run) => run.nodes === 1);
+    expect(baselines.map((run) => [run.configuration, run.repeat, run.bandwidth])).toEqual([["train-tiny-b32-n1", 1, null], ["train-tiny-b32-n1", 2, null]]);
   });
 
   it("counts the seed experiment: 10 node counts x 2 models x 3 batch sizes x 2 bandwidths", () => {
@@ -43,8 +45,8 @@ describe("expanding the matrix", () => {
   probe: {enabled: false}
 `, 10);
     const plan = planCampaign(seed, "seed");
-    // 6 single-node runs shared by both bandwidths, 9 x 6 multi-node runs per bandwidth.
-    expect(plan.runs).toHaveLength(6 + 2 * 9 * 6);
+    // 6 single-node baselines beside each bandwidth's 9 x 6 multi-node runs.
+    expect(plan.runs).toHaveLength(2 * (6 + 9 * 6));
     expect(plan.nodesToProvision).toBe(10);
     expect(plan.largestRunNodes).toBe(10);
     expect(reshapeCount(plan.runs)).toBe(2);
@@ -67,8 +69,8 @@ describe("expanding the matrix", () => {
   matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit, reduction: [ring, parameter-server]}
 `), "s");
     expect(plan.runs.map((run) => run.id)).toEqual([
-      "train-tiny-b8-n1-reduction-ring-r1", "train-tiny-b8-n1-reduction-parameter-server-r1",
       "allreduce-n2-1gbit-r1", "allreduce-n2-1gbit-parameter-server-r1",
+      "train-tiny-b8-n1-reduction-ring-r1", "train-tiny-b8-n1-reduction-parameter-server-r1",
       "train-tiny-b8-n2-1gbit-reduction-ring-r1", "train-tiny-b8-n2-1gbit-reduction-parameter-server-r1",
     ]);
     const byId = new Map(plan.runs.map((run) => [run.id, run]));
@@ -89,9 +91,8 @@ describe("expanding the matrix", () => {
   matrix: {nodes: [1, 2], processesPerNode: [2, 1], model: tiny, batchSize: 8, bandwidth: 1gbit}
 `), "p");
     expect(plan.runs.map((run) => [run.id, run.processesPerNode])).toEqual([
-      ["train-tiny-b8-n1-r1", 1],
-      ["allreduce-n1-p2-r1", 2], ["train-tiny-b8-n1-p2-r1", 2],
-      ["allreduce-n2-1gbit-r1", 1], ["allreduce-n2-p2-1gbit-r1", 2],
+      ["allreduce-n1-p2-r1", 2], ["allreduce-n2-1gbit-r1", 1], ["allreduce-n2-p2-1gbit-r1", 2],
+      ["train-tiny-b8-n1-r1", 1], ["train-tiny-b8-n1-p2-r1", 2],
       ["train-tiny-b8-n2-1gbit-r1", 1], ["train-tiny-b8-n2-p2-1gbit-r1", 2],
     ]);
     expect(plan.runs.find((run) => run.id === "train-tiny-b8-n1-p2-r1")!.bandwidth).toBeNull();
@@ -104,14 +105,36 @@ describe("expanding the matrix", () => {
     expect(explicit.runs[0]!.fingerprint).not.toBe(plain.runs[0]!.fingerprint);
   });
 
-  it("puts repeats outermost within a bandwidth group, so drift spreads over all configurations", () => {
+  it("runs a bandwidth group in rounds (baseline, 2 nodes, 3 nodes, baseline, ...), so drift spreads over all configurations", () => {
     const plan = planCampaign(file(`
-  matrix: {nodes: [2, 3], model: tiny, batchSize: 8, bandwidth: 1gbit}
+  matrix: {nodes: [1, 2, 3], model: tiny, batchSize: 8, bandwidth: [1gbit, 3gbit]}
   repeats: 2
   probe: {enabled: false}
 `), "r");
     expect(plan.runs.map((run) => run.id)).toEqual([
-      "train-tiny-b8-n2-1gbit-r1", "train-tiny-b8-n3-1gbit-r1", "train-tiny-b8-n2-1gbit-r2", "train-tiny-b8-n3-1gbit-r2",
+      "train-tiny-b8-n1-r1", "train-tiny-b8-n2-1gbit-r1", "train-tiny-b8-n3-1gbit-r1",
+      "train-tiny-b8-n1-r2", "train-tiny-b8-n2-1gbit-r2", "train-tiny-b8-n3-1gbit-r2",
+      "train-tiny-b8-n1-r3", "train-tiny-b8-n2-3gbit-r1", "train-tiny-b8-n3-3gbit-r1",
+      "train-tiny-b8-n1-r4", "train-tiny-b8-n2-3gbit-r2", "train-tiny-b8-n3-3gbit-r2",
+    ]);
+    expect(plan.runs.map((run) => run.round)).toEqual([1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2]);
+    expect(plan.runs.every((run) => !run.conditional)).toBe(true);
+    // Single-node runs alone: one group, whatever the bandwidths.
+    const alone = planCampaign(file("  matrix: {nodes: 1, model: tiny, batchSize: 8, bandwidth: [1gbit, 3gbit]}\n  repeats: 2\n"), "a");
+    expect(alone.runs.map((run) => run.id)).toEqual(["train-tiny-b8-n1-r1", "train-tiny-b8-n1-r2"]);
+  });
+
+  it("with repeatUntil plans every round up to maxRepeats, those past minRepeats conditional and without probes", () => {
+    const plan = planCampaign(file(`
+  matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit}
+  repeatUntil: {halfWidth: 0.03, minRepeats: 2, maxRepeats: 4}
+`), "u");
+    expect(plan.repeatUntil).toEqual({ halfWidth: 0.03, minRepeats: 2, maxRepeats: 4 });
+    expect(plan.runs.map((run) => `${run.id}${run.conditional ? "?" : ""}`)).toEqual([
+      "allreduce-n2-1gbit-r1", "train-tiny-b8-n1-r1", "train-tiny-b8-n2-1gbit-r1",
+      "allreduce-n2-1gbit-r2", "train-tiny-b8-n1-r2", "train-tiny-b8-n2-1gbit-r2",
+      "train-tiny-b8-n1-r3?", "train-tiny-b8-n2-1gbit-r3?",
+      "train-tiny-b8-n1-r4?", "train-tiny-b8-n2-1gbit-r4?",
     ]);
   });
 
@@ -131,6 +154,16 @@ describe("validating the campaign section", () => {
     }
     return [];
   };
+
+  it("refuses a precision target of 0 or above 0.5, maxRepeats below minRepeats, and repeats beside repeatUntil, naming the field", () => {
+    const matrix = "  matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit}\n";
+    expect(problems(`${matrix}  repeatUntil: {halfWidth: 0}\n`)).toEqual(["campaign.repeatUntil.halfWidth: found 0, expected a number more than 0"]);
+    expect(problems(`${matrix}  repeatUntil: {halfWidth: 0.6}\n`)).toEqual(["campaign.repeatUntil.halfWidth: found 0.6, expected a number at most 0.5"]);
+    expect(problems(`${matrix}  repeatUntil: {halfWidth: 0.03, minRepeats: 4, maxRepeats: 3}\n`)).toEqual(["campaign.repeatUntil.maxRepeats: found 3, expected at least minRepeats (4)"]);
+    expect(problems(`${matrix}  repeatUntil: {halfWidth: 0.03, minRepeats: 1}\n`)).toEqual(["campaign.repeatUntil.minRepeats: found 1, expected a number at least 2"]);
+    expect(problems(`${matrix}  repeats: 3\n  repeatUntil: {halfWidth: 0.03}\n`)).toEqual(["campaign.repeatUntil: set either repeats (a fixed count) or repeatUntil (repeat until the interval is narrow), not both"]);
+    expect(problems(`${matrix}  repeatUntil: {halfWidth: 0.03}\n`)).toEqual([]);
+  });
 
   it("refuses a node count above the testbed's", () => {
     expect(problems("  matrix: {nodes: [1, 4], model: tiny, batchSize: 8, bandwidth: 1gbit}\n"))
@@ -171,8 +204,15 @@ describe("resuming", () => {
   const ok = (id: string) => [id, { status: "ok", fingerprint: plan.runs.find((r) => r.id === id)!.fingerprint }] as const;
 
   it("skips runs that finished and keeps the rest in order", () => {
-    const finished = new Map([ok("train-tiny-b32-n1-r1"), ok("allreduce-n2-1gbit-r1")]);
+    const finished = new Map([ok("allreduce-n2-1gbit-r1"), ok("allreduce-n3-1gbit-r1")]);
     expect(remainingRuns(plan, finished).map((run) => run.id)).toEqual(plan.runs.slice(2).map((run) => run.id));
+  });
+
+  it("does again a run whose latest record says the machine was busy only when asked (--rerun-flagged)", () => {
+    const busy = ["allreduce-n2-1gbit-r1", { status: "ok", fingerprint: plan.runs[0]!.fingerprint, hostLoad: { busy: true } }] as const;
+    const finished = new Map([busy, ok("allreduce-n3-1gbit-r1")]);
+    expect(remainingRuns(plan, finished).map((run) => run.id)).not.toContain("allreduce-n2-1gbit-r1");
+    expect(remainingRuns(plan, finished, { redoBusy: true }).map((run) => run.id).slice(0, 2)).toEqual(["allreduce-n2-1gbit-r1", "train-tiny-b32-n1-r1"]);
   });
 
   it("reruns failed runs and runs whose parameters changed since", () => {
@@ -182,7 +222,7 @@ describe("resuming", () => {
   probe: {maxBytes: 1048576}
 `), "smoke");
     const finished = new Map<string, { status: string; fingerprint: string }>([
-      ok("train-tiny-b32-n1-r1"), ["allreduce-n2-1gbit-r1", { status: "failed", fingerprint: plan.runs[1]!.fingerprint }],
+      ok("train-tiny-b32-n1-r1"), ["allreduce-n2-1gbit-r1", { status: "failed", fingerprint: plan.runs[0]!.fingerprint }],
     ]);
     expect(remainingRuns(plan, finished).map((run) => run.id)).toContain("allreduce-n2-1gbit-r1");
     expect(remainingRuns(changed, finished).map((run) => run.id)).toContain("train-tiny-b32-n1-r1");
@@ -198,7 +238,7 @@ ${extra}`);
 
   it("points the worker at the dataset by name, and carries the dataset for the campaign to write", () => {
     const plan = planCampaign(timeToTrain("data: dataset, epochs: 3, checkpointEvery: 5, maxRestarts: 1"), "c");
-    expect(plan.runs[0]!.workerArgs).toEqual(["--model", "small", "--batch-size", "16", "--data", "dataset:shapes", "--epochs", "3",
+    expect(plan.runs.find((run) => run.job === "train")!.workerArgs).toEqual(["--model", "small", "--batch-size", "16", "--data", "dataset:shapes", "--epochs", "3",
       "--checkpoint-every", "5", "--max-restarts", "1", "--timeout-seconds", "120"]);
     expect(plan.dataset).toMatchObject({ name: "shapes", classes: 4, imagesPerClass: 100, imageSize: 32, heldOut: 0.2, seed: 0, generate: true });
   });

@@ -48,20 +48,23 @@ function tarballSize(campaign: LoadedCampaignFile): Pick<EstimateOptions, "worke
 
 function formatRuns(plan: CampaignPlan): string {
   return formatTable(["#", "run", "job", "nodes", "bandwidth", "model", "batch"], plan.runs.map((run, index) => [
-    String(index + 1), run.id, run.job, run.processesPerNode === undefined ? String(run.nodes) : `${run.nodes}×${run.processesPerNode}`, run.bandwidth ?? "-", run.model ?? "-", run.batchSize === undefined ? "-" : String(run.batchSize),
+    String(index + 1), `${run.id}${run.conditional ? " ?" : ""}`, run.job, run.processesPerNode === undefined ? String(run.nodes) : `${run.nodes}×${run.processesPerNode}`, run.bandwidth ?? "-", run.model ?? "-", run.batchSize === undefined ? "-" : String(run.batchSize),
   ]));
 }
 
 function formatSummary(plan: CampaignPlan, campaign: LoadedCampaignFile, estimate: CampaignEstimate, cpusPerNode: number | undefined): string {
+  const conditional = plan.runs.filter((run) => run.conditional).length;
   const lines = [
-    `${plan.runs.length} runs on ${plan.nodesToProvision} ${campaign.testbed.target} nodes; links reshaped ${reshapeCount(plan.runs)} times`,
+    `${plan.runs.length} runs${conditional === 0 ? "" : ` (${conditional} of them only while their configuration's interval is wider than the target; marked ?)`} on ${plan.nodesToProvision} ${campaign.testbed.target} nodes; links reshaped ${reshapeCount(plan.runs)} times`,
     ...(cpusPerNode === undefined ? [] : [plan.runs.every((run) => (run.processesPerNode ?? 1) === 1)
       ? `every node's worker runs under a CPU quota of ${cpusPerNode} cores (testbed.cpusPerNode)`
       : `every worker process runs under a CPU quota of ${cpusPerNode} cores (testbed.cpusPerNode; a node running P processes gets P × that)`]),
     ...(plan.largestRunNodes < plan.nodesToProvision
       ? [`note: no run uses more than ${plan.largestRunNodes} nodes; testbed.nodes: ${plan.largestRunNodes} would leave none idle`]
       : []),
-    `estimated duration: ${formatDuration(estimate.seconds)} (rough: see src/campaign/estimate.ts)`,
+    estimate.fewestSeconds === undefined ? `estimated duration: ${formatDuration(estimate.seconds)} (rough: see src/campaign/estimate.ts)`
+      : `estimated duration: ${formatDuration(estimate.fewestSeconds)} if every configuration is within ±${(plan.repeatUntil!.halfWidth * 100).toFixed(1)} % after ${plan.repeatUntil!.minRepeats} repeats, ` +
+        `up to ${formatDuration(estimate.seconds)} if each takes ${plan.repeatUntil!.maxRepeats} (rough: see src/campaign/estimate.ts)`,
     ...formatImageDelivery(estimate),
   ];
   if (estimate.instanceHours !== undefined) {
