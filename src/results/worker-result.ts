@@ -43,6 +43,8 @@ export const allReduceRowSchema = z.looseObject({
   algbwGbps: z.number(),
   busbwGbps: z.number(),
   wrong: z.number(),
+  /** CPU time of one rank's process per all-reduce (mean over ranks); absent in older results. */
+  cpuSeconds: z.number().optional(),
 });
 
 const common = {

@@ -64,7 +64,7 @@ describe("a campaign on the local testbed", { timeout: 25 * 60_000 }, () => {
     const run = await ringlab(state, args);
     expect(run.code, run.stderr).toBe(0);
     const finished = [...afterKill.values()].filter((r) => r.status === "ok").length;
-    expect(run.stderr).toMatch(new RegExp(`9 runs planned, ${finished} already done, ${9 - finished} to run`));
+    expect(run.stderr).toMatch(new RegExp(`10 runs planned, ${finished} already done, ${10 - finished} to run`));
     expect(run.stderr).toMatch(/testbed smoke already exists with 3 nodes: reusing it/);
     // Configured by the killed invocation from the same playbooks and image: not converged again, but the workers
     // the kill left behind are removed.
@@ -73,14 +73,14 @@ describe("a campaign on the local testbed", { timeout: 25 * 60_000 }, () => {
     expect(run.stderr).toMatch(/testbed: torn down/);
 
     const final = records();
-    expect(final.size).toBe(9);
+    expect(final.size).toBe(10);
     expect([...final.values()].every((r) => r.status === "ok")).toBe(true);
     for (const [runId, record] of afterKill) {
       if (record.status === "ok") expect(final.get(runId), `${runId} ran again`).toEqual(record);
     }
 
     const jsonl = readFileSync(join(results, "runs.jsonl"), "utf8").trim().split("\n");
-    expect(jsonl).toHaveLength(9);
+    expect(jsonl).toHaveLength(10);
     expect(readFileSync(join(results, "summary.csv"), "utf8").trim().split("\n")).toHaveLength(10);
     expect(readFileSync(join(results, "campaign.yaml"), "utf8")).toBe(readFileSync("campaigns/local-smoke.yaml", "utf8"));
     const html = readFileSync(join(results, "report.html"), "utf8");

@@ -229,8 +229,8 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
     expect(run.code, run.stderr).toBe(0);
     const runs = byRunId(out);
     expect([...runs.keys()]).toEqual([
-      "train-tiny-b8-n1-reduction-parameter-server-r1", "allreduce-n1-p2-parameter-server-r1", "train-tiny-b8-n1-p2-reduction-parameter-server-r1",
-      "allreduce-n2-1gbit-parameter-server-r1", "train-tiny-b8-n2-1gbit-reduction-parameter-server-r1",
+      "allreduce-n1-p2-parameter-server-r1", "allreduce-n2-1gbit-parameter-server-r1",
+      "train-tiny-b8-n1-reduction-parameter-server-r1", "train-tiny-b8-n1-p2-reduction-parameter-server-r1", "train-tiny-b8-n2-1gbit-reduction-parameter-server-r1",
     ]);
     const inOneNode = runs.get("train-tiny-b8-n1-p2-reduction-parameter-server-r1");
     expect(inOneNode.params).toMatchObject({ nodes: 1, processesPerNode: 2, bandwidth: null, knobs: { reduction: "parameter-server" } });
@@ -320,7 +320,7 @@ campaign:
     expect(run.stderr).toMatch(NOT_CONFIGURED_AGAIN);
     const records = runsJsonl(out);
     expect(records.map((r) => [r.runId, r.status, r.params.launcher])).toEqual([
-      ["train-tiny-b8-n1-r1", "ok", "slurm"], ["allreduce-n2-1gbit-r1", "ok", "slurm"], ["train-tiny-b8-n2-1gbit-r1", "ok", "slurm"],
+      ["allreduce-n2-1gbit-r1", "ok", "slurm"], ["train-tiny-b8-n1-r1", "ok", "slurm"], ["train-tiny-b8-n2-1gbit-r1", "ok", "slurm"],
     ]);
     const twoNodes = join(out, records[2].logsDir);
     expect(readdirSync(twoNodes).sort()).toEqual(["job.sbatch", "outcome.json", "result.json", "slurm.out", "worker-0.log", "worker-1.log"]);

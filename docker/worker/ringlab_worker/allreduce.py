@@ -3,6 +3,8 @@
 For each size: warm-up, one barrier so every rank starts the timed loop together, --iters timed
 all-reduces on a buffer allocated once, then (untimed) a correctness check with known data.
 time = slowest rank's mean time per all-reduce; algbw = bytes / time; busbw = algbw * 2(n-1)/n.
+cpuSeconds = the CPU time one rank's process spent per all-reduce (user and system, all its threads), the mean over
+ranks: on CPU nodes that is what communication takes from the compute of a training step on the same cores.
 """
 
 import time
@@ -53,7 +55,7 @@ def run_allreduce(args, world) -> dict:
     device = world.device
     buffer = torch.zeros(sizes[-1] // FLOAT32_BYTES, dtype=torch.float32, device=device)
     tile = (torch.arange(PATTERN_TILE_ELEMENTS, dtype=torch.int32, device=device) % PATTERN_PERIOD).float()
-    stats = torch.zeros(2, dtype=torch.float64, device=device)  # slowest time, wrong elements
+    stats = torch.zeros(3, dtype=torch.float64, device=device)  # slowest time, wrong elements, CPU seconds
 
     say = print if world.is_reporter else (lambda *a, **k: None)
     say(f"# ringlab-worker allreduce: {world.size} ranks on {world.nodes} node(s), {world.backend} on "
@@ -70,25 +72,27 @@ def run_allreduce(args, world) -> dict:
             sum_over_ranks(view, args.reduction)
         dist.barrier()
         world.synchronize()
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         for _ in range(args.iters):
             sum_over_ranks(view, args.reduction)
         world.synchronize()
         seconds = (time.perf_counter() - started) / args.iters
+        cpu_seconds = (time.process_time() - cpu_started) / args.iters
 
         _fill_check_pattern(view, tile, world.rank + 1)
         sum_over_ranks(view, args.reduction)
         stats[0] = seconds
         dist.all_reduce(stats[:1], op=dist.ReduceOp.MAX)  # the collective ends when the slowest rank does
         stats[1] = _count_wrong(view, tile, world.size)
+        stats[2] = cpu_seconds
         dist.all_reduce(stats[1:])
         view.zero_()  # timed iterations sum zeros: no overflow, no slow denormals
-        seconds, wrong = float(stats[0].item()), int(stats[1].item())
+        seconds, wrong, cpu_seconds = float(stats[0].item()), int(stats[1].item()), float(stats[2].item()) / world.size
 
         algbw = size * 8 / seconds / 1e9
         row = {"sizeBytes": size, "count": view.numel(), "dtype": "float32", "redop": "sum",
                "timeSeconds": seconds, "algbwGbps": algbw,
-               "busbwGbps": bus_bandwidth_gbps(algbw, world.size), "wrong": wrong}
+               "busbwGbps": bus_bandwidth_gbps(algbw, world.size), "wrong": wrong, "cpuSeconds": cpu_seconds}
         rows.append(row)
         say(f"  {size:>10} {row['count']:>12} {'float':>6} {'sum':>6} {seconds * 1e6:>12.1f} "
             f"{algbw:>9.3f} {row['busbwGbps']:>9.3f} {wrong:>7}", flush=True)
