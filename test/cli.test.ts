@@ -91,8 +91,9 @@ describe("ringlab CLI", () => {
   it("plans the smoke campaign: its runs in order and an estimate", () => {
     const result = cli(["plan", "campaigns/local-smoke.yaml"]);
     expect(result.status).toBe(0);
-    expect(result.stdout).toMatch(/^1 +train-small-b32-n1-r1 +train +1 +- +small +32$/m);
-    expect(result.stdout).toMatch(/^9 runs on 3 local nodes; links reshaped 2 times$/m);
+    expect(result.stdout).toMatch(/^1 +allreduce-n2-1gbit-r1 +allreduce +2 +1gbit +- +-$/m);
+    expect(result.stdout).toMatch(/^3 +train-small-b32-n1-r1 +train +1 +- +small +32$/m);
+    expect(result.stdout).toMatch(/^10 runs on 3 local nodes; links reshaped 2 times$/m);
     expect(result.stdout).toMatch(/^every node's worker runs under a CPU quota of \d+(\.\d+)? cores \(testbed\.cpusPerNode\)$/m);
     expect(result.stdout).toMatch(/^estimated duration: \d+ min/m);
   });

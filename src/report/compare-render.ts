@@ -6,16 +6,18 @@ import { escapeHtml, htmlTable, markdownText, PAGE_STYLE, readableSpan, readable
 
 const BEYOND_NOISE = "beyond noise";
 const WITHIN_NOISE = "within noise";
-const NO_NOISE_ESTIMATE = "no noise estimate";
+const NOT_JUDGED = "not judged";
 
 const METHOD_NOTE = "B / A is the ratio of the means; its 95% interval comes from the delta method on the log of the ratio: " +
   "each side's relative 95% half-width (Student's t over its repeats) combined in quadrature. A side with one repeat uses " +
   "that run's spread over iterations (1.96 × std), marked ¹, in place of the noise between repeats; a probe with one repeat " +
-  "has no noise estimate and counts as exact. \"Beyond noise\": the interval excludes 1.";
+  "(or a run without a spread) has no noise estimate, and a difference with such a side is not judged: its noise is unknown, not zero. " +
+  "\"Beyond noise\": the interval excludes 1.";
 
 export function renderComparisonHtml(comparison: Comparison, generatedAt: Date): string {
   const { a, b } = comparison;
   const beyond = comparison.matched.filter((row) => row.beyondNoise === true).length;
+  const notJudged = comparison.matched.filter((row) => row.beyondNoise === null).length;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -30,7 +32,7 @@ export function renderComparisonHtml(comparison: Comparison, generatedAt: Date):
 <p><b>A</b> ${escapeHtml(sideText(a))}</p>
 <p><b>B</b> ${escapeHtml(sideText(b))}</p>
 <p>Page generated ${escapeHtml(readableTime(generatedAt.toISOString()))}</p>
-<p class="counts">${comparison.matched.length} configurations on both sides, ${beyond} of them differ beyond the noise; ${comparison.onlyInA.length} only in A, ${comparison.onlyInB.length} only in B.</p>
+<p class="counts">${comparison.matched.length} configurations on both sides, ${beyond} of them differ beyond the noise${notJudged === 0 ? "" : `, ${notJudged} not judged (no noise estimate)`}; ${comparison.onlyInA.length} only in A, ${comparison.onlyInB.length} only in B.</p>
 </header>
 <section id="both">
 <h2>On both sides</h2>
@@ -99,7 +101,11 @@ function ratioText(row: ComparedConfiguration): string {
 }
 
 function verdictText(row: ComparedConfiguration): string {
-  if (row.beyondNoise === null) return NO_NOISE_ESTIMATE;
+  if (row.beyondNoise === null) {
+    const without = [row.a.noise === "none" ? "A" : "", row.b.noise === "none" ? "B" : ""].filter((side) => side !== "").join(" and ");
+    // Both sides' repeats can also agree to the last digit: then neither has a spread to draw an interval from.
+    return without === "" ? `${NOT_JUDGED}: no spread on either side` : `${NOT_JUDGED}: no noise estimate on ${without} (one run without a spread)`;
+  }
   if (!row.beyondNoise) return WITHIN_NOISE;
   return `${BEYOND_NOISE}: B ${row.ratio!.ratio > 1 ? "higher" : "lower"} by ${(Math.abs(row.ratio!.ratio - 1) * 100).toFixed(1)}%`;
 }

@@ -7,10 +7,13 @@
  * mean) is combined in quadrature, h = sqrt((hA/mA)² + (hB/mB)²), and the interval is [R·e^-h, R·e^h]: always
  * positive, symmetric on a log scale. A side's half-width is Student's t over its repeats; a side with one
  * repeat uses the worker's spread over iterations (1.96 × std) instead, which stands in for the noise between
- * repeats; a probe with one repeat has neither and counts as exact. The difference is beyond the noise when
- * the interval excludes 1.
+ * repeats; a probe with one repeat has neither. The difference is beyond the noise when the interval excludes 1.
+ * A side without any noise estimate (one probe run, or one training run without a spread) is not judged: its
+ * noise is unknown, not zero, and an interval from the other side alone could call a difference real that the
+ * unknown noise would cover.
  */
 import { meanWithInterval } from "../results/cost-model.ts";
+import { headlineValue } from "../results/derived.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 
 /** Where a side's ± comes from. */
@@ -37,6 +40,8 @@ export interface ConfigurationKey {
   readonly model?: string;
   readonly batchSize?: number;
   readonly nodes: number;
+  /** Worker processes per node (1 in records from before the axis): 2 nodes × 2 is not 2 nodes × 1. */
+  readonly processesPerNode: number;
   readonly bandwidth: string | null;
   readonly knobs: Readonly<Record<string, string | number | boolean>>;
 }
@@ -48,9 +53,9 @@ export interface ComparedConfiguration {
   readonly unit: string;
   readonly a: SideMeasurement;
   readonly b: SideMeasurement;
-  /** Null when neither side has a noise estimate: then no interval can be drawn. */
+  /** Null when a side has no noise estimate (noise "none"): the difference is not judged. */
   readonly ratio: RatioInterval | null;
-  /** The interval excludes 1; null without an interval. */
+  /** The interval excludes 1; null when not judged. */
   readonly beyondNoise: boolean | null;
 }
 
@@ -113,7 +118,8 @@ export function ratioInterval(a: Pick<SideMeasurement, "mean" | "halfWidth95">, 
 }
 
 function compared(fromA: OneSidedConfiguration, b: SideMeasurement): ComparedConfiguration {
-  const ratio = ratioInterval(fromA.measurement, b);
+  const judged = fromA.measurement.noise !== "none" && b.noise !== "none";
+  const ratio = judged ? ratioInterval(fromA.measurement, b) : null;
   return {
     configuration: fromA.configuration, label: fromA.label, unit: fromA.unit, a: fromA.measurement, b, ratio,
     beyondNoise: ratio === null ? null : ratio.lower > 1 || ratio.upper < 1,
@@ -136,13 +142,13 @@ function measuredConfigurations(records: readonly RunRecord[]): Map<string, OneS
 }
 
 function configurationOf(record: RunRecord): ConfigurationKey {
-  const { job, model, batchSize, nodes, bandwidth, knobs } = record.params;
-  return { job, ...(model === undefined ? {} : { model }), ...(batchSize === undefined ? {} : { batchSize }), nodes, bandwidth, knobs };
+  const { job, model, batchSize, nodes, processesPerNode = 1, bandwidth, knobs } = record.params;
+  return { job, ...(model === undefined ? {} : { model }), ...(batchSize === undefined ? {} : { batchSize }), nodes, processesPerNode, bandwidth, knobs };
 }
 
 function keyParts(configuration: ConfigurationKey): unknown[] {
   const knobs = Object.entries(configuration.knobs).sort(([x], [y]) => x.localeCompare(y));
-  return [configuration.job, configuration.model ?? null, configuration.batchSize ?? null, configuration.nodes, configuration.bandwidth, knobs];
+  return [configuration.job, configuration.model ?? null, configuration.batchSize ?? null, configuration.nodes, configuration.processesPerNode, configuration.bandwidth, knobs];
 }
 
 export function labelOf(configuration: ConfigurationKey): string {
@@ -150,7 +156,8 @@ export function labelOf(configuration: ConfigurationKey): string {
   return [
     configuration.job, ...(configuration.model === undefined ? [] : [configuration.model]),
     ...(configuration.batchSize === undefined ? [] : [`batch ${configuration.batchSize}`]),
-    `${configuration.nodes} node${configuration.nodes === 1 ? "" : "s"}`, configuration.bandwidth ?? "no link", ...knobs,
+    `${configuration.nodes} node${configuration.nodes === 1 ? "" : "s"}${configuration.processesPerNode === 1 ? "" : ` × ${configuration.processesPerNode}`}`,
+    configuration.bandwidth ?? "no link", ...knobs,
   ].join(" · ");
 }
 
@@ -158,9 +165,7 @@ export function labelOf(configuration: ConfigurationKey): string {
 function measurementOf(repeats: readonly RunRecord[]): SideMeasurement {
   const values = repeats.map((record) => {
     const result = record.result!;
-    return result.job === "train"
-      ? { value: result.metrics.imagesPerSecondTotal.mean, spread: result.metrics.imagesPerSecondTotal.ci95 }
-      : { value: result.metrics.peakBusbwGbps, spread: 0 };
+    return { value: headlineValue(record)!, spread: result.job === "train" ? result.metrics.imagesPerSecondTotal.ci95 : 0 };
   });
   if (values.length > 1) {
     const interval = meanWithInterval(values.map(({ value }) => value));

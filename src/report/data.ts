@@ -5,19 +5,18 @@
  */
 import { launcherOf } from "../launchers/index.ts";
 import {
-  efficiencyCeiling, isReduction, REDUCTIONS, meanWithInterval, reductionLowerBoundSeconds, type EfficiencyCeiling, type Reduction,
+  efficiencyCeiling, isReduction, REDUCTIONS, meanWithInterval, reductionLowerBoundSeconds, type EfficiencyCeiling, type MeanWithInterval, type Reduction,
 } from "../results/cost-model.ts";
 import { fitAlphaBeta, predictTrainingStep, type AlphaBetaFit } from "../results/comm-model.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import type { AllReduceResult, TrainResult } from "../results/worker-result.ts";
 
-/** A measurement over repeats. */
-export interface Interval {
-  readonly mean: number;
-  /** Half-width of the 95% confidence interval of the mean over the n repeats (Student's t); 0 when n is 1. */
-  readonly halfWidth95: number;
-  /** Repeats behind the mean. */
-  readonly n: number;
+/**
+ * A measurement over repeats: the mean with the half-width of its 95% interval (Student's t over the n repeats;
+ * 0 when n is 1), the median and the coefficient of variation (null for one repeat), as results/cost-model.ts's
+ * meanWithInterval computes them.
+ */
+export interface Interval extends MeanWithInterval {
   /**
    * Only for one repeat of a training run: the worker's 1.96 × std of its per-iteration throughput. A spread
    * that says how steady the run was, not how precisely the mean is known.
@@ -423,7 +422,7 @@ function repeatsInterval(repeats: readonly TrainRecord[]): Interval {
   const totals = repeats.map((record) => record.result.metrics.imagesPerSecondTotal);
   if (totals.length > 1) return meanWithInterval(totals.map((total) => total.mean));
   // The worker calls its spread ci95 (ringlab.result/v1); see worker-result.ts.
-  return { mean: totals[0]!.mean, halfWidth95: 0, n: 1, iterationSpread95: totals[0]!.ci95 };
+  return { ...meanWithInterval([totals[0]!.mean]), iterationSpread95: totals[0]!.ci95 };
 }
 
 function probeSeries(records: readonly ProbeRecord[]): ProbeSeries[] {

@@ -8,6 +8,7 @@ import { resultsLayout } from "../results/layout.ts";
 import type { RunRecord } from "../results/record.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import { reportData, reportMeta } from "./data.ts";
+import { reportFlags } from "./flags.ts";
 import { renderHtml, renderMarkdown } from "./render.ts";
 
 export interface WriteReportOptions {
@@ -26,11 +27,12 @@ export async function writeReport(resultsDir: string, records: readonly RunRecor
     });
   }
   const data = reportData(records);
+  const flags = reportFlags(data, records);
   const meta = reportMeta(records, options.generatedAt ?? new Date(), options.leftOut ?? []);
   // Vega is loaded only when a report is drawn: it is most of a CLI start's import time otherwise.
   const { renderCharts } = await import("./charts.ts");
   const svgs = await renderCharts(data);
-  writeFileAtomic(layout.reportHtml, renderHtml(data, svgs, meta));
-  writeFileAtomic(layout.reportMarkdown, renderMarkdown(data, meta));
+  writeFileAtomic(layout.reportHtml, renderHtml(data, svgs, meta, flags));
+  writeFileAtomic(layout.reportMarkdown, renderMarkdown(data, meta, flags));
   return { html: layout.reportHtml, markdown: layout.reportMarkdown };
 }

@@ -6,14 +6,19 @@ import type { ChartSvgs } from "./charts.ts";
 import { probeLinkLabel, type BandwidthSeries, type FailedRun, type Interval, type ProbeSeries, type RealDataRun, type ReportData, type ReportMeta, type ScalingPoint, type TrainingConfig } from "./data.ts";
 import { formatBytes } from "../util/format.ts";
 import { comparisons, ratios, verdict } from "./comparisons.ts";
+import {
+  FASTER_LINK_DROP, flagKindName, flagKindsOf, flagTally, OUTLIER_FENCE_IQRS, OUTLIER_MIN_REPEATS, PROBE_LINK_MARGIN, WIDE_INTERVAL_SHARE, type Flag,
+} from "./flags.ts";
 import { escapeHtml, htmlTable, markdownText, PAGE_STYLE, percent, readableSpan, readableTime } from "./text.ts";
 
 export { markdownText };
 
 const NOT_AVAILABLE = "n/a";
-const PLUS_MINUS_NOTE = "± is the 95% confidence interval of the mean over repeats; a single repeat shows its spread over iterations (1.96 × std) instead.";
+const PLUS_MINUS_NOTE = "± is the 95% confidence interval of the mean (95 % interval: Student's t over repeats); a single repeat shows its spread over iterations (1.96 × std) instead. " +
+  "n: repeats; CV: coefficient of variation, sample standard deviation / mean (n/a for one repeat); ⚑: a flag (see Flags).";
 
-export function renderHtml(data: ReportData, svgs: ChartSvgs, meta: ReportMeta): string {
+/** `flags`: reportFlags(data, records), listed in their own section and marked beside the points they concern. */
+export function renderHtml(data: ReportData, svgs: ChartSvgs, meta: ReportMeta, flags: readonly Flag[]): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -29,12 +34,13 @@ export function renderHtml(data: ReportData, svgs: ChartSvgs, meta: ReportMeta):
 <p>Runs ${escapeHtml(runSpanText(meta))} · report generated ${escapeHtml(readableTime(meta.generatedAt))}</p>
 ${meta.sharedMachine ? `<p class="note">${escapeHtml(SHARED_MACHINE_NOTE)}</p>` : ""}
 ${leftOutNote(meta.leftOut)}
-<p class="counts">${escapeHtml(runCountsText(data))}</p>
+<p class="counts">${escapeHtml(runCountsText(data, flags))}</p>
 </header>
-${trainingSection(data, svgs)}
+${flagsSection(flags)}
+${trainingSection(data, svgs, flags)}
 ${realDataSection(data.realData)}
 ${comparisonsSection(data)}
-${probeSection(data, svgs)}
+${probeSection(data, svgs, flags)}
 ${modelSection(data, svgs)}
 ${failuresSection(data.failures)}
 ${HOW_TO_READ}
@@ -43,14 +49,15 @@ ${HOW_TO_READ}
 `;
 }
 
-export function renderMarkdown(data: ReportData, meta: ReportMeta): string {
+export function renderMarkdown(data: ReportData, meta: ReportMeta, flags: readonly Flag[]): string {
   const lines = [
     `# ringlab report: ${markdownText(meta.campaign)}`,
     "",
-    `Testbed ${markdownText(meta.testbed)}; ${markdownText(quotaText(meta))}; runs ${markdownText(runSpanText(meta))}. ${runCountsText(data)}. Charts and every number: report.html.`,
+    `Testbed ${markdownText(meta.testbed)}; ${markdownText(quotaText(meta))}; runs ${markdownText(runSpanText(meta))}. ${runCountsText(data, flags)}. Charts and every number: report.html.`,
     ...(meta.sharedMachine ? ["", `> ${SHARED_MACHINE_NOTE}`] : []),
     ...markdownLeftOut(meta.leftOut),
-    ...markdownTraining(data.training),
+    ...markdownFlags(flags),
+    ...markdownTraining(data.training, flags),
     ...markdownRealData(data.realData),
     ...markdownComparisons(data),
     ...markdownProbes(data.probes),
@@ -60,20 +67,22 @@ export function renderMarkdown(data: ReportData, meta: ReportMeta): string {
   return `${lines.join("\n")}\n`;
 }
 
-function markdownTraining(training: readonly TrainingConfig[]): string[] {
+function markdownTraining(training: readonly TrainingConfig[], flags: readonly Flag[]): string[] {
   if (training.length === 0) return [];
   const lines = ["", "## Training at the largest node count", "",
-    "| Configuration | Link | Nodes | Throughput (img/s) | Ideal (img/s) | Scaling efficiency | Ceiling, no overlap – perfect overlap |",
-    "|---|---|---:|---:|---:|---:|---:|"];
+    "| Configuration | Link | Nodes | Throughput (img/s, mean ± 95%) | n | Median (img/s) | CV | Ideal (img/s) | Scaling efficiency | Ceiling, no overlap – perfect overlap |",
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"];
   for (const config of training) {
     const label = markdownText(config.label);
+    if (config.baseline !== null) {
+      const throughput = config.baseline.imagesPerSecond;
+      const link = config.series.length === 0 ? "(one node only)" : "none (baseline)";
+      lines.push(`| ${label} | ${link} | 1 | ${variabilityCells(throughput, 1).join(" | ")} | ${throughput.mean.toFixed(1)} | ${percent(1)}${flagMark(flags, config.baseline.runIds)} | ${NOT_AVAILABLE} |`);
+    }
     for (const series of config.series) {
       const point = series.points[series.points.length - 1];
       if (point === undefined) continue;
-      lines.push(`| ${label} | ${markdownText(series.bandwidth)} | ${point.nodes} | ${interval(point.imagesPerSecond, 1)} | ${optional(point.idealImagesPerSecond, (v) => v.toFixed(1))} | ${optional(point.scalingEfficiency, percent)} | ${ceilingText(point)} |`);
-    }
-    if (config.series.length === 0 && config.baseline !== null) {
-      lines.push(`| ${label} | (one node only) | 1 | ${interval(config.baseline.imagesPerSecond, 1)} | ${NOT_AVAILABLE} | ${NOT_AVAILABLE} | ${NOT_AVAILABLE} |`);
+      lines.push(`| ${label} | ${markdownText(series.bandwidth)} | ${point.nodes} | ${variabilityCells(point.imagesPerSecond, 1).join(" | ")} | ${optional(point.idealImagesPerSecond, (v) => v.toFixed(1))} | ${optional(point.scalingEfficiency, percent)}${flagMark(flags, point.runIds)} | ${ceilingText(point)} |`);
     }
   }
   lines.push("", PLUS_MINUS_NOTE);
@@ -82,6 +91,37 @@ function markdownTraining(training: readonly TrainingConfig[]): string[] {
     lines.push("", `No single-node run, so no efficiency for: ${withoutBaseline.map((config) => markdownText(config.label)).join("; ")}.`);
   }
   return lines;
+}
+
+/** " ⚑ wide interval, machine busy" after a cell whose runs are flagged; nothing otherwise. Plain text, safe in both pages. */
+function flagMark(flags: readonly Flag[], runIds: readonly string[]): string {
+  const kinds = flagKindsOf(flags, runIds);
+  return kinds.length === 0 ? "" : ` ⚑ ${kinds.map(flagKindName).join(", ")}`;
+}
+
+/** The same in HTML, coloured as a flag and on its own line, so the efficiency column stays narrow. */
+function htmlFlagMark(flags: readonly Flag[], runIds: readonly string[]): string {
+  const mark = flagMark(flags, runIds);
+  return mark === "" ? "" : `<br><span class="flag">${escapeHtml(mark.trim())}</span>`;
+}
+
+function markdownFlags(flags: readonly Flag[]): string[] {
+  const lines = ["", "## Flags", ""];
+  if (flags.length === 0) return [...lines, "None: no value is above what is possible or beyond the limits in report.html's \"How to read this\"."];
+  return [...lines, ...flags.map((flag) => `- ⚑ ${flagKindName(flag.kind)}: ${markdownText(flag.subject)}: ${markdownText(flag.reason)}`)];
+}
+
+function flagsSection(flags: readonly Flag[]): string {
+  if (flags.length === 0) return `<section id="flags"><h2>Flags</h2><p>None: no value is above what is possible or beyond the limits in "How to read this".</p></section>`;
+  const items = flags.map((flag) => `<li><span class="flag">⚑ ${escapeHtml(flagKindName(flag.kind))}</span> · <b>${escapeHtml(flag.subject)}</b>: ${escapeHtml(flag.reason)}` +
+    `<br><span class="runs">runs: ${flag.runIds.map((id) => `<code>${escapeHtml(id)}</code>`).join(", ")}</span></li>`);
+  return `<section id="flags">
+<h2>Flags (${flags.length}: ${escapeHtml(flagTally(flags))})</h2>
+<p>Values that are impossible beyond their noise, or suspicious: each is marked ⚑ beside its point in the tables below. The rules are under "How to read this".</p>
+<ul class="flags">
+${items.join("\n")}
+</ul>
+</section>`;
 }
 
 function markdownProbes(probes: readonly ProbeSeries[]): string[] {
@@ -133,16 +173,17 @@ function quotaText(meta: ReportMeta): string {
     : `workers limited to ${quotas} CPU cores per node (runs differ: compare within one quota)`;
 }
 
-function runCountsText(data: ReportData): string {
+function runCountsText(data: ReportData, flags: readonly Flag[]): string {
   const { total, ok, failed, doneAgain } = data.runCounts;
-  return `${total} runs: ${ok} ok, ${failed} failed${doneAgain > 0 ? `; ${doneAgain} took more than one attempt` : ""}`;
+  const flagged = flags.length === 0 ? "" : `; ${flags.length} flagged (see Flags)`;
+  return `${total} runs: ${ok} ok, ${failed} failed${doneAgain > 0 ? `; ${doneAgain} took more than one attempt` : ""}${flagged}`;
 }
 
 function attemptsText(attempts: number): string {
   return attempts === 1 ? "1 attempt" : `${attempts} attempts`;
 }
 
-function trainingSection(data: ReportData, svgs: ChartSvgs): string {
+function trainingSection(data: ReportData, svgs: ChartSvgs, flags: readonly Flag[]): string {
   if (data.training.length === 0) {
     const why = data.realData.some((run) => run.nodesAtEnd < run.nodesAtStart)
       ? "No training run to draw a scaling curve from: a run that lost a node ran at two node counts (see Real data and time to train)."
@@ -153,36 +194,36 @@ function trainingSection(data: ReportData, svgs: ChartSvgs): string {
 <h2>Training throughput and scaling efficiency</h2>
 ${figure(svgs.throughput, CAPTIONS.throughput)}
 ${figure(svgs.efficiency, CAPTIONS.efficiency)}
-${data.training.map(trainingTable).join("\n")}
+${data.training.map((config) => trainingTable(config, flags)).join("\n")}
 </section>`;
 }
 
 const TRAINING_COLUMNS = [
-  "Link", "Nodes", "Workers", "Repeats", "Throughput (img/s, ± 95% CI)", "Ideal (img/s)", "Scaling efficiency",
+  "Link", "Nodes", "Workers", "Throughput (img/s, mean ± 95% CI)", "n", "Median (img/s)", "CV", "Ideal (img/s)", "Scaling efficiency",
   "t<sub>c</sub> compute/step (s)", "t<sub>ar</sub> lower bound (s)", "Ceiling, no overlap", "Ceiling, perfect overlap",
   "Throughput ceiling (img/s, no overlap – perfect overlap)",
 ];
 
-function trainingTable(config: TrainingConfig): string {
+function trainingTable(config: TrainingConfig, flags: readonly Flag[]): string {
   const rows: string[][] = [];
   if (config.baseline === null) {
-    rows.push(["none", "1", "", "", `<em>no single-node run: no ideal, no efficiency</em>`, ...Array<string>(7).fill(NOT_AVAILABLE)]);
+    rows.push(["none", "1", "", `<em>no single-node run: no ideal, no efficiency</em>`, "", "", "", ...Array<string>(7).fill(NOT_AVAILABLE)]);
   } else {
-    const { imagesPerSecond, imagesPerSecondPerWorker, workers } = config.baseline;
+    const { imagesPerSecond, imagesPerSecondPerWorker, workers, runIds } = config.baseline;
     // The baseline is the ideal by definition; nothing crosses the network, so the cost model has nothing to bound.
-    rows.push(["none (baseline)", "1", String(workers), String(imagesPerSecond.n), interval(imagesPerSecond, 1), imagesPerSecond.mean.toFixed(1), percent(1),
+    rows.push(["none (baseline)", "1", String(workers), ...variabilityCells(imagesPerSecond, 1), imagesPerSecond.mean.toFixed(1), `${percent(1)}${htmlFlagMark(flags, runIds)}`,
       seconds(config.batchSize / imagesPerSecondPerWorker), "0", percent(1), percent(1), imagesPerSecond.mean.toFixed(1)]);
   }
-  for (const series of config.series) rows.push(...series.points.map((point) => trainingRow(series, point)));
+  for (const series of config.series) rows.push(...series.points.map((point) => trainingRow(series, point, flags)));
   return `<h3>${escapeHtml(config.label)}</h3>\n${table(TRAINING_COLUMNS, rows)}`;
 }
 
-function trainingRow(series: BandwidthSeries, point: ScalingPoint): string[] {
+function trainingRow(series: BandwidthSeries, point: ScalingPoint, flags: readonly Flag[]): string[] {
   const throughputCeiling = point.throughputCeiling === null ? NOT_AVAILABLE
     : `${point.throughputCeiling.noOverlap.toFixed(1)} – ${point.throughputCeiling.perfectOverlap.toFixed(1)}`;
   return [
-    escapeHtml(series.bandwidth), String(point.nodes), String(point.workers), String(point.imagesPerSecond.n),
-    interval(point.imagesPerSecond, 1), optional(point.idealImagesPerSecond, (v) => v.toFixed(1)), optional(point.scalingEfficiency, percent),
+    escapeHtml(series.bandwidth), String(point.nodes), String(point.workers), ...variabilityCells(point.imagesPerSecond, 1),
+    optional(point.idealImagesPerSecond, (v) => v.toFixed(1)), `${optional(point.scalingEfficiency, percent)}${htmlFlagMark(flags, point.runIds)}`,
     optional(point.computeSecondsPerStep, seconds), optional(point.allReduceLowerBoundSeconds, seconds),
     optional(point.efficiencyCeiling?.noOverlap ?? null, percent), optional(point.efficiencyCeiling?.perfectOverlap ?? null, percent),
     throughputCeiling,
@@ -218,22 +259,23 @@ function markdownComparisons(data: ReportData): string[] {
   return ["", "## Comparisons", "", ...found.map((comparison) => `- ${COMPARISON_TITLES[comparison.kind]}, ${markdownText(comparison.context)}: ${markdownText(verdict(comparison))}`)];
 }
 
-function probeSection(data: ReportData, svgs: ChartSvgs): string {
+function probeSection(data: ReportData, svgs: ChartSvgs, flags: readonly Flag[]): string {
   if (data.probes.length === 0) return `<section id="probe"><h2>All-reduce probe</h2><p>No successful all-reduce probe.</p></section>`;
   return `<section id="probe">
 <h2>All-reduce probe</h2>
 ${figure(svgs.busBandwidth, CAPTIONS.busBandwidth)}
-${data.probes.map(probeTable).join("\n")}
+${data.probes.map((probe) => probeTable(probe, flags)).join("\n")}
 </section>`;
 }
 
-function probeTable(probe: ProbeSeries): string {
+function probeTable(probe: ProbeSeries, flags: readonly Flag[]): string {
   const link = probe.linkGbps === null ? "unlimited link" : `link ${gbps(probe.linkGbps)} Gbit/s`;
   const share = probe.largestSizeLinkFraction === null ? "" : `; bus bandwidth at the largest size is ${percent(probe.largestSizeLinkFraction)} of the link`;
   const rows = probe.rows.map((row) => [
     formatBytes(row.sizeBytes), interval(row.busBandwidthGbps, 3), gbps(row.algorithmBandwidthGbps), seconds(row.timeSeconds), String(row.wrong),
   ]);
-  return `<h3>${escapeHtml(probeLinkLabel(probe))}, ${probe.nodes} nodes (${probe.workers} ranks, ${probe.runIds.length} ${probe.runIds.length === 1 ? "repeat" : "repeats"})</h3>
+  const mark = flagMark(flags, probe.runIds);
+  return `<h3>${escapeHtml(probeLinkLabel(probe))}, ${probe.nodes} nodes (${probe.workers} ranks, ${probe.runIds.length} ${probe.runIds.length === 1 ? "repeat" : "repeats"})${mark === "" ? "" : ` <span class="flag">${escapeHtml(mark.trim())}</span>`}</h3>
 <p>${escapeHtml(link)}${share}.</p>
 ${table(["Message size", "Bus bandwidth (Gbit/s, ± 95% CI)", "Algorithm bandwidth (Gbit/s)", "Time (s)", "Wrong"], rows)}`;
 }
@@ -335,7 +377,9 @@ const HOW_TO_READ = `<section id="how-to-read">
 <li><b>t<sub>ar</sub></b> is the ring all-reduce lower bound for the gradients (S bytes, halved with fp16 all-reduce) over N ranks on links of B bytes/s: t<sub>ar</sub> ≥ 2(N-1)/N · S/B (Patarasuk &amp; Yuan 2009); with P processes on each of N nodes, a ring of W = N·P ranks gives 2(W-1)/W · S/B. A sharded parameter server's links carry 2(N-1)/N · P · S, t<sub>ar</sub> ≥ 2(N-1)/N · P · S/B (as the ring when P = 1). A central parameter server's link carries the other nodes' (N-1)·P gradients back; ringlab shapes each node's egress only, so the gradients going in are bounded by the senders' links and t<sub>ar</sub> ≥ N·P · S/B (2(N-1)·P · S/B on a full-duplex link of B each way). Processes of one node exchange inside it, at no cost here. An unlimited link gives no bound (n/a).</li>
 <li>The <b>efficiency ceiling</b> is t<sub>c</sub> / (t<sub>c</sub> + t<sub>ar</sub>) when communication and compute take turns (no overlap) and min(1, t<sub>c</sub> / t<sub>ar</sub>) when the all-reduce hides behind compute (perfect overlap). A measurement above the no-overlap ceiling shows overlap at work; one below it points at more than bandwidth (latency, a slow collective, stragglers).</li>
 <li>The probe reports nccl-tests' bandwidths: algbw = S / t and <b>busbw = algbw · 2(N-1)/N</b>, which is comparable with the link rate whatever N is. TCP over MTU 1500 carries about 94–96% of the line rate.</li>
-<li>± is the half-width of the 95% confidence interval of the mean over repeats (Student's t). One repeat has no such interval: "(± x over iterations)" is that run's spread instead, 1.96 × the standard deviation of its per-iteration throughput, which says how steady the run was, not how precisely the mean is known. Chart error bars show the same.</li>
+<li>± is the half-width of the 95% confidence interval of the mean over repeats (95 % interval: Student's t over repeats). One repeat has no such interval: "(± x over iterations)" is that run's spread instead, 1.96 × the standard deviation of its per-iteration throughput, which says how steady the run was, not how precisely the mean is known. Chart error bars show the same.</li>
+<li><b>n</b> is the repeats behind a number, the <b>median</b> their middle value (one slow repeat moves the mean, not the median), and <b>CV</b> the coefficient of variation, the repeats' sample standard deviation / their mean (n/a for one repeat).</li>
+<li><b>Flags</b> (⚑) mark values to check before trusting them. <i>Efficiency above ideal</i>: above 100% by more than its 95% interval, which the delta method gives from the point's ± and the baseline's (their relative half-widths in quadrature). <i>Probe above link</i>: bus bandwidth above the link rate by more than its 95% interval plus ${Math.round(PROBE_LINK_MARGIN * 100)}%. <i>Outlier repeat</i>: a repeat more than ${OUTLIER_FENCE_IQRS} interquartile ranges outside the quartiles of the other repeats (Tukey's far-out fence), judged from ${OUTLIER_MIN_REPEATS} repeats on; fewer are not judged. <i>Wide interval</i>: a 95% interval wider in full than ${Math.round(WIDE_INTERVAL_SHARE * 100)}% of the mean. <i>Faster link slower</i>: the same point on a faster link (unlimited the fastest) clearly slower, the two intervals apart, or by more than ${Math.round(FASTER_LINK_DROP * 100)}% where one side has no noise estimate. <i>Machine busy</i>: the run's record says other work took more of the machine than its threshold while it ran (local testbed).</li>
 </ul>
 </section>`;
 
@@ -368,6 +412,11 @@ function table(columns: readonly string[], rows: readonly (readonly string[])[])
 
 function ceilingText(point: ScalingPoint): string {
   return point.efficiencyCeiling === null ? NOT_AVAILABLE : `${percent(point.efficiencyCeiling.noOverlap)} – ${percent(point.efficiencyCeiling.perfectOverlap)}`;
+}
+
+/** The throughput, its repeats, median and coefficient of variation: the cells every training table puts side by side. */
+function variabilityCells(value: Interval, digits: number): string[] {
+  return [interval(value, digits), String(value.n), value.median.toFixed(digits), optional(value.coefficientOfVariation, percent)];
 }
 
 /** Over repeats: the confidence interval; one repeat: its spread over iterations, labelled as such. */

@@ -68,4 +68,7 @@ th { background: #f3f3f3; }
 td:first-child, th:first-child { text-align: left; }
 pre { margin: 0; white-space: pre-wrap; text-align: left; max-width: 50rem; }
 .flag { color: #b00020; font-weight: 600; }
+ul.flags li { margin: 0.4rem 0; }
+ul.flags .runs { color: #555; font-size: 0.85rem; }
+ul.flags code { overflow-wrap: anywhere; }
 `;

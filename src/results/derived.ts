@@ -1,8 +1,10 @@
 /**
  * Files derived from the run records, for tools other than ringlab: `runs.jsonl` (one record per line) and
- * `summary.csv` (one row per run), both from the latest attempt of every run, rewritten whole after each run.
+ * `summary.csv` (one row per run, with its configuration's statistics over repeats beside it), both from the
+ * latest attempt of every run, rewritten whole after each run.
  */
 import { writeFileAtomic } from "../util/fs.ts";
+import { meanWithInterval, type MeanWithInterval } from "./cost-model.ts";
 import type { ResultsLayout } from "./layout.ts";
 import { latestAttempts, type LatestAttempt, type RunRecord } from "./record.ts";
 
@@ -20,15 +22,50 @@ export const SUMMARY_COLUMNS = [
   "run_id", "status", "attempts", "job", "nodes", "bandwidth", "model", "batch_size", "repeat", "workers",
   "images_per_second_total", "images_per_second_total_spread95", "images_per_second_per_worker",
   "peak_busbw_gbps", "wall_seconds", "benchmark_seconds", "error",
+  // The run's configuration over its successful repeats (see configurationKey), the same on each of its rows.
+  "repeats", "images_per_second_total_mean", "images_per_second_total_median",
+  "images_per_second_total_ci95_low", "images_per_second_total_ci95_high",
+  "peak_busbw_gbps_mean", "peak_busbw_gbps_median", "peak_busbw_gbps_ci95_low", "peak_busbw_gbps_ci95_high", "cv",
 ] as const;
+
+/**
+ * What makes runs repeats of one another: every parameter but the repeat number, as the report groups them
+ * (the CPU quota and the launcher are not part of it there either).
+ */
+export function configurationKey(record: RunRecord): string {
+  const { job, model, batchSize, nodes, processesPerNode, bandwidth, knobs } = record.params;
+  const sortedKnobs = Object.entries(knobs).sort(([a], [b]) => a.localeCompare(b));
+  return JSON.stringify([job, model ?? null, batchSize ?? null, nodes, processesPerNode ?? 1, bandwidth, sortedKnobs]);
+}
+
+/** A successful run's headline number: total images/s for training, peak bus bandwidth for the probe; undefined otherwise. */
+export function headlineValue(record: RunRecord): number | undefined {
+  if (record.status !== "ok" || record.result === undefined) return undefined;
+  return record.result.job === "train" ? record.result.metrics.imagesPerSecondTotal.mean : record.result.metrics.peakBusbwGbps;
+}
+
+/** Mean, 95% interval (Student's t), median and CV of every configuration's successful repeats, by configurationKey. */
+export function configurationStatistics(runs: readonly LatestAttempt[]): Map<string, MeanWithInterval> {
+  const values = new Map<string, number[]>();
+  for (const { record } of runs) {
+    const value = headlineValue(record);
+    if (value === undefined) continue;
+    const key = configurationKey(record);
+    values.set(key, [...(values.get(key) ?? []), value]);
+  }
+  return new Map([...values].map(([key, samples]) => [key, meanWithInterval(samples)]));
+}
+
+type SummaryCells = Record<(typeof SUMMARY_COLUMNS)[number], string | number | undefined>;
 
 /** One row per run, its latest attempt. */
 export function summaryCsv(runs: readonly LatestAttempt[]): string {
+  const statistics = configurationStatistics(runs);
   const rows = runs.map(({ record, attempts }) => {
     const result = record.result;
     const train = result?.job === "train" ? result.metrics : undefined;
     const probe = result?.job === "allreduce" ? result.metrics : undefined;
-    const cells: Record<(typeof SUMMARY_COLUMNS)[number], string | number | undefined> = {
+    const cells: Partial<SummaryCells> = {
       run_id: record.runId, status: record.status, attempts, job: record.params.job, nodes: record.params.nodes,
       bandwidth: record.params.bandwidth ?? "", model: record.params.model, batch_size: record.params.batchSize,
       repeat: record.params.repeat, workers: result?.world.size,
@@ -37,10 +74,27 @@ export function summaryCsv(runs: readonly LatestAttempt[]): string {
       images_per_second_total_spread95: train?.imagesPerSecondTotal.ci95,
       images_per_second_per_worker: train?.imagesPerSecondPerWorker.mean, peak_busbw_gbps: probe?.peakBusbwGbps,
       wall_seconds: record.wallSeconds, benchmark_seconds: record.benchmarkSeconds, error: record.error,
+      ...configurationCells(record.params.job, statistics.get(configurationKey(record))),
     };
     return SUMMARY_COLUMNS.map((column) => csvCell(cells[column])).join(",");
   });
   return [SUMMARY_COLUMNS.join(","), ...rows].join("\n") + "\n";
+}
+
+/**
+ * The configuration's columns: the statistics go under the job's own measure (images/s for training, bus
+ * bandwidth for the probe). One repeat has no interval and no CV: those cells stay empty rather than claim a
+ * precision nobody measured; no successful repeat leaves every one empty but `repeats` (0).
+ */
+function configurationCells(job: RunRecord["params"]["job"], statistics: MeanWithInterval | undefined): Partial<SummaryCells> {
+  if (statistics === undefined) return { repeats: 0 };
+  const { mean, median, n } = statistics;
+  const low = n > 1 ? mean - statistics.halfWidth95 : undefined;
+  const high = n > 1 ? mean + statistics.halfWidth95 : undefined;
+  const shared = { repeats: n, cv: statistics.coefficientOfVariation ?? undefined };
+  return job === "train"
+    ? { ...shared, images_per_second_total_mean: mean, images_per_second_total_median: median, images_per_second_total_ci95_low: low, images_per_second_total_ci95_high: high }
+    : { ...shared, peak_busbw_gbps_mean: mean, peak_busbw_gbps_median: median, peak_busbw_gbps_ci95_low: low, peak_busbw_gbps_ci95_high: high };
 }
 
 /** RFC 4180 quoting; text a spreadsheet would run as a formula gets a leading `'` (OWASP's CSV injection advice). */

@@ -35,6 +35,22 @@ describe("reportData: training series", () => {
     expect(resnet50.baseline!.runIds).toEqual(["train-resnet50-b64-n1-r1", "train-resnet50-b64-n1-r2"]);
   });
 
+  it("gives every point and baseline its median and coefficient of variation (sample std / mean) over the repeats", () => {
+    // Baseline (100, 110): sample sd √50; 10gbit at 2 nodes (200, 206, 212): sample sd 6.
+    expect(resnet50.baseline!.imagesPerSecond.median).toBe(105);
+    expect(resnet50.baseline!.imagesPerSecond.coefficientOfVariation).toBeCloseTo(Math.sqrt(50) / 105, 12);
+    expect(point(resnet50, "10gbit", 2).imagesPerSecond.median).toBe(206);
+    expect(point(resnet50, "10gbit", 2).imagesPerSecond.coefficientOfVariation).toBeCloseTo(6 / 206, 12);
+    // One slow repeat of four drags the mean, not the median: (100, 101, 103, 120) has mean 106, median 102,
+    // deviations -6, -5, -3, 14, so sample variance 266 / 3 and a Student-t half-width with 3 degrees of freedom.
+    const skewed = reportData([100, 120, 101, 103].map((imagesPerSecond, i) => trainRecord({ nodes: 2, repeat: i + 1, imagesPerSecond })));
+    const throughput = skewed.training[0]!.series[0]!.points[0]!.imagesPerSecond;
+    expect(throughput.mean).toBe(106);
+    expect(throughput.median).toBe(102);
+    expect(throughput.coefficientOfVariation).toBeCloseTo(Math.sqrt(266 / 3) / 106, 12);
+    expect(throughput.halfWidth95).toBeCloseTo(3.182 * Math.sqrt(266 / 3) / 2, 9);
+  });
+
   it("gives one series per link, slowest first, each with its multi-node points in node order", () => {
     expect(resnet50.series.map((s) => s.bandwidth)).toEqual(["1gbit", "10gbit"]);
     expect(resnet50.series.map((s) => s.linkGbps)).toEqual([1, 10]);
@@ -65,7 +81,7 @@ describe("reportData: training series", () => {
   });
 
   it("has no interval for one repeat but keeps the worker's spread over iterations, and uses Student's t over three", () => {
-    expect(point(resnet50, "1gbit", 4).imagesPerSecond).toEqual({ mean: 200, halfWidth95: 0, n: 1, iterationSpread95: 8 });
+    expect(point(resnet50, "1gbit", 4).imagesPerSecond).toEqual({ mean: 200, halfWidth95: 0, n: 1, median: 200, coefficientOfVariation: null, iterationSpread95: 8 });
     const threeRepeats = point(resnet50, "10gbit", 2).imagesPerSecond;
     expect(threeRepeats.mean).toBe(206);
     // sd of (200, 206, 212) = 6
@@ -83,7 +99,7 @@ describe("reportData: training series", () => {
     const resnet152 = config(data.training, "resnet152 · batch 32");
     expect(resnet152.baseline).toBeNull();
     const twoNodes = point(resnet152, "1gbit", 2);
-    expect(twoNodes.imagesPerSecond).toEqual({ mean: 40, halfWidth95: 0, n: 1, iterationSpread95: 2 });
+    expect(twoNodes.imagesPerSecond).toEqual({ mean: 40, halfWidth95: 0, n: 1, median: 40, coefficientOfVariation: null, iterationSpread95: 2 });
     expect(twoNodes.idealImagesPerSecond).toBeNull();
     expect(twoNodes.scalingEfficiency).toBeNull();
     expect(twoNodes.computeSecondsPerStep).toBeNull();
@@ -266,8 +282,8 @@ describe("real data and time to train", () => {
     const data = reportData([{ ...real, result } as RunRecord]);
     expect(data.realData.map((run) => [run.nodesAtStart, run.nodesAtEnd, run.workers])).toEqual([[3, 2, 2]]);
     expect(data.training).toEqual([]); // no point of a scaling curve: it ran at 3 nodes and at 2
-    const page = renderMarkdown(data, reportMeta([{ ...real, result } as RunRecord], new Date()));
+    const page = renderMarkdown(data, reportMeta([{ ...real, result } as RunRecord], new Date()), []);
     expect(page).toContain("| 1 (lost 1 of 3 nodes, went on with 2) | 0 | 19.2 s |");
-    expect(renderHtml(data, {}, reportMeta([{ ...real, result } as RunRecord], new Date()))).toContain("No training run to draw a scaling curve from: a run that lost a node ran at two node counts");
+    expect(renderHtml(data, {}, reportMeta([{ ...real, result } as RunRecord], new Date()), [])).toContain("No training run to draw a scaling curve from: a run that lost a node ran at two node counts");
   });
 });

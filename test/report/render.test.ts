@@ -1,12 +1,14 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { renderCharts, type ChartSvgs } from "../../src/report/charts.ts";
 import { reportData, reportMeta, type ReportData, type ReportMeta } from "../../src/report/data.ts";
+import { reportFlags, type Flag } from "../../src/report/flags.ts";
 import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
 import { failedTrainRecord, probeRecord, scalingCampaign } from "./fixtures/records.ts";
 
 const records = scalingCampaign();
 const data: ReportData = reportData(records);
 const meta: ReportMeta = reportMeta(records, new Date("2025-05-03T12:00:00Z"));
+const flags: readonly Flag[] = reportFlags(data, records);
 
 /** The table row whose first cells are these, as the page shows it. */
 function rowStartingWith(html: string, ...cells: string[]): string {
@@ -34,7 +36,7 @@ describe("renderHtml", () => {
 
   beforeAll(async () => {
     svgs = await renderCharts(data);
-    html = renderHtml(data, svgs, meta);
+    html = renderHtml(data, svgs, meta, flags);
   });
 
   it("is one self-contained page: charts inline, no scripts, no external assets", () => {
@@ -58,11 +60,11 @@ describe("renderHtml", () => {
     const errorText = `${point.prediction!.errorPoints.noOverlap >= 0 ? "+" : "−"}${Math.abs(point.prediction!.errorPoints.noOverlap).toFixed(1)} pt`;
     expect(model).toContain(`<td>resnet50 · batch 64</td><td>1gbit</td><td>2</td><td>4</td>`);
     expect(model).toContain(`(${errorText})`);
-    expect(renderMarkdown(data, meta)).toContain("## Measured against the model fitted from the probe");
+    expect(renderMarkdown(data, meta, flags)).toContain("## Measured against the model fitted from the probe");
   });
 
   it("names the CPU quota per node in the header", () => {
-    expect(renderHtml(data, svgs, { ...meta, cpusPerNode: [0.5], sharedMachine: false })).toContain("Testbed lab (local) · every node's worker limited to 0.5 CPU cores");
+    expect(renderHtml(data, svgs, { ...meta, cpusPerNode: [0.5], sharedMachine: false }, [])).toContain("Testbed lab (local) · every node's worker limited to 0.5 CPU cores");
   });
 
   it("heads the page with campaign, testbed, dates and run counts", () => {
@@ -74,19 +76,50 @@ describe("renderHtml", () => {
 
   it("puts every training number next to its measurement, as the data computed it", () => {
     const resnet50 = sectionOf(html, "<h3>resnet50 · batch 64</h3>");
-    // Link, nodes, workers, repeats, throughput ± CI, ideal, efficiency, t_c, t_ar, ceilings, throughput ceiling
+    // Link, nodes, workers, throughput ± CI, n, median, CV, ideal, efficiency (and its flags), t_c, t_ar, ceilings, throughput ceiling.
+    // CV: (150, 160) sample sd √50 over 155; (200, 206, 212) sd 6 over 206; (100, 110) √50 over 105.
     expect(cellsOf(rowStartingWith(resnet50, "1gbit", "2"))).toEqual([
-      "1gbit", "2", "2", "2", "155.0 ± 63.5", "210.0", "73.8%", "0.610", "0.800", "43.2%", "76.2%", "90.8 – 160.0",
+      "1gbit", "2", "2", "155.0 ± 63.5", "2", "155.0", "4.6%", "210.0", `73.8%<br><span class="flag">⚑ wide interval</span>`,
+      "0.610", "0.800", "43.2%", "76.2%", "90.8 – 160.0",
     ]);
     expect(cellsOf(rowStartingWith(resnet50, "10gbit", "2"))).toEqual([
-      "10gbit", "2", "2", "3", "206.0 ± 14.9", "210.0", "98.1%", "0.610", "0.0800", "88.4%", "100.0%", "185.6 – 210.0",
+      "10gbit", "2", "2", "206.0 ± 14.9", "3", "206.0", "2.9%", "210.0", "98.1%", "0.610", "0.0800", "88.4%", "100.0%", "185.6 – 210.0",
     ]);
-    expect(cellsOf(rowStartingWith(resnet50, "none (baseline)", "1")).slice(0, 7)).toEqual(["none (baseline)", "1", "1", "2", "105.0 ± 63.5", "105.0", "100.0%"]);
+    expect(cellsOf(rowStartingWith(resnet50, "none (baseline)", "1")).slice(0, 9)).toEqual([
+      "none (baseline)", "1", "1", "105.0 ± 63.5", "2", "105.0", "6.7%", "105.0", `100.0%<br><span class="flag">⚑ wide interval</span>`,
+    ]);
+  });
+
+  it("lists the flags near the top with their reasons, and says so in the run counts", () => {
+    expect(html).toContain("14 runs: 13 ok, 1 failed; 2 flagged (see Flags)");
+    const section = html.slice(html.indexOf('<section id="flags">'), html.indexOf('<section id="training">'));
+    expect(section).toContain("<h2>Flags (2: 2 wide intervals)</h2>");
+    expect(section).toContain(`<li><span class="flag">⚑ wide interval</span> · <b>resnet50 · batch 64 · 1 node (baseline)</b>: the 95% interval of the mean, 105.0 ± 63.5 img/s over 2 repeats`);
+    expect(section).toContain("<code>train-resnet50-b64-n2-1gbit-r1</code>, <code>train-resnet50-b64-n2-1gbit-r2</code>");
+    expect(html.indexOf('<section id="flags">')).toBeLessThan(html.indexOf('<section id="training">'));
+  });
+
+  it("says there are no flags when there are none, and marks a flagged probe beside its heading", () => {
+    const clean = renderHtml(data, svgs, meta, []);
+    expect(clean).toContain(`<section id="flags"><h2>Flags</h2><p>None: `);
+    expect(clean).not.toContain("flagged (see Flags)");
+    expect(clean).not.toContain("⚑ wide interval");
+    const probeFlag = { kind: "probe-above-link" as const, subject: "all-reduce probe · 1gbit · 2 nodes", runIds: ["allreduce-n2-1gbit-r2"], reason: "r" };
+    expect(renderHtml(data, svgs, meta, [probeFlag])).toContain(`<h3>1gbit, 2 nodes (2 ranks, 2 repeats) <span class="flag">⚑ probe above link</span></h3>`);
+  });
+
+  it("explains each flag's rule with its threshold, and the interval as Student's t over repeats", () => {
+    const howToRead = html.slice(html.indexOf('<section id="how-to-read">'));
+    expect(howToRead).toContain("95 % interval: Student's t over repeats");
+    expect(howToRead).toContain("by more than its 95% interval plus 2%");
+    expect(howToRead).toContain("more than 3 interquartile ranges outside the quartiles of the other repeats (Tukey's far-out fence), judged from 4 repeats on");
+    expect(howToRead).toContain("wider in full than 20% of the mean");
+    expect(howToRead).toContain("by more than 10% where one side has no noise estimate");
   });
 
   it("says n/a where there is no baseline instead of inventing an efficiency", () => {
     const resnet152 = sectionOf(html, "<h3>resnet152 · batch 32</h3>");
-    expect(cellsOf(rowStartingWith(resnet152, "1gbit", "2"))).toEqual(["1gbit", "2", "2", "1", "40.0 (± 2.0 over iterations)", "n/a", "n/a", "n/a", "1.92", "n/a", "n/a", "n/a"]);
+    expect(cellsOf(rowStartingWith(resnet152, "1gbit", "2"))).toEqual(["1gbit", "2", "2", "40.0 (± 2.0 over iterations)", "1", "40.0", "n/a", "n/a", "n/a", "n/a", "1.92", "n/a", "n/a", "n/a"]);
     expect(html).not.toMatch(/NaN|Infinity/);
   });
 
@@ -98,7 +131,7 @@ describe("renderHtml", () => {
 
   it("says 1 repeat, not 1 repeats, for a probe run once", () => {
     const single = reportData([probeRecord({ nodes: 3, bandwidth: "1gbit", busbw: [[4096, 0.01], [67108864, 0.953]] })]);
-    expect(renderHtml(single, svgs, meta)).toContain("<h3>1gbit, 3 nodes (3 ranks, 1 repeat)</h3>");
+    expect(renderHtml(single, svgs, meta, [])).toContain("<h3>1gbit, 3 nodes (3 ranks, 1 repeat)</h3>");
   });
 
   it("lists failed runs with their error, escaped, and logs directory", () => {
@@ -114,7 +147,7 @@ describe("renderHtml", () => {
 
   it("still renders a page when every run failed", () => {
     const allFailed = reportData(records.filter((record) => record.status === "failed"));
-    const page = renderHtml(allFailed, {}, meta);
+    const page = renderHtml(allFailed, {}, meta, []);
     expect(page).toContain("No successful training run.");
     expect(page).toContain("Failed runs (1)");
     expect(page).not.toContain("<svg");
@@ -122,14 +155,25 @@ describe("renderHtml", () => {
 });
 
 describe("renderMarkdown", () => {
-  const markdown = renderMarkdown(data, meta);
+  const markdown = renderMarkdown(data, meta, flags);
 
   it("gives the headline per link at the largest node count", () => {
     expect(markdown).toContain("# ringlab report: scaling-test");
-    expect(markdown).toContain("14 runs: 13 ok, 1 failed");
-    expect(markdown).toContain("| resnet50 · batch 64 | 1gbit | 4 | 200.0 (± 8.0 over iterations) | 420.0 | 47.6% | 33.7% – 50.8% |");
-    expect(markdown).toContain("| resnet50 · batch 64 | 10gbit | 4 | 402.0 ± 25.4 | 420.0 | 95.7% | 83.6% – 100.0% |");
-    expect(markdown).toContain("| resnet152 · batch 32 | 1gbit | 2 | 40.0 (± 2.0 over iterations) | n/a | n/a | n/a |");
+    expect(markdown).toContain("14 runs: 13 ok, 1 failed; 2 flagged (see Flags)");
+    // Throughput, n, median, CV ((400, 404): sample sd 2√2 over 402), ideal, efficiency, ceilings.
+    expect(markdown).toContain("| resnet50 · batch 64 | 1gbit | 4 | 200.0 (± 8.0 over iterations) | 1 | 200.0 | n/a | 420.0 | 47.6% | 33.7% – 50.8% |");
+    expect(markdown).toContain("| resnet50 · batch 64 | 10gbit | 4 | 402.0 ± 25.4 | 2 | 402.0 | 0.7% | 420.0 | 95.7% | 83.6% – 100.0% |");
+    expect(markdown).toContain("| resnet152 · batch 32 | 1gbit | 2 | 40.0 (± 2.0 over iterations) | 1 | 40.0 | n/a | n/a | n/a | n/a |");
+  });
+
+  it("gives each configuration's single-node baseline a row, flagged where its interval is wide", () => {
+    expect(markdown).toContain("| resnet50 · batch 64 | none (baseline) | 1 | 105.0 ± 63.5 | 2 | 105.0 | 6.7% | 105.0 | 100.0% ⚑ wide interval | n/a |");
+  });
+
+  it("lists the flags with their reasons, or says none", () => {
+    expect(markdown).toContain("## Flags\n\n- ⚑ wide interval: resnet50 · batch 64 · 1 node (baseline): the 95% interval of the mean, 105.0 ± 63.5 img/s over 2 repeats (Student's t), is 121.0% of the mean wide");
+    expect(markdown).toMatch(/## Flags\n\n- .*\n- ⚑ wide interval: resnet50 · batch 64 · 1gbit · 2 nodes: /);
+    expect(renderMarkdown(data, meta, [])).toMatch(/## Flags\n\nNone: /);
   });
 
   it("summarises the probe against the link and lists the failed runs", () => {
@@ -138,17 +182,17 @@ describe("renderMarkdown", () => {
   });
 
   it("shows a single probe run without an interval it never measured", () => {
-    const single = renderMarkdown(reportData([probeRecord({ nodes: 3, bandwidth: "1gbit", busbw: [[4096, 0.01], [67108864, 0.953]] })]), meta);
+    const single = renderMarkdown(reportData([probeRecord({ nodes: 3, bandwidth: "1gbit", busbw: [[4096, 0.01], [67108864, 0.953]] })]), meta, []);
     expect(single).toContain("| 1gbit | 3 | 64 MiB | 0.953 | 95.3% |");
   });
 
   it("warns that local-testbed nodes share one machine's cores", () => {
     expect(markdown).toContain("> The local testbed's nodes are containers sharing one machine's CPU cores");
-    expect(renderMarkdown(reportData(records), { ...meta, sharedMachine: false })).not.toContain("sharing one machine's CPU cores");
+    expect(renderMarkdown(reportData(records), { ...meta, sharedMachine: false }, [])).not.toContain("sharing one machine's CPU cores");
   });
 
   it("says so when nothing failed", () => {
-    const clean = renderMarkdown(reportData(records.filter((record) => record.status === "ok")), meta);
+    const clean = renderMarkdown(reportData(records.filter((record) => record.status === "ok")), meta, []);
     expect(clean).toMatch(/## Failed runs\n\nNone\.\n$/);
   });
 });
@@ -162,18 +206,18 @@ describe("runs done more than once", () => {
   it("count once, with their latest attempt and how many attempts they had", async () => {
     const twiceData = reportData(twice);
     expect(twiceData.runCounts).toEqual({ total: 14, ok: 13, failed: 1, doneAgain: 1 });
-    const page = renderHtml(twiceData, {}, twiceMeta);
+    const page = renderHtml(twiceData, {}, twiceMeta, []);
     expect(cellsOf(rowStartingWith(page, "<code>train-resnet50-b64-n2-1gbit-r5</code>"))).toEqual([
       "<code>train-resnet50-b64-n2-1gbit-r5</code>", "2 attempts", "<pre>timed out again</pre>", "<code>logs/x/attempt-2</code>",
     ]);
     expect(page).not.toContain("peer gone");
-    expect(renderMarkdown(twiceData, twiceMeta)).toContain("- train-resnet50-b64-n2-1gbit-r5 (2 attempts): timed out again (logs: logs/x/attempt-2)");
+    expect(renderMarkdown(twiceData, twiceMeta, [])).toContain("- train-resnet50-b64-n2-1gbit-r5 (2 attempts): timed out again (logs: logs/x/attempt-2)");
   });
 });
 
 describe("text from records in report.md", () => {
   const hostile = [failedTrainRecord({ nodes: 2, bandwidth: "1gbit", model: "<b>m</b>|x", error: "<script>alert(1)</script> a|b & `c` *d*" })];
-  const markdown = renderMarkdown(reportData(hostile), reportMeta(hostile, new Date("2025-05-03T12:00:00Z")));
+  const markdown = renderMarkdown(reportData(hostile), reportMeta(hostile, new Date("2025-05-03T12:00:00Z")), []);
 
   it("passes no raw HTML and breaks no table row", () => {
     expect(markdown).not.toMatch(/<script|<b>/);
@@ -182,14 +226,14 @@ describe("text from records in report.md", () => {
   });
 
   it("names record files that were left out", () => {
-    const withLeftOut = renderMarkdown(reportData(records), { ...meta, leftOut: ["run record /r/runs/a.attempt-1.json is unreadable (<eof>)"] });
+    const withLeftOut = renderMarkdown(reportData(records), { ...meta, leftOut: ["run record /r/runs/a.attempt-1.json is unreadable (<eof>)"] }, []);
     expect(withLeftOut).toContain("> - run record /r/runs/a.attempt-1.json is unreadable (&lt;eof&gt;)");
-    expect(renderHtml(reportData(records), {}, { ...meta, leftOut: ["a <b>"] })).toContain("<li>a &lt;b&gt;</li>");
+    expect(renderHtml(reportData(records), {}, { ...meta, leftOut: ["a <b>"] }, [])).toContain("<li>a &lt;b&gt;</li>");
   });
 
   it("tells a confidence interval over repeats from one run's spread over iterations", () => {
-    expect(renderMarkdown(data, meta)).toContain("± is the 95% confidence interval of the mean over repeats");
-    expect(renderMarkdown(data, meta)).toContain("200.0 (± 8.0 over iterations)");
-    expect(renderMarkdown(data, meta)).toContain("402.0 ± 25.4");
+    expect(renderMarkdown(data, meta, flags)).toContain("± is the 95% confidence interval of the mean (95 % interval: Student's t over repeats)");
+    expect(renderMarkdown(data, meta, flags)).toContain("200.0 (± 8.0 over iterations)");
+    expect(renderMarkdown(data, meta, flags)).toContain("402.0 ± 25.4");
   });
 });

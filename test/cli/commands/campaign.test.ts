@@ -5,12 +5,12 @@ import { formatOutcome } from "../../../src/cli/commands/campaign.ts";
 
 const outcome: CampaignOutcome = {
   resultsDir: "/results/local-smoke", planned: 9, alreadyDone: 0, ok: 9, failed: 0, notRun: 0,
-  wallSeconds: 320, benchmarkSeconds: 172, upSeconds: 108, teardown: "done",
+  wallSeconds: 320, benchmarkSeconds: 172, upSeconds: 108, rerun: { runs: 0, stillBusy: 0 }, teardown: "done",
 };
 
 describe("the campaign's closing lines", () => {
   it("split the time into benchmark jobs, bringing the testbed up (a first campaign's image builds) and the rest", () => {
-    const lines = formatOutcome(outcome).split("\n");
+    const lines = formatOutcome(outcome, []).split("\n");
     expect(lines).toContain("time: 320 s");
     expect(lines).toContain("  172 s inside benchmark jobs (54 %)");
     expect(lines).toContain("  108 s bringing the testbed up (34 %; image builds or the cloud deploy included)");
@@ -19,8 +19,20 @@ describe("the campaign's closing lines", () => {
   });
 
   it("show nothing below zero when a campaign had nothing to run", () => {
-    const text = formatOutcome({ ...outcome, ok: 0, alreadyDone: 9, wallSeconds: 0.4, benchmarkSeconds: 0, upSeconds: 0, teardown: "not needed" });
+    const text = formatOutcome({ ...outcome, ok: 0, alreadyDone: 9, wallSeconds: 0.4, benchmarkSeconds: 0, upSeconds: 0, teardown: "not needed" }, []);
     expect(text).toMatch(/^ {2}0 s the rest of the orchestration \(100 %/m);
     expect(text).toContain("testbed: not needed");
+  });
+
+  it("say how many runs were done again because the machine was busy, and how many were busy again", () => {
+    expect(formatOutcome({ ...outcome, rerun: { runs: 2, stillBusy: 1 } }, []).split("\n")[1])
+      .toBe("2 runs done again because the machine was busy during them (1 busy again: find what else runs on this machine)");
+    expect(formatOutcome(outcome, [])).not.toMatch(/done again/);
+  });
+
+  it("count the report's flags by kind right under the runs, and say nothing of flags when there are none", () => {
+    const flagged = formatOutcome(outcome, [{ kind: "machine-busy" }, { kind: "efficiency-above-ideal" }, { kind: "wide-interval" }, { kind: "wide-interval" }]).split("\n");
+    expect(flagged[1]).toBe("4 flagged: 1 efficiency above ideal, 2 wide intervals, 1 machine busy (see report.md, Flags)");
+    expect(formatOutcome(outcome, [])).not.toMatch(/flagged/);
   });
 });
