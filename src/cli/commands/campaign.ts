@@ -4,6 +4,9 @@ import type { Command } from "commander";
 import { resultsDirFor, runCampaign, type CampaignOutcome } from "../../campaign/execute.ts";
 import { loadCampaignFile } from "../../config/load.ts";
 import { EXIT, UsageError } from "../../errors.ts";
+import { reportData } from "../../report/data.ts";
+import { flagTally, reportFlags, type Flag } from "../../report/flags.ts";
+import { ResultsStore } from "../../results/store.ts";
 import { resolveCpuQuota } from "../../testbed/cpu-quota.ts";
 import { resultsLockFile, withLock } from "../../testbed/lock.ts";
 import { withTestbedLock } from "../../testbed/testbed.ts";
@@ -17,7 +20,9 @@ export function registerCampaign(program: Command, host: CommandHost): void {
     .argument("<campaign>", "campaign YAML file (see campaigns/)")
     .option("--keep", "keep the testbed afterwards (default: the file's `keep`, normally false)")
     .option("--results <dir>", "results directory (default: the file's campaign.resultsDir, else results/<campaign file name>)", parseSafePath)
-    .action(host.action(async (file: string, options: { keep?: boolean; results?: string }, command: Command) => {
+    .option("--rerun-flagged", "also run again the runs of earlier invocations during which the machine was busy (flagged \"machine busy\" in the report)")
+    .option("--no-rerun-busy", "do not run again, at the end, the runs during which other work took more than 25 % of the machine (local testbed; default: once)")
+    .action(host.action(async (file: string, options: { keep?: boolean; results?: string; rerunFlagged?: boolean; rerunBusy: boolean }, command: Command) => {
       const campaign = loadCampaignFile(file);
       const machineCores = availableParallelism();
       // A quota the machine cannot give is bad input: refused (exit 2) before the testbed is touched.
@@ -29,20 +34,39 @@ export function registerCampaign(program: Command, host: CommandHost): void {
       // One campaign per testbed and per results folder: a second one would remove the first one's workers.
       const outcome = await withTestbedLock(ctx, campaign.testbed.name, () =>
         withLock(resultsLockFile(resultsDir), `results folder ${resultsDir}`, (m) => ctx.reporter.warn(m), () =>
-          runCampaign(ctx, campaign, { resultsDir, machineCores, ...(options.keep === undefined ? {} : { keep: options.keep }) })));
-      ctx.reporter.info(formatOutcome(outcome));
+          runCampaign(ctx, campaign, {
+            resultsDir, machineCores, rerunBusy: options.rerunBusy, redoBusy: options.rerunFlagged === true,
+            ...(options.keep === undefined ? {} : { keep: options.keep }),
+          })));
+      ctx.reporter.info(formatOutcome(outcome, flagsOf(outcome.resultsDir)));
       if (outcome.teardown === "failed") return EXIT.toolFailed;
       if (outcome.failed > 0 || outcome.notRun > 0) return EXIT.runsFailed;
     }));
 }
 
-/** The campaign's closing lines. Its time is split three ways, so that a first campaign's image builds (or a cloud deploy) do not read as overhead of every run. */
-export function formatOutcome(outcome: CampaignOutcome): string {
+/**
+ * The report's flags, from the records the campaign left in the results folder (the report was drawn from the
+ * same). A record file that cannot be read was named while the campaign ran, so it is left out quietly here.
+ */
+function flagsOf(resultsDir: string): Flag[] {
+  const records = ResultsStore.open(resultsDir, () => {}).records();
+  return reportFlags(reportData(records), records);
+}
+
+/**
+ * The campaign's closing lines. Its time is split three ways, so that a first campaign's image builds (or a cloud
+ * deploy) do not read as overhead of every run. The report's flags are counted by kind, so that nobody quotes a
+ * flagged number without having seen the flag; nothing is said when there are none.
+ */
+export function formatOutcome(outcome: CampaignOutcome, flags: readonly Pick<Flag, "kind">[]): string {
   const share = (seconds: number) => `${outcome.wallSeconds > 0 ? ((100 * seconds) / outcome.wallSeconds).toFixed(0) : 0} %`;
   const rest = Math.max(0, outcome.wallSeconds - outcome.benchmarkSeconds - outcome.upSeconds);
   return [
     `campaign finished: ${outcome.ok} ok, ${outcome.failed} failed, ${outcome.alreadyDone} already done` +
       `${outcome.notRun > 0 ? `, ${outcome.notRun} not run (a node was lost; rerun to do them)` : ""} (of ${outcome.planned})`,
+    ...(outcome.rerun.runs === 0 ? [] : [`${outcome.rerun.runs} run${outcome.rerun.runs === 1 ? "" : "s"} done again because the machine was busy during ${outcome.rerun.runs === 1 ? "it" : "them"}` +
+      `${outcome.rerun.stillBusy > 0 ? ` (${outcome.rerun.stillBusy} busy again: find what else runs on this machine)` : ""}`]),
+    ...(flags.length === 0 ? [] : [`${flags.length} flagged: ${flagTally(flags)} (see report.md, Flags)`]),
     `time: ${outcome.wallSeconds.toFixed(0)} s`,
     `  ${outcome.benchmarkSeconds.toFixed(0)} s inside benchmark jobs (${share(outcome.benchmarkSeconds)})`,
     `  ${outcome.upSeconds.toFixed(0)} s bringing the testbed up (${share(outcome.upSeconds)}; image builds or the cloud deploy included)`,
