@@ -81,7 +81,7 @@ describe("a campaign on the local testbed", { timeout: 25 * 60_000 }, () => {
 
     const jsonl = readFileSync(join(results, "runs.jsonl"), "utf8").trim().split("\n");
     expect(jsonl).toHaveLength(10);
-    expect(readFileSync(join(results, "summary.csv"), "utf8").trim().split("\n")).toHaveLength(10);
+    expect(readFileSync(join(results, "summary.csv"), "utf8").trim().split("\n")).toHaveLength(11);
     expect(readFileSync(join(results, "campaign.yaml"), "utf8")).toBe(readFileSync("campaigns/local-smoke.yaml", "utf8"));
     const html = readFileSync(join(results, "report.html"), "utf8");
     // Throughput, efficiency, bus bandwidth, and the probe's fitted model against the training measurements.
