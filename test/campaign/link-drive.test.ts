@@ -25,6 +25,15 @@ describe("links the CPU quota can drive", () => {
     expect(warnings[0]).toContain(`${fastest / 10}mbit and ${fastest}mbit`);
   });
 
+  it("warns about a rate the quota drives only just, where the miniature has missed the model by up to 19 points", () => {
+    // 3 Gbit/s under 0.5 cores: 86 % of the 3.5 Gbit/s they drive; 2 Gbit/s: 57 %.
+    const warnings = checkLinkDrive(plan("[1gbit, 2gbit, 3gbit]"), 0.5);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/^links shaped to 3gbit need 86 % of what a worker under 0.5 cores drives with Gloo \(about 3.5 Gbit\/s\)/);
+    expect(warnings[0]).toMatch(/Below 2.1 Gbit\/s no such loss has been measured/);
+    expect(checkLinkDrive(plan("3gbit"), 1)).toEqual([]);
+  });
+
   it("says nothing for rates the quota drives, for unlimited links, for single-node runs and without a quota (AWS)", () => {
     expect(checkLinkDrive(plan("[10mbit, 100mbit, unlimited]"), 0.5)).toEqual([]);
     expect(checkLinkDrive(plan("100gbit", "1"), 0.5)).toEqual([]);
