@@ -35,6 +35,8 @@ export interface Baseline {
   readonly imagesPerSecondPerWorker: number;
   readonly workers: number;
   readonly runIds: readonly string[];
+  /** The nodes' compute speed while the baseline ran (runCalibrationGflops over its repeats); null when no repeat has one. */
+  readonly calibrationGflops: Interval | null;
 }
 
 export interface ScalingPoint {
@@ -48,6 +50,14 @@ export interface ScalingPoint {
   /** workers × the baseline's throughput per worker (nodes × single-node throughput); null without a baseline. */
   readonly idealImagesPerSecond: number | null;
   readonly scalingEfficiency: number | null;
+  /** The nodes' compute speed while the point ran (runCalibrationGflops over its repeats); null when no repeat has one. */
+  readonly calibrationGflops: Interval | null;
+  /**
+   * The scaling efficiency with each side's throughput divided by the compute speed its nodes had: efficiency ×
+   * baseline calibration / point calibration. The machine's speed drifts over minutes and days (issue #34), so a
+   * baseline and a point measured at different moments compare two machines; null unless both have a calibration.
+   */
+  readonly driftCorrectedEfficiency: number | null;
   /** Compute time of one step, batch size / single-node per-worker throughput; null without a baseline. */
   readonly computeSecondsPerStep: number | null;
   /** Bytes each rank all-reduces per step (gradient bytes, halved when the gradients travel as fp16). */
@@ -343,6 +353,7 @@ function trainingConfigs(records: readonly TrainRecord[], fitFor: FitLookup): Tr
       imagesPerSecondPerWorker: meanWithInterval(singleNode.map((record) => record.result.metrics.imagesPerSecondPerWorker.mean)).mean,
       workers: singleNode[0]!.result.world.size,
       runIds: singleNode.map((record) => record.runId),
+      calibrationGflops: calibrationInterval(singleNode),
     };
     const scaled = group.filter((record) => !singleNode.includes(record));
     const series = [...groupBy(scaled, (record) => JSON.stringify([linkOf(record), processesOf(record)])).values()].map((runs) => {
@@ -382,10 +393,16 @@ function scalingPoint(repeats: readonly TrainRecord[], batchSize: number, baseli
   const computeSecondsPerStep = baseline === null ? null : batchSize / baseline.imagesPerSecondPerWorker;
   const ceiling = computeSecondsPerStep === null || allReduceLowerBoundSeconds === null
     ? null : efficiencyCeiling(computeSecondsPerStep, allReduceLowerBoundSeconds);
+  const scalingEfficiency = ideal === null ? null : imagesPerSecond.mean / ideal;
+  const calibrationGflops = calibrationInterval(repeats);
+  const baselineCalibration = baseline?.calibrationGflops ?? null;
   return {
     nodes: params.nodes, processesPerNode: placement.processesPerNode, workers, imagesPerSecond, runIds: repeats.map((record) => record.runId), reduction,
     idealImagesPerSecond: ideal,
-    scalingEfficiency: ideal === null ? null : imagesPerSecond.mean / ideal,
+    scalingEfficiency,
+    calibrationGflops,
+    driftCorrectedEfficiency: scalingEfficiency === null || calibrationGflops === null || baselineCalibration === null
+      ? null : scalingEfficiency * (baselineCalibration.mean / calibrationGflops.mean),
     computeSecondsPerStep, allReduceBytes, allReduceLowerBoundSeconds,
     efficiencyCeiling: ceiling,
     throughputCeiling: ceiling === null || ideal === null
@@ -423,6 +440,24 @@ function repeatsInterval(repeats: readonly TrainRecord[]): Interval {
   if (totals.length > 1) return meanWithInterval(totals.map((total) => total.mean));
   // The worker calls its spread ci95 (ringlab.result/v1); see worker-result.ts.
   return { ...meanWithInterval([totals[0]!.mean]), iterationSpread95: totals[0]!.ci95 };
+}
+
+/**
+ * A run's compute speed just before its job: the mean of its ranks' GFLOP/s at the worker's fixed fp32 matrix
+ * products (result.calibration); undefined for records older than the calibration, or one that timed none.
+ */
+export function runCalibrationGflops(record: RunRecord): number | undefined {
+  const perRank = record.result?.calibration?.computeGflops ?? [];
+  return perRank.length === 0 ? undefined : sum(perRank) / perRank.length;
+}
+
+/**
+ * The repeats' calibrations as an interval (Student's t over the runs that have one); null when none has. One run
+ * gets no spread: its ranks ran at once on the same machine, so their spread says nothing about the moment.
+ */
+function calibrationInterval(repeats: readonly RunRecord[]): Interval | null {
+  const perRun = repeats.flatMap((record) => runCalibrationGflops(record) ?? []);
+  return perRun.length === 0 ? null : meanWithInterval(perRun);
 }
 
 function probeSeries(records: readonly ProbeRecord[]): ProbeSeries[] {

@@ -287,3 +287,48 @@ describe("real data and time to train", () => {
     expect(renderHtml(data, {}, reportMeta([{ ...real, result } as RunRecord], new Date()), [])).toContain("No training run to draw a scaling curve from: a run that lost a node ran at two node counts");
   });
 });
+
+describe("reportData: the nodes' compute speed (calibration)", () => {
+  it("gives every point and baseline the mean over its runs of each run's mean GFLOP/s, with Student's t over the runs that have one", () => {
+    const data = reportData([
+      trainRecord({ nodes: 1, repeat: 1, imagesPerSecond: 100, computeGflops: [4.0] }),
+      trainRecord({ nodes: 1, repeat: 2, imagesPerSecond: 100, computeGflops: [3.8] }),
+      // Each run counts once, whatever its rank count: (3.6, 3.8) → 3.7 and (3.4, 3.6) → 3.5; the third predates the calibration.
+      trainRecord({ nodes: 2, repeat: 1, imagesPerSecond: 150, computeGflops: [3.6, 3.8] }),
+      trainRecord({ nodes: 2, repeat: 2, imagesPerSecond: 150, computeGflops: [3.4, 3.6] }),
+      trainRecord({ nodes: 2, repeat: 3, imagesPerSecond: 150 }),
+    ]);
+    const configuration = data.training[0]!;
+    // (4.0, 3.8) and (3.7, 3.5): sample sd 0.1·√2 each, standard error 0.1.
+    expect(configuration.baseline!.calibrationGflops!.mean).toBeCloseTo(3.9, 12);
+    expect(configuration.baseline!.calibrationGflops!.halfWidth95).toBeCloseTo(T1 * 0.1, 9);
+    const calibration = point(configuration, "1gbit", 2).calibrationGflops!;
+    expect(calibration.n).toBe(2);
+    expect(calibration.mean).toBeCloseTo(3.6, 12);
+    expect(calibration.halfWidth95).toBeCloseTo(T1 * 0.1, 9);
+  });
+
+  it("corrects the scaling efficiency by the baseline's compute speed over the point's", () => {
+    // Efficiency 150 / 200 = 0.75; the point's nodes computed at 3.2 GFLOP/s against the baseline's 4.0, so 0.75 · 4.0 / 3.2 = 0.9375.
+    const data = reportData([
+      trainRecord({ nodes: 1, imagesPerSecond: 100, computeGflops: [4.0] }),
+      trainRecord({ nodes: 2, imagesPerSecond: 150, computeGflops: [3.0, 3.4] }),
+    ]);
+    const twoNodes = point(data.training[0]!, "1gbit", 2);
+    expect(twoNodes.scalingEfficiency).toBeCloseTo(0.75, 12);
+    expect(twoNodes.driftCorrectedEfficiency).toBeCloseTo(0.9375, 12);
+  });
+
+  it("has no calibration and no corrected efficiency for records without one, on either side", () => {
+    const old = reportData(scalingCampaign());
+    const resnet50 = config(old.training, "resnet50 · batch 64");
+    expect(resnet50.baseline!.calibrationGflops).toBeNull();
+    expect(resnet50.series.flatMap((series) => series.points).map((p) => [p.calibrationGflops, p.driftCorrectedEfficiency]))
+      .toEqual([[null, null], [null, null], [null, null], [null, null]]);
+    const pointOnly = reportData([trainRecord({ nodes: 1, imagesPerSecond: 100 }), trainRecord({ nodes: 2, imagesPerSecond: 150, computeGflops: [3.0, 3.4] })]);
+    expect(point(pointOnly.training[0]!, "1gbit", 2).calibrationGflops!.mean).toBeCloseTo(3.2, 12);
+    expect(point(pointOnly.training[0]!, "1gbit", 2).driftCorrectedEfficiency).toBeNull();
+    const baselineOnly = reportData([trainRecord({ nodes: 1, imagesPerSecond: 100, computeGflops: [4.0] }), trainRecord({ nodes: 2, imagesPerSecond: 150 })]);
+    expect(point(baselineOnly.training[0]!, "1gbit", 2).driftCorrectedEfficiency).toBeNull();
+  });
+});

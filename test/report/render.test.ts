@@ -3,7 +3,7 @@ import { renderCharts, type ChartSvgs } from "../../src/report/charts.ts";
 import { reportData, reportMeta, type ReportData, type ReportMeta } from "../../src/report/data.ts";
 import { reportFlags, type Flag } from "../../src/report/flags.ts";
 import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
-import { failedTrainRecord, probeRecord, scalingCampaign } from "./fixtures/records.ts";
+import { failedTrainRecord, probeRecord, scalingCampaign, trainRecord } from "./fixtures/records.ts";
 
 const records = scalingCampaign();
 const data: ReportData = reportData(records);
@@ -76,17 +76,18 @@ describe("renderHtml", () => {
 
   it("puts every training number next to its measurement, as the data computed it", () => {
     const resnet50 = sectionOf(html, "<h3>resnet50 · batch 64</h3>");
-    // Link, nodes, workers, throughput ± CI, n, median, CV, ideal, efficiency (and its flags), t_c, t_ar, ceilings, throughput ceiling.
+    // Link, nodes, workers, throughput ± CI, n, median, CV, ideal, efficiency (and its flags), drift-corrected efficiency (n/a: the
+    // fixture's records predate the calibration), t_c, t_ar, ceilings, throughput ceiling.
     // CV: (150, 160) sample sd √50 over 155; (200, 206, 212) sd 6 over 206; (100, 110) √50 over 105.
     expect(cellsOf(rowStartingWith(resnet50, "1gbit", "2"))).toEqual([
-      "1gbit", "2", "2", "155.0 ± 63.5", "2", "155.0", "4.6%", "210.0", `73.8%<br><span class="flag">⚑ wide interval</span>`,
+      "1gbit", "2", "2", "155.0 ± 63.5", "2", "155.0", "4.6%", "210.0", `73.8%<br><span class="flag">⚑ wide interval</span>`, "n/a",
       "0.610", "0.800", "43.2%", "76.2%", "90.8 – 160.0",
     ]);
     expect(cellsOf(rowStartingWith(resnet50, "10gbit", "2"))).toEqual([
-      "10gbit", "2", "2", "206.0 ± 14.9", "3", "206.0", "2.9%", "210.0", "98.1%", "0.610", "0.0800", "88.4%", "100.0%", "185.6 – 210.0",
+      "10gbit", "2", "2", "206.0 ± 14.9", "3", "206.0", "2.9%", "210.0", "98.1%", "n/a", "0.610", "0.0800", "88.4%", "100.0%", "185.6 – 210.0",
     ]);
-    expect(cellsOf(rowStartingWith(resnet50, "none (baseline)", "1")).slice(0, 9)).toEqual([
-      "none (baseline)", "1", "1", "105.0 ± 63.5", "2", "105.0", "6.7%", "105.0", `100.0%<br><span class="flag">⚑ wide interval</span>`,
+    expect(cellsOf(rowStartingWith(resnet50, "none (baseline)", "1")).slice(0, 10)).toEqual([
+      "none (baseline)", "1", "1", "105.0 ± 63.5", "2", "105.0", "6.7%", "105.0", `100.0%<br><span class="flag">⚑ wide interval</span>`, "n/a",
     ]);
   });
 
@@ -119,7 +120,7 @@ describe("renderHtml", () => {
 
   it("says n/a where there is no baseline instead of inventing an efficiency", () => {
     const resnet152 = sectionOf(html, "<h3>resnet152 · batch 32</h3>");
-    expect(cellsOf(rowStartingWith(resnet152, "1gbit", "2"))).toEqual(["1gbit", "2", "2", "40.0 (± 2.0 over iterations)", "1", "40.0", "n/a", "n/a", "n/a", "n/a", "1.92", "n/a", "n/a", "n/a"]);
+    expect(cellsOf(rowStartingWith(resnet152, "1gbit", "2"))).toEqual(["1gbit", "2", "2", "40.0 (± 2.0 over iterations)", "1", "40.0", "n/a", "n/a", "n/a", "n/a", "n/a", "1.92", "n/a", "n/a", "n/a"]);
     expect(html).not.toMatch(/NaN|Infinity/);
   });
 
@@ -160,14 +161,14 @@ describe("renderMarkdown", () => {
   it("gives the headline per link at the largest node count", () => {
     expect(markdown).toContain("# ringlab report: scaling-test");
     expect(markdown).toContain("14 runs: 13 ok, 1 failed; 2 flagged (see Flags)");
-    // Throughput, n, median, CV ((400, 404): sample sd 2√2 over 402), ideal, efficiency, ceilings.
-    expect(markdown).toContain("| resnet50 · batch 64 | 1gbit | 4 | 200.0 (± 8.0 over iterations) | 1 | 200.0 | n/a | 420.0 | 47.6% | 33.7% – 50.8% |");
-    expect(markdown).toContain("| resnet50 · batch 64 | 10gbit | 4 | 402.0 ± 25.4 | 2 | 402.0 | 0.7% | 420.0 | 95.7% | 83.6% – 100.0% |");
-    expect(markdown).toContain("| resnet152 · batch 32 | 1gbit | 2 | 40.0 (± 2.0 over iterations) | 1 | 40.0 | n/a | n/a | n/a | n/a |");
+    // Throughput, n, median, CV ((400, 404): sample sd 2√2 over 402), ideal, efficiency, drift-corrected (no calibration: n/a), ceilings.
+    expect(markdown).toContain("| resnet50 · batch 64 | 1gbit | 4 | 200.0 (± 8.0 over iterations) | 1 | 200.0 | n/a | 420.0 | 47.6% | n/a | 33.7% – 50.8% |");
+    expect(markdown).toContain("| resnet50 · batch 64 | 10gbit | 4 | 402.0 ± 25.4 | 2 | 402.0 | 0.7% | 420.0 | 95.7% | n/a | 83.6% – 100.0% |");
+    expect(markdown).toContain("| resnet152 · batch 32 | 1gbit | 2 | 40.0 (± 2.0 over iterations) | 1 | 40.0 | n/a | n/a | n/a | n/a | n/a |");
   });
 
   it("gives each configuration's single-node baseline a row, flagged where its interval is wide", () => {
-    expect(markdown).toContain("| resnet50 · batch 64 | none (baseline) | 1 | 105.0 ± 63.5 | 2 | 105.0 | 6.7% | 105.0 | 100.0% ⚑ wide interval | n/a |");
+    expect(markdown).toContain("| resnet50 · batch 64 | none (baseline) | 1 | 105.0 ± 63.5 | 2 | 105.0 | 6.7% | 105.0 | 100.0% ⚑ wide interval | n/a | n/a |");
   });
 
   it("lists the flags with their reasons, or says none", () => {
@@ -194,6 +195,45 @@ describe("renderMarkdown", () => {
   it("says so when nothing failed", () => {
     const clean = renderMarkdown(reportData(records.filter((record) => record.status === "ok")), meta, []);
     expect(clean).toMatch(/## Failed runs\n\nNone\.\n$/);
+  });
+});
+
+describe("the drift-corrected efficiency", () => {
+  // Efficiency 150 / 200 = 75.0%; the point's nodes computed at 3.80 GFLOP/s against the baseline's 4.00: 0.75 · 4.00 / 3.80 = 78.9%.
+  // t_c = 64 / 100 = 0.64 s, t_ar = 0.8 s: ceilings 0.64 / 1.44 = 44.4% and 80.0%.
+  const calibrated = [
+    trainRecord({ nodes: 1, imagesPerSecond: 100, computeGflops: [4.0] }),
+    trainRecord({ nodes: 2, imagesPerSecond: 150, computeGflops: [3.8, 3.8] }),
+  ];
+  const calibratedData = reportData(calibrated);
+  const calibratedMeta = reportMeta(calibrated, new Date("2025-05-03T12:00:00Z"));
+  const calibratedFlags = reportFlags(calibratedData, calibrated);
+
+  it("stands beside the measured efficiency in report.md, and the baseline against itself is 100%", () => {
+    const markdown = renderMarkdown(calibratedData, calibratedMeta, calibratedFlags);
+    expect(markdown).toContain("| Ideal (img/s) | Scaling efficiency | Efficiency, drift-corrected | Ceiling, no overlap – perfect overlap |");
+    expect(markdown).toContain("| resnet50 · batch 64 | 1gbit | 2 | 150.0 | 1 | 150.0 | n/a | 200.0 | 75.0% | 78.9% | 44.4% – 80.0% |");
+    expect(markdown).toContain("| resnet50 · batch 64 | none (baseline) | 1 | 100.0 | 1 | 100.0 | n/a | 100.0 | 100.0% | 100.0% | n/a |");
+    expect(markdown).toContain("Efficiency, drift-corrected is the scaling efficiency × (the baseline's calibration / the point's)");
+  });
+
+  it("stands beside the measured efficiency in report.html, explained in How to read this with the compute-drift flag's rule", () => {
+    const page = renderHtml(calibratedData, {}, calibratedMeta, calibratedFlags);
+    expect(page).toContain("<th>Scaling efficiency</th><th>Efficiency, drift-corrected</th>");
+    expect(cellsOf(rowStartingWith(page, "1gbit", "2")).slice(8, 10)).toEqual(["75.0%", "78.9%"]);
+    const howToRead = page.slice(page.indexOf('<section id="how-to-read">'));
+    expect(howToRead).toContain("<b>Efficiency, drift-corrected</b> is the scaling efficiency × (the baseline's calibration / the point's)");
+    expect(howToRead).toContain("<i>Compute drift</i>: a point whose nodes' calibration differs from its baseline's by more than 10% either way, " +
+      "or a run whose calibration is more than 10% below the median of all the campaign's runs");
+  });
+
+  it("marks a point measured while the machine computed more than 10% slower than at its baseline", () => {
+    const drifted = [calibrated[0]!, trainRecord({ nodes: 2, imagesPerSecond: 150, computeGflops: [3.5, 3.5] })];
+    const driftedData = reportData(drifted);
+    const markdown = renderMarkdown(driftedData, reportMeta(drifted, new Date("2025-05-03T12:00:00Z")), reportFlags(driftedData, drifted));
+    // 0.75 · 4.00 / 3.50 = 85.7%.
+    expect(markdown).toContain("| 200.0 | 75.0% ⚑ compute drift | 85.7% |");
+    expect(markdown).toContain("- ⚑ compute drift: resnet50 · batch 64 · 1gbit · 2 nodes: the nodes computed 3.50 GFLOP/s during this point and 4.00 GFLOP/s during its baseline");
   });
 });
 
