@@ -89,9 +89,14 @@ describe("a campaign on the local testbed", { timeout: 25 * 60_000 }, () => {
     expect(html).toMatch(/Ideal/);
     expect(html).toContain("<b>Fitted model against measurement.</b>");
     expect(readFileSync(join(results, "report.md"), "utf8")).toMatch(/small · batch 32 \| 1gbit \| 3 \|/);
-    for (const { runId, logsDir, params, result } of jsonl.map((line) => JSON.parse(line))) {
+    for (const { runId, logsDir, params, result, hostLoad } of jsonl.map((line) => JSON.parse(line))) {
       // Runs of 1, 2 and 3 nodes share a playbook at each link rate: each ran on its own nodes.
       expect(result.world.nodes, runId).toBe(params.nodes);
+      // The machine's load over the run, sampled from the real counters: the testbed's containers did work in it.
+      expect(hostLoad.testbedCpuSeconds, runId).toBeGreaterThan(0);
+      expect(hostLoad.machineCpuSeconds, runId).toBeGreaterThanOrEqual(hostLoad.testbedCpuSeconds * 0.9);
+      expect(hostLoad.outsideShare, runId).toBeLessThan(1);
+      expect(result.calibration.computeGflops, runId).toHaveLength(result.world.size);
       expect(logsDir, runId).toMatch(new RegExp(`^logs/${runId}/attempt-\\d+$`));
       expect(existsSync(join(results, logsDir, "worker-0.log")), runId).toBe(true);
     }
