@@ -68,8 +68,11 @@ const common = {
     startedAt: z.string(),
     endedAt: z.string(),
   }),
-  /** Every rank's GFLOP/s at a fixed compute micro-benchmark just before the job (absent in older results). */
-  calibration: z.looseObject({ seconds: z.number(), computeGflops: z.array(z.number()) }).optional(),
+  /**
+   * Every rank's GFLOP/s at a fixed compute micro-benchmark just before the job (absent in older results): per second
+   * of CPU time on CPU nodes (clock "cpu": free of the quota's periods), of wall time on GPUs.
+   */
+  calibration: z.looseObject({ seconds: z.number(), clock: z.enum(["cpu", "wall"]).optional(), computeGflops: z.array(z.number()) }).optional(),
 };
 
 export const workerResultSchema = z.discriminatedUnion("job", [

@@ -8,7 +8,7 @@ import torch
 from ringlab_worker.calibrate import calibrate, compute_gflops
 
 
-def test_the_speed_is_timed_for_about_the_seconds_asked_and_is_a_real_rate():
+def test_the_speed_is_timed_for_about_the_seconds_asked_and_is_a_real_rate_per_cpu_second_on_a_cpu():
     started = time.perf_counter()
     gflops = compute_gflops(torch.device("cpu"), 0.3)
     elapsed = time.perf_counter() - started
@@ -20,5 +20,25 @@ def test_the_speed_is_timed_for_about_the_seconds_asked_and_is_a_real_rate():
 def test_a_world_of_one_reports_its_own_speed_and_zero_seconds_means_none():
     world = SimpleNamespace(device=torch.device("cpu"), size=1, synchronize=lambda: None)
     result = calibrate(world, 0.2)
-    assert result["seconds"] == 0.2 and len(result["computeGflops"]) == 1 and result["computeGflops"][0] > 0
+    assert result["seconds"] == 0.2 and result["clock"] == "cpu"
+    assert len(result["computeGflops"]) == 1 and result["computeGflops"][0] > 0
     assert calibrate(world, 0) is None
+
+
+def test_a_quota_slows_the_wall_clock_but_not_the_speed_per_cpu_second(monkeypatch):
+    """What a CPU quota does to a process (it runs half of each period), simulated: the process clock advances half
+    as fast as the wall clock. The rate per CPU-second stays that of the unthrottled product."""
+    import ringlab_worker.calibrate as calibrate_module
+
+    wall = {"now": 0.0}
+    real_mm = torch.mm
+
+    def mm(a, b):
+        wall["now"] += 0.01  # every product: 10 ms of wall time, 5 ms of CPU time
+        return real_mm(a, b)
+
+    monkeypatch.setattr(calibrate_module.time, "perf_counter", lambda: wall["now"])
+    monkeypatch.setattr(calibrate_module.time, "process_time", lambda: wall["now"] / 2)
+    monkeypatch.setattr(calibrate_module.torch, "mm", mm)
+    gflops = compute_gflops(torch.device("cpu"), 0.5)
+    assert abs(gflops - 2 * 256 ** 3 / 0.005 / 1e9) < 1e-6

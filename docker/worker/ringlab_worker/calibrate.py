@@ -1,6 +1,12 @@
 """A fixed compute micro-benchmark that every rank runs just before its job, under the same CPU quota (or on the same
 GPU): how fast this node computes at this moment. The local testbed's nodes share one machine whose speed drifts
-(and whose VM reports no steal time), so a run's throughput is read next to the speed its nodes had when it ran."""
+(and whose VM reports no steal time), so a run's throughput is read next to the speed its nodes had when it ran.
+
+On a CPU the speed is per second of the process's CPU time, not of the wall clock: under a CPU quota (CFS periods of
+100 ms) a 0.6 s window holds six or seven periods' worth of running, which alone moves a wall-clock rate by up to a
+sixth, while a slower host (a noisy neighbour, a lower clock) lowers the rate per CPU-second just as well (measured:
+docker --cpus 0.5, 0.6 s windows: 2.7-3.9 GFLOP/s by the wall clock, 7.3 per CPU-second, 5.4-5.8 in a slow minute).
+On a GPU, the wall clock (after synchronizing) is the GPU's time."""
 
 import time
 
@@ -11,22 +17,28 @@ import torch.distributed as dist
 _SIZE = 256
 
 
+def clock_of(device: torch.device) -> str:
+    """What the speed is per: "cpu" (seconds of the process's CPU time) or "wall" (on a GPU)."""
+    return "wall" if device.type == "cuda" else "cpu"
+
+
 def compute_gflops(device: torch.device, seconds: float, synchronize=lambda: None) -> float:
-    """GFLOP/s of repeated fp32 matrix products for about `seconds` (after one untimed product)."""
+    """GFLOP per second (of CPU time on a CPU, of wall time on a GPU) of repeated fp32 matrix products, for about
+    `seconds` of wall time after one untimed product."""
     a = torch.randn(_SIZE, _SIZE, device=device)
     b = torch.randn(_SIZE, _SIZE, device=device)
     torch.mm(a, b)
     synchronize()
     products = 0
-    started = time.perf_counter()
+    clock = time.perf_counter if clock_of(device) == "wall" else time.process_time
+    started, wall_started = clock(), time.perf_counter()
     while True:
         torch.mm(a, b)
         products += 1
         if products % 8 == 0:
             synchronize()
-            elapsed = time.perf_counter() - started
-            if elapsed >= seconds:
-                return products * 2 * _SIZE ** 3 / elapsed / 1e9
+            if time.perf_counter() - wall_started >= seconds:
+                return products * 2 * _SIZE ** 3 / (clock() - started) / 1e9
 
 
 def calibrate(world, seconds: float):
@@ -34,8 +46,9 @@ def calibrate(world, seconds: float):
     if seconds <= 0:
         return None
     mine = compute_gflops(world.device, seconds, world.synchronize)
+    clock = clock_of(world.device)
     if world.size == 1:
-        return {"seconds": seconds, "computeGflops": [round(mine, 3)]}
+        return {"seconds": seconds, "clock": clock, "computeGflops": [round(mine, 3)]}
     gathered = [torch.zeros(1, device=world.device) for _ in range(world.size)]
     dist.all_gather(gathered, torch.tensor([mine], device=world.device))
-    return {"seconds": seconds, "computeGflops": [round(float(value.item()), 3) for value in gathered]}
+    return {"seconds": seconds, "clock": clock, "computeGflops": [round(float(value.item()), 3) for value in gathered]}
