@@ -50,14 +50,11 @@ export interface ScalingPoint {
   /** workers × the baseline's throughput per worker (nodes × single-node throughput); null without a baseline. */
   readonly idealImagesPerSecond: number | null;
   readonly scalingEfficiency: number | null;
-  /** The nodes' compute speed while the point ran (runCalibrationGflops over its repeats); null when no repeat has one. */
-  readonly calibrationGflops: Interval | null;
   /**
-   * The scaling efficiency with each side's throughput divided by the compute speed its nodes had: efficiency ×
-   * baseline calibration / point calibration. The machine's speed drifts over minutes and days (issue #34), so a
-   * baseline and a point measured at different moments compare two machines; null unless both have a calibration.
+   * The nodes' compute speed while the point ran (runCalibrationGflops over its repeats); null when no repeat has one.
+   * Shown, never corrected on: in the seed campaigns a run's calibration did not track its throughput.
    */
-  readonly driftCorrectedEfficiency: number | null;
+  readonly calibrationGflops: Interval | null;
   /** Compute time of one step, batch size / single-node per-worker throughput; null without a baseline. */
   readonly computeSecondsPerStep: number | null;
   /** Bytes each rank all-reduces per step (gradient bytes, halved when the gradients travel as fp16). */
@@ -393,16 +390,11 @@ function scalingPoint(repeats: readonly TrainRecord[], batchSize: number, baseli
   const computeSecondsPerStep = baseline === null ? null : batchSize / baseline.imagesPerSecondPerWorker;
   const ceiling = computeSecondsPerStep === null || allReduceLowerBoundSeconds === null
     ? null : efficiencyCeiling(computeSecondsPerStep, allReduceLowerBoundSeconds);
-  const scalingEfficiency = ideal === null ? null : imagesPerSecond.mean / ideal;
-  const calibrationGflops = calibrationInterval(repeats);
-  const baselineCalibration = baseline?.calibrationGflops ?? null;
   return {
     nodes: params.nodes, processesPerNode: placement.processesPerNode, workers, imagesPerSecond, runIds: repeats.map((record) => record.runId), reduction,
     idealImagesPerSecond: ideal,
-    scalingEfficiency,
-    calibrationGflops,
-    driftCorrectedEfficiency: scalingEfficiency === null || calibrationGflops === null || baselineCalibration === null
-      ? null : scalingEfficiency * (baselineCalibration.mean / calibrationGflops.mean),
+    scalingEfficiency: ideal === null ? null : imagesPerSecond.mean / ideal,
+    calibrationGflops: calibrationInterval(repeats),
     computeSecondsPerStep, allReduceBytes, allReduceLowerBoundSeconds,
     efficiencyCeiling: ceiling,
     throughputCeiling: ceiling === null || ideal === null

@@ -2,17 +2,16 @@
  * Numbers a reviewer would not accept without a second look, found in the report's data and the run records.
  * Impossible: a scaling efficiency above 100% or a probe's bus bandwidth above the shaped link, each by more than
  * its noise. Suspicious: a repeat far from the other repeats, an interval too wide to say much, a faster link
- * measuring slower than a slower one, a run on a machine busy with other work, a point or run measured while the
- * machine computed at another speed than at its comparison. Every flag names the runs it
+ * measuring slower than a slower one, a run on a machine busy with other work. Every flag names the runs it
  * concerns and says why in one sentence with the figures. Pure.
  */
 import { headlineValue } from "../results/derived.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import { formatBytes } from "../util/format.ts";
-import { errorHalfWidth, IN_ONE_NODE, probeLinkLabel, runCalibrationGflops, type BandwidthSeries, type Interval, type ReportData, type ScalingPoint, type TrainingConfig } from "./data.ts";
+import { errorHalfWidth, IN_ONE_NODE, probeLinkLabel, type BandwidthSeries, type Interval, type ReportData, type ScalingPoint, type TrainingConfig } from "./data.ts";
 import { percent } from "./text.ts";
 
-export const FLAG_KINDS = ["efficiency-above-ideal", "probe-above-link", "outlier-repeat", "wide-interval", "faster-link-slower", "machine-busy", "compute-drift"] as const;
+export const FLAG_KINDS = ["efficiency-above-ideal", "probe-above-link", "outlier-repeat", "wide-interval", "faster-link-slower", "machine-busy"] as const;
 export type FlagKind = (typeof FLAG_KINDS)[number];
 
 export interface Flag {
@@ -35,13 +34,6 @@ export const OUTLIER_MIN_REPEATS = 4;
 export const WIDE_INTERVAL_SHARE = 0.2;
 /** Without a noise estimate on one side, a faster link must lose more than this share to be flagged. */
 export const FASTER_LINK_DROP = 0.1;
-/**
- * A point whose nodes computed faster or slower than its baseline's by more than this share (the runs'
- * calibrations), or a run this share below the campaign's median calibration. An idle machine's calibrations
- * (0.5-core quota, 2 cores) spread over about 3.7-4.1 GFLOP/s, ±5 % around their middle: beyond 10 % the machine
- * itself was another one.
- */
-export const COMPUTE_DRIFT_SHARE = 0.1;
 
 const KIND_NAMES: Readonly<Record<FlagKind, { readonly one: string; readonly many: string }>> = {
   "efficiency-above-ideal": { one: "efficiency above ideal", many: "efficiencies above ideal" },
@@ -50,7 +42,6 @@ const KIND_NAMES: Readonly<Record<FlagKind, { readonly one: string; readonly man
   "wide-interval": { one: "wide interval", many: "wide intervals" },
   "faster-link-slower": { one: "faster link slower", many: "faster links slower" },
   "machine-busy": { one: "machine busy", many: "machine busy" },
-  "compute-drift": { one: "compute drift", many: "compute drifts" },
 };
 
 /** "efficiency above ideal": the kind as the report and the closing lines say it. */
@@ -83,7 +74,6 @@ export function reportFlags(data: Pick<ReportData, "training" | "probes">, recor
     ...wideIntervals(sets),
     ...fasterLinkSlower(data.training),
     ...machineBusy(latest, sets),
-    ...computeDrift(data.training, latest),
   ];
 }
 
@@ -274,52 +264,6 @@ function machineBusy(latest: readonly RunRecord[], sets: readonly RepeatSet[]): 
         `above the ${percent(load.busyThreshold)} that marks the machine busy${pressure}: its numbers may be the machine's, not the testbed's.`,
     }];
   });
-}
-
-/**
- * The machine's speed, as the runs' calibrations measured it, changed under a comparison: a point against its
- * baseline differing by more than COMPUTE_DRIFT_SHARE of the baseline's (either way), and a run (latest attempt)
- * more than COMPUTE_DRIFT_SHARE below the median of every run's calibration in the campaign, probes included: a slow
- * moment. A run its point's flag already names is not flagged again. Records without a calibration say nothing.
- */
-function computeDrift(training: readonly TrainingConfig[], latest: readonly RunRecord[]): Flag[] {
-  const pointFlags = training.flatMap((config) => config.series.flatMap((series) => series.points.flatMap((point) => {
-    const baselineCalibration = config.baseline?.calibrationGflops ?? null;
-    const pointCalibration = point.calibrationGflops;
-    if (baselineCalibration === null || pointCalibration === null) return [];
-    const change = pointCalibration.mean / baselineCalibration.mean - 1;
-    if (Math.abs(change) <= COMPUTE_DRIFT_SHARE) return [];
-    const corrected = point.driftCorrectedEfficiency === null || point.scalingEfficiency === null ? ""
-      : ` (measured ${percent(point.scalingEfficiency)}, drift-corrected ${percent(point.driftCorrectedEfficiency)})`;
-    return [{
-      kind: "compute-drift" as const, subject: pointSubject(config, series, point), runIds: point.runIds,
-      reason: `the nodes computed ${gflops(pointCalibration.mean)} GFLOP/s during this point and ${gflops(baselineCalibration.mean)} GFLOP/s during its baseline ` +
-        `(calibration, mean over runs), ${percent(Math.abs(change))} ${change < 0 ? "slower" : "faster"}, more than ${Math.round(COMPUTE_DRIFT_SHARE * 100)}%: ` +
-        `the machine's speed changed between them, so the scaling efficiency${corrected} is partly the machine's.`,
-    }];
-  })));
-  const flaggedRuns = new Set(pointFlags.flatMap((flag) => flag.runIds));
-  const calibrated = latest.flatMap((record) => {
-    const calibration = runCalibrationGflops(record);
-    return calibration === undefined ? [] : [{ runId: record.runId, calibration }];
-  });
-  if (calibrated.length === 0) return pointFlags;
-  const median = quantile(calibrated.map((run) => run.calibration).sort((a, b) => a - b), 0.5);
-  const runFlags = calibrated.flatMap(({ runId, calibration }) => {
-    const shortfall = 1 - calibration / median;
-    if (shortfall <= COMPUTE_DRIFT_SHARE || flaggedRuns.has(runId)) return [];
-    return [{
-      kind: "compute-drift" as const, subject: `run ${runId}`, runIds: [runId],
-      reason: `run ${runId}'s nodes computed ${gflops(calibration)} GFLOP/s (calibration, mean over its ranks), ${percent(shortfall)} below the median ` +
-        `${gflops(median)} GFLOP/s of the campaign's ${calibrated.length} calibrated runs, more than ${Math.round(COMPUTE_DRIFT_SHARE * 100)}%: ` +
-        "it ran at a slow moment of the machine, so its numbers are low for the machine's sake.",
-    }];
-  });
-  return [...pointFlags, ...runFlags];
-}
-
-function gflops(value: number): string {
-  return value.toFixed(2);
 }
 
 /** "206.0 img/s (± 14.9, Student's t over 3 repeats)", or one run's spread over iterations, or no noise estimate at all. */

@@ -7,7 +7,7 @@ import { probeLinkLabel, type BandwidthSeries, type FailedRun, type Interval, ty
 import { formatBytes } from "../util/format.ts";
 import { comparisons, ratios, verdict } from "./comparisons.ts";
 import {
-  COMPUTE_DRIFT_SHARE, FASTER_LINK_DROP, flagKindName, flagKindsOf, flagTally, OUTLIER_FENCE_IQRS, OUTLIER_MIN_REPEATS, PROBE_LINK_MARGIN, WIDE_INTERVAL_SHARE, type Flag,
+  FASTER_LINK_DROP, flagKindName, flagKindsOf, flagTally, OUTLIER_FENCE_IQRS, OUTLIER_MIN_REPEATS, PROBE_LINK_MARGIN, WIDE_INTERVAL_SHARE, type Flag,
 } from "./flags.ts";
 import { escapeHtml, htmlTable, markdownText, PAGE_STYLE, percent, readableSpan, readableTime } from "./text.ts";
 
@@ -16,11 +16,11 @@ export { markdownText };
 const NOT_AVAILABLE = "n/a";
 const PLUS_MINUS_NOTE = "± is the 95% confidence interval of the mean (95 % interval: Student's t over repeats); a single repeat shows its spread over iterations (1.96 × std) instead. " +
   "n: repeats; CV: coefficient of variation, sample standard deviation / mean (n/a for one repeat); ⚑: a flag (see Flags).";
-/** The second opinion beside the measured efficiency, said once for both pages after the column's name. */
-const DRIFT_CORRECTED_RULE = "is the scaling efficiency × (the baseline's calibration / the point's), a calibration being the GFLOP/s its runs' " +
-  "ranks reached at fixed fp32 matrix products just before the job: each throughput divided by the compute speed its nodes had while it was " +
-  "measured, a second opinion that takes out the machine's drift but over-corrects where communication, which does not slow with compute, " +
-  "takes much of the step (n/a without a calibration on both sides).";
+/** What the calibration column is and why nothing acts on it, said once for both pages after the column's name. */
+const CALIBRATION_RULE = "is every rank's speed at fixed fp32 matrix products for 0.6 s just before the job (per second of CPU time on CPU " +
+  "nodes, of wall time on GPUs), the mean over the ranks and the runs (n/a without one), and ringlab neither flags nor corrects on it, because in " +
+  "two seed campaigns a run's calibration did not track its throughput (correlation −0.02 and 0.18): the baseline measured in every round is the " +
+  "drift control.";
 
 /** `flags`: reportFlags(data, records), listed in their own section and marked beside the points they concern. */
 export function renderHtml(data: ReportData, svgs: ChartSvgs, meta: ReportMeta, flags: readonly Flag[]): string {
@@ -75,22 +75,22 @@ export function renderMarkdown(data: ReportData, meta: ReportMeta, flags: readon
 function markdownTraining(training: readonly TrainingConfig[], flags: readonly Flag[]): string[] {
   if (training.length === 0) return [];
   const lines = ["", "## Training at the largest node count", "",
-    "| Configuration | Link | Nodes | Throughput (img/s, mean ± 95%) | n | Median (img/s) | CV | Ideal (img/s) | Scaling efficiency | Efficiency, drift-corrected | Ceiling, no overlap – perfect overlap |",
+    "| Configuration | Link | Nodes | Throughput (img/s, mean ± 95%) | n | Median (img/s) | CV | Ideal (img/s) | Scaling efficiency | Calibration (GFLOP/s) | Ceiling, no overlap – perfect overlap |",
     "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"];
   for (const config of training) {
     const label = markdownText(config.label);
     if (config.baseline !== null) {
       const throughput = config.baseline.imagesPerSecond;
       const link = config.series.length === 0 ? "(one node only)" : "none (baseline)";
-      lines.push(`| ${label} | ${link} | 1 | ${variabilityCells(throughput, 1).join(" | ")} | ${throughput.mean.toFixed(1)} | ${percent(1)}${flagMark(flags, config.baseline.runIds)} | ${baselineDriftCorrected(config)} | ${NOT_AVAILABLE} |`);
+      lines.push(`| ${label} | ${link} | 1 | ${variabilityCells(throughput, 1).join(" | ")} | ${throughput.mean.toFixed(1)} | ${percent(1)}${flagMark(flags, config.baseline.runIds)} | ${calibrationText(config.baseline.calibrationGflops)} | ${NOT_AVAILABLE} |`);
     }
     for (const series of config.series) {
       const point = series.points[series.points.length - 1];
       if (point === undefined) continue;
-      lines.push(`| ${label} | ${markdownText(series.bandwidth)} | ${point.nodes} | ${variabilityCells(point.imagesPerSecond, 1).join(" | ")} | ${optional(point.idealImagesPerSecond, (v) => v.toFixed(1))} | ${optional(point.scalingEfficiency, percent)}${flagMark(flags, point.runIds)} | ${optional(point.driftCorrectedEfficiency, percent)} | ${ceilingText(point)} |`);
+      lines.push(`| ${label} | ${markdownText(series.bandwidth)} | ${point.nodes} | ${variabilityCells(point.imagesPerSecond, 1).join(" | ")} | ${optional(point.idealImagesPerSecond, (v) => v.toFixed(1))} | ${optional(point.scalingEfficiency, percent)}${flagMark(flags, point.runIds)} | ${calibrationText(point.calibrationGflops)} | ${ceilingText(point)} |`);
     }
   }
-  lines.push("", PLUS_MINUS_NOTE, "", `Efficiency, drift-corrected ${DRIFT_CORRECTED_RULE}`);
+  lines.push("", PLUS_MINUS_NOTE, "", `Calibration (GFLOP/s) ${CALIBRATION_RULE}`);
   const withoutBaseline = training.filter((config) => config.baseline === null);
   if (withoutBaseline.length > 0) {
     lines.push("", `No single-node run, so no efficiency for: ${withoutBaseline.map((config) => markdownText(config.label)).join("; ")}.`);
@@ -204,7 +204,7 @@ ${data.training.map((config) => trainingTable(config, flags)).join("\n")}
 }
 
 const TRAINING_COLUMNS = [
-  "Link", "Nodes", "Workers", "Throughput (img/s, mean ± 95% CI)", "n", "Median (img/s)", "CV", "Ideal (img/s)", "Scaling efficiency", "Efficiency, drift-corrected",
+  "Link", "Nodes", "Workers", "Throughput (img/s, mean ± 95% CI)", "n", "Median (img/s)", "CV", "Ideal (img/s)", "Scaling efficiency", "Calibration (GFLOP/s)",
   "t<sub>c</sub> compute/step (s)", "t<sub>ar</sub> lower bound (s)", "Ceiling, no overlap", "Ceiling, perfect overlap",
   "Throughput ceiling (img/s, no overlap – perfect overlap)",
 ];
@@ -217,7 +217,7 @@ function trainingTable(config: TrainingConfig, flags: readonly Flag[]): string {
     const { imagesPerSecond, imagesPerSecondPerWorker, workers, runIds } = config.baseline;
     // The baseline is the ideal by definition; nothing crosses the network, so the cost model has nothing to bound.
     rows.push(["none (baseline)", "1", String(workers), ...variabilityCells(imagesPerSecond, 1), imagesPerSecond.mean.toFixed(1), `${percent(1)}${htmlFlagMark(flags, runIds)}`,
-      baselineDriftCorrected(config), seconds(config.batchSize / imagesPerSecondPerWorker), "0", percent(1), percent(1), imagesPerSecond.mean.toFixed(1)]);
+      calibrationText(config.baseline.calibrationGflops), seconds(config.batchSize / imagesPerSecondPerWorker), "0", percent(1), percent(1), imagesPerSecond.mean.toFixed(1)]);
   }
   for (const series of config.series) rows.push(...series.points.map((point) => trainingRow(series, point, flags)));
   return `<h3>${escapeHtml(config.label)}</h3>\n${table(TRAINING_COLUMNS, rows)}`;
@@ -229,15 +229,15 @@ function trainingRow(series: BandwidthSeries, point: ScalingPoint, flags: readon
   return [
     escapeHtml(series.bandwidth), String(point.nodes), String(point.workers), ...variabilityCells(point.imagesPerSecond, 1),
     optional(point.idealImagesPerSecond, (v) => v.toFixed(1)), `${optional(point.scalingEfficiency, percent)}${htmlFlagMark(flags, point.runIds)}`,
-    optional(point.driftCorrectedEfficiency, percent), optional(point.computeSecondsPerStep, seconds), optional(point.allReduceLowerBoundSeconds, seconds),
+    calibrationText(point.calibrationGflops), optional(point.computeSecondsPerStep, seconds), optional(point.allReduceLowerBoundSeconds, seconds),
     optional(point.efficiencyCeiling?.noOverlap ?? null, percent), optional(point.efficiencyCeiling?.perfectOverlap ?? null, percent),
     throughputCeiling,
   ];
 }
 
-/** The baseline against itself: 100% once its compute speed is known, like its measured efficiency. */
-function baselineDriftCorrected(config: TrainingConfig): string {
-  return config.baseline === null || config.baseline.calibrationGflops === null ? NOT_AVAILABLE : percent(1);
+/** The mean over the runs: three significant digits, whole GFLOP/s from 100 on (a GPU's tens of thousands, no exponent). */
+function calibrationText(calibration: Interval | null): string {
+  return calibration === null ? NOT_AVAILABLE : calibration.mean >= 100 ? calibration.mean.toFixed(0) : calibration.mean.toPrecision(3);
 }
 
 const COMPARISON_TITLES = { reduction: "Reductions", placement: "Placements" } as const;
@@ -383,14 +383,14 @@ const HOW_TO_READ = `<section id="how-to-read">
 <h2>How to read this</h2>
 <ul>
 <li><b>Ideal</b> is n × the single-node throughput (with several processes per node: every worker process × the single-node throughput per worker); <b>scaling efficiency</b> = throughput / ideal. Single-node runs use no link and are the first point of every link's line.</li>
-<li><b>Efficiency, drift-corrected</b> ${escapeHtml(DRIFT_CORRECTED_RULE)}</li>
+<li><b>Calibration (GFLOP/s)</b> ${escapeHtml(CALIBRATION_RULE)}</li>
 <li><b>t<sub>c</sub></b>, the compute time of one step, is batch size / single-node throughput per worker.</li>
 <li><b>t<sub>ar</sub></b> is the ring all-reduce lower bound for the gradients (S bytes, halved with fp16 all-reduce) over N ranks on links of B bytes/s: t<sub>ar</sub> ≥ 2(N-1)/N · S/B (Patarasuk &amp; Yuan 2009); with P processes on each of N nodes, a ring of W = N·P ranks gives 2(W-1)/W · S/B. A sharded parameter server's links carry 2(N-1)/N · P · S, t<sub>ar</sub> ≥ 2(N-1)/N · P · S/B (as the ring when P = 1). A central parameter server's link carries the other nodes' (N-1)·P gradients back; ringlab shapes each node's egress only, so the gradients going in are bounded by the senders' links and t<sub>ar</sub> ≥ N·P · S/B (2(N-1)·P · S/B on a full-duplex link of B each way). Processes of one node exchange inside it, at no cost here. An unlimited link gives no bound (n/a).</li>
 <li>The <b>efficiency ceiling</b> is t<sub>c</sub> / (t<sub>c</sub> + t<sub>ar</sub>) when communication and compute take turns (no overlap) and min(1, t<sub>c</sub> / t<sub>ar</sub>) when the all-reduce hides behind compute (perfect overlap). A measurement above the no-overlap ceiling shows overlap at work; one below it points at more than bandwidth (latency, a slow collective, stragglers).</li>
 <li>The probe reports nccl-tests' bandwidths: algbw = S / t and <b>busbw = algbw · 2(N-1)/N</b>, which is comparable with the link rate whatever N is. TCP over MTU 1500 carries about 94–96% of the line rate.</li>
 <li>± is the half-width of the 95% confidence interval of the mean over repeats (95 % interval: Student's t over repeats). One repeat has no such interval: "(± x over iterations)" is that run's spread instead, 1.96 × the standard deviation of its per-iteration throughput, which says how steady the run was, not how precisely the mean is known. Chart error bars show the same.</li>
 <li><b>n</b> is the repeats behind a number, the <b>median</b> their middle value (one slow repeat moves the mean, not the median), and <b>CV</b> the coefficient of variation, the repeats' sample standard deviation / their mean (n/a for one repeat).</li>
-<li><b>Flags</b> (⚑) mark values to check before trusting them. <i>Efficiency above ideal</i>: above 100% by more than its 95% interval, which the delta method gives from the point's ± and the baseline's (their relative half-widths in quadrature). <i>Probe above link</i>: bus bandwidth above the link rate by more than its 95% interval plus ${Math.round(PROBE_LINK_MARGIN * 100)}%. <i>Outlier repeat</i>: a repeat more than ${OUTLIER_FENCE_IQRS} interquartile ranges outside the quartiles of the other repeats (Tukey's far-out fence), judged from ${OUTLIER_MIN_REPEATS} repeats on; fewer are not judged. <i>Wide interval</i>: a 95% interval wider in full than ${Math.round(WIDE_INTERVAL_SHARE * 100)}% of the mean. <i>Faster link slower</i>: the same point on a faster link (unlimited the fastest) clearly slower, the two intervals apart, or by more than ${Math.round(FASTER_LINK_DROP * 100)}% where one side has no noise estimate. <i>Machine busy</i>: the run's record says other work took more of the machine than its threshold while it ran (local testbed). <i>Compute drift</i>: a point whose nodes' calibration differs from its baseline's by more than ${Math.round(COMPUTE_DRIFT_SHARE * 100)}% either way, or a run whose calibration is more than ${Math.round(COMPUTE_DRIFT_SHARE * 100)}% below the median of all the campaign's runs (a slow moment of the machine; not again for a run its point's flag already names).</li>
+<li><b>Flags</b> (⚑) mark values to check before trusting them. <i>Efficiency above ideal</i>: above 100% by more than its 95% interval, which the delta method gives from the point's ± and the baseline's (their relative half-widths in quadrature). <i>Probe above link</i>: bus bandwidth above the link rate by more than its 95% interval plus ${Math.round(PROBE_LINK_MARGIN * 100)}%. <i>Outlier repeat</i>: a repeat more than ${OUTLIER_FENCE_IQRS} interquartile ranges outside the quartiles of the other repeats (Tukey's far-out fence), judged from ${OUTLIER_MIN_REPEATS} repeats on; fewer are not judged. <i>Wide interval</i>: a 95% interval wider in full than ${Math.round(WIDE_INTERVAL_SHARE * 100)}% of the mean. <i>Faster link slower</i>: the same point on a faster link (unlimited the fastest) clearly slower, the two intervals apart, or by more than ${Math.round(FASTER_LINK_DROP * 100)}% where one side has no noise estimate. <i>Machine busy</i>: the run's record says other work took more of the machine than its threshold while it ran (local testbed).</li>
 </ul>
 </section>`;
 

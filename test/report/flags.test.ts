@@ -180,60 +180,6 @@ describe("machine busy", () => {
   });
 });
 
-describe("compute drift", () => {
-  // Efficiency 150 / 200 = 75% whatever the calibrations; the baseline's nodes computed at 4.00 GFLOP/s.
-  const baseline = trainRecord({ nodes: 1, imagesPerSecond: 100, computeGflops: [4.0] });
-  const twoNodes = (computeGflops: readonly number[], repeat = 1) => trainRecord({ nodes: 2, repeat, imagesPerSecond: 150, computeGflops });
-
-  it("fires for a point whose nodes computed more than 10% slower than its baseline's, naming both speeds, the share and the corrected efficiency", () => {
-    // 3.59 / 4.00: 10.25% slower; corrected 0.75 · 4.00 / 3.59 = 83.6%.
-    const [flag, ...rest] = ofKind([baseline, twoNodes([3.59, 3.59])], "compute-drift");
-    expect(rest).toEqual([]);
-    expect(flag).toEqual({
-      kind: "compute-drift", subject: "resnet50 · batch 64 · 1gbit · 2 nodes", runIds: ["train-resnet50-b64-n2-1gbit-r1"],
-      reason: "the nodes computed 3.59 GFLOP/s during this point and 4.00 GFLOP/s during its baseline (calibration, mean over runs), 10.3% slower, more than 10%: " +
-        "the machine's speed changed between them, so the scaling efficiency (measured 75.0%, drift-corrected 83.6%) is partly the machine's.",
-    });
-  });
-
-  it("does not fire just inside 10%, either way; fires just beyond it when the point's nodes were faster", () => {
-    expect(ofKind([baseline, twoNodes([3.61, 3.61])], "compute-drift")).toEqual([]);
-    expect(ofKind([baseline, twoNodes([4.39, 4.39])], "compute-drift")).toEqual([]);
-    const [faster] = ofKind([baseline, twoNodes([4.41, 4.41])], "compute-drift");
-    expect(faster!.reason).toContain("4.41 GFLOP/s during this point and 4.00 GFLOP/s during its baseline (calibration, mean over runs), 10.3% faster");
-  });
-
-  it("fires for one run more than 10% below the median calibration of the campaign's runs, probes included, and names that run", () => {
-    // Runs at 4.00 but one: median 4.00. The slow repeat moves its point's mean to 3.86, 3.4% off the baseline: no point flag.
-    const campaign = (slowRepeat: number) => [
-      baseline, trainRecord({ nodes: 1, repeat: 2, imagesPerSecond: 100, computeGflops: [4.0] }),
-      twoNodes([4.0, 4.0], 1), twoNodes([slowRepeat, slowRepeat], 2), twoNodes([4.0, 4.0], 3),
-      probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[67_108_864, 0.9]], computeGflops: [4.0, 4.0] }),
-    ];
-    const [flag, ...rest] = ofKind(campaign(3.59), "compute-drift");
-    expect(rest).toEqual([]);
-    expect(flag).toEqual({
-      kind: "compute-drift", subject: "run train-resnet50-b64-n2-1gbit-r2", runIds: ["train-resnet50-b64-n2-1gbit-r2"],
-      reason: "run train-resnet50-b64-n2-1gbit-r2's nodes computed 3.59 GFLOP/s (calibration, mean over its ranks), 10.3% below the median 4.00 GFLOP/s " +
-        "of the campaign's 6 calibrated runs, more than 10%: it ran at a slow moment of the machine, so its numbers are low for the machine's sake.",
-    });
-    expect(ofKind(campaign(3.61), "compute-drift")).toEqual([]);
-  });
-
-  it("flags a slow run once: not again when its point's flag already names it", () => {
-    // Three baseline repeats at 4.00 and one point run at 3.00: 25% below both the baseline and the median (4.00).
-    const records = [1, 2, 3].map((repeat) => trainRecord({ nodes: 1, repeat, imagesPerSecond: 100, computeGflops: [4.0] }));
-    const flags = ofKind([...records, twoNodes([3.0, 3.0])], "compute-drift");
-    expect(flags.map((flag) => flag.subject)).toEqual(["resnet50 · batch 64 · 1gbit · 2 nodes"]);
-    expect(flagTally(flags)).toBe("1 compute drift");
-  });
-
-  it("says nothing for records without a calibration, nor for a point whose baseline has none", () => {
-    expect(ofKind(scalingCampaign(), "compute-drift")).toEqual([]);
-    expect(ofKind([trainRecord({ nodes: 1, imagesPerSecond: 100 }), twoNodes([3.0, 3.0])], "compute-drift")).toEqual([]);
-  });
-});
-
 describe("flags together", () => {
   const records = scalingCampaign();
   const flags = flagsOf(records);
