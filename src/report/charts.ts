@@ -149,6 +149,9 @@ export function efficiencyChartSpec(data: ReportData): TopLevelSpec | null {
   };
 }
 
+/** Room above the highest mean or link rate on the bus bandwidth chart. */
+export const BUS_BANDWIDTH_HEADROOM = 1.15;
+
 /** All-reduce bus bandwidth against message size, one line per link × node count, a rule at each link rate. */
 export function busBandwidthChartSpec(data: ReportData): TopLevelSpec | null {
   const rows = data.probes.flatMap((probe) => probe.rows.map((row) => ({
@@ -163,7 +166,10 @@ export function busBandwidthChartSpec(data: ReportData): TopLevelSpec | null {
     field: "sizeBytes", type: "quantitative", title: "Message size (bytes, log2)", scale: { type: "log", base: 2 },
     axis: { values: sizes, labelExpr: BYTES_LABEL, labelOverlap: true },
   } as const;
-  const y = { field: "busbw", type: "quantitative", title: "Bus bandwidth (Gbit/s)", scale: { domainMin: 0 } } as const;
+  // The axis fits the means and the link rates, not the error bars: with two repeats (Student's t of 12.7) a bar can
+  // reach ten times the rate and squash every line to the bottom. A bar cut at the top reaches beyond it.
+  const yMax = BUS_BANDWIDTH_HEADROOM * Math.max(...rows.map((row) => row.busbw), ...links.map((link) => link.linkGbps));
+  const y = { field: "busbw", type: "quantitative", title: "Bus bandwidth (Gbit/s)", scale: { domain: [0, yMax] } } as const;
   const series = [...new Set(rows.map((row) => row.series))];
   // In rows of four: one row of six or more link × node series runs off the page's width.
   const color = { field: "series", type: "nominal", title: "Link · nodes", scale: { domain: series, range: colors(series.length) }, legend: { columns: 4 } } as const;
@@ -172,7 +178,7 @@ export function busBandwidthChartSpec(data: ReportData): TopLevelSpec | null {
     ...SINGLE,
     layer: [
       { data: { values: rows }, mark: { type: "line", point: true }, encoding: { x, y, color } },
-      { data: { values: rows }, mark: { type: "errorbar", ticks: true }, encoding: { x, y: { ...y, field: "lower" }, y2: { field: "upper" }, color } },
+      { data: { values: rows }, mark: { type: "errorbar", ticks: true, clip: true }, encoding: { x, y: { ...y, field: "lower" }, y2: { field: "upper" }, color } },
       ...(links.length === 0 ? [] : [
         { data: { values: links }, mark: { type: "rule", strokeDash: DASHED, color: "#888888" }, encoding: { y: { field: "linkGbps", type: "quantitative" } } },
         {

@@ -403,7 +403,7 @@ export const SHARED_MACHINE_NOTE = "The local testbed's nodes are containers sha
 const CAPTIONS = {
   throughput: { title: "Training throughput against node count", detail: "Mean ± 95% CI over repeats (one repeat: its spread over iterations); dashed: ideal, n × one node." },
   efficiency: { title: "Scaling efficiency against node count", detail: "Throughput / (n × one node); dashed: the best the lower bound of the run's reduction (ring all-reduce unless the campaign chose another) allows without overlap." },
-  busBandwidth: { title: "All-reduce bus bandwidth against message size", detail: "busbw = algbw · 2(N-1)/N, mean ± 95% CI over repeats; dashed grey: link rates." },
+  busBandwidth: { title: "All-reduce bus bandwidth against message size", detail: "busbw = algbw · 2(N-1)/N, mean ± 95% CI over repeats (a bar cut at the top reaches beyond the chart); dashed grey: link rates." },
   model: {
     title: "Fitted model against measurement",
     detail: "Each training point's measured scaling efficiency (across) against what the probe's α-β fit predicts (up): " +

@@ -1,11 +1,11 @@
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import type { TopLevelSpec } from "vega-lite";
 import {
-  busBandwidthChartSpec, efficiencyChartSpec, renderCharts, throughputChartSpec, type ChartSvgs,
+  BUS_BANDWIDTH_HEADROOM, busBandwidthChartSpec, efficiencyChartSpec, renderCharts, throughputChartSpec, type ChartSvgs,
 } from "../../src/report/charts.ts";
 import { reportData } from "../../src/report/data.ts";
 import { CONTENT_WIDTH_PX } from "../../src/report/text.ts";
-import { scalingCampaign } from "./fixtures/records.ts";
+import { probeRecord, scalingCampaign } from "./fixtures/records.ts";
 
 type Row = Record<string, unknown>;
 
@@ -47,6 +47,18 @@ describe("chart specs", () => {
     expect(ceiling[2]!.efficiency).toBeCloseTo(computeSeconds / (computeSeconds + 1.2), 12);
     // No single-node run, no efficiency: resnet152 gets no panel rather than an invented one.
     expect(rows.some((row) => String(row.panel).startsWith("resnet152"))).toBe(false);
+  });
+
+  it("bus bandwidth: the axis fits the means and the link rates, and an error bar beyond it is cut, not stretching it", () => {
+    const probes = [
+      probeRecord({ nodes: 2, bandwidth: "1gbit", repeat: 1, busbw: [[1048576, 0.9], [4194304, 0.95]] }),
+      probeRecord({ nodes: 2, bandwidth: "1gbit", repeat: 2, busbw: [[1048576, 0.1], [4194304, 0.94]] }),
+    ];
+    const spec = busBandwidthChartSpec(reportData(probes)) as unknown as { layer: { mark: { type: string; clip?: boolean }; encoding: { y: { scale: { domain: number[] } } } }[] };
+    const [line, bars] = spec.layer;
+    // Two repeats 0.9 and 0.1 apart: the bar reaches 0.5 + 12.706 × 0.4 / √2 · √2 = 5.6 Gbit/s; the axis stops at 1.15 × 1 Gbit/s.
+    expect(line!.encoding.y.scale.domain).toEqual([0, BUS_BANDWIDTH_HEADROOM * 1]);
+    expect(bars!.mark).toMatchObject({ type: "errorbar", clip: true });
   });
 
   it("has nothing to draw without successful runs", async () => {
