@@ -169,7 +169,7 @@ export function busBandwidthChartSpec(data: ReportData): TopLevelSpec | null {
   // The axis fits the means and the link rates, not the error bars: with two repeats (Student's t of 12.7) a bar can
   // reach ten times the rate and squash every line to the bottom. A bar cut at the top reaches beyond it.
   const yMax = BUS_BANDWIDTH_HEADROOM * Math.max(...rows.map((row) => row.busbw), ...links.map((link) => link.linkGbps));
-  const y = { field: "busbw", type: "quantitative", title: "Bus bandwidth (Gbit/s)", scale: { domain: [0, yMax] } } as const;
+  const y = { field: "busbw", type: "quantitative" as const, title: "Bus bandwidth (Gbit/s)", scale: { domain: [0, yMax] } };
   const series = [...new Set(rows.map((row) => row.series))];
   // In rows of four: one row of six or more link × node series runs off the page's width.
   const color = { field: "series", type: "nominal", title: "Link · nodes", scale: { domain: series, range: colors(series.length) }, legend: { columns: 4 } } as const;
