@@ -1,13 +1,19 @@
 /** The only module that runs OpenSSH tools: key generation for testbeds, host keys of recreated nodes. */
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { runProgram } from "./process.ts";
 
-/** Creates an ed25519 key pair at `path` and `path`.pub unless it exists; returns the public key file. */
+const INSTALL_HINT = "install OpenSSH's client with `npm run setup` (Debian/Ubuntu: apt-get install openssh-client)";
+
+/**
+ * Creates an ed25519 key pair at `path` and `path`.pub unless it exists; returns the public key file. A private key
+ * whose .pub is missing (a run stopped between the two) gets its public half again from it, never a new pair.
+ */
 export async function ensureKeyPair(path: string, comment: string): Promise<string> {
   if (!existsSync(path)) {
-    await runProgram("ssh-keygen", "ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", path], {
-      installHint: "install OpenSSH's client with `npm run setup` (Debian/Ubuntu: apt-get install openssh-client)",
-    });
+    await runProgram("ssh-keygen", "ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", path], { installHint: INSTALL_HINT });
+  } else if (!existsSync(`${path}.pub`)) {
+    const derived = await runProgram("ssh-keygen", "ssh-keygen", ["-y", "-f", path], { installHint: INSTALL_HINT });
+    writeFileSync(`${path}.pub`, `${derived.stdout.trim()} ${comment}\n`, { mode: 0o644 });
   }
   return `${path}.pub`;
 }

@@ -14,7 +14,7 @@ import { awsInventory, pinnedKnownHosts, renderInventory } from "../inventory.ts
 import { stackName } from "../rules/names.ts";
 import type { NodeHostKey } from "../rules/ssh-key.ts";
 import { writePrivateFile } from "../util/fs.ts";
-import { ensureHostKeys, readHostKeys } from "./host-keys.ts";
+import { ensureHostKeys, hostKeysStarted, readHostKeys } from "./host-keys.ts";
 import { testbedPaths } from "./paths.ts";
 import { loadRecord, saveRecord, type TestbedRecord } from "./record.ts";
 import { waitForSsh } from "./reachability.ts";
@@ -99,7 +99,7 @@ async function deployAndReach(ctx: Context, spec: AwsTestbedSpec, terraform: Ter
   const stack = stackName(spec.name);
   // Nodes deployed before ringlab gave them host keys keep theirs (cloud-init installs keys at first boot only, and
   // new user data would restart them): they stay trusted on first use.
-  const hostKeys = deployedBefore && readHostKeys(paths.dir, spec.nodes) === undefined ? undefined
+  const hostKeys = deployedBefore && !hostKeysStarted(paths.dir) ? undefined
     : await ctx.reporter.step("make the nodes' SSH host keys", () => ensureHostKeys(paths.dir, spec.nodes, spec.name));
   const dir = await ctx.reporter.step(`synthesize ${stack} and ${terraform.binary} init`, () => synthAndInit(ctx.stateDir, spec, terraform, hostKeys));
   await ctx.reporter.step(`${terraform.binary} apply ${stack} (${spec.nodes} × ${spec.instanceType} in ${spec.region})`, () => terraform.apply(dir));

@@ -32,11 +32,17 @@ export async function ensureHostKeys(specDir: string, nodes: number, testbed: st
   return readHostKeys(specDir, nodes)!;
 }
 
-/** The host keys beside a spec, or undefined when none were made (a testbed deployed before they were). */
+/** Whether host keys were ever made beside this spec (some may be missing: a stopped run, a testbed grown since). */
+export function hostKeysStarted(specDir: string): boolean {
+  return existsSync(hostKeysDir(specDir));
+}
+
+/**
+ * Every node's host key beside a spec, or undefined unless all of them are there: teardown and a synthesis by hand
+ * then go without (the user data of instances being destroyed does not matter), never fail on a missing file.
+ */
 export function readHostKeys(specDir: string, nodes: number): NodeHostKey[] | undefined {
-  if (!existsSync(hostKeysDir(specDir))) return undefined;
-  return Array.from({ length: nodes }, (_, rank) => ({
-    privateKey: readFileSync(keyFile(specDir, rank), "utf8"),
-    publicKey: readFileSync(`${keyFile(specDir, rank)}.pub`, "utf8").trim(),
-  }));
+  const files = Array.from({ length: nodes }, (_, rank) => keyFile(specDir, rank));
+  if (!files.every((file) => existsSync(file) && existsSync(`${file}.pub`))) return undefined;
+  return files.map((file) => ({ privateKey: readFileSync(file, "utf8"), publicKey: readFileSync(`${file}.pub`, "utf8").trim() }));
 }

@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, statSync, symlinkSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -21,6 +21,19 @@ describe("the nodes' SSH host keys", () => {
     expect(await ensureHostKeys(dir, 2, "tb")).toEqual(made);
     expect(readHostKeys(dir, 2)).toEqual(made);
     expect(readFileSync(join(hostKeysDir(dir), "node-0"), "utf8")).toBe(made[0]!.privateKey);
+  });
+
+  it("that are missing (a run stopped half-way, a testbed grown since) leave teardown without keys, and the next up makes only those", async () => {
+    const dir = scratch();
+    const [first] = await ensureHostKeys(dir, 1, "tb");
+    // Grown to 3 nodes; node 0's .pub lost as by a stop between its two files.
+    rmSync(join(hostKeysDir(dir), "node-0.pub"));
+    expect(readHostKeys(dir, 3)).toBeUndefined();
+    const all = await ensureHostKeys(dir, 3, "tb");
+    expect(all[0]!.privateKey).toBe(first!.privateKey);
+    expect(all[0]!.publicKey.split(" ").slice(0, 2)).toEqual(first!.publicKey.split(" ").slice(0, 2));
+    expect(new Set(all.map((key) => key.publicKey)).size).toBe(3);
+    expect(readHostKeys(dir, 3)).toEqual(all);
   });
 
   it("are not kept in a folder others can write to, or one that is a link", async () => {
