@@ -24,7 +24,7 @@ import { configureUnlessCurrent, down, prepareDataset, up } from "../testbed/tes
 import { writeFileAtomic } from "../util/fs.ts";
 import { checkLinkDrive } from "./link-drive.ts";
 import { campaignName, planCampaign, remainingRuns, type CampaignPlan, type PlannedRun } from "./plan.ts";
-import { runsStillNeeded, throughputsByConfiguration } from "./precision.ts";
+import { runsStillNeeded, throughputsByConfiguration, withoutRoundsNotNeeded } from "./precision.ts";
 
 export interface CampaignOptions {
   /** Keep the testbed afterwards (overrides the file's `keep`). */
@@ -53,8 +53,11 @@ export interface CampaignOutcome {
   readonly benchmarkSeconds: number;
   /** Seconds bringing the testbed up: on a first campaign mostly the local images' builds, or the cloud deploy. */
   readonly upSeconds: number;
-  /** Runs done once more at the end because the machine was busy during them; `stillBusy` of them were busy again. */
-  readonly rerun: { readonly runs: number; readonly stillBusy: number };
+  /**
+   * Runs done once more at the end because the machine was busy during them: `failed` of them failed or could not run
+   * (their record is now the latest: a rerun of the campaign does them), `stillBusy` were busy again.
+   */
+  readonly rerun: { readonly runs: number; readonly failed: number; readonly stillBusy: number };
   readonly teardown: "done" | "kept" | "failed" | "not needed";
 }
 
@@ -76,7 +79,10 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
   const keep = options.keep ?? plan.keep;
   // A record made under another CPU quota (or none) measured something else: its run is done again.
   const sameQuota = store.latestRecords().filter(({ record }) => record.params.cpusPerNode === cpusPerNode);
-  const todo = remainingRuns(plan, new Map(sameQuota.map(({ record }) => [record.runId, record])), { redoBusy: options.redoBusy === true });
+  const remaining = remainingRuns(plan, new Map(sameQuota.map(({ record }) => [record.runId, record])), { redoBusy: options.redoBusy === true });
+  // A repeatUntil campaign run again: the rounds its records show are not needed are not counted, nor a testbed brought up for them.
+  const todo = plan.repeatUntil === undefined ? remaining
+    : withoutRoundsNotNeeded(remaining, throughputsByConfiguration(plan.runs, sameQuota.map(({ record }) => record)), plan.repeatUntil);
   const alreadyDone = plan.runs.length - todo.length;
   saveCampaignCopy(store.layout, file.sourceText);
   ctx.reporter.info(`campaign ${plan.name}: ${plan.repeatUntil === undefined ? "" : "up to "}${plan.runs.length} runs planned, ${alreadyDone} already done, ${todo.length} to run; results in ${store.layout.dir}`);
@@ -111,7 +117,8 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
   const { rerun, ...counts } = tally;
   return {
     resultsDir: store.layout.dir, planned: plan.runs.length, alreadyDone, ...counts, benchmarkSeconds: counts.benchmarkSeconds + rerun.benchmarkSeconds,
-    rerun: { runs: rerun.ok + rerun.failed, stillBusy: rerun.stillBusy }, wallSeconds: (Date.now() - started) / 1000, upSeconds, teardown,
+    rerun: { runs: rerun.ok + rerun.failed + rerun.notRun, failed: rerun.failed + rerun.notRun, stillBusy: rerun.stillBusy },
+    wallSeconds: (Date.now() - started) / 1000, upSeconds, teardown,
   };
 }
 
@@ -171,8 +178,9 @@ function hostLoadSampler(ctx: Context, testbed: string): HostLoadSampler | undef
   const sampler = new HostLoadSampler({
     testbedContainers: async () => {
       const containers = await docker.inspectContainers(await docker.listByLabel("container", `ringlab.testbed=${testbed}`));
-      return new Map(containers.map((container) => [container.id, { worker: container.labels["ringlab.role"] === "worker" }]));
+      return new Map(containers.map((container) => [container.id, { worker: container.labels["ringlab.role"] === "worker", running: container.running }]));
     },
+    onBlind: (message) => ctx.reporter.warn(message),
   });
   return sampler.available() ? sampler : undefined;
 }
@@ -202,13 +210,14 @@ async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: Host
     const health = await keeper.check();
     if (health.recovery !== undefined) shapedTo = undefined;
     const first = queue[0]!;
+    // Decided before a lost node makes anything of it: a run the round does not need is not "not run".
+    if (first.conditional && !decided.has(first.id)) {
+      queue = decideRound(ctx, scope, queue, decided);
+      continue;
+    }
     if (!runnableWith(first.nodes, health.lost)) {
       save(skippedRecord(scope, first, health.lost.map((node) => node.name)));
       queue = queue.slice(1);
-      continue;
-    }
-    if (first.conditional && !decided.has(first.id)) {
-      queue = decideRound(ctx, scope, queue, decided);
       continue;
     }
     const reachable = health.lost.length === 0 ? undefined : scope.testbed.nodes.filter((n) => !health.lost.includes(n)).map((n) => n.name);
@@ -254,7 +263,9 @@ function decideRound(ctx: Context, scope: CampaignScope, queue: readonly Planned
   const head = queue[0]!;
   const round = takeWhile(queue, (run) => run.conditional && run.round === head.round && !decided.has(run.id));
   const target = scope.plan.repeatUntil!;
-  const needed = runsStillNeeded(round, throughputsByConfiguration(scope.plan.runs, scope.store.records()), target);
+  // The repeats of the configurations measured under this campaign's quota (as the runs to do are chosen).
+  const records = scope.store.records().filter((record) => record.params.cpusPerNode === scope.cpusPerNode);
+  const needed = runsStillNeeded(round, throughputsByConfiguration(scope.plan.runs, records), target);
   for (const run of needed) decided.add(run.id);
   const link = round.find((run) => run.bandwidth !== null)?.bandwidth;
   const where = link === undefined ? "" : ` at ${link}`;

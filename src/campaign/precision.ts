@@ -7,14 +7,18 @@ import { meanWithInterval } from "../results/cost-model.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import type { PlannedRun, RepeatUntil } from "./plan.ts";
 
-/** A configuration's throughput over its repeats so far (images per second, every ok repeat's mean). */
+/**
+ * A configuration's throughput over its repeats so far (images per second, every ok repeat's mean), from the records
+ * that measured what the plan runs now: the same fingerprint (a record of other settings is not one of its repeats).
+ * The caller leaves out records made under another CPU quota, as the campaign does.
+ */
 export function throughputsByConfiguration(runs: readonly PlannedRun[], records: readonly RunRecord[]): Map<string, number[]> {
-  const configurationOf = new Map(runs.map((run) => [run.id, run.configuration]));
+  const planned = new Map(runs.map((run) => [run.id, run]));
   const values = new Map<string, number[]>();
   for (const { record } of latestAttempts(records)) {
-    const configuration = configurationOf.get(record.runId);
-    if (configuration === undefined || record.status !== "ok" || record.result?.job !== "train") continue;
-    values.set(configuration, [...(values.get(configuration) ?? []), record.result.metrics.imagesPerSecondTotal.mean]);
+    const run = planned.get(record.runId);
+    if (run === undefined || record.fingerprint !== run.fingerprint || record.status !== "ok" || record.result?.job !== "train") continue;
+    values.set(run.configuration, [...(values.get(run.configuration) ?? []), record.result.metrics.imagesPerSecondTotal.mean]);
   }
   return values;
 }
@@ -41,4 +45,21 @@ export function runsStillNeeded(round: readonly PlannedRun[], measured: Readonly
   const trains = round.filter((run) => run.job === "train");
   const pointsRunning = new Set(trains.filter((run) => run.nodes > 1 && imprecise(run)).map(trainingConfigKey));
   return trains.filter((run) => (run.nodes > 1 ? imprecise(run) : imprecise(run) || pointsRunning.has(trainingConfigKey(run))));
+}
+
+/**
+ * The runs still to do, less the conditional rounds that can be decided already: those at the head of the list, before
+ * any run that could still add a measurement, whose configurations are all precise enough. A campaign run again after
+ * it finished then has nothing left, and brings no testbed up for it.
+ */
+export function withoutRoundsNotNeeded(todo: readonly PlannedRun[], measured: ReadonlyMap<string, readonly number[]>, target: RepeatUntil): PlannedRun[] {
+  let rest = [...todo];
+  while (rest.length > 0 && rest[0]!.conditional) {
+    const head = rest[0]!;
+    const end = rest.findIndex((run) => !run.conditional || run.round !== head.round);
+    const round = end === -1 ? rest : rest.slice(0, end);
+    if (runsStillNeeded(round, measured, target).length > 0) break;
+    rest = rest.slice(round.length);
+  }
+  return rest;
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { planCampaign } from "../../src/campaign/plan.ts";
-import { isPrecise, runsStillNeeded, throughputsByConfiguration } from "../../src/campaign/precision.ts";
+import { isPrecise, runsStillNeeded, throughputsByConfiguration, withoutRoundsNotNeeded } from "../../src/campaign/precision.ts";
+import type { RunRecord } from "../../src/results/record.ts";
 import { parseCampaign } from "../../src/config/load.ts";
 import { trainRecord } from "../report/fixtures/records.ts";
 
@@ -12,6 +13,11 @@ campaign:
 `, "c.yaml"), "c");
 const round3 = plan.runs.filter((run) => run.round === 3);
 
+/** A record as the campaign writes it for the planned run of the same id (its fingerprint). */
+function planned(record: RunRecord): RunRecord {
+  return { ...record, fingerprint: plan.runs.find((run) => run.id === record.runId)!.fingerprint };
+}
+
 describe("repeating until the interval is narrow", () => {
   it("judges an interval by Student's t over the repeats: two repeats 1 % apart are not ±5 %, three within 1 % are", () => {
     // Two repeats: half-width = 12.706 × |a − b| / 2.
@@ -22,13 +28,32 @@ describe("repeating until the interval is narrow", () => {
     expect(isPrecise([100], 0.5)).toBe(false);
   });
 
-  it("reads each configuration's throughput from the latest ok attempt of each of its repeats", () => {
+  it("reads each configuration's throughput from the latest ok attempt of each of its repeats, made with the settings planned now", () => {
     const records = [
-      trainRecord({ nodes: 2, repeat: 1, imagesPerSecond: 150 }),
-      trainRecord({ nodes: 2, repeat: 2, imagesPerSecond: 160 }),
-      { ...trainRecord({ nodes: 1, repeat: 1, imagesPerSecond: 90 }), status: "failed" as const },
+      planned(trainRecord({ nodes: 2, repeat: 1, imagesPerSecond: 150 })),
+      planned(trainRecord({ nodes: 2, repeat: 2, imagesPerSecond: 160 })),
+      { ...planned(trainRecord({ nodes: 1, repeat: 1, imagesPerSecond: 90 })), status: "failed" as const },
+      // Another numIters since: not a repeat of what the plan runs now.
+      trainRecord({ nodes: 2, repeat: 3, imagesPerSecond: 400 }),
     ];
     expect(throughputsByConfiguration(plan.runs, records)).toEqual(new Map([["train-resnet50-b64-n2-1gbit", [150, 160]]]));
+  });
+
+  it("leaves out the conditional rounds at the head of the runs to do that the records show are not needed, and no more", () => {
+    const precise = new Map([
+      ["train-resnet50-b64-n1", [100, 100.2]],
+      ["train-resnet50-b64-n2-1gbit", [150, 150.1]],
+      ["train-resnet50-b64-n3-1gbit", [200, 200.3]],
+    ]);
+    const conditional = plan.runs.filter((run) => run.conditional);
+    // A campaign run again after it finished: nothing left to do.
+    expect(withoutRoundsNotNeeded(conditional, precise, plan.repeatUntil!)).toEqual([]);
+    // A round still needed stops the pruning: what it measures decides the rounds after it.
+    const wide = new Map([...precise, ["train-resnet50-b64-n3-1gbit", [200, 260]]]);
+    expect(withoutRoundsNotNeeded(conditional, wide, plan.repeatUntil!)).toEqual(conditional);
+    // An unconditional run still to do may change every decision after it.
+    const unconditional = plan.runs.filter((run) => run.round === 2);
+    expect(withoutRoundsNotNeeded([...unconditional, ...conditional], precise, plan.repeatUntil!)).toEqual([...unconditional, ...conditional]);
   });
 
   it("runs a conditional round's points that are still too wide, and their baseline with them", () => {

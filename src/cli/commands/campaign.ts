@@ -39,9 +39,15 @@ export function registerCampaign(program: Command, host: CommandHost): void {
             ...(options.keep === undefined ? {} : { keep: options.keep }),
           })));
       ctx.reporter.info(formatOutcome(outcome, flagsOf(outcome.resultsDir)));
-      if (outcome.teardown === "failed") return EXIT.toolFailed;
-      if (outcome.failed > 0 || outcome.notRun > 0) return EXIT.runsFailed;
+      return exitCodeOf(outcome);
     }));
+}
+
+/** 4 when teardown failed, 5 when a run's latest record is not ok (a busy run's rerun included), else 0. */
+export function exitCodeOf(outcome: CampaignOutcome): number {
+  if (outcome.teardown === "failed") return EXIT.toolFailed;
+  if (outcome.failed > 0 || outcome.notRun > 0 || outcome.rerun.failed > 0) return EXIT.runsFailed;
+  return EXIT.ok;
 }
 
 /**
@@ -65,7 +71,8 @@ export function formatOutcome(outcome: CampaignOutcome, flags: readonly Pick<Fla
     `campaign finished: ${outcome.ok} ok, ${outcome.failed} failed, ${outcome.alreadyDone} already done` +
       `${outcome.notRun > 0 ? `, ${outcome.notRun} not run (a node was lost; rerun to do them)` : ""} (of ${outcome.planned})`,
     ...(outcome.rerun.runs === 0 ? [] : [`${outcome.rerun.runs} run${outcome.rerun.runs === 1 ? "" : "s"} done again because the machine was busy during ${outcome.rerun.runs === 1 ? "it" : "them"}` +
-      `${outcome.rerun.stillBusy > 0 ? ` (${outcome.rerun.stillBusy} busy again: find what else runs on this machine)` : ""}`]),
+      `${outcome.rerun.stillBusy > 0 ? ` (${outcome.rerun.stillBusy} busy again: find what else runs on this machine)` : ""}` +
+      `${outcome.rerun.failed > 0 ? `; ${outcome.rerun.failed} of them failed or could not run this time, and that record is now the run's: rerun the campaign to do ${outcome.rerun.failed === 1 ? "it" : "them"}` : ""}`]),
     ...(flags.length === 0 ? [] : [`${flags.length} flagged: ${flagTally(flags)} (see report.md, Flags)`]),
     `time: ${outcome.wallSeconds.toFixed(0)} s`,
     `  ${outcome.benchmarkSeconds.toFixed(0)} s inside benchmark jobs (${share(outcome.benchmarkSeconds)})`,
