@@ -94,9 +94,14 @@ export interface HostLoadSources {
   readonly procRoot?: string;
   /** Where the cgroup file systems are mounted. @default "/sys/fs/cgroup" */
   readonly cgroupRoot?: string;
-  /** The testbed's containers now: full ids, and which are workers (label ringlab.role=worker). */
-  readonly testbedContainers: () => Promise<ReadonlyMap<string, { readonly worker: boolean }>>;
+  /** The testbed's containers now: full ids, which are workers (label ringlab.role=worker), which are running. */
+  readonly testbedContainers: () => Promise<ReadonlyMap<string, { readonly worker: boolean; readonly running: boolean }>>;
   readonly now?: () => number;
+  /**
+   * Told once when a running container of the testbed has no cgroup where the sampler looks (rootless Docker, a custom
+   * cgroup parent, ringlab itself in a container): its CPU would count as the machine's, so no run gets a hostLoad.
+   */
+  readonly onBlind?: (message: string) => void;
 }
 
 /**
@@ -109,6 +114,8 @@ export class HostLoadSampler {
   private readonly cgroupRoot: string;
   private readonly now: () => number;
   private known = new Map<string, { cgroup: ContainerCgroup; worker: boolean }>();
+  /** A running container of the testbed had no cgroup here: the testbed's CPU cannot be told from the machine's. */
+  private blind = false;
   private parentEntries = "";
   private timer: NodeJS.Timeout | undefined;
   private sampling: Promise<void> = Promise.resolve();
@@ -174,9 +181,14 @@ export class HostLoadSampler {
   private async refreshContainers(): Promise<void> {
     const listed = await this.sources.testbedContainers();
     const known = new Map<string, { cgroup: ContainerCgroup; worker: boolean }>();
-    for (const [id, { worker }] of listed) {
+    for (const [id, { worker, running }] of listed) {
       const cgroup = this.known.get(id)?.cgroup ?? containerCgroup(this.cgroupRoot, id);
       if (cgroup !== undefined) known.set(id, { cgroup, worker });
+      else if (running && !this.blind) {
+        this.blind = true;
+        this.sources.onBlind?.(`container ${id.slice(0, 12)} of the testbed has no cgroup under ${this.cgroupRoot} ` +
+          "(rootless Docker, a custom cgroup parent, or ringlab in a container?): runs get no hostLoad, and none is marked busy");
+      }
     }
     this.known = known;
   }
@@ -186,6 +198,7 @@ export class HostLoadSampler {
    * counters once more first, so that the window's end is covered without waiting for the next sample.
    */
   loadOver(startMs: number, endMs: number, busyThreshold = DEFAULT_BUSY_THRESHOLD): HostLoad | undefined {
+    if (this.blind) return undefined;
     try {
       this.readCounters();
     } catch {

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { containerCgroup, HostLoadSampler, hostLoadOver, parsePressureSome, parseProcStat, type HostSample } from "../../src/testbed/host-load.ts";
@@ -74,6 +74,25 @@ describe("a run's host load from the samples", () => {
     expect(hostLoadOver(samples, -1, 2_000, 0.25)).toBeUndefined();
   });
 
+  it("gives no load, and says so once, when a running container of the testbed has no cgroup where it looks", async () => {
+    const root = mkdtempSync(join(tmpdir(), "ringlab-cg-none-"));
+    const told: string[] = [];
+    const sampler = new HostLoadSampler({
+      cgroupRoot: root,
+      testbedContainers: async () => new Map([[ID, { worker: true, running: true }], ["c".repeat(64), { worker: false, running: false }]]),
+      onBlind: (message) => told.push(message),
+    });
+    mkdirSync(join(root, "docker"));
+    await sampler.sample();
+    mkdirSync(join(root, "docker", "d".repeat(64)));
+    await sampler.sample();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await sampler.sample();
+    expect(sampler.loadOver(Date.now() - 15, Date.now() - 5)).toBeUndefined();
+    expect(told).toHaveLength(1);
+    expect(told[0]).toMatch(/^container aaaaaaaaaaaa of the testbed has no cgroup under .*: runs get no hostLoad, and none is marked busy$/);
+  });
+
   it("sees a CPU-bound program beside the (empty) testbed on this very machine", async () => {
     const sampler = new HostLoadSampler({ testbedContainers: async () => new Map() });
     await sampler.start(100);
@@ -82,9 +101,8 @@ describe("a run's host load from the samples", () => {
     await new Promise((resolve) => burner.once("exit", resolve));
     const load = sampler.loadOver(started, Date.now() - 200)!;
     await sampler.stop();
-    // One busy core of the machine's cores, minus what the burner's own start and end leave out of the window.
-    expect(load.outsideShare).toBeGreaterThan(0.8 / availableParallelism());
+    // One busy core of the machine's cores (as /proc/stat counts them), less the burner's own start and end.
+    expect(load.outsideShare).toBeGreaterThan(0.8 / load.cores);
     expect(load.testbedCpuSeconds).toBe(0);
-    expect(load.busy).toBe(availableParallelism() <= 3);
   });
 });
