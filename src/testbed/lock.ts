@@ -7,7 +7,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { UsageError } from "../errors.ts";
-import { PRIVATE_FILE_MODE, PRIVATE_FOLDER_MODE } from "../util/fs.ts";
+import { PRIVATE_FILE_MODE } from "../util/fs.ts";
 import { locksDir } from "./paths.ts";
 
 export interface LockHolder {
@@ -52,7 +52,8 @@ export function acquire(file: string, what: string, warn: (message: string) => v
     held.set(file, nested + 1);
     return;
   }
-  mkdirSync(dirname(file), { recursive: true, mode: PRIVATE_FOLDER_MODE });
+  // The folder keeps the umask: a results folder's lock is made before the results, which others may read.
+  mkdirSync(dirname(file), { recursive: true });
   if (!tryCreate(file)) {
     const holder = readHolder(file);
     if (holder !== undefined && isAlive(holder.pid)) {

@@ -33,10 +33,11 @@ describe("testbed and results locks", () => {
     expect(existsSync(file)).toBe(false);
   });
 
-  it("is its user's alone, like the rest of the state folder", async () => {
-    const file = join(scratch(), "locks", "tb.lock");
-    const modes = await withLock(file, "testbed smoke", () => {}, async () => [statSync(file).mode & 0o777, statSync(dirname(file)).mode & 0o777]);
-    expect(modes).toEqual([0o600, 0o700]);
+  it("is its user's alone, in a folder that keeps the umask (a results folder is made by its lock, for others to read)", async () => {
+    const file = join(scratch(), "results", ".ringlab.lock");
+    const umask = process.umask();
+    const modes = await withLock(file, "results folder", () => {}, async () => [statSync(file).mode & 0o777, statSync(dirname(file)).mode & 0o777]);
+    expect(modes).toEqual([0o600, 0o777 & ~umask]);
   });
 
   it("is re-entrant within one process and released when the outermost hold ends", () => {
