@@ -57,6 +57,13 @@ def test_the_batch_output_is_split_into_each_ranks_lines_by_sruns_labels():
     assert "CANCELLED" not in "".join(logs.values())
 
 
+def test_a_carriage_return_inside_a_ranks_line_stays_in_that_ranks_log():
+    # A progress bar redrawn with "\r": without its own label after it, the text must not be lost or go elsewhere.
+    logs = ringlab_slurm.split_labelled_output("0: step 1\r0: step 2\n1: 3: not a label\x0bmore\n", 2)
+    assert logs[0] == "step 1\r0: step 2\n"
+    assert logs[1] == "3: not a label\x0bmore\n"
+
+
 def test_a_completed_job_gives_every_rank_ok_and_the_heads_result():
     files = {"/var/lib/ringlab-slurm/r/slurm-1.out": "0: head log\n1: worker log\n"}
     shared = {"/shared/runs/r/result.json": '{"job": "train"}'}

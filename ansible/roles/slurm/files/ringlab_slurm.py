@@ -81,7 +81,8 @@ def split_labelled_output(text, tasks):
     """Each task's lines from the batch output, without their labels: {task: text}. Lines of Slurm's own (slurmstepd
     saying the job was cancelled, srun's errors) carry no label and stay in the batch output only."""
     logs = {task: [] for task in range(tasks)}
-    for line in text.splitlines(keepends=True):
+    # Lines end at "\n" only: a progress line's "\r" (or any other character splitlines() would take) stays inside it.
+    for line in re.findall(r"[^\n]*\n|[^\n]+$", text):
         matched = _LABELLED_LINE.match(line)
         if matched and int(matched.group(1)) in logs:
             logs[int(matched.group(1))].append(matched.group(2))
@@ -138,7 +139,8 @@ def build_outcome(run_id, job_id, fields, nodes, hosts, read_text, read_result):
 
 def _read_text(path):
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        # newline="": "\r" comes through as written, for split_labelled_output to keep inside its line.
+        with open(path, encoding="utf-8", errors="replace", newline="") as handle:
             return handle.read()
     except OSError:
         return None
