@@ -19,8 +19,8 @@ const PLUS_MINUS_NOTE = "± is the 95% confidence interval of the mean (95 % int
 /** What the calibration column is and why nothing acts on it, said once for both pages after the column's name. */
 const CALIBRATION_RULE = "is every rank's speed at fixed fp32 matrix products for 0.6 s just before the job (per second of CPU time on CPU " +
   "nodes, of wall time on GPUs), the mean over the ranks and the runs (n/a without one), and ringlab neither flags nor corrects on it, because in " +
-  "two seed campaigns a run's calibration did not track its throughput (correlation −0.02 and 0.18): the baseline measured in every round is the " +
-  "drift control.";
+  "two seed campaigns a run's calibration did not track its throughput (correlation −0.02 and 0.18); what stands against drift is the order " +
+  "of the runs (every round has the baseline and every point once).";
 
 /** `flags`: reportFlags(data, records), listed in their own section and marked beside the points they concern. */
 export function renderHtml(data: ReportData, svgs: ChartSvgs, meta: ReportMeta, flags: readonly Flag[]): string {

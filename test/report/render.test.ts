@@ -240,7 +240,7 @@ describe("the calibration column", () => {
     expect(howToRead).toContain("<b>Calibration (GFLOP/s)</b> is every rank's speed at fixed fp32 matrix products for 0.6 s just before the job " +
       "(per second of CPU time on CPU nodes, of wall time on GPUs), the mean over the ranks and the runs");
     expect(howToRead).toContain("ringlab neither flags nor corrects on it, because in two seed campaigns a run's calibration did not track its throughput " +
-      "(correlation −0.02 and 0.18): the baseline measured in every round is the drift control.");
+      "(correlation −0.02 and 0.18); what stands against drift is the order of the runs (every round has the baseline and every point once).");
     expect(renderMarkdown(calibratedData, calibratedMeta, calibratedFlags)).toContain("\nCalibration (GFLOP/s) is every rank's speed at fixed fp32 matrix products");
   });
 });
