@@ -366,6 +366,7 @@ function recordBase(scope: CampaignScope, run: PlannedRun, attempt: number) {
       workerArgs: run.workerArgs,
       ...(cpusPerNode === undefined ? {} : { cpusPerNode }),
       ...recordedLauncher(scope.plan.launcher),
+      ...(scope.plan.repeatUntil === undefined ? {} : { repeatUntil: scope.plan.repeatUntil }),
     },
     testbed: {
       name: testbed.name,

@@ -22,6 +22,8 @@ export interface Interval extends MeanWithInterval {
    * that says how steady the run was, not how precisely the mean is known.
    */
   readonly iterationSpread95?: number;
+  /** With the campaign's repeatUntil: its target (a share of the mean) and whether the interval is within it. */
+  readonly precisionTarget?: { readonly halfWidth: number; readonly reached: boolean };
 }
 
 /** The ± a chart's error bar shows: the interval over repeats, or a single repeat's spread over iterations. */
@@ -429,9 +431,14 @@ function bucketCapMbOf(knobs: RunRecord["params"]["knobs"]): number | undefined 
 /** Mean over repeats with Student's t; one repeat has no interval, so it keeps the worker's spread over its iterations. */
 function repeatsInterval(repeats: readonly TrainRecord[]): Interval {
   const totals = repeats.map((record) => record.result.metrics.imagesPerSecondTotal);
-  if (totals.length > 1) return meanWithInterval(totals.map((total) => total.mean));
   // The worker calls its spread ci95 (ringlab.result/v1); see worker-result.ts.
-  return { ...meanWithInterval([totals[0]!.mean]), iterationSpread95: totals[0]!.ci95 };
+  const interval: Interval = totals.length > 1 ? meanWithInterval(totals.map((total) => total.mean))
+    : { ...meanWithInterval([totals[0]!.mean]), iterationSpread95: totals[0]!.ci95 };
+  const target = repeats.find((record) => record.params.repeatUntil !== undefined)?.params.repeatUntil;
+  if (target === undefined) return interval;
+  // As the campaign decided its rounds (src/campaign/precision.ts): one repeat has no interval, so never reached.
+  const reached = interval.n >= 2 && interval.mean > 0 && interval.halfWidth95 <= target.halfWidth * interval.mean;
+  return { ...interval, precisionTarget: { halfWidth: target.halfWidth, reached } };
 }
 
 /**

@@ -15,7 +15,7 @@ export { markdownText };
 
 const NOT_AVAILABLE = "n/a";
 const PLUS_MINUS_NOTE = "± is the 95% confidence interval of the mean (95 % interval: Student's t over repeats); a single repeat shows its spread over iterations (1.96 × std) instead. " +
-  "n: repeats; CV: coefficient of variation, sample standard deviation / mean (n/a for one repeat); ⚑: a flag (see Flags).";
+  "n: repeats (with the campaign's repeatUntil, whether the 95% interval came within its target); CV: coefficient of variation, sample standard deviation / mean (n/a for one repeat); ⚑: a flag (see Flags).";
 /** What the calibration column is and why nothing acts on it, said once for both pages after the column's name. */
 const CALIBRATION_RULE = "is every rank's speed at fixed fp32 matrix products for 0.6 s just before the job (per second of CPU time on CPU " +
   "nodes, of wall time on GPUs), the mean over the ranks and the runs (n/a without one), and ringlab neither flags nor corrects on it, because in " +
@@ -427,7 +427,13 @@ function ceilingText(point: ScalingPoint): string {
 
 /** The throughput, its repeats, median and coefficient of variation: the cells every training table puts side by side. */
 function variabilityCells(value: Interval, digits: number): string[] {
-  return [interval(value, digits), String(value.n), value.median.toFixed(digits), optional(value.coefficientOfVariation, percent)];
+  return [interval(value, digits), repeatsText(value), value.median.toFixed(digits), optional(value.coefficientOfVariation, percent)];
+}
+
+/** "3", or with the campaign's repeatUntil "3 (±10%: reached)" / "4 (±10%: not reached)". */
+function repeatsText(value: Interval): string {
+  const target = value.precisionTarget;
+  return target === undefined ? String(value.n) : `${value.n} (±${percent(target.halfWidth)}: ${target.reached ? "reached" : "not reached"})`;
 }
 
 /** Over repeats: the confidence interval; one repeat: its spread over iterations, labelled as such. */

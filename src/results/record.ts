@@ -43,6 +43,8 @@ export interface RunRecord {
     readonly cpusPerNode?: number;
     /** The launcher that started it (src/launchers/; slurm: one Slurm job, its job.sbatch in logsDir); absent: Ansible. */
     readonly launcher?: RecordedLauncher;
+    /** The campaign's repeatUntil, when it repeated configurations until their interval was narrow. */
+    readonly repeatUntil?: { readonly halfWidth: number; readonly minRepeats: number; readonly maxRepeats: number };
   };
   /** skipped: not run because a node it needs does not answer; a rerun of the campaign does it. */
   readonly status: "ok" | "failed" | "skipped";
@@ -109,6 +111,7 @@ export const runRecordSchema: z.ZodType<RunRecord> = z.looseObject({
     workerArgs: z.array(z.string()),
     cpusPerNode: z.number().positive().optional(),
     launcher: z.enum(LAUNCHER_NAMES).exclude([DEFAULT_LAUNCHER]).optional(),
+    repeatUntil: z.looseObject({ halfWidth: z.number(), minRepeats: z.number(), maxRepeats: z.number() }).optional(),
   }),
   status: z.enum(["ok", "failed", "skipped"]),
   error: z.string().optional(),

@@ -51,6 +51,25 @@ describe("reportData: training series", () => {
     expect(throughput.halfWidth95).toBeCloseTo(3.182 * Math.sqrt(266 / 3) / 2, 9);
   });
 
+  it("says per point whether its interval came within the campaign's repeatUntil target, and shows it beside n", () => {
+    const target = { halfWidth: 0.05, minRepeats: 2, maxRepeats: 4 };
+    const withTarget = (record: RunRecord): RunRecord => ({ ...record, params: { ...record.params, repeatUntil: target } });
+    const records = [
+      // Baseline 100 and 100.4: t = 12.706 × 0.2 = 2.5 img/s, within ±5 %.
+      ...[100, 100.4].map((imagesPerSecond, i) => withTarget(trainRecord({ nodes: 1, repeat: i + 1, imagesPerSecond }))),
+      // 2 nodes at 150, 170, 160, 140: ± 20.5 img/s, wider than ±5 % after 4 (maxRepeats).
+      ...[150, 170, 160, 140].map((imagesPerSecond, i) => withTarget(trainRecord({ nodes: 2, repeat: i + 1, imagesPerSecond }))),
+    ];
+    const [config] = reportData(records).training;
+    expect(config!.baseline!.imagesPerSecond.precisionTarget).toEqual({ halfWidth: 0.05, reached: true });
+    expect(config!.series[0]!.points[0]!.imagesPerSecond.precisionTarget).toEqual({ halfWidth: 0.05, reached: false });
+    const markdown = renderMarkdown(reportData(records), reportMeta(records, new Date()), []);
+    expect(markdown).toContain("| none (baseline) | 1 | 100.2 ± 2.5 | 2 (±5.0%: reached) |");
+    expect(markdown).toContain("| 1gbit | 2 | 155.0 ± 20.5 | 4 (±5.0%: not reached) |");
+    // Without repeatUntil, n alone.
+    expect(reportData([trainRecord({ nodes: 1, imagesPerSecond: 100 })]).training[0]!.baseline!.imagesPerSecond.precisionTarget).toBeUndefined();
+  });
+
   it("gives one series per link, slowest first, each with its multi-node points in node order", () => {
     expect(resnet50.series.map((s) => s.bandwidth)).toEqual(["1gbit", "10gbit"]);
     expect(resnet50.series.map((s) => s.linkGbps)).toEqual([1, 10]);
