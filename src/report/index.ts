@@ -3,12 +3,15 @@
  * passes the records it has in memory, `ringlab report` the ones it read through the results store. The only
  * part of the report that touches the file system.
  */
+import { existsSync, readFileSync } from "node:fs";
 import { UsageError } from "../errors.ts";
+import { parsePredictions } from "../results/predictions.ts";
 import { resultsLayout } from "../results/layout.ts";
 import type { RunRecord } from "../results/record.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import { reportData, reportMeta } from "./data.ts";
 import { reportFlags } from "./flags.ts";
+import { scorePredictions, type PredictionScore } from "./predictions.ts";
 import { renderHtml, renderMarkdown } from "./render.ts";
 
 export interface WriteReportOptions {
@@ -32,7 +35,23 @@ export async function writeReport(resultsDir: string, records: readonly RunRecor
   // Vega is loaded only when a report is drawn: it is most of a CLI start's import time otherwise.
   const { renderCharts } = await import("./charts.ts");
   const svgs = await renderCharts(data);
-  writeFileAtomic(layout.reportHtml, renderHtml(data, svgs, meta, flags));
-  writeFileAtomic(layout.reportMarkdown, renderMarkdown(data, meta, flags));
+  const predictions = predictionsOf(layout.predictions, data, records);
+  writeFileAtomic(layout.reportHtml, renderHtml(data, svgs, meta, flags, predictions));
+  writeFileAtomic(layout.reportMarkdown, renderMarkdown(data, meta, flags, predictions));
   return { html: layout.reportHtml, markdown: layout.reportMarkdown };
+}
+
+/** The saved predictions scored, when the campaign made some; a file that cannot be read is said in the report's place. */
+function predictionsOf(file: string, data: ReturnType<typeof reportData>, records: readonly RunRecord[]): PredictionScore | undefined {
+  if (!existsSync(file)) return undefined;
+  let parsed: ReturnType<typeof parsePredictions>;
+  try {
+    parsed = parsePredictions(JSON.parse(readFileSync(file, "utf8")));
+  } catch (error) {
+    parsed = { problem: (error as Error).message };
+  }
+  if ("problem" in parsed) {
+    return { calibration: `(${file} could not be read: ${parsed.problem})`, madeAt: new Date(0).toISOString(), scored: [], notMeasured: 0, missing: [] };
+  }
+  return scorePredictions(parsed.file, data, records);
 }

@@ -10,6 +10,7 @@ import {
   FASTER_LINK_DROP, flagKindName, flagKindsOf, flagTally, OUTLIER_FENCE_IQRS, OUTLIER_MIN_REPEATS, PROBE_LINK_MARGIN, WIDE_INTERVAL_SHARE, type Flag,
 } from "./flags.ts";
 import { escapeHtml, htmlTable, markdownText, PAGE_STYLE, percent, readableSpan, readableTime } from "./text.ts";
+import { scoreSummary, type PredictionScore } from "./predictions.ts";
 
 export { markdownText };
 
@@ -23,7 +24,7 @@ const CALIBRATION_RULE = "is every rank's speed at fixed fp32 matrix products fo
   "of the runs (every round has the baseline and every point once).";
 
 /** `flags`: reportFlags(data, records), listed in their own section and marked beside the points they concern. */
-export function renderHtml(data: ReportData, svgs: ChartSvgs, meta: ReportMeta, flags: readonly Flag[]): string {
+export function renderHtml(data: ReportData, svgs: ChartSvgs, meta: ReportMeta, flags: readonly Flag[], predictions?: PredictionScore): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -47,6 +48,7 @@ ${realDataSection(data.realData)}
 ${comparisonsSection(data)}
 ${probeSection(data, svgs, flags)}
 ${modelSection(data, svgs)}
+${predictions === undefined ? "" : predictionsSection(predictions)}
 ${failuresSection(data.failures)}
 ${HOW_TO_READ}
 </body>
@@ -54,7 +56,7 @@ ${HOW_TO_READ}
 `;
 }
 
-export function renderMarkdown(data: ReportData, meta: ReportMeta, flags: readonly Flag[]): string {
+export function renderMarkdown(data: ReportData, meta: ReportMeta, flags: readonly Flag[], predictions?: PredictionScore): string {
   const lines = [
     `# ringlab report: ${markdownText(meta.campaign)}`,
     "",
@@ -67,6 +69,7 @@ export function renderMarkdown(data: ReportData, meta: ReportMeta, flags: readon
     ...markdownComparisons(data),
     ...markdownProbes(data.probes),
     ...markdownModel(data),
+    ...(predictions === undefined ? [] : markdownPredictions(predictions)),
     ...markdownFailures(data.failures),
   ];
   return `${lines.join("\n")}\n`;
@@ -463,3 +466,41 @@ function oneLine(text: string): string {
   return line.length > 200 ? `${line.slice(0, 199)}…` : line;
 }
 
+
+const PREDICTIONS_INTRO = "Made before the first run from a calibration of earlier campaigns (ringlab plan's model: t_c from the single-node " +
+  "baseline those measured, the all-reduce from their probe's fit, no overlap; the interval from t_c's).";
+
+function predictionRows(score: PredictionScore): string[][] {
+  const signed = (value: number, digits: number) => `${value >= 0 ? "+" : "−"}${Math.abs(value).toFixed(digits)}`;
+  return score.scored.map((row) => [
+    row.label, row.predictedImagesPerSecond.toFixed(1), row.measuredImagesPerSecond.toFixed(1), `${signed(row.throughputError * 100, 1)}%`,
+    `${percent(row.predictedEfficiency.value)} (${percent(row.predictedEfficiency.low)} – ${percent(row.predictedEfficiency.high)})`,
+    optional(row.measuredEfficiency, percent), row.errorPoints === null ? NOT_AVAILABLE : `${signed(row.errorPoints, 1)} pt`,
+  ]);
+}
+
+const PREDICTION_COLUMNS = ["Run", "Predicted (img/s)", "Measured (img/s)", "Error", "Predicted efficiency (95%)", "Measured efficiency", "Error (points)"];
+
+function predictionNotes(score: PredictionScore): string[] {
+  return [
+    `${scoreSummary(score)}. Calibration: ${score.calibration}, predicted ${readableTime(score.madeAt)}.`,
+    ...(score.notMeasured === 0 ? [] : [`${score.notMeasured} predicted runs have no successful measurement (rounds that repeatUntil did not need, or runs that failed).`]),
+    ...score.missing.map((entry) => `${entry.runId}: not predicted: ${entry.missing}`),
+  ];
+}
+
+function markdownPredictions(score: PredictionScore): string[] {
+  return ["", "## Predicted before the run", "", PREDICTIONS_INTRO, "",
+    `| ${PREDICTION_COLUMNS.join(" | ")} |`, `|---|${PREDICTION_COLUMNS.slice(1).map(() => "---:").join("|")}|`,
+    ...predictionRows(score).map((cells) => `| ${cells.map(markdownText).join(" | ")} |`),
+    "", ...predictionNotes(score).map(markdownText)];
+}
+
+function predictionsSection(score: PredictionScore): string {
+  return `<section id="predictions">
+<h2>Predicted before the run</h2>
+<p>${escapeHtml(PREDICTIONS_INTRO)}</p>
+${table(PREDICTION_COLUMNS, predictionRows(score))}
+${predictionNotes(score).map((note) => `<p>${escapeHtml(note)}</p>`).join("\n")}
+</section>`;
+}

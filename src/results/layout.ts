@@ -6,6 +6,7 @@
  *                                      `runs/<run id>.json`, the layout before attempts were kept, is attempt 1
  *   logs/<run id>/attempt-<k>/         that attempt's worker-<rank>.log and result.json
  *   runs.jsonl, summary.csv            derived from the latest attempt of every run
+ *   predictions.json                   what the calibration predicted for every training run, before the first
  *   report.html, report.md             the report
  *
  * Pure: paths only.
@@ -18,6 +19,8 @@ export interface ResultsLayout {
   readonly runsJsonl: string;
   readonly summaryCsv: string;
   readonly campaignCopy: string;
+  /** ringlab.predictions/v1 (results/predictions.ts), when the campaign had a calibration. */
+  readonly predictions: string;
   readonly reportHtml: string;
   readonly reportMarkdown: string;
   recordFileOf(runId: string, attempt: number): string;
@@ -31,6 +34,7 @@ export function resultsLayout(dir: string): ResultsLayout {
     runsJsonl: join(dir, "runs.jsonl"),
     summaryCsv: join(dir, "summary.csv"),
     campaignCopy: join(dir, "campaign.yaml"),
+    predictions: join(dir, "predictions.json"),
     reportHtml: join(dir, "report.html"),
     reportMarkdown: join(dir, "report.md"),
     recordFileOf: (runId, attempt) => join(dir, "runs", recordFileName(runId, attempt)),

@@ -1,0 +1,142 @@
+/**
+ * A calibration: what a prediction needs and where each number came from (issue #35). Built from a campaign's
+ * results with the report's own numbers (src/report/data.ts): each single-node baseline gives one step's compute,
+ * each probe's alpha-beta fit gives a link. Merged calibrations keep the newest entry of each key. Pure: records
+ * and plain data in, plain data out; src/cli/commands/calibrate.ts reads and writes the file.
+ */
+import { z } from "zod";
+import { reportData } from "../report/data.ts";
+import type { RunRecord } from "../results/record.ts";
+
+export const CALIBRATION_SCHEMA = "ringlab.calibration/v1";
+
+/** Where a number came from, in order of trust: measured by the user, published (with its citation), or derived. */
+export type Source =
+  | { readonly kind: "measured"; readonly resultsDir: string; readonly date: string }
+  | { readonly kind: "derived"; readonly how: string };
+
+/** One step's compute on one worker: what the training configuration's single-node runs measured. */
+export interface ComputeEntry {
+  readonly model: string;
+  readonly batchSize: number;
+  /** fp32 or amp (the precision knob; fp32 when the campaign did not set it). */
+  readonly precision: string;
+  readonly device: string;
+  /** CPU model or GPU name, as the worker's provenance gives it. */
+  readonly deviceModel: string;
+  /** The local testbed's CPU quota per worker process; null on machines of their own (AWS). */
+  readonly cpusPerNode: number | null;
+  /** Batch size / one worker's images per second, over the baseline's repeats. */
+  readonly computeSeconds: { readonly mean: number; readonly halfWidth95: number; readonly repeats: number };
+  /** Bytes of the model's gradient (fp32). */
+  readonly gradientBytes: number;
+  readonly source: Source;
+}
+
+/** A link as the probe measured it: the ring model's α and β at one rate, node count, placement and reduction. */
+export interface LinkEntry {
+  /** The tc rate ("1gbit"), "unlimited", or "in one node". */
+  readonly bandwidth: string;
+  readonly nodes: number;
+  readonly processesPerNode: number;
+  readonly reduction: string;
+  readonly cpusPerNode: number | null;
+  readonly alphaSeconds: number;
+  readonly betaSecondsPerByte: number;
+  readonly rSquared: number;
+  readonly source: Source;
+}
+
+export interface Calibration {
+  readonly schema: typeof CALIBRATION_SCHEMA;
+  readonly compute: readonly ComputeEntry[];
+  readonly links: readonly LinkEntry[];
+}
+
+const source = z.discriminatedUnion("kind", [
+  z.strictObject({ kind: z.literal("measured"), resultsDir: z.string(), date: z.string() }),
+  z.strictObject({ kind: z.literal("derived"), how: z.string() }),
+]);
+
+const calibrationSchema = z.strictObject({
+  schema: z.literal(CALIBRATION_SCHEMA),
+  compute: z.array(z.strictObject({
+    model: z.string(), batchSize: z.number().int().positive(), precision: z.string(), device: z.string(), deviceModel: z.string(),
+    cpusPerNode: z.number().positive().nullable(),
+    computeSeconds: z.strictObject({ mean: z.number().positive(), halfWidth95: z.number().nonnegative(), repeats: z.number().int().positive() }),
+    gradientBytes: z.number().positive(), source,
+  })),
+  links: z.array(z.strictObject({
+    bandwidth: z.string(), nodes: z.number().int().min(1), processesPerNode: z.number().int().positive(), reduction: z.string(),
+    cpusPerNode: z.number().positive().nullable(), alphaSeconds: z.number().nonnegative(), betaSecondsPerByte: z.number().positive(),
+    rSquared: z.number(), source,
+  })),
+});
+
+/** A calibration read back from a file, or why it is not one (another version, a field that does not fit). */
+export function parseCalibration(json: unknown): { calibration: Calibration } | { problem: string } {
+  const version = (json as { schema?: unknown } | null)?.schema;
+  if (typeof version === "string" && version !== CALIBRATION_SCHEMA) {
+    return { problem: `it is a ${version} file; this ringlab reads ${CALIBRATION_SCHEMA}: make it again with \`ringlab calibrate <results dir>...\`` };
+  }
+  const parsed = calibrationSchema.safeParse(json);
+  if (parsed.success) return { calibration: parsed.data };
+  const issue = parsed.error.issues[0]!;
+  return { problem: `not a ${CALIBRATION_SCHEMA} file at ${issue.path.join(".") || "(top)"}: ${issue.message}` };
+}
+
+/** The calibration of one campaign's results (`resultsDir` names them in every entry's source). */
+export function calibrationFromRecords(records: readonly RunRecord[], resultsDir: string): Calibration {
+  const data = reportData(records);
+  const recordOf = new Map(records.map((record) => [record.runId, record]));
+  const dateOf = (runIds: readonly string[]) => runIds.map((id) => recordOf.get(id)?.endedAt ?? "").sort().at(-1)!.slice(0, 10);
+  const compute: ComputeEntry[] = data.training.flatMap((config) => {
+    const baseline = config.baseline;
+    const first = baseline === null ? undefined : recordOf.get(baseline.runIds[0]!);
+    if (baseline === null || first?.result?.job !== "train") return [];
+    const perWorker = baseline.imagesPerSecond.mean / baseline.workers;
+    const computeSeconds = config.batchSize / perWorker;
+    // The interval of the mean throughput carried to t_c = batch / throughput (first order).
+    const halfWidth95 = computeSeconds * (baseline.imagesPerSecond.halfWidth95 / baseline.imagesPerSecond.mean);
+    return [{
+      model: config.model, batchSize: config.batchSize, precision: String(first.params.knobs["precision"] ?? "fp32"),
+      device: first.result.provenance.device, deviceModel: first.result.provenance.deviceModel, cpusPerNode: first.params.cpusPerNode ?? null,
+      computeSeconds: { mean: computeSeconds, halfWidth95, repeats: baseline.imagesPerSecond.n },
+      gradientBytes: first.result.metrics.gradientBytes, source: { kind: "measured", resultsDir, date: dateOf(baseline.runIds) },
+    }];
+  });
+  const links: LinkEntry[] = data.probes.flatMap((probe) => {
+    if (probe.fit === null || !(probe.fit.betaSecondsPerByte > 0)) return [];
+    const first = recordOf.get(probe.runIds[0]!);
+    return [{
+      bandwidth: probe.bandwidth, nodes: probe.nodes, processesPerNode: probe.processesPerNode, reduction: probe.reduction,
+      cpusPerNode: first?.params.cpusPerNode ?? null, alphaSeconds: probe.fit.alphaSeconds, betaSecondsPerByte: probe.fit.betaSecondsPerByte,
+      rSquared: probe.fit.rSquared, source: { kind: "measured", resultsDir, date: dateOf(probe.runIds) },
+    }];
+  });
+  return { schema: CALIBRATION_SCHEMA, compute, links };
+}
+
+function computeKey(entry: ComputeEntry): string {
+  return JSON.stringify([entry.model, entry.batchSize, entry.precision, entry.device, entry.deviceModel, entry.cpusPerNode]);
+}
+
+function linkKey(entry: LinkEntry): string {
+  return JSON.stringify([entry.bandwidth, entry.nodes, entry.processesPerNode, entry.reduction, entry.cpusPerNode]);
+}
+
+/** The calibrations together, in order: an entry of a later one replaces an earlier one's of the same key. */
+export function mergeCalibrations(calibrations: readonly Calibration[]): Calibration {
+  const compute = new Map<string, ComputeEntry>();
+  const links = new Map<string, LinkEntry>();
+  for (const calibration of calibrations) {
+    for (const entry of calibration.compute) compute.set(computeKey(entry), entry);
+    for (const entry of calibration.links) links.set(linkKey(entry), entry);
+  }
+  return { schema: CALIBRATION_SCHEMA, compute: [...compute.values()], links: [...links.values()] };
+}
+
+/** "measured in results/local-seed on 2026-11-25", "derived: ..." */
+export function describeSource(source: Source): string {
+  return source.kind === "measured" ? `measured in ${source.resultsDir} on ${source.date}` : `derived: ${source.how}`;
+}

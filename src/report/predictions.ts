@@ -1,0 +1,81 @@
+/**
+ * The prediction made before the run, scored (issue #35): for every training run that `ringlab plan`'s model
+ * predicted (predictions.json, saved by the campaign before its first run), the measured throughput and scaling
+ * efficiency beside the predicted ones. Pure.
+ */
+import type { PredictionsFile } from "../results/predictions.ts";
+import { latestAttempts, type RunRecord } from "../results/record.ts";
+import type { ReportData } from "./data.ts";
+
+export interface ScoredPrediction {
+  readonly runId: string;
+  /** "small · batch 32 · 1gbit · 3 nodes · repeat 2", as the report's tables name points, and which repeat. */
+  readonly label: string;
+  readonly nodes: number;
+  readonly predictedImagesPerSecond: number;
+  readonly measuredImagesPerSecond: number;
+  /** measured / predicted − 1. */
+  readonly throughputError: number;
+  readonly predictedEfficiency: { readonly value: number; readonly low: number; readonly high: number };
+  /** The run's throughput against its workers × the baseline's per-worker mean; null without a baseline. */
+  readonly measuredEfficiency: number | null;
+  /** Measured − predicted, in percentage points; null without a baseline. */
+  readonly errorPoints: number | null;
+}
+
+export interface PredictionScore {
+  readonly calibration: string;
+  readonly madeAt: string;
+  readonly scored: readonly ScoredPrediction[];
+  /** Predicted runs without an ok record yet. */
+  readonly notMeasured: number;
+  readonly missing: PredictionsFile["missing"];
+}
+
+/** Scores the predictions against the latest ok attempt of every predicted run. */
+export function scorePredictions(file: PredictionsFile, data: ReportData, records: readonly RunRecord[]): PredictionScore {
+  const latest = new Map(latestAttempts(records).map(({ record }) => [record.runId, record]));
+  const scored: ScoredPrediction[] = [];
+  let notMeasured = 0;
+  for (const prediction of file.predictions) {
+    const record = latest.get(prediction.runId);
+    if (record?.status !== "ok" || record.result?.job !== "train") {
+      notMeasured++;
+      continue;
+    }
+    const measured = record.result.metrics.imagesPerSecondTotal.mean;
+    const place = placeOf(data, prediction.runId);
+    const measuredEfficiency = place === undefined || place.perWorker === null ? null : measured / (place.workers * place.perWorker);
+    scored.push({
+      runId: prediction.runId, label: place === undefined ? prediction.runId : `${place.label} · repeat ${record.params.repeat}`, nodes: record.params.nodes,
+      predictedImagesPerSecond: prediction.imagesPerSecond, measuredImagesPerSecond: measured,
+      throughputError: measured / prediction.imagesPerSecond - 1,
+      predictedEfficiency: prediction.scalingEfficiency, measuredEfficiency,
+      errorPoints: measuredEfficiency === null ? null : (measuredEfficiency - prediction.scalingEfficiency.value) * 100,
+    });
+  }
+  return { calibration: file.calibration, madeAt: file.madeAt, scored, notMeasured, missing: file.missing };
+}
+
+/** Where the run sits in the report: its label, workers and the baseline's throughput per worker. */
+function placeOf(data: ReportData, runId: string): { label: string; workers: number; perWorker: number | null } | undefined {
+  for (const config of data.training) {
+    const perWorker = config.baseline === null ? null : config.baseline.imagesPerSecond.mean / config.baseline.workers;
+    if (config.baseline?.runIds.includes(runId)) return { label: `${config.label} · 1 node`, workers: config.baseline.workers, perWorker };
+    for (const series of config.series) {
+      const point = series.points.find((candidate) => candidate.runIds.includes(runId));
+      if (point !== undefined) return { label: `${config.label} · ${series.bandwidth} · ${point.nodes} nodes`, workers: point.workers, perWorker };
+    }
+  }
+  return undefined;
+}
+
+/** "6 of 8 within 5 points of the predicted efficiency, 7 of 10 within 10 % of the predicted throughput; mean |error| 3.1 points" */
+export function scoreSummary(score: PredictionScore): string {
+  const withEfficiency = score.scored.filter((row) => row.errorPoints !== null && row.nodes > 1);
+  const within5 = withEfficiency.filter((row) => Math.abs(row.errorPoints!) <= 5).length;
+  const within10 = score.scored.filter((row) => Math.abs(row.throughputError) <= 0.1).length;
+  const meanAbs = withEfficiency.length === 0 ? null : withEfficiency.reduce((sum, row) => sum + Math.abs(row.errorPoints!), 0) / withEfficiency.length;
+  return `${within5} of ${withEfficiency.length} multi-node runs within 5 points of the predicted scaling efficiency` +
+    `${meanAbs === null ? "" : ` (mean |error| ${meanAbs.toFixed(1)} points)`}, ${within10} of ${score.scored.length} runs within 10 % of the predicted throughput`;
+}

@@ -1,0 +1,105 @@
+/** Calibrations made from a campaign's records, and the predictions plan makes from them. */
+import { describe, expect, it } from "vitest";
+import { planCampaign } from "../../src/campaign/plan.ts";
+import { parseCampaign } from "../../src/config/load.ts";
+import { calibrationFromRecords, CALIBRATION_SCHEMA, mergeCalibrations, parseCalibration, type Calibration } from "../../src/predict/calibration.ts";
+import { isPrediction, predictRun, type MissingInput, type RunPrediction } from "../../src/predict/predict.ts";
+import { allReduceSeconds } from "../../src/results/comm-model.ts";
+import { probeRecord, scalingCampaign, trainRecord } from "../report/fixtures/records.ts";
+
+const calibration = calibrationFromRecords(scalingCampaign(), "results/earlier");
+
+const plannedRuns = (matrix: string, train = "") => planCampaign(parseCampaign(
+  `testbed: {target: aws, name: t, nodes: 8, adminCidr: 203.0.113.7/32, sshPublicKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHx2 me@host, sshPrivateKeyFile: /k}\ncampaign:\n  matrix: ${matrix}\n${train}  probe: {enabled: false}\n`,
+  "c.yaml", "/c/c.yaml", { readKeys: false }), "c").runs;
+
+describe("a calibration from a campaign's results", () => {
+  it("keeps each baseline's compute per step (batch / one worker's throughput) and each probe's alpha-beta fit, naming where they came from", () => {
+    // The resnet50 baseline: 100 and 110 img/s on one worker, batch 64.
+    const compute = calibration.compute.find((entry) => entry.model === "resnet50")!;
+    expect(compute.computeSeconds.mean).toBeCloseTo(64 / 105, 12);
+    expect(compute.computeSeconds.repeats).toBe(2);
+    // Two repeats 10 img/s apart: ± 12.706 × 5 img/s around 105, carried to t_c in proportion.
+    expect(compute.computeSeconds.halfWidth95).toBeCloseTo((64 / 105) * ((12.706 * 5) / 105), 6);
+    expect(compute).toMatchObject({ batchSize: 64, precision: "fp32", cpusPerNode: null, gradientBytes: 1e8, source: { kind: "measured", resultsDir: "results/earlier" } });
+    // resnet152 has no single-node run: no compute entry for it, rather than a guess.
+    expect(calibration.compute.map((entry) => entry.model)).toEqual(["resnet50"]);
+    expect(calibration.links).toHaveLength(1);
+    expect(calibration.links[0]).toMatchObject({ bandwidth: "1gbit", nodes: 2, processesPerNode: 1, reduction: "ring" });
+    expect(calibration.links[0]!.betaSecondsPerByte).toBeGreaterThan(0);
+  });
+
+  it("merges calibrations, a later entry replacing an earlier one of the same key", () => {
+    const later = calibrationFromRecords([trainRecord({ nodes: 1, imagesPerSecond: 128 })], "results/later");
+    const merged = mergeCalibrations([calibration, later]);
+    expect(merged.compute).toHaveLength(1);
+    expect(merged.compute[0]!.computeSeconds.mean).toBeCloseTo(0.5, 12);
+    expect(merged.compute[0]!.source).toMatchObject({ resultsDir: "results/later" });
+    expect(merged.links).toEqual(calibration.links);
+  });
+
+  it("reads back what it wrote, and refuses another version or a field that does not fit, saying how to make one", () => {
+    expect(parseCalibration(JSON.parse(JSON.stringify(calibration)))).toEqual({ calibration });
+    expect(parseCalibration({ ...calibration, schema: "ringlab.calibration/v9" })).toEqual({
+      problem: `it is a ringlab.calibration/v9 file; this ringlab reads ${CALIBRATION_SCHEMA}: make it again with \`ringlab calibrate <results dir>...\``,
+    });
+    const broken = { ...calibration, links: [{ ...calibration.links[0], betaSecondsPerByte: -1 }] };
+    expect(parseCalibration(broken)).toMatchObject({ problem: expect.stringMatching(/^not a ringlab.calibration\/v1 file at links.0.betaSecondsPerByte: /) });
+  });
+});
+
+describe("predicting a planned run", () => {
+  const predict = (run: ReturnType<typeof plannedRuns>[number], with_: Calibration = calibration) => predictRun(run, undefined, with_);
+
+  it("puts t_c and the probe's all-reduce into one step: throughput over every worker and the efficiency without overlap", () => {
+    const [run] = plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 1gbit}");
+    const prediction = predict(run!) as RunPrediction;
+    const link = calibration.links[0]!;
+    const computeSeconds = 64 / 105;
+    // 1e8 bytes in DDP's 25 MiB buckets: 4 buckets, each paying 2(N-1)·α; the bandwidth term once.
+    const buckets = Math.ceil(1e8 / (25 * 1024 * 1024));
+    const expected = computeSeconds + allReduceSeconds(link, 1e8, 2) + (buckets - 1) * 2 * link.alphaSeconds;
+    expect(prediction.stepSeconds).toBeCloseTo(expected, 9);
+    expect(prediction.imagesPerSecond).toBeCloseTo((2 * 64) / expected, 6);
+    expect(prediction.scalingEfficiency.value).toBeCloseTo(computeSeconds / expected, 9);
+    expect(prediction.scalingEfficiency.low).toBeLessThan(prediction.scalingEfficiency.value);
+    expect(prediction.scalingEfficiency.high).toBeGreaterThan(prediction.scalingEfficiency.value);
+    expect(prediction.sources.compute).toBe("measured in results/earlier on 2025-05-01 (resnet50 at batch 64 on test CPU, 2 repeats)");
+    expect(prediction.sources.link).toBe("measured in results/earlier on 2025-05-01 (2-node probe)");
+  });
+
+  it("takes α and β of another node count's probe at the same link, and says the figure is derived", () => {
+    const run = plannedRuns("{nodes: 4, model: resnet50, batchSize: 64, bandwidth: 1gbit}")[0]!;
+    const prediction = predict(run) as RunPrediction;
+    expect(prediction.sources.link).toBe("derived: α and β of the 2-node probe at 1gbit (measured in results/earlier on 2025-05-01) for 4 nodes");
+    expect(prediction.scalingEfficiency.value).toBeLessThan((predict(plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 1gbit}")[0]!) as RunPrediction).scalingEfficiency.value);
+  });
+
+  it("halves the bytes when the gradients travel as fp16", () => {
+    const [plain] = plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 1gbit}");
+    const [half] = plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 1gbit}", "  train: {fp16Allreduce: true}\n");
+    const a = predict(plain!) as RunPrediction;
+    const b = predict(half!) as RunPrediction;
+    expect(b.stepSeconds).toBeLessThan(a.stepSeconds);
+  });
+
+  it("does not guess: a run without measured compute or without a probe of its link says what is missing and how to get it", () => {
+    const [noCompute] = plannedRuns("{nodes: 2, model: resnet101, batchSize: 64, bandwidth: 1gbit}");
+    expect((predict(noCompute!) as MissingInput).missing).toBe("no measured compute for resnet101 at batch 64 (fp32): run its single-node baseline " +
+      "(a campaign with nodes: [1]) and add its results with `ringlab calibrate`");
+    const [noLink] = plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 3gbit}");
+    expect((predict(noLink!) as MissingInput).missing).toMatch(/^no probe of the link 3gbit \(ring, 1 per node\): run the all-reduce probe there/);
+    // A local campaign's quota must match the calibration's: compute at 0.5 cores says nothing of 0.37.
+    expect(predictRun(plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 1gbit}")[0]!, 0.37, calibration)).toMatchObject({ missing: expect.stringContaining("0.37 cores per worker") });
+    expect(isPrediction(predict(plannedRuns("{nodes: 1, model: resnet50, batchSize: 64, bandwidth: 1gbit}")[0]!))).toBe(true);
+    // Probes predict nothing.
+    expect(predictRun({ ...noLink!, job: "allreduce" }, undefined, calibration)).toBeNull();
+  });
+});
+
+describe("a probe without two sizes fits nothing", () => {
+  it("leaves the link out of the calibration", () => {
+    const lone = calibrationFromRecords([probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[4096, 0.2]] })], "r");
+    expect(lone.links).toEqual([]);
+  });
+});
