@@ -25,6 +25,9 @@ import { writeFileAtomic } from "../util/fs.ts";
 import { checkLinkDrive } from "./link-drive.ts";
 import { campaignName, planCampaign, remainingRuns, type CampaignPlan, type PlannedRun } from "./plan.ts";
 import { runsStillNeeded, throughputsByConfiguration, withoutRoundsNotNeeded } from "./precision.ts";
+import type { Calibration } from "../predict/calibration.ts";
+import { isPrediction, predictRun, type MissingInput } from "../predict/predict.ts";
+import { PREDICTIONS_SCHEMA, type PredictionsFile } from "../results/predictions.ts";
 
 export interface CampaignOptions {
   /** Keep the testbed afterwards (overrides the file's `keep`). */
@@ -37,6 +40,11 @@ export interface CampaignOptions {
   readonly rerunBusy?: boolean;
   /** Also do again the runs of earlier invocations whose latest record says the machine was busy (`--rerun-flagged`). @default false */
   readonly redoBusy?: boolean;
+  /**
+   * Predict every training run from this calibration and save the predictions in the results folder before the
+   * first run (predictions.json; kept as it is when the campaign resumes), for the report to score. @default none
+   */
+  readonly calibration?: { readonly calibration: Calibration; readonly from: string };
 }
 
 export interface CampaignOutcome {
@@ -85,6 +93,7 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
     : withoutRoundsNotNeeded(remaining, throughputsByConfiguration(plan.runs, sameQuota.map(({ record }) => record)), plan.repeatUntil);
   const alreadyDone = plan.runs.length - todo.length;
   saveCampaignCopy(store.layout, file.sourceText);
+  if (options.calibration !== undefined) savePredictions(ctx, store.layout, plan, cpusPerNode, options.calibration);
   ctx.reporter.info(`campaign ${plan.name}: ${plan.repeatUntil === undefined ? "" : "up to "}${plan.runs.length} runs planned, ${alreadyDone} already done, ${todo.length} to run; results in ${store.layout.dir}`);
 
   const tally: Tally = { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0, rerun: { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0, stillBusy: 0 } };
@@ -396,6 +405,18 @@ async function makeReport(ctx: Context, store: ResultsStore, leftOut: readonly s
   } catch (error) {
     ctx.reporter.warn(`the report could not be written: ${(error as Error).message} (the results are safe; retry with \`ringlab report ${dir}\`)`);
   }
+}
+
+/** The calibration's prediction of every training run, saved once, before the first run. */
+function savePredictions(ctx: Context, layout: ResultsLayout, plan: CampaignPlan, cpusPerNode: number | undefined, calibration: NonNullable<CampaignOptions["calibration"]>): void {
+  if (existsSync(layout.predictions)) return;
+  const outcomes = plan.runs.map((run) => predictRun(run, cpusPerNode, calibration.calibration)).filter((outcome) => outcome !== null);
+  const predictions = outcomes.filter(isPrediction);
+  const missing = outcomes.filter((outcome): outcome is MissingInput => !isPrediction(outcome));
+  const file: PredictionsFile = { schema: PREDICTIONS_SCHEMA, calibration: calibration.from, madeAt: new Date().toISOString(), predictions, missing };
+  writeFileAtomic(layout.predictions, `${JSON.stringify(file, null, 2)}\n`);
+  ctx.reporter.info(`predicted ${predictions.length} training runs from ${calibration.from} before they ran (${layout.predictions})` +
+    (missing.length === 0 ? "" : `; ${missing.length} could not be: ${missing[0]!.missing}`));
 }
 
 function saveCampaignCopy(layout: ResultsLayout, text: string): void {

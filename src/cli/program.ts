@@ -5,6 +5,7 @@
 import { Command } from "commander";
 import type { CommandHost, ContextFactory, RegisterCommand } from "./host.ts";
 import { registerCampaign } from "./commands/campaign.ts";
+import { registerCalibrate } from "./commands/calibrate.ts";
 import { registerCompare } from "./commands/compare.ts";
 import { registerConfigure } from "./commands/configure.ts";
 import { registerDataset } from "./commands/dataset.ts";
@@ -24,6 +25,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerPlan,
   registerReport,
   registerCompare,
+  registerCalibrate,
   registerUp,
   registerSynth,
   registerConfigure,

@@ -1,10 +1,13 @@
 /** `ringlab campaign <file>`: the whole campaign, from up to down, resuming if rerun. */
+import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import { resultsDirFor, runCampaign, type CampaignOutcome } from "../../campaign/execute.ts";
 import { loadCampaignFile } from "../../config/load.ts";
 import { EXIT, UsageError } from "../../errors.ts";
 import { reportData } from "../../report/data.ts";
+import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
 import { flagTally, reportFlags, type Flag } from "../../report/flags.ts";
 import { ResultsStore } from "../../results/store.ts";
 import { resolveCpuQuota } from "../../testbed/cpu-quota.ts";
@@ -22,12 +25,18 @@ export function registerCampaign(program: Command, host: CommandHost): void {
     .option("--results <dir>", "results directory (default: the file's campaign.resultsDir, else results/<campaign file name>)", parseSafePath)
     .option("--rerun-flagged", "also run again the runs of earlier invocations during which the machine was busy (flagged \"machine busy\" in the report)")
     .option("--no-rerun-busy", "do not run again, at the end, the runs during which other work took more than 25 % of the machine (local testbed; default: once)")
-    .action(host.action(async (file: string, options: { keep?: boolean; results?: string; rerunFlagged?: boolean; rerunBusy: boolean }, command: Command) => {
+    .option("--calibration <file-or-results-dir>", "predict every training run before it runs and save it for the report to score " +
+      "(default: <state-dir>/calibration.json when there is one; see `ringlab calibrate`)", parseSafePath)
+    .action(host.action(async (file: string, options: { keep?: boolean; results?: string; rerunFlagged?: boolean; rerunBusy: boolean; calibration?: string }, command: Command) => {
       const campaign = loadCampaignFile(file);
       const machineCores = availableParallelism();
       // A quota the machine cannot give is bad input: refused (exit 2) before the testbed is touched.
       resolveCpuQuota(campaign, machineCores);
       const ctx = host.contextFor(command, "campaign");
+      // Read before anything starts: a corrupt calibration is bad input (exit 2), not a surprise after the testbed is up.
+      const calibrationFile = options.calibration ?? defaultCalibrationFile(ctx.stateDir);
+      const calibration = options.calibration !== undefined || existsSync(calibrationFile)
+        ? { calibration: loadCalibration(calibrationFile, (message) => ctx.reporter.warn(message)), from: resolve(calibrationFile) } : undefined;
       const resultsDir = resultsDirFor(campaign, options.results);
       const problem = writableDirProblem(resultsDir);
       if (problem !== undefined) throw new UsageError(`results folder ${resultsDir}: ${problem}`, { hint: "pick another with --results DIR" });
@@ -35,7 +44,7 @@ export function registerCampaign(program: Command, host: CommandHost): void {
       const outcome = await withTestbedLock(ctx, campaign.testbed.name, () =>
         withLock(resultsLockFile(resultsDir), `results folder ${resultsDir}`, (m) => ctx.reporter.warn(m), () =>
           runCampaign(ctx, campaign, {
-            resultsDir, machineCores, rerunBusy: options.rerunBusy, redoBusy: options.rerunFlagged === true,
+            resultsDir, machineCores, rerunBusy: options.rerunBusy, redoBusy: options.rerunFlagged === true, ...(calibration === undefined ? {} : { calibration }),
             ...(options.keep === undefined ? {} : { keep: options.keep }),
           })));
       ctx.reporter.info(formatOutcome(outcome, flagsOf(outcome.resultsDir)));

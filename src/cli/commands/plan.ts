@@ -2,16 +2,20 @@
  * `ringlab plan <file>`: the runs a campaign expands to, in order, and what they will cost in time and money.
  * Exits 2 when a check of the plan fails (a run that cannot fit the GPU's memory), after printing the plan.
  */
-import { statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
+import { resolve } from "node:path";
 import { availableParallelism } from "node:os";
 import type { Command } from "commander";
 import { estimateCampaign, type CampaignEstimate, type EstimateOptions } from "../../campaign/estimate.ts";
 import { checkGpuMemory } from "../../campaign/gpu-memory.ts";
 import { checkLinkDrive } from "../../campaign/link-drive.ts";
-import { EXIT } from "../../errors.ts";
+import { EXIT, UsageError } from "../../errors.ts";
 import { campaignName, planCampaign, reshapeCount, type CampaignPlan } from "../../campaign/plan.ts";
 import { loadCampaignFile, type LoadedCampaignFile } from "../../config/load.ts";
+import { isPrediction, predictRun, type MissingInput, type RunPrediction } from "../../predict/predict.ts";
+import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
 import { resolveCpuQuota } from "../../testbed/cpu-quota.ts";
+import { parseSafePath } from "../options.ts";
 import { formatDuration, formatTable } from "../format.ts";
 import type { CommandHost } from "../host.ts";
 
@@ -19,14 +23,27 @@ export function registerPlan(program: Command, host: CommandHost): void {
   program.command("plan")
     .description("print the runs a campaign file expands to, their order, and the estimated duration (and cost on AWS)")
     .argument("<campaign>", "campaign YAML file")
-    .action(host.action((file: string) => {
+    .option("--calibration <file-or-results-dir>", "predict every training run from this calibration (`ringlab calibrate`'s file, or a results folder); " +
+      "default: <state-dir>/calibration.json when there is one", parseSafePath)
+    .option("--format <format>", "text, or json for scripts (the runs, their predictions and the estimate)", "text")
+    .action(host.action((file: string, options: { calibration?: string; format: string }, command: Command) => {
+      if (options.format !== "text" && options.format !== "json") throw new UsageError(`--format ${JSON.stringify(options.format)}: expected text or json`);
       const campaign = loadCampaignFile(file, { readKeys: false });
       const plan = planCampaign(campaign, campaignName(campaign.sourceFile));
       const cpusPerNode = resolveCpuQuota(campaign, availableParallelism());
       const estimate = estimateCampaign(plan, campaign, { localCores: availableParallelism(), ...tarballSize(campaign) });
+      const calibrationFile = options.calibration ?? defaultCalibrationFile(resolve(String(command.optsWithGlobals()["stateDir"])));
+      const calibration = options.calibration !== undefined || existsSync(calibrationFile)
+        ? loadCalibration(calibrationFile, (message) => process.stderr.write(`warning: ${message}\n`)) : undefined;
+      const predictions = calibration === undefined ? [] : plan.runs.map((run) => predictRun(run, cpusPerNode, calibration)).filter((p) => p !== null);
+      const warnings = checkLinkDrive(plan, cpusPerNode);
+      if (options.format === "json") {
+        process.stdout.write(`${JSON.stringify({ runs: plan.runs, predictions, calibration: calibration === undefined ? null : resolve(calibrationFile), estimate, warnings }, null, 2)}\n`);
+        return checkGpuMemory(plan, campaign).length === 0 ? EXIT.ok : EXIT.badInput;
+      }
       process.stdout.write(formatRuns(plan));
       process.stdout.write(`\n${formatSummary(plan, campaign, estimate, cpusPerNode)}\n`);
-      const warnings = checkLinkDrive(plan, cpusPerNode);
+      if (calibration !== undefined) process.stdout.write(`\n${formatPredictions(predictions, resolve(calibrationFile))}`);
       if (warnings.length > 0) process.stderr.write(`\n${warnings.map((warning) => `warning: ${warning}`).join("\n")}\n`);
       const problems = checkGpuMemory(plan, campaign);
       if (problems.length === 0) return EXIT.ok;
@@ -84,4 +101,27 @@ function formatImageDelivery(estimate: CampaignEstimate): string[] {
     case "tarball": return [`worker image: tarball upload of ${(delivery.uploadBytes! / 1e9).toFixed(0)} GB takes about ${formatDuration(delivery.seconds)} ` +
       `(${delivery.assumption}; included); without workerImageTarball the nodes build the image themselves`];
   }
+}
+
+/** Every training run's predicted throughput and efficiency, the sources numbered below the table. */
+export function formatPredictions(predictions: readonly (RunPrediction | MissingInput)[], calibrationFile: string): string {
+  const sources: string[] = [];
+  const sourceNumber = (text: string) => {
+    if (!sources.includes(text)) sources.push(text);
+    return `[${sources.indexOf(text) + 1}]`;
+  };
+  const made = predictions.filter(isPrediction);
+  const missing = predictions.filter((prediction): prediction is MissingInput => !isPrediction(prediction));
+  const pct = (value: number) => `${(value * 100).toFixed(1)}%`;
+  const table = made.length === 0 ? "" : formatTable(["run", "predicted img/s", "efficiency (95% interval)", "full overlap", "compute", "link"], made.map((prediction) => [
+    prediction.runId, prediction.imagesPerSecond.toFixed(1),
+    `${pct(prediction.scalingEfficiency.value)} (${pct(prediction.scalingEfficiency.low)}-${pct(prediction.scalingEfficiency.high)})`,
+    pct(prediction.fullOverlapEfficiency), sourceNumber(prediction.sources.compute), sourceNumber(prediction.sources.link),
+  ]));
+  return [
+    `predicted from ${calibrationFile} (no overlap of the all-reduce with compute; full overlap is the most a run can reach):`,
+    ...(table === "" ? [] : [table.trimEnd()]),
+    ...sources.map((text, index) => `[${index + 1}] ${text}`),
+    ...missing.map((entry) => `${entry.runId}: no prediction: ${entry.missing}`),
+  ].join("\n") + "\n";
 }

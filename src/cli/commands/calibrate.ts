@@ -1,0 +1,28 @@
+/** `ringlab calibrate <results dir>...`: what earlier campaigns measured, kept for `plan` to predict runs before they run. */
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { describeSource } from "../../predict/calibration.ts";
+import { calibrateInto, defaultCalibrationFile } from "../../predict/store.ts";
+import { parseSafePath } from "../options.ts";
+import type { CommandHost } from "../host.ts";
+
+export function registerCalibrate(program: Command, host: CommandHost): void {
+  program.command("calibrate")
+    .description("merge what campaigns measured (each single-node baseline's compute, each probe's link fit) into a calibration that `ringlab plan` predicts runs from")
+    .argument("<results-dirs...>", "results folders of campaigns that ran (results/<campaign>); a later one's entries replace an earlier one's")
+    .option("--out <file>", "the calibration file (default: <state-dir>/calibration.json, which plan and campaign read)", parseSafePath)
+    .action(host.action((dirs: string[], options: { out?: string }, command: Command) => {
+      const ctx = host.contextFor(command, "calibrate");
+      const file = resolve(options.out ?? defaultCalibrationFile(ctx.stateDir));
+      const calibration = calibrateInto(file, dirs, (message) => ctx.reporter.warn(message));
+      for (const entry of calibration.compute) {
+        process.stdout.write(`compute ${entry.model} batch ${entry.batchSize} ${entry.precision}${entry.cpusPerNode === null ? "" : ` at ${entry.cpusPerNode} cores`}: ` +
+          `t_c ${entry.computeSeconds.mean.toFixed(3)} ± ${entry.computeSeconds.halfWidth95.toFixed(3)} s (${describeSource(entry.source)})\n`);
+      }
+      for (const entry of calibration.links) {
+        process.stdout.write(`link ${entry.bandwidth}, ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}: α ${(entry.alphaSeconds * 1e3).toFixed(2)} ms, ` +
+          `β as ${(8 / entry.betaSecondsPerByte / 1e9).toFixed(3)} Gbit/s, R² ${entry.rSquared.toFixed(4)} (${describeSource(entry.source)})\n`);
+      }
+      ctx.reporter.info(`calibration ${file}: ${calibration.compute.length} compute entries, ${calibration.links.length} links`);
+    }));
+}
