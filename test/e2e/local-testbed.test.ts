@@ -338,6 +338,20 @@ campaign:
     const again = await ringlab(state, ["up", join(work, "slurm.yaml")]);
     expect(again.stderr).toMatch(new RegExp(`testbed ${NAME} already exists with 3 nodes: reusing it`));
     expect((await ringlab(state, ["status"])).stdout).toMatch(new RegExp(`^${NAME}-node-0 ringlab\\* idle `, "m"));
+
+    // Calibrated from its own real records, the campaign run again (nothing left to run) saves its predictions and
+    // the report scores them (a file of this test's own: later campaigns of the state folder do not read it).
+    const calibration = join(work, "calibration.json");
+    const calibrated = await ringlab(state, ["calibrate", out, "--out", calibration]);
+    expect(calibrated.code, calibrated.stderr).toBe(0);
+    expect(calibrated.stdout).toMatch(/^compute tiny batch 8 fp32 at [\d.]+ cores: t_c [\d.]+ ± [\d.]+ s \(measured in /m);
+    expect(calibrated.stdout).toMatch(/^link 1gbit, 2 nodes × 1, ring: /m);
+    const predicted = await ringlab(state, ["campaign", join(work, "slurm.yaml"), "--results", out, "--calibration", calibration]);
+    expect(predicted.code, predicted.stderr).toBe(0);
+    expect(predicted.stderr).toMatch(/predicted 2 training runs from .*calibration.json before they ran/);
+    const saved = JSON.parse(readFileSync(join(out, "predictions.json"), "utf8"));
+    expect(saved.predictions.map((prediction: { runId: string }) => prediction.runId)).toEqual(["train-tiny-b8-n1-r1", "train-tiny-b8-n2-1gbit-r1"]);
+    expect(readFileSync(join(out, "report.md"), "utf8")).toMatch(/^## Predicted before the run$/m);
   });
 
   it("leaves a testbed alone when a campaign of the same name but another shape is refused", async () => {
