@@ -40,3 +40,18 @@ export function checkedWorkerArgs(args: readonly string[]): string[] {
   }
   return [...args];
 }
+
+/** The most node counts `ringlab predict` draws a curve over. */
+export const MOST_PREDICTED_NODES = 1024;
+
+/** Node counts: "1..64" (every count in between), or "1,2,4,8"; each 1 to MOST_PREDICTED_NODES. */
+export function parseNodeCounts(text: string): number[] {
+  const range = /^(\d+)\.\.(\d+)$/.exec(text);
+  const counts = range !== null
+    ? Array.from({ length: Math.max(0, Number(range[2]) - Number(range[1]) + 1) }, (_, i) => Number(range[1]) + i)
+    : /^\d+(,\d+)*$/.test(text) ? text.split(",").map(Number) : [];
+  if (counts.length === 0 || counts.some((n) => n < 1 || n > MOST_PREDICTED_NODES)) {
+    throw new InvalidArgumentError(`expected node counts such as 1..64 or 1,2,4,8, each from 1 to ${MOST_PREDICTED_NODES}.`);
+  }
+  return [...new Set(counts)].sort((a, b) => a - b);
+}

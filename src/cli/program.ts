@@ -6,6 +6,7 @@ import { Command } from "commander";
 import type { CommandHost, ContextFactory, RegisterCommand } from "./host.ts";
 import { registerCampaign } from "./commands/campaign.ts";
 import { registerCalibrate } from "./commands/calibrate.ts";
+import { registerPredict } from "./commands/predict.ts";
 import { registerCompare } from "./commands/compare.ts";
 import { registerConfigure } from "./commands/configure.ts";
 import { registerDataset } from "./commands/dataset.ts";
@@ -26,6 +27,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerReport,
   registerCompare,
   registerCalibrate,
+  registerPredict,
   registerUp,
   registerSynth,
   registerConfigure,

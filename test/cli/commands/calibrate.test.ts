@@ -64,4 +64,34 @@ describe("ringlab calibrate, then plan", () => {
     expect(empty.stderr).toMatch(/no run records in .*empty\/runs: results directory .* calibrates nothing/);
     expect(cli(join(dir, "state"), ["plan", "campaigns/local-smoke.yaml", "--format", "yaml"]).stderr).toMatch(/--format "yaml": expected text or json/);
   });
+
+  it("predicts a configuration over node counts nobody runs, says where communication overtakes compute, and refuses what it cannot know", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-predict-"));
+    const state = join(dir, "state");
+    expect(cli(state, ["predict", "--model", "small", "--batch", "32", "--bandwidth", "1gbit"]).stderr).toMatch(/no calibration at .*calibration.json: predict needs what earlier campaigns measured/);
+    expect(cli(state, ["calibrate", resultsOf(dir)]).status).toBe(0);
+    const started = Date.now();
+    const curve = cli(state, ["predict", "--model", "small", "--batch", "32", "--bandwidth", "1gbit", "--nodes", "1..1024", "--format", "json"]);
+    expect(curve.status, curve.stderr).toBe(0);
+    const json = JSON.parse(curve.stdout) as { cpusPerNode: number; points: { imagesPerSecond: number; computeSeconds: number; allReduceSeconds: number; scalingEfficiency: { value: number } }[]; communicationOvertakesComputeAtNodes: number | null };
+    expect(json.cpusPerNode).toBe(0.5);
+    expect(json.points).toHaveLength(1024);
+    // More nodes, more throughput and less efficiency; the ring's all-reduce time grows towards 2·S·β.
+    expect(json.points[1023]!.imagesPerSecond).toBeGreaterThan(json.points[1]!.imagesPerSecond);
+    expect(json.points[1023]!.scalingEfficiency.value).toBeLessThan(json.points[1]!.scalingEfficiency.value);
+    const overtakes = json.communicationOvertakesComputeAtNodes;
+    const first = json.points.findIndex((point) => point.allReduceSeconds > point.computeSeconds);
+    expect(overtakes).toBe(first === -1 ? null : first + 1);
+    console.info(`ringlab predict over 1..1024 nodes: ${Date.now() - started} ms, CLI start included`);
+    const text = cli(state, ["predict", "--model", "small", "--batch", "32", "--bandwidth", "1gbit", "--nodes", "1,2,4"]);
+    expect(text.stdout).toMatch(/^nodes +workers +t_c \(s\) +t_ar \(s\) +step \(s\) +img\/s +efficiency +full overlap$/m);
+    expect(text.stdout).toMatch(/^4 +4 +0\.3\d{3} /m);
+    expect(text.stdout).toMatch(/^source: derived: α and β of the 2-node probe at 1gbit \(measured in .*\) for the other node counts$/m);
+    // Bad input, each exit 2 naming it: an unknown model, node counts out of range, a link nobody probed.
+    expect(cli(state, ["predict", "--model", "vgg", "--batch", "32", "--bandwidth", "1gbit"]).stderr).toMatch(/--model <model>' argument 'vgg' is invalid/);
+    const tooMany = cli(state, ["predict", "--model", "small", "--batch", "32", "--bandwidth", "1gbit", "--nodes", "1..2000"]);
+    expect([tooMany.status, tooMany.stderr]).toEqual([2, expect.stringMatching(/expected node counts such as 1..64 or 1,2,4,8, each from 1 to 1024/)]);
+    const unprobed = cli(state, ["predict", "--model", "small", "--batch", "32", "--bandwidth", "3gbit"]);
+    expect([unprobed.status, unprobed.stderr]).toEqual([2, expect.stringMatching(/cannot predict: no probe of the link 3gbit/)]);
+  });
 });
