@@ -85,8 +85,12 @@ export function parseCalibration(json: unknown): { calibration: Calibration } | 
   return { problem: `not a ${CALIBRATION_SCHEMA} file at ${issue.path.join(".") || "(top)"}: ${issue.message}` };
 }
 
-/** The calibration of one campaign's results (`resultsDir` names them in every entry's source). */
-export function calibrationFromRecords(records: readonly RunRecord[], resultsDir: string): Calibration {
+/**
+ * The calibration of one campaign's results (`resultsDir` names them in every entry's source). A probe whose sizes
+ * determine no link (fewer than two sizes, or times that do not grow with the size: noise larger than the signal)
+ * gives no entry, and `warn` says which and how to measure it.
+ */
+export function calibrationFromRecords(records: readonly RunRecord[], resultsDir: string, warn: (message: string) => void = () => {}): Calibration {
   const data = reportData(records);
   const recordOf = new Map(records.map((record) => [record.runId, record]));
   const dateOf = (runIds: readonly string[]) => runIds.map((id) => recordOf.get(id)?.endedAt ?? "").sort().at(-1)!.slice(0, 10);
@@ -106,7 +110,13 @@ export function calibrationFromRecords(records: readonly RunRecord[], resultsDir
     }];
   });
   const links: LinkEntry[] = data.probes.flatMap((probe) => {
-    if (probe.fit === null || !(probe.fit.betaSecondsPerByte > 0)) return [];
+    if (probe.fit === null || !(probe.fit.betaSecondsPerByte > 0)) {
+      const largest = probe.rows.at(-1)?.sizeBytes ?? 0;
+      warn(`${resultsDir}: probe ${probe.bandwidth}, ${probe.nodes} nodes × ${probe.processesPerNode}, ${probe.reduction} gives no link: ` +
+        (probe.fit === null ? `${probe.rows.length} message size(s), a line needs two` : `its times do not grow with the message size up to ${largest} bytes (noise larger than the signal)`) +
+        "; probe larger messages or more iterations (campaign.probe.maxBytes, campaign.probe.iters) and calibrate again");
+      return [];
+    }
     const first = recordOf.get(probe.runIds[0]!);
     return [{
       bandwidth: probe.bandwidth, nodes: probe.nodes, processesPerNode: probe.processesPerNode, reduction: probe.reduction,

@@ -32,7 +32,7 @@ export function calibrationOfResults(dir: string, warn: Warn): Calibration {
   if (store.records().length === 0) {
     throw new UsageError(`no run records in ${store.layout.runsDir}: results directory ${dir} calibrates nothing`, { hint: "pass the results of a campaign that ran (results/<campaign>)" });
   }
-  return calibrationFromRecords(store.records(), dir);
+  return calibrationFromRecords(store.records(), dir, warn);
 }
 
 /** `--calibration`: a calibration file, or a results folder to calibrate from on the spot. */

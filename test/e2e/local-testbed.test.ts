@@ -311,7 +311,9 @@ campaign:
     const { run, out, work } = await keptCampaign("slurm", `
   matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit}
   train: {numWarmupBatches: 1, numBatchesPerIter: 2, numIters: 2}
-  probe: {maxBytes: 1048576, iters: 2}
+  probe: {maxBytes: 4194304, iters: 3}
+  # Large enough that the probe's line cannot fall with one stalled small message (CI once saw that at 1 MiB × 2):
+  # the calibration below needs its link.
   launcher: slurm
 `);
     expect(run.code, run.stderr).toBe(0);
@@ -345,7 +347,7 @@ campaign:
     const calibrated = await ringlab(state, ["calibrate", out, "--out", calibration]);
     expect(calibrated.code, calibrated.stderr).toBe(0);
     expect(calibrated.stdout).toMatch(/^compute tiny batch 8 fp32 at [\d.]+ cores: t_c [\d.]+ ± [\d.]+ s \(measured in /m);
-    expect(calibrated.stdout).toMatch(/^link 1gbit, 2 nodes × 1, ring: /m);
+    expect(calibrated.stdout, calibrated.stderr).toMatch(/^link 1gbit, 2 nodes × 1, ring: /m);
     const predicted = await ringlab(state, ["campaign", join(work, "slurm.yaml"), "--results", out, "--calibration", calibration]);
     expect(predicted.code, predicted.stderr).toBe(0);
     expect(predicted.stderr).toMatch(/predicted 2 training runs from .*calibration.json before they ran/);

@@ -97,9 +97,19 @@ describe("predicting a planned run", () => {
   });
 });
 
-describe("a probe without two sizes fits nothing", () => {
-  it("leaves the link out of the calibration", () => {
-    const lone = calibrationFromRecords([probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[4096, 0.2]] })], "r");
+describe("a probe that determines no link", () => {
+  it("leaves a probe of one size out of the calibration, saying why", () => {
+    const warnings: string[] = [];
+    const lone = calibrationFromRecords([probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[4096, 0.2]] })], "r", (message) => warnings.push(message));
     expect(lone.links).toEqual([]);
+    expect(warnings).toEqual([expect.stringMatching(/^r: probe 1gbit, 2 nodes × 1, ring gives no link: 1 message size\(s\), a line needs two; probe larger messages/)]);
+  });
+
+  it("leaves out a probe whose small message took longer than its large one (a stall in 2 iterations), naming the knobs", () => {
+    // 4 KiB in 0.33 s, 1 MiB in 9 ms: the line through them falls, which no link does.
+    const warnings: string[] = [];
+    const stalled = calibrationFromRecords([probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[4096, 0.0001], [1_048_576, 0.9]] })], "r", (message) => warnings.push(message));
+    expect(stalled.links).toEqual([]);
+    expect(warnings).toEqual([expect.stringMatching(/times do not grow with the message size up to 1048576 bytes.*campaign\.probe\.maxBytes, campaign\.probe\.iters/)]);
   });
 });
