@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -139,15 +139,26 @@ describe("values ringlab passes to Ansible", () => {
   });
 
   it("leave no vars file behind", async () => {
-    const before = readdirSync(tmpdir()).filter((name) => name.startsWith("ringlab-vars-"));
+    // A temporary folder of this test's own: the shared one holds other test files' vars files while they run.
     const dir = mkdtempSync(join(tmpdir(), "ringlab-literal-"));
+    const privateTmp = join(dir, "tmp");
+    mkdirSync(privateTmp);
     const inventory = join(dir, "inventory.yml");
     writeFileSync(inventory, "all:\n  hosts:\n    localhost: {ansible_connection: local, ringlab_shared_dir: /s}\n");
-    await new Ansible(ansibleDir).playbook("../test/fixtures/literal-vars.yml", {
-      inventory,
-      factCacheDir: join(dir, "facts"),
-      extraVars: { probe_out_file: join(dir, "out.txt"), probe_text: "secret", probe_args: [] },
-    });
-    expect(readdirSync(tmpdir()).filter((name) => name.startsWith("ringlab-vars-"))).toEqual(before);
+    const saved = process.env["TMPDIR"];
+    process.env["TMPDIR"] = privateTmp;
+    try {
+      await new Ansible(ansibleDir).playbook("../test/fixtures/literal-vars.yml", {
+        inventory,
+        factCacheDir: join(dir, "facts"),
+        extraVars: { probe_out_file: join(dir, "out.txt"), probe_text: "secret", probe_args: [] },
+      });
+    } finally {
+      if (saved === undefined) delete process.env["TMPDIR"];
+      else process.env["TMPDIR"] = saved;
+    }
+    // The vars reached the playbook through a file in that folder, which is gone.
+    expect(readFileSync(join(dir, "out.txt"), "utf8")).toContain("secret");
+    expect(readdirSync(privateTmp).filter((name) => name.startsWith("ringlab-vars-"))).toEqual([]);
   });
 });
