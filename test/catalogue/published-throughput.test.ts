@@ -1,0 +1,80 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { AWS_INSTANCE_TYPES } from "../../src/catalogue/aws-instance-types.ts";
+import { describeCitation, PUBLISHED_THROUGHPUT, publishedThroughput, type Citation } from "../../src/catalogue/published-throughput.ts";
+
+// Verbatim excerpts of the cited files at the cited commits (test/catalogue/published/extract.sh writes them).
+const EXCERPTS = join(import.meta.dirname, "published");
+function excerptOf(at: Citation): string {
+  const name = at.repo === "NVIDIA/DeepLearningExamples"
+    ? (at.path.endsWith("README.md") ? "dle-pytorch-resnet50v1.5-readme.md" : "dle-pytorch-convnets-configs.yml")
+    : at.repo === "LambdaColdStorage/lambda-tensorflow-benchmark" ? `lambda-${at.path}`
+    : at.path.startsWith("pytorch/csv_v1_v2/") ? `lambda-${at.path.slice("pytorch/csv_v1_v2/".length)}`
+    : `lambda-a100-p4-resnet50-${at.path.includes("_AMP/") ? "amp" : "fp32"}.log`;
+  return readFileSync(join(EXCERPTS, name), "utf8");
+}
+
+const cells = (line: string) => line.split("|").slice(1, -1).map((cell) => cell.replaceAll("**", "").trim());
+
+/** The cell a citation names, as printed. */
+function citedCell(at: Citation): string {
+  const lines = excerptOf(at).split("\n");
+  if (at.path.endsWith(".md")) {
+    const from = lines.indexOf(at.heading!);
+    expect(from, `heading ${at.heading}`).toBeGreaterThanOrEqual(0);
+    const table = lines.slice(from + 1).filter((line) => line.startsWith("|"));
+    const column = cells(table[0]!).indexOf(at.column!);
+    const row = table.slice(2).find((line) => cells(line)[0] === at.row);
+    expect(column, `column ${at.column}`).toBeGreaterThanOrEqual(0);
+    return cells(row!)[column]!;
+  }
+  if (at.path.endsWith(".csv")) {
+    const column = lines[0]!.split(",").indexOf(at.column!);
+    const row = lines.find((line) => line.split(",")[0] === at.row);
+    expect(column, `column ${at.column}`).toBeGreaterThan(0);
+    expect(row, `row ${at.row}`).toBeDefined();
+    return row!.split(",")[column]!;
+  }
+  if (at.path.endsWith(".yml")) {
+    // configs.yml: the platform ("DGX1V: &RN50_DGX1V"), then the precision, then its batch_size.
+    const platform = lines.findIndex((line) => line.startsWith(`        ${at.row}:`));
+    const precision = lines.indexOf(`            ${at.column}:`, platform);
+    expect(platform, `platform ${at.row}`).toBeGreaterThanOrEqual(0);
+    return lines.slice(precision).find((line) => line.trim().startsWith("batch_size:"))!.split(":")[1]!.trim();
+  }
+  // A DLE log: the excerpt names its file on its first line; the field from the PARAMETER or Summary line.
+  expect(lines[0]).toBe(`# ${at.path}`);
+  const match = lines.map((line) => new RegExp(`\\s${at.row.replaceAll(".", "\\.")} : (\\S+)`).exec(line)).find((found) => found !== null);
+  return match![1]!;
+}
+
+describe("the published throughput table", () => {
+  it.each(PUBLISHED_THROUGHPUT.map((row) => [`${row.card} ${row.model} ${row.precision}`, row] as const))("%s: the figure and batch size are the cited cells", (_, row) => {
+    expect(Number.parseFloat(citedCell(row.throughputAt))).toBe(row.imagesPerSecond);
+    expect(Number.parseInt(citedCell(row.batchAt), 10)).toBe(row.batchSize);
+  });
+
+  it("labels a p4d log's precision as the run's own parameters say (amp : True for AMP only)", () => {
+    for (const row of PUBLISHED_THROUGHPUT.filter((entry) => entry.throughputAt.row === "train.total_ips")) {
+      expect(citedCell({ ...row.throughputAt, row: "amp" })).toBe(row.precision === "amp" ? "True" : "False");
+    }
+  });
+
+  it("maps every row to a GPU that instance types in the catalogue have", () => {
+    const gpus = new Set(Object.values(AWS_INSTANCE_TYPES).map((entry) => entry.gpuModel));
+    for (const row of PUBLISHED_THROUGHPUT) expect(gpus).toContain(row.gpuModel);
+  });
+
+  it("finds nothing for a GPU or model nobody published (T4; ResNet-101)", () => {
+    expect(publishedThroughput("NVIDIA T4", "resnet50", "fp32")).toEqual([]);
+    expect(publishedThroughput("NVIDIA V100", "resnet101", "fp32")).toEqual([]);
+    expect(publishedThroughput("NVIDIA V100", "resnet50", "amp").map((row) => row.imagesPerSecond)).toEqual([1200, 833]);
+  });
+
+  it("cites a cell a reader can open", () => {
+    expect(describeCitation(PUBLISHED_THROUGHPUT[0]!.throughputAt)).toBe(
+      "https://github.com/NVIDIA/DeepLearningExamples/blob/729963dd/PyTorch/Classification/ConvNets/resnet50v1.5/README.md " +
+      "under \"Training performance: NVIDIA DGX-1 16GB (8x V100 16GB)\", row \"1\", column \"Throughput - FP32\"");
+  });
+});
