@@ -26,7 +26,8 @@ import { checkLinkDrive } from "./link-drive.ts";
 import { campaignName, planCampaign, remainingRuns, type CampaignPlan, type PlannedRun } from "./plan.ts";
 import { runsStillNeeded, throughputsByConfiguration, withoutRoundsNotNeeded } from "./precision.ts";
 import type { Calibration } from "../predict/calibration.ts";
-import { isPrediction, predictRun, type MissingInput } from "../predict/predict.ts";
+import { predictionContextFor, PUBLISHED_ONLY } from "../predict/inputs.ts";
+import { isPrediction, predictRun, type MissingInput, type PredictionContext } from "../predict/predict.ts";
 import { PREDICTIONS_SCHEMA, type PredictionsFile } from "../results/predictions.ts";
 
 export interface CampaignOptions {
@@ -93,7 +94,8 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
     : withoutRoundsNotNeeded(remaining, throughputsByConfiguration(plan.runs, sameQuota.map(({ record }) => record)), plan.repeatUntil);
   const alreadyDone = plan.runs.length - todo.length;
   saveCampaignCopy(store.layout, file.sourceText);
-  if (options.calibration !== undefined) savePredictions(ctx, store.layout, plan, cpusPerNode, options.calibration);
+  const predictFrom = predictionContextFor(file, cpusPerNode, options.calibration?.calibration);
+  if (predictFrom !== undefined) savePredictions(ctx, store.layout, plan, predictFrom, options.calibration?.from ?? PUBLISHED_ONLY);
   ctx.reporter.info(`campaign ${plan.name}: ${plan.repeatUntil === undefined ? "" : "up to "}${plan.runs.length} runs planned, ${alreadyDone} already done, ${todo.length} to run; results in ${store.layout.dir}`);
 
   const tally: Tally = { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0, rerun: { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0, stillBusy: 0 } };
@@ -407,15 +409,15 @@ async function makeReport(ctx: Context, store: ResultsStore, leftOut: readonly s
   }
 }
 
-/** The calibration's prediction of every training run, saved once, before the first run. */
-function savePredictions(ctx: Context, layout: ResultsLayout, plan: CampaignPlan, cpusPerNode: number | undefined, calibration: NonNullable<CampaignOptions["calibration"]>): void {
+/** Every training run's prediction, saved once, before the first run; `from` names the calibration. */
+function savePredictions(ctx: Context, layout: ResultsLayout, plan: CampaignPlan, context: PredictionContext, from: string): void {
   if (existsSync(layout.predictions)) return;
-  const outcomes = plan.runs.map((run) => predictRun(run, cpusPerNode, calibration.calibration)).filter((outcome) => outcome !== null);
+  const outcomes = plan.runs.map((run) => predictRun(run, context)).filter((outcome) => outcome !== null);
   const predictions = outcomes.filter(isPrediction);
   const missing = outcomes.filter((outcome): outcome is MissingInput => !isPrediction(outcome));
-  const file: PredictionsFile = { schema: PREDICTIONS_SCHEMA, calibration: calibration.from, madeAt: new Date().toISOString(), predictions, missing };
+  const file: PredictionsFile = { schema: PREDICTIONS_SCHEMA, calibration: from, madeAt: new Date().toISOString(), predictions, missing };
   writeFileAtomic(layout.predictions, `${JSON.stringify(file, null, 2)}\n`);
-  ctx.reporter.info(`predicted ${predictions.length} training runs from ${calibration.from} before they ran (${layout.predictions})` +
+  ctx.reporter.info(`predicted ${predictions.length} training runs from ${from} before they ran (${layout.predictions})` +
     (missing.length === 0 ? "" : `; ${missing.length} could not be: ${missing[0]!.missing}`));
 }
 

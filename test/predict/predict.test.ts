@@ -4,7 +4,7 @@ import { planCampaign } from "../../src/campaign/plan.ts";
 import { parseCampaign } from "../../src/config/load.ts";
 import { calibrationFromRecords, CALIBRATION_SCHEMA, mergeCalibrations, parseCalibration, type Calibration } from "../../src/predict/calibration.ts";
 import { isPrediction, predictRun, type MissingInput, type RunPrediction } from "../../src/predict/predict.ts";
-import { allReduceSeconds } from "../../src/results/comm-model.ts";
+import { allReduceSeconds, predictTrainingStep } from "../../src/results/comm-model.ts";
 import { probeRecord, scalingCampaign, trainRecord } from "../report/fixtures/records.ts";
 
 const calibration = calibrationFromRecords(scalingCampaign(), "results/earlier");
@@ -49,7 +49,7 @@ describe("a calibration from a campaign's results", () => {
 });
 
 describe("predicting a planned run", () => {
-  const predict = (run: ReturnType<typeof plannedRuns>[number], with_: Calibration = calibration) => predictRun(run, undefined, with_);
+  const predict = (run: ReturnType<typeof plannedRuns>[number], with_: Calibration = calibration) => predictRun(run, { calibration: with_ });
 
   it("puts t_c and the probe's all-reduce into one step: throughput over every worker and the efficiency without overlap", () => {
     const [run] = plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 1gbit}");
@@ -87,13 +87,32 @@ describe("predicting a planned run", () => {
     const [noCompute] = plannedRuns("{nodes: 2, model: resnet101, batchSize: 64, bandwidth: 1gbit}");
     expect((predict(noCompute!) as MissingInput).missing).toBe("no measured compute for resnet101 at batch 64 (fp32): run its single-node baseline " +
       "(a campaign with nodes: [1]) and add its results with `ringlab calibrate`");
-    const [noLink] = plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 3gbit}");
-    expect((predict(noLink!) as MissingInput).missing).toMatch(/^no probe of the link 3gbit \(ring, 1 per node\): run the all-reduce probe there/);
+    // An unlimited link: no shaped rate to scale a probe's β to.
+    const [noLink] = plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: unlimited}");
+    expect((predict(noLink!) as MissingInput).missing).toMatch(/^no probe of the link unlimited \(ring, 1 per node\): run the all-reduce probe there/);
     // A local campaign's quota must match the calibration's: compute at 0.5 cores says nothing of 0.37.
-    expect(predictRun(plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 1gbit}")[0]!, 0.37, calibration)).toMatchObject({ missing: expect.stringContaining("0.37 cores per worker") });
+    expect(predictRun(plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 1gbit}")[0]!, { calibration, cpusPerNode: 0.37 })).toMatchObject({ missing: expect.stringContaining("0.37 cores per worker") });
     expect(isPrediction(predict(plannedRuns("{nodes: 1, model: resnet50, batchSize: 64, bandwidth: 1gbit}")[0]!))).toBe(true);
     // Probes predict nothing.
-    expect(predictRun({ ...noLink!, job: "allreduce" }, undefined, calibration)).toBeNull();
+    expect(predictRun({ ...noLink!, job: "allreduce" }, { calibration })).toBeNull();
+  });
+});
+
+describe("deriving what the calibration did not measure, said so", () => {
+  const predict = (matrix: string) => predictRun(plannedRuns(matrix)[0]!, { calibration });
+
+  it("takes another batch size's compute per image: batch 32 from batch 64's", () => {
+    const prediction = predict("{nodes: 1, model: resnet50, batchSize: 32, bandwidth: 1gbit}") as RunPrediction;
+    expect(prediction.computeSeconds).toBeCloseTo(32 / 105, 12);
+    expect(prediction.sources.compute).toMatch(/^derived: batch 64's compute per image, at batch 32; measured in results\/earlier on \S+ \(resnet50 at batch 64 on .*\)$/);
+  });
+
+  it("scales the nearest shaped rate's β by the rates, keeping its α: 3gbit from the 1gbit probe", () => {
+    const link = calibration.links[0]!;
+    const derived = predict("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 3gbit}") as RunPrediction;
+    expect(derived.allReduceSeconds).toBeCloseTo(predictTrainingStep({ alphaSeconds: link.alphaSeconds, betaSecondsPerByte: link.betaSecondsPerByte / 3 },
+      { computeSeconds: 64 / 105, gradientBytes: 1e8, ranks: 2 }).allReduceSeconds, 12);
+    expect(derived.sources.link).toMatch(/^derived: α and β of the 2-node probe at 1gbit \(measured in results\/earlier on .*\), β scaled by 1gbit\/3gbit for 2 nodes at 3gbit/);
   });
 });
 

@@ -13,6 +13,7 @@ import { EXIT, UsageError } from "../../errors.ts";
 import { campaignName, planCampaign, reshapeCount, type CampaignPlan } from "../../campaign/plan.ts";
 import { loadCampaignFile, type LoadedCampaignFile } from "../../config/load.ts";
 import { isPrediction, predictRun, type MissingInput, type RunPrediction } from "../../predict/predict.ts";
+import { predictionContextFor, PUBLISHED_ONLY } from "../../predict/inputs.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
 import { resolveCpuQuota } from "../../testbed/cpu-quota.ts";
 import { parseSafePath } from "../options.ts";
@@ -35,15 +36,17 @@ export function registerPlan(program: Command, host: CommandHost): void {
       const calibrationFile = options.calibration ?? defaultCalibrationFile(resolve(String(command.optsWithGlobals()["stateDir"])));
       const calibration = options.calibration !== undefined || existsSync(calibrationFile)
         ? loadCalibration(calibrationFile, (message) => process.stderr.write(`warning: ${message}\n`)) : undefined;
-      const predictions = calibration === undefined ? [] : plan.runs.map((run) => predictRun(run, cpusPerNode, calibration)).filter((p) => p !== null);
+      const predictFrom = predictionContextFor(campaign, cpusPerNode, calibration);
+      const from = calibration === undefined ? PUBLISHED_ONLY : resolve(calibrationFile);
+      const predictions = predictFrom === undefined ? [] : plan.runs.map((run) => predictRun(run, predictFrom)).filter((p) => p !== null);
       const warnings = checkLinkDrive(plan, cpusPerNode);
       if (options.format === "json") {
-        process.stdout.write(`${JSON.stringify({ runs: plan.runs, predictions, calibration: calibration === undefined ? null : resolve(calibrationFile), estimate, warnings }, null, 2)}\n`);
+        process.stdout.write(`${JSON.stringify({ runs: plan.runs, predictions, calibration: calibration === undefined ? null : resolve(calibrationFile), predictedFrom: predictions.length === 0 ? null : from, estimate, warnings }, null, 2)}\n`);
         return checkGpuMemory(plan, campaign).length === 0 ? EXIT.ok : EXIT.badInput;
       }
       process.stdout.write(formatRuns(plan));
       process.stdout.write(`\n${formatSummary(plan, campaign, estimate, cpusPerNode)}\n`);
-      if (calibration !== undefined) process.stdout.write(`\n${formatPredictions(predictions, resolve(calibrationFile))}`);
+      if (predictions.length > 0) process.stdout.write(`\n${formatPredictions(predictions, from)}`);
       if (warnings.length > 0) process.stderr.write(`\n${warnings.map((warning) => `warning: ${warning}`).join("\n")}\n`);
       const problems = checkGpuMemory(plan, campaign);
       if (problems.length === 0) return EXIT.ok;
@@ -104,7 +107,7 @@ function formatImageDelivery(estimate: CampaignEstimate): string[] {
 }
 
 /** Every training run's predicted throughput and efficiency, the sources numbered below the table. */
-export function formatPredictions(predictions: readonly (RunPrediction | MissingInput)[], calibrationFile: string): string {
+export function formatPredictions(predictions: readonly (RunPrediction | MissingInput)[], from: string): string {
   const sources: string[] = [];
   const sourceNumber = (text: string) => {
     if (!sources.includes(text)) sources.push(text);
@@ -119,7 +122,7 @@ export function formatPredictions(predictions: readonly (RunPrediction | Missing
     pct(prediction.fullOverlapEfficiency), sourceNumber(prediction.sources.compute), sourceNumber(prediction.sources.link),
   ]));
   return [
-    `predicted from ${calibrationFile} (no overlap of the all-reduce with compute; full overlap is the most a run can reach):`,
+    `predicted from ${from} (no overlap of the all-reduce with compute; full overlap is the most a run can reach):`,
     ...(table === "" ? [] : [table.trimEnd()]),
     ...sources.map((text, index) => `[${index + 1}] ${text}`),
     ...missing.map((entry) => `${entry.runId}: no prediction: ${entry.missing}`),

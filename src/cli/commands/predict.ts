@@ -5,11 +5,13 @@
  */
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { Option, type Command } from "commander";
+import { InvalidArgumentError, Option, type Command } from "commander";
 import { MODELS } from "../../config/registry.ts";
 import { UsageError } from "../../errors.ts";
 import { isPrediction, predictTraining, type RunPrediction } from "../../predict/predict.ts";
+import { PUBLISHED_ONLY } from "../../predict/inputs.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
+import { AWS_INSTANCE_TYPES, instanceTypeFacts } from "../../catalogue/aws-instance-types.ts";
 import { REDUCTIONS } from "../../results/cost-model.ts";
 import { formatTable } from "../format.ts";
 import { parseBandwidth, parseCpuQuota, parseNodeCounts, parsePositiveInt, parseSafePath } from "../options.ts";
@@ -22,7 +24,9 @@ interface PredictOptions {
   readonly nodes: number[];
   readonly processesPerNode: number;
   readonly reduction: string;
+  readonly precision: string;
   readonly cpus?: number;
+  readonly instanceType?: string;
   readonly calibration?: string;
   readonly format: string;
 }
@@ -36,34 +40,44 @@ export function registerPredict(program: Command, host: CommandHost): void {
     .option("--nodes <counts>", "node counts: 1..64 or 1,2,4,8 (at most 1024)", parseNodeCounts, parseNodeCounts("1..10"))
     .option("--processes-per-node <p>", "worker processes per node", parsePositiveInt, 1)
     .addOption(new Option("--reduction <reduction>", "how gradients are summed").choices([...REDUCTIONS]).default("ring"))
+    .addOption(new Option("--precision <precision>", "fp32, or amp (mixed precision, GPUs only)").choices(["fp32", "amp"]).default("fp32"))
     .option("--cpus <cores>", "the CPU quota per worker the calibration was measured at (local testbed; default: the calibration's, when it has one for this model and batch)", parseCpuQuota)
-    .option("--calibration <file-or-results-dir>", "default: <state-dir>/calibration.json (see `ringlab calibrate`)", parseSafePath)
+    .option("--instance-type <type>", "an AWS instance type of the catalogue: its GPU's published throughput and its network's baseline answer where the calibration does not (each said so)", parseInstanceType)
+    .option("--calibration <file-or-results-dir>", "default: <state-dir>/calibration.json (see `ringlab calibrate`); optional with --instance-type", parseSafePath)
     .option("--format <format>", "text, or json for scripts", "text")
     .action(host.action((options: PredictOptions, command: Command) => {
       if (options.format !== "text" && options.format !== "json") throw new UsageError(`--format ${JSON.stringify(options.format)}: expected text or json`);
       const file = options.calibration ?? defaultCalibrationFile(resolve(String(command.optsWithGlobals()["stateDir"])));
-      if (options.calibration === undefined && !existsSync(file)) {
-        throw new UsageError(`no calibration at ${file}: predict needs what earlier campaigns measured`, { hint: "make one with `ringlab calibrate <results dir>...`, or pass --calibration" });
+      const hasCalibration = options.calibration !== undefined || existsSync(file);
+      if (!hasCalibration && options.instanceType === undefined) {
+        throw new UsageError(`no calibration at ${file}: predict needs what earlier campaigns measured, or an instance type`,
+          { hint: "make one with `ringlab calibrate <results dir>...`, pass --calibration, or ask about AWS with --instance-type (e.g. p4d.24xlarge)" });
       }
-      const calibration = loadCalibration(file, (message) => process.stderr.write(`warning: ${message}\n`));
-      const quotas = [...new Set(calibration.compute.filter((entry) => entry.model === options.model && entry.batchSize === options.batch).map((entry) => entry.cpusPerNode))];
+      if (options.instanceType !== undefined && options.cpus !== undefined) throw new UsageError("--cpus is the local testbed's CPU quota: it does not go with --instance-type");
+      const calibration = hasCalibration ? loadCalibration(file, (message) => process.stderr.write(`warning: ${message}\n`)) : undefined;
+      // A local calibration is per CPU quota; an AWS question has none.
+      const quotas = options.instanceType !== undefined || calibration === undefined ? []
+        : [...new Set(calibration.compute.filter((entry) => entry.model === options.model && entry.batchSize === options.batch).map((entry) => entry.cpusPerNode))];
       if (options.cpus === undefined && quotas.length > 1) {
         throw new UsageError(`the calibration has ${options.model} at batch ${options.batch} under several CPU quotas (${quotas.map((q) => q ?? "none").join(", ")})`, { hint: "pick one with --cpus" });
       }
       const cpus = options.cpus ?? quotas[0] ?? undefined;
+      const context = { ...(calibration === undefined ? {} : { calibration }), ...(cpus === undefined ? {} : { cpusPerNode: cpus }),
+        ...(options.instanceType === undefined ? {} : { instanceType: options.instanceType }) };
       const curve = options.nodes.map((nodes) => predictTraining({
         runId: `${nodes} node${nodes === 1 ? "" : "s"}`, model: options.model, batchSize: options.batch, nodes, processesPerNode: options.processesPerNode,
-        bandwidth: nodes * options.processesPerNode === 1 ? null : options.bandwidth, knobs: { reduction: options.reduction },
-      }, cpus, calibration));
+        bandwidth: nodes * options.processesPerNode === 1 ? null : options.bandwidth, knobs: { reduction: options.reduction, precision: options.precision },
+      }, context));
+      const from = calibration === undefined ? PUBLISHED_ONLY : resolve(file);
       const missing = curve.find((point) => !isPrediction(point));
       if (missing !== undefined && !isPrediction(missing)) throw new UsageError(`cannot predict: ${missing.missing}`);
       const points = curve.filter(isPrediction);
       const overtakes = options.nodes.find((_, index) => points[index]!.allReduceSeconds > points[index]!.computeSeconds);
       if (options.format === "json") {
-        process.stdout.write(`${JSON.stringify({ calibration: resolve(file), cpusPerNode: cpus ?? null, nodes: options.nodes, points, communicationOvertakesComputeAtNodes: overtakes ?? null }, null, 2)}\n`);
+        process.stdout.write(`${JSON.stringify({ from, instanceType: options.instanceType ?? null, cpusPerNode: cpus ?? null, nodes: options.nodes, points, communicationOvertakesComputeAtNodes: overtakes ?? null }, null, 2)}\n`);
         return;
       }
-      process.stdout.write(formatCurve(options, points, resolve(file), overtakes));
+      process.stdout.write(formatCurve(options, points, from, overtakes));
     }));
 }
 
@@ -78,10 +92,20 @@ function formatCurve(options: PredictOptions, points: readonly RunPrediction[], 
   // One line per source, not per node count: "derived ... for 4 nodes", "... for 5 nodes" say the same.
   const sources = [...new Set(points.flatMap((point) => [point.sources.compute, point.sources.link.replace(/ for \d+ nodes$/, " for the other node counts")]))];
   return [
-    `${options.model} at batch ${options.batch} per worker, ${options.bandwidth}, ${options.reduction}, ${options.processesPerNode} process${options.processesPerNode === 1 ? "" : "es"} per node; from ${file} (no overlap; full overlap is the most it can reach):`,
+    `${options.model} at batch ${options.batch} per worker, ${options.precision}, ${options.bandwidth}, ${options.reduction}, ${options.processesPerNode} process${options.processesPerNode === 1 ? "" : "es"} per node` +
+      `${options.instanceType === undefined ? "" : ` on ${options.instanceType}`}; from ${file} (no overlap; full overlap is the most it can reach):`,
     formatTable(["nodes", "workers", "t_c (s)", "t_ar (s)", "step (s)", "img/s", "efficiency", "full overlap"], rows).trimEnd(),
     overtakes === undefined ? `communication stays below compute up to ${last} nodes` : `communication takes longer than compute from ${overtakes} nodes on (t_ar > t_c)`,
     ...sources.map((source) => `source: ${source}`),
     "",
   ].join("\n");
+}
+
+/** An instance type of the catalogue, nothing else (the value becomes a lookup key only). */
+function parseInstanceType(value: string): string {
+  if (instanceTypeFacts(value)?.gpuModel == null) {
+    const gpuTypes = Object.entries(AWS_INSTANCE_TYPES).filter(([, facts]) => facts.gpus > 0).map(([type]) => type);
+    throw new InvalidArgumentError(`${JSON.stringify(value)} is not a GPU instance type ringlab's catalogue knows (src/catalogue/aws-instance-types.ts): one of ${gpuTypes.join(", ")}`);
+  }
+  return value;
 }

@@ -37,17 +37,20 @@ describe("ringlab calibrate, then plan", () => {
     expect(made.stdout).toMatch(/^link 1gbit, 2 nodes × 1, ring: α [\d.]+ ms, β as [\d.]+ Gbit\/s/m);
     expect(JSON.parse(readFileSync(join(state, "calibration.json"), "utf8")).schema).toBe("ringlab.calibration/v1");
 
-    // The smoke campaign at 0.5 cores: 1gbit probed for 2 nodes (3 derived from it); 3gbit never.
+    // The smoke campaign at 0.5 cores: 1gbit probed for 2 nodes (3 derived from it); 3gbit never (derived from 1gbit, said so).
     const plan = cli(state, ["plan", "campaigns/local-smoke.yaml", "--format", "json"]);
     expect(plan.status, plan.stderr).toBe(0);
     const json = JSON.parse(plan.stdout) as { predictions: { runId: string; scalingEfficiency?: { value: number }; sources?: { link: string }; missing?: string }[] };
     const byRun = new Map(json.predictions.map((prediction) => [prediction.runId, prediction]));
     expect(byRun.get("train-small-b32-n2-1gbit-r1")!.scalingEfficiency!.value).toBeGreaterThan(0);
     expect(byRun.get("train-small-b32-n3-1gbit-r1")!.sources!.link).toMatch(/^derived: α and β of the 2-node probe at 1gbit/);
-    expect(byRun.get("train-small-b32-n2-3gbit-r1")!.missing).toMatch(/^no probe of the link 3gbit/);
+    expect(byRun.get("train-small-b32-n2-3gbit-r1")!.sources!.link).toMatch(/^derived: α and β of the 2-node probe at 1gbit \(measured in .*\), β scaled by 1gbit\/3gbit for 2 nodes at 3gbit \(assumed: /);
     const text = cli(state, ["plan", "campaigns/local-smoke.yaml"]);
     expect(text.stdout).toMatch(/^predicted from .*calibration.json \(no overlap/m);
-    expect(text.stdout).toMatch(/^train-small-b32-n2-3gbit-r1: no prediction: no probe of the link 3gbit/m);
+    // An unlimited link is no rate to scale to: not guessed.
+    const unlimited = join(dir, "unlimited.yaml");
+    writeFileSync(unlimited, readFileSync("campaigns/local-smoke.yaml", "utf8").replace("bandwidth: [1gbit, 3gbit]", "bandwidth: [1gbit, unlimited]"));
+    expect(cli(state, ["plan", unlimited]).stdout).toMatch(/^train-small-b32-n2-unlimited-r1: no prediction: no probe of the link unlimited/m);
   });
 
   it("refuses a calibration that is not one, or a results folder without records, before anything (exit 2)", () => {
@@ -91,7 +94,32 @@ describe("ringlab calibrate, then plan", () => {
     expect(cli(state, ["predict", "--model", "vgg", "--batch", "32", "--bandwidth", "1gbit"]).stderr).toMatch(/--model <model>' argument 'vgg' is invalid/);
     const tooMany = cli(state, ["predict", "--model", "small", "--batch", "32", "--bandwidth", "1gbit", "--nodes", "1..2000"]);
     expect([tooMany.status, tooMany.stderr]).toEqual([2, expect.stringMatching(/expected node counts such as 1..64 or 1,2,4,8, each from 1 to 1024/)]);
-    const unprobed = cli(state, ["predict", "--model", "small", "--batch", "32", "--bandwidth", "3gbit"]);
-    expect([unprobed.status, unprobed.stderr]).toEqual([2, expect.stringMatching(/cannot predict: no probe of the link 3gbit/)]);
+    const unprobed = cli(state, ["predict", "--model", "small", "--batch", "32", "--bandwidth", "unlimited"]);
+    expect([unprobed.status, unprobed.stderr]).toEqual([2, expect.stringMatching(/cannot predict: no probe of the link unlimited/)]);
+  });
+
+  it("predicts an AWS instance type without a calibration from published figures and the catalogue, each said so, and plan predicts the AWS seed the same way", () => {
+    const state = join(mkdtempSync(join(tmpdir(), "ringlab-predict-aws-")), "state");
+    const curve = cli(state, ["predict", "--model", "resnet50", "--batch", "64", "--precision", "amp", "--bandwidth", "25gbit", "--instance-type", "p4d.24xlarge", "--nodes", "1,8,64"]);
+    expect(curve.status, curve.stderr).toBe(0);
+    expect(curve.stdout).toMatch(/^resnet50 at batch 64 per worker, amp, 25gbit, ring, 1 process per node on p4d\.24xlarge; from published figures and the instance catalogue \(no calibration\)/);
+    expect(curve.stdout).toMatch(/^source: published: NVIDIA A100, resnet50 amp: 2470 img\/s at batch 256 /m);
+    expect(curve.stdout).toMatch(/^source: catalogue: p4d\.24xlarge sustains 400 Gbit\/s .*assumed: the all-reduce reaches the full 25 Gbit\/s and α = 0/m);
+    // Nothing published for ResNet-101, nor for the instance type "x;y": exit 2, naming what is missing.
+    const unpublished = cli(state, ["predict", "--model", "resnet101", "--batch", "64", "--bandwidth", "25gbit", "--instance-type", "p4d.24xlarge"]);
+    expect([unpublished.status, unpublished.stderr]).toEqual([2, expect.stringMatching(/cannot predict: no measured or published compute for resnet101 at batch 64 \(fp32 on an NVIDIA A100\)/)]);
+    const unknown = cli(state, ["predict", "--model", "resnet50", "--batch", "64", "--bandwidth", "25gbit", "--instance-type", "x;y"]);
+    expect([unknown.status, unknown.stderr]).toEqual([2, expect.stringMatching(/"x;y" is not a GPU instance type ringlab's catalogue knows/)]);
+
+    const plan = cli(state, ["plan", resolve("campaigns/aws-seed.yaml"), "--format", "json"]);
+    expect(plan.status, plan.stderr).toBe(0);
+    const json = JSON.parse(plan.stdout) as { runs: { job: string }[]; predictions: { runId: string; sources?: { compute: string; link: string }; missing?: string }[]; predictedFrom: string };
+    expect(json.predictedFrom).toBe("published figures and the instance catalogue (no calibration)");
+    // Every training run predicted, every input naming its source: the seed's T4 has no published figure, so assumed.
+    expect(json.predictions).toHaveLength(json.runs.filter((run) => run.job === "train").length);
+    for (const prediction of json.predictions) {
+      expect(prediction.sources!.compute).toMatch(/^assumed: ringlab's planning figure of \d+ img\/s for (resnet101|inception_v3) on a T4/);
+      expect(prediction.sources!.link).toMatch(/^(no link \(one node\)|catalogue: g4dn\.4xlarge sustains 20 Gbit\/s)/);
+    }
   });
 });

@@ -1,0 +1,192 @@
+/**
+ * What a prediction starts from, and where each number came from, in order of trust (issue #35):
+ *   compute: the user's own measurement (a calibration) > a published figure for the instance type's GPU
+ *            (src/catalogue/published-throughput.ts) > ringlab's planning figure, said to be assumed (a T4 only);
+ *   link:    the user's own probe (measured, or derived from another node count) > the instance type's baseline
+ *            bandwidth from the catalogue, with the latency left out, said so.
+ * Anything else is missing, with how to measure it: never a silent guess. Pure.
+ */
+import { bandwidthGbps } from "../bandwidth.ts";
+import { instanceTypeFacts, SOURCES } from "../catalogue/aws-instance-types.ts";
+import { describeCitation, publishedThroughput } from "../catalogue/published-throughput.ts";
+import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../campaign/estimate.ts";
+import { PARAMETER_COUNT } from "../config/registry.ts";
+import type { CampaignFile, Model } from "../config/schema.ts";
+import { describeSource, type Calibration, type ComputeEntry, type LinkEntry } from "./calibration.ts";
+
+/** What the question is asked against: the user's measurements, and the machine the runs would use. */
+export interface PredictionContext {
+  readonly calibration?: Calibration;
+  /** Local testbed: the CPU quota per worker the runs get (calibrations are per quota). */
+  readonly cpusPerNode?: number;
+  /** AWS: the instance type, whose GPU the published table and whose network the catalogue describe. */
+  readonly instanceType?: string;
+}
+
+/** The part of a question the inputs depend on. */
+export interface InputQuestion {
+  readonly model: string;
+  readonly batchSize: number;
+  readonly nodes: number;
+  readonly processesPerNode?: number;
+  readonly bandwidth: string | null;
+  readonly precision: string;
+  readonly reduction: string;
+}
+
+export interface ComputeInput {
+  /** One step's compute on one worker, with the half-width of its 95 % interval (or a stated default). */
+  readonly seconds: { readonly mean: number; readonly halfWidth95: number };
+  readonly gradientBytes: number;
+  readonly source: string;
+}
+
+export interface LinkInput {
+  readonly alphaSeconds: number;
+  readonly betaSecondsPerByte: number;
+  readonly source: string;
+}
+
+export interface Missing {
+  readonly missing: string;
+}
+
+/** Published figures of one GPU differ (DeepLearningExamples' A100 AMP 2470 img/s, Lambda's on a p4d 1313): one figure alone gets ±30 %. */
+export const ONE_FIGURE_HALF_WIDTH = 0.3;
+/** ringlab's planning figures are coarse guesses: ±50 %. */
+export const ASSUMED_HALF_WIDTH = 0.5;
+const T4 = "NVIDIA T4";
+/** What predictions made without a calibration come from, as predictions.json and plan name it. */
+export const PUBLISHED_ONLY = "published figures and the instance catalogue (no calibration)";
+
+/**
+ * What a campaign's runs are predicted from: its calibration, and on AWS its instance type (published figures and
+ * the catalogue answer where no calibration does). Undefined when there is nothing: a local campaign without one.
+ */
+export function predictionContextFor(file: CampaignFile, cpusPerNode: number | undefined, calibration: Calibration | undefined): PredictionContext | undefined {
+  const instanceType = file.testbed.target === "aws" ? file.testbed.instanceType : undefined;
+  if (calibration === undefined && instanceType === undefined) return undefined;
+  return { ...(calibration === undefined ? {} : { calibration }), ...(cpusPerNode === undefined ? {} : { cpusPerNode }), ...(instanceType === undefined ? {} : { instanceType }) };
+}
+
+export function isMissing(value: object | null): value is Missing {
+  return value !== null && "missing" in value;
+}
+
+/** One step's compute on one worker. */
+export function computeInput(question: InputQuestion, context: PredictionContext): ComputeInput | Missing {
+  const quota = context.cpusPerNode ?? null;
+  const gpu = context.instanceType === undefined ? undefined : instanceTypeFacts(context.instanceType)?.gpuModel ?? undefined;
+  const measured = context.calibration?.compute.find((entry) => entry.model === question.model && entry.batchSize === question.batchSize
+    && entry.precision === question.precision && entry.cpusPerNode === quota && (gpu === undefined || runsOn(entry, gpu)));
+  if (measured !== undefined) return { seconds: measured.computeSeconds, gradientBytes: measured.gradientBytes, source: measuredComputeText(measured) };
+  // Another batch size of the same model, precision, quota and GPU: its compute per image.
+  const nearest = (context.calibration?.compute ?? []).filter((entry) => entry.model === question.model && entry.precision === question.precision
+    && entry.cpusPerNode === quota && (gpu === undefined || runsOn(entry, gpu)))
+    .sort((a, b) => Math.abs(Math.log(a.batchSize / question.batchSize)) - Math.abs(Math.log(b.batchSize / question.batchSize)))[0];
+  if (nearest !== undefined) {
+    const scale = question.batchSize / nearest.batchSize;
+    return {
+      seconds: { mean: nearest.computeSeconds.mean * scale, halfWidth95: nearest.computeSeconds.halfWidth95 * scale }, gradientBytes: nearest.gradientBytes,
+      source: `derived: batch ${nearest.batchSize}'s compute per image, at batch ${question.batchSize}; ${measuredComputeText(nearest)}`,
+    };
+  }
+  const where = `${question.model} at batch ${question.batchSize} (${question.precision}${quota === null ? "" : `, ${quota} cores per worker`}${gpu === undefined ? "" : ` on an ${gpu}`})`;
+  const howToMeasure = `run its single-node baseline (a campaign with nodes: [1]${context.instanceType === undefined ? "" : ` on ${context.instanceType}`}) and add its results with \`ringlab calibrate\``;
+  if (gpu === undefined) return { missing: `no measured compute for ${where}: ${howToMeasure}` };
+  const gradientBytes = (PARAMETER_COUNT[question.model as Model] ?? 0) * 4;
+  const published = publishedThroughput(gpu, question.model, question.precision);
+  if (published.length > 0) {
+    // Per image: the figures' batches (112-1280) are larger than a campaign's, and a GPU runs a small batch less well.
+    const perImage = published.map((row) => 1 / row.imagesPerSecond);
+    const mean = perImage.reduce((sum, value) => sum + value, 0) / perImage.length;
+    const spread = published.length === 1 ? ONE_FIGURE_HALF_WIDTH * mean : Math.max(...perImage.map((value) => Math.abs(value - mean)));
+    const figures = published.map((row) => `${row.imagesPerSecond} img/s at batch ${row.batchSize} (${row.card}, ${row.framework}; ${describeCitation(row.throughputAt)})`);
+    return {
+      seconds: { mean: mean * question.batchSize, halfWidth95: spread * question.batchSize }, gradientBytes,
+      source: `published: ${gpu}, ${question.model} ${question.precision}: ${figures.join("; ")}; ` +
+        `${published.length === 1 ? `one figure, ±${ONE_FIGURE_HALF_WIDTH * 100} % stated` : "their per-image mean, their spread as the interval"}; ` +
+        `taken per image at batch ${question.batchSize}, where a GPU is less busy: the throughput is an upper bound`,
+    };
+  }
+  if (gpu === T4) {
+    const imagesPerSecond = ASSUMED_T4_FP32_IMAGES_PER_SECOND[question.model as Model];
+    return {
+      seconds: { mean: question.batchSize / imagesPerSecond, halfWidth95: (ASSUMED_HALF_WIDTH * question.batchSize) / imagesPerSecond }, gradientBytes,
+      source: `assumed: ringlab's planning figure of ${imagesPerSecond} img/s for ${question.model} on a T4 in fp32 (src/campaign/estimate.ts), ±${ASSUMED_HALF_WIDTH * 100} %: ` +
+        `no published T4 training figure was found${question.precision === "fp32" ? "" : `; the fp32 figure for ${question.precision}, which a T4's tensor cores run faster`}`,
+    };
+  }
+  return { missing: `no measured or published compute for ${where}: ${howToMeasure}` };
+}
+
+/** The link's alpha and beta; null for one worker. */
+export function linkInput(question: InputQuestion, context: PredictionContext): LinkInput | Missing | null {
+  const ppn = question.processesPerNode ?? 1;
+  if (question.nodes * ppn === 1) return null;
+  const quota = context.cpusPerNode ?? null;
+  const measured = context.calibration === undefined ? undefined : measuredLink(question, quota, context.calibration);
+  if (measured !== undefined) return measured;
+  const facts = context.instanceType === undefined ? undefined : instanceTypeFacts(context.instanceType);
+  if (facts !== undefined && question.nodes > 1) {
+    const rate = question.bandwidth === null ? null : bandwidthGbps(question.bandwidth) ?? null;
+    const gbps = rate === null ? facts.baselineNetworkGbps : Math.min(rate, facts.baselineNetworkGbps);
+    const source = SOURCES.baselineNetworkGbps[0]!;
+    return {
+      alphaSeconds: 0, betaSecondsPerByte: 8 / (gbps * 1e9),
+      source: `catalogue: ${context.instanceType} sustains ${facts.baselineNetworkGbps} Gbit/s (${source.url}, read ${source.retrieved})` +
+        `${rate === null ? "" : `, the link shaped to ${question.bandwidth}`}; assumed: the all-reduce reaches the full ${gbps} Gbit/s and α = 0 ` +
+        `(no latency term${ppn > 1 ? "; hops inside a node no slower than the network" : ""}): measure both with the probe and \`ringlab calibrate\``,
+    };
+  }
+  return { missing: `no probe of the link ${question.bandwidth ?? "in one node"} (${question.reduction}, ${ppn} per node${quota === null ? "" : `, ${quota} cores`}): ` +
+    "run the all-reduce probe there (a campaign with that bandwidth and probe enabled) and add its results with `ringlab calibrate`" };
+}
+
+/**
+ * The link's fit: measured at this node count, or derived from another node count at the same rate, placement and
+ * reduction (α and β are properties of the link; the ring's steps carry the node count).
+ */
+function measuredLink(question: InputQuestion, quota: number | null, calibration: Calibration): LinkInput | undefined {
+  const bandwidth = question.bandwidth ?? "in one node";
+  const ppn = question.processesPerNode ?? 1;
+  const same = calibration.links.filter((entry) => entry.bandwidth === bandwidth && entry.reduction === question.reduction
+    && entry.processesPerNode === ppn && entry.cpusPerNode === quota);
+  const exact = same.find((entry) => entry.nodes === question.nodes);
+  if (exact !== undefined) return linkOf(exact, `${describeSource(exact.source)} (${exact.nodes}-node probe)`);
+  const nearest = closestNodes(same, question.nodes);
+  if (nearest !== undefined) return linkOf(nearest, `derived: α and β of the ${nearest.nodes}-node probe at ${bandwidth} (${describeSource(nearest.source)}) for ${question.nodes} nodes`);
+  // Another shaped rate: its β scaled by the rates (the shaped link, not the workers' CPU, taken to set the pace).
+  const rate = question.bandwidth === null ? null : bandwidthGbps(question.bandwidth) ?? null;
+  if (rate === null) return undefined;
+  const shaped = calibration.links.filter((entry) => entry.reduction === question.reduction && entry.processesPerNode === ppn && entry.cpusPerNode === quota
+    && (bandwidthGbps(entry.bandwidth) ?? null) !== null);
+  const closestRate = (entry: LinkEntry) => Math.abs(Math.log(bandwidthGbps(entry.bandwidth)! / rate));
+  const best = Math.min(...shaped.map(closestRate));
+  const other = closestNodes(shaped.filter((entry) => closestRate(entry) === best), question.nodes);
+  if (other === undefined) return undefined;
+  const ratio = bandwidthGbps(other.bandwidth)! / rate;
+  return {
+    alphaSeconds: other.alphaSeconds, betaSecondsPerByte: other.betaSecondsPerByte * ratio,
+    source: `derived: α and β of the ${other.nodes}-node probe at ${other.bandwidth} (${describeSource(other.source)}), β scaled by ${other.bandwidth}/${question.bandwidth} ` +
+      `for ${question.nodes} nodes at ${question.bandwidth} (assumed: the shaped link, not the workers' CPU, sets the pace)`,
+  };
+}
+
+function closestNodes(entries: readonly LinkEntry[], nodes: number): LinkEntry | undefined {
+  return [...entries].sort((a, b) => Math.abs(a.nodes - nodes) - Math.abs(b.nodes - nodes))[0];
+}
+
+function linkOf(entry: LinkEntry, source: string): LinkInput {
+  return { alphaSeconds: entry.alphaSeconds, betaSecondsPerByte: entry.betaSecondsPerByte, source };
+}
+
+/** Whether a measured entry ran on this catalogue GPU ("NVIDIA V100" and torch's "Tesla V100-SXM2-16GB"; L4 is not L40S). */
+function runsOn(entry: ComputeEntry, gpuModel: string): boolean {
+  const name = gpuModel.replace(/^NVIDIA /, "");
+  return entry.device === "cuda" && new RegExp(`\\b${name}\\b`).test(entry.deviceModel);
+}
+
+function measuredComputeText(entry: ComputeEntry): string {
+  return `${describeSource(entry.source)} (${entry.model} at batch ${entry.batchSize} on ${entry.deviceModel}, ${entry.computeSeconds.repeats} repeat${entry.computeSeconds.repeats === 1 ? "" : "s"})`;
+}
