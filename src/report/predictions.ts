@@ -30,6 +30,8 @@ export interface PredictionScore {
   /** Predicted runs without an ok record yet. */
   readonly notMeasured: number;
   readonly missing: PredictionsFile["missing"];
+  /** Every input's source once ("measured in ...", "published: ...", "assumed: ..."), in the order first used. */
+  readonly sources: readonly string[];
 }
 
 /** Scores the predictions against the latest ok attempt of every predicted run. */
@@ -54,7 +56,9 @@ export function scorePredictions(file: PredictionsFile, data: ReportData, record
       errorPoints: measuredEfficiency === null ? null : (measuredEfficiency - prediction.scalingEfficiency.value) * 100,
     });
   }
-  return { calibration: file.calibration, madeAt: file.madeAt, scored, notMeasured, missing: file.missing };
+  const sources = [...new Set(file.predictions.flatMap((prediction) => [prediction.sources.compute, prediction.sources.link]))]
+    .filter((source) => source !== "no link (one node)");
+  return { calibration: file.calibration, madeAt: file.madeAt, scored, notMeasured, missing: file.missing, sources };
 }
 
 /** Where the run sits in the report: its label, workers and the baseline's throughput per worker. */

@@ -467,8 +467,9 @@ function oneLine(text: string): string {
 }
 
 
-const PREDICTIONS_INTRO = "Made before the first run from a calibration of earlier campaigns (ringlab plan's model: t_c from the single-node " +
-  "baseline those measured, the all-reduce from their probe's fit, no overlap; the interval from t_c's).";
+const PREDICTIONS_INTRO = "Made before the first run with ringlab plan's model (t_c, then the all-reduce in DDP's buckets; no overlap; the " +
+  "interval from t_c's), from the sources listed below it: earlier campaigns' measurements, published figures, the instance catalogue, " +
+  "each derived or assumed input said so.";
 
 function predictionRows(score: PredictionScore): string[][] {
   const signed = (value: number, digits: number) => `${value >= 0 ? "+" : "−"}${Math.abs(value).toFixed(digits)}`;
@@ -483,8 +484,9 @@ const PREDICTION_COLUMNS = ["Run", "Predicted (img/s)", "Measured (img/s)", "Err
 
 function predictionNotes(score: PredictionScore): string[] {
   return [
-    `${scoreSummary(score)}. Calibration: ${score.calibration}, predicted ${readableTime(score.madeAt)}.`,
-    ...(score.notMeasured === 0 ? [] : [`${score.notMeasured} predicted runs have no successful measurement (rounds that repeatUntil did not need, or runs that failed).`]),
+    `${scoreSummary(score)}. Predicted from ${score.calibration}, ${readableTime(score.madeAt)}.`,
+    ...score.sources.map((source) => `Source: ${source}`),
+    ...(score.notMeasured === 0 ? [] : [`${score.notMeasured} predicted run${score.notMeasured === 1 ? " has" : "s have"} no successful measurement (rounds that repeatUntil did not need, or runs that failed).`]),
     ...score.missing.map((entry) => `${entry.runId}: not predicted: ${entry.missing}`),
   ];
 }
@@ -493,7 +495,7 @@ function markdownPredictions(score: PredictionScore): string[] {
   return ["", "## Predicted before the run", "", PREDICTIONS_INTRO, "",
     `| ${PREDICTION_COLUMNS.join(" | ")} |`, `|---|${PREDICTION_COLUMNS.slice(1).map(() => "---:").join("|")}|`,
     ...predictionRows(score).map((cells) => `| ${cells.map(markdownText).join(" | ")} |`),
-    "", ...predictionNotes(score).map(markdownText)];
+    ...predictionNotes(score).flatMap((note) => ["", markdownText(note)])];
 }
 
 function predictionsSection(score: PredictionScore): string {

@@ -52,6 +52,9 @@ describe("the prediction made before the run, scored", () => {
     expect(markdown).toContain("## Predicted before the run");
     expect(markdown).toContain("| resnet50 · batch 64 · 1gbit · 2 nodes · repeat 1 | 160.0 | 150.0 | −6.3% | 75.0% (74.0% – 76.0%) | 71.4% | −3.6 pt |");
     expect(markdown).toContain("train-resnet152-b32-n2-1gbit-r1: not predicted: no measured compute for resnet152");
+    expect(markdown).toContain("\n1 predicted run has no successful measurement (");
+    // Each input's source once, below the table, a paragraph each.
+    expect(markdown).toContain("\n\nSource: measured in results/a on 2026-11-25\n\nSource: measured in results/a on 2026-11-25 (2-node probe)\n\n");
     expect(renderHtml(data, {}, meta, [], score)).toContain('<section id="predictions">');
     // Without predictions.json, no section.
     expect(renderMarkdown(data, meta, [])).not.toContain("Predicted before the run");
