@@ -11,7 +11,7 @@ function excerptOf(at: Citation): string {
     ? (at.path.endsWith("README.md") ? "dle-pytorch-resnet50v1.5-readme.md" : "dle-pytorch-convnets-configs.yml")
     : at.repo === "LambdaColdStorage/lambda-tensorflow-benchmark" ? `lambda-${at.path}`
     : at.path.startsWith("pytorch/csv_v1_v2/") ? `lambda-${at.path.slice("pytorch/csv_v1_v2/".length)}`
-    : `lambda-a100-p4-resnet50-${at.path.includes("_AMP/") ? "amp" : "fp32"}.log`;
+    : `lambda-a100-p4-resnet50-${at.path.includes("_AMP/") ? "amp" : "fp32"}.txt`;
   return readFileSync(join(EXCERPTS, name), "utf8");
 }
 

@@ -25,5 +25,5 @@ done
 for task in FP32 AMP; do
   file=$(git --git-dir="$lambda" ls-tree -r --name-only $LAMBDA "pytorch/results/A100_p4/PyTorch_resnet50_$task/" | grep -v monitor | head -1)
   { echo "# $file"; show "$lambda" $LAMBDA "$file" | grep -E ' - PARAMETER data | - Summary: train\.loss' ; } \
-    > "$here/lambda-a100-p4-resnet50-${task,,}.log"
+    > "$here/lambda-a100-p4-resnet50-${task,,}.txt"
 done
