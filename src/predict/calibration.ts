@@ -41,6 +41,8 @@ export interface LinkEntry {
   readonly processesPerNode: number;
   readonly reduction: string;
   readonly cpusPerNode: number | null;
+  /** The AWS instance type the probe ran on (an unshaped link is the instance's); absent on the local testbed. */
+  readonly instanceType?: string;
   readonly alphaSeconds: number;
   readonly betaSecondsPerByte: number;
   readonly rSquared: number;
@@ -68,7 +70,7 @@ const calibrationSchema = z.strictObject({
   })),
   links: z.array(z.strictObject({
     bandwidth: z.string(), nodes: z.number().int().min(1), processesPerNode: z.number().int().positive(), reduction: z.string(),
-    cpusPerNode: z.number().positive().nullable(), alphaSeconds: z.number().nonnegative(), betaSecondsPerByte: z.number().positive(),
+    cpusPerNode: z.number().positive().nullable(), instanceType: z.string().optional(), alphaSeconds: z.number().nonnegative(), betaSecondsPerByte: z.number().positive(),
     rSquared: z.number(), source,
   })),
 });
@@ -118,9 +120,10 @@ export function calibrationFromRecords(records: readonly RunRecord[], resultsDir
       return [];
     }
     const first = recordOf.get(probe.runIds[0]!);
+    const instanceType = first?.testbed.instanceType;
     return [{
       bandwidth: probe.bandwidth, nodes: probe.nodes, processesPerNode: probe.processesPerNode, reduction: probe.reduction,
-      cpusPerNode: first?.params.cpusPerNode ?? null, alphaSeconds: probe.fit.alphaSeconds, betaSecondsPerByte: probe.fit.betaSecondsPerByte,
+      cpusPerNode: first?.params.cpusPerNode ?? null, ...(instanceType === undefined ? {} : { instanceType }), alphaSeconds: probe.fit.alphaSeconds, betaSecondsPerByte: probe.fit.betaSecondsPerByte,
       rSquared: probe.fit.rSquared, source: { kind: "measured", resultsDir, date: dateOf(probe.runIds) },
     }];
   });
@@ -132,7 +135,7 @@ function computeKey(entry: ComputeEntry): string {
 }
 
 function linkKey(entry: LinkEntry): string {
-  return JSON.stringify([entry.bandwidth, entry.nodes, entry.processesPerNode, entry.reduction, entry.cpusPerNode]);
+  return JSON.stringify([entry.bandwidth, entry.nodes, entry.processesPerNode, entry.reduction, entry.cpusPerNode, entry.instanceType ?? null]);
 }
 
 /** The calibrations together, in order: an entry of a later one replaces an earlier one's of the same key. */

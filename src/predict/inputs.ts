@@ -76,14 +76,22 @@ export function isMissing(value: object | null): value is Missing {
 /** One step's compute on one worker. */
 export function computeInput(question: InputQuestion, context: PredictionContext): ComputeInput | Missing {
   const quota = context.cpusPerNode ?? null;
-  const gpu = context.instanceType === undefined ? undefined : instanceTypeFacts(context.instanceType)?.gpuModel ?? undefined;
-  const measured = context.calibration?.compute.find((entry) => entry.model === question.model && entry.batchSize === question.batchSize
-    && entry.precision === question.precision && entry.cpusPerNode === quota && (gpu === undefined || runsOn(entry, gpu)));
+  const facts = context.instanceType === undefined ? undefined : instanceTypeFacts(context.instanceType);
+  if (context.instanceType !== undefined && (facts === undefined || facts.gpuModel === null)) {
+    return { missing: `instance type ${context.instanceType} is not a GPU type of ringlab's catalogue (src/catalogue/aws-instance-types.ts): nothing says which GPU its figures are for` };
+  }
+  const gpu = facts?.gpuModel ?? undefined;
+  // The same model, precision, quota and (on AWS) GPU: at this batch size, or another one's compute per image.
+  const candidates = (context.calibration?.compute ?? []).filter((entry) => entry.model === question.model && entry.precision === question.precision
+    && entry.cpusPerNode === quota && (gpu === undefined || runsOn(entry, gpu)));
+  const devices = [...new Set(candidates.map((entry) => entry.deviceModel))];
+  if (devices.length > 1) {
+    return { missing: `the calibration has ${question.model} (${question.precision}) measured on ${devices.join(" and ")}: ` +
+      (gpu === undefined ? "say which with --instance-type" : `ringlab cannot tell which is the ${gpu}`) };
+  }
+  const measured = candidates.find((entry) => entry.batchSize === question.batchSize);
   if (measured !== undefined) return { seconds: measured.computeSeconds, gradientBytes: measured.gradientBytes, source: measuredComputeText(measured) };
-  // Another batch size of the same model, precision, quota and GPU: its compute per image.
-  const nearest = (context.calibration?.compute ?? []).filter((entry) => entry.model === question.model && entry.precision === question.precision
-    && entry.cpusPerNode === quota && (gpu === undefined || runsOn(entry, gpu)))
-    .sort((a, b) => Math.abs(Math.log(a.batchSize / question.batchSize)) - Math.abs(Math.log(b.batchSize / question.batchSize)))[0];
+  const nearest = [...candidates].sort((a, b) => Math.abs(Math.log(a.batchSize / question.batchSize)) - Math.abs(Math.log(b.batchSize / question.batchSize)))[0];
   if (nearest !== undefined) {
     const scale = question.batchSize / nearest.batchSize;
     return {
@@ -94,7 +102,9 @@ export function computeInput(question: InputQuestion, context: PredictionContext
   const where = `${question.model} at batch ${question.batchSize} (${question.precision}${quota === null ? "" : `, ${quota} cores per worker`}${gpu === undefined ? "" : ` on an ${gpu}`})`;
   const howToMeasure = `run its single-node baseline (a campaign with nodes: [1]${context.instanceType === undefined ? "" : ` on ${context.instanceType}`}) and add its results with \`ringlab calibrate\``;
   if (gpu === undefined) return { missing: `no measured compute for ${where}: ${howToMeasure}` };
-  const gradientBytes = (PARAMETER_COUNT[question.model as Model] ?? 0) * 4;
+  const parameters = (PARAMETER_COUNT as Readonly<Record<string, number>>)[question.model];
+  if (parameters === undefined) return { missing: `no gradient size for model ${question.model}: not a model of the worker's registry` };
+  const gradientBytes = parameters * 4;
   const published = publishedThroughput(gpu, question.model, question.precision);
   if (published.length > 0) {
     // Per image: the figures' batches (112-1280) are larger than a campaign's, and a GPU runs a small batch less well.
@@ -109,8 +119,9 @@ export function computeInput(question: InputQuestion, context: PredictionContext
         `taken per image at batch ${question.batchSize}, where a GPU is less busy: the throughput is an upper bound`,
     };
   }
-  if (gpu === T4) {
-    const imagesPerSecond = ASSUMED_T4_FP32_IMAGES_PER_SECOND[question.model as Model];
+  const assumed = (ASSUMED_T4_FP32_IMAGES_PER_SECOND as Readonly<Record<string, number>>)[question.model];
+  if (gpu === T4 && assumed !== undefined) {
+    const imagesPerSecond = assumed;
     return {
       seconds: { mean: question.batchSize / imagesPerSecond, halfWidth95: (ASSUMED_HALF_WIDTH * question.batchSize) / imagesPerSecond }, gradientBytes,
       source: `assumed: ringlab's planning figure of ${imagesPerSecond} img/s for ${question.model} on a T4 in fp32 (src/campaign/estimate.ts), ±${ASSUMED_HALF_WIDTH * 100} %: ` +
@@ -125,17 +136,25 @@ export function linkInput(question: InputQuestion, context: PredictionContext): 
   const ppn = question.processesPerNode ?? 1;
   if (question.nodes * ppn === 1) return null;
   const quota = context.cpusPerNode ?? null;
-  const measured = context.calibration === undefined ? undefined : measuredLink(question, quota, context.calibration);
+  const measured = context.calibration === undefined ? undefined : measuredLink(question, quota, context.instanceType ?? null, context.calibration);
   if (measured !== undefined) return measured;
   const facts = context.instanceType === undefined ? undefined : instanceTypeFacts(context.instanceType);
+  const rate = question.bandwidth === null ? null : bandwidthGbps(question.bandwidth) ?? null;
   if (facts !== undefined && question.nodes > 1) {
-    const rate = question.bandwidth === null ? null : bandwidthGbps(question.bandwidth) ?? null;
-    const gbps = rate === null ? facts.baselineNetworkGbps : Math.min(rate, facts.baselineNetworkGbps);
+    if (question.reduction !== "ring") {
+      return { missing: `no probe of ${question.reduction} at ${question.bandwidth ?? "the link"} on ${context.instanceType}: without one only the ring is predicted ` +
+        "(from the catalogue); run the probe with that reduction and add its results with `ringlab calibrate`" };
+    }
+    if (rate === null) {
+      return { missing: `no probe of the unshaped link between ${context.instanceType} nodes: what it gives depends on the flows, the placement and EFA, ` +
+        "of which ringlab has no figure; probe it (a campaign with bandwidth unlimited) and add its results with `ringlab calibrate`, or ask about a shaped rate" };
+    }
+    const gbps = Math.min(rate, facts.baselineNetworkGbps);
     const source = SOURCES.baselineNetworkGbps[0]!;
     return {
       alphaSeconds: 0, betaSecondsPerByte: 8 / (gbps * 1e9),
-      source: `catalogue: ${context.instanceType} sustains ${facts.baselineNetworkGbps} Gbit/s (${source.url}, read ${source.retrieved})` +
-        `${rate === null ? "" : `, the link shaped to ${question.bandwidth}`}; assumed: the all-reduce reaches the full ${gbps} Gbit/s and α = 0 ` +
+      source: `catalogue: ${context.instanceType} sustains ${facts.baselineNetworkGbps} Gbit/s (${source.url}, read ${source.retrieved}), the link shaped to ` +
+        `${question.bandwidth}; assumed: the all-reduce reaches the full ${gbps} Gbit/s and α = 0 ` +
         `(no latency term${ppn > 1 ? "; hops inside a node no slower than the network" : ""}): measure both with the probe and \`ringlab calibrate\``,
     };
   }
@@ -147,24 +166,26 @@ export function linkInput(question: InputQuestion, context: PredictionContext): 
  * The link's fit: measured at this node count, or derived from another node count at the same rate, placement and
  * reduction (α and β are properties of the link; the ring's steps carry the node count).
  */
-function measuredLink(question: InputQuestion, quota: number | null, calibration: Calibration): LinkInput | undefined {
+function measuredLink(question: InputQuestion, quota: number | null, instanceType: string | null, calibration: Calibration): LinkInput | undefined {
   const bandwidth = question.bandwidth ?? "in one node";
   const ppn = question.processesPerNode ?? 1;
-  const same = calibration.links.filter((entry) => entry.bandwidth === bandwidth && entry.reduction === question.reduction
-    && entry.processesPerNode === ppn && entry.cpusPerNode === quota);
+  // Probes of this placement, reduction and quota, on this instance type (an AWS probe says nothing of another type's network).
+  const comparable = calibration.links.filter((entry) => entry.reduction === question.reduction && entry.processesPerNode === ppn
+    && entry.cpusPerNode === quota && (entry.instanceType ?? null) === instanceType);
+  const same = comparable.filter((entry) => entry.bandwidth === bandwidth);
   const exact = same.find((entry) => entry.nodes === question.nodes);
   if (exact !== undefined) return linkOf(exact, `${describeSource(exact.source)} (${exact.nodes}-node probe)`);
   const nearest = closestNodes(same, question.nodes);
   if (nearest !== undefined) return linkOf(nearest, `derived: α and β of the ${nearest.nodes}-node probe at ${bandwidth} (${describeSource(nearest.source)}) for ${question.nodes} nodes`);
-  // Another shaped rate: its β scaled by the rates (the shaped link, not the workers' CPU, taken to set the pace).
+  // Another shaped rate: its β scaled by the rates (the shaped link, not the workers' CPU, taken to set the pace), never
+  // above the fastest rate probed, past which the CPU may set it instead.
   const rate = question.bandwidth === null ? null : bandwidthGbps(question.bandwidth) ?? null;
   if (rate === null) return undefined;
-  const shaped = calibration.links.filter((entry) => entry.reduction === question.reduction && entry.processesPerNode === ppn && entry.cpusPerNode === quota
-    && (bandwidthGbps(entry.bandwidth) ?? null) !== null);
+  const shaped = comparable.filter((entry) => (bandwidthGbps(entry.bandwidth) ?? null) !== null);
+  if (shaped.length === 0 || rate > Math.max(...shaped.map((entry) => bandwidthGbps(entry.bandwidth)!))) return undefined;
   const closestRate = (entry: LinkEntry) => Math.abs(Math.log(bandwidthGbps(entry.bandwidth)! / rate));
   const best = Math.min(...shaped.map(closestRate));
-  const other = closestNodes(shaped.filter((entry) => closestRate(entry) === best), question.nodes);
-  if (other === undefined) return undefined;
+  const other = closestNodes(shaped.filter((entry) => closestRate(entry) === best), question.nodes)!;
   const ratio = bandwidthGbps(other.bandwidth)! / rate;
   return {
     alphaSeconds: other.alphaSeconds, betaSecondsPerByte: other.betaSecondsPerByte * ratio,

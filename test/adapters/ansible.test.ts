@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, watch, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -147,6 +147,9 @@ describe("values ringlab passes to Ansible", () => {
     writeFileSync(inventory, "all:\n  hosts:\n    localhost: {ansible_connection: local, ringlab_shared_dir: /s}\n");
     const saved = process.env["TMPDIR"];
     process.env["TMPDIR"] = privateTmp;
+    // What appears in it while the playbook runs: the adapter's vars folder must be among it.
+    const appeared: string[] = [];
+    const watcher = watch(privateTmp, (_event, name) => { if (name !== null) appeared.push(String(name)); });
     try {
       await new Ansible(ansibleDir).playbook("../test/fixtures/literal-vars.yml", {
         inventory,
@@ -154,11 +157,13 @@ describe("values ringlab passes to Ansible", () => {
         extraVars: { probe_out_file: join(dir, "out.txt"), probe_text: "secret", probe_args: [] },
       });
     } finally {
+      watcher.close();
       if (saved === undefined) delete process.env["TMPDIR"];
       else process.env["TMPDIR"] = saved;
     }
-    // The vars reached the playbook through a file in that folder, which is gone.
+    // The vars reached the playbook through a folder made in that folder, which is gone.
     expect(readFileSync(join(dir, "out.txt"), "utf8")).toContain("secret");
+    expect(appeared.some((name) => name.startsWith("ringlab-vars-"))).toBe(true);
     expect(readdirSync(privateTmp).filter((name) => name.startsWith("ringlab-vars-"))).toEqual([]);
   });
 });

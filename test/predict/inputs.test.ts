@@ -55,20 +55,42 @@ describe("compute for an AWS run", () => {
     expect(computeInput(question(), { instanceType: "g6.xlarge", calibration })).toMatchObject({ missing: expect.stringContaining("on an NVIDIA L4)") });
   });
 
+  it("does not guess which GPU an instance type outside the catalogue, or without a GPU, has; nor which of two GPUs a calibration means", () => {
+    expect(computeInput(question(), { instanceType: "c5n.9xlarge" })).toMatchObject({ missing: expect.stringMatching(/^instance type c5n\.9xlarge is not a GPU type of ringlab's catalogue/) });
+    expect(computeInput(question(), { instanceType: "x9.huge", calibration: calibrationWith(measuredOn("Tesla V100-SXM2-16GB", 0.2)) })).toMatchObject({ missing: expect.stringContaining("x9.huge") });
+    const twoGpus = calibrationWith(measuredOn("Tesla V100-SXM2-16GB", 0.2), measuredOn("NVIDIA A100-SXM4-40GB", 0.1));
+    expect(computeInput(question(), { calibration: twoGpus })).toMatchObject({ missing: expect.stringMatching(/measured on Tesla V100-SXM2-16GB and NVIDIA A100-SXM4-40GB: say which with --instance-type$/) });
+    expect(computeInput(question(), { calibration: twoGpus, instanceType: "p4d.24xlarge" })).toMatchObject({ seconds: { mean: 0.1 } });
+  });
+
   it("finds nothing without an instance type or a calibration (the local testbed)", () => {
     expect(computeInput(question(), { cpusPerNode: 1 })).toMatchObject({ missing: expect.stringMatching(/^no measured compute for resnet50 at batch 64 \(fp32, 1 cores per worker\)/) });
   });
 });
 
 describe("the link of an AWS run", () => {
-  it("is the shaped rate, or the instance type's baseline where that is lower or the link unlimited, with α = 0 said to be assumed", () => {
+  it("is the shaped rate, or the instance type's baseline where that is lower, with α = 0 said to be assumed", () => {
     const shaped = linkInput(question({ bandwidth: "1gbit" }), { instanceType: "g4dn.xlarge" }) as LinkInput;
     expect(shaped.betaSecondsPerByte).toBeCloseTo(8 / 1e9, 20);
     expect(shaped.alphaSeconds).toBe(0);
     expect(shaped.source).toMatch(/^catalogue: g4dn\.xlarge sustains 5 Gbit\/s \(https:\/\/docs\.aws\.amazon\.com\/.*\), the link shaped to 1gbit; assumed: the all-reduce reaches the full 1 Gbit\/s and α = 0/);
     // g4dn.xlarge bursts to 25 Gbit/s but sustains 5: the baseline, not the burst.
-    expect((linkInput(question({ bandwidth: "unlimited" }), { instanceType: "g4dn.xlarge" }) as LinkInput).betaSecondsPerByte).toBeCloseTo(8 / 5e9, 20);
     expect((linkInput(question({ bandwidth: "10gbit" }), { instanceType: "g4dn.xlarge" }) as LinkInput).betaSecondsPerByte).toBeCloseTo(8 / 5e9, 20);
+  });
+
+  it("is not guessed for an unshaped link (flows, placement and EFA decide it) nor for another reduction than the ring", () => {
+    expect(linkInput(question({ bandwidth: "unlimited" }), { instanceType: "p4d.24xlarge" })).toMatchObject({ missing: expect.stringMatching(/^no probe of the unshaped link between p4d\.24xlarge nodes/) });
+    expect(linkInput(question({ reduction: "parameter-server" }), { instanceType: "p4d.24xlarge" })).toMatchObject({ missing: expect.stringMatching(/^no probe of parameter-server at 1gbit on p4d\.24xlarge/) });
+  });
+
+  it("takes a probe measured on the same instance type only: another type's unshaped link is another network", () => {
+    const probe = { bandwidth: "unlimited", nodes: 2, processesPerNode: 1, reduction: "ring", cpusPerNode: null, alphaSeconds: 1e-4, betaSecondsPerByte: 8 / 4e9,
+      rSquared: 0.99, source: { kind: "measured" as const, resultsDir: "results/g4dn", date: "2026-11-20" } };
+    const calibration: Calibration = { schema: "ringlab.calibration/v1", compute: [], links: [{ ...probe, instanceType: "g4dn.4xlarge" }] };
+    expect(linkInput(question({ bandwidth: "unlimited" }), { instanceType: "g4dn.4xlarge", calibration })).toMatchObject({ betaSecondsPerByte: 8 / 4e9, source: "measured in results/g4dn on 2026-11-20 (2-node probe)" });
+    expect(linkInput(question({ bandwidth: "unlimited" }), { instanceType: "p4d.24xlarge", calibration })).toMatchObject({ missing: expect.stringContaining("p4d.24xlarge") });
+    // Nor a local testbed's probe (no instance type) for an AWS question.
+    expect(linkInput(question({ bandwidth: "unlimited" }), { instanceType: "g4dn.4xlarge", calibration: { ...calibration, links: [probe] } })).toMatchObject({ missing: expect.any(String) });
   });
 
   it("has none for one worker, and no figure for the link inside one node", () => {

@@ -107,12 +107,16 @@ describe("deriving what the calibration did not measure, said so", () => {
     expect(prediction.sources.compute).toMatch(/^derived: batch 64's compute per image, at batch 32; measured in results\/earlier on \S+ \(resnet50 at batch 64 on .*\)$/);
   });
 
-  it("scales the nearest shaped rate's β by the rates, keeping its α: 3gbit from the 1gbit probe", () => {
+  it("scales the nearest shaped rate's β by the rates, keeping its α: 500mbit from the 1gbit probe", () => {
     const link = calibration.links[0]!;
-    const derived = predict("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 3gbit}") as RunPrediction;
-    expect(derived.allReduceSeconds).toBeCloseTo(predictTrainingStep({ alphaSeconds: link.alphaSeconds, betaSecondsPerByte: link.betaSecondsPerByte / 3 },
+    const derived = predict("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 500mbit}") as RunPrediction;
+    expect(derived.allReduceSeconds).toBeCloseTo(predictTrainingStep({ alphaSeconds: link.alphaSeconds, betaSecondsPerByte: link.betaSecondsPerByte * 2 },
       { computeSeconds: 64 / 105, gradientBytes: 1e8, ranks: 2 }).allReduceSeconds, 12);
-    expect(derived.sources.link).toMatch(/^derived: α and β of the 2-node probe at 1gbit \(measured in results\/earlier on .*\), β scaled by 1gbit\/3gbit for 2 nodes at 3gbit/);
+    expect(derived.sources.link).toMatch(/^derived: α and β of the 2-node probe at 1gbit \(measured in results\/earlier on .*\), β scaled by 1gbit\/500mbit for 2 nodes at 500mbit/);
+  });
+
+  it("never scales up past the fastest rate probed (where the CPU may set the pace instead)", () => {
+    expect(predict("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 3gbit}")).toMatchObject({ missing: expect.stringMatching(/^no probe of the link 3gbit/) });
   });
 });
 

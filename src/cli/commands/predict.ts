@@ -8,7 +8,7 @@ import { resolve } from "node:path";
 import { InvalidArgumentError, Option, type Command } from "commander";
 import { MODELS } from "../../config/registry.ts";
 import { UsageError } from "../../errors.ts";
-import { isPrediction, predictTraining, type RunPrediction } from "../../predict/predict.ts";
+import { isPrediction, predictTraining, type MissingInput, type RunPrediction } from "../../predict/predict.ts";
 import { PUBLISHED_ONLY } from "../../predict/inputs.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
 import { AWS_INSTANCE_TYPES, instanceTypeFacts } from "../../catalogue/aws-instance-types.ts";
@@ -55,48 +55,55 @@ export function registerPredict(program: Command, host: CommandHost): void {
       }
       if (options.instanceType !== undefined && options.cpus !== undefined) throw new UsageError("--cpus is the local testbed's CPU quota: it does not go with --instance-type");
       const calibration = hasCalibration ? loadCalibration(file, (message) => process.stderr.write(`warning: ${message}\n`)) : undefined;
-      // A local calibration is per CPU quota; an AWS question has none.
+      // A local calibration is per CPU quota (for any batch size of the model: another batch's compute is derived); an AWS question has none.
       const quotas = options.instanceType !== undefined || calibration === undefined ? []
-        : [...new Set(calibration.compute.filter((entry) => entry.model === options.model && entry.batchSize === options.batch).map((entry) => entry.cpusPerNode))];
+        : [...new Set(calibration.compute.filter((entry) => entry.model === options.model && entry.precision === options.precision).map((entry) => entry.cpusPerNode))];
       if (options.cpus === undefined && quotas.length > 1) {
-        throw new UsageError(`the calibration has ${options.model} at batch ${options.batch} under several CPU quotas (${quotas.map((q) => q ?? "none").join(", ")})`, { hint: "pick one with --cpus" });
+        throw new UsageError(`the calibration has ${options.model} under several CPU quotas (${quotas.map((q) => q ?? "none").join(", ")})`, { hint: "pick one with --cpus" });
+      }
+      const gpus = options.instanceType === undefined ? undefined : instanceTypeFacts(options.instanceType)!.gpus;
+      if (gpus !== undefined && options.processesPerNode > gpus) {
+        throw new UsageError(`--processes-per-node ${options.processesPerNode}: ${options.instanceType} has ${gpus} GPU${gpus === 1 ? "" : "s"}, one process each`);
       }
       const cpus = options.cpus ?? quotas[0] ?? undefined;
       const context = { ...(calibration === undefined ? {} : { calibration }), ...(cpus === undefined ? {} : { cpusPerNode: cpus }),
         ...(options.instanceType === undefined ? {} : { instanceType: options.instanceType }) };
-      const curve = options.nodes.map((nodes) => predictTraining({
+      // One node uses no link, as a campaign's plan has it (its processes exchange inside the node).
+      const curve = options.nodes.map((nodes) => ({ nodes, outcome: predictTraining({
         runId: `${nodes} node${nodes === 1 ? "" : "s"}`, model: options.model, batchSize: options.batch, nodes, processesPerNode: options.processesPerNode,
-        bandwidth: nodes * options.processesPerNode === 1 ? null : options.bandwidth, knobs: { reduction: options.reduction, precision: options.precision },
-      }, context));
+        bandwidth: nodes === 1 ? null : options.bandwidth, knobs: { reduction: options.reduction, precision: options.precision },
+      }, context) }));
       const from = calibration === undefined ? PUBLISHED_ONLY : resolve(file);
-      const missing = curve.find((point) => !isPrediction(point));
-      if (missing !== undefined && !isPrediction(missing)) throw new UsageError(`cannot predict: ${missing.missing}`);
-      const points = curve.filter(isPrediction);
-      const overtakes = options.nodes.find((_, index) => points[index]!.allReduceSeconds > points[index]!.computeSeconds);
+      const points = curve.flatMap(({ nodes, outcome }) => isPrediction(outcome) ? [{ nodes, prediction: outcome }] : []);
+      const missing = curve.flatMap(({ outcome }) => isPrediction(outcome) ? [] : [outcome]);
+      // Nothing to draw (one node alone is no curve when more were asked for): exit 2 with what is missing. Some
+      // points missing (one node's processes, say): drawn without them, each said.
+      const curveDrawn = options.nodes.every((nodes) => nodes === 1) ? points.length > 0 : points.some((point) => point.nodes > 1);
+      if (!curveDrawn) throw new UsageError(`cannot predict: ${missing[0]!.missing}`);
+      const overtakes = points.find(({ prediction }) => prediction.allReduceSeconds > prediction.computeSeconds)?.nodes;
       if (options.format === "json") {
-        process.stdout.write(`${JSON.stringify({ from, instanceType: options.instanceType ?? null, cpusPerNode: cpus ?? null, nodes: options.nodes, points, communicationOvertakesComputeAtNodes: overtakes ?? null }, null, 2)}\n`);
+        process.stdout.write(`${JSON.stringify({ from, instanceType: options.instanceType ?? null, cpusPerNode: cpus ?? null, nodes: points.map((point) => point.nodes),
+          points: points.map((point) => point.prediction), missing, communicationOvertakesComputeAtNodes: overtakes ?? null }, null, 2)}\n`);
         return;
       }
-      process.stdout.write(formatCurve(options, points, from, overtakes));
+      process.stdout.write(formatCurve(options, points, missing, from, overtakes));
     }));
 }
 
-function formatCurve(options: PredictOptions, points: readonly RunPrediction[], file: string, overtakes: number | undefined): string {
+function formatCurve(options: PredictOptions, points: readonly { nodes: number; prediction: RunPrediction }[], missing: readonly MissingInput[], file: string, overtakes: number | undefined): string {
   const pct = (value: number) => `${(value * 100).toFixed(1)}%`;
-  const rows = points.map((point, index) => {
-    const nodes = options.nodes[index]!;
-    return [String(nodes), String(nodes * options.processesPerNode), point.computeSeconds.toFixed(4), point.allReduceSeconds.toFixed(4), point.stepSeconds.toFixed(4),
-      point.imagesPerSecond.toFixed(1), pct(point.scalingEfficiency.value), pct(point.fullOverlapEfficiency)];
-  });
-  const last = options.nodes[options.nodes.length - 1]!;
+  const rows = points.map(({ nodes, prediction: point }) => [String(nodes), String(nodes * options.processesPerNode), point.computeSeconds.toFixed(4), point.allReduceSeconds.toFixed(4),
+    point.stepSeconds.toFixed(4), point.imagesPerSecond.toFixed(1), pct(point.scalingEfficiency.value), pct(point.fullOverlapEfficiency)]);
+  const last = points[points.length - 1]!.nodes;
   // One line per source, not per node count: "derived ... for 4 nodes", "... for 5 nodes" say the same.
-  const sources = [...new Set(points.flatMap((point) => [point.sources.compute, point.sources.link.replace(/ for \d+ nodes$/, " for the other node counts")]))];
+  const sources = [...new Set(points.flatMap(({ prediction }) => [prediction.sources.compute, prediction.sources.link.replace(/ for \d+ nodes( at |$)/, " for the other node counts$1")]))];
   return [
     `${options.model} at batch ${options.batch} per worker, ${options.precision}, ${options.bandwidth}, ${options.reduction}, ${options.processesPerNode} process${options.processesPerNode === 1 ? "" : "es"} per node` +
       `${options.instanceType === undefined ? "" : ` on ${options.instanceType}`}; from ${file} (no overlap; full overlap is the most it can reach):`,
     formatTable(["nodes", "workers", "t_c (s)", "t_ar (s)", "step (s)", "img/s", "efficiency", "full overlap"], rows).trimEnd(),
     overtakes === undefined ? `communication stays below compute up to ${last} nodes` : `communication takes longer than compute from ${overtakes} nodes on (t_ar > t_c)`,
     ...sources.map((source) => `source: ${source}`),
+    ...missing.map((entry) => `${entry.runId}: no prediction: ${entry.missing}`),
     "",
   ].join("\n");
 }

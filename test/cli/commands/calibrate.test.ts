@@ -37,20 +37,21 @@ describe("ringlab calibrate, then plan", () => {
     expect(made.stdout).toMatch(/^link 1gbit, 2 nodes × 1, ring: α [\d.]+ ms, β as [\d.]+ Gbit\/s/m);
     expect(JSON.parse(readFileSync(join(state, "calibration.json"), "utf8")).schema).toBe("ringlab.calibration/v1");
 
-    // The smoke campaign at 0.5 cores: 1gbit probed for 2 nodes (3 derived from it); 3gbit never (derived from 1gbit, said so).
+    // The smoke campaign at 0.5 cores: 1gbit probed for 2 nodes (3 derived from it); 3gbit never, and faster than any probe.
     const plan = cli(state, ["plan", "campaigns/local-smoke.yaml", "--format", "json"]);
     expect(plan.status, plan.stderr).toBe(0);
     const json = JSON.parse(plan.stdout) as { predictions: { runId: string; scalingEfficiency?: { value: number }; sources?: { link: string }; missing?: string }[] };
     const byRun = new Map(json.predictions.map((prediction) => [prediction.runId, prediction]));
     expect(byRun.get("train-small-b32-n2-1gbit-r1")!.scalingEfficiency!.value).toBeGreaterThan(0);
     expect(byRun.get("train-small-b32-n3-1gbit-r1")!.sources!.link).toMatch(/^derived: α and β of the 2-node probe at 1gbit/);
-    expect(byRun.get("train-small-b32-n2-3gbit-r1")!.sources!.link).toMatch(/^derived: α and β of the 2-node probe at 1gbit \(measured in .*\), β scaled by 1gbit\/3gbit for 2 nodes at 3gbit \(assumed: /);
+    expect(byRun.get("train-small-b32-n2-3gbit-r1")!.missing).toMatch(/^no probe of the link 3gbit/);
     const text = cli(state, ["plan", "campaigns/local-smoke.yaml"]);
     expect(text.stdout).toMatch(/^predicted from .*calibration.json \(no overlap/m);
-    // An unlimited link is no rate to scale to: not guessed.
-    const unlimited = join(dir, "unlimited.yaml");
-    writeFileSync(unlimited, readFileSync("campaigns/local-smoke.yaml", "utf8").replace("bandwidth: [1gbit, 3gbit]", "bandwidth: [1gbit, unlimited]"));
-    expect(cli(state, ["plan", unlimited]).stdout).toMatch(/^train-small-b32-n2-unlimited-r1: no prediction: no probe of the link unlimited/m);
+    expect(text.stdout).toMatch(/^train-small-b32-n2-3gbit-r1: no prediction: no probe of the link 3gbit/m);
+    // A slower rate than the probe's is derived from it, said so.
+    const slower = join(dir, "slower.yaml");
+    writeFileSync(slower, readFileSync("campaigns/local-smoke.yaml", "utf8").replace("bandwidth: [1gbit, 3gbit]", "bandwidth: [1gbit, 500mbit]"));
+    expect(cli(state, ["plan", slower]).stdout).toMatch(/^\[\d+\] derived: α and β of the 2-node probe at 1gbit \(measured in .*\), β scaled by 1gbit\/500mbit for 2 nodes at 500mbit/m);
   });
 
   it("refuses a calibration that is not one, or a results folder without records, before anything (exit 2)", () => {
@@ -110,6 +111,14 @@ describe("ringlab calibrate, then plan", () => {
     expect([unpublished.status, unpublished.stderr]).toEqual([2, expect.stringMatching(/cannot predict: no measured or published compute for resnet101 at batch 64 \(fp32 on an NVIDIA A100\)/)]);
     const unknown = cli(state, ["predict", "--model", "resnet50", "--batch", "64", "--bandwidth", "25gbit", "--instance-type", "x;y"]);
     expect([unknown.status, unknown.stderr]).toEqual([2, expect.stringMatching(/"x;y" is not a GPU instance type ringlab's catalogue knows/)]);
+
+    // Eight processes on a p4d's 8 GPUs: the nodes are drawn, one node's processes (no figure inside a node) said missing.
+    const eight = cli(state, ["predict", "--model", "resnet50", "--batch", "64", "--bandwidth", "25gbit", "--instance-type", "p4d.24xlarge", "--nodes", "1,2,4", "--processes-per-node", "8"]);
+    expect(eight.status, eight.stderr).toBe(0);
+    expect(eight.stdout).toMatch(/^4 +32 /m);
+    expect(eight.stdout).toMatch(/^1 node: no prediction: no probe of the link in one node/m);
+    const tooMany = cli(state, ["predict", "--model", "resnet50", "--batch", "64", "--bandwidth", "25gbit", "--instance-type", "p3.2xlarge", "--processes-per-node", "8"]);
+    expect([tooMany.status, tooMany.stderr]).toEqual([2, expect.stringMatching(/--processes-per-node 8: p3\.2xlarge has 1 GPU, one process each/)]);
 
     const plan = cli(state, ["plan", resolve("campaigns/aws-seed.yaml"), "--format", "json"]);
     expect(plan.status, plan.stderr).toBe(0);
