@@ -5,11 +5,15 @@ import base64
 import importlib.util
 import io
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "ansible" / "roles" / "slurm" / "files" / "ringlab_slurm.py"
+ROLES = Path(__file__).resolve().parents[2] / "ansible" / "roles"
+SCRIPT = ROLES / "slurm" / "files" / "ringlab_slurm.py"
+# On the nodes ringlab_launcher_lib is installed beside it (/usr/local/lib/ringlab); here it is imported from the repo.
+sys.path.insert(0, str(ROLES / "worker" / "files"))
 _spec = importlib.util.spec_from_file_location("ringlab_slurm", SCRIPT)
 ringlab_slurm = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ringlab_slurm)

@@ -20,22 +20,27 @@ labelled with its rank by `srun --label`) are in SCRIPT's folder, which is root'
 so the output is written where `submit` reads it. Only the worker's result is on the shared storage, which other
 users may be able to write to: it is read only if it is a regular file, never through a link.
 
-Only Python's standard library and python3-docker (the nodes have both for Ansible).
+What it shares with ringlab-mpi (starting the worker container, the job folder, reading the result) is in
+/usr/local/lib/ringlab/ringlab_launcher_lib.py (roles/worker/files). Only Python's standard library and
+python3-docker (the nodes have both for Ansible).
 """
 import argparse
 import base64
-import errno
 import json
-import math
 import os
 import re
-import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import time
+
+# What ringlab-mpi shares with it (the worker container, the job folder, the result file), installed beside it by
+# roles/worker/tasks/launcher-node.yml.
+LIB_DIR = "/usr/local/lib/ringlab"
+if LIB_DIR not in sys.path:
+    sys.path.insert(1, LIB_DIR)
+import ringlab_launcher_lib as lib  # noqa: E402
 
 CONFIG_FILE = "/etc/ringlab/slurm-worker.json"
 # Job states after which nothing more happens (squeue/scontrol man pages); COMPLETING is not one of them.
@@ -137,30 +142,19 @@ def build_outcome(run_id, job_id, fields, nodes, hosts, read_text, read_result):
     }
 
 
-def _read_text(path):
-    try:
-        # newline="": "\r" comes through as written, for split_labelled_output to keep inside its line.
-        with open(path, encoding="utf-8", errors="replace", newline="") as handle:
-            return handle.read()
-    except OSError:
-        return None
+_read_text = lib.read_text
+read_regular_file = lib.read_regular_file
+write_script = lib.write_script
+CONFIGURE_HINT = "the slurm role makes it: run `ringlab configure --slurm`"
 
 
-def read_regular_file(path):
-    """(text, None), or (None, why not) when `path` is not a regular file of its own: the result is on the shared
-    storage, where a link planted in place of it would otherwise make root read (and ringlab record) what it names."""
-    try:
-        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None, f"file not found: {path}"
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            return None, f"{path} is a link: not read"
-        return None, f"{path} could not be read: {error.strerror}"
-    with os.fdopen(handle, "rb") as opened:
-        if not stat.S_ISREG(os.fstat(opened.fileno()).st_mode):
-            return None, f"{path} is not a regular file: not read"
-        return opened.read().decode("utf-8", errors="replace"), None
+def private_folder_problem(path):
+    return lib.private_folder_problem(path, CONFIGURE_HINT)
+
+
+def make_job_folder(folder):
+    """The run's folder under slurm_job_root, made afresh (mode 0700)."""
+    lib.make_job_folder(folder, "ringlab-slurm", CONFIGURE_HINT)
 
 
 def _scontrol_job(job_id):
@@ -173,57 +167,6 @@ def _hostnames(nodelist):
         return []
     done = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, check=True)
     return done.stdout.split()
-
-
-def private_folder_problem(path):
-    """Why `path` is not a folder of root's (or the caller's) alone, or None: the job scripts and Slurm's output
-    live there, and root runs the one and reads the other."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return f"{path} does not exist (the slurm role makes it: run `ringlab configure --slurm`)"
-    if not stat.S_ISDIR(info.st_mode):
-        return f"{path} is not a folder (a link?)"
-    if info.st_uid != os.geteuid():
-        return f"{path} belongs to uid {info.st_uid}, not to uid {os.geteuid()}"
-    if info.st_mode & 0o022:
-        return f"{path} can be written by others (mode {stat.S_IMODE(info.st_mode):04o})"
-    return None
-
-
-def make_job_folder(folder):
-    """The run's folder under the slurm role's private root, made afresh (mode 0700): nothing an earlier attempt (or
-    anyone) left there is read as this job's."""
-    root = os.path.dirname(folder)
-    problem = private_folder_problem(root)
-    if problem:
-        raise SystemExit(f"ringlab-slurm: refusing to write the job script: {problem}")
-    if os.path.lexists(folder):
-        if os.path.isdir(folder) and not os.path.islink(folder):
-            shutil.rmtree(folder)
-        else:
-            os.unlink(folder)
-    os.mkdir(folder, 0o700)
-
-
-def write_script(path, text):
-    """The job script, in one piece (a rename). Written to a new file (O_EXCL: never one that exists, nor through a
-    link) and renamed over `path` (a link there is replaced, not followed)."""
-    folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    partial = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.{time.monotonic_ns()}.partial")
-    handle = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o700)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            os.fchmod(out.fileno(), 0o755)
-        os.replace(partial, path)
-    except BaseException:
-        try:
-            os.unlink(partial)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def answering_nodes(partition):
@@ -295,88 +238,26 @@ def head_address(nodelist, resolve=socket.gethostbyname, hostnames=_hostnames):
 
 def worker_environment(config, env, run_id, procs_per_node, cpus, head_addr):
     """The worker container's environment: the node's settings, then the job's placement from Slurm."""
-    worker_env = dict(config.get("env", {}))
-    worker_env.update({
+    return lib.container_environment(config, {
         "RINGLAB_NUM_NODES": env["SLURM_NNODES"],
         "RINGLAB_NODE_RANK": env["SLURM_NODEID"],
         "RINGLAB_HEAD_ADDR": head_addr,
-        "RINGLAB_RDZV_PORT": str(config.get("rdzv_port", 29400)),
-        "RINGLAB_RUN_ID": run_id,
         "RINGLAB_SLURM_JOB_ID": env.get("SLURM_JOB_ID", ""),
-    })
-    if procs_per_node:
-        worker_env["RINGLAB_NPROC_PER_NODE"] = str(procs_per_node)
-    if cpus:
-        # As the Ansible launcher does (roles/worker/tasks/job.yml): each process's share of the quota, rounded up.
-        worker_env["OMP_NUM_THREADS"] = str(max(1, math.ceil(cpus / (procs_per_node or 1))))
-    return worker_env
+    }, run_id, procs_per_node, cpus)
 
 
-def write_whole_lines(chunks, out):
-    """The container's output, a whole line at a time (the rest at the end): `srun --label` labels what it gets,
-    and a line cut between two chunks would get its label in the middle."""
-    pending = b""
-    for chunk in chunks:
-        pending += chunk
-        lines, newline, pending = pending.rpartition(b"\n")
-        if newline:
-            out.write(lines + newline)
-            out.flush()
-    if pending:
-        out.write(pending + b"\n")
-        out.flush()
+write_whole_lines = lib.write_whole_lines
 
 
 def worker(args):
-    import docker  # python3-docker; imported here so that `submit` works without it
-    from docker.types import DeviceRequest, Mount
-
-    with open(CONFIG_FILE, encoding="utf-8") as handle:
-        config = json.load(handle)
+    config = lib.load_config(CONFIG_FILE)
     env = os.environ
     missing = [name for name in ("SLURM_NNODES", "SLURM_NODEID", "SLURM_JOB_NODELIST") if not env.get(name)]
     if missing:
         raise SystemExit(f"ringlab-slurm worker runs as a task of a Slurm job step (srun); {', '.join(missing)} unset")
     environment = worker_environment(config, env, args.run_id, args.procs_per_node, args.cpus, head_address(env["SLURM_JOB_NODELIST"]))
-    client = docker.from_env()
-    name = config["container_name"]
-
-    def remove():
-        try:
-            client.containers.get(name).remove(force=True)
-        except docker.errors.NotFound:
-            pass
-
-    def stop(signum, _frame):
-        # Slurm ends a step with SIGTERM (then SIGKILL after KillWait): the container must not outlive it, even one
-        # that is still being created.
-        try:
-            remove()
-        finally:
-            os._exit(128 + signum)
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, stop)
-    remove()
-    options = {
-        "name": name,
-        "detach": True,
-        "environment": environment,
-        "network_mode": config["network_mode"],
-        "mounts": [Mount(target=config["shared_dir"], source=config["shared_dir"], type="bind")],
-        "shm_size": config.get("shm_size", "1g"),
-        "labels": dict(config.get("labels", {}), **{"ringlab.run_id": args.run_id}),
-    }
-    if args.cpus:
-        options["nano_cpus"] = int(round(args.cpus * 1e9))
-    if int(config.get("gpus", 0)) > 0:
-        options["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
-    try:
-        container = client.containers.run(config["image"], [args.job, *args.job_args], **options)
-        write_whole_lines(container.logs(stream=True, follow=True), sys.stdout.buffer)
-        return container.wait().get("StatusCode", 1)
-    finally:
-        remove()
+    # Slurm ends a step with SIGTERM (then SIGKILL after KillWait): the container is removed on it.
+    return lib.run_worker_container(config, args.run_id, args.job, args.job_args, args.cpus, environment)
 
 
 def parse_args(argv=None):

@@ -1,0 +1,111 @@
+"""ringlab_launcher_lib (ansible/roles/worker/files/ringlab_launcher_lib.py), which ringlab-slurm and ringlab-mpi share:
+the worker container is started with the Ansible launcher's settings, through a stand-in for python3-docker. The e2e
+tests start it for real."""
+
+import io
+import signal
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ansible" / "roles" / "worker" / "files"))
+import ringlab_launcher_lib as lib  # noqa: E402
+
+CONFIG = {
+    "image": "ringlab-worker:cpu", "container_name": "ringlab-lab-worker-1", "network_mode": "container:lab-node-1",
+    "shared_dir": "/srv/ringlab", "shm_size": "1g", "gpus": "0", "rdzv_port": "29400",
+    "env": {"GLOO_SOCKET_IFNAME": "eth0"},
+    "labels": {"ringlab.testbed": "lab", "ringlab.role": "worker", "ringlab.rank": "1", "ringlab.launcher": "mpi"},
+}
+
+
+class FakeDocker:
+    """What run_worker_container calls of python3-docker, recorded."""
+
+    def __init__(self, logs, status):
+        self.calls = []
+        self.existing = {"ringlab-lab-worker-1"}
+        fake = self
+
+        class NotFound(Exception):
+            pass
+
+        class Container:
+            def __init__(self, name):
+                self.name = name
+
+            def remove(self, force):
+                fake.calls.append(("remove", self.name, force))
+                fake.existing.discard(self.name)
+
+            def logs(self, stream, follow):
+                return iter(logs)
+
+            def wait(self):
+                return {"StatusCode": status}
+
+        class Containers:
+            def get(self, name):
+                if name not in fake.existing:
+                    raise NotFound(name)
+                return Container(name)
+
+            def run(self, image, command, **options):
+                fake.calls.append(("run", image, command, options))
+                fake.existing.add(options["name"])
+                return Container(options["name"])
+
+        self.module = types.ModuleType("docker")
+        self.module.errors = types.SimpleNamespace(NotFound=NotFound)
+        self.module.from_env = lambda: types.SimpleNamespace(containers=Containers())
+        self.types = types.ModuleType("docker.types")
+        self.types.Mount = lambda **kwargs: ("Mount", kwargs)
+        self.types.DeviceRequest = lambda **kwargs: ("DeviceRequest", kwargs)
+
+
+@pytest.fixture
+def fake_docker(monkeypatch):
+    def install(logs=(), status=0):
+        fake = FakeDocker(list(logs), status)
+        monkeypatch.setitem(sys.modules, "docker", fake.module)
+        monkeypatch.setitem(sys.modules, "docker.types", fake.types)
+        # The handlers that remove the container on SIGTERM are not installed in the test's own process.
+        monkeypatch.setattr(signal, "signal", lambda *_args: None)
+        return fake
+    return install
+
+
+def test_the_worker_container_gets_the_ansible_launchers_settings_and_is_removed_after(fake_docker):
+    fake = fake_docker(logs=[b"node 1 of 2\nIter", b" #1\n"], status=3)
+    out = io.BytesIO()
+    env = {"RINGLAB_NODE_RANK": "1"}
+    assert lib.run_worker_container(CONFIG, "r1", "train", ["--model", "tiny"], 0.5, env, out) == 3
+    assert out.getvalue() == b"node 1 of 2\nIter #1\n"
+    # A leftover of a killed earlier run is removed first, and the container after it exited.
+    assert fake.calls[0] == ("remove", "ringlab-lab-worker-1", True)
+    assert fake.calls[-1] == ("remove", "ringlab-lab-worker-1", True)
+    _, image, command, options = fake.calls[1]
+    assert (image, command) == ("ringlab-worker:cpu", ["train", "--model", "tiny"])
+    assert options == {
+        "name": "ringlab-lab-worker-1", "detach": True, "environment": env, "network_mode": "container:lab-node-1",
+        "mounts": [("Mount", {"target": "/srv/ringlab", "source": "/srv/ringlab", "type": "bind"})], "shm_size": "1g",
+        "labels": dict(CONFIG["labels"], **{"ringlab.run_id": "r1"}), "nano_cpus": 500_000_000,
+    }
+
+
+def test_a_gpu_node_gives_the_container_every_gpu_and_no_quota_means_no_cpu_limit(fake_docker):
+    fake = fake_docker()
+    lib.run_worker_container(dict(CONFIG, gpus="4"), "r1", "allreduce", [], None, {}, io.BytesIO())
+    options = fake.calls[1][3]
+    assert options["device_requests"] == [("DeviceRequest", {"count": -1, "capabilities": [["gpu"]]})]
+    assert "nano_cpus" not in options
+
+
+def test_the_environment_is_the_nodes_then_the_placement_then_the_run():
+    env = lib.container_environment(CONFIG, {"RINGLAB_NUM_NODES": "2", "RINGLAB_NODE_RANK": "1", "RINGLAB_HEAD_ADDR": "10.0.0.10"},
+                                    "r1", 2, 1.5)
+    assert env == {"GLOO_SOCKET_IFNAME": "eth0", "RINGLAB_NUM_NODES": "2", "RINGLAB_NODE_RANK": "1",
+                   "RINGLAB_HEAD_ADDR": "10.0.0.10", "RINGLAB_RDZV_PORT": "29400", "RINGLAB_RUN_ID": "r1",
+                   "RINGLAB_NPROC_PER_NODE": "2", "OMP_NUM_THREADS": "1"}
