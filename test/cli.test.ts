@@ -60,7 +60,7 @@ describe("ringlab CLI", () => {
     }
   });
 
-  it("runs with launcher slurm only on a testbed configured as a Slurm cluster, saying how to make it one", () => {
+  it("runs with launcher slurm (mpi) only on a testbed configured as a Slurm (Open MPI) cluster, saying how to make it one", () => {
     const state = mkdtempSync(join(tmpdir(), "ringlab-cli-"));
     mkdirSync(join(state, "testbeds", "plain"), { recursive: true });
     writeFileSync(join(state, "testbeds", "plain", "testbed.json"), JSON.stringify({
@@ -77,7 +77,12 @@ describe("ringlab CLI", () => {
     expect(lost.stderr).toMatch(/error: --fail-node runs with --launcher ansible only/);
     const unknown = run("pbs");
     expect(unknown.status).toBe(2);
-    expect(unknown.stderr).toMatch(/argument 'pbs' is invalid\. Allowed choices are ansible, slurm/);
+    expect(unknown.stderr).toMatch(/argument 'pbs' is invalid\. Allowed choices are ansible, slurm, mpi/);
+    const mpi = run("mpi");
+    expect(mpi.status).toBe(2);
+    expect(mpi.stderr).toMatch(/error: --launcher mpi needs testbed plain to be an Open MPI cluster\nhint: run `ringlab configure --mpi` first/);
+    const lostUnderMpi = spawnSync(process.execPath, [BIN, "--state-dir", state, "run", "--nodes", "1", "--launcher", "mpi", "--", "--fail-node", "1"], { encoding: "utf8" });
+    expect(lostUnderMpi.stderr).toMatch(/error: --fail-node runs with --launcher ansible only\nhint: mpirun ends every node's process/);
   });
 
   it("plans the strategies campaign: placements of up to 4 workers, each process under its own quota", () => {

@@ -14,7 +14,7 @@ import { checkResourceName } from "../rules/names.ts";
 import {
   checkDockerImageReference, checkS3BucketName, checkS3Key, checkSafePath, checkTagKey, checkTagValue, checkUnixUserName,
 } from "../rules/safe-text.ts";
-import { DEFAULT_LAUNCHER, LAUNCHER_NAMES } from "../launchers/names.ts";
+import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, type LauncherName } from "../launchers/names.ts";
 import { SMALLEST_CPU_QUOTA } from "../limits.ts";
 import { describeIssues, type ConfigProblem } from "./problems.ts";
 import {
@@ -312,8 +312,9 @@ const campaignSection = z.strictObject({
   /** Keep the testbed after the campaign (default: tear it down, also on failure and Ctrl-C). */
   keep: z.boolean().default(false),
   /**
-   * How runs start: `ansible` (every node's worker container started by ansible/run.yml), or `slurm` (the testbed
-   * is made a Slurm cluster, and each run is one sbatch job whose script is kept with the run's logs).
+   * How runs start: `ansible` (every node's worker container started by ansible/run.yml), `slurm` (the testbed
+   * is made a Slurm cluster, and each run is one sbatch job whose script is kept with the run's logs), or `mpi` (Open
+   * MPI is installed, and each run is one mpirun on the head, its mpirun.sh kept with the run's logs).
    */
   launcher: z.enum(LAUNCHER_NAMES).default(DEFAULT_LAUNCHER),
   /** Default: results/<campaign file name without extension>. */
@@ -409,6 +410,12 @@ function checkDataKnobs(campaign: CampaignOutput, ctx: RefinementContext): void 
   checkNodeLoss(campaign, values("failNode"), values("minNodes"), values("failRank").length > 0, fewestNodes, ctx);
 }
 
+/** Why a launcher's job ends when one node's worker is killed (src/launchers/ say the same to `ringlab run`). */
+const NODE_LOSS_ENDS_THE_JOB: Partial<Record<LauncherName, string>> = {
+  slurm: "its job step is started with srun --kill-on-bad-exit: one killed node ends the others",
+  mpi: "mpirun ends every node's process when one exits with an error",
+};
+
 /** failNode and minNodes: a lost node never comes back, so the others must be allowed to go on without it. */
 function checkNodeLoss(campaign: CampaignOutput, failNodes: readonly number[], minNodes: readonly number[], failsRank: boolean, fewestNodes: number, ctx: RefinementContext): void {
   const issue = (knob: string, message: string) => ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message });
@@ -423,9 +430,8 @@ function checkNodeLoss(campaign: CampaignOutput, failNodes: readonly number[], m
   if (minNodes.length === 0 || mostMin >= fewestNodes) {
     issue("minNodes", `a lost node does not come back: set minNodes below the smallest run's ${fewestNodes} nodes, so that the others go on without it (without it the run waits for the node and fails)`);
   }
-  if (campaign.launcher === "slurm") {
-    issue("failNode", "node loss runs with launcher ansible only (its job step is started with srun --kill-on-bad-exit: one killed node ends the others)");
-  }
+  const why = NODE_LOSS_ENDS_THE_JOB[campaign.launcher];
+  if (why !== undefined) issue("failNode", `node loss runs with launcher ansible only (${why})`);
 }
 
 /** On GPU instances every process gets a GPU of its own, so a node runs at most as many as it has GPUs. */

@@ -4,6 +4,7 @@
  */
 import { ansibleLauncher } from "./ansible.ts";
 import type { Launcher } from "./launcher.ts";
+import { mpiLauncher } from "./mpi.ts";
 import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, type LauncherName, type RecordedLauncher } from "./names.ts";
 import { slurmLauncher } from "./slurm.ts";
 
@@ -13,6 +14,7 @@ export type { Launcher, LauncherOutcome, Refusal } from "./launcher.ts";
 export const LAUNCHERS: Readonly<Record<LauncherName, Launcher>> = {
   ansible: ansibleLauncher,
   slurm: slurmLauncher,
+  mpi: mpiLauncher,
 };
 
 /** The launcher a run request or record names; absent: the default. */

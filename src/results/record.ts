@@ -41,7 +41,10 @@ export interface RunRecord {
     readonly workerArgs: readonly string[];
     /** Local testbed: the CPU cores every node's worker was limited to (Docker's --cpus); absent on AWS and in older records. */
     readonly cpusPerNode?: number;
-    /** The launcher that started it (src/launchers/; slurm: one Slurm job, its job.sbatch in logsDir); absent: Ansible. */
+    /**
+     * The launcher that started it (src/launchers/; slurm: one Slurm job, its job.sbatch in logsDir; mpi: one mpirun,
+     * its mpirun.sh there); absent: Ansible.
+     */
     readonly launcher?: RecordedLauncher;
     /** The campaign's repeatUntil, when it repeated configurations until their interval was narrow. */
     readonly repeatUntil?: { readonly halfWidth: number; readonly minRepeats: number; readonly maxRepeats: number };

@@ -304,8 +304,10 @@ ${extra}`);
     expect(() => parseCampaign(nodeLossCampaign(train, nodes), "c.yaml")).toThrow(message);
   });
 
-  it("refuses node loss under the slurm launcher, and plans it as worker arguments under ansible", () => {
+  it("refuses node loss under the slurm and mpi launchers, and plans it as worker arguments under ansible", () => {
     expect(() => parseCampaign(nodeLossCampaign(`${LOSS}, failNode: 2, minNodes: 2`, "3", "slurm"), "c.yaml")).toThrow("node loss runs with launcher ansible only");
+    expect(() => parseCampaign(nodeLossCampaign(`${LOSS}, failNode: 2, minNodes: 2`, "3", "mpi"), "c.yaml"))
+      .toThrow("node loss runs with launcher ansible only (mpirun ends every node's process when one exits with an error)");
     const plan = planCampaign(parseCampaign(nodeLossCampaign(`${LOSS}, failNode: 2, minNodes: 2`, "3"), "c.yaml"), "c");
     const args = plan.runs.find((run) => run.job === "train")!.workerArgs;
     expect(args.slice(args.indexOf("--fail-node"), args.indexOf("--fail-node") + 2)).toEqual(["--fail-node", "2"]);

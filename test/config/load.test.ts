@@ -125,7 +125,7 @@ describe("rejecting a bad campaign file", () => {
       .toEqual(["testbed.nodes: found 2.5, expected an integer"]);
   });
 
-  it("takes launcher ansible by default, slurm when asked, and nothing else", () => {
+  it("takes launcher ansible by default, slurm or mpi when asked, and nothing else", () => {
     const campaign = (extra: string) => `testbed: {target: local, name: s, nodes: 2}
 campaign:
   matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: unlimited}
@@ -133,8 +133,9 @@ ${extra}`;
     const launcherOf = (extra: string) => parseCampaign(campaign(extra), "c.yaml", join(tempDir(), "c.yaml")).campaign?.launcher;
     expect(launcherOf("")).toBe("ansible");
     expect(launcherOf("  launcher: slurm\n")).toBe("slurm");
+    expect(launcherOf("  launcher: mpi\n")).toBe("mpi");
     expect(problemsOf(campaign("  launcher: \"slurm; rm -rf /\"\n"))).toEqual([
-      'campaign.launcher: found "slurm; rm -rf /", expected "ansible" or "slurm"',
+      'campaign.launcher: found "slurm; rm -rf /", expected "ansible" or "slurm" or "mpi"',
     ]);
   });
 

@@ -47,7 +47,28 @@ describe("the launcher table (src/launchers/)", () => {
     expect(LAUNCHERS.slurm.readOutcome!({ ranks: [] }, mkdtempSync(join(tmpdir(), "ringlab-launcher-")))).toBeUndefined();
     expect(LAUNCHERS.slurm.refuses!(["--fail-node=1"])?.message).toBe("--fail-node runs with --launcher ansible only");
     expect(LAUNCHERS.ansible.refuses).toBeUndefined();
-    expect(launchersWithSetup().map((launcher) => launcher.name)).toEqual(["slurm"]);
+    expect(launchersWithSetup().map((launcher) => launcher.name)).toEqual(["slurm", "mpi"]);
+  });
+
+  it("keeps mpirun's command, hostfile and output beside the logs, and explains a job mpirun ended in its words", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-launcher-"));
+    const description = "ran under mpirun, which exited with code 3; rank 1 (n-1) was the first to fail, with exit code 3";
+    const mpi = { exit_code: 3, timed_out: false, description, output: "[1,1]<stdout>:boom\n", hostfile: "10.0.0.10 slots=1\n", job_script: "#!/bin/bash\nexec mpirun\n" };
+    const read = LAUNCHERS.mpi.readOutcome!({ ranks: [], mpi }, dir)!;
+    expect(readFileSync(join(dir, "mpirun.sh"), "utf8")).toBe("#!/bin/bash\nexec mpirun\n");
+    expect(readFileSync(join(dir, "hostfile"), "utf8")).toBe("10.0.0.10 slots=1\n");
+    expect(readFileSync(join(dir, "mpirun.out"), "utf8")).toBe("[1,1]<stdout>:boom\n");
+    expect(read.failure!(["n-0", "n-1"])).toBe(`n-0, n-1: the run ${description}; mpirun's output: ${dir}/mpirun.out`);
+    expect(read.failure!([])).toBeUndefined();
+    // Exited 0: a head without a result is the runner's to word, as with every launcher.
+    expect(LAUNCHERS.mpi.readOutcome!({ ranks: [], mpi: { ...mpi, exit_code: 0 } }, dir)!.failure!(["n-0"])).toBeUndefined();
+    expect(LAUNCHERS.mpi.readOutcome!({ ranks: [], mpi: { ...mpi, exit_code: 0, timed_out: true } }, dir)!.failure!(["n-0"])).toMatch(/^n-0: the run /);
+    // Another launcher's outcome is not mpirun's, and mpirun's script is not taken for Slurm's job.sbatch.
+    const other = mkdtempSync(join(tmpdir(), "ringlab-launcher-"));
+    expect(LAUNCHERS.mpi.readOutcome!({ ranks: [], job_script: "#!/bin/bash\n" }, other)).toBeUndefined();
+    expect(LAUNCHERS.slurm.readOutcome!({ ranks: [], mpi }, other)).toBeUndefined();
+    expect(readdirSync(other)).toEqual([]);
+    expect(LAUNCHERS.mpi.refuses!(["--fail-node", "1"])?.message).toBe("--fail-node runs with --launcher ansible only");
   });
 });
 

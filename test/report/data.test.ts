@@ -258,9 +258,11 @@ describe("reportMeta", () => {
     });
   });
 
-  it("says when the runs were Slurm jobs", () => {
+  it("says when the runs were Slurm jobs, or ran under mpirun", () => {
     const slurm = (record: RunRecord): RunRecord => ({ ...record, params: { ...record.params, launcher: "slurm" } });
     expect(reportMeta([slurm(trainRecord({ nodes: 1, imagesPerSecond: 100 }))], new Date()).testbed).toBe("lab (local, runs as Slurm jobs)");
+    const mpi = (record: RunRecord): RunRecord => ({ ...record, params: { ...record.params, launcher: "mpi" } });
+    expect(reportMeta([mpi(trainRecord({ nodes: 1, imagesPerSecond: 100 }))], new Date()).testbed).toBe("lab (local, runs under mpirun)");
   });
 
   it("names the CPU quota the runs had; local runs under a quota no longer count as sharing the machine", () => {

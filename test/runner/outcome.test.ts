@@ -82,6 +82,30 @@ describe("a job's outcome.json (run.yml)", () => {
     expect(readOutcome(completed, since).status).toBe("ok");
     expect(readdirSync(completed.collectDir).sort()).toEqual(["job.sbatch", "outcome.json", "result.json", "slurm.out", "worker-0.log", "worker-1.log"]);
   });
+
+  it("of an mpirun job keeps mpirun.sh, its hostfile and mpirun's output (no job.sbatch), and words a failure in mpirun's terms", () => {
+    const described = "ran under mpirun, which exited with code 3; rank 1 (t-node-1) was the first to fail, with exit code 3";
+    const mpi = (exitCode: number, description: string) => ({
+      exit_code: exitCode, timed_out: false, nodes: ["t-node-0", "t-node-1"], hostfile: "10.9.0.10 slots=1\n10.9.0.11 slots=1\n",
+      description, output: "[1,1]<stderr>:boom\n", job_script: "#!/bin/bash\nexec mpirun --hostfile h\n",
+    });
+    const failed = jobFolder([]);
+    writeFileSync(join(failed.collectDir, "outcome.json"), JSON.stringify({
+      run_id: "r1", ranks: [rank(0, { ok: false, outcome: described }), rank(1, { ok: false, outcome: "exited with code 3, and mpirun ended the job" })],
+      mpi: mpi(3, described),
+    }));
+    const outcome = readOutcome(failed, since);
+    expect(outcome.error).toBe(`t-node-0, t-node-1: the run ${described}; mpirun's output: ${failed.collectDir}/mpirun.out; ` +
+      `worker logs: ${failed.collectDir}/worker-*.log`);
+
+    const completed = jobFolder([]);
+    writeFileSync(join(completed.collectDir, "outcome.json"), JSON.stringify({
+      run_id: "r1", ranks: [rank(0, { result: base64(JSON.stringify(result)) }), rank(1)], mpi: mpi(0, "ran under mpirun, which exited with code 0"),
+    }));
+    expect(readOutcome(completed, since).status).toBe("ok");
+    expect(readdirSync(completed.collectDir).sort()).toEqual(["hostfile", "mpirun.out", "mpirun.sh", "outcome.json", "result.json", "worker-0.log", "worker-1.log"]);
+    expect(readFileSync(join(completed.collectDir, "mpirun.sh"), "utf8")).toBe("#!/bin/bash\nexec mpirun --hostfile h\n");
+  });
 });
 
 describe("the node a job loses on purpose (train --fail-node)", () => {

@@ -1,0 +1,44 @@
+/**
+ * Each job one mpirun (Open MPI) on the head, which starts ringlab-mpi on every node of the job over the nodes' own SSH
+ * (ansible/roles/mpi): the command is kept with the run's logs (mpirun.sh, re-runnable on the head with
+ * `bash mpirun.sh` beside its hostfile), with what mpirun said (mpirun.out).
+ */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { z } from "zod";
+import type { Launcher } from "./launcher.ts";
+
+/** What ansible/roles/mpi/files/ringlab_mpi.py adds to outcome.json: the job script, its hostfile and how mpirun ended. */
+const MpiOutcome = z.object({
+  mpi: z.object({
+    exit_code: z.int(), timed_out: z.boolean(), description: z.string(), output: z.string(), hostfile: z.string(),
+    job_script: z.string().optional(),
+  }),
+});
+
+export const mpiLauncher: Launcher = {
+  name: "mpi",
+  summary: "one mpirun on the head, one process per node over SSH (the testbed configured with --mpi)",
+  role: "mpi",
+  setup: {
+    flag: "mpi",
+    description: "also install Open MPI and let root SSH between the nodes, for `ringlab run --launcher mpi`",
+    makes: "an Open MPI cluster",
+  },
+  refuses: (workerArgs) => workerArgs.some((arg) => arg === "--fail-node" || arg.startsWith("--fail-node="))
+    ? { message: "--fail-node runs with --launcher ansible only", hint: "mpirun ends every node's process when one exits with an error (the lost node's is killed)" }
+    : undefined,
+  reportNote: "runs under mpirun",
+  readOutcome(outcome, collectDir) {
+    const parsed = MpiOutcome.safeParse(outcome);
+    if (!parsed.success) return undefined;
+    const { mpi } = parsed.data;
+    if (mpi.job_script !== undefined) writeFileSync(join(collectDir, "mpirun.sh"), mpi.job_script);
+    writeFileSync(join(collectDir, "hostfile"), mpi.hostfile);
+    writeFileSync(join(collectDir, "mpirun.out"), mpi.output);
+    return {
+      failure: (hosts) => (mpi.exit_code === 0 && !mpi.timed_out) || hosts.length === 0 ? undefined
+        : `${hosts.join(", ")}: the run ${mpi.description}; mpirun's output: ${collectDir}/mpirun.out`,
+    };
+  },
+};
