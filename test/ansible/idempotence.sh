@@ -98,25 +98,25 @@ print(r["nodes"][0]["privateIp"].rsplit(".", 1)[0], r["sharedDir"], len(r["nodes
 [[ $nodes -eq 3 ]] || fail "testbed $testbed has $nodes nodes; this test needs 3"
 worker_image=ringlab/worker:cpu
 
-# With the slurm role (a campaign whose launcher is slurm), so that it converges twice too.
+# With the slurm and mpi roles (campaigns whose launcher is slurm or mpi), so that they converge twice too.
 if [[ $own_testbed -eq 1 ]]; then
-  step "converge site.yml (first run), the testbed as a Slurm cluster"
-  start=$SECONDS; play converge1 ansible/site.yml -e '{"ringlab_launcher_roles": ["slurm"]}'; first="$((SECONDS - start)) s"
+  step "converge site.yml (first run), the testbed as a Slurm cluster and for mpirun"
+  start=$SECONDS; play converge1 ansible/site.yml -e '{"ringlab_launcher_roles": ["slurm", "mpi"]}'; first="$((SECONDS - start)) s"
   require_success converge1 "first converge failed"
   recap converge1
   echo "first converge: $first"
 else
-  first="done before by the caller (ringlab configure --slurm)"
+  first="done before by the caller (ringlab configure --slurm --mpi)"
 fi
 
-step "converge again through the CLI (ringlab configure --slurm): nothing may change, and it says so"
+step "converge again through the CLI (ringlab configure --slurm --mpi): nothing may change, and it says so"
 rc=0
-start=$SECONDS; ringlab configure --testbed "$testbed" --slurm >"$work/configure.out" 2>&1 || rc=$?; second=$((SECONDS - start))
+start=$SECONDS; ringlab configure --testbed "$testbed" --slurm --mpi >"$work/configure.out" 2>&1 || rc=$?; second=$((SECONDS - start))
 # The CLI keeps ansible-playbook's whole output in its log of this invocation (the newest: the names are times).
 logs=("$state"/logs/*-configure.log)
 [[ -e ${logs[-1]} ]] || { cat "$work/configure.out"; fail "ringlab configure left no log in $state/logs"; }
 cp "${logs[-1]}" "$work/converge2.log"
-[[ $rc -eq 0 ]] || { cat "$work/configure.out"; show_log converge2; fail "ringlab configure --slurm failed (exit $rc)"; }
+[[ $rc -eq 0 ]] || { cat "$work/configure.out"; show_log converge2; fail "ringlab configure --slurm --mpi failed (exit $rc)"; }
 require_unchanged converge2 "second converge is not idempotent"
 grep -q "configured 3 nodes: no changes (already configured)" "$work/configure.out" ||
   { cat "$work/configure.out"; fail "ringlab configure did not report that nothing changed"; }
@@ -300,6 +300,48 @@ done
 [[ $queue == someone-else ]] || fail "after stop-workers.yml the queue holds '$queue' instead of the other user's job alone"
 node_exec 0 scancel --name someone-else
 echo "ringlab-leftover cancelled, someone-else's job left alone"
+
+step "MPI: a job under mpirun on 2 nodes (worker_launcher_role=mpi)"
+# run.yml with one job on 2 nodes under mpirun: mpi_job <name> <timeout> <job> <args as JSON>
+mpi_job() {
+  play "$1" ansible/run.yml -e "{\"worker_launcher_role\": \"mpi\", \"worker_timeout_seconds\": $2, \"worker_jobs\": [{\"run_id\": \"$1\",
+    \"nodes\": 2, \"job\": \"$3\", \"args\": $4, \"collect_dir\": \"$work/collect-$1\"}]}"
+}
+mpi_job mpi-ok 120 allreduce '["--max-bytes", "65536", "--iters", "2"]'
+require_success mpi-ok "run.yml with worker_launcher_role=mpi failed"
+for rank in 0 1; do
+  [[ $(rank_field mpi-ok $rank ok) == True ]] || { show_log mpi-ok; fail "MPI job: rank $rank is not ok in outcome.json"; }
+  grep -q "node $rank of 2" <<<"$(rank_field mpi-ok $rank log)" || fail "MPI job: outcome.json holds no log of rank $rank"
+done
+# mpirun.sh, the hostfile and mpirun's output are in root's own folder on the head; only the result is shared.
+script=/var/lib/ringlab-mpi/mpi-ok/mpirun.sh
+[[ $(node_exec 0 stat -c '%a %U' /var/lib/ringlab-mpi /var/lib/ringlab-mpi/mpi-ok) == $'700 root\n700 root' ]] ||
+  fail "the job folders are not root's alone: $(node_exec 0 stat -c '%n %a %U' /var/lib/ringlab-mpi /var/lib/ringlab-mpi/mpi-ok)"
+[[ $(node_exec 0 cat /var/lib/ringlab-mpi/mpi-ok/hostfile | wc -l) -eq 2 ]] || fail "the hostfile does not list 2 nodes"
+[[ $(ls "$shared/runs/mpi-ok") == result.json ]] || fail "the shared run folder holds more than the result: $(ls "$shared/runs/mpi-ok")"
+no_workers_left "run.yml with mpirun"
+echo "MPI job ok on 2 nodes; $script on the head"
+
+step "MPI: the saved mpirun.sh, run again by hand on the head, gives a result"
+rm -f "$shared/runs/mpi-ok/result.json"
+node_exec 0 bash "$script" >"$work/mpi-by-hand.log" 2>&1 || { tail -20 "$work/mpi-by-hand.log"; fail "bash $script failed"; }
+python3 -c 'import json, sys; w = json.load(open(sys.argv[1]))["world"]; sys.exit(0 if w["nodes"] == 2 else f"world: {w}")' \
+  "$shared/runs/mpi-ok/result.json" || fail "mpirun.sh run by hand left no 2-node result"
+no_workers_left "mpirun.sh run by hand"
+echo "mpirun.sh by hand: a 2-node result"
+
+step "MPI: a job past its time limit is stopped with every rank's container, and no mpirun or orted is left"
+mpi_job mpi-slow 10 train '["--model", "tiny", "--num-iters", "1000000"]'
+[[ $rc -ne 0 ]] || { show_log mpi-slow; fail "run.yml succeeded although the mpirun job ran past its time limit"; }
+[[ $(rank_field mpi-slow 0 outcome) == *"timed out after 10 s and was stopped"* ]] ||
+  { show_log mpi-slow; fail "outcome.json does not say the job timed out: $(rank_field mpi-slow 0 outcome)"; }
+grep -q "Iter #" <<<"$(rank_field mpi-slow 0 log)" || fail "the timed-out job's log was not kept"
+no_workers_left "timed-out mpirun job"
+for rank in 0 1 2; do
+  left=$(node_exec "$rank" pgrep -a -f 'mpirun|orted|ringlab-mpi' || true)
+  [[ -z $left ]] || fail "node $rank still runs: $left"
+done
+echo "timed out after 10 s, log kept, containers and Open MPI's processes gone"
 
 step "stop-workers.yml: removes a running worker, then changes nothing"
 docker run -d --name "ringlab-$testbed-worker-1" --label "ringlab.testbed=$testbed" --label ringlab.role=worker \

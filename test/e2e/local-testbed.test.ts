@@ -75,8 +75,8 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
     expect(docker(["ps", "-q", "--filter", `label=ringlab.testbed=${NAME}`]).trim().split("\n")).toHaveLength(3);
   });
 
-  it("configures every node, as a Slurm cluster too", async () => {
-    const first = await ringlab(state, ["configure", "--slurm"]);
+  it("configures every node, as a Slurm cluster and for mpirun too", async () => {
+    const first = await ringlab(state, ["configure", "--slurm", "--mpi"]);
     expect(first.code, first.stderr).toBe(0);
     expect(first.stderr).toMatch(/configured 3 nodes: [1-9]\d* changes/);
   });
@@ -354,6 +354,33 @@ campaign:
     const saved = JSON.parse(readFileSync(join(out, "predictions.json"), "utf8"));
     expect(saved.predictions.map((prediction: { runId: string }) => prediction.runId)).toEqual(["train-tiny-b8-n1-r1", "train-tiny-b8-n2-1gbit-r1"]);
     expect(readFileSync(join(out, "report.md"), "utf8")).toMatch(/^## Predicted before the run$/m);
+  });
+
+  it("runs a campaign under mpirun, one mpirun per run whose script it keeps, and leaves no container behind", async () => {
+    const { run, out } = await keptCampaign("mpi", `
+  matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit}
+  train: {numWarmupBatches: 1, numBatchesPerIter: 2, numIters: 2}
+  probe: {maxBytes: 1048576, iters: 2}
+  launcher: mpi
+`);
+    expect(run.code, run.stderr).toBe(0);
+    // Configured for mpirun since its first configure: not converged again.
+    expect(run.stderr).toMatch(NOT_CONFIGURED_AGAIN);
+    const records = runsJsonl(out);
+    expect(records.map((r) => [r.runId, r.status, r.params.launcher])).toEqual([
+      ["allreduce-n2-1gbit-r1", "ok", "mpi"], ["train-tiny-b8-n1-r1", "ok", "mpi"], ["train-tiny-b8-n2-1gbit-r1", "ok", "mpi"],
+    ]);
+    const twoNodes = join(out, records[2].logsDir);
+    expect(readdirSync(twoNodes).sort()).toEqual(["hostfile", "mpirun.out", "mpirun.sh", "outcome.json", "result.json", "worker-0.log", "worker-1.log"]);
+    const script = readFileSync(join(twoNodes, "mpirun.sh"), "utf8");
+    expect(script).toMatch(/^exec mpirun --allow-run-as-root /m);
+    expect(script).toMatch(/-np 2 --map-by ppr:1:node /);
+    expect(script).toMatch(/ringlab-mpi worker --run-id train-tiny-b8-n2-1gbit-r1 /);
+    expect(readFileSync(join(twoNodes, "worker-1.log"), "utf8")).toMatch(/node 1 of 2/);
+    expect(records[2].result.world).toMatchObject({ size: 2, nodes: 2 });
+    // The shaping applies under mpirun too: the probe's bus bandwidth stays below the 1 Gbit/s link.
+    expect(records[0].result.metrics.peakBusbwGbps).toBeLessThan(1.05);
+    expect(docker(["ps", "-aq", "--filter", `label=ringlab.testbed=${NAME}`, "--filter", "label=ringlab.role=worker"]).trim()).toBe("");
   });
 
   it("leaves a testbed alone when a campaign of the same name but another shape is refused", async () => {
