@@ -202,6 +202,9 @@ describe("ringlab CLI", () => {
     const args = cli(["--state-dir", join(dir, "state"), "run", "--nodes", "1", "--", "--model", "{{ lookup('pipe','id') }}"]);
     expect(args.status).toBe(2);
     expect(args.stderr).toMatch(/worker argument "\{\{ lookup/);
+    // A bare ':' would have mpirun start what follows as another program, as root on a node.
+    const colon = cli(["--state-dir", join(dir, "state"), "run", "--nodes", "2", "--launcher", "mpi", "--", "--model", "tiny", ":", "-np", "1", "/usr/bin/touch", marker]);
+    expect([colon.status, colon.stderr]).toEqual([2, expect.stringMatching(/worker argument ":".*not a bare ':'/)]);
     expect(existsSync(marker)).toBe(false);
   });
 });

@@ -141,9 +141,9 @@ const WORKER_ARG_PATTERN = /^[A-Za-z0-9_.:=/+@-]{1,256}$/;
  * and `docker run`, so only option names and plain values are let through.
  */
 export function checkSafeWorkerArg(value: string): string | undefined {
-  return WORKER_ARG_PATTERN.test(value)
-    ? undefined
-    : "expected a worker argument of 1-256 letters, digits or _ . : = / + @ - (such as --batch-size or 32)";
+  if (!WORKER_ARG_PATTERN.test(value)) return "expected a worker argument of 1-256 letters, digits or _ . : = / + @ - (such as --batch-size or 32)";
+  // mpirun and srun read a word of colons as the start of another program to launch (as root, on the nodes).
+  return /^:+$/.test(value) ? "expected a worker argument, not a bare ':' (mpirun and srun read it as the start of another program)" : undefined;
 }
 
 function hasControlCharacter(value: string): boolean {

@@ -121,6 +121,9 @@ describe("checkSafeWorkerArg", () => {
 
   it("refuses templates, shell syntax, spaces, commas and empty arguments", () => {
     for (const arg of ["{{x}}", "$(id)", "a b", "a,b", "", "a;b", "x\n", "'q'"]) expect(checkSafeWorkerArg(arg), arg).toMatch(/^expected a worker argument/);
+    // A bare colon would make mpirun (and srun) start the words after it as another program, as root on the nodes.
+    for (const arg of [":", "::"]) expect(checkSafeWorkerArg(arg), arg).toMatch(/^expected a worker argument, not a bare ':'/);
+    expect(checkSafeWorkerArg("host:2")).toBeUndefined();
   });
 });
 
