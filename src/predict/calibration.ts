@@ -1,11 +1,14 @@
 /**
  * A calibration: what a prediction needs and where each number came from (issue #35). Built from a campaign's
  * results with the report's own numbers (src/report/data.ts): each single-node baseline gives one step's compute,
- * each probe's alpha-beta fit gives a link. Merged calibrations keep the newest entry of each key. Pure: records
- * and plain data in, plain data out; src/cli/commands/calibrate.ts reads and writes the file.
+ * each probe's alpha-beta fit gives a link, and each shaped multi-node training point how much of its all-reduce
+ * DDP hid behind backward (the overlap share φ, per node count). Merged calibrations keep the newest entry of each
+ * key. Pure: records and plain data in, plain data out; src/cli/commands/calibrate.ts reads and writes the file.
  */
 import { z } from "zod";
 import { reportData } from "../report/data.ts";
+import { overlapShare } from "../results/comm-model.ts";
+import { meanWithInterval } from "../results/cost-model.ts";
 import type { RunRecord } from "../results/record.ts";
 
 export const CALIBRATION_SCHEMA = "ringlab.calibration/v1";
@@ -49,10 +52,28 @@ export interface LinkEntry {
   readonly source: Source;
 }
 
+/**
+ * How much of the all-reduce DDP hid behind backward at one node count, placement and reduction: the share φ of
+ * min(t_c, Σ t_ar) that the measured steps saved against the no-overlap model (results/comm-model.ts overlapShare),
+ * over the shaped-link training points of that placement. A prediction's step is t_c + Σ t_ar − φ·min(t_c, Σ t_ar).
+ */
+export interface OverlapEntry {
+  readonly nodes: number;
+  readonly processesPerNode: number;
+  readonly reduction: string;
+  readonly cpusPerNode: number | null;
+  readonly instanceType?: string;
+  /** φ over the points (each point the mean of its repeats), with the half-width of its 95 % interval. */
+  readonly share: { readonly mean: number; readonly halfWidth95: number; readonly points: number };
+  readonly source: Source;
+}
+
 export interface Calibration {
   readonly schema: typeof CALIBRATION_SCHEMA;
   readonly compute: readonly ComputeEntry[];
   readonly links: readonly LinkEntry[];
+  /** Absent from files written before ringlab fitted it: read as none. */
+  readonly overlap: readonly OverlapEntry[];
 }
 
 const source = z.discriminatedUnion("kind", [
@@ -73,6 +94,11 @@ const calibrationSchema = z.strictObject({
     cpusPerNode: z.number().positive().nullable(), instanceType: z.string().optional(), alphaSeconds: z.number().nonnegative(), betaSecondsPerByte: z.number().positive(),
     rSquared: z.number(), source,
   })),
+  overlap: z.array(z.strictObject({
+    nodes: z.number().int().min(2), processesPerNode: z.number().int().positive(), reduction: z.string(), cpusPerNode: z.number().positive().nullable(),
+    instanceType: z.string().optional(),
+    share: z.strictObject({ mean: z.number(), halfWidth95: z.number().nonnegative(), points: z.number().int().positive() }), source,
+  })).default([]),
 });
 
 /** A calibration read back from a file, or why it is not one (another version, a field that does not fit). */
@@ -127,7 +153,38 @@ export function calibrationFromRecords(records: readonly RunRecord[], resultsDir
       rSquared: probe.fit.rSquared, source: { kind: "measured", resultsDir, date: dateOf(probe.runIds) },
     }];
   });
-  return { schema: CALIBRATION_SCHEMA, compute, links };
+  return { schema: CALIBRATION_SCHEMA, compute, links, overlap: overlapFromReport(data, recordOf, resultsDir, dateOf) };
+}
+
+/**
+ * φ per node count, placement, reduction, quota and instance type, from every multi-node training point whose link
+ * was shaped and whose probe gave a fit: the points where the model's t_c and Σ t_ar are both known. An unshaped
+ * link is left out: what sets its pace is the workers' CPU, not a link the model describes.
+ */
+function overlapFromReport(data: ReturnType<typeof reportData>, recordOf: ReadonlyMap<string, RunRecord>, resultsDir: string,
+  dateOf: (runIds: readonly string[]) => string): OverlapEntry[] {
+  const groups = new Map<string, { key: Omit<OverlapEntry, "share" | "source">; shares: number[]; runIds: string[] }>();
+  for (const config of data.training) {
+    for (const series of config.series) {
+      if (series.linkGbps === null) continue;
+      for (const point of series.points) {
+        if (point.nodes < 2 || point.prediction === null || point.computeSecondsPerStep === null || point.scalingEfficiency === null) continue;
+        const first = recordOf.get(point.runIds[0]!);
+        const instanceType = first?.testbed.instanceType;
+        const key = { nodes: point.nodes, processesPerNode: point.processesPerNode, reduction: point.reduction, cpusPerNode: first?.params.cpusPerNode ?? null,
+          ...(instanceType === undefined ? {} : { instanceType }) };
+        const group = groups.get(overlapKey(key)) ?? { key, shares: [], runIds: [] };
+        const measuredStep = point.computeSecondsPerStep / point.scalingEfficiency;
+        group.shares.push(overlapShare(point.computeSecondsPerStep, point.prediction.allReduceSeconds, measuredStep));
+        group.runIds.push(...point.runIds);
+        groups.set(overlapKey(key), group);
+      }
+    }
+  }
+  return [...groups.values()].map(({ key, shares, runIds }) => {
+    const share = meanWithInterval(shares);
+    return { ...key, share: { mean: share.mean, halfWidth95: share.halfWidth95, points: share.n }, source: { kind: "measured", resultsDir, date: dateOf(runIds) } };
+  });
 }
 
 function computeKey(entry: ComputeEntry): string {
@@ -138,15 +195,21 @@ function linkKey(entry: LinkEntry): string {
   return JSON.stringify([entry.bandwidth, entry.nodes, entry.processesPerNode, entry.reduction, entry.cpusPerNode, entry.instanceType ?? null]);
 }
 
+function overlapKey(entry: Omit<OverlapEntry, "share" | "source">): string {
+  return JSON.stringify([entry.nodes, entry.processesPerNode, entry.reduction, entry.cpusPerNode, entry.instanceType ?? null]);
+}
+
 /** The calibrations together, in order: an entry of a later one replaces an earlier one's of the same key. */
 export function mergeCalibrations(calibrations: readonly Calibration[]): Calibration {
   const compute = new Map<string, ComputeEntry>();
   const links = new Map<string, LinkEntry>();
+  const overlap = new Map<string, OverlapEntry>();
   for (const calibration of calibrations) {
     for (const entry of calibration.compute) compute.set(computeKey(entry), entry);
     for (const entry of calibration.links) links.set(linkKey(entry), entry);
+    for (const entry of calibration.overlap) overlap.set(overlapKey(entry), entry);
   }
-  return { schema: CALIBRATION_SCHEMA, compute: [...compute.values()], links: [...links.values()] };
+  return { schema: CALIBRATION_SCHEMA, compute: [...compute.values()], links: [...links.values()], overlap: [...overlap.values()] };
 }
 
 /** "measured in results/local-seed on 2026-11-25", "derived: ..." */

@@ -3,7 +3,9 @@
  *   compute: the user's own measurement (a calibration) > a published figure for the instance type's GPU
  *            (src/catalogue/published-throughput.ts) > ringlab's planning figure, said to be assumed (a T4 only);
  *   link:    the user's own probe (measured, or derived from another node count) > the instance type's baseline
- *            bandwidth from the catalogue, with the latency left out, said so.
+ *            bandwidth from the catalogue, with the latency left out, said so;
+ *   overlap: the share φ the user's own shaped training runs hid (at this node count, or derived from another) >
+ *            none, said to be assumed (the no-overlap step: the slowest the model allows).
  * Anything else is missing, with how to measure it: never a silent guess. Pure.
  */
 import { bandwidthGbps } from "../bandwidth.ts";
@@ -21,6 +23,8 @@ export interface PredictionContext {
   readonly cpusPerNode?: number;
   /** AWS: the instance type, whose GPU the published table and whose network the catalogue describe. */
   readonly instanceType?: string;
+  /** The link inside a node as the user states it (`ringlab predict --intra-node-bandwidth`), where no probe measured it. */
+  readonly intraNodeBandwidth?: string;
 }
 
 /** The part of a question the inputs depend on. */
@@ -44,6 +48,12 @@ export interface ComputeInput {
 export interface LinkInput {
   readonly alphaSeconds: number;
   readonly betaSecondsPerByte: number;
+  readonly source: string;
+}
+
+export interface OverlapInput {
+  /** φ, the share of min(t_c, Σ t_ar) hidden behind backward, with the half-width of its 95 % interval. */
+  readonly share: { readonly mean: number; readonly halfWidth95: number };
   readonly source: string;
 }
 
@@ -160,6 +170,41 @@ export function linkInput(question: InputQuestion, context: PredictionContext): 
   }
   return { missing: `no probe of the link ${question.bandwidth ?? "in one node"} (${question.reduction}, ${ppn} per node${quota === null ? "" : `, ${quota} cores`}): ` +
     "run the all-reduce probe there (a campaign with that bandwidth and probe enabled) and add its results with `ringlab calibrate`" };
+}
+
+/** How much of the all-reduce a multi-node step hides behind backward; φ = 0 (assumed) where no run measured it. */
+export function overlapInput(question: InputQuestion, context: PredictionContext): OverlapInput {
+  const ppn = question.processesPerNode ?? 1;
+  const comparable = (context.calibration?.overlap ?? []).filter((entry) => entry.reduction === question.reduction && entry.processesPerNode === ppn
+    && entry.cpusPerNode === (context.cpusPerNode ?? null) && (entry.instanceType ?? null) === (context.instanceType ?? null));
+  const nearest = [...comparable].sort((a, b) => Math.abs(a.nodes - question.nodes) - Math.abs(b.nodes - question.nodes))[0];
+  if (nearest === undefined) {
+    return { share: { mean: 0, halfWidth95: 0 }, source: `assumed: no overlap (φ = 0): no shaped training run of ${question.reduction}, ${ppn} per node measured it; ` +
+      "the run can be faster, up to the full-overlap figure: add such a campaign's results with `ringlab calibrate`" };
+  }
+  const { mean, halfWidth95, points } = nearest.share;
+  const measured = `φ ${mean.toFixed(2)} ± ${halfWidth95.toFixed(2)} over ${points} ${nearest.nodes}-node training point${points === 1 ? "" : "s"}, ${describeSource(nearest.source)}`;
+  return {
+    share: { mean, halfWidth95 },
+    source: nearest.nodes === question.nodes ? `overlap ${measured}` : `derived: overlap ${measured}, for ${question.nodes} nodes`,
+  };
+}
+
+/**
+ * The link between a node's own processes, for a hierarchical all-reduce: a probe of one node with that many processes
+ * (measured), or the rate the user states (NVLink, PCIe: α = 0 assumed), or missing with how to get it.
+ */
+export function insideNodeInput(question: InputQuestion, context: PredictionContext): LinkInput | Missing {
+  const ppn = question.processesPerNode ?? 1;
+  const probe = context.calibration?.links.find((entry) => entry.bandwidth === "in one node" && entry.nodes === 1 && entry.processesPerNode === ppn
+    && entry.reduction === "ring" && entry.cpusPerNode === (context.cpusPerNode ?? null) && (entry.instanceType ?? null) === (context.instanceType ?? null));
+  if (probe !== undefined) return linkOf(probe, `inside a node: ${describeSource(probe.source)} (probe of ${ppn} processes in one node)`);
+  const gbps = context.intraNodeBandwidth === undefined ? undefined : bandwidthGbps(context.intraNodeBandwidth);
+  if (gbps !== undefined && gbps !== null) {
+    return { alphaSeconds: 0, betaSecondsPerByte: 8 / (gbps * 1e9), source: `inside a node: stated (--intra-node-bandwidth ${context.intraNodeBandwidth}); assumed: α = 0` };
+  }
+  return { missing: `no figure for the link between ${ppn} processes inside a node: probe it (a campaign with nodes: [1], processesPerNode: ${ppn} and the probe on) ` +
+    "and add its results with `ringlab calibrate`, or state its rate with --intra-node-bandwidth (e.g. 2400gbit for 300 GB/s of NVLink per direction)" };
 }
 
 /**

@@ -1,13 +1,14 @@
 /**
  * A planned training run's throughput and scaling efficiency before it runs: t_c and the link's alpha and beta from
  * the best source there is (inputs.ts: the user's calibration, published figures, the catalogue), one step
- * as the report's model has it (results/comm-model.ts: every DDP bucket pays its latency; no overlap, and full
- * overlap as the bound). Pure. Every input names its source; a run whose inputs the calibration lacks is not guessed
+ * as the report's model has it (results/comm-model.ts: every DDP bucket pays its latency), less the share φ of
+ * min(t_c, Σ t_ar) that the calibration's own runs hid behind backward (none where no run measured it); no overlap
+ * and full overlap stay beside it as the bounds. Pure. Every input names its source; a run whose inputs the calibration lacks is not guessed
  * at: the prediction says what is missing and how to get it.
  */
 import type { PlannedRun } from "../campaign/plan.ts";
-import { predictTrainingStep } from "../results/comm-model.ts";
-import { computeInput, isMissing, linkInput, type InputQuestion, type PredictionContext } from "./inputs.ts";
+import { overlappedStepSeconds, predictHierarchicalStep, predictTrainingStep } from "../results/comm-model.ts";
+import { computeInput, insideNodeInput, isMissing, linkInput, overlapInput, type InputQuestion, type PredictionContext } from "./inputs.ts";
 
 export type { PredictionContext } from "./inputs.ts";
 
@@ -20,12 +21,15 @@ export interface RunPrediction {
   readonly stepSeconds: number;
   /** Over every worker of the run. */
   readonly imagesPerSecond: number;
-  /** Against workers × one worker alone: no overlap (the prediction), with its 95 % interval from t_c's. */
+  /** φ, the share of min(t_c, Σ t_ar) the step hides (0 on one worker, or where no run measured it). */
+  readonly overlapShare: number;
+  /** Against workers × one worker alone, with φ's overlap: the prediction, with its 95 % interval from t_c's and φ's. */
   readonly scalingEfficiency: { readonly value: number; readonly low: number; readonly high: number };
-  /** The same with the all-reduce hidden behind compute as far as it can be: the most the run can reach. */
+  /** The bounds: compute then communication (the slowest the model allows), and everything hidden that can be. */
+  readonly noOverlapEfficiency: number;
   readonly fullOverlapEfficiency: number;
   /** Where each input came from. */
-  readonly sources: { readonly compute: string; readonly link: string };
+  readonly sources: { readonly compute: string; readonly link: string; readonly overlap: string };
 }
 
 export interface MissingInput {
@@ -44,6 +48,11 @@ export interface TrainingQuestion {
   /** The link rate, "unlimited", or null for one node. */
   readonly bandwidth: string | null;
   readonly knobs: PlannedRun["knobs"];
+  /**
+   * A two-level all-reduce (inside each node, then between nodes: results/comm-model.ts predictHierarchicalStep)
+   * instead of one ring over every rank; only `ringlab predict` asks it (DDP on Gloo runs the flat ring).
+   */
+  readonly hierarchical?: boolean;
 }
 
 /** What the inputs predict for a planned run; probes predict nothing. */
@@ -62,27 +71,41 @@ export function predictTraining(run: TrainingQuestion, context: PredictionContex
   };
   const compute = computeInput(question, context);
   if (isMissing(compute)) return { runId: run.runId, missing: compute.missing };
-  const link = linkInput(question, context);
-  if (link !== null && isMissing(link)) return { runId: run.runId, missing: link.missing };
   const ranks = run.nodes * (run.processesPerNode ?? 1);
+  const twoLevel = run.hierarchical === true && run.nodes > 1 && (run.processesPerNode ?? 1) > 1;
+  // Two levels: the network between nodes carries one flow per node (the probe of one process per node), the link inside a node its own.
+  const link = linkInput(twoLevel ? { ...question, processesPerNode: 1 } : question, context);
+  if (link !== null && isMissing(link)) return { runId: run.runId, missing: link.missing };
+  const inside = twoLevel ? insideNodeInput(question, context) : null;
+  if (inside !== null && isMissing(inside)) return { runId: run.runId, missing: inside.missing };
   const gradientBytes = compute.gradientBytes * (run.knobs.fp16Allreduce === true ? 0.5 : 1);
   const bucketCapMb = typeof run.knobs.bucketCapMb === "number" ? run.knobs.bucketCapMb : undefined;
-  const at = (computeSeconds: number) => link === null
-    ? { allReduceSeconds: 0, noOverlapStepSeconds: computeSeconds, noOverlapEfficiency: 1, fullOverlapEfficiency: 1 }
-    : predictTrainingStep(link, { computeSeconds, gradientBytes, ranks, ...(bucketCapMb === undefined ? {} : { bucketCapMb }) });
-  const step = at(compute.seconds.mean);
-  // A slower compute leaves the all-reduce a smaller share: the interval of t_c bounds the efficiency's.
-  const slow = at(compute.seconds.mean + compute.seconds.halfWidth95);
-  const fast = at(Math.max(1e-9, compute.seconds.mean - compute.seconds.halfWidth95));
+  const stepInput = (computeSeconds: number) => ({ computeSeconds, gradientBytes, ...(bucketCapMb === undefined ? {} : { bucketCapMb }) });
+  const overlap = link === null ? null : overlapInput(question, context);
+  const at = (computeSeconds: number, phi: number) => {
+    if (link === null) return { allReduceSeconds: 0, stepSeconds: computeSeconds, efficiency: 1, noOverlapEfficiency: 1, fullOverlapEfficiency: 1 };
+    const step = inside === null ? predictTrainingStep(link, { ...stepInput(computeSeconds), ranks })
+      : predictHierarchicalStep(inside, link, { ...stepInput(computeSeconds), nodes: run.nodes, perNode: run.processesPerNode! });
+    const stepSeconds = overlappedStepSeconds(computeSeconds, step.allReduceSeconds, phi);
+    return { allReduceSeconds: step.allReduceSeconds, stepSeconds, efficiency: computeSeconds / stepSeconds, noOverlapEfficiency: step.noOverlapEfficiency, fullOverlapEfficiency: step.fullOverlapEfficiency };
+  };
+  const phi = overlap?.share ?? { mean: 0, halfWidth95: 0 };
+  const step = at(compute.seconds.mean, phi.mean);
+  // A slower compute leaves the all-reduce a smaller share, a larger φ hides more of it: the intervals of t_c and φ
+  // bound the efficiency's, at their corners.
+  const corners = [compute.seconds.mean + compute.seconds.halfWidth95, Math.max(1e-9, compute.seconds.mean - compute.seconds.halfWidth95)]
+    .flatMap((computeSeconds) => [phi.mean - phi.halfWidth95, phi.mean + phi.halfWidth95].map((share) => at(computeSeconds, share).efficiency));
   return {
     runId: run.runId,
     computeSeconds: compute.seconds.mean,
     allReduceSeconds: step.allReduceSeconds,
-    stepSeconds: step.noOverlapStepSeconds,
-    imagesPerSecond: (ranks * run.batchSize) / step.noOverlapStepSeconds,
-    scalingEfficiency: { value: step.noOverlapEfficiency, low: Math.min(fast.noOverlapEfficiency, slow.noOverlapEfficiency), high: Math.max(fast.noOverlapEfficiency, slow.noOverlapEfficiency) },
+    stepSeconds: step.stepSeconds,
+    imagesPerSecond: (ranks * run.batchSize) / step.stepSeconds,
+    overlapShare: link === null ? 0 : Math.min(1, Math.max(0, phi.mean)),
+    scalingEfficiency: { value: step.efficiency, low: Math.min(...corners), high: Math.max(...corners) },
+    noOverlapEfficiency: step.noOverlapEfficiency,
     fullOverlapEfficiency: step.fullOverlapEfficiency,
-    sources: { compute: compute.source, link: link === null ? "no link (one node)" : link.source },
+    sources: { compute: compute.source, link: link === null ? "no link (one node)" : inside === null ? link.source : `between nodes: ${link.source}; ${inside.source}`, overlap: overlap === null ? "no link (one node)" : overlap.source },
   };
 }
 

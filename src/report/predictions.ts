@@ -56,7 +56,7 @@ export function scorePredictions(file: PredictionsFile, data: ReportData, record
       errorPoints: measuredEfficiency === null ? null : (measuredEfficiency - prediction.scalingEfficiency.value) * 100,
     });
   }
-  const sources = [...new Set(file.predictions.flatMap((prediction) => [prediction.sources.compute, prediction.sources.link]))]
+  const sources = [...new Set(file.predictions.flatMap((prediction) => [prediction.sources.compute, prediction.sources.link, prediction.sources.overlap ?? "no link (one node)"]))]
     .filter((source) => source !== "no link (one node)");
   return { calibration: file.calibration, madeAt: file.madeAt, scored, notMeasured, missing: file.missing, sources };
 }

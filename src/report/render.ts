@@ -467,9 +467,9 @@ function oneLine(text: string): string {
 }
 
 
-const PREDICTIONS_INTRO = "Made before the first run with ringlab plan's model (t_c, then the all-reduce in DDP's buckets; no overlap; the " +
-  "interval from t_c's), from the sources listed below it: earlier campaigns' measurements, published figures, the instance catalogue, " +
-  "each derived or assumed input said so.";
+const PREDICTIONS_INTRO = "Made before the first run with ringlab plan's model (t_c, then the all-reduce in DDP's buckets, less the share φ of " +
+  "it that the calibration's own shaped runs hid behind backward, or none where no run measured it; the interval from t_c's and φ's), from the " +
+  "sources listed below it: earlier campaigns' measurements, published figures, the instance catalogue, each derived or assumed input said so.";
 
 function predictionRows(score: PredictionScore): string[][] {
   const signed = (value: number, digits: number) => `${value >= 0 ? "+" : "−"}${Math.abs(value).toFixed(digits)}`;

@@ -108,12 +108,41 @@ export interface TrainingStepPrediction {
 
 /** One data-parallel step under the fitted model, at both overlap bounds. */
 export function predictTrainingStep(fit: Pick<AlphaBetaFit, "alphaSeconds" | "betaSecondsPerByte">, input: TrainingStepInput): TrainingStepPrediction {
-  const { computeSeconds, gradientBytes, ranks } = input;
-  const bucketBytes = (input.bucketCapMb ?? DDP_DEFAULT_BUCKET_CAP_MB) * 1024 * 1024;
-  const buckets = Math.max(1, Math.ceil(gradientBytes / bucketBytes));
+  const { gradientBytes, ranks } = input;
+  const buckets = bucketsOf(input);
   // The buckets' sizes add up to the gradient: the bandwidth term is paid once, the latency term per bucket.
   const latencySeconds = ranks < 2 ? 0 : buckets * ringSteps(ranks) * fit.alphaSeconds;
-  const allReduce = latencySeconds + allReduceSeconds({ alphaSeconds: 0, betaSecondsPerByte: fit.betaSecondsPerByte }, gradientBytes, ranks);
+  return stepOf(input.computeSeconds, buckets, latencySeconds + allReduceSeconds({ alphaSeconds: 0, betaSecondsPerByte: fit.betaSecondsPerByte }, gradientBytes, ranks));
+}
+
+export interface HierarchicalStepInput extends Omit<TrainingStepInput, "ranks"> {
+  readonly nodes: number;
+  /** Ranks on each node (GPUs per node). */
+  readonly perNode: number;
+}
+
+/**
+ * One step with a two-level all-reduce (Horovod's hierarchical all-reduce; NCCL's rings inside and between nodes):
+ * reduce-scatter inside each node over the node's own link (NVLink, PCIe), all-reduce between nodes of each rank's
+ * 1/G share (G rings at once through the node's network, together 2(N−1)/N · S per node), all-gather inside the node:
+ * 2(G−1)α_in + 2(G−1)/G · S·β_in + 2(N−1)α_net + 2(N−1)/N · S·β_net, the latency per bucket.
+ */
+export function predictHierarchicalStep(inside: Pick<AlphaBetaFit, "alphaSeconds" | "betaSecondsPerByte">, between: Pick<AlphaBetaFit, "alphaSeconds" | "betaSecondsPerByte">,
+  input: HierarchicalStepInput): TrainingStepPrediction {
+  const { gradientBytes, nodes, perNode } = input;
+  const buckets = bucketsOf(input);
+  const latencySeconds = buckets * ((perNode < 2 ? 0 : ringSteps(perNode) * inside.alphaSeconds) + (nodes < 2 ? 0 : ringSteps(nodes) * between.alphaSeconds));
+  const bandwidthSeconds = allReduceSeconds({ alphaSeconds: 0, betaSecondsPerByte: inside.betaSecondsPerByte }, gradientBytes, perNode)
+    + allReduceSeconds({ alphaSeconds: 0, betaSecondsPerByte: between.betaSecondsPerByte }, gradientBytes, nodes);
+  return stepOf(input.computeSeconds, buckets, latencySeconds + bandwidthSeconds);
+}
+
+function bucketsOf(input: Pick<TrainingStepInput, "gradientBytes" | "bucketCapMb">): number {
+  const bucketBytes = (input.bucketCapMb ?? DDP_DEFAULT_BUCKET_CAP_MB) * 1024 * 1024;
+  return Math.max(1, Math.ceil(input.gradientBytes / bucketBytes));
+}
+
+function stepOf(computeSeconds: number, buckets: number, allReduce: number): TrainingStepPrediction {
   const noOverlapStepSeconds = computeSeconds + allReduce;
   const fullOverlapStepSeconds = Math.max(computeSeconds, allReduce);
   return {
@@ -121,4 +150,19 @@ export function predictTrainingStep(fit: Pick<AlphaBetaFit, "alphaSeconds" | "be
     noOverlapEfficiency: computeSeconds / noOverlapStepSeconds,
     fullOverlapEfficiency: computeSeconds / fullOverlapStepSeconds,
   };
+}
+
+/**
+ * The share φ of the hideable time, min(t_c, Σ t_ar), that DDP hid behind backward in a measured step:
+ * measured = t_c + Σ t_ar − φ·min(t_c, Σ t_ar). 0 is no overlap, 1 full overlap; below 0 a step slower than the
+ * no-overlap model (something besides the link cost time), above 1 faster than full overlap allows.
+ */
+export function overlapShare(computeSeconds: number, allReduceSeconds: number, measuredStepSeconds: number): number {
+  return (computeSeconds + allReduceSeconds - measuredStepSeconds) / Math.min(computeSeconds, allReduceSeconds);
+}
+
+/** One step with a share φ (clamped to 0..1) of the hideable time hidden: between the no-overlap and full-overlap bounds. */
+export function overlappedStepSeconds(computeSeconds: number, allReduceSeconds: number, phi: number): number {
+  const share = Math.min(1, Math.max(0, phi));
+  return computeSeconds + allReduceSeconds - share * Math.min(computeSeconds, allReduceSeconds);
 }

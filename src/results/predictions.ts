@@ -12,8 +12,10 @@ const predictionSchema = z.looseObject({
   stepSeconds: z.number(),
   imagesPerSecond: z.number(),
   scalingEfficiency: z.looseObject({ value: z.number(), low: z.number(), high: z.number() }),
+  overlapShare: z.number().optional(),
+  noOverlapEfficiency: z.number().optional(),
   fullOverlapEfficiency: z.number(),
-  sources: z.looseObject({ compute: z.string(), link: z.string() }),
+  sources: z.looseObject({ compute: z.string(), link: z.string(), overlap: z.string().optional() }),
 });
 
 const predictionsFileSchema = z.looseObject({
@@ -30,10 +32,13 @@ export interface SavedPrediction {
   readonly runId: string;
   readonly stepSeconds: number;
   readonly imagesPerSecond: number;
-  /** No overlap, with its 95 % interval. */
+  /** With the calibration's overlap share φ (none in files written before ringlab fitted it), with its 95 % interval. */
   readonly scalingEfficiency: { readonly value: number; readonly low: number; readonly high: number };
+  /** Absent in files written before ringlab fitted the overlap, whose prediction was the no-overlap one. */
+  readonly overlapShare?: number;
+  readonly noOverlapEfficiency?: number;
   readonly fullOverlapEfficiency: number;
-  readonly sources: { readonly compute: string; readonly link: string };
+  readonly sources: { readonly compute: string; readonly link: string; readonly overlap?: string };
 }
 
 export interface PredictionsFile {

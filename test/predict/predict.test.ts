@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import { parseCampaign } from "../../src/config/load.ts";
 import { calibrationFromRecords, CALIBRATION_SCHEMA, mergeCalibrations, parseCalibration, type Calibration } from "../../src/predict/calibration.ts";
-import { isPrediction, predictRun, type MissingInput, type RunPrediction } from "../../src/predict/predict.ts";
-import { allReduceSeconds, predictTrainingStep } from "../../src/results/comm-model.ts";
+import { isPrediction, predictRun, predictTraining, type MissingInput, type RunPrediction } from "../../src/predict/predict.ts";
+import { allReduceSeconds, predictHierarchicalStep, predictTrainingStep } from "../../src/results/comm-model.ts";
 import { probeRecord, scalingCampaign, trainRecord } from "../report/fixtures/records.ts";
 
 const calibration = calibrationFromRecords(scalingCampaign(), "results/earlier");
@@ -40,6 +40,9 @@ describe("a calibration from a campaign's results", () => {
 
   it("reads back what it wrote, and refuses another version or a field that does not fit, saying how to make one", () => {
     expect(parseCalibration(JSON.parse(JSON.stringify(calibration)))).toEqual({ calibration });
+    // A file written before ringlab fitted the overlap reads as one without.
+    const { overlap: _, ...older } = calibration;
+    expect(parseCalibration(JSON.parse(JSON.stringify(older)))).toEqual({ calibration: { ...calibration, overlap: [] } });
     expect(parseCalibration({ ...calibration, schema: "ringlab.calibration/v9" })).toEqual({
       problem: `it is a ringlab.calibration/v9 file; this ringlab reads ${CALIBRATION_SCHEMA}: make it again with \`ringlab calibrate <results dir>...\``,
     });
@@ -53,7 +56,7 @@ describe("predicting a planned run", () => {
 
   it("puts t_c and the probe's all-reduce into one step: throughput over every worker and the efficiency without overlap", () => {
     const [run] = plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 1gbit}");
-    const prediction = predict(run!) as RunPrediction;
+    const prediction = predict(run!, { ...calibration, overlap: [] }) as RunPrediction;
     const link = calibration.links[0]!;
     const computeSeconds = 64 / 105;
     // 1e8 bytes in DDP's 25 MiB buckets: 4 buckets, each paying 2(N-1)·α; the bandwidth term once.
@@ -66,6 +69,9 @@ describe("predicting a planned run", () => {
     expect(prediction.scalingEfficiency.high).toBeGreaterThan(prediction.scalingEfficiency.value);
     expect(prediction.sources.compute).toBe("measured in results/earlier on 2025-05-01 (resnet50 at batch 64 on test CPU, 2 repeats)");
     expect(prediction.sources.link).toBe("measured in results/earlier on 2025-05-01 (2-node probe)");
+    expect(prediction.overlapShare).toBe(0);
+    expect(prediction.noOverlapEfficiency).toBeCloseTo(prediction.scalingEfficiency.value, 12);
+    expect(prediction.sources.overlap).toMatch(/^assumed: no overlap \(φ = 0\): no shaped training run of ring, 1 per node measured it; the run can be faster, up to the full-overlap figure/);
   });
 
   it("takes α and β of another node count's probe at the same link, and says the figure is derived", () => {
@@ -95,6 +101,66 @@ describe("predicting a planned run", () => {
     expect(isPrediction(predict(plannedRuns("{nodes: 1, model: resnet50, batchSize: 64, bandwidth: 1gbit}")[0]!))).toBe(true);
     // Probes predict nothing.
     expect(predictRun({ ...noLink!, job: "allreduce" }, { calibration })).toBeNull();
+  });
+});
+
+describe("the overlap of the all-reduce with backward, fitted", () => {
+  const run2 = plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 1gbit}")[0]!;
+  const withShare = (mean: number, halfWidth95: number, nodes = 2): Calibration => ({ ...calibration, overlap: [{
+    nodes, processesPerNode: 1, reduction: "ring", cpusPerNode: null, share: { mean, halfWidth95, points: 3 }, source: { kind: "measured", resultsDir: "results/earlier", date: "2025-05-01" },
+  }] });
+
+  it("fits φ per node count from the shaped training points: the share of min(t_c, Σ t_ar) their measured step saved", () => {
+    // One shaped point with a probe: resnet50 on 2 nodes at 1gbit, 150 and 160 img/s against a 105 img/s baseline.
+    expect(calibration.overlap).toHaveLength(1);
+    const entry = calibration.overlap[0]!;
+    expect(entry).toMatchObject({ nodes: 2, processesPerNode: 1, reduction: "ring", cpusPerNode: null, share: { points: 1, halfWidth95: 0 }, source: { resultsDir: "results/earlier" } });
+    const computeSeconds = 64 / 105;
+    const allReduce = predictTrainingStep(calibration.links[0]!, { computeSeconds, gradientBytes: 1e8, ranks: 2 }).allReduceSeconds;
+    const measuredStep = computeSeconds / (155 / 210);
+    expect(entry.share.mean).toBeCloseTo((computeSeconds + allReduce - measuredStep) / Math.min(computeSeconds, allReduce), 9);
+    // 10gbit had no probe and resnet152 no baseline: neither says anything of the overlap.
+  });
+
+  it("takes φ off the no-overlap step, between the bounds, with an interval that holds t_c's and φ's", () => {
+    const none = predictRun(run2, { calibration: withShare(0, 0) }) as RunPrediction;
+    const some = predictRun(run2, { calibration: withShare(0.4, 0.1) }) as RunPrediction;
+    const hidden = 0.4 * Math.min(some.computeSeconds, some.allReduceSeconds);
+    expect(some.stepSeconds).toBeCloseTo(none.stepSeconds - hidden, 12);
+    expect(some.overlapShare).toBe(0.4);
+    expect(some.scalingEfficiency.value).toBeGreaterThan(some.noOverlapEfficiency);
+    expect(some.scalingEfficiency.value).toBeLessThan(some.fullOverlapEfficiency);
+    expect(some.noOverlapEfficiency).toBeCloseTo(none.scalingEfficiency.value, 12);
+    // φ's interval widens the efficiency's beyond t_c's alone.
+    const tight = predictRun(run2, { calibration: withShare(0.4, 0) }) as RunPrediction;
+    expect(some.scalingEfficiency.high - some.scalingEfficiency.low).toBeGreaterThan(tight.scalingEfficiency.high - tight.scalingEfficiency.low);
+    expect(some.sources.overlap).toBe("overlap φ 0.40 ± 0.10 over 3 2-node training points, measured in results/earlier on 2025-05-01");
+    // A φ past 1 (a step faster than full overlap allows) predicts full overlap, not faster.
+    const past = predictRun(run2, { calibration: withShare(1.3, 0) }) as RunPrediction;
+    expect(past.overlapShare).toBe(1);
+    expect(past.scalingEfficiency.value).toBeCloseTo(past.fullOverlapEfficiency, 12);
+  });
+
+  it("takes another node count's φ, said so, and none for one node", () => {
+    const run4 = plannedRuns("{nodes: 4, model: resnet50, batchSize: 64, bandwidth: 1gbit}")[0]!;
+    expect((predictRun(run4, { calibration: withShare(0.4, 0.1) }) as RunPrediction).sources.overlap)
+      .toBe("derived: overlap φ 0.40 ± 0.10 over 3 2-node training points, measured in results/earlier on 2025-05-01, for 4 nodes");
+    const one = predictRun(plannedRuns("{nodes: 1, model: resnet50, batchSize: 64, bandwidth: 1gbit}")[0]!, { calibration: withShare(0.4, 0.1) }) as RunPrediction;
+    expect([one.overlapShare, one.scalingEfficiency.value, one.sources.overlap]).toEqual([0, 1, "no link (one node)"]);
+  });
+});
+
+describe("a hierarchical all-reduce, on paper", () => {
+  it("takes the network from the one-process-per-node probe and the link inside a node from a probe of one node, before a stated rate", () => {
+    const inOneNode = { bandwidth: "in one node", nodes: 1, processesPerNode: 2, reduction: "ring", cpusPerNode: null, alphaSeconds: 1e-4, betaSecondsPerByte: 8 / 10e9,
+      rSquared: 1, source: { kind: "measured" as const, resultsDir: "results/one-node", date: "2025-05-02" } };
+    const withProbe: Calibration = { ...calibration, links: [...calibration.links, inOneNode], overlap: [] };
+    const question = { runId: "q", model: "resnet50", batchSize: 64, nodes: 2, processesPerNode: 2, bandwidth: "1gbit", knobs: {}, hierarchical: true };
+    const prediction = predictTraining(question, { calibration: withProbe, intraNodeBandwidth: "2400gbit" }) as RunPrediction;
+    expect(prediction.sources.link).toBe("between nodes: measured in results/earlier on 2025-05-01 (2-node probe); inside a node: measured in results/one-node on 2025-05-02 (probe of 2 processes in one node)");
+    expect(prediction.allReduceSeconds).toBeCloseTo(predictHierarchicalStep(inOneNode, calibration.links[0]!, { computeSeconds: 64 / 105, gradientBytes: 1e8, nodes: 2, perNode: 2 }).allReduceSeconds, 12);
+    // Without the probe or a stated rate: missing, saying how to get it.
+    expect((predictTraining(question, { calibration }) as MissingInput).missing).toMatch(/^no figure for the link between 2 processes inside a node: probe it \(a campaign with nodes: \[1\], processesPerNode: 2/);
   });
 });
 

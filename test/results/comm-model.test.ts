@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { allReduceSeconds, fitAlphaBeta, predictTrainingStep, type ProbeSample } from "../../src/results/comm-model.ts";
+import { allReduceSeconds, fitAlphaBeta, overlappedStepSeconds, overlapShare, predictHierarchicalStep, predictTrainingStep, type ProbeSample } from "../../src/results/comm-model.ts";
 
 /** 1 Gbit/s is 1.25e8 bytes/s, so β = 8e-9 s per byte. */
 const ONE_GBIT_BETA = 8e-9;
@@ -69,5 +69,37 @@ describe("predictTrainingStep", () => {
     const prediction = predictTrainingStep(fit, { computeSeconds: 2, gradientBytes: 1e7, ranks: 4 });
     expect(prediction.fullOverlapEfficiency).toBe(1);
     expect(prediction.allReduceSeconds).toBeCloseTo(allReduceSeconds(fit, 1e7, 4), 15);
+  });
+});
+
+describe("predictHierarchicalStep", () => {
+  const network = { alphaSeconds: 1e-4, betaSecondsPerByte: 8 / 25e9 };
+  const nvlink = { alphaSeconds: 1e-5, betaSecondsPerByte: 8 / 2400e9 };
+  const input = { computeSeconds: 0.1, gradientBytes: 100e6, bucketCapMb: 100 };
+
+  it("adds the ring inside the node (G ranks) and the ring between nodes (N ranks, the node's whole gradient through its network)", () => {
+    const step = predictHierarchicalStep(nvlink, network, { ...input, nodes: 4, perNode: 8 });
+    // 100e6 bytes in 100 MiB buckets: one bucket, each level's latency once.
+    expect(step.allReduceSeconds).toBeCloseTo(allReduceSeconds(nvlink, 100e6, 8) + allReduceSeconds(network, 100e6, 4), 12);
+    // A free link inside the node leaves the flat ring over the nodes.
+    const free = predictHierarchicalStep({ alphaSeconds: 0, betaSecondsPerByte: 0 }, network, { ...input, nodes: 4, perNode: 8 });
+    expect(free.allReduceSeconds).toBeCloseTo(predictTrainingStep(network, { ...input, ranks: 4 }).allReduceSeconds, 12);
+  });
+
+  it("beats one ring over every GPU on the network when the node's own link is fast: 2(N−1) latencies instead of 2(NG−1)", () => {
+    const twoLevel = predictHierarchicalStep(nvlink, network, { ...input, nodes: 64, perNode: 8 });
+    const flat = predictTrainingStep(network, { ...input, ranks: 512 });
+    expect(twoLevel.allReduceSeconds).toBeLessThan(flat.allReduceSeconds);
+    expect(twoLevel.noOverlapEfficiency).toBeGreaterThan(flat.noOverlapEfficiency);
+  });
+});
+
+describe("the overlap share", () => {
+  it("is what the measured step saved against the no-overlap model, as a share of min(t_c, t_ar); applying it gives the step back", () => {
+    expect(overlapShare(0.3, 0.1, 0.38)).toBeCloseTo(0.2, 12);
+    expect(overlappedStepSeconds(0.3, 0.1, 0.2)).toBeCloseTo(0.38, 12);
+    // Clamped to the bounds: no faster than full overlap, no slower than none.
+    expect(overlappedStepSeconds(0.3, 0.1, 1.5)).toBeCloseTo(0.3, 12);
+    expect(overlappedStepSeconds(0.3, 0.1, -0.5)).toBeCloseTo(0.4, 12);
   });
 });

@@ -8,7 +8,7 @@ import type { CommandHost } from "../host.ts";
 
 export function registerCalibrate(program: Command, host: CommandHost): void {
   program.command("calibrate")
-    .description("merge what campaigns measured (each single-node baseline's compute, each probe's link fit) into a calibration that `ringlab plan` predicts runs from")
+    .description("merge what campaigns measured (each single-node baseline's compute, each probe's link fit, the overlap its shaped training runs showed per node count) into a calibration that `ringlab plan` predicts runs from")
     .argument("<results-dirs...>", "results folders of campaigns that ran (results/<campaign>); a later one's entries replace an earlier one's")
     .option("--out <file>", "the calibration file (default: <state-dir>/calibration.json, which plan and campaign read)", parseSafePath)
     .action(host.action((dirs: string[], options: { out?: string }, command: Command) => {
@@ -23,6 +23,12 @@ export function registerCalibrate(program: Command, host: CommandHost): void {
         process.stdout.write(`link ${entry.bandwidth}, ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}: α ${(entry.alphaSeconds * 1e3).toFixed(2)} ms, ` +
           `β as ${(8 / entry.betaSecondsPerByte / 1e9).toFixed(3)} Gbit/s, R² ${entry.rSquared.toFixed(4)} (${describeSource(entry.source)})\n`);
       }
-      ctx.reporter.info(`calibration ${file}: ${calibration.compute.length} compute entries, ${calibration.links.length} links`);
+      for (const entry of calibration.overlap) {
+        const { mean, halfWidth95, points } = entry.share;
+        process.stdout.write(`overlap ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${entry.cpusPerNode === null ? "" : ` at ${entry.cpusPerNode} cores`}: ` +
+          `φ ${mean.toFixed(2)} ± ${halfWidth95.toFixed(2)} over ${points} point${points === 1 ? "" : "s"}` +
+          `${mean < 0 ? " (slower than the no-overlap model: predicted as no overlap)" : mean > 1 ? " (faster than full overlap allows: predicted as full overlap)" : ""} (${describeSource(entry.source)})\n`);
+      }
+      ctx.reporter.info(`calibration ${file}: ${calibration.compute.length} compute entries, ${calibration.links.length} links, ${calibration.overlap.length} overlap shares`);
     }));
 }

@@ -116,13 +116,14 @@ export function formatPredictions(predictions: readonly (RunPrediction | Missing
   const made = predictions.filter(isPrediction);
   const missing = predictions.filter((prediction): prediction is MissingInput => !isPrediction(prediction));
   const pct = (value: number) => `${(value * 100).toFixed(1)}%`;
-  const table = made.length === 0 ? "" : formatTable(["run", "predicted img/s", "efficiency (95% interval)", "full overlap", "compute", "link"], made.map((prediction) => [
+  const table = made.length === 0 ? "" : formatTable(["run", "predicted img/s", "efficiency (95% interval)", "φ", "no overlap", "full overlap", "compute", "link", "overlap"], made.map((prediction) => [
     prediction.runId, prediction.imagesPerSecond.toFixed(1),
     `${pct(prediction.scalingEfficiency.value)} (${pct(prediction.scalingEfficiency.low)}-${pct(prediction.scalingEfficiency.high)})`,
-    pct(prediction.fullOverlapEfficiency), sourceNumber(prediction.sources.compute), sourceNumber(prediction.sources.link),
+    prediction.overlapShare.toFixed(2), pct(prediction.noOverlapEfficiency), pct(prediction.fullOverlapEfficiency),
+    sourceNumber(prediction.sources.compute), sourceNumber(prediction.sources.link), sourceNumber(prediction.sources.overlap),
   ]));
   return [
-    `predicted from ${from} (no overlap of the all-reduce with compute; full overlap is the most a run can reach):`,
+    `predicted from ${from} (φ: the share of the all-reduce hidden behind compute, as far as compute allows; no overlap and full overlap are the bounds):`,
     ...(table === "" ? [] : [table.trimEnd()]),
     ...sources.map((text, index) => `[${index + 1}] ${text}`),
     ...missing.map((entry) => `${entry.runId}: no prediction: ${entry.missing}`),

@@ -27,6 +27,8 @@ interface PredictOptions {
   readonly precision: string;
   readonly cpus?: number;
   readonly instanceType?: string;
+  readonly hierarchical: boolean;
+  readonly intraNodeBandwidth?: string;
   readonly calibration?: string;
   readonly format: string;
 }
@@ -43,6 +45,8 @@ export function registerPredict(program: Command, host: CommandHost): void {
     .addOption(new Option("--precision <precision>", "fp32, or amp (mixed precision, GPUs only)").choices(["fp32", "amp"]).default("fp32"))
     .option("--cpus <cores>", "the CPU quota per worker the calibration was measured at (local testbed; default: the calibration's, when it has one for this model and batch)", parseCpuQuota)
     .option("--instance-type <type>", "an AWS instance type of the catalogue: its GPU's published throughput and its network's baseline answer where the calibration does not (each said so)", parseInstanceType)
+    .option("--hierarchical", "a two-level all-reduce (inside each node, then between nodes: Horovod's hierarchical all-reduce, NCCL's rings) instead of one ring over every worker; needs --processes-per-node 2 or more", false)
+    .option("--intra-node-bandwidth <rate>", "with --hierarchical: the link between a node's GPUs (2400gbit for 300 GB/s of NVLink per direction), where no probe of one node measured it", parseBandwidth)
     .option("--calibration <file-or-results-dir>", "default: <state-dir>/calibration.json (see `ringlab calibrate`); optional with --instance-type", parseSafePath)
     .option("--format <format>", "text, or json for scripts", "text")
     .action(host.action((options: PredictOptions, command: Command) => {
@@ -54,6 +58,12 @@ export function registerPredict(program: Command, host: CommandHost): void {
           { hint: "make one with `ringlab calibrate <results dir>...`, pass --calibration, or ask about AWS with --instance-type (e.g. p4d.24xlarge)" });
       }
       if (options.instanceType !== undefined && options.cpus !== undefined) throw new UsageError("--cpus is the local testbed's CPU quota: it does not go with --instance-type");
+      if (options.hierarchical && (options.processesPerNode < 2 || options.reduction !== "ring")) {
+        throw new UsageError(`--hierarchical: a two-level ring needs several processes per node (--processes-per-node ${options.processesPerNode}) and --reduction ring (${options.reduction})`);
+      }
+      if (options.intraNodeBandwidth !== undefined && (!options.hierarchical || options.intraNodeBandwidth === "unlimited")) {
+        throw new UsageError("--intra-node-bandwidth: a rate (such as 2400gbit) for the link inside a node of a --hierarchical all-reduce");
+      }
       const calibration = hasCalibration ? loadCalibration(file, (message) => process.stderr.write(`warning: ${message}\n`)) : undefined;
       // A local calibration is per CPU quota (for any batch size of the model: another batch's compute is derived); an AWS question has none.
       const quotas = options.instanceType !== undefined || calibration === undefined ? []
@@ -67,11 +77,12 @@ export function registerPredict(program: Command, host: CommandHost): void {
       }
       const cpus = options.cpus ?? quotas[0] ?? undefined;
       const context = { ...(calibration === undefined ? {} : { calibration }), ...(cpus === undefined ? {} : { cpusPerNode: cpus }),
-        ...(options.instanceType === undefined ? {} : { instanceType: options.instanceType }) };
+        ...(options.instanceType === undefined ? {} : { instanceType: options.instanceType }),
+        ...(options.intraNodeBandwidth === undefined ? {} : { intraNodeBandwidth: options.intraNodeBandwidth }) };
       // One node uses no link, as a campaign's plan has it (its processes exchange inside the node).
       const curve = options.nodes.map((nodes) => ({ nodes, outcome: predictTraining({
         runId: `${nodes} node${nodes === 1 ? "" : "s"}`, model: options.model, batchSize: options.batch, nodes, processesPerNode: options.processesPerNode,
-        bandwidth: nodes === 1 ? null : options.bandwidth, knobs: { reduction: options.reduction, precision: options.precision },
+        bandwidth: nodes === 1 ? null : options.bandwidth, knobs: { reduction: options.reduction, precision: options.precision }, hierarchical: options.hierarchical,
       }, context) }));
       const from = calibration === undefined ? PUBLISHED_ONLY : resolve(file);
       const points = curve.flatMap(({ nodes, outcome }) => isPrediction(outcome) ? [{ nodes, prediction: outcome }] : []);
@@ -93,14 +104,15 @@ export function registerPredict(program: Command, host: CommandHost): void {
 function formatCurve(options: PredictOptions, points: readonly { nodes: number; prediction: RunPrediction }[], missing: readonly MissingInput[], file: string, overtakes: number | undefined): string {
   const pct = (value: number) => `${(value * 100).toFixed(1)}%`;
   const rows = points.map(({ nodes, prediction: point }) => [String(nodes), String(nodes * options.processesPerNode), point.computeSeconds.toFixed(4), point.allReduceSeconds.toFixed(4),
-    point.stepSeconds.toFixed(4), point.imagesPerSecond.toFixed(1), pct(point.scalingEfficiency.value), pct(point.fullOverlapEfficiency)]);
+    point.stepSeconds.toFixed(4), point.imagesPerSecond.toFixed(1), pct(point.scalingEfficiency.value), point.overlapShare.toFixed(2), pct(point.noOverlapEfficiency), pct(point.fullOverlapEfficiency)]);
   const last = points[points.length - 1]!.nodes;
   // One line per source, not per node count: "derived ... for 4 nodes", "... for 5 nodes" say the same.
-  const sources = [...new Set(points.flatMap(({ prediction }) => [prediction.sources.compute, prediction.sources.link.replace(/ for \d+ nodes( at |$)/, " for the other node counts$1")]))];
+  const sources = [...new Set(points.flatMap(({ prediction }) => [prediction.sources.compute, prediction.sources.link, prediction.sources.overlap]
+    .map((source) => source.replace(/ for \d+ nodes( at |$)/, " for the other node counts$1"))))].filter((source) => source !== "no link (one node)");
   return [
-    `${options.model} at batch ${options.batch} per worker, ${options.precision}, ${options.bandwidth}, ${options.reduction}, ${options.processesPerNode} process${options.processesPerNode === 1 ? "" : "es"} per node` +
-      `${options.instanceType === undefined ? "" : ` on ${options.instanceType}`}; from ${file} (no overlap; full overlap is the most it can reach):`,
-    formatTable(["nodes", "workers", "t_c (s)", "t_ar (s)", "step (s)", "img/s", "efficiency", "full overlap"], rows).trimEnd(),
+    `${options.model} at batch ${options.batch} per worker, ${options.precision}, ${options.bandwidth}, ${options.hierarchical ? "hierarchical ring" : options.reduction}, ${options.processesPerNode} process${options.processesPerNode === 1 ? "" : "es"} per node` +
+      `${options.instanceType === undefined ? "" : ` on ${options.instanceType}`}; from ${file} (φ: the share of the all-reduce hidden behind compute; no overlap and full overlap are the bounds):`,
+    formatTable(["nodes", "workers", "t_c (s)", "t_ar (s)", "step (s)", "img/s", "efficiency", "φ", "no overlap", "full overlap"], rows).trimEnd(),
     overtakes === undefined ? `communication stays below compute up to ${last} nodes` : `communication takes longer than compute from ${overtakes} nodes on (t_ar > t_c)`,
     ...sources.map((source) => `source: ${source}`),
     ...missing.map((entry) => `${entry.runId}: no prediction: ${entry.missing}`),

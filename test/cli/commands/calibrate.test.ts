@@ -24,7 +24,8 @@ function resultsOf(dir: string): string {
 }
 
 function cli(state: string, args: string[]) {
-  return spawnSync(process.execPath, [BIN, "--state-dir", state, ...args], { encoding: "utf8" });
+  // A curve over 1024 node counts names its sources at every point: more than spawnSync's 1 MiB.
+  return spawnSync(process.execPath, [BIN, "--state-dir", state, ...args], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
 }
 
 describe("ringlab calibrate, then plan", () => {
@@ -46,7 +47,7 @@ describe("ringlab calibrate, then plan", () => {
     expect(byRun.get("train-small-b32-n3-1gbit-r1")!.sources!.link).toMatch(/^derived: α and β of the 2-node probe at 1gbit/);
     expect(byRun.get("train-small-b32-n2-3gbit-r1")!.missing).toMatch(/^no probe of the link 3gbit/);
     const text = cli(state, ["plan", "campaigns/local-smoke.yaml"]);
-    expect(text.stdout).toMatch(/^predicted from .*calibration.json \(no overlap/m);
+    expect(text.stdout).toMatch(/^predicted from .*calibration.json \(φ: the share of the all-reduce hidden behind compute/m);
     expect(text.stdout).toMatch(/^train-small-b32-n2-3gbit-r1: no prediction: no probe of the link 3gbit/m);
     // A slower rate than the probe's is derived from it, said so.
     const slower = join(dir, "slower.yaml");
@@ -88,7 +89,7 @@ describe("ringlab calibrate, then plan", () => {
     expect(overtakes).toBe(first === -1 ? null : first + 1);
     console.info(`ringlab predict over 1..1024 nodes: ${Date.now() - started} ms, CLI start included`);
     const text = cli(state, ["predict", "--model", "small", "--batch", "32", "--bandwidth", "1gbit", "--nodes", "1,2,4"]);
-    expect(text.stdout).toMatch(/^nodes +workers +t_c \(s\) +t_ar \(s\) +step \(s\) +img\/s +efficiency +full overlap$/m);
+    expect(text.stdout).toMatch(/^nodes +workers +t_c \(s\) +t_ar \(s\) +step \(s\) +img\/s +efficiency +φ +no overlap +full overlap$/m);
     expect(text.stdout).toMatch(/^4 +4 +0\.3\d{3} /m);
     expect(text.stdout).toMatch(/^source: derived: α and β of the 2-node probe at 1gbit \(measured in .*\) for the other node counts$/m);
     // Bad input, each exit 2 naming it: an unknown model, node counts out of range, a link nobody probed.
@@ -117,6 +118,19 @@ describe("ringlab calibrate, then plan", () => {
     expect(eight.status, eight.stderr).toBe(0);
     expect(eight.stdout).toMatch(/^4 +32 /m);
     expect(eight.stdout).toMatch(/^1 node: no prediction: no probe of the link in one node/m);
+    // Hierarchical: the network between nodes from the catalogue, the link inside a node as stated; faster than the flat ring.
+    const flat = cli(state, ["predict", "--model", "resnet50", "--batch", "64", "--bandwidth", "25gbit", "--instance-type", "p4d.24xlarge", "--nodes", "2,64", "--processes-per-node", "8", "--format", "json"]);
+    const twoLevel = cli(state, ["predict", "--model", "resnet50", "--batch", "64", "--bandwidth", "25gbit", "--instance-type", "p4d.24xlarge", "--nodes", "2,64", "--processes-per-node", "8",
+      "--hierarchical", "--intra-node-bandwidth", "2400gbit", "--format", "json"]);
+    expect(twoLevel.status, twoLevel.stderr).toBe(0);
+    type Curve = { points: { allReduceSeconds: number; sources: { link: string } }[] };
+    const [flatCurve, twoLevelCurve] = [flat, twoLevel].map((result) => JSON.parse(result.stdout) as Curve);
+    expect(twoLevelCurve!.points[1]!.allReduceSeconds).toBeLessThan(flatCurve!.points[1]!.allReduceSeconds);
+    expect(twoLevelCurve!.points[1]!.sources.link).toMatch(/^between nodes: catalogue: p4d\.24xlarge sustains 400 Gbit\/s .*; inside a node: stated \(--intra-node-bandwidth 2400gbit\); assumed: α = 0$/);
+    const unstated = cli(state, ["predict", "--model", "resnet50", "--batch", "64", "--bandwidth", "25gbit", "--instance-type", "p4d.24xlarge", "--nodes", "2", "--processes-per-node", "8", "--hierarchical"]);
+    expect([unstated.status, unstated.stderr]).toEqual([2, expect.stringMatching(/no figure for the link between 8 processes inside a node: probe it .* or state its rate with --intra-node-bandwidth/)]);
+    const onePerNode = cli(state, ["predict", "--model", "resnet50", "--batch", "64", "--bandwidth", "25gbit", "--instance-type", "p4d.24xlarge", "--hierarchical"]);
+    expect([onePerNode.status, onePerNode.stderr]).toEqual([2, expect.stringMatching(/--hierarchical: a two-level ring needs several processes per node \(--processes-per-node 1\)/)]);
     const tooMany = cli(state, ["predict", "--model", "resnet50", "--batch", "64", "--bandwidth", "25gbit", "--instance-type", "p3.2xlarge", "--processes-per-node", "8"]);
     expect([tooMany.status, tooMany.stderr]).toEqual([2, expect.stringMatching(/--processes-per-node 8: p3\.2xlarge has 1 GPU, one process each/)]);
 
