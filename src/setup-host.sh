@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what ringlab's local target needs on a Debian or Ubuntu machine and starts the Docker engine.
 #   npm run setup        Docker engine, Ansible, debootstrap, OpenSSH client
-#   npm run setup:test   the same plus the test tools (pytest, Debian's PyTorch, ansible-lint, yamllint, shellcheck),
+#   npm run setup:test   the same plus the test tools (pytest, Debian's PyTorch, Open MPI and mpi4py, ansible-lint, yamllint, shellcheck),
 #                        .venv-torch-current/ (a current PyTorch for the worker's tests; see below) and
 #                        .node-versions/ (Node.js 22 and 24 from the npm registry, for the tests on those versions)
 # Safe to rerun. Needs root (re-runs itself with sudo when it is not).
@@ -9,7 +9,7 @@ set -euo pipefail
 
 runtime_packages=(docker.io ansible debootstrap openssh-client iproute2 python3 ca-certificates)
 test_packages=(ansible-lint yamllint shellcheck python3-pytest python3-torch python3-torchvision python3-jsonschema
-               python3-pil python3-venv)
+               python3-pil python3-venv openmpi-bin python3-mpi4py)
 
 packages=("${runtime_packages[@]}")
 if [[ "${1:-}" == "--test" ]]; then packages+=("${test_packages[@]}"); fi

@@ -3,7 +3,7 @@
  * order, which is what makes resuming safe.
  */
 import { createHash } from "node:crypto";
-import { TRAIN_KNOBS, type Reduction } from "../config/registry.ts";
+import { TRAIN_KNOBS, type ProbeLibrary, type Reduction } from "../config/registry.ts";
 import type { CampaignFile, CampaignSection, DatasetSection, Model, TrainKnobName } from "../config/schema.ts";
 import { TRAIN_KNOB_NAMES } from "../config/schema.ts";
 import { UsageError } from "../errors.ts";
@@ -115,7 +115,7 @@ interface Turn {
 
 interface RunMakers {
   readonly train: (slot: Slot, config: TrainConfig, turn: Turn) => PlannedRun;
-  readonly probe: (slot: Slot, reduction: Reduction, turn: Turn) => PlannedRun;
+  readonly probe: (slot: Slot, reduction: Reduction, library: ProbeLibrary, turn: Turn) => PlannedRun;
 }
 
 /** The train and probe runs of one campaign section: their ids, knobs and worker arguments. */
@@ -129,15 +129,18 @@ function runMakers(section: CampaignSection): RunMakers {
     const workerArgs = ["--model", model, "--batch-size", String(batchSize), ...knobArgs(knobs, section.dataset?.name), "--timeout-seconds", String(workerTimeout)];
     return withFingerprint({ id: `${configuration}-r${turn.repeat}`, configuration, ...turn, job: "train", ...slotFields(slot), model, batchSize, knobs, workerArgs });
   };
-  // The probe measures each reduction the training runs use (ring: the ids and arguments it always had).
-  const probe = (slot: Slot, reduction: Reduction, turn: Turn): PlannedRun => {
+  // The probe measures each reduction the training runs use (ring: the ids and arguments it always had), and each
+  // library of probe.library (torch: the ids and arguments it always had).
+  const probe = (slot: Slot, reduction: Reduction, library: ProbeLibrary, turn: Turn): PlannedRun => {
     const { minBytes, maxBytes, stepFactor, warmupIters, iters } = section.probe;
     const ring = reduction === "ring";
+    const mpi = library === "mpi";
     const workerArgs = ["--min-bytes", String(minBytes), "--max-bytes", String(maxBytes), "--step-factor", String(stepFactor),
       "--warmup-iters", String(warmupIters), "--iters", String(iters), ...(ring ? [] : ["--reduction", reduction]),
-      "--timeout-seconds", String(workerTimeout)];
-    const configuration = ["allreduce", ...slotParts(slot), ...(ring ? [] : [reduction])].join("-");
-    return withFingerprint({ id: `${configuration}-r${turn.repeat}`, configuration, ...turn, job: "allreduce", ...slotFields(slot), knobs: ring ? {} : { reduction }, workerArgs });
+      ...(mpi ? ["--library", "mpi"] : []), "--timeout-seconds", String(workerTimeout)];
+    const configuration = ["allreduce", ...slotParts(slot), ...(ring ? [] : [reduction]), ...(mpi ? ["mpi"] : [])].join("-");
+    const knobs = { ...(ring ? {} : { reduction }), ...(mpi ? { library } : {}) };
+    return withFingerprint({ id: `${configuration}-r${turn.repeat}`, configuration, ...turn, job: "allreduce", ...slotFields(slot), knobs, workerArgs });
   };
   return { train, probe };
 }
@@ -157,7 +160,10 @@ function orderRuns(section: CampaignSection, make: RunMakers): PlannedRun[] {
   const rounds = section.repeatUntil?.maxRepeats ?? section.repeats ?? 1;
   const unconditionalRounds = section.repeatUntil?.minRepeats ?? rounds;
   const trainConfigs = trainConfigsOf(section);
-  const probeReductions = unique(matrix.reduction ?? [section.train.reduction ?? "ring"]);
+  const reductions = unique(matrix.reduction ?? [section.train.reduction ?? "ring"]);
+  // Open MPI sums with its own algorithm: it has no reductions of ringlab's, only its all-reduce.
+  const probeKinds = unique<ProbeLibrary>(section.probe.library ?? ["torch"]).flatMap((library): { reduction: Reduction; library: ProbeLibrary }[] =>
+    library === "mpi" ? [{ reduction: "ring", library }] : reductions.map((reduction) => ({ reduction, library })));
   const allPlacements: (number | undefined)[] = matrix.processesPerNode === undefined ? [undefined] : unique(matrix.processesPerNode).sort((a, b) => a - b);
   const withinMaxWorkers = (nodes: number, processes: number | undefined) => section.maxWorkers === undefined || nodes * (processes ?? 1) <= section.maxWorkers;
   const placementsOn = (nodes: number) => allPlacements.filter((processes) => withinMaxWorkers(nodes, processes));
@@ -173,8 +179,8 @@ function orderRuns(section: CampaignSection, make: RunMakers): PlannedRun[] {
       const baselineTurn = { ...turn, repeat: group * rounds + round };
       // Probes repeat in the unconditional rounds only: each run's many iterations already give every size's rate.
       if (section.probe.enabled && !turn.conditional) {
-        if (group === 0) for (const slot of singleNodeSlots.filter((s) => (s.processesPerNode ?? 1) > 1)) for (const reduction of probeReductions) runs.push(make.probe(slot, reduction, turn));
-        for (const slot of slots) for (const reduction of probeReductions) runs.push(make.probe(slot, reduction, turn));
+        if (group === 0) for (const slot of singleNodeSlots.filter((s) => (s.processesPerNode ?? 1) > 1)) for (const { reduction, library } of probeKinds) runs.push(make.probe(slot, reduction, library, turn));
+        for (const slot of slots) for (const { reduction, library } of probeKinds) runs.push(make.probe(slot, reduction, library, turn));
       }
       for (const slot of singleNodeSlots) for (const config of trainConfigs) runs.push(make.train(slot, config, baselineTurn));
       for (const slot of slots) for (const config of trainConfigs) runs.push(make.train(slot, config, turn));

@@ -81,3 +81,10 @@ function trainKnob(name: TrainKnobName): TrainKnob {
 /** Every train knob's flag, type, default, range and relations, by campaign name. */
 export const TRAIN_KNOBS = Object.fromEntries(TRAIN_KNOB_NAMES.map((name) => [name, trainKnob(name)])) as
   { readonly [K in TrainKnobName]: TrainKnob<TrainKnobValue<K>> };
+
+/**
+ * What the all-reduce probe sums with (`allreduce --library`): torch, torch.distributed's own backend (Gloo on CPU,
+ * NCCL on GPUs), or mpi, Open MPI's MPI_Allreduce through mpi4py (docker/worker/ringlab_worker/mpi_library.py).
+ */
+export const PROBE_LIBRARIES = ["torch", "mpi"] as const;
+export type ProbeLibrary = (typeof PROBE_LIBRARIES)[number];

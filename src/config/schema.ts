@@ -18,7 +18,7 @@ import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, type LauncherName } from "../launcher
 import { SMALLEST_CPU_QUOTA } from "../limits.ts";
 import { describeIssues, type ConfigProblem } from "./problems.ts";
 import {
-  DDP_HOOK_REDUCTIONS, MODELS, TRAIN_KNOB_NAMES as KNOB_NAMES, TRAIN_KNOBS, type Model, type TrainKnob, type TrainKnobName, type TrainKnobValue,
+  DDP_HOOK_REDUCTIONS, MODELS, PROBE_LIBRARIES, TRAIN_KNOB_NAMES as KNOB_NAMES, TRAIN_KNOBS, type Model, type TrainKnob, type TrainKnobName, type TrainKnobValue,
 } from "./registry.ts";
 
 export { describeValue, type ConfigProblem } from "./problems.ts";
@@ -306,6 +306,11 @@ const campaignSection = z.strictObject({
     stepFactor: z.int().min(2).default(PROBE_DEFAULTS.stepFactor),
     warmupIters: z.int().min(0).default(PROBE_DEFAULTS.warmupIters),
     iters: z.int().min(1).default(PROBE_DEFAULTS.iters),
+    /**
+     * What sums: torch (torch.distributed's backend: Gloo on CPU, NCCL on GPUs) and/or mpi (Open MPI's MPI_Allreduce
+     * through mpi4py, in the same worker on the same link; needs launcher mpi). Each probe runs once per library.
+     */
+    library: axis(z.enum(PROBE_LIBRARIES)).optional(),
   }).default({ ...PROBE_DEFAULTS }),
   /** The dataset that train runs with `data: dataset` read. */
   dataset: dataset.optional(),
@@ -364,6 +369,7 @@ export const campaignFileSchema = z.strictObject({
   if (campaign.repeatUntil !== undefined && campaign.repeatUntil.maxRepeats < campaign.repeatUntil.minRepeats) {
     ctx.addIssue({ code: "custom", path: ["campaign", "repeatUntil", "maxRepeats"], message: `found ${campaign.repeatUntil.maxRepeats}, expected at least minRepeats (${campaign.repeatUntil.minRepeats})` });
   }
+  checkProbeLibraries(file.testbed.target, campaign, ctx);
   if (campaign.probe.maxBytes < campaign.probe.minBytes) {
     ctx.addIssue({ code: "custom", path: ["campaign", "probe", "maxBytes"], message: `found ${campaign.probe.maxBytes}, expected at least minBytes (${campaign.probe.minBytes})` });
   }
@@ -432,6 +438,18 @@ function checkNodeLoss(campaign: CampaignOutput, failNodes: readonly number[], m
   }
   const why = NODE_LOSS_ENDS_THE_JOB[campaign.launcher];
   if (why !== undefined) issue("failNode", `node loss runs with launcher ansible only (${why})`);
+}
+
+/** The probe through Open MPI: its ranks are the ones mpirun starts, one per node, in the CPU worker image. */
+function checkProbeLibraries(target: string, campaign: CampaignOutput, ctx: RefinementContext): void {
+  if (!(campaign.probe.library ?? []).includes("mpi")) return;
+  const issue = (message: string) => ctx.addIssue({ code: "custom", path: ["campaign", "probe", "library"], message });
+  if (campaign.launcher !== "mpi") issue(`library mpi sums through Open MPI in processes that mpirun starts: set campaign.launcher to mpi (found ${campaign.launcher})`);
+  if (target !== "local") issue("library mpi needs mpi4py in the worker image, which only the local testbed's CPU image has (the GPU image is NVIDIA's, untested with it)");
+  const placements = campaign.matrix.processesPerNode ?? [1];
+  if (placements.some((processes) => processes !== 1)) {
+    issue(`library mpi runs one process per node (mpirun's ranks are the nodes): set matrix.processesPerNode to 1 (found ${placements.join(", ")})`);
+  }
 }
 
 /** On GPU instances every process gets a GPU of its own, so a node runs at most as many as it has GPUs. */

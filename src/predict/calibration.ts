@@ -137,7 +137,8 @@ export function calibrationFromRecords(records: readonly RunRecord[], resultsDir
       gradientBytes: first.result.metrics.gradientBytes, source: { kind: "measured", resultsDir, date: dateOf(baseline.runIds) },
     }];
   });
-  const links: LinkEntry[] = data.probes.flatMap((probe) => {
+  // DDP sums through torch.distributed: a probe through Open MPI (probe.library mpi) is no link it predicts.
+  const links: LinkEntry[] = data.probes.filter((probe) => probe.library === "torch").flatMap((probe) => {
     if (probe.fit === null || !(probe.fit.betaSecondsPerByte > 0)) {
       const largest = probe.rows.at(-1)?.sizeBytes ?? 0;
       warn(`${resultsDir}: probe ${probe.bandwidth}, ${probe.nodes} nodes × ${probe.processesPerNode}, ${probe.reduction} gives no link: ` +

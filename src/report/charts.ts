@@ -5,6 +5,7 @@
 import { parse, View } from "vega";
 import { compile, type TopLevelSpec } from "vega-lite";
 import { errorHalfWidth, probeLinkLabel, type BandwidthSeries, type ReportData, type TrainingConfig } from "./data.ts";
+import { libraryName } from "./libraries.ts";
 import { CONTENT_WIDTH_PX } from "./text.ts";
 
 /** SVG markup of each chart; absent when the campaign has nothing to draw in it. */
@@ -152,10 +153,14 @@ export function efficiencyChartSpec(data: ReportData): TopLevelSpec | null {
 /** Room above the highest mean or link rate on the bus bandwidth chart. */
 export const BUS_BANDWIDTH_HEADROOM = 1.15;
 
-/** All-reduce bus bandwidth against message size, one line per link × node count, a rule at each link rate. */
+/**
+ * All-reduce bus bandwidth against message size, one line per link × node count (colour) and library (a dashed line
+ * for Open MPI, where the probe summed through both), a rule at each link rate.
+ */
 export function busBandwidthChartSpec(data: ReportData): TopLevelSpec | null {
   const rows = data.probes.flatMap((probe) => probe.rows.map((row) => ({
-    series: `${probeLinkLabel(probe)} · ${probe.nodes} nodes`, sizeBytes: row.sizeBytes, busbw: row.busBandwidthGbps.mean,
+    series: `${probeLinkLabel({ bandwidth: probe.bandwidth, reduction: probe.reduction, processesPerNode: probe.processesPerNode })} · ${probe.nodes} nodes`,
+    library: libraryName(probe), sizeBytes: row.sizeBytes, busbw: row.busBandwidthGbps.mean,
     lower: Math.max(0, row.busBandwidthGbps.mean - row.busBandwidthGbps.halfWidth95), upper: row.busBandwidthGbps.mean + row.busBandwidthGbps.halfWidth95,
   })));
   if (rows.length === 0) return null;
@@ -173,11 +178,14 @@ export function busBandwidthChartSpec(data: ReportData): TopLevelSpec | null {
   const series = [...new Set(rows.map((row) => row.series))];
   // In rows of four: one row of six or more link × node series runs off the page's width.
   const color = { field: "series", type: "nominal", title: "Link · nodes", scale: { domain: series, range: colors(series.length) }, legend: { columns: 4 } } as const;
+  const libraries = [...new Set(rows.map((row) => row.library))];
+  const dash = libraries.length < 2 ? {} : { strokeDash: { field: "library", type: "nominal", title: "Library", scale: { domain: libraries, range: [[1, 0], [6, 3]] },
+    legend: { orient: "bottom", symbolType: "stroke", symbolSize: 400, encode: { symbols: { update: { stroke: { value: "#333333" } } } } } } } as const;
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
     ...SINGLE,
     layer: [
-      { data: { values: rows }, mark: { type: "line", point: true }, encoding: { x, y, color } },
+      { data: { values: rows }, mark: { type: "line", point: true }, encoding: { x, y, color, ...dash } },
       { data: { values: rows }, mark: { type: "errorbar", ticks: true, clip: true }, encoding: { x, y: { ...y, field: "lower" }, y2: { field: "upper" }, color } },
       ...(links.length === 0 ? [] : [
         { data: { values: links }, mark: { type: "rule", strokeDash: DASHED, color: "#888888" }, encoding: { y: { field: "linkGbps", type: "quantitative" } } },

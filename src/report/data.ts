@@ -4,6 +4,7 @@
  * plain data out; charts and pages are drawn from it elsewhere.
  */
 import { launcherOf } from "../launchers/index.ts";
+import { PROBE_LIBRARIES, type ProbeLibrary } from "../config/registry.ts";
 import {
   efficiencyCeiling, isReduction, REDUCTIONS, meanWithInterval, reductionLowerBoundSeconds, type EfficiencyCeiling, type MeanWithInterval, type Reduction,
 } from "../results/cost-model.ts";
@@ -122,6 +123,10 @@ export interface ProbeSeries {
   /** The link's rate, "unlimited", or "in one node". */
   readonly bandwidth: string;
   readonly reduction: Reduction;
+  /** What summed: torch.distributed's backend (`backend`), or Open MPI (`libraryVersion`, its first line). */
+  readonly library: ProbeLibrary;
+  readonly backend: string;
+  readonly libraryVersion: string | null;
   readonly processesPerNode: number;
   readonly linkGbps: number | null;
   readonly nodes: number;
@@ -210,7 +215,8 @@ export function reportData(records: readonly RunRecord[]): ReportData {
   const trainRecords = ok.filter((record): record is TrainRecord => record.result?.job === "train");
   const probeRecords = ok.filter((record): record is ProbeRecord => record.result?.job === "allreduce");
   const probes = probeSeries(probeRecords);
-  const fits = new Map(probes.map((probe) => [fitKey(probe.bandwidth, probe.nodes, probe.processesPerNode, probe.reduction), probe.fit]));
+  // Training runs sum through torch.distributed: only its probes' fits predict them.
+  const fits = new Map(probes.filter((probe) => probe.library === "torch").map((probe) => [fitKey(probe.bandwidth, probe.nodes, probe.processesPerNode, probe.reduction), probe.fit]));
   return {
     runCounts: { total: runs.length, ok: ok.length, failed: failures.length, doneAgain: runs.filter(({ attempts }) => attempts > 1).length },
     // A run that lost a node ran at two node counts: it is no point of a scaling curve (the real-data table has it).
@@ -327,10 +333,11 @@ export function processesOf(record: RunRecord): number {
   return record.result?.world.procsPerNode ?? record.params.processesPerNode ?? 1;
 }
 
-/** "1gbit", "1gbit · 2 per node", "1gbit, parameter-server": the probe's link, placement and reduction. */
-export function probeLinkLabel(probe: Pick<ProbeSeries, "bandwidth" | "reduction" | "processesPerNode">): string {
+/** "1gbit", "1gbit · 2 per node", "1gbit, parameter-server", "1gbit, Open MPI": the probe's link, placement, reduction and library. */
+export function probeLinkLabel(probe: Pick<ProbeSeries, "bandwidth" | "reduction" | "processesPerNode"> & Partial<Pick<ProbeSeries, "library">>): string {
   const name = seriesName(probe.bandwidth, probe.processesPerNode);
-  return probe.reduction === "ring" ? name : `${name}, ${probe.reduction}`;
+  const withReduction = probe.reduction === "ring" ? name : `${name}, ${probe.reduction}`;
+  return probe.library === "mpi" ? `${withReduction}, Open MPI` : withReduction;
 }
 
 /** The reduction a run used: its knob, or ring for runs that did not set one (and records older than the knob). */
@@ -460,7 +467,7 @@ function calibrationInterval(repeats: readonly RunRecord[]): Interval | null {
 }
 
 function probeSeries(records: readonly ProbeRecord[]): ProbeSeries[] {
-  const groups = groupBy(records, (record) => JSON.stringify([record.params.bandwidth, record.params.nodes, processesOf(record), reductionOf(record)]));
+  const groups = groupBy(records, (record) => JSON.stringify([record.params.bandwidth, record.params.nodes, processesOf(record), reductionOf(record), libraryOf(record)]));
   return [...groups.values()].map((repeats) => {
     const { params, result } = repeats[0]!;
     const rowsBySize = groupBy(repeats.flatMap((record) => record.result.metrics.rows), (row) => String(row.sizeBytes));
@@ -473,12 +480,20 @@ function probeSeries(records: readonly ProbeRecord[]): ProbeSeries[] {
     })).sort((a, b) => a.sizeBytes - b.sizeBytes);
     const largest = rows[rows.length - 1];
     return {
-      bandwidth: linkOf(repeats[0]!), reduction: reductionOf(repeats[0]!), processesPerNode: processesOf(repeats[0]!), linkGbps: params.linkGbps, nodes: params.nodes, workers: result.world.size,
+      bandwidth: linkOf(repeats[0]!), reduction: reductionOf(repeats[0]!), library: libraryOf(repeats[0]!), backend: result.world.backend,
+      libraryVersion: typeof result.metrics["libraryVersion"] === "string" ? result.metrics["libraryVersion"] : null,
+      processesPerNode: processesOf(repeats[0]!), linkGbps: params.linkGbps, nodes: params.nodes, workers: result.world.size,
       runIds: repeats.map((record) => record.runId), rows,
       largestSizeLinkFraction: largest === undefined || params.linkGbps === null ? null : largest.busBandwidthGbps.mean / params.linkGbps,
       fit: fitAlphaBeta(rows, result.world.size),
     };
-  }).sort((a, b) => byLinkRate(a, b) || a.nodes - b.nodes || a.processesPerNode - b.processesPerNode || REDUCTIONS.indexOf(a.reduction) - REDUCTIONS.indexOf(b.reduction));
+  }).sort((a, b) => byLinkRate(a, b) || a.nodes - b.nodes || a.processesPerNode - b.processesPerNode || REDUCTIONS.indexOf(a.reduction) - REDUCTIONS.indexOf(b.reduction)
+    || PROBE_LIBRARIES.indexOf(a.library) - PROBE_LIBRARIES.indexOf(b.library));
+}
+
+/** What the probe summed with, as its result says (older results: torch). */
+function libraryOf(record: ProbeRecord): ProbeLibrary {
+  return record.result.metrics["library"] === "mpi" ? "mpi" : "torch";
 }
 
 /** Slowest link first; "unlimited" last. */

@@ -10,6 +10,7 @@ import {
   FASTER_LINK_DROP, flagKindName, flagKindsOf, flagTally, OUTLIER_FENCE_IQRS, OUTLIER_MIN_REPEATS, PROBE_LINK_MARGIN, WIDE_INTERVAL_SHARE, type Flag,
 } from "./flags.ts";
 import { escapeHtml, htmlTable, markdownText, PAGE_STYLE, percent, readableSpan, readableTime } from "./text.ts";
+import { libraryComparisons } from "./libraries.ts";
 import { scoreSummary, type PredictionScore } from "./predictions.ts";
 
 export { markdownText };
@@ -139,7 +140,7 @@ function markdownProbes(probes: readonly ProbeSeries[]): string[] {
     const largest = probe.rows[probe.rows.length - 1];
     lines.push(`| ${markdownText(probeLinkLabel(probe))} | ${probe.nodes} | ${largest === undefined ? NOT_AVAILABLE : formatBytes(largest.sizeBytes)} | ${largest === undefined ? NOT_AVAILABLE : interval(largest.busBandwidthGbps, 3)} | ${optional(probe.largestSizeLinkFraction, percent)} |`);
   }
-  return lines;
+  return [...lines, ...libraryComparisons(probes).flatMap((sentence) => ["", markdownText(sentence)])];
 }
 
 function markdownModel(data: ReportData): string[] {
@@ -307,6 +308,7 @@ function modelSection(data: ReportData, svgs: ChartSvgs): string {
 <h2>Communication model fitted from the probe</h2>
 <p>Least squares of t(S) = 2(N-1)·α + 2(N-1)/N · S·β over the probe's message sizes, per link and node count. The prediction of a training step uses the single-node compute time t<sub>c</sub>, the gradient bytes and DDP's buckets (bucketCapMb, default 25 MiB), each bucket paying its own 2(N-1)·α: t<sub>c</sub> + Σ t<sub>ar</sub> without overlap, max(t<sub>c</sub>, Σ t<sub>ar</sub>) with full overlap. Error: measured minus predicted scaling efficiency, in points.</p>
 ${table(["Link", "Nodes", "α per ring step (µs)", "Effective rate 8/β (Gbit/s)", "Share of the link", "R²", "Sizes"], fitRows)}
+${libraryComparisons(data.probes).map((sentence) => `<p>${escapeHtml(sentence)}</p>`).join("\n")}
 ${figure(svgs.model, CAPTIONS.model)}
 ${predictionRows.length === 0 ? "<p>No training point has a probe at its link and node count, so none is predicted.</p>"
     : table(["Configuration", "Link", "Nodes", "Buckets", "Σ t<sub>ar</sub> fitted (s)", "Measured efficiency", "Predicted, no overlap (error)", "Predicted, full overlap (error)"], predictionRows)}
@@ -406,7 +408,7 @@ export const SHARED_MACHINE_NOTE = "The local testbed's nodes are containers sha
 const CAPTIONS = {
   throughput: { title: "Training throughput against node count", detail: "Mean ± 95% CI over repeats (one repeat: its spread over iterations); dashed: ideal, n × one node." },
   efficiency: { title: "Scaling efficiency against node count", detail: "Throughput / (n × one node); dashed: the best the lower bound of the run's reduction (ring all-reduce unless the campaign chose another) allows without overlap." },
-  busBandwidth: { title: "All-reduce bus bandwidth against message size", detail: "busbw = algbw · 2(N-1)/N, mean ± 95% CI over repeats (a bar cut at the top reaches beyond the chart); dashed grey: link rates." },
+  busBandwidth: { title: "All-reduce bus bandwidth against message size", detail: "busbw = algbw · 2(N-1)/N, mean ± 95% CI over repeats (a bar cut at the top reaches beyond the chart); dashed grey: link rates; a dashed colour line, where the probe also summed through Open MPI, is Open MPI's." },
   model: {
     title: "Fitted model against measurement",
     detail: "Each training point's measured scaling efficiency (across) against what the probe's α-β fit predicts (up): " +

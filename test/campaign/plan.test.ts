@@ -86,6 +86,20 @@ describe("expanding the matrix", () => {
     expect(fixed.runs.map((run) => run.id)).toEqual(["allreduce-n2-1gbit-sharded-parameter-server-r1", "train-tiny-b8-n2-1gbit-r1"]);
   });
 
+  it("probes each library of probe.library, Open MPI with the ring only, torch under the ids it always had", () => {
+    const plan = planCampaign(file(`
+  matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit, reduction: [ring, parameter-server]}
+  probe: {library: [torch, mpi]}
+  launcher: mpi
+`), "l");
+    const probes = plan.runs.filter((run) => run.job === "allreduce");
+    expect(probes.map((run) => [run.id, run.knobs])).toEqual([
+      ["allreduce-n2-1gbit-r1", {}], ["allreduce-n2-1gbit-parameter-server-r1", { reduction: "parameter-server" }], ["allreduce-n2-1gbit-mpi-r1", { library: "mpi" }],
+    ]);
+    expect(probes[2]!.workerArgs.join(" ")).toContain("--iters 5 --library mpi --timeout-seconds");
+    expect(probes[0]!.workerArgs).not.toContain("--library");
+  });
+
   it("places N nodes × P processes, probing one node's processes once and keeping ids of one process as they were", () => {
     const plan = planCampaign(file(`
   matrix: {nodes: [1, 2], processesPerNode: [2, 1], model: tiny, batchSize: 8, bandwidth: 1gbit}

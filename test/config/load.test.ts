@@ -139,6 +139,20 @@ ${extra}`;
     ]);
   });
 
+  it("sums the probe through Open MPI only where mpirun starts one rank per node in the CPU image, saying what to change", () => {
+    const local = (extra: string, matrix = "") => `testbed: {target: local, name: s, nodes: 2}
+campaign:
+  matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit${matrix}}
+  probe: {library: [torch, mpi]}
+${extra}`;
+    expect(parseCampaign(local("  launcher: mpi\n"), "c.yaml", join(tempDir(), "c.yaml")).campaign?.probe.library).toEqual(["torch", "mpi"]);
+    expect(problemsOf(local(""))).toEqual(["campaign.probe.library: library mpi sums through Open MPI in processes that mpirun starts: set campaign.launcher to mpi (found ansible)"]);
+    expect(problemsOf(local("  launcher: mpi\n", ", processesPerNode: [1, 2]"))).toEqual([
+      "campaign.probe.library: library mpi runs one process per node (mpirun's ranks are the nodes): set matrix.processesPerNode to 1 (found 1, 2)"]);
+    expect(problemsOf(local("  launcher: mpi\n").replace("library: [torch, mpi]", "library: [gloo]"))).toEqual([
+      'campaign.probe.library.0: found "gloo", expected "torch" or "mpi"']);
+  });
+
   it("rejects an unknown target", () => {
     expect(problemsOf("testbed: {target: gcp, name: smoke, nodes: 3}\n"))
       .toEqual(['testbed.target: found "gcp", expected "local" or "aws"']);

@@ -29,6 +29,11 @@ describe("a calibration from a campaign's results", () => {
     expect(calibration.links[0]!.betaSecondsPerByte).toBeGreaterThan(0);
   });
 
+  it("takes no link from a probe through Open MPI: DDP sums through torch.distributed", () => {
+    const withMpi = calibrationFromRecords([...scalingCampaign(), probeRecord({ nodes: 2, bandwidth: "1gbit", library: "mpi", busbw: [[4096, 0.5], [67_108_864, 0.99]] })], "results/earlier");
+    expect(withMpi.links).toEqual(calibration.links);
+  });
+
   it("merges calibrations, a later entry replacing an earlier one of the same key", () => {
     const later = calibrationFromRecords([trainRecord({ nodes: 1, imagesPerSecond: 128 })], "results/later");
     const merged = mergeCalibrations([calibration, later]);

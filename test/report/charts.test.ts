@@ -61,6 +61,16 @@ describe("chart specs", () => {
     expect(bars!.mark).toMatchObject({ type: "errorbar", clip: true });
   });
 
+  it("bus bandwidth: one colour per link and node count, a dashed line for Open MPI where both libraries summed it", () => {
+    type Layer = { data: { values: Row[] }; encoding: { strokeDash?: { field: string; scale: { domain: string[] } } } };
+    const gloo = probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[1048576, 0.9], [4194304, 0.95]] });
+    const both = busBandwidthChartSpec(reportData([gloo, probeRecord({ nodes: 2, bandwidth: "1gbit", library: "mpi", busbw: [[1048576, 0.3], [4194304, 0.28]] })])) as unknown as { layer: Layer[] };
+    expect(new Set(both.layer[0]!.data.values.map((row) => row["series"]))).toEqual(new Set(["1gbit · 2 nodes"]));
+    expect(both.layer[0]!.encoding.strokeDash).toMatchObject({ field: "library", scale: { domain: ["torch.distributed (gloo)", "Open MPI"] } });
+    const alone = busBandwidthChartSpec(reportData([gloo])) as unknown as { layer: Layer[] };
+    expect(alone.layer[0]!.encoding.strokeDash).toBeUndefined();
+  });
+
   it("has nothing to draw without successful runs", async () => {
     const empty = reportData([]);
     expect(throughputChartSpec(empty)).toBeNull();

@@ -3,6 +3,8 @@ import { describe, expect, it } from "vitest";
 import { probeLinkLabel, reportData, reportMeta, type ScalingPoint, type TrainingConfig } from "../../src/report/data.ts";
 import { probeRecord, scalingCampaign, trainRecord } from "./fixtures/records.ts";
 import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
+import { libraryComparisons } from "../../src/report/libraries.ts";
+import { predictTrainingStep } from "../../src/results/comm-model.ts";
 
 /** Student's t quantiles for 1 and 2 degrees of freedom, the repeats in the fixture. */
 const T1 = 12.706;
@@ -242,6 +244,38 @@ describe("reportData: reductions", () => {
   it("takes runs without the knob (older records) for ring", () => {
     const old = reportData([trainRecord({ nodes: 1, imagesPerSecond: 100 }), trainRecord({ nodes: 2, imagesPerSecond: 150 })]);
     expect(old.training[0]!.series[0]!.points[0]!.reduction).toBe("ring");
+  });
+});
+
+describe("reportData: the communication library", () => {
+  // The same 2-node link summed by torch.distributed (Gloo) and by Open MPI; the training runs use Gloo.
+  const records = [
+    trainRecord({ nodes: 1, imagesPerSecond: 100 }),
+    trainRecord({ nodes: 2, imagesPerSecond: 150 }),
+    probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[2 ** 20, 0.6], [2 ** 26, 0.95]] }),
+    probeRecord({ nodes: 2, bandwidth: "1gbit", library: "mpi", busbw: [[2 ** 20, 0.8], [2 ** 26, 0.9]] }),
+  ];
+  const data = reportData(records);
+
+  it("keeps one probe series per library, labelled apart, and predicts training from torch.distributed's only", () => {
+    expect(data.probes.map((probe) => [probe.library, probe.backend, probeLinkLabel(probe)])).toEqual([["torch", "gloo", "1gbit"], ["mpi", "gloo", "1gbit, Open MPI"]]);
+    expect(data.probes[1]!.libraryVersion).toBe("Open MPI v4.1.4, package: Debian OpenMPI");
+    const gloo = data.probes[0]!.fit!;
+    expect(point(config(data.training, "resnet50 · batch 64"), "1gbit", 2).prediction!.allReduceSeconds)
+      .toBeCloseTo(predictTrainingStep(gloo, { computeSeconds: COMPUTE_SECONDS, gradientBytes: 1e8, ranks: 2 }).allReduceSeconds, 12);
+  });
+
+  it("says which library gets closer to the link, by how much, and which starts a step sooner", () => {
+    const [sentence] = libraryComparisons(data.probes);
+    expect(sentence).toMatch(/^1gbit, 2 nodes: torch\.distributed \(gloo\) moves its bytes at 8\/β = [\d.]+ Gbit\/s \([\d.]+ % of the link\) and pays α = \d+ µs per ring step; Open MPI moves/);
+    expect(sentence).toMatch(/torch\.distributed \(gloo\) gets closer to the link, by [\d.]+ % in large messages; Open MPI starts a step sooner, which small messages feel\.$/);
+    expect(renderMarkdown(data, reportMeta(records, new Date("2025-05-02T00:00:00Z")), [])).toContain(sentence);
+    // Without both libraries on a link there is nothing to compare.
+    expect(libraryComparisons(reportData(records.slice(0, 3)).probes)).toEqual([]);
+  });
+
+  it("takes a probe result without the field (older records) for torch.distributed", () => {
+    expect(reportData([probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[4096, 0.1], [2 ** 20, 0.9]] })]).probes[0]!.library).toBe("torch");
   });
 });
 

@@ -16,6 +16,10 @@ from conftest import base_env, run_worker
     (["benchmark"], "invalid choice: 'benchmark'"),
     (["train", "--reduction", "tree"], "invalid choice: 'tree'"),
     (["train", "--engine", "horovod", "--reduction", "parameter-server"], "is a DDP communication hook; use --engine ddp"),
+    (["allreduce", "--library", "mpi"], "--library mpi: this process was not started by mpirun (OMPI_COMM_WORLD_SIZE is unset)"),
+    (["allreduce", "--library", "mpi", "--reduction", "parameter-server"], "--library mpi sums with MPI_Allreduce"),
+    (["allreduce", "--library", "mpi", "--device", "cuda"], "--library mpi sums host memory"),
+    (["allreduce", "--library", "nccl"], "invalid choice: 'nccl'"),
 ])
 def test_bad_arguments_exit_2_with_a_clear_message_before_importing_torch(args, message):
     code, output, seconds = run_worker(args)

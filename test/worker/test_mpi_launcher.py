@@ -52,6 +52,15 @@ def test_the_workers_place_comes_from_open_mpis_environment_and_the_head_from_th
         {"RINGLAB_NUM_NODES": "3", "RINGLAB_NODE_RANK": "2", "RINGLAB_HEAD_ADDR": "10.0.0.10"}
 
 
+def test_the_container_gets_open_mpis_and_pmixs_settings_and_nothing_else_of_the_ranks_environment():
+    env = {"OMPI_COMM_WORLD_RANK": "1", "PMIX_SERVER_URI4": "1.0;tcp4://127.0.0.1:5000", "OPAL_PREFIX": "/usr",
+           "PMIX_MCA_gds": "ds21", "HOME": "/root", "SSH_AUTH_SOCK": "/tmp/agent", "RINGLAB_NODE_RANK": "9"}
+    assert ringlab_mpi.mpi_environment(env) == {
+        "OMPI_COMM_WORLD_RANK": "1", "PMIX_SERVER_URI4": "1.0;tcp4://127.0.0.1:5000", "OPAL_PREFIX": "/usr",
+        # PMIx's shared-memory store is in the daemon's session folder, which the container does not see.
+        "PMIX_MCA_gds": "hash"}
+
+
 @pytest.mark.parametrize("env, problem", [
     ({}, "runs as a process that mpirun starts; OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_LOCAL_RANK unset"),
     ({"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0"}, "is not a place in the job"),

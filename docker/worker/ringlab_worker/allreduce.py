@@ -13,6 +13,7 @@ from typing import List
 import torch
 import torch.distributed as dist
 
+from .mpi_library import mpi_sum
 from .reduction import sum_over_ranks
 
 FLOAT32_BYTES = 4
@@ -57,9 +58,14 @@ def run_allreduce(args, world) -> dict:
     tile = (torch.arange(PATTERN_TILE_ELEMENTS, dtype=torch.int32, device=device) % PATTERN_PERIOD).float()
     stats = torch.zeros(3, dtype=torch.float64, device=device)  # slowest time, wrong elements, CPU seconds
 
+    library = getattr(args, "library", "torch")
+    if library == "mpi":
+        sum_, library_version, finish = mpi_sum(world)
+    else:
+        sum_, library_version, finish = (lambda view: sum_over_ranks(view, args.reduction)), None, (lambda: None)
     say = print if world.is_reporter else (lambda *a, **k: None)
-    say(f"# ringlab-worker allreduce: {world.size} ranks on {world.nodes} node(s), {world.backend} on "
-        f"{device.type}, {args.reduction}, warmup {args.warmup_iters}, iters {args.iters}")
+    say(f"# ringlab-worker allreduce: {world.size} ranks on {world.nodes} node(s), "
+        f"{library_version or world.backend} on {device.type}, {args.reduction}, warmup {args.warmup_iters}, iters {args.iters}")
     say("# time in us; algbw and busbw in Gbit/s (bits; nccl-tests prints GB/s); "
         "#wrong = wrong elements summed over ranks")
     say(f"# {'size':>10} {'count':>12} {'type':>6} {'redop':>6} {'time':>12} {'algbw':>9} {'busbw':>9} {'#wrong':>7}",
@@ -69,18 +75,18 @@ def run_allreduce(args, world) -> dict:
     for size in sizes:
         view = buffer[:size // FLOAT32_BYTES]
         for _ in range(args.warmup_iters):
-            sum_over_ranks(view, args.reduction)
+            sum_(view)
         dist.barrier()
         world.synchronize()
         started, cpu_started = time.perf_counter(), time.process_time()
         for _ in range(args.iters):
-            sum_over_ranks(view, args.reduction)
+            sum_(view)
         world.synchronize()
         seconds = (time.perf_counter() - started) / args.iters
         cpu_seconds = (time.process_time() - cpu_started) / args.iters
 
         _fill_check_pattern(view, tile, world.rank + 1)
-        sum_over_ranks(view, args.reduction)
+        sum_(view)
         stats[0] = seconds
         dist.all_reduce(stats[:1], op=dist.ReduceOp.MAX)  # the collective ends when the slowest rank does
         stats[1] = _count_wrong(view, tile, world.size)
@@ -97,7 +103,10 @@ def run_allreduce(args, world) -> dict:
         say(f"  {size:>10} {row['count']:>12} {'float':>6} {'sum':>6} {seconds * 1e6:>12.1f} "
             f"{algbw:>9.3f} {row['busbwGbps']:>9.3f} {wrong:>7}", flush=True)
 
+    finish()
     peak = max(row["busbwGbps"] for row in rows)
     total_wrong = sum(row["wrong"] for row in rows)
     say(f"# peak busbw: {peak:.3f} Gbit/s; wrong elements: {total_wrong}", flush=True)
-    return {"rows": rows, "peakBusbwGbps": peak}
+    # Which library summed: torch.distributed's backend (world.backend in the record) or Open MPI, with its version.
+    return {"rows": rows, "peakBusbwGbps": peak, "library": library,
+            **({"libraryVersion": library_version} if library_version else {})}

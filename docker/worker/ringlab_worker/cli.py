@@ -12,6 +12,7 @@ import sys
 from . import launcher
 from .data import import_pil, parse_data_source, run_dataset
 from .errors import EXIT_BAD_ARGUMENTS, BadArguments, WorkerError
+from .mpi_library import LIBRARIES, check_started_by_mpirun
 from .registry import MODELS, TORCHVISION_MODELS, TRAIN_KNOBS, knob_choices
 from .result import LAUNCHED_AT_ENV, utc_now
 
@@ -198,6 +199,9 @@ def _add_allreduce(jobs, common) -> None:
     probe.add_argument("--warmup-iters", type=non_negative_int, default=5)
     probe.add_argument("--iters", type=positive_int, default=20)
     probe.add_argument("--nccl-algo-ring", action="store_true", help="set NCCL_ALGO=Ring (NCCL only)")
+    probe.add_argument("--library", choices=LIBRARIES, default="torch",
+                       help="what sums: torch (torch.distributed: Gloo on CPU, NCCL on GPUs) or mpi (Open MPI's "
+                            "MPI_Allreduce through mpi4py; the process must be started by mpirun, one per node, on CPU)")
 
 
 def check_arguments(args) -> None:
@@ -207,6 +211,13 @@ def check_arguments(args) -> None:
             raise BadArguments(f"need 4 <= --min-bytes <= --max-bytes, got {args.min_bytes} and {args.max_bytes}")
         if args.step_factor < 2:
             raise BadArguments("--step-factor must be 2 or more")
+        if args.library == "mpi" and args.reduction != "ring":
+            raise BadArguments(f"--library mpi sums with MPI_Allreduce (Open MPI picks its algorithm): --reduction {args.reduction} "
+                               "is one of ringlab's own over torch.distributed; use --library torch with it")
+        if args.library == "mpi":
+            if args.device == "cuda":
+                raise BadArguments("--library mpi sums host memory: run it with --device cpu (mpi4py here is not CUDA-aware)")
+            check_started_by_mpirun()
     if args.job == "train" and args.engine == "horovod" and args.reduction != "ring":
         raise BadArguments(f"--reduction {args.reduction} is a DDP communication hook; use --engine ddp with it "
                            "(Horovod always uses its own all-reduce)")

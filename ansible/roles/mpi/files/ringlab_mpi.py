@@ -76,10 +76,22 @@ def placement(env, head_addr):
     return {"RINGLAB_NUM_NODES": size, "RINGLAB_NODE_RANK": rank, "RINGLAB_HEAD_ADDR": head_addr}
 
 
+def mpi_environment(env):
+    """Open MPI's and PMIx's settings for this rank, for the container: a worker that sums through Open MPI
+    (`allreduce --library mpi`) calls MPI_Init there and reaches this node's Open MPI daemon at the address they
+    name (PMIx on the node's loopback, which the container shares). PMIx's shared-memory store lives in the daemon's
+    session folder, outside the container: its `hash` store asks the daemon instead. Harmless to a worker that does not
+    use MPI (torch ignores them)."""
+    passed = {name: value for name, value in env.items() if name.startswith(("OMPI_", "PMIX_", "OPAL_"))}
+    passed["PMIX_MCA_gds"] = "hash"
+    return passed
+
+
 def worker(args):
     config = lib.load_config(CONFIG_FILE)
     environment = lib.container_environment(config, placement(os.environ, args.head_addr), args.run_id,
                                             args.procs_per_node, args.cpus)
+    environment.update(mpi_environment(os.environ))
     return lib.run_worker_container(config, args.run_id, args.job, args.job_args, args.cpus, environment)
 
 
