@@ -3,7 +3,7 @@
  * order, which is what makes resuming safe.
  */
 import { createHash } from "node:crypto";
-import { TRAIN_KNOBS, type ProbeLibrary, type Reduction } from "../config/registry.ts";
+import { probedAs, TRAIN_KNOBS, type ProbeLibrary, type Reduction } from "../config/registry.ts";
 import type { CampaignFile, CampaignSection, DatasetSection, Model, TrainKnobName } from "../config/schema.ts";
 import { TRAIN_KNOB_NAMES } from "../config/schema.ts";
 import { UsageError } from "../errors.ts";
@@ -160,7 +160,8 @@ function orderRuns(section: CampaignSection, make: RunMakers): PlannedRun[] {
   const rounds = section.repeatUntil?.maxRepeats ?? section.repeats ?? 1;
   const unconditionalRounds = section.repeatUntil?.minRepeats ?? rounds;
   const trainConfigs = trainConfigsOf(section);
-  const reductions = unique(matrix.reduction ?? [section.train.reduction ?? "ring"]);
+  // PowerSGD and local SGD train over the ring's link: the ring's probe measures it.
+  const reductions = unique((matrix.reduction ?? [section.train.reduction ?? "ring"]).map(probedAs));
   // Open MPI sums with its own algorithm: it has no reductions of ringlab's, only its all-reduce.
   const probeKinds = unique<ProbeLibrary>(section.probe.library ?? ["torch"]).flatMap((library): { reduction: Reduction; library: ProbeLibrary }[] =>
     library === "mpi" ? [{ reduction: "ring", library }] : reductions.map((reduction) => ({ reduction, library })));

@@ -61,6 +61,12 @@ export const PARAMETER_COUNT: Readonly<Record<Model, number>> = mapValues(regist
 export const REDUCTIONS = keysOf(registry.reductions);
 /** Reductions that run as a DDP communication hook (Horovod has only its own all-reduce). */
 export const DDP_HOOK_REDUCTIONS: readonly Reduction[] = REDUCTIONS.filter((reduction) => registry.reductions[reduction].ddpHook);
+/** The reduction whose probe measures a reduction's link: itself, or ring for strategies that are ring all-reduces of fewer bytes (PowerSGD, local SGD). */
+export function probedAs(reduction: Reduction): Reduction {
+  return registry.reductions[reduction].probedAs as Reduction;
+}
+/** The strategies the probe cannot time (not a sum of one buffer): they train only. */
+export const TRAINING_ONLY_REDUCTIONS: readonly Reduction[] = REDUCTIONS.filter((reduction) => probedAs(reduction) !== reduction);
 
 /** Train knobs by campaign name, in the registry's order (which is the campaign schema's and the worker's flags'). */
 export const TRAIN_KNOB_NAMES = keysOf(registry.trainKnobs);

@@ -356,11 +356,13 @@ export const campaignFileSchema = z.strictObject({
     ctx.addIssue({ code: "custom", path: ["campaign"], message: "engine horovod needs Horovod, which the local testbed's CPU worker image does not have (use ddp)" });
   }
   const reductions = [...(campaign.matrix.reduction ?? []), campaign.train.reduction];
-  if (engines.includes("horovod") && reductions.some((reduction) => reduction !== undefined && DDP_HOOK_REDUCTIONS.includes(reduction))) {
-    const hooks = [...DDP_HOOK_REDUCTIONS].sort().join(" and ");
-    ctx.addIssue({ code: "custom", path: ["campaign"], message: `reduction ${hooks} are DDP communication hooks; Horovod always uses its own all-reduce (use engine ddp, or reduction ring)` });
+  const hookReductions = [...new Set(reductions.filter((reduction) => reduction !== undefined && DDP_HOOK_REDUCTIONS.includes(reduction)))];
+  if (engines.includes("horovod") && hookReductions.length > 0) {
+    const hooks = hookReductions.sort().join(" and ");
+    ctx.addIssue({ code: "custom", path: ["campaign"], message: `reduction ${hooks} ${hookReductions.length === 1 ? "is a DDP communication hook" : "are DDP communication hooks"}; Horovod always uses its own all-reduce (use engine ddp, or reduction ring)` });
   }
   checkDataKnobs(campaign, ctx);
+  checkStrategyKnobs(campaign, ctx);
   if (file.testbed.target === "aws") checkAwsLinks(file.testbed, campaign, ctx);
   if (file.testbed.target === "aws") checkProcessesPerGpu(file.testbed.instanceType, campaign.matrix.processesPerNode ?? [], ctx);
   if (campaign.repeats !== undefined && campaign.repeatUntil !== undefined) {
@@ -414,6 +416,27 @@ function checkDataKnobs(campaign: CampaignOutput, ctx: RefinementContext): void 
     ctx.addIssue({ code: "custom", path: ["campaign", "train", "failRank"], message: `found ${failRank}, but the smallest run has ${fewestRanks} rank${fewestRanks === 1 ? "" : "s"} (0 to ${fewestRanks - 1})` });
   }
   checkNodeLoss(campaign, values("failNode"), values("minNodes"), values("failRank").length > 0, fewestNodes, ctx);
+}
+
+/** PowerSGD's and local SGD's knobs: each belongs to its reduction, and neither strategy takes fp16 or checkpoints. */
+function checkStrategyKnobs(campaign: CampaignOutput, ctx: RefinementContext): void {
+  const values = <K extends TrainKnobName>(knob: K) =>
+    [...((campaign.matrix[knob] ?? []) as unknown[]), campaign.train[knob]].filter((value) => value !== undefined) as TrainKnobValue<K>[];
+  const reductions = values("reduction");
+  const issue = (knob: string, message: string) => ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message });
+  for (const [strategy, knobs] of [["powersgd", ["powersgdRank", "powersgdStartIter"]], ["local-sgd", ["localSgdPeriod", "localSgdWarmup"]]] as const) {
+    for (const knob of knobs) {
+      if (values(knob).length > 0 && !reductions.includes(strategy)) issue(knob, `${knob} belongs to reduction ${strategy}: set reduction to ${strategy} (in train or the matrix)`);
+    }
+  }
+  const strategies = reductions.filter((reduction) => reduction === "powersgd" || reduction === "local-sgd");
+  if (strategies.length === 0) return;
+  if (values("fp16Allreduce").includes(true)) {
+    issue("fp16Allreduce", `reduction ${strategies.join(" and ")} sends its own numbers (PowerSGD's factors, local SGD's parameters): fp16Allreduce goes with ring and the servers only`);
+  }
+  if (values("checkpointEvery").length > 0) {
+    issue("checkpointEvery", `reduction ${strategies.join(" and ")} keeps state of its own (PowerSGD's error feedback, local SGD's step count) that checkpoints do not hold yet: run it without checkpointEvery`);
+  }
 }
 
 /** Why a launcher's job ends when one node's worker is killed (src/launchers/ say the same to `ringlab run`). */

@@ -7,6 +7,7 @@
  * at: the prediction says what is missing and how to get it.
  */
 import type { PlannedRun } from "../campaign/plan.ts";
+import { probedAs, TRAIN_KNOBS, type Reduction } from "../config/registry.ts";
 import { overlappedStepSeconds, predictHierarchicalStep, predictTrainingStep } from "../results/comm-model.ts";
 import { computeInput, insideNodeInput, isMissing, linkInput, overlapInput, type InputQuestion, type PredictionContext } from "./inputs.ts";
 
@@ -71,14 +72,21 @@ export function predictTraining(run: TrainingQuestion, context: PredictionContex
   };
   const compute = computeInput(question, context);
   if (isMissing(compute)) return { runId: run.runId, missing: compute.missing };
+  if (question.reduction === "powersgd") {
+    return { runId: run.runId, missing: "PowerSGD's bytes per step follow from the model's matrix shapes, which a run of it records: its report predicts it from the ring's probe" };
+  }
   const ranks = run.nodes * (run.processesPerNode ?? 1);
   const twoLevel = run.hierarchical === true && run.nodes > 1 && (run.processesPerNode ?? 1) > 1;
   // Two levels: the network between nodes carries one flow per node (the probe of one process per node), the link inside a node its own.
-  const link = linkInput(twoLevel ? { ...question, processesPerNode: 1 } : question, context);
+  // Local SGD all-reduces over the ring's link: the ring's probe measures it.
+  const linkQuestion = { ...question, reduction: probedAs(question.reduction as Reduction) };
+  const link = linkInput(twoLevel ? { ...linkQuestion, processesPerNode: 1 } : linkQuestion, context);
   if (link !== null && isMissing(link)) return { runId: run.runId, missing: link.missing };
   const inside = twoLevel ? insideNodeInput(question, context) : null;
   if (inside !== null && isMissing(inside)) return { runId: run.runId, missing: inside.missing };
-  const gradientBytes = compute.gradientBytes * (run.knobs.fp16Allreduce === true ? 0.5 : 1);
+  // Local SGD: one all-reduce of the parameters every H steps.
+  const period = question.reduction === "local-sgd" ? Number(run.knobs.localSgdPeriod ?? TRAIN_KNOBS.localSgdPeriod.default) : 1;
+  const gradientBytes = compute.gradientBytes * (run.knobs.fp16Allreduce === true ? 0.5 : 1) / period;
   const bucketCapMb = typeof run.knobs.bucketCapMb === "number" ? run.knobs.bucketCapMb : undefined;
   const stepInput = (computeSeconds: number) => ({ computeSeconds, gradientBytes, ...(bucketCapMb === undefined ? {} : { bucketCapMb }) });
   const overlap = link === null ? null : overlapInput(question, context);

@@ -4,7 +4,7 @@
  * plain data out; charts and pages are drawn from it elsewhere.
  */
 import { launcherOf } from "../launchers/index.ts";
-import { PROBE_LIBRARIES, type ProbeLibrary } from "../config/registry.ts";
+import { PROBE_LIBRARIES, probedAs, type ProbeLibrary } from "../config/registry.ts";
 import {
   efficiencyCeiling, isReduction, REDUCTIONS, meanWithInterval, reductionLowerBoundSeconds, type EfficiencyCeiling, type MeanWithInterval, type Reduction,
 } from "../results/cost-model.ts";
@@ -220,7 +220,8 @@ export function reportData(records: readonly RunRecord[]): ReportData {
   return {
     runCounts: { total: runs.length, ok: ok.length, failed: failures.length, doneAgain: runs.filter(({ attempts }) => attempts > 1).length },
     // A run that lost a node ran at two node counts: it is no point of a scaling curve (the real-data table has it).
-    training: trainingConfigs(trainRecords.filter((record) => !lostANode(record)), (bandwidth, nodes, processes, reduction) => fits.get(fitKey(bandwidth, nodes, processes, reduction)) ?? null),
+    // PowerSGD and local SGD are ring all-reduces of fewer bytes: the ring's probe fits their link.
+    training: trainingConfigs(trainRecords.filter((record) => !lostANode(record)), (bandwidth, nodes, processes, reduction) => fits.get(fitKey(bandwidth, nodes, processes, probedAs(reduction))) ?? null),
     realData: trainRecords.filter((record) => record.result.metrics.data?.kind === "folder").map((record) => realDataRun(record, trainRecords))
       .sort((a, b) => a.workers - b.workers || a.runId.localeCompare(b.runId)),
     probes,
@@ -389,7 +390,8 @@ function scalingPoint(repeats: readonly TrainRecord[], batchSize: number, baseli
   const imagesPerSecond = repeatsInterval(repeats);
   const workers = result.world.size;
   const placement = { nodes: params.nodes, processesPerNode: processesOf(repeats[0]!) };
-  const allReduceBytes = result.metrics.gradientBytes / (params.knobs.fp16Allreduce === true ? 2 : 1);
+  // What the worker says it sends per step (older records: the gradient, halved by fp16).
+  const allReduceBytes = result.metrics.wireBytesPerStep ?? result.metrics.gradientBytes / (params.knobs.fp16Allreduce === true ? 2 : 1);
   const reduction = reductionOf(repeats[0]!);
   // Every rate ringlab applies is tc shaping on each node's egress (ansible/roles/net_shaping).
   const allReduceLowerBoundSeconds = params.nodes === 1 ? 0

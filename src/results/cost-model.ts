@@ -24,7 +24,7 @@ export function ringAllReduceLowerBoundSeconds(bytes: number, ranks: number, lin
  * choices (docker/worker/ringlab_worker/registry.json, src/config/registry.ts; test/config/registry.test.ts checks
  * that both list the same). This order is the report's order of probe series.
  */
-export const REDUCTIONS = ["ring", "parameter-server", "sharded-parameter-server"] as const;
+export const REDUCTIONS = ["ring", "parameter-server", "sharded-parameter-server", "powersgd", "local-sgd"] as const;
 export type Reduction = (typeof REDUCTIONS)[number];
 
 /** Where the ranks run: `nodes` nodes with `processesPerNode` ranks each, node by node in rank order. */
@@ -45,6 +45,8 @@ export interface Placement {
  * - parameter server on links shaped on egress only (`egressShaped`, as ringlab's tc shaping is): each other
  *   node pushes its P gradients through its own link at once and the server's unshaped ingress takes them
  *   all, so only the way back is (N-1)-fold: t >= (P + (N-1)·P) · S/B = N·P · S/B.
+ * - powersgd and local-sgd: ring all-reduces of fewer bytes, so the ring's bound with S their bytes per step
+ *   (PowerSGD's factors and uncompressed tensors; local SGD's parameters / its period: the worker's wireBytesPerStep).
  */
 export function reductionLowerBoundSeconds(reduction: Reduction, bytes: number, placement: Placement, linkGbps: number, egressShaped: boolean): number {
   const { nodes, processesPerNode: perNode } = placement;
@@ -52,7 +54,7 @@ export function reductionLowerBoundSeconds(reduction: Reduction, bytes: number, 
   const ranks = nodes * perNode;
   const rate = gbpsToBytesPerSecond(linkGbps);
   switch (reduction) {
-    case "ring": return ringAllReduceLowerBoundSeconds(bytes, ranks, linkGbps);
+    case "ring": case "powersgd": case "local-sgd": return ringAllReduceLowerBoundSeconds(bytes, ranks, linkGbps);
     case "sharded-parameter-server": return (2 * (nodes - 1) / nodes) * perNode * bytes / rate;
     case "parameter-server": return (egressShaped ? nodes * perNode : 2 * (nodes - 1) * perNode) * bytes / rate;
   }

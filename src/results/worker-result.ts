@@ -18,6 +18,10 @@ export const trainMetricsSchema = z.looseObject({
   stepSeconds: z.array(z.number()),
   parameterCount: z.number(),
   gradientBytes: z.number(),
+  /** Bytes one rank sends into the ring per step by its reduction (absent in older records: the gradient, halved by fp16). */
+  wireBytesPerStep: z.number().optional(),
+  /** Largest difference of a parameter from rank 0's at the end (absent in older records). */
+  replicaDivergence: z.number().optional(),
   finalLoss: z.number(),
   /** Real data (train --data): where the batches came from and, per timed step, the wait for its batch. */
   data: z.looseObject({ kind: z.string() }).optional(),

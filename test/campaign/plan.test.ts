@@ -86,6 +86,16 @@ describe("expanding the matrix", () => {
     expect(fixed.runs.map((run) => run.id)).toEqual(["allreduce-n2-1gbit-sharded-parameter-server-r1", "train-tiny-b8-n2-1gbit-r1"]);
   });
 
+  it("probes the ring's link for PowerSGD and local SGD, which are ring all-reduces of fewer bytes, and passes their knobs", () => {
+    const plan = planCampaign(file(`
+  matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit, reduction: [ring, powersgd, local-sgd]}
+  train: {powersgdRank: 4, localSgdPeriod: 8}
+`), "r");
+    expect(plan.runs.filter((run) => run.job === "allreduce").map((run) => run.id)).toEqual(["allreduce-n2-1gbit-r1"]);
+    const powersgd = plan.runs.find((run) => run.id === "train-tiny-b8-n2-1gbit-reduction-powersgd-r1")!;
+    expect(powersgd.workerArgs.join(" ")).toMatch(/--reduction powersgd .*--powersgd-rank 4|--powersgd-rank 4 .*--reduction powersgd/);
+  });
+
   it("probes each library of probe.library, Open MPI with the ring only, torch under the ids it always had", () => {
     const plan = planCampaign(file(`
   matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit, reduction: [ring, parameter-server]}
@@ -201,7 +211,7 @@ describe("validating the campaign section", () => {
   it("refuses a parameter server with Horovod, which always uses its own all-reduce", () => {
     expect(problems("  matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit, reduction: [ring, parameter-server]}\n  train: {engine: horovod}\n")).toEqual([
       "campaign: engine horovod needs Horovod, which the local testbed's CPU worker image does not have (use ddp)",
-      "campaign: reduction parameter-server and sharded-parameter-server are DDP communication hooks; Horovod always uses its own all-reduce (use engine ddp, or reduction ring)",
+      "campaign: reduction parameter-server is a DDP communication hook; Horovod always uses its own all-reduce (use engine ddp, or reduction ring)",
     ]);
   });
 

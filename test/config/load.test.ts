@@ -139,6 +139,22 @@ ${extra}`;
     ]);
   });
 
+  it("keeps PowerSGD's and local SGD's knobs to their reduction, and refuses fp16 and checkpoints with them, naming the field", () => {
+    const with_ = (train: string, matrix = "") => `testbed: {target: local, name: s, nodes: 2}
+campaign:
+  matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit${matrix}}
+  train: {${train}}
+`;
+    expect(() => parseCampaign(with_("reduction: powersgd, powersgdRank: 4, powersgdStartIter: 10"), "c.yaml")).not.toThrow();
+    expect(() => parseCampaign(with_("localSgdPeriod: 8", ", reduction: [ring, local-sgd]"), "c.yaml")).not.toThrow();
+    expect(problemsOf(with_("powersgdRank: 4"))).toEqual(["campaign.train.powersgdRank: powersgdRank belongs to reduction powersgd: set reduction to powersgd (in train or the matrix)"]);
+    expect(problemsOf(with_("reduction: powersgd, localSgdPeriod: 2"))).toEqual(["campaign.train.localSgdPeriod: localSgdPeriod belongs to reduction local-sgd: set reduction to local-sgd (in train or the matrix)"]);
+    expect(problemsOf(with_("reduction: local-sgd, fp16Allreduce: true"))).toEqual([expect.stringMatching(/^campaign\.train\.fp16Allreduce: reduction local-sgd sends its own numbers/)]);
+    expect(problemsOf(with_("reduction: powersgd, powersgdRank: 0"))).toEqual([expect.stringMatching(/^campaign\.train\.powersgdRank: found 0, expected .*at least 1/)]);
+    expect(problemsOf(with_("reduction: local-sgd, engine: horovod"))).toEqual([expect.stringMatching(/^campaign: engine horovod needs Horovod/),
+      "campaign: reduction local-sgd is a DDP communication hook; Horovod always uses its own all-reduce (use engine ddp, or reduction ring)"]);
+  });
+
   it("sums the probe through Open MPI only where mpirun starts one rank per node in the CPU image, saying what to change", () => {
     const local = (extra: string, matrix = "") => `testbed: {target: local, name: s, nodes: 2}
 campaign:

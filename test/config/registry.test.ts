@@ -24,8 +24,15 @@ const TESTBED = { target: "aws", name: "t", nodes: 3, adminCidr: "203.0.113.7/32
 const TIME_TO_TRAIN: Knobs = { data: "dataset", epochs: 2, checkpointEvery: 2, maxRestarts: 1 };
 /** Knobs the schema's cross-knob rules tie to time to train though the registry lists no `needs` for them. */
 const SCHEMA_TIME_TO_TRAIN: readonly TrainKnobName[] = ["maxRestarts", "minNodes"];
-/** What the schema's node-loss rule asks beyond the registry: the other nodes may go on without the lost one. */
-const SCHEMA_EXTRA: Partial<Record<TrainKnobName, Knobs>> = { failNode: { minNodes: 1 } };
+/**
+ * What the schema's rules ask beyond the registry: the other nodes may go on without the lost one; a strategy's knob
+ * belongs to its reduction.
+ */
+const SCHEMA_EXTRA: Partial<Record<TrainKnobName, Knobs>> = {
+  failNode: { minNodes: 1 },
+  powersgdRank: { reduction: "powersgd" }, powersgdStartIter: { reduction: "powersgd" },
+  localSgdPeriod: { reduction: "local-sgd" }, localSgdWarmup: { reduction: "local-sgd" },
+};
 
 function document(train: Knobs, axes: Axes = {}): unknown {
   return {

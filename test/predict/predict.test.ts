@@ -155,6 +155,20 @@ describe("the overlap of the all-reduce with backward, fitted", () => {
   });
 });
 
+describe("strategies that send fewer bytes", () => {
+  it("predicts local SGD from the ring's probe with the gradient once per period, and leaves PowerSGD to its run's report", () => {
+    const ring = predictRun(plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 1gbit}")[0]!, { calibration: { ...calibration, overlap: [] } }) as RunPrediction;
+    const local = predictRun(plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 1gbit}", "  train: {reduction: local-sgd, localSgdPeriod: 4}\n")[0]!,
+      { calibration: { ...calibration, overlap: [] } }) as RunPrediction;
+    const link = calibration.links[0]!;
+    expect(local.allReduceSeconds).toBeCloseTo(predictTrainingStep(link, { computeSeconds: 64 / 105, gradientBytes: 1e8 / 4, ranks: 2 }).allReduceSeconds, 12);
+    expect(local.sources.link).toBe(ring.sources.link);
+    expect(local.scalingEfficiency.value).toBeGreaterThan(ring.scalingEfficiency.value);
+    const powersgd = predictRun(plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 1gbit}", "  train: {reduction: powersgd}\n")[0]!, { calibration }) as MissingInput;
+    expect(powersgd.missing).toMatch(/^PowerSGD's bytes per step follow from the model's matrix shapes, which a run of it records/);
+  });
+});
+
 describe("a hierarchical all-reduce, on paper", () => {
   it("takes the network from the one-process-per-node probe and the link inside a node from a probe of one node, before a stated rate", () => {
     const inOneNode = { bandwidth: "in one node", nodes: 1, processesPerNode: 2, reduction: "ring", cpusPerNode: null, alphaSeconds: 1e-4, betaSecondsPerByte: 8 / 10e9,

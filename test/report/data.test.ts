@@ -247,6 +247,30 @@ describe("reportData: reductions", () => {
   });
 });
 
+describe("reportData: strategies that send fewer bytes over the ring's link", () => {
+  // 3 nodes at 1 Gbit/s; ring sends the whole 1e8-byte gradient, PowerSGD 2e6 bytes of factors, local SGD 1e8 / 4.
+  const records = [
+    ...["ring", "powersgd", "local-sgd"].map((reduction) => trainRecord({ nodes: 1, imagesPerSecond: 100, knobs: { reduction } })),
+    trainRecord({ nodes: 3, imagesPerSecond: 120, knobs: { reduction: "ring" }, wireBytesPerStep: 1e8 }),
+    trainRecord({ nodes: 3, imagesPerSecond: 270, knobs: { reduction: "powersgd" }, wireBytesPerStep: 2e6 }),
+    trainRecord({ nodes: 3, imagesPerSecond: 220, knobs: { reduction: "local-sgd" }, wireBytesPerStep: 2.5e7 }),
+    probeRecord({ nodes: 3, bandwidth: "1gbit", busbw: [[2 ** 20, 0.5], [2 ** 26, 0.9]] }),
+  ];
+  const data = reportData(records);
+  const at = (reduction: string) => point(config(data.training, `resnet50 · batch 64 · reduction=${reduction}`), "1gbit", 3);
+
+  it("bounds and predicts each from the ring's probe with the bytes the worker says it sent", () => {
+    expect(data.probes.map((probe) => probe.reduction)).toEqual(["ring"]);
+    expect([at("ring").allReduceBytes, at("powersgd").allReduceBytes, at("local-sgd").allReduceBytes]).toEqual([1e8, 2e6, 2.5e7]);
+    // The ring's bound on 3 ranks, 2(N-1)/N · S/B, for each strategy's S.
+    expect(at("powersgd").allReduceLowerBoundSeconds).toBeCloseTo((4 / 3) * 2e6 * 8 / 1e9, 12);
+    const fit = data.probes[0]!.fit!;
+    expect(at("local-sgd").prediction!.allReduceSeconds).toBeCloseTo(predictTrainingStep(fit, { computeSeconds: COMPUTE_SECONDS, gradientBytes: 2.5e7, ranks: 3 }).allReduceSeconds, 12);
+    expect(at("powersgd").prediction!.efficiency.noOverlap).toBeGreaterThan(at("local-sgd").prediction!.efficiency.noOverlap);
+    expect(at("local-sgd").prediction!.efficiency.noOverlap).toBeGreaterThan(at("ring").prediction!.efficiency.noOverlap);
+  });
+});
+
 describe("reportData: the communication library", () => {
   // The same 2-node link summed by torch.distributed (Gloo) and by Open MPI; the training runs use Gloo.
   const records = [

@@ -31,7 +31,7 @@ def test_every_reduction_leaves_all_ranks_with_the_parameters_the_ring_gives(siz
     ranks = run_ranks(size, tmp_path)
     for fp16 in (False, True):
         ring = ranks[0][f"ring/fp16={fp16}"]
-        for name in reduction.REDUCTIONS:
+        for name in reduction.PROBED_REDUCTIONS:
             for rank, saved in enumerate(ranks):
                 params = saved[f"{name}/fp16={fp16}"]
                 # Same on every rank: bit for bit, as data parallelism needs.
@@ -46,9 +46,17 @@ def test_every_reduction_leaves_all_ranks_with_the_parameters_the_ring_gives(siz
     total = sum(rank + 1 for rank in range(size))
     for count in (1, 3, 10, 1001):
         expected = torch.arange(count, dtype=torch.float32) * total
-        for name in reduction.REDUCTIONS:
+        for name in reduction.PROBED_REDUCTIONS:
             for saved in ranks:
                 assert torch.equal(saved[f"sum/{name}/{count}"], expected), (name, count)
+    # PowerSGD: every step synchronous, so every rank holds the same model, and it learns.
+    for step in range(6):
+        assert all(torch.equal(mine, first) for saved in ranks for mine, first in zip(saved[f"powersgd/{step}"], ranks[0][f"powersgd/{step}"])), step
+        assert ranks[0][f"powersgd/divergence/{step}"] == 0
+    # Local SGD: synchronous for the warm-up (steps 0 and 1), then each rank steps alone on its own data, and the
+    # averager brings them together every 3 steps (after step 2 and step 5, counting from 0).
+    assert [ranks[0][f"local-sgd/divergence/{step}"] == 0 for step in range(6)] == [True, True, True, False, False, True]
+    assert all(saved[f"local-sgd/divergence/{step}"] == ranks[0][f"local-sgd/divergence/{step}"] for saved in ranks for step in range(6))
 
 
 def test_shards_cover_the_tensor_in_order_with_sizes_differing_by_at_most_one():
@@ -60,9 +68,31 @@ def test_shards_cover_the_tensor_in_order_with_sizes_differing_by_at_most_one():
 
 
 def test_the_cli_offers_exactly_the_reductions_the_worker_implements():
-    # The command line offers the registry's reductions (test_registry.py); the worker implements each, no other.
+    # The command line offers the registry's reductions (test_registry.py); the worker implements each, no other:
+    # a sum for each the probe times, and PowerSGD and local SGD (ring all-reduces of fewer bytes) in install().
     assert reduction.REDUCTIONS == registry.REDUCTIONS
-    assert set(reduction.SUMS) == set(registry.REDUCTIONS)
+    assert set(reduction.SUMS) == set(registry.PROBED_REDUCTIONS)
+    assert set(registry.REDUCTIONS) - set(registry.PROBED_REDUCTIONS) == {"powersgd", "local-sgd"}
+
+
+def test_the_bytes_on_the_wire_follow_each_strategy():
+    from argparse import Namespace
+
+    model, _ = build_model("small")
+    args = dict(fp16_allreduce=False, powersgd_rank=1, powersgd_start_iter=2, local_sgd_period=4, local_sgd_warmup=2)
+    whole = sum(p.numel() * 4 for p in model.parameters())
+    assert reduction.wire_bytes_per_step(model.parameters(), Namespace(reduction="ring", **args)) == whole
+    assert reduction.wire_bytes_per_step(model.parameters(), Namespace(reduction="ring", **{**args, "fp16_allreduce": True})) == whole / 2
+    assert reduction.wire_bytes_per_step(model.parameters(), Namespace(reduction="local-sgd", **args)) == whole / 4
+    # small: conv 32x3x3x3 (32 x 27: (32 + 27)·1·2 = 118 < 864, compressed), conv 64x32x3x3, linear 1024x4096,
+    # linear 10x1024 ((10 + 1024)·2 = 2068 < 10240), and four bias vectors, sent whole.
+    factors = (32 + 27) + (64 + 288) + (1024 + 4096) + (10 + 1024)
+    biases = 32 + 64 + 1024 + 10
+    assert reduction.wire_bytes_per_step(model.parameters(), Namespace(reduction="powersgd", **args)) == 4 * (factors + biases)
+    # Rank 8: the first conv ((32 + 27)·8 = 472, not under half of 864) and the classifier ((10 + 1024)·8 = 8272, not
+    # under half of 10240) are no longer worth compressing and travel whole.
+    rank8 = 32 * 27 + (64 + 288) * 8 + (1024 + 4096) * 8 + 10 * 1024
+    assert reduction.wire_bytes_per_step(model.parameters(), Namespace(reduction="powersgd", **{**args, "powersgd_rank": 8})) == 4 * (rank8 + biases)
 
 
 def test_an_unknown_reduction_is_refused():

@@ -13,7 +13,7 @@ from . import launcher
 from .data import import_pil, parse_data_source, run_dataset
 from .errors import EXIT_BAD_ARGUMENTS, BadArguments, WorkerError
 from .mpi_library import LIBRARIES, check_started_by_mpirun
-from .registry import MODELS, TORCHVISION_MODELS, TRAIN_KNOBS, knob_choices
+from .registry import MODELS, PROBED_REDUCTIONS, TORCHVISION_MODELS, TRAIN_KNOBS, knob_choices
 from .result import LAUNCHED_AT_ENV, utc_now
 
 
@@ -112,7 +112,9 @@ def _common_options() -> argparse.ArgumentParser:
                         "compute speed at that moment, in the result's calibration); 0: none")
     _knob(common, "reduction",
           help="how gradients (probe: the buffer) are summed: ring all-reduce; parameter-server, "
-          "every rank to rank 0 and back; sharded-parameter-server, rank r serves the r-th 1/N")
+          "every rank to rank 0 and back; sharded-parameter-server, rank r serves the r-th 1/N; powersgd, "
+          "low-rank factors of each gradient matrix; local-sgd, parameters averaged every --local-sgd-period steps "
+          "(the last two train only: the probe measures their link with ring)")
     return common
 
 
@@ -130,6 +132,11 @@ def _add_train(jobs, common) -> None:
                        help="NHWC memory format for the model and the batch (faster convolutions with amp on GPUs)")
     _knob(train, "bucketCapMb", type=positive_float, help="DDP gradient bucket size (Horovod: tensor fusion threshold)")
     _knob(train, "fp16Allreduce", help="compress gradients to fp16 for the all-reduce")
+    _knob(train, "powersgdRank", type=positive_int, help="--reduction powersgd: rank of each matrix's factors")
+    _knob(train, "powersgdStartIter", type=positive_int,
+          help="--reduction powersgd: plain all-reduce steps first (at least 2, with error feedback and warm start)")
+    _knob(train, "localSgdPeriod", type=positive_int, help="--reduction local-sgd: steps between averagings (H)")
+    _knob(train, "localSgdWarmup", type=positive_int, help="--reduction local-sgd: synchronous steps first")
     _knob(train, "ncclAlgoRing", help="set NCCL_ALGO=Ring (NCCL only)")
     _knob(train, "engine")
     _knob(train, "learningRate", type=positive_float, help="SGD's")
@@ -221,10 +228,28 @@ def check_arguments(args) -> None:
     if args.job == "train" and args.engine == "horovod" and args.reduction != "ring":
         raise BadArguments(f"--reduction {args.reduction} is a DDP communication hook; use --engine ddp with it "
                            "(Horovod always uses its own all-reduce)")
+    if args.job == "allreduce" and args.reduction not in PROBED_REDUCTIONS:
+        raise BadArguments(f"--reduction {args.reduction} is a training strategy, not a sum of one buffer: the probe "
+                           "measures its link with --reduction ring")
+    if args.job == "train" and args.reduction in ("powersgd", "local-sgd"):
+        check_strategy_arguments(args)
     if args.job == "train" and args.precision == "amp" and args.device == "cpu":
         raise BadArguments("--precision amp runs on a GPU only; use --precision fp32 with --device cpu")
     if args.job == "train":
         check_training_arguments(args)
+
+
+def check_strategy_arguments(args) -> None:
+    """PowerSGD and local SGD: what torch 1.13's hooks accept, and what ringlab does not do with them yet."""
+    if args.fp16_allreduce:
+        raise BadArguments(f"--fp16-allreduce with --reduction {args.reduction}: the strategy sends its own numbers "
+                           "(PowerSGD's factors, local SGD's parameters); use one of them")
+    if args.reduction == "powersgd" and args.powersgd_start_iter < 2:
+        raise BadArguments("--powersgd-start-iter must be 2 or more: torch's PowerSGD with error feedback and warm "
+                           "start compresses from its second step at the earliest")
+    if args.checkpoint_dir is not None:
+        raise BadArguments(f"--reduction {args.reduction} keeps state of its own (PowerSGD's error feedback, local "
+                           "SGD's step count) that ringlab's checkpoints do not hold yet: run it without checkpoints")
 
 
 def check_training_arguments(args) -> None:

@@ -1,4 +1,4 @@
-"""How gradients are summed across ranks: ring all-reduce, a parameter server, or a sharded parameter server.
+"""How gradients are summed across ranks: one entry per strategy (registry.json's reductions).
 
 - ring: torch.distributed's all-reduce (DDP's default). Every link carries 2(N-1)/N of the gradient.
 - parameter-server: every rank sends its gradient to rank 0, which sums and sends the sum back, as in the
@@ -6,10 +6,17 @@
 - sharded-parameter-server: rank r serves the r-th of N shards: every rank sends shard r to rank r, which sums
   it and sends it back to everyone. Each link carries 2(N-1)/N of the gradient, as in the ring.
 
+- powersgd: torch's PowerSGD hook (Vogels et al. 2019) with error feedback and warm start: after
+  --powersgd-start-iter steps of plain all-reduce, each gradient matrix (m x n, a weight reshaped to 2D) travels as
+  two all-reduced rank-r factors, (m + n)·r numbers instead of m·n; vectors (biases) travel as they are.
+- local-sgd: torch's post-local SGD (Lin et al. 2020): --local-sgd-warmup steps of plain all-reduce, then every
+  rank steps alone (DDP's hook sums over a group of the rank itself) and PeriodicModelAverager averages the
+  parameters over all ranks every --local-sgd-period steps (H): one all-reduce of the parameters per H steps.
+
 The two servers are point-to-point sends and receives, so the bytes on each link are exactly the model's.
-`register_ddp_hook` installs them as a DDP communication hook: the same model, buckets and optimizer step
-run whatever the strategy, and the exchange runs on a thread of its own while backward goes on, as DDP's
-own all-reduce does.
+`install` puts a strategy in place (a DDP communication hook, and for local SGD the optimizer wrapper): the same
+model, buckets and step run whatever the strategy, and the exchange runs while backward goes on, as DDP's own
+all-reduce does. `wire_bytes_per_step` is what one rank sends into the ring per step, for the cost model.
 """
 
 import concurrent.futures
@@ -18,7 +25,7 @@ from typing import List
 import torch
 import torch.distributed as dist
 
-from .registry import REDUCTIONS  # the names, as the command line offers them (registry.json)
+from .registry import PROBED_REDUCTIONS, REDUCTIONS  # the names, as the command line offers them (registry.json)
 
 SERVER_RANK = 0
 _GATHER_TAG, _SCATTER_TAG = 1, 2
@@ -82,7 +89,8 @@ def _ring_sum(tensor: torch.Tensor) -> None:
     dist.all_reduce(tensor)
 
 
-# Each reduction's in-place sum over all ranks: one entry per name in REDUCTIONS (a test keeps them the same).
+# Each probed reduction's in-place sum over all ranks: one entry per name in PROBED_REDUCTIONS (a test keeps them the
+# same); powersgd and local-sgd are not sums of one tensor, and their link is the ring's.
 SUMS = {"ring": _ring_sum, "parameter-server": parameter_server_sum,
         "sharded-parameter-server": sharded_parameter_server_sum}
 
@@ -90,8 +98,70 @@ SUMS = {"ring": _ring_sum, "parameter-server": parameter_server_sum,
 def sum_over_ranks(tensor: torch.Tensor, reduction: str) -> None:
     """Sums `tensor` over all ranks in place, the way `reduction` names."""
     if reduction not in SUMS:
-        raise ValueError(f"unknown reduction '{reduction}' (expected one of {', '.join(REDUCTIONS)})")
+        raise ValueError(f"unknown reduction '{reduction}' (expected one of {', '.join(PROBED_REDUCTIONS)})")
     SUMS[reduction](tensor)
+
+
+def install(ddp, optimizer, args):
+    """Puts args.reduction in place on `ddp`; returns the optimizer the training step uses (local SGD's wrapper)."""
+    if args.reduction == "powersgd":
+        from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook
+
+        state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=args.powersgd_rank,
+                                            start_powerSGD_iter=args.powersgd_start_iter,
+                                            use_error_feedback=True, warm_start=True)
+        # torch's hook, one bucket at a time (see _register_one_bucket_at_a_time).
+        _register_one_bucket_at_a_time(ddp, "powersgd", lambda bucket: powerSGD_hook.powerSGD_hook(state, bucket).wait())
+        return optimizer
+    if args.reduction == "local-sgd":
+        from torch.distributed.algorithms.ddp_comm_hooks import post_localSGD_hook
+        from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
+        from torch.distributed.optim import PostLocalSGDOptimizer
+
+        # After the warm-up DDP sums over this rank's own group (no traffic): torch 1.13 builds its default
+        # intra-node subgroups only with CUDA, so every rank makes every one-rank group (new_group is collective).
+        groups = [dist.new_group([rank]) for rank in range(dist.get_world_size())]
+        state = post_localSGD_hook.PostLocalSGDState(process_group=None, subgroup=groups[dist.get_rank()],
+                                                     start_localSGD_iter=args.local_sgd_warmup)
+        ddp.register_comm_hook(state, post_localSGD_hook.post_localSGD_hook)
+        averager = PeriodicModelAverager(period=args.local_sgd_period, warmup_steps=args.local_sgd_warmup)
+        return PostLocalSGDOptimizer(optim=optimizer, averager=averager)
+    register_ddp_hook(ddp, args.reduction, fp16=args.fp16_allreduce)
+    return optimizer
+
+
+def wire_bytes_per_step(parameters, args) -> float:
+    """Bytes one rank all-reduces per step, on average: what the ring cost model takes as S. fp16 halves the ring's
+    and the servers'; PowerSGD sends (m + n)·r per m x n matrix (a weight viewed as shape[0] x the rest) where that
+    is under half of m·n (torch's hook compresses a matrix only then: min_compression_rate 2) and every other
+    tensor whole; local SGD all-reduces the parameters once per H steps."""
+    tensors = [p for p in parameters if p.requires_grad]
+    whole = sum(p.numel() * p.element_size() for p in tensors)
+    if args.reduction == "powersgd":
+        total = 0
+        for p in tensors:
+            if p.dim() <= 1:
+                total += p.numel() * p.element_size()
+                continue
+            rows = p.shape[0]
+            columns = p.numel() // rows
+            compressed = (rows + columns) * min(args.powersgd_rank, rows, columns)
+            total += (compressed if 2 * compressed < rows * columns else rows * columns) * p.element_size()
+        return float(total)
+    if args.reduction == "local-sgd":
+        return whole / args.local_sgd_period
+    return whole * (0.5 if args.fp16_allreduce else 1.0)
+
+
+def replica_divergence(model) -> float:
+    """The largest difference of any parameter from rank 0's, over all ranks: exactly 0 where every step was
+    synchronous (every rank holds the same model), more where ranks stepped alone (local SGD between averagings)."""
+    flat = torch.cat([p.detach().reshape(-1).float() for p in model.parameters()])
+    first = flat.clone()
+    dist.broadcast(first, src=0)
+    gap = (flat - first).abs().max().reshape(1)
+    dist.all_reduce(gap, op=dist.ReduceOp.MAX)
+    return float(gap.item())
 
 
 def register_ddp_hook(ddp, reduction: str, fp16: bool) -> None:
@@ -105,33 +175,45 @@ def register_ddp_hook(ddp, reduction: str, fp16: bool) -> None:
 
             ddp.register_comm_hook(state=None, hook=default_hooks.fp16_compress_hook)
         return
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"unknown reduction '{reduction}' (expected one of {', '.join(REDUCTIONS)})")
-    # One thread: buckets are exchanged one after another, in the order DDP hands them over, which is the same
-    # on every rank, so every send meets its receive. The current GPU is per thread, and NCCL's point-to-point
-    # calls hang on the wrong one: the thread takes this process's.
+    if reduction not in SUMS:
+        raise ValueError(f"unknown reduction '{reduction}' (expected one of {', '.join(PROBED_REDUCTIONS)})")
+
+    def average(bucket) -> torch.Tensor:
+        bucket_buffer = bucket.buffer()
+        # Divided before the sum, as DDP's own hooks do: an fp16 sum of N gradients could overflow.
+        bucket_buffer.div_(dist.get_world_size())
+        wire = bucket_buffer.to(torch.float16) if fp16 else bucket_buffer
+        sum_over_ranks(wire, reduction)
+        if wire is not bucket_buffer:
+            bucket_buffer.copy_(wire)
+        return bucket_buffer
+
+    _register_one_bucket_at_a_time(ddp, reduction, average)
+
+
+def _register_one_bucket_at_a_time(ddp, name: str, exchange) -> None:
+    """Registers a DDP hook that runs `exchange(bucket)` (the bucket's averaged gradient) on a thread of its own,
+    one bucket after another, in the order DDP hands them over, which is the same on every rank: every send meets its
+    receive, and every collective is issued in the same order on every rank (Gloo pairs them by order; PowerSGD's
+    hook, whose later all-reduces start in callbacks, interleaves two buckets' differently on two ranks and fails
+    with "op.preamble.length <= op.nbytes"). Backward goes on meanwhile. The current GPU is per thread, and NCCL's
+    point-to-point calls hang on the wrong one: the thread takes this process's."""
     device = next(ddp.parameters()).device
     on_gpu = device.type == "cuda"
     executor = concurrent.futures.ThreadPoolExecutor(
-        max_workers=1, thread_name_prefix=f"ringlab-{reduction}",
+        max_workers=1, thread_name_prefix=f"ringlab-{name}",
         **({"initializer": torch.cuda.set_device, "initargs": (device,)} if on_gpu else {}))
 
-    def average(bucket_buffer: torch.Tensor, done: torch.futures.Future) -> None:
+    def run(bucket, done: torch.futures.Future) -> None:
         try:
-            # Divided before the sum, as DDP's own hooks do: an fp16 sum of N gradients could overflow.
-            bucket_buffer.div_(dist.get_world_size())
-            wire = bucket_buffer.to(torch.float16) if fp16 else bucket_buffer
-            sum_over_ranks(wire, reduction)
-            if wire is not bucket_buffer:
-                bucket_buffer.copy_(wire)
-            done.set_result(bucket_buffer)
+            done.set_result(exchange(bucket))
         except Exception as error:  # DDP's backward raises it on the main thread
             done.set_exception(error)
 
     def hook(_state, bucket) -> torch.futures.Future[torch.Tensor]:  # DDP checks this annotation
         # A future that knows the GPU records CUDA events, so DDP's stream waits for the exchange's work.
         done = torch.futures.Future(devices=[device]) if on_gpu else torch.futures.Future()
-        executor.submit(average, bucket.buffer(), done)
+        executor.submit(run, bucket, done)
         return done
 
     ddp.register_comm_hook(state=None, hook=hook)

@@ -22,6 +22,9 @@ PARAMETER_COUNT = {name: model["parameters"] for name, model in _REGISTRY["model
 
 # How gradients are summed (communication strategies), in the file's order.
 REDUCTIONS = tuple(_REGISTRY["reductions"])
+# The reductions the probe can time (a plain sum over ranks); the others train only, over the link of the one named
+# by their probedAs.
+PROBED_REDUCTIONS = tuple(name for name, entry in _REGISTRY["reductions"].items() if entry["probedAs"] == name)
 
 # Campaign name -> {flag, type (int, number, enum, switch), default, choices (a list, or "reductions"), min, max, gt,
 # lt, needs, excludes, about}. Ranges are the campaign's; the worker's own checks may be wider.

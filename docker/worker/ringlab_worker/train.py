@@ -81,6 +81,10 @@ class Trainer:
             self.model, self.optimizer = _wrap_horovod(args, world, model, self.optimizer)
         else:
             self.model = _wrap_ddp(args, world, model)
+            self.optimizer = reduction.install(self.model, self.optimizer, args)
+        # What one rank sends into the ring per step, on average, for the report's cost model.
+        self.wire_bytes_per_step = (reduction.wire_bytes_per_step(model.parameters(), args) if args.engine != "horovod"
+                                    else self.gradient_bytes * (0.5 if args.fp16_allreduce else 1.0))
         self.plain_model = model  # without the wrapper: what checkpoints hold and evaluation runs
         self.args, self.world = args, world
         self.autocast = (lambda: compat.autocast("cuda")) if args.precision == "amp" else contextlib.nullcontext
@@ -211,6 +215,9 @@ def run_train(args, world) -> dict:
         "data": batches.describe(),
         "parameterCount": trainer.parameter_count,
         "gradientBytes": trainer.gradient_bytes,
+        "wireBytesPerStep": trainer.wire_bytes_per_step,
+        # Replicas that stepped alone (local SGD) can drift apart: the largest difference of a parameter from rank 0's.
+        "replicaDivergence": reduction.replica_divergence(trainer.plain_model),
         "finalLoss": finite_or_none(float(loss.item())),
     }
 
@@ -221,7 +228,6 @@ def _wrap_ddp(args, world, model):
     on_gpu = world.device.type == "cuda"
     ddp = DistributedDataParallel(model, device_ids=[world.device.index] if on_gpu else None,
                                   bucket_cap_mb=args.bucket_cap_mb)
-    reduction.register_ddp_hook(ddp, args.reduction, fp16=args.fp16_allreduce)
     return ddp
 
 
