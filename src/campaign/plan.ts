@@ -3,7 +3,7 @@
  * order, which is what makes resuming safe.
  */
 import { createHash } from "node:crypto";
-import { probedAs, TRAIN_KNOBS, type ProbeLibrary, type Reduction } from "../config/registry.ts";
+import { probedAs, STRATEGY_KNOBS, TRAIN_KNOBS, type ProbeLibrary, type Reduction } from "../config/registry.ts";
 import type { CampaignFile, CampaignSection, DatasetSection, Model, TrainKnobName } from "../config/schema.ts";
 import { TRAIN_KNOB_NAMES } from "../config/schema.ts";
 import { UsageError } from "../errors.ts";
@@ -124,20 +124,23 @@ function runMakers(section: CampaignSection): RunMakers {
   const slotParts = ({ nodes, processesPerNode, bandwidth }: Slot) => [`n${nodes}`, ...placementPart(processesPerNode), ...(bandwidth === null ? [] : [bandwidth])];
   const slotFields = ({ nodes, processesPerNode, bandwidth }: Slot) => ({ nodes, ...placementField(processesPerNode), bandwidth });
   const train = (slot: Slot, { model, batchSize, varied }: TrainConfig, turn: Turn): PlannedRun => {
-    const knobs = { ...section.train, ...Object.fromEntries(varied) } as PlannedRun["knobs"];
+    const knobs = Object.fromEntries(withoutOtherStrategies(Object.entries({ ...section.train, ...Object.fromEntries(varied) }), section)) as PlannedRun["knobs"];
     const configuration = ["train", model, `b${batchSize}`, ...slotParts(slot), ...varied.map(([knob, value]) => `${knob.toLowerCase()}-${String(value)}`)].join("-");
     const workerArgs = ["--model", model, "--batch-size", String(batchSize), ...knobArgs(knobs, section.dataset?.name), "--timeout-seconds", String(workerTimeout)];
     return withFingerprint({ id: `${configuration}-r${turn.repeat}`, configuration, ...turn, job: "train", ...slotFields(slot), model, batchSize, knobs, workerArgs });
   };
   // The probe measures each reduction the training runs use (ring: the ids and arguments it always had), and each
   // library of probe.library (torch: the ids and arguments it always had).
+  const firstReduction = probedAs((section.matrix.reduction ?? [section.train.reduction ?? "ring"])[0]!);
   const probe = (slot: Slot, reduction: Reduction, library: ProbeLibrary, turn: Turn): PlannedRun => {
     const { minBytes, maxBytes, stepFactor, warmupIters, iters } = section.probe;
     const ring = reduction === "ring";
     const mpi = library === "mpi";
+    // The reference once per link, node count and repeat: with the first kind of probe (torch.distributed's).
+    const reference = section.probe.reference !== undefined && slot.nodes > 1 && library === "torch" && reduction === firstReduction;
     const workerArgs = ["--min-bytes", String(minBytes), "--max-bytes", String(maxBytes), "--step-factor", String(stepFactor),
       "--warmup-iters", String(warmupIters), "--iters", String(iters), ...(ring ? [] : ["--reduction", reduction]),
-      ...(mpi ? ["--library", "mpi"] : []), "--timeout-seconds", String(workerTimeout)];
+      ...(mpi ? ["--library", "mpi"] : []), ...(reference ? ["--reference", section.probe.reference!] : []), "--timeout-seconds", String(workerTimeout)];
     const configuration = ["allreduce", ...slotParts(slot), ...(ring ? [] : [reduction]), ...(mpi ? ["mpi"] : [])].join("-");
     const knobs = { ...(ring ? {} : { reduction }), ...(mpi ? { library } : {}) };
     return withFingerprint({ id: `${configuration}-r${turn.repeat}`, configuration, ...turn, job: "allreduce", ...slotFields(slot), knobs, workerArgs });
@@ -194,9 +197,21 @@ function orderRuns(section: CampaignSection, make: RunMakers): PlannedRun[] {
 function trainConfigsOf(section: CampaignSection): TrainConfig[] {
   const matrix = section.matrix;
   const knobAxes = TRAIN_KNOB_NAMES.filter((knob) => matrix[knob] !== undefined);
-  const knobCombinations = cartesian(knobAxes.map((knob) => (matrix[knob] as (string | number | boolean)[]).map((value) => [knob, value] as const)));
+  // A strategy's knob (powersgdRank) varies only the runs of its reduction: the ring's runs would repeat themselves.
+  const byConfiguration = new Map(cartesian(knobAxes.map((knob) => (matrix[knob] as (string | number | boolean)[]).map((value) => [knob, value] as const)))
+    .map((combination) => withoutOtherStrategies(combination, section))
+    .map((varied) => [JSON.stringify(varied), varied] as const));
   return unique(matrix.model).flatMap((model) => unique(matrix.batchSize).flatMap((batchSize) =>
-    knobCombinations.map((varied) => ({ model, batchSize, varied }))));
+    [...byConfiguration.values()].map((varied) => ({ model, batchSize, varied }))));
+}
+
+/** The knobs without those of a strategy the run does not use (its reduction: varied, fixed in train, or ring). */
+function withoutOtherStrategies<E extends readonly [string, unknown]>(knobs: readonly E[], section: CampaignSection): E[] {
+  const reduction = knobs.find(([knob]) => knob === "reduction")?.[1] ?? section.train.reduction ?? "ring";
+  return knobs.filter(([knob]) => {
+    const owner = STRATEGY_KNOBS[knob as TrainKnobName];
+    return owner === undefined || owner === reduction;
+  });
 }
 
 /** What remainingRuns needs to know of a run's latest record. */

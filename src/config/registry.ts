@@ -65,6 +65,10 @@ export const DDP_HOOK_REDUCTIONS: readonly Reduction[] = REDUCTIONS.filter((redu
 export function probedAs(reduction: Reduction): Reduction {
   return registry.reductions[reduction].probedAs as Reduction;
 }
+/** Knobs that belong to one reduction (a strategy's): a run of another reduction does not get them. */
+export const STRATEGY_KNOBS: Readonly<Partial<Record<TrainKnobName, Reduction>>> = {
+  powersgdRank: "powersgd", powersgdStartIter: "powersgd", localSgdPeriod: "local-sgd", localSgdWarmup: "local-sgd",
+};
 /** The strategies the probe cannot time (not a sum of one buffer): they train only. */
 export const TRAINING_ONLY_REDUCTIONS: readonly Reduction[] = REDUCTIONS.filter((reduction) => probedAs(reduction) !== reduction);
 

@@ -311,6 +311,8 @@ const campaignSection = z.strictObject({
      * through mpi4py, in the same worker on the same link; needs launcher mpi). Each probe runs once per library.
      */
     library: axis(z.enum(PROBE_LIBRARIES)).optional(),
+    /** iperf3: before each multi-node probe, one TCP stream from node 1 to node 0 (3 s), the rate no library can beat. */
+    reference: z.enum(["iperf3"]).optional(),
   }).default({ ...PROBE_DEFAULTS }),
   /** The dataset that train runs with `data: dataset` read. */
   dataset: dataset.optional(),
@@ -431,6 +433,15 @@ function checkStrategyKnobs(campaign: CampaignOutput, ctx: RefinementContext): v
   }
   const strategies = reductions.filter((reduction) => reduction === "powersgd" || reduction === "local-sgd");
   if (strategies.length === 0) return;
+  // Throughput is timed after the untimed batches: a strategy still in its plain all-reduce steps then would be timed
+  // sending the whole gradient, while the report counts its compressed bytes.
+  const fewestWarmup = Math.min(...(values("numWarmupBatches").length > 0 ? values("numWarmupBatches") : [TRAIN_KNOBS.numWarmupBatches.default as number]));
+  for (const [knob, strategy] of [["powersgdStartIter", "powersgd"], ["localSgdWarmup", "local-sgd"]] as const) {
+    const most = Math.max(...(values(knob).length > 0 ? values(knob) : [TRAIN_KNOBS[knob].default as number]));
+    if (reductions.includes(strategy) && values("epochs").length === 0 && most > fewestWarmup) {
+      issue(knob, `${knob} ${most} outlasts the untimed batches (numWarmupBatches ${fewestWarmup}): timed steps would still send the whole gradient; raise numWarmupBatches to ${most} or more`);
+    }
+  }
   if (values("fp16Allreduce").includes(true)) {
     issue("fp16Allreduce", `reduction ${strategies.join(" and ")} sends its own numbers (PowerSGD's factors, local SGD's parameters): fp16Allreduce goes with ring and the servers only`);
   }

@@ -8,7 +8,7 @@
  */
 import type { PlannedRun } from "../campaign/plan.ts";
 import { probedAs, TRAIN_KNOBS, type Reduction } from "../config/registry.ts";
-import { overlappedStepSeconds, predictHierarchicalStep, predictTrainingStep } from "../results/comm-model.ts";
+import { allReducesPerStep, overlappedStepSeconds, predictHierarchicalStep, predictTrainingStep } from "../results/comm-model.ts";
 import { computeInput, insideNodeInput, isMissing, linkInput, overlapInput, type InputQuestion, type PredictionContext } from "./inputs.ts";
 
 export type { PredictionContext } from "./inputs.ts";
@@ -87,8 +87,9 @@ export function predictTraining(run: TrainingQuestion, context: PredictionContex
   // Local SGD: one all-reduce of the parameters every H steps.
   const period = question.reduction === "local-sgd" ? Number(run.knobs.localSgdPeriod ?? TRAIN_KNOBS.localSgdPeriod.default) : 1;
   const gradientBytes = compute.gradientBytes * (run.knobs.fp16Allreduce === true ? 0.5 : 1) / period;
+  const allReduces = allReducesPerStep(question.reduction, compute.gradientBytes, { bucketCapMb: typeof run.knobs.bucketCapMb === "number" ? run.knobs.bucketCapMb : undefined, localSgdPeriod: period });
   const bucketCapMb = typeof run.knobs.bucketCapMb === "number" ? run.knobs.bucketCapMb : undefined;
-  const stepInput = (computeSeconds: number) => ({ computeSeconds, gradientBytes, ...(bucketCapMb === undefined ? {} : { bucketCapMb }) });
+  const stepInput = (computeSeconds: number) => ({ computeSeconds, gradientBytes, ...(bucketCapMb === undefined ? {} : { bucketCapMb }), ...(allReduces === undefined ? {} : { allReduces }) });
   const overlap = link === null ? null : overlapInput(question, context);
   const at = (computeSeconds: number, phi: number) => {
     if (link === null) return { allReduceSeconds: 0, stepSeconds: computeSeconds, efficiency: 1, noOverlapEfficiency: 1, fullOverlapEfficiency: 1 };

@@ -178,7 +178,8 @@ export function busBandwidthChartSpec(data: ReportData): TopLevelSpec | null {
   const series = [...new Set(rows.map((row) => row.series))];
   // In rows of four: one row of six or more link × node series runs off the page's width.
   const color = { field: "series", type: "nominal", title: "Link · nodes", scale: { domain: series, range: colors(series.length) }, legend: { columns: 4 } } as const;
-  const libraries = [...new Set(rows.map((row) => row.library))];
+  // torch.distributed solid, Open MPI dashed, whichever came first.
+  const libraries = [...new Set(rows.map((row) => row.library))].sort((a, b) => Number(a === "Open MPI") - Number(b === "Open MPI"));
   const dash = libraries.length < 2 ? {} : { strokeDash: { field: "library", type: "nominal", title: "Library", scale: { domain: libraries, range: [[1, 0], [6, 3]] },
     legend: { orient: "bottom", symbolType: "stroke", symbolSize: 400, encode: { symbols: { update: { stroke: { value: "#333333" } } } } } } } as const;
   return {

@@ -4,11 +4,11 @@
  * plain data out; charts and pages are drawn from it elsewhere.
  */
 import { launcherOf } from "../launchers/index.ts";
-import { PROBE_LIBRARIES, probedAs, type ProbeLibrary } from "../config/registry.ts";
+import { PROBE_LIBRARIES, probedAs, TRAIN_KNOBS, type ProbeLibrary } from "../config/registry.ts";
 import {
   efficiencyCeiling, isReduction, REDUCTIONS, meanWithInterval, reductionLowerBoundSeconds, type EfficiencyCeiling, type MeanWithInterval, type Reduction,
 } from "../results/cost-model.ts";
-import { fitAlphaBeta, predictTrainingStep, type AlphaBetaFit } from "../results/comm-model.ts";
+import { allReducesPerStep, fitAlphaBeta, predictTrainingStep, type AlphaBetaFit } from "../results/comm-model.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import type { AllReduceResult, TrainResult } from "../results/worker-result.ts";
 
@@ -127,6 +127,8 @@ export interface ProbeSeries {
   readonly library: ProbeLibrary;
   readonly backend: string;
   readonly libraryVersion: string | null;
+  /** iperf3's one TCP stream on the same link just before the probe (probe.reference), over the repeats; null without. */
+  readonly referenceGbps: Interval | null;
   readonly processesPerNode: number;
   readonly linkGbps: number | null;
   readonly nodes: number;
@@ -412,15 +414,17 @@ function scalingPoint(repeats: readonly TrainRecord[], batchSize: number, baseli
       ? null : { noOverlap: ideal * ceiling.noOverlap, perfectOverlap: ideal * ceiling.perfectOverlap },
     prediction: fit === null || computeSecondsPerStep === null || ideal === null ? null : modelPrediction(fit, {
       computeSeconds: computeSecondsPerStep, gradientBytes: allReduceBytes, ranks: workers, bucketCapMb: bucketCapMbOf(params.knobs),
+      allReduces: allReducesPerStep(reduction, result.metrics.gradientBytes, { bucketCapMb: bucketCapMbOf(params.knobs), localSgdPeriod: localSgdPeriodOf(params.knobs) }),
       idealImagesPerSecond: ideal, measuredEfficiency: imagesPerSecond.mean / ideal,
     }),
   };
 }
 
 function modelPrediction(fit: AlphaBetaFit, point: {
-  computeSeconds: number; gradientBytes: number; ranks: number; bucketCapMb: number | undefined; idealImagesPerSecond: number; measuredEfficiency: number;
+  computeSeconds: number; gradientBytes: number; ranks: number; bucketCapMb: number | undefined; allReduces: number | undefined; idealImagesPerSecond: number; measuredEfficiency: number;
 }): ModelPrediction {
-  const step = predictTrainingStep(fit, { ...point, ...(point.bucketCapMb === undefined ? {} : { bucketCapMb: point.bucketCapMb }) });
+  const { bucketCapMb, allReduces, ...rest } = point;
+  const step = predictTrainingStep(fit, { ...rest, ...(bucketCapMb === undefined ? {} : { bucketCapMb }), ...(allReduces === undefined ? {} : { allReduces }) });
   const efficiency = { noOverlap: step.noOverlapEfficiency, perfectOverlap: step.fullOverlapEfficiency };
   return {
     buckets: step.buckets, allReduceSeconds: step.allReduceSeconds, efficiency,
@@ -430,6 +434,11 @@ function modelPrediction(fit: AlphaBetaFit, point: {
       perfectOverlap: 100 * (point.measuredEfficiency - efficiency.perfectOverlap),
     },
   };
+}
+
+function localSgdPeriodOf(knobs: RunRecord["params"]["knobs"]): number {
+  const value = knobs["localSgdPeriod"];
+  return typeof value === "number" ? value : TRAIN_KNOBS.localSgdPeriod.default as number;
 }
 
 function bucketCapMbOf(knobs: RunRecord["params"]["knobs"]): number | undefined {
@@ -484,6 +493,7 @@ function probeSeries(records: readonly ProbeRecord[]): ProbeSeries[] {
     return {
       bandwidth: linkOf(repeats[0]!), reduction: reductionOf(repeats[0]!), library: libraryOf(repeats[0]!), backend: result.world.backend,
       libraryVersion: typeof result.metrics["libraryVersion"] === "string" ? result.metrics["libraryVersion"] : null,
+      referenceGbps: referenceOf(repeats),
       processesPerNode: processesOf(repeats[0]!), linkGbps: params.linkGbps, nodes: params.nodes, workers: result.world.size,
       runIds: repeats.map((record) => record.runId), rows,
       largestSizeLinkFraction: largest === undefined || params.linkGbps === null ? null : largest.busBandwidthGbps.mean / params.linkGbps,
@@ -491,6 +501,11 @@ function probeSeries(records: readonly ProbeRecord[]): ProbeSeries[] {
     };
   }).sort((a, b) => byLinkRate(a, b) || a.nodes - b.nodes || a.processesPerNode - b.processesPerNode || REDUCTIONS.indexOf(a.reduction) - REDUCTIONS.indexOf(b.reduction)
     || PROBE_LIBRARIES.indexOf(a.library) - PROBE_LIBRARIES.indexOf(b.library));
+}
+
+function referenceOf(repeats: readonly ProbeRecord[]): Interval | null {
+  const rates = repeats.flatMap((record) => record.result.metrics.referenceGbps ?? []);
+  return rates.length === 0 ? null : meanWithInterval(rates);
 }
 
 /** What the probe summed with, as its result says (older results: torch). */

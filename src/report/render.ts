@@ -285,12 +285,13 @@ ${data.probes.map((probe) => probeTable(probe, flags)).join("\n")}
 function probeTable(probe: ProbeSeries, flags: readonly Flag[]): string {
   const link = probe.linkGbps === null ? "unlimited link" : `link ${gbps(probe.linkGbps)} Gbit/s`;
   const share = probe.largestSizeLinkFraction === null ? "" : `; bus bandwidth at the largest size is ${percent(probe.largestSizeLinkFraction)} of the link`;
+  const reference = probe.referenceGbps === null ? "" : `; iperf3's one TCP stream on it just before: ${interval(probe.referenceGbps, 3)} Gbit/s`;
   const rows = probe.rows.map((row) => [
     formatBytes(row.sizeBytes), interval(row.busBandwidthGbps, 3), gbps(row.algorithmBandwidthGbps), seconds(row.timeSeconds), String(row.wrong),
   ]);
   const mark = flagMark(flags, probe.runIds);
   return `<h3>${escapeHtml(probeLinkLabel(probe))}, ${probe.nodes} nodes (${probe.workers} ranks, ${probe.runIds.length} ${probe.runIds.length === 1 ? "repeat" : "repeats"})${mark === "" ? "" : ` <span class="flag">${escapeHtml(mark.trim())}</span>`}</h3>
-<p>${escapeHtml(link)}${share}.</p>
+<p>${escapeHtml(link)}${share}${escapeHtml(reference)}.</p>
 ${table(["Message size", "Bus bandwidth (Gbit/s, ± 95% CI)", "Algorithm bandwidth (Gbit/s)", "Time (s)", "Wrong"], rows)}`;
 }
 

@@ -91,6 +91,8 @@ export interface TrainingStepInput {
   readonly ranks: number;
   /** @default DDP_DEFAULT_BUCKET_CAP_MB */
   readonly bucketCapMb?: number;
+  /** Ring all-reduces per step, each paying its 2(N-1)·α (allReducesPerStep); default: one per DDP bucket of gradientBytes. */
+  readonly allReduces?: number;
 }
 
 export interface TrainingStepPrediction {
@@ -111,7 +113,7 @@ export function predictTrainingStep(fit: Pick<AlphaBetaFit, "alphaSeconds" | "be
   const { gradientBytes, ranks } = input;
   const buckets = bucketsOf(input);
   // The buckets' sizes add up to the gradient: the bandwidth term is paid once, the latency term per bucket.
-  const latencySeconds = ranks < 2 ? 0 : buckets * ringSteps(ranks) * fit.alphaSeconds;
+  const latencySeconds = ranks < 2 ? 0 : (input.allReduces ?? buckets) * ringSteps(ranks) * fit.alphaSeconds;
   return stepOf(input.computeSeconds, buckets, latencySeconds + allReduceSeconds({ alphaSeconds: 0, betaSecondsPerByte: fit.betaSecondsPerByte }, gradientBytes, ranks));
 }
 
@@ -135,6 +137,17 @@ export function predictHierarchicalStep(inside: Pick<AlphaBetaFit, "alphaSeconds
   const bandwidthSeconds = allReduceSeconds({ alphaSeconds: 0, betaSecondsPerByte: inside.betaSecondsPerByte }, gradientBytes, perNode)
     + allReduceSeconds({ alphaSeconds: 0, betaSecondsPerByte: between.betaSecondsPerByte }, gradientBytes, nodes);
   return stepOf(input.computeSeconds, buckets, latencySeconds + bandwidthSeconds);
+}
+
+/**
+ * How many ring all-reduces a step's gradient exchange takes, for the latency term, where it is not one per DDP
+ * bucket: PowerSGD all-reduces three times per bucket (the uncompressed tensors, then P, then Q; the buckets hold the
+ * whole fp32 gradient), local SGD once every `localSgdPeriod` steps (one flat all-reduce of the parameters).
+ */
+export function allReducesPerStep(reduction: string, gradientBytes: number, options: { bucketCapMb?: number | undefined; localSgdPeriod?: number | undefined }): number | undefined {
+  if (reduction === "powersgd") return 3 * bucketsOf({ gradientBytes, ...(options.bucketCapMb === undefined ? {} : { bucketCapMb: options.bucketCapMb }) });
+  if (reduction === "local-sgd") return 1 / (options.localSgdPeriod ?? 1);
+  return undefined;
 }
 
 function bucketsOf(input: Pick<TrainingStepInput, "gradientBytes" | "bucketCapMb">): number {

@@ -81,7 +81,7 @@ const common = {
 
 export const workerResultSchema = z.discriminatedUnion("job", [
   z.looseObject({ ...common, job: z.literal("train"), metrics: trainMetricsSchema }),
-  z.looseObject({ ...common, job: z.literal("allreduce"), metrics: z.looseObject({ rows: z.array(allReduceRowSchema), peakBusbwGbps: z.number() }) }),
+  z.looseObject({ ...common, job: z.literal("allreduce"), metrics: z.looseObject({ rows: z.array(allReduceRowSchema), peakBusbwGbps: z.number(), referenceGbps: z.number().optional() }) }),
 ]);
 
 export type WorkerResult = z.output<typeof workerResultSchema>;

@@ -94,6 +94,17 @@ describe("expanding the matrix", () => {
     expect(plan.runs.filter((run) => run.job === "allreduce").map((run) => run.id)).toEqual(["allreduce-n2-1gbit-r1"]);
     const powersgd = plan.runs.find((run) => run.id === "train-tiny-b8-n2-1gbit-reduction-powersgd-r1")!;
     expect(powersgd.workerArgs.join(" ")).toMatch(/--reduction powersgd .*--powersgd-rank 4|--powersgd-rank 4 .*--reduction powersgd/);
+    // A strategy's knob fixed for the campaign reaches that strategy's runs only: the ring's keep their fingerprint.
+    const ring = plan.runs.find((run) => run.id === "train-tiny-b8-n2-1gbit-reduction-ring-r1")!;
+    expect(ring.workerArgs.join(" ")).not.toMatch(/--powersgd-rank|--local-sgd-period/);
+    expect(ring.knobs).toEqual({ reduction: "ring" });
+    // As an axis, it varies its own strategy's runs and leaves one ring configuration, not one per rank.
+    const ranks = planCampaign(file(`
+  matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit, reduction: [ring, powersgd], powersgdRank: [1, 4]}
+`), "k");
+    expect(ranks.runs.filter((run) => run.job === "train").map((run) => run.id)).toEqual([
+      "train-tiny-b8-n2-1gbit-reduction-ring-r1", "train-tiny-b8-n2-1gbit-reduction-powersgd-powersgdrank-1-r1", "train-tiny-b8-n2-1gbit-reduction-powersgd-powersgdrank-4-r1",
+    ]);
   });
 
   it("probes each library of probe.library, Open MPI with the ring only, torch under the ids it always had", () => {
@@ -108,6 +119,14 @@ describe("expanding the matrix", () => {
     ]);
     expect(probes[2]!.workerArgs.join(" ")).toContain("--iters 5 --library mpi --timeout-seconds");
     expect(probes[0]!.workerArgs).not.toContain("--library");
+    // iperf3's reference once per link and node count, with torch.distributed's ring probe.
+    const withReference = planCampaign(file(`
+  matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit, reduction: [ring, parameter-server]}
+  probe: {library: [torch, mpi], reference: iperf3}
+  launcher: mpi
+`), "i");
+    expect(withReference.runs.filter((run) => run.workerArgs.includes("--reference")).map((run) => [run.id, run.workerArgs[run.workerArgs.indexOf("--reference") + 1]]))
+      .toEqual([["allreduce-n2-1gbit-r1", "iperf3"]]);
   });
 
   it("places N nodes × P processes, probing one node's processes once and keeping ids of one process as they were", () => {

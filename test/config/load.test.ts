@@ -151,6 +151,12 @@ campaign:
     expect(problemsOf(with_("reduction: powersgd, localSgdPeriod: 2"))).toEqual(["campaign.train.localSgdPeriod: localSgdPeriod belongs to reduction local-sgd: set reduction to local-sgd (in train or the matrix)"]);
     expect(problemsOf(with_("reduction: local-sgd, fp16Allreduce: true"))).toEqual([expect.stringMatching(/^campaign\.train\.fp16Allreduce: reduction local-sgd sends its own numbers/)]);
     expect(problemsOf(with_("reduction: powersgd, powersgdRank: 0"))).toEqual([expect.stringMatching(/^campaign\.train\.powersgdRank: found 0, expected .*at least 1/)]);
+    expect(problemsOf(with_("reduction: powersgd, data: dataset, epochs: 2, checkpointEvery: 5").replace("campaign:\n", "campaign:\n  dataset: {name: shapes}\n")))
+      .toEqual([expect.stringMatching(/^campaign\.train\.checkpointEvery: reduction powersgd keeps state of its own .* run it without checkpointEvery$/)]);
+    // Timed steps must come after the strategy's plain all-reduce steps: the untimed batches must cover them.
+    expect(problemsOf(with_("reduction: powersgd, powersgdStartIter: 12"))).toEqual([
+      "campaign.train.powersgdStartIter: powersgdStartIter 12 outlasts the untimed batches (numWarmupBatches 10): timed steps would still send the whole gradient; raise numWarmupBatches to 12 or more"]);
+    expect(() => parseCampaign(with_("reduction: local-sgd, localSgdWarmup: 12, numWarmupBatches: 12"), "c.yaml")).not.toThrow();
     expect(problemsOf(with_("reduction: local-sgd, engine: horovod"))).toEqual([expect.stringMatching(/^campaign: engine horovod needs Horovod/),
       "campaign: reduction local-sgd is a DDP communication hook; Horovod always uses its own all-reduce (use engine ddp, or reduction ring)"]);
   });

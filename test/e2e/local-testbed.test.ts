@@ -360,7 +360,7 @@ campaign:
     const { run, out } = await keptCampaign("mpi", `
   matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit}
   train: {numWarmupBatches: 1, numBatchesPerIter: 2, numIters: 2}
-  probe: {maxBytes: 33554432, iters: 10, library: [torch, mpi]}
+  probe: {maxBytes: 33554432, iters: 10, library: [torch, mpi], reference: iperf3}
   launcher: mpi
 `);
     expect(run.code, run.stderr).toBe(0);
@@ -376,7 +376,10 @@ campaign:
     expect([viaMpi.library, viaMpi.libraryVersion]).toEqual(["mpi", expect.stringMatching(/^Open MPI v4\./)]);
     expect(viaMpi.rows.map((row: { wrong: number }) => row.wrong)).toEqual(viaMpi.rows.map(() => 0));
     expect(viaMpi.rows.at(-1).busbwGbps).toBeLessThan(1.02);
-    expect(readFileSync(join(out, "report.md"), "utf8")).toMatch(/^1gbit, 2 nodes: torch\.distributed \(gloo\) moves its bytes at .*; Open MPI moves its bytes at /m);
+    // iperf3's one TCP stream on the same 1 Gbit/s link, just before torch.distributed's probe: the link's rate.
+    expect(records[0].result.metrics.referenceGbps).toBeGreaterThan(0.85);
+    expect(records[0].result.metrics.referenceGbps).toBeLessThan(1.02);
+    expect(readFileSync(join(out, "report.md"), "utf8")).toMatch(/^1gbit, 2 nodes: torch\.distributed \(gloo\) moves its bytes at .*; Open MPI moves its bytes at .* iperf3's one TCP stream on the same link just before: 0\.\d+ Gbit\/s/m);
     records.splice(1, 1);
     const twoNodes = join(out, records[2].logsDir);
     expect(readdirSync(twoNodes).sort()).toEqual(["hostfile", "mpirun.out", "mpirun.sh", "outcome.json", "result.json", "worker-0.log", "worker-1.log"]);

@@ -161,7 +161,8 @@ describe("strategies that send fewer bytes", () => {
     const local = predictRun(plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 1gbit}", "  train: {reduction: local-sgd, localSgdPeriod: 4}\n")[0]!,
       { calibration: { ...calibration, overlap: [] } }) as RunPrediction;
     const link = calibration.links[0]!;
-    expect(local.allReduceSeconds).toBeCloseTo(predictTrainingStep(link, { computeSeconds: 64 / 105, gradientBytes: 1e8 / 4, ranks: 2 }).allReduceSeconds, 12);
+    // A quarter of the bytes, and one all-reduce's latency every 4 steps.
+    expect(local.allReduceSeconds).toBeCloseTo(predictTrainingStep(link, { computeSeconds: 64 / 105, gradientBytes: 1e8 / 4, ranks: 2, allReduces: 1 / 4 }).allReduceSeconds, 12);
     expect(local.sources.link).toBe(ring.sources.link);
     expect(local.scalingEfficiency.value).toBeGreaterThan(ring.scalingEfficiency.value);
     const powersgd = predictRun(plannedRuns("{nodes: 2, model: resnet50, batchSize: 64, bandwidth: 1gbit}", "  train: {reduction: powersgd}\n")[0]!, { calibration }) as MissingInput;
@@ -176,6 +177,11 @@ describe("a hierarchical all-reduce, on paper", () => {
     const withProbe: Calibration = { ...calibration, links: [...calibration.links, inOneNode], overlap: [] };
     const question = { runId: "q", model: "resnet50", batchSize: 64, nodes: 2, processesPerNode: 2, bandwidth: "1gbit", knobs: {}, hierarchical: true };
     const prediction = predictTraining(question, { calibration: withProbe, intraNodeBandwidth: "2400gbit" }) as RunPrediction;
+    // Without the probe, the stated rate: α = 0, β = 8 / 2400 Gbit/s.
+    const stated = predictTraining(question, { calibration, intraNodeBandwidth: "2400gbit" }) as RunPrediction;
+    expect(stated.sources.link).toMatch(/; inside a node: stated \(--intra-node-bandwidth 2400gbit\); assumed: α = 0$/);
+    expect(stated.allReduceSeconds).toBeCloseTo(predictHierarchicalStep({ alphaSeconds: 0, betaSecondsPerByte: 8 / 2400e9 }, calibration.links[0]!,
+      { computeSeconds: 64 / 105, gradientBytes: 1e8, nodes: 2, perNode: 2 }).allReduceSeconds, 12);
     expect(prediction.sources.link).toBe("between nodes: measured in results/earlier on 2025-05-01 (2-node probe); inside a node: measured in results/one-node on 2025-05-02 (probe of 2 processes in one node)");
     expect(prediction.allReduceSeconds).toBeCloseTo(predictHierarchicalStep(inOneNode, calibration.links[0]!, { computeSeconds: 64 / 105, gradientBytes: 1e8, nodes: 2, perNode: 2 }).allReduceSeconds, 12);
     // Without the probe or a stated rate: missing, saying how to get it.

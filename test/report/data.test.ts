@@ -265,7 +265,9 @@ describe("reportData: strategies that send fewer bytes over the ring's link", ()
     // The ring's bound on 3 ranks, 2(N-1)/N · S/B, for each strategy's S.
     expect(at("powersgd").allReduceLowerBoundSeconds).toBeCloseTo((4 / 3) * 2e6 * 8 / 1e9, 12);
     const fit = data.probes[0]!.fit!;
-    expect(at("local-sgd").prediction!.allReduceSeconds).toBeCloseTo(predictTrainingStep(fit, { computeSeconds: COMPUTE_SECONDS, gradientBytes: 2.5e7, ranks: 3 }).allReduceSeconds, 12);
+    // Local SGD: one flat all-reduce every 4 steps (the default period); PowerSGD: three per DDP bucket of the whole gradient.
+    expect(at("local-sgd").prediction!.allReduceSeconds).toBeCloseTo(predictTrainingStep(fit, { computeSeconds: COMPUTE_SECONDS, gradientBytes: 2.5e7, ranks: 3, allReduces: 1 / 4 }).allReduceSeconds, 12);
+    expect(at("powersgd").prediction!.allReduceSeconds).toBeCloseTo(predictTrainingStep(fit, { computeSeconds: COMPUTE_SECONDS, gradientBytes: 2e6, ranks: 3, allReduces: 3 * 4 }).allReduceSeconds, 12);
     expect(at("powersgd").prediction!.efficiency.noOverlap).toBeGreaterThan(at("local-sgd").prediction!.efficiency.noOverlap);
     expect(at("local-sgd").prediction!.efficiency.noOverlap).toBeGreaterThan(at("ring").prediction!.efficiency.noOverlap);
   });
@@ -296,6 +298,22 @@ describe("reportData: the communication library", () => {
     expect(renderMarkdown(data, reportMeta(records, new Date("2025-05-02T00:00:00Z")), [])).toContain(sentence);
     // Without both libraries on a link there is nothing to compare.
     expect(libraryComparisons(reportData(records.slice(0, 3)).probes)).toEqual([]);
+  });
+
+  it("sets each library's rate against iperf3's one TCP stream on the same link, where the probe measured it", () => {
+    const withReference = reportData([
+      probeRecord({ nodes: 2, bandwidth: "1gbit", repeat: 1, referenceGbps: 0.95, busbw: [[2 ** 20, 0.6], [2 ** 26, 0.95]] }),
+      probeRecord({ nodes: 2, bandwidth: "1gbit", repeat: 2, referenceGbps: 0.96, busbw: [[2 ** 20, 0.6], [2 ** 26, 0.95]] }),
+      probeRecord({ nodes: 2, bandwidth: "1gbit", library: "mpi", busbw: [[2 ** 20, 0.8], [2 ** 26, 0.9]] }),
+    ]);
+    expect(withReference.probes[0]!.referenceGbps).toMatchObject({ mean: 0.955, n: 2 });
+    expect(withReference.probes[1]!.referenceGbps).toBeNull();
+    const [sentence] = libraryComparisons(withReference.probes);
+    // Like against like: the bus bandwidth of the largest message (64 MiB: 0.95 and 0.9 Gbit/s) against iperf3's 0.955.
+    expect(sentence).toMatch(/iperf3's one TCP stream on the same link just before: 0\.955 Gbit\/s, the most any library can move; the bus bandwidth at 64 MiB reaches of it torch\.distributed \(gloo\) 99\.5 %, Open MPI 94\.2 %\.$/);
+    // The reference alone, without Open MPI's probe, still gets its sentence.
+    expect(libraryComparisons(reportData([probeRecord({ nodes: 2, bandwidth: "1gbit", referenceGbps: 0.95, busbw: [[2 ** 20, 0.6], [2 ** 26, 0.95]] })]).probes))
+      .toEqual([expect.stringMatching(/^1gbit, 2 nodes: torch\.distributed \(gloo\) moves its bytes .* iperf3's one TCP stream on the same link just before: 0\.950 Gbit\/s/)]);
   });
 
   it("takes a probe result without the field (older records) for torch.distributed", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { allReduceSeconds, fitAlphaBeta, overlappedStepSeconds, overlapShare, predictHierarchicalStep, predictTrainingStep, type ProbeSample } from "../../src/results/comm-model.ts";
+import { allReduceSeconds, allReducesPerStep, fitAlphaBeta, overlappedStepSeconds, overlapShare, predictHierarchicalStep, predictTrainingStep, type ProbeSample } from "../../src/results/comm-model.ts";
 
 /** 1 Gbit/s is 1.25e8 bytes/s, so β = 8e-9 s per byte. */
 const ONE_GBIT_BETA = 8e-9;
@@ -91,6 +91,17 @@ describe("predictHierarchicalStep", () => {
     const flat = predictTrainingStep(network, { ...input, ranks: 512 });
     expect(twoLevel.allReduceSeconds).toBeLessThan(flat.allReduceSeconds);
     expect(twoLevel.noOverlapEfficiency).toBeGreaterThan(flat.noOverlapEfficiency);
+  });
+});
+
+describe("allReducesPerStep", () => {
+  it("counts PowerSGD's three all-reduces per DDP bucket of the whole gradient and local SGD's one per period; nothing to say for the others", () => {
+    expect(allReducesPerStep("powersgd", 100 * 1024 * 1024, {})).toBe(12);
+    expect(allReducesPerStep("powersgd", 100 * 1024 * 1024, { bucketCapMb: 100 })).toBe(3);
+    expect(allReducesPerStep("local-sgd", 1e8, { localSgdPeriod: 8 })).toBe(1 / 8);
+    expect(allReducesPerStep("ring", 1e8, {})).toBeUndefined();
+    const fit = { alphaSeconds: 1e-3, betaSecondsPerByte: 0 };
+    expect(predictTrainingStep(fit, { computeSeconds: 1, gradientBytes: 1e6, ranks: 3, allReduces: 0.5 }).allReduceSeconds).toBeCloseTo(0.5 * 4 * 1e-3, 15);
   });
 });
 

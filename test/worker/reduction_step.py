@@ -46,7 +46,7 @@ def main(rank: int, size: int, port: int, out_dir: str) -> None:
             saved[f"sum/{reduction}/{count}"] = tensor
     # The strategies, with the worker's own defaults of their knobs but a short warm-up: PowerSGD compresses from
     # step 2, local SGD steps alone from step 2 and averages every 3 steps.
-    for strategy in ("powersgd", "local-sgd"):
+    for strategy in ("ring", "powersgd", "local-sgd"):
         args = Namespace(reduction=strategy, fp16_allreduce=False, powersgd_rank=1, powersgd_start_iter=2,
                          local_sgd_period=3, local_sgd_warmup=2)
         torch.manual_seed(0)

@@ -20,6 +20,7 @@ from conftest import base_env, run_worker
     (["allreduce", "--library", "mpi", "--reduction", "parameter-server"], "--library mpi sums with MPI_Allreduce"),
     (["allreduce", "--library", "mpi", "--device", "cuda"], "--library mpi sums host memory"),
     (["allreduce", "--library", "nccl"], "invalid choice: 'nccl'"),
+    (["allreduce", "--reference", "ping"], "invalid choice: 'ping'"),
 ])
 def test_bad_arguments_exit_2_with_a_clear_message_before_importing_torch(args, message):
     code, output, seconds = run_worker(args)

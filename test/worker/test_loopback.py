@@ -2,6 +2,7 @@
 
 import math
 import os
+import shutil
 import signal
 import time
 import uuid
@@ -49,6 +50,19 @@ def test_allreduce_across_two_nodes_sums_correctly_and_reports_nccl_tests_bandwi
     assert [int(cells[0]) for cells in table] == [4096, 16384, 65536, 262144, 1048576]
     assert all(cells[2:4] == ["float", "sum"] and cells[7] == "0" for cells in table)
     assert "# " in all_output and all_output.count("peak busbw") == 1
+
+
+def test_the_probe_first_measures_the_link_with_iperf3_from_node_1_to_node_0(nodes, tmp_path, validate_result):
+    assert shutil.which("iperf3"), "iperf3 is missing: npm run setup:test installs it"
+    output = tmp_path / "allreduce.json"
+    args = ["allreduce", "--reference", "iperf3", "--min-bytes", "4K", "--max-bytes", "64K", "--step-factor", "4",
+            "--warmup-iters", "1", "--iters", "2", "--timeout-seconds", "60", "--output", str(output)]
+    procs, _ = start_two_nodes(nodes, args, tmp_path)
+    results = [nodes.finish(proc, timeout=120) for proc in procs]
+    assert [code for code, _ in results] == [0, 0], results
+    metrics = validate_result(output)["metrics"]
+    # Loopback has no shaping: one TCP stream moves gigabits a second, far more than any shaped link here.
+    assert metrics["referenceGbps"] > 1 and metrics["reference"].startswith("iperf3, one TCP stream from node 1 to node 0")
 
 
 def test_training_across_two_nodes_reports_throughput_and_a_finite_loss(nodes, tmp_path, validate_result):

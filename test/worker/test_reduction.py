@@ -49,10 +49,13 @@ def test_every_reduction_leaves_all_ranks_with_the_parameters_the_ring_gives(siz
         for name in reduction.PROBED_REDUCTIONS:
             for saved in ranks:
                 assert torch.equal(saved[f"sum/{name}/{count}"], expected), (name, count)
-    # PowerSGD: every step synchronous, so every rank holds the same model, and it learns.
+    # PowerSGD: every step synchronous, so every rank holds the same model; the ring's for its two plain steps, then
+    # another (the gradients travel as rank-1 factors from step 2 on).
     for step in range(6):
         assert all(torch.equal(mine, first) for saved in ranks for mine, first in zip(saved[f"powersgd/{step}"], ranks[0][f"powersgd/{step}"])), step
         assert ranks[0][f"powersgd/divergence/{step}"] == 0
+        same_as_ring = all(torch.allclose(mine, ring, atol=1e-5, rtol=0) for mine, ring in zip(ranks[0][f"powersgd/{step}"], ranks[0][f"ring/{step}"]))
+        assert same_as_ring == (step < 2), step
     # Local SGD: synchronous for the warm-up (steps 0 and 1), then each rank steps alone on its own data, and the
     # averager brings them together every 3 steps (after step 2 and step 5, counting from 0).
     assert [ranks[0][f"local-sgd/divergence/{step}"] == 0 for step in range(6)] == [True, True, True, False, False, True]

@@ -14,6 +14,7 @@ import torch
 import torch.distributed as dist
 
 from .mpi_library import mpi_sum
+from .reference import SECONDS as REFERENCE_SECONDS, measure_reference
 from .reduction import sum_over_ranks
 
 FLOAT32_BYTES = 4
@@ -58,6 +59,8 @@ def run_allreduce(args, world) -> dict:
     tile = (torch.arange(PATTERN_TILE_ELEMENTS, dtype=torch.int32, device=device) % PATTERN_PERIOD).float()
     stats = torch.zeros(3, dtype=torch.float64, device=device)  # slowest time, wrong elements, CPU seconds
 
+    # The reference first, on a quiet link: iperf3's one TCP stream between node 1 and node 0.
+    reference = measure_reference(world) if getattr(args, "reference", None) == "iperf3" else None
     library = getattr(args, "library", "torch")
     if library == "mpi":
         sum_, library_version, finish = mpi_sum(world)
@@ -109,4 +112,6 @@ def run_allreduce(args, world) -> dict:
     say(f"# peak busbw: {peak:.3f} Gbit/s; wrong elements: {total_wrong}", flush=True)
     # Which library summed: torch.distributed's backend (world.backend in the record) or Open MPI, with its version.
     return {"rows": rows, "peakBusbwGbps": peak, "library": library,
-            **({"libraryVersion": library_version} if library_version else {})}
+            **({"libraryVersion": library_version} if library_version else {}),
+            **({"referenceGbps": reference, "reference": f"iperf3, one TCP stream from node 1 to node 0 for {REFERENCE_SECONDS} s"}
+               if reference is not None else {})}

@@ -209,6 +209,9 @@ def _add_allreduce(jobs, common) -> None:
     probe.add_argument("--library", choices=LIBRARIES, default="torch",
                        help="what sums: torch (torch.distributed: Gloo on CPU, NCCL on GPUs) or mpi (Open MPI's "
                             "MPI_Allreduce through mpi4py; the process must be started by mpirun, one per node, on CPU)")
+    probe.add_argument("--reference", choices=("iperf3",), default=None,
+                       help="first measure one TCP stream from node 1 to node 0 with iperf3 (3 s), the rate no library "
+                            "can beat on this link; recorded as metrics.referenceGbps")
 
 
 def check_arguments(args) -> None:

@@ -26,7 +26,7 @@ _KNOB_NAMES = {
     "learning_rate": "learningRate", "momentum": "momentum", "data": "data", "loader_workers": "loaderWorkers",
     "epochs": "epochs", "target_accuracy": "targetAccuracy", "checkpoint_dir": "checkpointDir",
     "checkpoint_every": "checkpointEvery", "max_restarts": "maxRestarts", "fail_at_step": "failAtStep",
-    "fail_rank": "failRank", "fail_node": "failNode", "min_nodes": "minNodes", "library": "library",
+    "fail_rank": "failRank", "fail_node": "failNode", "min_nodes": "minNodes", "library": "library", "reference": "reference",
     "powersgd_rank": "powersgdRank", "powersgd_start_iter": "powersgdStartIter", "local_sgd_period": "localSgdPeriod",
     "local_sgd_warmup": "localSgdWarmup",
 }
