@@ -131,7 +131,7 @@ function runMakers(section: CampaignSection): RunMakers {
   };
   // The probe measures each reduction the training runs use (ring: the ids and arguments it always had), and each
   // library of probe.library (torch: the ids and arguments it always had).
-  const firstReduction = probedAs((section.matrix.reduction ?? [section.train.reduction ?? "ring"])[0]!);
+  const firstReduction = probedReductions(section)[0]!;
   const probe = (slot: Slot, reduction: Reduction, library: ProbeLibrary, turn: Turn): PlannedRun => {
     const { minBytes, maxBytes, stepFactor, warmupIters, iters } = section.probe;
     const ring = reduction === "ring";
@@ -163,8 +163,7 @@ function orderRuns(section: CampaignSection, make: RunMakers): PlannedRun[] {
   const rounds = section.repeatUntil?.maxRepeats ?? section.repeats ?? 1;
   const unconditionalRounds = section.repeatUntil?.minRepeats ?? rounds;
   const trainConfigs = trainConfigsOf(section);
-  // PowerSGD and local SGD train over the ring's link: the ring's probe measures it.
-  const reductions = unique((matrix.reduction ?? [section.train.reduction ?? "ring"]).map(probedAs));
+  const reductions = probedReductions(section);
   // Open MPI sums with its own algorithm: it has no reductions of ringlab's, only its all-reduce.
   const probeKinds = unique<ProbeLibrary>(section.probe.library ?? ["torch"]).flatMap((library): { reduction: Reduction; library: ProbeLibrary }[] =>
     library === "mpi" ? [{ reduction: "ring", library }] : reductions.map((reduction) => ({ reduction, library })));
@@ -203,6 +202,11 @@ function trainConfigsOf(section: CampaignSection): TrainConfig[] {
     .map((varied) => [JSON.stringify(varied), varied] as const));
   return unique(matrix.model).flatMap((model) => unique(matrix.batchSize).flatMap((batchSize) =>
     [...byConfiguration.values()].map((varied) => ({ model, batchSize, varied }))));
+}
+
+/** The reductions the probes measure: the training runs' (PowerSGD and local SGD train over the ring's link, so the ring's). */
+function probedReductions(section: CampaignSection): Reduction[] {
+  return unique((section.matrix.reduction ?? [section.train.reduction ?? "ring"]).map(probedAs));
 }
 
 /** The knobs without those of a strategy the run does not use (its reduction: varied, fixed in train, or ring). */

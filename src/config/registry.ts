@@ -69,8 +69,8 @@ export function probedAs(reduction: Reduction): Reduction {
 export const STRATEGY_KNOBS: Readonly<Partial<Record<TrainKnobName, Reduction>>> = {
   powersgdRank: "powersgd", powersgdStartIter: "powersgd", localSgdPeriod: "local-sgd", localSgdWarmup: "local-sgd",
 };
-/** The strategies the probe cannot time (not a sum of one buffer): they train only. */
-export const TRAINING_ONLY_REDUCTIONS: readonly Reduction[] = REDUCTIONS.filter((reduction) => probedAs(reduction) !== reduction);
+/** The strategies with knobs of their own (PowerSGD, local SGD). */
+export const STRATEGIES: readonly Reduction[] = [...new Set(Object.values(STRATEGY_KNOBS))];
 
 /** Train knobs by campaign name, in the registry's order (which is the campaign schema's and the worker's flags'). */
 export const TRAIN_KNOB_NAMES = keysOf(registry.trainKnobs);
@@ -91,6 +91,12 @@ function trainKnob(name: TrainKnobName): TrainKnob {
 /** Every train knob's flag, type, default, range and relations, by campaign name. */
 export const TRAIN_KNOBS = Object.fromEntries(TRAIN_KNOB_NAMES.map((name) => [name, trainKnob(name)])) as
   { readonly [K in TrainKnobName]: TrainKnob<TrainKnobValue<K>> };
+
+/** A numeric knob as a run has it: its own value, or the worker's default (what the worker then used). */
+export function numericKnob(knobs: Readonly<Record<string, unknown>>, name: TrainKnobName): number | undefined {
+  const value = knobs[name] ?? TRAIN_KNOBS[name].default;
+  return typeof value === "number" ? value : undefined;
+}
 
 /**
  * What the all-reduce probe sums with (`allreduce --library`): torch, torch.distributed's own backend (Gloo on CPU,

@@ -18,7 +18,7 @@ import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, type LauncherName } from "../launcher
 import { SMALLEST_CPU_QUOTA } from "../limits.ts";
 import { describeIssues, type ConfigProblem } from "./problems.ts";
 import {
-  DDP_HOOK_REDUCTIONS, MODELS, PROBE_LIBRARIES, TRAIN_KNOB_NAMES as KNOB_NAMES, TRAIN_KNOBS, type Model, type TrainKnob, type TrainKnobName, type TrainKnobValue,
+  DDP_HOOK_REDUCTIONS, MODELS, PROBE_LIBRARIES, STRATEGIES, STRATEGY_KNOBS, TRAIN_KNOB_NAMES as KNOB_NAMES, TRAIN_KNOBS, type Model, type Reduction, type TrainKnob, type TrainKnobName, type TrainKnobValue,
 } from "./registry.ts";
 
 export { describeValue, type ConfigProblem } from "./problems.ts";
@@ -426,12 +426,10 @@ function checkStrategyKnobs(campaign: CampaignOutput, ctx: RefinementContext): v
     [...((campaign.matrix[knob] ?? []) as unknown[]), campaign.train[knob]].filter((value) => value !== undefined) as TrainKnobValue<K>[];
   const reductions = values("reduction");
   const issue = (knob: string, message: string) => ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message });
-  for (const [strategy, knobs] of [["powersgd", ["powersgdRank", "powersgdStartIter"]], ["local-sgd", ["localSgdPeriod", "localSgdWarmup"]]] as const) {
-    for (const knob of knobs) {
-      if (values(knob).length > 0 && !reductions.includes(strategy)) issue(knob, `${knob} belongs to reduction ${strategy}: set reduction to ${strategy} (in train or the matrix)`);
-    }
+  for (const [knob, strategy] of Object.entries(STRATEGY_KNOBS) as [TrainKnobName, Reduction][]) {
+    if (values(knob).length > 0 && !reductions.includes(strategy)) issue(knob, `${knob} belongs to reduction ${strategy}: set reduction to ${strategy} (in train or the matrix)`);
   }
-  const strategies = reductions.filter((reduction) => reduction === "powersgd" || reduction === "local-sgd");
+  const strategies = reductions.filter((reduction) => STRATEGIES.includes(reduction));
   if (strategies.length === 0) return;
   // Throughput is timed after the untimed batches: a strategy still in its plain all-reduce steps then would be timed
   // sending the whole gradient, while the report counts its compressed bytes.

@@ -7,8 +7,8 @@
  * at: the prediction says what is missing and how to get it.
  */
 import type { PlannedRun } from "../campaign/plan.ts";
-import { probedAs, TRAIN_KNOBS, type Reduction } from "../config/registry.ts";
-import { allReducesPerStep, overlappedStepSeconds, predictHierarchicalStep, predictTrainingStep } from "../results/comm-model.ts";
+import { numericKnob, probedAs, type Reduction } from "../config/registry.ts";
+import { allReducesPerStep, boundedShare, overlappedStepSeconds, predictHierarchicalStep, predictTrainingStep } from "../results/comm-model.ts";
 import { computeInput, insideNodeInput, isMissing, linkInput, overlapInput, type InputQuestion, type PredictionContext } from "./inputs.ts";
 
 export type { PredictionContext } from "./inputs.ts";
@@ -85,10 +85,10 @@ export function predictTraining(run: TrainingQuestion, context: PredictionContex
   const inside = twoLevel ? insideNodeInput(question, context) : null;
   if (inside !== null && isMissing(inside)) return { runId: run.runId, missing: inside.missing };
   // Local SGD: one all-reduce of the parameters every H steps.
-  const period = question.reduction === "local-sgd" ? Number(run.knobs.localSgdPeriod ?? TRAIN_KNOBS.localSgdPeriod.default) : 1;
+  const period = question.reduction === "local-sgd" ? numericKnob(run.knobs, "localSgdPeriod")! : 1;
   const gradientBytes = compute.gradientBytes * (run.knobs.fp16Allreduce === true ? 0.5 : 1) / period;
-  const allReduces = allReducesPerStep(question.reduction, compute.gradientBytes, { bucketCapMb: typeof run.knobs.bucketCapMb === "number" ? run.knobs.bucketCapMb : undefined, localSgdPeriod: period });
-  const bucketCapMb = typeof run.knobs.bucketCapMb === "number" ? run.knobs.bucketCapMb : undefined;
+  const bucketCapMb = numericKnob(run.knobs, "bucketCapMb");
+  const allReduces = allReducesPerStep(question.reduction, compute.gradientBytes, { bucketCapMb, localSgdPeriod: period });
   const stepInput = (computeSeconds: number) => ({ computeSeconds, gradientBytes, ...(bucketCapMb === undefined ? {} : { bucketCapMb }), ...(allReduces === undefined ? {} : { allReduces }) });
   const overlap = link === null ? null : overlapInput(question, context);
   const at = (computeSeconds: number, phi: number) => {
@@ -110,7 +110,7 @@ export function predictTraining(run: TrainingQuestion, context: PredictionContex
     allReduceSeconds: step.allReduceSeconds,
     stepSeconds: step.stepSeconds,
     imagesPerSecond: (ranks * run.batchSize) / step.stepSeconds,
-    overlapShare: link === null ? 0 : Math.min(1, Math.max(0, phi.mean)),
+    overlapShare: link === null ? 0 : boundedShare(phi.mean),
     scalingEfficiency: { value: step.efficiency, low: Math.min(...corners), high: Math.max(...corners) },
     noOverlapEfficiency: step.noOverlapEfficiency,
     fullOverlapEfficiency: step.fullOverlapEfficiency,

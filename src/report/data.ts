@@ -4,7 +4,7 @@
  * plain data out; charts and pages are drawn from it elsewhere.
  */
 import { launcherOf } from "../launchers/index.ts";
-import { PROBE_LIBRARIES, probedAs, TRAIN_KNOBS, type ProbeLibrary } from "../config/registry.ts";
+import { numericKnob, PROBE_LIBRARIES, probedAs, type ProbeLibrary } from "../config/registry.ts";
 import {
   efficiencyCeiling, isReduction, REDUCTIONS, meanWithInterval, reductionLowerBoundSeconds, type EfficiencyCeiling, type MeanWithInterval, type Reduction,
 } from "../results/cost-model.ts";
@@ -413,8 +413,8 @@ function scalingPoint(repeats: readonly TrainRecord[], batchSize: number, baseli
     throughputCeiling: ceiling === null || ideal === null
       ? null : { noOverlap: ideal * ceiling.noOverlap, perfectOverlap: ideal * ceiling.perfectOverlap },
     prediction: fit === null || computeSecondsPerStep === null || ideal === null ? null : modelPrediction(fit, {
-      computeSeconds: computeSecondsPerStep, gradientBytes: allReduceBytes, ranks: workers, bucketCapMb: bucketCapMbOf(params.knobs),
-      allReduces: allReducesPerStep(reduction, result.metrics.gradientBytes, { bucketCapMb: bucketCapMbOf(params.knobs), localSgdPeriod: localSgdPeriodOf(params.knobs) }),
+      computeSeconds: computeSecondsPerStep, gradientBytes: allReduceBytes, ranks: workers, bucketCapMb: numericKnob(params.knobs, "bucketCapMb"),
+      allReduces: allReducesPerStep(reduction, result.metrics.gradientBytes, { bucketCapMb: numericKnob(params.knobs, "bucketCapMb"), localSgdPeriod: numericKnob(params.knobs, "localSgdPeriod") }),
       idealImagesPerSecond: ideal, measuredEfficiency: imagesPerSecond.mean / ideal,
     }),
   };
@@ -434,16 +434,6 @@ function modelPrediction(fit: AlphaBetaFit, point: {
       perfectOverlap: 100 * (point.measuredEfficiency - efficiency.perfectOverlap),
     },
   };
-}
-
-function localSgdPeriodOf(knobs: RunRecord["params"]["knobs"]): number {
-  const value = knobs["localSgdPeriod"];
-  return typeof value === "number" ? value : TRAIN_KNOBS.localSgdPeriod.default as number;
-}
-
-function bucketCapMbOf(knobs: RunRecord["params"]["knobs"]): number | undefined {
-  const value = knobs["bucketCapMb"];
-  return typeof value === "number" ? value : undefined;
 }
 
 /** Mean over repeats with Student's t; one repeat has no interval, so it keeps the worker's spread over its iterations. */

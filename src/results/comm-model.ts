@@ -174,8 +174,12 @@ export function overlapShare(computeSeconds: number, allReduceSeconds: number, m
   return (computeSeconds + allReduceSeconds - measuredStepSeconds) / Math.min(computeSeconds, allReduceSeconds);
 }
 
-/** One step with a share φ (clamped to 0..1) of the hideable time hidden: between the no-overlap and full-overlap bounds. */
+/** φ as a step can have it: no less than no overlap (0), no more than full overlap (1). */
+export function boundedShare(phi: number): number {
+  return Math.min(1, Math.max(0, phi));
+}
+
+/** One step with a share φ (bounded to 0..1) of the hideable time hidden: between the no-overlap and full-overlap bounds. */
 export function overlappedStepSeconds(computeSeconds: number, allReduceSeconds: number, phi: number): number {
-  const share = Math.min(1, Math.max(0, phi));
-  return computeSeconds + allReduceSeconds - share * Math.min(computeSeconds, allReduceSeconds);
+  return computeSeconds + allReduceSeconds - boundedShare(phi) * Math.min(computeSeconds, allReduceSeconds);
 }

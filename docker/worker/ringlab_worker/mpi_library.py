@@ -25,7 +25,7 @@ def mpi_sum(world):
     """(a function that sums a CPU tensor over all ranks in place through MPI_Allreduce, Open MPI's version line, a
     function that ends MPI: the worker leaves with os._exit, past mpi4py's own MPI_Finalize at exit, and Open MPI
     counts a rank that leaves without it as failed)."""
-    check_started_by_mpirun()
+    # check_arguments has refused a process outside mpirun and --device cuda; --device auto can still pick a GPU.
     if world.device.type != "cpu":
         raise BadArguments("--library mpi sums host memory: run it with --device cpu (mpi4py here is not CUDA-aware)")
     from mpi4py import MPI  # MPI_Init happens here

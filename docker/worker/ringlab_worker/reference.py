@@ -15,6 +15,7 @@ from .errors import BadArguments, WorkerError
 PORT = 5201  # iperf3's own; the worker container shares its node's network, where nothing else listens on it
 SECONDS = 3
 _START_TIMEOUT = 10
+_NOT_INSTALLED = "--reference iperf3: iperf3 is not installed in the worker image (Debian's iperf3)"
 
 
 def measure_reference(world, env=os.environ):
@@ -46,7 +47,7 @@ def _start_server():
         server = subprocess.Popen(["iperf3", "--server", "--one-off", "--port", str(PORT)],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except FileNotFoundError:
-        raise WorkerError("--reference iperf3: iperf3 is not installed in the worker image (Debian's iperf3)") from None
+        raise WorkerError(_NOT_INSTALLED) from None
     deadline = time.monotonic() + _START_TIMEOUT
     while time.monotonic() < deadline and server.poll() is None:
         if _listening(PORT):
@@ -78,7 +79,7 @@ def _send(head: str) -> float:
         done = subprocess.run(["iperf3", "--client", head, "--port", str(PORT), "--time", str(SECONDS), "--json"],
                               capture_output=True, text=True, timeout=SECONDS + 30)
     except FileNotFoundError:
-        raise WorkerError("--reference iperf3: iperf3 is not installed in the worker image (Debian's iperf3)") from None
+        raise WorkerError(_NOT_INSTALLED) from None
     try:
         return json.loads(done.stdout)["end"]["sum_received"]["bits_per_second"] / 1e9
     except (ValueError, KeyError, TypeError):
