@@ -80,6 +80,24 @@ export function everythingLabeled(testbed: string): string[] {
   return (["container", "network", "volume"] as const).flatMap((kind) => labeled(kind, testbed).map((id) => `${kind} ${id}`));
 }
 
+/**
+ * A /24 for a test's testbed that no Docker network on this machine overlaps (another suite's testbed, or one a
+ * killed run left): Docker refuses a second network on an address range in use ("Pool overlaps").
+ */
+export function freeSubnet(): string {
+  const used = docker(["network", "ls", "-q"]).split("\n").filter(Boolean).flatMap((id) =>
+    docker(["network", "inspect", "--format", "{{range .IPAM.Config}}{{.Subnet}} {{end}}", id]).trim().split(/\s+/).filter(Boolean));
+  const overlaps = (second: number) => used.some((cidr) => {
+    const [a, b] = cidr.split(/[./]/).map(Number);
+    const prefix = Number(cidr.split("/")[1]);
+    // A /8 or /12 (Docker's defaults are 172.17-31.x.x/16) covers 10.x only when it starts at 10.
+    return a === 10 && (prefix <= 8 || b === second);
+  });
+  const second = [79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89].find((candidate) => !overlaps(candidate));
+  if (second === undefined) throw new Error("no free 10.79-89.0.0/24 for the test testbed: remove the Docker networks left on them (docker network ls)");
+  return `10.${second}.0.0/24`;
+}
+
 export function docker(args: readonly string[]): string {
   return execFileSync("docker", args, { encoding: "utf8" });
 }

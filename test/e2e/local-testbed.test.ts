@@ -9,12 +9,13 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadRecord } from "../../src/testbed/record.ts";
 import { controlPathDir } from "../../src/testbed/playbook.ts";
-import { docker, everythingLabeled, exited, ringlab, runScript, runsJsonl, scratch, sleep, startRingLab, writeFile, type CliResult } from "./cli.ts";
+import { docker, everythingLabeled, exited, freeSubnet, ringlab, runScript, runsJsonl, scratch, sleep, startRingLab, writeFile, type CliResult } from "./cli.ts";
 
 const NAME = `e2e${process.pid}`;
+const SUBNET = freeSubnet();
 const dir = scratch("testbed");
 const state = join(dir, "state");
-const campaign = writeFile(dir, "testbed.yaml", `testbed: {target: local, name: ${NAME}, nodes: 3, subnet: 10.79.0.0/24}\n`);
+const campaign = writeFile(dir, "testbed.yaml", `testbed: {target: local, name: ${NAME}, nodes: 3, subnet: ${SUBNET}}\n`);
 
 afterAll(async () => {
   await ringlab(state, ["down", NAME]);
@@ -22,7 +23,7 @@ afterAll(async () => {
 
 // The campaigns below run on this testbed, kept (they need a testbed, not a new one each): it was configured above,
 // so they find it configured from the same playbooks, inventory and worker image, and skip site.yml.
-const TESTBED_LINE = `testbed: {target: local, name: ${NAME}, nodes: 3, subnet: 10.79.0.0/24}`;
+const TESTBED_LINE = `testbed: {target: local, name: ${NAME}, nodes: 3, subnet: ${SUBNET}}`;
 const NOT_CONFIGURED_AGAIN = new RegExp(`testbed ${NAME}: configured at \\S+ from the same playbooks, inventory and worker image; not configuring again`);
 
 /** Runs a campaign on this testbed, kept afterwards; returns the CLI result, the results folder and the scratch folder. */
@@ -57,7 +58,7 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
   });
 
   it("refuses a second testbed of the same name that does not match, and reuses one that does", async () => {
-    const other = writeFile(dir, "other.yaml", `testbed: {target: local, name: ${NAME}, nodes: 2, subnet: 10.79.0.0/24}\n`);
+    const other = writeFile(dir, "other.yaml", `testbed: {target: local, name: ${NAME}, nodes: 2, subnet: ${SUBNET}}\n`);
     const refused = await ringlab(state, ["up", other]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(new RegExp(`a testbed named ${NAME} already exists but does not match this file`));
@@ -400,7 +401,7 @@ campaign:
   });
 
   it("leaves a testbed alone when a campaign of the same name but another shape is refused", async () => {
-    const clash = writeFile(dir, "clash.yaml", `testbed: {target: local, name: ${NAME}, nodes: 2, subnet: 10.79.0.0/24}
+    const clash = writeFile(dir, "clash.yaml", `testbed: {target: local, name: ${NAME}, nodes: 2, subnet: ${SUBNET}}
 campaign: {matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit}}
 `);
     const refused = await ringlab(state, ["campaign", clash, "--results", join(dir, "clash")]);
