@@ -68,8 +68,9 @@ export function probedAs(reduction: Reduction): Reduction {
 /** Knobs that belong to one reduction (a strategy's): a run of another reduction does not get them. */
 export const STRATEGY_KNOBS: Readonly<Partial<Record<TrainKnobName, Reduction>>> = {
   powersgdRank: "powersgd", powersgdStartIter: "powersgd", localSgdPeriod: "local-sgd", localSgdWarmup: "local-sgd",
+  asyncStaleness: "async-parameter-server",
 };
-/** The strategies with knobs of their own (PowerSGD, local SGD). */
+/** The strategies with knobs of their own (PowerSGD, local SGD, the asynchronous parameter server). */
 export const STRATEGIES: readonly Reduction[] = [...new Set(Object.values(STRATEGY_KNOBS))];
 
 /** Train knobs by campaign name, in the registry's order (which is the campaign schema's and the worker's flags'). */

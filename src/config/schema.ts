@@ -420,7 +420,7 @@ function checkDataKnobs(campaign: CampaignOutput, ctx: RefinementContext): void 
   checkNodeLoss(campaign, values("failNode"), values("minNodes"), values("failRank").length > 0, fewestNodes, ctx);
 }
 
-/** PowerSGD's and local SGD's knobs: each belongs to its reduction, and neither strategy takes fp16 or checkpoints. */
+/** The strategies' knobs (PowerSGD, local SGD, the asynchronous server): each belongs to its reduction, and no strategy takes fp16 or checkpoints. */
 function checkStrategyKnobs(campaign: CampaignOutput, ctx: RefinementContext): void {
   const values = <K extends TrainKnobName>(knob: K) =>
     [...((campaign.matrix[knob] ?? []) as unknown[]), campaign.train[knob]].filter((value) => value !== undefined) as TrainKnobValue<K>[];
@@ -441,10 +441,13 @@ function checkStrategyKnobs(campaign: CampaignOutput, ctx: RefinementContext): v
     }
   }
   if (values("fp16Allreduce").includes(true)) {
-    issue("fp16Allreduce", `reduction ${strategies.join(" and ")} sends its own numbers (PowerSGD's factors, local SGD's parameters): fp16Allreduce goes with ring and the servers only`);
+    issue("fp16Allreduce", `reduction ${strategies.join(" and ")} sends its own numbers (PowerSGD's factors, local SGD's and the asynchronous server's parameters): fp16Allreduce goes with ring and the synchronous servers only`);
+  }
+  if (reductions.includes("async-parameter-server") && values("precision").includes("amp")) {
+    issue("precision", "precision amp with reduction async-parameter-server: the gradient scaler skips the steps whose gradients overflow, and a rank that skips falls behind the staleness bound for good; use fp32");
   }
   if (values("checkpointEvery").length > 0) {
-    issue("checkpointEvery", `reduction ${strategies.join(" and ")} keeps state of its own (PowerSGD's error feedback, local SGD's step count) that checkpoints do not hold yet: run it without checkpointEvery`);
+    issue("checkpointEvery", `reduction ${strategies.join(" and ")} keeps state of its own (PowerSGD's error feedback, local SGD's step count, the asynchronous server's parameters) that checkpoints do not hold yet: run it without checkpointEvery`);
   }
 }
 

@@ -9,6 +9,7 @@
 import type { PlannedRun } from "../campaign/plan.ts";
 import { numericKnob, probedAs, type Reduction } from "../config/registry.ts";
 import { allReducesPerStep, boundedShare, overlappedStepSeconds, predictHierarchicalStep, predictTrainingStep } from "../results/comm-model.ts";
+import { exchangeShare } from "../results/cost-model.ts";
 import { computeInput, insideNodeInput, isMissing, linkInput, overlapInput, type InputQuestion, type PredictionContext } from "./inputs.ts";
 
 export type { PredictionContext } from "./inputs.ts";
@@ -86,7 +87,8 @@ export function predictTraining(run: TrainingQuestion, context: PredictionContex
   if (inside !== null && isMissing(inside)) return { runId: run.runId, missing: inside.missing };
   // Local SGD: one all-reduce of the parameters every H steps.
   const period = question.reduction === "local-sgd" ? numericKnob(run.knobs, "localSgdPeriod")! : 1;
-  const gradientBytes = compute.gradientBytes * (run.knobs.fp16Allreduce === true ? 0.5 : 1) / period;
+  // The asynchronous server: a step pays its share of the parameter server's exchange (exchangeShare).
+  const gradientBytes = compute.gradientBytes * (run.knobs.fp16Allreduce === true ? 0.5 : 1) / period * exchangeShare(question.reduction as Reduction, ranks);
   const bucketCapMb = numericKnob(run.knobs, "bucketCapMb");
   const allReduces = allReducesPerStep(question.reduction, compute.gradientBytes, { bucketCapMb, localSgdPeriod: period });
   const stepInput = (computeSeconds: number) => ({ computeSeconds, gradientBytes, ...(bucketCapMb === undefined ? {} : { bucketCapMb }), ...(allReduces === undefined ? {} : { allReduces }) });

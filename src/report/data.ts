@@ -4,9 +4,9 @@
  * plain data out; charts and pages are drawn from it elsewhere.
  */
 import { launcherOf } from "../launchers/index.ts";
-import { numericKnob, PROBE_LIBRARIES, probedAs, type ProbeLibrary } from "../config/registry.ts";
+import { numericKnob, PROBE_LIBRARIES, probedAs, STRATEGY_KNOBS, type ProbeLibrary, type TrainKnobName } from "../config/registry.ts";
 import {
-  efficiencyCeiling, isReduction, REDUCTIONS, meanWithInterval, reductionLowerBoundSeconds, type EfficiencyCeiling, type MeanWithInterval, type Reduction,
+  efficiencyCeiling, exchangeShare, isReduction, REDUCTIONS, meanWithInterval, reductionLowerBoundSeconds, type EfficiencyCeiling, type MeanWithInterval, type Reduction,
 } from "../results/cost-model.ts";
 import { allReducesPerStep, fitAlphaBeta, predictTrainingStep, type AlphaBetaFit } from "../results/comm-model.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
@@ -176,6 +176,22 @@ export interface RealDataRun {
   /** The nodes the run started and ended with: fewer at the end when it lost one and went on (elastic). */
   readonly nodesAtStart: number;
   readonly nodesAtEnd: number;
+  /** How the gradients were summed, with the strategy's own knobs: "ring", "ring + fp16", "powersgd (powersgdRank 1, powersgdStartIter 2)". */
+  readonly strategy: string;
+  readonly reduction: Reduction;
+  /** What the runs a strategy comparison puts side by side share: everything but the strategy and the repeat. */
+  readonly comparedWith: string;
+  /** That shared part in words: "small · batch 32 · 3 nodes × 1 · 300mbit". */
+  readonly context: string;
+  readonly linkGbps: number | null;
+  /** Steps taken when the epoch that reached the target ended; null when it was not reached. */
+  readonly stepsToTarget: number | null;
+  /** The best held-out accuracy of any epoch. */
+  readonly bestAccuracy: number | null;
+  /** The largest difference of a parameter from rank 0's at the end (records before it was kept: null). */
+  readonly replicaDivergence: number | null;
+  /** async-parameter-server: the mean and largest staleness of the updates the server applied; null for the others. */
+  readonly staleness: { readonly mean: number; readonly max: number } | null;
 }
 
 export interface ReportData {
@@ -309,7 +325,29 @@ function realDataRun(record: TrainRecord, all: readonly TrainRecord[]): RealData
     secondsLost: metrics.secondsLost ?? 0,
     nodesAtStart: nodesAtStartOf(record),
     nodesAtEnd: record.result.world.nodes,
+    strategy: strategyOf(record),
+    reduction: reductionOf(record),
+    comparedWith: JSON.stringify([model, batchSize, record.params.nodes, processesOf(record), record.params.bandwidth,
+      sortedEntries(record.params.knobs).filter(([knob]) => !STRATEGY_DEFINING.has(knob))]),
+    context: [model, `batch ${batchSize}`, placement, ...(record.params.bandwidth === null ? [] : [record.params.bandwidth])].join(" · "),
+    linkGbps: record.params.linkGbps,
+    stepsToTarget: metrics.reachedTargetAtEpoch == null ? null : metrics.epochs?.[metrics.reachedTargetAtEpoch - 1]?.["steps"] as number ?? null,
+    bestAccuracy: metrics.epochs === undefined || metrics.epochs.length === 0 ? null : Math.max(...metrics.epochs.map((epoch) => epoch.heldOutAccuracy)),
+    replicaDivergence: metrics.replicaDivergence ?? null,
+    staleness: metrics.staleness === undefined ? null : { mean: metrics.staleness.mean, max: metrics.staleness.max },
   };
+}
+
+/** Knobs that say how gradients are summed: the reduction, fp16 on the wire, and the strategies' own knobs. */
+const STRATEGY_DEFINING = new Set<string>(["reduction", "fp16Allreduce", ...Object.keys(STRATEGY_KNOBS)]);
+
+/** "ring", "ring + fp16", "local-sgd (localSgdPeriod 4, localSgdWarmup 2)": the reduction and its own knobs' values (the worker's defaults where unset). */
+function strategyOf(record: RunRecord): string {
+  const reduction = reductionOf(record);
+  const own = (Object.entries(STRATEGY_KNOBS) as [TrainKnobName, Reduction][]).filter(([, owner]) => owner === reduction)
+    .map(([knob]) => `${knob} ${numericKnob(record.params.knobs, knob)}`);
+  const name = record.params.knobs["fp16Allreduce"] === true ? `${reduction} + fp16` : reduction;
+  return own.length === 0 ? name : `${name} (${own.join(", ")})`;
 }
 
 /** The nodes a run started with: more than world.nodes, what it ended with, when it lost one (train minNodes). */
@@ -378,7 +416,8 @@ function trainingConfigs(records: readonly TrainRecord[], fitFor: FitLookup): Tr
           .sort((a, b) => a.nodes - b.nodes),
       };
     });
-    const knobLabel = variedKnobs.map((knob) => `${knob}=${String(knobs[knob as keyof typeof knobs])}`);
+    // A knob this configuration did not set (another strategy's, which the plan leaves out of its runs) is not named.
+    const knobLabel = variedKnobs.filter((knob) => knobs[knob] !== undefined).map((knob) => `${knob}=${String(knobs[knob])}`);
     return {
       label: [model, `batch ${batchSize}`, ...knobLabel].join(" · "),
       model, batchSize, knobs, baseline,
@@ -413,7 +452,7 @@ function scalingPoint(repeats: readonly TrainRecord[], batchSize: number, baseli
     throughputCeiling: ceiling === null || ideal === null
       ? null : { noOverlap: ideal * ceiling.noOverlap, perfectOverlap: ideal * ceiling.perfectOverlap },
     prediction: fit === null || computeSecondsPerStep === null || ideal === null ? null : modelPrediction(fit, {
-      computeSeconds: computeSecondsPerStep, gradientBytes: allReduceBytes, ranks: workers, bucketCapMb: numericKnob(params.knobs, "bucketCapMb"),
+      computeSeconds: computeSecondsPerStep, gradientBytes: allReduceBytes * exchangeShare(reduction, workers), ranks: workers, bucketCapMb: numericKnob(params.knobs, "bucketCapMb"),
       allReduces: allReducesPerStep(reduction, result.metrics.gradientBytes, { bucketCapMb: numericKnob(params.knobs, "bucketCapMb"), localSgdPeriod: numericKnob(params.knobs, "localSgdPeriod") }),
       idealImagesPerSecond: ideal, measuredEfficiency: imagesPerSecond.mean / ideal,
     }),

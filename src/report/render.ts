@@ -11,6 +11,7 @@ import {
 } from "./flags.ts";
 import { escapeHtml, htmlTable, markdownText, PAGE_STYLE, percent, readableSpan, readableTime } from "./text.ts";
 import { libraryComparisons } from "./libraries.ts";
+import { raceVerdict, strategyRaces, type StrategyOutcome, type StrategyRace } from "./time-to-accuracy.ts";
 import { scoreSummary, type PredictionScore } from "./predictions.ts";
 
 export { markdownText };
@@ -46,6 +47,7 @@ ${leftOutNote(meta.leftOut)}
 ${flagsSection(flags)}
 ${trainingSection(data, svgs, flags)}
 ${realDataSection(data.realData)}
+${timeToAccuracySection(data.realData)}
 ${comparisonsSection(data)}
 ${probeSection(data, svgs, flags)}
 ${modelSection(data, svgs)}
@@ -67,6 +69,7 @@ export function renderMarkdown(data: ReportData, meta: ReportMeta, flags: readon
     ...markdownFlags(flags),
     ...markdownTraining(data.training, flags),
     ...markdownRealData(data.realData),
+    ...markdownTimeToAccuracy(data.realData),
     ...markdownComparisons(data),
     ...markdownProbes(data.probes),
     ...markdownModel(data),
@@ -367,6 +370,49 @@ function markdownRealData(runs: readonly RealDataRun[]): string[] {
   if (runs.length === 0) return [];
   return ["", "## Real data and time to train", "", REAL_DATA_NOTE, "", `| ${REAL_DATA_COLUMNS.join(" | ")} |`,
     `|${REAL_DATA_COLUMNS.map(() => "---").join("|")}|`, ...runs.map((run) => `| ${realDataCells(run).map(markdownText).join(" | ")} |`)];
+}
+
+const RACE_COLUMNS = ["Strategy", "Repeats", "img/s (all workers)", "Reached target", "Steps to target", "Epochs to target", "Time to target", "Final held-out accuracy", "Best held-out accuracy", "Replicas apart at the end", "Update staleness (mean / max)"];
+
+const RACE_NOTE = "Real-data runs that differ only in how the gradients were summed. A strategy that sends fewer bytes steps faster but may need more steps: time to target (wall time from the first step to the end of the epoch that reached it, as in the table above) is what counts. Means over the repeats; steps, epochs and time to target over the repeats that reached it. Replicas apart: the largest difference of a parameter from rank 0's after the last step (0 when every step was synchronous; local SGD's replicas drift between averagings, and each rank's replica scores its own share of the held-out images). Update staleness: the asynchronous parameter server's updates, counted in server updates between the parameters a gradient was computed on and the ones it was applied to.";
+
+function raceCells(o: StrategyOutcome): string[] {
+  const to = (value: number | null, format: (value: number) => string) => (value === null ? "not reached" : format(value));
+  return [
+    o.strategy, String(o.repeats), o.imagesPerSecond.toFixed(1), `${o.reached} of ${o.repeats}`,
+    to(o.stepsToTarget, (v) => v.toFixed(0)), to(o.epochsToTarget, (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1))),
+    to(o.timeToTargetSeconds, (v) => `${v.toFixed(1)} s`),
+    o.finalAccuracy === null ? NOT_AVAILABLE : percent(o.finalAccuracy), o.bestAccuracy === null ? NOT_AVAILABLE : percent(o.bestAccuracy),
+    o.replicaDivergence === null ? NOT_AVAILABLE : o.replicaDivergence === 0 ? "0" : o.replicaDivergence.toExponential(1),
+    o.staleness === null ? NOT_AVAILABLE : `${o.staleness.mean.toFixed(2)} / ${o.staleness.max}`,
+  ];
+}
+
+function raceTitle(race: StrategyRace): string {
+  return race.targetAccuracy === null ? race.context : `${race.context} · target ${percent(race.targetAccuracy)}`;
+}
+
+/** Each strategy's time to the target accuracy beside the others', per link rate and placement (issue #37). */
+function timeToAccuracySection(runs: readonly RealDataRun[]): string {
+  const races = strategyRaces(runs);
+  if (races.length === 0) return "";
+  const blocks = races.map((race) => `<h3>${escapeHtml(raceTitle(race))}</h3>
+${table(RACE_COLUMNS, race.outcomes.map((o) => raceCells(o).map(escapeHtml)))}
+<p>${escapeHtml(raceVerdict(race))}</p>`);
+  return `<section id="time-to-accuracy">
+<h2>Strategies: time to accuracy</h2>
+<p>${escapeHtml(RACE_NOTE)}</p>
+${blocks.join("\n")}
+</section>`;
+}
+
+function markdownTimeToAccuracy(runs: readonly RealDataRun[]): string[] {
+  const races = strategyRaces(runs);
+  if (races.length === 0) return [];
+  return ["", "## Strategies: time to accuracy", "", RACE_NOTE, ...races.flatMap((race) => [
+    "", `### ${markdownText(raceTitle(race))}`, "", `| ${RACE_COLUMNS.join(" | ")} |`, `|${RACE_COLUMNS.map(() => "---").join("|")}|`,
+    ...race.outcomes.map((o) => `| ${raceCells(o).map(markdownText).join(" | ")} |`), "", markdownText(raceVerdict(race)),
+  ])];
 }
 
 function failuresSection(failures: readonly FailedRun[]): string {

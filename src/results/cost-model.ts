@@ -24,7 +24,7 @@ export function ringAllReduceLowerBoundSeconds(bytes: number, ranks: number, lin
  * choices (docker/worker/ringlab_worker/registry.json, src/config/registry.ts; test/config/registry.test.ts checks
  * that both list the same). This order is the report's order of probe series.
  */
-export const REDUCTIONS = ["ring", "parameter-server", "sharded-parameter-server", "powersgd", "local-sgd"] as const;
+export const REDUCTIONS = ["ring", "parameter-server", "sharded-parameter-server", "powersgd", "local-sgd", "async-parameter-server"] as const;
 export type Reduction = (typeof REDUCTIONS)[number];
 
 /** Where the ranks run: `nodes` nodes with `processesPerNode` ranks each, node by node in rank order. */
@@ -47,6 +47,8 @@ export interface Placement {
  *   all, so only the way back is (N-1)-fold: t >= (P + (N-1)·P) · S/B = N·P · S/B.
  * - powersgd and local-sgd: ring all-reduces of fewer bytes, so the ring's bound with S their bytes per step
  *   (PowerSGD's factors and uncompressed tensors; local SGD's parameters / its period: the worker's wireBytesPerStep).
+ * - async-parameter-server: the parameter server's exchange, of which one rank's step pays only its share
+ *   (asyncExchangeShare): no barrier, so a step waits for its own gradient in and its own parameters out.
  */
 export function reductionLowerBoundSeconds(reduction: Reduction, bytes: number, placement: Placement, linkGbps: number, egressShaped: boolean): number {
   const { nodes, processesPerNode: perNode } = placement;
@@ -57,7 +59,18 @@ export function reductionLowerBoundSeconds(reduction: Reduction, bytes: number, 
     case "ring": case "powersgd": case "local-sgd": return ringAllReduceLowerBoundSeconds(bytes, ranks, linkGbps);
     case "sharded-parameter-server": return (2 * (nodes - 1) / nodes) * perNode * bytes / rate;
     case "parameter-server": return (egressShaped ? nodes * perNode : 2 * (nodes - 1) * perNode) * bytes / rate;
+    case "async-parameter-server": return exchangeShare(reduction, ranks) * reductionLowerBoundSeconds("parameter-server", bytes, placement, linkGbps, egressShaped);
   }
+}
+
+/**
+ * The share of its probe's exchange that one training step pays: 1, except for the asynchronous server. Its probe,
+ * the parameter server's, times every rank's exchange at once (W·S/B through the server's egress-shaped link, W
+ * ranks); one rank's step waits only for its own gradient in and its parameters out, 2·S/B, and the steps of a round
+ * cannot outpace the server's link sending the other W-1 ranks their parameters, (W-1)·S/B: max(2, W-1)/W.
+ */
+export function exchangeShare(reduction: Reduction, ranks: number): number {
+  return reduction === "async-parameter-server" && ranks > 1 ? Math.max(2, ranks - 1) / ranks : 1;
 }
 
 export function isReduction(value: unknown): value is Reduction {

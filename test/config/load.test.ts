@@ -161,6 +161,22 @@ campaign:
       "campaign: reduction local-sgd is a DDP communication hook; Horovod always uses its own all-reduce (use engine ddp, or reduction ring)"]);
   });
 
+  it("takes the asynchronous parameter server with its staleness bound, and refuses amp with it (a skipped step stalls the others)", () => {
+    const local = (train: string) => `testbed: {target: local, name: s, nodes: 2}
+campaign:
+  matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit}
+  train: {${train}}
+`;
+    expect(() => parseCampaign(local("reduction: async-parameter-server, asyncStaleness: 0"), "c.yaml")).not.toThrow();
+    expect(problemsOf(local("asyncStaleness: 2"))).toEqual(["campaign.train.asyncStaleness: asyncStaleness belongs to reduction async-parameter-server: set reduction to async-parameter-server (in train or the matrix)"]);
+    expect(problemsOf(local("reduction: async-parameter-server, fp16Allreduce: true"))).toEqual([expect.stringMatching(/^campaign\.train\.fp16Allreduce: reduction async-parameter-server sends its own numbers/)]);
+    const aws = awsText(`campaign:
+  matrix: {nodes: [1, 2], model: resnet50, batchSize: 32, bandwidth: 1gbit, precision: [fp32, amp]}
+  train: {reduction: async-parameter-server}
+`);
+    expect(problemsOf(aws)).toEqual([expect.stringMatching(/^campaign\.train\.precision: precision amp with reduction async-parameter-server: the gradient scaler skips/)]);
+  });
+
   it("sums the probe through Open MPI only where mpirun starts one rank per node in the CPU image, saying what to change", () => {
     const local = (extra: string, matrix = "") => `testbed: {target: local, name: s, nodes: 2}
 campaign:

@@ -7,7 +7,7 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import {
-  MODELS, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, REDUCTIONS, TRAIN_KNOB_NAMES, TRAIN_KNOBS, type Reduction, type TrainKnob, type TrainKnobName,
+  MODELS, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, REDUCTIONS, STRATEGY_KNOBS, TRAIN_KNOB_NAMES, TRAIN_KNOBS, type Reduction, type TrainKnob, type TrainKnobName,
 } from "../../src/config/registry.ts";
 import { TRAIN_KNOB_NAMES as SCHEMA_KNOB_NAMES, validateCampaign } from "../../src/config/schema.ts";
 import { REDUCTIONS as COST_MODEL_REDUCTIONS, type Reduction as CostModelReduction } from "../../src/results/cost-model.ts";
@@ -30,8 +30,7 @@ const SCHEMA_TIME_TO_TRAIN: readonly TrainKnobName[] = ["maxRestarts", "minNodes
  */
 const SCHEMA_EXTRA: Partial<Record<TrainKnobName, Knobs>> = {
   failNode: { minNodes: 1 },
-  powersgdRank: { reduction: "powersgd" }, powersgdStartIter: { reduction: "powersgd" },
-  localSgdPeriod: { reduction: "local-sgd" }, localSgdWarmup: { reduction: "local-sgd" },
+  ...Object.fromEntries(Object.entries(STRATEGY_KNOBS).map(([knob, reduction]) => [knob, { reduction }])),
 };
 
 function document(train: Knobs, axes: Axes = {}): unknown {

@@ -129,6 +129,13 @@ describe("reportData: training series", () => {
     expect(twoNodes.allReduceLowerBoundSeconds).toBeCloseTo(1.92, 12);
   });
 
+  it("names a strategy's knob only on the configurations that set it (not \"powersgdRank=undefined\" on the ring's)", () => {
+    const strategies: Record<string, string | number>[] = [{ reduction: "ring" }, { reduction: "powersgd", powersgdRank: 1 }, { reduction: "powersgd", powersgdRank: 4 }];
+    const records = strategies.map((knobs) => trainRecord({ nodes: 2, bandwidth: "1gbit", imagesPerSecond: 150, knobs }));
+    expect(reportData(records).training.map((c) => c.label).sort()).toEqual([
+      "resnet50 · batch 64 · powersgdRank=1 · reduction=powersgd", "resnet50 · batch 64 · powersgdRank=4 · reduction=powersgd", "resnet50 · batch 64 · reduction=ring"]);
+  });
+
   it("halves the all-reduce bytes when gradients travel as fp16, and names the knob that tells panels apart", () => {
     const records = [false, true].flatMap((fp16Allreduce) => [
       trainRecord({ nodes: 1, imagesPerSecond: 100, knobs: { fp16Allreduce } }),
@@ -362,13 +369,15 @@ describe("real data and time to train", () => {
     const real = trainRecord({ model: "small", batchSize: 16, nodes: 2, imagesPerSecond: 150, knobs: { data: "dataset" } });
     const metrics = { ...real.result!.metrics, data: { kind: "folder", path: "/s/datasets/x" }, stepSeconds: [0.2, 0.2], dataWaitSeconds: [0.01, 0.03],
       timeToTrainSeconds: 42.5, targetAccuracy: 0.9, reachedTargetAtEpoch: 3, restarts: 1, stepsRedone: 4, secondsLost: 6.5,
-      epochs: [1, 2, 3].map((epoch) => ({ epoch, seconds: 14, heldOutAccuracy: 0.3 * epoch })) };
+      epochs: [1, 2, 3].map((epoch) => ({ epoch, seconds: 14, heldOutAccuracy: 0.3 * epoch, steps: 10 * epoch })) };
     const data = reportData([synthetic, ...syntheticTwoNodes, { ...real, result: { ...real.result!, metrics } } as RunRecord]);
     expect(data.realData).toEqual([{
       runId: "train-small-b16-n2-1gbit-data-dataset-r1", label: "small · batch 16 · 2 nodes × 1 · 1gbit", workers: 2, imagesPerSecond: 150,
       syntheticImagesPerSecond: 165,
       dataWaitFraction: expect.closeTo(0.1, 12), timeToTrainSeconds: 42.5, epochs: 3, heldOutAccuracy: 0.3 * 3, targetAccuracy: 0.9, reachedTargetAtEpoch: 3,
       restarts: 1, stepsRedone: 4, secondsLost: 6.5, nodesAtStart: 2, nodesAtEnd: 2,
+      strategy: "ring", reduction: "ring", comparedWith: expect.any(String), context: "small · batch 16 · 2 nodes × 1 · 1gbit", linkGbps: 1,
+      stepsToTarget: 30, bestAccuracy: 0.3 * 3, replicaDivergence: null, staleness: null,
     }]);
   });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
-  algorithmBandwidthGbps, busBandwidthGbps, efficiencyCeiling, meanWithInterval, reductionLowerBoundSeconds, ringAllReduceLowerBoundSeconds, scalingEfficiency,
+  algorithmBandwidthGbps, busBandwidthGbps, efficiencyCeiling, exchangeShare, meanWithInterval, reductionLowerBoundSeconds, ringAllReduceLowerBoundSeconds, scalingEfficiency,
 } from "../../src/results/cost-model.ts";
 import { estimateCampaign } from "../../src/campaign/estimate.ts";
 import { planCampaign } from "../../src/campaign/plan.ts";
@@ -36,6 +36,18 @@ describe("lower bound per reduction", () => {
     expect(reductionLowerBoundSeconds("parameter-server", resnet50Bytes, fourNodes, 1, true)).toBeCloseTo(3.2711, 3);
     // Two nodes, full duplex: the server gets S in 1 s, then sends S back in 1 s.
     expect(reductionLowerBoundSeconds("parameter-server", 125_000_000, { nodes: 2, processesPerNode: 1 }, 1, false)).toBeCloseTo(2, 12);
+  });
+
+  it("the asynchronous server's step pays its own exchange, 2·S/B, not every rank's, but no less than the server's link sending the others theirs", () => {
+    const S = 125_000_000; // 1 s at 1 Gbit/s
+    // 3 ranks, egress-shaped: the parameter server's round is 3 s; one asynchronous step waits for S in and S out, 2 s.
+    expect(exchangeShare("async-parameter-server", 3)).toBeCloseTo(2 / 3, 12);
+    expect(reductionLowerBoundSeconds("async-parameter-server", S, { nodes: 3, processesPerNode: 1 }, 1, true)).toBeCloseTo(2, 12);
+    // 6 ranks: the server's link sends 5 ranks their parameters a round, 5 s, more than one rank's own 2 s.
+    expect(reductionLowerBoundSeconds("async-parameter-server", S, { nodes: 6, processesPerNode: 1 }, 1, true)).toBeCloseTo(5, 12);
+    // 2 ranks: the one remote rank's exchange is the whole of it.
+    expect(exchangeShare("async-parameter-server", 2)).toBe(1);
+    for (const reduction of ["ring", "parameter-server", "powersgd"] as const) expect(exchangeShare(reduction, 3)).toBe(1);
   });
 
   it("counts only what crosses the links when nodes run several processes", () => {

@@ -127,6 +127,47 @@ def test_the_probe_and_training_run_over_each_parameter_server_and_record_which(
     assert f"engine ddp, {name}, fp32" in "".join(out for _, out in results)
 
 
+def test_the_asynchronous_server_applies_every_gradient_alone_and_counts_each_one_s_staleness(nodes, tmp_path, validate_result):
+    output = tmp_path / "async.json"
+    args = ["train", "--model", "tiny", "--reduction", "async-parameter-server", "--async-staleness", "0",
+            "--batch-size", "8", "--num-warmup-batches", "1", "--num-batches-per-iter", "2", "--num-iters", "3",
+            "--timeout-seconds", "60", "--output", str(output)]
+    procs, _ = start_two_nodes(nodes, args, tmp_path)
+    results = [nodes.finish(proc, timeout=120) for proc in procs]
+    assert [code for code, _ in results] == [0, 0], results
+    record = validate_result(output)
+    metrics = record["metrics"]
+    assert record["knobs"]["reduction"] == "async-parameter-server" and record["knobs"]["asyncStaleness"] == 0
+    assert math.isfinite(metrics["finalLoss"]) and metrics["wireBytesPerStep"] == metrics["gradientBytes"]
+    # Staleness bound 0 on 2 ranks: both compute step t on the parameters after every step t - 1, and the server
+    # applies the two gradients one after the other, so of each pair the first is fresh and the second 1 update stale.
+    steps = 1 + 2 * 3
+    assert metrics["staleness"] == {"bound": 0, "updates": 2 * steps, "max": 1, "mean": 0.5,
+                                    "histogram": {"0": steps, "1": steps}}
+    assert "engine ddp, async-parameter-server, fp32" in "".join(out for _, out in results)
+
+
+def test_the_asynchronous_server_s_model_is_what_every_rank_evaluates_after_an_epoch(nodes, tmp_path, validate_result):
+    from ringlab_worker.data import DatasetSpec, write_dataset
+
+    dataset = str(tmp_path / "shapes")
+    write_dataset(dataset, DatasetSpec(classes=4, images_per_class=30, image_size=32, held_out=0.2, seed=0),
+                  log=lambda *args, **kwargs: None)
+    output = tmp_path / "async-fit.json"
+    args = ["train", "--model", "tiny", "--reduction", "async-parameter-server", "--batch-size", "16",
+            "--data", f"folder:{dataset}", "--loader-workers", "0", "--epochs", "2", "--learning-rate", "0.02",
+            "--timeout-seconds", "60", "--output", str(output)]
+    procs, _ = start_two_nodes(nodes, args, tmp_path)
+    results = [nodes.finish(proc, timeout=120) for proc in procs]
+    assert [code for code, _ in results] == [0, 0], results
+    metrics = validate_result(output)["metrics"]
+    # 96 training images, 16 a batch on each of 2 ranks: 3 steps an epoch each, every one applied by the server.
+    assert [epoch["steps"] for epoch in metrics["epochs"]] == [3, 6]
+    assert metrics["staleness"]["updates"] == 2 * 6 and metrics["staleness"]["bound"] == 1
+    # Each epoch ends with every rank holding the server's parameters: no replica is left apart.
+    assert metrics["replicaDivergence"] == 0
+
+
 def test_a_launcher_killed_with_sigkill_takes_its_ranks_with_it(nodes):
     """torchrun puts each rank in a session of its own, and a SIGKILLed launcher cannot pass anything on: without
     the parent-death signal its ranks trained on, outside a container, until their own end."""

@@ -207,6 +207,8 @@ def test_time_to_train_stops_at_the_target_accuracy_and_records_each_epoch(datas
     assert all(rate > 0 for rate in rates)
     assert metrics["imagesPerSecondPerWorker"]["mean"] == pytest.approx(sum(rates) / len(rates))
     assert metrics["restarts"] == 0 and metrics["recovery"] == [] and metrics["targetAccuracy"] == 0.75
+    # The strategies' comparison reads these from time-to-train runs too.
+    assert metrics["wireBytesPerStep"] == metrics["gradientBytes"] and metrics["replicaDivergence"] == 0
     assert record["knobs"]["epochs"] == 10 and record["knobs"]["data"] == f"folder:{dataset}"
     assert f"target reached at epoch {len(epochs)}" in log
 

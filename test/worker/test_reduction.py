@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import base_env, free_port
+import json
+
+from conftest import base_env, free_port, run_worker
 from ringlab_worker import reduction, registry
 from ringlab_worker.train import build_model
 
@@ -72,10 +74,11 @@ def test_shards_cover_the_tensor_in_order_with_sizes_differing_by_at_most_one():
 
 def test_the_cli_offers_exactly_the_reductions_the_worker_implements():
     # The command line offers the registry's reductions (test_registry.py); the worker implements each, no other:
-    # a sum for each the probe times, and PowerSGD and local SGD (ring all-reduces of fewer bytes) in install().
+    # a sum for each the probe times, and PowerSGD and local SGD (ring all-reduces of fewer bytes) and the
+    # asynchronous server (point-to-point, async_server.py) in install().
     assert reduction.REDUCTIONS == registry.REDUCTIONS
     assert set(reduction.SUMS) == set(registry.PROBED_REDUCTIONS)
-    assert set(registry.REDUCTIONS) - set(registry.PROBED_REDUCTIONS) == {"powersgd", "local-sgd"}
+    assert set(registry.REDUCTIONS) - set(registry.PROBED_REDUCTIONS) == {"powersgd", "local-sgd", "async-parameter-server"}
 
 
 def test_the_bytes_on_the_wire_follow_each_strategy():
@@ -96,6 +99,24 @@ def test_the_bytes_on_the_wire_follow_each_strategy():
     # under half of 10240) are no longer worth compressing and travel whole.
     rank8 = 32 * 27 + (64 + 288) * 8 + (1024 + 4096) * 8 + 10 * 1024
     assert reduction.wire_bytes_per_step(model.parameters(), Namespace(reduction="powersgd", **{**args, "powersgd_rank": 8})) == 4 * (rank8 + biases)
+
+
+def test_the_asynchronous_server_with_one_worker_is_plain_momentum_sgd(tmp_path):
+    # One rank: every update is fresh and applied alone, so the server's momentum SGD must retrace torch's SGD step
+    # for step, to the last bit of the loss.
+    losses = {}
+    for name in ("ring", "async-parameter-server"):
+        output = tmp_path / f"{name}.json"
+        code, log, _ = run_worker(["train", "--model", "tiny", "--reduction", name, "--batch-size", "8",
+                                   "--learning-rate", "0.05", "--momentum", "0.9", "--num-warmup-batches", "1",
+                                   "--num-batches-per-iter", "2", "--num-iters", "2", "--calibration-seconds", "0",
+                                   "--output", str(output)], timeout=120)
+        assert code == 0, log
+        losses[name] = json.loads(output.read_text())["metrics"]
+    assert losses["async-parameter-server"]["finalLoss"] == losses["ring"]["finalLoss"]
+    assert losses["async-parameter-server"]["staleness"] == {"bound": 1, "updates": 5, "max": 0, "mean": 0.0,
+                                                             "histogram": {"0": 5}}
+    assert "staleness" not in losses["ring"]
 
 
 def test_an_unknown_reduction_is_refused():

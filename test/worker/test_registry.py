@@ -44,6 +44,14 @@ def test_the_registry_is_the_file_beside_the_package_and_lists_models_and_reduct
     assert registry.TRAIN_KNOBS == data["trainKnobs"] and registry.WORKER_ONLY == data["workerOnly"]
 
 
+def test_every_reduction_and_knob_reaches_the_record_and_passes_its_schema():
+    # The result schema listed three reductions after powersgd and local-sgd were added, and asyncStaleness was left
+    # out of the record: the registry is the list both must follow.
+    schema = json.loads((WORKER_DIR / "result.schema.json").read_text())
+    assert tuple(schema["properties"]["knobs"]["properties"]["reduction"]["enum"]) == registry.REDUCTIONS
+    assert set(KNOBS) <= set(result._KNOB_NAMES.values())
+
+
 def test_every_train_option_is_a_campaign_knob_or_a_worker_only_flag_and_each_of_those_is_an_option():
     knob_flags = list(FLAG.values())
     assert len(set(knob_flags)) == len(knob_flags), "two knobs with one flag"

@@ -113,8 +113,10 @@ def _common_options() -> argparse.ArgumentParser:
     _knob(common, "reduction",
           help="how gradients (probe: the buffer) are summed: ring all-reduce; parameter-server, "
           "every rank to rank 0 and back; sharded-parameter-server, rank r serves the r-th 1/N; powersgd, "
-          "low-rank factors of each gradient matrix; local-sgd, parameters averaged every --local-sgd-period steps "
-          "(the last two train only: the probe measures their link with ring)")
+          "low-rank factors of each gradient matrix; local-sgd, parameters averaged every --local-sgd-period steps; "
+          "async-parameter-server, rank 0 applies each rank's gradient as it arrives, no rank more than "
+          "--async-staleness steps ahead (the last three train only: the probe measures their link with ring, or "
+          "parameter-server for the last)")
     return common
 
 
@@ -137,6 +139,8 @@ def _add_train(jobs, common) -> None:
           help="--reduction powersgd: plain all-reduce steps first (at least 2, with error feedback and warm start)")
     _knob(train, "localSgdPeriod", type=positive_int, help="--reduction local-sgd: steps between averagings (H)")
     _knob(train, "localSgdWarmup", type=positive_int, help="--reduction local-sgd: synchronous steps first")
+    _knob(train, "asyncStaleness", type=non_negative_int,
+          help="--reduction async-parameter-server: steps a rank may run ahead of the slowest (0: none)")
     _knob(train, "ncclAlgoRing", help="set NCCL_ALGO=Ring (NCCL only)")
     _knob(train, "engine")
     _knob(train, "learningRate", type=positive_float, help="SGD's")
@@ -234,7 +238,7 @@ def check_arguments(args) -> None:
     if args.job == "allreduce" and args.reduction not in PROBED_REDUCTIONS:
         raise BadArguments(f"--reduction {args.reduction} is a training strategy, not a sum of one buffer: the probe "
                            "measures its link with --reduction ring")
-    if args.job == "train" and args.reduction in ("powersgd", "local-sgd"):
+    if args.job == "train" and args.reduction not in PROBED_REDUCTIONS:
         check_strategy_arguments(args)
     if args.job == "train" and args.precision == "amp" and args.device == "cpu":
         raise BadArguments("--precision amp runs on a GPU only; use --precision fp32 with --device cpu")
@@ -243,16 +247,22 @@ def check_arguments(args) -> None:
 
 
 def check_strategy_arguments(args) -> None:
-    """PowerSGD and local SGD: what torch 1.13's hooks accept, and what ringlab does not do with them yet."""
+    """PowerSGD, local SGD and the asynchronous server: what torch 1.13's hooks accept, and what ringlab does not do
+    with them yet."""
     if args.fp16_allreduce:
         raise BadArguments(f"--fp16-allreduce with --reduction {args.reduction}: the strategy sends its own numbers "
-                           "(PowerSGD's factors, local SGD's parameters); use one of them")
+                           "(PowerSGD's factors, local SGD's and the server's parameters); use one of them")
     if args.reduction == "powersgd" and args.powersgd_start_iter < 2:
         raise BadArguments("--powersgd-start-iter must be 2 or more: torch's PowerSGD with error feedback and warm "
                            "start compresses from its second step at the earliest")
+    if args.reduction == "async-parameter-server" and args.precision == "amp":
+        raise BadArguments("--precision amp with --reduction async-parameter-server: the gradient scaler skips the "
+                           "steps whose gradients overflow, and a rank that skips falls behind the staleness bound for "
+                           "good; use --precision fp32")
     if args.checkpoint_dir is not None:
         raise BadArguments(f"--reduction {args.reduction} keeps state of its own (PowerSGD's error feedback, local "
-                           "SGD's step count) that ringlab's checkpoints do not hold yet: run it without checkpoints")
+                           "SGD's step count, the server's parameters) that ringlab's checkpoints do not hold yet: run "
+                           "it without checkpoints")
 
 
 def check_training_arguments(args) -> None:

@@ -9,6 +9,8 @@
 - powersgd: torch's PowerSGD hook (Vogels et al. 2019) with error feedback and warm start: after
   --powersgd-start-iter steps of plain all-reduce, each gradient matrix (m x n, a weight reshaped to 2D) travels as
   two all-reduced rank-r factors, (m + n)·r numbers instead of m·n; vectors (biases) travel as they are.
+- async-parameter-server: no barrier; rank 0 applies each rank's gradient as it arrives and sends the parameters
+  back, no rank more than --async-staleness steps ahead of the slowest (async_server.py).
 - local-sgd: torch's post-local SGD (Lin et al. 2020): --local-sgd-warmup steps of plain all-reduce, then every
   rank steps alone (DDP's hook sums over a group of the rank itself) and PeriodicModelAverager averages the
   parameters over all ranks every --local-sgd-period steps (H): one all-reduce of the parameters per H steps.
@@ -126,8 +128,39 @@ def install(ddp, optimizer, args):
         ddp.register_comm_hook(state, post_localSGD_hook.post_localSGD_hook)
         averager = PeriodicModelAverager(period=args.local_sgd_period, warmup_steps=args.local_sgd_warmup)
         return PostLocalSGDOptimizer(optim=optimizer, averager=averager)
+    if args.reduction == "async-parameter-server":
+        from .async_server import AsyncParameterServerOptimizer
+
+        # DDP sums nothing (each rank's gradient stays its own) and broadcasts no buffers (BatchNorm's running
+        # statistics stay each rank's own): no collective in a step after DDP's one-off bucket rebuild at step 2.
+        ddp.register_comm_hook(None, _keep_local)
+        ddp.broadcast_buffers = False
+        return AsyncParameterServerOptimizer(optimizer, ddp.module, args)
     register_ddp_hook(ddp, args.reduction, fp16=args.fp16_allreduce)
     return optimizer
+
+
+def _keep_local(_state, bucket):
+    """A DDP communication hook that leaves the bucket as it is: this rank's own gradient."""
+    future = torch.futures.Future()
+    future.set_result(bucket.buffer())
+    return future
+
+
+def synchronize_replicas(optimizer) -> None:
+    """Before evaluation: a strategy whose ranks hold different parameters (the asynchronous server's stale
+    replicas) gives every rank the one model it trains."""
+    if hasattr(optimizer, "synchronize"):
+        optimizer.synchronize()
+
+
+def finish(optimizer) -> dict:
+    """After the last step, before the result: ends what a strategy runs beside the steps (the asynchronous
+    server's thread) and returns what it measured for the result's metrics ({} for the others)."""
+    if not hasattr(optimizer, "finish"):
+        return {}
+    optimizer.finish()
+    return optimizer.metrics()
 
 
 def wire_bytes_per_step(parameters, args) -> float:

@@ -28,7 +28,7 @@ _KNOB_NAMES = {
     "checkpoint_every": "checkpointEvery", "max_restarts": "maxRestarts", "fail_at_step": "failAtStep",
     "fail_rank": "failRank", "fail_node": "failNode", "min_nodes": "minNodes", "library": "library", "reference": "reference",
     "powersgd_rank": "powersgdRank", "powersgd_start_iter": "powersgdStartIter", "local_sgd_period": "localSgdPeriod",
-    "local_sgd_warmup": "localSgdWarmup",
+    "local_sgd_warmup": "localSgdWarmup", "async_staleness": "asyncStaleness",
 }
 
 

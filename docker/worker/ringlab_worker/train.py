@@ -123,6 +123,14 @@ class Trainer:
         if state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
 
+    def synchronize_replicas(self) -> None:
+        """Before evaluation: every rank holds the model the strategy trains (reduction.synchronize_replicas)."""
+        reduction.synchronize_replicas(self.optimizer)
+
+    def finish(self) -> dict:
+        """After the last step: what the strategy measured, its own threads ended (reduction.finish)."""
+        return reduction.finish(self.optimizer)
+
     def describe(self) -> str:
         args, world = self.args, self.world
         return (f"Model: {args.model}, image size {args.image_size}, batch size {args.batch_size} per worker, "
@@ -206,6 +214,7 @@ def run_train(args, world) -> dict:
     if real_data:
         waited = sum(data_wait_seconds) / sum(step_seconds)
         log(f"Waiting for data: {100 * waited:.1f} % of step time", flush=True)
+    strategy = trainer.finish()
     return {
         "imagesPerSecondPerWorker": {"mean": mean, "ci95": ci95},
         "imagesPerSecondTotal": {"mean": world.size * mean, "ci95": world.size * ci95},
@@ -219,6 +228,7 @@ def run_train(args, world) -> dict:
         # Replicas that stepped alone (local SGD) can drift apart: the largest difference of a parameter from rank 0's.
         "replicaDivergence": reduction.replica_divergence(trainer.plain_model),
         "finalLoss": finite_or_none(float(loss.item())),
+        **strategy,
     }
 
 
