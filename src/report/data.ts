@@ -190,6 +190,8 @@ export interface RealDataRun {
   readonly bestAccuracy: number | null;
   /** The largest difference of a parameter from rank 0's at the end (records before it was kept: null). */
   readonly replicaDivergence: number | null;
+  /** local-sgd: the largest drift of a replica from the average at any averaging (null: not recorded). */
+  readonly averagingDrift: number | null;
   /** async-parameter-server: the mean and largest staleness of the updates the server applied; null for the others. */
   readonly staleness: { readonly mean: number; readonly max: number } | null;
 }
@@ -334,6 +336,7 @@ function realDataRun(record: TrainRecord, all: readonly TrainRecord[]): RealData
     stepsToTarget: metrics.reachedTargetAtEpoch == null ? null : metrics.epochs?.[metrics.reachedTargetAtEpoch - 1]?.["steps"] as number ?? null,
     bestAccuracy: metrics.epochs === undefined || metrics.epochs.length === 0 ? null : Math.max(...metrics.epochs.map((epoch) => epoch.heldOutAccuracy)),
     replicaDivergence: metrics.replicaDivergence ?? null,
+    averagingDrift: metrics.averagingDrift === undefined || metrics.averagingDrift.length === 0 ? null : Math.max(...metrics.averagingDrift),
     staleness: metrics.staleness === undefined ? null : { mean: metrics.staleness.mean, max: metrics.staleness.max },
   };
 }

@@ -372,9 +372,9 @@ function markdownRealData(runs: readonly RealDataRun[]): string[] {
     `|${REAL_DATA_COLUMNS.map(() => "---").join("|")}|`, ...runs.map((run) => `| ${realDataCells(run).map(markdownText).join(" | ")} |`)];
 }
 
-const RACE_COLUMNS = ["Strategy", "Repeats", "img/s (all workers)", "Reached target", "Steps to target", "Epochs to target", "Time to target", "Final held-out accuracy", "Best held-out accuracy", "Replicas apart at the end", "Update staleness (mean / max)"];
+const RACE_COLUMNS = ["Strategy", "Repeats", "img/s (all workers)", "Reached target", "Steps to target", "Epochs to target", "Time to target", "Final held-out accuracy", "Best held-out accuracy", "Replicas apart at the end (largest at an averaging)", "Update staleness (mean / max)"];
 
-const RACE_NOTE = "Real-data runs that differ only in how the gradients were summed. A strategy that sends fewer bytes steps faster but may need more steps: time to target (wall time from the first step to the end of the epoch that reached it, as in the table above) is what counts. Means over the repeats; steps, epochs and time to target over the repeats that reached it. Replicas apart: the largest difference of a parameter from rank 0's after the last step (0 when every step was synchronous; local SGD's replicas drift between averagings, and each rank's replica scores its own share of the held-out images). Update staleness: the asynchronous parameter server's updates, counted in server updates between the parameters a gradient was computed on and the ones it was applied to.";
+const RACE_NOTE = "Real-data runs that differ only in how the gradients were summed. A strategy that sends fewer bytes steps faster but may need more steps: time to target (wall time from the first step to the end of the epoch that reached it, as in the table above) is what counts. Means over the repeats; steps, epochs and time to target over the repeats that reached it. Replicas apart: the largest difference of a parameter from rank 0's after the last step (0 when every step was synchronous; local SGD's replicas drift between averagings, and each rank's replica scores its own share of the held-out images), and in brackets, for local SGD, the largest difference of a parameter from the average at any averaging: how far the replicas had drifted in one period. Update staleness: the asynchronous parameter server's updates, counted in server updates between the parameters a gradient was computed on and the ones it was applied to.";
 
 function raceCells(o: StrategyOutcome): string[] {
   const to = (value: number | null, format: (value: number) => string) => (value === null ? "not reached" : format(value));
@@ -383,9 +383,14 @@ function raceCells(o: StrategyOutcome): string[] {
     to(o.stepsToTarget, (v) => v.toFixed(0)), to(o.epochsToTarget, (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1))),
     to(o.timeToTargetSeconds, (v) => `${v.toFixed(1)} s`),
     o.finalAccuracy === null ? NOT_AVAILABLE : percent(o.finalAccuracy), o.bestAccuracy === null ? NOT_AVAILABLE : percent(o.bestAccuracy),
-    o.replicaDivergence === null ? NOT_AVAILABLE : o.replicaDivergence === 0 ? "0" : o.replicaDivergence.toExponential(1),
+    [o.replicaDivergence, o.averagingDrift].map((value, i) => value === null ? (i === 0 ? NOT_AVAILABLE : "") : i === 0 ? tiny(value) : ` (${tiny(value)})`).join(""),
     o.staleness === null ? NOT_AVAILABLE : `${o.staleness.mean.toFixed(2)} / ${o.staleness.max}`,
   ];
+}
+
+/** A parameter difference: "0", or "9.2e-3". */
+function tiny(value: number): string {
+  return value === 0 ? "0" : value.toExponential(1);
 }
 
 function raceTitle(race: StrategyRace): string {

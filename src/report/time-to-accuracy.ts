@@ -25,6 +25,8 @@ export interface StrategyOutcome {
   readonly bestAccuracy: number | null;
   /** The largest replica divergence at the end of any repeat (null: not recorded). */
   readonly replicaDivergence: number | null;
+  /** Local SGD: the largest drift of a replica from the average at any averaging of any repeat (null: none recorded). */
+  readonly averagingDrift: number | null;
   /** The asynchronous server's updates: mean staleness over the repeats, and the largest of any (null: synchronous). */
   readonly staleness: { readonly mean: number; readonly max: number } | null;
 }
@@ -69,6 +71,7 @@ function outcome(repeats: readonly RealDataRun[]): StrategyOutcome {
     finalAccuracy: mean(known(repeats.map((run) => run.heldOutAccuracy))),
     bestAccuracy: maximum(known(repeats.map((run) => run.bestAccuracy))),
     replicaDivergence: maximum(known(repeats.map((run) => run.replicaDivergence))),
+    averagingDrift: maximum(known(repeats.map((run) => run.averagingDrift))),
     staleness: stalenessOf(repeats),
   };
 }

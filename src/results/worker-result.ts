@@ -22,6 +22,8 @@ export const trainMetricsSchema = z.looseObject({
   wireBytesPerStep: z.number().optional(),
   /** Largest difference of a parameter from rank 0's at the end (absent in older records). */
   replicaDivergence: z.number().optional(),
+  /** reduction local-sgd: at each averaging, the largest difference of a parameter from the average (over ranks). */
+  averagingDrift: z.array(z.number()).optional(),
   /** reduction async-parameter-server: the staleness of every update the server applied (updates since the gradient's parameters). */
   staleness: z.object({ bound: z.number(), updates: z.number(), max: z.number(), mean: z.number(), histogram: z.record(z.string(), z.number()) }).optional(),
   finalLoss: z.number(),

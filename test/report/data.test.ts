@@ -377,7 +377,7 @@ describe("real data and time to train", () => {
       dataWaitFraction: expect.closeTo(0.1, 12), timeToTrainSeconds: 42.5, epochs: 3, heldOutAccuracy: 0.3 * 3, targetAccuracy: 0.9, reachedTargetAtEpoch: 3,
       restarts: 1, stepsRedone: 4, secondsLost: 6.5, nodesAtStart: 2, nodesAtEnd: 2,
       strategy: "ring", reduction: "ring", comparedWith: expect.any(String), context: "small · batch 16 · 2 nodes × 1 · 1gbit", linkGbps: 1,
-      stepsToTarget: 30, bestAccuracy: 0.3 * 3, replicaDivergence: null, staleness: null,
+      stepsToTarget: 30, bestAccuracy: 0.3 * 3, replicaDivergence: null, averagingDrift: null, staleness: null,
     }]);
   });
 

@@ -15,6 +15,8 @@ interface RealRun {
   readonly seconds: number;
   readonly target?: number | null;
   readonly divergence?: number;
+  /** Local SGD's drift at each averaging. */
+  readonly averagingDrift?: readonly number[];
   /** The asynchronous server's staleness count (mean, max). */
   readonly staleness?: readonly [number, number];
 }
@@ -30,6 +32,7 @@ function realRun(run: RealRun): RunRecord {
     reachedTargetAtEpoch: reachedAt === -1 ? null : reachedAt + 1,
     epochs: run.accuracy.map((heldOutAccuracy, i) => ({ epoch: i + 1, seconds: run.seconds / run.accuracy.length, heldOutAccuracy, steps: 10 * (i + 1) })),
     ...(run.divergence === undefined ? {} : { replicaDivergence: run.divergence }),
+    ...(run.averagingDrift === undefined ? {} : { averagingDrift: run.averagingDrift }),
     ...(run.staleness === undefined ? {} : { staleness: { bound: 1, updates: 60, mean: run.staleness[0], max: run.staleness[1], histogram: {} } }),
   };
   return { ...record, result: { ...record.result!, metrics } } as RunRecord;
@@ -43,7 +46,7 @@ function study(): RunRecord[] {
   return [
     ...[1, 2].map((repeat) => realRun({ knobs: { reduction: "ring" }, repeat, imagesPerSecond: 105, accuracy: [0.5, 0.8, 0.92], seconds: repeat === 1 ? 78 : 82, divergence: 0 })),
     ...[1, 2].map((repeat) => realRun({ knobs: POWERSGD, repeat, imagesPerSecond: 260, accuracy: [0.4, 0.7, 0.85, 0.91], seconds: repeat === 1 ? 39 : 41, divergence: 0 })),
-    ...[1, 2].map((repeat) => realRun({ knobs: LOCAL_SGD, repeat, imagesPerSecond: 200, accuracy: [0.3, 0.6, 0.8, 0.85, 0.84, 0.83], seconds: 60, divergence: 0.02 })),
+    ...[1, 2].map((repeat) => realRun({ knobs: LOCAL_SGD, repeat, imagesPerSecond: 200, accuracy: [0.3, 0.6, 0.8, 0.85, 0.84, 0.83], seconds: 60, divergence: 0.02, averagingDrift: repeat === 1 ? [0.01, 0.03] : [0.05, 0.02] })),
   ];
 }
 
@@ -54,10 +57,10 @@ describe("time to accuracy per strategy", () => {
     expect(race!.context).toBe("small · batch 32 · 3 nodes × 1 · 300mbit");
     expect(race!.targetAccuracy).toBe(0.9);
     expect(race!.outcomes).toEqual([
-      { strategy: "ring", repeats: 2, reached: 2, imagesPerSecond: 105, stepsToTarget: 30, epochsToTarget: 3, timeToTargetSeconds: 80, finalAccuracy: 0.92, bestAccuracy: 0.92, replicaDivergence: 0, staleness: null },
+      { strategy: "ring", repeats: 2, reached: 2, imagesPerSecond: 105, stepsToTarget: 30, epochsToTarget: 3, timeToTargetSeconds: 80, finalAccuracy: 0.92, bestAccuracy: 0.92, replicaDivergence: 0, averagingDrift: null, staleness: null },
       // The worker's defaults fill in the knobs the campaign left unset (PowerSGD's start iteration, local SGD's warm-up).
-      { strategy: "powersgd (powersgdRank 1, powersgdStartIter 2)", repeats: 2, reached: 2, imagesPerSecond: 260, stepsToTarget: 40, epochsToTarget: 4, timeToTargetSeconds: 40, finalAccuracy: 0.91, bestAccuracy: 0.91, replicaDivergence: 0, staleness: null },
-      { strategy: expect.stringMatching(/^local-sgd \(localSgdPeriod 4, localSgdWarmup \d+\)$/), repeats: 2, reached: 0, imagesPerSecond: 200, stepsToTarget: null, epochsToTarget: null, timeToTargetSeconds: null, finalAccuracy: 0.83, bestAccuracy: 0.85, replicaDivergence: 0.02, staleness: null },
+      { strategy: "powersgd (powersgdRank 1, powersgdStartIter 2)", repeats: 2, reached: 2, imagesPerSecond: 260, stepsToTarget: 40, epochsToTarget: 4, timeToTargetSeconds: 40, finalAccuracy: 0.91, bestAccuracy: 0.91, replicaDivergence: 0, averagingDrift: null, staleness: null },
+      { strategy: expect.stringMatching(/^local-sgd \(localSgdPeriod 4, localSgdWarmup \d+\)$/), repeats: 2, reached: 0, imagesPerSecond: 200, stepsToTarget: null, epochsToTarget: null, timeToTargetSeconds: null, finalAccuracy: 0.83, bestAccuracy: 0.85, replicaDivergence: 0.02, averagingDrift: 0.05, staleness: null },
     ]);
   });
 
@@ -117,6 +120,8 @@ describe("time to accuracy per strategy", () => {
     expect(html).toContain(`<section id="time-to-accuracy">`);
     expect(html).toContain("<h3>small · batch 32 · 3 nodes × 1 · 300mbit · target 90.0%</h3>");
     expect(html).toMatch(/<td>local-sgd \(localSgdPeriod 4, localSgdWarmup \d+\)<\/td><td>2<\/td><td>200\.0<\/td><td>0 of 2<\/td><td>not reached<\/td>/);
+    // Local SGD's replicas: 2.0e-2 apart at the end, 5.0e-2 at the worst averaging.
+    expect(html).toMatch(/<td>83\.0%<\/td><td>85\.0%<\/td><td>2\.0e-2 \(5\.0e-2\)<\/td><td>n\/a<\/td>/);
     const markdown = renderMarkdown(data, meta, []);
     expect(markdown).toContain("## Strategies: time to accuracy");
     expect(markdown).toContain("| ring | 2 | 105.0 | 2 of 2 | 30 | 3 | 80.0 s | 92.0% | 92.0% | 0 | n/a |");

@@ -13,7 +13,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from argparse import Namespace
 
-from ringlab_worker.reduction import PROBED_REDUCTIONS, install, register_ddp_hook, replica_divergence, sum_over_ranks
+from ringlab_worker.reduction import PROBED_REDUCTIONS, finish, install, register_ddp_hook, replica_divergence, sum_over_ranks
 from ringlab_worker.train import build_model
 
 
@@ -62,6 +62,7 @@ def main(rank: int, size: int, port: int, out_dir: str) -> None:
             optimizer.step()
             saved[f"{strategy}/{step}"] = [p.detach().clone() for p in model.parameters()]
             saved[f"{strategy}/divergence/{step}"] = replica_divergence(model)
+        saved[f"{strategy}/finish"] = finish(optimizer)
     torch.save(saved, f"{out_dir}/rank{rank}.pt")
     dist.destroy_process_group()
 

@@ -62,6 +62,12 @@ def test_every_reduction_leaves_all_ranks_with_the_parameters_the_ring_gives(siz
     # averager brings them together every 3 steps (after step 2 and step 5, counting from 0).
     assert [ranks[0][f"local-sgd/divergence/{step}"] == 0 for step in range(6)] == [True, True, True, False, False, True]
     assert all(saved[f"local-sgd/divergence/{step}"] == ranks[0][f"local-sgd/divergence/{step}"] for saved in ranks for step in range(6))
+    # At each of its two averagings the averager recorded how far the replicas had drifted from their average (the
+    # largest over ranks, the same on every rank); the synchronous strategies record nothing of the kind.
+    drift = ranks[0]["local-sgd/finish"]["averagingDrift"]
+    assert len(drift) == 2 and all(value > 0 for value in drift), drift
+    assert all(saved["local-sgd/finish"] == {"averagingDrift": drift} for saved in ranks)
+    assert ranks[0]["ring/finish"] == {} and ranks[0]["powersgd/finish"] == {}
 
 
 def test_shards_cover_the_tensor_in_order_with_sizes_differing_by_at_most_one():

@@ -90,19 +90,16 @@ class AsyncParameterServerOptimizer:
                 p.copy_(state[offset:offset + p.numel()].view_as(p))
                 offset += p.numel()
 
-    def finish(self) -> None:
-        """After the last step: the other ranks tell the server they are done; the server's thread ends."""
-        if self.finished:
-            return
-        self.finished = True
-        if self.server is None:
-            self.message[1] = _STOP
-            dist.send(self.message, SERVER_RANK, group=self.groups[0], tag=_UPDATE_TAG)
-        else:
-            self.server.join()
-
-    def metrics(self) -> dict:
-        """The staleness every update had (the server's count; {} on the other ranks)."""
+    def finish(self) -> dict:
+        """After the last step: the other ranks tell the server they are done, and the server's threads end; the
+        staleness every update had (the server's count, on rank 0; {} on the others)."""
+        if not self.finished:
+            self.finished = True
+            if self.server is None:
+                self.message[1] = _STOP
+                dist.send(self.message, SERVER_RANK, group=self.groups[0], tag=_UPDATE_TAG)
+            else:
+                self.server.join()
         return {} if self.server is None else {"staleness": self.server.staleness()}
 
 

@@ -116,18 +116,7 @@ def install(ddp, optimizer, args):
         _register_one_bucket_at_a_time(ddp, "powersgd", lambda bucket: powerSGD_hook.powerSGD_hook(state, bucket).wait())
         return optimizer
     if args.reduction == "local-sgd":
-        from torch.distributed.algorithms.ddp_comm_hooks import post_localSGD_hook
-        from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
-        from torch.distributed.optim import PostLocalSGDOptimizer
-
-        # After the warm-up DDP sums over this rank's own group (no traffic): torch 1.13 builds its default
-        # intra-node subgroups only with CUDA, so every rank makes every one-rank group (new_group is collective).
-        groups = [dist.new_group([rank]) for rank in range(dist.get_world_size())]
-        state = post_localSGD_hook.PostLocalSGDState(process_group=None, subgroup=groups[dist.get_rank()],
-                                                     start_localSGD_iter=args.local_sgd_warmup)
-        ddp.register_comm_hook(state, post_localSGD_hook.post_localSGD_hook)
-        averager = PeriodicModelAverager(period=args.local_sgd_period, warmup_steps=args.local_sgd_warmup)
-        return PostLocalSGDOptimizer(optim=optimizer, averager=averager)
+        return _local_sgd(ddp, optimizer, args)
     if args.reduction == "async-parameter-server":
         from .async_server import AsyncParameterServerOptimizer
 
@@ -138,6 +127,51 @@ def install(ddp, optimizer, args):
         return AsyncParameterServerOptimizer(optimizer, ddp.module, args)
     register_ddp_hook(ddp, args.reduction, fp16=args.fp16_allreduce)
     return optimizer
+
+
+# The averagings whose drift a result keeps (the last ones), as it keeps the last step times.
+MOST_AVERAGINGS = 1000
+
+
+def _local_sgd(ddp, optimizer, args):
+    """torch's post-local SGD, its averager recording at each averaging how far the replicas had drifted: the largest
+    difference of a parameter from the average, taken on each rank without traffic (a copy before averaging) and the
+    largest over ranks gathered once, at the end (finish)."""
+    from torch.distributed.algorithms.ddp_comm_hooks import post_localSGD_hook
+    from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
+    from torch.distributed.optim import PostLocalSGDOptimizer
+
+    class DriftRecordingAverager(PeriodicModelAverager):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.drift = []
+
+        def average_parameters(self, params):
+            groups = list(params)  # parameters, or an optimizer's parameter groups
+            tensors = [p for group in groups for p in (group["params"] if isinstance(group, dict) else [group])]
+            averaging = self.step >= self.warmup_steps and (self.step - self.warmup_steps) % self.period == 0
+            before = [p.detach().clone() for p in tensors] if averaging else []
+            super().average_parameters(groups)
+            if averaging:
+                self.drift.append(max(float((p.detach() - old).abs().max()) for p, old in zip(tensors, before)))
+
+    class LocalSGDOptimizer(PostLocalSGDOptimizer):
+        def finish(self) -> dict:
+            # Every rank averaged at the same steps: the same number of entries, maximised over ranks in one call.
+            drift = torch.tensor(self.averager.drift[-MOST_AVERAGINGS:], dtype=torch.float32, device=device)
+            if drift.numel():
+                dist.all_reduce(drift, op=dist.ReduceOp.MAX)
+            return {"averagingDrift": drift.tolist()}
+
+    device = next(ddp.parameters()).device
+    # After the warm-up DDP sums over this rank's own group (no traffic): torch 1.13 builds its default intra-node
+    # subgroups only with CUDA, so every rank makes every one-rank group (new_group is collective).
+    groups = [dist.new_group([rank]) for rank in range(dist.get_world_size())]
+    state = post_localSGD_hook.PostLocalSGDState(process_group=None, subgroup=groups[dist.get_rank()],
+                                                 start_localSGD_iter=args.local_sgd_warmup)
+    ddp.register_comm_hook(state, post_localSGD_hook.post_localSGD_hook)
+    averager = DriftRecordingAverager(period=args.local_sgd_period, warmup_steps=args.local_sgd_warmup)
+    return LocalSGDOptimizer(optim=optimizer, averager=averager)
 
 
 def _keep_local(_state, bucket):
@@ -156,11 +190,9 @@ def synchronize_replicas(optimizer) -> None:
 
 def finish(optimizer) -> dict:
     """After the last step, before the result: ends what a strategy runs beside the steps (the asynchronous
-    server's thread) and returns what it measured for the result's metrics ({} for the others)."""
-    if not hasattr(optimizer, "finish"):
-        return {}
-    optimizer.finish()
-    return optimizer.metrics()
+    server's threads) and returns what it measured for the result's metrics (the server's staleness, local SGD's
+    drift at each averaging; {} for the others). Collective where the strategy's is: every rank calls it."""
+    return optimizer.finish() if hasattr(optimizer, "finish") else {}
 
 
 def wire_bytes_per_step(parameters, args) -> float:
