@@ -560,7 +560,7 @@ function sortedEntries(object: object): [string, unknown][] {
   return Object.entries(object).sort(([a], [b]) => a.localeCompare(b));
 }
 
-function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+export function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
   const groups = new Map<string, T[]>();
   for (const item of items) {
     const k = key(item);

@@ -383,7 +383,7 @@ function raceCells(o: StrategyOutcome): string[] {
     to(o.stepsToTarget, (v) => v.toFixed(0)), to(o.epochsToTarget, (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1))),
     to(o.timeToTargetSeconds, (v) => `${v.toFixed(1)} s`),
     o.finalAccuracy === null ? NOT_AVAILABLE : percent(o.finalAccuracy), o.bestAccuracy === null ? NOT_AVAILABLE : percent(o.bestAccuracy),
-    [o.replicaDivergence, o.averagingDrift].map((value, i) => value === null ? (i === 0 ? NOT_AVAILABLE : "") : i === 0 ? tiny(value) : ` (${tiny(value)})`).join(""),
+    `${o.replicaDivergence === null ? NOT_AVAILABLE : tiny(o.replicaDivergence)}${o.averagingDrift === null ? "" : ` (${tiny(o.averagingDrift)})`}`,
     o.staleness === null ? NOT_AVAILABLE : `${o.staleness.mean.toFixed(2)} / ${o.staleness.max}`,
   ];
 }

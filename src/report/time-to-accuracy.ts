@@ -6,7 +6,7 @@
  * first and by how much. Pure.
  */
 import { REDUCTIONS } from "../config/registry.ts";
-import type { RealDataRun } from "./data.ts";
+import { groupBy, type RealDataRun } from "./data.ts";
 import { percent } from "./text.ts";
 
 export interface StrategyOutcome {
@@ -42,11 +42,8 @@ export interface StrategyRace {
 
 /** Real-data runs that differ only in their strategy (and repeat), grouped: every group with two strategies or more. */
 export function strategyRaces(runs: readonly RealDataRun[]): StrategyRace[] {
-  const groups = new Map<string, RealDataRun[]>();
-  for (const run of runs) groups.set(run.comparedWith, [...(groups.get(run.comparedWith) ?? []), run]);
-  return [...groups.values()].filter((group) => new Set(group.map((run) => run.strategy)).size > 1).map((group) => {
-    const byStrategy = new Map<string, RealDataRun[]>();
-    for (const run of group) byStrategy.set(run.strategy, [...(byStrategy.get(run.strategy) ?? []), run]);
+  return [...groupBy(runs, (run) => run.comparedWith).values()].filter((group) => new Set(group.map((run) => run.strategy)).size > 1).map((group) => {
+    const byStrategy = groupBy(group, (run) => run.strategy);
     const order = (repeats: readonly RealDataRun[]) => REDUCTIONS.indexOf(repeats[0]!.reduction);
     return {
       context: group[0]!.context,

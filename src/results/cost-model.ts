@@ -48,7 +48,7 @@ export interface Placement {
  * - powersgd and local-sgd: ring all-reduces of fewer bytes, so the ring's bound with S their bytes per step
  *   (PowerSGD's factors and uncompressed tensors; local SGD's parameters / its period: the worker's wireBytesPerStep).
  * - async-parameter-server: the parameter server's exchange, of which one rank's step pays only its share
- *   (asyncExchangeShare): no barrier, so a step waits for its own gradient in and its own parameters out.
+ *   (exchangeShare): no barrier, so a step waits for its own gradient in and its own parameters out.
  */
 export function reductionLowerBoundSeconds(reduction: Reduction, bytes: number, placement: Placement, linkGbps: number, egressShaped: boolean): number {
   const { nodes, processesPerNode: perNode } = placement;

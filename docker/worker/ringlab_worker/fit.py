@@ -23,7 +23,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from . import checkpoint, data, reduction
+from . import checkpoint, data
 from .errors import BadArguments, PeerTimeout
 from .guard import outlive_launcher
 from .result import finite_or_none
@@ -203,7 +203,6 @@ def _metrics(args, world, trainer, info, run: FitState, time_to_train: float) ->
     mean = statistics.fmean(rates) if rates else 0.0
     ci95 = 1.96 * statistics.pstdev(rates) if len(rates) > 1 else 0.0
     restarts = run.restarts
-    strategy = trainer.finish()
     return {
         "imagesPerSecondPerWorker": {"mean": mean, "ci95": ci95},
         "imagesPerSecondTotal": {"mean": world.size * mean, "ci95": world.size * ci95},
@@ -212,9 +211,7 @@ def _metrics(args, world, trainer, info, run: FitState, time_to_train: float) ->
         "data": data.describe_folder_data(info, args),
         "parameterCount": trainer.parameter_count,
         "gradientBytes": trainer.gradient_bytes,
-        "wireBytesPerStep": trainer.wire_bytes_per_step,
-        # After the clock stopped: how far the replicas ended apart (local SGD lets them drift between averagings).
-        "replicaDivergence": reduction.replica_divergence(trainer.plain_model),
+        **trainer.strategy_metrics(),  # after the clock stopped
         "finalLoss": run.curve[-1][1] if run.curve else None,
         "timeToTrainSeconds": round(time_to_train, 3),
         "targetAccuracy": args.target_accuracy,
@@ -229,7 +226,6 @@ def _metrics(args, world, trainer, info, run: FitState, time_to_train: float) ->
         "nodesAtStart": next((event["nodesBefore"] for event in restarts if event.get("nodesBefore")), world.nodes),
         "checkpoints": {"directory": args.checkpoint_dir, "every": args.checkpoint_every,
                         "resumedFromStep": run.resumed["step"] if run.resumed else None},
-        **strategy,
     }
 
 

@@ -127,9 +127,13 @@ class Trainer:
         """Before evaluation: every rank holds the model the strategy trains (reduction.synchronize_replicas)."""
         reduction.synchronize_replicas(self.optimizer)
 
-    def finish(self) -> dict:
-        """After the last step: what the strategy measured, its own threads ended (reduction.finish)."""
-        return reduction.finish(self.optimizer)
+    def strategy_metrics(self) -> dict:
+        """After the last step, for the result (the throughput benchmark's and time to train's): the bytes the
+        reduction sends a step, how far the replicas ended apart (local SGD lets them drift between averagings), and
+        what the strategy measured itself, its own threads ended first (reduction.finish)."""
+        measured = reduction.finish(self.optimizer)
+        return {"wireBytesPerStep": self.wire_bytes_per_step,
+                "replicaDivergence": reduction.replica_divergence(self.plain_model), **measured}
 
     def describe(self) -> str:
         args, world = self.args, self.world
@@ -214,7 +218,6 @@ def run_train(args, world) -> dict:
     if real_data:
         waited = sum(data_wait_seconds) / sum(step_seconds)
         log(f"Waiting for data: {100 * waited:.1f} % of step time", flush=True)
-    strategy = trainer.finish()
     return {
         "imagesPerSecondPerWorker": {"mean": mean, "ci95": ci95},
         "imagesPerSecondTotal": {"mean": world.size * mean, "ci95": world.size * ci95},
@@ -224,11 +227,8 @@ def run_train(args, world) -> dict:
         "data": batches.describe(),
         "parameterCount": trainer.parameter_count,
         "gradientBytes": trainer.gradient_bytes,
-        "wireBytesPerStep": trainer.wire_bytes_per_step,
-        # Replicas that stepped alone (local SGD) can drift apart: the largest difference of a parameter from rank 0's.
-        "replicaDivergence": reduction.replica_divergence(trainer.plain_model),
+        **trainer.strategy_metrics(),
         "finalLoss": finite_or_none(float(loss.item())),
-        **strategy,
     }
 
 
