@@ -186,3 +186,15 @@ def test_amp_steps_use_fp16_autocast_for_cuda():
     context = compat.autocast("cuda")
     assert isinstance(context, torch.autocast) and context.fast_dtype == torch.float16
     assert context.device == "cuda"
+
+
+@pytest.mark.parametrize("backend, device, expected", [
+    ("nccl", torch.device("cuda", 1), {"device_ids": [1]}), ("gloo", torch.device("cpu"), {})])
+def test_a_barrier_under_nccl_names_the_rank_s_gpu(monkeypatch, backend, device, expected):
+    # torch 2.11 on the first GPU run warned "barrier(): using the device under current context" for the probe's
+    # barrier: NCCL had to guess the device.
+    calls = []
+    monkeypatch.setattr(torch.distributed, "barrier", lambda **kwargs: calls.append(kwargs))
+    World(rank=0, local_rank=1, size=2, nodes=1, procs_per_node=2, device=device, backend=backend,
+          hostnames=["a", "a"]).barrier()
+    assert calls == [expected]

@@ -79,7 +79,7 @@ def run_allreduce(args, world) -> dict:
         view = buffer[:size // FLOAT32_BYTES]
         for _ in range(args.warmup_iters):
             sum_(view)
-        dist.barrier()
+        world.barrier()
         world.synchronize()
         started, cpu_started = time.perf_counter(), time.process_time()
         for _ in range(args.iters):

@@ -27,7 +27,7 @@ def measure_reference(world, env=os.environ):
         raise BadArguments("--reference iperf3 needs RINGLAB_HEAD_ADDR, the address of node 0 (the launcher sets it)")
     client_rank = world.procs_per_node  # node 1's first rank
     server = _start_server() if world.rank == 0 else None
-    dist.barrier()  # the server listens before the client connects
+    world.barrier()  # the server listens before the client connects
     rate = [None]
     try:
         if world.rank == client_rank:

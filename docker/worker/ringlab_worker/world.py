@@ -34,6 +34,14 @@ class World:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
+    def barrier(self) -> None:
+        """dist.barrier() on this rank's GPU under NCCL: without device_ids NCCL guesses the device, and torch 2.x
+        warns that it does (seen on the first GPU run, torch 2.11)."""
+        if self.backend == "nccl":
+            dist.barrier(device_ids=[self.device.index])
+        else:
+            dist.barrier()
+
 
 def cuda_device_index(local_rank: int, device_count: int) -> int:
     """The GPU of the process torchrun numbered LOCAL_RANK: one GPU per process, wrapping around when a
