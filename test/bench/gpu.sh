@@ -14,7 +14,8 @@
 #   records/*.json (the worker's result records), logs/*.log (each run's output).
 # Environment (defaults): PYTHON (python3), MAX_BATCH (256 on GPU, 64 on CPU), DEVICE (auto; cpu forces the
 #   CPU steps), WARMUP_BATCHES / BATCHES_PER_ITER / ITERS (10/10/5 on GPU, 1/2/2 on CPU),
-#   MODELS (the list above), TIMEOUT_SECONDS (300 per run).
+#   MODELS (the list above), BATCHES (32 64 96 ... MAX_BATCH: the batch sizes tried, in order, per model and
+#   precision; the first that does not fit ends the list), TIMEOUT_SECONDS (300 per run).
 # Exit status: 0 when every run finished or stopped at out-of-memory, 1 when a run failed otherwise.
 set -euo pipefail
 
@@ -45,7 +46,12 @@ else
                --num-iters "${ITERS:-2}" --image-size 32)
   probe_sizes=(--min-bytes 4K --max-bytes 1M --step-factor 4 --warmup-iters 1 --iters 2)
 fi
-echo "# gpu.sh: device $device, models ${models[*]}, precisions ${precisions[*]}, batch 32..$max_batch, out $out_dir"
+read -r -a batches <<<"${BATCHES:-$(seq -s ' ' 32 32 "$max_batch")}"
+for batch in "${batches[@]}"; do
+  [[ "$batch" =~ ^[1-9][0-9]{0,4}$ ]] || { echo "gpu.sh: BATCHES holds '$batch', not a batch size" >&2; exit 2; }
+done
+max_batch="$(printf '%s\n' "${batches[@]}" | sort -n | tail -1)"  # the largest tried, for results.json
+echo "# gpu.sh: device $device, models ${models[*]}, precisions ${precisions[*]}, batches ${batches[*]}, out $out_dir"
 
 free_port() {
   "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -74,7 +80,7 @@ for model in "${models[@]}"; do
   for precision in "${precisions[@]}"; do
     extra=()
     if [[ "$precision" == amp ]]; then extra=(--channels-last); fi
-    for ((batch = 32; batch <= max_batch; batch += 32)); do
+    for batch in "${batches[@]}"; do
       name="$model-$precision-$batch"
       code=0
       run_worker "$name" train --model "$model" --precision "$precision" --batch-size "$batch" \
@@ -96,124 +102,6 @@ probe_status=$([[ $code -eq 0 ]] && echo ok || echo failed)
 [[ $code -eq 0 ]] || failed=1
 echo "allreduce: $probe_status$( [[ $code -eq 0 ]] || echo " (exit $code, see logs/allreduce.log)")"
 
-"$python" - "$out_dir" "$device" "$max_batch" "$probe_status" <<'PY'
-"""Gathers the worker's records into results.json and results.md (written atomically: temp file, rename)."""
-import csv
-import json
-import os
-import sys
-import tempfile
-from datetime import datetime, timezone
-
-out_dir, device, max_batch, probe_status = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-
-# Published single-GPU training throughput, ResNet-50 v1.5 in PyTorch, images/s per GPU. Keyed by a part of
-# the GPU name torch reports; fp32 on A100 is TF32 (also the default for cuDNN convolutions in torch).
-DLE = ("NVIDIA DeepLearningExamples, PyTorch/Classification/ConvNets/resnet50v1.5 README, training performance "
-       "(https://github.com/NVIDIA/DeepLearningExamples/tree/master/PyTorch/Classification/ConvNets/resnet50v1.5)")
-PUBLISHED = {
-    "V100": {"fp32": 367, "amp": 1200, "source": DLE},
-    "A100": {"fp32": 938, "amp": 2470, "source": DLE + "; fp32 there is TF32"},
-}
-
-
-def read_record(name):
-    try:
-        with open(os.path.join(out_dir, "records", name + ".json"), encoding="utf-8") as record:
-            return json.load(record)
-    except FileNotFoundError:
-        return None
-
-
-with open(os.path.join(out_dir, "runs.tsv"), encoding="utf-8") as index:
-    rows = list(csv.DictReader(index, delimiter="\t"))
-runs, provenance = [], None
-for row in rows:
-    record = read_record(row["name"])
-    provenance = provenance or (record or {}).get("provenance")
-    rate = record["metrics"]["imagesPerSecondPerWorker"] if record else None
-    runs.append({"model": row["model"], "precision": row["precision"], "batchSize": int(row["batch"]),
-                 "channelsLast": bool(record and record["knobs"].get("channelsLast")), "status": row["status"],
-                 "exitCode": int(row["exitCode"]), "imagesPerSecond": rate,
-                 "record": f"records/{row['name']}.json" if record else None, "log": f"logs/{row['name']}.log"})
-
-largest = []
-for key in dict.fromkeys((run["model"], run["precision"]) for run in runs):
-    tried = [run for run in runs if (run["model"], run["precision"]) == key]
-    fitted = [run for run in tried if run["status"] == "ok"]
-    best = max(fitted, key=lambda run: run["imagesPerSecond"]["mean"], default=None)
-    largest.append({"model": key[0], "precision": key[1],
-                    "largestBatch": fitted[-1]["batchSize"] if fitted else None,
-                    # no out-of-memory seen: a larger batch may fit too
-                    "stoppedBy": tried[-1]["status"] if tried[-1]["status"] != "ok" else "maxBatch",
-                    "bestImagesPerSecond": best["imagesPerSecond"]["mean"] if best else None,
-                    "bestBatch": best["batchSize"] if best else None})
-
-probe = read_record("allreduce")
-provenance = provenance or (probe or {}).get("provenance") or {}
-gpu_name = provenance.get("deviceModel", "") if device == "cuda" else ""
-published_key = next((key for key in PUBLISHED if key in gpu_name), None)
-published = PUBLISHED.get(published_key)
-results = {
-    "schema": "ringlab.gpu-bench/v1",
-    "device": device,
-    "writtenAt": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
-    "maxBatch": max_batch,
-    "provenance": provenance,
-    "runs": runs,
-    "largestBatch": largest,
-    "allreduce": {"status": probe_status, "record": "records/allreduce.json" if probe else None,
-                  "peakAlgbwGbps": max((row["algbwGbps"] for row in probe["metrics"]["rows"]), default=None)
-                  if probe else None},
-    "published": {"gpu": published_key, **published} if published else None,
-}
-
-
-def fmt(value, digits=1):
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-lines = [f"# ringlab GPU benchmark: {provenance.get('deviceModel', 'unknown device')}", ""]
-lines.append(" · ".join(f"{label} {provenance.get(field) or '-'}" for label, field in (
-    ("torch", "torch"), ("torchvision", "torchvision"), ("CUDA", "cuda"), ("cuDNN", "cudnn"), ("NCCL", "nccl"),
-    ("driver", "nvidiaDriver"), ("python", "python"))))
-lines += ["", f"One process, torchrun + {'NCCL' if device == 'cuda' else 'Gloo'} as on a cluster node; synthetic "
-          "data; img/s as mean ± 1.96 std over the timed iterations; amp runs use channels-last.", "",
-          "| model | precision | batch | img/s | ± | status |", "|---|---|---:|---:|---:|---|"]
-for run in runs:
-    rate = run["imagesPerSecond"] or {}
-    lines.append(f"| {run['model']} | {run['precision']} | {run['batchSize']} | {fmt(rate.get('mean'))} | "
-                 f"{fmt(rate.get('ci95'))} | {run['status']} |")
-lines += ["", "| model | precision | largest batch that fit | stopped by | best img/s (batch) | published img/s | "
-          "measured / published |", "|---|---|---:|---|---:|---:|---:|"]
-for entry in largest:
-    figure = published.get(entry["precision"]) if published and entry["model"] == "resnet50" else None
-    ratio = f"{entry['bestImagesPerSecond'] / figure:.0%}" if figure and entry["bestImagesPerSecond"] else "-"
-    best = (f"{fmt(entry['bestImagesPerSecond'])} ({entry['bestBatch']})" if entry["bestBatch"] else "-")
-    lines.append(f"| {entry['model']} | {entry['precision']} | {entry['largestBatch'] or '-'} | {entry['stoppedBy']} | "
-                 f"{best} | {figure or '-'} | {ratio} |")
-lines += ["", f"All-reduce probe, one rank: {probe_status}, peak algbw "
-          f"{fmt(results['allreduce']['peakAlgbwGbps'], 2)} Gbit/s (busbw is 0 for one rank by definition).", ""]
-if published:
-    lines.append(f"Published figures for {published_key}: {published['source']}.")
-elif device == "cuda":
-    lines.append(f"No published PyTorch ResNet-50 figure is recorded in gpu.sh for '{gpu_name}'; known: "
-                 f"{', '.join(PUBLISHED)} ({DLE}).")
-else:
-    lines.append("CPU run (no GPU visible): the tiny model checks the script; figures are not comparable.")
-
-
-def write_atomically(name, text):
-    handle, temp = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.")
-    with os.fdopen(handle, "w", encoding="utf-8") as stream:
-        stream.write(text)
-    os.chmod(temp, 0o644)
-    os.replace(temp, os.path.join(out_dir, name))
-
-
-write_atomically("results.json", json.dumps(results, indent=2, allow_nan=False) + "\n")
-write_atomically("results.md", "\n".join(lines) + "\n")
-print("\n".join(lines))
-PY
+"$python" "$repo/test/bench/gpu-report.py" "$out_dir" "$device" "$max_batch" "$probe_status"
 echo "# written: $out_dir/results.json, $out_dir/results.md"
 exit "$failed"
