@@ -3,27 +3,24 @@
  * coarse guesses (documented below); the all-reduce part comes from the ring lower bound.
  */
 import { bandwidthGbps } from "../bandwidth.ts";
+import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../catalogue/assumed-throughput.ts";
 import { onDemandUsdPerHour } from "../catalogue/aws-instance-types.ts";
 import { PARAMETER_COUNT, TRAIN_KNOBS } from "../config/registry.ts";
 import type { CampaignFile, Model } from "../config/schema.ts";
 import { isReduction, reductionLowerBoundSeconds, type Placement } from "../results/cost-model.ts";
 import { workerImageSourceOf, type WorkerImageSource } from "../rules/worker-image.ts";
+import { computeInput, isMissing } from "../predict/inputs.ts";
 import type { CampaignPlan, PlannedRun } from "./plan.ts";
 
 /** fp32 parameter counts of the worker's models (its registry: torchvision 0.14; inception_v3 without the aux head). */
 export { PARAMETER_COUNT };
 
 /**
- * Images per second of one worker, to size estimates only: GPU figures are a T4 in fp32 (g4dn, the default
- * instance type); CPU figures are one container of the local testbed with 2 cores to itself (measured for
- * tiny and small; the ResNets scaled by their FLOPs).
+ * Images per second of one local testbed worker, to size estimates only: one container with 2 cores to itself
+ * (measured for tiny and small; the ResNets scaled by their FLOPs). An AWS run's compute is what `ringlab predict`
+ * takes for its instance type's GPU (src/predict/inputs.ts: published, scaled or assumed figures).
  */
-const IMAGES_PER_SECOND: Readonly<Record<"gpu" | "cpu", Readonly<Record<Model, number>>>> = {
-  gpu: { tiny: 5_000, small: 4_000, resnet50: 90, resnet101: 55, resnet152: 38, inception_v3: 60 },
-  cpu: { tiny: 1_500, small: 190, resnet50: 3, resnet101: 1.7, resnet152: 1.2, inception_v3: 2 },
-};
-/** The GPU guesses, which predictions use for a T4 (nobody publishes T4 training figures) and call assumed. */
-export const ASSUMED_T4_FP32_IMAGES_PER_SECOND = IMAGES_PER_SECOND.gpu;
+const CPU_IMAGES_PER_SECOND: Readonly<Record<Model, number>> = { tiny: 1_500, small: 190, resnet50: 3, resnet101: 1.7, resnet152: 1.2, inception_v3: 2 };
 
 /**
  * The fastest all-reduce assumed, in Gbit/s: on the local testbed Gloo between containers is CPU-bound at about
@@ -120,15 +117,25 @@ export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options:
     const knobs = { ...WORKER_DEFAULTS, ...run.knobs };
     const steps = knobs.epochs === undefined ? Number(knobs.numWarmupBatches) + Number(knobs.numIters) * Number(knobs.numBatchesPerIter)
       : Number(knobs.epochs) * epochSteps(file, run);
-    const device = target === "aws" ? "gpu" : "cpu";
-    // The local testbed's worker processes share this machine's cores: each gets 2 only while there are enough.
-    const slowdown = target === "local" ? Math.max(1, (2 * run.nodes * (run.processesPerNode ?? 1)) / (options.localCores ?? 2)) : 1;
-    const computeSeconds = (run.batchSize! / IMAGES_PER_SECOND[device][run.model!]) * slowdown;
+    const computeSeconds = file.testbed.target === "aws" ? gpuComputeSeconds(run, file.testbed.instanceType)
+      // The local testbed's worker processes share this machine's cores: each gets 2 only while there are enough.
+      : (run.batchSize! / CPU_IMAGES_PER_SECOND[run.model!]) * Math.max(1, (2 * run.nodes * (run.processesPerNode ?? 1)) / (options.localCores ?? 2));
     const gradientBytes = PARAMETER_COUNT[run.model!] * (knobs.fp16Allreduce === true ? 2 : 4);
     const allReduceSeconds = link === null ? 0 : reductionLowerBoundSeconds(reduction, gradientBytes, placementOf(run), link, true);
     jobSeconds += steps * (computeSeconds + allReduceSeconds);
   }
   return OVERHEAD_SECONDS[target].run + jobSeconds;
+}
+
+/**
+ * One step's compute on the instance type's GPU, as `ringlab predict` takes it (published, scaled from ringlab's
+ * measured model ratios, or a T4's assumed figure); a GPU none of those covers (an A10G, an L4) gets the T4's
+ * figure, which no newer GPU is slower than.
+ */
+function gpuComputeSeconds(run: PlannedRun, instanceType: string): number {
+  const question = { model: run.model!, batchSize: run.batchSize!, nodes: run.nodes, bandwidth: run.bandwidth, precision: String(run.knobs.precision ?? "fp32"), reduction: "ring" };
+  const input = computeInput(question, { instanceType });
+  return isMissing(input) ? run.batchSize! / ASSUMED_T4_FP32_IMAGES_PER_SECOND[run.model!] : input.seconds.mean;
 }
 
 /** Time to train: the steps of one epoch over the campaign's dataset (every epoch, as if the target were never reached). */

@@ -1,7 +1,9 @@
 /**
  * What a prediction starts from, and where each number came from, in order of trust (issue #35):
  *   compute: the user's own measurement (a calibration) > a published figure for the instance type's GPU
- *            (src/catalogue/published-throughput.ts) > ringlab's planning figure, said to be assumed (a T4 only);
+ *            (src/catalogue/published-throughput.ts) > that GPU's published ResNet-50 figure scaled by the model's
+ *            throughput over ResNet-50's that ringlab measured (src/catalogue/measured-throughput.ts), said to be
+ *            scaled > ringlab's planning figure, said to be assumed (a T4 only);
  *   link:    the user's own probe (measured, or derived from another node count) > the instance type's baseline
  *            bandwidth from the catalogue, with the latency left out, said so;
  *   overlap: the share φ the user's own shaped training runs hid (at this node count, or derived from another) >
@@ -10,8 +12,9 @@
  */
 import { bandwidthGbps } from "../bandwidth.ts";
 import { instanceTypeFacts, SOURCES } from "../catalogue/aws-instance-types.ts";
+import { modelRatio } from "../catalogue/measured-throughput.ts";
 import { describeCitation, publishedThroughput } from "../catalogue/published-throughput.ts";
-import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../campaign/estimate.ts";
+import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../catalogue/assumed-throughput.ts";
 import { PARAMETER_COUNT } from "../config/registry.ts";
 import type { CampaignFile, Model } from "../config/schema.ts";
 import { describeSource, type Calibration, type ComputeEntry, type LinkEntry } from "./calibration.ts";
@@ -117,28 +120,47 @@ export function computeInput(question: InputQuestion, context: PredictionContext
   const gradientBytes = parameters * 4;
   const published = publishedThroughput(gpu, question.model, question.precision);
   if (published.length > 0) {
-    // Per image: the figures' batches (112-1280) are larger than a campaign's, and a GPU runs a small batch less well.
-    const perImage = published.map((row) => 1 / row.imagesPerSecond);
-    const mean = perImage.reduce((sum, value) => sum + value, 0) / perImage.length;
-    const spread = published.length === 1 ? ONE_FIGURE_HALF_WIDTH * mean : Math.max(...perImage.map((value) => Math.abs(value - mean)));
     const figures = published.map((row) => `${row.imagesPerSecond} img/s at batch ${row.batchSize} (${row.card}, ${row.framework}; ${describeCitation(row.throughputAt)})`);
-    return {
-      seconds: { mean: mean * question.batchSize, halfWidth95: spread * question.batchSize }, gradientBytes,
-      source: `published: ${gpu}, ${question.model} ${question.precision}: ${figures.join("; ")}; ` +
-        `${published.length === 1 ? `one figure, ±${ONE_FIGURE_HALF_WIDTH * 100} % stated` : "their per-image mean, their spread as the interval"}; ` +
-        `taken per image at batch ${question.batchSize}, where a GPU is less busy: the throughput is an upper bound`,
-    };
+    return fromFigures(published.map((row) => row.imagesPerSecond), question.batchSize, gradientBytes, `published: ${gpu}, ${question.model} ${question.precision}: ${figures.join("; ")}`);
+  }
+  // No figure for this model on this GPU: the GPU's published ResNet-50 figures, scaled by how much slower ringlab
+  // measured the model than ResNet-50 on a GPU of its own (src/catalogue/measured-throughput.ts).
+  const resnet50 = publishedThroughput(gpu, "resnet50", question.precision);
+  const ratio = modelRatio(question.model, question.precision);
+  if (resnet50.length > 0 && ratio !== undefined) {
+    const figures = resnet50.map((row) => `${row.imagesPerSecond} img/s (${row.card}; ${describeCitation(row.throughputAt)})`);
+    const measured = `${ratio.model.imagesPerSecond} / ${ratio.resnet50.imagesPerSecond} img/s at batch ${ratio.model.batchSize} on an ${ratio.model.gpuModel}, ` +
+      `measured by ringlab's GPU benchmark on ${ratio.model.measuredOn} (${ratio.model.results})`;
+    return fromFigures(resnet50.map((row) => row.imagesPerSecond * ratio.ratio), question.batchSize, gradientBytes,
+      `scaled: ${gpu}'s published resnet50 ${question.precision} figures, ${figures.join("; ")}, times ${ratio.ratio.toFixed(3)}, ` +
+      `${question.model}'s throughput over resnet50's (${measured})`);
   }
   const assumed = (ASSUMED_T4_FP32_IMAGES_PER_SECOND as Readonly<Record<string, number>>)[question.model];
   if (gpu === T4 && assumed !== undefined) {
     const imagesPerSecond = assumed;
     return {
       seconds: { mean: question.batchSize / imagesPerSecond, halfWidth95: (ASSUMED_HALF_WIDTH * question.batchSize) / imagesPerSecond }, gradientBytes,
-      source: `assumed: ringlab's planning figure of ${imagesPerSecond} img/s for ${question.model} on a T4 in fp32 (src/campaign/estimate.ts), ±${ASSUMED_HALF_WIDTH * 100} %: ` +
+      source: `assumed: ringlab's planning figure of ${imagesPerSecond} img/s for ${question.model} on a T4 in fp32 (src/catalogue/assumed-throughput.ts), ±${ASSUMED_HALF_WIDTH * 100} %: ` +
         `no published T4 training figure was found${question.precision === "fp32" ? "" : `; the fp32 figure for ${question.precision}, which a T4's tensor cores run faster`}`,
     };
   }
   return { missing: `no measured or published compute for ${where}: ${howToMeasure}` };
+}
+
+/**
+ * Compute per image from published (or scaled) figures at their batches, taken at the question's batch: their
+ * per-image mean, and their spread as the interval (one figure: ±30 % stated).
+ */
+function fromFigures(imagesPerSecond: readonly number[], batchSize: number, gradientBytes: number, source: string): ComputeInput {
+  // Per image: the figures' batches (112-1280) are larger than a campaign's, and a GPU runs a small batch less well.
+  const perImage = imagesPerSecond.map((rate) => 1 / rate);
+  const mean = perImage.reduce((sum, value) => sum + value, 0) / perImage.length;
+  const spread = perImage.length === 1 ? ONE_FIGURE_HALF_WIDTH * mean : Math.max(...perImage.map((value) => Math.abs(value - mean)));
+  return {
+    seconds: { mean: mean * batchSize, halfWidth95: spread * batchSize }, gradientBytes,
+    source: `${source}; ${perImage.length === 1 ? `one figure, ±${ONE_FIGURE_HALF_WIDTH * 100} % stated` : "their per-image mean, their spread as the interval"}; ` +
+      `taken per image at batch ${batchSize}, where a GPU is less busy: the throughput is an upper bound`,
+  };
 }
 
 /** The link's alpha and beta; null for one worker. */

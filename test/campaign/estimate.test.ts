@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ASSUMED_ADMIN_UPLINK_GBPS, ASSUMED_TARBALL_BYTES, estimateCampaign, estimateImageDelivery } from "../../src/campaign/estimate.ts";
+import { ASSUMED_ADMIN_UPLINK_GBPS, ASSUMED_TARBALL_BYTES, estimateCampaign, estimateImageDelivery, estimateRunSeconds } from "../../src/campaign/estimate.ts";
+import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../../src/catalogue/assumed-throughput.ts";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import { parseCampaign } from "../../src/config/load.ts";
 
@@ -34,5 +35,24 @@ describe("worker image delivery in the estimate", () => {
   it("adds nothing on the local testbed, whose nodes use the host's image", () => {
     const local = parseCampaign("testbed: {target: local, name: l, nodes: 2}\ncampaign: {matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit}}\n", "l.yaml");
     expect(estimateImageDelivery(local)).toEqual({ source: "present", seconds: 0 });
+  });
+});
+
+describe("a GPU run's compute in the estimate", () => {
+  const oneRun = (instanceType: string, model: string) => {
+    const parsed = parseCampaign(`
+testbed: {target: aws, name: s, nodes: 1, adminCidr: 203.0.113.7/32, sshPublicKeyFile: id.pub, instanceType: ${instanceType}}
+campaign: {matrix: {nodes: [1], model: ${model}, batchSize: 64, bandwidth: unlimited}, train: {numWarmupBatches: 0, numIters: 10, numBatchesPerIter: 10}}
+`, "c.yaml", "/c/c.yaml", { readKeys: false });
+    return estimateRunSeconds(planCampaign(parsed, "c").runs[0]!, parsed);
+  };
+
+  it("is what predict takes for the instance type's GPU: published on an H100, scaled for ResNet-101, a T4's assumed figure", () => {
+    // 100 steps of batch 64 on one node, plus the fixed start and orchestration (equal for every instance type).
+    const fixed = oneRun("g4dn.xlarge", "resnet50") - 100 * 64 / ASSUMED_T4_FP32_IMAGES_PER_SECOND.resnet50;
+    expect(oneRun("p5.48xlarge", "resnet50") - fixed).toBeCloseTo(100 * 64 / 1895, 6);
+    expect(oneRun("p5.48xlarge", "resnet101") - fixed).toBeCloseTo(100 * 64 / (1895 * 1399.1 / 2139.7), 6);
+    // An A10G has no published, scaled or assumed figure: the T4's, which it is not slower than.
+    expect(oneRun("g5.xlarge", "resnet50")).toBeCloseTo(oneRun("g4dn.xlarge", "resnet50"), 6);
   });
 });

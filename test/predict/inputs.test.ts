@@ -1,6 +1,6 @@
 /** Where an AWS prediction's inputs come from when no calibration has them: published figures, the catalogue, or said to be assumed. */
 import { describe, expect, it } from "vitest";
-import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../../src/campaign/estimate.ts";
+import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../../src/catalogue/assumed-throughput.ts";
 import { PARAMETER_COUNT } from "../../src/config/registry.ts";
 import type { Calibration, ComputeEntry } from "../../src/predict/calibration.ts";
 import { parseCampaign } from "../../src/config/load.ts";
@@ -46,7 +46,20 @@ describe("compute for an AWS run", () => {
     expect(computeInput(question(), { instanceType: "g5.xlarge" })).toEqual({
       missing: "no measured or published compute for resnet50 at batch 64 (fp32 on an NVIDIA A10G): run its single-node baseline (a campaign with nodes: [1] on g5.xlarge) and add its results with `ringlab calibrate`",
     });
-    expect((computeInput(question({ model: "resnet101" }), { instanceType: "p4d.24xlarge" }) as Missing).missing).toMatch(/^no measured or published compute for resnet101 /);
+    expect((computeInput(question({ model: "resnet152" }), { instanceType: "p4d.24xlarge" }) as Missing).missing).toMatch(/^no measured or published compute for resnet152 /);
+  });
+
+  it("scales the GPU's published ResNet-50 figure by the model's throughput over ResNet-50's that ringlab measured, and says so", () => {
+    // Nobody publishes ResNet-101 in PyTorch; the H100's ResNet-50 AMP figure is 2791 img/s (Lambda); ringlab's
+    // H200 benchmark measured ResNet-101 at 3598.9 and ResNet-50 at 5714.1 img/s, batch 256, AMP.
+    const input = computeInput(question({ model: "resnet101", precision: "amp" }), { instanceType: "p5.48xlarge" }) as ComputeInput;
+    const ratio = 3598.9 / 5714.1;
+    expect(input.seconds.mean).toBeCloseTo(64 / (2791 * ratio), 12);
+    expect(input.seconds.halfWidth95).toBeCloseTo(ONE_FIGURE_HALF_WIDTH * 64 / (2791 * ratio), 12);
+    expect(input.gradientBytes).toBe(PARAMETER_COUNT.resnet101 * 4);
+    expect(input.source).toMatch(/^scaled: NVIDIA H100's published resnet50 amp figures, 2791 img\/s \(H100 80GB SXM5 \(Lambda Cloud\); https:\/\/github\.com\/lambdal\/.*\), times 0\.630, resnet101's throughput over resnet50's \(3598\.9 \/ 5714\.1 img\/s at batch 256 on an NVIDIA H200, measured by ringlab's GPU benchmark on 2026-11-26 \(test\/bench\/gpu\/nvidia-h200\/results\.json\)\); one figure, ±30 % stated;/);
+    // Where a model has a published figure of its own (Inception-v3 on an A100, in TensorFlow), that is used.
+    expect((computeInput(question({ model: "inception_v3" }), { instanceType: "p4d.24xlarge" }) as ComputeInput).source).toMatch(/^published: NVIDIA A100, inception_v3 fp32/);
   });
 
   it("prefers the user's own measurement on that GPU, and never one from another GPU (an L40S is not an L4)", () => {

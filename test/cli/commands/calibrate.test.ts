@@ -107,9 +107,13 @@ describe("ringlab calibrate, then plan", () => {
     expect(curve.stdout).toMatch(/^resnet50 at batch 64 per worker, amp, 25gbit, ring, 1 process per node on p4d\.24xlarge; from published figures and the instance catalogue \(no calibration\)/);
     expect(curve.stdout).toMatch(/^source: published: NVIDIA A100, resnet50 amp: 2470 img\/s at batch 256 /m);
     expect(curve.stdout).toMatch(/^source: catalogue: p4d\.24xlarge sustains 400 Gbit\/s .*assumed: the all-reduce reaches the full 25 Gbit\/s and α = 0/m);
-    // Nothing published for ResNet-101, nor for the instance type "x;y": exit 2, naming what is missing.
-    const unpublished = cli(state, ["predict", "--model", "resnet101", "--batch", "64", "--bandwidth", "25gbit", "--instance-type", "p4d.24xlarge"]);
-    expect([unpublished.status, unpublished.stderr]).toEqual([2, expect.stringMatching(/cannot predict: no measured or published compute for resnet101 at batch 64 \(fp32 on an NVIDIA A100\)/)]);
+    // ResNet-101: the A100's ResNet-50 figures scaled by ringlab's own measured ratio, said so. Nothing published or
+    // measured for ResNet-152, nor for the instance type "x;y": exit 2, naming what is missing.
+    const scaled = cli(state, ["predict", "--model", "resnet101", "--batch", "64", "--bandwidth", "25gbit", "--instance-type", "p4d.24xlarge"]);
+    expect(scaled.status, scaled.stderr).toBe(0);
+    expect(scaled.stdout).toMatch(/^source: scaled: NVIDIA A100's published resnet50 fp32 figures, 938 img\/s .* times 0\.654, resnet101's throughput over resnet50's \(1399\.1 \/ 2139\.7 img\/s at batch 256 on an NVIDIA H200/m);
+    const unpublished = cli(state, ["predict", "--model", "resnet152", "--batch", "64", "--bandwidth", "25gbit", "--instance-type", "p4d.24xlarge"]);
+    expect([unpublished.status, unpublished.stderr]).toEqual([2, expect.stringMatching(/cannot predict: no measured or published compute for resnet152 at batch 64 \(fp32 on an NVIDIA A100\)/)]);
     const unknown = cli(state, ["predict", "--model", "resnet50", "--batch", "64", "--bandwidth", "25gbit", "--instance-type", "x;y"]);
     expect([unknown.status, unknown.stderr]).toEqual([2, expect.stringMatching(/"x;y" is not a GPU instance type ringlab's catalogue knows/)]);
 
