@@ -46,6 +46,17 @@ describe("the prediction made before the run, scored", () => {
       "2 of 3 runs within 10 % of the predicted throughput");
   });
 
+  it("scores the mean of a configuration's repeats too, where a configuration has repeats: the model predicts the expected run", () => {
+    const row = (configuration: string, repeat: number, errorPoints: number) => ({
+      runId: `${configuration}-r${repeat}`, label: `${configuration} · repeat ${repeat}`, configuration, nodes: 2, predictedImagesPerSecond: 100,
+      measuredImagesPerSecond: 100, throughputError: 0, predictedEfficiency: { value: 0.6, low: 0.55, high: 0.65 }, measuredEfficiency: 0.6 + errorPoints / 100, errorPoints,
+    });
+    // 1gbit: +8, −4, +1 points (one run within 5 of 3; their mean +1.7); 600mbit: −7 (its mean −7).
+    const repeats = { ...score, scored: [row("1gbit", 1, 8), row("1gbit", 2, -4), row("1gbit", 3, 1), row("600mbit", 1, -7)] };
+    expect(scoreSummary(repeats)).toBe("2 of 4 multi-node runs within 5 points of the predicted scaling efficiency (mean |error| 5.0 points), " +
+      "the mean of each configuration's repeats within 5 points for 1 of 2 configurations, 4 of 4 runs within 10 % of the predicted throughput");
+  });
+
   it("is a section of both pages, with what could not be predicted and why", () => {
     const meta = reportMeta(records, new Date("2026-11-25T15:00:00Z"));
     const markdown = renderMarkdown(data, meta, [], score);
