@@ -269,6 +269,7 @@ def check_training_arguments(args) -> None:
     """--data, time to train, checkpoints and fault injection; sets args.data_folder (None: synthetic)."""
     args.data_folder = parse_data_source(args.data, os.environ)
     needs_epochs = [flag for flag, value in (("--target-accuracy", args.target_accuracy),
+                                             ("--checkpoint-every", args.checkpoint_every),
                                              ("--checkpoint-dir", args.checkpoint_dir),
                                              ("--fail-at-step", args.fail_at_step)) if value is not None]
     if args.epochs is None and needs_epochs:
