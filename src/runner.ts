@@ -8,6 +8,7 @@ import { z } from "zod";
 import { bandwidthGbps } from "./bandwidth.ts";
 import { uninterruptible, type Context } from "./context.ts";
 import { LAUNCHERS, launcherOf, type RecordedLauncher } from "./launchers/index.ts";
+import { plannedLostNode } from "./launchers/node-loss.ts";
 import { runPlaybook } from "./testbed/playbook.ts";
 import { RinglabError, ToolError } from "./errors.ts";
 import { JOBS, type Job } from "./results/record.ts";
@@ -207,17 +208,6 @@ function jobOf(request: RunRequest): Record<string, unknown> {
     ...(request.cpusPerNode === undefined ? {} : { cpus: Math.round(request.cpusPerNode * (processes ?? 1) * 100) / 100 }),
     ...(lostNode === undefined ? {} : { lost_node: lostNode }),
   };
-}
-
-/**
- * The node a train job loses on purpose (worker argument `--fail-node N` or `--fail-node=N`): its killed worker is
- * the fault, not a failure. Undefined when the arguments plan no node loss (the worker checks the value itself).
- */
-export function plannedLostNode(workerArgs: readonly string[]): number | undefined {
-  const at = workerArgs.findIndex((arg) => arg === "--fail-node" || arg.startsWith("--fail-node="));
-  if (at < 0) return undefined;
-  const node = Number(workerArgs[at]!.includes("=") ? workerArgs[at]!.slice("--fail-node=".length) : workerArgs[at + 1]);
-  return Number.isInteger(node) && node > 0 ? node : undefined;
 }
 
 function describeBatch(requests: readonly RunRequest[]): string {

@@ -7,6 +7,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import type { Launcher } from "./launcher.ts";
+import { refuseNodeLoss } from "./node-loss.ts";
 
 /** What ansible/roles/mpi/files/ringlab_mpi.py adds to outcome.json: the job script, its hostfile and how mpirun ended. */
 const MpiOutcome = z.object({
@@ -25,9 +26,7 @@ export const mpiLauncher: Launcher = {
     description: "also install Open MPI and let root SSH between the nodes, for `ringlab run --launcher mpi`",
     makes: "an Open MPI cluster",
   },
-  refuses: (workerArgs) => workerArgs.some((arg) => arg === "--fail-node" || arg.startsWith("--fail-node="))
-    ? { message: "--fail-node runs with --launcher ansible only", hint: "mpirun ends every node's process when one exits with an error (the lost node's is killed)" }
-    : undefined,
+  refuses: refuseNodeLoss("mpirun ends every node's process when one exits with an error (the lost node's is killed)"),
   reportNote: "runs under mpirun",
   readOutcome(outcome, collectDir) {
     const parsed = MpiOutcome.safeParse(outcome);

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import type { Launcher } from "./launcher.ts";
+import { refuseNodeLoss } from "./node-loss.ts";
 
 /** What ansible/roles/slurm/files/ringlab_slurm.py adds to outcome.json: the job script and how Slurm ended the job. */
 const SlurmOutcome = z.object({
@@ -23,9 +24,7 @@ export const slurmLauncher: Launcher = {
     description: "also make it a Slurm cluster (munge, slurmctld on the head, slurmd everywhere), for `ringlab run --launcher slurm`",
     makes: "a Slurm cluster",
   },
-  refuses: (workerArgs) => workerArgs.some((arg) => arg === "--fail-node" || arg.startsWith("--fail-node="))
-    ? { message: "--fail-node runs with --launcher ansible only", hint: "Slurm's srun (--kill-on-bad-exit) ends every node's task when the lost node's is killed" }
-    : undefined,
+  refuses: refuseNodeLoss("Slurm's srun (--kill-on-bad-exit) ends every node's task when the lost node's is killed"),
   reportNote: "runs as Slurm jobs",
   readOutcome(outcome, collectDir) {
     const parsed = SlurmOutcome.safeParse(outcome);
