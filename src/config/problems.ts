@@ -58,9 +58,9 @@ function messageFor(issue: Issue, valueAtPath: unknown): string {
     case "too_big":
       return `found ${found}, expected ${boundText(issue.origin, issue.inclusive ? "at most" : "less than", issue.maximum)}`;
     case "invalid_value":
-      return `found ${found}, expected ${issue.values.map((v) => JSON.stringify(v)).join(" or ")}`;
+      return `found ${found}, expected ${choices(issue.values)}`;
     case "invalid_union":
-      if (isDiscriminatorIssue(issue)) return `found ${found}, expected ${issue.options.map((v) => JSON.stringify(v)).join(" or ")}`;
+      if (isDiscriminatorIssue(issue)) return `found ${found}, expected ${choices(issue.options)}`;
       return `found ${found}, ${issue.message}`;
     case "invalid_format":
       return issue.message.startsWith("Invalid") ? `found ${found}, expected ${issue.format}` : `found ${found}, ${issue.message}`;
@@ -82,6 +82,12 @@ function unknownKeyMessage(key: string, known: readonly string[]): string {
     Math.abs(candidate.length - key.length) <= 2 && editDistance(candidate.toLowerCase(), key.toLowerCase()) <= 2);
   return `unknown key ${JSON.stringify(key)}` + (suggestion ? ` (did you mean "${suggestion}"?)` : "") +
     (known.length > 0 ? `; expected one of ${known.join(", ")}` : "");
+}
+
+/** '"a" or "b"', '"a", "b" or "c"': the values a field takes. */
+function choices(values: readonly unknown[]): string {
+  const quoted = values.map((value) => JSON.stringify(value));
+  return quoted.length <= 2 ? quoted.join(" or ") : `${quoted.slice(0, -1).join(", ")} or ${quoted.at(-1)}`;
 }
 
 /** The keys the schema accepts for the mapping at `path` of `document`, for "did you mean" hints. */
