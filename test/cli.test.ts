@@ -23,7 +23,7 @@ describe("ringlab CLI", () => {
   it("explains every command in --help, and exits 0", () => {
     const help = cli(["--help"]);
     expect(help.status).toBe(0);
-    for (const command of ["campaign", "plan", "report", "calibrate", "predict", "up", "synth", "configure", "run", "status", "down", "inventory", "sweep"]) {
+    for (const command of ["campaign", "plan", "report", "calibrate", "predict", "up", "synth", "manifests", "configure", "run", "status", "down", "inventory", "sweep"]) {
       expect(help.stdout).toMatch(new RegExp(`^  ${command} `, "m"));
     }
     expect(help.stdout).toMatch(/Exit codes: 0 ok; 1 an unexpected error .*; 2 bad input/);

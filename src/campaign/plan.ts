@@ -4,7 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import { probedAs, STRATEGY_KNOBS, TRAIN_KNOBS, type ProbeLibrary, type Reduction } from "../config/registry.ts";
-import type { CampaignFile, CampaignSection, DatasetSection, Model, TrainKnobName } from "../config/schema.ts";
+import type { AnyCampaignFile, CampaignSection, DatasetSection, Model, TrainKnobName } from "../config/schema.ts";
 import { TRAIN_KNOB_NAMES } from "../config/schema.ts";
 import { UsageError } from "../errors.ts";
 import type { LauncherName } from "../launchers/names.ts";
@@ -75,7 +75,7 @@ const WORKER_TIMEOUT_SECONDS = 120;
 /** The campaign's name from its file: the one rule in src/rules/names.ts, under the name callers here use. */
 export { campaignNameOf as campaignName } from "../rules/names.ts";
 
-export function planCampaign(file: CampaignFile, name: string): CampaignPlan {
+export function planCampaign(file: Pick<AnyCampaignFile, "testbed" | "campaign">, name: string): CampaignPlan {
   const section = file.campaign;
   if (section === undefined) {
     throw new UsageError("the file has no campaign section, so there is nothing to run", {

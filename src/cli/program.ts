@@ -12,6 +12,7 @@ import { registerConfigure } from "./commands/configure.ts";
 import { registerDataset } from "./commands/dataset.ts";
 import { registerDown } from "./commands/down.ts";
 import { registerInventory } from "./commands/inventory.ts";
+import { registerManifests } from "./commands/manifests.ts";
 import { registerPlan } from "./commands/plan.ts";
 import { registerReport } from "./commands/report.ts";
 import { registerRun } from "./commands/run.ts";
@@ -30,6 +31,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerPredict,
   registerUp,
   registerSynth,
+  registerManifests,
   registerConfigure,
   registerDataset,
   registerRun,

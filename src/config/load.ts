@@ -11,7 +11,7 @@ import { campaignNameOf, checkCampaignName } from "../rules/names.ts";
 import { checkSafeResolvedPath, checkSharedDirLocation } from "../rules/safe-text.ts";
 import { checkSshPublicKey } from "../rules/ssh-key.ts";
 import { unsafeFolderProblem } from "../util/fs.ts";
-import { validateCampaign, type AwsTestbed, type CampaignFile, type LocalTestbed } from "./schema.ts";
+import { validateCampaign, type AwsTestbed, type CampaignFile, type KubernetesCampaignFile, type LocalTestbed } from "./schema.ts";
 
 /** A loaded campaign: paths absolute, the AWS public key read into `sshPublicKey`. */
 export interface LoadedCampaignFile extends CampaignFile {
@@ -46,6 +46,10 @@ export interface LoadOptions {
 }
 
 export function loadCampaignFile(path: string, options: LoadOptions = {}): LoadedCampaignFile {
+  return readCampaignText(path, (sourceText, sourceFile) => parseCampaign(sourceText, path, sourceFile, options));
+}
+
+function readCampaignText<T>(path: string, parse: (sourceText: string, sourceFile: string) => T): T {
   const sourceFile = resolve(path);
   let sourceText: string;
   try {
@@ -57,15 +61,42 @@ export function loadCampaignFile(path: string, options: LoadOptions = {}): Loade
     const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "file not found" : String(error);
     throw new ConfigError(path, [{ path: "", message: `${reason}; expected a campaign YAML file (see campaigns/ for examples)` }]);
   }
-  return parseCampaign(sourceText, path, sourceFile, options);
+  return parse(sourceText, sourceFile);
 }
 
 function tooBigMessage(size: number): string {
   return `the file is ${size} bytes; expected a campaign file of at most ${MAX_CAMPAIGN_FILE_BYTES} bytes`;
 }
 
-/** Parses campaign text; `displayName` is how errors name the file. */
+/**
+ * A Kubernetes campaign file (testbed.target: kubernetes) as `ringlab manifests` reads it; other commands refuse one
+ * (parseCampaign): ringlab does not start runs on a cluster yet.
+ */
+export interface LoadedKubernetesCampaignFile extends KubernetesCampaignFile {
+  readonly sourceFile: string;
+  readonly sourceText: string;
+}
+
+const KUBERNETES_NOT_RUN = "kubernetes: ringlab writes a Kubernetes campaign's manifests (`ringlab manifests <file>`, for `kubectl apply -f`) " +
+  "but does not start, follow or record runs on a cluster yet; use a local or aws testbed for this command";
+
+/** Parses campaign text; `displayName` is how errors name the file. A Kubernetes campaign is refused (exit 2). */
 export function parseCampaign(sourceText: string, displayName: string, sourceFile = resolve(displayName), options: LoadOptions = {}): LoadedCampaignFile {
+  const file = parseAnyCampaign(sourceText, displayName, sourceFile, options);
+  if (file.testbed.target === "kubernetes") throw new ConfigError(displayName, [{ path: "testbed.target", message: KUBERNETES_NOT_RUN }]);
+  return file as LoadedCampaignFile;
+}
+
+/** Reads a Kubernetes campaign file for `ringlab manifests`; another target is exit 2. */
+export function loadKubernetesCampaignFile(path: string): LoadedKubernetesCampaignFile {
+  const file = readCampaignText(path, (sourceText, sourceFile) => parseAnyCampaign(sourceText, path, sourceFile, { readKeys: false }));
+  if (file.testbed.target !== "kubernetes") {
+    throw new ConfigError(path, [{ path: "testbed.target", message: `found ${file.testbed.target}, expected kubernetes: \`ringlab manifests\` writes a Kubernetes campaign's Jobs; \`ringlab plan\` shows what a ${file.testbed.target} campaign runs` }]);
+  }
+  return file as LoadedKubernetesCampaignFile;
+}
+
+function parseAnyCampaign(sourceText: string, displayName: string, sourceFile: string, options: LoadOptions): LoadedCampaignFile | LoadedKubernetesCampaignFile {
   const document = parseYaml(sourceText, displayName);
   const result = validateCampaign(document);
   if (!result.ok) throw new ConfigError(displayName, result.problems);
@@ -88,9 +119,12 @@ export function parseCampaign(sourceText: string, displayName: string, sourceFil
       message: `the campaign file's folder ${JSON.stringify(baseDir)}: ${folderProblem}; move the file to a folder whose path has none of them`,
     }]);
   }
-  const testbed = result.value.testbed.target === "aws"
-    ? resolveAwsTestbed(result.value.testbed, baseDir, displayName, options.readKeys ?? true)
-    : resolveLocalTestbed(result.value.testbed, baseDir, displayName, checkFolders);
+  const tb = result.value.testbed;
+  // A Kubernetes testbed names no path on this machine: nothing to resolve.
+  if (tb.target === "kubernetes") return { ...result.value, testbed: tb, sourceFile, sourceText };
+  const testbed = tb.target === "aws"
+    ? resolveAwsTestbed(tb, baseDir, displayName, options.readKeys ?? true)
+    : resolveLocalTestbed(tb, baseDir, displayName, checkFolders);
   return { ...result.value, testbed, sourceFile, sourceText };
 }
 

@@ -10,6 +10,7 @@ import { BANDWIDTH_HELP, bandwidthGbps } from "../bandwidth.ts";
 import { checkEfaInstanceType, checkShapedRate, EFA_SHAPING_PROBLEM, instanceTypeFacts } from "../catalogue/aws-instance-types.ts";
 import { checkAmiId, checkRootVolumeGiB } from "../rules/ami.ts";
 import { checkIpv4Cidr, checkSshSource, checkSubnetCidr, checkVpcCidr, DEFAULT_SSH_SOURCE_MIN_PREFIX, parseIpv4Cidr, SSH_SOURCE_PREFIX_FLOOR } from "../rules/cidr.ts";
+import { checkDnsLabel, checkDnsSubdomain, checkKubeContext, checkLabelKey, checkLabelValue } from "../rules/kubernetes.ts";
 import { checkResourceName } from "../rules/names.ts";
 import {
   checkDockerImageReference, checkS3BucketName, checkS3Key, checkSafePath, checkTagKey, checkTagValue, checkUnixUserName,
@@ -50,6 +51,11 @@ export const DEFAULTS = {
     vpcCidr: "10.78.0.0/16",
     subnetCidr: "10.78.1.0/24",
     workerImage: "ringlab/worker:gpu",
+  },
+  kubernetes: {
+    gpusPerPod: 1,
+    /** Where the PersistentVolumeClaim is mounted in every pod: datasets, checkpoints, the runs' results. */
+    sharedMountPath: "/ringlab",
   },
 } as const;
 
@@ -145,6 +151,31 @@ const awsTestbed = z.strictObject({
   terraformBinary: z.enum(TERRAFORM_BINARIES, { error: "expected terraform or tofu" }).optional(),
 });
 
+/**
+ * A Kubernetes cluster the user already has (issue #38): ringlab provisions and configures nothing there. Each run
+ * is an Indexed Job (one pod per node) and a headless Service for torchrun's rendezvous, written by `ringlab
+ * manifests` for `kubectl apply -f` (src/kubernetes/manifests.ts).
+ */
+const kubernetesTestbed = z.strictObject({
+  target: z.literal("kubernetes"),
+  ...testbedCommon,
+  /** The kubeconfig's context to use; default: its current context. */
+  context: ruled(checkKubeContext).optional(),
+  namespace: ruled(checkDnsLabel),
+  /** The worker image every pod runs (GPU: ringlab/worker:gpu pushed to a registry the cluster pulls from). */
+  workerImage: ruled(checkDockerImageReference).default(DEFAULTS.aws.workerImage),
+  /** `nvidia.com/gpu` each pod asks for (0: a CPU pod). */
+  gpusPerPod: z.int().min(0).max(16).default(DEFAULTS.kubernetes.gpusPerPod),
+  /** Where the pods may run, e.g. {"node.kubernetes.io/instance-type": "p4d.24xlarge"}. */
+  nodeSelector: z.record(ruled(checkLabelKey), ruled(checkLabelValue)).default({}),
+  /** The PersistentVolumeClaim (ReadWriteMany: EFS, NFS) mounted in every pod at /ringlab. */
+  sharedClaim: ruled(checkDnsSubdomain),
+  /** The pods use their nodes' network (EFA, RDMA): one ringlab pod per node then. */
+  hostNetwork: z.boolean().default(false),
+  /** Each pod shapes its own egress with tc before the worker starts (needs the NET_ADMIN capability there). */
+  shapeInPod: z.boolean().default(false),
+});
+
 type RefinementContext = z.core.$RefinementCtx;
 /**
  * Cross-field rules run only once every field passed its own rules: zod keeps going after most issues, and
@@ -152,7 +183,7 @@ type RefinementContext = z.core.$RefinementCtx;
  */
 const FIELDS_VALID = { when: (payload: z.core.ParsePayload) => payload.issues.length === 0 };
 
-const testbed = z.discriminatedUnion("target", [localTestbed, awsTestbed]).superRefine((tb, ctx) => {
+const testbed = z.discriminatedUnion("target", [localTestbed, awsTestbed, kubernetesTestbed]).superRefine((tb, ctx) => {
   if (tb.nodes > tb.maxNodes) {
     ctx.addIssue({
       code: "custom",
@@ -161,7 +192,7 @@ const testbed = z.discriminatedUnion("target", [localTestbed, awsTestbed]).super
     });
   }
   if (tb.target === "local") checkLocalTestbed(tb, ctx);
-  else checkAwsTestbed(tb, ctx);
+  else if (tb.target === "aws") checkAwsTestbed(tb, ctx);
 }, FIELDS_VALID);
 
 function checkLocalTestbed(tb: z.output<typeof localTestbed>, ctx: RefinementContext): void {
@@ -367,6 +398,7 @@ export const campaignFileSchema = z.strictObject({
   checkStrategyKnobs(campaign, ctx);
   if (file.testbed.target === "aws") checkAwsLinks(file.testbed, campaign, ctx);
   if (file.testbed.target === "aws") checkProcessesPerGpu(file.testbed.instanceType, campaign.matrix.processesPerNode ?? [], ctx);
+  if (file.testbed.target === "kubernetes") checkKubernetesCampaign(file.testbed, campaign, precisions, ctx);
   if (campaign.repeats !== undefined && campaign.repeatUntil !== undefined) {
     ctx.addIssue({ code: "custom", path: ["campaign", "repeatUntil"], message: "set either repeats (a fixed count) or repeatUntil (repeat until the interval is narrow), not both" });
   }
@@ -378,6 +410,31 @@ export const campaignFileSchema = z.strictObject({
     ctx.addIssue({ code: "custom", path: ["campaign", "probe", "maxBytes"], message: `found ${campaign.probe.maxBytes}, expected at least minBytes (${campaign.probe.minBytes})` });
   }
 }, FIELDS_VALID);
+
+/** What a Kubernetes cluster can run of the campaign: links shaped only inside the pods, GPUs only in a GPU image. */
+function checkKubernetesCampaign(tb: KubernetesTestbed, campaign: CampaignOutput, precisions: readonly (string | undefined)[], ctx: RefinementContext): void {
+  const shaped = campaign.matrix.bandwidth.filter((rate) => bandwidthGbps(rate) !== null);
+  const multiNode = campaign.matrix.nodes.some((nodes) => nodes > 1);
+  if (multiNode && shaped.length > 0 && !tb.shapeInPod) {
+    ctx.addIssue({
+      code: "custom", path: ["campaign", "matrix", "bandwidth"],
+      message: `found ${shaped.join(", ")}: on Kubernetes a link is shaped only inside the pods; set testbed.shapeInPod: true where the cluster ` +
+        "lets pods have the NET_ADMIN capability, or measure the cluster's own network with bandwidth: [unlimited]",
+    });
+  }
+  if (tb.shapeInPod && tb.hostNetwork) {
+    ctx.addIssue({ code: "custom", path: ["testbed", "shapeInPod"], message: "with hostNetwork the pods share their nodes' network: shaping there would shape the node itself; turn one of them off" });
+  }
+  if (tb.gpusPerPod > 0 && /:cpu$/.test(tb.workerImage)) {
+    ctx.addIssue({ code: "custom", path: ["testbed", "gpusPerPod"], message: `found ${tb.gpusPerPod} with workerImage ${tb.workerImage}, which has no CUDA: use the GPU image (ringlab/worker:gpu, pushed where the cluster pulls from) or gpusPerPod: 0` });
+  }
+  if (tb.gpusPerPod === 0 && precisions.includes("amp")) {
+    ctx.addIssue({ code: "custom", path: ["campaign"], message: "precision amp needs a GPU; the pods ask for none (testbed.gpusPerPod: 0)" });
+  }
+  if (campaign.launcher !== DEFAULT_LAUNCHER) {
+    ctx.addIssue({ code: "custom", path: ["campaign", "launcher"], message: `found ${campaign.launcher}: on Kubernetes every run is a Job of the cluster's own; ${campaign.launcher} needs a testbed ringlab configures (local, aws)` });
+  }
+}
 
 /** Real data and time to train: the knobs that only make sense together. */
 function checkDataKnobs(campaign: CampaignOutput, ctx: RefinementContext): void {
@@ -510,15 +567,23 @@ function checkAwsLinks(tb: z.output<typeof awsTestbed>, campaign: CampaignOutput
   }
 }
 
-export type CampaignFile = z.output<typeof campaignFileSchema>;
+/** Any valid campaign file, whatever its target. */
+export type AnyCampaignFile = z.output<typeof campaignFileSchema>;
+export type KubernetesTestbed = Extract<AnyCampaignFile["testbed"], { target: "kubernetes" }>;
+/**
+ * A campaign on a testbed ringlab starts, configures and runs (the local testbed, AWS): what up, configure, run,
+ * campaign and plan take. A Kubernetes campaign (KubernetesCampaignFile) is read by `ringlab manifests` alone.
+ */
+export type CampaignFile = Omit<AnyCampaignFile, "testbed"> & { readonly testbed: Exclude<AnyCampaignFile["testbed"], KubernetesTestbed> };
+export type KubernetesCampaignFile = Omit<AnyCampaignFile, "testbed"> & { readonly testbed: KubernetesTestbed };
 export type Testbed = CampaignFile["testbed"];
 export type LocalTestbed = Extract<Testbed, { target: "local" }>;
 export type AwsTestbed = Extract<Testbed, { target: "aws" }>;
-export type CampaignSection = NonNullable<CampaignFile["campaign"]>;
+export type CampaignSection = NonNullable<AnyCampaignFile["campaign"]>;
 export type DatasetSection = NonNullable<CampaignSection["dataset"]>;
 
 export type ValidationResult =
-  | { readonly ok: true; readonly value: CampaignFile }
+  | { readonly ok: true; readonly value: AnyCampaignFile }
   | { readonly ok: false; readonly problems: readonly ConfigProblem[] };
 
 export function validateCampaign(document: unknown): ValidationResult {

@@ -40,7 +40,7 @@ function testbedFields(nodes: number): Record<string, unknown> {
 
 function awsSpec(nodes: number): AwsTestbedSpec {
   const result = validateCampaign({ testbed: testbedFields(nodes) });
-  if (!result.ok) throw new Error("benchmark testbed is invalid");
+  if (!result.ok || result.value.testbed.target === "kubernetes") throw new Error("benchmark testbed is invalid");
   const spec = resolveTestbedSpec(result.value.testbed, { campaign: "bench", testbedDir: join(workDir, "state"), createdAt: new Date() });
   if (spec.target !== "aws") throw new Error("benchmark testbed is not aws");
   return spec;

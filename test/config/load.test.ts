@@ -135,7 +135,7 @@ ${extra}`;
     expect(launcherOf("  launcher: slurm\n")).toBe("slurm");
     expect(launcherOf("  launcher: mpi\n")).toBe("mpi");
     expect(problemsOf(campaign("  launcher: \"slurm; rm -rf /\"\n"))).toEqual([
-      'campaign.launcher: found "slurm; rm -rf /", expected "ansible" or "slurm" or "mpi"',
+      'campaign.launcher: found "slurm; rm -rf /", expected "ansible", "slurm" or "mpi"',
     ]);
   });
 
@@ -193,7 +193,7 @@ ${extra}`;
 
   it("rejects an unknown target", () => {
     expect(problemsOf("testbed: {target: gcp, name: smoke, nodes: 3}\n"))
-      .toEqual(['testbed.target: found "gcp", expected "local" or "aws"']);
+      .toEqual(['testbed.target: found "gcp", expected "local", "aws" or "kubernetes"']);
   });
 
   it("rejects node counts out of range", () => {

@@ -1,0 +1,43 @@
+/**
+ * `ringlab manifests <file> [--run ID] [--out DIR]`: a Kubernetes campaign's runs as the objects that run them (an
+ * Indexed Job and a headless Service each, src/kubernetes/manifests.ts), for `kubectl apply -f`: the seed's kubetpl,
+ * done by the tool. Contacts no cluster.
+ */
+import { join, resolve } from "node:path";
+import type { Command } from "commander";
+import { planCampaign } from "../../campaign/plan.ts";
+import { loadKubernetesCampaignFile } from "../../config/load.ts";
+import { UsageError } from "../../errors.ts";
+import { manifestsYaml, runManifests } from "../../kubernetes/manifests.ts";
+import { campaignNameOf } from "../../rules/names.ts";
+import { writeFileAtomic } from "../../util/fs.ts";
+import { parseSafePath } from "../options.ts";
+import type { CommandHost } from "../host.ts";
+
+export function registerManifests(program: Command, host: CommandHost): void {
+  program.command("manifests")
+    .description("write a Kubernetes campaign's runs (testbed.target: kubernetes) as an Indexed Job and a headless Service each, for `kubectl apply -f`; contacts no cluster")
+    .argument("<campaign>", "campaign YAML file whose testbed is a Kubernetes cluster")
+    .option("--run <id>", "only this run (the ids `ringlab manifests` writes, as the campaign plans them)")
+    .option("--out <dir>", "write <dir>/<run>.yaml, one file per run, instead of printing them all", parseSafePath)
+    .action(host.action(async (file: string, options: { run?: string; out?: string }) => {
+      const campaign = loadKubernetesCampaignFile(file);
+      const plan = planCampaign(campaign, campaignNameOf(campaign.sourceFile));
+      const runs = options.run === undefined ? plan.runs : plan.runs.filter((run) => run.id === options.run);
+      if (runs.length === 0) {
+        const ids = plan.runs.map((run) => run.id);
+        throw new UsageError(`${file} plans no run ${JSON.stringify(options.run)}`, { hint: `its runs: ${ids.slice(0, 5).join(", ")}${ids.length > 5 ? `, ... (${ids.length} in all)` : ""}` });
+      }
+      const timeout = campaign.campaign!.runTimeoutSeconds;
+      const files = runs.map((run) => ({ run, yaml: manifestsYaml(runManifests(run, campaign.testbed, plan.name, timeout), campaign.testbed) }));
+      if (options.out === undefined) {
+        process.stdout.write(files.map(({ yaml }) => yaml).join(""));
+        return;
+      }
+      for (const { run, yaml } of files) {
+        const path = join(resolve(options.out), `${run.id}.yaml`);
+        writeFileAtomic(path, yaml);
+        process.stdout.write(`${path}\n`);
+      }
+    }));
+}

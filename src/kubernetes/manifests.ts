@@ -1,0 +1,163 @@
+/**
+ * One planned run as Kubernetes objects (issue #38): an Indexed Job with one pod per node, and a headless Service
+ * that gives pod 0 the stable DNS name torchrun's c10d rendezvous needs, as Kubernetes documents for a "Job with
+ * Pod-to-Pod Communication". Typed objects (kubernetes-models), each validated against the Kubernetes OpenAPI
+ * schema before anyone sees it; never string templates. Pure.
+ *
+ * A pod runs the worker image as a node of the local testbed or AWS runs its worker container: the same
+ * entrypoint (ringlab-worker), job and arguments, and the RINGLAB_* environment the launcher reads (its node rank
+ * is the pod's completion index). The shared storage is a PersistentVolumeClaim mounted at /ringlab in every pod;
+ * the result goes to /ringlab/runs/<run>/result.json there, as on the other testbeds.
+ */
+import { createHash } from "node:crypto";
+import { dump as dumpYaml } from "js-yaml";
+import { Job } from "kubernetes-models/batch/v1";
+import { Service } from "kubernetes-models/v1";
+import type { IContainer, IEnvVar, IPodSpec } from "kubernetes-models/v1";
+import { bandwidthGbps } from "../bandwidth.ts";
+import type { PlannedRun } from "../campaign/plan.ts";
+import { DEFAULTS, type KubernetesTestbed } from "../config/schema.ts";
+
+/** torchrun's c10d rendezvous port on pod 0 (the worker role's worker_rdzv_port). */
+export const RENDEZVOUS_PORT = 29400;
+/** The worker containers' /dev/shm (the worker role's worker_shm_size): DataLoader workers and NCCL use it. */
+const SHM_SIZE = "8Gi";
+/** tc's tbf latency, and its burst: at least 256 KiB, or 4 ms at the rate (the net_shaping role's defaults). */
+const TBF_LATENCY = "50ms";
+const TBF_MIN_BURST_BYTES = 262144;
+/** A pod's hostname is "<job>-<index>" and must be a DNS label (63): room for a 4-digit index. */
+const JOB_NAME_MAX = 58;
+
+export type RunObject = Service | Job;
+
+export interface RunManifests {
+  readonly runId: string;
+  /** The Service first, then the Job: `kubectl apply -f` creates them in this order. */
+  readonly objects: readonly [Service, Job];
+}
+
+/** The labels every object and pod of a run carries: `down` and the run's cleanup select by them. */
+export function runLabels(testbed: KubernetesTestbed, run: PlannedRun): Record<string, string> {
+  return { "ringlab.testbed": testbed.name, "ringlab.run": labelSafe(run.id) };
+}
+
+export function runManifests(run: PlannedRun, testbed: KubernetesTestbed, campaign: string, runTimeoutSeconds: number): RunManifests {
+  const name = objectName(testbed.name, run.id);
+  const labels = { ...runLabels(testbed, run), "ringlab.campaign": labelSafe(campaign) };
+  const metadata = { name, namespace: testbed.namespace, labels, annotations: { "ringlab.run-id": run.id } };
+  const service = new Service({
+    metadata,
+    spec: {
+      clusterIP: "None",
+      // The rendezvous must resolve while the pods start, before any is ready.
+      publishNotReadyAddresses: true,
+      selector: runLabels(testbed, run),
+      ports: [{ name: "rendezvous", port: RENDEZVOUS_PORT, targetPort: RENDEZVOUS_PORT }],
+    },
+  });
+  const job = new Job({
+    metadata,
+    spec: {
+      completionMode: "Indexed",
+      completions: run.nodes,
+      parallelism: run.nodes,
+      // A failed rank fails the run, as on the other testbeds: restarts are the worker's (torchrun --max-restarts).
+      backoffLimit: 0,
+      activeDeadlineSeconds: runTimeoutSeconds,
+      template: { metadata: { labels }, spec: podSpec(run, testbed, name) },
+    },
+  });
+  service.validate();
+  job.validate();
+  return { runId: run.id, objects: [service, job] };
+}
+
+function podSpec(run: PlannedRun, testbed: KubernetesTestbed, name: string): IPodSpec {
+  const shared = DEFAULTS.kubernetes.sharedMountPath;
+  const shaping = shapingContainer(run, testbed);
+  return {
+    restartPolicy: "Never",
+    // Pod i is "<name>-i.<name>" in the namespace: pod 0 holds the rendezvous.
+    subdomain: name,
+    ...(testbed.hostNetwork ? { hostNetwork: true, dnsPolicy: "ClusterFirstWithHostNet" } : {}),
+    ...(Object.keys(testbed.nodeSelector).length === 0 ? {} : { nodeSelector: { ...testbed.nodeSelector } }),
+    ...(shaping === undefined ? {} : { initContainers: [shaping] }),
+    containers: [{
+      name: "worker",
+      image: testbed.workerImage,
+      // The image's entrypoint is tini -- ringlab-worker, as in the worker containers elsewhere.
+      args: [run.job, ...run.workerArgs, "--output", `${shared}/runs/${run.id}/result.json`],
+      env: workerEnv(run, testbed, name),
+      ports: [{ name: "rendezvous", containerPort: RENDEZVOUS_PORT }],
+      ...(testbed.gpusPerPod > 0 ? { resources: { limits: { "nvidia.com/gpu": String(testbed.gpusPerPod) } } } : {}),
+      volumeMounts: [{ name: "shared", mountPath: shared }, { name: "shm", mountPath: "/dev/shm" }],
+    }],
+    volumes: [
+      { name: "shared", persistentVolumeClaim: { claimName: testbed.sharedClaim } },
+      { name: "shm", emptyDir: { medium: "Memory", sizeLimit: SHM_SIZE } },
+    ],
+  };
+}
+
+function workerEnv(run: PlannedRun, testbed: KubernetesTestbed, name: string): IEnvVar[] {
+  const value = (key: string, text: string): IEnvVar => ({ name: key, value: text });
+  return [
+    value("RINGLAB_NUM_NODES", String(run.nodes)),
+    // The pod's index in the Indexed Job is its node rank (Kubernetes writes it into this annotation).
+    { name: "RINGLAB_NODE_RANK", valueFrom: { fieldRef: { fieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']" } } },
+    value("RINGLAB_HEAD_ADDR", `${name}-0.${name}.${testbed.namespace}.svc`),
+    value("RINGLAB_RDZV_PORT", String(RENDEZVOUS_PORT)),
+    value("RINGLAB_RUN_ID", run.id),
+    value("RINGLAB_SHARED_DIR", DEFAULTS.kubernetes.sharedMountPath),
+    value("RINGLAB_IMAGE", testbed.workerImage),
+    ...(run.processesPerNode === undefined ? [] : [value("RINGLAB_NPROC_PER_NODE", String(run.processesPerNode))]),
+    // A pod's own network has one interface; on the node's network ringlab cannot know its name, so NCCL and
+    // Gloo pick (they leave out loopback and docker0).
+    ...(testbed.hostNetwork ? [] : ["RINGLAB_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"].map((key) => value(key, "eth0"))),
+  ];
+}
+
+/**
+ * With shapeInPod, an init container shapes the pod's egress with tc before the worker starts (the pod's
+ * containers share one network namespace), as the local testbed shapes each node's; it needs NET_ADMIN, which the
+ * cluster must allow. The campaign refuses a shaped rate without shapeInPod, and shapeInPod with hostNetwork.
+ */
+function shapingContainer(run: PlannedRun, testbed: KubernetesTestbed): IContainer | undefined {
+  const gbps = run.bandwidth === null ? null : bandwidthGbps(run.bandwidth);
+  if (gbps === null || gbps === undefined || !testbed.shapeInPod) return undefined;
+  const bits = Math.round(gbps * 1e9);
+  const burst = Math.max(TBF_MIN_BURST_BYTES, Math.floor(bits / 4000));
+  return {
+    name: "shape-link",
+    image: testbed.workerImage,
+    command: ["tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", `${bits}bit`, "burst", String(burst), "latency", TBF_LATENCY],
+    securityContext: { capabilities: { add: ["NET_ADMIN"] } },
+  };
+}
+
+/**
+ * "<testbed>-<run>" where that is a DNS label short enough for a pod's hostname; else made one ("1.5gbit" has a dot)
+ * and shortened, with a hash of the whole to keep it unique. The run's own id is in the annotation ringlab.run-id.
+ */
+export function objectName(testbed: string, runId: string): string {
+  const full = `${testbed}-${runId}`;
+  const label = full.toLowerCase().replace(/[^a-z0-9-]+/g, "-");
+  if (label === full && full.length <= JOB_NAME_MAX) return full;
+  const hash = createHash("sha256").update(full).digest("hex").slice(0, 8);
+  return `${label.slice(0, JOB_NAME_MAX - 9).replace(/-+$/, "")}-${hash}`;
+}
+
+/** A run id or campaign name as a label value (at most 63 characters): shortened with a hash where longer. */
+function labelSafe(text: string): string {
+  if (text.length <= 63) return text;
+  const hash = createHash("sha256").update(text).digest("hex").slice(0, 8);
+  return `${text.slice(0, 54).replace(/[-_.]+$/, "")}-${hash}`;
+}
+
+/** One run's objects as YAML documents for `kubectl apply -f`, under a comment saying what they are. */
+export function manifestsYaml(manifests: RunManifests, testbed: KubernetesTestbed): string {
+  const kubectl = testbed.context === undefined ? "kubectl" : `kubectl --context ${JSON.stringify(testbed.context)}`;
+  const header = `# ringlab run ${manifests.runId}: ${kubectl} apply -f this file; its result is written to runs/${manifests.runId}/result.json ` +
+    `on the claim ${testbed.sharedClaim}. Remove it with: ${kubectl} delete -n ${testbed.namespace} job,service -l ringlab.run=${manifests.objects[1].metadata!.labels!["ringlab.run"]}\n`;
+  return header + manifests.objects.map((object) => `---\n${dumpYaml(object.toJSON(), { noRefs: true, lineWidth: -1 })}`).join("");
+}

@@ -1,0 +1,49 @@
+/** `ringlab manifests` as a user runs it: the real CLI on the shipped Kubernetes example. */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { loadAll } from "js-yaml";
+import { describe, expect, it } from "vitest";
+
+const BIN = resolve("src/bin/ringlab.mjs");
+const EXAMPLE = "campaigns/k8s-example.yaml";
+
+function cli(args: string[]) {
+  const state = mkdtempSync(join(tmpdir(), "ringlab-manifests-"));
+  return spawnSync(process.execPath, [BIN, "--state-dir", join(state, "state"), ...args], { encoding: "utf8" });
+}
+
+describe("ringlab manifests", () => {
+  it("writes one file per planned run, each a Service and an Indexed Job for kubectl apply -f, and lists them", () => {
+    const out = join(mkdtempSync(join(tmpdir(), "ringlab-manifests-out-")), "runs");
+    const written = cli(["manifests", EXAMPLE, "--out", out]);
+    expect(written.status, written.stderr).toBe(0);
+    const files = readdirSync(out).sort();
+    expect(files).toHaveLength(10);
+    expect(written.stdout.trim().split("\n").map((line) => line.slice(out.length + 1)).sort()).toEqual(files);
+    const documents = loadAll(readFileSync(join(out, "train-resnet50-b64-n2-unlimited-r1.yaml"), "utf8")) as { kind: string; metadata: { namespace: string } }[];
+    expect(documents.map((document) => [document.kind, document.metadata.namespace])).toEqual([["Service", "ringlab"], ["Job", "ringlab"]]);
+  });
+
+  it("prints one run's objects with --run, and refuses a run the campaign does not plan, listing some it does", () => {
+    const one = cli(["manifests", EXAMPLE, "--run", "allreduce-n2-unlimited-r1"]);
+    expect(one.status, one.stderr).toBe(0);
+    expect(one.stdout).toMatch(/^# ringlab run allreduce-n2-unlimited-r1: kubectl --context "arn:aws:eks:us-east-1:111122223333:cluster\/ringlab" apply -f this file/);
+    expect((loadAll(one.stdout) as { kind: string }[]).map((document) => document.kind)).toEqual(["Service", "Job"]);
+    const unknown = cli(["manifests", EXAMPLE, "--run", "train-x-r9"]);
+    expect([unknown.status, unknown.stdout]).toEqual([2, ""]);
+    expect(unknown.stderr).toMatch(/plans no run "train-x-r9"\nhint: its runs: allreduce-n2-unlimited-r1, .* \(10 in all\)/);
+  });
+
+  it("refuses a campaign of another target, and the other commands refuse a Kubernetes campaign, before anything starts", () => {
+    const local = cli(["manifests", "campaigns/local-smoke.yaml"]);
+    expect([local.status, local.stdout]).toEqual([2, ""]);
+    expect(local.stderr).toMatch(/testbed\.target: found local, expected kubernetes/);
+    for (const command of [["plan"], ["campaign"], ["up"]]) {
+      const refused = cli([...command, EXAMPLE]);
+      expect(refused.status, command.join(" ")).toBe(2);
+      expect(refused.stderr).toMatch(/testbed\.target: kubernetes: ringlab writes a Kubernetes campaign's manifests/);
+    }
+  });
+});

@@ -1,0 +1,50 @@
+/** A Kubernetes campaign file: what its testbed section accepts, and what only `ringlab manifests` reads. */
+import { load } from "js-yaml";
+import { describe, expect, it } from "vitest";
+import { parseCampaign } from "../../src/config/load.ts";
+import { validateCampaign } from "../../src/config/schema.ts";
+
+const CAMPAIGN = "{matrix: {nodes: [1, 2], model: resnet50, batchSize: 64, bandwidth: [unlimited]}}";
+
+/** The problems of a Kubernetes campaign whose testbed has `fields` (YAML flow mapping entries) over a valid one's. */
+function problems(fields: string, campaign = CAMPAIGN): string[] {
+  const testbed = { target: "kubernetes", name: "eks", nodes: 2, namespace: "ringlab", sharedClaim: "shared", ...(load(`{${fields.replace(/^, /, "")}}`) as object) };
+  const result = validateCampaign({ testbed, campaign: load(campaign) });
+  return result.ok ? [] : result.problems.map((problem) => `${problem.path}: ${problem.message}`);
+}
+
+describe("a Kubernetes testbed", () => {
+  it("takes a namespace, a claim, a context, GPUs per pod and a node selector, with defaults for the rest", () => {
+    expect(problems(", context: 'arn:aws:eks:us-east-1:1:cluster/x', gpusPerPod: 4, nodeSelector: {node.kubernetes.io/instance-type: p4d.24xlarge}")).toEqual([]);
+    const result = validateCampaign(load(`{testbed: {target: kubernetes, name: eks, nodes: 2, namespace: ringlab, sharedClaim: shared}}`));
+    expect(result.ok && result.value.testbed).toMatchObject({ workerImage: "ringlab/worker:gpu", gpusPerPod: 1, nodeSelector: {}, hostNetwork: false, shapeInPod: false });
+  });
+
+  it.each([
+    ["a namespace that is not a DNS label", ", namespace: Ringlab_NS", /^testbed\.namespace: .*expected a DNS label/],
+    ["a namespace with a dot (another object's name)", ", namespace: a.b", /^testbed\.namespace: .*expected a DNS label/],
+    ["a claim name with a slash", ", sharedClaim: ../other", /^testbed\.sharedClaim: .*expected a DNS subdomain/],
+    ["a node selector key with a space", ", nodeSelector: {'a b': x}", /^testbed\.nodeSelector.*expected a label key/],
+    ["a node selector value with a comma (a second selector term)", ", nodeSelector: {zone: 'a,b'}", /^testbed\.nodeSelector\.zone: .*expected a label value/],
+    ["a context with a newline", ", context: \"a\\nb\"", /^testbed\.context: .*expected a kubeconfig context name without control characters/],
+    ["GPUs with the CPU image", ", workerImage: ringlab/worker:cpu", /^testbed\.gpusPerPod: found 1 with workerImage ringlab\/worker:cpu, which has no CUDA/],
+    ["shaping inside pods on the nodes' network", ", shapeInPod: true, hostNetwork: true", /^testbed\.shapeInPod: with hostNetwork the pods share their nodes' network/],
+  ])("refuses %s, naming the field", (_, extra, message) => {
+    expect(problems(extra)).toEqual([expect.stringMatching(message)]);
+  });
+
+  it("refuses a shaped link unless the pods shape it, AMP without a GPU, and another launcher", () => {
+    expect(problems("", "{matrix: {nodes: [1, 2], model: resnet50, batchSize: 64, bandwidth: [1gbit, unlimited]}}"))
+      .toEqual([expect.stringMatching(/^campaign\.matrix\.bandwidth: found 1gbit: on Kubernetes a link is shaped only inside the pods; set testbed\.shapeInPod: true/)]);
+    expect(problems(", shapeInPod: true", "{matrix: {nodes: [1, 2], model: resnet50, batchSize: 64, bandwidth: [1gbit]}}")).toEqual([]);
+    expect(problems(", gpusPerPod: 0, workerImage: ringlab/worker:cpu", `{matrix: {nodes: [2], model: resnet50, batchSize: 64, bandwidth: [unlimited]}, train: {precision: amp}}`))
+      .toEqual([expect.stringMatching(/^campaign: precision amp needs a GPU; the pods ask for none/)]);
+    expect(problems("", `{matrix: {nodes: [2], model: resnet50, batchSize: 64, bandwidth: [unlimited]}, launcher: slurm}`))
+      .toEqual([expect.stringMatching(/^campaign\.launcher: found slurm: on Kubernetes every run is a Job/)]);
+  });
+
+  it("is read by `ringlab manifests` alone: every other command refuses the file, saying what it can do with it", () => {
+    expect(() => parseCampaign(`testbed: {target: kubernetes, name: eks, nodes: 2, namespace: ringlab, sharedClaim: shared}\ncampaign: ${CAMPAIGN}\n`, "k8s.yaml", "/c/k8s.yaml", { readKeys: false }))
+      .toThrow(/^k8s\.yaml: testbed\.target: kubernetes: ringlab writes a Kubernetes campaign's manifests \(`ringlab manifests <file>`, for `kubectl apply -f`\) but does not start/);
+  });
+});
