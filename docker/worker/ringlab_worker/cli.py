@@ -130,8 +130,7 @@ def _add_train(jobs, common) -> None:
     _knob(train, "imageSize", type=positive_int,
           help="default: the model's native size (32 tiny and small, 299 inception_v3, 224 resnets)")
     _knob(train, "precision", help="amp: fp16 autocast with a gradient scaler; needs a GPU")
-    train.add_argument("--channels-last", action="store_true",
-                       help="NHWC memory format for the model and the batch (faster convolutions with amp on GPUs)")
+    _knob(train, "channelsLast", help="NHWC memory format for the model and the batch (faster convolutions with amp on GPUs)")
     _knob(train, "bucketCapMb", type=positive_float, help="DDP gradient bucket size (Horovod: tensor fusion threshold)")
     _knob(train, "fp16Allreduce", help="compress gradients to fp16 for the all-reduce")
     _knob(train, "powersgdRank", type=positive_int, help="--reduction powersgd: rank of each matrix's factors")
