@@ -133,7 +133,7 @@ export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options:
  * figure, which no newer GPU is slower than.
  */
 function gpuComputeSeconds(run: PlannedRun, instanceType: string): number {
-  const question = { model: run.model!, batchSize: run.batchSize!, nodes: run.nodes, bandwidth: run.bandwidth, precision: String(run.knobs.precision ?? "fp32"), reduction: "ring" };
+  const question = { model: run.model!, batchSize: run.batchSize!, nodes: run.nodes, bandwidth: run.bandwidth, precision: String(run.knobs.precision ?? "fp32"), channelsLast: run.knobs.channelsLast === true, reduction: "ring" };
   const input = computeInput(question, { instanceType });
   return isMissing(input) ? run.batchSize! / ASSUMED_T4_FP32_IMAGES_PER_SECOND[run.model!] : input.seconds.mean;
 }

@@ -24,6 +24,8 @@ export interface ComputeEntry {
   readonly batchSize: number;
   /** fp32 or amp (the precision knob; fp32 when the campaign did not set it). */
   readonly precision: string;
+  /** Present (true) when the runs used channelsLast: NHWC trains twice as fast under AMP on a GPU (test/bench/README.md). */
+  readonly channelsLast?: true;
   readonly device: string;
   /** CPU model or GPU name, as the worker's provenance gives it. */
   readonly deviceModel: string;
@@ -84,7 +86,7 @@ const source = z.discriminatedUnion("kind", [
 const calibrationSchema = z.strictObject({
   schema: z.literal(CALIBRATION_SCHEMA),
   compute: z.array(z.strictObject({
-    model: z.string(), batchSize: z.number().int().positive(), precision: z.string(), device: z.string(), deviceModel: z.string(),
+    model: z.string(), batchSize: z.number().int().positive(), precision: z.string(), channelsLast: z.literal(true).optional(), device: z.string(), deviceModel: z.string(),
     cpusPerNode: z.number().positive().nullable(),
     computeSeconds: z.strictObject({ mean: z.number().positive(), halfWidth95: z.number().nonnegative(), repeats: z.number().int().positive() }),
     gradientBytes: z.number().positive(), source,
@@ -132,6 +134,7 @@ export function calibrationFromRecords(records: readonly RunRecord[], resultsDir
     const halfWidth95 = computeSeconds * (baseline.imagesPerSecond.halfWidth95 / baseline.imagesPerSecond.mean);
     return [{
       model: config.model, batchSize: config.batchSize, precision: String(first.params.knobs["precision"] ?? "fp32"),
+      ...(first.params.knobs["channelsLast"] === true ? { channelsLast: true as const } : {}),
       device: first.result.provenance.device, deviceModel: first.result.provenance.deviceModel, cpusPerNode: first.params.cpusPerNode ?? null,
       computeSeconds: { mean: computeSeconds, halfWidth95, repeats: baseline.imagesPerSecond.n },
       gradientBytes: first.result.metrics.gradientBytes, source: { kind: "measured", resultsDir, date: dateOf(baseline.runIds) },
@@ -189,7 +192,7 @@ function overlapFromReport(data: ReturnType<typeof reportData>, recordOf: Readon
 }
 
 function computeKey(entry: ComputeEntry): string {
-  return JSON.stringify([entry.model, entry.batchSize, entry.precision, entry.device, entry.deviceModel, entry.cpusPerNode]);
+  return JSON.stringify([entry.model, entry.batchSize, entry.precision, entry.channelsLast === true, entry.device, entry.deviceModel, entry.cpusPerNode]);
 }
 
 function linkKey(entry: LinkEntry): string {

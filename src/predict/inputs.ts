@@ -38,6 +38,8 @@ export interface InputQuestion {
   readonly processesPerNode?: number;
   readonly bandwidth: string | null;
   readonly precision: string;
+  /** The channelsLast knob: a calibration's compute counts only for runs of the same memory layout. */
+  readonly channelsLast?: boolean;
   readonly reduction: string;
 }
 
@@ -96,6 +98,7 @@ export function computeInput(question: InputQuestion, context: PredictionContext
   const gpu = facts?.gpuModel ?? undefined;
   // The same model, precision, quota and (on AWS) GPU: at this batch size, or another one's compute per image.
   const candidates = (context.calibration?.compute ?? []).filter((entry) => entry.model === question.model && entry.precision === question.precision
+    && (entry.channelsLast === true) === (question.channelsLast === true)
     && entry.cpusPerNode === quota && (gpu === undefined || runsOn(entry, gpu)));
   const devices = [...new Set(candidates.map((entry) => entry.deviceModel))];
   if (devices.length > 1) {

@@ -68,7 +68,7 @@ export function predictRun(run: PlannedRun, context: PredictionContext): RunPred
 export function predictTraining(run: TrainingQuestion, context: PredictionContext): RunPrediction | MissingInput {
   const question: InputQuestion = {
     model: run.model, batchSize: run.batchSize, nodes: run.nodes, bandwidth: run.bandwidth,
-    precision: String(run.knobs.precision ?? "fp32"), reduction: String(run.knobs.reduction ?? "ring"),
+    precision: String(run.knobs.precision ?? "fp32"), channelsLast: run.knobs.channelsLast === true, reduction: String(run.knobs.reduction ?? "ring"),
     ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }),
   };
   const compute = computeInput(question, context);

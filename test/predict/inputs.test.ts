@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../../src/catalogue/assumed-throughput.ts";
 import { PARAMETER_COUNT } from "../../src/config/registry.ts";
-import type { Calibration, ComputeEntry } from "../../src/predict/calibration.ts";
+import { mergeCalibrations, type Calibration, type ComputeEntry } from "../../src/predict/calibration.ts";
 import { parseCampaign } from "../../src/config/load.ts";
 import { ASSUMED_HALF_WIDTH, computeInput, predictionContextFor, linkInput, ONE_FIGURE_HALF_WIDTH, type ComputeInput, type InputQuestion, type LinkInput, type Missing } from "../../src/predict/inputs.ts";
 
@@ -66,6 +66,17 @@ describe("compute for an AWS run", () => {
     const calibration = calibrationWith(measuredOn("Tesla V100-SXM2-16GB", 0.2), measuredOn("NVIDIA L40S", 0.1));
     expect(computeInput(question(), { instanceType: "p3.2xlarge", calibration })).toMatchObject({ seconds: { mean: 0.2 }, source: expect.stringMatching(/^measured in results\/p3 on 2026-11-20 \(resnet50 at batch 64 on Tesla V100-SXM2-16GB, 3 repeats\)$/) });
     expect(computeInput(question(), { instanceType: "g6.xlarge", calibration })).toMatchObject({ missing: expect.stringContaining("on an NVIDIA L4)") });
+  });
+
+  it("keeps runs of the channels-last layout apart from NCHW ones, in the calibration and in what a question takes", () => {
+    // NHWC trained ResNet-50 AMP twice as fast on an H200: one layout's compute is no estimate of the other's.
+    const nchw = measuredOn("NVIDIA H200", 0.04);
+    const nhwc: ComputeEntry = { ...measuredOn("NVIDIA H200", 0.02), channelsLast: true };
+    const merged = mergeCalibrations([calibrationWith(nchw), calibrationWith(nhwc)]);
+    expect(merged.compute).toHaveLength(2);
+    expect(computeInput(question(), { calibration: merged })).toMatchObject({ seconds: { mean: 0.04 } });
+    expect(computeInput(question({ channelsLast: true }), { calibration: merged })).toMatchObject({ seconds: { mean: 0.02 } });
+    expect(computeInput(question({ channelsLast: true }), { calibration: calibrationWith(nchw) })).toMatchObject({ missing: expect.stringMatching(/^no measured compute/) });
   });
 
   it("does not guess which GPU an instance type outside the catalogue, or without a GPU, has; nor which of two GPUs a calibration means", () => {

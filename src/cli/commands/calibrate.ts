@@ -16,7 +16,7 @@ export function registerCalibrate(program: Command, host: CommandHost): void {
       const file = resolve(options.out ?? defaultCalibrationFile(ctx.stateDir));
       const calibration = calibrateInto(file, dirs, (message) => ctx.reporter.warn(message));
       for (const entry of calibration.compute) {
-        process.stdout.write(`compute ${entry.model} batch ${entry.batchSize} ${entry.precision}${entry.cpusPerNode === null ? "" : ` at ${entry.cpusPerNode} cores`}: ` +
+        process.stdout.write(`compute ${entry.model} batch ${entry.batchSize} ${entry.precision}${entry.channelsLast === true ? " channels-last" : ""}${entry.cpusPerNode === null ? "" : ` at ${entry.cpusPerNode} cores`}: ` +
           `t_c ${entry.computeSeconds.mean.toFixed(3)} ± ${entry.computeSeconds.halfWidth95.toFixed(3)} s (${describeSource(entry.source)})\n`);
       }
       for (const entry of calibration.links) {
