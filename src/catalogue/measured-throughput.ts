@@ -4,8 +4,8 @@
  * rounded to 0.1 img/s (test/catalogue/measured-throughput.test.ts checks every row against it).
  *
  * What `ringlab plan` and `ringlab predict` take from it: how much slower a model trains than ResNet-50 on the same
- * GPU, precision and batch (modelRatio), to scale a GPU's published ResNet-50 figure to a model nobody publishes
- * for it in PyTorch (ResNet-101 on any card, Inception-v3 on an H100). No catalogue instance type has an H200
+ * GPU, precision and batch (modelRatio), to scale a GPU's published ResNet-50 figure to a model with no published
+ * figure on it (ResNet-101 on a V100, A100 or H100, Inception-v3 on an H100). No catalogue instance type has an H200
  * (AWS p5e/p5en are not in src/catalogue/aws-instance-types.ts), so the figures themselves predict no run yet.
  */
 import type { Model } from "../config/schema.ts";
@@ -45,7 +45,7 @@ export interface ModelRatio {
 
 /**
  * The model's throughput over ResNet-50's, measured on one GPU at one precision and the largest batch both were
- * measured at (the published figures' batches are large: 256-1280). Undefined where ringlab has not measured both.
+ * measured at (the published figures' batches are large: 112-1280). Undefined where ringlab has not measured both.
  */
 export function modelRatio(model: string, precision: string): ModelRatio | undefined {
   const pairs = MEASURED_THROUGHPUT.filter((row) => row.model === model && row.precision === precision).flatMap((row) => {

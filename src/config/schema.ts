@@ -162,8 +162,8 @@ const kubernetesTestbed = z.strictObject({
   /** The kubeconfig's context to use; default: its current context. */
   context: ruled(checkKubeContext).optional(),
   namespace: ruled(checkDnsLabel),
-  /** The worker image every pod runs (GPU: ringlab/worker:gpu pushed to a registry the cluster pulls from). */
-  workerImage: ruled(checkDockerImageReference).default(DEFAULTS.aws.workerImage),
+  /** The worker image every pod runs, in a registry the cluster pulls from (GPU: ringlab/worker:gpu, tagged and pushed). */
+  workerImage: ruled(checkDockerImageReference),
   /** `nvidia.com/gpu` each pod asks for (0: a CPU pod). */
   gpusPerPod: z.int().min(0).max(16).default(DEFAULTS.kubernetes.gpusPerPod),
   /** Where the pods may run, e.g. {"node.kubernetes.io/instance-type": "p4d.24xlarge"}. */
@@ -433,6 +433,22 @@ function checkKubernetesCampaign(tb: KubernetesTestbed, campaign: CampaignOutput
   }
   if (campaign.launcher !== DEFAULT_LAUNCHER) {
     ctx.addIssue({ code: "custom", path: ["campaign", "launcher"], message: `found ${campaign.launcher}: on Kubernetes every run is a Job of the cluster's own; ${campaign.launcher} needs a testbed ringlab configures (local, aws)` });
+  }
+  const processes = campaign.matrix.processesPerNode ?? [];
+  if (tb.gpusPerPod > 0 && processes.some((count) => count > tb.gpusPerPod)) {
+    ctx.addIssue({ code: "custom", path: ["campaign", "matrix", "processesPerNode"], message: `found ${Math.max(...processes)}, expected at most testbed.gpusPerPod (${tb.gpusPerPod}): each process trains on a GPU of its pod's` });
+  }
+  // What needs ringlab to run the campaign itself (not built for Kubernetes yet, issue #38) is refused, not written
+  // into manifests that could not do it.
+  const failNodes = [...(campaign.matrix.failNode ?? []), campaign.train.failNode].filter((value) => value !== undefined);
+  if (failNodes.length > 0) {
+    ctx.addIssue({ code: "custom", path: ["campaign", "train", "failNode"], message: "a lost node on Kubernetes fails the whole Job (backoffLimit 0), so the others could not go on: leave failNode out" });
+  }
+  if (campaign.repeatUntil !== undefined) {
+    ctx.addIssue({ code: "custom", path: ["campaign", "repeatUntil"], message: "repeatUntil decides between rounds which runs are still needed, which ringlab does not do on Kubernetes yet: use repeats" });
+  }
+  if (campaign.dataset?.generate === true) {
+    ctx.addIssue({ code: "custom", path: ["campaign", "dataset", "generate"], message: "ringlab writes a dataset onto a testbed it configures, not onto a claim: copy it onto sharedClaim under datasets/<name> and set generate: false" });
   }
 }
 

@@ -22,7 +22,7 @@ import { DEFAULTS, type KubernetesTestbed } from "../config/schema.ts";
 export const RENDEZVOUS_PORT = 29400;
 /** The worker containers' /dev/shm (the worker role's worker_shm_size): DataLoader workers and NCCL use it. */
 const SHM_SIZE = "8Gi";
-/** tc's tbf latency, and its burst: at least 256 KiB, or 4 ms at the rate (the net_shaping role's defaults). */
+/** tc's tbf latency, and its burst: at least 256 KiB, or 2 ms at the rate (the net_shaping role's defaults). */
 const TBF_LATENCY = "50ms";
 const TBF_MIN_BURST_BYTES = 262144;
 /** A pod's hostname is "<job>-<index>" and must be a DNS label (63): room for a 4-digit index. */
@@ -36,7 +36,7 @@ export interface RunManifests {
   readonly objects: readonly [Service, Job];
 }
 
-/** The labels every object and pod of a run carries: `down` and the run's cleanup select by them. */
+/** The labels every object and pod of a run carries: its Service, its pods' anti-affinity and its removal select by them. */
 export function runLabels(testbed: KubernetesTestbed, run: PlannedRun): Record<string, string> {
   return { "ringlab.testbed": testbed.name, "ringlab.run": labelSafe(run.id) };
 }
@@ -81,6 +81,8 @@ function podSpec(run: PlannedRun, testbed: KubernetesTestbed, name: string): IPo
     subdomain: name,
     ...(testbed.hostNetwork ? { hostNetwork: true, dnsPolicy: "ClusterFirstWithHostNet" } : {}),
     ...(Object.keys(testbed.nodeSelector).length === 0 ? {} : { nodeSelector: { ...testbed.nodeSelector } }),
+    // One pod per node, as a node of the other testbeds: pods of one run on one machine would measure no network.
+    affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: runLabels(testbed, run) }, topologyKey: "kubernetes.io/hostname" }] } },
     ...(shaping === undefined ? {} : { initContainers: [shaping] }),
     containers: [{
       name: "worker",
@@ -111,8 +113,8 @@ function workerEnv(run: PlannedRun, testbed: KubernetesTestbed, name: string): I
     value("RINGLAB_SHARED_DIR", DEFAULTS.kubernetes.sharedMountPath),
     value("RINGLAB_IMAGE", testbed.workerImage),
     ...(run.processesPerNode === undefined ? [] : [value("RINGLAB_NPROC_PER_NODE", String(run.processesPerNode))]),
-    // A pod's own network has one interface; on the node's network ringlab cannot know its name, so NCCL and
-    // Gloo pick (they leave out loopback and docker0).
+    // A pod's own network has one interface, eth0; on the node's network ringlab cannot know its name and leaves
+    // it to the worker (whose launcher keeps NCCL off loopback and docker0) and to Gloo.
     ...(testbed.hostNetwork ? [] : ["RINGLAB_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"].map((key) => value(key, "eth0"))),
   ];
 }
@@ -158,6 +160,6 @@ function labelSafe(text: string): string {
 export function manifestsYaml(manifests: RunManifests, testbed: KubernetesTestbed): string {
   const kubectl = testbed.context === undefined ? "kubectl" : `kubectl --context ${JSON.stringify(testbed.context)}`;
   const header = `# ringlab run ${manifests.runId}: ${kubectl} apply -f this file; its result is written to runs/${manifests.runId}/result.json ` +
-    `on the claim ${testbed.sharedClaim}. Remove it with: ${kubectl} delete -n ${testbed.namespace} job,service -l ringlab.run=${manifests.objects[1].metadata!.labels!["ringlab.run"]}\n`;
+    `on the claim ${testbed.sharedClaim}. Remove it with: ${kubectl} delete -n ${testbed.namespace} job,service -l ringlab.testbed=${testbed.name},ringlab.run=${manifests.objects[1].metadata!.labels!["ringlab.run"]}\n`;
   return header + manifests.objects.map((object) => `---\n${dumpYaml(object.toJSON(), { noRefs: true, lineWidth: -1 })}`).join("");
 }

@@ -45,9 +45,14 @@ export function checkLabelValue(value: string): string | undefined {
   return undefined;
 }
 
-/** A kubeconfig context's name: looked up in the kubeconfig, never a command line; printable, one line. */
+/**
+ * A kubeconfig context's name, as kubeconfigs name them: EKS's ARN (arn:aws:eks:us-east-1:1:cluster/x), GKE's
+ * gke_project_zone_name, kind-kind, user@cluster. It is printed into the kubectl lines of the manifests' header, so
+ * nothing a shell would read: letters, digits and @ : / . _ - only.
+ */
 export function checkKubeContext(value: string): string | undefined {
-  if (value.length === 0 || value.length > 253) return "expected a kubeconfig context name of 1 to 253 characters";
-  if (/[\u0000-\u001f\u007f]/.test(value)) return "expected a kubeconfig context name without control characters";
+  if (value.length === 0 || value.length > 253 || !/^[A-Za-z0-9@:/._-]+$/.test(value) || value.startsWith("-")) {
+    return "expected a kubeconfig context name of 1 to 253 letters, digits and @ : / . _ - (not starting with -)";
+  }
   return undefined;
 }

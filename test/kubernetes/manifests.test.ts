@@ -33,6 +33,9 @@ describe("a run's Kubernetes objects", () => {
     expect(job.spec).toMatchObject({ completionMode: "Indexed", completions: 3, parallelism: 3, backoffLimit: 0, activeDeadlineSeconds: timeout });
     const pod = job.spec!.template.spec!;
     expect(pod.subdomain).toBe(name);
+    // No two pods of the run on one machine: they would measure no network.
+    expect(pod.affinity!.podAntiAffinity!.requiredDuringSchedulingIgnoredDuringExecution).toEqual([
+      { labelSelector: { matchLabels: service.spec!.selector }, topologyKey: "kubernetes.io/hostname" }]);
     expect(job.spec!.template.metadata!.labels).toMatchObject(service.spec!.selector!);
     const env = Object.fromEntries(pod.containers[0]!.env!.map((variable) => [variable.name, variable.value ?? variable.valueFrom?.fieldRef?.fieldPath]));
     expect(env).toMatchObject({
