@@ -69,8 +69,16 @@ export interface CampaignPlan {
 
 export type RepeatUntil = NonNullable<CampaignSection["repeatUntil"]>;
 
-/** Bounds a silent peer inside the worker, well inside the run's own limit. */
+/**
+ * Bounds a silent peer inside the worker (the rendezvous' join and every collective), well inside the run's own
+ * limit. On Kubernetes the run's pods start when the cluster schedules them and their nodes have pulled the image,
+ * which can be minutes apart: there the worker waits as long as the run may take (the Job's activeDeadlineSeconds).
+ */
 const WORKER_TIMEOUT_SECONDS = 120;
+
+function workerTimeoutSeconds(target: string, runTimeoutSeconds: number): number {
+  return target === "kubernetes" ? runTimeoutSeconds : Math.min(WORKER_TIMEOUT_SECONDS, runTimeoutSeconds);
+}
 
 /** The campaign's name from its file: the one rule in src/rules/names.ts, under the name callers here use. */
 export { campaignNameOf as campaignName } from "../rules/names.ts";
@@ -82,7 +90,7 @@ export function planCampaign(file: Pick<AnyCampaignFile, "testbed" | "campaign">
       hint: "add campaign.matrix (see campaigns/local-smoke.yaml), or use `ringlab up` for a testbed alone",
     });
   }
-  const runs = orderRuns(section, runMakers(section));
+  const runs = orderRuns(section, runMakers(section, workerTimeoutSeconds(file.testbed.target, section.runTimeoutSeconds)));
   return {
     name, runs, nodesToProvision: file.testbed.nodes, largestRunNodes: Math.max(0, ...runs.map((run) => run.nodes)),
     largestRunWorkers: Math.max(...runs.map((run) => run.nodes * (run.processesPerNode ?? 1)), 0),
@@ -119,8 +127,7 @@ interface RunMakers {
 }
 
 /** The train and probe runs of one campaign section: their ids, knobs and worker arguments. */
-function runMakers(section: CampaignSection): RunMakers {
-  const workerTimeout = Math.min(WORKER_TIMEOUT_SECONDS, section.runTimeoutSeconds);
+function runMakers(section: CampaignSection, workerTimeout: number): RunMakers {
   const slotParts = ({ nodes, processesPerNode, bandwidth }: Slot) => [`n${nodes}`, ...placementPart(processesPerNode), ...(bandwidth === null ? [] : [bandwidth])];
   const slotFields = ({ nodes, processesPerNode, bandwidth }: Slot) => ({ nodes, ...placementField(processesPerNode), bandwidth });
   const train = (slot: Slot, { model, batchSize, varied }: TrainConfig, turn: Turn): PlannedRun => {

@@ -43,6 +43,11 @@ describe("a run's Kubernetes objects", () => {
       RINGLAB_HEAD_ADDR: `${name}-0.${name}.ringlab.svc`, RINGLAB_RDZV_PORT: "29400", RINGLAB_SHARED_DIR: "/ringlab", RINGLAB_SOCKET_IFNAME: "eth0",
     });
     expect(pod.containers[0]!.args!.slice(-2)).toEqual(["--output", "/ringlab/runs/train-resnet50-b64-n3-unlimited-r1/result.json"]);
+    // Pods start when their nodes have the image, maybe minutes apart: the rendezvous waits the run's whole limit
+    // (other testbeds start every worker at once and give it 120 s).
+    const args = pod.containers[0]!.args!;
+    expect(args[args.indexOf("--timeout-seconds") + 1]).toBe(String(timeout));
+    expect(timeout).toBe(900);
     expect(pod.containers[0]!.resources).toEqual({ limits: { "nvidia.com/gpu": "1" } });
     expect(pod.volumes![0]).toEqual({ name: "shared", persistentVolumeClaim: { claimName: "ringlab-shared" } });
   });
