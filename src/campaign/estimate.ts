@@ -9,7 +9,7 @@ import { PARAMETER_COUNT, TRAIN_KNOBS } from "../config/registry.ts";
 import type { CampaignFile, Model } from "../config/schema.ts";
 import { isReduction, reductionLowerBoundSeconds, type Placement } from "../results/cost-model.ts";
 import { workerImageSourceOf, type WorkerImageSource } from "../rules/worker-image.ts";
-import { computeInput, isMissing } from "../predict/inputs.ts";
+import { computeInput, inputQuestionOf, isMissing } from "../predict/inputs.ts";
 import type { CampaignPlan, PlannedRun } from "./plan.ts";
 
 /** fp32 parameter counts of the worker's models (its registry: torchvision 0.14; inception_v3 without the aux head). */
@@ -133,8 +133,7 @@ export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options:
  * figure, which no newer GPU is slower than.
  */
 function gpuComputeSeconds(run: PlannedRun, instanceType: string): number {
-  const question = { model: run.model!, batchSize: run.batchSize!, nodes: run.nodes, bandwidth: run.bandwidth, precision: String(run.knobs.precision ?? "fp32"), channelsLast: run.knobs.channelsLast === true, reduction: "ring" };
-  const input = computeInput(question, { instanceType });
+  const input = computeInput(inputQuestionOf({ ...run, model: run.model!, batchSize: run.batchSize! }), { instanceType });
   return isMissing(input) ? run.batchSize! / ASSUMED_T4_FP32_IMAGES_PER_SECOND[run.model!] : input.seconds.mean;
 }
 

@@ -28,8 +28,6 @@ const TBF_MIN_BURST_BYTES = 262144;
 /** A pod's hostname is "<job>-<index>" and must be a DNS label (63): room for a 4-digit index. */
 const JOB_NAME_MAX = 58;
 
-export type RunObject = Service | Job;
-
 export interface RunManifests {
   readonly runId: string;
   /** The Service first, then the Job: `kubectl apply -f` creates them in this order. */
@@ -145,15 +143,18 @@ export function objectName(testbed: string, runId: string): string {
   const full = `${testbed}-${runId}`;
   const label = full.toLowerCase().replace(/[^a-z0-9-]+/g, "-");
   if (label === full && full.length <= JOB_NAME_MAX) return full;
-  const hash = createHash("sha256").update(full).digest("hex").slice(0, 8);
-  return `${label.slice(0, JOB_NAME_MAX - 9).replace(/-+$/, "")}-${hash}`;
+  return `${label.slice(0, JOB_NAME_MAX - 9).replace(/-+$/, "")}-${shortHash(full)}`;
 }
 
 /** A run id or campaign name as a label value (at most 63 characters): shortened with a hash where longer. */
 function labelSafe(text: string): string {
   if (text.length <= 63) return text;
-  const hash = createHash("sha256").update(text).digest("hex").slice(0, 8);
-  return `${text.slice(0, 54).replace(/[-_.]+$/, "")}-${hash}`;
+  return `${text.slice(0, 54).replace(/[-_.]+$/, "")}-${shortHash(text)}`;
+}
+
+/** 8 hex digits of the text's SHA-256: keeps a shortened name unique. */
+function shortHash(text: string): string {
+  return createHash("sha256").update(text).digest("hex").slice(0, 8);
 }
 
 /** One run's objects as YAML documents for `kubectl apply -f`, under a comment saying what they are. */

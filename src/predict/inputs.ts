@@ -16,7 +16,7 @@ import { modelRatio } from "../catalogue/measured-throughput.ts";
 import { describeCitation, publishedThroughput } from "../catalogue/published-throughput.ts";
 import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../catalogue/assumed-throughput.ts";
 import { PARAMETER_COUNT } from "../config/registry.ts";
-import type { CampaignFile, Model } from "../config/schema.ts";
+import type { CampaignFile, Model, TrainKnobName } from "../config/schema.ts";
 import { describeSource, type Calibration, type ComputeEntry, type LinkEntry } from "./calibration.ts";
 
 /** What the question is asked against: the user's measurements, and the machine the runs would use. */
@@ -82,6 +82,18 @@ export function predictionContextFor(file: CampaignFile, cpusPerNode: number | u
   const instanceType = file.testbed.target === "aws" ? file.testbed.instanceType : undefined;
   if (calibration === undefined && instanceType === undefined) return undefined;
   return { ...(calibration === undefined ? {} : { calibration }), ...(cpusPerNode === undefined ? {} : { cpusPerNode }), ...(instanceType === undefined ? {} : { instanceType }) };
+}
+
+/** A training run's question from its knobs, the one place that reads precision, layout and reduction for it. */
+export function inputQuestionOf(run: {
+  readonly model: string; readonly batchSize: number; readonly nodes: number; readonly bandwidth: string | null;
+  readonly processesPerNode?: number; readonly knobs: Readonly<Partial<Record<TrainKnobName, string | number | boolean>>>;
+}): InputQuestion {
+  return {
+    model: run.model, batchSize: run.batchSize, nodes: run.nodes, bandwidth: run.bandwidth,
+    precision: String(run.knobs.precision ?? "fp32"), channelsLast: run.knobs.channelsLast === true, reduction: String(run.knobs.reduction ?? "ring"),
+    ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }),
+  };
 }
 
 export function isMissing(value: object | null): value is Missing {

@@ -10,7 +10,7 @@ import type { PlannedRun } from "../campaign/plan.ts";
 import { numericKnob, probedAs, type Reduction } from "../config/registry.ts";
 import { allReducesPerStep, boundedShare, overlappedStepSeconds, predictHierarchicalStep, predictTrainingStep } from "../results/comm-model.ts";
 import { exchangeShare } from "../results/cost-model.ts";
-import { computeInput, insideNodeInput, isMissing, linkInput, overlapInput, type InputQuestion, type PredictionContext } from "./inputs.ts";
+import { computeInput, inputQuestionOf, insideNodeInput, isMissing, linkInput, overlapInput, type PredictionContext } from "./inputs.ts";
 
 export type { PredictionContext } from "./inputs.ts";
 
@@ -66,11 +66,7 @@ export function predictRun(run: PlannedRun, context: PredictionContext): RunPred
 
 /** What the inputs (inputs.ts: measured, published, assumed) predict for a training configuration at a node count. */
 export function predictTraining(run: TrainingQuestion, context: PredictionContext): RunPrediction | MissingInput {
-  const question: InputQuestion = {
-    model: run.model, batchSize: run.batchSize, nodes: run.nodes, bandwidth: run.bandwidth,
-    precision: String(run.knobs.precision ?? "fp32"), channelsLast: run.knobs.channelsLast === true, reduction: String(run.knobs.reduction ?? "ring"),
-    ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }),
-  };
+  const question = inputQuestionOf(run);
   const compute = computeInput(question, context);
   if (isMissing(compute)) return { runId: run.runId, missing: compute.missing };
   if (question.reduction === "powersgd") {
