@@ -7,7 +7,8 @@
  * A pod runs the worker image as a node of the local testbed or AWS runs its worker container: the same
  * entrypoint (ringlab-worker), job and arguments, and the RINGLAB_* environment the launcher reads (its node rank
  * is the pod's completion index). The shared storage is a PersistentVolumeClaim mounted at /ringlab in every pod;
- * the result goes to /ringlab/runs/<run>/result.json there, as on the other testbeds.
+ * the result goes to /ringlab/runs/<run>/result.json there, as on the other testbeds, and into rank 0's log, where
+ * `ringlab campaign` reads it (src/kubernetes/run.ts).
  */
 import { createHash } from "node:crypto";
 import { dump as dumpYaml } from "js-yaml";
@@ -110,6 +111,8 @@ function workerEnv(run: PlannedRun, testbed: KubernetesTestbed, name: string): I
     value("RINGLAB_RUN_ID", run.id),
     value("RINGLAB_SHARED_DIR", DEFAULTS.kubernetes.sharedMountPath),
     value("RINGLAB_IMAGE", testbed.workerImage),
+    // ringlab reads rank 0's result from its pod's log: the claim is the cluster's, not this machine's.
+    value("RINGLAB_RESULT_IN_LOG", "1"),
     ...(run.processesPerNode === undefined ? [] : [value("RINGLAB_NPROC_PER_NODE", String(run.processesPerNode))]),
     // A pod's own network has one interface, eth0; on the node's network ringlab cannot know its name and leaves
     // it to the worker (whose launcher keeps NCCL off loopback and docker0) and to Gloo.

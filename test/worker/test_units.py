@@ -79,3 +79,15 @@ def test_results_are_replaced_atomically_and_readable_by_others(tmp_path):
     with pytest.raises(ValueError):  # NaN is not JSON: refuse rather than write what parsers reject
         write_atomically(str(path), {"loss": float("nan")})
     assert json.loads(path.read_text())["n"] == 2 and os.listdir(path.parent) == ["result.json"]
+
+
+def test_the_result_in_the_log_is_one_line_of_strict_json_behind_its_prefix():
+    # Kubernetes: ringlab reads rank 0's result from its pod's log (src/kubernetes/follow.ts, resultFromLog).
+    from ringlab_worker.jobs import RESULT_LOG_PREFIX, result_log_line
+
+    record = {"schema": "ringlab.result/v1", "job": "train", "metrics": {"note": "two\nlines"}}
+    line = result_log_line(record)
+    assert "\n" not in line and line.startswith(RESULT_LOG_PREFIX)
+    assert json.loads(line[len(RESULT_LOG_PREFIX):]) == record
+    with pytest.raises(ValueError):
+        result_log_line({"metrics": {"mean": float("nan")}})
