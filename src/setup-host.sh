@@ -9,7 +9,7 @@ set -euo pipefail
 
 runtime_packages=(docker.io ansible debootstrap openssh-client iproute2 python3 ca-certificates)
 test_packages=(ansible-lint yamllint shellcheck python3-pytest python3-torch python3-torchvision python3-jsonschema
-               python3-pil python3-venv openmpi-bin python3-mpi4py iperf3)
+               python3-pil python3-venv openmpi-bin python3-mpi4py iperf3 openssl)
 
 packages=("${runtime_packages[@]}")
 if [[ "${1:-}" == "--test" ]]; then packages+=("${test_packages[@]}"); fi

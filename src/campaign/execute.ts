@@ -70,7 +70,7 @@ export interface CampaignOutcome {
   readonly teardown: "done" | "kept" | "failed" | "not needed";
 }
 
-export function resultsDirFor(file: LoadedCampaignFile, override?: string): string {
+export function resultsDirFor(file: Pick<LoadedCampaignFile, "campaign" | "sourceFile">, override?: string): string {
   return resolve(override ?? file.campaign?.resultsDir ?? `results/${campaignName(file.sourceFile)}`);
 }
 
@@ -133,20 +133,25 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
   };
 }
 
-/** What every run of one campaign invocation shares. */
-interface CampaignScope {
-  readonly testbed: TestbedRecord;
+/** What a run's record needs of its campaign invocation (a Kubernetes campaign's too: src/kubernetes/campaign.ts). */
+export interface RecordScope {
+  readonly testbed: { readonly name: string; readonly target: RunRecord["testbed"]["target"] };
   readonly plan: CampaignPlan;
   readonly store: ResultsStore;
   /** AWS: every node's instance type, for the records. */
   readonly instanceType: string | undefined;
-  /** Local testbed: the CPU cores every worker may use; undefined on AWS. */
+  /** Local testbed: the CPU cores every worker may use; undefined elsewhere. */
   readonly cpusPerNode: number | undefined;
+}
+
+/** What every run of one campaign invocation shares. */
+interface CampaignScope extends RecordScope {
+  readonly testbed: TestbedRecord;
   /** CampaignOptions.rerunBusy. */
   readonly rerunBusy: boolean;
 }
 
-interface Tally {
+export interface Tally {
   ok: number;
   failed: number;
   notRun: number;
@@ -293,7 +298,8 @@ function takeWhile<T>(items: readonly T[], predicate: (item: T) => boolean): T[]
   return items.slice(0, end === -1 ? items.length : end);
 }
 
-function count(ctx: Context, tally: Omit<Tally, "rerun">, record: RunRecord): void {
+/** Counts a saved record, and says why a run failed. */
+export function count(ctx: Context, tally: Omit<Tally, "rerun">, record: RunRecord): void {
   if (record.status === "ok") tally.ok++;
   else if (record.status === "skipped") tally.notRun++;
   else {
@@ -313,7 +319,7 @@ function runRequest(scope: CampaignScope, run: PlannedRun, attempt: number, limi
   };
 }
 
-function runRecord(scope: CampaignScope, run: PlannedRun, attempt: number, outcome: RunOutcome, recovery: NodeRecovery | undefined): RunRecord {
+export function runRecord(scope: RecordScope, run: PlannedRun, attempt: number, outcome: RunOutcome, recovery: NodeRecovery | undefined): RunRecord {
   const provenance = outcome.result?.provenance;
   // The job's whole life in the worker, torch import and rendezvous included: what is left of the run's wall
   // time is ringlab's own orchestration.
@@ -356,7 +362,7 @@ function skippedRecord(scope: CampaignScope, run: PlannedRun, lost: readonly str
   };
 }
 
-function recordBase(scope: CampaignScope, run: PlannedRun, attempt: number) {
+function recordBase(scope: RecordScope, run: PlannedRun, attempt: number) {
   const { testbed, instanceType, cpusPerNode } = scope;
   return {
     schema: RUN_RECORD_SCHEMA,
@@ -398,7 +404,7 @@ async function tearDown(ctx: Context, testbedName: string): Promise<CampaignOutc
 }
 
 /** The report from the records in memory; runs.jsonl and summary.csv were rewritten after each run already. */
-async function makeReport(ctx: Context, store: ResultsStore, leftOut: readonly string[]): Promise<void> {
+export async function makeReport(ctx: Context, store: ResultsStore, leftOut: readonly string[]): Promise<void> {
   const records = store.records();
   if (records.length === 0) return;
   const dir = store.layout.dir;
@@ -421,7 +427,7 @@ function savePredictions(ctx: Context, layout: ResultsLayout, plan: CampaignPlan
     (missing.length === 0 ? "" : `; ${missing.length} could not be: ${missing[0]!.missing}`));
 }
 
-function saveCampaignCopy(layout: ResultsLayout, text: string): void {
+export function saveCampaignCopy(layout: ResultsLayout, text: string): void {
   if (existsSync(layout.campaignCopy) && readFileSync(layout.campaignCopy, "utf8") === text) return;
   writeFileAtomic(layout.campaignCopy, text);
 }

@@ -69,27 +69,37 @@ function tooBigMessage(size: number): string {
 }
 
 /**
- * A Kubernetes campaign file (testbed.target: kubernetes) as `ringlab manifests` reads it; other commands refuse one
- * (parseCampaign): ringlab does not start runs on a cluster yet.
+ * A Kubernetes campaign file (testbed.target: kubernetes), as `ringlab campaign`, `ringlab manifests` and `ringlab
+ * down` read it; the commands that work on a testbed ringlab brings up refuse one (parseCampaign).
  */
 export interface LoadedKubernetesCampaignFile extends KubernetesCampaignFile {
   readonly sourceFile: string;
   readonly sourceText: string;
 }
 
-const KUBERNETES_NOT_RUN = "kubernetes: ringlab writes a Kubernetes campaign's manifests (`ringlab manifests <file>`, for `kubectl apply -f`) " +
-  "but does not start, follow or record runs on a cluster yet; use a local or aws testbed for this command";
+const KUBERNETES_NOT_HERE = "kubernetes: this command works on a testbed ringlab brings up (local, aws); on a Kubernetes cluster " +
+  "`ringlab campaign <file>` runs the campaign (each run a Job), `ringlab manifests <file>` writes its objects for `kubectl apply -f` " +
+  "and `ringlab down <file>` deletes what it left";
 
 /** Parses campaign text; `displayName` is how errors name the file. A Kubernetes campaign is refused (exit 2). */
 export function parseCampaign(sourceText: string, displayName: string, sourceFile = resolve(displayName), options: LoadOptions = {}): LoadedCampaignFile {
   const file = parseAnyCampaign(sourceText, displayName, sourceFile, options);
-  if (file.testbed.target === "kubernetes") throw new ConfigError(displayName, [{ path: "testbed.target", message: KUBERNETES_NOT_RUN }]);
+  if (file.testbed.target === "kubernetes") throw new ConfigError(displayName, [{ path: "testbed.target", message: KUBERNETES_NOT_HERE }]);
   return file as LoadedCampaignFile;
+}
+
+/** Reads a campaign file of any target: the commands that serve Kubernetes campaigns too (campaign, down). */
+export function loadAnyCampaignFile(path: string, options: LoadOptions = {}): LoadedCampaignFile | LoadedKubernetesCampaignFile {
+  return readCampaignText(path, (sourceText, sourceFile) => parseAnyCampaign(sourceText, path, sourceFile, options));
+}
+
+export function isKubernetesCampaign(file: LoadedCampaignFile | LoadedKubernetesCampaignFile): file is LoadedKubernetesCampaignFile {
+  return file.testbed.target === "kubernetes";
 }
 
 /** Reads a Kubernetes campaign file for `ringlab manifests`; another target is exit 2. */
 export function loadKubernetesCampaignFile(path: string): LoadedKubernetesCampaignFile {
-  const file = readCampaignText(path, (sourceText, sourceFile) => parseAnyCampaign(sourceText, path, sourceFile, { readKeys: false }));
+  const file = loadAnyCampaignFile(path, { readKeys: false });
   if (file.testbed.target !== "kubernetes") {
     throw new ConfigError(path, [{ path: "testbed.target", message: `found ${file.testbed.target}, expected kubernetes: \`ringlab manifests\` writes a Kubernetes campaign's Jobs; \`ringlab plan\` shows what a ${file.testbed.target} campaign runs` }]);
   }

@@ -153,8 +153,8 @@ const awsTestbed = z.strictObject({
 
 /**
  * A Kubernetes cluster the user already has (issue #38): ringlab provisions and configures nothing there. Each run
- * is an Indexed Job (one pod per node) and a headless Service for torchrun's rendezvous, written by `ringlab
- * manifests` for `kubectl apply -f` (src/kubernetes/manifests.ts).
+ * is an Indexed Job (one pod per node) and a headless Service for torchrun's rendezvous (src/kubernetes/manifests.ts),
+ * run by `ringlab campaign` (src/kubernetes/campaign.ts) or written by `ringlab manifests` for `kubectl apply -f`.
  */
 const kubernetesTestbed = z.strictObject({
   target: z.literal("kubernetes"),
@@ -438,8 +438,8 @@ function checkKubernetesCampaign(tb: KubernetesTestbed, campaign: CampaignOutput
   if (tb.gpusPerPod > 0 && processes.some((count) => count > tb.gpusPerPod)) {
     ctx.addIssue({ code: "custom", path: ["campaign", "matrix", "processesPerNode"], message: `found ${Math.max(...processes)}, expected at most testbed.gpusPerPod (${tb.gpusPerPod}): each process trains on a GPU of its pod's` });
   }
-  // What needs ringlab to run the campaign itself (not built for Kubernetes yet, issue #38) is refused, not written
-  // into manifests that could not do it.
+  // What ringlab's Kubernetes run path (src/kubernetes/campaign.ts) does not do is refused, not written into
+  // manifests that could not do it.
   const failNodes = [...(campaign.matrix.failNode ?? []), campaign.train.failNode].filter((value) => value !== undefined);
   if (failNodes.length > 0) {
     ctx.addIssue({ code: "custom", path: ["campaign", "train", "failNode"], message: "a lost node on Kubernetes fails the whole Job (backoffLimit 0), so the others could not go on: leave failNode out" });

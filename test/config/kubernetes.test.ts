@@ -56,8 +56,8 @@ describe("a Kubernetes testbed", () => {
       .toEqual([expect.stringMatching(/^campaign\.matrix\.processesPerNode: found 4, expected at most testbed\.gpusPerPod \(2\)/)]);
   });
 
-  it("is read by `ringlab manifests` alone: every other command refuses the file, saying what it can do with it", () => {
+  it("is refused by the commands that work on a testbed ringlab brings up, saying which commands serve it", () => {
     expect(() => parseCampaign(`testbed: {target: kubernetes, name: eks, nodes: 2, namespace: ringlab, sharedClaim: shared, workerImage: r/w:gpu}\ncampaign: ${CAMPAIGN}\n`, "k8s.yaml", "/c/k8s.yaml", { readKeys: false }))
-      .toThrow(/^k8s\.yaml: testbed\.target: kubernetes: ringlab writes a Kubernetes campaign's manifests \(`ringlab manifests <file>`, for `kubectl apply -f`\) but does not start/);
+      .toThrow(/^k8s\.yaml: testbed\.target: kubernetes: this command works on a testbed ringlab brings up \(local, aws\); on a Kubernetes cluster `ringlab campaign <file>` runs the campaign/);
   });
 });

@@ -12,6 +12,7 @@ import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import { validateCampaign, type KubernetesTestbed } from "../../src/config/schema.ts";
+import { resultFromLog } from "../../src/kubernetes/follow.ts";
 import { runManifests } from "../../src/kubernetes/manifests.ts";
 
 const WORKER_DIR = resolve("docker/worker");
@@ -38,7 +39,7 @@ function runPod(args: readonly string[], env: Record<string, string>): Promise<{
 }
 
 describe("a run's pods", () => {
-  it("train together from the Job's arguments and environment, and rank 0 writes the result where the claim holds it", async () => {
+  it("train together from the Job's arguments and environment, and rank 0 writes the result where the claim holds it and into its log", async () => {
     const result = validateCampaign({
       testbed: { target: "kubernetes", name: "kind", nodes: 2, namespace: "ringlab", sharedClaim: "shared", workerImage: "ringlab/worker:cpu", gpusPerPod: 0 },
       campaign: { matrix: { nodes: [2], model: "tiny", batchSize: 8, bandwidth: ["unlimited"] }, train: { numWarmupBatches: 1, numBatchesPerIter: 2, numIters: 2, imageSize: 32 } },
@@ -63,5 +64,9 @@ describe("a run's pods", () => {
     expect(existsSync(resultFile)).toBe(true);
     const record = JSON.parse(readFileSync(resultFile, "utf8"));
     expect(record).toMatchObject({ job: "train", world: { size: 2, nodes: 2, backend: "gloo" }, knobs: { batchSize: 8 } });
+    // What `ringlab campaign` reads from pod 0's log (the claim is the cluster's) is the same result.
+    const fromLog = resultFromLog(pods[0]!.output);
+    expect("text" in fromLog && JSON.parse(fromLog.text)).toEqual(record);
+    expect(resultFromLog(pods[1]!.output)).toEqual({ error: expect.stringMatching(/^no line starting "ringlab-result:"/) });
   });
 });

@@ -4,7 +4,7 @@ import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { resultsDirFor, runCampaign, type CampaignOutcome } from "../../campaign/execute.ts";
-import { loadCampaignFile } from "../../config/load.ts";
+import { isKubernetesCampaign, loadAnyCampaignFile, type LoadedKubernetesCampaignFile } from "../../config/load.ts";
 import { EXIT, UsageError } from "../../errors.ts";
 import { reportData } from "../../report/data.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
@@ -20,7 +20,7 @@ import type { CommandHost } from "../host.ts";
 export function registerCampaign(program: Command, host: CommandHost): void {
   program.command("campaign")
     .description("run a whole campaign: up, configure, every run of the matrix, results, report, down (resumes if rerun)")
-    .argument("<campaign>", "campaign YAML file (see campaigns/)")
+    .argument("<campaign>", "campaign YAML file (see campaigns/); on a Kubernetes cluster (testbed.target: kubernetes) each run is a Job there")
     .option("--keep", "keep the testbed afterwards (default: the file's `keep`, normally false)")
     .option("--results <dir>", "results directory (default: the file's campaign.resultsDir, else results/<campaign file name>)", parseSafePath)
     .option("--rerun-flagged", "also run again the runs of earlier invocations during which the machine was busy (flagged \"machine busy\" in the report)")
@@ -28,7 +28,8 @@ export function registerCampaign(program: Command, host: CommandHost): void {
     .option("--calibration <file-or-results-dir>", "predict every training run before it runs and save it for the report to score " +
       "(default: <state-dir>/calibration.json when there is one; see `ringlab calibrate`)", parseSafePath)
     .action(host.action(async (file: string, options: { keep?: boolean; results?: string; rerunFlagged?: boolean; rerunBusy: boolean; calibration?: string }, command: Command) => {
-      const campaign = loadCampaignFile(file);
+      const campaign = loadAnyCampaignFile(file);
+      if (isKubernetesCampaign(campaign)) return runOnKubernetes(host, command, campaign, options);
       const machineCores = availableParallelism();
       // A quota the machine cannot give is bad input: refused (exit 2) before the testbed is touched.
       resolveCpuQuota(campaign, machineCores);
@@ -50,6 +51,26 @@ export function registerCampaign(program: Command, host: CommandHost): void {
       ctx.reporter.info(formatOutcome(outcome, flagsOf(outcome.resultsDir)));
       return exitCodeOf(outcome);
     }));
+}
+
+/**
+ * A Kubernetes campaign (src/kubernetes/campaign.ts): each run a Job on the user's cluster. What serves only a
+ * testbed ringlab brings up (keeping it, the busy-machine reruns, predictions) is not offered there.
+ */
+async function runOnKubernetes(host: CommandHost, command: Command, campaign: LoadedKubernetesCampaignFile, options: { keep?: boolean; results?: string; calibration?: string }): Promise<number> {
+  const ctx = host.contextFor(command, "campaign");
+  if (options.keep === true || options.calibration !== undefined) {
+    ctx.reporter.warn("--keep and --calibration serve a testbed ringlab brings up; a Kubernetes campaign ignores them (its runs' objects are always deleted)");
+  }
+  const resultsDir = resultsDirFor(campaign, options.results);
+  const problem = writableDirProblem(resultsDir);
+  if (problem !== undefined) throw new UsageError(`results folder ${resultsDir}: ${problem}`, { hint: "pick another with --results DIR" });
+  const { runKubernetesCampaign } = await import("../../kubernetes/campaign.ts");
+  const outcome = await withTestbedLock(ctx, campaign.testbed.name, () =>
+    withLock(resultsLockFile(resultsDir), `results folder ${resultsDir}`, (m) => ctx.reporter.warn(m), () =>
+      runKubernetesCampaign(ctx, campaign, { resultsDir })));
+  ctx.reporter.info(formatOutcome(outcome, flagsOf(outcome.resultsDir)));
+  return exitCodeOf(outcome);
 }
 
 /** 4 when teardown failed, 5 when a run's latest record is not ok (a busy run's rerun included), else 0. */

@@ -1,6 +1,7 @@
 /** `ringlab down [testbed]`: remove a testbed and everything it created, from its stored spec; safe to repeat. */
 import type { Command } from "commander";
-import { loadCampaignFile } from "../../config/load.ts";
+import { isKubernetesCampaign, loadAnyCampaignFile } from "../../config/load.ts";
+import type { KubernetesTestbed } from "../../config/schema.ts";
 import type { Context } from "../../context.ts";
 import { UsageError } from "../../errors.ts";
 import { checkedTestbedName, currentTestbedName } from "../../testbed/record.ts";
@@ -15,7 +16,7 @@ interface DownOptions {
 export function registerDown(program: Command, host: CommandHost): void {
   program.command("down")
     .description("remove a testbed and everything it created (from what `up` stored: the campaign file is not needed); safe to repeat")
-    .argument("[testbed]", "testbed name, or the campaign file naming it (default: the last one brought up)")
+    .argument("[testbed]", "testbed name, or the campaign file naming it (default: the last one brought up); a Kubernetes campaign's file: delete what it left in its namespace")
     .option("--all", "remove every local testbed of this state folder (AWS testbeds are removed one by one, by name)", false)
     .option("--every-state-dir", "with --all: every ringlab testbed on this Docker engine, whoever brought it up", false)
     .action(host.action(async (which: string | undefined, options: DownOptions, command: Command) => {
@@ -32,7 +33,9 @@ async function downEverythingLocal(ctx: Context, everyStateDir: boolean): Promis
 }
 
 async function downOne(ctx: Context, which: string | undefined): Promise<void> {
-  const name = testbedToRemove(ctx.stateDir, which);
+  const file = which !== undefined && /\.ya?ml$/.test(which) ? loadAnyCampaignFile(which, { readKeys: false, checkFolders: false }) : undefined;
+  if (file !== undefined && isKubernetesCampaign(file)) return downKubernetes(ctx, file.testbed);
+  const name = file?.testbed.name ?? testbedToRemove(ctx.stateDir, which);
   const result = await down(ctx, name);
   if (result.removed === undefined) {
     ctx.reporter.info(`destroyed AWS testbed ${name}`);
@@ -44,9 +47,19 @@ async function downOne(ctx: Context, which: string | undefined): Promise<void> {
     : `removed testbed ${name}: ${containers.length} containers, ${networks.length} networks, ${volumes.length} volumes`);
 }
 
+/**
+ * A Kubernetes campaign's testbed is what it left in its namespace: every Job, Service and pod labelled
+ * ringlab.testbed=<name> is deleted (a campaign deletes each run's objects itself; this is for what a kill left).
+ */
+async function downKubernetes(ctx: Context, testbed: KubernetesTestbed): Promise<void> {
+  const { Cluster } = await import("../../kubernetes/cluster.ts");
+  const cluster = await Cluster.connect(testbed, {}, "delete");
+  const removed = await cluster.deleteLabelled({ "ringlab.testbed": testbed.name });
+  ctx.reporter.info(`deleted ${removed} objects labelled ringlab.testbed=${testbed.name} in namespace ${testbed.namespace} (context ${cluster.context})`);
+}
+
 /** `down` takes a testbed name, a campaign file (only its testbed.name is read), or nothing (the current testbed). */
 function testbedToRemove(stateDir: string, which: string | undefined): string {
-  if (which !== undefined && /\.ya?ml$/.test(which)) return loadCampaignFile(which, { readKeys: false, checkFolders: false }).testbed.name;
   const name = which ?? currentTestbedName(stateDir);
   if (name === undefined) {
     throw new UsageError("no testbed is up here", { hint: "name one (ringlab down NAME), pass its campaign file, or use --all" });

@@ -36,14 +36,14 @@ describe("ringlab manifests", () => {
     expect(unknown.stderr).toMatch(/plans no run "train-x-r9"\nhint: its runs: allreduce-n2-unlimited-r1, .* \(10 in all\)/);
   });
 
-  it("refuses a campaign of another target, and the other commands refuse a Kubernetes campaign, before anything starts", () => {
+  it("refuses a campaign of another target, and the commands for a testbed ringlab brings up refuse a Kubernetes campaign, before anything starts", () => {
     const local = cli(["manifests", "campaigns/local-smoke.yaml"]);
     expect([local.status, local.stdout]).toEqual([2, ""]);
     expect(local.stderr).toMatch(/testbed\.target: found local, expected kubernetes/);
-    for (const command of [["plan"], ["campaign"], ["up"]]) {
+    for (const command of [["plan"], ["up"], ["synth"]]) {
       const refused = cli([...command, EXAMPLE]);
       expect(refused.status, command.join(" ")).toBe(2);
-      expect(refused.stderr).toMatch(/testbed\.target: kubernetes: ringlab writes a Kubernetes campaign's manifests/);
+      expect(refused.stderr).toMatch(/testbed\.target: kubernetes: this command works on a testbed ringlab brings up \(local, aws\)/);
     }
   });
 });

@@ -1,0 +1,110 @@
+/**
+ * One planned run on a Kubernetes cluster: its manifests saved beside its logs (manifests.yaml, the run's job file:
+ * `kubectl apply -f` runs it again), its Service and Indexed Job created, the Job followed until it ends (or its
+ * deadline passes), every pod's log collected (worker-<node rank>.log) and rank 0's result read from its log, and
+ * the run's objects deleted, whatever happened. The outcome is a RunOutcome, as the other testbeds' runs give.
+ */
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { V1Pod } from "@kubernetes/client-node";
+import type { KubernetesTestbed } from "../config/schema.ts";
+import { uninterruptible, type Context } from "../context.ts";
+import type { RunOutcome } from "../runner.ts";
+import type { Cluster } from "./cluster.ts";
+import { judgeRun, podIndex, resultFromLog, type RunState } from "./follow.ts";
+import { manifestsYaml, runLabels, type RunManifests } from "./manifests.ts";
+import type { PlannedRun } from "../campaign/plan.ts";
+
+/** How often the Job and its pods are looked at. */
+export const DEFAULT_POLL_MS = 2000;
+/** After the Job's own deadline (activeDeadlineSeconds), how long the Job controller gets to say it failed. */
+const DEFAULT_GRACE_SECONDS = 30;
+
+export interface ClusterRunRequest {
+  readonly run: PlannedRun;
+  readonly manifests: RunManifests;
+  readonly testbed: KubernetesTestbed;
+  /** The Job's activeDeadlineSeconds (the campaign's runTimeoutSeconds). */
+  readonly deadlineSeconds: number;
+  /** A folder of this attempt alone: the run's files go here. */
+  readonly collectDir: string;
+  /** @default DEFAULT_POLL_MS */
+  readonly pollMs?: number;
+  /** After the Job's deadline, how long its controller gets to fail it before ringlab gives up on it. @default 30 */
+  readonly graceSeconds?: number;
+}
+
+export async function runOnCluster(ctx: Context, cluster: Cluster, request: ClusterRunRequest): Promise<RunOutcome> {
+  const { collectDir, manifests, testbed } = request;
+  if (existsSync(collectDir)) rmSync(collectDir, { recursive: true, force: true });
+  mkdirSync(collectDir, { recursive: true });
+  writeFileSync(join(collectDir, "manifests.yaml"), manifestsYaml(manifests, testbed));
+  const labels = runLabels(testbed, request.run);
+  const jobName = manifests.objects[1].metadata!.name!;
+  const started = new Date();
+  const ended = (fields: Pick<RunOutcome, "status" | "result" | "error">): RunOutcome => {
+    const now = new Date();
+    return { ...fields, startedAt: started.toISOString(), endedAt: now.toISOString(), wallSeconds: (now.getTime() - started.getTime()) / 1000, collectDir };
+  };
+  try {
+    await cluster.create(manifests);
+    const { state, pods } = await ctx.reporter.step(`run ${request.run.id} (Job ${jobName}, ${request.run.nodes} pod${request.run.nodes === 1 ? "" : "s"})`,
+      (detail) => follow(ctx, cluster, jobName, labels, request, detail));
+    await collectLogs(cluster, pods, collectDir);
+    const logs = `worker logs: ${collectDir}/worker-*.log`;
+    if (state.kind === "failed") return ended({ status: "failed", error: `${state.reason}; ${logs}` });
+    const head = resultFromLog(readLog(collectDir, 0));
+    if ("error" in head) return ended({ status: "failed", error: `the Job completed but ${head.error}; ${logs}` });
+    writeFileSync(join(collectDir, "result.json"), `${head.text}\n`);
+    return ended({ status: "ok", result: head.result });
+  } finally {
+    // Nothing of a run is left in the namespace: not after a failure, not after Ctrl-C.
+    await cluster.deleteLabelled(labels).catch((error: Error) =>
+      uninterruptible(ctx).reporter.warn(`run ${request.run.id}'s objects could not all be deleted (${error.message}); \`ringlab down\` with the campaign file deletes them`));
+  }
+}
+
+/** Looks at the Job until it ends, its deadline (and grace) passes, or the user interrupts. */
+async function follow(ctx: Context, cluster: Cluster, jobName: string, labels: Record<string, string>, request: ClusterRunRequest, detail: (text: string) => void): Promise<{ state: RunState; pods: readonly V1Pod[] }> {
+  const grace = request.graceSeconds ?? DEFAULT_GRACE_SECONDS;
+  const until = Date.now() + (request.deadlineSeconds + grace) * 1000;
+  let unscheduled: string | undefined;
+  for (;;) {
+    ctx.signal.throwIfAborted();
+    const view = await cluster.look(jobName, labels);
+    const state = judgeRun(view.job, view.pods, unscheduled);
+    if (state.kind !== "running") return { state, pods: view.pods };
+    unscheduled = state.unscheduled ?? unscheduled;
+    detail(describePods(view.pods, state.unscheduled));
+    if (Date.now() > until) {
+      const why = unscheduled === undefined ? "" : `; the scheduler said: ${unscheduled}`;
+      return { state: { kind: "failed", reason: `the Job did not end within its deadline (${request.deadlineSeconds} s, runTimeoutSeconds) and ${grace} s more${why}` }, pods: view.pods };
+    }
+    await sleep(request.pollMs ?? DEFAULT_POLL_MS, undefined, { signal: ctx.signal }).catch(() => ctx.signal.throwIfAborted());
+  }
+}
+
+/** "2 pods: 1 Running, 1 Pending (pod x not scheduled ...)". */
+function describePods(pods: readonly V1Pod[], unscheduled: string | undefined): string {
+  const phases = new Map<string, number>();
+  for (const pod of pods) phases.set(pod.status?.phase ?? "Unknown", (phases.get(pod.status?.phase ?? "Unknown") ?? 0) + 1);
+  const counts = [...phases].map(([phase, count]) => `${count} ${phase}`).join(", ");
+  return `${pods.length} pod${pods.length === 1 ? "" : "s"}${counts === "" ? "" : `: ${counts}`}${unscheduled === undefined ? "" : ` (${unscheduled})`}`;
+}
+
+/** Every pod's worker log as worker-<node rank>.log (a pod with no index, by name). */
+async function collectLogs(cluster: Cluster, pods: readonly V1Pod[], collectDir: string): Promise<void> {
+  for (const pod of pods) {
+    const name = pod.metadata?.name;
+    if (name === undefined) continue;
+    const log = await cluster.podLog(name);
+    const index = podIndex(pod);
+    writeFileSync(join(collectDir, `worker-${index ?? name}.log`), log.endsWith("\n") ? log : `${log}\n`);
+  }
+}
+
+function readLog(collectDir: string, index: number): string {
+  const file = join(collectDir, `worker-${index}.log`);
+  return existsSync(file) ? readFileSync(file, "utf8") : "";
+}

@@ -1,0 +1,220 @@
+/**
+ * A Kubernetes campaign against a loopback server that answers as the Kubernetes API does (./fake-api.ts): what
+ * ringlab creates, how it follows a Job to its end (done, a worker that failed, a pod that never schedules, an image
+ * that cannot be pulled, its deadline), what it records, and that nothing of a run is left in the namespace. No
+ * live cluster runs here; README "Kubernetes" says how to try one.
+ */
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { loadKubernetesCampaignFile } from "../../src/config/load.ts";
+import type { Context } from "../../src/context.ts";
+import { EXIT, PrerequisiteError } from "../../src/errors.ts";
+import { Cluster } from "../../src/kubernetes/cluster.ts";
+import { runKubernetesCampaign } from "../../src/kubernetes/campaign.ts";
+import { runManifests } from "../../src/kubernetes/manifests.ts";
+import { runOnCluster } from "../../src/kubernetes/run.ts";
+import { planCampaign } from "../../src/campaign/plan.ts";
+import { silentReporter } from "../../src/reporter.ts";
+import { ResultsStore } from "../../src/results/store.ts";
+import { probeRecord, trainRecord } from "../report/fixtures/records.ts";
+import { startFakeCluster, type FakeCluster, type PodState, type Scenario } from "./fake-api.ts";
+
+const NAMESPACE = "ringlab";
+const TESTBED = `testbed: {target: kubernetes, name: kind, nodes: 2, namespace: ${NAMESPACE}, sharedClaim: shared, workerImage: "registry.example/ringlab/worker:cpu", gpusPerPod: 0}`;
+const CAMPAIGN = "campaign: {matrix: {nodes: [2], model: tiny, batchSize: 8, bandwidth: [unlimited]}, runTimeoutSeconds: 60}";
+
+let clusters: FakeCluster[] = [];
+afterEach(async () => {
+  await Promise.all(clusters.map((cluster) => cluster.close()));
+  clusters = [];
+});
+
+async function fake(options: Partial<Parameters<typeof startFakeCluster>[0]> = {}): Promise<FakeCluster> {
+  const cluster = await startFakeCluster({ namespace: NAMESPACE, claims: ["shared"], ...options });
+  clusters.push(cluster);
+  return cluster;
+}
+
+function campaignFile(text = `${TESTBED}\n${CAMPAIGN}\n`) {
+  const dir = mkdtempSync(join(tmpdir(), "ringlab-k8s-campaign-"));
+  const path = join(dir, "k8s.yaml");
+  writeFileSync(path, text);
+  return { file: loadKubernetesCampaignFile(path), resultsDir: join(dir, "results") };
+}
+
+function context(signal = new AbortController().signal): Context {
+  const dir = mkdtempSync(join(tmpdir(), "ringlab-k8s-state-"));
+  return { repoDir: process.cwd(), stateDir: dir, reporter: silentReporter, logFile: join(dir, "log"), signal };
+}
+
+/** The worker's line with rank 0's result, as docker/worker/ringlab_worker/jobs.py prints it. */
+function resultLine(job: "train" | "allreduce"): string {
+  const result = job === "train" ? trainRecord({ model: "tiny", batchSize: 8, nodes: 2, imagesPerSecond: 40 }).result
+    : probeRecord({ nodes: 2, bandwidth: "unlimited", busbw: [[1048576, 3.2]] }).result;
+  return `ringlab-result: ${JSON.stringify(result)}`;
+}
+
+/** Pending, then Running, then Complete with rank 0's result in its log (the job named by the pod's first argument). */
+const completes: Scenario = (look, job) => {
+  const kind = job.spec.template.spec.containers[0].args[0] as "train" | "allreduce";
+  const done = (index: number): PodState => ({ phase: "Succeeded", worker: { terminated: { exitCode: 0, reason: "Completed" } }, log: index === 0 ? `[rank0]: training\n${resultLine(kind)}\n` : "rank 1 done\n" });
+  const pods = [0, 1].map((index): PodState => look === 0 ? { phase: "Pending" } : look === 1 ? { phase: "Running" } : done(index));
+  return look < 2 ? { pods } : { conditions: [{ type: "Complete", status: "True" }], pods };
+};
+
+async function campaignOn(cluster: FakeCluster, text?: string, signal?: AbortSignal) {
+  const { file, resultsDir } = campaignFile(text);
+  const outcome = await runKubernetesCampaign(context(signal), file, { resultsDir, cluster: { env: { KUBECONFIG: cluster.kubeconfig() } }, pollMs: 5 });
+  return { outcome, resultsDir, records: ResultsStore.open(resultsDir, () => {}).records() };
+}
+
+const EMPTY = { jobs: [], services: [], pods: [] };
+
+describe("a Kubernetes campaign", () => {
+  it("runs each run as a Service and an Indexed Job, records rank 0's result from its log, keeps the manifests and every pod's log, and leaves nothing", async () => {
+    const cluster = await fake({ scenario: completes });
+    const { outcome, resultsDir, records } = await campaignOn(cluster);
+    expect(outcome).toMatchObject({ ok: 2, failed: 0, planned: 2, teardown: "done" });
+    expect(records.map((record) => [record.runId, record.status, record.testbed.target])).toEqual([
+      ["allreduce-n2-unlimited-r1", "ok", "kubernetes"], ["train-tiny-b8-n2-unlimited-r1", "ok", "kubernetes"]]);
+    const train = records.find((record) => record.params.job === "train")!;
+    expect(train.result).toMatchObject({ job: "train", metrics: { imagesPerSecondTotal: { mean: 40 } } });
+    const logs = join(resultsDir, train.logsDir);
+    expect(readdirSync(logs).sort()).toEqual(["manifests.yaml", "result.json", "worker-0.log", "worker-1.log"]);
+    expect(readFileSync(join(logs, "manifests.yaml"), "utf8")).toMatch(/^# ringlab run train-tiny-b8-n2-unlimited-r1: kubectl apply -f this file/);
+    expect(readFileSync(join(logs, "worker-1.log"), "utf8")).toBe("rank 1 done\n");
+    // Service before Job, each run; the objects are the manifests'.
+    expect(cluster.created.map((object) => `${object.kind} ${object.metadata.name}`)).toEqual([
+      "Service kind-allreduce-n2-unlimited-r1", "Job kind-allreduce-n2-unlimited-r1", "Service kind-train-tiny-b8-n2-unlimited-r1", "Job kind-train-tiny-b8-n2-unlimited-r1"]);
+    expect(cluster.created[1]).toMatchObject({ spec: { completionMode: "Indexed", completions: 2, activeDeadlineSeconds: 60 } });
+    expect(cluster.left()).toEqual(EMPTY);
+    expect(cluster.unexpected).toEqual([]);
+    expect(existsSync(join(resultsDir, "report.md"))).toBe(true);
+
+    // Run again: every run is done, so the cluster is not even asked.
+    const again = await runKubernetesCampaign(context(), campaignFile().file, { resultsDir, cluster: { env: { KUBECONFIG: cluster.kubeconfig() } }, pollMs: 5 });
+    expect(again).toMatchObject({ alreadyDone: 2, ok: 0, teardown: "not needed" });
+  });
+
+  it("records a run whose pods never schedule as failed at its deadline, with the scheduler's reason, and deletes it", async () => {
+    const reason = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.";
+    const unschedulable: PodState = { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: reason }] };
+    // The scheduler's reason shows while the pods wait; at the deadline the Job controller fails the Job and removes them.
+    const cluster = await fake({
+      scenario: (look) => look < 3 ? { pods: [unschedulable, unschedulable] }
+        : { conditions: [{ type: "Failed", status: "True", reason: "DeadlineExceeded", message: "Job was active longer than specified deadline" }], pods: [] },
+    });
+    const { outcome, records } = await campaignOn(cluster, `${TESTBED}\ncampaign: {matrix: {nodes: [2], model: tiny, batchSize: 8, bandwidth: [unlimited]}, probe: {enabled: false}, runTimeoutSeconds: 60}\n`);
+    expect(outcome).toMatchObject({ ok: 0, failed: 1 });
+    expect(records[0]!.error).toContain(`its pods were not all placed before the deadline (activeDeadlineSeconds): pod kind-train-tiny-b8-n2-unlimited-r1-0-x0k not scheduled (Unschedulable: ${reason})`);
+    expect(cluster.left()).toEqual(EMPTY);
+  });
+
+  it("fails a run at once when its image cannot be pulled, naming the image and the kubelet's message", async () => {
+    const pull: PodState = { phase: "Pending", worker: { waiting: { reason: "ImagePullBackOff", message: 'Back-off pulling image "registry.example/ringlab/worker:cpu"' } } };
+    const cluster = await fake({ scenario: (look) => ({ pods: look === 0 ? [{ phase: "Pending" }, { phase: "Pending" }] : [pull, pull] }) });
+    const { outcome, records } = await campaignOn(cluster);
+    expect(outcome).toMatchObject({ ok: 0, failed: 2 });
+    expect(records[0]!.error).toMatch(/^pod kind-allreduce-n2-unlimited-r1-0-x0k: container worker cannot start \(image registry\.example\/ringlab\/worker:cpu\): ImagePullBackOff: Back-off pulling image/);
+    expect(records[0]!.error).toContain("worker logs: ");
+    expect(cluster.requests.filter((request) => request.startsWith("GET /apis/batch/v1/namespaces/ringlab/jobs/kind-allreduce")).length).toBe(2);
+    expect(cluster.left()).toEqual(EMPTY);
+  });
+
+  it("names the pod and node rank whose worker failed, and keeps every pod's log", async () => {
+    const cluster = await fake({
+      scenario: (look) => look === 0 ? { pods: [{ phase: "Running" }, { phase: "Running" }] } : {
+        conditions: [{ type: "Failed", status: "True", reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" }],
+        pods: [{ phase: "Failed", worker: { terminated: { exitCode: 143, reason: "Error" } }, log: "waiting for rank 1\n" },
+          { phase: "Failed", worker: { terminated: { exitCode: 1, reason: "Error" } }, log: "RuntimeError: out of memory\n" }],
+      },
+    });
+    const { records, resultsDir } = await campaignOn(cluster);
+    expect(records[0]!.error).toMatch(/^the Job failed \(BackoffLimitExceeded: Job has reached the specified backoff limit\); pod kind-allreduce-n2-unlimited-r1-0-x0k \(node rank 0\): worker exited with code 143 \(Error\); pod kind-allreduce-n2-unlimited-r1-1-x1k \(node rank 1\): worker exited with code 1 \(Error\); worker logs: /);
+    expect(readFileSync(join(resultsDir, records[0]!.logsDir, "worker-1.log"), "utf8")).toBe("RuntimeError: out of memory\n");
+    expect(cluster.left()).toEqual(EMPTY);
+  });
+
+  it("fails a completed Job whose rank 0 printed no result, saying so", async () => {
+    const cluster = await fake();
+    const { records } = await campaignOn(cluster);
+    expect(records[0]!.status).toBe("failed");
+    expect(records[0]!.error).toMatch(/^the Job completed but no line starting "ringlab-result:" in node rank 0's log; worker logs: /);
+  });
+
+  it("deletes the run in flight when interrupted, and what an earlier invocation left before its first run; another testbed's objects stay", async () => {
+    const other = { metadata: { name: "other-run", labels: { "ringlab.testbed": "other", "ringlab.run": "x" } }, spec: {} };
+    const leftover = { metadata: { name: "kind-old-run", labels: { "ringlab.testbed": "kind", "ringlab.run": "old" } }, spec: {} };
+    const controller = new AbortController();
+    const cluster = await fake({
+      existing: { jobs: [other, leftover], services: [other, leftover] },
+      scenario: (look) => {
+        if (look === 2) controller.abort(new Error("SIGINT"));
+        return { pods: [{ phase: "Running" }, { phase: "Running" }] };
+      },
+    });
+    await expect(campaignOn(cluster, undefined, controller.signal)).rejects.toThrow("SIGINT");
+    expect(cluster.created.map((object) => object.kind)).toEqual(["Service", "Job"]);
+    expect(cluster.left()).toEqual({ jobs: ["other-run"], services: ["other-run"], pods: [] });
+  });
+});
+
+describe("one run on a cluster", () => {
+  it("gives up on a Job that outlives its deadline and the grace its controller gets, and deletes it", async () => {
+    const cluster = await fake({ scenario: () => ({ pods: [{ phase: "Running" }, { phase: "Running", log: "still training\n" }] }) });
+    const { file, resultsDir } = campaignFile();
+    const connected = await Cluster.connect(file.testbed, { env: { KUBECONFIG: cluster.kubeconfig() } });
+    const run = planCampaign(file, "k8s").runs[0]!;
+    const outcome = await runOnCluster(context(), connected, {
+      run, testbed: file.testbed, manifests: runManifests(run, file.testbed, "k8s", 60), deadlineSeconds: 0, graceSeconds: 0, pollMs: 5, collectDir: join(resultsDir, "run"),
+    });
+    expect(outcome.status).toBe("failed");
+    expect(outcome.error).toMatch(/^the Job did not end within its deadline \(0 s, runTimeoutSeconds\) and 0 s more; worker logs: /);
+    expect(readFileSync(join(resultsDir, "run", "worker-1.log"), "utf8")).toBe("still training\n");
+    expect(cluster.left()).toEqual(EMPTY);
+  });
+});
+
+describe("a Kubernetes cluster is checked before anything is created", () => {
+  const testbed = () => campaignFile().file.testbed;
+
+  it("refuses a missing kubeconfig, one that does not read, and a context it does not have (exit 2)", async () => {
+    const cluster = await fake();
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-kubeconfig-bad-"));
+    await expect(Cluster.connect(testbed(), { env: { KUBECONFIG: join(dir, "none") } })).rejects.toThrow(`no kubeconfig at ${join(dir, "none")} (KUBECONFIG)`);
+    writeFileSync(join(dir, "broken"), "clusters: [\n");
+    await expect(Cluster.connect(testbed(), { env: { KUBECONFIG: join(dir, "broken") } })).rejects.toThrow(/^the kubeconfig .*broken cannot be read: /);
+    const refused = Cluster.connect({ ...testbed(), context: "prod" }, { env: { KUBECONFIG: cluster.kubeconfig("kind-ringlab") } });
+    await expect(refused).rejects.toThrow('the kubeconfig has no context "prod" (testbed.context)');
+    await expect(refused).rejects.toMatchObject({ exitCode: EXIT.badInput, hint: "its contexts: kind-ringlab; set testbed.context to one" });
+    expect(cluster.requests).toEqual([]);
+  });
+
+  it("refuses a namespace or a claim the cluster does not have (exit 2), naming the fix", async () => {
+    const cluster = await fake({ claims: [] });
+    const env = { KUBECONFIG: cluster.kubeconfig() };
+    const noNamespace = Cluster.connect({ ...testbed(), namespace: "nowhere" }, { env });
+    await expect(noNamespace).rejects.toThrow(`namespace nowhere does not exist on the cluster of context fake (${cluster.url})`);
+    await expect(noNamespace).rejects.toMatchObject({ exitCode: EXIT.badInput, hint: expect.stringContaining("kubectl --context fake create namespace nowhere") });
+    await expect(Cluster.connect(testbed(), { env })).rejects.toThrow("namespace ringlab has no PersistentVolumeClaim shared (testbed.sharedClaim)");
+    // Only deleting needs no claim.
+    await expect(Cluster.connect(testbed(), { env }, "delete")).resolves.toBeInstanceOf(Cluster);
+    expect(cluster.requests.filter((request) => !request.startsWith("GET"))).toEqual([]);
+  });
+
+  it("names a cluster that does not answer, refused or silent (exit 3)", async () => {
+    const closed = await fake();
+    const env = { KUBECONFIG: closed.kubeconfig() };
+    await closed.close();
+    clusters = clusters.filter((cluster) => cluster !== closed);
+    const refused = Cluster.connect(testbed(), { env });
+    await expect(refused).rejects.toBeInstanceOf(PrerequisiteError);
+    await expect(refused).rejects.toThrow(new RegExp(`^the cluster of context fake \\(${closed.url.replace(/\./g, "\\.")}\\) does not answer: read the namespace on .*ECONNREFUSED`));
+    const silent = await fake({ hang: true });
+    const started = Date.now();
+    await expect(Cluster.connect(testbed(), { env: { KUBECONFIG: silent.kubeconfig() }, requestTimeoutMs: 300 })).rejects.toThrow(/does not answer: read the namespace on .*: no answer within 0\.3 s/);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+});

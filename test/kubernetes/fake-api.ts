@@ -1,0 +1,238 @@
+/**
+ * A loopback HTTPS server (its own self-signed certificate, trusted by the kubeconfig it writes, as a cluster's CA
+ * is) that answers the few Kubernetes API calls ringlab makes as the API does (paths, verbs,
+ * label selectors, and the documented shapes: Namespace, PersistentVolumeClaim, Service, Job with its conditions,
+ * PodList with phases, conditions and container states, Status for errors, text/plain for logs). What the pods of
+ * a Job do is a scenario: the test says, look by look, what the Job controller and the kubelet would report.
+ * Anything else asked is answered 404 and kept in `unexpected`, for the test to assert there is none.
+ */
+import { execFileSync } from "node:child_process";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer, type Server } from "node:https";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+type Json = Record<string, any>;
+
+/** One pod as a scenario describes it at a look: its index, and what its status and log say. */
+export interface PodState {
+  readonly phase: "Pending" | "Running" | "Succeeded" | "Failed";
+  /** Extra pod conditions, e.g. PodScheduled False with the scheduler's reason. */
+  readonly conditions?: readonly Json[];
+  /** The worker container's state (waiting / running / terminated), as status.containerStatuses[0].state. */
+  readonly worker?: Json;
+  readonly log?: string;
+}
+
+/** What the cluster reports at the n-th look at the Job (n from 0): the Job's conditions and each pod's state. */
+export type Scenario = (look: number, job: Json) => { readonly conditions?: readonly Json[]; readonly pods: readonly PodState[] };
+
+export interface FakeClusterOptions {
+  readonly namespace: string;
+  /** The PersistentVolumeClaims the namespace has. */
+  readonly claims?: readonly string[];
+  /** Default: every Job completes at its third look, each pod logging "ok". */
+  readonly scenario?: Scenario;
+  /** Accept connections but never answer (a cluster that hangs). */
+  readonly hang?: boolean;
+  /** Objects already in the namespace (another testbed's, a killed run's), by kind. */
+  readonly existing?: { readonly jobs?: readonly Json[]; readonly services?: readonly Json[]; readonly pods?: readonly Json[] };
+}
+
+export interface FakeCluster {
+  readonly url: string;
+  /** "METHOD path" of every request, in order. */
+  readonly requests: string[];
+  /** Requests the fake does not know: a test expects none. */
+  readonly unexpected: string[];
+  /** The bodies of created objects, in order. */
+  readonly created: Json[];
+  /** Names of what is left in the namespace. */
+  left(): { jobs: string[]; services: string[]; pods: string[] };
+  /** A kubeconfig file whose context `context` points at this server. */
+  kubeconfig(context?: string, namespace?: string): string;
+  close(): Promise<void>;
+}
+
+export const completesAtThirdLook: Scenario = (look, job) => {
+  const pods = Array.from({ length: job.spec.completions }, (): PodState => look === 0 ? { phase: "Pending" } : look === 1 ? { phase: "Running" } : { phase: "Succeeded", worker: { terminated: { exitCode: 0, reason: "Completed" } }, log: "ok\n" });
+  return look < 2 ? { pods } : { conditions: [{ type: "Complete", status: "True" }], pods };
+};
+
+export async function startFakeCluster(options: FakeClusterOptions): Promise<FakeCluster> {
+  const ns = options.namespace;
+  const scenario = options.scenario ?? completesAtThirdLook;
+  const requests: string[] = [];
+  const unexpected: string[] = [];
+  const created: Json[] = [];
+  const jobs = new Map<string, Json>((options.existing?.jobs ?? []).map((job) => [job.metadata.name, job]));
+  const services = new Map<string, Json>((options.existing?.services ?? []).map((service) => [service.metadata.name, service]));
+  const pods = new Map<string, Json>((options.existing?.pods ?? []).map((pod) => [pod.metadata.name, pod]));
+  const logs = new Map<string, string>();
+  const looks = new Map<string, number>();
+
+  const status = (code: number, reason: string, message: string) => ({ kind: "Status", apiVersion: "v1", metadata: {}, status: code < 400 ? "Success" : "Failure", message, reason, code });
+  const matches = (object: Json, labelSelector: string | null) => (labelSelector ?? "").split(",").filter((term) => term !== "").every((term) => {
+    const [key, value] = term.split("=");
+    return object.metadata?.labels?.[key!] === value;
+  });
+  const list = (kind: string, apiVersion: string, objects: Iterable<Json>, labelSelector: string | null) =>
+    ({ kind, apiVersion, metadata: { resourceVersion: "1" }, items: [...objects].filter((object) => matches(object, labelSelector)) });
+
+  /** The Job's pods as the scenario has them at this look. */
+  function advance(job: Json): void {
+    const name = job.metadata.name;
+    const look = looks.get(name) ?? 0;
+    looks.set(name, look + 1);
+    const state = scenario(look, job);
+    job.status = { ...(state.conditions === undefined ? {} : { conditions: state.conditions.map((c) => ({ lastTransitionTime: "2026-11-26T00:00:00Z", ...c })) }) };
+    state.pods.forEach((pod, index) => {
+      const podName = `${name}-${index}-x${index}k`;
+      const container = { name: "worker", image: job.spec.template.spec.containers[0].image, ready: pod.phase === "Running", restartCount: 0, ...(pod.worker === undefined ? {} : { state: pod.worker }) };
+      pods.set(podName, {
+        apiVersion: "v1", kind: "Pod",
+        metadata: {
+          name: podName, namespace: ns,
+          labels: { ...job.spec.template.metadata.labels, "batch.kubernetes.io/job-completion-index": String(index), "job-name": name },
+          annotations: { "batch.kubernetes.io/job-completion-index": String(index) },
+        },
+        spec: job.spec.template.spec,
+        status: { phase: pod.phase, conditions: [...(pod.conditions ?? [])], containerStatuses: pod.phase === "Pending" && pod.worker === undefined ? [] : [container] },
+      });
+      if (pod.log !== undefined) logs.set(podName, pod.log);
+    });
+  }
+
+  async function answer(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const url = new URL(request.url!, "http://fake");
+    const path = url.pathname;
+    const method = request.method!;
+    requests.push(`${method} ${path}`);
+    const body = await new Promise<string>((done) => {
+      let text = "";
+      request.on("data", (chunk) => (text += chunk));
+      request.on("end", () => done(text));
+    });
+    const send = (code: number, json: unknown) => {
+      response.writeHead(code, { "content-type": "application/json" });
+      response.end(JSON.stringify(json));
+    };
+    const notFound = (what: string) => send(404, status(404, "NotFound", `${what} not found`));
+    const selector = url.searchParams.get("labelSelector");
+    const core = `/api/v1/namespaces/${ns}`;
+    const batch = `/apis/batch/v1/namespaces/${ns}`;
+    let match: RegExpMatchArray | null;
+
+    if (/^\/api\/v1\/namespaces\/[^/]+$/.test(path) && method === "GET") {
+      return path === core ? send(200, { kind: "Namespace", apiVersion: "v1", metadata: { name: ns }, status: { phase: "Active" } }) : notFound(`namespaces "${path.split("/").at(-1)}"`);
+    }
+    if ((match = path.match(/^\/api\/v1\/namespaces\/[^/]+\/persistentvolumeclaims\/([^/]+)$/)) && method === "GET") {
+      return path.startsWith(core) && (options.claims ?? []).includes(match[1]!)
+        ? send(200, { kind: "PersistentVolumeClaim", apiVersion: "v1", metadata: { name: match[1], namespace: ns }, spec: { accessModes: ["ReadWriteMany"] }, status: { phase: "Bound" } })
+        : notFound(`persistentvolumeclaims "${match[1]}"`);
+    }
+    if (path === `${core}/services` && method === "POST") {
+      const service = JSON.parse(body);
+      created.push(service);
+      if (services.has(service.metadata.name)) return send(409, status(409, "AlreadyExists", `services "${service.metadata.name}" already exists`));
+      services.set(service.metadata.name, service);
+      return send(201, service);
+    }
+    if (path === `${core}/services` && method === "GET") return send(200, list("ServiceList", "v1", services.values(), selector));
+    if ((match = path.match(new RegExp(`^${core}/services/([^/]+)$`))) && method === "DELETE") {
+      const service = services.get(match[1]!);
+      if (service === undefined) return notFound(`services "${match[1]}"`);
+      services.delete(match[1]!);
+      return send(200, service);
+    }
+    if (path === `${batch}/jobs` && method === "POST") {
+      const job = JSON.parse(body);
+      created.push(job);
+      if (jobs.has(job.metadata.name)) return send(409, status(409, "AlreadyExists", `jobs.batch "${job.metadata.name}" already exists`));
+      jobs.set(job.metadata.name, { ...job, status: {} });
+      return send(201, jobs.get(job.metadata.name));
+    }
+    if (path === `${batch}/jobs` && method === "GET") return send(200, list("JobList", "batch/v1", jobs.values(), selector));
+    if (path === `${batch}/jobs` && method === "DELETE") {
+      const doomed = [...jobs.values()].filter((job) => matches(job, selector));
+      for (const job of doomed) {
+        jobs.delete(job.metadata.name);
+        // Background propagation: the garbage collector removes the Job's pods.
+        if (url.searchParams.get("propagationPolicy") === "Background") for (const [name, pod] of pods) if (pod.metadata.labels?.["job-name"] === job.metadata.name) pods.delete(name);
+      }
+      return send(200, status(200, "", ""));
+    }
+    if ((match = path.match(new RegExp(`^${batch}/jobs/([^/]+)$`))) && method === "GET") {
+      const job = jobs.get(match[1]!);
+      if (job === undefined) return notFound(`jobs.batch "${match[1]}"`);
+      advance(job);
+      return send(200, job);
+    }
+    if (path === `${core}/pods` && method === "GET") return send(200, list("PodList", "v1", pods.values(), selector));
+    if (path === `${core}/pods` && method === "DELETE") {
+      const doomed = [...pods.values()].filter((pod) => matches(pod, selector));
+      for (const pod of doomed) pods.delete(pod.metadata.name);
+      return send(200, list("PodList", "v1", doomed, null));
+    }
+    if ((match = path.match(new RegExp(`^${core}/pods/([^/]+)/log$`))) && method === "GET") {
+      const pod = pods.get(match[1]!);
+      if (pod === undefined) return notFound(`pods "${match[1]}"`);
+      if (!logs.has(match[1]!)) return send(400, status(400, "BadRequest", `container "worker" in pod "${match[1]}" is waiting to start: trying and failing to pull image`));
+      response.writeHead(200, { "content-type": "text/plain" });
+      response.end(logs.get(match[1]!));
+      return;
+    }
+    unexpected.push(`${method} ${request.url}`);
+    notFound(`${method} ${path}`);
+  }
+
+  const tls = certificate();
+  const server: Server = createServer({ key: tls.key, cert: tls.cert }, (request, response) => {
+    if (options.hang) return;
+    answer(request, response).catch((error) => {
+      response.writeHead(500);
+      response.end(String(error));
+    });
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  const { port } = server.address() as { port: number };
+  const url = `https://127.0.0.1:${port}`;
+  const dir = mkdtempSync(join(tmpdir(), "ringlab-kubeconfig-"));
+  return {
+    url, requests, unexpected, created,
+    left: () => ({ jobs: [...jobs.keys()], services: [...services.keys()], pods: [...pods.keys()] }),
+    kubeconfig(context = "fake", namespace = ns) {
+      const file = join(dir, `${context.replace(/[^a-z0-9-]/gi, "_")}.yaml`);
+      writeFileSync(file, kubeconfigText(url, context, namespace, tls.cert));
+      return file;
+    },
+    close: () => new Promise<void>((done) => {
+      server.closeAllConnections();
+      server.close(() => done());
+    }),
+  };
+}
+
+let generated: { key: string; cert: string } | undefined;
+
+/** A key and self-signed certificate for 127.0.0.1, made once per test process (openssl, as kind or kubeadm would). */
+function certificate(): { key: string; cert: string } {
+  if (generated !== undefined) return generated;
+  const dir = mkdtempSync(join(tmpdir(), "ringlab-fake-apiserver-"));
+  execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+    "-subj", "/CN=fake-kube-apiserver", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stdio: "pipe" });
+  generated = { key: readFileSync(join(dir, "key.pem"), "utf8"), cert: readFileSync(join(dir, "cert.pem"), "utf8") };
+  return generated;
+}
+
+/** A kubeconfig with one cluster at `server` (trusting `caPem`, as a cluster's CA) and one context of that name. */
+export function kubeconfigText(server: string, context: string, namespace: string, caPem: string): string {
+  const ca = Buffer.from(caPem).toString("base64");
+  return [
+    "apiVersion: v1", "kind: Config", `current-context: ${JSON.stringify(context)}`,
+    "clusters:", `- name: fake`, `  cluster: {server: ${JSON.stringify(server)}, certificate-authority-data: ${ca}}`,
+    "users:", "- name: tester", "  user: {token: test-token}",
+    "contexts:", `- name: ${JSON.stringify(context)}`, `  context: {cluster: fake, user: tester, namespace: ${namespace}}`, "",
+  ].join("\n");
+}
