@@ -48,8 +48,8 @@ export async function runKubernetesCampaign(ctx: Context, file: LoadedKubernetes
       const connectStarted = Date.now();
       cluster = await ctx.reporter.step(`check the cluster (namespace ${testbed.namespace}, claim ${testbed.sharedClaim})`, () => Cluster.connect(testbed, options.cluster));
       ctx.reporter.info(`cluster: context ${cluster.context} (${cluster.server})`);
-      // A killed earlier invocation's run would hold its Job's name.
-      const leftovers = await cluster.deleteLabelled({ "ringlab.testbed": testbed.name });
+      // A killed earlier invocation's run would hold its Job's name, and its terminating pods its labels.
+      const leftovers = await cluster.deleteLabelled({ "ringlab.testbed": testbed.name }, { waitUntilGone: true });
       if (leftovers > 0) ctx.reporter.warn(`deleted ${leftovers} objects an earlier invocation left (label ringlab.testbed=${testbed.name})`);
       upSeconds = (Date.now() - connectStarted) / 1000;
     }
@@ -78,10 +78,10 @@ export async function runKubernetesCampaign(ctx: Context, file: LoadedKubernetes
   };
 }
 
-/** Deletes everything labelled with the testbed in the namespace (each run deleted its own already). */
+/** Deletes everything labelled with the testbed in the namespace (each run deleted its own already) and waits until it is gone. */
 async function tearDown(ctx: Context, cluster: Cluster, testbed: string): Promise<CampaignOutcome["teardown"]> {
   try {
-    await cluster.deleteLabelled({ "ringlab.testbed": testbed });
+    await cluster.deleteLabelled({ "ringlab.testbed": testbed }, { waitUntilGone: true });
     return "done";
   } catch (error) {
     uninterruptible(ctx).reporter.warn(`deleting what is labelled ringlab.testbed=${testbed} failed: ${(error as Error).message}; \`ringlab down\` with the campaign file does it`);

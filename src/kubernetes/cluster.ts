@@ -8,8 +8,10 @@
  * a cluster that does not answer before anything started is exit 3.
  */
 import { existsSync } from "node:fs";
+import { STATUS_CODES } from "node:http";
 import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { ApiException, BatchV1Api, CoreV1Api, KubeConfig, type RequestContext, type ResponseContext, type V1Job, type V1Pod } from "@kubernetes/client-node";
 import type { KubernetesTestbed } from "../config/schema.ts";
 import { PrerequisiteError, ToolError, UsageError } from "../errors.ts";
@@ -17,12 +19,18 @@ import type { RunManifests } from "./manifests.ts";
 
 /** How long one API call may take before the cluster counts as not answering. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+/** While a run is followed, how long a cluster may fail to answer (a blip, a 429, a 5xx) before the run is given up. */
+const FOLLOW_PATIENCE_MS = 60_000;
+/** How long deleted objects may take to be gone (pods have a 30 s grace period) before a Job of the same name is created. */
+const GONE_WAIT_MS = 90_000;
 
 export interface ClusterOptions {
   /** Where the kubeconfig is looked for: $KUBECONFIG (files joined by ":"), else ~/.kube/config. @default process.env */
   readonly env?: NodeJS.ProcessEnv;
   /** @default DEFAULT_REQUEST_TIMEOUT_MS */
   readonly requestTimeoutMs?: number;
+  /** How long a look at a run may keep failing before it counts (tests shorten it). @default 60 s */
+  readonly followPatienceMs?: number;
 }
 
 export type Labels = Readonly<Record<string, string>>;
@@ -44,6 +52,7 @@ export class Cluster {
     readonly server: string,
     readonly namespace: string,
     private readonly requestTimeoutMs: number,
+    private readonly followPatienceMs: number,
   ) {
     this.core = config.makeApiClient(CoreV1Api);
     this.batch = config.makeApiClient(BatchV1Api);
@@ -55,16 +64,19 @@ export class Cluster {
    */
   static async connect(testbed: KubernetesTestbed, options: ClusterOptions = {}, purpose: "run" | "delete" = "run"): Promise<Cluster> {
     const config = loadKubeconfig(options.env ?? process.env);
-    const context = testbed.context ?? config.getCurrentContext();
     const contexts = config.getContexts().map((entry) => entry.name);
+    const hint = contexts.length === 0 ? "it has no contexts at all: point KUBECONFIG at the file kubectl uses" : `its contexts: ${contexts.join(", ")}; set testbed.context to one`;
+    const context = testbed.context ?? config.getCurrentContext();
+    if (!context) throw new UsageError("the kubeconfig has no current-context and testbed.context names none", { hint });
     if (!contexts.includes(context)) {
-      throw new UsageError(`the kubeconfig has no context ${JSON.stringify(context)}${testbed.context === undefined ? " (its current-context)" : " (testbed.context)"}`, {
-        hint: contexts.length === 0 ? "it has no contexts at all: point KUBECONFIG at the file kubectl uses" : `its contexts: ${contexts.join(", ")}; set testbed.context to one`,
-      });
+      throw new UsageError(`the kubeconfig has no context ${JSON.stringify(context)}${testbed.context === undefined ? " (its current-context)" : " (testbed.context)"}`, { hint });
     }
     config.setCurrentContext(context);
-    const server = config.getCurrentCluster()?.server ?? "(no server)";
-    const cluster = new Cluster(config, context, server, testbed.namespace, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
+    const server = config.getCurrentCluster()?.server;
+    if (server === undefined) {
+      throw new UsageError(`the kubeconfig's context ${context} names a cluster the kubeconfig does not define`, { hint: "check it with kubectl config view" });
+    }
+    const cluster = new Cluster(config, context, server, testbed.namespace, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, options.followPatienceMs ?? FOLLOW_PATIENCE_MS);
     await cluster.check(testbed, purpose);
     return cluster;
   }
@@ -79,54 +91,93 @@ export class Cluster {
           hint: `create it (kubectl --context ${this.context} create namespace ${this.namespace}) or set testbed.namespace to one that exists`,
         });
       }
-      if (error instanceof ToolError && error.details.toolExitCode === undefined) {
-        throw new PrerequisiteError(`the cluster of context ${this.context} (${this.server}) does not answer: ${error.message}`, {
-          hint: "check that the cluster is up and reachable from here (kubectl cluster-info), or pick another context (testbed.context)",
-        });
-      }
-      throw error;
+      throw this.beforeAnything(error);
     }
     if (purpose === "delete") return;
     try {
       await this.call("read the shared claim", (options) => this.core.readNamespacedPersistentVolumeClaim({ name: testbed.sharedClaim, namespace: this.namespace }, options));
     } catch (error) {
-      if (!isStatus(error, 404)) throw error;
+      if (!isStatus(error, 404)) throw this.beforeAnything(error);
       throw new UsageError(`namespace ${this.namespace} has no PersistentVolumeClaim ${testbed.sharedClaim} (testbed.sharedClaim)`, {
         hint: "create a ReadWriteMany claim (EFS, NFS) of that name in the namespace, or name one that exists",
       });
     }
   }
 
-  /** Creates a run's Service, then its Job (the order `kubectl apply -f` of its manifests would take). */
-  async create(manifests: RunManifests): Promise<void> {
+  /** A failed check, before anything was created: no answer is exit 3; what the user may not do is exit 2. */
+  private beforeAnything(error: unknown): unknown {
+    if (!(error instanceof ToolError)) return error;
+    const code = error.details.toolExitCode;
+    if (code === undefined || code === 429 || code >= 500) {
+      return new PrerequisiteError(`the cluster of context ${this.context} (${this.server}) does not answer: ${error.message}`, {
+        hint: "check that the cluster is up and reachable from here (kubectl cluster-info), or pick another context (testbed.context)",
+      });
+    }
+    if (code === 401 || code === 403) {
+      return new UsageError(`the kubeconfig's user may not do what a campaign needs: ${error.message}`, {
+        hint: `a campaign needs, in namespace ${this.namespace}: get on namespaces and persistentvolumeclaims; create, get, list, delete and deletecollection ` +
+          `on jobs and pods; create, list and delete on services; get on pods/log; list on events (kubectl --context ${this.context} auth can-i --list -n ${this.namespace})`,
+      });
+    }
+    return error;
+  }
+
+  /**
+   * Creates a run's Service, then its Job (the order `kubectl apply -f` of its manifests would take). Returns the
+   * Job's uid: its pods are the ones it owns, not whatever else carries its labels (a deleted attempt's, terminating).
+   * A name that is taken is a Conflict (another campaign with this testbed name, or a deletion not finished).
+   */
+  async create(manifests: RunManifests): Promise<string> {
     const [service, job] = manifests.objects;
     await this.call(`create Service ${service.metadata?.name}`, (options) =>
       this.core.createNamespacedService({ namespace: this.namespace, body: service.toJSON() as never }, options));
-    await this.call(`create Job ${job.metadata?.name}`, (options) =>
+    const created = await this.call(`create Job ${job.metadata?.name}`, (options) =>
       this.batch.createNamespacedJob({ namespace: this.namespace, body: job.toJSON() as never }, options));
+    return created.metadata?.uid ?? "";
   }
 
-  /** The Job of that name (undefined once it is gone) and the pods with these labels. */
-  async look(jobName: string, labels: Labels): Promise<RunView> {
-    let job: V1Job | undefined;
-    try {
-      job = await this.call(`read Job ${jobName}`, (options) => this.batch.readNamespacedJob({ name: jobName, namespace: this.namespace }, options));
-    } catch (error) {
-      if (!isStatus(error, 404)) throw error;
-    }
-    const pods = await this.call("list the run's pods", (options) =>
-      this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: selector(labels) }, options));
-    return { job, pods: pods.items };
+  /**
+   * The Job of that name (undefined once it is gone) and the pods it owns. A cluster that does not answer, or answers
+   * 429 or 5xx, is asked again for up to a minute before this throws: one blip does not end a long campaign.
+   */
+  async look(jobName: string, jobUid: string, labels: Labels): Promise<RunView> {
+    return this.patiently(async () => {
+      let job: V1Job | undefined;
+      try {
+        job = await this.call(`read Job ${jobName}`, (options) => this.batch.readNamespacedJob({ name: jobName, namespace: this.namespace }, options));
+      } catch (error) {
+        if (!isStatus(error, 404)) throw error;
+      }
+      const pods = await this.call("list the run's pods", (options) =>
+        this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: selector(labels) }, options));
+      return { job, pods: pods.items.filter((pod) => pod.metadata?.ownerReferences?.some((owner) => owner.uid === jobUid) ?? false) };
+    });
   }
 
-  /** A pod's worker log, or why there is none (a container that never started has no log). */
-  async podLog(podName: string): Promise<string> {
+  /** Why the Job controller could not create the Job's pods (its FailedCreate events: admission, quota), newest last. */
+  async podCreationFailures(jobName: string, jobUid: string): Promise<string[]> {
+    const events = await this.patiently(() => this.call(`list Job ${jobName}'s events`, (options) =>
+      this.core.listNamespacedEvent({ namespace: this.namespace, fieldSelector: `involvedObject.kind=Job,involvedObject.name=${jobName}` }, options)));
+    return events.items.filter((event) => event.reason === "FailedCreate" && (event.involvedObject.uid === undefined || event.involvedObject.uid === jobUid))
+      .map((event) => event.message ?? "FailedCreate");
+  }
+
+  /**
+   * A pod's worker log, or why there is none (a container that never started has none): then the log of its
+   * init container, where tc may have said why shaping failed.
+   */
+  async podLog(pod: V1Pod): Promise<string> {
+    const name = pod.metadata?.name ?? "";
+    const log = (container: string) => this.call(`read pod ${name}'s ${container} log`, (options) =>
+      this.core.readNamespacedPodLog({ name, namespace: this.namespace, container }, options));
     try {
-      return await this.call(`read pod ${podName}'s log`, (options) =>
-        this.core.readNamespacedPodLog({ name: podName, namespace: this.namespace, container: "worker" }, options));
+      return await log("worker");
     } catch (error) {
-      if (error instanceof ApiException || error instanceof ToolError) return `(no log from pod ${podName}: ${(error as Error).message})\n`;
-      throw error;
+      if (!(error instanceof ToolError)) throw error;
+      const none = `(no log from pod ${name}: ${error.message})\n`;
+      const init = pod.spec?.initContainers?.[0]?.name;
+      if (init === undefined) return none;
+      return `${none}(its init container ${init}:)\n${await log(init).catch((initError: Error) => `(none either: ${initError.message})\n`)}`;
     }
   }
 
@@ -134,8 +185,11 @@ export class Cluster {
    * Deletes the Jobs, Services and pods with these labels (a Job's pods go with it: background propagation; pods
    * are deleted too, in case a Job was removed without them). Returns how many objects were asked to go.
    */
-  async deleteLabelled(labels: Labels): Promise<number> {
-    const labelSelector = selector(labels);
+  async deleteLabelled(labels: Labels, options: { readonly waitUntilGone?: boolean } = {}): Promise<number> {
+    return this.patiently(() => this.deleteNow(selector(labels), options.waitUntilGone === true));
+  }
+
+  private async deleteNow(labelSelector: string, waitUntilGone: boolean): Promise<number> {
     const jobs = await this.call("list Jobs", (options) => this.batch.listNamespacedJob({ namespace: this.namespace, labelSelector }, options));
     if (jobs.items.length > 0) {
       await this.call("delete Jobs", (options) =>
@@ -155,20 +209,58 @@ export class Cluster {
     if (pods.items.length > 0) {
       await this.call("delete pods", (options) => this.core.deleteCollectionNamespacedPod({ namespace: this.namespace, labelSelector }, options));
     }
-    return jobs.items.length + services.items.length + pods.items.length;
+    const asked = jobs.items.length + services.items.length + pods.items.length;
+    if (waitUntilGone && asked > 0) await this.waitUntilGone(labelSelector);
+    return asked;
+  }
+
+  /** Waits (up to 90 s) until nothing with the labels is listed: pods take their grace period to terminate. */
+  private async waitUntilGone(labelSelector: string): Promise<void> {
+    const until = Date.now() + GONE_WAIT_MS;
+    for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
+      const left = [
+        ...(await this.call("list Jobs", (options) => this.batch.listNamespacedJob({ namespace: this.namespace, labelSelector }, options))).items,
+        ...(await this.call("list Services", (options) => this.core.listNamespacedService({ namespace: this.namespace, labelSelector }, options))).items,
+        ...(await this.call("list pods", (options) => this.core.listNamespacedPod({ namespace: this.namespace, labelSelector }, options))).items,
+      ];
+      if (left.length === 0) return;
+      if (Date.now() > until) {
+        throw new ToolError("kubernetes", `${left.length} objects labelled ${labelSelector} were still there ${GONE_WAIT_MS / 1000} s after their deletion ` +
+          `(${left.slice(0, 3).map((object) => object.metadata?.name).join(", ")}): a finalizer may hold them`);
+      }
+      await sleep(pause);
+    }
+  }
+
+  /** Runs `work`, again after a pause while the cluster does not answer or answers 429 or 5xx, for up to followPatienceMs. */
+  private async patiently<T>(work: () => Promise<T>): Promise<T> {
+    const until = Date.now() + this.followPatienceMs;
+    for (let pause = 500; ; pause = Math.min(pause * 2, 8000)) {
+      try {
+        return await work();
+      } catch (error) {
+        const code = error instanceof ToolError ? error.details.toolExitCode : 0;
+        const passing = error instanceof ToolError && (code === undefined || code === 429 || code! >= 500);
+        if (!passing || Date.now() + pause > until) throw error;
+        await sleep(pause);
+      }
+    }
   }
 
   /** One API call under the request deadline; its failure as a ToolError that says what was asked and what the API answered. */
   private async call<T>(what: string, request: (options: RequestOptions) => Promise<T>): Promise<T> {
     const signal = AbortSignal.timeout(this.requestTimeoutMs);
     try {
-      return await request(withSignal(signal));
+      // The signal ends the HTTP request; the race also ends what comes before it (a kubeconfig's exec credential
+      // plugin, e.g. aws eks get-token, runs before the request and has no deadline of its own).
+      return await Promise.race([request(withSignal(signal)), aborted(signal)]);
     } catch (error) {
       if (error instanceof ApiException) {
-        throw new ToolError("kubernetes", `${what}: the API answered ${error.code} ${statusMessage(error.body)}`, { toolExitCode: error.code, cause: error });
+        throw new ToolError("kubernetes", `${what}: the API answered ${error.code} ${statusMessage(error.body) || (STATUS_CODES[error.code] ?? "")}`, { toolExitCode: error.code, cause: error });
       }
-      // What is not the network (an http:// server, an auth plugin that fails) is the kubeconfig's to fix.
-      if (!signal.aborted && (error as Error).name !== "FetchError") {
+      // What is not the network (an http:// server, an auth plugin that fails, a certificate that does not match
+      // the kubeconfig's CA) is the kubeconfig's to fix.
+      if (!signal.aborted && ((error as Error).name !== "FetchError" || isTlsFailure(error))) {
         throw new UsageError(`${what}: the kubeconfig's context ${this.context} (${this.server}) cannot be used: ${(error as Error).message}`, {
           hint: `check it with kubectl --context ${this.context} get namespace ${this.namespace}`,
         });
@@ -214,27 +306,35 @@ class Settled<T> {
 
 /** The kubeconfig kubectl would read: $KUBECONFIG's files, else ~/.kube/config; a missing or unreadable one is exit 2. */
 function loadKubeconfig(env: NodeJS.ProcessEnv): KubeConfig {
-  const files = env["KUBECONFIG"] ? env["KUBECONFIG"].split(delimiter).filter((file) => file !== "") : [join(env["HOME"] ?? homedir(), ".kube", "config")];
-  const missing = files.filter((file) => !existsSync(file));
-  if (missing.length > 0) {
-    throw new UsageError(`no kubeconfig at ${missing.join(", ")}${env["KUBECONFIG"] ? " (KUBECONFIG)" : ""}`, {
+  const listed = env["KUBECONFIG"] ? env["KUBECONFIG"].split(delimiter).filter((file) => file !== "") : [join(env["HOME"] ?? homedir(), ".kube", "config")];
+  // As kubectl: files of the list that do not exist are passed over, unless none does.
+  const files = listed.filter((file) => existsSync(file));
+  if (files.length === 0) {
+    throw new UsageError(`no kubeconfig at ${listed.join(", ")}${env["KUBECONFIG"] ? " (KUBECONFIG)" : ""}`, {
       hint: "point KUBECONFIG at the file kubectl uses (kind: kind export kubeconfig; EKS: aws eks update-kubeconfig --name CLUSTER)",
     });
   }
-  const config = new KubeConfig();
-  try {
-    for (const [index, file] of files.entries()) {
-      if (index === 0) config.loadFromFile(file);
-      else {
-        const more = new KubeConfig();
-        more.loadFromFile(file);
-        config.mergeConfig(more);
-      }
+  const loaded = files.map((file) => {
+    const config = new KubeConfig();
+    try {
+      config.loadFromFile(file);
+    } catch (error) {
+      throw new UsageError(`the kubeconfig ${file} cannot be read: ${(error as Error).message}`, { hint: "check it with kubectl config view" });
     }
-  } catch (error) {
-    throw new UsageError(`the kubeconfig ${files.join(", ")} cannot be read: ${(error as Error).message}`, { hint: "check it with kubectl config view" });
-  }
-  return config;
+    return config;
+  });
+  if (loaded.length === 1) return loaded[0]!;
+  // As kubectl merges them: the first file that names a cluster, user or context wins, and so does the first
+  // current-context.
+  const firstByName = <T extends { name: string }>(entries: readonly T[]) => entries.filter((entry, index) => entries.findIndex((other) => other.name === entry.name) === index);
+  const merged = new KubeConfig();
+  merged.loadFromOptions({
+    clusters: firstByName(loaded.flatMap((config) => config.clusters)),
+    users: firstByName(loaded.flatMap((config) => config.users)),
+    contexts: firstByName(loaded.flatMap((config) => config.contexts)),
+    currentContext: loaded.map((config) => config.currentContext).find((context) => context) ?? "",
+  });
+  return merged;
 }
 
 /** A label selector of equalities ("a=b,c=d"); the values passed the campaign's label rules. */
@@ -242,7 +342,18 @@ export function selector(labels: Labels): string {
   return Object.entries(labels).map(([key, value]) => `${key}=${value}`).join(",");
 }
 
-function isStatus(error: unknown, code: number): boolean {
+/** Rejects when the signal fires: the deadline of one call. */
+function aborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, fail) => signal.addEventListener("abort", () => fail(new Error("aborted")), { once: true }));
+}
+
+/** node-fetch wraps a certificate that does not verify as a FetchError too; its code says so. */
+function isTlsFailure(error: unknown): boolean {
+  const { code } = error as { code?: unknown };
+  return typeof code === "string" && /^(CERT_|UNABLE_TO_|ERR_TLS_|DEPTH_ZERO_SELF_SIGNED|SELF_SIGNED_CERT|ERR_SSL_)/.test(code);
+}
+
+export function isStatus(error: unknown, code: number): boolean {
   return error instanceof ToolError && error.details.toolExitCode === code;
 }
 

@@ -22,12 +22,17 @@ export function podIndex(pod: V1Pod): number | undefined {
 }
 
 /**
- * The run's state. `lastUnscheduled` is the scheduler's reason seen at an earlier look: a Job that hits its
- * deadline with no pod placed gives that reason, not just "deadline exceeded".
+ * The run's state; `job` undefined: the Job is gone. `lastUnscheduled` is the scheduler's reason at the last look
+ * that found pods: a Job whose pods were never placed and were removed at its deadline gives that reason, not just
+ * "deadline exceeded".
  */
 export function judgeRun(job: V1Job | undefined, pods: readonly V1Pod[], lastUnscheduled?: string): RunState {
-  const unscheduled = unscheduledReason(pods) ?? lastUnscheduled;
-  const conditions = job?.status?.conditions ?? [];
+  if (job === undefined) {
+    return { kind: "failed", reason: "the Job was deleted before it ended (kubectl delete, `ringlab down` from elsewhere, or a policy that removes finished Jobs at once)" };
+  }
+  // A pod placed since an earlier look clears the reason: a pod that waited for a new node was not the deadline's cause.
+  const unscheduled = pods.length > 0 ? unscheduledReason(pods) : lastUnscheduled;
+  const conditions = job.status?.conditions ?? [];
   const holds = (type: string) => conditions.find((condition) => condition.type === type && condition.status === "True");
   // A Job reports Complete only once every index succeeded (SuccessCriteriaMet comes first on 1.31+).
   if (holds("Complete") !== undefined) return { kind: "succeeded" };

@@ -11,7 +11,8 @@ import type { V1Pod } from "@kubernetes/client-node";
 import type { KubernetesTestbed } from "../config/schema.ts";
 import { uninterruptible, type Context } from "../context.ts";
 import type { RunOutcome } from "../runner.ts";
-import type { Cluster } from "./cluster.ts";
+import { ToolError } from "../errors.ts";
+import { isStatus, type Cluster } from "./cluster.ts";
 import { judgeRun, podIndex, resultFromLog, type RunState } from "./follow.ts";
 import { manifestsYaml, runLabels, type RunManifests } from "./manifests.ts";
 import type { PlannedRun } from "../campaign/plan.ts";
@@ -48,9 +49,20 @@ export async function runOnCluster(ctx: Context, cluster: Cluster, request: Clus
     return { ...fields, startedAt: started.toISOString(), endedAt: now.toISOString(), wallSeconds: (now.getTime() - started.getTime()) / 1000, collectDir };
   };
   try {
-    await cluster.create(manifests);
+    let uid: string;
+    try {
+      uid = await cluster.create(manifests);
+    } catch (error) {
+      if (!isStatus(error, 409)) throw error;
+      return ended({ status: "failed", error: `${(error as Error).message}: another campaign with testbed name ${testbed.name} runs in namespace ${testbed.namespace}, ` +
+        "or an earlier one's objects are still being deleted (`ringlab down` with the campaign file deletes them)" });
+    }
     const { state, pods } = await ctx.reporter.step(`run ${request.run.id} (Job ${jobName}, ${request.run.nodes} pod${request.run.nodes === 1 ? "" : "s"})`,
-      (detail) => follow(ctx, cluster, jobName, labels, request, detail));
+      (detail) => follow(ctx, cluster, { name: jobName, uid }, labels, request, detail).catch((error: unknown) => {
+        // The cluster stopped answering for longer than a blip: this run is lost, the campaign goes on.
+        if (!(error instanceof ToolError) || ctx.signal.aborted) throw error;
+        return { state: { kind: "failed", reason: `lost touch with the cluster while following the Job: ${error.message}` } as RunState, pods: [] };
+      }));
     await collectLogs(cluster, pods, collectDir);
     const logs = `worker logs: ${collectDir}/worker-*.log`;
     if (state.kind === "failed") return ended({ status: "failed", error: `${state.reason}; ${logs}` });
@@ -65,17 +77,25 @@ export async function runOnCluster(ctx: Context, cluster: Cluster, request: Clus
   }
 }
 
-/** Looks at the Job until it ends, its deadline (and grace) passes, or the user interrupts. */
-async function follow(ctx: Context, cluster: Cluster, jobName: string, labels: Record<string, string>, request: ClusterRunRequest, detail: (text: string) => void): Promise<{ state: RunState; pods: readonly V1Pod[] }> {
+/**
+ * Looks at the Job until it ends, its deadline (and grace) passes, or the user interrupts. While no pod exists, the
+ * Job's events say whether the cluster refuses to create them (admission, quota): that fails the run at once.
+ */
+async function follow(ctx: Context, cluster: Cluster, job: { name: string; uid: string }, labels: Record<string, string>, request: ClusterRunRequest, detail: (text: string) => void): Promise<{ state: RunState; pods: readonly V1Pod[] }> {
   const grace = request.graceSeconds ?? DEFAULT_GRACE_SECONDS;
   const until = Date.now() + (request.deadlineSeconds + grace) * 1000;
   let unscheduled: string | undefined;
   for (;;) {
     ctx.signal.throwIfAborted();
-    const view = await cluster.look(jobName, labels);
+    const view = await cluster.look(job.name, job.uid, labels);
     const state = judgeRun(view.job, view.pods, unscheduled);
     if (state.kind !== "running") return { state, pods: view.pods };
-    unscheduled = state.unscheduled ?? unscheduled;
+    // What the pods say now; with no pods (the controller removed them at the deadline), what they said last.
+    unscheduled = state.unscheduled;
+    if (view.pods.length === 0) {
+      const refused = await cluster.podCreationFailures(job.name, job.uid);
+      if (refused.length > 0) return { state: { kind: "failed", reason: `the cluster refused to create the Job's pods: ${refused.at(-1)}` }, pods: [] };
+    }
     detail(describePods(view.pods, state.unscheduled));
     if (Date.now() > until) {
       const why = unscheduled === undefined ? "" : `; the scheduler said: ${unscheduled}`;
@@ -96,11 +116,8 @@ function describePods(pods: readonly V1Pod[], unscheduled: string | undefined): 
 /** Every pod's worker log as worker-<node rank>.log (a pod with no index, by name). */
 async function collectLogs(cluster: Cluster, pods: readonly V1Pod[], collectDir: string): Promise<void> {
   for (const pod of pods) {
-    const name = pod.metadata?.name;
-    if (name === undefined) continue;
-    const log = await cluster.podLog(name);
-    const index = podIndex(pod);
-    writeFileSync(join(collectDir, `worker-${index ?? name}.log`), log.endsWith("\n") ? log : `${log}\n`);
+    const log = await cluster.podLog(pod);
+    writeFileSync(join(collectDir, `worker-${podIndex(pod) ?? pod.metadata?.name}.log`), log.endsWith("\n") ? log : `${log}\n`);
   }
 }
 

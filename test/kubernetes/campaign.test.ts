@@ -112,6 +112,56 @@ describe("a Kubernetes campaign", () => {
     expect(cluster.left()).toEqual(EMPTY);
   });
 
+  it("does not blame the scheduler for a deadline its pods were placed before (a node that took a minute to join)", async () => {
+    const waiting: PodState = { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/2 nodes are available: 2 Insufficient cpu." }] };
+    const placed: PodState = { phase: "Running", conditions: [{ type: "PodScheduled", status: "True" }] };
+    const cluster = await fake({
+      scenario: (look) => look === 0 ? { pods: [waiting, waiting] } : look < 3 ? { pods: [placed, placed] }
+        : { conditions: [{ type: "Failed", status: "True", reason: "DeadlineExceeded", message: "Job was active longer than specified deadline" }], pods: [] },
+    });
+    const { records } = await campaignOn(cluster, `${TESTBED}\ncampaign: {matrix: {nodes: [2], model: tiny, batchSize: 8, bandwidth: [unlimited]}, probe: {enabled: false}, runTimeoutSeconds: 60}\n`);
+    expect(records[0]!.error).toMatch(/^the Job failed \(DeadlineExceeded: Job was active longer than specified deadline\); worker logs: /);
+  });
+
+  it("fails a run at once when the cluster refuses to create its pods (admission, quota), with the Job controller's message", async () => {
+    const refusal = 'pods "kind-allreduce-n2-unlimited-r1-0-abcde" is forbidden: violates PodSecurity "baseline:latest": non-default capabilities (container "shape-link" must not include "NET_ADMIN" in securityContext.capabilities.add)';
+    const cluster = await fake({ scenario: (look) => ({ pods: [], failedCreate: look === 0 ? [] : [refusal] }) });
+    const { records } = await campaignOn(cluster);
+    expect(records[0]!.error).toMatch(/^the cluster refused to create the Job's pods: pods "kind-allreduce-n2-unlimited-r1-0-abcde" is forbidden: violates PodSecurity/);
+    expect(cluster.left()).toEqual(EMPTY);
+  });
+
+  it("fails a run whose Job someone deleted, at once rather than at its deadline", async () => {
+    const cluster = await fake({
+      scenario: () => ({ pods: [{ phase: "Running" }, { phase: "Running" }] }),
+      failWith: (request, earlier) => request.startsWith("GET /apis/batch/v1/namespaces/ringlab/jobs/") && earlier >= 2 ? 404 : undefined,
+    });
+    const { records } = await campaignOn(cluster);
+    expect(records[0]!.error).toMatch(/^the Job was deleted before it ended \(kubectl delete, `ringlab down` from elsewhere/);
+  });
+
+  it("asks again while the cluster blips (503), and records a run as failed, going on with the next, when it stays away", async () => {
+    const blips = await fake({ scenario: completes, failWith: (request, earlier) => request === "GET /apis/batch/v1/namespaces/ringlab/jobs/kind-allreduce-n2-unlimited-r1" && earlier < 2 ? 503 : undefined });
+    expect((await campaignOn(blips)).records.map((record) => record.status)).toEqual(["ok", "ok"]);
+    const away = await fake({
+      scenario: completes,
+      failWith: (request) => request === "GET /apis/batch/v1/namespaces/ringlab/jobs/kind-allreduce-n2-unlimited-r1" ? 500 : undefined,
+    });
+    const { file, resultsDir } = campaignFile();
+    await runKubernetesCampaign(context(), file, { resultsDir, cluster: { env: { KUBECONFIG: away.kubeconfig() }, followPatienceMs: 700 }, pollMs: 5 });
+    const records = ResultsStore.open(resultsDir, () => {}).records();
+    expect(records.map((record) => record.status)).toEqual(["failed", "ok"]);
+    expect(records[0]!.error).toMatch(/^lost touch with the cluster while following the Job: read Job kind-allreduce-n2-unlimited-r1: the API answered 500 InternalError/);
+  });
+
+  it("records a run whose Job's name is taken as failed, saying by what, and goes on", async () => {
+    const taken = { metadata: { name: "kind-allreduce-n2-unlimited-r1", labels: { app: "someone-else" } }, spec: {} };
+    const cluster = await fake({ scenario: completes, existing: { jobs: [taken] } });
+    const { records } = await campaignOn(cluster);
+    expect(records.map((record) => record.status)).toEqual(["failed", "ok"]);
+    expect(records[0]!.error).toMatch(/^create Job kind-allreduce-n2-unlimited-r1: the API answered 409 jobs\.batch "kind-allreduce-n2-unlimited-r1" already exists: another campaign with testbed name kind runs in namespace ringlab/);
+  });
+
   it("fails a run at once when its image cannot be pulled, naming the image and the kubelet's message", async () => {
     const pull: PodState = { phase: "Pending", worker: { waiting: { reason: "ImagePullBackOff", message: 'Back-off pulling image "registry.example/ringlab/worker:cpu"' } } };
     const cluster = await fake({ scenario: (look) => ({ pods: look === 0 ? [{ phase: "Pending" }, { phase: "Pending" }] : [pull, pull] }) });
@@ -155,15 +205,31 @@ describe("a Kubernetes campaign", () => {
         return { pods: [{ phase: "Running" }, { phase: "Running" }] };
       },
     });
-    await expect(campaignOn(cluster, undefined, controller.signal)).rejects.toThrow("SIGINT");
+    const { file, resultsDir } = campaignFile();
+    const options = { resultsDir, cluster: { env: { KUBECONFIG: cluster.kubeconfig() } }, pollMs: 5 };
+    await expect(runKubernetesCampaign(context(controller.signal), file, options)).rejects.toThrow("SIGINT");
     expect(cluster.created.map((object) => object.kind)).toEqual(["Service", "Job"]);
-    expect(cluster.left()).toEqual({ jobs: ["other-run"], services: ["other-run"], pods: [] });
+    // The interrupted run's pods terminate for a while; the next invocation waits for them before it starts.
+    expect(cluster.left()).toMatchObject({ jobs: ["other-run"], services: ["other-run"] });
+    await cluster.close();
+    const resumed = await fake({ scenario: completes, existing: { pods: [{ metadata: { name: "kind-allreduce-n2-unlimited-r1-0-old", labels: { "ringlab.testbed": "kind", "ringlab.run": "allreduce-n2-unlimited-r1" } } }] } });
+    const outcome = await runKubernetesCampaign(context(), file, { ...options, cluster: { env: { KUBECONFIG: resumed.kubeconfig() } } });
+    expect(outcome).toMatchObject({ ok: 2, failed: 0 });
+    const records = ResultsStore.open(resultsDir, () => {}).records();
+    expect(readFileSync(join(resultsDir, records[0]!.logsDir, "worker-0.log"), "utf8")).toContain("ringlab-result: ");
+    expect(resumed.left()).toEqual(EMPTY);
   });
 });
 
 describe("one run on a cluster", () => {
-  it("gives up on a Job that outlives its deadline and the grace its controller gets, and deletes it", async () => {
-    const cluster = await fake({ scenario: () => ({ pods: [{ phase: "Running" }, { phase: "Running", log: "still training\n" }] }) });
+  it("gives up on a Job that outlives its deadline and the grace its controller gets, reads only its own pods, and deletes it", async () => {
+    // A pod of an earlier attempt at the run, still terminating: same labels, same index, another owner.
+    const stale = {
+      metadata: { name: "kind-allreduce-n2-unlimited-r1-1-old", labels: { "ringlab.testbed": "kind", "ringlab.run": "allreduce-n2-unlimited-r1" },
+        annotations: { "batch.kubernetes.io/job-completion-index": "1" }, ownerReferences: [{ kind: "Job", uid: "an-earlier-job" }] },
+      status: { phase: "Pending", containerStatuses: [{ name: "worker", image: "old", state: { waiting: { reason: "ImagePullBackOff" } } }] },
+    };
+    const cluster = await fake({ scenario: () => ({ pods: [{ phase: "Running" }, { phase: "Running", log: "still training\n" }] }), existing: { pods: [stale] } });
     const { file, resultsDir } = campaignFile();
     const connected = await Cluster.connect(file.testbed, { env: { KUBECONFIG: cluster.kubeconfig() } });
     const run = planCampaign(file, "k8s").runs[0]!;
@@ -173,7 +239,8 @@ describe("one run on a cluster", () => {
     expect(outcome.status).toBe("failed");
     expect(outcome.error).toMatch(/^the Job did not end within its deadline \(0 s, runTimeoutSeconds\) and 0 s more; worker logs: /);
     expect(readFileSync(join(resultsDir, "run", "worker-1.log"), "utf8")).toBe("still training\n");
-    expect(cluster.left()).toEqual(EMPTY);
+    // Its pods terminate (their grace period); the campaign's end waits for them.
+    expect(cluster.left()).toMatchObject({ jobs: [], services: [] });
   });
 });
 
@@ -202,6 +269,24 @@ describe("a Kubernetes cluster is checked before anything is created", () => {
     // Only deleting needs no claim.
     await expect(Cluster.connect(testbed(), { env }, "delete")).resolves.toBeInstanceOf(Cluster);
     expect(cluster.requests.filter((request) => !request.startsWith("GET"))).toEqual([]);
+  });
+
+  it("refuses a user who may not read the namespace or the claim (exit 2), listing what a campaign needs", async () => {
+    const forbidden = await fake({ failWith: (request) => request.includes("persistentvolumeclaims") ? 403 : undefined });
+    const refused = Cluster.connect(testbed(), { env: { KUBECONFIG: forbidden.kubeconfig() } });
+    await expect(refused).rejects.toThrow(/^the kubeconfig's user may not do what a campaign needs: read the shared claim: the API answered 403 .*forbidden/);
+    await expect(refused).rejects.toMatchObject({ exitCode: EXIT.badInput, hint: expect.stringContaining("kubectl --context fake auth can-i --list -n ringlab") });
+    const expired = await fake({ failWith: () => 401 });
+    await expect(Cluster.connect(testbed(), { env: { KUBECONFIG: expired.kubeconfig() } })).rejects.toThrow("the kubeconfig's user may not do what a campaign needs: read the namespace: the API answered 401 Unauthorized");
+  });
+
+  it("reads KUBECONFIG's files as kubectl does: the first file's current-context holds, a file that is not there is passed over", async () => {
+    const cluster = await fake();
+    const first = cluster.kubeconfig("first");
+    const second = cluster.kubeconfig("second");
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-kubeconfig-list-"));
+    const connected = await Cluster.connect(testbed(), { env: { KUBECONFIG: [join(dir, "missing"), first, second].join(":") } });
+    expect(connected.context).toBe("first");
   });
 
   it("names a cluster that does not answer, refused or silent (exit 3)", async () => {

@@ -7,6 +7,7 @@
  * Anything else asked is answered 404 and kept in `unexpected`, for the test to assert there is none.
  */
 import { execFileSync } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer, type Server } from "node:https";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -25,8 +26,11 @@ export interface PodState {
   readonly log?: string;
 }
 
-/** What the cluster reports at the n-th look at the Job (n from 0): the Job's conditions and each pod's state. */
-export type Scenario = (look: number, job: Json) => { readonly conditions?: readonly Json[]; readonly pods: readonly PodState[] };
+/**
+ * What the cluster reports at the n-th look at the Job (n from 0): the Job's conditions, each pod's state (the
+ * Job's pods are these, no more), and the messages of the Job's FailedCreate events.
+ */
+export type Scenario = (look: number, job: Json) => { readonly conditions?: readonly Json[]; readonly pods: readonly PodState[]; readonly failedCreate?: readonly string[] };
 
 export interface FakeClusterOptions {
   readonly namespace: string;
@@ -38,6 +42,10 @@ export interface FakeClusterOptions {
   readonly hang?: boolean;
   /** Objects already in the namespace (another testbed's, a killed run's), by kind. */
   readonly existing?: { readonly jobs?: readonly Json[]; readonly services?: readonly Json[]; readonly pods?: readonly Json[] };
+  /** An error status to answer instead, by request ("GET /api/v1/...") and how many such requests came before it. */
+  readonly failWith?: (request: string, earlier: number) => number | undefined;
+  /** How many pod lists a deleted pod still shows in, terminating (its grace period). @default 2 */
+  readonly terminatingLists?: number;
 }
 
 export interface FakeCluster {
@@ -71,6 +79,10 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
   const pods = new Map<string, Json>((options.existing?.pods ?? []).map((pod) => [pod.metadata.name, pod]));
   const logs = new Map<string, string>();
   const looks = new Map<string, number>();
+  const failedCreate = new Map<string, readonly string[]>();
+  /** Deleted pods still terminating: how many more pod lists show them. */
+  const terminating = new Map<string, number>();
+  const seen = new Map<string, number>();
 
   const status = (code: number, reason: string, message: string) => ({ kind: "Status", apiVersion: "v1", metadata: {}, status: code < 400 ? "Success" : "Failure", message, reason, code });
   const matches = (object: Json, labelSelector: string | null) => (labelSelector ?? "").split(",").filter((term) => term !== "").every((term) => {
@@ -87,6 +99,9 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
     looks.set(name, look + 1);
     const state = scenario(look, job);
     job.status = { ...(state.conditions === undefined ? {} : { conditions: state.conditions.map((c) => ({ lastTransitionTime: "2026-11-26T00:00:00Z", ...c })) }) };
+    failedCreate.set(name, state.failedCreate ?? []);
+    // The Job's pods are what the scenario says now: the controller removes pods, as at a deadline.
+    for (const [podName, pod] of pods) if (pod.metadata.labels?.["job-name"] === name && !terminating.has(podName)) pods.delete(podName);
     state.pods.forEach((pod, index) => {
       const podName = `${name}-${index}-x${index}k`;
       const container = { name: "worker", image: job.spec.template.spec.containers[0].image, ready: pod.phase === "Running", restartCount: 0, ...(pod.worker === undefined ? {} : { state: pod.worker }) };
@@ -96,6 +111,7 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
           name: podName, namespace: ns,
           labels: { ...job.spec.template.metadata.labels, "batch.kubernetes.io/job-completion-index": String(index), "job-name": name },
           annotations: { "batch.kubernetes.io/job-completion-index": String(index) },
+          ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name, uid: job.metadata.uid, controller: true, blockOwnerDeletion: true }],
         },
         spec: job.spec.template.spec,
         status: { phase: pod.phase, conditions: [...(pod.conditions ?? [])], containerStatuses: pod.phase === "Pending" && pod.worker === undefined ? [] : [container] },
@@ -104,11 +120,23 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
     });
   }
 
+  /** A deleted pod: marked, and listed for a few more pod lists (its grace period), then gone. */
+  function terminate(name: string): void {
+    const pod = pods.get(name);
+    if (pod === undefined || terminating.has(name)) return;
+    pod.metadata.deletionTimestamp = "2026-11-26T00:00:30Z";
+    if ((options.terminatingLists ?? 2) === 0) pods.delete(name);
+    else terminating.set(name, options.terminatingLists ?? 2);
+  }
+
   async function answer(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url!, "http://fake");
     const path = url.pathname;
     const method = request.method!;
     requests.push(`${method} ${path}`);
+    const key = `${method} ${path}`;
+    const failure = options.failWith?.(key, seen.get(key) ?? 0);
+    seen.set(key, (seen.get(key) ?? 0) + 1);
     const body = await new Promise<string>((done) => {
       let text = "";
       request.on("data", (chunk) => (text += chunk));
@@ -119,6 +147,16 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
       response.end(JSON.stringify(json));
     };
     const notFound = (what: string) => send(404, status(404, "NotFound", `${what} not found`));
+    if (failure === 401) {
+      // As the API server does: no Status body for an unauthenticated request's 401 here, just the code.
+      response.writeHead(401, { "content-type": "application/json" });
+      return void response.end(JSON.stringify(status(401, "Unauthorized", "Unauthorized")));
+    }
+    if (failure !== undefined) {
+      const reasons: Record<number, string> = { 403: "Forbidden", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable" };
+      const message = failure === 403 ? `jobs.batch is forbidden: User "tester" cannot get resource "${path.split("/").at(-2)}" in API group "" in the namespace "${ns}"` : `${reasons[failure] ?? "Error"}`;
+      return send(failure, status(failure, reasons[failure] ?? "Unknown", message));
+    }
     const selector = url.searchParams.get("labelSelector");
     const core = `/api/v1/namespaces/${ns}`;
     const batch = `/apis/batch/v1/namespaces/${ns}`;
@@ -150,7 +188,7 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
       const job = JSON.parse(body);
       created.push(job);
       if (jobs.has(job.metadata.name)) return send(409, status(409, "AlreadyExists", `jobs.batch "${job.metadata.name}" already exists`));
-      jobs.set(job.metadata.name, { ...job, status: {} });
+      jobs.set(job.metadata.name, { ...job, metadata: { ...job.metadata, uid: randomUUID() }, status: {} });
       return send(201, jobs.get(job.metadata.name));
     }
     if (path === `${batch}/jobs` && method === "GET") return send(200, list("JobList", "batch/v1", jobs.values(), selector));
@@ -158,8 +196,8 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
       const doomed = [...jobs.values()].filter((job) => matches(job, selector));
       for (const job of doomed) {
         jobs.delete(job.metadata.name);
-        // Background propagation: the garbage collector removes the Job's pods.
-        if (url.searchParams.get("propagationPolicy") === "Background") for (const [name, pod] of pods) if (pod.metadata.labels?.["job-name"] === job.metadata.name) pods.delete(name);
+        // Background propagation: the garbage collector deletes the Job's pods, which terminate for a while.
+        if (url.searchParams.get("propagationPolicy") === "Background") for (const [name, pod] of pods) if (pod.metadata.labels?.["job-name"] === job.metadata.name) terminate(name);
       }
       return send(200, status(200, "", ""));
     }
@@ -169,11 +207,30 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
       advance(job);
       return send(200, job);
     }
-    if (path === `${core}/pods` && method === "GET") return send(200, list("PodList", "v1", pods.values(), selector));
+    if (path === `${core}/pods` && method === "GET") {
+      const answer = list("PodList", "v1", pods.values(), selector);
+      for (const [name, left] of terminating) {
+        if (left > 1) terminating.set(name, left - 1);
+        else {
+          terminating.delete(name);
+          pods.delete(name);
+        }
+      }
+      return send(200, answer);
+    }
     if (path === `${core}/pods` && method === "DELETE") {
       const doomed = [...pods.values()].filter((pod) => matches(pod, selector));
-      for (const pod of doomed) pods.delete(pod.metadata.name);
+      for (const pod of doomed) terminate(pod.metadata.name);
       return send(200, list("PodList", "v1", doomed, null));
+    }
+    if (path === `${core}/events` && method === "GET") {
+      const name = /involvedObject\.name=([^,]+)/.exec(url.searchParams.get("fieldSelector") ?? "")?.[1] ?? "";
+      const job = jobs.get(name);
+      const items = (failedCreate.get(name) ?? []).map((message, index) => ({
+        apiVersion: "v1", kind: "Event", metadata: { name: `${name}.${index}`, namespace: ns }, type: "Warning", reason: "FailedCreate", message,
+        involvedObject: { apiVersion: "batch/v1", kind: "Job", name, namespace: ns, uid: job?.metadata.uid }, source: { component: "job-controller" },
+      }));
+      return send(200, { kind: "EventList", apiVersion: "v1", metadata: {}, items });
     }
     if ((match = path.match(new RegExp(`^${core}/pods/([^/]+)/log$`))) && method === "GET") {
       const pod = pods.get(match[1]!);

@@ -54,7 +54,7 @@ async function downOne(ctx: Context, which: string | undefined): Promise<void> {
 async function downKubernetes(ctx: Context, testbed: KubernetesTestbed): Promise<void> {
   const { Cluster } = await import("../../kubernetes/cluster.ts");
   const cluster = await Cluster.connect(testbed, {}, "delete");
-  const removed = await cluster.deleteLabelled({ "ringlab.testbed": testbed.name });
+  const removed = await cluster.deleteLabelled({ "ringlab.testbed": testbed.name }, { waitUntilGone: true });
   ctx.reporter.info(`deleted ${removed} objects labelled ringlab.testbed=${testbed.name} in namespace ${testbed.namespace} (context ${cluster.context})`);
 }
 
