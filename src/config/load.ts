@@ -78,8 +78,8 @@ export interface LoadedKubernetesCampaignFile extends KubernetesCampaignFile {
 }
 
 const KUBERNETES_NOT_HERE = "kubernetes: this command works on a testbed ringlab brings up (local, aws); on a Kubernetes cluster " +
-  "`ringlab campaign <file>` runs the campaign (each run a Job), `ringlab manifests <file>` writes its objects for `kubectl apply -f` " +
-  "and `ringlab down <file>` deletes what it left";
+  "`ringlab plan <file>` lists the runs, `ringlab campaign <file>` runs them (each a Job), `ringlab manifests <file>` writes their objects " +
+  "for `kubectl apply -f` and `ringlab down <file>` deletes what a killed campaign left";
 
 /** Parses campaign text; `displayName` is how errors name the file. A Kubernetes campaign is refused (exit 2). */
 export function parseCampaign(sourceText: string, displayName: string, sourceFile = resolve(displayName), options: LoadOptions = {}): LoadedCampaignFile {

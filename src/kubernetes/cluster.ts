@@ -140,8 +140,8 @@ export class Cluster {
    * The Job of that name (undefined once it is gone) and the pods it owns. A cluster that does not answer, or answers
    * 429 or 5xx, is asked again for up to a minute before this throws: one blip does not end a long campaign.
    */
-  async look(jobName: string, jobUid: string, labels: Labels): Promise<RunView> {
-    return this.patiently(async () => {
+  async look(jobName: string, jobUid: string, labels: Labels, interrupt?: AbortSignal): Promise<RunView> {
+    return this.patiently(interrupt, async () => {
       let job: V1Job | undefined;
       try {
         job = await this.call(`read Job ${jobName}`, (options) => this.batch.readNamespacedJob({ name: jobName, namespace: this.namespace }, options));
@@ -156,7 +156,7 @@ export class Cluster {
 
   /** Why the Job controller could not create the Job's pods (its FailedCreate events: admission, quota), newest last. */
   async podCreationFailures(jobName: string, jobUid: string): Promise<string[]> {
-    const events = await this.patiently(() => this.call(`list Job ${jobName}'s events`, (options) =>
+    const events = await this.patiently(undefined, () => this.call(`list Job ${jobName}'s events`, (options) =>
       this.core.listNamespacedEvent({ namespace: this.namespace, fieldSelector: `involvedObject.kind=Job,involvedObject.name=${jobName}` }, options)));
     return events.items.filter((event) => event.reason === "FailedCreate" && (event.involvedObject.uid === undefined || event.involvedObject.uid === jobUid))
       .map((event) => event.message ?? "FailedCreate");
@@ -186,7 +186,7 @@ export class Cluster {
    * are deleted too, in case a Job was removed without them). Returns how many objects were asked to go.
    */
   async deleteLabelled(labels: Labels, options: { readonly waitUntilGone?: boolean } = {}): Promise<number> {
-    return this.patiently(() => this.deleteNow(selector(labels), options.waitUntilGone === true));
+    return this.patiently(undefined, () => this.deleteNow(selector(labels), options.waitUntilGone === true));
   }
 
   private async deleteNow(labelSelector: string, waitUntilGone: boolean): Promise<number> {
@@ -232,8 +232,11 @@ export class Cluster {
     }
   }
 
-  /** Runs `work`, again after a pause while the cluster does not answer or answers 429 or 5xx, for up to followPatienceMs. */
-  private async patiently<T>(work: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `work`, again after a pause while the cluster does not answer or answers 429 or 5xx, for up to
+   * followPatienceMs; no more tries once `interrupt` fires (Ctrl-C goes on to the run's deletion).
+   */
+  private async patiently<T>(interrupt: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
     const until = Date.now() + this.followPatienceMs;
     for (let pause = 500; ; pause = Math.min(pause * 2, 8000)) {
       try {
@@ -242,7 +245,8 @@ export class Cluster {
         const code = error instanceof ToolError ? error.details.toolExitCode : 0;
         const passing = error instanceof ToolError && (code === undefined || code === 429 || code! >= 500);
         if (!passing || Date.now() + pause > until) throw error;
-        await sleep(pause);
+        interrupt?.throwIfAborted();
+        await sleep(pause, undefined, interrupt === undefined ? {} : { signal: interrupt }).catch(() => interrupt?.throwIfAborted());
       }
     }
   }

@@ -87,7 +87,7 @@ async function follow(ctx: Context, cluster: Cluster, job: { name: string; uid: 
   let unscheduled: string | undefined;
   for (;;) {
     ctx.signal.throwIfAborted();
-    const view = await cluster.look(job.name, job.uid, labels);
+    const view = await cluster.look(job.name, job.uid, labels, ctx.signal);
     const state = judgeRun(view.job, view.pods, unscheduled);
     if (state.kind !== "running") return { state, pods: view.pods };
     // What the pods say now; with no pods (the controller removed them at the deadline), what they said last.

@@ -58,6 +58,6 @@ describe("a Kubernetes testbed", () => {
 
   it("is refused by the commands that work on a testbed ringlab brings up, saying which commands serve it", () => {
     expect(() => parseCampaign(`testbed: {target: kubernetes, name: eks, nodes: 2, namespace: ringlab, sharedClaim: shared, workerImage: r/w:gpu}\ncampaign: ${CAMPAIGN}\n`, "k8s.yaml", "/c/k8s.yaml", { readKeys: false }))
-      .toThrow(/^k8s\.yaml: testbed\.target: kubernetes: this command works on a testbed ringlab brings up \(local, aws\); on a Kubernetes cluster `ringlab campaign <file>` runs the campaign/);
+      .toThrow(/^k8s\.yaml: testbed\.target: kubernetes: this command works on a testbed ringlab brings up \(local, aws\); on a Kubernetes cluster `ringlab plan <file>` lists the runs, `ringlab campaign <file>` runs them/);
   });
 });

@@ -11,7 +11,7 @@ import { checkGpuMemory } from "../../campaign/gpu-memory.ts";
 import { checkLinkDrive } from "../../campaign/link-drive.ts";
 import { EXIT, UsageError } from "../../errors.ts";
 import { campaignName, planCampaign, reshapeCount, type CampaignPlan } from "../../campaign/plan.ts";
-import { loadCampaignFile, type LoadedCampaignFile } from "../../config/load.ts";
+import { isKubernetesCampaign, loadAnyCampaignFile, type LoadedCampaignFile, type LoadedKubernetesCampaignFile } from "../../config/load.ts";
 import { isPrediction, predictRun, type MissingInput, type RunPrediction } from "../../predict/predict.ts";
 import { predictionContextFor, PUBLISHED_ONLY } from "../../predict/inputs.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
@@ -29,7 +29,9 @@ export function registerPlan(program: Command, host: CommandHost): void {
     .option("--format <format>", "text, or json for scripts (the runs, their predictions and the estimate)", "text")
     .action(host.action((file: string, options: { calibration?: string; format: string }, command: Command) => {
       if (options.format !== "text" && options.format !== "json") throw new UsageError(`--format ${JSON.stringify(options.format)}: expected text or json`);
-      const campaign = loadCampaignFile(file, { readKeys: false });
+      const any = loadAnyCampaignFile(file, { readKeys: false });
+      if (isKubernetesCampaign(any)) return planOnKubernetes(any, options.format);
+      const campaign = any;
       const plan = planCampaign(campaign, campaignName(campaign.sourceFile));
       const cpusPerNode = resolveCpuQuota(campaign, availableParallelism());
       const estimate = estimateCampaign(plan, campaign, { localCores: availableParallelism(), ...tarballSize(campaign) });
@@ -53,6 +55,25 @@ export function registerPlan(program: Command, host: CommandHost): void {
       process.stderr.write(`\n${problems.map((problem) => `problem: ${problem}`).join("\n")}\n`);
       return EXIT.badInput;
     }));
+}
+
+/**
+ * A Kubernetes campaign's runs, each a Job on the user's cluster. No duration, cost or prediction: ringlab does not
+ * know the cluster's machines (a nodeSelector names them only for the scheduler).
+ */
+function planOnKubernetes(campaign: LoadedKubernetesCampaignFile, format: string): number {
+  const plan = planCampaign(campaign, campaignName(campaign.sourceFile));
+  const { testbed } = campaign;
+  if (format === "json") {
+    process.stdout.write(`${JSON.stringify({ runs: plan.runs, predictions: [], estimate: null, warnings: [] }, null, 2)}\n`);
+    return EXIT.ok;
+  }
+  process.stdout.write(formatRuns(plan));
+  process.stdout.write(`\n${plan.runs.length} runs, each a Job of up to ${plan.nodesToProvision} pods in namespace ${testbed.namespace} ` +
+    `(context ${testbed.context ?? "the kubeconfig's current one"}), ${testbed.gpusPerPod} GPU${testbed.gpusPerPod === 1 ? "" : "s"} per pod; ` +
+    `each run ends within ${formatDuration(plan.runTimeoutSeconds)} (runTimeoutSeconds). No duration, cost or prediction: ringlab does not know the cluster's machines.\n` +
+    "ringlab campaign runs them; ringlab manifests writes them for kubectl apply -f.\n");
+  return EXIT.ok;
 }
 
 /** The tarball's size for the upload estimate, when the file is here already. */

@@ -36,11 +36,20 @@ describe("ringlab manifests", () => {
     expect(unknown.stderr).toMatch(/plans no run "train-x-r9"\nhint: its runs: allreduce-n2-unlimited-r1, .* \(10 in all\)/);
   });
 
+  it("plan lists a Kubernetes campaign's runs, each a Job, without a duration or cost it cannot know", () => {
+    const plan = cli(["plan", EXAMPLE]);
+    expect(plan.status, plan.stderr).toBe(0);
+    expect(plan.stdout).toMatch(/train-resnet50-b64-n2-unlimited-r1/);
+    expect(plan.stdout).toMatch(/\n10 runs, each a Job of up to 2 pods in namespace ringlab \(context arn:aws:eks:us-east-1:111122223333:cluster\/ringlab\), 1 GPU per pod; each run ends within 15 min/);
+    const json = cli(["plan", EXAMPLE, "--format", "json"]);
+    expect(JSON.parse(json.stdout)).toMatchObject({ estimate: null, predictions: [] });
+  });
+
   it("refuses a campaign of another target, and the commands for a testbed ringlab brings up refuse a Kubernetes campaign, before anything starts", () => {
     const local = cli(["manifests", "campaigns/local-smoke.yaml"]);
     expect([local.status, local.stdout]).toEqual([2, ""]);
     expect(local.stderr).toMatch(/testbed\.target: found local, expected kubernetes/);
-    for (const command of [["plan"], ["up"], ["synth"]]) {
+    for (const command of [["dataset"], ["up"], ["synth"]]) {
       const refused = cli([...command, EXAMPLE]);
       expect(refused.status, command.join(" ")).toBe(2);
       expect(refused.stderr).toMatch(/testbed\.target: kubernetes: this command works on a testbed ringlab brings up \(local, aws\)/);
