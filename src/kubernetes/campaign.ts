@@ -22,6 +22,8 @@ export interface KubernetesCampaignOptions {
   readonly cluster?: ClusterOptions;
   /** How often a run's Job is looked at (ms). */
   readonly pollMs?: number;
+  /** How long an image pull may keep failing before its run fails (s; default 60). */
+  readonly pullPatienceSeconds?: number;
 }
 
 export async function runKubernetesCampaign(ctx: Context, file: LoadedKubernetesCampaignFile, options: KubernetesCampaignOptions = {}): Promise<CampaignOutcome> {
@@ -60,6 +62,7 @@ export async function runKubernetesCampaign(ctx: Context, file: LoadedKubernetes
       const outcome = await runOnCluster(ctx, cluster!, {
         run, testbed, manifests: runManifests(run, testbed, plan.name, plan.runTimeoutSeconds), deadlineSeconds: plan.runTimeoutSeconds,
         collectDir: store.logsDirOf(run.id, attempt), ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
+        ...(options.pullPatienceSeconds === undefined ? {} : { pullPatienceSeconds: options.pullPatienceSeconds }),
       });
       const record = runRecord(scope, run, attempt, outcome, undefined);
       store.save(record);

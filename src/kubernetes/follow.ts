@@ -1,19 +1,23 @@
 /**
  * How a run's Job stands, judged from the Job and its pods as the API returns them (pure): still going (and, while
  * a pod waits for a machine, the scheduler's reason), done, or failed with a sentence saying why. The run path
- * (./run.ts) asks this after every look at the cluster; a pod that can never start (its image cannot be pulled, its
- * container cannot be made) fails the run at once rather than at the deadline.
+ * (./run.ts) asks this after every look at the cluster; a pod that can never start (an invalid image name, a
+ * container that cannot be made) fails the run at once rather than at the deadline, and a pull that keeps failing
+ * fails it after a while (./run.ts).
  */
 import type { V1Job, V1Pod } from "@kubernetes/client-node";
 import { parseWorkerResult, type WorkerResult } from "../results/worker-result.ts";
 
 export type RunState =
-  | { readonly kind: "running"; readonly unscheduled?: string }
+  /** `unscheduled`: the scheduler's reason while a pod waits for a machine; `pullFailing`: a pull the kubelet is retrying. */
+  | { readonly kind: "running"; readonly unscheduled?: string; readonly pullFailing?: string }
   | { readonly kind: "succeeded" }
   | { readonly kind: "failed"; readonly reason: string };
 
-/** A container waiting for one of these never starts without someone's fix (kubelet retries a pull with back-off). */
-const HOPELESS_WAITS = new Set(["ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError"]);
+/** A container waiting for one of these never starts without someone's fix. */
+const HOPELESS_WAITS = new Set(["ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError"]);
+/** A pull that failed, which the kubelet tries again with back-off: a registry's 429 can clear, a wrong name cannot (./run.ts waits a while). */
+const RETRIED_WAITS = new Set(["ErrImagePull", "ImagePullBackOff"]);
 
 /** The completion index of a pod of an Indexed Job: its node rank. */
 export function podIndex(pod: V1Pod): number | undefined {
@@ -43,9 +47,10 @@ export function judgeRun(job: V1Job | undefined, pods: readonly V1Pod[], lastUns
       : `the Job failed (${failed.reason ?? "no reason given"}${failed.message === undefined ? "" : `: ${failed.message}`})`;
     return { kind: "failed", reason: [why, ...podFailures(pods)].join("; ") };
   }
-  const hopeless = hopelessWait(pods);
+  const hopeless = waitingFor(pods, HOPELESS_WAITS);
   if (hopeless !== undefined) return { kind: "failed", reason: hopeless };
-  return unscheduled === undefined ? { kind: "running" } : { kind: "running", unscheduled };
+  const pullFailing = waitingFor(pods, RETRIED_WAITS);
+  return { kind: "running", ...(unscheduled === undefined ? {} : { unscheduled }), ...(pullFailing === undefined ? {} : { pullFailing }) };
 }
 
 /** The scheduler's reason for a pod it has not placed ("0/3 nodes are available: 3 Insufficient nvidia.com/gpu."). */
@@ -57,11 +62,12 @@ function unscheduledReason(pods: readonly V1Pod[]): string | undefined {
   return undefined;
 }
 
-function hopelessWait(pods: readonly V1Pod[]): string | undefined {
+/** "pod x: container worker cannot start (image y): <reason>: <kubelet's message>" for the first container waiting for one of `reasons`. */
+function waitingFor(pods: readonly V1Pod[], reasons: ReadonlySet<string>): string | undefined {
   for (const pod of pods) {
     for (const status of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) {
       const waiting = status.state?.waiting;
-      if (waiting?.reason === undefined || !HOPELESS_WAITS.has(waiting.reason)) continue;
+      if (waiting?.reason === undefined || !reasons.has(waiting.reason)) continue;
       const image = waiting.reason.includes("Image") ? ` (image ${status.image})` : "";
       return `pod ${pod.metadata?.name}: container ${status.name} cannot start${image}: ${waiting.reason}${waiting.message === undefined ? "" : `: ${waiting.message}`}`;
     }

@@ -21,6 +21,8 @@ import type { PlannedRun } from "../campaign/plan.ts";
 export const DEFAULT_POLL_MS = 2000;
 /** After the Job's own deadline (activeDeadlineSeconds), how long the Job controller gets to say it failed. */
 const DEFAULT_GRACE_SECONDS = 30;
+/** A registry's rate limit or a node's slow credentials clear within this; a wrong image name or tag does not. */
+const DEFAULT_PULL_PATIENCE_SECONDS = 60;
 
 export interface ClusterRunRequest {
   readonly run: PlannedRun;
@@ -34,6 +36,8 @@ export interface ClusterRunRequest {
   readonly pollMs?: number;
   /** After the Job's deadline, how long its controller gets to fail it before ringlab gives up on it. @default 30 */
   readonly graceSeconds?: number;
+  /** How long an image pull may keep failing (the kubelet retries it) before the run fails. @default 60 */
+  readonly pullPatienceSeconds?: number;
 }
 
 export async function runOnCluster(ctx: Context, cluster: Cluster, request: ClusterRunRequest): Promise<RunOutcome> {
@@ -85,11 +89,16 @@ async function follow(ctx: Context, cluster: Cluster, job: { name: string; uid: 
   const grace = request.graceSeconds ?? DEFAULT_GRACE_SECONDS;
   const until = Date.now() + (request.deadlineSeconds + grace) * 1000;
   let unscheduled: string | undefined;
+  let pullFailingSince: number | undefined;
   for (;;) {
     ctx.signal.throwIfAborted();
     const view = await cluster.look(job.name, job.uid, labels, ctx.signal);
     const state = judgeRun(view.job, view.pods, unscheduled);
     if (state.kind !== "running") return { state, pods: view.pods };
+    pullFailingSince = state.pullFailing === undefined ? undefined : pullFailingSince ?? Date.now();
+    if (pullFailingSince !== undefined && Date.now() - pullFailingSince >= (request.pullPatienceSeconds ?? DEFAULT_PULL_PATIENCE_SECONDS) * 1000) {
+      return { state: { kind: "failed", reason: `${state.pullFailing} (failing for ${Math.round((Date.now() - pullFailingSince) / 1000)} s)` }, pods: view.pods };
+    }
     // What the pods say now; with no pods (the controller removed them at the deadline), what they said last.
     unscheduled = state.unscheduled;
     if (view.pods.length === 0) {

@@ -162,15 +162,29 @@ describe("a Kubernetes campaign", () => {
     expect(records[0]!.error).toMatch(/^create Job kind-allreduce-n2-unlimited-r1: the API answered 409 jobs\.batch "kind-allreduce-n2-unlimited-r1" already exists: another campaign with testbed name kind runs in namespace ringlab/);
   });
 
-  it("fails a run at once when its image cannot be pulled, naming the image and the kubelet's message", async () => {
+  it("fails a run whose image pull keeps failing after a while, naming the image and the kubelet's message; one that recovers runs", async () => {
     const pull: PodState = { phase: "Pending", worker: { waiting: { reason: "ImagePullBackOff", message: 'Back-off pulling image "registry.example/ringlab/worker:cpu"' } } };
     const cluster = await fake({ scenario: (look) => ({ pods: look === 0 ? [{ phase: "Pending" }, { phase: "Pending" }] : [pull, pull] }) });
-    const { outcome, records } = await campaignOn(cluster);
+    const { file, resultsDir } = campaignFile();
+    const outcome = await runKubernetesCampaign(context(), file, { resultsDir, cluster: { env: { KUBECONFIG: cluster.kubeconfig() } }, pollMs: 20, pullPatienceSeconds: 0.2 });
+    const records = ResultsStore.open(resultsDir, () => {}).records();
     expect(outcome).toMatchObject({ ok: 0, failed: 2 });
-    expect(records[0]!.error).toMatch(/^pod kind-allreduce-n2-unlimited-r1-0-x0k: container worker cannot start \(image registry\.example\/ringlab\/worker:cpu\): ImagePullBackOff: Back-off pulling image/);
-    expect(records[0]!.error).toContain("worker logs: ");
-    expect(cluster.requests.filter((request) => request.startsWith("GET /apis/batch/v1/namespaces/ringlab/jobs/kind-allreduce")).length).toBe(2);
+    expect(records[0]!.error).toMatch(/^pod kind-allreduce-n2-unlimited-r1-0-x0k: container worker cannot start \(image registry\.example\/ringlab\/worker:cpu\): ImagePullBackOff: Back-off pulling image "registry\.example\/ringlab\/worker:cpu" \(failing for 0 s\); worker logs: /);
     expect(cluster.left()).toEqual(EMPTY);
+
+    // A registry's rate limit that clears: the kubelet's next try pulls the image, and the run goes on.
+    const recovers = await fake({ scenario: (look, job) => look === 0 ? { pods: [pull, pull] } : completes(look, job) });
+    const again = campaignFile();
+    await runKubernetesCampaign(context(), again.file, { resultsDir: again.resultsDir, cluster: { env: { KUBECONFIG: recovers.kubeconfig() } }, pollMs: 20, pullPatienceSeconds: 10 });
+    expect(ResultsStore.open(again.resultsDir, () => {}).records().map((record) => record.status)).toEqual(["ok", "ok"]);
+  });
+
+  it("fails a run at once when its image name is invalid", async () => {
+    const invalid: PodState = { phase: "Pending", worker: { waiting: { reason: "InvalidImageName", message: 'Failed to apply default image tag "registry.example/ringlab/worker:cpu": couldn\'t parse image name' } } };
+    const cluster = await fake({ scenario: () => ({ pods: [invalid, invalid] }) });
+    const { records } = await campaignOn(cluster);
+    expect(records[0]!.error).toMatch(/^pod kind-allreduce-n2-unlimited-r1-0-x0k: container worker cannot start \(image registry\.example\/ringlab\/worker:cpu\): InvalidImageName: Failed to apply default image tag/);
+    expect(cluster.requests.filter((request) => request.startsWith("GET /apis/batch/v1/namespaces/ringlab/jobs/kind-allreduce")).length).toBe(1);
   });
 
   it("names the pod and node rank whose worker failed, and keeps every pod's log", async () => {
