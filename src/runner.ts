@@ -85,10 +85,7 @@ export async function executeRuns(
   const first = requests[0];
   if (first === undefined) return { done: 0 };
   for (const request of requests) {
-    // Earlier attempts have folders of their own and are kept; this attempt's folder exists only when an invocation
-    // was killed before recording it, and its leftovers must not pass as ours.
-    if (existsSync(request.collectDir)) rmSync(request.collectDir, { recursive: true, force: true });
-    mkdirSync(request.collectDir, { recursive: true });
+    freshCollectDir(request.collectDir);
   }
   const outcomes = new OutcomeWatch(requests, onOutcome);
   let failure: unknown;
@@ -166,7 +163,7 @@ async function endFailedBatch(ctx: Context, record: TestbedRecord, requests: rea
   const inFlight = requests[done];
   if (inFlight === undefined) return { done };
   const nodeLost = (await unreachableNodes(record)).length > 0;
-  const outcome = endedNow(inFlight, outcomes.since, { status: "failed", error: describeRunFailure(failure, inFlight) });
+  const outcome = endedNow(inFlight.collectDir, outcomes.since, { status: "failed", error: describeRunFailure(failure, inFlight) });
   return { done, cutShort: { outcome, nodeLost } };
 }
 
@@ -178,14 +175,23 @@ export async function executeRun(ctx: Context, record: TestbedRecord, request: R
 }
 
 /** A run's outcome that began at `since` and ends now. */
-function endedNow(request: RunRequest, since: Date, fields: Pick<RunOutcome, "status" | "result" | "error">): RunOutcome {
+/**
+ * An attempt's folder, empty. Earlier attempts have folders of their own and are kept; this attempt's folder exists
+ * only when an invocation was killed before recording it, and its leftovers must not pass as ours.
+ */
+export function freshCollectDir(dir: string): void {
+  if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+}
+
+export function endedNow(collectDir: string, since: Date, fields: Pick<RunOutcome, "status" | "result" | "error">): RunOutcome {
   const ended = new Date();
   return {
     ...fields,
     startedAt: since.toISOString(),
     endedAt: ended.toISOString(),
     wallSeconds: (ended.getTime() - since.getTime()) / 1000,
-    collectDir: request.collectDir,
+    collectDir,
   };
 }
 
@@ -237,7 +243,7 @@ const JobOutcome = z.looseObject({ ranks: z.array(RankOutcome) });
  * outcome: ok when every rank exited 0 and the head's result reads as a worker result.
  */
 export function readOutcome(request: RunRequest, since: Date): RunOutcome {
-  const finish = (fields: Pick<RunOutcome, "status" | "result" | "error">) => endedNow(request, since, fields);
+  const finish = (fields: Pick<RunOutcome, "status" | "result" | "error">) => endedNow(request.collectDir, since, fields);
   const file = outcomeFile(request);
   let job: z.infer<typeof JobOutcome>;
   try {

@@ -215,9 +215,7 @@ async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: Host
   // Runs of conditional rounds (repeatUntil) whose round has been decided: they take place.
   const decided = new Set<string>();
   const save = (record: RunRecord): void => {
-    scope.store.save(record);
-    writeDerivedFiles(scope.store.layout, scope.store.records(), scope.plan.runs.map((r) => r.id));
-    count(ctx, tally, record);
+    recordRun(ctx, scope, tally, record);
     const run = todo.find((planned) => planned.id === record.runId);
     if (record.hostLoad?.busy === true && record.status === "ok" && run !== undefined) busy.push(run);
   };
@@ -298,8 +296,15 @@ function takeWhile<T>(items: readonly T[], predicate: (item: T) => boolean): T[]
   return items.slice(0, end === -1 ? items.length : end);
 }
 
+/** Saves a run's record as soon as it ends, rewrites runs.jsonl and summary.csv, and counts it. */
+export function recordRun(ctx: Context, scope: RecordScope, tally: Omit<Tally, "rerun">, record: RunRecord): void {
+  scope.store.save(record);
+  writeDerivedFiles(scope.store.layout, scope.store.records(), scope.plan.runs.map((run) => run.id));
+  count(ctx, tally, record);
+}
+
 /** Counts a saved record, and says why a run failed. */
-export function count(ctx: Context, tally: Omit<Tally, "rerun">, record: RunRecord): void {
+function count(ctx: Context, tally: Omit<Tally, "rerun">, record: RunRecord): void {
   if (record.status === "ok") tally.ok++;
   else if (record.status === "skipped") tally.notRun++;
   else {

@@ -7,9 +7,8 @@
  */
 import type { LoadedKubernetesCampaignFile } from "../config/load.ts";
 import { uninterruptible, type Context } from "../context.ts";
-import { count, makeReport, resultsDirFor, runRecord, saveCampaignCopy, type CampaignOutcome, type RecordScope, type Tally } from "../campaign/execute.ts";
+import { makeReport, recordRun, resultsDirFor, runRecord, saveCampaignCopy, type CampaignOutcome, type RecordScope, type Tally } from "../campaign/execute.ts";
 import { campaignName, planCampaign, remainingRuns } from "../campaign/plan.ts";
-import { writeDerivedFiles } from "../results/derived.ts";
 import { ResultsStore } from "../results/store.ts";
 import { Cluster, type ClusterOptions } from "./cluster.ts";
 import { runManifests } from "./manifests.ts";
@@ -64,10 +63,7 @@ export async function runKubernetesCampaign(ctx: Context, file: LoadedKubernetes
         collectDir: store.logsDirOf(run.id, attempt), ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
         ...(options.pullPatienceSeconds === undefined ? {} : { pullPatienceSeconds: options.pullPatienceSeconds }),
       });
-      const record = runRecord(scope, run, attempt, outcome, undefined);
-      store.save(record);
-      writeDerivedFiles(store.layout, store.records(), plan.runs.map((planned) => planned.id));
-      count(ctx, tally, record);
+      recordRun(ctx, scope, tally, runRecord(scope, run, attempt, outcome, undefined));
       if (outcome.status === "ok") ctx.reporter.info(`✓ run ${index + 1}/${todo.length}: ${run.id} (${outcome.wallSeconds.toFixed(1)} s)`);
     }
   } finally {

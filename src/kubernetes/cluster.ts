@@ -12,7 +12,7 @@ import { STATUS_CODES } from "node:http";
 import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { ApiException, BatchV1Api, CoreV1Api, KubeConfig, type RequestContext, type ResponseContext, type V1Job, type V1Pod } from "@kubernetes/client-node";
+import { ApiException, BatchV1Api, CoreV1Api, KubeConfig, type RequestContext, type ResponseContext, type V1Job, type V1Pod, type V1Service } from "@kubernetes/client-node";
 import type { KubernetesTestbed } from "../config/schema.ts";
 import { PrerequisiteError, ToolError, UsageError } from "../errors.ts";
 import type { RunManifests } from "./manifests.ts";
@@ -148,9 +148,8 @@ export class Cluster {
       } catch (error) {
         if (!isStatus(error, 404)) throw error;
       }
-      const pods = await this.call("list the run's pods", (options) =>
-        this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: selector(labels) }, options));
-      return { job, pods: pods.items.filter((pod) => pod.metadata?.ownerReferences?.some((owner) => owner.uid === jobUid) ?? false) };
+      const pods = await this.listPods(selector(labels));
+      return { job, pods: pods.filter((pod) => pod.metadata?.ownerReferences?.some((owner) => owner.uid === jobUid) ?? false) };
     });
   }
 
@@ -190,14 +189,14 @@ export class Cluster {
   }
 
   private async deleteNow(labelSelector: string, waitUntilGone: boolean): Promise<number> {
-    const jobs = await this.call("list Jobs", (options) => this.batch.listNamespacedJob({ namespace: this.namespace, labelSelector }, options));
-    if (jobs.items.length > 0) {
+    const jobs = await this.listJobs(labelSelector);
+    if (jobs.length > 0) {
       await this.call("delete Jobs", (options) =>
         this.batch.deleteCollectionNamespacedJob({ namespace: this.namespace, labelSelector, propagationPolicy: "Background" }, options));
     }
     // Services are deleted one by one: deleting a collection of Services is recent (Kubernetes 1.31).
-    const services = await this.call("list Services", (options) => this.core.listNamespacedService({ namespace: this.namespace, labelSelector }, options));
-    for (const service of services.items) {
+    const services = await this.listServices(labelSelector);
+    for (const service of services) {
       try {
         await this.call(`delete Service ${service.metadata?.name}`, (options) =>
           this.core.deleteNamespacedService({ name: service.metadata!.name!, namespace: this.namespace }, options));
@@ -205,24 +204,32 @@ export class Cluster {
         if (!isStatus(error, 404)) throw error;
       }
     }
-    const pods = await this.call("list pods", (options) => this.core.listNamespacedPod({ namespace: this.namespace, labelSelector }, options));
-    if (pods.items.length > 0) {
+    const pods = await this.listPods(labelSelector);
+    if (pods.length > 0) {
       await this.call("delete pods", (options) => this.core.deleteCollectionNamespacedPod({ namespace: this.namespace, labelSelector }, options));
     }
-    const asked = jobs.items.length + services.items.length + pods.items.length;
+    const asked = jobs.length + services.length + pods.length;
     if (waitUntilGone && asked > 0) await this.waitUntilGone(labelSelector);
     return asked;
+  }
+
+  private async listJobs(labelSelector: string): Promise<V1Job[]> {
+    return (await this.call("list Jobs", (options) => this.batch.listNamespacedJob({ namespace: this.namespace, labelSelector }, options))).items;
+  }
+
+  private async listServices(labelSelector: string): Promise<V1Service[]> {
+    return (await this.call("list Services", (options) => this.core.listNamespacedService({ namespace: this.namespace, labelSelector }, options))).items;
+  }
+
+  private async listPods(labelSelector: string): Promise<V1Pod[]> {
+    return (await this.call("list pods", (options) => this.core.listNamespacedPod({ namespace: this.namespace, labelSelector }, options))).items;
   }
 
   /** Waits (up to 90 s) until nothing with the labels is listed: pods take their grace period to terminate. */
   private async waitUntilGone(labelSelector: string): Promise<void> {
     const until = Date.now() + GONE_WAIT_MS;
     for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
-      const left = [
-        ...(await this.call("list Jobs", (options) => this.batch.listNamespacedJob({ namespace: this.namespace, labelSelector }, options))).items,
-        ...(await this.call("list Services", (options) => this.core.listNamespacedService({ namespace: this.namespace, labelSelector }, options))).items,
-        ...(await this.call("list pods", (options) => this.core.listNamespacedPod({ namespace: this.namespace, labelSelector }, options))).items,
-      ];
+      const left = [...await this.listJobs(labelSelector), ...await this.listServices(labelSelector), ...await this.listPods(labelSelector)];
       if (left.length === 0) return;
       if (Date.now() > until) {
         throw new ToolError("kubernetes", `${left.length} objects labelled ${labelSelector} were still there ${GONE_WAIT_MS / 1000} s after their deletion ` +

@@ -4,13 +4,13 @@
  * deadline passes), every pod's log collected (worker-<node rank>.log) and rank 0's result read from its log, and
  * the run's objects deleted, whatever happened. The outcome is a RunOutcome, as the other testbeds' runs give.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { V1Pod } from "@kubernetes/client-node";
 import type { KubernetesTestbed } from "../config/schema.ts";
 import { uninterruptible, type Context } from "../context.ts";
-import type { RunOutcome } from "../runner.ts";
+import { endedNow, freshCollectDir, type RunOutcome } from "../runner.ts";
 import { ToolError } from "../errors.ts";
 import { isStatus, type Cluster } from "./cluster.ts";
 import { judgeRun, podIndex, resultFromLog, type RunState } from "./follow.ts";
@@ -42,16 +42,12 @@ export interface ClusterRunRequest {
 
 export async function runOnCluster(ctx: Context, cluster: Cluster, request: ClusterRunRequest): Promise<RunOutcome> {
   const { collectDir, manifests, testbed } = request;
-  if (existsSync(collectDir)) rmSync(collectDir, { recursive: true, force: true });
-  mkdirSync(collectDir, { recursive: true });
+  freshCollectDir(collectDir);
   writeFileSync(join(collectDir, "manifests.yaml"), manifestsYaml(manifests, testbed));
   const labels = runLabels(testbed, request.run);
   const jobName = manifests.objects[1].metadata!.name!;
   const started = new Date();
-  const ended = (fields: Pick<RunOutcome, "status" | "result" | "error">): RunOutcome => {
-    const now = new Date();
-    return { ...fields, startedAt: started.toISOString(), endedAt: now.toISOString(), wallSeconds: (now.getTime() - started.getTime()) / 1000, collectDir };
-  };
+  const ended = (fields: Pick<RunOutcome, "status" | "result" | "error">) => endedNow(collectDir, started, fields);
   try {
     let uid: string;
     try {
@@ -67,10 +63,10 @@ export async function runOnCluster(ctx: Context, cluster: Cluster, request: Clus
         if (!(error instanceof ToolError) || ctx.signal.aborted) throw error;
         return { state: { kind: "failed", reason: `lost touch with the cluster while following the Job: ${error.message}` } as RunState, pods: [] };
       }));
-    await collectLogs(cluster, pods, collectDir);
+    const headLog = await collectLogs(cluster, pods, collectDir);
     const logs = `worker logs: ${collectDir}/worker-*.log`;
     if (state.kind === "failed") return ended({ status: "failed", error: `${state.reason}; ${logs}` });
-    const head = resultFromLog(readLog(collectDir, 0));
+    const head = resultFromLog(headLog);
     if ("error" in head) return ended({ status: "failed", error: `the Job completed but ${head.error}; ${logs}` });
     writeFileSync(join(collectDir, "result.json"), `${head.text}\n`);
     return ended({ status: "ok", result: head.result });
@@ -122,15 +118,14 @@ function describePods(pods: readonly V1Pod[], unscheduled: string | undefined): 
   return `${pods.length} pod${pods.length === 1 ? "" : "s"}${counts === "" ? "" : `: ${counts}`}${unscheduled === undefined ? "" : ` (${unscheduled})`}`;
 }
 
-/** Every pod's worker log as worker-<node rank>.log (a pod with no index, by name). */
-async function collectLogs(cluster: Cluster, pods: readonly V1Pod[], collectDir: string): Promise<void> {
+/** Every pod's worker log as worker-<node rank>.log (a pod with no index, by name); returns node rank 0's ("" without one). */
+async function collectLogs(cluster: Cluster, pods: readonly V1Pod[], collectDir: string): Promise<string> {
+  let head = "";
   for (const pod of pods) {
     const log = await cluster.podLog(pod);
-    writeFileSync(join(collectDir, `worker-${podIndex(pod) ?? pod.metadata?.name}.log`), log.endsWith("\n") ? log : `${log}\n`);
+    const index = podIndex(pod);
+    if (index === 0) head = log;
+    writeFileSync(join(collectDir, `worker-${index ?? pod.metadata?.name}.log`), log.endsWith("\n") ? log : `${log}\n`);
   }
-}
-
-function readLog(collectDir: string, index: number): string {
-  const file = join(collectDir, `worker-${index}.log`);
-  return existsSync(file) ? readFileSync(file, "utf8") : "";
+  return head;
 }

@@ -4,7 +4,8 @@ import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { resultsDirFor, runCampaign, type CampaignOutcome } from "../../campaign/execute.ts";
-import { isKubernetesCampaign, loadAnyCampaignFile, type LoadedKubernetesCampaignFile } from "../../config/load.ts";
+import { isKubernetesCampaign, loadAnyCampaignFile, type LoadedCampaignFile, type LoadedKubernetesCampaignFile } from "../../config/load.ts";
+import type { Context } from "../../context.ts";
 import { EXIT, UsageError } from "../../errors.ts";
 import { reportData } from "../../report/data.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
@@ -38,19 +39,26 @@ export function registerCampaign(program: Command, host: CommandHost): void {
       const calibrationFile = options.calibration ?? defaultCalibrationFile(ctx.stateDir);
       const calibration = options.calibration !== undefined || existsSync(calibrationFile)
         ? { calibration: loadCalibration(calibrationFile, (message) => ctx.reporter.warn(message)), from: resolve(calibrationFile) } : undefined;
-      const resultsDir = resultsDirFor(campaign, options.results);
-      const problem = writableDirProblem(resultsDir);
-      if (problem !== undefined) throw new UsageError(`results folder ${resultsDir}: ${problem}`, { hint: "pick another with --results DIR" });
-      // One campaign per testbed and per results folder: a second one would remove the first one's workers.
-      const outcome = await withTestbedLock(ctx, campaign.testbed.name, () =>
-        withLock(resultsLockFile(resultsDir), `results folder ${resultsDir}`, (m) => ctx.reporter.warn(m), () =>
-          runCampaign(ctx, campaign, {
-            resultsDir, machineCores, rerunBusy: options.rerunBusy, redoBusy: options.rerunFlagged === true, ...(calibration === undefined ? {} : { calibration }),
-            ...(options.keep === undefined ? {} : { keep: options.keep }),
-          })));
-      ctx.reporter.info(formatOutcome(outcome, flagsOf(outcome.resultsDir)));
-      return exitCodeOf(outcome);
+      return lockedCampaign(ctx, campaign, options.results, (resultsDir) => runCampaign(ctx, campaign, {
+        resultsDir, machineCores, rerunBusy: options.rerunBusy, redoBusy: options.rerunFlagged === true, ...(calibration === undefined ? {} : { calibration }),
+        ...(options.keep === undefined ? {} : { keep: options.keep }),
+      }));
     }));
+}
+
+/**
+ * Runs a campaign holding its testbed's and its results folder's locks (a second campaign on either would remove
+ * the first one's workers or mix its records), then says how it went; returns the exit code.
+ */
+async function lockedCampaign(ctx: Context, campaign: LoadedCampaignFile | LoadedKubernetesCampaignFile, results: string | undefined,
+  run: (resultsDir: string) => Promise<CampaignOutcome>): Promise<number> {
+  const resultsDir = resultsDirFor(campaign, results);
+  const problem = writableDirProblem(resultsDir);
+  if (problem !== undefined) throw new UsageError(`results folder ${resultsDir}: ${problem}`, { hint: "pick another with --results DIR" });
+  const outcome = await withTestbedLock(ctx, campaign.testbed.name, () =>
+    withLock(resultsLockFile(resultsDir), `results folder ${resultsDir}`, (m) => ctx.reporter.warn(m), () => run(resultsDir)));
+  ctx.reporter.info(formatOutcome(outcome, flagsOf(outcome.resultsDir)));
+  return exitCodeOf(outcome);
 }
 
 /**
@@ -62,15 +70,8 @@ async function runOnKubernetes(host: CommandHost, command: Command, campaign: Lo
   if (options.keep === true || options.calibration !== undefined) {
     ctx.reporter.warn("--keep and --calibration serve a testbed ringlab brings up; a Kubernetes campaign ignores them (its runs' objects are always deleted)");
   }
-  const resultsDir = resultsDirFor(campaign, options.results);
-  const problem = writableDirProblem(resultsDir);
-  if (problem !== undefined) throw new UsageError(`results folder ${resultsDir}: ${problem}`, { hint: "pick another with --results DIR" });
   const { runKubernetesCampaign } = await import("../../kubernetes/campaign.ts");
-  const outcome = await withTestbedLock(ctx, campaign.testbed.name, () =>
-    withLock(resultsLockFile(resultsDir), `results folder ${resultsDir}`, (m) => ctx.reporter.warn(m), () =>
-      runKubernetesCampaign(ctx, campaign, { resultsDir })));
-  ctx.reporter.info(formatOutcome(outcome, flagsOf(outcome.resultsDir)));
-  return exitCodeOf(outcome);
+  return lockedCampaign(ctx, campaign, options.results, (resultsDir) => runKubernetesCampaign(ctx, campaign, { resultsDir }));
 }
 
 /** 4 when teardown failed, 5 when a run's latest record is not ok (a busy run's rerun included), else 0. */

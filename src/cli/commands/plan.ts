@@ -29,9 +29,8 @@ export function registerPlan(program: Command, host: CommandHost): void {
     .option("--format <format>", "text, or json for scripts (the runs, their predictions and the estimate)", "text")
     .action(host.action((file: string, options: { calibration?: string; format: string }, command: Command) => {
       if (options.format !== "text" && options.format !== "json") throw new UsageError(`--format ${JSON.stringify(options.format)}: expected text or json`);
-      const any = loadAnyCampaignFile(file, { readKeys: false });
-      if (isKubernetesCampaign(any)) return planOnKubernetes(any, options.format);
-      const campaign = any;
+      const campaign = loadAnyCampaignFile(file, { readKeys: false });
+      if (isKubernetesCampaign(campaign)) return planOnKubernetes(campaign, options.format);
       const plan = planCampaign(campaign, campaignName(campaign.sourceFile));
       const cpusPerNode = resolveCpuQuota(campaign, availableParallelism());
       const estimate = estimateCampaign(plan, campaign, { localCores: availableParallelism(), ...tarballSize(campaign) });
