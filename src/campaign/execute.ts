@@ -16,7 +16,7 @@ import type { ResultsLayout } from "../results/layout.ts";
 import { RUN_RECORD_SCHEMA, type RunRecord } from "../results/record.ts";
 import { ResultsStore } from "../results/store.ts";
 import { executeRuns, shapeLinks, stopWorkers, type RunOutcome, type RunRequest } from "../runner.ts";
-import { resolveCpuQuota } from "../testbed/cpu-quota.ts";
+import { CPU_PERIOD_MS, resolveCpuQuota, underQuota } from "../testbed/cpu-quota.ts";
 import type { TestbedRecord } from "../testbed/record.ts";
 import { NodeKeeper, runnableWith, type NodeRecovery } from "../testbed/health.ts";
 import { DEFAULT_BUSY_THRESHOLD, HostLoadSampler } from "../testbed/host-load.ts";
@@ -86,8 +86,8 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
     ctx.reporter.warn(message);
   });
   const keep = options.keep ?? plan.keep;
-  // A record made under another CPU quota (or none) measured something else: its run is done again.
-  const sameQuota = store.latestRecords().filter(({ record }) => record.params.cpusPerNode === cpusPerNode);
+  // A record made under another CPU quota (or none, or Docker's 100 ms period) measured something else: its run is done again.
+  const sameQuota = store.latestRecords().filter(({ record }) => underQuota(record, cpusPerNode));
   const remaining = remainingRuns(plan, new Map(sameQuota.map(({ record }) => [record.runId, record])), { redoBusy: options.redoBusy === true });
   // A repeatUntil campaign run again: the rounds its records show are not needed are not counted, nor a testbed brought up for them.
   const todo = plan.repeatUntil === undefined ? remaining
@@ -278,7 +278,7 @@ function decideRound(ctx: Context, scope: CampaignScope, queue: readonly Planned
   const round = takeWhile(queue, (run) => run.conditional && run.round === head.round && !decided.has(run.id));
   const target = scope.plan.repeatUntil!;
   // The repeats of the configurations measured under this campaign's quota (as the runs to do are chosen).
-  const records = scope.store.records().filter((record) => record.params.cpusPerNode === scope.cpusPerNode);
+  const records = scope.store.records().filter((record) => underQuota(record, scope.cpusPerNode));
   const needed = runsStillNeeded(round, throughputsByConfiguration(scope.plan.runs, records), target);
   for (const run of needed) decided.add(run.id);
   const link = round.find((run) => run.bandwidth !== null)?.bandwidth;
@@ -386,7 +386,7 @@ function recordBase(scope: RecordScope, run: PlannedRun, attempt: number) {
       ...(run.batchSize === undefined ? {} : { batchSize: run.batchSize }),
       knobs: run.knobs,
       workerArgs: run.workerArgs,
-      ...(cpusPerNode === undefined ? {} : { cpusPerNode }),
+      ...(cpusPerNode === undefined ? {} : { cpusPerNode, cpuPeriodMs: CPU_PERIOD_MS }),
       ...recordedLauncher(scope.plan.launcher),
       ...(scope.plan.repeatUntil === undefined ? {} : { repeatUntil: scope.plan.repeatUntil }),
     },

@@ -11,7 +11,7 @@ export function parsePositiveInt(text: string): number {
   return value;
 }
 
-/** A CPU quota in cores, as Docker's --cpus takes it: a positive number in steps of 0.01. */
+/** A CPU quota in cores: a number in steps of 0.01, at least the smallest quota the kernel takes (src/limits.ts). */
 export function parseCpuQuota(text: string): number {
   const value = Number(text);
   if (!/^\d+(\.\d{1,2})?$/.test(text) || !(value >= SMALLEST_CPU_QUOTA)) {

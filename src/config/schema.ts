@@ -90,8 +90,8 @@ const localTestbed = z.strictObject({
   sharedDir: safePath().optional(),
   workerImage: ruled(checkDockerImageReference).default(DEFAULTS.local.workerImage),
   /**
-   * CPU cores every worker process may use (Docker's --cpus on its node's container, times the processes there),
-   * so that compute is fixed per node (per GPU) as on a real cluster. Default: (this machine's cores - 0.5) / the
+   * CPU cores every worker process may use (a CFS quota of its node's container in 10 ms periods, src/limits.ts,
+   * times the processes there), so that compute is fixed per node (per GPU) as on a real cluster. Default: (this machine's cores - 0.5) / the
    * most processes that run at once (src/testbed/cpu-quota.ts); more than that is refused.
    */
   cpusPerNode: z.number().min(SMALLEST_CPU_QUOTA).optional(),

@@ -10,8 +10,10 @@ import { reportData } from "../report/data.ts";
 import { overlapShare } from "../results/comm-model.ts";
 import { meanWithInterval } from "../results/cost-model.ts";
 import type { RunRecord } from "../results/record.ts";
+import { underQuota } from "../testbed/cpu-quota.ts";
 
-export const CALIBRATION_SCHEMA = "ringlab.calibration/v1";
+/** v2: local entries come only from runs in 10 ms CPU periods (src/limits.ts CPU_PERIOD_MS); v1's may be Docker's 100 ms. */
+export const CALIBRATION_SCHEMA = "ringlab.calibration/v2";
 
 /** Where a number came from, in order of trust: measured by the user, published (with its citation), or derived. */
 export type Source =
@@ -120,7 +122,13 @@ export function parseCalibration(json: unknown): { calibration: Calibration } | 
  * determine no link (fewer than two sizes, or times that do not grow with the size: noise larger than the signal)
  * gives no entry, and `warn` says which and how to measure it.
  */
-export function calibrationFromRecords(records: readonly RunRecord[], resultsDir: string, warn: (message: string) => void = () => {}): Calibration {
+export function calibrationFromRecords(everyRecord: readonly RunRecord[], resultsDir: string, warn: (message: string) => void = () => {}): Calibration {
+  const records = everyRecord.filter((record) => underQuota(record, record.params.cpusPerNode));
+  const older = everyRecord.length - records.length;
+  if (older > 0) {
+    warn(`${resultsDir}: ${older} of ${everyRecord.length} runs left out: they ran under Docker's 100 ms CPU period (ringlab before ` +
+      `2026-11-26), in which a worker runs faster after every wait on the network than its quota allows; run that campaign again to calibrate from it`);
+  }
   const data = reportData(records);
   const recordOf = new Map(records.map((record) => [record.runId, record]));
   const dateOf = (runIds: readonly string[]) => runIds.map((id) => recordOf.get(id)?.endedAt ?? "").sort().at(-1)!.slice(0, 10);

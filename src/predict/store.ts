@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import { UsageError } from "../errors.ts";
 import { ResultsStore, type Warn } from "../results/store.ts";
 import { writePrivateFile } from "../util/fs.ts";
-import { calibrationFromRecords, mergeCalibrations, parseCalibration, type Calibration } from "./calibration.ts";
+import { CALIBRATION_SCHEMA, calibrationFromRecords, mergeCalibrations, parseCalibration, type Calibration } from "./calibration.ts";
 
 /** Where `ringlab calibrate` keeps the merged calibration, and `plan` and `campaign` look for it. */
 export function defaultCalibrationFile(stateDir: string): string {
@@ -35,15 +35,30 @@ export function calibrationOfResults(dir: string, warn: Warn): Calibration {
   return calibrationFromRecords(store.records(), dir, warn);
 }
 
+function isOtherVersion(file: string, warn: Warn): boolean {
+  let version: unknown;
+  try {
+    version = (JSON.parse(readFileSync(file, "utf8")) as { schema?: unknown } | null)?.schema;
+  } catch {
+    return false; // readCalibrationFile says what is wrong with it
+  }
+  if (typeof version !== "string" || version === CALIBRATION_SCHEMA) return false;
+  warn(`calibration ${file} is a ${version} file; this ringlab reads ${CALIBRATION_SCHEMA}: replaced by the calibration of the results given, nothing of it kept`);
+  return true;
+}
+
 /** `--calibration`: a calibration file, or a results folder to calibrate from on the spot. */
 export function loadCalibration(path: string, warn: Warn): Calibration {
   if (!existsSync(path)) throw new UsageError(`calibration ${path}: no such file or folder`, { hint: HOW_TO_MAKE });
   return statSync(path).isDirectory() ? calibrationOfResults(path, warn) : readCalibrationFile(path);
 }
 
-/** The calibration in `file` (if any) with the results folders' merged over it, written back; returns it. */
+/**
+ * The calibration in `file` (if any) with the results folders' merged over it, written back; returns it. A file of
+ * an earlier calibration version is replaced, said so: what it holds may not be what this ringlab measures.
+ */
 export function calibrateInto(file: string, resultsDirs: readonly string[], warn: Warn): Calibration {
-  const earlier = existsSync(file) ? [readCalibrationFile(file)] : [];
+  const earlier = existsSync(file) && !isOtherVersion(file, warn) ? [readCalibrationFile(file)] : [];
   const merged = mergeCalibrations([...earlier, ...resultsDirs.map((dir) => calibrationOfResults(dir, warn))]);
   writePrivateFile(file, `${JSON.stringify(merged, null, 2)}\n`);
   return merged;

@@ -42,6 +42,11 @@ export interface RunRecord {
     /** Local testbed: the CPU cores every node's worker was limited to (Docker's --cpus); absent on AWS and in older records. */
     readonly cpusPerNode?: number;
     /**
+     * With cpusPerNode: the CFS period of that quota, ms (src/limits.ts CPU_PERIOD_MS). Absent where it was Docker's
+     * 100 ms (records before 2026-11-26), under which a worker ran faster after every wait.
+     */
+    readonly cpuPeriodMs?: number;
+    /**
      * The launcher that started it (src/launchers/; slurm: one Slurm job, its job.sbatch in logsDir; mpi: one mpirun,
      * its mpirun.sh there); absent: Ansible.
      */
@@ -113,6 +118,7 @@ export const runRecordSchema: z.ZodType<RunRecord> = z.looseObject({
     knobs: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
     workerArgs: z.array(z.string()),
     cpusPerNode: z.number().positive().optional(),
+    cpuPeriodMs: z.number().positive().optional(),
     launcher: z.enum(LAUNCHER_NAMES).exclude([DEFAULT_LAUNCHER]).optional(),
     repeatUntil: z.looseObject({ halfWidth: z.number(), minRepeats: z.number(), maxRepeats: z.number() }).optional(),
   }),

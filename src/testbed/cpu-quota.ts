@@ -1,13 +1,14 @@
 /**
- * The CPU quota of every node's worker on the local testbed (Docker's `--cpus`, a cgroup cpu.max): fixed
+ * The CPU quota of every node's worker on the local testbed (a cgroup CFS quota, cpu.max: its share of every 10 ms
+ * period, CPU_PERIOD_MS): fixed
  * compute per node, so that adding nodes adds compute as on a real cluster. Pure: the machine's core count is
  * passed in (the CLI reads `os.availableParallelism()`).
  */
 import { ConfigError } from "../errors.ts";
-import { SMALLEST_CPU_QUOTA } from "../limits.ts";
+import { CPU_PERIOD_MS, SMALLEST_CPU_QUOTA } from "../limits.ts";
 
-/** Docker refuses a `--cpus` below this (src/limits.ts: the campaign schema applies it too). */
-export { SMALLEST_CPU_QUOTA };
+/** The quota's period, and the smallest quota the kernel takes in it (src/limits.ts: the campaign schema applies it too). */
+export { CPU_PERIOD_MS, SMALLEST_CPU_QUOTA };
 
 /** Cores left to dockerd, sshd and Ansible, which run beside the workers and must not be starved. */
 export const HOST_HEADROOM_CORES = 0.5;
@@ -93,3 +94,12 @@ interface CpuQuotaFile {
 type CpuQuotaTestbed =
   | { readonly target: "local"; readonly nodes: number; readonly cpusPerNode?: number | undefined }
   | { readonly target: "aws" };
+
+/**
+ * Whether a record measured what a run under `cpusPerNode` (undefined: no quota) measures now: the same quota, in
+ * this ringlab's CFS period (a record without one ran under Docker's 100 ms, faster after every wait).
+ */
+export function underQuota(record: { readonly params: { readonly cpusPerNode?: number; readonly cpuPeriodMs?: number } }, cpusPerNode: number | undefined): boolean {
+  if (record.params.cpusPerNode !== cpusPerNode) return false;
+  return cpusPerNode === undefined || record.params.cpuPeriodMs === CPU_PERIOD_MS;
+}

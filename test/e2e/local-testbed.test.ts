@@ -139,8 +139,9 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
       if (Date.now() > deadline) throw new Error(`the workers never started:\n${child.output()}`);
       await sleep(500);
     }
-    // What the kernel enforces, read inside each running worker: 50 ms of CPU per 100 ms period (cgroup v2's
-    // cpu.max, or v1's quota and period where the engine runs on cgroup v1), and one torch thread.
+    // What the kernel enforces, read inside each running worker: 5 ms of CPU per 10 ms period, not Docker's --cpus
+    // period of 100 ms, after which a worker that waited runs faster (cgroup v2's cpu.max, or v1's quota and period
+    // where the engine runs on cgroup v1), and one torch thread.
     const readQuota = "cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us)";
     // Read first, assert after the SIGTERM: a failed assertion must not leave the run holding the testbed.
     const seen = workers().split("\n").map((worker) => ({
@@ -154,7 +155,7 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
     while (workers() !== "" && Date.now() - signalled < 15_000) await sleep(250);
     expect(workers()).toBe("");
     expect(Date.now() - signalled).toBeLessThan(15_000);
-    expect(seen).toEqual([{ quota: "50000 100000", threads: "1" }, { quota: "50000 100000", threads: "1" }]);
+    expect(seen).toEqual([{ quota: "5000 10000", threads: "1" }, { quota: "5000 10000", threads: "1" }]);
   });
 
   it("refuses a second command on the testbed while one holds it, naming the holder", async () => {

@@ -1,7 +1,8 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { validateCampaign } from "../../src/config/schema.ts";
 import { ConfigError } from "../../src/errors.ts";
-import { HOST_HEADROOM_CORES, mostWorkersAtOnce, planCpuQuota, resolveCpuQuota } from "../../src/testbed/cpu-quota.ts";
+import { CPU_PERIOD_MS, HOST_HEADROOM_CORES, mostWorkersAtOnce, planCpuQuota, resolveCpuQuota, underQuota } from "../../src/testbed/cpu-quota.ts";
 
 describe("planCpuQuota", () => {
   it("defaults to the machine's cores less the headroom, shared by the nodes and rounded down to 0.01", () => {
@@ -72,9 +73,29 @@ describe("with several processes per node", () => {
 });
 
 describe("testbed.cpusPerNode in the campaign file", () => {
-  it("is a local-testbed field of at least a hundredth of a core", () => {
+  it("is a local-testbed field of at least a tenth of a core: the kernel's 1 ms of a 10 ms period", () => {
     expect(validateCampaign({ testbed: { target: "local", name: "lab", nodes: 3, cpusPerNode: 0.5 } }).ok).toBe(true);
-    const tooSmall = validateCampaign({ testbed: { target: "local", name: "lab", nodes: 3, cpusPerNode: 0 } });
-    expect(!tooSmall.ok && tooSmall.problems.map((problem) => problem.path)).toEqual(["testbed.cpusPerNode"]);
+    expect(validateCampaign({ testbed: { target: "local", name: "lab", nodes: 3, cpusPerNode: 0.1 } }).ok).toBe(true);
+    for (const cpusPerNode of [0, 0.05]) {
+      const tooSmall = validateCampaign({ testbed: { target: "local", name: "lab", nodes: 3, cpusPerNode } });
+      expect(!tooSmall.ok && tooSmall.problems.map((problem) => problem.path)).toEqual(["testbed.cpusPerNode"]);
+    }
+  });
+});
+
+describe("the quota's CFS period", () => {
+  it("is the 10 ms the worker role gives every worker container", () => {
+    expect(CPU_PERIOD_MS).toBe(10);
+    expect(readFileSync("ansible/roles/worker/defaults/main.yml", "utf8")).toMatch(new RegExp(`^worker_cpu_period_us: ${CPU_PERIOD_MS * 1000}$`, "m"));
+  });
+
+  it("keeps a record as measured under the quota only at the same quota and period: Docker's 100 ms (no period recorded) ran faster after waits", () => {
+    const params = (cpusPerNode?: number, cpuPeriodMs?: number) =>
+      ({ params: { ...(cpusPerNode === undefined ? {} : { cpusPerNode }), ...(cpuPeriodMs === undefined ? {} : { cpuPeriodMs }) } });
+    expect(underQuota(params(0.5, 10), 0.5)).toBe(true);
+    expect(underQuota(params(0.5), 0.5)).toBe(false);
+    expect(underQuota(params(0.75, 10), 0.5)).toBe(false);
+    expect(underQuota(params(), undefined)).toBe(true);
+    expect(underQuota(params(0.5, 10), undefined)).toBe(false);
   });
 });

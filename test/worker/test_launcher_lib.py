@@ -15,7 +15,7 @@ import ringlab_launcher_lib as lib  # noqa: E402
 
 CONFIG = {
     "image": "ringlab-worker:cpu", "container_name": "ringlab-lab-worker-1", "network_mode": "container:lab-node-1",
-    "shared_dir": "/srv/ringlab", "shm_size": "1g", "gpus": "0", "rdzv_port": "29400",
+    "shared_dir": "/srv/ringlab", "shm_size": "1g", "cpu_period_us": "10000", "gpus": "0", "rdzv_port": "29400",
     "env": {"GLOO_SOCKET_IFNAME": "eth0"},
     "labels": {"ringlab.testbed": "lab", "ringlab.role": "worker", "ringlab.rank": "1", "ringlab.launcher": "mpi"},
 }
@@ -91,7 +91,7 @@ def test_the_worker_container_gets_the_ansible_launchers_settings_and_is_removed
     assert options == {
         "name": "ringlab-lab-worker-1", "detach": True, "environment": env, "network_mode": "container:lab-node-1",
         "mounts": [("Mount", {"target": "/srv/ringlab", "source": "/srv/ringlab", "type": "bind"})], "shm_size": "1g",
-        "labels": dict(CONFIG["labels"], **{"ringlab.run_id": "r1"}), "nano_cpus": 500_000_000,
+        "labels": dict(CONFIG["labels"], **{"ringlab.run_id": "r1"}), "cpu_period": 10_000, "cpu_quota": 5_000,
     }
 
 
@@ -100,7 +100,16 @@ def test_a_gpu_node_gives_the_container_every_gpu_and_no_quota_means_no_cpu_limi
     lib.run_worker_container(dict(CONFIG, gpus="4"), "r1", "allreduce", [], None, {}, io.BytesIO())
     options = fake.calls[1][3]
     assert options["device_requests"] == [("DeviceRequest", {"count": -1, "capabilities": [["gpu"]]})]
-    assert "nano_cpus" not in options
+    assert "cpu_period" not in options and "cpu_quota" not in options
+
+
+def test_the_cpu_quota_comes_in_the_roles_period_not_dockers_100_ms():
+    # Docker's --cpus would give 100 ms periods, after which a worker that waited on the network runs faster.
+    assert lib.cfs_quota(0.5, 10_000) == (10_000, 5_000)
+    assert lib.cfs_quota(1.5, 10_000) == (10_000, 15_000)
+    # The least the CLI gives, 0.1 cores: the kernel's smallest quota. Docker's two decimals stay whole microseconds.
+    assert lib.cfs_quota(0.1, 10_000) == (10_000, 1_000)
+    assert lib.cfs_quota(0.29, 10_000) == (10_000, 2_900)
 
 
 def test_the_environment_is_the_nodes_then_the_placement_then_the_run():

@@ -9,11 +9,15 @@ import { trainRecord, probeRecord } from "../../report/fixtures/records.ts";
 
 const BIN = resolve("src/bin/ringlab.mjs");
 
-/** A results folder as a campaign leaves it: the smoke's configuration measured at 0.5 cores per worker. */
-function resultsOf(dir: string): string {
-  const results = join(dir, "results", "earlier");
+/**
+ * A results folder as a campaign leaves it: the smoke's configuration measured at 0.5 cores per worker, in 10 ms CPU
+ * periods (`period: null`: none recorded, as before 2026-11-26, in Docker's 100 ms).
+ */
+function resultsOf(dir: string, { name = "earlier", period = 10 as number | null } = {}): string {
+  const results = join(dir, "results", name);
   mkdirSync(join(results, "runs"), { recursive: true });
-  const atQuota = <T extends { params: object }>(record: T): T => ({ ...record, params: { ...record.params, cpusPerNode: 0.5 } });
+  const atQuota = <T extends { params: object }>(record: T): T =>
+    ({ ...record, params: { ...record.params, cpusPerNode: 0.5, ...(period === null ? {} : { cpuPeriodMs: period }) } });
   const records = [
     trainRecord({ model: "small", batchSize: 32, nodes: 1, repeat: 1, imagesPerSecond: 100 }),
     trainRecord({ model: "small", batchSize: 32, nodes: 1, repeat: 2, imagesPerSecond: 104 }),
@@ -36,7 +40,7 @@ describe("ringlab calibrate, then plan", () => {
     expect(made.status, made.stderr).toBe(0);
     expect(made.stdout).toMatch(/^compute small batch 32 fp32 at 0.5 cores: t_c 0.314 ± [\d.]+ s \(measured in .*results\/earlier on 2025-05-01\)$/m);
     expect(made.stdout).toMatch(/^link 1gbit, 2 nodes × 1, ring: α [\d.]+ ms, β as [\d.]+ Gbit\/s/m);
-    expect(JSON.parse(readFileSync(join(state, "calibration.json"), "utf8")).schema).toBe("ringlab.calibration/v1");
+    expect(JSON.parse(readFileSync(join(state, "calibration.json"), "utf8")).schema).toBe("ringlab.calibration/v2");
 
     // The smoke campaign at 0.5 cores: 1gbit probed for 2 nodes (3 derived from it); 3gbit never, and faster than any probe.
     const plan = cli(state, ["plan", "campaigns/local-smoke.yaml", "--format", "json"]);
@@ -58,16 +62,34 @@ describe("ringlab calibrate, then plan", () => {
   it("refuses a calibration that is not one, or a results folder without records, before anything (exit 2)", () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-calibrate-"));
     const corrupt = join(dir, "calibration.json");
-    writeFileSync(corrupt, "{\"schema\": \"ringlab.calibration/v1\", \"compute\": 3}");
+    writeFileSync(corrupt, "{\"schema\": \"ringlab.calibration/v2\", \"compute\": 3}");
     const plan = cli(join(dir, "state"), ["plan", "campaigns/local-smoke.yaml", "--calibration", corrupt]);
     expect(plan.status).toBe(2);
-    expect(plan.stderr).toContain(`calibration ${corrupt}: not a ringlab.calibration/v1 file at compute:`);
+    expect(plan.stderr).toContain(`calibration ${corrupt}: not a ringlab.calibration/v2 file at compute:`);
     expect(plan.stderr).toContain("make one with `ringlab calibrate <results dir>...`");
     mkdirSync(join(dir, "empty"));
     const empty = cli(join(dir, "state"), ["calibrate", join(dir, "empty")]);
     expect(empty.status).toBe(2);
     expect(empty.stderr).toMatch(/no run records in .*empty\/runs: results directory .* calibrates nothing/);
     expect(cli(join(dir, "state"), ["plan", "campaigns/local-smoke.yaml", "--format", "yaml"]).stderr).toMatch(/--format "yaml": expected text or json/);
+  });
+
+  it("leaves out runs measured in Docker's 100 ms CPU periods, and replaces a calibration of the version made from such runs, saying so", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-calibrate-"));
+    const state = join(dir, "state");
+    // A v1 calibration in the state folder (it may hold such runs): plan refuses it, calibrate replaces it.
+    mkdirSync(state, { recursive: true });
+    writeFileSync(join(state, "calibration.json"), JSON.stringify({ schema: "ringlab.calibration/v1", compute: [], links: [], overlap: [] }));
+    const refused = cli(state, ["plan", "campaigns/local-smoke.yaml"]);
+    expect([refused.status, refused.stderr]).toEqual([2, expect.stringContaining("it is a ringlab.calibration/v1 file; this ringlab reads ringlab.calibration/v2: make it again")]);
+    const made = cli(state, ["calibrate", resultsOf(dir, { name: "old", period: null }), resultsOf(dir)]);
+    expect(made.status, made.stderr).toBe(0);
+    expect(made.stderr).toMatch(/calibration\.json is a ringlab\.calibration\/v1 file; this ringlab reads ringlab\.calibration\/v2: replaced/);
+    expect(made.stderr).toMatch(/results\/old: 3 of 3 runs left out: they ran under Docker's 100 ms CPU period/);
+    // What stays is the other folder's, and only its.
+    const calibration = JSON.parse(readFileSync(join(state, "calibration.json"), "utf8")) as { schema: string; compute: { source: { resultsDir: string } }[] };
+    expect(calibration.schema).toBe("ringlab.calibration/v2");
+    expect(calibration.compute.map((entry) => entry.source.resultsDir)).toEqual([expect.stringMatching(/results\/earlier$/)]);
   });
 
   it("predicts a configuration over node counts nobody runs, says where communication overtakes compute, and refuses what it cannot know", () => {

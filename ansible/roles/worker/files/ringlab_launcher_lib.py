@@ -63,6 +63,14 @@ def write_whole_lines(chunks, out):
         out.flush()
 
 
+def cfs_quota(cpus, period_us):
+    """A quota of `cpus` cores as (CFS period, quota) in microseconds, as roles/worker/vars/main.yml computes it for
+    the Ansible launcher: in the role's worker_cpu_period_us (10 ms), not Docker's --cpus period of 100 ms, after
+    which a worker that waited on the network runs faster than its quota. The CLI gives at least 0.1 cores: the
+    kernel's smallest quota, 1 ms of 10."""
+    return period_us, int(round(cpus * period_us))
+
+
 def run_worker_container(config, run_id, job, job_args, cpus, environment, out=None):
     """Runs this node's worker container until it exits and returns its exit code; its output goes to `out`
     (default: stdout) a whole line at a time. SIGTERM, SIGINT and SIGHUP (the launcher ending its tasks: Slurm's time
@@ -98,7 +106,7 @@ def run_worker_container(config, run_id, job, job_args, cpus, environment, out=N
         "labels": dict(config.get("labels", {}), **{"ringlab.run_id": run_id}),
     }
     if cpus:
-        options["nano_cpus"] = int(round(cpus * 1e9))
+        options["cpu_period"], options["cpu_quota"] = cfs_quota(cpus, int(config["cpu_period_us"]))
     if int(config.get("gpus", 0)) > 0:
         options["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
     try:
