@@ -55,7 +55,7 @@ export function loadCalibration(path: string, warn: Warn): Calibration {
 
 /**
  * The calibration in `file` (if any) with the results folders' merged over it, written back; returns it. A file of
- * an earlier calibration version is replaced, said so: what it holds may not be what this ringlab measures.
+ * another calibration version is replaced, said so: what it holds may not be what this ringlab measures.
  */
 export function calibrateInto(file: string, resultsDirs: readonly string[], warn: Warn): Calibration {
   const earlier = existsSync(file) && !isOtherVersion(file, warn) ? [readCalibrationFile(file)] : [];
