@@ -10,7 +10,7 @@ import { reportData } from "../report/data.ts";
 import { overlapShare } from "../results/comm-model.ts";
 import { meanWithInterval } from "../results/cost-model.ts";
 import type { RunRecord } from "../results/record.ts";
-import { underQuota } from "../testbed/cpu-quota.ts";
+import { inCurrentCpuPeriod } from "../testbed/cpu-quota.ts";
 
 /** v2: local entries come only from runs in 10 ms CPU periods (src/limits.ts CPU_PERIOD_MS); v1's may be Docker's 100 ms. */
 export const CALIBRATION_SCHEMA = "ringlab.calibration/v2";
@@ -105,10 +105,16 @@ const calibrationSchema = z.strictObject({
   })).default([]),
 });
 
+/** The schema a calibration's JSON names, where it is another than the one this ringlab reads. */
+export function otherCalibrationVersion(json: unknown): string | undefined {
+  const version = (json as { schema?: unknown } | null)?.schema;
+  return typeof version === "string" && version !== CALIBRATION_SCHEMA ? version : undefined;
+}
+
 /** A calibration read back from a file, or why it is not one (another version, a field that does not fit). */
 export function parseCalibration(json: unknown): { calibration: Calibration } | { problem: string } {
-  const version = (json as { schema?: unknown } | null)?.schema;
-  if (typeof version === "string" && version !== CALIBRATION_SCHEMA) {
+  const version = otherCalibrationVersion(json);
+  if (version !== undefined) {
     return { problem: `it is a ${version} file; this ringlab reads ${CALIBRATION_SCHEMA}: make it again with \`ringlab calibrate <results dir>...\`` };
   }
   const parsed = calibrationSchema.safeParse(json);
@@ -123,7 +129,7 @@ export function parseCalibration(json: unknown): { calibration: Calibration } | 
  * gives no entry, and `warn` says which and how to measure it.
  */
 export function calibrationFromRecords(everyRecord: readonly RunRecord[], resultsDir: string, warn: (message: string) => void = () => {}): Calibration {
-  const records = everyRecord.filter((record) => underQuota(record, record.params.cpusPerNode));
+  const records = everyRecord.filter(inCurrentCpuPeriod);
   const older = everyRecord.length - records.length;
   if (older > 0) {
     warn(`${resultsDir}: ${older} of ${everyRecord.length} runs left out: they ran under Docker's 100 ms CPU period (ringlab before ` +

@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import { UsageError } from "../errors.ts";
 import { ResultsStore, type Warn } from "../results/store.ts";
 import { writePrivateFile } from "../util/fs.ts";
-import { CALIBRATION_SCHEMA, calibrationFromRecords, mergeCalibrations, parseCalibration, type Calibration } from "./calibration.ts";
+import { CALIBRATION_SCHEMA, calibrationFromRecords, mergeCalibrations, otherCalibrationVersion, parseCalibration, type Calibration } from "./calibration.ts";
 
 /** Where `ringlab calibrate` keeps the merged calibration, and `plan` and `campaign` look for it. */
 export function defaultCalibrationFile(stateDir: string): string {
@@ -15,12 +15,18 @@ const HOW_TO_MAKE = "make one with `ringlab calibrate <results dir>...` from cam
 
 /** A calibration file, checked; a file that is not one is bad input (exit 2), never half read. */
 export function readCalibrationFile(file: string): Calibration {
-  let json: unknown;
+  return checkedCalibration(file, calibrationJson(file));
+}
+
+function calibrationJson(file: string): unknown {
   try {
-    json = JSON.parse(readFileSync(file, "utf8"));
+    return JSON.parse(readFileSync(file, "utf8"));
   } catch (error) {
     throw new UsageError(`calibration ${file}: cannot be read as JSON (${(error as Error).message})`, { hint: HOW_TO_MAKE });
   }
+}
+
+function checkedCalibration(file: string, json: unknown): Calibration {
   const parsed = parseCalibration(json);
   if ("problem" in parsed) throw new UsageError(`calibration ${file}: ${parsed.problem}`, { hint: HOW_TO_MAKE });
   return parsed.calibration;
@@ -35,16 +41,13 @@ export function calibrationOfResults(dir: string, warn: Warn): Calibration {
   return calibrationFromRecords(store.records(), dir, warn);
 }
 
-function isOtherVersion(file: string, warn: Warn): boolean {
-  let version: unknown;
-  try {
-    version = (JSON.parse(readFileSync(file, "utf8")) as { schema?: unknown } | null)?.schema;
-  } catch {
-    return false; // readCalibrationFile says what is wrong with it
-  }
-  if (typeof version !== "string" || version === CALIBRATION_SCHEMA) return false;
+/** The calibration already in `file`, none where it is of another version (said so: it is replaced). */
+function earlierCalibration(file: string, warn: Warn): Calibration[] {
+  const json = calibrationJson(file);
+  const version = otherCalibrationVersion(json);
+  if (version === undefined) return [checkedCalibration(file, json)];
   warn(`calibration ${file} is a ${version} file; this ringlab reads ${CALIBRATION_SCHEMA}: replaced by the calibration of the results given, nothing of it kept`);
-  return true;
+  return [];
 }
 
 /** `--calibration`: a calibration file, or a results folder to calibrate from on the spot. */
@@ -58,7 +61,7 @@ export function loadCalibration(path: string, warn: Warn): Calibration {
  * another calibration version is replaced, said so: what it holds may not be what this ringlab measures.
  */
 export function calibrateInto(file: string, resultsDirs: readonly string[], warn: Warn): Calibration {
-  const earlier = existsSync(file) && !isOtherVersion(file, warn) ? [readCalibrationFile(file)] : [];
+  const earlier = existsSync(file) ? earlierCalibration(file, warn) : [];
   const merged = mergeCalibrations([...earlier, ...resultsDirs.map((dir) => calibrationOfResults(dir, warn))]);
   writePrivateFile(file, `${JSON.stringify(merged, null, 2)}\n`);
   return merged;

@@ -99,7 +99,16 @@ type CpuQuotaTestbed =
  * Whether a record measured what a run under `cpusPerNode` (undefined: no quota) measures now: the same quota, in
  * this ringlab's CFS period (a record without one ran under Docker's 100 ms, faster after every wait).
  */
-export function underQuota(record: { readonly params: { readonly cpusPerNode?: number; readonly cpuPeriodMs?: number } }, cpusPerNode: number | undefined): boolean {
-  if (record.params.cpusPerNode !== cpusPerNode) return false;
-  return cpusPerNode === undefined || record.params.cpuPeriodMs === CPU_PERIOD_MS;
+export function underQuota(record: QuotaOfRecord, cpusPerNode: number | undefined): boolean {
+  return record.params.cpusPerNode === cpusPerNode && inCurrentCpuPeriod(record);
+}
+
+/** Whether a record ran without a quota or in this ringlab's CFS period (one without a period ran in Docker's 100 ms). */
+export function inCurrentCpuPeriod(record: QuotaOfRecord): boolean {
+  return record.params.cpusPerNode === undefined || record.params.cpuPeriodMs === CPU_PERIOD_MS;
+}
+
+/** What a run record says of its CPU quota (results/record.ts). */
+interface QuotaOfRecord {
+  readonly params: { readonly cpusPerNode?: number; readonly cpuPeriodMs?: number };
 }
