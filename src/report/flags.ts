@@ -2,16 +2,18 @@
  * Numbers a reviewer would not accept without a second look, found in the report's data and the run records.
  * Impossible: a scaling efficiency above 100% or a probe's bus bandwidth above the shaped link, each by more than
  * its noise. Suspicious: a repeat far from the other repeats, an interval too wide to say much, a faster link
- * measuring slower than a slower one, a run on a machine busy with other work. Every flag names the runs it
+ * measuring slower than a slower one, a run on a machine busy with other work, a run whose steps changed speed while
+ * it ran. Every flag names the runs it
  * concerns and says why in one sentence with the figures. Pure.
  */
 import { headlineValue } from "../results/derived.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
+import { describeUnsteadiness, UNSTEADY_SHIFT, unsteadiness } from "../results/steadiness.ts";
 import { formatBytes } from "../util/format.ts";
 import { errorHalfWidth, IN_ONE_NODE, probeLinkLabel, type BandwidthSeries, type Interval, type ReportData, type ScalingPoint, type TrainingConfig } from "./data.ts";
 import { percent } from "./text.ts";
 
-export const FLAG_KINDS = ["efficiency-above-ideal", "probe-above-link", "outlier-repeat", "wide-interval", "faster-link-slower", "machine-busy"] as const;
+export const FLAG_KINDS = ["efficiency-above-ideal", "probe-above-link", "outlier-repeat", "wide-interval", "faster-link-slower", "machine-busy", "unsteady-run"] as const;
 export type FlagKind = (typeof FLAG_KINDS)[number];
 
 export interface Flag {
@@ -42,6 +44,7 @@ const KIND_NAMES: Readonly<Record<FlagKind, { readonly one: string; readonly man
   "wide-interval": { one: "wide interval", many: "wide intervals" },
   "faster-link-slower": { one: "faster link slower", many: "faster links slower" },
   "machine-busy": { one: "machine busy", many: "machine busy" },
+  "unsteady-run": { one: "unsteady run", many: "unsteady runs" },
 };
 
 /** "efficiency above ideal": the kind as the report and the closing lines say it. */
@@ -74,6 +77,7 @@ export function reportFlags(data: Pick<ReportData, "training" | "probes">, recor
     ...wideIntervals(sets),
     ...fasterLinkSlower(data.training),
     ...machineBusy(latest, sets),
+    ...unsteadyRuns(latest, sets),
   ];
 }
 
@@ -262,6 +266,22 @@ function machineBusy(latest: readonly RunRecord[], sets: readonly RepeatSet[]): 
       runIds: [record.runId],
       reason: `run ${record.runId}: ${percent(load.outsideShare)} of the machine's CPU capacity went to work outside the testbed while its benchmark ran, ` +
         `above the ${percent(load.busyThreshold)} that marks the machine busy${pressure}: its numbers may be the machine's, not the testbed's.`,
+    }];
+  });
+}
+
+/** Runs (latest attempts) whose step times shifted by more than UNSTEADY_SHIFT between thirds of the run (results/steadiness.ts). */
+function unsteadyRuns(latest: readonly RunRecord[], sets: readonly RepeatSet[]): Flag[] {
+  return latest.flatMap((record) => {
+    const shift = unsteadiness(record);
+    if (shift === undefined) return [];
+    return [{
+      kind: "unsteady-run" as const,
+      subject: sets.find((set) => set.runIds.includes(record.runId))?.subject ?? `run ${record.runId}`,
+      runIds: [record.runId],
+      reason: `run ${record.runId} changed speed while it ran: ${describeUnsteadiness(shift)}, ${percent(shift.shift)} apart, more than ` +
+        `${percent(UNSTEADY_SHIFT)}: its throughput mixes two speeds. Something slowed the machine for part of the run, or its warm-up ` +
+        "(numWarmupBatches) was too short if every run shows it.",
     }];
   });
 }

@@ -97,6 +97,18 @@ export function scoreSummary(score: PredictionScore): string {
     `${meanAbs === null ? "" : ` (mean |error| ${meanAbs.toFixed(1)} points)`}${means}, ${within10} of ${score.scored.length} runs within 10 % of the predicted throughput`;
 }
 
+/**
+ * "1 of the 2 multi-node runs outside 5 points is flagged (see Flags): ...", or undefined when no such run is flagged:
+ * a miss whose measurement a flag questions (an unsteady run, a busy machine) is not the model's error alone.
+ */
+export function flaggedMisses(score: PredictionScore, flaggedRunIds: ReadonlySet<string>): string | undefined {
+  const misses = score.scored.filter((row) => row.errorPoints !== null && row.nodes > 1 && Math.abs(row.errorPoints) > 5);
+  const flagged = misses.filter((row) => flaggedRunIds.has(row.runId)).length;
+  if (flagged === 0) return undefined;
+  const which = misses.length === 1 ? "the one multi-node run outside 5 points is" : `${flagged} of the ${misses.length} multi-node runs outside 5 points ${flagged === 1 ? "is" : "are"}`;
+  return `${which} flagged (see Flags): the measurement, not only the model, may be off there`;
+}
+
 function mean(values: readonly number[]): number {
   return values.reduce((sum, value) => sum + value, 0) / values.length;
 }

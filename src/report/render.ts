@@ -12,7 +12,7 @@ import {
 import { escapeHtml, htmlTable, markdownText, PAGE_STYLE, percent, readableSpan, readableTime } from "./text.ts";
 import { libraryComparisons } from "./libraries.ts";
 import { raceVerdict, strategyRaces, type StrategyOutcome, type StrategyRace } from "./time-to-accuracy.ts";
-import { scoreSummary, type PredictionScore } from "./predictions.ts";
+import { flaggedMisses, scoreSummary, type PredictionScore } from "./predictions.ts";
 
 export { markdownText };
 
@@ -51,7 +51,7 @@ ${timeToAccuracySection(data.realData)}
 ${comparisonsSection(data)}
 ${probeSection(data, svgs, flags)}
 ${modelSection(data, svgs)}
-${predictions === undefined ? "" : predictionsSection(predictions)}
+${predictions === undefined ? "" : predictionsSection(predictions, flags)}
 ${failuresSection(data.failures)}
 ${HOW_TO_READ}
 </body>
@@ -73,7 +73,7 @@ export function renderMarkdown(data: ReportData, meta: ReportMeta, flags: readon
     ...markdownComparisons(data),
     ...markdownProbes(data.probes),
     ...markdownModel(data),
-    ...(predictions === undefined ? [] : markdownPredictions(predictions)),
+    ...(predictions === undefined ? [] : markdownPredictions(predictions, flags)),
     ...markdownFailures(data.failures),
   ];
   return `${lines.join("\n")}\n`;
@@ -525,10 +525,11 @@ const PREDICTIONS_INTRO = "Made before the first run with ringlab plan's model (
   "it that the calibration's own shaped runs hid behind backward, or none where no run measured it; the interval from t_c's and φ's), from the " +
   "sources listed below it: earlier campaigns' measurements, published figures, the instance catalogue, each derived or assumed input said so.";
 
-function predictionRows(score: PredictionScore): string[][] {
+/** One row per scored run; the run's flags (an unsteady run, a busy machine) marked after its name, as the other tables do. */
+function predictionRows(score: PredictionScore, flags: readonly Flag[], escape = (text: string) => text, mark = flagMark): string[][] {
   const signed = (value: number, digits: number) => `${value >= 0 ? "+" : "−"}${Math.abs(value).toFixed(digits)}`;
   return score.scored.map((row) => [
-    row.label, row.predictedImagesPerSecond.toFixed(1), row.measuredImagesPerSecond.toFixed(1), `${signed(row.throughputError * 100, 1)}%`,
+    `${escape(row.label)}${mark(flags, [row.runId])}`, row.predictedImagesPerSecond.toFixed(1), row.measuredImagesPerSecond.toFixed(1), `${signed(row.throughputError * 100, 1)}%`,
     `${percent(row.predictedEfficiency.value)} (${percent(row.predictedEfficiency.low)} – ${percent(row.predictedEfficiency.high)})`,
     optional(row.measuredEfficiency, percent), row.errorPoints === null ? NOT_AVAILABLE : `${signed(row.errorPoints, 1)} pt`,
   ]);
@@ -536,27 +537,28 @@ function predictionRows(score: PredictionScore): string[][] {
 
 const PREDICTION_COLUMNS = ["Run", "Predicted (img/s)", "Measured (img/s)", "Error", "Predicted efficiency (95%)", "Measured efficiency", "Error (points)"];
 
-function predictionNotes(score: PredictionScore): string[] {
+function predictionNotes(score: PredictionScore, flags: readonly Flag[]): string[] {
+  const flagged = flaggedMisses(score, new Set(flags.flatMap((flag) => flag.runIds)));
   return [
-    `${scoreSummary(score)}. Predicted from ${score.calibration}, ${readableTime(score.madeAt)}.`,
+    `${scoreSummary(score)}${flagged === undefined ? "" : `; ${flagged}`}. Predicted from ${score.calibration}, ${readableTime(score.madeAt)}.`,
     ...score.sources.map((source) => `Source: ${source}`),
     ...(score.notMeasured === 0 ? [] : [`${score.notMeasured} predicted run${score.notMeasured === 1 ? " has" : "s have"} no successful measurement (rounds that repeatUntil did not need, or runs that failed).`]),
     ...score.missing.map((entry) => `${entry.runId}: not predicted: ${entry.missing}`),
   ];
 }
 
-function markdownPredictions(score: PredictionScore): string[] {
+function markdownPredictions(score: PredictionScore, flags: readonly Flag[]): string[] {
   return ["", "## Predicted before the run", "", PREDICTIONS_INTRO, "",
     `| ${PREDICTION_COLUMNS.join(" | ")} |`, `|---|${PREDICTION_COLUMNS.slice(1).map(() => "---:").join("|")}|`,
-    ...predictionRows(score).map((cells) => `| ${cells.map(markdownText).join(" | ")} |`),
-    ...predictionNotes(score).flatMap((note) => ["", markdownText(note)])];
+    ...predictionRows(score, flags).map((cells) => `| ${cells.map(markdownText).join(" | ")} |`),
+    ...predictionNotes(score, flags).flatMap((note) => ["", markdownText(note)])];
 }
 
-function predictionsSection(score: PredictionScore): string {
+function predictionsSection(score: PredictionScore, flags: readonly Flag[]): string {
   return `<section id="predictions">
 <h2>Predicted before the run</h2>
 <p>${escapeHtml(PREDICTIONS_INTRO)}</p>
-${table(PREDICTION_COLUMNS, predictionRows(score))}
-${predictionNotes(score).map((note) => `<p>${escapeHtml(note)}</p>`).join("\n")}
+${table(PREDICTION_COLUMNS, predictionRows(score, flags, escapeHtml, htmlFlagMark))}
+${predictionNotes(score, flags).map((note) => `<p>${escapeHtml(note)}</p>`).join("\n")}
 </section>`;
 }

@@ -180,6 +180,27 @@ describe("machine busy", () => {
   });
 });
 
+describe("unsteady run", () => {
+  // 7 steps at 0.5 s, then 13 at 0.38 s: the first third's median 31.6 % above the others'.
+  const slowedAtStart = [...Array.from({ length: 7 }, () => 0.5), ...Array.from({ length: 13 }, () => 0.38)];
+  const run = trainRecord({ nodes: 2, imagesPerSecond: 150, stepSeconds: slowedAtStart });
+
+  it("fires for a run whose steps changed speed, with the thirds' medians, the shift and what to do", () => {
+    expect(ofKind([run], "unsteady-run")).toEqual([{
+      kind: "unsteady-run", subject: "resnet50 · batch 64 · 1gbit · 2 nodes", runIds: ["train-resnet50-b64-n2-1gbit-r1"],
+      reason: "run train-resnet50-b64-n2-1gbit-r1 changed speed while it ran: the first third's median step took 0.500 s, the middle third's 0.380 s " +
+        "(20 timed steps), 31.6% apart, more than 20.0%: its throughput mixes two speeds. Something slowed the machine for part of the run, " +
+        "or its warm-up (numWarmupBatches) was too short if every run shows it.",
+    }]);
+    expect(flagTally(flagsOf([run]))).toBe("1 unsteady run");
+  });
+
+  it("looks at each run's latest attempt only: a steady rerun clears it", () => {
+    const steady = trainRecord({ nodes: 2, imagesPerSecond: 150, stepSeconds: Array.from({ length: 20 }, () => 0.38) });
+    expect(ofKind([{ ...run, attempt: 1 }, { ...steady, attempt: 2 }], "unsteady-run")).toEqual([]);
+  });
+});
+
 describe("flags together", () => {
   const records = scalingCampaign();
   const flags = flagsOf(records);

@@ -1,7 +1,8 @@
 /** The prediction made before the run, scored against the measurement in the report. */
 import { describe, expect, it } from "vitest";
 import { reportData, reportMeta } from "../../src/report/data.ts";
-import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
+import type { Flag } from "../../src/report/flags.ts";
+import { flaggedMisses, scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
 import { PREDICTIONS_SCHEMA, parsePredictions, type PredictionsFile } from "../../src/results/predictions.ts";
 import { scalingCampaign } from "./fixtures/records.ts";
@@ -69,6 +70,19 @@ describe("the prediction made before the run, scored", () => {
     expect(renderHtml(data, {}, meta, [], score)).toContain('<section id="predictions">');
     // Without predictions.json, no section.
     expect(renderMarkdown(data, meta, [])).not.toContain("Predicted before the run");
+  });
+
+  it("marks a flagged run in the table and says which misses a flag questions, in both pages", () => {
+    const meta = reportMeta(records, new Date("2026-11-25T15:00:00Z"));
+    const unsteady: Flag = { kind: "unsteady-run", subject: "resnet50 · batch 64 · 1gbit · 4 nodes", runIds: ["train-resnet50-b64-n4-1gbit-r1"], reason: "changed speed" };
+    const markdown = renderMarkdown(data, meta, [unsteady], score);
+    expect(markdown).toContain("| resnet50 · batch 64 · 1gbit · 4 nodes · repeat 1 ⚑ unsteady run | 250.0 |");
+    expect(markdown).toContain("2 of 3 runs within 10 % of the predicted throughput; the one multi-node run outside 5 points is flagged (see Flags): " +
+      "the measurement, not only the model, may be off there.");
+    expect(renderHtml(data, {}, meta, [unsteady], score)).toContain('<td>resnet50 · batch 64 · 1gbit · 4 nodes · repeat 1<br><span class="flag">⚑ unsteady run</span></td>');
+    // A flag on a run within 5 points says nothing of the misses.
+    expect(flaggedMisses(score, new Set(["train-resnet50-b64-n2-1gbit-r1"]))).toBeUndefined();
+    expect(renderMarkdown(data, meta, [], score)).not.toContain("is flagged (see Flags)");
   });
 
   it("reads only a predictions file of its version", () => {
