@@ -9,7 +9,8 @@ import { z } from "zod";
 import { reportData } from "../report/data.ts";
 import { overlapShare } from "../results/comm-model.ts";
 import { meanWithInterval } from "../results/cost-model.ts";
-import type { RunRecord } from "../results/record.ts";
+import { latestAttempts, type RunRecord } from "../results/record.ts";
+import { UNSTEADY_SHIFT, unsteadiness } from "../results/steadiness.ts";
 import { inCurrentCpuPeriod } from "../testbed/cpu-quota.ts";
 
 /** v2: local entries come only from runs in 10 ms CPU periods (src/limits.ts CPU_PERIOD_MS); v1's may be Docker's 100 ms. */
@@ -129,12 +130,20 @@ export function parseCalibration(json: unknown): { calibration: Calibration } | 
  * gives no entry, and `warn` says which and how to measure it.
  */
 export function calibrationFromRecords(everyRecord: readonly RunRecord[], resultsDir: string, warn: (message: string) => void = () => {}): Calibration {
-  const records = everyRecord.filter(inCurrentCpuPeriod);
-  const older = everyRecord.length - records.length;
+  const current = everyRecord.filter(inCurrentCpuPeriod);
+  const older = everyRecord.length - current.length;
   if (older > 0) {
     warn(`${resultsDir}: ${older} of ${everyRecord.length} runs left out: they ran under Docker's 100 ms CPU period (ringlab before ` +
       `2026-11-26), in which a worker runs faster after every wait on the network than its quota allows; run that campaign again to calibrate from it`);
   }
+  // A run whose latest attempt changed speed while it ran measured two speeds, neither of them the testbed's: all its attempts stay out.
+  const unsteady = new Set(latestAttempts(current).map(({ record }) => record).filter((record) => unsteadiness(record) !== undefined).map((record) => record.runId));
+  if (unsteady.size > 0) {
+    warn(`${resultsDir}: ${unsteady.size} unsteady run${unsteady.size === 1 ? "" : "s"} left out (${[...unsteady].join(", ")}): ` +
+      `${unsteady.size === 1 ? "its" : "their"} steps changed speed by more than ${Math.round(UNSTEADY_SHIFT * 100)} % while ${unsteady.size === 1 ? "it" : "they"} ran ` +
+      `(the report's Flags say how); \`ringlab campaign --rerun-flagged\` runs ${unsteady.size === 1 ? "it" : "them"} again`);
+  }
+  const records = current.filter((record) => !unsteady.has(record.runId));
   const data = reportData(records);
   const recordOf = new Map(records.map((record) => [record.runId, record]));
   const dateOf = (runIds: readonly string[]) => runIds.map((id) => recordOf.get(id)?.endedAt ?? "").sort().at(-1)!.slice(0, 10);

@@ -211,6 +211,20 @@ describe("deriving what the calibration did not measure, said so", () => {
   });
 });
 
+describe("an unsteady run", () => {
+  it("is left out of the calibration, all its attempts, saying which and why; a steady repeat still calibrates", () => {
+    const warnings: string[] = [];
+    // Repeat 1 ran its first 7 steps at 0.8 s, the rest at 0.5 s: 128 img/s would make t_c 0.625 s, not 0.5.
+    const unsteady = trainRecord({ nodes: 1, imagesPerSecond: 102.4, stepSeconds: [...Array.from({ length: 7 }, () => 0.8), ...Array.from({ length: 13 }, () => 0.5)] });
+    const steady = trainRecord({ nodes: 1, repeat: 2, imagesPerSecond: 128, stepSeconds: Array.from({ length: 20 }, () => 0.5) });
+    const calibrated = calibrationFromRecords([{ ...unsteady, attempt: 1 }, { ...unsteady, attempt: 2 }, steady], "r", (message) => warnings.push(message));
+    expect(calibrated.compute).toHaveLength(1);
+    expect(calibrated.compute[0]!.computeSeconds).toMatchObject({ mean: 0.5, repeats: 1 });
+    expect(warnings).toEqual(["r: 1 unsteady run left out (train-resnet50-b64-n1-r1): its steps changed speed by more than 20 % while it ran " +
+      "(the report's Flags say how); `ringlab campaign --rerun-flagged` runs it again"]);
+  });
+});
+
 describe("a probe that determines no link", () => {
   it("leaves a probe of one size out of the calibration, saying why", () => {
     const warnings: string[] = [];
