@@ -14,6 +14,7 @@ import { writeReport } from "../report/index.ts";
 import { writeDerivedFiles } from "../results/derived.ts";
 import type { ResultsLayout } from "../results/layout.ts";
 import { RUN_RECORD_SCHEMA, type RunRecord } from "../results/record.ts";
+import { disturbance, UNSTEADY_SHIFT, type Disturbance } from "../results/steadiness.ts";
 import { ResultsStore } from "../results/store.ts";
 import { executeRuns, shapeLinks, stopWorkers, type RunOutcome, type RunRequest } from "../runner.ts";
 import { CPU_PERIOD_MS, resolveCpuQuota, underQuota } from "../testbed/cpu-quota.ts";
@@ -37,10 +38,13 @@ export interface CampaignOptions {
   readonly resultsDir?: string;
   /** This machine's cores, for the local testbed's CPU quota (src/testbed/cpu-quota.ts). @default os.availableParallelism() */
   readonly machineCores?: number;
-  /** Run once more, at the end, each run during which the machine was busy (local testbed). @default true */
-  readonly rerunBusy?: boolean;
-  /** Also do again the runs of earlier invocations whose latest record says the machine was busy (`--rerun-flagged`). @default false */
-  readonly redoBusy?: boolean;
+  /**
+   * Run once more, at the end, each run whose measurement was disturbed (results/steadiness.ts): the machine was busy
+   * during it (local testbed), or its steps changed speed while it ran. @default true
+   */
+  readonly rerunDisturbed?: boolean;
+  /** Also do again the runs of earlier invocations whose latest record was disturbed (`--rerun-flagged`). @default false */
+  readonly redoDisturbed?: boolean;
   /**
    * Predict every training run from this calibration and save the predictions in the results folder before the
    * first run (predictions.json; kept as it is when the campaign resumes), for the report to score. @default none
@@ -63,10 +67,10 @@ export interface CampaignOutcome {
   /** Seconds bringing the testbed up: on a first campaign mostly the local images' builds, or the cloud deploy. */
   readonly upSeconds: number;
   /**
-   * Runs done once more at the end because the machine was busy during them: `failed` of them failed or could not run
-   * (their record is now the latest: a rerun of the campaign does them), `stillBusy` were busy again.
+   * Runs done once more at the end because their measurement was disturbed: `failed` of them failed or could not run
+   * (their record is now the latest: a rerun of the campaign does them), `stillDisturbed` were disturbed again.
    */
-  readonly rerun: { readonly runs: number; readonly failed: number; readonly stillBusy: number };
+  readonly rerun: { readonly runs: number; readonly failed: number; readonly stillDisturbed: number };
   readonly teardown: "done" | "kept" | "failed" | "not needed";
 }
 
@@ -88,7 +92,8 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
   const keep = options.keep ?? plan.keep;
   // A record made under another CPU quota (or none, or Docker's 100 ms period) measured something else: its run is done again.
   const sameQuota = store.latestRecords().filter(({ record }) => underQuota(record, cpusPerNode));
-  const remaining = remainingRuns(plan, new Map(sameQuota.map(({ record }) => [record.runId, record])), { redoBusy: options.redoBusy === true });
+  const remaining = remainingRuns(plan, new Map(sameQuota.map(({ record }) => [record.runId, record])),
+    options.redoDisturbed === true ? { redo: (record) => disturbance(record) !== undefined } : {});
   // A repeatUntil campaign run again: the rounds its records show are not needed are not counted, nor a testbed brought up for them.
   const todo = plan.repeatUntil === undefined ? remaining
     : withoutRoundsNotNeeded(remaining, throughputsByConfiguration(plan.runs, sameQuota.map(({ record }) => record)), plan.repeatUntil);
@@ -98,7 +103,7 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
   if (predictFrom !== undefined) savePredictions(ctx, store.layout, plan, predictFrom, options.calibration?.from ?? PUBLISHED_ONLY);
   ctx.reporter.info(`campaign ${plan.name}: ${plan.repeatUntil === undefined ? "" : "up to "}${plan.runs.length} runs planned, ${alreadyDone} already done, ${todo.length} to run; results in ${store.layout.dir}`);
 
-  const tally: Tally = { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0, rerun: { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0, stillBusy: 0 } };
+  const tally: Tally = { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0, rerun: { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0, stillDisturbed: 0 } };
   let upSeconds = 0;
   let teardown: CampaignOutcome["teardown"] = "not needed";
   let testbed: TestbedRecord | undefined;
@@ -112,7 +117,7 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
       await configureUnlessCurrent(ctx, testbed, { launchers: [plan.launcher] });
       if (plan.dataset?.generate === true && todo.some((run) => run.knobs.data === "dataset")) await prepareDataset(ctx, testbed, plan.dataset);
       const instanceType = file.testbed.target === "aws" ? file.testbed.instanceType : undefined;
-      await runAll(ctx, { testbed, plan, store, instanceType, cpusPerNode, rerunBusy: options.rerunBusy ?? true }, todo, tally);
+      await runAll(ctx, { testbed, plan, store, instanceType, cpusPerNode, rerunDisturbed: options.rerunDisturbed ?? true }, todo, tally);
     }
   } finally {
     const interrupted = ctx.signal.aborted;
@@ -128,7 +133,7 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
   const { rerun, ...counts } = tally;
   return {
     resultsDir: store.layout.dir, planned: plan.runs.length, alreadyDone, ...counts, benchmarkSeconds: counts.benchmarkSeconds + rerun.benchmarkSeconds,
-    rerun: { runs: rerun.ok + rerun.failed + rerun.notRun, failed: rerun.failed + rerun.notRun, stillBusy: rerun.stillBusy },
+    rerun: { runs: rerun.ok + rerun.failed + rerun.notRun, failed: rerun.failed + rerun.notRun, stillDisturbed: rerun.stillDisturbed },
     wallSeconds: (Date.now() - started) / 1000, upSeconds, teardown,
   };
 }
@@ -147,8 +152,8 @@ export interface RecordScope {
 /** What every run of one campaign invocation shares. */
 interface CampaignScope extends RecordScope {
   readonly testbed: TestbedRecord;
-  /** CampaignOptions.rerunBusy. */
-  readonly rerunBusy: boolean;
+  /** CampaignOptions.rerunDisturbed. */
+  readonly rerunDisturbed: boolean;
 }
 
 export interface Tally {
@@ -156,13 +161,13 @@ export interface Tally {
   failed: number;
   notRun: number;
   benchmarkSeconds: number;
-  /** Runs done once more because the machine was busy during their first attempt. */
+  /** Runs done once more because their first attempt's measurement was disturbed. */
   rerun: RerunTally;
 }
 
 interface RerunTally extends Omit<Tally, "rerun"> {
-  /** Busy again the second time. */
-  stillBusy: number;
+  /** Disturbed again the second time. */
+  stillDisturbed: number;
 }
 
 /**
@@ -175,17 +180,43 @@ async function runAll(ctx: Context, scope: CampaignScope, todo: readonly Planned
   const sampler = scope.testbed.target === "local" ? hostLoadSampler(ctx, scope.testbed.name) : undefined;
   await sampler?.start();
   try {
-    const busy = await runInBatches(ctx, { ...scope, sampler }, todo, tally);
-    if (busy.length > 0 && scope.rerunBusy) {
-      ctx.reporter.warn(`${busy.length} run${busy.length === 1 ? "" : "s"} ran while other work took more than ${Math.round(DEFAULT_BUSY_THRESHOLD * 100)} % of the machine ` +
-        `(machine busy; see each record's hostLoad): running ${busy.length === 1 ? "it" : "them"} once more`);
+    const disturbed = await runInBatches(ctx, { ...scope, sampler }, todo, tally);
+    const rerun = scope.rerunDisturbed ? toRunAgain(disturbed, tally.ok, (message) => ctx.reporter.warn(message)) : [];
+    if (rerun.length > 0) {
       // Their rounds were decided already; the new attempts replace the disturbed ones in the report.
-      const again = await runInBatches(ctx, { ...scope, sampler }, busy.map((run) => ({ ...run, conditional: false })), tally.rerun);
-      tally.rerun.stillBusy += again.length;
+      const again = await runInBatches(ctx, { ...scope, sampler }, rerun.map(({ run }) => ({ ...run, conditional: false })), tally.rerun);
+      tally.rerun.stillDisturbed += again.length;
     }
   } finally {
     await sampler?.stop();
   }
+}
+
+/**
+ * The disturbed runs to do once more, said with why. Unsteady runs are left alone when more than a quarter of the
+ * invocation's ok runs (and more than two) changed speed: that is a warm-up too short for every run, not a disturbance,
+ * and running them again would only double the campaign.
+ */
+export function toRunAgain(disturbed: readonly DisturbedRun[], okRuns: number, warn: (message: string) => void): DisturbedRun[] {
+  const unsteady = disturbed.filter(({ why }) => why === "unsteady run").length;
+  const tooMany = unsteady > 2 && unsteady > okRuns / 4;
+  if (tooMany) {
+    warn(`${unsteady} of ${okRuns} runs changed speed by more than ${Math.round(UNSTEADY_SHIFT * 100)} % while they ran (unsteady run): ` +
+      "too many to be disturbances; the warm-up is likely shorter than the runs need (raise numWarmupBatches). Not running them again");
+  }
+  const again = disturbed.filter(({ why }) => !(tooMany && why === "unsteady run"));
+  const busy = again.filter(({ why }) => why === "machine busy").length;
+  const reasons = [
+    ...(busy === 0 ? [] : [`${busy} ran while other work took more than ${Math.round(DEFAULT_BUSY_THRESHOLD * 100)} % of the machine (machine busy; see each record's hostLoad)`]),
+    ...(again.length === busy ? [] : [`${again.length - busy} changed speed by more than ${Math.round(UNSTEADY_SHIFT * 100)} % while ${again.length - busy === 1 ? "it" : "they"} ran (unsteady run)`]),
+  ];
+  if (again.length > 0) warn(`${again.length} run${again.length === 1 ? " was" : "s were"} disturbed: ${reasons.join("; ")}: running ${again.length === 1 ? "it" : "them"} once more`);
+  return again;
+}
+
+export interface DisturbedRun {
+  readonly run: PlannedRun;
+  readonly why: Disturbance;
 }
 
 /** The local testbed shares this machine: a sampler of how busy the machine is besides the testbed's containers. */
@@ -201,9 +232,9 @@ function hostLoadSampler(ctx: Context, testbed: string): HostLoadSampler | undef
   return sampler.available() ? sampler : undefined;
 }
 
-/** Runs the queue in batches; returns the runs whose record says the machine was busy (hostLoad.busy). */
-async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: HostLoadSampler | undefined }, todo: readonly PlannedRun[], tally: Tally | RerunTally): Promise<PlannedRun[]> {
-  const busy: PlannedRun[] = [];
+/** Runs the queue in batches; returns the runs whose record's measurement was disturbed (results/steadiness.ts). */
+async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: HostLoadSampler | undefined }, todo: readonly PlannedRun[], tally: Tally | RerunTally): Promise<DisturbedRun[]> {
+  const disturbed: DisturbedRun[] = [];
   const keeper = new NodeKeeper(ctx, scope.testbed, { launchers: [scope.plan.launcher] });
   const position = new Map(todo.map((run, index) => [run.id, index + 1]));
   // With repeatUntil, the rounds that turn out not to be needed are left out: the count is a most.
@@ -217,7 +248,8 @@ async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: Host
   const save = (record: RunRecord): void => {
     recordRun(ctx, scope, tally, record);
     const run = todo.find((planned) => planned.id === record.runId);
-    if (record.hostLoad?.busy === true && record.status === "ok" && run !== undefined) busy.push(run);
+    const why = disturbance(record);
+    if (why !== undefined && run !== undefined) disturbed.push({ run, why });
   };
   while (queue.length > 0) {
     ctx.signal.throwIfAborted();
@@ -266,7 +298,7 @@ async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: Host
       queue = queue.slice(1);
     }
   }
-  return busy;
+  return disturbed;
 }
 
 /**

@@ -229,19 +229,16 @@ function withoutOtherStrategies<E extends readonly [string, unknown]>(knobs: rea
 export interface FinishedRun {
   readonly status: string;
   readonly fingerprint: string;
-  /** The machine was busy during it (RunRecord.hostLoad). */
-  readonly hostLoad?: { readonly busy: boolean };
 }
 
 /**
- * Runs still to do: those without an "ok" record of the same fingerprint, and with `redoBusy` those whose latest
- * record says the machine was busy.
+ * Runs still to do: those without an "ok" record of the same fingerprint, and those whose latest record `redo` picks
+ * (`--rerun-flagged`: a disturbed measurement, results/steadiness.ts).
  */
-export function remainingRuns(plan: CampaignPlan, finished: ReadonlyMap<string, FinishedRun>, options: { redoBusy?: boolean } = {}): PlannedRun[] {
+export function remainingRuns<R extends FinishedRun>(plan: CampaignPlan, finished: ReadonlyMap<string, R>, options: { redo?: (record: R) => boolean } = {}): PlannedRun[] {
   return plan.runs.filter((run) => {
     const record = finished.get(run.id);
-    return record === undefined || record.status !== "ok" || record.fingerprint !== run.fingerprint
-      || (options.redoBusy === true && record.hostLoad?.busy === true);
+    return record === undefined || record.status !== "ok" || record.fingerprint !== run.fingerprint || options.redo?.(record) === true;
   });
 }
 

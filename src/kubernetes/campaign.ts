@@ -34,7 +34,7 @@ export async function runKubernetesCampaign(ctx: Context, file: LoadedKubernetes
     leftOut.push(message);
     ctx.reporter.warn(message);
   });
-  const todo = remainingRuns(plan, new Map(store.latestRecords().map(({ record }) => [record.runId, record])), { redoBusy: false });
+  const todo = remainingRuns(plan, new Map(store.latestRecords().map(({ record }) => [record.runId, record])));
   saveCampaignCopy(store.layout, file.sourceText);
   ctx.reporter.info(`campaign ${plan.name}: ${plan.runs.length} runs planned, ${plan.runs.length - todo.length} already done, ${todo.length} to run ` +
     `as Jobs in namespace ${testbed.namespace}; results in ${store.layout.dir}`);
@@ -73,7 +73,7 @@ export async function runKubernetesCampaign(ctx: Context, file: LoadedKubernetes
   }
   return {
     resultsDir: store.layout.dir, planned: plan.runs.length, alreadyDone: plan.runs.length - todo.length, ...tally,
-    rerun: { runs: 0, failed: 0, stillBusy: 0 }, wallSeconds: (Date.now() - started) / 1000, upSeconds, teardown,
+    rerun: { runs: 0, failed: 0, stillDisturbed: 0 }, wallSeconds: (Date.now() - started) / 1000, upSeconds, teardown,
   };
 }
 

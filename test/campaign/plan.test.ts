@@ -252,11 +252,11 @@ describe("resuming", () => {
     expect(remainingRuns(plan, finished).map((run) => run.id)).toEqual(plan.runs.slice(2).map((run) => run.id));
   });
 
-  it("does again a run whose latest record says the machine was busy only when asked (--rerun-flagged)", () => {
-    const busy = ["allreduce-n2-1gbit-r1", { status: "ok", fingerprint: plan.runs[0]!.fingerprint, hostLoad: { busy: true } }] as const;
-    const finished = new Map([busy, ok("allreduce-n3-1gbit-r1")]);
+  it("does again a finished run only when asked (--rerun-flagged: redo picks its record), in the plan's order", () => {
+    const finished = new Map([ok("allreduce-n2-1gbit-r1"), ok("allreduce-n3-1gbit-r1")]);
+    const disturbed = finished.get("allreduce-n2-1gbit-r1")!;
     expect(remainingRuns(plan, finished).map((run) => run.id)).not.toContain("allreduce-n2-1gbit-r1");
-    expect(remainingRuns(plan, finished, { redoBusy: true }).map((run) => run.id).slice(0, 2)).toEqual(["allreduce-n2-1gbit-r1", "train-tiny-b32-n1-r1"]);
+    expect(remainingRuns(plan, finished, { redo: (record) => record === disturbed }).map((run) => run.id).slice(0, 2)).toEqual(["allreduce-n2-1gbit-r1", "train-tiny-b32-n1-r1"]);
   });
 
   it("reruns failed runs and runs whose parameters changed since", () => {

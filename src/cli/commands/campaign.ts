@@ -2,7 +2,7 @@
 import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import { resultsDirFor, runCampaign, type CampaignOutcome } from "../../campaign/execute.ts";
 import { isKubernetesCampaign, loadAnyCampaignFile, type LoadedCampaignFile, type LoadedKubernetesCampaignFile } from "../../config/load.ts";
 import type { Context } from "../../context.ts";
@@ -24,11 +24,13 @@ export function registerCampaign(program: Command, host: CommandHost): void {
     .argument("<campaign>", "campaign YAML file (see campaigns/); on a Kubernetes cluster (testbed.target: kubernetes) each run is a Job there")
     .option("--keep", "keep the testbed afterwards (default: the file's `keep`, normally false)")
     .option("--results <dir>", "results directory (default: the file's campaign.resultsDir, else results/<campaign file name>)", parseSafePath)
-    .option("--rerun-flagged", "also run again the runs of earlier invocations during which the machine was busy (flagged \"machine busy\" in the report)")
-    .option("--no-rerun-busy", "do not run again, at the end, the runs during which other work took more than 25 % of the machine (local testbed; default: once)")
+    .option("--rerun-flagged", "also run again the runs of earlier invocations whose measurement was disturbed (flagged \"machine busy\" or \"unsteady run\" in the report)")
+    .option("--no-rerun-disturbed", "do not run again, at the end, the runs during which other work took more than 25 % of the machine (local testbed) " +
+      "or whose steps changed speed by more than 20 % (default: once)")
+    .addOption(new Option("--no-rerun-busy", "the same as --no-rerun-disturbed (its name before unsteady runs were rerun too)").hideHelp())
     .option("--calibration <file-or-results-dir>", "predict every training run before it runs and save it for the report to score " +
       "(default: <state-dir>/calibration.json when there is one; see `ringlab calibrate`)", parseSafePath)
-    .action(host.action(async (file: string, options: { keep?: boolean; results?: string; rerunFlagged?: boolean; rerunBusy: boolean; calibration?: string }, command: Command) => {
+    .action(host.action(async (file: string, options: { keep?: boolean; results?: string; rerunFlagged?: boolean; rerunDisturbed: boolean; rerunBusy: boolean; calibration?: string }, command: Command) => {
       const campaign = loadAnyCampaignFile(file);
       if (isKubernetesCampaign(campaign)) return runOnKubernetes(host, command, campaign, options);
       const machineCores = availableParallelism();
@@ -40,7 +42,7 @@ export function registerCampaign(program: Command, host: CommandHost): void {
       const calibration = options.calibration !== undefined || existsSync(calibrationFile)
         ? { calibration: loadCalibration(calibrationFile, (message) => ctx.reporter.warn(message)), from: resolve(calibrationFile) } : undefined;
       return lockedCampaign(ctx, campaign, options.results, (resultsDir) => runCampaign(ctx, campaign, {
-        resultsDir, machineCores, rerunBusy: options.rerunBusy, redoBusy: options.rerunFlagged === true, ...(calibration === undefined ? {} : { calibration }),
+        resultsDir, machineCores, rerunDisturbed: options.rerunDisturbed && options.rerunBusy, redoDisturbed: options.rerunFlagged === true, ...(calibration === undefined ? {} : { calibration }),
         ...(options.keep === undefined ? {} : { keep: options.keep }),
       }));
     }));
@@ -63,7 +65,7 @@ async function lockedCampaign(ctx: Context, campaign: LoadedCampaignFile | Loade
 
 /**
  * A Kubernetes campaign (src/kubernetes/campaign.ts): each run a Job on the user's cluster. What serves only a
- * testbed ringlab brings up (keeping it, the busy-machine reruns, predictions) is not offered there.
+ * testbed ringlab brings up (keeping it, the reruns of disturbed runs, predictions) is not offered there.
  */
 async function runOnKubernetes(host: CommandHost, command: Command, campaign: LoadedKubernetesCampaignFile, options: { keep?: boolean; results?: string; calibration?: string }): Promise<number> {
   const ctx = host.contextFor(command, "campaign");
@@ -74,7 +76,7 @@ async function runOnKubernetes(host: CommandHost, command: Command, campaign: Lo
   return lockedCampaign(ctx, campaign, options.results, (resultsDir) => runKubernetesCampaign(ctx, campaign, { resultsDir }));
 }
 
-/** 4 when teardown failed, 5 when a run's latest record is not ok (a busy run's rerun included), else 0. */
+/** 4 when teardown failed, 5 when a run's latest record is not ok (a disturbed run's rerun included), else 0. */
 export function exitCodeOf(outcome: CampaignOutcome): number {
   if (outcome.teardown === "failed") return EXIT.toolFailed;
   if (outcome.failed > 0 || outcome.notRun > 0 || outcome.rerun.failed > 0) return EXIT.runsFailed;
@@ -101,8 +103,8 @@ export function formatOutcome(outcome: CampaignOutcome, flags: readonly Pick<Fla
   return [
     `campaign finished: ${outcome.ok} ok, ${outcome.failed} failed, ${outcome.alreadyDone} already done` +
       `${outcome.notRun > 0 ? `, ${outcome.notRun} not run (a node was lost; rerun to do them)` : ""} (of ${outcome.planned})`,
-    ...(outcome.rerun.runs === 0 ? [] : [`${outcome.rerun.runs} run${outcome.rerun.runs === 1 ? "" : "s"} done again because the machine was busy during ${outcome.rerun.runs === 1 ? "it" : "them"}` +
-      `${outcome.rerun.stillBusy > 0 ? ` (${outcome.rerun.stillBusy} busy again: find what else runs on this machine)` : ""}` +
+    ...(outcome.rerun.runs === 0 ? [] : [`${outcome.rerun.runs} run${outcome.rerun.runs === 1 ? "" : "s"} done again because ${outcome.rerun.runs === 1 ? "its" : "their"} measurement was disturbed (machine busy or unsteady run` +
+      `${outcome.rerun.stillDisturbed > 0 ? `; ${outcome.rerun.stillDisturbed} disturbed again: find what else runs on this machine, see report.md's Flags` : ""})` +
       `${outcome.rerun.failed > 0 ? `; ${outcome.rerun.failed} of them failed or could not run this time, and that record is now the run's: rerun the campaign to do ${outcome.rerun.failed === 1 ? "it" : "them"}` : ""}`]),
     ...(flags.length === 0 ? [] : [`${flags.length} flagged: ${flagTally(flags)} (see report.md, Flags)`]),
     `time: ${outcome.wallSeconds.toFixed(0)} s`,

@@ -5,7 +5,7 @@ import { exitCodeOf, formatOutcome } from "../../../src/cli/commands/campaign.ts
 
 const outcome: CampaignOutcome = {
   resultsDir: "/results/local-smoke", planned: 9, alreadyDone: 0, ok: 9, failed: 0, notRun: 0,
-  wallSeconds: 320, benchmarkSeconds: 172, upSeconds: 108, rerun: { runs: 0, failed: 0, stillBusy: 0 }, teardown: "done",
+  wallSeconds: 320, benchmarkSeconds: 172, upSeconds: 108, rerun: { runs: 0, failed: 0, stillDisturbed: 0 }, teardown: "done",
 };
 
 describe("the campaign's closing lines", () => {
@@ -24,11 +24,11 @@ describe("the campaign's closing lines", () => {
     expect(text).toContain("testbed: not needed");
   });
 
-  it("say how many runs were done again because the machine was busy, and how many were busy again", () => {
-    expect(formatOutcome({ ...outcome, rerun: { runs: 2, failed: 0, stillBusy: 1 } }, []).split("\n")[1])
-      .toBe("2 runs done again because the machine was busy during them (1 busy again: find what else runs on this machine)");
-    expect(formatOutcome({ ...outcome, rerun: { runs: 1, failed: 1, stillBusy: 0 } }, []).split("\n")[1])
-      .toBe("1 run done again because the machine was busy during it; 1 of them failed or could not run this time, and that record is now the run's: rerun the campaign to do it");
+  it("say how many runs were done again because their measurement was disturbed, and how many were disturbed again", () => {
+    expect(formatOutcome({ ...outcome, rerun: { runs: 2, failed: 0, stillDisturbed: 1 } }, []).split("\n")[1])
+      .toBe("2 runs done again because their measurement was disturbed (machine busy or unsteady run; 1 disturbed again: find what else runs on this machine, see report.md's Flags)");
+    expect(formatOutcome({ ...outcome, rerun: { runs: 1, failed: 1, stillDisturbed: 0 } }, []).split("\n")[1])
+      .toBe("1 run done again because its measurement was disturbed (machine busy or unsteady run); 1 of them failed or could not run this time, and that record is now the run's: rerun the campaign to do it");
     expect(formatOutcome(outcome, [])).not.toMatch(/done again/);
   });
 
@@ -40,7 +40,7 @@ describe("the campaign's closing lines", () => {
 
   it("exit 5 when a busy run's rerun failed, since that record is now the run's, as for any failed run", () => {
     expect(exitCodeOf(outcome)).toBe(0);
-    expect(exitCodeOf({ ...outcome, rerun: { runs: 1, failed: 1, stillBusy: 0 } })).toBe(5);
+    expect(exitCodeOf({ ...outcome, rerun: { runs: 1, failed: 1, stillDisturbed: 0 } })).toBe(5);
     expect(exitCodeOf({ ...outcome, failed: 1 })).toBe(5);
     expect(exitCodeOf({ ...outcome, failed: 1, teardown: "failed" })).toBe(4);
   });
