@@ -14,7 +14,7 @@ import { writeReport } from "../report/index.ts";
 import { writeDerivedFiles } from "../results/derived.ts";
 import type { ResultsLayout } from "../results/layout.ts";
 import { RUN_RECORD_SCHEMA, type RunRecord } from "../results/record.ts";
-import { disturbance, UNSTEADY_SHIFT, type Disturbance } from "../results/steadiness.ts";
+import { disturbance, judged, UNSTEADY_SHIFT, type Disturbance } from "../results/steadiness.ts";
 import { ResultsStore } from "../results/store.ts";
 import { executeRuns, shapeLinks, stopWorkers, type RunOutcome, type RunRequest } from "../runner.ts";
 import { CPU_PERIOD_MS, resolveCpuQuota, underQuota } from "../testbed/cpu-quota.ts";
@@ -39,8 +39,9 @@ export interface CampaignOptions {
   /** This machine's cores, for the local testbed's CPU quota (src/testbed/cpu-quota.ts). @default os.availableParallelism() */
   readonly machineCores?: number;
   /**
-   * Run once more, at the end, each run whose measurement was disturbed (results/steadiness.ts): the machine was busy
-   * during it (local testbed), or its steps changed speed while it ran. @default true
+   * Local testbed: run once more, at the end, each run whose measurement was disturbed (results/steadiness.ts): the
+   * machine was busy during it, or its steps changed speed while it ran. Elsewhere a rerun costs instance time that
+   * `plan` did not estimate: the report flags the run and `--rerun-flagged` does it. @default true
    */
   readonly rerunDisturbed?: boolean;
   /** Also do again the runs of earlier invocations whose latest record was disturbed (`--rerun-flagged`). @default false */
@@ -180,12 +181,12 @@ async function runAll(ctx: Context, scope: CampaignScope, todo: readonly Planned
   const sampler = scope.testbed.target === "local" ? hostLoadSampler(ctx, scope.testbed.name) : undefined;
   await sampler?.start();
   try {
-    const disturbed = await runInBatches(ctx, { ...scope, sampler }, todo, tally);
-    const rerun = scope.rerunDisturbed ? toRunAgain(disturbed, tally.ok, (message) => ctx.reporter.warn(message)) : [];
+    const { disturbed, judged } = await runInBatches(ctx, { ...scope, sampler }, todo, tally);
+    const rerun = scope.rerunDisturbed && scope.testbed.target === "local" ? toRunAgain(disturbed, judged, (message) => ctx.reporter.warn(message)) : [];
     if (rerun.length > 0) {
       // Their rounds were decided already; the new attempts replace the disturbed ones in the report.
       const again = await runInBatches(ctx, { ...scope, sampler }, rerun.map(({ run }) => ({ ...run, conditional: false })), tally.rerun);
-      tally.rerun.stillDisturbed += again.length;
+      tally.rerun.stillDisturbed += again.disturbed.length;
     }
   } finally {
     await sampler?.stop();
@@ -193,15 +194,15 @@ async function runAll(ctx: Context, scope: CampaignScope, todo: readonly Planned
 }
 
 /**
- * The disturbed runs to do once more, said with why. Unsteady runs are left alone when more than a quarter of the
- * invocation's ok runs (and more than two) changed speed: that is a warm-up too short for every run, not a disturbance,
- * and running them again would only double the campaign.
+ * The disturbed runs to do once more, said with why. Unsteady runs are left alone when more than two, and more than a
+ * quarter of the invocation's runs that steadiness judges, changed speed: that is a warm-up too short for every run,
+ * not a disturbance, and running them again would only double the campaign.
  */
-export function toRunAgain(disturbed: readonly DisturbedRun[], okRuns: number, warn: (message: string) => void): DisturbedRun[] {
+export function toRunAgain(disturbed: readonly DisturbedRun[], judgedRuns: number, warn: (message: string) => void): DisturbedRun[] {
   const unsteady = disturbed.filter(({ why }) => why === "unsteady run").length;
-  const tooMany = unsteady > 2 && unsteady > okRuns / 4;
+  const tooMany = unsteady > 2 && unsteady > judgedRuns / 4;
   if (tooMany) {
-    warn(`${unsteady} of ${okRuns} runs changed speed by more than ${Math.round(UNSTEADY_SHIFT * 100)} % while they ran (unsteady run): ` +
+    warn(`${unsteady} of ${judgedRuns} runs changed speed by more than ${Math.round(UNSTEADY_SHIFT * 100)} % while they ran (unsteady run): ` +
       "too many to be disturbances; the warm-up is likely shorter than the runs need (raise numWarmupBatches). Not running them again");
   }
   const again = disturbed.filter(({ why }) => !(tooMany && why === "unsteady run"));
@@ -232,9 +233,14 @@ function hostLoadSampler(ctx: Context, testbed: string): HostLoadSampler | undef
   return sampler.available() ? sampler : undefined;
 }
 
-/** Runs the queue in batches; returns the runs whose record's measurement was disturbed (results/steadiness.ts). */
-async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: HostLoadSampler | undefined }, todo: readonly PlannedRun[], tally: Tally | RerunTally): Promise<DisturbedRun[]> {
+/**
+ * Runs the queue in batches; returns the runs whose record's measurement was disturbed (results/steadiness.ts), and how
+ * many ok runs steadiness judged.
+ */
+async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: HostLoadSampler | undefined }, todo: readonly PlannedRun[],
+  tally: Tally | RerunTally): Promise<{ disturbed: DisturbedRun[]; judged: number }> {
   const disturbed: DisturbedRun[] = [];
+  let judgedRuns = 0;
   const keeper = new NodeKeeper(ctx, scope.testbed, { launchers: [scope.plan.launcher] });
   const position = new Map(todo.map((run, index) => [run.id, index + 1]));
   // With repeatUntil, the rounds that turn out not to be needed are left out: the count is a most.
@@ -250,6 +256,7 @@ async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: Host
     const run = todo.find((planned) => planned.id === record.runId);
     const why = disturbance(record);
     if (why !== undefined && run !== undefined) disturbed.push({ run, why });
+    if (judged(record)) judgedRuns++;
   };
   while (queue.length > 0) {
     ctx.signal.throwIfAborted();
@@ -298,7 +305,7 @@ async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: Host
       queue = queue.slice(1);
     }
   }
-  return disturbed;
+  return { disturbed, judged: judgedRuns };
 }
 
 /**

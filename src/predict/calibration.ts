@@ -10,7 +10,7 @@ import { reportData } from "../report/data.ts";
 import { overlapShare } from "../results/comm-model.ts";
 import { meanWithInterval } from "../results/cost-model.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
-import { UNSTEADY_SHIFT, unsteadiness } from "../results/steadiness.ts";
+import { disturbance } from "../results/steadiness.ts";
 import { inCurrentCpuPeriod } from "../testbed/cpu-quota.ts";
 
 /** v2: local entries come only from runs in 10 ms CPU periods (src/limits.ts CPU_PERIOD_MS); v1's may be Docker's 100 ms. */
@@ -136,14 +136,19 @@ export function calibrationFromRecords(everyRecord: readonly RunRecord[], result
     warn(`${resultsDir}: ${older} of ${everyRecord.length} runs left out: they ran under Docker's 100 ms CPU period (ringlab before ` +
       `2026-11-26), in which a worker runs faster after every wait on the network than its quota allows; run that campaign again to calibrate from it`);
   }
-  // A run whose latest attempt changed speed while it ran measured two speeds, neither of them the testbed's: all its attempts stay out.
-  const unsteady = new Set(latestAttempts(current).map(({ record }) => record).filter((record) => unsteadiness(record) !== undefined).map((record) => record.runId));
-  if (unsteady.size > 0) {
-    warn(`${resultsDir}: ${unsteady.size} unsteady run${unsteady.size === 1 ? "" : "s"} left out (${[...unsteady].join(", ")}): ` +
-      `${unsteady.size === 1 ? "its" : "their"} steps changed speed by more than ${Math.round(UNSTEADY_SHIFT * 100)} % while ${unsteady.size === 1 ? "it" : "they"} ran ` +
-      `(the report's Flags say how); \`ringlab campaign --rerun-flagged\` runs ${unsteady.size === 1 ? "it" : "them"} again`);
+  // A run whose latest attempt was disturbed (the machine busy, or its steps changed speed) measured the disturbance,
+  // not the testbed: all its attempts stay out (an earlier attempt may have run with other parameters).
+  const disturbed = new Map(latestAttempts(current).flatMap(({ record }) => {
+    const why = disturbance(record);
+    return why === undefined ? [] : [[record.runId, why] as const];
+  }));
+  if (disturbed.size > 0) {
+    const one = disturbed.size === 1;
+    warn(`${resultsDir}: ${disturbed.size} disturbed run${one ? "" : "s"} left out (${[...disturbed].map(([runId, why]) => `${runId}: ${why}`).join(", ")}; ` +
+      `the report's Flags say how): \`ringlab campaign --rerun-flagged\` runs ${one ? "it" : "them"} again, or, where most runs changed speed, ` +
+      "raise numWarmupBatches");
   }
-  const records = current.filter((record) => !unsteady.has(record.runId));
+  const records = current.filter((record) => !disturbed.has(record.runId));
   const data = reportData(records);
   const recordOf = new Map(records.map((record) => [record.runId, record]));
   const dateOf = (runIds: readonly string[]) => runIds.map((id) => recordOf.get(id)?.endedAt ?? "").sort().at(-1)!.slice(0, 10);

@@ -47,6 +47,13 @@ const KIND_NAMES: Readonly<Record<FlagKind, { readonly one: string; readonly man
   "unsteady-run": { one: "unsteady run", many: "unsteady runs" },
 };
 
+/** The kinds that concern one run's measurement, not a configuration's or a pair's: what a table of single runs marks. */
+export const RUN_FLAG_KINDS: readonly FlagKind[] = ["outlier-repeat", "machine-busy", "unsteady-run"];
+
+export function runFlags(flags: readonly Flag[]): Flag[] {
+  return flags.filter((flag) => RUN_FLAG_KINDS.includes(flag.kind));
+}
+
 /** "efficiency above ideal": the kind as the report and the closing lines say it. */
 export function flagKindName(kind: FlagKind): string {
   return KIND_NAMES[kind].one;

@@ -99,7 +99,8 @@ export function scoreSummary(score: PredictionScore): string {
 
 /**
  * "1 of the 2 multi-node runs outside 5 points is flagged (see Flags): ...", or undefined when no such run is flagged:
- * a miss whose measurement a flag questions (an unsteady run, a busy machine) is not the model's error alone.
+ * a miss whose measurement a flag of that run questions (an outlier repeat, a busy machine, an unsteady run: the caller
+ * passes those runs) is not the model's error alone.
  */
 export function flaggedMisses(score: PredictionScore, flaggedRunIds: ReadonlySet<string>): string | undefined {
   const misses = score.scored.filter((row) => row.errorPoints !== null && row.nodes > 1 && Math.abs(row.errorPoints) > 5);

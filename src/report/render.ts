@@ -7,12 +7,13 @@ import { probeLinkLabel, type BandwidthSeries, type FailedRun, type Interval, ty
 import { formatBytes } from "../util/format.ts";
 import { comparisons, ratios, verdict } from "./comparisons.ts";
 import {
-  FASTER_LINK_DROP, flagKindName, flagKindsOf, flagTally, OUTLIER_FENCE_IQRS, OUTLIER_MIN_REPEATS, PROBE_LINK_MARGIN, WIDE_INTERVAL_SHARE, type Flag,
+  FASTER_LINK_DROP, flagKindName, flagKindsOf, flagTally, OUTLIER_FENCE_IQRS, OUTLIER_MIN_REPEATS, PROBE_LINK_MARGIN, runFlags, WIDE_INTERVAL_SHARE, type Flag,
 } from "./flags.ts";
 import { escapeHtml, htmlTable, markdownText, PAGE_STYLE, percent, readableSpan, readableTime } from "./text.ts";
 import { libraryComparisons } from "./libraries.ts";
 import { raceVerdict, strategyRaces, type StrategyOutcome, type StrategyRace } from "./time-to-accuracy.ts";
 import { flaggedMisses, scoreSummary, type PredictionScore } from "./predictions.ts";
+import { STEADINESS_MIN_STEPS, UNSTEADY_SHIFT } from "../results/steadiness.ts";
 
 export { markdownText };
 
@@ -447,7 +448,7 @@ const HOW_TO_READ = `<section id="how-to-read">
 <li>The probe reports nccl-tests' bandwidths: algbw = S / t and <b>busbw = algbw · 2(N-1)/N</b>, which is comparable with the link rate whatever N is. TCP over MTU 1500 carries about 94–96% of the line rate.</li>
 <li>± is the half-width of the 95% confidence interval of the mean over repeats (95 % interval: Student's t over repeats). One repeat has no such interval: "(± x over iterations)" is that run's spread instead, 1.96 × the standard deviation of its per-iteration throughput, which says how steady the run was, not how precisely the mean is known. Chart error bars show the same.</li>
 <li><b>n</b> is the repeats behind a number, the <b>median</b> their middle value (one slow repeat moves the mean, not the median), and <b>CV</b> the coefficient of variation, the repeats' sample standard deviation / their mean (n/a for one repeat).</li>
-<li><b>Flags</b> (⚑) mark values to check before trusting them. <i>Efficiency above ideal</i>: above 100% by more than its 95% interval, which the delta method gives from the point's ± and the baseline's (their relative half-widths in quadrature). <i>Probe above link</i>: bus bandwidth above the link rate by more than its 95% interval plus ${Math.round(PROBE_LINK_MARGIN * 100)}%. <i>Outlier repeat</i>: a repeat more than ${OUTLIER_FENCE_IQRS} interquartile ranges outside the quartiles of the other repeats (Tukey's far-out fence), judged from ${OUTLIER_MIN_REPEATS} repeats on; fewer are not judged. <i>Wide interval</i>: a 95% interval wider in full than ${Math.round(WIDE_INTERVAL_SHARE * 100)}% of the mean. <i>Faster link slower</i>: the same point on a faster link (unlimited the fastest) clearly slower, the two intervals apart, or by more than ${Math.round(FASTER_LINK_DROP * 100)}% where one side has no noise estimate. <i>Machine busy</i>: the run's record says other work took more of the machine than its threshold while it ran (local testbed).</li>
+<li><b>Flags</b> (⚑) mark values to check before trusting them. <i>Efficiency above ideal</i>: above 100% by more than its 95% interval, which the delta method gives from the point's ± and the baseline's (their relative half-widths in quadrature). <i>Probe above link</i>: bus bandwidth above the link rate by more than its 95% interval plus ${Math.round(PROBE_LINK_MARGIN * 100)}%. <i>Outlier repeat</i>: a repeat more than ${OUTLIER_FENCE_IQRS} interquartile ranges outside the quartiles of the other repeats (Tukey's far-out fence), judged from ${OUTLIER_MIN_REPEATS} repeats on; fewer are not judged. <i>Wide interval</i>: a 95% interval wider in full than ${Math.round(WIDE_INTERVAL_SHARE * 100)}% of the mean. <i>Faster link slower</i>: the same point on a faster link (unlimited the fastest) clearly slower, the two intervals apart, or by more than ${Math.round(FASTER_LINK_DROP * 100)}% where one side has no noise estimate. <i>Machine busy</i>: the run's record says other work took more of the machine than its threshold while it ran (local testbed). <i>Unsteady run</i>: the median step of one third of the run's timed steps more than ${Math.round(UNSTEADY_SHIFT * 100)}% from another third's, so its throughput mixes two speeds; judged from ${STEADINESS_MIN_STEPS} steps on, not for PowerSGD, local SGD, the asynchronous server or time-to-train runs, whose steps change by design.</li>
 </ul>
 </section>`;
 
@@ -525,11 +526,14 @@ const PREDICTIONS_INTRO = "Made before the first run with ringlab plan's model (
   "it that the calibration's own shaped runs hid behind backward, or none where no run measured it; the interval from t_c's and φ's), from the " +
   "sources listed below it: earlier campaigns' measurements, published figures, the instance catalogue, each derived or assumed input said so.";
 
-/** One row per scored run; the run's flags (an unsteady run, a busy machine) marked after its name, as the other tables do. */
+/**
+ * One row per scored run; the flags that concern that run alone (RUN_FLAG_KINDS: an outlier repeat, a busy machine, an
+ * unsteady run) marked after its name. A configuration's flags (a wide interval) are the tables' above, not a run's.
+ */
 function predictionRows(score: PredictionScore, flags: readonly Flag[], escape = (text: string) => text, mark = flagMark): string[][] {
   const signed = (value: number, digits: number) => `${value >= 0 ? "+" : "−"}${Math.abs(value).toFixed(digits)}`;
   return score.scored.map((row) => [
-    `${escape(row.label)}${mark(flags, [row.runId])}`, row.predictedImagesPerSecond.toFixed(1), row.measuredImagesPerSecond.toFixed(1), `${signed(row.throughputError * 100, 1)}%`,
+    `${escape(row.label)}${mark(runFlags(flags), [row.runId])}`, row.predictedImagesPerSecond.toFixed(1), row.measuredImagesPerSecond.toFixed(1), `${signed(row.throughputError * 100, 1)}%`,
     `${percent(row.predictedEfficiency.value)} (${percent(row.predictedEfficiency.low)} – ${percent(row.predictedEfficiency.high)})`,
     optional(row.measuredEfficiency, percent), row.errorPoints === null ? NOT_AVAILABLE : `${signed(row.errorPoints, 1)} pt`,
   ]);
@@ -538,7 +542,7 @@ function predictionRows(score: PredictionScore, flags: readonly Flag[], escape =
 const PREDICTION_COLUMNS = ["Run", "Predicted (img/s)", "Measured (img/s)", "Error", "Predicted efficiency (95%)", "Measured efficiency", "Error (points)"];
 
 function predictionNotes(score: PredictionScore, flags: readonly Flag[]): string[] {
-  const flagged = flaggedMisses(score, new Set(flags.flatMap((flag) => flag.runIds)));
+  const flagged = flaggedMisses(score, new Set(runFlags(flags).flatMap((flag) => flag.runIds)));
   return [
     `${scoreSummary(score)}${flagged === undefined ? "" : `; ${flagged}`}. Predicted from ${score.calibration}, ${readableTime(score.madeAt)}.`,
     ...score.sources.map((source) => `Source: ${source}`),

@@ -6,7 +6,7 @@
  *
  * On the local testbed at the 10 ms CPU period, 102 of 106 runs (seed and predict campaigns, 2026-11-26) kept their
  * thirds' medians within 10 % of each other; the other 4 had a first third 25-43 % slower than the rest, two of them a
- * predict campaign's two misses (test/bench/README.md, "Unsteady runs"). Pure.
+ * predict campaign's efficiency miss and its slow baseline repeat (test/bench/README.md, "Unsteady runs"). Pure.
  */
 import { STRATEGIES } from "../config/registry.ts";
 import type { RunRecord } from "./record.ts";
@@ -37,16 +37,32 @@ export interface Unsteadiness {
  * server), time-to-train runs (epochs: evaluation, checkpoints, restarts), and runs of fewer than 9 timed steps.
  */
 export function unsteadiness(record: StepsOfRecord): Unsteadiness | undefined {
-  const steps = record.result?.job === "train" ? record.result.metrics.stepSeconds : undefined;
-  const reduction = record.params.knobs["reduction"];
-  if (record.status !== "ok" || steps === undefined || steps.length < STEADINESS_MIN_STEPS) return undefined;
-  if (record.params.knobs["epochs"] !== undefined || STRATEGIES.some((strategy) => strategy === reduction)) return undefined;
-  const third = (index: number) => median(steps.slice(Math.round((index * steps.length) / 3), Math.round(((index + 1) * steps.length) / 3)));
-  const thirdMedians = [third(0), third(1), third(2)] as const;
+  const steps = judgedSteps(record);
+  if (steps === undefined) return undefined;
+  const thirdMedians = medianOfThirds(steps);
   const slowest = indexOf(thirdMedians, Math.max(...thirdMedians));
   const fastest = indexOf(thirdMedians, Math.min(...thirdMedians));
   const shift = thirdMedians[slowest] / thirdMedians[fastest] - 1;
   return shift > UNSTEADY_SHIFT ? { steps: steps.length, thirdMedians, slowest, fastest, shift } : undefined;
+}
+
+/** Whether unsteadiness judges this run at all (see there): an ok throughput run of enough steps, no strategy, no epochs. */
+export function judged(record: StepsOfRecord): boolean {
+  return judgedSteps(record) !== undefined;
+}
+
+function judgedSteps(record: StepsOfRecord): readonly number[] | undefined {
+  const steps = record.result?.job === "train" ? record.result.metrics.stepSeconds : undefined;
+  const reduction = record.params.knobs["reduction"];
+  if (record.status !== "ok" || steps === undefined || steps.length < STEADINESS_MIN_STEPS) return undefined;
+  if (record.params.knobs["epochs"] !== undefined || STRATEGIES.some((strategy) => strategy === reduction)) return undefined;
+  return steps;
+}
+
+/** The median of each third of the steps, in order (a third's bounds rounded: 20 steps give 7, 6 and 7). */
+export function medianOfThirds(steps: readonly number[]): readonly [number, number, number] {
+  const third = (index: number) => median(steps.slice(Math.round((index * steps.length) / 3), Math.round(((index + 1) * steps.length) / 3)));
+  return [third(0), third(1), third(2)];
 }
 
 /** Why an ok run's measurement is in doubt, as the report's flags name it: the machine was busy (local testbed), or the run changed speed. */
@@ -58,7 +74,7 @@ export function disturbance(record: StepsOfRecord & Pick<RunRecord, "hostLoad">)
   return unsteadiness(record) === undefined ? undefined : "unsteady run";
 }
 
-/** "the first third's median step 0.501 s, the last third's 0.380 s (20 steps)": the shift in words. */
+/** "the first third's median step took 0.502 s, the last third's 0.380 s (20 timed steps)": the shift in words. */
 export function describeUnsteadiness(shift: Unsteadiness): string {
   const seconds = (index: 0 | 1 | 2) => `${shift.thirdMedians[index].toFixed(3)} s`;
   return `the ${THIRDS[shift.slowest]} third's median step took ${seconds(shift.slowest)}, the ${THIRDS[shift.fastest]} third's ${seconds(shift.fastest)} ` +

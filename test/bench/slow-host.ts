@@ -18,7 +18,7 @@ import { parseArgs } from "node:util";
 import { reportData } from "../../src/report/data.ts";
 import { reportFlags } from "../../src/report/flags.ts";
 import { latestAttempts, type RunRecord } from "../../src/results/record.ts";
-import { unsteadiness } from "../../src/results/steadiness.ts";
+import { medianOfThirds, unsteadiness } from "../../src/results/steadiness.ts";
 import { REPO } from "./bench-cli.ts";
 
 const { values, positionals } = parseArgs({
@@ -74,8 +74,7 @@ const attempts = records.filter((record) => record.runId === target).sort((a, b)
 console.log("\nattempt                                  thirds' median step (s)    outside  busy  unsteady");
 for (const record of attempts) {
   const steps = record.result?.job === "train" ? record.result.metrics.stepSeconds : [];
-  const third = (i: number) => steps.slice(Math.round((i * steps.length) / 3), Math.round(((i + 1) * steps.length) / 3)).sort((a, b) => a - b);
-  const medians = [0, 1, 2].map((i) => third(i)[Math.floor(third(i).length / 2)]?.toFixed(3) ?? "-");
+  const medians = medianOfThirds(steps).map((seconds) => seconds.toFixed(3));
   const shift = unsteadiness(record);
   console.log(`${`${record.runId}#${record.attempt ?? 1}`.padEnd(40)} ${medians.join(" ").padEnd(26)} ${((record.hostLoad?.outsideShare ?? 0) * 100).toFixed(1).padStart(5)} %  ` +
     `${record.hostLoad?.busy === true ? "yes " : "no  "}  ${shift === undefined ? "no" : `yes, ${(shift.shift * 100).toFixed(0)} %`}`);
@@ -88,6 +87,7 @@ const problems = [
   ...(first === undefined || unsteadiness(first) === undefined ? [`${target}'s slowed attempt was not found unsteady`] : []),
   ...(first?.hostLoad?.busy === true ? [`${target}'s slowed attempt was marked machine busy, though nothing else ran`] : []),
   ...(second === undefined ? [`${target} was not run again`] : []),
+  ...(second !== undefined && unsteadiness(second) !== undefined ? [`${target}'s second attempt changed speed too`] : []),
 ];
 if (problems.length > 0) {
   console.log(problems.join("\n"));

@@ -5,6 +5,7 @@ import { parseCampaign } from "../../src/config/load.ts";
 import { calibrationFromRecords, CALIBRATION_SCHEMA, mergeCalibrations, parseCalibration, type Calibration } from "../../src/predict/calibration.ts";
 import { isPrediction, predictRun, predictTraining, type MissingInput, type RunPrediction } from "../../src/predict/predict.ts";
 import { allReduceSeconds, predictHierarchicalStep, predictTrainingStep } from "../../src/results/comm-model.ts";
+import type { HostLoad } from "../../src/results/record.ts";
 import { probeRecord, scalingCampaign, trainRecord } from "../report/fixtures/records.ts";
 
 const calibration = calibrationFromRecords(scalingCampaign(), "results/earlier");
@@ -211,17 +212,29 @@ describe("deriving what the calibration did not measure, said so", () => {
   });
 });
 
-describe("an unsteady run", () => {
+describe("a disturbed run", () => {
+  const steps = (n: number, seconds: number) => Array.from({ length: n }, () => seconds);
+  // Repeat 1's latest attempt ran its first 7 steps at 0.8 s, the rest at 0.5 s; its earlier attempt (another
+  // fingerprint, say) ran at 0.4 s. Either would move t_c away from repeat 2's 0.5 s.
+  const unsteady = { ...trainRecord({ nodes: 1, imagesPerSecond: 102.4, stepSeconds: [...steps(7, 0.8), ...steps(13, 0.5)] }), attempt: 2 };
+  const earlier = { ...trainRecord({ nodes: 1, imagesPerSecond: 160, stepSeconds: steps(20, 0.4) }), attempt: 1 };
+  const steady = trainRecord({ nodes: 1, repeat: 2, imagesPerSecond: 128, stepSeconds: steps(20, 0.5) });
+
   it("is left out of the calibration, all its attempts, saying which and why; a steady repeat still calibrates", () => {
     const warnings: string[] = [];
-    // Repeat 1 ran its first 7 steps at 0.8 s, the rest at 0.5 s: 128 img/s would make t_c 0.625 s, not 0.5.
-    const unsteady = trainRecord({ nodes: 1, imagesPerSecond: 102.4, stepSeconds: [...Array.from({ length: 7 }, () => 0.8), ...Array.from({ length: 13 }, () => 0.5)] });
-    const steady = trainRecord({ nodes: 1, repeat: 2, imagesPerSecond: 128, stepSeconds: Array.from({ length: 20 }, () => 0.5) });
-    const calibrated = calibrationFromRecords([{ ...unsteady, attempt: 1 }, { ...unsteady, attempt: 2 }, steady], "r", (message) => warnings.push(message));
+    const calibrated = calibrationFromRecords([earlier, unsteady, steady], "r", (message) => warnings.push(message));
     expect(calibrated.compute).toHaveLength(1);
     expect(calibrated.compute[0]!.computeSeconds).toMatchObject({ mean: 0.5, repeats: 1 });
-    expect(warnings).toEqual(["r: 1 unsteady run left out (train-resnet50-b64-n1-r1): its steps changed speed by more than 20 % while it ran " +
-      "(the report's Flags say how); `ringlab campaign --rerun-flagged` runs it again"]);
+    expect(warnings).toEqual(["r: 1 disturbed run left out (train-resnet50-b64-n1-r1: unsteady run; the report's Flags say how): " +
+      "`ringlab campaign --rerun-flagged` runs it again, or, where most runs changed speed, raise numWarmupBatches"]);
+  });
+
+  it("leaves out a run during which the machine was busy the same way", () => {
+    const warnings: string[] = [];
+    const busy = { ...trainRecord({ nodes: 1, imagesPerSecond: 64, stepSeconds: steps(20, 1) }), hostLoad: { busy: true } as HostLoad };
+    const calibrated = calibrationFromRecords([busy, steady], "r", (message) => warnings.push(message));
+    expect(calibrated.compute[0]!.computeSeconds).toMatchObject({ mean: 0.5, repeats: 1 });
+    expect(warnings).toEqual([expect.stringMatching(/^r: 1 disturbed run left out \(train-resnet50-b64-n1-r1: machine busy;/)]);
   });
 });
 

@@ -80,6 +80,10 @@ describe("the prediction made before the run, scored", () => {
     expect(markdown).toContain("2 of 3 runs within 10 % of the predicted throughput; the one multi-node run outside 5 points is flagged (see Flags): " +
       "the measurement, not only the model, may be off there.");
     expect(renderHtml(data, {}, meta, [unsteady], score)).toContain('<td>resnet50 · batch 64 · 1gbit · 4 nodes · repeat 1<br><span class="flag">⚑ unsteady run</span></td>');
+    // A configuration's flag (a wide interval over its repeats) is not a flag of the run: neither marked nor counted.
+    const wide: Flag = { kind: "wide-interval", subject: "resnet50 · batch 64 · 1gbit · 4 nodes", runIds: ["train-resnet50-b64-n4-1gbit-r1"], reason: "wide" };
+    expect(renderMarkdown(data, meta, [wide], score)).toContain("| resnet50 · batch 64 · 1gbit · 4 nodes · repeat 1 | 250.0 |");
+    expect(renderMarkdown(data, meta, [wide], score)).not.toContain("is flagged (see Flags)");
     // A flag on a run within 5 points says nothing of the misses.
     expect(flaggedMisses(score, new Set(["train-resnet50-b64-n2-1gbit-r1"]))).toBeUndefined();
     expect(renderMarkdown(data, meta, [], score)).not.toContain("is flagged (see Flags)");

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describeUnsteadiness, disturbance, STEADINESS_MIN_STEPS, unsteadiness } from "../../src/results/steadiness.ts";
+import { describeUnsteadiness, disturbance, judged, medianOfThirds, STEADINESS_MIN_STEPS, unsteadiness } from "../../src/results/steadiness.ts";
 import type { HostLoad, RunRecord } from "../../src/results/record.ts";
 import { probeRecord, trainRecord } from "../report/fixtures/records.ts";
 
@@ -26,6 +26,11 @@ describe("unsteadiness", () => {
     expect(unsteadiness(run(STEADY))).toBeUndefined();
   });
 
+  it("cuts the steps in thirds of rounded bounds and takes each one's median", () => {
+    // 20 steps: 7, 6 and 7; an even third's median is the mean of its middle two.
+    expect(medianOfThirds([...steps(7, 1), 2, 2, 2, 3, 3, 3, ...steps(7, 4)])).toEqual([1, 2.5, 4]);
+  });
+
   it("judges a shift in any third, and only one above 20 %", () => {
     expect(unsteadiness(run([...steps(7, 0.3), ...steps(6, 0.37), ...steps(7, 0.3)]))).toMatchObject({ slowest: 1, fastest: 0 });
     expect(unsteadiness(run([...steps(7, 0.3), ...steps(6, 0.3), ...steps(7, 0.35)]))).toBeUndefined();
@@ -42,6 +47,9 @@ describe("unsteadiness", () => {
     // Time to train: evaluation, checkpoints and restarts sit between its steps.
     expect(unsteadiness(run(slowFirst, { epochs: 3 }))).toBeUndefined();
     expect(unsteadiness(run([...steps(3, 0.5), ...steps(STEADINESS_MIN_STEPS - 4, 0.3)]))).toBeUndefined();
+    expect(unsteadiness(run([...steps(3, 0.5), ...steps(STEADINESS_MIN_STEPS - 3, 0.3)]))).toMatchObject({ steps: 9, slowest: 0 });
+    expect(judged(run(steps(20, 0.3), { reduction: "powersgd" }))).toBe(false);
+    expect(judged(run(steps(20, 0.3)))).toBe(true);
     expect(unsteadiness({ ...run(slowFirst), status: "failed" })).toBeUndefined();
     expect(unsteadiness(probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[4096, 0.2]] }))).toBeUndefined();
   });

@@ -11,7 +11,9 @@ import { reportData } from "../../report/data.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
 import { flagTally, reportFlags, type Flag } from "../../report/flags.ts";
 import { ResultsStore } from "../../results/store.ts";
+import { UNSTEADY_SHIFT } from "../../results/steadiness.ts";
 import { resolveCpuQuota } from "../../testbed/cpu-quota.ts";
+import { DEFAULT_BUSY_THRESHOLD } from "../../testbed/host-load.ts";
 import { resultsLockFile, withLock } from "../../testbed/lock.ts";
 import { withTestbedLock } from "../../testbed/testbed.ts";
 import { writableDirProblem } from "../../util/fs.ts";
@@ -25,12 +27,12 @@ export function registerCampaign(program: Command, host: CommandHost): void {
     .option("--keep", "keep the testbed afterwards (default: the file's `keep`, normally false)")
     .option("--results <dir>", "results directory (default: the file's campaign.resultsDir, else results/<campaign file name>)", parseSafePath)
     .option("--rerun-flagged", "also run again the runs of earlier invocations whose measurement was disturbed (flagged \"machine busy\" or \"unsteady run\" in the report)")
-    .option("--no-rerun-disturbed", "do not run again, at the end, the runs during which other work took more than 25 % of the machine (local testbed) " +
-      "or whose steps changed speed by more than 20 % (default: once)")
+    .option("--no-rerun-disturbed", `local testbed: do not run again, at the end, the runs during which other work took more than ${percentOf(DEFAULT_BUSY_THRESHOLD)} ` +
+      `of the machine or whose steps changed speed by more than ${percentOf(UNSTEADY_SHIFT)} (default: once; not when more than a quarter changed speed, a warm-up too short)`)
     .addOption(new Option("--no-rerun-busy", "the same as --no-rerun-disturbed (its name before unsteady runs were rerun too)").hideHelp())
     .option("--calibration <file-or-results-dir>", "predict every training run before it runs and save it for the report to score " +
       "(default: <state-dir>/calibration.json when there is one; see `ringlab calibrate`)", parseSafePath)
-    .action(host.action(async (file: string, options: { keep?: boolean; results?: string; rerunFlagged?: boolean; rerunDisturbed: boolean; rerunBusy: boolean; calibration?: string }, command: Command) => {
+    .action(host.action(async (file: string, options: CampaignCliOptions, command: Command) => {
       const campaign = loadAnyCampaignFile(file);
       if (isKubernetesCampaign(campaign)) return runOnKubernetes(host, command, campaign, options);
       const machineCores = availableParallelism();
@@ -42,10 +44,30 @@ export function registerCampaign(program: Command, host: CommandHost): void {
       const calibration = options.calibration !== undefined || existsSync(calibrationFile)
         ? { calibration: loadCalibration(calibrationFile, (message) => ctx.reporter.warn(message)), from: resolve(calibrationFile) } : undefined;
       return lockedCampaign(ctx, campaign, options.results, (resultsDir) => runCampaign(ctx, campaign, {
-        resultsDir, machineCores, rerunDisturbed: options.rerunDisturbed && options.rerunBusy, redoDisturbed: options.rerunFlagged === true, ...(calibration === undefined ? {} : { calibration }),
+        resultsDir, machineCores, ...rerunChoices(options), ...(calibration === undefined ? {} : { calibration }),
         ...(options.keep === undefined ? {} : { keep: options.keep }),
       }));
     }));
+}
+
+/** What commander gives the campaign command's action. */
+export interface CampaignCliOptions {
+  readonly keep?: boolean;
+  readonly results?: string;
+  readonly rerunFlagged?: boolean;
+  /** false with --no-rerun-disturbed, or with its older name --no-rerun-busy (rerunBusy). */
+  readonly rerunDisturbed: boolean;
+  readonly rerunBusy: boolean;
+  readonly calibration?: string;
+}
+
+/** The reruns a campaign does: disturbed runs of this invocation unless either --no-rerun-* says not, and with --rerun-flagged those of earlier ones. */
+export function rerunChoices(options: Pick<CampaignCliOptions, "rerunFlagged" | "rerunDisturbed" | "rerunBusy">): { rerunDisturbed: boolean; redoDisturbed: boolean } {
+  return { rerunDisturbed: options.rerunDisturbed && options.rerunBusy, redoDisturbed: options.rerunFlagged === true };
+}
+
+function percentOf(share: number): string {
+  return `${Math.round(share * 100)} %`;
 }
 
 /**

@@ -1,7 +1,9 @@
-/** `ringlab campaign`'s closing lines. */
+/** `ringlab campaign`'s closing lines, and the reruns its options choose. */
+import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import type { CampaignOutcome } from "../../../src/campaign/execute.ts";
-import { exitCodeOf, formatOutcome } from "../../../src/cli/commands/campaign.ts";
+import { exitCodeOf, formatOutcome, registerCampaign, rerunChoices, type CampaignCliOptions } from "../../../src/cli/commands/campaign.ts";
+import type { CommandHost } from "../../../src/cli/host.ts";
 
 const outcome: CampaignOutcome = {
   resultsDir: "/results/local-smoke", planned: 9, alreadyDone: 0, ok: 9, failed: 0, notRun: 0,
@@ -38,10 +40,32 @@ describe("the campaign's closing lines", () => {
     expect(formatOutcome(outcome, [])).not.toMatch(/flagged/);
   });
 
-  it("exit 5 when a busy run's rerun failed, since that record is now the run's, as for any failed run", () => {
+  it("exit 5 when a disturbed run's rerun failed, since that record is now the run's, as for any failed run", () => {
     expect(exitCodeOf(outcome)).toBe(0);
     expect(exitCodeOf({ ...outcome, rerun: { runs: 1, failed: 1, stillDisturbed: 0 } })).toBe(5);
     expect(exitCodeOf({ ...outcome, failed: 1 })).toBe(5);
     expect(exitCodeOf({ ...outcome, failed: 1, teardown: "failed" })).toBe(4);
+  });
+});
+
+describe("the campaign command's reruns", () => {
+  /** The options commander hands the real campaign command's action for these arguments. */
+  function choices(...args: string[]): ReturnType<typeof rerunChoices> {
+    let options: CampaignCliOptions | undefined;
+    const host = { contextFor: () => { throw new Error("not reached"); }, action: () => (_file: string, parsed: CampaignCliOptions) => { options = parsed; return Promise.resolve(); } };
+    const program = new Command().exitOverride();
+    registerCampaign(program, host as unknown as CommandHost);
+    program.parse(["campaign", "campaigns/local-smoke.yaml", ...args], { from: "user" });
+    return rerunChoices(options!);
+  }
+
+  it("reruns this invocation's disturbed runs by default, not with --no-rerun-disturbed or its old name --no-rerun-busy", () => {
+    expect(choices()).toEqual({ rerunDisturbed: true, redoDisturbed: false });
+    expect(choices("--no-rerun-disturbed")).toEqual({ rerunDisturbed: false, redoDisturbed: false });
+    expect(choices("--no-rerun-busy")).toEqual({ rerunDisturbed: false, redoDisturbed: false });
+  });
+
+  it("redoes earlier invocations' disturbed runs with --rerun-flagged", () => {
+    expect(choices("--rerun-flagged")).toEqual({ rerunDisturbed: true, redoDisturbed: true });
   });
 });
