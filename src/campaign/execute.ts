@@ -181,12 +181,13 @@ async function runAll(ctx: Context, scope: CampaignScope, todo: readonly Planned
   const sampler = scope.testbed.target === "local" ? hostLoadSampler(ctx, scope.testbed.name) : undefined;
   await sampler?.start();
   try {
-    const { disturbed, judged } = await runInBatches(ctx, { ...scope, sampler }, todo, tally);
-    const rerun = scope.rerunDisturbed && scope.testbed.target === "local" ? toRunAgain(disturbed, judged, (message) => ctx.reporter.warn(message)) : [];
+    const saved = await runInBatches(ctx, { ...scope, sampler }, todo, tally);
+    const rerun = scope.rerunDisturbed && scope.testbed.target === "local"
+      ? toRunAgain(disturbedRuns(saved, todo), saved.filter(judged).length, (message) => ctx.reporter.warn(message)) : [];
     if (rerun.length > 0) {
       // Their rounds were decided already; the new attempts replace the disturbed ones in the report.
       const again = await runInBatches(ctx, { ...scope, sampler }, rerun.map(({ run }) => ({ ...run, conditional: false })), tally.rerun);
-      tally.rerun.stillDisturbed += again.disturbed.length;
+      tally.rerun.stillDisturbed += again.filter((record) => disturbance(record) !== undefined).length;
     }
   } finally {
     await sampler?.stop();
@@ -220,6 +221,15 @@ export interface DisturbedRun {
   readonly why: Disturbance;
 }
 
+/** The planned runs whose saved record's measurement was disturbed, with why. */
+function disturbedRuns(saved: readonly RunRecord[], todo: readonly PlannedRun[]): DisturbedRun[] {
+  return saved.flatMap((record) => {
+    const why = disturbance(record);
+    const run = todo.find((planned) => planned.id === record.runId);
+    return why === undefined || run === undefined ? [] : [{ run, why }];
+  });
+}
+
 /** The local testbed shares this machine: a sampler of how busy the machine is besides the testbed's containers. */
 function hostLoadSampler(ctx: Context, testbed: string): HostLoadSampler | undefined {
   const docker = dockerFor(ctx);
@@ -233,14 +243,10 @@ function hostLoadSampler(ctx: Context, testbed: string): HostLoadSampler | undef
   return sampler.available() ? sampler : undefined;
 }
 
-/**
- * Runs the queue in batches; returns the runs whose record's measurement was disturbed (results/steadiness.ts), and how
- * many ok runs steadiness judged.
- */
+/** Runs the queue in batches; returns every record it saved, in order. */
 async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: HostLoadSampler | undefined }, todo: readonly PlannedRun[],
-  tally: Tally | RerunTally): Promise<{ disturbed: DisturbedRun[]; judged: number }> {
-  const disturbed: DisturbedRun[] = [];
-  let judgedRuns = 0;
+  tally: Tally | RerunTally): Promise<RunRecord[]> {
+  const saved: RunRecord[] = [];
   const keeper = new NodeKeeper(ctx, scope.testbed, { launchers: [scope.plan.launcher] });
   const position = new Map(todo.map((run, index) => [run.id, index + 1]));
   // With repeatUntil, the rounds that turn out not to be needed are left out: the count is a most.
@@ -253,10 +259,7 @@ async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: Host
   const decided = new Set<string>();
   const save = (record: RunRecord): void => {
     recordRun(ctx, scope, tally, record);
-    const run = todo.find((planned) => planned.id === record.runId);
-    const why = disturbance(record);
-    if (why !== undefined && run !== undefined) disturbed.push({ run, why });
-    if (judged(record)) judgedRuns++;
+    saved.push(record);
   };
   while (queue.length > 0) {
     ctx.signal.throwIfAborted();
@@ -305,7 +308,7 @@ async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: Host
       queue = queue.slice(1);
     }
   }
-  return { disturbed, judged: judgedRuns };
+  return saved;
 }
 
 /**

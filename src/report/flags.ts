@@ -269,12 +269,17 @@ function machineBusy(latest: readonly RunRecord[], sets: readonly RepeatSet[]): 
     const pressure = load.cpuPressureShare === undefined ? "" : `; some task waited for a CPU ${percent(load.cpuPressureShare)} of the time`;
     return [{
       kind: "machine-busy" as const,
-      subject: sets.find((set) => set.runIds.includes(record.runId))?.subject ?? `run ${record.runId}`,
+      subject: subjectOf(record.runId, sets),
       runIds: [record.runId],
       reason: `run ${record.runId}: ${percent(load.outsideShare)} of the machine's CPU capacity went to work outside the testbed while its benchmark ran, ` +
         `above the ${percent(load.busyThreshold)} that marks the machine busy${pressure}: its numbers may be the machine's, not the testbed's.`,
     }];
   });
+}
+
+/** What the report's tables call the repeat set a run belongs to, or the run itself. */
+function subjectOf(runId: string, sets: readonly RepeatSet[]): string {
+  return sets.find((set) => set.runIds.includes(runId))?.subject ?? `run ${runId}`;
 }
 
 /** Runs (latest attempts) whose step times shifted by more than UNSTEADY_SHIFT between thirds of the run (results/steadiness.ts). */
@@ -284,7 +289,7 @@ function unsteadyRuns(latest: readonly RunRecord[], sets: readonly RepeatSet[]):
     if (shift === undefined) return [];
     return [{
       kind: "unsteady-run" as const,
-      subject: sets.find((set) => set.runIds.includes(record.runId))?.subject ?? `run ${record.runId}`,
+      subject: subjectOf(record.runId, sets),
       runIds: [record.runId],
       reason: `run ${record.runId} changed speed while it ran: ${describeUnsteadiness(shift)}, ${percent(shift.shift)} apart, more than ` +
         `${percent(UNSTEADY_SHIFT)}: its throughput mixes two speeds. Something slowed the machine for part of the run, or its warm-up ` +

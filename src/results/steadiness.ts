@@ -9,6 +9,7 @@
  * predict campaign's efficiency miss and its slow baseline repeat (test/bench/README.md, "Unsteady runs"). Pure.
  */
 import { STRATEGIES } from "../config/registry.ts";
+import { meanWithInterval } from "./cost-model.ts";
 import type { RunRecord } from "./record.ts";
 
 /** Thirds whose median steps differ by more than this share of the faster one's: the run measured two speeds. */
@@ -61,7 +62,7 @@ function judgedSteps(record: StepsOfRecord): readonly number[] | undefined {
 
 /** The median of each third of the steps, in order (a third's bounds rounded: 20 steps give 7, 6 and 7). */
 export function medianOfThirds(steps: readonly number[]): readonly [number, number, number] {
-  const third = (index: number) => median(steps.slice(Math.round((index * steps.length) / 3), Math.round(((index + 1) * steps.length) / 3)));
+  const third = (index: number) => meanWithInterval(steps.slice(Math.round((index * steps.length) / 3), Math.round(((index + 1) * steps.length) / 3))).median;
   return [third(0), third(1), third(2)];
 }
 
@@ -85,10 +86,4 @@ const THIRDS = ["first", "middle", "last"] as const;
 
 function indexOf(values: readonly [number, number, number], value: number): 0 | 1 | 2 {
   return values.indexOf(value) as 0 | 1 | 2;
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
