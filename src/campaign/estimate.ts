@@ -12,7 +12,7 @@ import { workerImageSourceOf, type WorkerImageSource } from "../rules/worker-ima
 import { computeInput, inputQuestionOf, isMissing } from "../predict/inputs.ts";
 import type { CampaignPlan, PlannedRun } from "./plan.ts";
 
-/** fp32 parameter counts of the worker's models (its registry: torchvision 0.14; inception_v3 without the aux head). */
+/** fp32 parameter counts of the worker's models (its registry: torchvision's counts, which its own definitions match; inception_v3 without the aux head). */
 export { PARAMETER_COUNT };
 
 /**

@@ -16,8 +16,8 @@ import { resultFromLog } from "../../src/kubernetes/follow.ts";
 import { runManifests } from "../../src/kubernetes/manifests.ts";
 
 const WORKER_DIR = resolve("docker/worker");
-/** Debian's python3 and torch, as npm run test:python:system runs the worker's tests. */
-const PYTHON = "/usr/bin/python3";
+/** The worker's Python and torch, as npm run test:python runs the worker's tests (.venv-worker, npm run setup:test). */
+const PYTHON = resolve(".venv-worker/bin/python");
 
 function freePort(): Promise<number> {
   return new Promise((done) => {

@@ -33,8 +33,6 @@ OWN_DEPRECATIONS_AS_ERRORS = ",".join(f"error::{category}:{module}"
 
 
 def pytest_configure(config):
-    # npm run test:python runs every test on Debian's torch 1.13, then only these on the current torch release.
-    config.addinivalue_line("markers", "torch_release: its outcome can change with the torch release; runs on every torch")
     for category in DEPRECATION_CATEGORIES:
         # A regex here, matched at the start of the module name: every ringlab_worker module.
         config.addinivalue_line("filterwarnings", f"error::{category}:ringlab_worker")

@@ -31,25 +31,44 @@ def _json_beside(directory, step):
     return os.path.join(directory, f"step-{step:09d}.json")
 
 
-def plant(directory, step, state):
-    """What someone who can write to the shared folder can put there: a checkpoint of their own at `step`, in the
-    layout the loader reads (its tensor file, and the JSON beside it rewritten to match that file)."""
+def pickle_payload(marker):
+    """torch.save's zip with a pickle in it that runs a command when unpickled."""
     import torch
 
     buffer = io.BytesIO()
-    torch.save(state, buffer)
-    payload = buffer.getvalue()
-    with open(checkpoint.path_of(directory, step), "wb") as out:
+    torch.save({"step": 8, "weights": _RunsCode(marker)}, buffer)
+    return buffer.getvalue()
+
+
+def torchscript_payload(marker):
+    """A TorchScript archive: torch.load handed such a file to torch.jit.load before torch 2.6 (CVE-2025-32434)."""
+    import torch
+
+    class Planted(torch.nn.Module):
+        def forward(self, x):
+            return x
+
+    buffer = io.BytesIO()
+    torch.jit.save(torch.jit.script(Planted()), buffer)
+    return buffer.getvalue()
+
+
+def plant(directory, step, payload, name):
+    """What someone who can write to the shared folder can put there: `payload` as the tensor file of a checkpoint at
+    `step` under `name` ("pt": the name ringlab used before 2026-11-27, "safetensors": today's), and the JSON beside it
+    copied from a genuine one and rewritten to describe that file (its hash matches)."""
+    tensor_file = f"step-{step:09d}.{name}"
+    with open(os.path.join(directory, tensor_file), "wb") as out:
         out.write(payload)
     genuine = [name for name in sorted(os.listdir(directory)) if name.endswith(".json") and name.startswith("step-")]
-    if genuine:  # the attacker copies a real one and makes it name their file
-        with open(os.path.join(directory, genuine[-1]), encoding="utf-8") as handle:
-            described = json.load(handle)
-        described["step"] = step
-        described["tensors"] = {**described["tensors"], "file": os.path.basename(checkpoint.path_of(directory, step)),
-                                "sha256": hashlib.sha256(payload).hexdigest(), "bytes": len(payload)}
-        with open(_json_beside(directory, step), "w", encoding="utf-8") as out:
-            json.dump(described, out)
+    with open(os.path.join(directory, genuine[-1]), encoding="utf-8") as handle:
+        described = json.load(handle)
+    described["step"] = step
+    described["tensors"] = {**described["tensors"], "file": tensor_file,
+                            "sha256": hashlib.sha256(payload).hexdigest(), "bytes": len(payload)}
+    with open(_json_beside(directory, step), "w", encoding="utf-8") as out:
+        json.dump(described, out)
+    return tensor_file
 
 
 def genuine_state(step):
@@ -65,20 +84,35 @@ def newest_readable(directory):
     return checkpoint.load_newest(directory, warn=warnings.append), warnings
 
 
-@pytest.mark.torch_release
-def test_a_planted_checkpoint_that_runs_code_when_unpickled_runs_nothing_and_the_genuine_one_is_resumed(tmp_path):
+@pytest.fixture
+def no_unpickler(monkeypatch):
+    """Every loader that can turn a file into code, replaced by one that notes the call: a test asserts none ran."""
+    import pickle
+
+    import torch
+
+    calls = []
+    for owner, name in ((torch, "load"), (torch.jit, "load"), (pickle, "load"), (pickle, "loads")):
+        monkeypatch.setattr(owner, name, lambda *args, _name=name, **kwargs: calls.append(_name))
+    return calls
+
+
+@pytest.mark.parametrize("payload", [pickle_payload, torchscript_payload])
+@pytest.mark.parametrize("name", ["pt", "safetensors"])
+def test_a_planted_pickle_or_torchscript_checkpoint_reaches_no_loader_and_the_genuine_one_is_resumed(
+        tmp_path, no_unpickler, payload, name):
     directory = str(tmp_path / "checkpoints")
     checkpoint.save(directory, 4, genuine_state(4))
     marker = tmp_path / "pwned"
-    plant(directory, 8, {"step": 8, "epoch": 0, "weights": _RunsCode(marker)})
-    warnings = []
-    state = checkpoint.load_newest(directory, warn=warnings.append)
-    assert not marker.exists()
+    planted = plant(directory, 8, payload(marker), name)
+    state, warnings = newest_readable(directory)
+    assert no_unpickler == [] and not marker.exists()
     assert state["step"] == 4 and state["weights"].tolist() == [4.0, 4.0]
-    assert len(warnings) == 1 and "skipping unreadable checkpoint" in warnings[0] and "step-000000008.pt" in warnings[0]
+    assert len(warnings) == 1 and "skipping unreadable checkpoint" in warnings[0] and planted in warnings[0]
+    if name == "pt":
+        assert "format of ringlab before 2026-11-27" in warnings[0]
 
 
-@pytest.mark.torch_release
 def test_a_restarted_run_does_not_run_a_planted_checkpoint_and_resumes_from_its_own(tmp_path):
     dataset = str(tmp_path / "shared" / "datasets" / "shapes")
     data.write_dataset(dataset, DatasetSpec(classes=2, images_per_class=10, image_size=16, held_out=0.2, seed=0),
@@ -91,7 +125,7 @@ def test_a_restarted_run_does_not_run_a_planted_checkpoint_and_resumes_from_its_
     directory = str(tmp_path / "run" / "checkpoints")
     assert checkpoint.checkpoint_steps(directory) == [2]
     marker = tmp_path / "pwned"
-    plant(directory, 4, {"step": 4, "model": _RunsCode(marker)})
+    plant(directory, 4, pickle_payload(marker), "pt")
     code, log, _ = run_worker(args, env=base_env(), timeout=120)
     assert code == 0, log
     assert not marker.exists()
@@ -99,7 +133,6 @@ def test_a_restarted_run_does_not_run_a_planted_checkpoint_and_resumes_from_its_
     assert json.loads(output.read_text())["metrics"]["checkpoints"]["resumedFromStep"] == 2
 
 
-@pytest.mark.torch_release
 def test_a_checkpoint_that_is_a_link_to_another_file_is_not_read(tmp_path):
     elsewhere, directory = str(tmp_path / "elsewhere"), str(tmp_path / "checkpoints")
     checkpoint.save(elsewhere, 9, genuine_state(9))
@@ -109,23 +142,21 @@ def test_a_checkpoint_that_is_a_link_to_another_file_is_not_read(tmp_path):
             os.symlink(os.path.join(elsewhere, name), os.path.join(directory, name))
     state, warnings = newest_readable(directory)
     assert state["step"] == 3
-    assert len(warnings) == 1 and "step-000000009.pt" in warnings[0]
+    assert len(warnings) == 1 and "step-000000009.safetensors" in warnings[0]
 
 
-@pytest.mark.torch_release
 def test_a_checkpoint_whose_tensor_file_alone_is_a_link_is_not_read(tmp_path):
     directory = str(tmp_path / "checkpoints")
     checkpoint.save(directory, 3, genuine_state(3))
     checkpoint.save(directory, 6, genuine_state(6))
     newest = checkpoint.path_of(directory, 6)
-    os.rename(newest, str(tmp_path / "moved.pt"))
-    os.symlink(str(tmp_path / "moved.pt"), newest)  # the same bytes, the JSON's hash matches: only the link differs
+    os.rename(newest, str(tmp_path / "moved.safetensors"))
+    os.symlink(str(tmp_path / "moved.safetensors"), newest)  # the same bytes, the JSON's hash matches: only the link differs
     state, warnings = newest_readable(directory)
     assert state["step"] == 3
-    assert len(warnings) == 1 and "step-000000006.pt" in warnings[0]
+    assert len(warnings) == 1 and "step-000000006.safetensors" in warnings[0]
 
 
-@pytest.mark.torch_release
 def test_a_tensor_file_that_does_not_match_its_json_is_skipped(tmp_path):
     """The JSON and the tensors are one checkpoint: a tensor file from another step (or replaced) is refused."""
     import shutil
@@ -136,10 +167,9 @@ def test_a_tensor_file_that_does_not_match_its_json_is_skipped(tmp_path):
     shutil.copyfile(checkpoint.path_of(directory, 3), checkpoint.path_of(directory, 6))
     state, warnings = newest_readable(directory)
     assert state["step"] == 3
-    assert len(warnings) == 1 and "step-000000006.pt" in warnings[0]
+    assert len(warnings) == 1 and "step-000000006.safetensors" in warnings[0]
 
 
-@pytest.mark.torch_release
 def test_the_tensor_file_holds_tensors_only_and_the_rest_is_json(tmp_path):
     import torch
 
@@ -149,7 +179,9 @@ def test_the_tensor_file_holds_tensors_only_and_the_rest_is_json(tmp_path):
                            "param_groups": [{"lr": 0.1, "betas": (0.9, 0.99), "nesterov": False, "params": [0, 1]}]},
              "scaler": {}, "model": {"w": torch.arange(4), "flag": torch.tensor(True)}}
     checkpoint.save(directory, 5, state)
-    tensors = torch.load(checkpoint.path_of(directory, 5), weights_only=True)
+    from safetensors.torch import load_file
+
+    tensors = load_file(checkpoint.path_of(directory, 5))
     assert all(isinstance(key, str) and isinstance(value, torch.Tensor) for key, value in tensors.items())
     assert len(tensors) == 3
     described = json.loads(open(_json_beside(directory, 5), encoding="utf-8").read())
@@ -164,7 +196,6 @@ def test_the_tensor_file_holds_tensors_only_and_the_rest_is_json(tmp_path):
         {key: state[key] for key in ("config", "lossCurve", "scaler")}
 
 
-@pytest.mark.torch_release
 def test_a_trainers_state_round_trips_through_a_checkpoint(tmp_path):
     """What train.Trainer.checkpoint_state saves (model, SGD with momentum, scaler) restores to the same values."""
     import torch
@@ -206,7 +237,6 @@ def test_the_result_is_not_written_through_a_link_planted_at_its_path(tmp_path):
     assert not path.is_symlink() and json.loads(path.read_text()) == {"ok": True}
 
 
-@pytest.mark.torch_release
 def test_a_run_writes_its_result_in_place_of_a_link_planted_at_output(tmp_path):
     target = _outside(tmp_path)
     output = tmp_path / "run" / "result.json"
@@ -231,8 +261,7 @@ def test_progress_is_not_written_through_a_link(tmp_path, planted):
     assert not (directory / "progress.json").is_symlink()
 
 
-@pytest.mark.torch_release
-@pytest.mark.parametrize("planted", ["step-000000004.pt", "step-000000004.json"])
+@pytest.mark.parametrize("planted", ["step-000000004.safetensors", "step-000000004.json"])
 def test_a_checkpoint_is_not_written_through_a_link(tmp_path, planted):
     target = _outside(tmp_path)
     directory = tmp_path / "checkpoints"
@@ -243,7 +272,6 @@ def test_a_checkpoint_is_not_written_through_a_link(tmp_path, planted):
     assert checkpoint.load_newest(str(directory))["step"] == 4
 
 
-@pytest.mark.torch_release
 def test_checkpoints_are_not_written_into_a_linked_folder(tmp_path):
     elsewhere = tmp_path / "outside"
     elsewhere.mkdir()

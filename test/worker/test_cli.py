@@ -54,7 +54,6 @@ def test_incomplete_rendezvous_environment_exits_2(env, message):
     assert message in output
 
 
-@pytest.mark.torch_release
 def test_without_rendezvous_environment_a_single_process_trains_and_writes_the_record(tmp_path, validate_result):
     output = tmp_path / "single.json"
     code, printed, _ = run_worker(["train", "--model", "tiny", "--batch-size", "4", "--num-warmup-batches", "0",

@@ -11,7 +11,6 @@ import torch
 
 from conftest import REPO, base_env
 
-pytestmark = pytest.mark.torch_release  # the benchmark script runs torch
 
 
 def test_the_gpu_benchmark_script_runs_on_the_cpu_and_writes_the_results_and_the_table(tmp_path, validate_result):

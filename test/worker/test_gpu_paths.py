@@ -1,5 +1,5 @@
-"""The GPU-only code paths, on a machine without a GPU: arguments, device placement, the AMP switch per torch
-release, the GPU provenance and the NCCL environment. torch's CUDA queries are replaced where the answer
+"""The GPU-only code paths, on a machine without a GPU: arguments, device placement, the AMP switch, the supported torch
+releases, the GPU provenance and the NCCL environment. torch's CUDA queries are replaced where the answer
 depends on hardware; the ringlab code that uses the answers is the real one."""
 
 import json
@@ -19,7 +19,6 @@ from ringlab_worker.errors import BadArguments
 from ringlab_worker.launcher import network_env
 from ringlab_worker.world import World, cuda_device_index, pick_device
 
-pytestmark = pytest.mark.torch_release  # the GPU paths are chosen per torch release and ask the running torch
 
 H100 = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", total_memory=85_045_164_032, major=9, minor=0)
 
@@ -30,25 +29,29 @@ def test_torch_release_reads_major_and_minor_from_every_version_style(text, expe
     assert compat.release(text) == expected
 
 
-@pytest.mark.parametrize("version, api", [((1, 13), "torch.cuda.amp"), ((2, 2), "torch.cuda.amp"),
-                                          ((2, 3), "torch.amp"), ((2, 13), "torch.amp")])
-def test_the_grad_scaler_comes_from_torch_amp_where_it_exists_and_from_torch_cuda_amp_before(version, api):
-    assert compat.grad_scaler_api(version) == api
-
-
-def test_the_grad_scaler_on_this_torch_is_the_non_deprecated_one_and_warns_nothing():
+def test_the_grad_scaler_is_torch_amp_s_device_generic_one_and_warns_nothing():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         scaler = compat.make_grad_scaler(enabled=False)
-    expected = torch.amp.GradScaler if compat.torch_release() >= (2, 3) else torch.cuda.amp.GradScaler
-    assert type(scaler) is expected and not scaler.is_enabled()
+    assert type(scaler) is torch.amp.GradScaler and not scaler.is_enabled()
 
 
-@pytest.mark.parametrize("torch_version, python_version, patched", [
-    ((1, 13), (3, 11), True), ((1, 13), (3, 10), False), ((2, 0), (3, 11), False), ((2, 13), (3, 12), False)])
-def test_the_torchrun_redirects_patch_applies_only_to_torch_1_on_python_3_11_and_later(
-        torch_version, python_version, patched):
-    assert compat.needs_redirects_patch(torch_version, python_version) is patched
+@pytest.mark.parametrize("version, refused, warned", [
+    ("1.13.1", True, False), ("2.0.0a0+1767026", True, False), ("2.9.1", True, False),
+    ("2.10.0", False, True), ("2.11.0a0+gitabc", False, True), ("2.12.1", False, True),
+    ("2.13.0+cpu", False, False), ("2.14.1", False, False), ("3.0.0", False, False)])
+def test_torch_below_2_10_is_refused_and_2_10_to_2_12_run_with_a_warning(version, refused, warned):
+    refusal, warning = compat.support_problem(version)
+    assert (refusal is not None, warning is not None) == (refused, warned)
+    if refused:
+        assert f"torch {version} is older than 2.10" in refusal and "CVE-2026-24747" in refusal
+
+
+def test_a_worker_on_an_unsupported_torch_exits_2_before_anything_starts(monkeypatch):
+    monkeypatch.setattr(torch, "__version__", "1.13.1")
+    with pytest.raises(BadArguments, match="older than 2.10") as refused:
+        check_machine(build_parser().parse_args(["train", "--model", "tiny", "--device", "cpu"]))
+    assert refused.value.exit_code == 2
 
 
 def test_train_arguments_for_a_gpu_run_parse_into_the_recorded_knobs():
@@ -69,12 +72,12 @@ def test_amp_passes_the_machine_check_where_torch_sees_a_gpu_and_is_refused_wher
         check_machine(args)
 
 
-def test_a_torchvision_model_without_torchvision_is_refused_before_launch_and_tiny_does_not_need_it(monkeypatch):
+def test_every_model_is_ringlab_s_own_and_needs_no_torchvision(monkeypatch):
     monkeypatch.setitem(sys.modules, "torchvision", None)  # makes `import torchvision` raise ImportError
-    with pytest.raises(BadArguments, match="needs torchvision") as refused:
-        check_machine(build_parser().parse_args(["train", "--model", "inception_v3", "--device", "cpu"]))
-    assert refused.value.exit_code == 2
-    check_machine(build_parser().parse_args(["train", "--model", "tiny", "--device", "cpu"]))
+    check_machine(build_parser().parse_args(["train", "--model", "inception_v3", "--device", "cpu"]))
+    from ringlab_worker.models import build_model
+
+    assert build_model("resnet50")[1] == 1000
 
 
 @pytest.mark.parametrize("local_rank, device_count, index", [(0, 8, 0), (7, 8, 7), (3, 2, 1), (0, 1, 0)])
@@ -159,26 +162,18 @@ def test_the_schema_accepts_records_written_before_the_gpu_fields_existed():
 
 
 def test_nccl_uses_the_cluster_interface_the_launcher_was_given_and_logs_its_warnings():
-    env = network_env({"RINGLAB_SOCKET_IFNAME": "ens5"}, (2, 13))
+    env = network_env({"RINGLAB_SOCKET_IFNAME": "ens5"})
     assert env == {"GLOO_SOCKET_IFNAME": "ens5", "NCCL_SOCKET_IFNAME": "ens5", "NCCL_DEBUG": "WARN",
                    "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}
     # The interface ringlab was told wins over a stale NCCL_SOCKET_IFNAME; other NCCL settings of the user stay.
-    env = network_env({"RINGLAB_SOCKET_IFNAME": "ens5", "NCCL_SOCKET_IFNAME": "eth0", "NCCL_DEBUG": "INFO"}, (2, 13))
+    env = network_env({"RINGLAB_SOCKET_IFNAME": "ens5", "NCCL_SOCKET_IFNAME": "eth0", "NCCL_DEBUG": "INFO"})
     assert env["NCCL_SOCKET_IFNAME"] == "ens5" and "NCCL_DEBUG" not in env
 
 
 def test_without_an_interface_nccl_excludes_the_docker_bridge_and_loopback():
-    assert network_env({}, (2, 13))["NCCL_SOCKET_IFNAME"] == "^docker0,lo"
-    assert "GLOO_SOCKET_IFNAME" not in network_env({}, (2, 13))
-    assert network_env({"NCCL_SOCKET_IFNAME": "ib0"}, (2, 13)).get("NCCL_SOCKET_IFNAME") is None  # the user's
-
-
-@pytest.mark.parametrize("version, name", [((1, 13), "NCCL_ASYNC_ERROR_HANDLING"), ((2, 1), "NCCL_ASYNC_ERROR_HANDLING"),
-                                           ((2, 2), "TORCH_NCCL_ASYNC_ERROR_HANDLING"),
-                                           ((2, 13), "TORCH_NCCL_ASYNC_ERROR_HANDLING")])
-def test_nccl_async_error_handling_uses_the_variable_name_of_the_torch_release(version, name):
-    assert network_env({}, version)[name] == "1"
-    assert compat.nccl_async_error_handling_env(version) == name
+    assert network_env({})["NCCL_SOCKET_IFNAME"] == "^docker0,lo"
+    assert "GLOO_SOCKET_IFNAME" not in network_env({})
+    assert network_env({"NCCL_SOCKET_IFNAME": "ib0"}).get("NCCL_SOCKET_IFNAME") is None  # the user's
 
 
 @pytest.mark.filterwarnings("ignore:.*CUDA is not available")  # expected here: the context is only built

@@ -11,7 +11,6 @@ import pytest
 
 from conftest import free_port, node_env
 
-pytestmark = pytest.mark.torch_release  # every test here runs torch.distributed across processes
 
 
 def start_two_nodes(nodes, args, tmp_path):

@@ -53,10 +53,10 @@ def test_no_num_nodes_means_a_single_process():
 
 def test_socket_interface_applies_to_gloo_and_nccl_and_nccl_avoids_docker0_by_default():
     env = {}
-    configure_network_env(env, (2, 13))
+    configure_network_env(env)
     assert env["NCCL_SOCKET_IFNAME"] == "^docker0,lo" and "GLOO_SOCKET_IFNAME" not in env
     env = {"RINGLAB_SOCKET_IFNAME": "eth1"}
-    configure_network_env(env, (2, 13))
+    configure_network_env(env)
     assert env["NCCL_SOCKET_IFNAME"] == env["GLOO_SOCKET_IFNAME"] == "eth1"
 
 

@@ -1,15 +1,19 @@
 """Checkpoints on shared storage, and what a restarted run needs to know about the attempt that failed.
 
-Rank 0 writes a checkpoint as two files in DIR: step-<global step>.pt, the tensors only (a flat dict of name ->
-tensor), and step-<global step>.json, everything else (step, epoch, counters, optimizer hyperparameters, scaler
-scalars) with, in place of each tensor, its name in the .pt, and the .pt's size and SHA-256. Each is written to a
-new temporary file and renamed into place (a reader never sees half a file), the .pt first; the newest KEEP are
-kept. Every rank restores from the newest readable one; one that is not (truncated, corrupt, a .pt that does not
-match its JSON, a link) is skipped with a warning.
+Rank 0 writes a checkpoint as two files in DIR: step-<global step>.safetensors, the tensors only (a flat dict of
+name -> tensor in the safetensors format: a JSON header of dtype, shape and offsets, then raw bytes), and
+step-<global step>.json, everything else (step, epoch, counters, optimizer hyperparameters, scaler
+scalars) with, in place of each tensor, its name in the tensor file, and that file's size and SHA-256. Each is written to a
+new temporary file and renamed into place (a reader never sees half a file), the tensor file first; the newest KEEP
+are kept. Every rank restores from the newest readable one; one that is not (truncated, corrupt, a tensor file that
+does not match its JSON, a link, or an older ringlab's step-<step>.pt) is skipped with a warning naming the file.
 
 The shared folder may be writable by other users, and the ranks run as root, so nothing read from it can run code:
-the .pt is loaded with torch.load(weights_only=True), which every supported release has (1.13 on) and which
-refuses anything but tensors and plain containers; the rest is JSON. A link in DIR is never followed, read or
+no unpickler and no TorchScript loader reads it, whatever torch is installed. Tensors come back through the
+safetensors parser (bytes into tensors of a declared dtype and shape; it has no way to name code), the rest is JSON.
+Checkpoints of ringlab before 2026-11-27 (step-<step>.pt, written with torch.save: a pickle) are never loaded:
+torch.load(weights_only=True) was the only guard there, and it could be made to run code before torch 2.6
+(CVE-2025-32434) and to corrupt memory before 2.10 (CVE-2026-24747). A link in DIR is never followed, read or
 written (os.O_NOFOLLOW, relative to DIR opened once; DIR itself must not be a link), and no file is opened for
 writing at a name that exists: a link planted there cannot make the worker overwrite another file.
 
@@ -37,9 +41,9 @@ from typing import Optional
 from .errors import BadArguments
 
 KEEP = 2
-_NAME = re.compile(r"step-(\d{9})\.pt")
+_NAME = re.compile(r"step-(\d{9})\.(?:safetensors|pt)")  # .pt: an older ringlab's, found to be skipped by name
 PROGRESS = "progress.json"
-FORMAT = "ringlab.checkpoint/v2"
+FORMAT = "ringlab.checkpoint/v3"
 # How the JSON stands for what JSON has no type for: a tensor (its name in the .pt), a tuple, a dict with keys
 # other than strings (an optimizer's state, by parameter index), and a state dict's _metadata (module versions).
 _TENSOR, _TUPLE, _ITEMS, _DICT, _METADATA = "__tensor__", "__tuple__", "__items__", "__dict__", "__metadata__"
@@ -48,16 +52,21 @@ _CHUNK = 1 << 20
 
 
 def checkpoint_steps(directory: str):
-    """Steps of the checkpoints in `directory`, newest first."""
+    """Steps of the checkpoints in `directory` (in either format), newest first."""
     try:
         names = os.listdir(directory)
     except FileNotFoundError:
         return []
-    return sorted((int(m.group(1)) for m in map(_NAME.fullmatch, names) if m), reverse=True)
+    return sorted({int(m.group(1)) for m in map(_NAME.fullmatch, names) if m}, reverse=True)
 
 
 def path_of(directory: str, step: int) -> str:
     """The checkpoint's tensor file (its JSON is beside it: json_path_of)."""
+    return os.path.join(directory, f"step-{step:09d}.safetensors")
+
+
+def old_path_of(directory: str, step: int) -> str:
+    """Where ringlab before 2026-11-27 put a checkpoint's tensors (torch.save's pickle): found, never loaded."""
     return os.path.join(directory, f"step-{step:09d}.pt")
 
 
@@ -109,21 +118,6 @@ def _write_new(folder: int, name: str, write, mode: int) -> None:
         except FileNotFoundError:
             pass
         raise
-
-
-class _Hashing:
-    """A file that hashes what is written through it (torch.save writes the .pt through it, once)."""
-
-    def __init__(self, out):
-        self.out, self.sha256, self.bytes = out, hashlib.sha256(), 0
-
-    def write(self, chunk) -> int:
-        self.sha256.update(chunk)
-        self.bytes += len(chunk)
-        return self.out.write(chunk)
-
-    def flush(self) -> None:
-        self.out.flush()
 
 
 # A checkpoint's state: tensors apart, the rest JSON.
@@ -184,30 +178,27 @@ def join(plain, tensors: dict):
 
 
 def save(directory: str, step: int, state: dict) -> str:
-    """Rank 0's checkpoint of `state` at `step`: the .pt (tensors), then the JSON naming it; the newest KEEP kept."""
-    import torch
+    """Rank 0's checkpoint of `state` at `step`: the tensor file, then the JSON naming it; the newest KEEP kept."""
+    from safetensors.torch import save as safetensors_bytes
 
     tensors = {}
     plain = split(state, tensors)
     json.dumps(plain)  # a TypeError (not JSON) before anything is written
+    # safetensors stores each tensor's own bytes: a copy on the CPU, contiguous and sharing no storage.
+    payload = safetensors_bytes({name: tensor.detach().to("cpu", copy=True).contiguous()
+                                 for name, tensor in tensors.items()})
     tensor_name = os.path.basename(path_of(directory, step))
-    written = {}
-
-    def write_tensors(out):
-        hashing = _Hashing(out)
-        torch.save(tensors, hashing)
-        written.update(sha256=hashing.sha256.hexdigest(), bytes=hashing.bytes)
-
+    written = {"sha256": hashlib.sha256(payload).hexdigest(), "bytes": len(payload)}
     folder = _open_folder(directory, create=True)
     try:
-        _write_new(folder, tensor_name, write_tensors, 0o600)
+        _write_new(folder, tensor_name, lambda out: out.write(payload), 0o600)
         described = {"format": FORMAT, "step": step, "tensors": {"file": tensor_name, **written}, "state": plain}
         text = json.dumps(described).encode("utf-8")
         _write_new(folder, os.path.basename(json_path_of(directory, step)), lambda out: out.write(text), 0o600)
         for old in checkpoint_steps(directory)[KEEP:]:
-            for name in (os.path.basename(json_path_of(directory, old)), os.path.basename(path_of(directory, old))):
+            for path in (json_path_of(directory, old), path_of(directory, old), old_path_of(directory, old)):
                 try:
-                    os.unlink(name, dir_fd=folder)  # a link is removed itself, never what it points to
+                    os.unlink(os.path.basename(path), dir_fd=folder)  # a link is removed itself, never its target
                 except FileNotFoundError:
                     pass
     finally:
@@ -216,38 +207,42 @@ def save(directory: str, step: int, state: dict) -> str:
 
 
 def load(directory: str, step: int) -> dict:
-    """The checkpoint at `step`, or an exception saying why it cannot be read. No pickled code runs: the JSON is
-    JSON, and the .pt must match the hash the JSON holds and load as tensors only (weights_only)."""
-    import torch
+    """The checkpoint at `step`, or an exception saying why it cannot be read. No unpickler runs: the JSON is JSON,
+    and the tensor file must match the hash the JSON holds and parse as safetensors."""
+    from safetensors.torch import load as safetensors_tensors
 
+    tensor_name = os.path.basename(path_of(directory, step))
     folder = _open_folder(directory, create=False)
     try:
+        if not _exists(tensor_name, folder) and _exists(os.path.basename(old_path_of(directory, step)), folder):
+            raise ValueError("a checkpoint in the format of ringlab before 2026-11-27 (torch.save's pickle), which is "
+                             "never loaded: the run starts from an older checkpoint or from the beginning")
         with _open_for_reading(os.path.basename(json_path_of(directory, step)), folder) as handle:
             described = json.loads(handle.read().decode("utf-8"))
-        tensor_name = os.path.basename(path_of(directory, step))
         if not isinstance(described, dict) or described.get("format") != FORMAT or described.get("step") != step:
-            raise ValueError("not a ringlab checkpoint")
+            raise ValueError("not a ringlab checkpoint of this format")
         expected = described["tensors"]
         if expected.get("file") != tensor_name:
             raise ValueError(f"its JSON describes {expected.get('file')}, not {tensor_name}")
         with _open_for_reading(tensor_name, folder) as handle:
-            sha256, size = hashlib.sha256(), 0
-            for chunk in iter(lambda: handle.read(_CHUNK), b""):
-                sha256.update(chunk)
-                size += len(chunk)
-            if (size, sha256.hexdigest()) != (expected.get("bytes"), expected.get("sha256")):
-                raise ValueError(f"{tensor_name} is not the file its JSON describes ({size} bytes, another hash)")
-            handle.seek(0)
-            tensors = torch.load(handle, map_location="cpu", weights_only=True)
+            payload = handle.read()
+        if (len(payload), hashlib.sha256(payload).hexdigest()) != (expected.get("bytes"), expected.get("sha256")):
+            raise ValueError(f"{tensor_name} is not the file its JSON describes ({len(payload)} bytes, another hash)")
+        tensors = safetensors_tensors(payload)
     finally:
         os.close(folder)
-    if not isinstance(tensors, dict) or not all(isinstance(key, str) and isinstance(value, torch.Tensor)
-                                                for key, value in tensors.items()):
-        raise ValueError(f"{tensor_name} holds more than named tensors")
     state = join(described["state"], tensors)
     if not isinstance(state, dict) or state.get("step") != step:
         raise ValueError("not a ringlab checkpoint")
     return state
+
+
+def _exists(name: str, folder: int) -> bool:
+    try:
+        os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def load_newest(directory: str, warn=None) -> Optional[dict]:
@@ -255,6 +250,8 @@ def load_newest(directory: str, warn=None) -> Optional[dict]:
     warn = warn or (lambda text: print(text, file=sys.stderr, flush=True))
     for step in checkpoint_steps(directory):
         path = path_of(directory, step)
+        if not os.path.lexists(path) and os.path.lexists(old_path_of(directory, step)):
+            path = old_path_of(directory, step)
         try:
             return load(directory, step)
         except BadArguments:

@@ -9,11 +9,11 @@ import os
 import re
 import sys
 
-from . import launcher
+from . import compat, launcher
 from .data import import_pil, parse_data_source, run_dataset
 from .errors import EXIT_BAD_ARGUMENTS, BadArguments, WorkerError
 from .mpi_library import LIBRARIES, check_started_by_mpirun
-from .registry import MODELS, PROBED_REDUCTIONS, TORCHVISION_MODELS, TRAIN_KNOBS, knob_choices
+from .registry import MODELS, PROBED_REDUCTIONS, TRAIN_KNOBS, knob_choices
 from .result import LAUNCHED_AT_ENV, utc_now
 
 
@@ -321,6 +321,11 @@ def check_machine(args) -> None:
     """Checks that need torch: is what was asked for possible on this machine?"""
     import torch
 
+    refusal, warning = compat.support_problem(torch.__version__)
+    if refusal:
+        raise BadArguments(refusal)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     wants_gpu = args.device == "cuda" or getattr(args, "precision", "fp32") == "amp"
     if wants_gpu and not torch.cuda.is_available():
         what = "--precision amp" if args.device != "cuda" else "--device cuda"
@@ -331,10 +336,6 @@ def check_machine(args) -> None:
         )
     if args.job == "train" and getattr(args, "data_folder", None) is not None:
         import_pil()
-    if args.job == "train" and args.model in TORCHVISION_MODELS:
-        from .train import import_torchvision  # train imports torch (as this check does, only now)
-
-        import_torchvision()
     if getattr(args, "engine", "ddp") == "horovod":
         try:
             import horovod.torch  # noqa: F401

@@ -1,32 +1,24 @@
-"""Everything that differs between the PyTorch releases the worker supports, and which releases need it.
+"""Which PyTorch releases the worker runs on, and the one thing a release decides.
 
-Tested on Debian's torch 1.13 (the cpu image) and on a current release (2.13 in CI, NVIDIA's images on
-GPUs). Each difference is a pure function of the version, so both branches are tested under either torch;
-the rest of the package asks here instead of comparing versions itself. Delete a branch when its oldest
-release is no longer supported.
+ringlab supports torch 2.10 and newer: below 2.10 the weights-only unpickler can corrupt heap memory
+(CVE-2026-24747), and below 2.6 torch.load(weights_only=True) hands a TorchScript archive to torch.jit.load
+(CVE-2025-32434). The worker's checkpoints no longer go through any unpickler (checkpoint.py, safetensors), but a
+floor keeps every other file torch reads (and the fixes after it) on the right side. CI tests 2.13, the release the
+cpu image installs; 2.10 to 2.12 run with a warning that says so (NVIDIA's images and the lent GPU machines may
+carry one of them). Older releases are refused before anything starts (exit 2).
 """
 
 import re
-import sys
-from typing import Tuple
+from typing import Optional, Tuple
 
 Version = Tuple[int, int]
 
-# torch.amp.GradScaler(device) arrived in 2.3; torch.cuda.amp.GradScaler warns (FutureWarning) from 2.4 on.
-DEVICE_GENERIC_GRAD_SCALER_SINCE: Version = (2, 3)
-# NCCL_ASYNC_ERROR_HANDLING was renamed TORCH_NCCL_ASYNC_ERROR_HANDLING in 2.2 (the old name warns).
-TORCH_PREFIXED_NCCL_ENV_SINCE: Version = (2, 2)
-# torchrun's default "--redirects 0" parses to None on Python 3.11 and crashes before starting a worker
-# (pytorch/pytorch#92319); fixed in 2.0. From 2.3 on redirects and tee live in config.logs_specs instead.
-REDIRECTS_FIXED_IN: Version = (2, 0)
-# From 2.4 torchrun's workers share the c10d rendezvous' TCPStore, and after a restart a worker can read the
-# previous round's addresses from it and fail to connect (pytorch/pytorch#135712); the variable turns the sharing
-# off, and releases before 2.4 ignore it.
-SHARED_RDZV_STORE_SINCE: Version = (2, 4)
+MINIMUM: Version = (2, 10)
+TESTED_FROM: Version = (2, 13)
 
 
 def release(version_text: str) -> Version:
-    """(major, minor) of a version string as torch reports it: '1.13.0a0' -> (1, 13), '2.13.0+cpu' -> (2, 13)."""
+    """(major, minor) of a version string as torch reports it: '2.13.0+cpu' -> (2, 13), '2.11.0a0+gitabc' -> (2, 11)."""
     match = re.match(r"(\d+)\.(\d+)", version_text)
     if not match:
         raise ValueError(f"not a torch version: '{version_text}'")
@@ -39,50 +31,39 @@ def torch_release() -> Version:
     return release(torch.__version__)
 
 
-def needs_redirects_patch(torch_version: Version, python_version: Tuple[int, int] = sys.version_info[:2]) -> bool:
-    return torch_version < REDIRECTS_FIXED_IN and python_version >= (3, 11)
+def _text(version: Version) -> str:
+    return f"{version[0]}.{version[1]}"
 
 
-def grad_scaler_api(torch_version: Version) -> str:
-    """The GradScaler to use: 'torch.amp' (device-generic) or 'torch.cuda.amp' (the only one before 2.3)."""
-    return "torch.amp" if torch_version >= DEVICE_GENERIC_GRAD_SCALER_SINCE else "torch.cuda.amp"
-
-
-def make_grad_scaler(enabled: bool, torch_version: Version = None):
-    """A CUDA GradScaler through the API that does not warn on this torch; a no-op when not enabled."""
-    import torch
-
-    if grad_scaler_api(torch_version or torch_release()) == "torch.amp":
-        return torch.amp.GradScaler("cuda", enabled=enabled)
-    return torch.cuda.amp.GradScaler(enabled=enabled)
+def support_problem(version_text: str) -> Tuple[Optional[str], Optional[str]]:
+    """(refusal, warning) for this torch: a refusal below MINIMUM, a warning from MINIMUM up to TESTED_FROM."""
+    version = release(version_text)
+    if version < MINIMUM:
+        return (f"torch {version_text} is older than {_text(MINIMUM)}, the oldest ringlab supports (older releases' "
+                "weights-only loader can be made to run code: CVE-2025-32434, CVE-2026-24747); use the cpu image, "
+                f"or a GPU image on torch {_text(MINIMUM)} or newer (docker/worker/README.md)"), None
+    if version < TESTED_FROM:
+        return None, (f"ringlab-worker: warning: torch {version_text} is supported but not tested; CI tests "
+                      f"{_text(TESTED_FROM)} and newer")
+    return None, None
 
 
 def autocast(device_type: str):
-    """fp16 autocast; torch.autocast(device_type=...) exists in every supported release (1.10 on)."""
+    """fp16 autocast."""
     import torch
 
     return torch.autocast(device_type=device_type, dtype=torch.float16)
 
 
-def nccl_async_error_handling_env(torch_version: Version) -> str:
-    """The variable that makes NCCL turn a stuck collective into an error after the process-group timeout."""
-    if torch_version >= TORCH_PREFIXED_NCCL_ENV_SINCE:
-        return "TORCH_NCCL_ASYNC_ERROR_HANDLING"
-    return "NCCL_ASYNC_ERROR_HANDLING"
+def make_grad_scaler(enabled: bool):
+    """A CUDA GradScaler (a no-op when not enabled)."""
+    import torch
+
+    return torch.amp.GradScaler("cuda", enabled=enabled)
 
 
-def torchrun_env(torch_version: Version) -> dict:
-    """Variables the launcher sets for torchrun (unless the user set them)."""
-    if torch_version >= SHARED_RDZV_STORE_SINCE:
-        return {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
-    return {}
-
-
-def patch_torchrun_config(config, torch_version: Version) -> None:
-    """Works around pytorch#92319 on the config torch.distributed.run.config_from_args returned."""
-    if not needs_redirects_patch(torch_version):
-        return
-    from torch.distributed.elastic.multiprocessing.api import Std
-
-    config.redirects = config.redirects if config.redirects is not None else Std.NONE
-    config.tee = config.tee if config.tee is not None else Std.NONE
+# The variable that makes NCCL turn a stuck collective into an error after the process-group timeout.
+NCCL_ASYNC_ERROR_HANDLING_ENV = "TORCH_NCCL_ASYNC_ERROR_HANDLING"
+# torchrun's workers share the c10d rendezvous' TCPStore, and after a restart a worker can read the previous round's
+# addresses from it and fail to connect (pytorch/pytorch#135712); this turns the sharing off.
+TORCHRUN_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}

@@ -78,8 +78,7 @@ def rendezvous_from_env(env: Mapping[str, str], gpu_count: int) -> Optional[Rend
 # recovery time.
 ELASTIC_LAST_CALL_SECONDS = 5
 # A lost node stays a member of the finished round until its heartbeats (every KEEP_ALIVE s) have been missing
-# KEEP_ALIVE_ATTEMPTS times; only then can the others form the next round. torch 1.13 has neither setting (it
-# ignores them) and waits 5 s x 3.
+# KEEP_ALIVE_ATTEMPTS times; only then can the others form the next round.
 ELASTIC_KEEP_ALIVE_SECONDS = 1
 ELASTIC_KEEP_ALIVE_ATTEMPTS = 3
 
@@ -118,7 +117,7 @@ def torchrun_argv(rdzv: Rendezvous, timeout_seconds: float, job_argv: List[str],
 NCCL_EXCLUDED_INTERFACES = ("docker0", "lo")
 
 
-def network_env(env: Mapping[str, str], torch_version) -> dict:
+def network_env(env: Mapping[str, str]) -> dict:
     """The Gloo and NCCL variables for the cluster interface the launcher was given (RINGLAB_SOCKET_IFNAME).
 
     With an interface, Gloo and NCCL both use it (an explicit lo is honoured: one-machine tests). Without,
@@ -127,7 +126,7 @@ def network_env(env: Mapping[str, str], torch_version) -> dict:
     warnings (a fallback transport, a wrong interface) into the node's log.
     """
     ifname = env.get("RINGLAB_SOCKET_IFNAME", "")
-    wanted = {"NCCL_DEBUG": "WARN", compat.nccl_async_error_handling_env(torch_version): "1"}
+    wanted = {"NCCL_DEBUG": "WARN", compat.NCCL_ASYNC_ERROR_HANDLING_ENV: "1"}
     if ifname:
         wanted.update({"GLOO_SOCKET_IFNAME": ifname, "NCCL_SOCKET_IFNAME": ifname})
         return {name: value for name, value in wanted.items() if name.endswith("_SOCKET_IFNAME") or name not in env}
@@ -135,8 +134,8 @@ def network_env(env: Mapping[str, str], torch_version) -> dict:
     return {name: value for name, value in wanted.items() if name not in env}
 
 
-def configure_network_env(env, torch_version) -> None:
-    env.update(network_env(env, torch_version))
+def configure_network_env(env) -> None:
+    env.update(network_env(env))
 
 
 def run_worker(args) -> int:
@@ -149,7 +148,7 @@ def run_worker(args) -> int:
 def launch(args, job_argv: List[str]) -> int:
     import torch
 
-    configure_network_env(os.environ, compat.torch_release())
+    configure_network_env(os.environ)
     rdzv = rendezvous_from_env(os.environ, torch.cuda.device_count() if torch.cuda.is_available() else 0)
     if rdzv is None:
         return run_worker(args)
@@ -158,7 +157,7 @@ def launch(args, job_argv: List[str]) -> int:
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, os.environ.get("PYTHONPATH")) if p)
 
-    for name, value in compat.torchrun_env(compat.torch_release()).items():
+    for name, value in compat.TORCHRUN_ENV.items():
         os.environ.setdefault(name, value)
     os.environ[LAUNCHER_PID_ENV] = str(os.getpid())
     torchrun = torchrun_argv(rdzv, args.timeout_seconds, job_argv, getattr(args, "max_restarts", 0),
@@ -181,9 +180,8 @@ def _run_torchrun(torchrun: List[str], rdzv: Rendezvous, timeout_seconds: float)
 
     endpoint = f"{rdzv.head_addr}:{rdzv.port}"
     try:
-        # torch_run.run(), with its config patched where a torch release needs it (see compat).
+        # torch_run.run(), with the agent below swapped in.
         config, entrypoint, entrypoint_args = torch_run.config_from_args(torch_run.parse_args(torchrun))
-        compat.patch_torchrun_config(config, compat.torch_release())
         # After its workers end, an agent waits for the other nodes' agents (the "exit barrier"), 300 s
         # in torch and not settable from the command line: a dead peer would hold this node for 5 min.
         launcher_api.LocalElasticAgent = functools.partial(

@@ -164,7 +164,7 @@ def _local_sgd(ddp, optimizer, args):
             return {"averagingDrift": drift.tolist()}
 
     device = next(ddp.parameters()).device
-    # After the warm-up DDP sums over this rank's own group (no traffic): torch 1.13 builds its default intra-node
+    # After the warm-up DDP sums over this rank's own group (no traffic): torch builds its default intra-node
     # subgroups only with CUDA, so every rank makes every one-rank group (new_group is collective).
     groups = [dist.new_group([rank]) for rank in range(dist.get_world_size())]
     state = post_localSGD_hook.PostLocalSGDState(process_group=None, subgroup=groups[dist.get_rank()],

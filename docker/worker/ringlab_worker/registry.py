@@ -2,7 +2,7 @@
 a campaign sets (each with its worker flag, type, default and campaign range), and the flags only the worker has.
 
 registry.json is the single source: the command line (cli.py) takes its choices and defaults from here, train.py
-its models' native image sizes and which models need torchvision, reduction.py the reductions' names; ringlab's
+its models' native image sizes, reduction.py the reductions' names; ringlab's
 TypeScript side reads the same file. No torch here: the command line is checked before torch is imported.
 """
 
@@ -14,10 +14,9 @@ PATH = Path(__file__).resolve().parent / "registry.json"
 with PATH.open(encoding="utf-8") as _file:
     _REGISTRY = json.load(_file)
 
-# Models in the file's order, the native input size of each, and the ones built by torchvision.
+# Models in the file's order (each built by models/), the native input size and parameter count of each.
 MODELS = tuple(_REGISTRY["models"])
 NATIVE_IMAGE_SIZE = {name: model["imageSize"] for name, model in _REGISTRY["models"].items()}
-TORCHVISION_MODELS = tuple(name for name, model in _REGISTRY["models"].items() if model["torchvision"])
 PARAMETER_COUNT = {name: model["parameters"] for name, model in _REGISTRY["models"].items()}
 
 # How gradients are summed (communication strategies), in the file's order.

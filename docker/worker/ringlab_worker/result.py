@@ -94,14 +94,6 @@ def cpu_provenance() -> dict:
             "nccl": None, "nvidiaDriver": None}
 
 
-def _torchvision_version() -> Optional[str]:
-    try:
-        import torchvision
-    except (ImportError, RuntimeError):  # only the torchvision models need it (see train.import_torchvision)
-        return None
-    return torchvision.__version__
-
-
 def provenance(device, started_at: str) -> dict:
     import torch
 
@@ -113,7 +105,6 @@ def provenance(device, started_at: str) -> dict:
         hardware = cpu_provenance()
     return {
         "torch": torch.__version__,
-        "torchvision": _torchvision_version(),
         "python": platform.python_version(),
         "cuda": torch.version.cuda,
         "device": device.type,

@@ -19,46 +19,9 @@ from . import compat, reduction
 from .data import describe_folder_data, open_training_data
 from .errors import BadArguments, WorkerError
 from .fit import run_fit
-from .registry import NATIVE_IMAGE_SIZE, TORCHVISION_MODELS  # noqa: F401 (the latter: tests import it from here)
+from .models import build_model
+from .registry import NATIVE_IMAGE_SIZE
 from .result import finite_or_none
-
-
-def import_torchvision():
-    """torchvision, needed for the torchvision models only: tiny and small, and the probe, run without it."""
-    try:
-        import torchvision
-    except (ImportError, RuntimeError) as error:  # absent, or built for another torch (RuntimeError:
-        # "operator torchvision::nms does not exist")
-        raise BadArguments(
-            f"this model needs torchvision, but `import torchvision` failed ({error}); install the torchvision "
-            "release built for this torch, or use --model tiny or small"
-        ) from error
-    return torchvision
-
-
-def build_model(name: str):
-    """The model and its number of classes; weights are random, as in the Horovod benchmark."""
-    if name == "tiny":
-        # Small enough for CPU smoke runs; adaptive pooling keeps it valid for any --image-size.
-        return nn.Sequential(
-            nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4),
-            nn.Flatten(), nn.Linear(32 * 4 * 4, 10),
-        ), 10
-    if name == "small":
-        # CPU-sized compute with a 4.2 M-parameter classifier: its 17 MB gradient costs about as much to
-        # all-reduce over 1 Gbit/s as a step costs to compute on a CPU, so link bandwidth shows on the local
-        # testbed as it does for ResNets on GPUs.
-        return nn.Sequential(
-            nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(8),
-            nn.Flatten(), nn.Linear(64 * 8 * 8, 1024), nn.ReLU(), nn.Linear(1024, 10),
-        ), 10
-    torchvision = import_torchvision()
-    if name == "inception_v3":
-        # Without the auxiliary head the output is a plain tensor, as for the ResNets.
-        return torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=False), 1000
-    return getattr(torchvision.models, name)(weights=None), 1000
 
 
 class Trainer:

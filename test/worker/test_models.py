@@ -1,0 +1,49 @@
+"""The worker's models (models/): ringlab's own definitions of torchvision's ResNets and Inception v3, and its two
+small CNNs. Planning counts parameters from registry.json (torchvision's counts), so each model must have exactly
+those; each must train a step, also in the channels-last layout."""
+
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import REPO
+from ringlab_worker.models import BUILDERS, build_model
+from ringlab_worker.registry import MODELS, NATIVE_IMAGE_SIZE, PARAMETER_COUNT
+
+
+# Every state-dict tensor's name and shape in torchvision's definitions (torchvision 0.14, inception_v3 without the
+# aux head), written by test/fixtures/torchvision-state-dicts.py: ringlab's must be the same, so published figures
+# (measured on torchvision's models) compare and torchvision's weights load. With those weights loaded, both gave the
+# same outputs (checked when the models were written, 2026-11-26).
+TORCHVISION = json.loads((REPO / "test" / "fixtures" / "torchvision-state-dicts.json").read_text())
+
+
+def test_every_registry_model_has_a_builder_and_no_builder_is_unregistered():
+    assert tuple(BUILDERS) == MODELS
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_each_model_has_the_parameters_planning_assumes(name):
+    model, _ = build_model(name)
+    assert sum(p.numel() for p in model.parameters()) == PARAMETER_COUNT[name]
+
+
+@pytest.mark.parametrize("name", ["resnet50", "resnet101", "resnet152", "inception_v3"])
+def test_the_large_models_hold_torchvision_s_tensors_by_name_and_shape(name):
+    ours = {key: list(tensor.shape) for key, tensor in build_model(name)[0].state_dict().items()}
+    assert ours == TORCHVISION[name]
+
+
+@pytest.mark.parametrize("name", ["resnet50", "inception_v3"])
+def test_the_large_models_train_a_step_in_the_channels_last_layout(name):
+    model, classes = build_model(name)
+    size = 75 if name == "inception_v3" else 64  # inception_v3's smallest input; native sizes are slow on CPU
+    assert NATIVE_IMAGE_SIZE[name] >= size
+    model = model.to(memory_format=torch.channels_last)  # the --channels-last path
+    images = torch.randn(2, 3, size, size).contiguous(memory_format=torch.channels_last)
+    logits = model(images)
+    assert logits.shape == (2, classes)
+    F.cross_entropy(logits, torch.tensor([0, 1])).backward()
+    assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
