@@ -43,7 +43,13 @@ export async function buildLocalImages(ctx: Context, docker: Docker, workerImage
       at.set(name, step);
       detail([...at].map(([image, text]) => `${image} ${text}`).join(" · "));
     };
-    if (!ownWorkerImage && !(await docker.imageExists(workerImage))) show("worker", "installing PyTorch from Debian packages (a few minutes, once)");
+    if (!ownWorkerImage) {
+      // The worker's Python wheels (PyTorch's CPU build and the rest) for docker/worker/wheels/, which the build
+      // installs from without reaching an index: fetched once, then found there.
+      show("worker", "Python wheels into docker/worker/wheels (PyTorch's CPU build, once)");
+      await docker.runScript(docker_("worker/wheels.sh"), [docker_("worker/wheels")]);
+      if (!(await docker.imageExists(workerImage))) show("worker", "installing PyTorch from its wheels (about a minute, once)");
+    }
     await Promise.all(builds.map((b) => docker.build(docker_(b.dir), b.tag, {
       ...(b.target === undefined ? {} : { target: b.target }),
       buildArgs: { BASE_IMAGE },
