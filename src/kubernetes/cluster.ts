@@ -271,12 +271,13 @@ export class Cluster {
       }
       // What is not the network (an http:// server, an auth plugin that fails, a certificate that does not match
       // the kubeconfig's CA) is the kubeconfig's to fix.
-      if (!signal.aborted && ((error as Error).name !== "FetchError" || isTlsFailure(error))) {
-        throw new UsageError(`${what}: the kubeconfig's context ${this.context} (${this.server}) cannot be used: ${(error as Error).message}`, {
+      const network = networkFailure(error);
+      if (!signal.aborted && (network === undefined || isTlsFailure(network))) {
+        throw new UsageError(`${what}: the kubeconfig's context ${this.context} (${this.server}) cannot be used: ${(network ?? error as Error).message}`, {
           hint: `check it with kubectl --context ${this.context} get namespace ${this.namespace}`,
         });
       }
-      const reason = signal.aborted ? `no answer within ${this.requestTimeoutMs / 1000} s` : (error as Error).message;
+      const reason = signal.aborted ? `no answer within ${this.requestTimeoutMs / 1000} s` : (network ?? error as Error).message;
       throw new ToolError("kubernetes", `${what} on ${this.server}: ${reason}`, { cause: error });
     }
   }
@@ -358,8 +359,17 @@ function aborted(signal: AbortSignal): Promise<never> {
   return new Promise((_, fail) => signal.addEventListener("abort", () => fail(new Error("aborted")), { once: true }));
 }
 
-/** node-fetch wraps a certificate that does not verify as a FetchError too; its code says so. */
-function isTlsFailure(error: unknown): boolean {
+/**
+ * What the network said when a request failed (refused, no such host, a reset, a TLS failure): the client's fetch
+ * (undici) fails with a TypeError "fetch failed" whose cause it is. Undefined for any other failure.
+ */
+function networkFailure(error: unknown): Error | undefined {
+  const { name, message, cause } = error as { name?: unknown; message?: unknown; cause?: unknown };
+  return name === "TypeError" && message === "fetch failed" && cause instanceof Error ? cause : undefined;
+}
+
+/** A certificate that does not verify, or a server that does not speak TLS, fails as the network does; its code says so. */
+function isTlsFailure(error: Error): boolean {
   const { code } = error as { code?: unknown };
   return typeof code === "string" && /^(CERT_|UNABLE_TO_|ERR_TLS_|DEPTH_ZERO_SELF_SIGNED|SELF_SIGNED_CERT|ERR_SSL_)/.test(code);
 }

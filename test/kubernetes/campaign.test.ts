@@ -316,4 +316,20 @@ describe("a Kubernetes cluster is checked before anything is created", () => {
     await expect(Cluster.connect(testbed(), { env: { KUBECONFIG: silent.kubeconfig() }, requestTimeoutMs: 300 })).rejects.toThrow(/does not answer: read the namespace on .*: no answer within 0\.3 s/);
     expect(Date.now() - started).toBeLessThan(5000);
   });
+
+  it("takes a certificate that does not verify as the kubeconfig's to fix (exit 2), not as a cluster that does not answer", async () => {
+    const cluster = await fake();
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-kubeconfig-tls-"));
+    // The certificate is for 127.0.0.1, not localhost; and without the CA nothing vouches for it.
+    const text = readFileSync(cluster.kubeconfig(), "utf8");
+    writeFileSync(join(dir, "other-name"), text.replace("https://127.0.0.1:", "https://localhost:"));
+    writeFileSync(join(dir, "no-ca"), text.replace(/, certificate-authority-data: [^}]+/, ""));
+    for (const [file, reason] of [["other-name", /ERR_TLS_CERT_ALTNAME_INVALID|does not match certificate/], ["no-ca", /self-signed certificate/]] as const) {
+      const refused = Cluster.connect(testbed(), { env: { KUBECONFIG: join(dir, file) } });
+      await expect(refused).rejects.toThrow(/^read the namespace: the kubeconfig's context fake \(https:\/\/(localhost|127\.0\.0\.1):\d+\) cannot be used: /);
+      await expect(refused).rejects.toThrow(reason);
+      await expect(refused).rejects.toMatchObject({ exitCode: EXIT.badInput });
+    }
+    expect(cluster.requests).toEqual([]);
+  });
 });
