@@ -13,8 +13,24 @@ import { latestAttempts, type RunRecord } from "../results/record.ts";
 import { disturbance } from "../results/steadiness.ts";
 import { inCurrentCpuPeriod } from "../testbed/cpu-quota.ts";
 
-/** v2: local entries come only from runs in 10 ms CPU periods (src/limits.ts CPU_PERIOD_MS); v1's may be Docker's 100 ms. */
-export const CALIBRATION_SCHEMA = "ringlab.calibration/v2";
+/**
+ * v3: entries come only from workers on torch 2.10 or newer (v2's may be Debian's 1.13, whose CPU steps took 5.4x as
+ * long: test/bench/README.md); v2: local entries come only from runs in 10 ms CPU periods (src/limits.ts
+ * CPU_PERIOD_MS); v1's may be Docker's 100 ms.
+ */
+export const CALIBRATION_SCHEMA = "ringlab.calibration/v3";
+
+/** The oldest torch whose runs calibrate: the worker's floor (docker/worker/ringlab_worker/compat.py MINIMUM). */
+export const OLDEST_CALIBRATING_TORCH: readonly [number, number] = [2, 10];
+
+/** Whether a run's worker ran a torch that calibrates (a run without a result has nothing to calibrate from either). */
+export function onSupportedTorch(record: RunRecord): boolean {
+  const match = /^(\d+)\.(\d+)/.exec(record.result?.provenance.torch ?? "");
+  if (match === null) return record.result === undefined;
+  const [major, minor] = [Number(match[1]), Number(match[2])];
+  const [floorMajor, floorMinor] = OLDEST_CALIBRATING_TORCH;
+  return major > floorMajor || (major === floorMajor && minor >= floorMinor);
+}
 
 /** Where a number came from, in order of trust: measured by the user, published (with its citation), or derived. */
 export type Source =
@@ -130,11 +146,17 @@ export function parseCalibration(json: unknown): { calibration: Calibration } | 
  * gives no entry, and `warn` says which and how to measure it.
  */
 export function calibrationFromRecords(everyRecord: readonly RunRecord[], resultsDir: string, warn: (message: string) => void = () => {}): Calibration {
-  const current = everyRecord.filter(inCurrentCpuPeriod);
-  const older = everyRecord.length - current.length;
+  const inPeriod = everyRecord.filter(inCurrentCpuPeriod);
+  const older = everyRecord.length - inPeriod.length;
   if (older > 0) {
     warn(`${resultsDir}: ${older} of ${everyRecord.length} runs left out: they ran under Docker's 100 ms CPU period (ringlab before ` +
       `2026-11-26), in which a worker runs faster after every wait on the network than its quota allows; run that campaign again to calibrate from it`);
+  }
+  const current = inPeriod.filter(onSupportedTorch);
+  const oldTorch = inPeriod.length - current.length;
+  if (oldTorch > 0) {
+    warn(`${resultsDir}: ${oldTorch} of ${everyRecord.length} runs left out: their worker ran torch older than ${OLDEST_CALIBRATING_TORCH.join(".")} ` +
+      `(ringlab before 2026-11-27 ran Debian's 1.13, whose CPU steps took 5.4x as long as 2.13's); run that campaign again to calibrate from it`);
   }
   // A run whose latest attempt was disturbed (the machine busy, or its steps changed speed) measured the disturbance,
   // not the testbed: all its attempts stay out (an earlier attempt may have run with other parameters).

@@ -53,7 +53,7 @@ describe("a calibration from a campaign's results", () => {
       problem: `it is a ringlab.calibration/v9 file; this ringlab reads ${CALIBRATION_SCHEMA}: make it again with \`ringlab calibrate <results dir>...\``,
     });
     const broken = { ...calibration, links: [{ ...calibration.links[0], betaSecondsPerByte: -1 }] };
-    expect(parseCalibration(broken)).toMatchObject({ problem: expect.stringMatching(/^not a ringlab.calibration\/v2 file at links.0.betaSecondsPerByte: /) });
+    expect(parseCalibration(broken)).toMatchObject({ problem: expect.stringMatching(/^not a ringlab.calibration\/v3 file at links.0.betaSecondsPerByte: /) });
   });
 });
 

@@ -13,7 +13,7 @@ const BIN = resolve("src/bin/ringlab.mjs");
  * A results folder as a campaign leaves it: the smoke's configuration measured at 0.5 cores per worker, in 10 ms CPU
  * periods (`period: null`: none recorded, as before 2026-11-26, in Docker's 100 ms).
  */
-function resultsOf(dir: string, { name = "earlier", period = 10 as number | null } = {}): string {
+function resultsOf(dir: string, { name = "earlier", period = 10 as number | null, torch = "2.13.0+cpu" } = {}): string {
   const results = join(dir, "results", name);
   mkdirSync(join(results, "runs"), { recursive: true });
   const atQuota = <T extends { params: object }>(record: T): T =>
@@ -22,7 +22,7 @@ function resultsOf(dir: string, { name = "earlier", period = 10 as number | null
     trainRecord({ model: "small", batchSize: 32, nodes: 1, repeat: 1, imagesPerSecond: 100 }),
     trainRecord({ model: "small", batchSize: 32, nodes: 1, repeat: 2, imagesPerSecond: 104 }),
     probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[1048576, 0.9], [16777216, 0.95]] }),
-  ].map(atQuota);
+  ].map(atQuota).map((record) => ({ ...record, result: { ...record.result!, provenance: { ...record.result!.provenance, torch } } }));
   for (const record of records) writeFileSync(join(results, "runs", recordFileName(record.runId, 1)), JSON.stringify(record));
   return results;
 }
@@ -40,7 +40,7 @@ describe("ringlab calibrate, then plan", () => {
     expect(made.status, made.stderr).toBe(0);
     expect(made.stdout).toMatch(/^compute small batch 32 fp32 at 0.5 cores: t_c 0.314 ± [\d.]+ s \(measured in .*results\/earlier on 2025-05-01\)$/m);
     expect(made.stdout).toMatch(/^link 1gbit, 2 nodes × 1, ring: α [\d.]+ ms, β as [\d.]+ Gbit\/s/m);
-    expect(JSON.parse(readFileSync(join(state, "calibration.json"), "utf8")).schema).toBe("ringlab.calibration/v2");
+    expect(JSON.parse(readFileSync(join(state, "calibration.json"), "utf8")).schema).toBe("ringlab.calibration/v3");
 
     // The smoke campaign at 0.5 cores: 1gbit probed for 2 nodes (3 derived from it); 3gbit never, and faster than any probe.
     const plan = cli(state, ["plan", "campaigns/local-smoke.yaml", "--format", "json"]);
@@ -62,10 +62,10 @@ describe("ringlab calibrate, then plan", () => {
   it("refuses a calibration that is not one, or a results folder without records, before anything (exit 2)", () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-calibrate-"));
     const corrupt = join(dir, "calibration.json");
-    writeFileSync(corrupt, "{\"schema\": \"ringlab.calibration/v2\", \"compute\": 3}");
+    writeFileSync(corrupt, "{\"schema\": \"ringlab.calibration/v3\", \"compute\": 3}");
     const plan = cli(join(dir, "state"), ["plan", "campaigns/local-smoke.yaml", "--calibration", corrupt]);
     expect(plan.status).toBe(2);
-    expect(plan.stderr).toContain(`calibration ${corrupt}: not a ringlab.calibration/v2 file at compute:`);
+    expect(plan.stderr).toContain(`calibration ${corrupt}: not a ringlab.calibration/v3 file at compute:`);
     expect(plan.stderr).toContain("make one with `ringlab calibrate <results dir>...`");
     mkdirSync(join(dir, "empty"));
     const empty = cli(join(dir, "state"), ["calibrate", join(dir, "empty")]);
@@ -81,14 +81,24 @@ describe("ringlab calibrate, then plan", () => {
     mkdirSync(state, { recursive: true });
     writeFileSync(join(state, "calibration.json"), JSON.stringify({ schema: "ringlab.calibration/v1", compute: [], links: [], overlap: [] }));
     const refused = cli(state, ["plan", "campaigns/local-smoke.yaml"]);
-    expect([refused.status, refused.stderr]).toEqual([2, expect.stringContaining("it is a ringlab.calibration/v1 file; this ringlab reads ringlab.calibration/v2: make it again")]);
+    expect([refused.status, refused.stderr]).toEqual([2, expect.stringContaining("it is a ringlab.calibration/v1 file; this ringlab reads ringlab.calibration/v3: make it again")]);
     const made = cli(state, ["calibrate", resultsOf(dir, { name: "old", period: null }), resultsOf(dir)]);
     expect(made.status, made.stderr).toBe(0);
-    expect(made.stderr).toMatch(/calibration\.json is a ringlab\.calibration\/v1 file; this ringlab reads ringlab\.calibration\/v2: replaced/);
+    expect(made.stderr).toMatch(/calibration\.json is a ringlab\.calibration\/v1 file; this ringlab reads ringlab\.calibration\/v3: replaced/);
     expect(made.stderr).toMatch(/results\/old: 3 of 3 runs left out: they ran under Docker's 100 ms CPU period/);
     // What stays is the other folder's, and only its.
     const calibration = JSON.parse(readFileSync(join(state, "calibration.json"), "utf8")) as { schema: string; compute: { source: { resultsDir: string } }[] };
-    expect(calibration.schema).toBe("ringlab.calibration/v2");
+    expect(calibration.schema).toBe("ringlab.calibration/v3");
+    expect(calibration.compute.map((entry) => entry.source.resultsDir)).toEqual([expect.stringMatching(/results\/earlier$/)]);
+  });
+
+  it("leaves out runs whose worker ran a torch older than 2.10 (Debian's 1.13 before 2026-11-27), saying so", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-calibrate-"));
+    const state = join(dir, "state");
+    const made = cli(state, ["calibrate", resultsOf(dir, { name: "torch113", torch: "1.13.1" }), resultsOf(dir)]);
+    expect(made.status, made.stderr).toBe(0);
+    expect(made.stderr).toMatch(/results\/torch113: 3 of 3 runs left out: their worker ran torch older than 2\.10/);
+    const calibration = JSON.parse(readFileSync(join(state, "calibration.json"), "utf8")) as { compute: { source: { resultsDir: string } }[] };
     expect(calibration.compute.map((entry) => entry.source.resultsDir)).toEqual([expect.stringMatching(/results\/earlier$/)]);
   });
 
