@@ -14,6 +14,7 @@ import { checkSafeResolvedPath } from "../rules/safe-text.ts";
 import { logsDir } from "../testbed/paths.ts";
 import { prepareStateFolder, PRIVATE_FOLDER_MODE } from "../util/fs.ts";
 import { buildProgram } from "./program.ts";
+import { err } from "../util/output.ts";
 
 const REPO_DIR = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -26,10 +27,10 @@ export async function main(argv: readonly string[]): Promise<number> {
   const interruption = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     if (interruption.signal.aborted) {
-      process.stderr.write(`\n${signal} again: exiting now; run \`ringlab down <testbed name or campaign file>\` to remove what is left\n`);
+      err(`\n${signal} again: exiting now; run \`ringlab down <testbed name or campaign file>\` to remove what is left\n`);
       process.exit(EXIT.interrupted);
     }
-    process.stderr.write(`\n${signal}: stopping; cleaning up (press Ctrl-C again to exit at once)\n`);
+    err(`\n${signal}: stopping; cleaning up (press Ctrl-C again to exit at once)\n`);
     interruption.abort(signal);
   };
   process.on("SIGINT", onSignal);
@@ -53,7 +54,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.badInput;
     if (interruption.signal.aborted) {
-      process.stderr.write("interrupted\n");
+      err("interrupted\n");
       return EXIT.interrupted;
     }
     return reportError(error, logFile);
@@ -88,16 +89,16 @@ function prepareState(stateDir: string, reporter: ConsoleReporter): void {
 
 function reportError(error: unknown, logFile: string | undefined): number {
   if (error instanceof RinglabError) {
-    process.stderr.write(`error: ${error.message}\n`);
+    err(`error: ${error.message}\n`);
     if (error instanceof ToolError && error.details.outputTail) {
-      process.stderr.write(`${error.details.outputTail.split("\n").slice(-15).map((line) => `  | ${line}`).join("\n")}\n`);
+      err(`${error.details.outputTail.split("\n").slice(-15).map((line) => `  | ${line}`).join("\n")}\n`);
     }
-    if (error.hint !== undefined) process.stderr.write(`hint: ${error.hint}\n`);
-    if (logFile !== undefined && existsSync(logFile)) process.stderr.write(`full log: ${logFile}\n`);
+    if (error.hint !== undefined) err(`hint: ${error.hint}\n`);
+    if (logFile !== undefined && existsSync(logFile)) err(`full log: ${logFile}\n`);
     return error.exitCode;
   }
-  process.stderr.write(`error: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
-  if (logFile !== undefined && existsSync(logFile)) process.stderr.write(`full log: ${logFile}\n`);
+  err(`error: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  if (logFile !== undefined && existsSync(logFile)) err(`full log: ${logFile}\n`);
   return EXIT.unexpected;
 }
 

@@ -5,6 +5,7 @@ import { describeSource } from "../../predict/calibration.ts";
 import { calibrateInto, defaultCalibrationFile } from "../../predict/store.ts";
 import { parseSafePath } from "../options.ts";
 import type { CommandHost } from "../host.ts";
+import { out } from "../../util/output.ts";
 
 export function registerCalibrate(program: Command, host: CommandHost): void {
   program.command("calibrate")
@@ -16,16 +17,16 @@ export function registerCalibrate(program: Command, host: CommandHost): void {
       const file = resolve(options.out ?? defaultCalibrationFile(ctx.stateDir));
       const calibration = calibrateInto(file, dirs, (message) => ctx.reporter.warn(message));
       for (const entry of calibration.compute) {
-        process.stdout.write(`compute ${entry.model} batch ${entry.batchSize} ${entry.precision}${entry.channelsLast === true ? " channels-last" : ""}${entry.cpusPerNode === null ? "" : ` at ${entry.cpusPerNode} cores`}: ` +
+        out(`compute ${entry.model} batch ${entry.batchSize} ${entry.precision}${entry.channelsLast === true ? " channels-last" : ""}${entry.cpusPerNode === null ? "" : ` at ${entry.cpusPerNode} cores`}: ` +
           `t_c ${entry.computeSeconds.mean.toFixed(3)} ± ${entry.computeSeconds.halfWidth95.toFixed(3)} s (${describeSource(entry.source)})\n`);
       }
       for (const entry of calibration.links) {
-        process.stdout.write(`link ${entry.bandwidth}, ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}: α ${(entry.alphaSeconds * 1e3).toFixed(2)} ms, ` +
+        out(`link ${entry.bandwidth}, ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}: α ${(entry.alphaSeconds * 1e3).toFixed(2)} ms, ` +
           `β as ${(8 / entry.betaSecondsPerByte / 1e9).toFixed(3)} Gbit/s, R² ${entry.rSquared.toFixed(4)} (${describeSource(entry.source)})\n`);
       }
       for (const entry of calibration.overlap) {
         const { mean, halfWidth95, points } = entry.share;
-        process.stdout.write(`overlap ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${entry.cpusPerNode === null ? "" : ` at ${entry.cpusPerNode} cores`}: ` +
+        out(`overlap ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${entry.cpusPerNode === null ? "" : ` at ${entry.cpusPerNode} cores`}: ` +
           `φ ${mean.toFixed(2)} ± ${halfWidth95.toFixed(2)} over ${points} point${points === 1 ? "" : "s"}` +
           `${mean < 0 ? " (slower than the no-overlap model: predicted as no overlap)" : mean > 1 ? " (faster than full overlap allows: predicted as full overlap)" : ""} (${describeSource(entry.source)})\n`);
       }

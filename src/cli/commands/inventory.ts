@@ -9,6 +9,7 @@ import { readSpec } from "../../testbed/spec.ts";
 import { writeFileAtomic, writePrivateFile } from "../../util/fs.ts";
 import { parseSafePath } from "../options.ts";
 import type { CommandHost } from "../host.ts";
+import { err } from "../../util/output.ts";
 
 export function registerInventory(program: Command, host: CommandHost): void {
   program.command("inventory")
@@ -33,7 +34,7 @@ export function registerInventory(program: Command, host: CommandHost): void {
       }
       if (hostKeys !== undefined) writePrivateFile(knownHosts, pinnedKnownHosts(inventory, hostKeys));
       writeFileAtomic(resolve(options.out), renderInventory(inventory));
-      process.stderr.write(`wrote ${options.out}: ${Object.keys(inventory.all.children.workers.hosts).length + 1} nodes; next: ANSIBLE_CONFIG=ansible/ansible.cfg ansible-playbook -i ${options.out} ansible/site.yml\n`);
+      err(`wrote ${options.out}: ${Object.keys(inventory.all.children.workers.hosts).length + 1} nodes; next: ANSIBLE_CONFIG=ansible/ansible.cfg ansible-playbook -i ${options.out} ansible/site.yml\n`);
     }));
 }
 

@@ -13,6 +13,7 @@ import { campaignNameOf } from "../../rules/names.ts";
 import { writeFileAtomic } from "../../util/fs.ts";
 import { parseSafePath } from "../options.ts";
 import type { CommandHost } from "../host.ts";
+import { out } from "../../util/output.ts";
 
 export function registerManifests(program: Command, host: CommandHost): void {
   program.command("manifests")
@@ -31,13 +32,13 @@ export function registerManifests(program: Command, host: CommandHost): void {
       const timeout = campaign.campaign!.runTimeoutSeconds;
       const files = runs.map((run) => ({ run, yaml: manifestsYaml(runManifests(run, campaign.testbed, plan.name, timeout), campaign.testbed) }));
       if (options.out === undefined) {
-        process.stdout.write(files.map(({ yaml }) => yaml).join(""));
+        out(files.map(({ yaml }) => yaml).join(""));
         return;
       }
       for (const { run, yaml } of files) {
         const path = join(resolve(options.out), `${run.id}.yaml`);
         writeFileAtomic(path, yaml);
-        process.stdout.write(`${path}\n`);
+        out(`${path}\n`);
       }
     }));
 }

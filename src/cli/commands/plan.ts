@@ -19,6 +19,7 @@ import { resolveCpuQuota } from "../../testbed/cpu-quota.ts";
 import { parseSafePath } from "../options.ts";
 import { formatDuration, formatTable } from "../format.ts";
 import type { CommandHost } from "../host.ts";
+import { err, out } from "../../util/output.ts";
 
 export function registerPlan(program: Command, host: CommandHost): void {
   program.command("plan")
@@ -36,22 +37,22 @@ export function registerPlan(program: Command, host: CommandHost): void {
       const estimate = estimateCampaign(plan, campaign, { localCores: availableParallelism(), ...tarballSize(campaign) });
       const calibrationFile = options.calibration ?? defaultCalibrationFile(resolve(String(command.optsWithGlobals()["stateDir"])));
       const calibration = options.calibration !== undefined || existsSync(calibrationFile)
-        ? loadCalibration(calibrationFile, (message) => process.stderr.write(`warning: ${message}\n`)) : undefined;
+        ? loadCalibration(calibrationFile, (message) => err(`warning: ${message}\n`)) : undefined;
       const predictFrom = predictionContextFor(campaign, cpusPerNode, calibration);
       const from = calibration === undefined ? PUBLISHED_ONLY : resolve(calibrationFile);
       const predictions = predictFrom === undefined ? [] : plan.runs.map((run) => predictRun(run, predictFrom)).filter((p) => p !== null);
       const warnings = checkLinkDrive(plan, cpusPerNode);
       if (options.format === "json") {
-        process.stdout.write(`${JSON.stringify({ runs: plan.runs, predictions, calibration: calibration === undefined ? null : resolve(calibrationFile), predictedFrom: predictions.length === 0 ? null : from, estimate, warnings }, null, 2)}\n`);
+        out(`${JSON.stringify({ runs: plan.runs, predictions, calibration: calibration === undefined ? null : resolve(calibrationFile), predictedFrom: predictions.length === 0 ? null : from, estimate, warnings }, null, 2)}\n`);
         return checkGpuMemory(plan, campaign).length === 0 ? EXIT.ok : EXIT.badInput;
       }
-      process.stdout.write(formatRuns(plan));
-      process.stdout.write(`\n${formatSummary(plan, campaign, estimate, cpusPerNode)}\n`);
-      if (predictions.length > 0) process.stdout.write(`\n${formatPredictions(predictions, from)}`);
-      if (warnings.length > 0) process.stderr.write(`\n${warnings.map((warning) => `warning: ${warning}`).join("\n")}\n`);
+      out(formatRuns(plan));
+      out(`\n${formatSummary(plan, campaign, estimate, cpusPerNode)}\n`);
+      if (predictions.length > 0) out(`\n${formatPredictions(predictions, from)}`);
+      if (warnings.length > 0) err(`\n${warnings.map((warning) => `warning: ${warning}`).join("\n")}\n`);
       const problems = checkGpuMemory(plan, campaign);
       if (problems.length === 0) return EXIT.ok;
-      process.stderr.write(`\n${problems.map((problem) => `problem: ${problem}`).join("\n")}\n`);
+      err(`\n${problems.map((problem) => `problem: ${problem}`).join("\n")}\n`);
       return EXIT.badInput;
     }));
 }
@@ -64,11 +65,11 @@ function planOnKubernetes(campaign: LoadedKubernetesCampaignFile, format: string
   const plan = planCampaign(campaign, campaignName(campaign.sourceFile));
   const { testbed } = campaign;
   if (format === "json") {
-    process.stdout.write(`${JSON.stringify({ runs: plan.runs, predictions: [], estimate: null, warnings: [] }, null, 2)}\n`);
+    out(`${JSON.stringify({ runs: plan.runs, predictions: [], estimate: null, warnings: [] }, null, 2)}\n`);
     return EXIT.ok;
   }
-  process.stdout.write(formatRuns(plan));
-  process.stdout.write(`\n${plan.runs.length} runs, each a Job of up to ${plan.nodesToProvision} pods in namespace ${testbed.namespace} ` +
+  out(formatRuns(plan));
+  out(`\n${plan.runs.length} runs, each a Job of up to ${plan.nodesToProvision} pods in namespace ${testbed.namespace} ` +
     `(context ${testbed.context ?? "the kubeconfig's current one"}), ${testbed.gpusPerPod} GPU${testbed.gpusPerPod === 1 ? "" : "s"} per pod; ` +
     `each run ends within ${formatDuration(plan.runTimeoutSeconds)} (runTimeoutSeconds). No duration, cost or prediction: ringlab does not know the cluster's machines.\n` +
     "ringlab campaign runs them; ringlab manifests writes them for kubectl apply -f.\n");

@@ -16,6 +16,7 @@ import { REDUCTIONS } from "../../results/cost-model.ts";
 import { formatTable } from "../format.ts";
 import { parseBandwidth, parseCpuQuota, parseNodeCounts, parsePositiveInt, parseSafePath } from "../options.ts";
 import type { CommandHost } from "../host.ts";
+import { err, out } from "../../util/output.ts";
 
 interface PredictOptions {
   readonly model: string;
@@ -64,7 +65,7 @@ export function registerPredict(program: Command, host: CommandHost): void {
       if (options.intraNodeBandwidth !== undefined && (!options.hierarchical || options.intraNodeBandwidth === "unlimited")) {
         throw new UsageError("--intra-node-bandwidth: a rate (such as 2400gbit) for the link inside a node of a --hierarchical all-reduce");
       }
-      const calibration = hasCalibration ? loadCalibration(file, (message) => process.stderr.write(`warning: ${message}\n`)) : undefined;
+      const calibration = hasCalibration ? loadCalibration(file, (message) => err(`warning: ${message}\n`)) : undefined;
       // A local calibration is per CPU quota (for any batch size of the model: another batch's compute is derived); an AWS question has none.
       const quotas = options.instanceType !== undefined || calibration === undefined ? []
         : [...new Set(calibration.compute.filter((entry) => entry.model === options.model && entry.precision === options.precision).map((entry) => entry.cpusPerNode))];
@@ -93,11 +94,11 @@ export function registerPredict(program: Command, host: CommandHost): void {
       if (!curveDrawn) throw new UsageError(`cannot predict: ${missing[0]!.missing}`);
       const overtakes = points.find(({ prediction }) => prediction.allReduceSeconds > prediction.computeSeconds)?.nodes;
       if (options.format === "json") {
-        process.stdout.write(`${JSON.stringify({ from, instanceType: options.instanceType ?? null, cpusPerNode: cpus ?? null, nodes: points.map((point) => point.nodes),
+        out(`${JSON.stringify({ from, instanceType: options.instanceType ?? null, cpusPerNode: cpus ?? null, nodes: points.map((point) => point.nodes),
           points: points.map((point) => point.prediction), missing, communicationOvertakesComputeAtNodes: overtakes ?? null }, null, 2)}\n`);
         return;
       }
-      process.stdout.write(formatCurve(options, points, missing, from, overtakes));
+      out(formatCurve(options, points, missing, from, overtakes));
     }));
 }
 

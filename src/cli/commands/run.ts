@@ -13,6 +13,7 @@ import { withTestbedLock } from "../../testbed/testbed.ts";
 import { writableDirProblem } from "../../util/fs.ts";
 import { checkedWorkerArgs, parseBandwidth, parseCpuQuota, parsePositiveInt, parseSafePath } from "../options.ts";
 import type { CommandHost } from "../host.ts";
+import { out } from "../../util/output.ts";
 
 interface RunOptions {
   readonly testbed?: string;
@@ -62,7 +63,7 @@ export function registerRun(program: Command, host: CommandHost): void {
         ...(options.processesPerNode === undefined ? {} : { processesPerNode: options.processesPerNode }),
         ...recordedLauncher(options.launcher),
       }));
-      process.stdout.write(`${outcome.summary}\n`);
+      out(`${outcome.summary}\n`);
       if (outcome.status !== "ok") return EXIT.runsFailed;
     }));
 }

@@ -5,6 +5,7 @@ import { requireRecord } from "../../testbed/record.ts";
 import { launcherStatus, status } from "../../testbed/testbed.ts";
 import { formatTable } from "../format.ts";
 import type { CommandHost } from "../host.ts";
+import { out } from "../../util/output.ts";
 
 export function registerStatus(program: Command, host: CommandHost): void {
   program.command("status")
@@ -14,10 +15,10 @@ export function registerStatus(program: Command, host: CommandHost): void {
       const ctx = host.contextFor(command, "status");
       const record = requireRecord(ctx.stateDir, options.testbed);
       const nodes = await status(ctx, record);
-      process.stdout.write(`testbed ${record.name} (${record.target}), created ${record.createdAt}, inventory ${record.inventory}\n`);
-      process.stdout.write(formatTable(["node", "rank", "address", ...(record.target === "local" ? ["container"] : []), "ssh"],
+      out(`testbed ${record.name} (${record.target}), created ${record.createdAt}, inventory ${record.inventory}\n`);
+      out(formatTable(["node", "rank", "address", ...(record.target === "local" ? ["container"] : []), "ssh"],
         nodes.map((n) => [n.name, String(n.rank), n.address, ...(n.running === undefined ? [] : [n.running ? "running" : "stopped"]), n.sshAnswers ? "ok" : "NO ANSWER"])));
       if (nodes.some((n) => !n.sshAnswers)) return EXIT.toolFailed;
-      for (const section of await launcherStatus(ctx, record)) process.stdout.write(`\n${section}`);
+      for (const section of await launcherStatus(ctx, record)) out(`\n${section}`);
     }));
 }

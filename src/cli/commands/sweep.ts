@@ -2,6 +2,7 @@
 import type { Command } from "commander";
 import { DEFAULTS } from "../../config/schema.ts";
 import type { CommandHost } from "../host.ts";
+import { out } from "../../util/output.ts";
 
 interface SweepCliOptions {
   readonly region?: string;
@@ -16,7 +17,7 @@ export function registerSweep(program: Command, host: CommandHost): void {
     .action(host.action(async (options: SweepCliOptions, command: Command) => {
       const ctx = host.contextFor(command, "sweep");
       const region = options.region ?? process.env["AWS_REGION"] ?? process.env["AWS_DEFAULT_REGION"] ?? DEFAULTS.aws.region;
-      const print = (line: string) => process.stdout.write(`${line}\n`);
+      const print = (line: string) => out(`${line}\n`);
       // The AWS SDK is loaded only by the commands that talk to AWS.
       const { sweep, sweepClients } = await import("../../aws/sweep.ts");
       const plan = await ctx.reporter.step(`sweep ${region}${options.dryRun ? " (dry run)" : ""}`, () =>

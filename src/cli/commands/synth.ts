@@ -7,6 +7,7 @@ import { synth } from "../../testbed/testbed.ts";
 import { shellWord } from "../format.ts";
 import { parseSafePath } from "../options.ts";
 import type { CommandHost } from "../host.ts";
+import { out } from "../../util/output.ts";
 
 export function registerSynth(program: Command, host: CommandHost): void {
   program.command("synth")
@@ -17,7 +18,7 @@ export function registerSynth(program: Command, host: CommandHost): void {
       const campaign = loadCampaignFile(file);
       const ctx = host.contextFor(command, "synth");
       const result = await synth(ctx, campaign, resolve(options.out));
-      process.stdout.write(`${result.specFile}\n${result.stackFile === undefined ? "" : `${result.stackFile}\n`}`);
+      out(`${result.specFile}\n${result.stackFile === undefined ? "" : `${result.stackFile}\n`}`);
       if (result.stackFile !== undefined) {
         const terraform = campaign.testbed.target === "aws" ? terraformBinaryFor(campaign.testbed.terraformBinary) : "terraform";
         const chdir = `-chdir=${shellWord(dirname(result.stackFile))}`;

@@ -102,6 +102,28 @@ describe("ringlab calibrate, then plan", () => {
     expect(calibration.compute.map((entry) => entry.source.resultsDir)).toEqual([expect.stringMatching(/results\/earlier$/)]);
   });
 
+  it("prints other people's text with its control characters escaped: a calibration's resultsDir, a record's device", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-calibrate-"));
+    const state = join(dir, "state");
+    expect(cli(state, ["calibrate", resultsOf(dir)]).status).toBe(0);
+    // Someone else's calibration: a resultsDir that would retitle the terminal, write the clipboard (OSC 52) and
+    // erase the screen.
+    const file = join(state, "calibration.json");
+    const hostile = "/r\u001b]0;owned\u0007\u001b]52;c;ZXZpbA==\u0007\u001b[2J\r";
+    const calibration = JSON.parse(readFileSync(file, "utf8")) as { compute: { source: { resultsDir: string }; deviceModel: string }[] };
+    for (const entry of calibration.compute) {
+      entry.source.resultsDir = hostile;
+      entry.deviceModel = `cpu\u009b2J`;
+    }
+    writeFileSync(file, JSON.stringify(calibration));
+    for (const args of [["plan", "campaigns/local-smoke.yaml"], ["predict", "--model", "small", "--batch", "32", "--bandwidth", "1gbit", "--nodes", "2"]]) {
+      const shown = cli(state, args);
+      expect(shown.status, shown.stderr).toBe(0);
+      expect(shown.stdout + shown.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+      expect(shown.stdout).toContain("/r\\u001b]0;owned\\u0007\\u001b]52;c;ZXZpbA==\\u0007\\u001b[2J\\u000d");
+    }
+  });
+
   it("predicts a configuration over node counts nobody runs, says where communication overtakes compute, and refuses what it cannot know", () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-predict-"));
     const state = join(dir, "state");
