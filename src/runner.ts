@@ -2,7 +2,8 @@
  * Runs benchmark jobs on a testbed: shape the links (ansible/shape.yml), run the workers on the first N nodes
  * and collect their logs and result (ansible/run.yml), read the result. Used by `ringlab run` and campaigns.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { writeFileAtomic } from "./util/fs.ts";
 import { join } from "node:path";
 import { z } from "zod";
 import { bandwidthGbps } from "./bandwidth.ts";
@@ -254,11 +255,14 @@ export function readOutcome(request: RunRequest, since: Date): RunOutcome {
   const { ranks } = job;
   for (const rank of ranks) {
     const log = typeof rank.log === "string" ? rank.log : JSON.stringify(rank.log);
-    writeFileSync(join(request.collectDir, `worker-${rank.rank}.log`), log.endsWith("\n") ? log : `${log}\n`);
+    writeFileAtomic(join(request.collectDir, `worker-${rank.rank}.log`), log.endsWith("\n") ? log : `${log}\n`);
   }
   // Each launcher keeps what it added (its job file, its own account of the job) beside the logs. Asked by what the
   // outcome holds, not by the request: the file says which launcher ran the job.
   const added = Object.values(LAUNCHERS).flatMap((launcher) => launcher.readOutcome?.(job, request.collectDir) ?? []);
+  for (const [name, text] of added.flatMap((outcome) => Object.entries(outcome.files ?? {}))) {
+    writeFileAtomic(join(request.collectDir, name), text);
+  }
   const logs = `worker logs: ${request.collectDir}/worker-*.log`;
   const failed = ranks.filter((rank) => !rank.ok);
   const explained = added.map((outcome) => outcome.failure?.(failed.map((rank) => rank.host))).find((text) => text !== undefined);
@@ -274,7 +278,7 @@ export function readOutcome(request: RunRequest, since: Date): RunOutcome {
   }
   const resultFile = join(request.collectDir, "result.json");
   const text = Buffer.from(head.result, "base64").toString("utf8");
-  writeFileSync(resultFile, text);
+  writeFileAtomic(resultFile, text);
   try {
     return finish({ status: "ok", result: parseWorkerResult(JSON.parse(text)) });
   } catch (error) {

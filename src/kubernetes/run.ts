@@ -4,7 +4,7 @@
  * deadline passes), every pod's log collected (worker-<node rank>.log) and rank 0's result read from its log, and
  * the run's objects deleted, whatever happened. The outcome is a RunOutcome, as the other testbeds' runs give.
  */
-import { writeFileSync } from "node:fs";
+import { writeFileAtomic } from "../util/fs.ts";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { V1Pod } from "@kubernetes/client-node";
@@ -43,7 +43,7 @@ export interface ClusterRunRequest {
 export async function runOnCluster(ctx: Context, cluster: Cluster, request: ClusterRunRequest): Promise<RunOutcome> {
   const { collectDir, manifests, testbed } = request;
   freshCollectDir(collectDir);
-  writeFileSync(join(collectDir, "manifests.yaml"), manifestsYaml(manifests, testbed));
+  writeFileAtomic(join(collectDir, "manifests.yaml"), manifestsYaml(manifests, testbed));
   const labels = runLabels(testbed, request.run);
   const jobName = manifests.objects[1].metadata!.name!;
   const started = new Date();
@@ -68,7 +68,7 @@ export async function runOnCluster(ctx: Context, cluster: Cluster, request: Clus
     if (state.kind === "failed") return ended({ status: "failed", error: `${state.reason}; ${logs}` });
     const head = resultFromLog(headLog);
     if ("error" in head) return ended({ status: "failed", error: `the Job completed but ${head.error}; ${logs}` });
-    writeFileSync(join(collectDir, "result.json"), `${head.text}\n`);
+    writeFileAtomic(join(collectDir, "result.json"), `${head.text}\n`);
     return ended({ status: "ok", result: head.result });
   } finally {
     // Nothing of a run is left in the namespace: not after a failure, not after Ctrl-C.
@@ -125,7 +125,7 @@ async function collectLogs(cluster: Cluster, pods: readonly V1Pod[], collectDir:
     const log = await cluster.podLog(pod);
     const index = podIndex(pod);
     if (index === 0) head = log;
-    writeFileSync(join(collectDir, `worker-${index ?? pod.metadata?.name}.log`), log.endsWith("\n") ? log : `${log}\n`);
+    writeFileAtomic(join(collectDir, `worker-${index ?? pod.metadata?.name}.log`), log.endsWith("\n") ? log : `${log}\n`);
   }
   return head;
 }

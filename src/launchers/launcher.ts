@@ -50,4 +50,6 @@ export interface Launcher {
 export interface LauncherOutcome {
   /** Why the job failed, when the launcher knows (given the hosts of the ranks that failed); undefined: it does not. */
   readonly failure?: (failedHosts: readonly string[]) => string | undefined;
+  /** Files to keep in the run's folder, name -> text: the runner writes them (without following a link planted there). */
+  readonly files?: Readonly<Record<string, string>>;
 }

@@ -3,8 +3,6 @@
  * (ansible/roles/mpi): the command is kept with the run's logs (mpirun.sh, re-runnable on the head with
  * `bash mpirun.sh` beside its hostfile), with what mpirun said (mpirun.out).
  */
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { z } from "zod";
 import type { Launcher } from "./launcher.ts";
 import { refuseNodeLoss } from "./node-loss.ts";
@@ -32,10 +30,8 @@ export const mpiLauncher: Launcher = {
     const parsed = MpiOutcome.safeParse(outcome);
     if (!parsed.success) return undefined;
     const { mpi } = parsed.data;
-    if (mpi.job_script !== undefined) writeFileSync(join(collectDir, "mpirun.sh"), mpi.job_script);
-    writeFileSync(join(collectDir, "hostfile"), mpi.hostfile);
-    writeFileSync(join(collectDir, "mpirun.out"), mpi.output);
     return {
+      files: { ...(mpi.job_script === undefined ? {} : { "mpirun.sh": mpi.job_script }), hostfile: mpi.hostfile, "mpirun.out": mpi.output },
       failure: (hosts) => (mpi.exit_code === 0 && !mpi.timed_out) || hosts.length === 0 ? undefined
         : `${hosts.join(", ")}: the run ${mpi.description}; mpirun's output: ${collectDir}/mpirun.out`,
     };

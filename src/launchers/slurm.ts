@@ -2,7 +2,7 @@
  * Each job one sbatch job on a testbed that site.yml made a Slurm cluster (ansible/roles/slurm): the job script is
  * kept with the run's logs (job.sbatch, re-runnable with `sbatch job.sbatch`), with what Slurm said (slurm.out).
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
@@ -29,11 +29,11 @@ export const slurmLauncher: Launcher = {
   readOutcome(outcome, collectDir) {
     const parsed = SlurmOutcome.safeParse(outcome);
     // A job script alone is kept too (the job never reached Slurm's queue).
-    if (typeof outcome["job_script"] === "string") writeFileSync(join(collectDir, "job.sbatch"), outcome["job_script"]);
-    if (!parsed.success) return undefined;
+    const script: Record<string, string> = typeof outcome["job_script"] === "string" ? { "job.sbatch": outcome["job_script"] } : {};
+    if (!parsed.success) return Object.keys(script).length === 0 ? undefined : { files: script };
     const { slurm } = parsed.data;
-    writeFileSync(join(collectDir, "slurm.out"), slurm.batch_log);
     return {
+      files: { ...script, "slurm.out": slurm.batch_log },
       failure: (hosts) => slurm.state === "COMPLETED" || hosts.length === 0 ? undefined
         : `${hosts.join(", ")}: the run ${slurm.description}; Slurm's output: ${collectDir}/slurm.out`,
     };

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -118,5 +118,20 @@ describe("the node a job loses on purpose (train --fail-node)", () => {
     [["--fail-node"], undefined],
   ] as const)("reads it from the worker arguments %j", (args, expected) => {
     expect(plannedLostNode(args)).toBe(expected);
+  });
+
+  it("writes the run's files in place of links planted at their names, never through them (a results folder others can write)", () => {
+    const request = jobFolder([]);
+    writeFileSync(join(request.collectDir, "outcome.json"), JSON.stringify({
+      run_id: "r1", ranks: [rank(0, { result: base64(JSON.stringify(result)) }), rank(1)],
+      mpi: { exit_code: 0, timed_out: false, nodes: ["t-node-0"], hostfile: "h\n", description: "ran", output: "o\n", job_script: "s\n" },
+    }));
+    const precious = join(mkdtempSync(join(tmpdir(), "ringlab-precious-")), "precious");
+    writeFileSync(precious, "do not overwrite\n");
+    const names = ["worker-0.log", "worker-1.log", "result.json", "mpirun.out", "hostfile", "mpirun.sh"];
+    for (const name of names) symlinkSync(precious, join(request.collectDir, name));
+    expect(readOutcome(request, since).status).toBe("ok");
+    expect(readFileSync(precious, "utf8")).toBe("do not overwrite\n");
+    for (const name of names) expect(lstatSync(join(request.collectDir, name)).isSymbolicLink(), name).toBe(false);
   });
 });
