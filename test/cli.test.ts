@@ -1,6 +1,6 @@
 /** The CLI's own behaviour that needs no testbed: help, bad input, the AWS inventory command. */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { load } from "js-yaml";
@@ -188,6 +188,19 @@ describe("ringlab CLI", () => {
     expect(result.status).toBe(2);
     expect(result.stderr).toContain(`error: results folder ${join(dir, "results", "smoke")}: ${join(dir, "results")} is a file, not a folder`);
     expect(result.stderr).not.toMatch(/^\s+at /m);
+  });
+
+  it("refuses a results folder others can write, or one under a folder they can write, before anything starts (exit 2)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-cli-"));
+    const open = join(dir, "open");
+    mkdirSync(open);
+    chmodSync(open, 0o777);  // anyone may add files to it: forged records, or links where ringlab writes
+    for (const results of [open, join(open, "smoke")]) {
+      const result = cli(["--state-dir", join(dir, "state"), "campaign", "campaigns/local-smoke.yaml", "--results", results]);
+      expect(result.status, result.stderr).toBe(2);
+      expect(result.stderr).toMatch(new RegExp(`^error: results folder ${results}: .*${open}`, "m"));
+      expect(result.stderr).toContain("hint: pick a folder only you can write with --results DIR");
+    }
   });
 
   it("refuses unsafe --out, --results and worker arguments with exit 2 before anything starts", () => {

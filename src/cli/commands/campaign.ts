@@ -16,7 +16,7 @@ import { resolveCpuQuota } from "../../testbed/cpu-quota.ts";
 import { DEFAULT_BUSY_THRESHOLD } from "../../testbed/host-load.ts";
 import { resultsLockFile, withLock } from "../../testbed/lock.ts";
 import { withTestbedLock } from "../../testbed/testbed.ts";
-import { writableDirProblem } from "../../util/fs.ts";
+import { unsafeFolderProblem, writableDirProblem } from "../../util/fs.ts";
 import { parseSafePath } from "../options.ts";
 import type { CommandHost } from "../host.ts";
 
@@ -79,6 +79,9 @@ async function lockedCampaign(ctx: Context, campaign: LoadedCampaignFile | Loade
   const resultsDir = resultsDirFor(campaign, results);
   const problem = writableDirProblem(resultsDir);
   if (problem !== undefined) throw new UsageError(`results folder ${resultsDir}: ${problem}`, { hint: "pick another with --results DIR" });
+  // As the shared folder: whoever else can write the folder, or one above it, could forge records or plant links.
+  const unsafe = unsafeFolderProblem(resultsDir);
+  if (unsafe !== undefined) throw new UsageError(`results folder ${resultsDir}: ${unsafe}`, { hint: "pick a folder only you can write with --results DIR" });
   const outcome = await withTestbedLock(ctx, campaign.testbed.name, () =>
     withLock(resultsLockFile(resultsDir), `results folder ${resultsDir}`, (m) => ctx.reporter.warn(m), () => run(resultsDir)));
   ctx.reporter.info(formatOutcome(outcome, flagsOf(outcome.resultsDir)));
