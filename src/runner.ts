@@ -2,6 +2,7 @@
  * Runs benchmark jobs on a testbed: shape the links (ansible/shape.yml), run the workers on the first N nodes
  * and collect their logs and result (ansible/run.yml), read the result. Used by `ringlab run` and campaigns.
  */
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { writeFileAtomic } from "./util/fs.ts";
 import { join } from "node:path";
@@ -206,6 +207,9 @@ function jobOf(request: RunRequest): Record<string, unknown> {
   const lostNode = plannedLostNode(request.workerArgs);
   return {
     run_id: request.runId,
+    // The attempt's rendezvous id, a secret (the worker's RINGLAB_RDZV_SECRET): whoever knows the id and reaches node
+    // 0's c10d store can make every node run code. Fresh for every attempt; it reaches Ansible in its 0600 vars file.
+    rdzv_secret: randomBytes(16).toString("hex"),
     nodes: request.nodes,
     job: request.job,
     args: request.workerArgs,

@@ -15,6 +15,8 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export ANSIBLE_CONFIG="$repo/ansible/ansible.cfg"
 export ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
+# Every job's rendezvous id (run.yml requires one; ringlab's runner makes a fresh one for every attempt).
+rdzv_secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 
 if [[ -n "${RINGLAB_IDEMPOTENCE_TESTBED:-}" ]]; then
   own_testbed=0
@@ -170,7 +172,7 @@ echo "tbf at 1Gbit on all nodes, idempotent, removed by unlimited; bad rate refu
 # run.yml with one job (a JSON object of extra variables); the collection directory is $work/collect-<name>.
 run_job() {
   local name=$1 nodes=$2 timeout=$3 args=$4
-  play "$name" ansible/run.yml -e "{\"worker_timeout_seconds\": $timeout, \"worker_jobs\": [{\"run_id\": \"$name\",
+  play "$name" ansible/run.yml -e "{\"worker_timeout_seconds\": $timeout, \"worker_jobs\": [{\"rdzv_secret\": \"$rdzv_secret\", \"run_id\": \"$name\",
     \"nodes\": $nodes, \"job\": \"allreduce\", \"args\": $args, \"collect_dir\": \"$work/collect-$name\"}]}"
 }
 # A field of rank R in a job's outcome.json (empty when the rank did not take part): rank_field <name> <rank> <field>
@@ -186,9 +188,9 @@ no_workers_left() {
 step "run.yml: two jobs in one play: allreduce on 2 nodes, then on 3"
 small='"args": ["--max-bytes", "65536", "--iters", "2"]'
 play run-ok ansible/run.yml -e "{\"worker_timeout_seconds\": 300, \"worker_jobs\": [
-  {\"run_id\": \"run-ok\", \"nodes\": 2, \"job\": \"allreduce\", \"args\": [\"--max-bytes\", \"1048576\", \"--iters\", \"3\"],
+  {\"rdzv_secret\": \"$rdzv_secret\", \"run_id\": \"run-ok\", \"nodes\": 2, \"job\": \"allreduce\", \"args\": [\"--max-bytes\", \"1048576\", \"--iters\", \"3\"],
    \"collect_dir\": \"$work/collect-run-ok\"},
-  {\"run_id\": \"run-two-b\", \"nodes\": 3, \"job\": \"allreduce\", $small, \"collect_dir\": \"$work/collect-run-two-b\"}]}"
+  {\"rdzv_secret\": \"$rdzv_secret\", \"run_id\": \"run-two-b\", \"nodes\": 3, \"job\": \"allreduce\", $small, \"collect_dir\": \"$work/collect-run-two-b\"}]}"
 require_success run-ok "run.yml failed"
 [[ -s "$work/collect-run-ok/outcome.json" ]] || { show_log run-ok; fail "run.yml left no outcome.json in collect_dir"; }
 for rank in 0 1; do
@@ -220,8 +222,8 @@ echo "earlier result and foreign files removed before the job"
 
 step "run.yml: a worker that fails ends the play, and the job after it does not start"
 play run-bad ansible/run.yml -e "{\"worker_timeout_seconds\": 300, \"worker_jobs\": [
-  {\"run_id\": \"run-bad\", \"nodes\": 2, \"job\": \"allreduce\", \"args\": [\"--no-such-option\"], \"collect_dir\": \"$work/collect-run-bad\"},
-  {\"run_id\": \"run-after\", \"nodes\": 2, \"job\": \"allreduce\", $small, \"collect_dir\": \"$work/collect-run-after\"}]}"
+  {\"rdzv_secret\": \"$rdzv_secret\", \"run_id\": \"run-bad\", \"nodes\": 2, \"job\": \"allreduce\", \"args\": [\"--no-such-option\"], \"collect_dir\": \"$work/collect-run-bad\"},
+  {\"rdzv_secret\": \"$rdzv_secret\", \"run_id\": \"run-after\", \"nodes\": 2, \"job\": \"allreduce\", $small, \"collect_dir\": \"$work/collect-run-after\"}]}"
 [[ $rc -ne 0 ]] || { show_log run-bad; fail "run.yml succeeded although the workers failed"; }
 grep -q "Job run-bad failed: $testbed-node-0, $testbed-node-1" "$work/run-bad.log" ||
   { show_log run-bad; fail "run.yml did not name the failed job and its hosts"; }
@@ -244,7 +246,7 @@ sinfo=$(node_exec 0 sinfo --noheader --Node --format '%N %t')
 [[ $(grep -cE "^$testbed-node-[0-2] idle$" <<<"$sinfo") -eq 3 ]] || fail "Slurm does not see the 3 nodes idle: $sinfo"
 # run.yml with one job on 2 nodes as a Slurm job: slurm_job <name> <timeout> <job> <args as JSON>
 slurm_job() {
-  play "$1" ansible/run.yml -e "{\"worker_launcher_role\": \"slurm\", \"worker_timeout_seconds\": $2, \"worker_jobs\": [{\"run_id\": \"$1\",
+  play "$1" ansible/run.yml -e "{\"worker_launcher_role\": \"slurm\", \"worker_timeout_seconds\": $2, \"worker_jobs\": [{\"rdzv_secret\": \"$rdzv_secret\", \"run_id\": \"$1\",
     \"nodes\": 2, \"job\": \"$3\", \"args\": $4, \"collect_dir\": \"$work/collect-$1\"}]}"
 }
 slurm_job slurm-ok 120 allreduce '["--max-bytes", "65536", "--iters", "2"]'
@@ -304,7 +306,7 @@ echo "ringlab-leftover cancelled, someone-else's job left alone"
 step "MPI: a job under mpirun on 2 nodes (worker_launcher_role=mpi)"
 # run.yml with one job on 2 nodes under mpirun: mpi_job <name> <timeout> <job> <args as JSON>
 mpi_job() {
-  play "$1" ansible/run.yml -e "{\"worker_launcher_role\": \"mpi\", \"worker_timeout_seconds\": $2, \"worker_jobs\": [{\"run_id\": \"$1\",
+  play "$1" ansible/run.yml -e "{\"worker_launcher_role\": \"mpi\", \"worker_timeout_seconds\": $2, \"worker_jobs\": [{\"rdzv_secret\": \"$rdzv_secret\", \"run_id\": \"$1\",
     \"nodes\": 2, \"job\": \"$3\", \"args\": $4, \"collect_dir\": \"$work/collect-$1\"}]}"
 }
 mpi_job mpi-ok 120 allreduce '["--max-bytes", "65536", "--iters", "2"]'

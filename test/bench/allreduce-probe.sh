@@ -24,6 +24,8 @@ fi
 if [[ "$rate_mbit" == 0 ]]; then shape="true"; else shape="tc qdisc add dev eth0 root tbf rate ${rate_mbit}mbit burst 256kb latency 50ms"; fi
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 tag="rlw-bench-$$"
+# The rendezvous id of every run (the worker requires one; see ringlab_worker/launcher.py).
+secret="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 network="$tag-net"
 results="$(mktemp -d)"
 containers=()
@@ -69,7 +71,7 @@ run_ranks() {
     docker run -d --name "$name" --hostname "$name" --network "$network" --cap-add NET_ADMIN \
       -v "$results:/out" "${cpu_args[@]}" \
       -e RINGLAB_NUM_NODES="$ranks" -e RINGLAB_NODE_RANK="$rank" -e RINGLAB_HEAD_ADDR="${names[0]}" \
-      -e RINGLAB_RUN_ID="$tag-$ranks" \
+      -e RINGLAB_RUN_ID="$tag-$ranks" -e RINGLAB_RDZV_SECRET="$secret" \
       -e MASTER_ADDR="${names[0]}" -e MASTER_PORT=29500 -e RANK="$rank" -e WORLD_SIZE="$ranks" \
       -e PLAIN_GLOO_SCRIPT="$plain_gloo_script" \
       --entrypoint bash "$image" -c \

@@ -63,6 +63,7 @@ run_worker() {
   local port; port="$(free_port)"
   (cd "$worker_dir" && env RINGLAB_NUM_NODES=1 RINGLAB_NODE_RANK=0 RINGLAB_HEAD_ADDR=127.0.0.1 \
     RINGLAB_RDZV_PORT="$port" RINGLAB_NPROC_PER_NODE=1 RINGLAB_SOCKET_IFNAME=lo RINGLAB_RUN_ID="gpu-bench-$name" \
+    RINGLAB_RDZV_SECRET="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" \
     "$python" -m ringlab_worker "$@" --device "$device" --timeout-seconds "$timeout_seconds" \
     --output "$out_dir/records/$name.json") >"$out_dir/logs/$name.log" 2>&1
 }

@@ -1,6 +1,7 @@
 """Runs ringlab-worker as real processes: one process per "node", all on loopback."""
 
 import atexit
+import hashlib
 import json
 import os
 import pkgutil
@@ -61,9 +62,15 @@ def base_env(**extra) -> dict:
     return env
 
 
+def rdzv_secret(run_id: str) -> str:
+    """The run's rendezvous secret, the same on every node: ringlab gives each run a random one; a test derives it."""
+    return hashlib.sha256(f"test secret of {run_id}".encode()).hexdigest()[:32]
+
+
 def node_env(node_rank: int, num_nodes: int, port: int, run_id: str) -> dict:
     return base_env(RINGLAB_NUM_NODES=num_nodes, RINGLAB_NODE_RANK=node_rank, RINGLAB_HEAD_ADDR="127.0.0.1",
-                    RINGLAB_RDZV_PORT=port, RINGLAB_RUN_ID=run_id, RINGLAB_SOCKET_IFNAME="lo")
+                    RINGLAB_RDZV_PORT=port, RINGLAB_RUN_ID=run_id, RINGLAB_RDZV_SECRET=rdzv_secret(run_id),
+                    RINGLAB_SOCKET_IFNAME="lo")
 
 
 NODE_TAG_ENV = "RINGLAB_TEST_NODE"

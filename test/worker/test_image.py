@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, rdzv_secret
 
 IMAGE = "ringlab/worker:cpu"
 
@@ -66,6 +66,7 @@ def test_two_containers_rendezvous_by_hostname_and_all_reduce(image, tmp_path, c
         docker("run", "-d", "--name", name, "--hostname", name, "--network", network, "--cap-add", "NET_ADMIN",
                "-v", f"{tmp_path}:/out", "-e", "RINGLAB_NUM_NODES=2", "-e", f"RINGLAB_NODE_RANK={rank}",
                "-e", f"RINGLAB_HEAD_ADDR={nodes[0]}", "-e", f"RINGLAB_RUN_ID=image-{tag}",
+               "-e", f"RINGLAB_RDZV_SECRET={rdzv_secret(tag)}",
                "--entrypoint", "bash", image, "-c",
                "tc qdisc add dev eth0 root tbf rate 1gbit burst 256kb latency 50ms && exec ringlab-worker allreduce "
                "--min-bytes 64K --max-bytes 1M --step-factor 4 --warmup-iters 1 --iters 2 --timeout-seconds 60 "

@@ -147,6 +147,15 @@ def test_the_workers_rendezvous_comes_from_slurms_environment():
     assert "OMP_NUM_THREADS" not in ringlab_slurm.worker_environment(config, slurm, "r1", None, None, "h")
 
 
+def test_the_runs_rendezvous_secret_reaches_the_worker_from_sbatchs_environment_and_nothing_else():
+    config = {"env": {}, "rdzv_port": 29400}
+    slurm = {"SLURM_NNODES": "2", "SLURM_NODEID": "1", "SLURM_JOB_ID": "17", "SLURM_JOB_NODELIST": "n-[0-1]"}
+    secret = "0123456789abcdef0123456789abcdef"
+    env = ringlab_slurm.worker_environment(config, {**slurm, "RINGLAB_RDZV_SECRET": secret}, "r1", None, None, "h")
+    assert env["RINGLAB_RDZV_SECRET"] == secret
+    assert "RINGLAB_RDZV_SECRET" not in ringlab_slurm.worker_environment(config, slurm, "r1", None, None, "h")
+
+
 def test_the_head_is_the_first_node_of_the_job():
     expanded = {"n-[3,1]": ["n-3", "n-1"], "": []}
     assert ringlab_slurm.head_address("n-[3,1]", resolve=lambda name: f"ip-of-{name}", hostnames=expanded.get) == "ip-of-n-3"

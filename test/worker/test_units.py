@@ -6,9 +6,11 @@ import os
 import pytest
 
 from ringlab_worker.allreduce import bus_bandwidth_gbps, message_sizes
-from ringlab_worker.errors import PeerFailed, PeerTimeout, classify_collective_error
+from ringlab_worker.errors import BadArguments, PeerFailed, PeerTimeout, classify_collective_error
 from ringlab_worker.launcher import configure_network_env, rendezvous_from_env, torchrun_argv
 from ringlab_worker.result import write_atomically
+
+SECRET = "0123456789abcdef0123456789abcdef"
 
 
 def test_message_sizes_step_by_the_factor_and_stay_whole_float32_elements():
@@ -23,14 +25,17 @@ def test_bus_bandwidth_is_nccl_tests_2_n_minus_1_over_n(ranks, factor):
 
 
 def test_torchrun_arguments_make_node_0_the_rendezvous_host_and_bound_every_wait():
-    env = {"RINGLAB_NUM_NODES": "3", "RINGLAB_NODE_RANK": "0", "RINGLAB_HEAD_ADDR": "node-a", "RINGLAB_RUN_ID": "r7"}
+    env = {"RINGLAB_NUM_NODES": "3", "RINGLAB_NODE_RANK": "0", "RINGLAB_HEAD_ADDR": "node-a", "RINGLAB_RUN_ID": "r7",
+           "RINGLAB_RDZV_SECRET": SECRET}
     rdzv = rendezvous_from_env(env, gpu_count=0)
     assert (rdzv.port, rdzv.nproc_per_node, rdzv.run_id) == (29400, 1, "r7")
+    assert SECRET not in repr(rdzv)
     argv = torchrun_argv(rdzv, 12.5, ["allreduce", "--iters", "2"])
     assert argv[-5:] == ["-m", "ringlab_worker", "allreduce", "--iters", "2"]
     pairs = dict(zip(argv[:-5:2], argv[1:-5:2]))
     assert pairs["--rdzv_backend"] == "c10d" and pairs["--rdzv_endpoint"] == "node-a:29400"
-    assert pairs["--rdzv_id"] == "r7" and pairs["--max_restarts"] == "0" and pairs["--nnodes"] == "3"
+    # The rendezvous id is the run's secret, never its public run id (whoever knows the id can write the state).
+    assert pairs["--rdzv_id"] == SECRET and pairs["--max_restarts"] == "0" and pairs["--nnodes"] == "3"
     assert pairs["--rdzv_conf"] == "is_host=true,join_timeout=13,read_timeout=13"
     other = rendezvous_from_env({**env, "RINGLAB_NODE_RANK": "2"}, gpu_count=4)
     other_argv = torchrun_argv(other, 5, [])
@@ -39,12 +44,23 @@ def test_torchrun_arguments_make_node_0_the_rendezvous_host_and_bound_every_wait
 
 
 def test_an_elastic_run_lets_the_rendezvous_go_on_with_min_nodes_and_notice_a_lost_node_within_seconds():
-    rdzv = rendezvous_from_env({"RINGLAB_NUM_NODES": "4", "RINGLAB_NODE_RANK": "1", "RINGLAB_HEAD_ADDR": "h"}, 0)
+    rdzv = rendezvous_from_env({"RINGLAB_NUM_NODES": "4", "RINGLAB_NODE_RANK": "1", "RINGLAB_HEAD_ADDR": "h",
+                                "RINGLAB_RDZV_SECRET": SECRET}, 0)
     argv = torchrun_argv(rdzv, 30, ["train"], max_restarts=2, min_nodes=2)
     pairs = dict(zip(argv[:-3:2], argv[1:-3:2]))
     assert pairs["--nnodes"] == "2:4" and pairs["--max_restarts"] == "2"
     assert pairs["--rdzv_conf"] == ("is_host=false,join_timeout=30,read_timeout=30,last_call_timeout=5,"
                                     "keep_alive_interval=1,keep_alive_max_attempt=3")
+
+
+@pytest.mark.parametrize("secret", [None, "", "r7", "0123456789abcdef", "0123456789ABCDEF0123456789ABCDEF", "g" * 32])
+def test_a_multi_node_run_without_a_rendezvous_secret_of_32_or_more_hex_digits_is_refused(secret):
+    env = {"RINGLAB_NUM_NODES": "2", "RINGLAB_NODE_RANK": "0", "RINGLAB_HEAD_ADDR": "h", "RINGLAB_RUN_ID": "r7"}
+    if secret is not None:
+        env["RINGLAB_RDZV_SECRET"] = secret
+    with pytest.raises(BadArguments, match="RINGLAB_RDZV_SECRET must be set to the same unguessable value") as refused:
+        rendezvous_from_env(env, gpu_count=0)
+    assert refused.value.exit_code == 2 and (not secret or secret not in str(refused.value))
 
 
 def test_no_num_nodes_means_a_single_process():

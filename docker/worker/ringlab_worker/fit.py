@@ -242,7 +242,7 @@ def _wait_for_every_node(args, world, log) -> None:
     time.sleep(args.timeout_seconds)
     raise PeerTimeout(f"only {world.nodes} of {expected} nodes joined within {args.timeout_seconds:g} s; an elastic "
                       "run (--min-nodes) starts with every node: check that all were started with the same "
-                      "RINGLAB_RUN_ID and reach node 0")
+                      "RINGLAB_RUN_ID and RINGLAB_RDZV_SECRET and reach node 0")
 
 
 def _unfinished_attempt(directory: str):

@@ -8,9 +8,10 @@ same as `python3 -m torch.distributed.run ...`.
 import functools
 import math
 import os
+import re
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List, Mapping, Optional
 
 from . import compat
@@ -19,6 +20,12 @@ from .guard import LAUNCHER_PID_ENV, die_with_launcher
 
 DEFAULT_RDZV_PORT = 29400
 DEFAULT_RUN_ID = "ringlab"
+# torchrun's c10d rendezvous keeps its state in node 0's TCPStore as a pickle that every node's agent unpickles, under
+# a key named by the rendezvous id, and the store has no authentication: whoever reaches the port and knows the id
+# can make every node run code. So the id is a secret of the run (never its public run id): the same unguessable
+# value on every node, given by whoever starts them, and never printed.
+RDZV_SECRET_ENV = "RINGLAB_RDZV_SECRET"
+_RDZV_SECRET = re.compile(r"[0-9a-f]{32,128}")
 
 
 def is_torchrun_worker() -> bool:
@@ -34,6 +41,8 @@ class Rendezvous:
     num_nodes: int
     nproc_per_node: int
     run_id: str
+    # The rendezvous id (RDZV_SECRET_ENV): kept out of repr, and printed as its variable's name.
+    rdzv_id: str = field(repr=False, default="")
 
 
 def _env_int(env: Mapping[str, str], name: str, default: Optional[int], minimum: int) -> int:
@@ -62,6 +71,13 @@ def rendezvous_from_env(env: Mapping[str, str], gpu_count: int) -> Optional[Rend
     head_addr = env.get("RINGLAB_HEAD_ADDR", "")
     if not head_addr:
         raise BadArguments("RINGLAB_HEAD_ADDR (the address of node 0) is required when RINGLAB_NUM_NODES is set")
+    secret = env.get(RDZV_SECRET_ENV, "")
+    if not _RDZV_SECRET.fullmatch(secret):
+        raise BadArguments(
+            f"{RDZV_SECRET_ENV} must be set to the same unguessable value on every node of the run (32 to 128 "
+            "lowercase hex digits, e.g. `openssl rand -hex 16`); it is the rendezvous id: anyone who reaches node 0's "
+            "rendezvous port and knows the id can make every node run code" + ("" if secret == "" else
+                                                                               f" (it holds {len(secret)} characters that are not that)"))
     return Rendezvous(
         head_addr=head_addr,
         port=_env_int(env, "RINGLAB_RDZV_PORT", DEFAULT_RDZV_PORT, 1),
@@ -69,6 +85,7 @@ def rendezvous_from_env(env: Mapping[str, str], gpu_count: int) -> Optional[Rend
         num_nodes=num_nodes,
         nproc_per_node=_env_int(env, "RINGLAB_NPROC_PER_NODE", max(gpu_count, 1), 1),
         run_id=env.get("RINGLAB_RUN_ID") or DEFAULT_RUN_ID,
+        rdzv_id=secret,
     )
 
 
@@ -100,7 +117,7 @@ def torchrun_argv(rdzv: Rendezvous, timeout_seconds: float, job_argv: List[str],
         "--nproc_per_node", str(rdzv.nproc_per_node),
         "--rdzv_backend", "c10d",
         "--rdzv_endpoint", f"{rdzv.head_addr}:{rdzv.port}",
-        "--rdzv_id", rdzv.run_id,
+        "--rdzv_id", rdzv.rdzv_id,
         "--rdzv_conf", rdzv_conf,
         # After a worker fails, every node's agent stops its workers and starts them again this many times
         # (train --max-restarts; they resume from the newest checkpoint).
@@ -162,8 +179,9 @@ def launch(args, job_argv: List[str]) -> int:
     os.environ[LAUNCHER_PID_ENV] = str(os.getpid())
     torchrun = torchrun_argv(rdzv, args.timeout_seconds, job_argv, getattr(args, "max_restarts", 0),
                              getattr(args, "min_nodes", None))
+    shown = " ".join(f"${RDZV_SECRET_ENV}" if word == rdzv.rdzv_id else word for word in torchrun)
     print(f"ringlab-worker: node {rdzv.node_rank} of {rdzv.num_nodes}: "
-          f"{os.path.basename(sys.executable)} -m torch.distributed.run {' '.join(torchrun)}",
+          f"{os.path.basename(sys.executable)} -m torch.distributed.run {shown}",
           file=sys.stderr, flush=True)
     _run_torchrun(torchrun, rdzv, args.timeout_seconds)
     return 0
@@ -191,7 +209,7 @@ def _run_torchrun(torchrun: List[str], rdzv: Rendezvous, timeout_seconds: float)
         raise PeerTimeout(
             f"rendezvous at {endpoint} (run id '{rdzv.run_id}') did not gather all {rdzv.num_nodes} nodes "
             f"within {timeout_seconds:g} s. Check that every node was started with RINGLAB_NUM_NODES="
-            f"{rdzv.num_nodes}, the same RINGLAB_RUN_ID and RINGLAB_HEAD_ADDR, that each reaches "
+            f"{rdzv.num_nodes}, the same RINGLAB_RUN_ID, {RDZV_SECRET_ENV} and RINGLAB_HEAD_ADDR, that each reaches "
             f"{endpoint}, and that --timeout-seconds covers the slowest node's start-up."
         ) from error
     except RendezvousConnectionError as error:

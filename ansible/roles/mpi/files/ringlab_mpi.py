@@ -90,7 +90,7 @@ def mpi_environment(env):
 def worker(args):
     config = lib.load_config(CONFIG_FILE)
     environment = lib.container_environment(config, placement(os.environ, args.head_addr), args.run_id,
-                                            args.procs_per_node, args.cpus)
+                                            args.procs_per_node, args.cpus, os.environ.get("RINGLAB_RDZV_SECRET"))
     environment.update(mpi_environment(os.environ))
     return lib.run_worker_container(config, args.run_id, args.job, args.job_args, args.cpus, environment)
 

@@ -243,7 +243,7 @@ def worker_environment(config, env, run_id, procs_per_node, cpus, head_addr):
         "RINGLAB_NODE_RANK": env["SLURM_NODEID"],
         "RINGLAB_HEAD_ADDR": head_addr,
         "RINGLAB_SLURM_JOB_ID": env.get("SLURM_JOB_ID", ""),
-    }, run_id, procs_per_node, cpus)
+    }, run_id, procs_per_node, cpus, env.get("RINGLAB_RDZV_SECRET"))
 
 
 write_whole_lines = lib.write_whole_lines

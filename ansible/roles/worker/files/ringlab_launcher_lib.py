@@ -30,16 +30,19 @@ def load_config(path):
         return json.load(handle)
 
 
-def container_environment(config, placement, run_id, procs_per_node, cpus):
+def container_environment(config, placement, run_id, procs_per_node, cpus, rdzv_secret=None):
     """The worker container's environment: the node's settings (`config["env"]`), then the job's placement
-    (RINGLAB_NUM_NODES, RINGLAB_NODE_RANK, RINGLAB_HEAD_ADDR and what else the launcher adds), the rendezvous port
-    and the run id."""
+    (RINGLAB_NUM_NODES, RINGLAB_NODE_RANK, RINGLAB_HEAD_ADDR and what else the launcher adds), the rendezvous port,
+    the run id and the run's rendezvous secret (RINGLAB_RDZV_SECRET, which ringlab hands the launcher's processes in
+    their environment: sbatch's, which srun passes on, or mpirun's -x), the worker's rendezvous id."""
     worker_env = dict(config.get("env", {}))
     worker_env.update(placement)
     worker_env.update({
         "RINGLAB_RDZV_PORT": str(config.get("rdzv_port", 29400)),
         "RINGLAB_RUN_ID": run_id,
     })
+    if rdzv_secret:
+        worker_env["RINGLAB_RDZV_SECRET"] = rdzv_secret
     if procs_per_node:
         worker_env["RINGLAB_NPROC_PER_NODE"] = str(procs_per_node)
     if cpus:
