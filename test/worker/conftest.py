@@ -62,6 +62,17 @@ def base_env(**extra) -> dict:
     return env
 
 
+class RunsCode:
+    """Unpickling this runs a shell command that touches `marker`: what an attacker's file or message would run (as
+    root, in every rank) if ringlab unpickled it (test_checkpoint.py, test_rendezvous_secret.py)."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
 def rdzv_secret(run_id: str) -> str:
     """The run's rendezvous secret, the same on every node: ringlab gives each run a random one; a test derives it."""
     return hashlib.sha256(f"test secret of {run_id}".encode()).hexdigest()[:32]

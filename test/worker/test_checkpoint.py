@@ -9,22 +9,12 @@ import os
 
 import pytest
 
-from conftest import base_env, run_worker
+from conftest import RunsCode, base_env, run_worker
 from ringlab_worker import checkpoint, data, result
 from ringlab_worker.data import DatasetSpec
 from ringlab_worker.errors import BadArguments
 
 QUIET = {"log": lambda *args, **kwargs: None}
-
-
-class _RunsCode:
-    """Unpickling this runs a shell command, as an attacker's checkpoint would (as root, in every rank)."""
-
-    def __init__(self, marker):
-        self.marker = marker
-
-    def __reduce__(self):
-        return os.system, (f"touch {self.marker}",)
 
 
 def _json_beside(directory, step):
@@ -36,7 +26,7 @@ def pickle_payload(marker):
     import torch
 
     buffer = io.BytesIO()
-    torch.save({"step": 8, "weights": _RunsCode(marker)}, buffer)
+    torch.save({"step": 8, "weights": RunsCode(marker)}, buffer)
     return buffer.getvalue()
 
 

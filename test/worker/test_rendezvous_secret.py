@@ -3,22 +3,11 @@ which takes writes from anyone who reaches its port, as a pickle every node's ag
 a key named by the rendezvous id. The id is the run's secret (RINGLAB_RDZV_SECRET), never its run id, and never shown."""
 
 import base64
-import os
 import pickle
 import time
 from datetime import timedelta
 
-from conftest import free_port, node_env, rdzv_secret
-
-
-class _RunsCode:
-    """Unpickling this runs a shell command: what a client of the store could make every agent do."""
-
-    def __init__(self, marker):
-        self.marker = marker
-
-    def __reduce__(self):
-        return os.system, (f"touch {self.marker}",)
+from conftest import RunsCode, free_port, node_env, rdzv_secret
 
 
 def test_a_client_that_knows_the_run_id_cannot_make_a_waiting_node_run_code_through_the_rendezvous(nodes, tmp_path):
@@ -28,7 +17,7 @@ def test_a_client_that_knows_the_run_id_cannot_make_a_waiting_node_run_code_thro
     # Node 0 of 2 waits for node 1, which never comes: its store is open on the port all the while.
     head = nodes.start(["allreduce", "--timeout-seconds", "8"], node_env(0, 2, port, run_id))
     nodes.wait_for([head], "-m torch.distributed.run", timeout=60)
-    payload = base64.b64encode(pickle.dumps(_RunsCode(marker))).decode()
+    payload = base64.b64encode(pickle.dumps(RunsCode(marker))).decode()
     store = None
     deadline = time.monotonic() + 6
     while time.monotonic() < deadline and not marker.exists():
