@@ -50,6 +50,20 @@ def test_the_image_runs_the_smoke_training_job_and_writes_a_valid_record(image, 
     assert "Total img/sec on 1 CPU(s)" in run.stdout
 
 
+def test_the_image_writes_a_dataset_and_trains_a_step_on_it(image, tmp_path, cleanup):
+    """The real-data path needs Pillow in the image (it came with Debian's torchvision before the image moved to
+    torch's own wheel; the e2e campaign found it missing)."""
+    name = f"rlw-test-data-{uuid.uuid4().hex[:8]}"
+    cleanup["containers"].append(name)
+    run = docker("run", "--rm", "--name", name, "-v", f"{tmp_path}:/out", "--entrypoint", "bash", image, "-c",
+                 "ringlab-worker dataset --out /out/shapes --classes 2 --images-per-class 5 --image-size 16 "
+                 "&& ringlab-worker train --model tiny --batch-size 2 --data folder:/out/shapes --loader-workers 0 "
+                 "--num-warmup-batches 0 --num-batches-per-iter 1 --num-iters 1 --output /out/data.json",
+                 check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert json.loads((tmp_path / "data.json").read_text())["knobs"]["data"] == "folder:/out/shapes"
+
+
 def test_the_image_refuses_bad_arguments_with_exit_2(image):
     run = docker("run", "--rm", image, "allreduce", "--step-factor", "1", check=False)
     assert run.returncode == 2 and "--step-factor must be 2 or more" in run.stderr
