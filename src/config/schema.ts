@@ -54,6 +54,8 @@ export const DEFAULTS = {
   },
   kubernetes: {
     gpusPerPod: 1,
+    /** The user (and group) the pods run as: not root, as Pod Security "restricted" requires. */
+    runAsUser: 1000,
     /** Where the PersistentVolumeClaim is mounted in every pod: datasets, checkpoints, the runs' results. */
     sharedMountPath: "/ringlab",
   },
@@ -174,6 +176,12 @@ const kubernetesTestbed = z.strictObject({
   hostNetwork: z.boolean().default(false),
   /** Each pod shapes its own egress with tc before the worker starts (needs the NET_ADMIN capability there). */
   shapeInPod: z.boolean().default(false),
+  /**
+   * The user id (and group id, and fsGroup) the pods' worker runs as; 0 is root, which Pod Security "restricted"
+   * refuses ("baseline" allows it). The shared claim must be writable by that user (fsGroup helps where the
+   * volume supports it). Kubernetes takes 0 to 2147483647.
+   */
+  runAsUser: z.int().min(0).max(2147483647).default(DEFAULTS.kubernetes.runAsUser),
 });
 
 type RefinementContext = z.core.$RefinementCtx;

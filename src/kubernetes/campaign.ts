@@ -11,7 +11,7 @@ import { makeReport, recordRun, resultsDirFor, runRecord, saveCampaignCopy, type
 import { campaignName, planCampaign, remainingRuns } from "../campaign/plan.ts";
 import { ResultsStore } from "../results/store.ts";
 import { Cluster, type ClusterOptions } from "./cluster.ts";
-import { runManifests } from "./manifests.ts";
+import { networkPolicyWarning, runManifests } from "./manifests.ts";
 import { runOnCluster } from "./run.ts";
 
 export interface KubernetesCampaignOptions {
@@ -38,6 +38,8 @@ export async function runKubernetesCampaign(ctx: Context, file: LoadedKubernetes
   saveCampaignCopy(store.layout, file.sourceText);
   ctx.reporter.info(`campaign ${plan.name}: ${plan.runs.length} runs planned, ${plan.runs.length - todo.length} already done, ${todo.length} to run ` +
     `as Jobs in namespace ${testbed.namespace}; results in ${store.layout.dir}`);
+  const unguarded = networkPolicyWarning(testbed);
+  if (unguarded !== undefined && todo.length > 0) ctx.reporter.warn(unguarded);
 
   const scope: RecordScope = { testbed: { name: testbed.name, target: "kubernetes" }, plan, store, instanceType: undefined, cpusPerNode: undefined };
   const tally: Omit<Tally, "rerun"> = { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0 };

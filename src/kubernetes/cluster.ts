@@ -1,7 +1,8 @@
 /**
  * The Kubernetes API as a Kubernetes campaign uses it, through the official client (@kubernetes/client-node), never
  * kubectl: read the kubeconfig, pick the context, check the namespace and the claim before anything is created,
- * create a run's objects, look at its Job and pods, read a pod's log, and delete by label.
+ * create a run's objects (its NetworkPolicy, Secret, Service and Job), look at its Job and pods, read a pod's log,
+ * and delete by label.
  *
  * Every call has a deadline of its own (a cluster that does not answer is named, not waited for), and an error the
  * user can fix (the kubeconfig, the context, the namespace, the claim, what the user may do) is exit 2 naming it;
@@ -12,7 +13,8 @@ import { STATUS_CODES } from "node:http";
 import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { ApiException, BatchV1Api, CoreV1Api, KubeConfig, type RequestContext, type ResponseContext, type V1Job, type V1Pod, type V1Service } from "@kubernetes/client-node";
+import { ApiException, BatchV1Api, CoreV1Api, KubeConfig, NetworkingV1Api, type RequestContext, type ResponseContext, type V1Job, type V1NetworkPolicy, type V1Pod, type V1Secret, type V1Service } from "@kubernetes/client-node";
+import type { Secret } from "kubernetes-models/v1";
 import type { KubernetesTestbed } from "../config/schema.ts";
 import { PrerequisiteError, ToolError, UsageError } from "../errors.ts";
 import type { RunManifests } from "./manifests.ts";
@@ -44,6 +46,7 @@ export interface RunView {
 export class Cluster {
   private readonly core: CoreV1Api;
   private readonly batch: BatchV1Api;
+  private readonly networking: NetworkingV1Api;
 
   private constructor(
     config: KubeConfig,
@@ -56,6 +59,7 @@ export class Cluster {
   ) {
     this.core = config.makeApiClient(CoreV1Api);
     this.batch = config.makeApiClient(BatchV1Api);
+    this.networking = config.makeApiClient(NetworkingV1Api);
   }
 
   /**
@@ -116,19 +120,25 @@ export class Cluster {
     if (code === 401 || code === 403) {
       return new UsageError(`the kubeconfig's user may not do what a campaign needs: ${error.message}`, {
         hint: `a campaign needs, in namespace ${this.namespace}: get on namespaces and persistentvolumeclaims; create, get, list, delete and deletecollection ` +
-          `on jobs and pods; create, list and delete on services; get on pods/log; list on events (kubectl --context ${this.context} auth can-i --list -n ${this.namespace})`,
+          `on jobs and pods; create, list and delete on services, secrets and networkpolicies (networking.k8s.io); get on pods/log; list on events ` +
+          `(kubectl --context ${this.context} auth can-i --list -n ${this.namespace})`,
       });
     }
     return error;
   }
 
   /**
-   * Creates a run's Service, then its Job (the order `kubectl apply -f` of its manifests would take). Returns the
-   * Job's uid: its pods are the ones it owns, not whatever else carries its labels (a deleted attempt's, terminating).
-   * A name that is taken is a Conflict (another campaign with this testbed name, or a deletion not finished).
+   * Creates a run's NetworkPolicy (before any pod of the run exists), its Secret (the rendezvous id the pods read),
+   * its Service, then its Job. Returns the Job's uid: its pods are the ones it owns, not whatever else carries its
+   * labels (a deleted attempt's, terminating). A name that is taken is a Conflict (another campaign with this
+   * testbed name, or a deletion not finished).
    */
-  async create(manifests: RunManifests): Promise<string> {
-    const [service, job] = manifests.objects;
+  async create(manifests: RunManifests, secret: Secret): Promise<string> {
+    const [networkPolicy, service, job] = manifests.objects;
+    await this.call(`create NetworkPolicy ${networkPolicy.metadata?.name}`, (options) =>
+      this.networking.createNamespacedNetworkPolicy({ namespace: this.namespace, body: networkPolicy.toJSON() as never }, options));
+    await this.call(`create Secret ${secret.metadata?.name}`, (options) =>
+      this.core.createNamespacedSecret({ namespace: this.namespace, body: secret.toJSON() as never }, options));
     await this.call(`create Service ${service.metadata?.name}`, (options) =>
       this.core.createNamespacedService({ namespace: this.namespace, body: service.toJSON() as never }, options));
     const created = await this.call(`create Job ${job.metadata?.name}`, (options) =>
@@ -181,8 +191,9 @@ export class Cluster {
   }
 
   /**
-   * Deletes the Jobs, Services and pods with these labels (a Job's pods go with it: background propagation; pods
-   * are deleted too, in case a Job was removed without them). Returns how many objects were asked to go.
+   * Deletes the Jobs, Services, NetworkPolicies, Secrets and pods with these labels (a Job's pods go with it:
+   * background propagation; pods are deleted too, in case a Job was removed without them). Returns how many objects
+   * were asked to go.
    */
   async deleteLabelled(labels: Labels, options: { readonly waitUntilGone?: boolean } = {}): Promise<number> {
     return this.patiently(undefined, () => this.deleteNow(selector(labels), options.waitUntilGone === true));
@@ -194,21 +205,28 @@ export class Cluster {
       await this.call("delete Jobs", (options) =>
         this.batch.deleteCollectionNamespacedJob({ namespace: this.namespace, labelSelector, propagationPolicy: "Background" }, options));
     }
-    // Services are deleted one by one: deleting a collection of Services is recent (Kubernetes 1.31).
+    // Services are deleted one by one: deleting a collection of Services is recent (Kubernetes 1.31). Secrets and
+    // NetworkPolicies too: the user needs the same verbs on all three.
     const services = await this.listServices(labelSelector);
     for (const service of services) {
-      try {
-        await this.call(`delete Service ${service.metadata?.name}`, (options) =>
-          this.core.deleteNamespacedService({ name: service.metadata!.name!, namespace: this.namespace }, options));
-      } catch (error) {
-        if (!isStatus(error, 404)) throw error;
-      }
+      await this.deleteOne(`delete Service ${service.metadata?.name}`, (options) =>
+        this.core.deleteNamespacedService({ name: service.metadata!.name!, namespace: this.namespace }, options));
+    }
+    const secrets = await this.listSecrets(labelSelector);
+    for (const secret of secrets) {
+      await this.deleteOne(`delete Secret ${secret.metadata?.name}`, (options) =>
+        this.core.deleteNamespacedSecret({ name: secret.metadata!.name!, namespace: this.namespace }, options));
+    }
+    const networkPolicies = await this.listNetworkPolicies(labelSelector);
+    for (const networkPolicy of networkPolicies) {
+      await this.deleteOne(`delete NetworkPolicy ${networkPolicy.metadata?.name}`, (options) =>
+        this.networking.deleteNamespacedNetworkPolicy({ name: networkPolicy.metadata!.name!, namespace: this.namespace }, options));
     }
     const pods = await this.listPods(labelSelector);
     if (pods.length > 0) {
       await this.call("delete pods", (options) => this.core.deleteCollectionNamespacedPod({ namespace: this.namespace, labelSelector }, options));
     }
-    const asked = jobs.length + services.length + pods.length;
+    const asked = jobs.length + services.length + secrets.length + networkPolicies.length + pods.length;
     if (waitUntilGone && asked > 0) await this.waitUntilGone(labelSelector);
     return asked;
   }
@@ -221,6 +239,23 @@ export class Cluster {
     return (await this.call("list Services", (options) => this.core.listNamespacedService({ namespace: this.namespace, labelSelector }, options))).items;
   }
 
+  /** One object's deletion; one already gone is as good. */
+  private async deleteOne(what: string, request: (options: RequestOptions) => Promise<unknown>): Promise<void> {
+    try {
+      await this.call(what, request);
+    } catch (error) {
+      if (!isStatus(error, 404)) throw error;
+    }
+  }
+
+  private async listSecrets(labelSelector: string): Promise<V1Secret[]> {
+    return (await this.call("list Secrets", (options) => this.core.listNamespacedSecret({ namespace: this.namespace, labelSelector }, options))).items;
+  }
+
+  private async listNetworkPolicies(labelSelector: string): Promise<V1NetworkPolicy[]> {
+    return (await this.call("list NetworkPolicies", (options) => this.networking.listNamespacedNetworkPolicy({ namespace: this.namespace, labelSelector }, options))).items;
+  }
+
   private async listPods(labelSelector: string): Promise<V1Pod[]> {
     return (await this.call("list pods", (options) => this.core.listNamespacedPod({ namespace: this.namespace, labelSelector }, options))).items;
   }
@@ -229,7 +264,8 @@ export class Cluster {
   private async waitUntilGone(labelSelector: string): Promise<void> {
     const until = Date.now() + GONE_WAIT_MS;
     for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
-      const left = [...await this.listJobs(labelSelector), ...await this.listServices(labelSelector), ...await this.listPods(labelSelector)];
+      const left = [...await this.listJobs(labelSelector), ...await this.listServices(labelSelector), ...await this.listSecrets(labelSelector),
+        ...await this.listNetworkPolicies(labelSelector), ...await this.listPods(labelSelector)];
       if (left.length === 0) return;
       if (Date.now() > until) {
         throw new ToolError("kubernetes", `${left.length} objects labelled ${labelSelector} were still there ${GONE_WAIT_MS / 1000} s after their deletion ` +

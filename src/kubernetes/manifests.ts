@@ -1,8 +1,17 @@
 /**
- * One planned run as Kubernetes objects (issue #38): an Indexed Job with one pod per node, and a headless Service
+ * One planned run as Kubernetes objects (issue #38): an Indexed Job with one pod per node, a headless Service
  * that gives pod 0 the stable DNS name torchrun's c10d rendezvous needs, as Kubernetes documents for a "Job with
- * Pod-to-Pod Communication". Typed objects (kubernetes-models), each validated against the Kubernetes OpenAPI
- * schema before anyone sees it; never string templates. Pure.
+ * Pod-to-Pod Communication", and a NetworkPolicy that lets only the run's own pods reach them (issue #49). Typed
+ * objects (kubernetes-models), each validated against the Kubernetes OpenAPI schema before anyone sees it; never
+ * string templates. Pure, but for the rendezvous Secret's random value (rendezvousSecret).
+ *
+ * The pods pass Pod Security "restricted" unless the campaign needs more (./pod-security.ts checks it): no service
+ * account token, a user that is not root (testbed.runAsUser), the runtime's seccomp profile, no capabilities, no
+ * privilege escalation; shapeInPod's init container alone runs as root with NET_ADMIN.
+ *
+ * The rendezvous id torchrun's agents share is a per-run Secret's random value (RINGLAB_RDZV_SECRET): whoever reaches
+ * the c10d store and knows the id can write what every agent unpickles. The Secret is created through the API for
+ * each attempt and written nowhere: not in the manifests ringlab prints or saves.
  *
  * A pod runs the worker image as a node of the local testbed or AWS runs its worker container: the same
  * entrypoint (ringlab-worker), job and arguments, and the RINGLAB_* environment the launcher reads (its node rank
@@ -10,14 +19,16 @@
  * the result goes to /ringlab/runs/<run>/result.json there, as on the other testbeds, and into rank 0's log, where
  * `ringlab campaign` reads it (src/kubernetes/run.ts).
  */
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { dump as dumpYaml } from "js-yaml";
 import { Job } from "kubernetes-models/batch/v1";
-import { Service } from "kubernetes-models/v1";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
+import { Secret, Service } from "kubernetes-models/v1";
 import type { IContainer, IEnvVar, IPodSpec } from "kubernetes-models/v1";
 import { bandwidthGbps } from "../bandwidth.ts";
 import type { PlannedRun } from "../campaign/plan.ts";
 import { DEFAULTS, type KubernetesTestbed } from "../config/schema.ts";
+import { checkPodSecurity, describeViolation, reasonsForLevel, type PodSecurityLevel } from "./pod-security.ts";
 
 /** torchrun's c10d rendezvous port on pod 0 (the worker role's worker_rdzv_port). */
 export const RENDEZVOUS_PORT = 29400;
@@ -28,11 +39,19 @@ const TBF_LATENCY = "50ms";
 const TBF_MIN_BURST_BYTES = 262144;
 /** A pod's hostname is "<job>-<index>" and must be a DNS label (63): room for a 4-digit index. */
 const JOB_NAME_MAX = 58;
+/** The worker's variable for the rendezvous id, and the key of the run's Secret that holds it. */
+export const RDZV_SECRET_ENV = "RINGLAB_RDZV_SECRET";
+export const RDZV_SECRET_KEY = "rdzvSecret";
+/** The init container that shapes a pod's egress (shapeInPod). */
+const SHAPING_CONTAINER = "shape-link";
 
 export interface RunManifests {
   readonly runId: string;
-  /** The Service first, then the Job: `kubectl apply -f` creates them in this order. */
-  readonly objects: readonly [Service, Job];
+  /**
+   * The NetworkPolicy first, then the Service, then the Job: `kubectl apply -f` creates them in this order. The
+   * run's Secret (rendezvousSecret) is not among them: it is created through the API, before the Job, and never written.
+   */
+  readonly objects: readonly [NetworkPolicy, Service, Job];
 }
 
 /** The labels every object and pod of a run carries: its Service, its pods' anti-affinity and its removal select by them. */
@@ -66,9 +85,34 @@ export function runManifests(run: PlannedRun, testbed: KubernetesTestbed, campai
       template: { metadata: { labels }, spec: podSpec(run, testbed, name) },
     },
   });
+  // Only the run's own pods reach its pods, on any port (rendezvous, NCCL, Gloo); what leaves them is not limited.
+  const networkPolicy = new NetworkPolicy({
+    metadata,
+    spec: {
+      podSelector: { matchLabels: runLabels(testbed, run) },
+      policyTypes: ["Ingress"],
+      ingress: [{ from: [{ podSelector: { matchLabels: runLabels(testbed, run) } }] }],
+    },
+  });
+  networkPolicy.validate();
   service.validate();
   job.validate();
-  return { runId: run.id, objects: [service, job] };
+  return { runId: run.id, objects: [networkPolicy, service, job] };
+}
+
+/**
+ * The run's Secret: the rendezvous id, 32 random hex digits, fresh for every attempt; the Job's pods read it
+ * (RINGLAB_RDZV_SECRET). Named and labelled as the run's other objects, deleted with them. Never written to a file.
+ */
+export function rendezvousSecret(manifests: RunManifests): Secret {
+  const { name, namespace, labels, annotations } = manifests.objects[2].metadata!;
+  const secret = new Secret({
+    metadata: { name: name!, namespace: namespace!, labels: { ...labels }, annotations: { ...annotations } },
+    type: "Opaque",
+    stringData: { [RDZV_SECRET_KEY]: randomBytes(16).toString("hex") },
+  });
+  secret.validate();
+  return secret;
 }
 
 function podSpec(run: PlannedRun, testbed: KubernetesTestbed, name: string): IPodSpec {
@@ -78,6 +122,15 @@ function podSpec(run: PlannedRun, testbed: KubernetesTestbed, name: string): IPo
     restartPolicy: "Never",
     // Pod i is "<name>-i.<name>" in the namespace: pod 0 holds the rendezvous.
     subdomain: name,
+    // The worker never speaks to the API: no token of the namespace's service account in its pods.
+    automountServiceAccountToken: false,
+    // Not root (testbed.runAsUser; 0 is root, and needs Pod Security "baseline"); fsGroup makes the claim's files
+    // the group's where its volume supports it. The runtime's seccomp profile, as "restricted" requires.
+    securityContext: {
+      ...(testbed.runAsUser === 0 ? {} : { runAsNonRoot: true }),
+      runAsUser: testbed.runAsUser, runAsGroup: testbed.runAsUser, fsGroup: testbed.runAsUser,
+      seccompProfile: { type: "RuntimeDefault" },
+    },
     ...(testbed.hostNetwork ? { hostNetwork: true, dnsPolicy: "ClusterFirstWithHostNet" } : {}),
     ...(Object.keys(testbed.nodeSelector).length === 0 ? {} : { nodeSelector: { ...testbed.nodeSelector } }),
     // One pod per node, as a node of the other testbeds: pods of one run on one machine would measure no network.
@@ -90,6 +143,7 @@ function podSpec(run: PlannedRun, testbed: KubernetesTestbed, name: string): IPo
       args: [run.job, ...run.workerArgs, "--output", `${shared}/runs/${run.id}/result.json`],
       env: workerEnv(run, testbed, name),
       ports: [{ name: "rendezvous", containerPort: RENDEZVOUS_PORT }],
+      securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
       ...(testbed.gpusPerPod > 0 ? { resources: { limits: { "nvidia.com/gpu": String(testbed.gpusPerPod) } } } : {}),
       volumeMounts: [{ name: "shared", mountPath: shared }, { name: "shm", mountPath: "/dev/shm" }],
     }],
@@ -109,6 +163,8 @@ function workerEnv(run: PlannedRun, testbed: KubernetesTestbed, name: string): I
     value("RINGLAB_HEAD_ADDR", `${name}-0.${name}.${testbed.namespace}.svc`),
     value("RINGLAB_RDZV_PORT", String(RENDEZVOUS_PORT)),
     value("RINGLAB_RUN_ID", run.id),
+    // The rendezvous id: the run's Secret, which ringlab creates before the Job (the run id is public).
+    { name: RDZV_SECRET_ENV, valueFrom: { secretKeyRef: { name, key: RDZV_SECRET_KEY } } },
     value("RINGLAB_SHARED_DIR", DEFAULTS.kubernetes.sharedMountPath),
     value("RINGLAB_IMAGE", testbed.workerImage),
     // ringlab reads rank 0's result from its pod's log: the claim is the cluster's, not this machine's.
@@ -122,8 +178,9 @@ function workerEnv(run: PlannedRun, testbed: KubernetesTestbed, name: string): I
 
 /**
  * With shapeInPod, an init container shapes the pod's egress with tc before the worker starts (the pod's
- * containers share one network namespace), as the local testbed shapes each node's; it needs NET_ADMIN, which the
- * cluster must allow. The campaign refuses a shaped rate without shapeInPod, and shapeInPod with hostNetwork.
+ * containers share one network namespace), as the local testbed shapes each node's; it needs NET_ADMIN, and root
+ * (a capability a container adds is effective for root only: Kubernetes sets no ambient capabilities), which the
+ * cluster must allow: Pod Security "privileged", as no other level lets a container add NET_ADMIN. The campaign refuses a shaped rate without shapeInPod, and shapeInPod with hostNetwork.
  */
 function shapingContainer(run: PlannedRun, testbed: KubernetesTestbed): IContainer | undefined {
   const gbps = run.bandwidth === null ? null : bandwidthGbps(run.bandwidth);
@@ -131,10 +188,10 @@ function shapingContainer(run: PlannedRun, testbed: KubernetesTestbed): IContain
   const bits = Math.round(gbps * 1e9);
   const burst = Math.max(TBF_MIN_BURST_BYTES, Math.floor(bits / 4000));
   return {
-    name: "shape-link",
+    name: SHAPING_CONTAINER,
     image: testbed.workerImage,
     command: ["tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", `${bits}bit`, "burst", String(burst), "latency", TBF_LATENCY],
-    securityContext: { capabilities: { add: ["NET_ADMIN"] } },
+    securityContext: { runAsUser: 0, runAsNonRoot: false, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"], add: ["NET_ADMIN"] } },
   };
 }
 
@@ -160,10 +217,65 @@ function shortHash(text: string): string {
   return createHash("sha256").update(text).digest("hex").slice(0, 8);
 }
 
-/** One run's objects as YAML documents for `kubectl apply -f`, under a comment saying what they are. */
+/**
+ * One run's objects as YAML documents for `kubectl apply -f`, under comments saying what they are, how to create
+ * the run's Secret first (its value is in no file), what Pod Security level the pods need, and how to remove it all.
+ */
 export function manifestsYaml(manifests: RunManifests, testbed: KubernetesTestbed): string {
   const kubectl = testbed.context === undefined ? "kubectl" : `kubectl --context ${JSON.stringify(testbed.context)}`;
-  const header = `# ringlab run ${manifests.runId}: ${kubectl} apply -f this file; its result is written to runs/${manifests.runId}/result.json ` +
-    `on the claim ${testbed.sharedClaim}. Remove it with: ${kubectl} delete -n ${testbed.namespace} job,service -l ringlab.testbed=${testbed.name},ringlab.run=${manifests.objects[1].metadata!.labels!["ringlab.run"]}\n`;
-  return header + manifests.objects.map((object) => `---\n${dumpYaml(object.toJSON(), { noRefs: true, lineWidth: -1 })}`).join("");
+  const [, , job] = manifests.objects;
+  const name = job.metadata!.name!;
+  const labels = job.metadata!.labels!;
+  const security = podSecurityOfRuns([job.spec!.template.spec!]);
+  const header = [
+    `ringlab run ${manifests.runId}: ${kubectl} apply -f this file after creating its rendezvous Secret; its result is written to runs/${manifests.runId}/result.json on the claim ${testbed.sharedClaim}.`,
+    "First the Secret (a random rendezvous id, the same for every pod of the run, written in no file), labelled as the run's other objects:",
+    `  ${kubectl} create secret generic ${name} -n ${testbed.namespace} --from-literal=${RDZV_SECRET_KEY}=$(openssl rand -hex 16)`,
+    `  ${kubectl} label secret ${name} -n ${testbed.namespace} ${Object.entries(labels).map(([key, value]) => `${key}=${value}`).join(" ")}`,
+    podSecurityLine(security),
+    ...(networkPolicyWarning(testbed) === undefined ? [] : [networkPolicyWarning(testbed)!]),
+    `Remove it with: ${kubectl} delete -n ${testbed.namespace} job,service,networkpolicy,secret -l ringlab.testbed=${labels["ringlab.testbed"]},ringlab.run=${labels["ringlab.run"]}`,
+  ];
+  return header.map((line) => `# ${line}\n`).join("") + manifests.objects.map((object) => `---\n${dumpYaml(object.toJSON(), { noRefs: true, lineWidth: -1 })}`).join("");
+}
+
+/** What the runs' pods need from their namespace's Pod Security admission, the most any run needs, and why. */
+export interface RunsPodSecurity {
+  readonly level: PodSecurityLevel;
+  /** Why (the rules of the level below that the pods of those runs break), each once. */
+  readonly reasons: readonly string[];
+  /** How many of the runs need that level, of how many. */
+  readonly runs: number;
+  readonly of: number;
+}
+
+const LEVEL_ORDER: readonly PodSecurityLevel[] = ["restricted", "baseline", "privileged"];
+
+/** The pod specs' Pod Security levels together: the highest, and why the pods that need it do. */
+export function podSecurityOfRuns(specs: readonly IPodSpec[]): RunsPodSecurity {
+  const checked = specs.map((spec) => checkPodSecurity(spec));
+  const level = LEVEL_ORDER[Math.max(0, ...checked.map((security) => LEVEL_ORDER.indexOf(security.level)))]!;
+  const needing = checked.filter((security) => security.level === level);
+  const reasons = [...new Set(needing.flatMap((security) => reasonsForLevel(security).map((violation) =>
+    violation.where !== "pod" && violation.where.container === SHAPING_CONTAINER ? `shapeInPod's ${describeViolation(violation)}` : describeViolation(violation))))];
+  return { level, reasons, runs: needing.length, of: specs.length };
+}
+
+/** A campaign's pods' Pod Security level, for `ringlab plan` and `ringlab manifests`. */
+export function campaignPodSecurity(runs: readonly PlannedRun[], testbed: KubernetesTestbed, campaign: string, runTimeoutSeconds: number): RunsPodSecurity {
+  return podSecurityOfRuns(runs.map((run) => runManifests(run, testbed, campaign, runTimeoutSeconds).objects[2].spec!.template.spec!));
+}
+
+/** "pods need the namespace's Pod Security level 'privileged': shapeInPod's init container shape-link adds NET_ADMIN ...". */
+export function podSecurityLine(security: RunsPodSecurity): string {
+  const some = security.runs === security.of ? "" : ` (the pods of ${security.runs} of the ${security.of} runs; the others less)`;
+  if (security.level === "restricted") return "pods pass the namespace's Pod Security level 'restricted', the strictest (pod-security.kubernetes.io/enforce)";
+  return `pods need the namespace's Pod Security level '${security.level}'${some}: ${security.reasons.join("; ")}`;
+}
+
+/** With hostNetwork a NetworkPolicy does not apply to the pods: they are in their nodes' network namespace. */
+export function networkPolicyWarning(testbed: KubernetesTestbed): string | undefined {
+  if (!testbed.hostNetwork) return undefined;
+  return `with hostNetwork the pods are in their nodes' network namespace, where the run's NetworkPolicy does not apply: ` +
+    `whatever reaches the nodes reaches the rendezvous (port ${RENDEZVOUS_PORT}) and the workers' ports`;
 }

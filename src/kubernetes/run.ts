@@ -1,8 +1,9 @@
 /**
  * One planned run on a Kubernetes cluster: its manifests saved beside its logs (manifests.yaml, the run's job file:
- * `kubectl apply -f` runs it again), its Service and Indexed Job created, the Job followed until it ends (or its
- * deadline passes), every pod's log collected (worker-<node rank>.log) and rank 0's result read from its log, and
- * the run's objects deleted, whatever happened. The outcome is a RunOutcome, as the other testbeds' runs give.
+ * `kubectl apply -f` runs it again once its Secret exists; the Secret's value is in no file), its NetworkPolicy,
+ * Secret, Service and Indexed Job created, the Job followed until it ends (or its deadline passes), every pod's log
+ * collected (worker-<node rank>.log) and rank 0's result read from its log, and the run's objects deleted, whatever
+ * happened. The outcome is a RunOutcome, as the other testbeds' runs give.
  */
 import { writeFileAtomic } from "../util/fs.ts";
 import { join } from "node:path";
@@ -14,7 +15,7 @@ import { endedNow, freshCollectDir, type RunOutcome } from "../runner.ts";
 import { ToolError } from "../errors.ts";
 import { isStatus, type Cluster } from "./cluster.ts";
 import { judgeRun, podIndex, resultFromLog, type RunState } from "./follow.ts";
-import { manifestsYaml, runLabels, type RunManifests } from "./manifests.ts";
+import { manifestsYaml, rendezvousSecret, runLabels, type RunManifests } from "./manifests.ts";
 import type { PlannedRun } from "../campaign/plan.ts";
 
 /** How often the Job and its pods are looked at. */
@@ -45,13 +46,14 @@ export async function runOnCluster(ctx: Context, cluster: Cluster, request: Clus
   freshCollectDir(collectDir);
   writeFileAtomic(join(collectDir, "manifests.yaml"), manifestsYaml(manifests, testbed));
   const labels = runLabels(testbed, request.run);
-  const jobName = manifests.objects[1].metadata!.name!;
+  const jobName = manifests.objects[2].metadata!.name!;
   const started = new Date();
   const ended = (fields: Pick<RunOutcome, "status" | "result" | "error">) => endedNow(collectDir, started, fields);
   try {
     let uid: string;
     try {
-      uid = await cluster.create(manifests);
+      // A fresh rendezvous id for every attempt, in the cluster alone.
+      uid = await cluster.create(manifests, rendezvousSecret(manifests));
     } catch (error) {
       if (!isStatus(error, 409)) throw error;
       return ended({ status: "failed", error: `${(error as Error).message}: another campaign with testbed name ${testbed.name} runs in namespace ${testbed.namespace}, ` +

@@ -17,7 +17,7 @@ describe("a Kubernetes testbed", () => {
   it("takes a namespace, a claim, a context, GPUs per pod and a node selector, with defaults for the rest", () => {
     expect(problems(", context: 'arn:aws:eks:us-east-1:1:cluster/x', gpusPerPod: 4, nodeSelector: {node.kubernetes.io/instance-type: p4d.24xlarge}")).toEqual([]);
     const result = validateCampaign(load(`{testbed: {target: kubernetes, name: eks, nodes: 2, namespace: ringlab, sharedClaim: shared, workerImage: r/w:gpu}}`));
-    expect(result.ok && result.value.testbed).toMatchObject({ gpusPerPod: 1, nodeSelector: {}, hostNetwork: false, shapeInPod: false });
+    expect(result.ok && result.value.testbed).toMatchObject({ gpusPerPod: 1, nodeSelector: {}, hostNetwork: false, shapeInPod: false, runAsUser: 1000 });
     // No default image: ringlab's own tag is in no registry a cluster pulls from.
     expect(validateCampaign(load(`{testbed: {target: kubernetes, name: eks, nodes: 2, namespace: ringlab, sharedClaim: shared}}`)).ok).toBe(false);
   });
@@ -32,8 +32,16 @@ describe("a Kubernetes testbed", () => {
     ["a context a shell would expand", ", context: 'x$(id)'", /^testbed\.context: .*expected a kubeconfig context name/],
     ["GPUs with the CPU image", ", workerImage: ringlab/worker:cpu", /^testbed\.gpusPerPod: found 1 with workerImage ringlab\/worker:cpu, which has no CUDA/],
     ["shaping inside pods on the nodes' network", ", shapeInPod: true, hostNetwork: true", /^testbed\.shapeInPod: with hostNetwork the pods share their nodes' network/],
+    ["a negative user id", ", runAsUser: -1", /^testbed\.runAsUser: /],
+    ["a user id that is not an integer", ", runAsUser: 1.5", /^testbed\.runAsUser: /],
+    ["a user id Kubernetes does not take (over 2147483647)", ", runAsUser: 2147483648", /^testbed\.runAsUser: /],
   ])("refuses %s, naming the field", (_, extra, message) => {
     expect(problems(extra)).toEqual([expect.stringMatching(message)]);
+  });
+
+  it("takes the pods' user id, root (0) included", () => {
+    expect(problems(", runAsUser: 0")).toEqual([]);
+    expect(problems(", runAsUser: 2147483647")).toEqual([]);
   });
 
   it("refuses a shaped link unless the pods shape it, AMP without a GPU, and another launcher", () => {

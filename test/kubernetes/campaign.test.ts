@@ -70,10 +70,16 @@ async function campaignOn(cluster: FakeCluster, text?: string, signal?: AbortSig
   return { outcome, resultsDir, records: ResultsStore.open(resultsDir, () => {}).records() };
 }
 
-const EMPTY = { jobs: [], services: [], pods: [] };
+const EMPTY = { jobs: [], services: [], networkPolicies: [], secrets: [], pods: [] };
+
+/** Every file under a folder, read. */
+function filesUnder(dir: string): { path: string; text: string }[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile())
+    .map((entry) => ({ path: join(entry.parentPath, entry.name), text: readFileSync(join(entry.parentPath, entry.name), "latin1") }));
+}
 
 describe("a Kubernetes campaign", () => {
-  it("runs each run as a Service and an Indexed Job, records rank 0's result from its log, keeps the manifests and every pod's log, and leaves nothing", async () => {
+  it("runs each run as a NetworkPolicy, a Secret, a Service and an Indexed Job, records rank 0's result from its log, keeps the manifests and every pod's log, and leaves nothing", async () => {
     const cluster = await fake({ scenario: completes });
     const { outcome, resultsDir, records } = await campaignOn(cluster);
     expect(outcome).toMatchObject({ ok: 2, failed: 0, planned: 2, teardown: "done" });
@@ -85,10 +91,11 @@ describe("a Kubernetes campaign", () => {
     expect(readdirSync(logs).sort()).toEqual(["manifests.yaml", "result.json", "worker-0.log", "worker-1.log"]);
     expect(readFileSync(join(logs, "manifests.yaml"), "utf8")).toMatch(/^# ringlab run train-tiny-b8-n2-unlimited-r1: kubectl apply -f this file/);
     expect(readFileSync(join(logs, "worker-1.log"), "utf8")).toBe("rank 1 done\n");
-    // Service before Job, each run; the objects are the manifests'.
-    expect(cluster.created.map((object) => `${object.kind} ${object.metadata.name}`)).toEqual([
-      "Service kind-allreduce-n2-unlimited-r1", "Job kind-allreduce-n2-unlimited-r1", "Service kind-train-tiny-b8-n2-unlimited-r1", "Job kind-train-tiny-b8-n2-unlimited-r1"]);
-    expect(cluster.created[1]).toMatchObject({ spec: { completionMode: "Indexed", completions: 2, activeDeadlineSeconds: 60 } });
+    // The NetworkPolicy before any pod can exist, the Secret before the Job, each run; the objects are the manifests'.
+    const names = ["kind-allreduce-n2-unlimited-r1", "kind-train-tiny-b8-n2-unlimited-r1"];
+    expect(cluster.created.map((object) => `${object.kind} ${object.metadata.name}`)).toEqual(names.flatMap((name) => ["NetworkPolicy", "Secret", "Service", "Job"].map((kind) => `${kind} ${name}`)));
+    expect(cluster.created[3]).toMatchObject({ spec: { completionMode: "Indexed", completions: 2, activeDeadlineSeconds: 60 } });
+    expect(cluster.created[0]).toMatchObject({ spec: { podSelector: { matchLabels: { "ringlab.testbed": "kind", "ringlab.run": "allreduce-n2-unlimited-r1" } }, policyTypes: ["Ingress"] } });
     expect(cluster.left()).toEqual(EMPTY);
     expect(cluster.unexpected).toEqual([]);
     expect(existsSync(join(resultsDir, "report.md"))).toBe(true);
@@ -96,6 +103,37 @@ describe("a Kubernetes campaign", () => {
     // Run again: every run is done, so the cluster is not even asked.
     const again = await runKubernetesCampaign(context(), campaignFile().file, { resultsDir, cluster: { env: { KUBECONFIG: cluster.kubeconfig() } }, pollMs: 5 });
     expect(again).toMatchObject({ alreadyDone: 2, ok: 0, teardown: "not needed" });
+  });
+
+  it("gives each run's pods a rendezvous id of their own in a Secret, created before the Job, deleted after it, and written nowhere", async () => {
+    const cluster = await fake({ scenario: completes });
+    const { outcome, resultsDir } = await campaignOn(cluster);
+    expect(outcome).toMatchObject({ ok: 2, failed: 0 });
+    const secrets = cluster.created.filter((object) => object.kind === "Secret");
+    expect(secrets.map((secret) => [secret.metadata.name, secret.type, Object.keys(secret.stringData)])).toEqual([
+      ["kind-allreduce-n2-unlimited-r1", "Opaque", ["rdzvSecret"]], ["kind-train-tiny-b8-n2-unlimited-r1", "Opaque", ["rdzvSecret"]]]);
+    const values = secrets.map((secret) => secret.stringData.rdzvSecret as string);
+    for (const value of values) expect(value).toMatch(/^[0-9a-f]{32}$/);
+    expect(values[0]).not.toBe(values[1]);
+    expect(secrets[0]!.metadata.labels).toEqual({ "ringlab.testbed": "kind", "ringlab.run": "allreduce-n2-unlimited-r1", "ringlab.campaign": "k8s" });
+    // Each Job's pods read their run's Secret, which exists before the Job does.
+    for (const secret of secrets) {
+      const job = cluster.created.find((object) => object.kind === "Job" && object.metadata.name === secret.metadata.name)!;
+      expect(cluster.created.indexOf(secret)).toBeLessThan(cluster.created.indexOf(job));
+      expect(job.spec.template.spec.containers[0].env).toContainEqual({ name: "RINGLAB_RDZV_SECRET", valueFrom: { secretKeyRef: { name: secret.metadata.name, key: "rdzvSecret" } } });
+    }
+    const secretRequests = cluster.requests.filter((request) => /\/secrets/.test(request));
+    expect(secretRequests.filter((request) => request.startsWith("DELETE"))).toEqual(["kind-allreduce-n2-unlimited-r1", "kind-train-tiny-b8-n2-unlimited-r1"].map((name) => `DELETE /api/v1/namespaces/ringlab/secrets/${name}`));
+    expect(cluster.left().secrets).toEqual([]);
+    // Not in the saved manifests, logs, records or report; not in their base64 either.
+    const files = filesUnder(resultsDir);
+    expect(files.map((file) => file.path)).toContainEqual(expect.stringMatching(/manifests\.yaml$/));
+    for (const value of values) {
+      for (const file of files) {
+        expect(file.text.includes(value), file.path).toBe(false);
+        expect(file.text.includes(Buffer.from(value).toString("base64")), file.path).toBe(false);
+      }
+    }
   });
 
   it("records a run whose pods never schedule as failed at its deadline, with the scheduler's reason, and deletes it", async () => {
@@ -213,7 +251,7 @@ describe("a Kubernetes campaign", () => {
     const leftover = { metadata: { name: "kind-old-run", labels: { "ringlab.testbed": "kind", "ringlab.run": "old" } }, spec: {} };
     const controller = new AbortController();
     const cluster = await fake({
-      existing: { jobs: [other, leftover], services: [other, leftover] },
+      existing: { jobs: [other, leftover], services: [other, leftover], networkPolicies: [other, leftover], secrets: [other, leftover] },
       scenario: (look) => {
         if (look === 2) controller.abort(new Error("SIGINT"));
         return { pods: [{ phase: "Running" }, { phase: "Running" }] };
@@ -222,9 +260,9 @@ describe("a Kubernetes campaign", () => {
     const { file, resultsDir } = campaignFile();
     const options = { resultsDir, cluster: { env: { KUBECONFIG: cluster.kubeconfig() } }, pollMs: 5 };
     await expect(runKubernetesCampaign(context(controller.signal), file, options)).rejects.toThrow("SIGINT");
-    expect(cluster.created.map((object) => object.kind)).toEqual(["Service", "Job"]);
+    expect(cluster.created.map((object) => object.kind)).toEqual(["NetworkPolicy", "Secret", "Service", "Job"]);
     // The interrupted run's pods terminate for a while; the next invocation waits for them before it starts.
-    expect(cluster.left()).toMatchObject({ jobs: ["other-run"], services: ["other-run"] });
+    expect(cluster.left()).toMatchObject({ jobs: ["other-run"], services: ["other-run"], networkPolicies: ["other-run"], secrets: ["other-run"] });
     await cluster.close();
     const resumed = await fake({ scenario: completes, existing: { pods: [{ metadata: { name: "kind-allreduce-n2-unlimited-r1-0-old", labels: { "ringlab.testbed": "kind", "ringlab.run": "allreduce-n2-unlimited-r1" } } }] } });
     const outcome = await runKubernetesCampaign(context(), file, { ...options, cluster: { env: { KUBECONFIG: resumed.kubeconfig() } } });
@@ -254,7 +292,7 @@ describe("one run on a cluster", () => {
     expect(outcome.error).toMatch(/^the Job did not end within its deadline \(0 s, runTimeoutSeconds\) and 0 s more; worker logs: /);
     expect(readFileSync(join(resultsDir, "run", "worker-1.log"), "utf8")).toBe("still training\n");
     // Its pods terminate (their grace period); the campaign's end waits for them.
-    expect(cluster.left()).toMatchObject({ jobs: [], services: [] });
+    expect(cluster.left()).toMatchObject({ jobs: [], services: [], networkPolicies: [], secrets: [] });
   });
 });
 

@@ -1,8 +1,9 @@
 /**
  * A loopback HTTPS server (its own self-signed certificate, trusted by the kubeconfig it writes, as a cluster's CA
  * is) that answers the few Kubernetes API calls ringlab makes as the API does (paths, verbs,
- * label selectors, and the documented shapes: Namespace, PersistentVolumeClaim, Service, Job with its conditions,
- * PodList with phases, conditions and container states, Status for errors, text/plain for logs). What the pods of
+ * label selectors, and the documented shapes: Namespace, PersistentVolumeClaim, Service, NetworkPolicy, Secret (its
+ * stringData kept as base64 data, as the API server stores it), Job with its conditions, PodList with phases,
+ * conditions and container states, Status for errors, text/plain for logs). What the pods of
  * a Job do is a scenario: the test says, look by look, what the Job controller and the kubelet would report.
  * Anything else asked is answered 404 and kept in `unexpected`, for the test to assert there is none.
  */
@@ -41,7 +42,7 @@ export interface FakeClusterOptions {
   /** Accept connections but never answer (a cluster that hangs). */
   readonly hang?: boolean;
   /** Objects already in the namespace (another testbed's, a killed run's), by kind. */
-  readonly existing?: { readonly jobs?: readonly Json[]; readonly services?: readonly Json[]; readonly pods?: readonly Json[] };
+  readonly existing?: { readonly jobs?: readonly Json[]; readonly services?: readonly Json[]; readonly pods?: readonly Json[]; readonly networkPolicies?: readonly Json[]; readonly secrets?: readonly Json[] };
   /** An error status to answer instead, by request ("GET /api/v1/...") and how many such requests came before it. */
   readonly failWith?: (request: string, earlier: number) => number | undefined;
   /** How many pod lists a deleted pod still shows in, terminating (its grace period). @default 2 */
@@ -54,10 +55,10 @@ export interface FakeCluster {
   readonly requests: string[];
   /** Requests the fake does not know: a test expects none. */
   readonly unexpected: string[];
-  /** The bodies of created objects, in order. */
+  /** The bodies of created objects, in order, as sent (a Secret with its stringData). */
   readonly created: Json[];
   /** Names of what is left in the namespace. */
-  left(): { jobs: string[]; services: string[]; pods: string[] };
+  left(): { jobs: string[]; services: string[]; networkPolicies: string[]; secrets: string[]; pods: string[] };
   /** A kubeconfig file whose context `context` points at this server. */
   kubeconfig(context?: string, namespace?: string): string;
   close(): Promise<void>;
@@ -77,6 +78,8 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
   const jobs = new Map<string, Json>((options.existing?.jobs ?? []).map((job) => [job.metadata.name, job]));
   const services = new Map<string, Json>((options.existing?.services ?? []).map((service) => [service.metadata.name, service]));
   const pods = new Map<string, Json>((options.existing?.pods ?? []).map((pod) => [pod.metadata.name, pod]));
+  const networkPolicies = new Map<string, Json>((options.existing?.networkPolicies ?? []).map((policy) => [policy.metadata.name, policy]));
+  const secrets = new Map<string, Json>((options.existing?.secrets ?? []).map((secret) => [secret.metadata.name, secret]));
   const logs = new Map<string, string>();
   const looks = new Map<string, number>();
   const failedCreate = new Map<string, readonly string[]>();
@@ -160,6 +163,7 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
     const selector = url.searchParams.get("labelSelector");
     const core = `/api/v1/namespaces/${ns}`;
     const batch = `/apis/batch/v1/namespaces/${ns}`;
+    const networking = `/apis/networking.k8s.io/v1/namespaces/${ns}`;
     let match: RegExpMatchArray | null;
 
     if (/^\/api\/v1\/namespaces\/[^/]+$/.test(path) && method === "GET") {
@@ -183,6 +187,33 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
       if (service === undefined) return notFound(`services "${match[1]}"`);
       services.delete(match[1]!);
       return send(200, service);
+    }
+    // NetworkPolicies and Secrets: created, listed by label, deleted by name, as Services are.
+    for (const [collection, kind, apiVersion, objects, stored] of [
+      [`${networking}/networkpolicies`, "NetworkPolicy", "networking.k8s.io/v1", networkPolicies, (policy: Json) => ({ ...policy, metadata: { ...policy.metadata, uid: randomUUID() } })],
+      // The API server keeps stringData as data (base64), and gives back no stringData.
+      [`${core}/secrets`, "Secret", "v1", secrets, ({ stringData, ...secret }: Json) => ({
+        ...secret, metadata: { ...secret.metadata, uid: randomUUID() },
+        data: { ...secret.data, ...Object.fromEntries(Object.entries(stringData ?? {}).map(([key, value]) => [key, Buffer.from(String(value)).toString("base64")])) },
+      })],
+    ] as const) {
+      // As the API names them in its messages: networkpolicies.networking.k8s.io "x", secrets "x".
+      const resource = apiVersion === "v1" ? collection.split("/").at(-1)! : `${collection.split("/").at(-1)}.${apiVersion.split("/")[0]}`;
+      if (path === collection && method === "POST") {
+        const object = JSON.parse(body);
+        created.push(object);
+        if (object.kind !== kind || object.apiVersion !== apiVersion) return send(400, status(400, "BadRequest", `the object is a ${object.apiVersion}/${object.kind}, not a ${apiVersion}/${kind}`));
+        if (objects.has(object.metadata.name)) return send(409, status(409, "AlreadyExists", `${resource} "${object.metadata.name}" already exists`));
+        objects.set(object.metadata.name, stored(object));
+        return send(201, objects.get(object.metadata.name));
+      }
+      if (path === collection && method === "GET") return send(200, list(`${kind}List`, apiVersion, objects.values(), selector));
+      if ((match = path.match(new RegExp(`^${collection}/([^/]+)$`))) && method === "DELETE") {
+        const object = objects.get(match[1]!);
+        if (object === undefined) return notFound(`${resource} "${match[1]}"`);
+        objects.delete(match[1]!);
+        return send(200, status(200, "", ""));
+      }
     }
     if (path === `${batch}/jobs` && method === "POST") {
       const job = JSON.parse(body);
@@ -258,7 +289,7 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
   const dir = mkdtempSync(join(tmpdir(), "ringlab-kubeconfig-"));
   return {
     url, requests, unexpected, created,
-    left: () => ({ jobs: [...jobs.keys()], services: [...services.keys()], pods: [...pods.keys()] }),
+    left: () => ({ jobs: [...jobs.keys()], services: [...services.keys()], networkPolicies: [...networkPolicies.keys()], secrets: [...secrets.keys()], pods: [...pods.keys()] }),
     kubeconfig(context = "fake", namespace = ns) {
       const file = join(dir, `${context.replace(/[^a-z0-9-]/gi, "_")}.yaml`);
       writeFileSync(file, kubeconfigText(url, context, namespace, tls.cert));

@@ -1,10 +1,11 @@
 /** A Kubernetes campaign's runs as objects (src/kubernetes/manifests.ts): what `kubectl apply -f` gets. */
-import { load } from "js-yaml";
+import { load, loadAll } from "js-yaml";
 import { Job } from "kubernetes-models/batch/v1";
 import { describe, expect, it } from "vitest";
 import { planCampaign, type PlannedRun } from "../../src/campaign/plan.ts";
 import { validateCampaign, type KubernetesTestbed } from "../../src/config/schema.ts";
-import { manifestsYaml, objectName, runManifests } from "../../src/kubernetes/manifests.ts";
+import { campaignPodSecurity, manifestsYaml, objectName, podSecurityLine, rendezvousSecret, runManifests } from "../../src/kubernetes/manifests.ts";
+import { checkPodSecurity, describeViolation } from "../../src/kubernetes/pod-security.ts";
 
 const TESTBED = "{target: kubernetes, name: eks, nodes: 3, namespace: ringlab, sharedClaim: ringlab-shared, workerImage: registry.example/ringlab/worker:gpu";
 
@@ -19,7 +20,7 @@ function planned(testbedExtra = "", campaign = "{matrix: {nodes: [1, 3], model: 
 const byId = (runs: readonly PlannedRun[], id: string) => runs.find((run) => run.id === id)!;
 
 describe("a run's Kubernetes objects", () => {
-  it("are a headless Service and an Indexed Job, one pod per node, written as YAML for kubectl apply (snapshot)", async () => {
+  it("are a NetworkPolicy, a headless Service and an Indexed Job, one pod per node, written as YAML for kubectl apply (snapshot)", async () => {
     const { testbed, runs, timeout } = planned();
     const yaml = manifestsYaml(runManifests(byId(runs, "train-resnet50-b64-n3-unlimited-r1"), testbed, "k8s", timeout), testbed);
     await expect(yaml).toMatchFileSnapshot("__snapshots__/train-resnet50-b64-n3-unlimited-r1.yaml");
@@ -27,7 +28,7 @@ describe("a run's Kubernetes objects", () => {
 
   it("give every pod its node rank, pod 0's stable DNS name as the rendezvous, the claim and the GPU it asks for", () => {
     const { testbed, runs, timeout } = planned();
-    const [service, job] = runManifests(byId(runs, "train-resnet50-b64-n3-unlimited-r1"), testbed, "k8s", timeout).objects;
+    const [, service, job] = runManifests(byId(runs, "train-resnet50-b64-n3-unlimited-r1"), testbed, "k8s", timeout).objects;
     const name = "eks-train-resnet50-b64-n3-unlimited-r1";
     expect(service.spec).toMatchObject({ clusterIP: "None", publishNotReadyAddresses: true, selector: { "ringlab.testbed": "eks", "ringlab.run": "train-resnet50-b64-n3-unlimited-r1" } });
     expect(job.spec).toMatchObject({ completionMode: "Indexed", completions: 3, parallelism: 3, backoffLimit: 0, activeDeadlineSeconds: timeout });
@@ -52,13 +53,13 @@ describe("a run's Kubernetes objects", () => {
     expect(pod.volumes![0]).toEqual({ name: "shared", persistentVolumeClaim: { claimName: "ringlab-shared" } });
   });
 
-  it("shape each pod's egress in an init container with NET_ADMIN when the campaign shapes links (shapeInPod), and only then", () => {
+  it("shape each pod's egress in an init container, as root with NET_ADMIN alone, when the campaign shapes links (shapeInPod), and only then", () => {
     const { testbed, runs, timeout } = planned(", shapeInPod: true", "{matrix: {nodes: [1, 2], model: resnet50, batchSize: 64, bandwidth: [1gbit, unlimited]}}");
-    const init = (id: string) => runManifests(byId(runs, id), testbed, "k8s", timeout).objects[1].spec!.template.spec!.initContainers;
+    const init = (id: string) => runManifests(byId(runs, id), testbed, "k8s", timeout).objects[2].spec!.template.spec!.initContainers;
     expect(init("train-resnet50-b64-n2-1gbit-r1")).toEqual([{
       name: "shape-link", image: "registry.example/ringlab/worker:gpu",
       command: ["tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", "1000000000bit", "burst", "262144", "latency", "50ms"],
-      securityContext: { capabilities: { add: ["NET_ADMIN"] } },
+      securityContext: { runAsUser: 0, runAsNonRoot: false, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"], add: ["NET_ADMIN"] } },
     }]);
     expect(init("train-resnet50-b64-n2-unlimited-r1")).toBeUndefined();
     expect(init("train-resnet50-b64-n1-r1")).toBeUndefined();
@@ -66,7 +67,7 @@ describe("a run's Kubernetes objects", () => {
 
   it("use the nodes' network when asked (EFA), leaving the interface to NCCL and Gloo, and ask for no GPU in a CPU pod", () => {
     const { testbed, runs, timeout } = planned(", hostNetwork: true, gpusPerPod: 0", "{matrix: {nodes: [2], model: resnet50, batchSize: 64, bandwidth: [unlimited]}}");
-    const pod = runManifests(byId(runs, "train-resnet50-b64-n2-unlimited-r1"), testbed, "k8s", timeout).objects[1].spec!.template.spec!;
+    const pod = runManifests(byId(runs, "train-resnet50-b64-n2-unlimited-r1"), testbed, "k8s", timeout).objects[2].spec!.template.spec!;
     expect(pod).toMatchObject({ hostNetwork: true, dnsPolicy: "ClusterFirstWithHostNet" });
     expect(pod.containers[0]!.env!.map((variable) => variable.name)).not.toContain("RINGLAB_SOCKET_IFNAME");
     expect(pod.containers[0]!.resources).toBeUndefined();
@@ -79,6 +80,80 @@ describe("a run's Kubernetes objects", () => {
     expect(long.length).toBeLessThanOrEqual(58);
     expect(long).not.toBe(objectName("a-rather-long-testbed", "train-inception_v3-b96-n10-p8-1.5gbit-r13"));
     expect(objectName("eks", "train-x-1.5gbit-r1")).toMatch(/^eks-train-x-1-5gbit-r1-[0-9a-f]{8}$/);
+  });
+
+  it("let only the run's own pods reach its pods, on every port, through a NetworkPolicy of the run's name and labels", () => {
+    const { testbed, runs, timeout } = planned();
+    const [policy, service, job] = runManifests(byId(runs, "train-resnet50-b64-n3-unlimited-r1"), testbed, "k8s", timeout).objects;
+    const own = { "ringlab.testbed": "eks", "ringlab.run": "train-resnet50-b64-n3-unlimited-r1" };
+    expect(policy.toJSON()).toEqual({
+      apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", metadata: job.metadata,
+      spec: { podSelector: { matchLabels: own }, policyTypes: ["Ingress"], ingress: [{ from: [{ podSelector: { matchLabels: own } }] }] },
+    });
+    expect(service.spec!.selector).toEqual(own);
+    expect(job.spec!.template.metadata!.labels).toMatchObject(own);
+  });
+
+  it("give the worker its rendezvous id from the run's Secret, a fresh random one each time, never in the written manifests", () => {
+    const { testbed, runs, timeout } = planned();
+    const manifests = runManifests(byId(runs, "train-resnet50-b64-n3-unlimited-r1"), testbed, "k8s", timeout);
+    const name = "eks-train-resnet50-b64-n3-unlimited-r1";
+    const env = manifests.objects[2].spec!.template.spec!.containers[0]!.env!;
+    expect(env.find((variable) => variable.name === "RINGLAB_RDZV_SECRET")).toEqual({ name: "RINGLAB_RDZV_SECRET", valueFrom: { secretKeyRef: { name, key: "rdzvSecret" } } });
+    const secret = rendezvousSecret(manifests);
+    expect(secret.toJSON()).toMatchObject({ apiVersion: "v1", kind: "Secret", type: "Opaque", metadata: manifests.objects[2].metadata, stringData: { rdzvSecret: expect.stringMatching(/^[0-9a-f]{32}$/) } });
+    expect(rendezvousSecret(manifests).stringData!["rdzvSecret"]).not.toBe(secret.stringData!["rdzvSecret"]);
+    // The file has no Secret: its header says how to make one, labelled as the run's other objects.
+    const yaml = manifestsYaml(manifests, testbed);
+    expect((loadAll(yaml) as { kind: string }[]).map((document) => document.kind)).toEqual(["NetworkPolicy", "Service", "Job"]);
+    expect(yaml).not.toContain(secret.stringData!["rdzvSecret"]);
+    expect(yaml).toContain(`\n#   kubectl create secret generic ${name} -n ringlab --from-literal=rdzvSecret=$(openssl rand -hex 16)\n`);
+    expect(yaml).toContain(`\n#   kubectl label secret ${name} -n ringlab ringlab.testbed=eks ringlab.run=train-resnet50-b64-n3-unlimited-r1 ringlab.campaign=k8s\n`);
+    expect(yaml).toContain("kubectl delete -n ringlab job,service,networkpolicy,secret -l ringlab.testbed=eks,ringlab.run=train-resnet50-b64-n3-unlimited-r1");
+  });
+
+  it("run as a user that is not root, with no service account token, no capabilities, no privilege escalation and the runtime's seccomp profile", () => {
+    const { testbed, runs, timeout } = planned();
+    const pod = runManifests(byId(runs, "train-resnet50-b64-n3-unlimited-r1"), testbed, "k8s", timeout).objects[2].spec!.template.spec!;
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(pod.securityContext).toEqual({ runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, seccompProfile: { type: "RuntimeDefault" } });
+    expect(pod.containers[0]!.securityContext).toEqual({ allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } });
+    const other = planned(", runAsUser: 2000").testbed;
+    expect(runManifests(byId(runs, "train-resnet50-b64-n3-unlimited-r1"), other, "k8s", timeout).objects[2].spec!.template.spec!.securityContext)
+      .toMatchObject({ runAsNonRoot: true, runAsUser: 2000, runAsGroup: 2000, fsGroup: 2000 });
+  });
+
+  it("pass Pod Security 'restricted' by default; need 'baseline' as root, 'privileged' with shapeInPod (NET_ADMIN) or hostNetwork, saying why", () => {
+    const security = (extra: string, campaign?: string) => {
+      const { testbed, runs, timeout } = planned(extra, campaign);
+      const checked = runs.map((run) => checkPodSecurity(runManifests(run, testbed, "k8s", timeout).objects[2].spec!.template.spec!));
+      const levels = Object.fromEntries(runs.map((run, index) => [run.id, checked[index]!.level]));
+      return { checked, levels, line: podSecurityLine(campaignPodSecurity(runs, testbed, "k8s", timeout)), yaml: manifestsYaml(runManifests(runs.at(-1)!, testbed, "k8s", timeout), testbed) };
+    };
+    const restricted = security("");
+    expect(new Set(Object.values(restricted.levels))).toEqual(new Set(["restricted"]));
+    expect(restricted.checked.flatMap((result) => result.violations)).toEqual([]);
+    expect(restricted.line).toBe("pods pass the namespace's Pod Security level 'restricted', the strictest (pod-security.kubernetes.io/enforce)");
+    expect(restricted.yaml).toContain(`\n# ${restricted.line}\n`);
+
+    const root = security(", runAsUser: 0");
+    expect(new Set(Object.values(root.levels))).toEqual(new Set(["baseline"]));
+    expect(root.checked[0]!.violations.map(describeViolation)).toEqual(["the pod runs as root (runAsUser: 0)", "container worker does not run with runAsNonRoot: true (its own or the pod's)"]);
+    expect(root.line).toBe("pods need the namespace's Pod Security level 'baseline': the pod runs as root (runAsUser: 0); container worker does not run with runAsNonRoot: true (its own or the pod's)");
+
+    const shaped = security(", shapeInPod: true", "{matrix: {nodes: [1, 2], model: resnet50, batchSize: 64, bandwidth: [1gbit, unlimited]}}");
+    // Only a run with a shaped link has the init container.
+    expect(shaped.levels).toEqual({ "allreduce-n2-1gbit-r1": "privileged", "allreduce-n2-unlimited-r1": "restricted", "train-resnet50-b64-n1-r1": "restricted",
+      "train-resnet50-b64-n1-r2": "restricted", "train-resnet50-b64-n2-1gbit-r1": "privileged", "train-resnet50-b64-n2-unlimited-r1": "restricted" });
+    expect(shaped.line).toBe("pods need the namespace's Pod Security level 'privileged' (the pods of 2 of the 6 runs; the others less): " +
+      "shapeInPod's init container shape-link adds NET_ADMIN (baseline allows adding only AUDIT_WRITE, CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, MKNOD, NET_BIND_SERVICE, SETFCAP, SETGID, SETPCAP, SETUID, SYS_CHROOT)");
+
+    const host = security(", hostNetwork: true");
+    expect(new Set(Object.values(host.levels))).toEqual(new Set(["privileged"]));
+    expect(host.line).toBe("pods need the namespace's Pod Security level 'privileged': the pod sets hostNetwork: true (baseline forbids sharing the node's namespaces)");
+    // On the node's network a NetworkPolicy does not apply: the file says so.
+    expect(host.yaml).toMatch(/\n# with hostNetwork the pods are in their nodes' network namespace, where the run's NetworkPolicy does not apply/);
+    expect(restricted.yaml).not.toContain("hostNetwork");
   });
 
   it("are checked against the Kubernetes OpenAPI schema, which refuses a malformed object", () => {

@@ -1,10 +1,11 @@
 /**
  * A run's pods, as the Job's template starts them, with the real worker (Debian's torch, Gloo on loopback): each
  * pod's arguments and environment exactly as the manifests say, except what only a cluster provides, put in by
- * hand as Kubernetes would: the node rank from the completion index, pod 0's DNS name (here 127.0.0.1), the
- * claim's mount (a folder) and the pod's interface (lo).
+ * hand as Kubernetes would: the node rank from the completion index, the run's Secret (the rendezvous id, one random
+ * value for both pods), pod 0's DNS name (here 127.0.0.1), the claim's mount (a folder) and the pod's interface (lo).
  */
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -47,12 +48,17 @@ describe("a run's pods", () => {
     if (!result.ok || result.value.testbed.target !== "kubernetes") throw new Error("the test's campaign is invalid");
     const testbed = result.value.testbed as KubernetesTestbed;
     const run = planCampaign(result.value, "pods").runs.find((planned) => planned.job === "train")!;
-    const container = runManifests(run, testbed, "pods", 120).objects[1].spec!.template.spec!.containers[0]!;
+    const container = runManifests(run, testbed, "pods", 120).objects[2].spec!.template.spec!.containers[0]!;
 
     const claim = mkdtempSync(join(tmpdir(), "ringlab-claim-"));
     const port = await freePort();
+    const secret = randomBytes(16).toString("hex");
     const envOf = (index: number) => Object.fromEntries(container.env!.map(({ name, value, valueFrom }) => {
       if (valueFrom?.fieldRef?.fieldPath === "metadata.annotations['batch.kubernetes.io/job-completion-index']") return [name, String(index)];
+      if (valueFrom?.secretKeyRef !== undefined) {
+        expect(valueFrom.secretKeyRef).toEqual({ name: expect.any(String), key: "rdzvSecret" });
+        return [name, secret];
+      }
       const cluster: Record<string, string> = { RINGLAB_HEAD_ADDR: "127.0.0.1", RINGLAB_RDZV_PORT: String(port), RINGLAB_SHARED_DIR: claim };
       return [name, cluster[name] ?? (value === "eth0" ? "lo" : value!)];
     }));

@@ -48,7 +48,7 @@ async function downOne(ctx: Context, which: string | undefined): Promise<void> {
 }
 
 /**
- * A Kubernetes campaign's testbed is what it left in its namespace: every Job, Service and pod labelled
+ * A Kubernetes campaign's testbed is what it left in its namespace: every Job, Service, NetworkPolicy, Secret and pod labelled
  * ringlab.testbed=<name> is deleted (a campaign deletes each run's objects itself; this is for what a kill left).
  */
 async function downKubernetes(ctx: Context, testbed: KubernetesTestbed): Promise<void> {

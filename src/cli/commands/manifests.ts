@@ -1,23 +1,26 @@
 /**
- * `ringlab manifests <file> [--run ID] [--out DIR]`: a Kubernetes campaign's runs as the objects that run them (an
- * Indexed Job and a headless Service each, src/kubernetes/manifests.ts), for `kubectl apply -f`: the seed's kubetpl,
- * done by the tool. Contacts no cluster.
+ * `ringlab manifests <file> [--run ID] [--out DIR]`: a Kubernetes campaign's runs as the objects that run them (a
+ * NetworkPolicy, a headless Service and an Indexed Job each, src/kubernetes/manifests.ts), for `kubectl apply -f`:
+ * the seed's kubetpl, done by the tool. Not the run's Secret: its value is written nowhere; each file's header says
+ * how to create it. Says on stderr what Pod Security level the pods need, and warns where a NetworkPolicy cannot
+ * apply (hostNetwork). Contacts no cluster.
  */
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { planCampaign } from "../../campaign/plan.ts";
 import { loadKubernetesCampaignFile } from "../../config/load.ts";
 import { UsageError } from "../../errors.ts";
-import { manifestsYaml, runManifests } from "../../kubernetes/manifests.ts";
+import { campaignPodSecurity, manifestsYaml, networkPolicyWarning, podSecurityLine, runManifests } from "../../kubernetes/manifests.ts";
 import { campaignNameOf } from "../../rules/names.ts";
 import { writeFileAtomic } from "../../util/fs.ts";
 import { parseSafePath } from "../options.ts";
 import type { CommandHost } from "../host.ts";
-import { out } from "../../util/output.ts";
+import { err, out } from "../../util/output.ts";
 
 export function registerManifests(program: Command, host: CommandHost): void {
   program.command("manifests")
-    .description("write a Kubernetes campaign's runs (testbed.target: kubernetes) as an Indexed Job and a headless Service each, for `kubectl apply -f`; contacts no cluster")
+    .description("write a Kubernetes campaign's runs (testbed.target: kubernetes) as a NetworkPolicy, a headless Service and an Indexed Job each, for `kubectl apply -f` " +
+      "once the run's Secret exists (each file's header says how); contacts no cluster")
     .argument("<campaign>", "campaign YAML file whose testbed is a Kubernetes cluster")
     .option("--run <id>", "only this run (the ids `ringlab manifests` writes, as the campaign plans them)")
     .option("--out <dir>", "write <dir>/<run>.yaml, one file per run, instead of printing them all", parseSafePath)
@@ -31,6 +34,8 @@ export function registerManifests(program: Command, host: CommandHost): void {
       }
       const timeout = campaign.campaign!.runTimeoutSeconds;
       const files = runs.map((run) => ({ run, yaml: manifestsYaml(runManifests(run, campaign.testbed, plan.name, timeout), campaign.testbed) }));
+      const unguarded = networkPolicyWarning(campaign.testbed);
+      err(`${podSecurityLine(campaignPodSecurity(runs, campaign.testbed, plan.name, timeout))}\n${unguarded === undefined ? "" : `warning: ${unguarded}\n`}`);
       if (options.out === undefined) {
         out(files.map(({ yaml }) => yaml).join(""));
         return;

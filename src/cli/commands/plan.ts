@@ -16,6 +16,7 @@ import { isPrediction, predictRun, type MissingInput, type RunPrediction } from 
 import { predictionContextFor, PUBLISHED_ONLY } from "../../predict/inputs.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
 import { resolveCpuQuota } from "../../testbed/cpu-quota.ts";
+import { campaignPodSecurity, networkPolicyWarning, podSecurityLine } from "../../kubernetes/manifests.ts";
 import { parseSafePath } from "../options.ts";
 import { formatDuration, formatTable } from "../format.ts";
 import type { CommandHost } from "../host.ts";
@@ -73,7 +74,15 @@ function planOnKubernetes(campaign: LoadedKubernetesCampaignFile, format: string
     `(context ${testbed.context ?? "the kubeconfig's current one"}), ${testbed.gpusPerPod} GPU${testbed.gpusPerPod === 1 ? "" : "s"} per pod; ` +
     `each run ends within ${formatDuration(plan.runTimeoutSeconds)} (runTimeoutSeconds). No duration, cost or prediction: ringlab does not know the cluster's machines.\n` +
     "ringlab campaign runs them; ringlab manifests writes them for kubectl apply -f.\n");
+  printKubernetesSecurity(plan, testbed);
   return EXIT.ok;
+}
+
+/** What Pod Security level the runs' pods need and why (stdout), and where their NetworkPolicy cannot apply (a warning). */
+function printKubernetesSecurity(plan: CampaignPlan, testbed: LoadedKubernetesCampaignFile["testbed"]): void {
+  out(`${podSecurityLine(campaignPodSecurity(plan.runs, testbed, plan.name, plan.runTimeoutSeconds))}\n`);
+  const unguarded = networkPolicyWarning(testbed);
+  if (unguarded !== undefined) err(`\nwarning: ${unguarded}\n`);
 }
 
 /** The tarball's size for the upload estimate, when the file is here already. */

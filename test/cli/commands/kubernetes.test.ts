@@ -55,14 +55,14 @@ describe("ringlab campaign and down on a Kubernetes cluster", () => {
     expect(ran.stdout + ran.stderr).toMatch(/cluster: context fake \(https:\/\/127\.0\.0\.1:\d+\)/);
     expect(ran.stderr).toMatch(/run train-tiny-b8-n2-unlimited-r1 failed: the Job failed \(BackoffLimitExceeded/);
     expect(ran.stdout + ran.stderr).toMatch(/campaign finished: 0 ok, 1 failed, 0 already done \(of 1\)/);
-    expect(cluster.left()).toEqual({ jobs: [], services: [], pods: [] });
+    expect(cluster.left()).toEqual({ jobs: [], services: [], networkPolicies: [], secrets: [], pods: [] });
     await cluster.close();
 
-    cluster = await startFakeCluster({ namespace: "ringlab", existing: { jobs: [leftover], services: [leftover] } });
+    cluster = await startFakeCluster({ namespace: "ringlab", existing: { jobs: [leftover], services: [leftover], networkPolicies: [leftover], secrets: [leftover] } });
     const down = await cli(["down", file], cluster.kubeconfig());
     expect(down.status, down.stderr).toBe(0);
-    expect(down.stdout + down.stderr).toMatch(/deleted 2 objects labelled ringlab\.testbed=kind in namespace ringlab \(context fake\)/);
-    expect(cluster.left()).toEqual({ jobs: [], services: [], pods: [] });
+    expect(down.stdout + down.stderr).toMatch(/deleted 4 objects labelled ringlab\.testbed=kind in namespace ringlab \(context fake\)/);
+    expect(cluster.left()).toEqual({ jobs: [], services: [], networkPolicies: [], secrets: [], pods: [] });
   });
 
   it("refuses a context the kubeconfig lacks (exit 2) and a cluster that does not answer (exit 3), creating nothing", async () => {
