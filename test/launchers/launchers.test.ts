@@ -37,11 +37,13 @@ describe("the launcher table (src/launchers/)", () => {
     expect(included.sort()).toEqual(cancelling.sort());
   });
 
-  it("keeps a Slurm job's script and Slurm's account beside the logs, and explains a job that did not complete", () => {
+  it("hands the runner a Slurm job's script and Slurm's account to keep beside the logs, and explains a job that did not complete", () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-launcher-"));
     const slurm = { state: "TIMEOUT", description: "ran as Slurm job 7, which ended TIMEOUT", batch_log: "CANCELLED\n" };
     const read = LAUNCHERS.slurm.readOutcome!({ ranks: [], slurm, job_script: "#!/bin/bash\n" }, dir)!;
-    expect(readFileSync(join(dir, "job.sbatch"), "utf8")).toBe("#!/bin/bash\n");
+    expect(read.files).toEqual({ "job.sbatch": "#!/bin/bash\n", "slurm.out": "CANCELLED\n" });
+    // A job script alone is kept too (the job never reached Slurm's queue).
+    expect(LAUNCHERS.slurm.readOutcome!({ ranks: [], job_script: "#!/bin/bash\n" }, dir)).toEqual({ files: { "job.sbatch": "#!/bin/bash\n" } });
     expect(read.failure!(["n-0"])).toBe(`n-0: the run ran as Slurm job 7, which ended TIMEOUT; Slurm's output: ${dir}/slurm.out`);
     expect(read.failure!([])).toBeUndefined();
     expect(LAUNCHERS.slurm.readOutcome!({ ranks: [] }, mkdtempSync(join(tmpdir(), "ringlab-launcher-")))).toBeUndefined();
@@ -50,14 +52,14 @@ describe("the launcher table (src/launchers/)", () => {
     expect(launchersWithSetup().map((launcher) => launcher.name)).toEqual(["slurm", "mpi"]);
   });
 
-  it("keeps mpirun's command, hostfile and output beside the logs, and explains a job mpirun ended in its words", () => {
+  it("hands the runner mpirun's command, hostfile and output to keep beside the logs, and explains a job mpirun ended in its words", () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-launcher-"));
     const description = "ran under mpirun, which exited with code 3; rank 1 (n-1) was the first to fail, with exit code 3";
     const mpi = { exit_code: 3, timed_out: false, description, output: "[1,1]<stdout>:boom\n", hostfile: "10.0.0.10 slots=1\n", job_script: "#!/bin/bash\nexec mpirun\n" };
     const read = LAUNCHERS.mpi.readOutcome!({ ranks: [], mpi }, dir)!;
-    expect(readFileSync(join(dir, "mpirun.sh"), "utf8")).toBe("#!/bin/bash\nexec mpirun\n");
-    expect(readFileSync(join(dir, "hostfile"), "utf8")).toBe("10.0.0.10 slots=1\n");
-    expect(readFileSync(join(dir, "mpirun.out"), "utf8")).toBe("[1,1]<stdout>:boom\n");
+    expect(read.files).toEqual({ "mpirun.sh": "#!/bin/bash\nexec mpirun\n", hostfile: "10.0.0.10 slots=1\n", "mpirun.out": "[1,1]<stdout>:boom\n" });
+    // The launcher writes nothing itself: the runner does, never through a link (test/runner/outcome.test.ts).
+    expect(readdirSync(dir)).toEqual([]);
     expect(read.failure!(["n-0", "n-1"])).toBe(`n-0, n-1: the run ${description}; mpirun's output: ${dir}/mpirun.out`);
     expect(read.failure!([])).toBeUndefined();
     // Exited 0: a head without a result is the runner's to word, as with every launcher.
