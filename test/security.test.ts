@@ -110,7 +110,8 @@ describe("the local testbed's shared directory (item 1)", () => {
     expect(sharedDirProblems(join(parent, "link"))).toEqual([expect.stringMatching(/mode 0777\) can be written by other users/)]);
   });
 
-  it.runIf(ROOT)("refuses a folder another user owns, also in a sticky folder", () => {
+  it("refuses a folder another user owns, also in a sticky folder", () => {
+    expect(ROOT, "this case gives a folder to another user (chown): run the suite as root, as .ci/run does").toBe(true);
     const theirs = folder(tempDir(), "theirs", 0o755);
     chownSync(theirs, NOBODY, NOBODY);
     expect(sharedDirProblems(theirs)).toEqual([
@@ -169,7 +170,8 @@ describe("the SSH connections' folder (item 4)", () => {
     expect(() => preparedControlPathDir(file)).toThrow(/is not a folder/);
   });
 
-  it.runIf(ROOT)("refuses a folder of another user's at its path, and leaves it alone when the testbed goes", () => {
+  it("refuses a folder of another user's at its path, and leaves it alone when the testbed goes", () => {
+    expect(ROOT, "this case gives a folder to another user (chown): run the suite as root, as .ci/run does").toBe(true);
     const tb = testbed();
     const dir = folder(tmpdir(), controlPathDir(tb).split("/").pop()!, 0o700);
     chownSync(dir, NOBODY, NOBODY);
