@@ -14,7 +14,7 @@ import { disturbance } from "../results/steadiness.ts";
 import { inCurrentCpuPeriod } from "../testbed/cpu-quota.ts";
 
 /**
- * v3: entries come only from workers on torch 2.10 or newer (v2's may be Debian's 1.13, whose CPU steps took 5.4x as
+ * v3: entries come only from workers on torch 2.10 or newer (v2's may be Debian's 1.13, whose CPU steps took 5.3x as
  * long: test/bench/README.md); v2: local entries come only from runs in 10 ms CPU periods (src/limits.ts
  * CPU_PERIOD_MS); v1's may be Docker's 100 ms.
  */
@@ -156,7 +156,7 @@ export function calibrationFromRecords(everyRecord: readonly RunRecord[], result
   const oldTorch = inPeriod.length - current.length;
   if (oldTorch > 0) {
     warn(`${resultsDir}: ${oldTorch} of ${everyRecord.length} runs left out: their worker ran torch older than ${OLDEST_CALIBRATING_TORCH.join(".")} ` +
-      `(ringlab before 2026-11-27 ran Debian's 1.13, whose CPU steps took 5.4x as long as 2.13's); run that campaign again to calibrate from it`);
+      `(ringlab before 2026-11-27 ran Debian's 1.13, whose CPU steps took 5.3x as long as 2.13's); run that campaign again to calibrate from it`);
   }
   // A run whose latest attempt was disturbed (the machine busy, or its steps changed speed) measured the disturbance,
   // not the testbed: all its attempts stay out (an earlier attempt may have run with other parameters).
