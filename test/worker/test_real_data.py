@@ -117,7 +117,7 @@ EPOCH_ON_TMP = ["train", "--data", "folder:/tmp", "--epochs", "1"]
 @pytest.mark.parametrize("args, nodes, message", [
     ([*EPOCH_ON_TMP, "--fail-node", "1"], "2", "--fail-node needs --fail-at-step"),
     ([*EPOCH_ON_TMP, "--fail-at-step", "2", "--fail-node", "1", "--fail-rank", "0"], "2",
-     "--fail-rank kills one rank, --fail-node a whole node: choose one"),
+     "--fail-rank and --fail-node exclude each other: set one"),
     ([*EPOCH_ON_TMP, "--fail-at-step", "2", "--fail-node", "1"], "", "--fail-node needs a multi-node run"),
     ([*EPOCH_ON_TMP, "--fail-at-step", "2", "--fail-node", "2"], "2",
      "--fail-node 2: this run has nodes 0 to 1, and node 0 holds the rendezvous"),

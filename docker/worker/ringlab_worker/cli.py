@@ -13,7 +13,7 @@ from . import compat, launcher
 from .data import import_pil, parse_data_source, run_dataset
 from .errors import EXIT_BAD_ARGUMENTS, BadArguments, WorkerError
 from .mpi_library import LIBRARIES, check_started_by_mpirun
-from .registry import MODELS, PROBED_REDUCTIONS, TRAIN_KNOBS, knob_choices
+from .registry import MODEL_KIND, MODELS, PROBED_REDUCTIONS, TRAIN_KNOBS, knob_choices, language_shape
 from .result import LAUNCHED_AT_ENV, utc_now
 
 
@@ -128,8 +128,8 @@ def _add_train(jobs, common) -> None:
     _knob(train, "numBatchesPerIter", type=positive_int)
     _knob(train, "numIters", type=positive_int)
     _knob(train, "imageSize", type=positive_int,
-          help="default: the model's native size (32 tiny and small, 299 inception_v3, 224 resnets)")
-    _knob(train, "precision", help="amp: fp16 autocast with a gradient scaler; needs a GPU")
+          help="image models; default: the model's native size (32 tiny and small, 299 inception_v3, 224 resnets)")
+    _knob(train, "precision", help="amp: fp16 autocast with a gradient scaler, needs a GPU; bf16: bfloat16 autocast")
     _knob(train, "channelsLast", help="NHWC memory format for the model and the batch (faster convolutions with amp on GPUs)")
     _knob(train, "bucketCapMb", type=positive_float, help="DDP gradient bucket size (Horovod: tensor fusion threshold)")
     _knob(train, "fp16Allreduce", help="compress gradients to fp16 for the all-reduce")
@@ -142,9 +142,38 @@ def _add_train(jobs, common) -> None:
           help="--reduction async-parameter-server: steps a rank may run ahead of the slowest (0: none)")
     _knob(train, "ncclAlgoRing", help="set NCCL_ALGO=Ring (NCCL only)")
     _knob(train, "engine")
-    _knob(train, "learningRate", type=positive_float, help="SGD's")
+    _knob(train, "optimizer", help="sgd (with --momentum) or adamw")
+    _knob(train, "learningRate", type=positive_float, help="the optimizer's")
     _knob(train, "momentum", type=non_negative_float, help="SGD's")
+    _add_language_options(train)
+    _add_layout_options(train)
     _add_real_data_options(train)
+
+
+def _add_language_options(train) -> None:
+    language = train.add_argument_group(
+        "language models", "The transformer's shape (default: the named model's, registry.json) and memory.")
+    _knob(language, "sequenceLength", type=positive_int, help="tokens per sequence (at most the model's)")
+    _knob(language, "layers", type=positive_int, help="transformer blocks")
+    _knob(language, "width", type=positive_int, help="hidden width (a multiple of --heads)")
+    _knob(language, "heads", type=positive_int, help="attention heads")
+    _knob(language, "activationCheckpointing", help="recompute each block's activations in backward instead of keeping them")
+
+
+def _add_layout_options(train) -> None:
+    layout = train.add_argument_group(
+        "layout", "How the model is laid out over the workers (parallel/): ddp, a full replica each; fsdp, its state "
+        "sharded; tensor, each block's matrices split; pipeline, its blocks cut into stages. Tensor and pipeline "
+        "parallelism split language models only.")
+    _knob(layout, "parallelism")
+    _knob(layout, "fsdpSharding", help="fsdp: full (ZeRO-3), grad-op (ZeRO-2) or none (the control: all-reduce)")
+    _knob(layout, "fsdpPrefetch", type=non_negative_int, help="fsdp: blocks whose all-gathers are issued ahead")
+    _knob(layout, "fsdpCpuOffload", help="fsdp on GPUs: shards in host memory")
+    _knob(layout, "tensorDegree", type=positive_int,
+          help="workers per tensor-parallel group (tensor: default all; fsdp: default 1, more makes FSDP x tensor)")
+    _knob(layout, "pipelineStages", type=positive_int, help="pipeline: stages (default: the run's nodes)")
+    _knob(layout, "microBatches", type=positive_int, help="pipeline: micro-batches per batch")
+    _knob(layout, "pipelineSchedule", help="pipeline: gpipe or 1f1b")
 
 
 def _add_real_data_options(train) -> None:
@@ -189,11 +218,14 @@ def _add_fault_options(real) -> None:
 
 def _add_dataset(jobs) -> None:
     dataset = jobs.add_parser(
-        "dataset", help="write a deterministic, learnable ImageFolder dataset of JPEG files",
-        description="Writes OUT/train/<class>/*.jpg, OUT/val/<class>/*.jpg (the held-out split) and "
-        "OUT/ringlab-dataset.json. Each class is a colour and a stripe pattern under noise. The same arguments "
-        "give the same files; a dataset already there with the same arguments is left as it is.")
+        "dataset", help="write a deterministic, learnable ImageFolder dataset of JPEG files, or a text corpus",
+        description="--kind images writes OUT/train/<class>/*.jpg, OUT/val/<class>/*.jpg (the held-out split) and "
+        "OUT/ringlab-dataset.json; each class is a colour and a stripe pattern under noise. --kind text writes "
+        "OUT/train.bin and OUT/val.bin, the bytes of this Python's standard library source (a byte-level corpus for "
+        "the language models; --held-out applies, the image options do not). The same arguments give the same "
+        "files; a dataset already there with the same arguments is left as it is.")
     dataset.add_argument("--out", required=True, help="absolute path of the dataset folder (created)")
+    dataset.add_argument("--kind", choices=("images", "text"), default="images")
     dataset.add_argument("--classes", type=positive_int, default=10)
     dataset.add_argument("--images-per-class", type=positive_int, default=100, help="both splits together")
     dataset.add_argument("--image-size", type=positive_int, default=32, help="pixels, square")
@@ -242,7 +274,83 @@ def check_arguments(args) -> None:
     if args.job == "train" and args.precision == "amp" and args.device == "cpu":
         raise BadArguments("--precision amp runs on a GPU only; use --precision fp32 with --device cpu")
     if args.job == "train":
+        check_registry_rules(args)
+        check_model_arguments(args)
+        check_layout_arguments(args)
         check_training_arguments(args)
+
+
+def _given(args, defaults: dict) -> list:
+    """The flags among `defaults` ({dest: default}) that differ from their default."""
+    return ["--" + dest.replace("_", "-") for dest, default in defaults.items() if getattr(args, dest) != default]
+
+
+def check_model_arguments(args) -> None:
+    """A language model's shape: its sequence within its learned positions, its width a multiple of its heads."""
+    shape = language_shape(args.model)
+    if shape is None:
+        return
+    length = args.sequence_length or shape["sequenceLength"]
+    if length > shape["sequenceLength"]:
+        raise BadArguments(f"--sequence-length {length} is more than {args.model}'s {shape['sequenceLength']} "
+                           "learned positions")
+    width, heads = args.width or shape["width"], args.heads or shape["heads"]
+    if width % heads:
+        raise BadArguments(f"--width {width} must be a multiple of --heads {heads}")
+
+
+def check_layout_arguments(args) -> None:
+    """--parallelism against the engine, DDP's reductions and the model (its knobs are checked with every knob's)."""
+    layout = args.parallelism
+    if layout == "ddp":
+        return
+    if args.engine == "horovod":
+        raise BadArguments(f"--engine horovod is data parallelism (ddp); --parallelism {layout} runs on torch's own")
+    given = [flag for flag, value in (("--reduction " + args.reduction, args.reduction != "ring"),
+                                      ("--fp16-allreduce", args.fp16_allreduce)) if value]
+    if given:
+        raise BadArguments(f"{given[0]} changes how DDP sums gradients; --parallelism {layout} has its own collectives")
+    if layout in ("tensor", "pipeline") and language_shape(args.model) is None:
+        raise BadArguments(f"--parallelism {layout} splits a transformer; --model {args.model} is an image model "
+                           "(use ddp or fsdp with it)")
+    if layout == "pipeline" and args.batch_size % args.micro_batches:
+        raise BadArguments(f"--batch-size {args.batch_size} must be a multiple of --micro-batches {args.micro_batches}")
+    if args.epochs is not None:
+        raise BadArguments(f"--epochs (time to train) runs with --parallelism ddp only, not {layout}")
+
+
+# What a knob's belongsTo names (registry.json): the run's value on each axis, and how a message names the owners.
+_AXES = {"model": lambda args: MODEL_KIND[args.model], "parallelism": lambda args: args.parallelism,
+         "reduction": lambda args: args.reduction}
+_OWNERS = {"model": lambda owners: f"{' and '.join(owners)} models",
+           "parallelism": lambda owners: f"--parallelism {' or '.join(owners)}",
+           "reduction": lambda owners: f"--reduction {' or '.join(owners)}"}
+
+
+def knob_is_set(args, name: str) -> bool:
+    """A train knob is set when its value is not the registry's default (what the worker does without it)."""
+    knob = TRAIN_KNOBS[name]
+    return getattr(args, knob["flag"][2:].replace("-", "_")) != knob["default"]
+
+
+def check_registry_rules(args) -> None:
+    """What registry.json declares of each train knob, enforced as declared (the campaign's schema reads the same
+    declarations): the models, layouts or reductions it belongs to, the knobs it needs, the knobs it excludes."""
+    for name, knob in TRAIN_KNOBS.items():
+        if not knob_is_set(args, name):
+            continue
+        flag = knob["flag"]
+        for axis, owners in knob.get("belongsTo", {}).items():
+            value = _AXES[axis](args)
+            if value not in owners:
+                raise BadArguments(f"{flag} belongs to {_OWNERS[axis](owners)}; this run's {axis} is {value}")
+        for other in knob.get("needs", []):
+            if not knob_is_set(args, other):
+                label = TRAIN_KNOBS[other].get("label")
+                raise BadArguments(f"{flag} needs {TRAIN_KNOBS[other]['flag']}" + (f" ({label})" if label else ""))
+        for other in knob.get("excludes", []):
+            if knob_is_set(args, other):
+                raise BadArguments(f"{flag} and {TRAIN_KNOBS[other]['flag']} exclude each other: set one")
 
 
 def check_strategy_arguments(args) -> None:
@@ -267,12 +375,8 @@ def check_strategy_arguments(args) -> None:
 def check_training_arguments(args) -> None:
     """--data, time to train, checkpoints and fault injection; sets args.data_folder (None: synthetic)."""
     args.data_folder = parse_data_source(args.data, os.environ)
-    needs_epochs = [flag for flag, value in (("--target-accuracy", args.target_accuracy),
-                                             ("--checkpoint-every", args.checkpoint_every),
-                                             ("--checkpoint-dir", args.checkpoint_dir),
-                                             ("--fail-at-step", args.fail_at_step)) if value is not None]
-    if args.epochs is None and needs_epochs:
-        raise BadArguments(f"{needs_epochs[0]} needs --epochs (time to train)")
+    if args.epochs is None and args.checkpoint_dir is not None:  # a worker-only flag: the knobs' needs are declared
+        raise BadArguments("--checkpoint-dir needs --epochs (time to train)")
     if args.epochs is not None and args.data_folder is None:
         raise BadArguments("--epochs trains over a dataset: add --data folder:PATH")
     if args.epochs is not None and args.engine != "ddp":
@@ -294,11 +398,6 @@ def check_training_arguments(args) -> None:
 
 def check_fault_arguments(args, env) -> None:
     """--fail-rank, --fail-node and --min-nodes against each other and the run's node count (RINGLAB_NUM_NODES)."""
-    if args.fail_node is not None and args.fail_rank is not None:
-        raise BadArguments("--fail-rank kills one rank, --fail-node a whole node: choose one")
-    for flag, value in (("--fail-rank", args.fail_rank), ("--fail-node", args.fail_node)):
-        if value is not None and args.fail_at_step is None:
-            raise BadArguments(f"{flag} needs --fail-at-step (the step after which it fails)")
     if args.fail_node is None and args.min_nodes is None:
         return
     nodes_text = env.get("RINGLAB_NUM_NODES", "")

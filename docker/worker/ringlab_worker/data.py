@@ -171,6 +171,11 @@ def _read_manifest(path: str):
 
 def run_dataset(args) -> int:
     out = parse_data_source(f"folder:{args.out}")
+    if args.kind == "text":
+        from .text import write_corpus
+
+        write_corpus(out, args.held_out)
+        return 0
     write_dataset(out, DatasetSpec(classes=args.classes, images_per_class=args.images_per_class,
                                    image_size=args.image_size, held_out=args.held_out, seed=args.seed))
     return 0

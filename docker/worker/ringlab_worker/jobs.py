@@ -5,6 +5,7 @@ import os
 
 from .allreduce import run_allreduce
 from .calibrate import calibrate
+from .config import TrainConfig
 from .errors import WorkerError, classify_collective_error
 from .result import build_record, utc_now, write_atomically
 from .train import run_train
@@ -26,6 +27,7 @@ def run_job(args) -> int:
     try:
         calibration = calibrate(world, args.calibration_seconds)
         if args.job == "train":
+            args = TrainConfig.from_args(args)  # resolved (image size, the transformer's shape) and frozen
             metrics = run_train(args, world)
             engine = args.engine
         else:

@@ -14,10 +14,22 @@ PATH = Path(__file__).resolve().parent / "registry.json"
 with PATH.open(encoding="utf-8") as _file:
     _REGISTRY = json.load(_file)
 
-# Models in the file's order (each built by models/), the native input size and parameter count of each.
+# Models in the file's order (each built by models/), the kind of each (image: a CNN classifying images; language: a
+# transformer predicting the next token), the parameter count, an image model's native input size and a language
+# model's shape (layers, width, heads, sequenceLength, vocab).
 MODELS = tuple(_REGISTRY["models"])
-NATIVE_IMAGE_SIZE = {name: model["imageSize"] for name, model in _REGISTRY["models"].items()}
+MODEL_KIND = {name: model["kind"] for name, model in _REGISTRY["models"].items()}
 PARAMETER_COUNT = {name: model["parameters"] for name, model in _REGISTRY["models"].items()}
+NATIVE_IMAGE_SIZE = {name: model["imageSize"] for name, model in _REGISTRY["models"].items() if model["kind"] == "image"}
+_SHAPE_FIELDS = ("layers", "width", "heads", "sequenceLength", "vocab")
+LANGUAGE_SHAPE = {name: {field: model[field] for field in _SHAPE_FIELDS}
+                  for name, model in _REGISTRY["models"].items() if model["kind"] == "language"}
+
+
+def language_shape(model: str):
+    """A language model's shape as registry.json gives it ({layers, width, heads, sequenceLength, vocab}); None for an
+    image model."""
+    return LANGUAGE_SHAPE.get(model)
 
 # How gradients are summed (communication strategies), in the file's order.
 REDUCTIONS = tuple(_REGISTRY["reductions"])

@@ -29,6 +29,11 @@ _KNOB_NAMES = {
     "fail_rank": "failRank", "fail_node": "failNode", "min_nodes": "minNodes", "library": "library", "reference": "reference",
     "powersgd_rank": "powersgdRank", "powersgd_start_iter": "powersgdStartIter", "local_sgd_period": "localSgdPeriod",
     "local_sgd_warmup": "localSgdWarmup", "async_staleness": "asyncStaleness",
+    "sequence_length": "sequenceLength", "layers": "layers", "width": "width", "heads": "heads",
+    "optimizer": "optimizer", "activation_checkpointing": "activationCheckpointing", "parallelism": "parallelism",
+    "fsdp_sharding": "fsdpSharding", "fsdp_prefetch": "fsdpPrefetch", "fsdp_cpu_offload": "fsdpCpuOffload",
+    "tensor_degree": "tensorDegree", "pipeline_stages": "pipelineStages", "micro_batches": "microBatches",
+    "pipeline_schedule": "pipelineSchedule",
 }
 
 

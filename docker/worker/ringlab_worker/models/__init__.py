@@ -1,32 +1,163 @@
-"""The models the worker trains, one module per family, each written in plain PyTorch (no torchvision).
+"""The models the worker trains, one module per family, each written in plain PyTorch (no torchvision), and one spec
+per model: what the training loop and the layouts (parallel/) need to know of it, after pytorch/torchtitan's model
+specs.
 
-The ResNets and Inception v3 have torchvision's architecture, layer for layer and parameter for parameter (the
-counts in registry.json are torchvision's, and test/worker/test_models.py checks them), so results compare with
-published benchmarks that used torchvision's definitions. They are ringlab's own code because no torchvision build
-matches the CPU wheel of current PyTorch the cpu image installs. Weights are random, as in Horovod's benchmark.
+Image models: the ResNets and Inception v3 have torchvision's architecture, layer for layer and parameter for parameter
+(the counts in registry.json are torchvision's, and test/worker/test_models.py checks them), so results compare with
+published benchmarks that used torchvision's definitions; they are ringlab's own code because no torchvision build
+matches the CPU wheel of current PyTorch the cpu image installs. Language models: GPT-2-shaped decoders
+(transformer.py). Weights are random (seeded the same on every rank), as in Horovod's benchmark.
 
-BUILDERS maps a registry name to a function returning (model, number of classes); a new model is a module here,
-its line in BUILDERS and its entry in registry.json.
+A spec says how to build the model, what one synthetic batch is, the loss, what throughput counts (images, or
+tokens), the model's blocks (FSDP's units of sharding, and what a pipeline splits), its tensor-parallel plan and its
+pipeline split. A layout a model has no plan for is refused with the reason (`Unsupported`). A new model is a module
+here, its spec in SPECS and its entry in registry.json.
 """
 
-from typing import Callable, Dict, Tuple
+import copy
+from typing import Callable, Dict, List, Tuple
 
+import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
+from ..errors import BadArguments
+from ..registry import LANGUAGE_SHAPE, MODELS
 from .cnn import small, tiny
 from .inception import inception_v3
 from .resnet import resnet50, resnet101, resnet152
+from .transformer import Transformer, TransformerShape, language_model_loss
 
-BUILDERS: Dict[str, Callable[[], Tuple[nn.Module, int]]] = {
-    "tiny": tiny,
-    "small": small,
-    "resnet50": resnet50,
-    "resnet101": resnet101,
-    "resnet152": resnet152,
-    "inception_v3": inception_v3,
-}
+
+class ImageModel:
+    """A CNN classifying images: batches of (images, labels), throughput in images."""
+
+    kind, unit = "image", "images"
+
+    def __init__(self, build: Callable[[], Tuple[nn.Module, int]], classes: int):
+        self._build, self.classes = build, classes
+
+    def build(self, config) -> nn.Module:
+        return self._build()[0]
+
+    def synthetic_batch(self, config, device, memory_format=torch.contiguous_format):
+        """One random batch, as Horovod's benchmark has it (drawn after the model's initialisation, under its seed)."""
+        data = torch.randn(config.batch_size, 3, config.image_size, config.image_size, device=device)
+        return (data.contiguous(memory_format=memory_format),
+                torch.randint(0, self.classes, (config.batch_size,), device=device))
+
+    @staticmethod
+    def loss(output, targets):
+        return F.cross_entropy(output, targets)
+
+    @staticmethod
+    def units_per_sample(config) -> int:
+        return 1
+
+    @staticmethod
+    def blocks(model: nn.Module) -> List[nn.Module]:
+        """FSDP's units: the top-level children that hold parameters (a ResNet's stages, a small CNN's layers)."""
+        return [child for child in model.children() if any(True for _ in child.parameters())]
+
+    @staticmethod
+    def tensor_parallel_plan(model, config):
+        raise BadArguments(f"--parallelism tensor splits a transformer's matrices (Megatron's column- and row-parallel "
+                           f"attention and MLP); ringlab has no plan for {config.model}'s convolutions: use ddp or fsdp, "
+                           "or a language model (gpt-*)")
+
+    @staticmethod
+    def pipeline_stage(model, stage: int, stages: int, config):
+        raise BadArguments(f"--parallelism pipeline splits a transformer's blocks; ringlab does not split "
+                           f"{config.model}: a CNN's early stage boundaries carry its largest activations (ResNet-50's "
+                           "first: 256x56x56 floats, 3.2 MB per image, 103 MB per batch of 32, as much as its whole "
+                           "gradient), so a pipeline sends more than DDP would: use ddp or fsdp, or a language model")
+
+
+class LanguageModel:
+    """A decoder-only transformer predicting the next token: batches of (tokens, the tokens one position on),
+    throughput in tokens."""
+
+    kind, unit = "language", "tokens"
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def shape(self, config) -> TransformerShape:
+        registered = LANGUAGE_SHAPE[self.name]
+        return TransformerShape(layers=config.layers, width=config.width, heads=config.heads,
+                                sequence_length=config.sequence_length, vocab=registered["vocab"])
+
+    def build(self, config) -> nn.Module:
+        return Transformer(self.shape(config))
+
+    def synthetic_batch(self, config, device, memory_format=None):
+        """Random tokens from a generator of its own (seed 0, on the CPU): the same batch on every rank and device."""
+        generator = torch.Generator().manual_seed(0)
+        vocab = LANGUAGE_SHAPE[self.name]["vocab"]
+        tokens = torch.randint(0, vocab, (config.batch_size, config.sequence_length + 1), generator=generator)
+        tokens = tokens.to(device)
+        return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+
+    loss = staticmethod(language_model_loss)
+
+    @staticmethod
+    def units_per_sample(config) -> int:
+        return config.sequence_length
+
+    @staticmethod
+    def blocks(model: nn.Module) -> List[nn.Module]:
+        return list(model.blocks.values())
+
+    @staticmethod
+    def tensor_parallel_plan(model, config) -> Dict[str, object]:
+        """Megatron's plan per block, as torchtitan writes it: q, k, v and the MLP's first layer split by columns
+        (each rank computes heads / tp heads and 4h / tp hidden units), the attention's and the MLP's projections by
+        rows, whose partial outputs are summed (one all-reduce each in forward, one each in backward). Embeddings,
+        LayerNorms and the head stay whole on every rank."""
+        from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
+
+        layer_plan = {"attention.q": ColwiseParallel(), "attention.k": ColwiseParallel(),
+                      "attention.v": ColwiseParallel(), "attention.proj": RowwiseParallel(),
+                      "mlp.fc": ColwiseParallel(), "mlp.proj": RowwiseParallel()}
+        return {f"blocks.{index}.{layer}": style for index in model.blocks for layer, style in layer_plan.items()}
+
+    @staticmethod
+    def pipeline_stage(model, stage: int, stages: int, config) -> nn.Module:
+        """Stage `stage` of `stages`: a copy holding its share of the blocks (as even as they divide, earlier stages
+        taking one more), the embeddings on the first stage, the final LayerNorm and the head on the last."""
+        names = list(model.blocks)
+        if stages > len(names):
+            raise BadArguments(f"--pipeline-stages {stages} is more than the model's {len(names)} blocks")
+        per_stage, extra = divmod(len(names), stages)
+        start = stage * per_stage + min(stage, extra)
+        mine = names[start:start + per_stage + (1 if stage < extra else 0)]
+        part = copy.deepcopy(model)
+        for name in names:
+            if name not in mine:
+                del part.blocks[name]
+        if stage > 0:
+            part.embedding = part.positions = None
+        if stage < stages - 1:
+            part.norm = part.head = None
+        return part
+
+
+_IMAGE_BUILDERS = {"tiny": tiny, "small": small, "resnet50": resnet50, "resnet101": resnet101,
+                   "resnet152": resnet152, "inception_v3": inception_v3}
+_CLASSES = {"tiny": 10, "small": 10, "resnet50": 1000, "resnet101": 1000, "resnet152": 1000, "inception_v3": 1000}
+
+SPECS = {name: ImageModel(_IMAGE_BUILDERS[name], _CLASSES[name]) if name in _IMAGE_BUILDERS else LanguageModel(name)
+         for name in MODELS}
+
+
+def model_spec(name: str):
+    """The spec of the model named `name` in registry.json."""
+    return SPECS[name]
 
 
 def build_model(name: str) -> Tuple[nn.Module, int]:
-    """The model named `name` in registry.json and its number of classes."""
-    return BUILDERS[name]()
+    """An image model named in registry.json and its number of classes (the checks of torchvision's shapes use it)."""
+    return _IMAGE_BUILDERS[name]()
+
+
+BUILDERS = _IMAGE_BUILDERS

@@ -1,0 +1,69 @@
+"""Peak memory of one rank's training, measured the same way in every run.
+
+- On a GPU: the caching allocator's peak, allocated (tensors alive) and reserved (what it holds from the driver, what
+  an out-of-memory error is about), reset once the process group is up and before the model is built; the baseline is
+  what was allocated then (nothing, normally).
+- On a CPU: the process's peak resident set (the kernel's VmHWM), reset the same way by writing 5 to
+  /proc/self/clear_refs (Linux 4.0 on), over the baseline of its resident set then: torch, Python and the process
+  group, which every run of the image has alike. What the run's own tensors, the allocator's slack and its threads
+  add is the peak minus the baseline; the node holds the baseline too, and the launcher process (ringlab's memory
+  model adds both).
+
+Where the kernel refuses the reset, VmHWM is the peak since the process started (imports included): the record says
+which (`peakSince`).
+"""
+
+import os
+
+import torch
+import torch.distributed as dist
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _status_bytes(field: str) -> int:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024  # kB
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def resident_bytes() -> int:
+    return _status_bytes("VmRSS")
+
+
+def _reset_peak_resident() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
+            clear_refs.write("5")
+        return True
+    except OSError:
+        return False
+
+
+class PeakMemory:
+    """Started before the model is built; `result` after the last step (collective: every rank's, gathered)."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            self.baseline, self.since = torch.cuda.memory_allocated(device), "model"
+        else:
+            self.baseline = resident_bytes()
+            self.since = "model" if _reset_peak_resident() else "process"
+
+    def _mine(self) -> dict:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            return {"peakBytes": torch.cuda.max_memory_allocated(self.device),
+                    "peakReservedBytes": torch.cuda.max_memory_reserved(self.device), "baselineBytes": self.baseline}
+        return {"peakBytes": _status_bytes("VmHWM"), "baselineBytes": self.baseline}
+
+    def result(self) -> dict:
+        ranks = [None] * dist.get_world_size()
+        dist.all_gather_object(ranks, self._mine())
+        return {"method": "cuda-allocator" if self.device.type == "cuda" else "resident-set", "peakSince": self.since,
+                "perRank": ranks}

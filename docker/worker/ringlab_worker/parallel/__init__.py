@@ -1,0 +1,57 @@
+"""How the model is laid out over the workers, one module per technique, after pytorch/torchtitan's
+torchtitan/distributed/ and its models' parallelize functions:
+
+    ddp.py       every rank a full replica; gradients summed by a reduction (DDP's ring, or a communication hook)
+    horovod.py   the same through Horovod's DistributedOptimizer
+    fsdp.py      parameters, gradients and optimizer state sharded (FSDP2's fully_shard: ZeRO-3, ZeRO-2, or none)
+    tensor.py    each block's matrices split (Megatron's column- and row-parallel layers on DTensor)
+    pipeline.py  the blocks cut into stages, batches into micro-batches (torch.distributed.pipelining)
+
+`parallelize` builds the model (seeded, so every rank starts from the same weights), puts it on the device, applies
+what every layout shares (activation checkpointing) and hands it to the technique's `apply_*` function, which returns
+a Layout (layout.py): this rank's part of the model, its optimizer (built after the wrapping, as FSDP needs) and its
+step. dims.py says how the ranks divide among pipeline stages, data-parallel replicas or shards, and tensor groups.
+A new technique is a module here and its line in TECHNIQUES.
+"""
+
+import torch
+
+from ..models import model_spec
+from .ddp import apply_ddp
+from .dims import ParallelDims, dims_of
+from .fsdp import apply_fsdp
+from .horovod import apply_horovod
+from .layout import Layout
+from .pipeline import apply_pipeline
+from .tensor import apply_tensor
+
+TECHNIQUES = {"ddp": apply_ddp, "horovod": apply_horovod, "fsdp": apply_fsdp, "tensor": apply_tensor,
+              "pipeline": apply_pipeline}
+
+__all__ = ["Layout", "ParallelDims", "TECHNIQUES", "dims_of", "parallelize"]
+
+
+def parallelize(config, world) -> Layout:
+    """The run's model, built and laid out over the world as config.parallelism (or Horovod) says."""
+    spec = model_spec(config.model)
+    dims = dims_of(config, world.size, world.nodes)
+    torch.manual_seed(0)
+    model = spec.build(config)
+    memory_format = torch.channels_last if config.channels_last else torch.contiguous_format
+    model.to(world.device, memory_format=memory_format)
+    if config.activation_checkpointing:
+        _checkpoint_blocks(spec.blocks(model))
+    parameter_count = sum(parameter.numel() for parameter in model.parameters())  # before any shards are made
+    layout = TECHNIQUES[config.technique](config, world, dims, spec, model)
+    layout.memory_format, layout.parameter_count = memory_format, parameter_count
+    return layout
+
+
+def _checkpoint_blocks(blocks) -> None:
+    """Each block keeps only its input in forward and computes the rest again in backward (torch.utils.checkpoint,
+    non-reentrant). The block's forward is wrapped in place, so parameter names (and the plans that use them) stay."""
+    from torch.utils.checkpoint import checkpoint
+
+    for block in blocks:
+        forward = block.forward
+        block.forward = lambda *inputs, _forward=forward: checkpoint(_forward, *inputs, use_reentrant=False)

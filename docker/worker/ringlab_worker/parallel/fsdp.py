@@ -1,0 +1,77 @@
+"""Sharded data parallelism through PyTorch's FSDP2 (`torch.distributed.fsdp.fully_shard`), ZeRO's stages by another
+name (Rajbhandari et al. 2020):
+
+- full (ZeRO-3): every rank keeps 1/N of each parameter, gradient and optimizer state. A block's parameters are
+  all-gathered before its forward and freed after it, gathered again for its backward, and its gradients
+  reduce-scattered: 3 collectives of the parameters' bytes a step, each sending (N-1)/N of them (1.5x DDP's ring).
+- grad-op (ZeRO-2; reshard_after_forward=False): the parameters stay gathered from forward to backward, so one
+  all-gather and one reduce-scatter a step (DDP's bytes), at the memory of the whole parameters during the step.
+- none: the control. A 2-D mesh of N replicas by a shard group of one (FSDP's hybrid mode) shards nothing and
+  all-reduces the gradients: DDP's traffic and memory, through FSDP's code.
+
+Each block is a unit of its own (the transformer's blocks, a CNN's stages), then the root (embeddings, head), as
+torchtitan applies it. With --tensor-degree the blocks are first split by tensor parallelism on the mesh's tp
+dimension (tensor.py) and FSDP shards over dp_shard: the 2-D layout.
+"""
+
+from ..errors import BadArguments
+from .layout import Layout, gradient_bytes
+
+
+class FullyShardedDataParallel(Layout):
+    name = "fsdp"
+
+    def __init__(self, config, world, dims, spec, model, mesh):
+        from torch.distributed.fsdp import CPUOffloadPolicy, OffloadPolicy, fully_shard
+
+        if config.fsdp_cpu_offload and world.device.type != "cuda":
+            raise BadArguments("--fsdp-cpu-offload moves a GPU's shards into host memory; on CPU workers they are "
+                               "there already: leave it out")
+        self.full_bytes = gradient_bytes([model])  # before sharding: the whole model's
+        shard_mesh = mesh["dp_replicate", "dp_shard"] if config.fsdp_sharding == "none" else mesh["dp_shard"]
+        options = {"mesh": shard_mesh, "reshard_after_forward": config.fsdp_sharding == "full",
+                   "offload_policy": CPUOffloadPolicy() if config.fsdp_cpu_offload else OffloadPolicy()}
+        blocks = spec.blocks(model)
+        for block in blocks:
+            fully_shard(block, **options)
+        fully_shard(model, **options)
+        if config.fsdp_prefetch > 0:
+            _prefetch(blocks, config.fsdp_prefetch)
+        super().__init__(config, world, dims, spec, model, model)
+
+    def traffic(self):
+        sharded = self.full_bytes // max(1, self.dims.tp)  # under tensor parallelism FSDP shards each rank's part
+        if self.config.fsdp_sharding == "none":
+            return [{"op": "all_reduce", "bytes": sharded, "count": 1, "group": "dp_replicate"}]
+        gathers = 2 if self.config.fsdp_sharding == "full" else 1
+        return [{"op": "all_gather", "bytes": sharded, "count": gathers, "group": "dp_shard"},
+                {"op": "reduce_scatter", "bytes": sharded, "count": 1, "group": "dp_shard"}]
+
+    def gradient_bytes(self) -> int:
+        return self.full_bytes
+
+    def state_dict(self) -> dict:
+        """Every rank's shards gathered into whole tensors (collective): what a single worker's model holds."""
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        return get_model_state_dict(self.model, options=StateDictOptions(full_state_dict=True))
+
+
+def _prefetch(blocks, ahead: int) -> None:
+    """Each block asks for the all-gathers of the next `ahead` blocks in forward and the previous ones in backward."""
+    for index, block in enumerate(blocks):
+        following = blocks[index + 1:index + 1 + ahead]
+        preceding = blocks[max(0, index - ahead):index][::-1]
+        if following:
+            block.set_modules_to_forward_prefetch(following)
+        if preceding:
+            block.set_modules_to_backward_prefetch(preceding)
+
+
+def apply_fsdp(config, world, dims, spec, model) -> Layout:
+    mesh = dims.mesh(world.device.type)
+    if dims.tp > 1:
+        from .tensor import split_matrices
+
+        split_matrices(config, spec, model, mesh["tp"])
+    return FullyShardedDataParallel(config, world, dims, spec, model, mesh)

@@ -1,0 +1,87 @@
+"""Pipeline parallelism through `torch.distributed.pipelining`: the model's blocks cut into stages (one per rank of the
+mesh's pp dimension; models.LanguageModel.pipeline_stage), each batch cut into --micro-batches, run by a schedule:
+
+- gpipe (Huang et al. 2019): every micro-batch's forward, then every backward; a stage holds all of them.
+- 1f1b (PipeDream-Flush, Narayanan et al. 2021): after a warm-up, one forward and one backward in turn; a stage holds at
+  most as many micro-batches as there are stages after it.
+
+Both idle for (p-1)/(m+p-1) of a step (the bubble). A stage boundary carries each micro-batch's activations forward
+and their gradients back: batch/m x sequence x width numbers each way. The loss exists on the last stage only; each
+micro-batch's is the mean over its tokens, and torch scales the gradients by 1/m (scale_grads), so the step equals
+the single worker's on the whole batch. With more ranks than stages, each stage is replicated over the mesh's
+dp_replicate dimension and DDP sums its gradients there (pipeline x data).
+"""
+
+from ..errors import BadArguments
+from .layout import Layout, gradient_bytes
+from .tensor import activation_bytes
+
+SCHEDULES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B"}
+
+
+class Pipeline(Layout):
+    name = "pipeline"
+
+    def __init__(self, config, world, dims, spec, model, mesh):
+        import torch.distributed.pipelining as pipelining
+        from torch.nn.parallel import DistributedDataParallel
+
+        stages, micro_batches = dims.pp, config.micro_batches
+        if config.batch_size % micro_batches:
+            raise BadArguments(f"--batch-size {config.batch_size} must be a multiple of --micro-batches {micro_batches}")
+        if config.pipeline_schedule == "1f1b" and micro_batches < stages:
+            raise BadArguments(f"--pipeline-schedule 1f1b needs at least as many micro-batches as stages: "
+                               f"--micro-batches {micro_batches} < {stages} stages (torch's Schedule1F1B refuses it)")
+        self.full_bytes = gradient_bytes([model])
+        self.stage_index = dims.coordinates(world.rank)["pp"]
+        part = spec.pipeline_stage(model, self.stage_index, stages, config)
+        module = part
+        if dims.dp_replicate > 1:
+            module = DistributedDataParallel(part, process_group=mesh["dp_replicate"].get_group(),
+                                             device_ids=[world.device.index] if world.device.type == "cuda" else None,
+                                             bucket_cap_mb=config.bucket_cap_mb)
+        super().__init__(config, world, dims, spec, module, part)
+        stage = pipelining.PipelineStage(module, self.stage_index, stages, world.device, group=mesh["pp"].get_group())
+        schedule = getattr(pipelining, SCHEDULES[config.pipeline_schedule])
+        self.schedule = schedule(stage, n_microbatches=micro_batches, loss_fn=self._loss)
+        self.is_first, self.is_last = self.stage_index == 0, self.stage_index == stages - 1
+
+    def _loss(self, output, targets):
+        with self.autocast():
+            return self.spec.loss(output, targets)
+
+    def step(self, inputs, targets):
+        self.optimizer.zero_grad(set_to_none=True)
+        losses = [] if self.is_last else None
+        with self.autocast():
+            if self.is_first:
+                self.schedule.step(inputs, target=targets if self.is_last else None, losses=losses)
+            elif self.is_last:
+                self.schedule.step(target=targets, losses=losses)
+            else:
+                self.schedule.step()
+        self._optimizer_step()
+        return sum(losses) / len(losses) if self.is_last else None
+
+    @property
+    def loss_rank(self) -> int:
+        """The last stage of the first data-parallel replica: pp is the mesh's outermost dimension."""
+        return (self.dims.pp - 1) * (self.dims.world_size // self.dims.pp)
+
+    def gradient_bytes(self) -> int:
+        return self.full_bytes
+
+    def traffic(self):
+        sends = {"op": "send", "bytes": activation_bytes(self.config, self.config.micro_batches),
+                 "count": 2 * self.config.micro_batches, "group": "pp", "boundaries": self.dims.pp - 1}
+        if self.dims.dp_replicate == 1:
+            return [sends]
+        stage_bytes = gradient_bytes([self.model])
+        return [sends, {"op": "all_reduce", "bytes": stage_bytes, "count": 1, "group": "dp_replicate"}]
+
+    def state_dict(self):
+        raise BadArguments("a pipeline's stages hold different blocks: ringlab does not gather them into one model")
+
+
+def apply_pipeline(config, world, dims, spec, model) -> Layout:
+    return Pipeline(config, world, dims, spec, model, dims.mesh(world.device.type))
