@@ -18,6 +18,7 @@ import { parseWorkerResult, type WorkerResult } from "./results/worker-result.ts
 import { unreachableNodes } from "./testbed/health.ts";
 import type { TestbedRecord } from "./testbed/record.ts";
 import { formatBytes } from "./util/format.ts";
+import { rateUnit, throughputOf } from "./results/worker-result.ts";
 
 export { JOBS, type Job };
 
@@ -338,9 +339,8 @@ export function summarize(outcome: RunOutcome, bandwidth: string): string {
   const placement = result.world.procsPerNode === 1 ? "" : ` × ${result.world.procsPerNode} processes`;
   const header = `${result.job} on ${result.world.nodes} nodes${placement} (${result.world.size} workers, ${result.world.backend}) at ${bandwidth}; files in ${outcome.collectDir}`;
   if (result.job === "train") {
-    const total = result.metrics.imagesPerSecondTotal;
-    const perWorker = result.metrics.imagesPerSecondPerWorker;
-    return `${header}\n  total:      ${total.mean.toFixed(1)} ± ${total.ci95.toFixed(1)} img/s\n  per worker: ${perWorker.mean.toFixed(1)} ± ${perWorker.ci95.toFixed(1)} img/s`;
+    const { unit, total, perWorker } = throughputOf(result.metrics);
+    return `${header}\n  total:      ${total.mean.toFixed(1)} ± ${total.ci95.toFixed(1)} ${rateUnit(unit)}\n  per worker: ${perWorker.mean.toFixed(1)} ± ${perWorker.ci95.toFixed(1)} ${rateUnit(unit)}`;
   }
   const link = bandwidthGbps(bandwidth);
   const rows = result.metrics.rows.map((row) => {

@@ -4,6 +4,7 @@
  */
 import { bandwidthGbps } from "../bandwidth.ts";
 import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../catalogue/assumed-throughput.ts";
+import { shapeOf, trainingFlopsPerToken } from "../workload/transformer.ts";
 import { onDemandUsdPerHour } from "../catalogue/aws-instance-types.ts";
 import { PARAMETER_COUNT, TRAIN_KNOBS } from "../config/registry.ts";
 import type { CampaignFile, Model } from "../config/schema.ts";
@@ -20,7 +21,21 @@ export { PARAMETER_COUNT };
  * (measured for tiny and small; the ResNets scaled by their FLOPs). An AWS run's compute is what `ringlab predict`
  * takes for its instance type's GPU (src/predict/inputs.ts: published, scaled or assumed figures).
  */
-const CPU_IMAGES_PER_SECOND: Readonly<Record<Model, number>> = { tiny: 1_500, small: 190, resnet50: 3, resnet101: 1.7, resnet152: 1.2, inception_v3: 2 };
+const CPU_IMAGES_PER_SECOND: Readonly<Partial<Record<Model, number>>> = { tiny: 1_500, small: 190, resnet50: 3, resnet101: 1.7, resnet152: 1.2, inception_v3: 2 };
+/**
+ * A language model's training speed on one such container, to size estimates only: a coarse planning figure for fp32
+ * matrix products on 2 cores (the worker's own calibration measures 7 GFLOP/s per CPU-second at 256 x 256).
+ */
+const CPU_TRAINING_GFLOPS = 12;
+/** Any language model on a GPU, to size estimates only: 30 % of a T4's 8.1 fp32 TFLOP/s. */
+const GPU_TRAINING_GFLOPS = 2_400;
+
+/** One step's compute of a language model at `gflops`; undefined for an image model. */
+function languageStepSeconds(run: PlannedRun, gflops: number): number | undefined {
+  const shape = shapeOf(run.model!, run.knobs);
+  if (shape === undefined) return undefined;
+  return (run.batchSize! * shape.sequenceLength * trainingFlopsPerToken(shape, shape.sequenceLength)) / (gflops * 1e9);
+}
 
 /**
  * The fastest all-reduce assumed, in Gbit/s: on the local testbed Gloo between containers is CPU-bound at about
@@ -119,7 +134,8 @@ export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options:
       : Number(knobs.epochs) * epochSteps(file, run);
     const computeSeconds = file.testbed.target === "aws" ? gpuComputeSeconds(run, file.testbed.instanceType)
       // The local testbed's worker processes share this machine's cores: each gets 2 only while there are enough.
-      : (run.batchSize! / CPU_IMAGES_PER_SECOND[run.model!]) * Math.max(1, (2 * run.nodes * (run.processesPerNode ?? 1)) / (options.localCores ?? 2));
+      : (languageStepSeconds(run, CPU_TRAINING_GFLOPS) ?? run.batchSize! / CPU_IMAGES_PER_SECOND[run.model!]!) *
+        Math.max(1, (2 * run.nodes * (run.processesPerNode ?? 1)) / (options.localCores ?? 2));
     const gradientBytes = PARAMETER_COUNT[run.model!] * (knobs.fp16Allreduce === true ? 2 : 4);
     const allReduceSeconds = link === null ? 0 : reductionLowerBoundSeconds(reduction, gradientBytes, placementOf(run), link, true);
     jobSeconds += steps * (computeSeconds + allReduceSeconds);
@@ -134,7 +150,9 @@ export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options:
  */
 function gpuComputeSeconds(run: PlannedRun, instanceType: string): number {
   const input = computeInput(inputQuestionOf({ ...run, model: run.model!, batchSize: run.batchSize! }), { instanceType });
-  return isMissing(input) ? run.batchSize! / ASSUMED_T4_FP32_IMAGES_PER_SECOND[run.model!] : input.seconds.mean;
+  const language = languageStepSeconds(run, GPU_TRAINING_GFLOPS);
+  if (language !== undefined) return language;
+  return isMissing(input) ? run.batchSize! / ASSUMED_T4_FP32_IMAGES_PER_SECOND[run.model!]! : input.seconds.mean;
 }
 
 /** Time to train: the steps of one epoch over the campaign's dataset (every epoch, as if the target were never reached). */

@@ -3,7 +3,7 @@
  * order, which is what makes resuming safe.
  */
 import { createHash } from "node:crypto";
-import { probedAs, STRATEGY_KNOBS, TRAIN_KNOBS, type ProbeLibrary, type Reduction } from "../config/registry.ts";
+import { KNOB_OWNERS, ownerAxisValue, probedAs, TRAIN_KNOBS, type ProbeLibrary, type Reduction } from "../config/registry.ts";
 import type { AnyCampaignFile, CampaignSection, DatasetSection, Model, TrainKnobName } from "../config/schema.ts";
 import { TRAIN_KNOB_NAMES } from "../config/schema.ts";
 import { UsageError } from "../errors.ts";
@@ -131,7 +131,7 @@ function runMakers(section: CampaignSection, workerTimeout: number): RunMakers {
   const slotParts = ({ nodes, processesPerNode, bandwidth }: Slot) => [`n${nodes}`, ...placementPart(processesPerNode), ...(bandwidth === null ? [] : [bandwidth])];
   const slotFields = ({ nodes, processesPerNode, bandwidth }: Slot) => ({ nodes, ...placementField(processesPerNode), bandwidth });
   const train = (slot: Slot, { model, batchSize, varied }: TrainConfig, turn: Turn): PlannedRun => {
-    const knobs = Object.fromEntries(withoutOtherStrategies(Object.entries({ ...section.train, ...Object.fromEntries(varied) }), section)) as PlannedRun["knobs"];
+    const knobs = Object.fromEntries(withoutOthersKnobs(Object.entries({ ...section.train, ...Object.fromEntries(varied) }), model, section)) as PlannedRun["knobs"];
     const configuration = ["train", model, `b${batchSize}`, ...slotParts(slot), ...varied.map(([knob, value]) => `${knob.toLowerCase()}-${String(value)}`)].join("-");
     const workerArgs = ["--model", model, "--batch-size", String(batchSize), ...knobArgs(knobs, section.dataset?.name), "--timeout-seconds", String(workerTimeout)];
     return withFingerprint({ id: `${configuration}-r${turn.repeat}`, configuration, ...turn, job: "train", ...slotFields(slot), model, batchSize, knobs, workerArgs });
@@ -203,12 +203,14 @@ function orderRuns(section: CampaignSection, make: RunMakers): PlannedRun[] {
 function trainConfigsOf(section: CampaignSection): TrainConfig[] {
   const matrix = section.matrix;
   const knobAxes = TRAIN_KNOB_NAMES.filter((knob) => matrix[knob] !== undefined);
-  // A strategy's knob (powersgdRank) varies only the runs of its reduction: the ring's runs would repeat themselves.
-  const byConfiguration = new Map(cartesian(knobAxes.map((knob) => (matrix[knob] as (string | number | boolean)[]).map((value) => [knob, value] as const)))
-    .map((combination) => withoutOtherStrategies(combination, section))
-    .map((varied) => [JSON.stringify(varied), varied] as const));
-  return unique(matrix.model).flatMap((model) => unique(matrix.batchSize).flatMap((batchSize) =>
-    [...byConfiguration.values()].map((varied) => ({ model, batchSize, varied }))));
+  // A knob that belongs to some runs (a strategy's powersgdRank, a layout's microBatches, a language model's
+  // sequenceLength) varies only those: the others would repeat themselves.
+  const combinations = cartesian(knobAxes.map((knob) => (matrix[knob] as (string | number | boolean)[]).map((value) => [knob, value] as const)));
+  return unique(matrix.model).flatMap((model) => {
+    const byConfiguration = new Map(combinations.map((combination) => withoutOthersKnobs(combination, model, section))
+      .map((varied) => [JSON.stringify(varied), varied] as const));
+    return unique(matrix.batchSize).flatMap((batchSize) => [...byConfiguration.values()].map((varied) => ({ model, batchSize, varied })));
+  });
 }
 
 /** The reductions the probes measure: the training runs' (PowerSGD and local SGD train over the ring's link, so the ring's). */
@@ -216,12 +218,15 @@ function probedReductions(section: CampaignSection): Reduction[] {
   return unique((section.matrix.reduction ?? [section.train.reduction ?? "ring"]).map(probedAs));
 }
 
-/** The knobs without those of a strategy the run does not use (its reduction: varied, fixed in train, or ring). */
-function withoutOtherStrategies<E extends readonly [string, unknown]>(knobs: readonly E[], section: CampaignSection): E[] {
-  const reduction = knobs.find(([knob]) => knob === "reduction")?.[1] ?? section.train.reduction ?? "ring";
+/**
+ * The knobs without those that belong to models, layouts or reductions the run does not have (registry.json's
+ * belongsTo: its model's kind; its parallelism and reduction, varied, fixed in train, or the default).
+ */
+function withoutOthersKnobs<E extends readonly [string, unknown]>(knobs: readonly E[], model: Model, section: CampaignSection): E[] {
+  const own = Object.fromEntries([...Object.entries(section.train), ...knobs]);
   return knobs.filter(([knob]) => {
-    const owner = STRATEGY_KNOBS[knob as TrainKnobName];
-    return owner === undefined || owner === reduction;
+    const owner = KNOB_OWNERS[knob as TrainKnobName];
+    return owner === undefined || owner.values.includes(ownerAxisValue(owner.axis, model, own));
   });
 }
 

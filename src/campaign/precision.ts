@@ -6,6 +6,7 @@
 import { meanWithInterval } from "../results/cost-model.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import type { PlannedRun, RepeatUntil } from "./plan.ts";
+import { throughputOf } from "../results/worker-result.ts";
 
 /**
  * A configuration's throughput over its repeats so far (images per second, every ok repeat's mean), from the records
@@ -18,7 +19,7 @@ export function throughputsByConfiguration(runs: readonly PlannedRun[], records:
   for (const { record } of latestAttempts(records)) {
     const run = planned.get(record.runId);
     if (run === undefined || record.fingerprint !== run.fingerprint || record.status !== "ok" || record.result?.job !== "train") continue;
-    values.set(run.configuration, [...(values.get(run.configuration) ?? []), record.result.metrics.imagesPerSecondTotal.mean]);
+    values.set(run.configuration, [...(values.get(run.configuration) ?? []), throughputOf(record.result.metrics).total.mean]);
   }
   return values;
 }

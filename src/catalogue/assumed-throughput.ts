@@ -6,6 +6,6 @@
  */
 import type { Model } from "../config/schema.ts";
 
-export const ASSUMED_T4_FP32_IMAGES_PER_SECOND: Readonly<Record<Model, number>> = {
+export const ASSUMED_T4_FP32_IMAGES_PER_SECOND: Readonly<Partial<Record<Model, number>>> = {
   tiny: 5_000, small: 4_000, resnet50: 90, resnet101: 55, resnet152: 38, inception_v3: 60,
 };

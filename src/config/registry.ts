@@ -40,6 +40,8 @@ export interface TrainKnob<Value = string | number | boolean> {
   /** Knobs a campaign that sets this one must set too, and knobs it must not set with it. */
   readonly needs: readonly TrainKnobName[];
   readonly excludes: readonly TrainKnobName[];
+  /** What a message calls the feature the knob turns on ("time to train"), where it has a name of its own. */
+  readonly label?: string;
 }
 
 function keysOf<K extends string>(record: Readonly<Record<K, unknown>>): readonly [K, ...K[]] {
@@ -52,10 +54,32 @@ function mapValues<K extends string, V, T>(record: Readonly<Record<K, V>>, pick:
 
 /** The models the worker trains, in the registry's order. */
 export const MODELS = keysOf(registry.models);
-/** The worker's default image size of each model (its --image-size when the campaign sets no imageSize). */
-export const NATIVE_IMAGE_SIZE: Readonly<Record<Model, number>> = mapValues(registry.models, (model) => model.imageSize);
+/** What a model does: image (a CNN classifying images, throughput in images) or language (a transformer predicting the next token, in tokens). */
+export type ModelKind = "image" | "language";
+export const MODEL_KIND: Readonly<Record<Model, ModelKind>> = mapValues(registry.models, (model) => model.kind as ModelKind);
 /** fp32 parameter counts of the worker's models. */
 export const PARAMETER_COUNT: Readonly<Record<Model, number>> = mapValues(registry.models, (model) => model.parameters);
+/** The worker's default image size of each image model (its --image-size when the campaign sets no imageSize). */
+export const NATIVE_IMAGE_SIZE: Readonly<Partial<Record<Model, number>>> = Object.fromEntries(
+  Object.entries(registry.models).flatMap(([name, model]) => "imageSize" in model ? [[name, model.imageSize]] : []));
+
+/** A language model's shape (docker/worker/ringlab_worker/models/transformer.py builds it). */
+export interface TransformerShape {
+  readonly layers: number;
+  readonly width: number;
+  readonly heads: number;
+  /** The learned positions: the longest sequence. */
+  readonly sequenceLength: number;
+  readonly vocab: number;
+}
+/** Each language model's shape, by name. */
+export const LANGUAGE_SHAPE: Readonly<Partial<Record<Model, TransformerShape>>> = Object.fromEntries(
+  Object.entries(registry.models).flatMap(([name, model]) => "layers" in model
+    ? [[name, { layers: model.layers, width: model.width, heads: model.heads, sequenceLength: model.sequenceLength, vocab: model.vocab }]] : []));
+/** What throughput counts for a model: images, or tokens. */
+export function throughputUnit(model: string): "images" | "tokens" {
+  return (MODEL_KIND as Readonly<Record<string, ModelKind>>)[model] === "language" ? "tokens" : "images";
+}
 
 /** The worker's reductions, in the registry's order: ring first, then the two parameter servers. */
 export const REDUCTIONS = keysOf(registry.reductions);
@@ -65,13 +89,36 @@ export const DDP_HOOK_REDUCTIONS: readonly Reduction[] = REDUCTIONS.filter((redu
 export function probedAs(reduction: Reduction): Reduction {
   return registry.reductions[reduction].probedAs as Reduction;
 }
+/**
+ * What a knob's belongsTo (registry.json) names: the axis whose value it goes with (model: the model's kind;
+ * parallelism; reduction) and the values it goes with. Both validators refuse the knob elsewhere, and a matrix varies
+ * it only in the runs of its owners.
+ */
+export const OWNER_AXES = ["model", "parallelism", "reduction"] as const;
+export type OwnerAxis = (typeof OWNER_AXES)[number];
+export interface KnobOwner {
+  readonly axis: OwnerAxis;
+  readonly values: readonly string[];
+}
+/** The knobs that belong to some models, layouts or reductions, with their owner. */
+export const KNOB_OWNERS: Readonly<Partial<Record<TrainKnobName, KnobOwner>>> = Object.fromEntries(
+  Object.entries(registry.trainKnobs).flatMap(([name, entry]) => {
+    const belongsTo = (entry as { belongsTo?: Readonly<Record<string, readonly string[]>> }).belongsTo;
+    if (belongsTo === undefined) return [];
+    const [axis, values] = Object.entries(belongsTo)[0]!;
+    if (!(OWNER_AXES as readonly string[]).includes(axis)) throw new Error(`registry.json: train knob ${name} belongs to ${axis}, expected one of ${OWNER_AXES.join(", ")}`);
+    return [[name, { axis: axis as OwnerAxis, values }]];
+  }));
 /** Knobs that belong to one reduction (a strategy's): a run of another reduction does not get them. */
-export const STRATEGY_KNOBS: Readonly<Partial<Record<TrainKnobName, Reduction>>> = {
-  powersgdRank: "powersgd", powersgdStartIter: "powersgd", localSgdPeriod: "local-sgd", localSgdWarmup: "local-sgd",
-  asyncStaleness: "async-parameter-server",
-};
+export const STRATEGY_KNOBS: Readonly<Partial<Record<TrainKnobName, Reduction>>> = Object.fromEntries(
+  Object.entries(KNOB_OWNERS).flatMap(([name, owner]) => owner.axis === "reduction" ? [[name, owner.values[0] as Reduction]] : []));
 /** The strategies with knobs of their own (PowerSGD, local SGD, the asynchronous parameter server). */
 export const STRATEGIES: readonly Reduction[] = [...new Set(Object.values(STRATEGY_KNOBS))];
+/** The value a run has on an owner axis: its model's kind, its parallelism, its reduction (defaults when unset). */
+export function ownerAxisValue(axis: OwnerAxis, model: string, knobs: Readonly<Record<string, unknown>>): string {
+  if (axis === "model") return (MODEL_KIND as Readonly<Record<string, ModelKind>>)[model] ?? "image";
+  return String(knobs[axis] ?? TRAIN_KNOBS[axis].default);
+}
 
 /** Train knobs by campaign name, in the registry's order (which is the campaign schema's and the worker's flags'). */
 export const TRAIN_KNOB_NAMES = keysOf(registry.trainKnobs);
@@ -86,6 +133,7 @@ function trainKnob(name: TrainKnobName): TrainKnob {
     flag: entry["flag"] as string, type, default: entry["default"] as TrainKnob["default"], ...numbers,
     ...(choices === undefined ? {} : { choices }),
     needs: (entry["needs"] ?? []) as TrainKnobName[], excludes: (entry["excludes"] ?? []) as TrainKnobName[],
+    ...(typeof entry["label"] === "string" ? { label: entry["label"] } : {}),
   };
 }
 

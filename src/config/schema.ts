@@ -17,6 +17,7 @@ import {
 } from "../rules/safe-text.ts";
 import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, type LauncherName } from "../launchers/names.ts";
 import { SMALLEST_CPU_QUOTA } from "../limits.ts";
+import { knobRuleProblems } from "./knob-rules.ts";
 import { describeIssues, type ConfigProblem } from "./problems.ts";
 import {
   DDP_HOOK_REDUCTIONS, MODELS, PROBE_LIBRARIES, STRATEGIES, STRATEGY_KNOBS, TRAIN_KNOB_NAMES as KNOB_NAMES, TRAIN_KNOBS, type Model, type Reduction, type TrainKnob, type TrainKnobName, type TrainKnobValue,
@@ -402,6 +403,9 @@ export const campaignFileSchema = z.strictObject({
     const hooks = hookReductions.sort().join(" and ");
     ctx.addIssue({ code: "custom", path: ["campaign"], message: `reduction ${hooks} ${hookReductions.length === 1 ? "is a DDP communication hook" : "are DDP communication hooks"}; Horovod always uses its own all-reduce (use engine ddp, or reduction ring)` });
   }
+  for (const { knob, message } of knobRuleProblems({ models: campaign.matrix.model, values: (knob) => knobValues(campaign, knob) })) {
+    ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message });
+  }
   checkDataKnobs(campaign, ctx);
   checkStrategyKnobs(campaign, ctx);
   if (file.testbed.target === "aws") checkAwsLinks(file.testbed, campaign, ctx);
@@ -460,10 +464,14 @@ function checkKubernetesCampaign(tb: KubernetesTestbed, campaign: CampaignOutput
   }
 }
 
+/** Every value a campaign gives a knob, in the matrix and in train. */
+function knobValues<K extends TrainKnobName>(campaign: CampaignOutput, knob: K): TrainKnobValue<K>[] {
+  return [...((campaign.matrix[knob] ?? []) as unknown[]), campaign.train[knob]].filter((value) => value !== undefined) as TrainKnobValue<K>[];
+}
+
 /** Real data and time to train: the knobs that only make sense together. */
 function checkDataKnobs(campaign: CampaignOutput, ctx: RefinementContext): void {
-  const values = <K extends TrainKnobName>(knob: K) =>
-    [...((campaign.matrix[knob] ?? []) as unknown[]), campaign.train[knob]].filter((value) => value !== undefined) as TrainKnobValue<K>[];
+  const values = <K extends TrainKnobName>(knob: K) => knobValues(campaign, knob);
   const sources = values("data");
   if (sources.includes("dataset") && campaign.dataset === undefined) {
     ctx.addIssue({ code: "custom", path: ["campaign", "dataset"], message: "data: dataset needs a campaign.dataset section (its name, and how to generate it)" });
@@ -472,22 +480,12 @@ function checkDataKnobs(campaign: CampaignOutput, ctx: RefinementContext): void 
   if (timeToTrain && (sources.length === 0 || sources.includes("synthetic"))) {
     ctx.addIssue({ code: "custom", path: ["campaign", "train", "epochs"], message: "epochs trains over the dataset: set train.data to dataset (synthetic data has no held-out split)" });
   }
-  for (const knob of ["targetAccuracy", "checkpointEvery", "failAtStep", "maxRestarts", "minNodes"] as const) {
-    if (values(knob).length > 0 && !timeToTrain) {
-      ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message: `${knob} belongs to time to train: set train.epochs too` });
-    }
-  }
   const recovers = values("checkpointEvery").length > 0 && values("maxRestarts").some((restarts) => restarts >= 1);
   if (values("failAtStep").length > 0 && !recovers) {
     ctx.addIssue({ code: "custom", path: ["campaign", "train", "failAtStep"], message: "a killed rank recovers only with checkpointEvery and maxRestarts of 1 or more: set both (without them the run just fails)" });
   }
   if (values("minNodes").length > 0 && timeToTrain && !recovers) {
     ctx.addIssue({ code: "custom", path: ["campaign", "train", "minNodes"], message: "the nodes left after a loss go on only by restarting from a checkpoint: set checkpointEvery and maxRestarts of 1 or more" });
-  }
-  for (const knob of ["failRank", "failNode"] as const) {
-    if (values(knob).length > 0 && values("failAtStep").length === 0) {
-      ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message: `${knob} needs failAtStep, the step after which it fails` });
-    }
   }
   if (timeToTrain && values("engine").includes("horovod")) {
     ctx.addIssue({ code: "custom", path: ["campaign", "train", "epochs"], message: "time to train runs with engine ddp only" });
@@ -498,18 +496,14 @@ function checkDataKnobs(campaign: CampaignOutput, ctx: RefinementContext): void 
   if (failRank >= fewestRanks) {
     ctx.addIssue({ code: "custom", path: ["campaign", "train", "failRank"], message: `found ${failRank}, but the smallest run has ${fewestRanks} rank${fewestRanks === 1 ? "" : "s"} (0 to ${fewestRanks - 1})` });
   }
-  checkNodeLoss(campaign, values("failNode"), values("minNodes"), values("failRank").length > 0, fewestNodes, ctx);
+  checkNodeLoss(campaign, values("failNode"), values("minNodes"), fewestNodes, ctx);
 }
 
 /** The strategies' knobs (PowerSGD, local SGD, the asynchronous server): each belongs to its reduction, and no strategy takes fp16 or checkpoints. */
 function checkStrategyKnobs(campaign: CampaignOutput, ctx: RefinementContext): void {
-  const values = <K extends TrainKnobName>(knob: K) =>
-    [...((campaign.matrix[knob] ?? []) as unknown[]), campaign.train[knob]].filter((value) => value !== undefined) as TrainKnobValue<K>[];
+  const values = <K extends TrainKnobName>(knob: K) => knobValues(campaign, knob);
   const reductions = values("reduction");
   const issue = (knob: string, message: string) => ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message });
-  for (const [knob, strategy] of Object.entries(STRATEGY_KNOBS) as [TrainKnobName, Reduction][]) {
-    if (values(knob).length > 0 && !reductions.includes(strategy)) issue(knob, `${knob} belongs to reduction ${strategy}: set reduction to ${strategy} (in train or the matrix)`);
-  }
   const strategies = reductions.filter((reduction) => STRATEGIES.includes(reduction));
   if (strategies.length === 0) return;
   // Throughput is timed after the untimed batches: a strategy still in its plain all-reduce steps then would be timed
@@ -539,13 +533,12 @@ const NODE_LOSS_ENDS_THE_JOB: Partial<Record<LauncherName, string>> = {
 };
 
 /** failNode and minNodes: a lost node never comes back, so the others must be allowed to go on without it. */
-function checkNodeLoss(campaign: CampaignOutput, failNodes: readonly number[], minNodes: readonly number[], failsRank: boolean, fewestNodes: number, ctx: RefinementContext): void {
+function checkNodeLoss(campaign: CampaignOutput, failNodes: readonly number[], minNodes: readonly number[], fewestNodes: number, ctx: RefinementContext): void {
   const issue = (knob: string, message: string) => ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message });
   const mostMin = Math.max(0, ...minNodes);
   if (mostMin > fewestNodes) issue("minNodes", `found ${mostMin}, but the smallest run has ${fewestNodes} node${fewestNodes === 1 ? "" : "s"}`);
   if (failNodes.length === 0) return;
   const failNode = Math.max(...failNodes);
-  if (failsRank) issue("failNode", "failRank kills one rank, failNode a whole node: set one of them");
   if (failNode >= fewestNodes) {
     issue("failNode", `found ${failNode}, but the smallest run has ${fewestNodes} node${fewestNodes === 1 ? "" : "s"} (0 to ${fewestNodes - 1}; node 0 holds the rendezvous and cannot be lost): put node-loss runs in a campaign of their own`);
   }

@@ -15,6 +15,7 @@
 import { meanWithInterval } from "../results/cost-model.ts";
 import { headlineValue } from "../results/derived.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
+import { throughputOf } from "../results/worker-result.ts";
 
 /** Where a side's ± comes from. */
 export type NoiseSource = "repeats" | "iterations" | "none";
@@ -165,7 +166,7 @@ export function labelOf(configuration: ConfigurationKey): string {
 function measurementOf(repeats: readonly RunRecord[]): SideMeasurement {
   const values = repeats.map((record) => {
     const result = record.result!;
-    return { value: headlineValue(record)!, spread: result.job === "train" ? result.metrics.imagesPerSecondTotal.ci95 : 0 };
+    return { value: headlineValue(record)!, spread: result.job === "train" ? throughputOf(result.metrics).total.ci95 : 0 };
   });
   if (values.length > 1) {
     const interval = meanWithInterval(values.map(({ value }) => value));

@@ -11,6 +11,7 @@ import {
 import { allReducesPerStep, fitAlphaBeta, predictTrainingStep, type AlphaBetaFit } from "../results/comm-model.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import type { AllReduceResult, TrainResult } from "../results/worker-result.ts";
+import { throughputOf } from "../results/worker-result.ts";
 
 /**
  * A measurement over repeats: the mean with the half-width of its 95% interval (Student's t over the n repeats;
@@ -314,8 +315,8 @@ function realDataRun(record: TrainRecord, all: readonly TrainRecord[]): RealData
     runId: record.runId,
     label: [model, `batch ${batchSize}`, placement, ...(record.params.bandwidth === null ? [] : [record.params.bandwidth])].join(" · "),
     workers: record.result.world.size,
-    imagesPerSecond: metrics.imagesPerSecondTotal.mean,
-    syntheticImagesPerSecond: synthetic.length === 0 ? null : sum(synthetic.map((other) => other.result.metrics.imagesPerSecondTotal.mean)) / synthetic.length,
+    imagesPerSecond: throughputOf(metrics).total.mean,
+    syntheticImagesPerSecond: synthetic.length === 0 ? null : sum(synthetic.map((other) => throughputOf(other.result.metrics).total.mean)) / synthetic.length,
     dataWaitFraction: metrics.dataWaitSeconds === undefined || stepped === 0 ? null : waited / stepped,
     timeToTrainSeconds: metrics.timeToTrainSeconds ?? null,
     epochs: metrics.epochs?.length ?? null,
@@ -400,7 +401,7 @@ function trainingConfigs(records: readonly TrainRecord[], fitFor: FitLookup): Tr
     const singleNode = group.filter((record) => record.params.nodes === 1 && processesOf(record) === fewest);
     const baseline = singleNode.length === 0 ? null : {
       imagesPerSecond: repeatsInterval(singleNode),
-      imagesPerSecondPerWorker: meanWithInterval(singleNode.map((record) => record.result.metrics.imagesPerSecondPerWorker.mean)).mean,
+      imagesPerSecondPerWorker: meanWithInterval(singleNode.map((record) => throughputOf(record.result.metrics).perWorker.mean)).mean,
       workers: singleNode[0]!.result.world.size,
       runIds: singleNode.map((record) => record.runId),
       calibrationGflops: calibrationInterval(singleNode),
@@ -480,7 +481,7 @@ function modelPrediction(fit: AlphaBetaFit, point: {
 
 /** Mean over repeats with Student's t; one repeat has no interval, so it keeps the worker's spread over its iterations. */
 function repeatsInterval(repeats: readonly TrainRecord[]): Interval {
-  const totals = repeats.map((record) => record.result.metrics.imagesPerSecondTotal);
+  const totals = repeats.map((record) => throughputOf(record.result.metrics).total);
   // The worker calls its spread ci95 (ringlab.result/v1); see worker-result.ts.
   const interval: Interval = totals.length > 1 ? meanWithInterval(totals.map((total) => total.mean))
     : { ...meanWithInterval([totals[0]!.mean]), iterationSpread95: totals[0]!.ci95 };

@@ -6,6 +6,7 @@
 import type { PredictionsFile } from "../results/predictions.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import { groupBy, type ReportData } from "./data.ts";
+import { throughputOf } from "../results/worker-result.ts";
 
 export interface ScoredPrediction {
   readonly runId: string;
@@ -47,7 +48,7 @@ export function scorePredictions(file: PredictionsFile, data: ReportData, record
       notMeasured++;
       continue;
     }
-    const measured = record.result.metrics.imagesPerSecondTotal.mean;
+    const measured = throughputOf(record.result.metrics).total.mean;
     const place = placeOf(data, prediction.runId);
     const measuredEfficiency = place === undefined || place.perWorker === null ? null : measured / (place.workers * place.perWorker);
     const configuration = place?.label ?? prediction.runId;

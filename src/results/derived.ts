@@ -7,6 +7,13 @@ import { writeFileAtomic } from "../util/fs.ts";
 import { meanWithInterval, type MeanWithInterval } from "./cost-model.ts";
 import type { ResultsLayout } from "./layout.ts";
 import { latestAttempts, type LatestAttempt, type RunRecord } from "./record.ts";
+import { throughputOf, type TrainResult } from "./worker-result.ts";
+
+/** The largest rank's peak memory as the worker measured it (absent in older records). */
+function peakMemoryBytes(metrics: TrainResult["metrics"] | undefined): number | undefined {
+  const ranks = metrics?.memory?.perRank;
+  return ranks === undefined || ranks.length === 0 ? undefined : Math.max(...ranks.map((rank) => rank.peakBytes));
+}
 
 /** Rewrites runs.jsonl and summary.csv from every attempt's record, in plan order (unplanned runs last). */
 export function writeDerivedFiles(layout: ResultsLayout, records: readonly RunRecord[], planOrder: readonly string[] = []): void {
@@ -20,11 +27,12 @@ export function writeDerivedFiles(layout: ResultsLayout, records: readonly RunRe
 
 export const SUMMARY_COLUMNS = [
   "run_id", "status", "attempts", "job", "nodes", "bandwidth", "model", "batch_size", "repeat", "workers",
-  "images_per_second_total", "images_per_second_total_spread95", "images_per_second_per_worker",
+  // Training throughput in the run's unit (images/s for the CNNs, tokens/s for the language models), its layout, and
+  // the peak memory of its largest rank (the worker's measure: resident set on CPUs, the allocator's on GPUs).
+  "unit", "parallelism", "throughput_total", "throughput_total_spread95", "throughput_per_worker", "peak_memory_bytes",
   "peak_busbw_gbps", "wall_seconds", "benchmark_seconds", "error",
   // The run's configuration over its successful repeats (see configurationKey), the same on each of its rows.
-  "repeats", "images_per_second_total_mean", "images_per_second_total_median",
-  "images_per_second_total_ci95_low", "images_per_second_total_ci95_high",
+  "repeats", "throughput_total_mean", "throughput_total_median", "throughput_total_ci95_low", "throughput_total_ci95_high",
   "peak_busbw_gbps_mean", "peak_busbw_gbps_median", "peak_busbw_gbps_ci95_low", "peak_busbw_gbps_ci95_high", "cv",
 ] as const;
 
@@ -38,10 +46,10 @@ export function configurationKey(record: RunRecord): string {
   return JSON.stringify([job, model ?? null, batchSize ?? null, nodes, processesPerNode ?? 1, bandwidth, sortedKnobs]);
 }
 
-/** A successful run's headline number: total images/s for training, peak bus bandwidth for the probe; undefined otherwise. */
+/** A successful run's headline number: total throughput for training (images/s or tokens/s), peak bus bandwidth for the probe; undefined otherwise. */
 export function headlineValue(record: RunRecord): number | undefined {
   if (record.status !== "ok" || record.result === undefined) return undefined;
-  return record.result.job === "train" ? record.result.metrics.imagesPerSecondTotal.mean : record.result.metrics.peakBusbwGbps;
+  return record.result.job === "train" ? throughputOf(record.result.metrics).total.mean : record.result.metrics.peakBusbwGbps;
 }
 
 /** Mean, 95% interval (Student's t), median and CV of every configuration's successful repeats, by configurationKey. */
@@ -65,14 +73,16 @@ export function summaryCsv(runs: readonly LatestAttempt[]): string {
     const result = record.result;
     const train = result?.job === "train" ? result.metrics : undefined;
     const probe = result?.job === "allreduce" ? result.metrics : undefined;
+    const throughput = train === undefined ? undefined : throughputOf(train);
     const cells: Partial<SummaryCells> = {
       run_id: record.runId, status: record.status, attempts, job: record.params.job, nodes: record.params.nodes,
       bandwidth: record.params.bandwidth ?? "", model: record.params.model, batch_size: record.params.batchSize,
       repeat: record.params.repeat, workers: result?.world.size,
-      images_per_second_total: train?.imagesPerSecondTotal.mean,
+      unit: throughput?.unit, parallelism: train === undefined ? undefined : String(record.params.knobs["parallelism"] ?? "ddp"),
+      throughput_total: throughput?.total.mean,
       // The worker's `ci95`: 1.96 × std over its iterations, a spread, not a confidence interval.
-      images_per_second_total_spread95: train?.imagesPerSecondTotal.ci95,
-      images_per_second_per_worker: train?.imagesPerSecondPerWorker.mean, peak_busbw_gbps: probe?.peakBusbwGbps,
+      throughput_total_spread95: throughput?.total.ci95,
+      throughput_per_worker: throughput?.perWorker.mean, peak_memory_bytes: peakMemoryBytes(train), peak_busbw_gbps: probe?.peakBusbwGbps,
       wall_seconds: record.wallSeconds, benchmark_seconds: record.benchmarkSeconds, error: record.error,
       ...configurationCells(record.params.job, statistics.get(configurationKey(record))),
     };
@@ -93,7 +103,7 @@ function configurationCells(job: RunRecord["params"]["job"], statistics: MeanWit
   const high = n > 1 ? mean + statistics.halfWidth95 : undefined;
   const shared = { repeats: n, cv: statistics.coefficientOfVariation ?? undefined };
   return job === "train"
-    ? { ...shared, images_per_second_total_mean: mean, images_per_second_total_median: median, images_per_second_total_ci95_low: low, images_per_second_total_ci95_high: high }
+    ? { ...shared, throughput_total_mean: mean, throughput_total_median: median, throughput_total_ci95_low: low, throughput_total_ci95_high: high }
     : { ...shared, peak_busbw_gbps_mean: mean, peak_busbw_gbps_median: median, peak_busbw_gbps_ci95_low: low, peak_busbw_gbps_ci95_high: high };
 }
 

@@ -12,9 +12,34 @@ import { z } from "zod";
  */
 const meanWithSpread = z.object({ mean: z.number(), ci95: z.number() });
 
+/** What a training run's throughput counts: images (the CNNs), or tokens (the language models). */
+export const THROUGHPUT_UNITS = ["images", "tokens"] as const;
+export type ThroughputUnit = (typeof THROUGHPUT_UNITS)[number];
+
+/** One collective of a layout's step (the worker's parallel/*.py traffic()): its buffer's bytes, how often, over which mesh dimension. */
+const collectiveSchema = z.looseObject({
+  op: z.enum(["all_reduce", "all_gather", "reduce_scatter", "send"]), bytes: z.number(), count: z.number(), group: z.string(),
+  /** send: the pipeline's stage boundaries (each carries `count` sends of `bytes`). */
+  boundaries: z.number().optional(),
+});
+
+/**
+ * Peak memory of every rank (the worker's memory.py): on a GPU the caching allocator's peak allocated and reserved
+ * bytes, on a CPU the process's peak resident set; each over the baseline taken before the model was built.
+ */
+const memorySchema = z.looseObject({
+  method: z.enum(["cuda-allocator", "resident-set"]),
+  peakSince: z.enum(["model", "process"]),
+  perRank: z.array(z.looseObject({ peakBytes: z.number(), baselineBytes: z.number(), peakReservedBytes: z.number().optional() })),
+});
+
 export const trainMetricsSchema = z.looseObject({
-  imagesPerSecondPerWorker: meanWithSpread,
-  imagesPerSecondTotal: meanWithSpread,
+  /** Absent in records before language models: images. */
+  unit: z.enum(THROUGHPUT_UNITS).optional(),
+  imagesPerSecondPerWorker: meanWithSpread.optional(),
+  imagesPerSecondTotal: meanWithSpread.optional(),
+  tokensPerSecondPerWorker: meanWithSpread.optional(),
+  tokensPerSecondTotal: meanWithSpread.optional(),
   stepSeconds: z.array(z.number()),
   parameterCount: z.number(),
   gradientBytes: z.number(),
@@ -40,7 +65,32 @@ export const trainMetricsSchema = z.looseObject({
   secondsLost: z.number().optional(),
   /** Elastic runs (train --min-nodes): the nodes the run started with; world.nodes is what it ended with. */
   nodesAtStart: z.number().optional(),
+  /** How the model was laid out (absent in older records: ddp): the parallelism, its degrees and its collectives per step. */
+  layout: z.looseObject({ parallelism: z.string(), dims: z.record(z.string(), z.number()), traffic: z.array(collectiveSchema) }).optional(),
+  memory: memorySchema.optional(),
+  /** Every step's loss, warm-up included (absent in older records). */
+  losses: z.array(z.number().nullable()).optional(),
+}).refine((metrics) => throughputFields(metrics.unit ?? "images").every((field) => metrics[field] !== undefined), {
+  error: "a train result holds its unit's throughput: imagesPerSecondTotal and imagesPerSecondPerWorker, or tokensPerSecondTotal and tokensPerSecondPerWorker with unit tokens",
 });
+
+function throughputFields(unit: ThroughputUnit) {
+  return unit === "tokens" ? ["tokensPerSecondTotal", "tokensPerSecondPerWorker"] as const : ["imagesPerSecondTotal", "imagesPerSecondPerWorker"] as const;
+}
+
+type MeanWithSpread = z.output<typeof meanWithSpread>;
+
+/** A training run's throughput in its unit (images/s, or tokens/s): over all workers, and per worker. */
+export function throughputOf(metrics: TrainResult["metrics"]): { readonly unit: ThroughputUnit; readonly total: MeanWithSpread; readonly perWorker: MeanWithSpread } {
+  const unit = metrics.unit ?? "images";
+  const [total, perWorker] = throughputFields(unit);
+  return { unit, total: metrics[total]!, perWorker: metrics[perWorker]! };
+}
+
+/** How a unit reads after a number: "img/s", "tok/s". */
+export function rateUnit(unit: ThroughputUnit): string {
+  return unit === "tokens" ? "tok/s" : "img/s";
+}
 
 export const allReduceRowSchema = z.looseObject({
   sizeBytes: z.number(),

@@ -1,0 +1,51 @@
+/**
+ * What a language model is, in numbers: its shape (the registry's, with the knobs a campaign may change), its
+ * parameters part by part, and the FLOPs of training on a token. The same counts as the worker's
+ * docker/worker/ringlab_worker/models/transformer.py (test/workload/transformer.test.ts checks them against the
+ * registry's, which test/worker/test_parallel_units.py checks against the built models). Pure.
+ */
+import { LANGUAGE_SHAPE, type TransformerShape } from "../config/registry.ts";
+
+export type { TransformerShape };
+
+/** A language model's shape as a run has it: the registry's, with the run's sequenceLength, layers, width and heads. */
+export function shapeOf(model: string, knobs: Readonly<Record<string, unknown>>): TransformerShape | undefined {
+  const registered = (LANGUAGE_SHAPE as Readonly<Record<string, TransformerShape>>)[model];
+  if (registered === undefined) return undefined;
+  const pick = (knob: string, fallback: number) => typeof knobs[knob] === "number" ? knobs[knob] : fallback;
+  return {
+    layers: pick("layers", registered.layers), width: pick("width", registered.width), heads: pick("heads", registered.heads),
+    sequenceLength: pick("sequenceLength", registered.sequenceLength), vocab: registered.vocab,
+  };
+}
+
+/** One block: q, k, v and the attention's projection 4(h² + h), the MLP 8h² + 5h, two LayerNorms 4h. */
+export function blockParameters(shape: TransformerShape): number {
+  const h = shape.width;
+  return 12 * h * h + 13 * h;
+}
+
+/**
+ * The model's parameters by part: the blocks, the embeddings (tokens V h and positions S h: a pipeline's first stage)
+ * and the final LayerNorm with the head (2h + h V: its last stage). The learned positions count for the model's
+ * longest sequence, the registry's, whatever sequence a run trains on.
+ */
+export function parameterParts(shape: TransformerShape, positions: number): { blocks: number; embeddings: number; final: number } {
+  const h = shape.width;
+  return { blocks: shape.layers * blockParameters(shape), embeddings: shape.vocab * h + positions * h, final: 2 * h + h * shape.vocab };
+}
+
+export function parameterCount(shape: TransformerShape, positions = shape.sequenceLength): number {
+  const parts = parameterParts(shape, positions);
+  return parts.blocks + parts.embeddings + parts.final;
+}
+
+/**
+ * Training FLOPs per token at a sequence length: 6 per weight of the blocks and the head (forward 2, backward 4),
+ * and attention's 12 L h s (the scores and their weighted sum, forward and backward: PaLM's appendix B). Embedding
+ * lookups cost no multiplications.
+ */
+export function trainingFlopsPerToken(shape: TransformerShape, sequenceLength: number): number {
+  const weights = shape.layers * blockParameters(shape) + shape.width * shape.vocab;
+  return 6 * weights + 12 * shape.layers * shape.width * sequenceLength;
+}
