@@ -1,9 +1,11 @@
 /**
  * Published single-GPU training throughput for the GPUs of the instance catalogue (aws-instance-types.ts): what
- * `ringlab plan` and `ringlab predict` use for an AWS run's compute when no campaign of the user's has measured it.
- * Data only. Every figure is copied as printed from the cited file at the cited commit (test/catalogue/published/
- * holds the excerpts and the script that extracts them; test/catalogue/published-throughput.test.ts checks every row
- * against them). Nothing is converted or interpolated here.
+ * `ringlab plan` and `ringlab predict` use for an AWS run's compute when no campaign of the user's has measured it;
+ * and, for those GPUs and the H200 (which no catalogue instance type has), what ringlab's GPU benchmark compares its
+ * runs with (test/bench/gpu-report.py, through the generated test/bench/gpu/published-throughput.json). Data only.
+ * Every figure is copied as printed from the cited file at the cited commit (test/catalogue/published/ holds the
+ * excerpts and the script that extracts them; test/catalogue/published-throughput.test.ts checks every row against
+ * them). Nothing is converted or interpolated here.
  *
  * What was looked for and not found (2026-11, NVIDIA DeepLearningExamples, Lambda's PyTorch and TensorFlow
  * benchmarks): any training figure for a T4 (g4dn), an A10G (g5; Lambda's A10 is another card) or an L4 (g6); any
@@ -52,10 +54,19 @@ const LAMBDA_CONDITIONS = "NVIDIA's ResNet-50 v1.5 PyTorch code in an NGC contai
 const LAMBDA_TF = { repo: "LambdaColdStorage/lambda-tensorflow-benchmark", commit: "e086e0e7d88a19991642d0774793693d4b7cbe46" } as const;
 const LAMBDA_TF_CONDITIONS = "TensorFlow tf_cnn_benchmarks, synthetic data, --variable_update=replicated; fp16 is --use_fp16";
 const A100_P4 = { ...LAMBDA, row: "train.total_ips" } as const;
+// Lambda's newer table has no batch-size CSV: the batch is in each run's log; the figure is the mean of the runs'
+// train.compute_ips, cut to an integer (pytorch/scripts/compile_results_pytorch_v2.py).
+const LAMBDA_V2_H200_CONDITIONS = "NVIDIA's ResNet-50 v1.5 PyTorch code in an NGC container, synthetic data, NCHW (memory_format nchw, also under AMP), "
+  + "mean of 3 runs on 2024-08-02 (Lambda's LambdaBM_ENG04 machine); fp32 means without AMP";
+const H200_RUNS = "pytorch/results_v2/LambdaBM_ENG04_1xH200_140GB_SXM_h200_v2";
 
 const lambdaCsv = (precision: "fp32" | "fp16", row: string, column: string) => ({
   throughputAt: { ...LAMBDA, path: `pytorch/csv_v1_v2/pytorch-train-throughput-${precision}.csv`, row, column },
   batchAt: { ...LAMBDA, path: `pytorch/csv_v1_v2/pytorch-train-bs-${precision}.csv`, row, column },
+});
+const lambdaV2Csv = (precision: "fp32" | "fp16", row: string, column: string, log: string) => ({
+  throughputAt: { ...LAMBDA, path: `pytorch/pytorch-train-throughput-v2-${precision}.csv`, row, column },
+  batchAt: { ...LAMBDA, path: log, row: "batch_size" },
 });
 const lambdaTfCsv = (precision: "fp32" | "fp16", row: string, column: string) => ({
   throughputAt: { ...LAMBDA_TF, path: `tf-train-throughput-${precision}.csv`, row, column },
@@ -65,6 +76,7 @@ const lambdaTfCsv = (precision: "fp32" | "fp16", row: string, column: string) =>
 const V100 = "NVIDIA V100";
 const A100 = "NVIDIA A100";
 const H100 = "NVIDIA H100";
+const H200 = "NVIDIA H200";
 
 export const PUBLISHED_THROUGHPUT: readonly PublishedThroughput[] = [
   // V100 (p3)
@@ -110,7 +122,32 @@ export const PUBLISHED_THROUGHPUT: readonly PublishedThroughput[] = [
     ...lambdaCsv("fp32", "LambdaCloud 1x H100 80GB SXM5", "resnet50") },
   { gpuModel: H100, card: "H100 80GB SXM5 (Lambda Cloud)", model: "resnet50", precision: "amp", framework: "PyTorch", imagesPerSecond: 2791, batchSize: 1280, conditions: LAMBDA_CONDITIONS,
     ...lambdaCsv("fp16", "LambdaCloud 1x H100 80GB SXM5", "resnet50") },
+  // H200 (no catalogue instance type: AWS p5e/p5en are not in aws-instance-types.ts)
+  { gpuModel: H200, card: "H200 140GB SXM (Lambda)", model: "resnet50", precision: "fp32", framework: "PyTorch", imagesPerSecond: 2259, batchSize: 1280, conditions: LAMBDA_V2_H200_CONDITIONS,
+    ...lambdaV2Csv("fp32", "LambdaBM_ENG04_1xH200_140GB_SXM_h200_v2", "resnet50", `${H200_RUNS}/PyTorch_resnet50_FP32/02-08-2024_13-03-32.txt`) },
+  { gpuModel: H200, card: "H200 140GB SXM (Lambda)", model: "resnet50", precision: "amp", framework: "PyTorch", imagesPerSecond: 3079, batchSize: 2560, conditions: LAMBDA_V2_H200_CONDITIONS,
+    ...lambdaV2Csv("fp16", "LambdaBM_ENG04_1xH200_140GB_SXM_h200_v2", "resnet50", `${H200_RUNS}/PyTorch_resnet50_AMP/02-08-2024_12-39-34.txt`) },
 ];
+
+/**
+ * The catalogue's GPU model of a device, by the whole name torch gives it (torch.cuda.get_device_name, a record's
+ * provenance.deviceModel), for the cards the catalogue's instance types carry and the H200 ringlab measured. Another
+ * card's name matches nothing, however close: a GH200 ("NVIDIA GH200 480GB") is no H200, an "NVIDIA H100 PCIe" no
+ * H100 80GB SXM5.
+ */
+export const TORCH_DEVICE_NAMES: Readonly<Record<string, string>> = {
+  "Tesla V100-SXM2-16GB": V100, // p3
+  "Tesla V100-SXM2-32GB": V100, // p3dn
+  "NVIDIA A100-SXM4-40GB": A100, // p4d
+  "NVIDIA A100-SXM4-80GB": A100, // p4de
+  "NVIDIA H100 80GB HBM3": H100, // p5 (SXM5)
+  "NVIDIA H200": H200, // test/bench/gpu/nvidia-h200
+};
+
+/** The catalogue's GPU model for a device name torch reports, matched whole; undefined for any other name. */
+export function gpuModelOfDevice(deviceName: string): string | undefined {
+  return Object.hasOwn(TORCH_DEVICE_NAMES, deviceName) ? TORCH_DEVICE_NAMES[deviceName] : undefined;
+}
 
 /** The published figures for a GPU, model and precision; empty when nothing was found. */
 export function publishedThroughput(gpuModel: string, model: string, precision: string): PublishedThroughput[] {

@@ -14,7 +14,7 @@ describe("ringlab's measured GPU throughput", () => {
 
   it.each(files)("%s: every successful run is a row, as measured, and every row is a run", (file) => {
     const results = JSON.parse(readFileSync(file, "utf8")) as BenchResults;
-    expect(results.schema).toBe("ringlab.gpu-bench/v1");
+    expect(results.schema).toBe("ringlab.gpu-bench/v2");
     const rows = MEASURED_THROUGHPUT.filter((row) => row.results === file);
     const runs = results.runs.filter((run) => run.status === "ok");
     expect(rows.map(({ model, precision, batchSize, imagesPerSecond }) => ({ model, precision, batchSize, imagesPerSecond })))

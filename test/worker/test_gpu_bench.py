@@ -20,7 +20,7 @@ def test_the_gpu_benchmark_script_runs_on_the_cpu_and_writes_the_results_and_the
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads((tmp_path / "results.json").read_text())
-    assert results["schema"] == "ringlab.gpu-bench/v1" and results["device"] == "cpu"
+    assert results["schema"] == "ringlab.gpu-bench/v2" and results["device"] == "cpu" and results["published"] is None
     assert [(run["model"], run["precision"], run["batchSize"], run["status"]) for run in results["runs"]] == [
         ("tiny", "fp32", 32, "ok"), ("tiny", "fp32", 64, "ok")]
     for run in results["runs"]:

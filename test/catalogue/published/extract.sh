@@ -21,6 +21,16 @@ for precision in fp32 fp16; do
     show "$lambdatf" $LAMBDATF tf-train-$kind-$precision.csv > "$here/lambda-tf-train-$kind-$precision.csv"
   done
 done
+# Lambda's newer results (v2 CSVs; no batch-size CSV): the whole table, then the runs behind the 1x H200 row
+# (LambdaBM_ENG04, 3 runs a precision), each log's parameters (batch_size, amp, memory_format) and summary lines.
+for precision in fp32 fp16; do
+  show "$lambda" $LAMBDA pytorch/pytorch-train-throughput-v2-$precision.csv > "$here/lambda-pytorch-train-throughput-v2-$precision.csv"
+done
+for task in FP32 AMP; do
+  git --git-dir="$lambda" ls-tree -r --name-only $LAMBDA "pytorch/results_v2/LambdaBM_ENG04_1xH200_140GB_SXM_h200_v2/PyTorch_resnet50_$task/" | grep '\.txt$' \
+    | while read -r file; do echo "# $file"; show "$lambda" $LAMBDA "$file" | grep -E ' - PARAMETER data | - Summary: train\.loss'; done \
+    > "$here/lambda-h200-resnet50-${task,,}.txt"
+done
 # The one A100 run on an AWS p4d in Lambda's logs: each precision's parameters and summary lines.
 for task in FP32 AMP; do
   file=$(git --git-dir="$lambda" ls-tree -r --name-only $LAMBDA "pytorch/results/A100_p4/PyTorch_resnet50_$task/" | grep -v monitor | head -1)
