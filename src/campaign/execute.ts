@@ -26,10 +26,10 @@ import { writeFileAtomic } from "../util/fs.ts";
 import { checkLinkDrive } from "./link-drive.ts";
 import { campaignName, planCampaign, remainingRuns, type CampaignPlan, type PlannedRun } from "./plan.ts";
 import { runsStillNeeded, throughputsByConfiguration, withoutRoundsNotNeeded } from "./precision.ts";
-import type { Calibration } from "../predict/calibration.ts";
+import { calibrationInputs, type Calibration } from "../predict/calibration.ts";
 import { predictionContextFor, PUBLISHED_ONLY } from "../predict/inputs.ts";
 import { isPrediction, predictRun, type MissingInput, type PredictionContext } from "../predict/predict.ts";
-import { PREDICTIONS_SCHEMA, type PredictionsFile } from "../results/predictions.ts";
+import { decidePredictions, PREDICTIONS_SCHEMA, type CalibrationInput, type PredictionsFile, type RecordedRun } from "../results/predictions.ts";
 
 export interface CampaignOptions {
   /** Keep the testbed afterwards (overrides the file's `keep`). */
@@ -101,7 +101,7 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
   const alreadyDone = plan.runs.length - todo.length;
   saveCampaignCopy(store.layout, file.sourceText);
   const predictFrom = predictionContextFor(file, cpusPerNode, options.calibration?.calibration);
-  if (predictFrom !== undefined) savePredictions(ctx, store.layout, plan, predictFrom, options.calibration?.from ?? PUBLISHED_ONLY);
+  if (predictFrom !== undefined) savePredictions(ctx, { store, plan, campaignFile: file.sourceFile }, predictFrom, options.calibration?.from);
   ctx.reporter.info(`campaign ${plan.name}: ${plan.repeatUntil === undefined ? "" : "up to "}${plan.runs.length} runs planned, ${alreadyDone} already done, ${todo.length} to run; results in ${store.layout.dir}`);
 
   const tally: Tally = { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0, rerun: { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0, stillDisturbed: 0 } };
@@ -462,16 +462,71 @@ export async function makeReport(ctx: Context, store: ResultsStore, leftOut: rea
   }
 }
 
-/** Every training run's prediction, saved once, before the first run; `from` names the calibration. */
-function savePredictions(ctx: Context, layout: ResultsLayout, plan: CampaignPlan, context: PredictionContext, from: string): void {
+/**
+ * Every training run's prediction, saved once, before the first run; `from` names the calibration (none: published
+ * figures and the catalogue). A calibration made before ringlab recorded its folders' absolute paths names them as
+ * given to `calibrate`: they are read from here.
+ */
+function savePredictions(ctx: Context, scope: { store: ResultsStore; plan: CampaignPlan; campaignFile: string }, context: PredictionContext,
+  from: string | undefined): void {
+  const { layout } = scope.store;
   if (existsSync(layout.predictions)) return;
-  const outcomes = plan.runs.map((run) => predictRun(run, context)).filter((outcome) => outcome !== null);
+  const inputs = context.calibration === undefined ? []
+    : calibrationInputs(context.calibration).map((input) => (input.folder === null && input.resultsDir !== null ? { ...input, folder: resolve(input.resultsDir) } : input));
+  const outcome = predictionsToSave({ plan: scope.plan, campaignFile: scope.campaignFile, recorded: scope.store.records(), resultsDir: layout.dir,
+    context, from, calibrationInputs: inputs, madeAt: new Date().toISOString() });
+  if ("refused" in outcome) {
+    ctx.reporter.warn(outcome.refused);
+    return;
+  }
+  writeFileAtomic(layout.predictions, `${JSON.stringify(outcome.file, null, 2)}\n`);
+  ctx.reporter.info(`${outcome.said} (${layout.predictions})`);
+}
+
+export interface PredictionsToSave {
+  readonly plan: CampaignPlan;
+  /** The campaign file, for the `ringlab plan` command the refusal names. */
+  readonly campaignFile: string;
+  /** Every record in the results folder, all attempts. */
+  readonly recorded: readonly RecordedRun[];
+  /** The results folder, absolute. */
+  readonly resultsDir: string;
+  readonly context: PredictionContext;
+  /** The calibration file or folder; undefined: published figures and the catalogue. */
+  readonly from: string | undefined;
+  /** The calibration's inputs, each with its folder's absolute path. */
+  readonly calibrationInputs: readonly CalibrationInput[];
+  readonly madeAt: string;
+}
+
+/**
+ * The predictions.json to write and the line that says so, or, once runs of the campaign are done in its results folder,
+ * the line that says why none is written and which command shows the predictions without running (decidePredictions).
+ */
+export function predictionsToSave(question: PredictionsToSave): { readonly file: PredictionsFile; readonly said: string } | { readonly refused: string } {
+  const { plan, from } = question;
+  const decision = decidePredictions({ planned: plan.runs, recorded: question.recorded, resultsFolder: question.resultsDir, calibrationInputs: question.calibrationInputs });
+  if (!decision.save) {
+    return {
+      refused: `predictions not saved: ${decision.runsDone.length} of the campaign's ${plan.runs.length} runs are done already in ${question.resultsDir}, ` +
+        `so predictions made now would not come before them; \`ringlab plan ${question.campaignFile}${from === undefined ? "" : ` --calibration ${from}`}\` ` +
+        "prints them without running anything, and a campaign into a new results folder (--results) saves them before its first run",
+    };
+  }
+  const outcomes = plan.runs.map((run) => predictRun(run, question.context)).filter((outcome) => outcome !== null);
   const predictions = outcomes.filter(isPrediction);
   const missing = outcomes.filter((outcome): outcome is MissingInput => !isPrediction(outcome));
-  const file: PredictionsFile = { schema: PREDICTIONS_SCHEMA, calibration: from, madeAt: new Date().toISOString(), predictions, missing };
-  writeFileAtomic(layout.predictions, `${JSON.stringify(file, null, 2)}\n`);
-  ctx.reporter.info(`predicted ${predictions.length} training runs from ${from} before they ran (${layout.predictions})` +
-    (missing.length === 0 ? "" : `; ${missing.length} could not be: ${missing[0]!.missing}`));
+  const file: PredictionsFile = {
+    schema: PREDICTIONS_SCHEMA, calibration: from ?? PUBLISHED_ONLY, madeAt: question.madeAt, runsDoneBefore: [],
+    calibrationInputs: question.calibrationInputs, sample: decision.sample, predictions, missing,
+  };
+  const claim = decision.sample.kind === "in-sample"
+    ? `, in-sample: ${decision.sample.reasons.join("; ")}; the report scores them as in-sample, no test of the model`
+    : ` before they ran${from === undefined ? "" : ", out-of-sample: the calibration holds none of this campaign's runs"}`;
+  return {
+    file,
+    said: `predicted ${predictions.length} training runs from ${file.calibration}${claim}` + (missing.length === 0 ? "" : `; ${missing.length} could not be: ${missing[0]!.missing}`),
+  };
 }
 
 export function saveCampaignCopy(layout: ResultsLayout, text: string): void {

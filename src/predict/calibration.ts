@@ -5,10 +5,12 @@
  * DDP hid behind backward (the overlap share φ, per node count). Merged calibrations keep the newest entry of each
  * key. Pure: records and plain data in, plain data out; src/cli/commands/calibrate.ts reads and writes the file.
  */
+import { createHash } from "node:crypto";
 import { z } from "zod";
 import { reportData } from "../report/data.ts";
 import { overlapShare } from "../results/comm-model.ts";
 import { meanWithInterval } from "../results/cost-model.ts";
+import type { CalibrationInput } from "../results/predictions.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import { disturbance } from "../results/steadiness.ts";
 import { inCurrentCpuPeriod } from "../testbed/cpu-quota.ts";
@@ -32,9 +34,17 @@ export function onSupportedTorch(record: RunRecord): boolean {
   return major > floorMajor || (major === floorMajor && minor >= floorMinor);
 }
 
-/** Where a number came from, in order of trust: measured by the user, published (with its citation), or derived. */
+/**
+ * Where a number came from, in order of trust: measured by the user, published (with its citation), or derived. A
+ * measurement names its runs (their ids and fingerprints) and its folder's absolute path, so that a campaign can tell
+ * whether a calibration holds runs of its own (src/results/predictions.ts decidePredictions); calibrations made before
+ * ringlab recorded them lack the three.
+ */
 export type Source =
-  | { readonly kind: "measured"; readonly resultsDir: string; readonly date: string }
+  | {
+    readonly kind: "measured"; readonly resultsDir: string; readonly date: string;
+    readonly folder?: string; readonly runIds?: readonly string[]; readonly fingerprints?: readonly string[];
+  }
   | { readonly kind: "derived"; readonly how: string };
 
 /** One step's compute on one worker: what the training configuration's single-node runs measured. */
@@ -98,7 +108,10 @@ export interface Calibration {
 }
 
 const source = z.discriminatedUnion("kind", [
-  z.strictObject({ kind: z.literal("measured"), resultsDir: z.string(), date: z.string() }),
+  z.strictObject({
+    kind: z.literal("measured"), resultsDir: z.string(), date: z.string(),
+    folder: z.string().optional(), runIds: z.array(z.string()).optional(), fingerprints: z.array(z.string()).optional(),
+  }),
   z.strictObject({ kind: z.literal("derived"), how: z.string() }),
 ]);
 
@@ -141,11 +154,13 @@ export function parseCalibration(json: unknown): { calibration: Calibration } | 
 }
 
 /**
- * The calibration of one campaign's results (`resultsDir` names them in every entry's source). A probe whose sizes
- * determine no link (fewer than two sizes, or times that do not grow with the size: noise larger than the signal)
- * gives no entry, and `warn` says which and how to measure it.
+ * The calibration of one campaign's results (`resultsDir` names them in every entry's source, `folder` is their
+ * absolute path, and each entry lists the runs it came from). A probe whose sizes determine no link (fewer than two
+ * sizes, or times that do not grow with the size: noise larger than the signal) gives no entry, and `warn` says which
+ * and how to measure it.
  */
-export function calibrationFromRecords(everyRecord: readonly RunRecord[], resultsDir: string, warn: (message: string) => void = () => {}): Calibration {
+export function calibrationFromRecords(everyRecord: readonly RunRecord[], resultsDir: string, warn: (message: string) => void = () => {},
+  folder?: string): Calibration {
   const inPeriod = everyRecord.filter(inCurrentCpuPeriod);
   const older = everyRecord.length - inPeriod.length;
   if (older > 0) {
@@ -174,6 +189,10 @@ export function calibrationFromRecords(everyRecord: readonly RunRecord[], result
   const data = reportData(records);
   const recordOf = new Map(records.map((record) => [record.runId, record]));
   const dateOf = (runIds: readonly string[]) => runIds.map((id) => recordOf.get(id)?.endedAt ?? "").sort().at(-1)!.slice(0, 10);
+  const measured = (runIds: readonly string[]): Source => ({
+    kind: "measured", resultsDir, date: dateOf(runIds), ...(folder === undefined ? {} : { folder }),
+    runIds: [...new Set(runIds)].sort(), fingerprints: [...new Set(runIds.flatMap((id) => recordOf.get(id)?.fingerprint ?? []))].sort(),
+  });
   const compute: ComputeEntry[] = data.training.flatMap((config) => {
     const baseline = config.baseline;
     const first = baseline === null ? undefined : recordOf.get(baseline.runIds[0]!);
@@ -187,7 +206,7 @@ export function calibrationFromRecords(everyRecord: readonly RunRecord[], result
       ...(first.params.knobs["channelsLast"] === true ? { channelsLast: true as const } : {}),
       device: first.result.provenance.device, deviceModel: first.result.provenance.deviceModel, cpusPerNode: first.params.cpusPerNode ?? null,
       computeSeconds: { mean: computeSeconds, halfWidth95, repeats: baseline.imagesPerSecond.n },
-      gradientBytes: first.result.metrics.gradientBytes, source: { kind: "measured", resultsDir, date: dateOf(baseline.runIds) },
+      gradientBytes: first.result.metrics.gradientBytes, source: measured(baseline.runIds),
     }];
   });
   // DDP sums through torch.distributed: a probe through Open MPI (probe.library mpi) is no link it predicts.
@@ -204,10 +223,10 @@ export function calibrationFromRecords(everyRecord: readonly RunRecord[], result
     return [{
       bandwidth: probe.bandwidth, nodes: probe.nodes, processesPerNode: probe.processesPerNode, reduction: probe.reduction,
       cpusPerNode: first?.params.cpusPerNode ?? null, ...(instanceType === undefined ? {} : { instanceType }), alphaSeconds: probe.fit.alphaSeconds, betaSecondsPerByte: probe.fit.betaSecondsPerByte,
-      rSquared: probe.fit.rSquared, source: { kind: "measured", resultsDir, date: dateOf(probe.runIds) },
+      rSquared: probe.fit.rSquared, source: measured(probe.runIds),
     }];
   });
-  return { schema: CALIBRATION_SCHEMA, compute, links, overlap: overlapFromReport(data, recordOf, resultsDir, dateOf) };
+  return { schema: CALIBRATION_SCHEMA, compute, links, overlap: overlapFromReport(data, recordOf, measured) };
 }
 
 /**
@@ -215,8 +234,8 @@ export function calibrationFromRecords(everyRecord: readonly RunRecord[], result
  * was shaped and whose probe gave a fit: the points where the model's t_c and Σ t_ar are both known. An unshaped
  * link is left out: what sets its pace is the workers' CPU, not a link the model describes.
  */
-function overlapFromReport(data: ReturnType<typeof reportData>, recordOf: ReadonlyMap<string, RunRecord>, resultsDir: string,
-  dateOf: (runIds: readonly string[]) => string): OverlapEntry[] {
+function overlapFromReport(data: ReturnType<typeof reportData>, recordOf: ReadonlyMap<string, RunRecord>,
+  measured: (runIds: readonly string[]) => Source): OverlapEntry[] {
   const groups = new Map<string, { key: Omit<OverlapEntry, "share" | "source">; shares: number[]; runIds: string[] }>();
   for (const config of data.training) {
     for (const series of config.series) {
@@ -237,7 +256,7 @@ function overlapFromReport(data: ReturnType<typeof reportData>, recordOf: Readon
   }
   return [...groups.values()].map(({ key, shares, runIds }) => {
     const share = meanWithInterval(shares);
-    return { ...key, share: { mean: share.mean, halfWidth95: share.halfWidth95, points: share.n }, source: { kind: "measured", resultsDir, date: dateOf(runIds) } };
+    return { ...key, share: { mean: share.mean, halfWidth95: share.halfWidth95, points: share.n }, source: measured(runIds) };
   });
 }
 
@@ -269,4 +288,40 @@ export function mergeCalibrations(calibrations: readonly Calibration[]): Calibra
 /** "measured in results/local-seed on 2026-11-25", "derived: ..." */
 export function describeSource(source: Source): string {
   return source.kind === "measured" ? `measured in ${source.resultsDir} on ${source.date}` : `derived: ${source.how}`;
+}
+
+/**
+ * Every entry of the calibration as predictions.json records it: what it is, where and from which runs it was measured,
+ * and a hash of its content that does not depend on the order of its keys (the same entry in another file hashes the
+ * same).
+ */
+export function calibrationInputs(calibration: Calibration): CalibrationInput[] {
+  const cores = (cpusPerNode: number | null) => (cpusPerNode === null ? "" : ` at ${cpusPerNode} cores`);
+  const on = (instanceType: string | undefined) => (instanceType === undefined ? "" : ` on ${instanceType}`);
+  return [
+    ...calibration.compute.map((entry) => input(`compute ${entry.model} batch ${entry.batchSize} ${entry.precision}${entry.channelsLast === true ? " channels-last" : ""} ` +
+      `on ${entry.deviceModel}${cores(entry.cpusPerNode)}`, entry)),
+    ...calibration.links.map((entry) => input(`link ${entry.bandwidth}, ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),
+    ...calibration.overlap.map((entry) => input(`overlap ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),
+  ];
+}
+
+function input(entry: string, content: ComputeEntry | LinkEntry | OverlapEntry): CalibrationInput {
+  const { source } = content;
+  const measured = source.kind === "measured" ? source : undefined;
+  return {
+    entry, source: describeSource(source), resultsDir: measured?.resultsDir ?? null, folder: measured?.folder ?? null,
+    runIds: measured?.runIds ?? null, fingerprints: measured?.fingerprints ?? null,
+    sha256: createHash("sha256").update(canonicalJson(content)).digest("hex"),
+  };
+}
+
+/** JSON with every object's keys sorted: the same value gives the same text whatever order its keys were written in. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value).filter(([, field]) => field !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([key, field]) => `${JSON.stringify(key)}:${canonicalJson(field)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
 }

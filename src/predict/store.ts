@@ -38,7 +38,7 @@ export function calibrationOfResults(dir: string, warn: Warn): Calibration {
   if (store.records().length === 0) {
     throw new UsageError(`no run records in ${store.layout.runsDir}: results directory ${dir} calibrates nothing`, { hint: "pass the results of a campaign that ran (results/<campaign>)" });
   }
-  return calibrationFromRecords(store.records(), dir, warn);
+  return calibrationFromRecords(store.records(), dir, warn, store.layout.dir);
 }
 
 /** The calibration already in `file`, none where it is of another version (said so: it is replaced). */

@@ -1,20 +1,34 @@
 /**
- * The prediction made before the run, scored (issue #35): for every training run that `ringlab plan`'s model
- * predicted (predictions.json, saved by the campaign before its first run), the measured throughput and scaling
- * efficiency beside the predicted ones. Pure.
+ * The predictions saved with a campaign, scored (issue #35): for every training run that `ringlab plan`'s model
+ * predicted (predictions.json), the measured throughput and scaling efficiency beside the predicted ones, for every
+ * attempt of the run: a run done again (its first measurement disturbed) is shown beside its first measurement, and
+ * the score counts the first. Whether they were made before the runs, and from a calibration that holds none of
+ * them, is said (predictionClaim): only then are they "predicted before the run". Pure.
  */
-import type { PredictionsFile } from "../results/predictions.ts";
-import { latestAttempts, type RunRecord } from "../results/record.ts";
+import { PREDICTIONS_SCHEMA, type AnyPredictionsFile, type PredictionSample } from "../results/predictions.ts";
+import { attemptOf, type RunRecord } from "../results/record.ts";
+import { disturbance, type Disturbance } from "../results/steadiness.ts";
 import { groupBy, type ReportData } from "./data.ts";
 import { throughputOf } from "../results/worker-result.ts";
 
 export interface ScoredPrediction {
   readonly runId: string;
-  /** "small · batch 32 · 1gbit · 3 nodes · repeat 2", as the report's tables name points, and which repeat. */
+  /**
+   * "small · batch 32 · 1gbit · 3 nodes · repeat 2", as the report's tables name points, and which repeat; where the
+   * run was measured more than once (or first measured by a later attempt), also which attempt.
+   */
   readonly label: string;
   /** The label without the repeat: the runs of one configuration share it. */
   readonly configuration: string;
   readonly nodes: number;
+  /** The attempt (src/results/store.ts) this row measured. */
+  readonly attempt: number;
+  /** The run's first measurement, which the summary counts; false for an attempt done again after it. */
+  readonly counted: boolean;
+  /** The run's latest attempt: the one the report's flags (src/report/flags.ts) speak of. */
+  readonly latest: boolean;
+  /** Why this attempt's own measurement is in doubt (the machine busy, steps that changed speed); null if not. */
+  readonly disturbance: Disturbance | null;
   readonly predictedImagesPerSecond: number;
   readonly measuredImagesPerSecond: number;
   /** measured / predicted − 1. */
@@ -26,43 +40,111 @@ export interface ScoredPrediction {
   readonly errorPoints: number | null;
 }
 
+/** What the predictions can claim: whether any run they predict was measured first, and whether the calibration held runs of this campaign. */
+export interface PredictionClaim {
+  /** Predicted runs measured before the predictions were made: as the file says, or an ok attempt that started earlier. */
+  readonly measuredBefore: readonly string[];
+  /** "unknown" for a v1 file, which did not record the calibration's inputs. */
+  readonly sample: PredictionSample | { readonly kind: "unknown" };
+}
+
 export interface PredictionScore {
   readonly calibration: string;
   readonly madeAt: string;
+  /** Absent where predictions.json could not be read: nothing is claimed then. */
+  readonly claim?: PredictionClaim;
+  /** One row per ok attempt of a predicted run, a run's attempts together and in order. */
   readonly scored: readonly ScoredPrediction[];
   /** Predicted runs without an ok record yet. */
   readonly notMeasured: number;
-  readonly missing: PredictionsFile["missing"];
+  readonly missing: AnyPredictionsFile["missing"];
   /** Every input's source once ("measured in ...", "published: ...", "assumed: ..."), in the order first used. */
   readonly sources: readonly string[];
 }
 
-/** Scores the predictions against the latest ok attempt of every predicted run. */
-export function scorePredictions(file: PredictionsFile, data: ReportData, records: readonly RunRecord[]): PredictionScore {
-  const latest = new Map(latestAttempts(records).map(({ record }) => [record.runId, record]));
+/** Scores the predictions against every ok attempt of every predicted run (`records`: every attempt's record). */
+export function scorePredictions(file: AnyPredictionsFile, data: ReportData, records: readonly RunRecord[]): PredictionScore {
+  const attemptsOf = groupBy([...records].sort((a, b) => attemptOf(a) - attemptOf(b)), (record) => record.runId);
   const scored: ScoredPrediction[] = [];
   let notMeasured = 0;
   for (const prediction of file.predictions) {
-    const record = latest.get(prediction.runId);
-    if (record?.status !== "ok" || record.result?.job !== "train") {
+    const every = attemptsOf.get(prediction.runId) ?? [];
+    const measured = every.flatMap((record) => (record.status === "ok" && record.result?.job === "train" ? [{ record, metrics: record.result.metrics }] : []));
+    if (measured.length === 0) {
       notMeasured++;
       continue;
     }
-    const measured = throughputOf(record.result.metrics).total.mean;
+    const latest = Math.max(...every.map(attemptOf));
     const place = placeOf(data, prediction.runId);
-    const measuredEfficiency = place === undefined || place.perWorker === null ? null : measured / (place.workers * place.perWorker);
     const configuration = place?.label ?? prediction.runId;
-    scored.push({
-      runId: prediction.runId, label: place === undefined ? configuration : `${configuration} · repeat ${record.params.repeat}`, configuration, nodes: record.params.nodes,
-      predictedImagesPerSecond: prediction.imagesPerSecond, measuredImagesPerSecond: measured,
-      throughputError: measured / prediction.imagesPerSecond - 1,
-      predictedEfficiency: prediction.scalingEfficiency, measuredEfficiency,
-      errorPoints: measuredEfficiency === null ? null : (measuredEfficiency - prediction.scalingEfficiency.value) * 100,
+    measured.forEach(({ record, metrics }, index) => {
+      const imagesPerSecond = throughputOf(metrics).total.mean;
+      const measuredEfficiency = place === undefined || place.perWorker === null ? null : imagesPerSecond / (place.workers * place.perWorker);
+      const attempt = attemptOf(record);
+      const named = place === undefined ? configuration : `${configuration} · repeat ${record.params.repeat}`;
+      const which = measured.length === 1 && attempt === 1 ? "" : ` · attempt ${attempt}${index === 0 ? "" : " (run again)"}`;
+      scored.push({
+        runId: prediction.runId, label: `${named}${which}`, configuration, nodes: record.params.nodes,
+        attempt, counted: index === 0, latest: attempt === latest, disturbance: disturbance(record) ?? null,
+        predictedImagesPerSecond: prediction.imagesPerSecond, measuredImagesPerSecond: imagesPerSecond,
+        throughputError: imagesPerSecond / prediction.imagesPerSecond - 1,
+        predictedEfficiency: prediction.scalingEfficiency, measuredEfficiency,
+        errorPoints: measuredEfficiency === null ? null : (measuredEfficiency - prediction.scalingEfficiency.value) * 100,
+      });
     });
   }
   const sources = [...new Set(file.predictions.flatMap((prediction) => [prediction.sources.compute, prediction.sources.link, prediction.sources.overlap ?? "no link (one node)"]))]
     .filter((source) => source !== "no link (one node)");
-  return { calibration: file.calibration, madeAt: file.madeAt, scored, notMeasured, missing: file.missing, sources };
+  return { calibration: file.calibration, madeAt: file.madeAt, claim: predictionClaim(file, records), scored, notMeasured, missing: file.missing, sources };
+}
+
+/**
+ * What the file can claim, checked against the records too: a predicted run with an ok attempt that started before the
+ * predictions were made was measured first, whatever the file says (a v1 file says nothing of it).
+ */
+export function predictionClaim(file: AnyPredictionsFile, records: readonly RunRecord[]): PredictionClaim {
+  const predicted = new Set(file.predictions.map((prediction) => prediction.runId));
+  const madeAt = Date.parse(file.madeAt);
+  const startedEarlier = records.filter((record) => predicted.has(record.runId) && record.status === "ok" && !(Date.parse(record.startedAt) > madeAt))
+    .map((record) => record.runId);
+  const saidDone = file.schema === PREDICTIONS_SCHEMA ? file.runsDoneBefore : [];
+  return {
+    measuredBefore: [...new Set([...saidDone, ...startedEarlier])].sort(),
+    sample: file.schema === PREDICTIONS_SCHEMA ? file.sample : { kind: "unknown" },
+  };
+}
+
+/** Whether the score may be called predicted before the run: nothing measured first, from a calibration that holds none of the campaign's runs. */
+export function predictedBefore(score: PredictionScore): boolean {
+  return score.claim !== undefined && score.claim.measuredBefore.length === 0 && score.claim.sample.kind === "out-of-sample";
+}
+
+/** The report section's title: "Predicted before the run" only where predictedBefore holds. */
+export function predictionsTitle(score: PredictionScore): string {
+  const claim = score.claim;
+  if (claim === undefined) return "Predictions";
+  if (claim.sample.kind === "in-sample") return "Predictions, in-sample";
+  if (claim.measuredBefore.length > 0) return "Predictions made after runs were measured";
+  return claim.sample.kind === "unknown" ? "Predictions, calibration not recorded" : "Predicted before the run";
+}
+
+/** What the predictions are, where they are not predicted before the run; undefined where they are. */
+export function claimCaveat(score: PredictionScore): string | undefined {
+  const claim = score.claim;
+  if (claim === undefined || predictedBefore(score)) return undefined;
+  const parts: string[] = [];
+  if (claim.sample.kind === "in-sample") {
+    parts.push(`In-sample: the calibration holds runs of this campaign (${claim.sample.reasons.join("; ")}), so the errors say how well the model fits ` +
+      "its own measurements, not how well it predicts.");
+  }
+  if (claim.measuredBefore.length > 0) {
+    const count = claim.measuredBefore.length;
+    parts.push(`Made after ${count} of the predicted runs ${count === 1 ? "was" : "were"} measured (${claim.measuredBefore.join(", ")}): no prediction of ${count === 1 ? "it" : "them"}.`);
+  }
+  if (claim.sample.kind === "unknown") {
+    parts.push("This predictions.json (ringlab.predictions/v1) does not record which runs its calibration came from: it may hold runs of this campaign (in-sample).");
+  }
+  return parts.join(" ");
 }
 
 /** Where the run sits in the report: its label, workers and the baseline's throughput per worker. */
@@ -86,26 +168,30 @@ function placeOf(data: ReportData, runId: string): { label: string; workers: num
  * of the repeats average out. The configurations' part appears only where some configuration has repeats.
  */
 export function scoreSummary(score: PredictionScore): string {
-  const withEfficiency = score.scored.filter((row) => row.errorPoints !== null && row.nodes > 1);
+  const counted = score.scored.filter((row) => row.counted);
+  const withEfficiency = counted.filter((row) => row.errorPoints !== null && row.nodes > 1);
   const within5 = withEfficiency.filter((row) => Math.abs(row.errorPoints!) <= 5).length;
-  const within10 = score.scored.filter((row) => Math.abs(row.throughputError) <= 0.1).length;
+  const within10 = counted.filter((row) => Math.abs(row.throughputError) <= 0.1).length;
   const meanAbs = withEfficiency.length === 0 ? null : mean(withEfficiency.map((row) => Math.abs(row.errorPoints!)));
   const configurations = [...groupBy(withEfficiency, (row) => row.configuration).values()];
   const means = configurations.some((rows) => rows.length > 1)
     ? `, the mean of each configuration's repeats within 5 points for ${configurations.filter((rows) => Math.abs(mean(rows.map((row) => row.errorPoints!))) <= 5).length} of ${configurations.length} configurations`
     : "";
-  return `${within5} of ${withEfficiency.length} multi-node runs within 5 points of the predicted scaling efficiency` +
-    `${meanAbs === null ? "" : ` (mean |error| ${meanAbs.toFixed(1)} points)`}${means}, ${within10} of ${score.scored.length} runs within 10 % of the predicted throughput`;
+  const label = score.claim?.sample.kind === "in-sample" ? "In-sample, no test of the model: "
+    : score.claim !== undefined && score.claim.measuredBefore.length > 0 ? "Made after runs were measured: " : "";
+  return `${label}${within5} of ${withEfficiency.length} multi-node runs within 5 points of the predicted scaling efficiency` +
+    `${meanAbs === null ? "" : ` (mean |error| ${meanAbs.toFixed(1)} points)`}${means}, ${within10} of ${counted.length} runs within 10 % of the predicted throughput`;
 }
 
 /**
  * "1 of the 2 multi-node runs outside 5 points is flagged (see Flags): ...", or undefined when no such run is flagged:
  * a miss whose measurement a flag of that run questions (an outlier repeat, a busy machine, an unsteady run: the caller
- * passes those runs) is not the model's error alone.
+ * passes those runs, whose flags speak of their latest attempt; an earlier attempt's own disturbance counts as its
+ * flag) is not the model's error alone. The misses are those the summary counts: each run's first measurement.
  */
 export function flaggedMisses(score: PredictionScore, flaggedRunIds: ReadonlySet<string>): string | undefined {
-  const misses = score.scored.filter((row) => row.errorPoints !== null && row.nodes > 1 && Math.abs(row.errorPoints) > 5);
-  const flagged = misses.filter((row) => flaggedRunIds.has(row.runId)).length;
+  const misses = score.scored.filter((row) => row.counted && row.errorPoints !== null && row.nodes > 1 && Math.abs(row.errorPoints) > 5);
+  const flagged = misses.filter((row) => (row.latest ? flaggedRunIds.has(row.runId) : row.disturbance !== null)).length;
   if (flagged === 0) return undefined;
   const which = misses.length === 1 ? "the one multi-node run outside 5 points is" : `${flagged} of the ${misses.length} multi-node runs outside 5 points ${flagged === 1 ? "is" : "are"}`;
   return `${which} flagged (see Flags): the measurement, not only the model, may be off there`;

@@ -12,7 +12,7 @@ import {
 import { escapeHtml, htmlTable, markdownText, PAGE_STYLE, percent, readableSpan, readableTime } from "./text.ts";
 import { libraryComparisons } from "./libraries.ts";
 import { raceVerdict, strategyRaces, type StrategyOutcome, type StrategyRace } from "./time-to-accuracy.ts";
-import { flaggedMisses, scoreSummary, type PredictionScore } from "./predictions.ts";
+import { claimCaveat, flaggedMisses, predictedBefore, predictionsTitle, scoreSummary, type PredictionScore, type ScoredPrediction } from "./predictions.ts";
 import { STEADINESS_MIN_STEPS, UNSTEADY_SHIFT } from "../results/steadiness.ts";
 
 export { markdownText };
@@ -522,29 +522,45 @@ function oneLine(text: string): string {
 }
 
 
-const PREDICTIONS_INTRO = "Made before the first run with ringlab plan's model (t_c, then the all-reduce in DDP's buckets, less the share φ of " +
-  "it that the calibration's own shaped runs hid behind backward, or none where no run measured it; the interval from t_c's and φ's), from the " +
-  "sources listed below it: earlier campaigns' measurements, published figures, the instance catalogue, each derived or assumed input said so.";
+/** Says "before the first run" only where the predictions were (predictedBefore): nothing measured first, and out-of-sample. */
+function predictionsIntro(score: PredictionScore): string {
+  return `${predictedBefore(score) ? "Made before the first run, from a calibration that holds none of this campaign's runs, with" : "Made with"} ringlab plan's model ` +
+    "(t_c, then the all-reduce in DDP's buckets, less the share φ of it that the calibration's own shaped runs hid behind backward, or none where no " +
+    "run measured it; the interval from t_c's and φ's), from the sources listed below it: earlier campaigns' measurements, published figures, the " +
+    "instance catalogue, each derived or assumed input said so. Every measurement of a run is shown: one done again (its first disturbed) beside the first.";
+}
 
 /**
- * One row per scored run; the flags that concern that run alone (RUN_FLAG_KINDS: an outlier repeat, a busy machine, an
- * unsteady run) marked after its name. A configuration's flags (a wide interval) are the tables' above, not a run's.
+ * One row per scored attempt; the flags that concern that run alone (RUN_FLAG_KINDS: an outlier repeat, a busy machine,
+ * an unsteady run) marked after its name on its latest attempt, of which the flags speak, and an earlier attempt's own
+ * disturbance on that attempt. A configuration's flags (a wide interval) are the tables' above, not a run's.
  */
 function predictionRows(score: PredictionScore, flags: readonly Flag[], escape = (text: string) => text, mark = flagMark): string[][] {
   const signed = (value: number, digits: number) => `${value >= 0 ? "+" : "−"}${Math.abs(value).toFixed(digits)}`;
   return score.scored.map((row) => [
-    `${escape(row.label)}${mark(runFlags(flags), [row.runId])}`, row.predictedImagesPerSecond.toFixed(1), row.measuredImagesPerSecond.toFixed(1), `${signed(row.throughputError * 100, 1)}%`,
+    `${escape(row.label)}${mark(row.latest ? runFlags(flags) : disturbanceFlags(row), [row.runId])}`, row.predictedImagesPerSecond.toFixed(1),
+    row.measuredImagesPerSecond.toFixed(1), `${signed(row.throughputError * 100, 1)}%`,
     `${percent(row.predictedEfficiency.value)} (${percent(row.predictedEfficiency.low)} – ${percent(row.predictedEfficiency.high)})`,
     optional(row.measuredEfficiency, percent), row.errorPoints === null ? NOT_AVAILABLE : `${signed(row.errorPoints, 1)} pt`,
   ]);
+}
+
+/** An earlier attempt's disturbance as the flag it would have been. */
+function disturbanceFlags(row: ScoredPrediction): Flag[] {
+  if (row.disturbance === null) return [];
+  return [{ kind: row.disturbance === "machine busy" ? "machine-busy" : "unsteady-run", subject: row.label, runIds: [row.runId], reason: row.disturbance }];
 }
 
 const PREDICTION_COLUMNS = ["Run", "Predicted (img/s)", "Measured (img/s)", "Error", "Predicted efficiency (95%)", "Measured efficiency", "Error (points)"];
 
 function predictionNotes(score: PredictionScore, flags: readonly Flag[]): string[] {
   const flagged = flaggedMisses(score, new Set(runFlags(flags).flatMap((flag) => flag.runIds)));
+  const caveat = claimCaveat(score);
+  const again = new Set(score.scored.filter((row) => !row.counted).map((row) => row.runId)).size;
   return [
+    ...(caveat === undefined ? [] : [caveat]),
     `${scoreSummary(score)}${flagged === undefined ? "" : `; ${flagged}`}. Predicted from ${score.calibration}, ${readableTime(score.madeAt)}.`,
+    ...(again === 0 ? [] : [`${again} run${again === 1 ? " was" : "s were"} measured again (the rows marked run again): the summary counts each run's first measurement, the later ones are shown beside it.`]),
     ...score.sources.map((source) => `Source: ${source}`),
     ...(score.notMeasured === 0 ? [] : [`${score.notMeasured} predicted run${score.notMeasured === 1 ? " has" : "s have"} no successful measurement (rounds that repeatUntil did not need, or runs that failed).`]),
     ...score.missing.map((entry) => `${entry.runId}: not predicted: ${entry.missing}`),
@@ -552,7 +568,7 @@ function predictionNotes(score: PredictionScore, flags: readonly Flag[]): string
 }
 
 function markdownPredictions(score: PredictionScore, flags: readonly Flag[]): string[] {
-  return ["", "## Predicted before the run", "", PREDICTIONS_INTRO, "",
+  return ["", `## ${predictionsTitle(score)}`, "", predictionsIntro(score), "",
     `| ${PREDICTION_COLUMNS.join(" | ")} |`, `|---|${PREDICTION_COLUMNS.slice(1).map(() => "---:").join("|")}|`,
     ...predictionRows(score, flags).map((cells) => `| ${cells.map(markdownText).join(" | ")} |`),
     ...predictionNotes(score, flags).flatMap((note) => ["", markdownText(note)])];
@@ -560,8 +576,8 @@ function markdownPredictions(score: PredictionScore, flags: readonly Flag[]): st
 
 function predictionsSection(score: PredictionScore, flags: readonly Flag[]): string {
   return `<section id="predictions">
-<h2>Predicted before the run</h2>
-<p>${escapeHtml(PREDICTIONS_INTRO)}</p>
+<h2>${escapeHtml(predictionsTitle(score))}</h2>
+<p>${escapeHtml(predictionsIntro(score))}</p>
 ${table(PREDICTION_COLUMNS, predictionRows(score, flags, escapeHtml, htmlFlagMark))}
 ${predictionNotes(score, flags).map((note) => `<p>${escapeHtml(note)}</p>`).join("\n")}
 </section>`;

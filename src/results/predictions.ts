@@ -1,11 +1,17 @@
 /**
- * `predictions.json` in a results folder (`ringlab.predictions/v1`): what `ringlab plan`'s model predicted for every
+ * `predictions.json` in a results folder (`ringlab.predictions/v2`): what `ringlab plan`'s model predicted for every
  * training run, saved by the campaign before its first run, so that the report can score the prediction against
- * the measurement. Written once: a resumed campaign keeps the predictions made before anything ran. Pure.
+ * the measurement. Written once: a resumed campaign keeps the predictions made before anything ran. The file says
+ * what makes its claim checkable: when it was made, which runs were done by then (none: the campaign does not save
+ * predictions once a run is done, see decidePredictions), and every calibration input's folder, runs and content
+ * hash, with whether the calibration held runs of this campaign (in-sample). v1 files, which said none of it, are
+ * read as such. Pure.
  */
 import { z } from "zod";
 
-export const PREDICTIONS_SCHEMA = "ringlab.predictions/v1";
+export const PREDICTIONS_SCHEMA = "ringlab.predictions/v2";
+/** Written before ringlab recorded what the predictions had seen: read, never written. */
+export const PREDICTIONS_SCHEMA_V1 = "ringlab.predictions/v1";
 
 const predictionSchema = z.looseObject({
   runId: z.string(),
@@ -18,15 +24,37 @@ const predictionSchema = z.looseObject({
   sources: z.looseObject({ compute: z.string(), link: z.string(), overlap: z.string().optional() }),
 });
 
-const predictionsFileSchema = z.looseObject({
-  schema: z.literal(PREDICTIONS_SCHEMA),
+const v1Fields = {
   /** The calibration the predictions came from (a file or a results folder). */
   calibration: z.string(),
   madeAt: z.string(),
   predictions: z.array(predictionSchema),
   /** Runs the calibration could not predict, and what it lacked. */
   missing: z.array(z.looseObject({ runId: z.string(), missing: z.string() })),
+};
+
+const calibrationInputSchema = z.looseObject({
+  entry: z.string(),
+  source: z.string(),
+  resultsDir: z.string().nullable(),
+  folder: z.string().nullable(),
+  runIds: z.array(z.string()).nullable(),
+  fingerprints: z.array(z.string()).nullable(),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
 });
+
+const predictionsFileSchema = z.looseObject({
+  schema: z.literal(PREDICTIONS_SCHEMA),
+  ...v1Fields,
+  runsDoneBefore: z.array(z.string()),
+  calibrationInputs: z.array(calibrationInputSchema),
+  sample: z.discriminatedUnion("kind", [
+    z.looseObject({ kind: z.literal("out-of-sample") }),
+    z.looseObject({ kind: z.literal("in-sample"), reasons: z.array(z.string()).min(1) }),
+  ]),
+});
+
+const v1FileSchema = z.looseObject({ schema: z.literal(PREDICTIONS_SCHEMA_V1), ...v1Fields });
 
 export interface SavedPrediction {
   readonly runId: string;
@@ -41,18 +69,110 @@ export interface SavedPrediction {
   readonly sources: { readonly compute: string; readonly link: string; readonly overlap?: string };
 }
 
+/** One entry of the calibration the predictions came from: where it was measured, from which runs, and its content's hash. */
+export interface CalibrationInput {
+  /** "compute tiny batch 8 fp32 at 0.5 cores", "link 1gbit, 2 nodes × 1, ring", "overlap 2 nodes × 1, ring". */
+  readonly entry: string;
+  /** "measured in results/local-seed on 2026-11-25". */
+  readonly source: string;
+  /** The results folder as the calibration names it; null for an input no folder measured. */
+  readonly resultsDir: string | null;
+  /** Its absolute path, which a campaign compares with its own results folder. */
+  readonly folder: string | null;
+  /** The runs it was made from; null in calibrations made before ringlab recorded them. */
+  readonly runIds: readonly string[] | null;
+  /** Those runs' fingerprints (campaign/plan.ts: what a run measures, whatever its name); null as runIds. */
+  readonly fingerprints: readonly string[] | null;
+  /** SHA-256 of the entry's canonical JSON (keys sorted): the numbers the predictions used, checkable against the calibration file. */
+  readonly sha256: string;
+}
+
+/** Whether the calibration held runs of the campaign it predicted: then the score is no test of the model. */
+export type PredictionSample =
+  | { readonly kind: "out-of-sample" }
+  | { readonly kind: "in-sample"; readonly reasons: readonly string[] };
+
 export interface PredictionsFile {
   readonly schema: typeof PREDICTIONS_SCHEMA;
+  readonly calibration: string;
+  readonly madeAt: string;
+  /** The campaign's runs with a measurement in the results folder when the predictions were made: none, or the file is not written. */
+  readonly runsDoneBefore: readonly string[];
+  readonly calibrationInputs: readonly CalibrationInput[];
+  readonly sample: PredictionSample;
+  readonly predictions: readonly SavedPrediction[];
+  readonly missing: readonly { readonly runId: string; readonly missing: string }[];
+}
+
+/** A v1 file: made when predictions.json was absent, whatever had run, and without the calibration's inputs. */
+export interface PredictionsFileV1 {
+  readonly schema: typeof PREDICTIONS_SCHEMA_V1;
   readonly calibration: string;
   readonly madeAt: string;
   readonly predictions: readonly SavedPrediction[];
   readonly missing: readonly { readonly runId: string; readonly missing: string }[];
 }
 
-/** A predictions file read back, or why it is not one. */
-export function parsePredictions(json: unknown): { file: PredictionsFile } | { problem: string } {
-  const parsed = predictionsFileSchema.safeParse(json);
-  if (parsed.success) return { file: parsed.data as PredictionsFile };
+export type AnyPredictionsFile = PredictionsFile | PredictionsFileV1;
+
+/** A predictions file read back (this version or v1), or why it is not one. */
+export function parsePredictions(json: unknown): { file: AnyPredictionsFile } | { problem: string } {
+  const v1 = (json as { schema?: unknown } | null)?.schema === PREDICTIONS_SCHEMA_V1;
+  const parsed = (v1 ? v1FileSchema : predictionsFileSchema).safeParse(json);
+  if (parsed.success) return { file: parsed.data as AnyPredictionsFile };
   const issue = parsed.error.issues[0]!;
-  return { problem: `not a ${PREDICTIONS_SCHEMA} file at ${issue.path.join(".") || "(top)"}: ${issue.message}` };
+  return { problem: `not a ${v1 ? PREDICTIONS_SCHEMA_V1 : PREDICTIONS_SCHEMA} file at ${issue.path.join(".") || "(top)"}: ${issue.message}` };
+}
+
+/** What decidePredictions needs of a planned run. */
+export interface RunToPredict {
+  readonly id: string;
+  readonly fingerprint: string;
+}
+
+/** What decidePredictions needs of a record in the campaign's results folder (every attempt). */
+export interface RecordedRun {
+  readonly runId: string;
+  readonly status: string;
+}
+
+export interface PredictionsQuestion {
+  /** Every run of the campaign. */
+  readonly planned: readonly RunToPredict[];
+  /** Every record in the campaign's results folder, all attempts. */
+  readonly recorded: readonly RecordedRun[];
+  /** The campaign's results folder, absolute. */
+  readonly resultsFolder: string;
+  /** The calibration's inputs (none when only published figures and the catalogue predict). */
+  readonly calibrationInputs: readonly CalibrationInput[];
+}
+
+export type PredictionsDecision =
+  /** Nothing of the campaign measured yet: saved, said to be in-sample where the calibration holds runs of it. */
+  | { readonly save: true; readonly sample: PredictionSample }
+  /** Runs of the campaign measured already: predictions made now would not come before them. */
+  | { readonly save: false; readonly runsDone: readonly string[] };
+
+/**
+ * Whether a campaign may save its predictions, and what they are. Not once any of its runs has a measurement in the
+ * results folder: the predictions would not be made before the run. In-sample where the calibration holds a run of
+ * this campaign: an input measured in this results folder, or from a run of the same fingerprint (the same job,
+ * nodes, link and worker arguments, wherever it ran): its score says how well the model fits its own measurements.
+ */
+export function decidePredictions(question: PredictionsQuestion): PredictionsDecision {
+  const planned = new Set(question.planned.map((run) => run.id));
+  const runsDone = [...new Set(question.recorded.filter((record) => record.status === "ok" && planned.has(record.runId)).map((record) => record.runId))].sort();
+  if (runsDone.length > 0) return { save: false, runsDone };
+  const reasons: string[] = [];
+  const fromHere = question.calibrationInputs.filter((input) => input.folder === question.resultsFolder);
+  if (fromHere.length > 0) {
+    reasons.push(`${fromHere.length} of its ${question.calibrationInputs.length} inputs came from this campaign's results folder ${question.resultsFolder} (${fromHere.map((input) => input.entry).join("; ")})`);
+  }
+  const measuredFingerprints = new Set(question.calibrationInputs.flatMap((input) => input.fingerprints ?? []));
+  const sameConfiguration = question.planned.filter((run) => measuredFingerprints.has(run.fingerprint));
+  if (sameConfiguration.length > 0) {
+    reasons.push(`it measured the configuration of ${sameConfiguration.length} of this campaign's ${question.planned.length} runs ` +
+      `(same fingerprint: ${sameConfiguration.map((run) => run.id).join(", ")})`);
+  }
+  return { save: true, sample: reasons.length === 0 ? { kind: "out-of-sample" } : { kind: "in-sample", reasons } };
 }

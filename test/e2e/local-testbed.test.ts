@@ -343,19 +343,20 @@ campaign:
     expect(again.stderr).toMatch(new RegExp(`testbed ${NAME} already exists with 3 nodes: reusing it`));
     expect((await ringlab(state, ["status"])).stdout).toMatch(new RegExp(`^${NAME}-node-0 ringlab\\* idle `, "m"));
 
-    // Calibrated from its own real records, the campaign run again (nothing left to run) saves its predictions and
-    // the report scores them (a file of this test's own: later campaigns of the state folder do not read it).
+    // Calibrated from its own real records, the campaign run again (nothing left to run) saves no predictions: made
+    // now, they would come after the runs and from their own measurements, so it says so and points to `plan`, and
+    // the report claims nothing (a file of this test's own: later campaigns of the state folder do not read it).
     const calibration = join(work, "calibration.json");
     const calibrated = await ringlab(state, ["calibrate", out, "--out", calibration]);
     expect(calibrated.code, calibrated.stderr).toBe(0);
     expect(calibrated.stdout).toMatch(/^compute tiny batch 8 fp32 at [\d.]+ cores: t_c [\d.]+ ± [\d.]+ s \(measured in /m);
     expect(calibrated.stdout, calibrated.stderr).toMatch(/^link 1gbit, 2 nodes × 1, ring: /m);
-    const predicted = await ringlab(state, ["campaign", join(work, "slurm.yaml"), "--results", out, "--calibration", calibration]);
-    expect(predicted.code, predicted.stderr).toBe(0);
-    expect(predicted.stderr).toMatch(/predicted 2 training runs from .*calibration.json before they ran/);
-    const saved = JSON.parse(readFileSync(join(out, "predictions.json"), "utf8"));
-    expect(saved.predictions.map((prediction: { runId: string }) => prediction.runId)).toEqual(["train-tiny-b8-n1-r1", "train-tiny-b8-n2-1gbit-r1"]);
-    expect(readFileSync(join(out, "report.md"), "utf8")).toMatch(/^## Predicted before the run$/m);
+    const rerun = await ringlab(state, ["campaign", join(work, "slurm.yaml"), "--results", out, "--calibration", calibration]);
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(rerun.stderr).toMatch(/warning: predictions not saved: 3 of the campaign's 3 runs are done already in .*, so predictions made now would not come before them; `ringlab plan .*slurm\.yaml --calibration .*calibration\.json` prints them without running anything/);
+    expect(rerun.stderr).not.toMatch(/before they ran/);
+    expect(existsSync(join(out, "predictions.json"))).toBe(false);
+    expect(readFileSync(join(out, "report.md"), "utf8")).not.toMatch(/^## Predict/m);
   });
 
   it("runs a campaign under mpirun, one mpirun per run whose script it keeps, the probe through Open MPI too, and leaves no container behind", async () => {

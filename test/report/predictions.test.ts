@@ -1,11 +1,15 @@
-/** The prediction made before the run, scored against the measurement in the report. */
+/**
+ * The predictions scored against the measurements in the report: every attempt of a run shown, the first counted, and
+ * "predicted before the run" said only where nothing was measured first and the calibration held none of the runs.
+ */
 import { describe, expect, it } from "vitest";
 import { reportData, reportMeta } from "../../src/report/data.ts";
 import type { Flag } from "../../src/report/flags.ts";
-import { flaggedMisses, scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
+import { flaggedMisses, predictedBefore, predictionsTitle, scorePredictions, scoreSummary, type PredictionScore } from "../../src/report/predictions.ts";
 import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
-import { PREDICTIONS_SCHEMA, parsePredictions, type PredictionsFile } from "../../src/results/predictions.ts";
-import { scalingCampaign } from "./fixtures/records.ts";
+import { PREDICTIONS_SCHEMA, PREDICTIONS_SCHEMA_V1, type PredictionsFile, type PredictionsFileV1 } from "../../src/results/predictions.ts";
+import type { HostLoad, RunRecord } from "../../src/results/record.ts";
+import { scalingCampaign, trainRecord } from "./fixtures/records.ts";
 
 const records = scalingCampaign();
 const data = reportData(records);
@@ -13,8 +17,12 @@ const prediction = (runId: string, imagesPerSecond: number, efficiency: number) 
   runId, stepSeconds: 1, imagesPerSecond, scalingEfficiency: { value: efficiency, low: efficiency - 0.01, high: efficiency + 0.01 },
   fullOverlapEfficiency: 1, sources: { compute: "measured in results/a on 2026-11-25", link: "measured in results/a on 2026-11-25 (2-node probe)" },
 });
+// An hour before the fixture's runs started (2025-05-01T10:00), from a calibration of another campaign.
 const file: PredictionsFile = {
-  schema: PREDICTIONS_SCHEMA, calibration: "/state/calibration.json", madeAt: "2026-11-25T14:00:00.000Z",
+  schema: PREDICTIONS_SCHEMA, calibration: "/state/calibration.json", madeAt: "2025-05-01T09:00:00.000Z", runsDoneBefore: [],
+  calibrationInputs: [{ entry: "compute resnet50 batch 64 fp32 on test CPU", source: "measured in results/a on 2026-11-25", resultsDir: "results/a", folder: "/work/results/a",
+    runIds: ["train-resnet50-b64-n1-r1"], fingerprints: ["fedcba9876543210"], sha256: "ab".repeat(32) }],
+  sample: { kind: "out-of-sample" },
   predictions: [
     // Baseline 105 img/s per worker: 2 nodes at 1gbit measured 150 → 71.4 %; predicted 75 %.
     prediction("train-resnet50-b64-n2-1gbit-r1", 160, 0.75),
@@ -49,7 +57,8 @@ describe("the prediction made before the run, scored", () => {
 
   it("scores the mean of a configuration's repeats too, where a configuration has repeats: the model predicts the expected run", () => {
     const row = (configuration: string, repeat: number, errorPoints: number) => ({
-      runId: `${configuration}-r${repeat}`, label: `${configuration} · repeat ${repeat}`, configuration, nodes: 2, predictedImagesPerSecond: 100,
+      runId: `${configuration}-r${repeat}`, label: `${configuration} · repeat ${repeat}`, configuration, nodes: 2, attempt: 1, counted: true, latest: true, disturbance: null,
+      predictedImagesPerSecond: 100,
       measuredImagesPerSecond: 100, throughputError: 0, predictedEfficiency: { value: 0.6, low: 0.55, high: 0.65 }, measuredEfficiency: 0.6 + errorPoints / 100, errorPoints,
     });
     // 1gbit: +8, −4, +1 points (one run within 5 of 3; their mean +1.7); 600mbit: −7 (its mean −7).
@@ -61,7 +70,7 @@ describe("the prediction made before the run, scored", () => {
   it("is a section of both pages, with what could not be predicted and why", () => {
     const meta = reportMeta(records, new Date("2026-11-25T15:00:00Z"));
     const markdown = renderMarkdown(data, meta, [], score);
-    expect(markdown).toContain("## Predicted before the run");
+    expect(markdown).toContain("## Predicted before the run\n\nMade before the first run, from a calibration that holds none of this campaign's runs, with ringlab plan's model");
     expect(markdown).toContain("| resnet50 · batch 64 · 1gbit · 2 nodes · repeat 1 | 160.0 | 150.0 | −6.3% | 75.0% (74.0% – 76.0%) | 71.4% | −3.6 pt |");
     expect(markdown).toContain("train-resnet152-b32-n2-1gbit-r1: not predicted: no measured compute for resnet152");
     expect(markdown).toContain("\n1 predicted run has no successful measurement (");
@@ -89,8 +98,110 @@ describe("the prediction made before the run, scored", () => {
     expect(renderMarkdown(data, meta, [], score)).not.toContain("is flagged (see Flags)");
   });
 
-  it("reads only a predictions file of its version", () => {
-    expect(parsePredictions(JSON.parse(JSON.stringify(file)))).toEqual({ file });
-    expect(parsePredictions({ ...file, schema: "ringlab.predictions/v0" })).toMatchObject({ problem: expect.stringMatching(/^not a ringlab.predictions\/v1 file at schema/) });
+});
+
+/** The predictions section of report.md, from its title to the next section. */
+function markdownSection(markdown: string): string {
+  const start = markdown.indexOf("\n## Predict");
+  const end = markdown.indexOf("\n## ", start + 1);
+  return markdown.slice(start, end === -1 ? undefined : end);
+}
+
+/** The predictions section of report.html. */
+function htmlSection(html: string): string {
+  return html.slice(html.indexOf('<section id="predictions">'), html.indexOf("</section>", html.indexOf('<section id="predictions">')));
+}
+
+describe("what the scored predictions claim", () => {
+  const meta = reportMeta(records, new Date("2026-11-25T15:00:00Z"));
+  const pages = (score: PredictionScore) => ({ markdown: markdownSection(renderMarkdown(data, meta, [], score)), html: htmlSection(renderHtml(data, {}, meta, [], score)) });
+
+  it("is predicted before the run where nothing was measured first and the calibration holds none of the campaign's runs", () => {
+    const score = scorePredictions(file, data, records);
+    expect(score.claim).toEqual({ measuredBefore: [], sample: { kind: "out-of-sample" } });
+    expect(predictedBefore(score)).toBe(true);
+    expect(pages(score).html).toContain("<h2>Predicted before the run</h2>");
+  });
+
+  it("says in-sample, never before, where the calibration holds runs of this campaign: in the title, the text and the summary", () => {
+    const inSample: PredictionsFile = { ...file, sample: { kind: "in-sample", reasons: ["it measured the configuration of 1 of this campaign's 9 runs (same fingerprint: train-resnet50-b64-n1-r1)"] } };
+    const score = scorePredictions(inSample, data, records);
+    expect(predictedBefore(score)).toBe(false);
+    expect(predictionsTitle(score)).toBe("Predictions, in-sample");
+    expect(scoreSummary(score)).toMatch(/^In-sample, no test of the model: 1 of 2 multi-node runs within 5 points/);
+    const { markdown, html } = pages(score);
+    expect(markdown).toMatch(/^\n## Predictions, in-sample\n\nMade with ringlab plan's model/);
+    expect(markdown).toContain("\nIn-sample: the calibration holds runs of this campaign (it measured the configuration of 1 of this campaign's 9 runs " +
+      "(same fingerprint: train-resnet50-b64-n1-r1)), so the errors say how well the model fits its own measurements, not how well it predicts.\n");
+    expect(html).toContain("<h2>Predictions, in-sample</h2>");
+    for (const section of [markdown, html]) expect(section).not.toMatch(/before/i);
+  });
+
+  it("says which runs were measured before the predictions were made, as the file says or as the records' start times show", () => {
+    // A v2 file saying a run was done (written by hand or by another tool: ringlab does not save such a one).
+    const said = scorePredictions({ ...file, runsDoneBefore: ["train-resnet50-b64-n1-r1"] }, data, records);
+    expect(said.claim!.measuredBefore).toEqual(["train-resnet50-b64-n1-r1"]);
+    // Made after the runs started: every measured predicted run was first.
+    const late = scorePredictions({ ...file, madeAt: "2025-05-01T10:30:00.000Z" }, data, records);
+    expect(late.claim!.measuredBefore).toEqual(["train-resnet50-b64-n1-r1", "train-resnet50-b64-n2-1gbit-r1", "train-resnet50-b64-n4-1gbit-r1"]);
+    expect(predictionsTitle(late)).toBe("Predictions made after runs were measured");
+    const { markdown, html } = pages(late);
+    expect(markdown).toContain("Made after 3 of the predicted runs were measured (train-resnet50-b64-n1-r1, train-resnet50-b64-n2-1gbit-r1, train-resnet50-b64-n4-1gbit-r1): no prediction of them.");
+    expect(markdown).toContain("\nMade after runs were measured: 1 of 2 multi-node runs");
+    for (const section of [markdown, html]) expect(section).not.toMatch(/before/i);
+  });
+
+  it("claims nothing of a v1 file's calibration, which it did not record, and checks its time against the records", () => {
+    const v1: PredictionsFileV1 = { schema: PREDICTIONS_SCHEMA_V1, calibration: file.calibration, madeAt: file.madeAt, predictions: file.predictions, missing: file.missing };
+    const early = scorePredictions(v1, data, records);
+    expect(early.claim).toEqual({ measuredBefore: [], sample: { kind: "unknown" } });
+    expect(predictionsTitle(early)).toBe("Predictions, calibration not recorded");
+    expect(pages(early).markdown).toContain("This predictions.json (ringlab.predictions/v1) does not record which runs its calibration came from: it may hold runs of this campaign (in-sample).");
+    // The e2e's old case: predictions.json written when every run was done.
+    const late = scorePredictions({ ...v1, madeAt: "2026-11-25T14:00:00.000Z" }, data, records);
+    expect(predictionsTitle(late)).toBe("Predictions made after runs were measured");
+    for (const score of [early, late]) expect(Object.values(pages(score)).join("")).not.toMatch(/before/i);
+  });
+
+  it("claims nothing where predictions.json could not be read", () => {
+    const unreadable: PredictionScore = { calibration: "(predictions.json could not be read: ...)", madeAt: new Date(0).toISOString(), scored: [], notMeasured: 0, missing: [], sources: [] };
+    expect(predictionsTitle(unreadable)).toBe("Predictions");
+    expect(pages(unreadable).markdown).not.toMatch(/before/i);
+  });
+});
+
+describe("every measurement of a predicted run, scored", () => {
+  const busy: HostLoad = { seconds: 50, cores: 2, machineCpuSeconds: 90, testbedCpuSeconds: 40, outsideShare: 0.5, busy: true, busyThreshold: 0.25 };
+  // The 4-node run at 1gbit: its first attempt (200 img/s) ran on a busy machine, the campaign ran it again at its end (230 img/s).
+  const withRerun: RunRecord[] = [
+    ...records.map((record) => (record.runId === "train-resnet50-b64-n4-1gbit-r1" ? { ...record, attempt: 1, hostLoad: busy } : record)),
+    { ...trainRecord({ nodes: 4, bandwidth: "1gbit", imagesPerSecond: 230, startedAt: "2025-05-01T11:00:00.000Z" }), attempt: 2 },
+  ];
+  const rerunData = reportData(withRerun);
+  const score = scorePredictions(file, rerunData, withRerun);
+  const meta = reportMeta(withRerun, new Date("2026-11-25T15:00:00Z"));
+
+  it("shows a run done again beside its first measurement, not instead of it", () => {
+    const rows = score.scored.filter((row) => row.runId === "train-resnet50-b64-n4-1gbit-r1");
+    expect(rows.map((row) => [row.label, row.attempt, row.counted, row.latest, row.disturbance, row.measuredImagesPerSecond])).toEqual([
+      ["resnet50 · batch 64 · 1gbit · 4 nodes · repeat 1 · attempt 1", 1, true, false, "machine busy", 200],
+      ["resnet50 · batch 64 · 1gbit · 4 nodes · repeat 1 · attempt 2 (run again)", 2, false, true, null, 230],
+    ]);
+    expect(rows[1]!.errorPoints).toBeCloseTo((230 / 420 - 0.6) * 100, 9);
+    // A run measured once keeps its plain label.
+    expect(score.scored[0]!.label).toBe("resnet50 · batch 64 · 1gbit · 2 nodes · repeat 1");
+  });
+
+  it("counts each run's first measurement in the summary, and says the reruns are beside it", () => {
+    // As without the rerun: the 4-node run's 200 img/s (−12.4 points) is the one counted.
+    expect(scoreSummary(score)).toBe("1 of 2 multi-node runs within 5 points of the predicted scaling efficiency (mean |error| 8.0 points), " +
+      "2 of 3 runs within 10 % of the predicted throughput");
+    const markdown = renderMarkdown(rerunData, meta, [], score);
+    expect(markdown).toContain("\n1 run was measured again (the rows marked run again): the summary counts each run's first measurement, the later ones are shown beside it.\n");
+    // The first attempt marked with its own disturbance (the report's flags speak of the latest attempt).
+    expect(markdown).toContain("| resnet50 · batch 64 · 1gbit · 4 nodes · repeat 1 · attempt 1 ⚑ machine busy | 250.0 | 200.0 |");
+    expect(markdown).toContain("| resnet50 · batch 64 · 1gbit · 4 nodes · repeat 1 · attempt 2 (run again) | 250.0 | 230.0 |");
+    // The counted miss is flagged by its own disturbance.
+    expect(flaggedMisses(score, new Set())).toBe("the one multi-node run outside 5 points is flagged (see Flags): the measurement, not only the model, may be off there");
   });
 });

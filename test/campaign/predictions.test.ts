@@ -1,0 +1,81 @@
+/**
+ * What a campaign saves as predictions.json, and when it saves none (src/campaign/execute.ts predictionsToSave):
+ * predictions "before the run" only while nothing of the campaign has been measured.
+ */
+import { describe, expect, it } from "vitest";
+import { predictionsToSave, type PredictionsToSave } from "../../src/campaign/execute.ts";
+import { planCampaign } from "../../src/campaign/plan.ts";
+import { parseCampaign } from "../../src/config/load.ts";
+import { calibrationInputs, CALIBRATION_SCHEMA, type Calibration, type Source } from "../../src/predict/calibration.ts";
+import { parsePredictions, PREDICTIONS_SCHEMA } from "../../src/results/predictions.ts";
+
+const RESULTS = "/work/results/predict";
+const CAMPAIGN_FILE = "/work/predict.yaml";
+const plan = planCampaign(parseCampaign(`testbed: {target: local, name: t, nodes: 3}
+campaign:
+  matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit}
+`, "predict.yaml"), "predict");
+
+/** A calibration measured in `folder` from runs of these fingerprints. */
+function calibrationFrom(folder: string, fingerprints: readonly string[]): Calibration {
+  const source: Source = { kind: "measured", resultsDir: "results/seed", date: "2026-11-25", folder, runIds: ["train-tiny-b8-n1-r1", "allreduce-n2-1gbit-r1"], fingerprints };
+  return {
+    schema: CALIBRATION_SCHEMA,
+    compute: [{ model: "tiny", batchSize: 8, precision: "fp32", device: "cpu", deviceModel: "test CPU", cpusPerNode: 0.5,
+      computeSeconds: { mean: 0.1, halfWidth95: 0.01, repeats: 3 }, gradientBytes: 1e6, source }],
+    links: [{ bandwidth: "1gbit", nodes: 2, processesPerNode: 1, reduction: "ring", cpusPerNode: 0.5, alphaSeconds: 0.001, betaSecondsPerByte: 8e-9, rSquared: 0.99, source }],
+    overlap: [],
+  };
+}
+
+function question(calibration: Calibration, fields: Partial<PredictionsToSave> = {}): PredictionsToSave {
+  return {
+    plan, campaignFile: CAMPAIGN_FILE, recorded: [], resultsDir: RESULTS, context: { calibration, cpusPerNode: 0.5 }, from: "/state/calibration.json",
+    calibrationInputs: calibrationInputs(calibration), madeAt: "2026-11-27T09:00:00.000Z", ...fields,
+  };
+}
+
+const seed = calibrationFrom("/work/results/seed", ["1111111111111111", "2222222222222222"]);
+
+describe("the predictions a campaign saves", () => {
+  it("are made before any run, say when, that no run was done, every calibration input with its runs and hash, and out-of-sample", () => {
+    const saved = predictionsToSave(question(seed));
+    expect(saved).toMatchObject({ said: "predicted 2 training runs from /state/calibration.json before they ran, out-of-sample: the calibration holds none of this campaign's runs" });
+    if (!("file" in saved)) throw new Error("not saved");
+    expect(saved.file).toMatchObject({
+      schema: PREDICTIONS_SCHEMA, calibration: "/state/calibration.json", madeAt: "2026-11-27T09:00:00.000Z", runsDoneBefore: [], sample: { kind: "out-of-sample" },
+    });
+    expect(saved.file.calibrationInputs).toEqual(calibrationInputs(seed));
+    expect(saved.file.calibrationInputs.map((input) => [input.entry, input.folder, input.runIds])).toEqual([
+      ["compute tiny batch 8 fp32 on test CPU at 0.5 cores", "/work/results/seed", ["train-tiny-b8-n1-r1", "allreduce-n2-1gbit-r1"]],
+      ["link 1gbit, 2 nodes × 1, ring at 0.5 cores", "/work/results/seed", ["train-tiny-b8-n1-r1", "allreduce-n2-1gbit-r1"]],
+    ]);
+    expect(saved.file.predictions.map((prediction) => prediction.runId)).toEqual(["train-tiny-b8-n1-r1", "train-tiny-b8-n2-1gbit-r1"]);
+    // What the report reads back.
+    expect(parsePredictions(JSON.parse(JSON.stringify(saved.file)))).toEqual({ file: saved.file });
+  });
+
+  it("are not saved once the campaign's runs are done, saying so and which command shows them without running", () => {
+    const recorded = plan.runs.map((run) => ({ runId: run.id, status: "ok" }));
+    // The e2e case: calibrated from the campaign's own folder, run again with nothing left to run.
+    expect(predictionsToSave(question(calibrationFrom(RESULTS, []), { recorded }))).toEqual({
+      refused: `predictions not saved: 3 of the campaign's 3 runs are done already in ${RESULTS}, so predictions made now would not come before them; ` +
+        `\`ringlab plan ${CAMPAIGN_FILE} --calibration /state/calibration.json\` prints them without running anything, and a campaign into a new results ` +
+        "folder (--results) saves them before its first run",
+    });
+    // One run done is enough; without a calibration (AWS: published figures) plan needs none either.
+    const refused = predictionsToSave(question(seed, { recorded: recorded.slice(1, 2), from: undefined }));
+    expect(refused).toMatchObject({ refused: expect.stringMatching(/^predictions not saved: 1 of the campaign's 3 runs are done already .*; `ringlab plan \/work\/predict\.yaml` prints them/) });
+  });
+
+  it("are saved as in-sample, never said to be before the run, where the calibration holds runs of the campaign", () => {
+    const fromHere = predictionsToSave(question(calibrationFrom(RESULTS, [])));
+    expect(fromHere).toMatchObject({ file: { sample: { kind: "in-sample", reasons: [`2 of its 2 inputs came from this campaign's results folder ${RESULTS} (compute tiny batch 8 fp32 on test CPU at 0.5 cores; link 1gbit, 2 nodes × 1, ring at 0.5 cores)`] } } });
+    const sameRuns = predictionsToSave(question(calibrationFrom("/work/results/seed", [plan.runs[1]!.fingerprint])));
+    expect(sameRuns).toMatchObject({ file: { sample: { kind: "in-sample" } } });
+    for (const saved of [fromHere, sameRuns]) {
+      expect("said" in saved && saved.said).toMatch(/^predicted 2 training runs from \/state\/calibration\.json, in-sample: .*; the report scores them as in-sample, no test of the model$/);
+      expect("said" in saved && saved.said).not.toMatch(/before/);
+    }
+  });
+});
