@@ -112,6 +112,16 @@ export const KNOB_OWNERS: Readonly<Partial<Record<TrainKnobName, KnobOwner>>> = 
 /** Knobs that belong to one reduction (a strategy's): a run of another reduction does not get them. */
 export const STRATEGY_KNOBS: Readonly<Partial<Record<TrainKnobName, Reduction>>> = Object.fromEntries(
   Object.entries(KNOB_OWNERS).flatMap(([name, owner]) => owner.axis === "reduction" ? [[name, owner.values[0] as Reduction]] : []));
+/**
+ * Combinations the worker refuses, each with why (registry.json's rules): when a run's values are among `if`'s (an axis
+ * is a train knob or "model", the model's kind), each knob of `then` must take one of its values (null: unset).
+ */
+export interface KnobRule {
+  readonly if: Readonly<Record<string, readonly unknown[]>>;
+  readonly then: Readonly<Partial<Record<TrainKnobName, readonly unknown[]>>>;
+  readonly because: string;
+}
+export const KNOB_RULES: readonly KnobRule[] = registry.rules as unknown as readonly KnobRule[];
 /** The strategies with knobs of their own (PowerSGD, local SGD, the asynchronous parameter server). */
 export const STRATEGIES: readonly Reduction[] = [...new Set(Object.values(STRATEGY_KNOBS))];
 /** The value a run has on an owner axis: its model's kind, its parallelism, its reduction (defaults when unset). */

@@ -17,7 +17,7 @@ import {
 } from "../rules/safe-text.ts";
 import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, type LauncherName } from "../launchers/names.ts";
 import { SMALLEST_CPU_QUOTA } from "../limits.ts";
-import { knobRuleProblems } from "./knob-rules.ts";
+import { combinationProblems, knobRuleProblems } from "./knob-rules.ts";
 import { describeIssues, type ConfigProblem } from "./problems.ts";
 import {
   DDP_HOOK_REDUCTIONS, MODELS, PROBE_LIBRARIES, STRATEGIES, STRATEGY_KNOBS, TRAIN_KNOB_NAMES as KNOB_NAMES, TRAIN_KNOBS, type Model, type Reduction, type TrainKnob, type TrainKnobName, type TrainKnobValue,
@@ -98,6 +98,12 @@ const localTestbed = z.strictObject({
    * most processes that run at once (src/testbed/cpu-quota.ts); more than that is refused.
    */
   cpusPerNode: z.number().min(SMALLEST_CPU_QUOTA).optional(),
+  /**
+   * Memory of every node's worker (GiB, swap included: a cgroup limit of its container), shared by its processes, as a
+   * real node has its own memory: a run whose ranks need more is killed by the kernel, and `ringlab plan` refuses one
+   * the memory model predicts will not fit before anything starts. Absent: no limit.
+   */
+  memoryPerNodeGiB: z.number().min(0.25).max(1024).optional(),
 });
 
 const s3State = z.strictObject({
@@ -397,13 +403,8 @@ export const campaignFileSchema = z.strictObject({
   if (file.testbed.target === "local" && engines.includes("horovod")) {
     ctx.addIssue({ code: "custom", path: ["campaign"], message: "engine horovod needs Horovod, which the local testbed's CPU worker image does not have (use ddp)" });
   }
-  const reductions = [...(campaign.matrix.reduction ?? []), campaign.train.reduction];
-  const hookReductions = [...new Set(reductions.filter((reduction) => reduction !== undefined && DDP_HOOK_REDUCTIONS.includes(reduction)))];
-  if (engines.includes("horovod") && hookReductions.length > 0) {
-    const hooks = hookReductions.sort().join(" and ");
-    ctx.addIssue({ code: "custom", path: ["campaign"], message: `reduction ${hooks} ${hookReductions.length === 1 ? "is a DDP communication hook" : "are DDP communication hooks"}; Horovod always uses its own all-reduce (use engine ddp, or reduction ring)` });
-  }
-  for (const { knob, message } of knobRuleProblems({ models: campaign.matrix.model, values: (knob) => knobValues(campaign, knob) })) {
+  const settings = { models: campaign.matrix.model, values: (knob: TrainKnobName) => knobValues(campaign, knob) };
+  for (const { knob, message } of [...knobRuleProblems(settings), ...combinationProblems(settings)]) {
     ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message });
   }
   checkDataKnobs(campaign, ctx);
@@ -418,6 +419,9 @@ export const campaignFileSchema = z.strictObject({
     ctx.addIssue({ code: "custom", path: ["campaign", "repeatUntil", "maxRepeats"], message: `found ${campaign.repeatUntil.maxRepeats}, expected at least minRepeats (${campaign.repeatUntil.minRepeats})` });
   }
   checkProbeLibraries(file.testbed.target, campaign, ctx);
+  if (file.testbed.target === "local" && file.testbed.memoryPerNodeGiB !== undefined && campaign.launcher !== DEFAULT_LAUNCHER) {
+    ctx.addIssue({ code: "custom", path: ["testbed", "memoryPerNodeGiB"], message: `launcher ${campaign.launcher} starts its workers with a CPU limit alone: memoryPerNodeGiB is applied by launcher ${DEFAULT_LAUNCHER}` });
+  }
   if (campaign.probe.maxBytes < campaign.probe.minBytes) {
     ctx.addIssue({ code: "custom", path: ["campaign", "probe", "maxBytes"], message: `found ${campaign.probe.maxBytes}, expected at least minBytes (${campaign.probe.minBytes})` });
   }
@@ -487,9 +491,6 @@ function checkDataKnobs(campaign: CampaignOutput, ctx: RefinementContext): void 
   if (values("minNodes").length > 0 && timeToTrain && !recovers) {
     ctx.addIssue({ code: "custom", path: ["campaign", "train", "minNodes"], message: "the nodes left after a loss go on only by restarting from a checkpoint: set checkpointEvery and maxRestarts of 1 or more" });
   }
-  if (timeToTrain && values("engine").includes("horovod")) {
-    ctx.addIssue({ code: "custom", path: ["campaign", "train", "epochs"], message: "time to train runs with engine ddp only" });
-  }
   const fewestNodes = Math.min(...campaign.matrix.nodes);
   const fewestRanks = fewestNodes * Math.min(...(campaign.matrix.processesPerNode ?? [1]));
   const failRank = Math.max(-1, ...values("failRank"));
@@ -499,7 +500,7 @@ function checkDataKnobs(campaign: CampaignOutput, ctx: RefinementContext): void 
   checkNodeLoss(campaign, values("failNode"), values("minNodes"), fewestNodes, ctx);
 }
 
-/** The strategies' knobs (PowerSGD, local SGD, the asynchronous server): each belongs to its reduction, and no strategy takes fp16 or checkpoints. */
+/** The strategies (PowerSGD, local SGD): their plain all-reduce steps must fall in the untimed batches. */
 function checkStrategyKnobs(campaign: CampaignOutput, ctx: RefinementContext): void {
   const values = <K extends TrainKnobName>(knob: K) => knobValues(campaign, knob);
   const reductions = values("reduction");
@@ -514,15 +515,6 @@ function checkStrategyKnobs(campaign: CampaignOutput, ctx: RefinementContext): v
     if (reductions.includes(strategy) && values("epochs").length === 0 && most > fewestWarmup) {
       issue(knob, `${knob} ${most} outlasts the untimed batches (numWarmupBatches ${fewestWarmup}): timed steps would still send the whole gradient; raise numWarmupBatches to ${most} or more`);
     }
-  }
-  if (values("fp16Allreduce").includes(true)) {
-    issue("fp16Allreduce", `reduction ${strategies.join(" and ")} sends its own numbers (PowerSGD's factors, local SGD's and the asynchronous server's parameters): fp16Allreduce goes with ring and the synchronous servers only`);
-  }
-  if (reductions.includes("async-parameter-server") && values("precision").includes("amp")) {
-    issue("precision", "precision amp with reduction async-parameter-server: the gradient scaler skips the steps whose gradients overflow, and a rank that skips falls behind the staleness bound for good; use fp32");
-  }
-  if (values("checkpointEvery").length > 0) {
-    issue("checkpointEvery", `reduction ${strategies.join(" and ")} keeps state of its own (PowerSGD's error feedback, local SGD's step count, the asynchronous server's parameters) that checkpoints do not hold yet: run it without checkpointEvery`);
   }
 }
 

@@ -231,7 +231,7 @@ describe("validating the campaign section", () => {
   it("refuses a parameter server with Horovod, which always uses its own all-reduce", () => {
     expect(problems("  matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit, reduction: [ring, parameter-server]}\n  train: {engine: horovod}\n")).toEqual([
       "campaign: engine horovod needs Horovod, which the local testbed's CPU worker image does not have (use ddp)",
-      "campaign: reduction parameter-server is a DDP communication hook; Horovod always uses its own all-reduce (use engine ddp, or reduction ring)",
+      "campaign.train.reduction: reduction parameter-server with engine horovod: Horovod always uses its own all-reduce; the other reductions are DDP communication hooks",
     ]);
   });
 
@@ -315,12 +315,12 @@ ${extra}`);
   it.each([
     ["data: dataset", "", "", "campaign.dataset: data: dataset needs a campaign.dataset section"],
     ["epochs: 2", "", "  dataset: {name: shapes}", "campaign.train.epochs: epochs trains over the dataset"],
-    ["data: dataset, checkpointEvery: 5", "", "  dataset: {name: shapes}", "campaign.train.checkpointEvery: checkpointEvery belongs to time to train"],
+    ["data: dataset, checkpointEvery: 5", "", "  dataset: {name: shapes}", "campaign.train.checkpointEvery: checkpointEvery needs epochs (time to train)"],
     ["data: dataset, epochs: 1, failAtStep: 3, failRank: 1", "", "  dataset: {name: shapes}", "campaign.train.failRank: found 1, but the smallest run has 1 rank (0 to 0)"],
     ["data: dataset", "", "  dataset: {name: ../../etc}", "campaign.dataset.name: "],
     ["data: dataset, epochs: 1, failAtStep: 3", "", "  dataset: {name: shapes}", "campaign.train.failAtStep: a killed rank recovers only with checkpointEvery and maxRestarts"],
     ["data: dataset, epochs: 1, failAtStep: 3, checkpointEvery: 2, maxRestarts: 0", "", "  dataset: {name: shapes}", "campaign.train.failAtStep: a killed rank recovers only"],
-    ["data: dataset, epochs: 1, engine: horovod", "", "  dataset: {name: shapes}", "campaign.train.epochs: time to train runs with engine ddp only"],
+    ["data: dataset, epochs: 1, engine: horovod", "", "  dataset: {name: shapes}", "campaign.train.epochs: epochs 1 with engine horovod: time to train runs with engine ddp only"],
     ["data: dataset", "", "  dataset: {name: shapes, heldOut: 0}", "campaign.dataset.heldOut: "],
     ["data: dataset", "", "  dataset: {name: shapes, imagesPerClass: 2}", "campaign.dataset.heldOut: holds out no image per class"],
   ])("refuses %s %s%s", (train, _unused, extra, message) => {
@@ -338,9 +338,9 @@ ${extra}`);
     [`${LOSS}, failNode: 1, minNodes: 2`, "[2, 3]", "campaign.train.minNodes: a lost node does not come back"],
     [`${LOSS}, failNode: 2, minNodes: 1`, "[2, 3]", "campaign.train.failNode: found 2, but the smallest run has 2 nodes (0 to 1; node 0 holds the rendezvous"],
     [`${LOSS}, failNode: 0, minNodes: 1`, "[2, 3]", "campaign.train.failNode: "],
-    [`${LOSS}, failNode: 1, failRank: 1, minNodes: 1`, "[2, 3]", "campaign.train.failNode: failRank kills one rank, failNode a whole node"],
+    [`${LOSS}, failNode: 1, failRank: 1, minNodes: 1`, "[2, 3]", "campaign.train.failNode: failNode and failRank exclude each other: set one"],
     [`${LOSS}, minNodes: 3`, "[2, 3]", "campaign.train.minNodes: found 3, but the smallest run has 2 nodes"],
-    ["data: dataset, minNodes: 1", "[2, 3]", "campaign.train.minNodes: minNodes belongs to time to train"],
+    ["data: dataset, minNodes: 1", "[2, 3]", "campaign.train.minNodes: minNodes needs epochs (time to train)"],
     ["data: dataset, epochs: 2, minNodes: 1", "[2, 3]", "campaign.train.minNodes: the nodes left after a loss go on only by restarting from a checkpoint"],
     ["data: dataset, epochs: 2, checkpointEvery: 2, maxRestarts: 1, failNode: 1, minNodes: 1", "[2, 3]", "campaign.train.failNode: failNode needs failAtStep"],
     ["failRank: 1", "[2, 3]", "campaign.train.failRank: failRank needs failAtStep"],

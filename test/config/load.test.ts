@@ -149,16 +149,16 @@ campaign:
     expect(() => parseCampaign(with_("localSgdPeriod: 8", ", reduction: [ring, local-sgd]"), "c.yaml")).not.toThrow();
     expect(problemsOf(with_("powersgdRank: 4"))).toEqual(["campaign.train.powersgdRank: powersgdRank belongs to reduction powersgd: set reduction to powersgd (in train or the matrix)"]);
     expect(problemsOf(with_("reduction: powersgd, localSgdPeriod: 2"))).toEqual(["campaign.train.localSgdPeriod: localSgdPeriod belongs to reduction local-sgd: set reduction to local-sgd (in train or the matrix)"]);
-    expect(problemsOf(with_("reduction: local-sgd, fp16Allreduce: true"))).toEqual([expect.stringMatching(/^campaign\.train\.fp16Allreduce: reduction local-sgd sends its own numbers/)]);
+    expect(problemsOf(with_("reduction: local-sgd, fp16Allreduce: true"))).toEqual([expect.stringMatching(/^campaign\.train\.fp16Allreduce: fp16Allreduce with reduction local-sgd: the strategy sends its own numbers/)]);
     expect(problemsOf(with_("reduction: powersgd, powersgdRank: 0"))).toEqual([expect.stringMatching(/^campaign\.train\.powersgdRank: found 0, expected .*at least 1/)]);
     expect(problemsOf(with_("reduction: powersgd, data: dataset, epochs: 2, checkpointEvery: 5").replace("campaign:\n", "campaign:\n  dataset: {name: shapes}\n")))
-      .toEqual([expect.stringMatching(/^campaign\.train\.checkpointEvery: reduction powersgd keeps state of its own .* run it without checkpointEvery$/)]);
+      .toEqual([expect.stringMatching(/^campaign\.train\.checkpointEvery: checkpointEvery 5 with reduction powersgd: the strategy keeps state of its own .* that checkpoints do not hold yet$/)]);
     // Timed steps must come after the strategy's plain all-reduce steps: the untimed batches must cover them.
     expect(problemsOf(with_("reduction: powersgd, powersgdStartIter: 12"))).toEqual([
       "campaign.train.powersgdStartIter: powersgdStartIter 12 outlasts the untimed batches (numWarmupBatches 10): timed steps would still send the whole gradient; raise numWarmupBatches to 12 or more"]);
     expect(() => parseCampaign(with_("reduction: local-sgd, localSgdWarmup: 12, numWarmupBatches: 12"), "c.yaml")).not.toThrow();
     expect(problemsOf(with_("reduction: local-sgd, engine: horovod"))).toEqual([expect.stringMatching(/^campaign: engine horovod needs Horovod/),
-      "campaign: reduction local-sgd is a DDP communication hook; Horovod always uses its own all-reduce (use engine ddp, or reduction ring)"]);
+      "campaign.train.reduction: reduction local-sgd with engine horovod: Horovod always uses its own all-reduce; the other reductions are DDP communication hooks"]);
   });
 
   it("takes the asynchronous parameter server with its staleness bound, and refuses amp with it (a skipped step stalls the others)", () => {
@@ -169,12 +169,12 @@ campaign:
 `;
     expect(() => parseCampaign(local("reduction: async-parameter-server, asyncStaleness: 0"), "c.yaml")).not.toThrow();
     expect(problemsOf(local("asyncStaleness: 2"))).toEqual(["campaign.train.asyncStaleness: asyncStaleness belongs to reduction async-parameter-server: set reduction to async-parameter-server (in train or the matrix)"]);
-    expect(problemsOf(local("reduction: async-parameter-server, fp16Allreduce: true"))).toEqual([expect.stringMatching(/^campaign\.train\.fp16Allreduce: reduction async-parameter-server sends its own numbers/)]);
+    expect(problemsOf(local("reduction: async-parameter-server, fp16Allreduce: true"))).toEqual([expect.stringMatching(/^campaign\.train\.fp16Allreduce: fp16Allreduce with reduction async-parameter-server: the strategy sends its own numbers/)]);
     const aws = awsText(`campaign:
   matrix: {nodes: [1, 2], model: resnet50, batchSize: 32, bandwidth: 1gbit, precision: [fp32, amp]}
   train: {reduction: async-parameter-server}
 `);
-    expect(problemsOf(aws)).toEqual([expect.stringMatching(/^campaign\.train\.precision: precision amp with reduction async-parameter-server: the gradient scaler skips/)]);
+    expect(problemsOf(aws)).toEqual([expect.stringMatching(/^campaign\.train\.precision: precision amp with reduction async-parameter-server: amp's gradient scaler skips/)]);
   });
 
   it("sums the probe through Open MPI only where mpirun starts one rank per node in the CPU image, saying what to change", () => {

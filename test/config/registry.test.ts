@@ -7,7 +7,7 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import {
-  MODELS, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, REDUCTIONS, STRATEGY_KNOBS, TRAIN_KNOB_NAMES, TRAIN_KNOBS, type Reduction, type TrainKnob, type TrainKnobName,
+  KNOB_OWNERS, LANGUAGE_SHAPE, MODELS, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, REDUCTIONS, TRAIN_KNOB_NAMES, TRAIN_KNOBS, type Reduction, type TrainKnob, type TrainKnobName,
 } from "../../src/config/registry.ts";
 import { TRAIN_KNOB_NAMES as SCHEMA_KNOB_NAMES, validateCampaign } from "../../src/config/schema.ts";
 import { REDUCTIONS as COST_MODEL_REDUCTIONS, type Reduction as CostModelReduction } from "../../src/results/cost-model.ts";
@@ -24,14 +24,26 @@ const TESTBED = { target: "aws", name: "t", nodes: 3, adminCidr: "203.0.113.7/32
 const TIME_TO_TRAIN: Knobs = { data: "dataset", epochs: 2, checkpointEvery: 2, maxRestarts: 1 };
 /** Knobs the schema's cross-knob rules tie to time to train though the registry lists no `needs` for them. */
 const SCHEMA_TIME_TO_TRAIN: readonly TrainKnobName[] = ["maxRestarts", "minNodes"];
-/**
- * What the schema's rules ask beyond the registry: the other nodes may go on without the lost one; a strategy's knob
- * belongs to its reduction.
- */
-const SCHEMA_EXTRA: Partial<Record<TrainKnobName, Knobs>> = {
-  failNode: { minNodes: 1 },
-  ...Object.fromEntries(Object.entries(STRATEGY_KNOBS).map(([knob, reduction]) => [knob, { reduction }])),
-};
+/** What the schema's rules ask beyond the registry's needs: the other nodes may go on without the lost one. */
+const SCHEMA_EXTRA: Partial<Record<TrainKnobName, Knobs>> = { failNode: { minNodes: 1 } };
+/** A language model, for the knobs that belong to language models or to the layouts that split one. */
+const LANGUAGE_MODEL = "gpt-nano";
+
+/** The model and node count a knob is tried with: its owner's (registry.json's belongsTo). */
+function matrixOf(knob: TrainKnobName): Axes {
+  const owner = KNOB_OWNERS[knob];
+  const language = knob === "parallelism" || owner?.axis === "model" && owner.values.includes("language") ||
+    owner?.axis === "parallelism" && !owner.values.includes("fsdp");
+  // Pipeline stages divide the workers: 2 stages, 2 nodes.
+  return { ...(language ? { model: LANGUAGE_MODEL } : {}), ...(owner?.axis === "parallelism" && owner.values.includes("pipeline") ? { nodes: [2] } : {}) };
+}
+
+/** The knob's owner as a train knob: the reduction or parallelism it belongs to (fsdp where it is one of several). */
+function ownerKnobs(knob: TrainKnobName): Knobs {
+  const owner = KNOB_OWNERS[knob];
+  if (owner === undefined || owner.axis === "model") return {};
+  return { [owner.axis]: owner.values.includes("fsdp") ? "fsdp" : owner.values[0]! };
+}
 
 function document(train: Knobs, axes: Axes = {}): unknown {
   return {
@@ -58,7 +70,7 @@ function contextOf(knob: TrainKnobName): Record<string, Value> {
   const timeToTrain = knob === "epochs" || needs.includes("epochs") || SCHEMA_TIME_TO_TRAIN.includes(knob);
   const context: Record<string, Value> = timeToTrain ? { ...TIME_TO_TRAIN } : {};
   for (const needed of needs) context[needed] ??= validValue(TRAIN_KNOBS[needed]);
-  Object.assign(context, SCHEMA_EXTRA[knob]);
+  Object.assign(context, SCHEMA_EXTRA[knob], ownerKnobs(knob));
   delete context[knob];
   return context;
 }
@@ -87,7 +99,7 @@ function refusedValues(knob: TrainKnob): Value[] {
   return [...rangeCases(knob).outside, "1"];
 }
 
-function problemsOf(train: Knobs, axes: Axes = {}): string[] {
+function problemsIn(train: Knobs, axes: Axes = {}): string[] {
   const result = validateCampaign(document(train, axes));
   return result.ok ? [] : result.problems.map((problem) => `${problem.path}: ${problem.message}`);
 }
@@ -98,9 +110,9 @@ describe("the registry's names", () => {
     expect(SCHEMA_KNOB_NAMES).toEqual(Object.keys(registry.trainKnobs));
   });
 
-  it("gives every model a native image size and a parameter count", () => {
+  it("gives every image model a native image size, every language model a shape, and every model a parameter count", () => {
     expect(MODELS).toEqual(Object.keys(registry.models));
-    expect(Object.keys(NATIVE_IMAGE_SIZE)).toEqual(MODELS);
+    expect([...Object.keys(NATIVE_IMAGE_SIZE), ...Object.keys(LANGUAGE_SHAPE)]).toEqual(MODELS);
     expect(Object.keys(PARAMETER_COUNT)).toEqual(MODELS);
   });
 
@@ -121,6 +133,7 @@ describe("the registry's names", () => {
 describe.each(TRAIN_KNOB_NAMES)("train knob %s", (name) => {
   const knob = TRAIN_KNOBS[name];
   const context = contextOf(name);
+  const problemsOf = (train: Knobs, axes: Axes = {}) => problemsIn(train, { ...matrixOf(name), ...axes });
 
   it("is accepted within the registry's range or choices (and at its default), in train and as a matrix axis", () => {
     for (const value of acceptedValues(knob)) {
@@ -152,7 +165,7 @@ describe.each(TRAIN_KNOB_NAMES)("train knob %s", (name) => {
 
   it("reaches the worker as the registry's flag", () => {
     const value = knob.type === "switch" ? true : knob.type === "enum" ? knob.choices!.at(-1)! : validValue(knob);
-    const result = validateCampaign(document({ ...context, [name]: value }));
+    const result = validateCampaign(document({ ...context, [name]: value }, matrixOf(name)));
     if (!result.ok) throw new Error(result.problems.map((problem) => problem.message).join("\n"));
     const run = planCampaign(result.value, "registry").runs.find((planned) => planned.job === "train")!;
     const at = run.workerArgs.indexOf(knob.flag);

@@ -15,7 +15,7 @@ from conftest import base_env, run_worker
     (["train", "--device", "cpu", "--precision", "amp"], "--precision amp runs on a GPU only"),
     (["benchmark"], "invalid choice: 'benchmark'"),
     (["train", "--reduction", "tree"], "invalid choice: 'tree'"),
-    (["train", "--engine", "horovod", "--reduction", "parameter-server"], "is a DDP communication hook; use --engine ddp"),
+    (["train", "--engine", "horovod", "--reduction", "parameter-server"], "--reduction parameter-server with --engine horovod: Horovod always uses its own all-reduce"),
     (["allreduce", "--library", "mpi"], "--library mpi: this process was not started by mpirun (OMPI_COMM_WORLD_SIZE is unset)"),
     (["allreduce", "--library", "mpi", "--reduction", "parameter-server"], "--library mpi sums with MPI_Allreduce"),
     (["allreduce", "--library", "mpi", "--device", "cuda"], "--library mpi sums host memory"),

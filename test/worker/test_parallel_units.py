@@ -72,8 +72,8 @@ def test_degrees_that_do_not_divide_the_world_are_refused(flags, world, expected
     (["--fsdp-sharding", "grad-op"], "--fsdp-sharding belongs to --parallelism fsdp"),
     (["--micro-batches", "2"], "--micro-batches belongs to --parallelism pipeline"),
     (["--tensor-degree", "2"], "--tensor-degree belongs to --parallelism tensor or fsdp"),
-    (["--parallelism", "fsdp", "--reduction", "powersgd"], "--reduction powersgd changes how DDP sums gradients"),
-    (["--parallelism", "tensor", "--fp16-allreduce"], "--fp16-allreduce changes how DDP sums gradients"),
+    (["--parallelism", "fsdp", "--reduction", "powersgd"], "--reduction powersgd with --parallelism fsdp: the reductions are DDP's"),
+    (["--parallelism", "tensor", "--fp16-allreduce"], "--fp16-allreduce with --parallelism tensor: fp16Allreduce compresses"),
     (["--parallelism", "pipeline", "--batch-size", "6", "--micro-batches", "4"], "must be a multiple of --micro-batches 4"),
     (["--image-size", "64"], "--image-size belongs to image models; this run's model is language"),
     (["--sequence-length", "4096"], "more than gpt-nano's 128 learned positions"),
@@ -86,7 +86,7 @@ def test_knobs_a_layout_or_model_cannot_take_are_refused_naming_the_flag(flags, 
 def test_tensor_and_pipeline_parallelism_refuse_an_image_model_saying_why():
     for layout in ("tensor", "pipeline"):
         args = build_parser().parse_args(["train", "--model", "small", "--parallelism", layout])
-        with pytest.raises(BadArguments, match="splits a transformer; --model small is an image model"):
+        with pytest.raises(BadArguments, match=f"--parallelism {layout} with a image model: tensor and pipeline parallelism split"):
             check_arguments(args)
     with pytest.raises(BadArguments, match="--layers belongs to language models"):
         check_arguments(build_parser().parse_args(["train", "--model", "small", "--layers", "2"]))

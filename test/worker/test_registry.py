@@ -39,7 +39,8 @@ def test_the_registry_and_the_command_line_load_without_torch():
 def test_the_registry_is_the_file_beside_the_package_and_lists_models_and_reductions_in_its_order():
     data = json.loads((WORKER_DIR / "ringlab_worker" / "registry.json").read_text())
     assert registry.MODELS == tuple(data["models"]) and registry.REDUCTIONS == tuple(data["reductions"])
-    assert set(registry.NATIVE_IMAGE_SIZE) == set(registry.MODELS) == set(registry.PARAMETER_COUNT)
+    assert set(registry.NATIVE_IMAGE_SIZE) | set(registry.LANGUAGE_SHAPE) == set(registry.MODELS) == set(registry.PARAMETER_COUNT)
+    assert not set(registry.NATIVE_IMAGE_SIZE) & set(registry.LANGUAGE_SHAPE)
     assert registry.TRAIN_KNOBS == data["trainKnobs"] and registry.WORKER_ONLY == data["workerOnly"]
 
 
@@ -115,7 +116,9 @@ def _sample(name: str, data_folder: str) -> list:
         return [knob["flag"], f"folder:{data_folder}"]
     if knob["type"] == "enum":
         return [knob["flag"], registry.knob_choices(name)[-1]]
-    return [knob["flag"], _inside(knob)[0]]
+    # A value other than the default: the default is what the worker does without the knob (it is not set).
+    number = int if knob["type"] == "int" else float
+    return [knob["flag"], next(value for value in _inside(knob) + ["7"] if number(value) != knob["default"])]
 
 
 def _with_needs(names, left_out: str, data_folder: str) -> list:
@@ -172,3 +175,28 @@ def test_knobs_that_exclude_each_other_are_refused_together(name, other, tmp_pat
 
 def test_the_knob_rules_are_all_tested():
     assert NEEDS and EXCLUDES  # a registry without them would leave the two tests above empty
+
+
+def _violating(rule) -> list:
+    """Command-line arguments that meet a rule's `if` and break its `then` (the first allowed-elsewhere value)."""
+    argv = ["train", "--device", "cpu"]
+    for axis, values in rule["if"].items():
+        argv += ["--model", "small" if values == ["image"] else "gpt-nano"] if axis == "model" else _sample_value(axis, values[-1])
+    knob, allowed = next(iter(rule["then"].items()))
+    candidates = {"switch": [True], "int": [3]}.get(KNOBS[knob]["type"]) or list(registry.knob_choices(knob))
+    value = next(candidate for candidate in candidates if candidate not in allowed)
+    return argv + _sample_value(knob, value)
+
+
+def _sample_value(knob: str, value) -> list:
+    flag = KNOBS[knob]["flag"]
+    return [flag] if value is True else [flag, str(value)]
+
+
+@pytest.mark.parametrize("rule", registry.RULES, ids=lambda rule: f"{next(iter(rule['if']))}->{next(iter(rule['then']))}")
+def test_every_rule_of_the_registry_is_refused_with_its_reason(rule, monkeypatch, capsys):
+    argv = _violating(rule)
+    if "--model" not in argv:
+        argv += ["--model", "gpt-nano" if "--parallelism" in argv else "small"]
+    message = _refusal(argv, monkeypatch, capsys)
+    assert message.endswith(rule["because"])

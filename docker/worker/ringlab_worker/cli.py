@@ -13,7 +13,7 @@ from . import compat, launcher
 from .data import import_pil, parse_data_source, run_dataset
 from .errors import EXIT_BAD_ARGUMENTS, BadArguments, WorkerError
 from .mpi_library import LIBRARIES, check_started_by_mpirun
-from .registry import MODEL_KIND, MODELS, PROBED_REDUCTIONS, TRAIN_KNOBS, knob_choices, language_shape
+from .registry import MODEL_KIND, MODELS, PROBED_REDUCTIONS, RULES, TRAIN_KNOBS, knob_choices, language_shape
 from .result import LAUNCHED_AT_ENV, utc_now
 
 
@@ -263,26 +263,19 @@ def check_arguments(args) -> None:
             if args.device == "cuda":
                 raise BadArguments("--library mpi sums host memory: run it with --device cpu (mpi4py here is not CUDA-aware)")
             check_started_by_mpirun()
-    if args.job == "train" and args.engine == "horovod" and args.reduction != "ring":
-        raise BadArguments(f"--reduction {args.reduction} is a DDP communication hook; use --engine ddp with it "
-                           "(Horovod always uses its own all-reduce)")
     if args.job == "allreduce" and args.reduction not in PROBED_REDUCTIONS:
         raise BadArguments(f"--reduction {args.reduction} is a training strategy, not a sum of one buffer: the probe "
                            "measures its link with --reduction ring")
+    if args.job == "train":
+        check_registry_rules(args)
     if args.job == "train" and args.reduction not in PROBED_REDUCTIONS:
         check_strategy_arguments(args)
     if args.job == "train" and args.precision == "amp" and args.device == "cpu":
         raise BadArguments("--precision amp runs on a GPU only; use --precision fp32 with --device cpu")
     if args.job == "train":
-        check_registry_rules(args)
         check_model_arguments(args)
         check_layout_arguments(args)
         check_training_arguments(args)
-
-
-def _given(args, defaults: dict) -> list:
-    """The flags among `defaults` ({dest: default}) that differ from their default."""
-    return ["--" + dest.replace("_", "-") for dest, default in defaults.items() if getattr(args, dest) != default]
 
 
 def check_model_arguments(args) -> None:
@@ -300,23 +293,9 @@ def check_model_arguments(args) -> None:
 
 
 def check_layout_arguments(args) -> None:
-    """--parallelism against the engine, DDP's reductions and the model (its knobs are checked with every knob's)."""
-    layout = args.parallelism
-    if layout == "ddp":
-        return
-    if args.engine == "horovod":
-        raise BadArguments(f"--engine horovod is data parallelism (ddp); --parallelism {layout} runs on torch's own")
-    given = [flag for flag, value in (("--reduction " + args.reduction, args.reduction != "ring"),
-                                      ("--fp16-allreduce", args.fp16_allreduce)) if value]
-    if given:
-        raise BadArguments(f"{given[0]} changes how DDP sums gradients; --parallelism {layout} has its own collectives")
-    if layout in ("tensor", "pipeline") and language_shape(args.model) is None:
-        raise BadArguments(f"--parallelism {layout} splits a transformer; --model {args.model} is an image model "
-                           "(use ddp or fsdp with it)")
-    if layout == "pipeline" and args.batch_size % args.micro_batches:
+    """A pipeline's batch cuts into its micro-batches (the layouts' other rules are registry.json's)."""
+    if args.parallelism == "pipeline" and args.batch_size % args.micro_batches:
         raise BadArguments(f"--batch-size {args.batch_size} must be a multiple of --micro-batches {args.micro_batches}")
-    if args.epochs is not None:
-        raise BadArguments(f"--epochs (time to train) runs with --parallelism ddp only, not {layout}")
 
 
 # What a knob's belongsTo names (registry.json): the run's value on each axis, and how a message names the owners.
@@ -333,9 +312,29 @@ def knob_is_set(args, name: str) -> bool:
     return getattr(args, knob["flag"][2:].replace("-", "_")) != knob["default"]
 
 
+def _axis_value(args, axis: str):
+    return MODEL_KIND[args.model] if axis == "model" else getattr(args, TRAIN_KNOBS[axis]["flag"][2:].replace("-", "_"))
+
+
+def _shown(axis: str, value) -> str:
+    """How a message names a knob's value: --flag value, a switch by its flag alone, the model by its name."""
+    if axis == "model":
+        return f"a {value} model"
+    flag = TRAIN_KNOBS[axis]["flag"]
+    return flag if value is True else f"{flag} {value}"
+
+
 def check_registry_rules(args) -> None:
     """What registry.json declares of each train knob, enforced as declared (the campaign's schema reads the same
-    declarations): the models, layouts or reductions it belongs to, the knobs it needs, the knobs it excludes."""
+    declarations): the models, layouts or reductions it belongs to, the knobs it needs, the knobs it excludes, and the
+    combinations its rules refuse."""
+    for rule in RULES:
+        if all(_axis_value(args, axis) in values for axis, values in rule["if"].items()):
+            for knob, allowed in rule["then"].items():
+                value = _axis_value(args, knob)
+                if value not in allowed:
+                    when = " and ".join(_shown(axis, _axis_value(args, axis)) for axis in rule["if"])
+                    raise BadArguments(f"{_shown(knob, value)} with {when}: {rule['because']}")
     for name, knob in TRAIN_KNOBS.items():
         if not knob_is_set(args, name):
             continue
@@ -356,16 +355,9 @@ def check_registry_rules(args) -> None:
 def check_strategy_arguments(args) -> None:
     """PowerSGD, local SGD and the asynchronous server: what torch 1.13's hooks accept, and what ringlab does not do
     with them yet."""
-    if args.fp16_allreduce:
-        raise BadArguments(f"--fp16-allreduce with --reduction {args.reduction}: the strategy sends its own numbers "
-                           "(PowerSGD's factors, local SGD's and the server's parameters); use one of them")
     if args.reduction == "powersgd" and args.powersgd_start_iter < 2:
         raise BadArguments("--powersgd-start-iter must be 2 or more: torch's PowerSGD with error feedback and warm "
                            "start compresses from its second step at the earliest")
-    if args.reduction == "async-parameter-server" and args.precision == "amp":
-        raise BadArguments("--precision amp with --reduction async-parameter-server: the gradient scaler skips the "
-                           "steps whose gradients overflow, and a rank that skips falls behind the staleness bound for "
-                           "good; use --precision fp32")
     if args.checkpoint_dir is not None:
         raise BadArguments(f"--reduction {args.reduction} keeps state of its own (PowerSGD's error feedback, local "
                            "SGD's step count, the server's parameters) that ringlab's checkpoints do not hold yet: run "
@@ -379,8 +371,6 @@ def check_training_arguments(args) -> None:
         raise BadArguments("--checkpoint-dir needs --epochs (time to train)")
     if args.epochs is not None and args.data_folder is None:
         raise BadArguments("--epochs trains over a dataset: add --data folder:PATH")
-    if args.epochs is not None and args.engine != "ddp":
-        raise BadArguments("--epochs runs with --engine ddp only")
     if args.checkpoint_every is not None and args.checkpoint_dir is None:
         if args.output is None:
             raise BadArguments("--checkpoint-every needs --checkpoint-dir (or --output, beside which they go)")

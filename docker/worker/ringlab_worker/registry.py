@@ -41,6 +41,10 @@ PROBED_REDUCTIONS = tuple(name for name, entry in _REGISTRY["reductions"].items(
 # lt, needs, excludes, about}. Ranges are the campaign's; the worker's own checks may be wider.
 TRAIN_KNOBS = _REGISTRY["trainKnobs"]
 
+# Combinations refused, each with why: {if: {axis: values}, then: {knob: allowed values}, because}. An axis is a train
+# knob or "model" (the model's kind); null stands for a knob left unset.
+RULES = tuple(_REGISTRY["rules"])
+
 # Flags of `train` without a campaign knob -> why.
 WORKER_ONLY = _REGISTRY["workerOnly"]
 
