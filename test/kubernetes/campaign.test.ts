@@ -1,8 +1,10 @@
 /**
  * A Kubernetes campaign against a loopback server that answers as the Kubernetes API does (./fake-api.ts): what
  * ringlab creates, how it follows a Job to its end (done, a worker that failed, a pod that never schedules, an image
- * that cannot be pulled, its deadline), what it records, and that nothing of a run is left in the namespace. No
- * live cluster runs here; README "Kubernetes" says how to try one.
+ * that cannot be pulled, a container that cannot be made, a shaping init container that failed, its deadline), what
+ * it records, and that nothing of a run is left in the namespace. The Job's end comes as a cluster of Kubernetes 1.31
+ * and later says it (FailureTarget or SuccessCriteriaMet first), and, where ringlab must read both, as an older one
+ * does. No live cluster runs here; README "Kubernetes" says how to try one.
  */
 import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,11 +21,13 @@ import { planCampaign } from "../../src/campaign/plan.ts";
 import { silentReporter } from "../../src/reporter.ts";
 import { ResultsStore } from "../../src/results/store.ts";
 import { probeRecord, trainRecord } from "../report/fixtures/records.ts";
-import { startFakeCluster, type FakeCluster, type PodState, type Scenario } from "./fake-api.ts";
+import { JOB_CONTROLLERS, startFakeCluster, type FakeCluster, type PodState, type Scenario } from "./fake-api.ts";
 
 const NAMESPACE = "ringlab";
 const TESTBED = `testbed: {target: kubernetes, name: kind, nodes: 2, namespace: ${NAMESPACE}, sharedClaim: shared, workerImage: "registry.example/ringlab/worker:cpu", gpusPerPod: 0}`;
 const CAMPAIGN = "campaign: {matrix: {nodes: [2], model: tiny, batchSize: 8, bandwidth: [unlimited]}, runTimeoutSeconds: 60}";
+/** One train run, no probe, a 10 s deadline: a run that ought to fail at once and does not fails at its deadline (and 30 s of grace), with its own words, within the test's time. */
+const ONE_RUN = "campaign: {matrix: {nodes: [2], model: tiny, batchSize: 8, bandwidth: [unlimited]}, probe: {enabled: false}, runTimeoutSeconds: 10}";
 
 let clusters: FakeCluster[] = [];
 afterEach(async () => {
@@ -79,8 +83,8 @@ function filesUnder(dir: string): { path: string; text: string }[] {
 }
 
 describe("a Kubernetes campaign", () => {
-  it("runs each run as a NetworkPolicy, a Secret, a Service and an Indexed Job, records rank 0's result from its log, keeps the manifests and every pod's log, and leaves nothing", async () => {
-    const cluster = await fake({ scenario: completes });
+  it.each(JOB_CONTROLLERS)("runs each run as a NetworkPolicy, a Secret, a Service and an Indexed Job, records rank 0's result from its log, keeps the manifests and every pod's log, and leaves nothing (Job controller: %s)", async (jobController) => {
+    const cluster = await fake({ scenario: completes, jobController });
     const { outcome, resultsDir, records } = await campaignOn(cluster);
     expect(outcome).toMatchObject({ ok: 2, failed: 0, planned: 2, teardown: "done" });
     expect(records.map((record) => [record.runId, record.status, record.testbed.target])).toEqual([
@@ -136,11 +140,13 @@ describe("a Kubernetes campaign", () => {
     }
   });
 
-  it("records a run whose pods never schedule as failed at its deadline, with the scheduler's reason, and deletes it", async () => {
+  // An older cluster's Job says Failed with its pods already removed: the reason is the one seen at the look before.
+  it.each(JOB_CONTROLLERS)("records a run whose pods never schedule as failed at its deadline, with the scheduler's reason, and deletes it (Job controller: %s)", async (jobController) => {
     const reason = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.";
     const unschedulable: PodState = { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: reason }] };
     // The scheduler's reason shows while the pods wait; at the deadline the Job controller fails the Job and removes them.
     const cluster = await fake({
+      jobController,
       scenario: (look) => look < 3 ? { pods: [unschedulable, unschedulable] }
         : { conditions: [{ type: "Failed", status: "True", reason: "DeadlineExceeded", message: "Job was active longer than specified deadline" }], pods: [] },
     });
@@ -150,10 +156,11 @@ describe("a Kubernetes campaign", () => {
     expect(cluster.left()).toEqual(EMPTY);
   });
 
-  it("does not blame the scheduler for a deadline its pods were placed before (a node that took a minute to join)", async () => {
+  it.each(JOB_CONTROLLERS)("does not blame the scheduler for a deadline its pods were placed before (a node that took a minute to join) (Job controller: %s)", async (jobController) => {
     const waiting: PodState = { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/2 nodes are available: 2 Insufficient cpu." }] };
     const placed: PodState = { phase: "Running", conditions: [{ type: "PodScheduled", status: "True" }] };
     const cluster = await fake({
+      jobController,
       scenario: (look) => look === 0 ? { pods: [waiting, waiting] } : look < 3 ? { pods: [placed, placed] }
         : { conditions: [{ type: "Failed", status: "True", reason: "DeadlineExceeded", message: "Job was active longer than specified deadline" }], pods: [] },
     });
@@ -225,8 +232,36 @@ describe("a Kubernetes campaign", () => {
     expect(cluster.requests.filter((request) => request.startsWith("GET /apis/batch/v1/namespaces/ringlab/jobs/kind-allreduce")).length).toBe(1);
   });
 
-  it("names the pod and node rank whose worker failed, and keeps every pod's log", async () => {
+  it("fails a run whose image is not in the registry after a while, naming the image and why the pull failed (ErrImagePull and back-off in turn)", async () => {
+    // What containerd says of a tag the registry does not have; a kubelet of 1.32 or later repeats it while it backs off
+    // (kubernetes/kubernetes#127918; an older one says only "Back-off pulling image").
+    const notFound = 'rpc error: code = NotFound desc = failed to pull and unpack image "registry.example/ringlab/worker:cpu": failed to resolve reference "registry.example/ringlab/worker:cpu": registry.example/ringlab/worker:cpu: not found';
+    const pullFailed: PodState = { phase: "Pending", worker: { waiting: { reason: "ErrImagePull", message: notFound } } };
+    const backOff: PodState = { phase: "Pending", worker: { waiting: { reason: "ImagePullBackOff", message: `Back-off pulling image "registry.example/ringlab/worker:cpu": ErrImagePull: ${notFound}` } } };
+    // The kubelet's tries and back-offs, a look each: a run that counted only the back-offs would start counting anew at every try.
+    const cluster = await fake({ scenario: (look) => ({ pods: look === 0 ? [{ phase: "Pending" }, { phase: "Pending" }] : look % 2 === 1 ? [pullFailed, pullFailed] : [backOff, backOff] }) });
+    const { file, resultsDir } = campaignFile(`${TESTBED}\n${ONE_RUN}\n`);
+    await runKubernetesCampaign(context(), file, { resultsDir, cluster: { env: { KUBECONFIG: cluster.kubeconfig() } }, pollMs: 20, pullPatienceSeconds: 0.2 });
+    const [record] = ResultsStore.open(resultsDir, () => {}).records();
+    expect(record!.error).toMatch(/^pod kind-train-tiny-b8-n2-unlimited-r1-0-x0k: container worker cannot start \(image registry\.example\/ringlab\/worker:cpu\): (ErrImagePull|ImagePullBackOff): .*registry\.example\/ringlab\/worker:cpu: not found \(failing for 0 s\); worker logs: /);
+    // The kubelet's word for the missing log, in the log file.
+    expect(readFileSync(join(resultsDir, record!.logsDir, "worker-0.log"), "utf8")).toMatch(/is waiting to start: (image can't be pulled|trying and failing to pull image)\)$/m);
+    expect(cluster.left()).toEqual(EMPTY);
+  });
+
+  it("fails a run at once when its container cannot be made, naming the configuration the kubelet lacks and no image (CreateContainerConfigError)", async () => {
+    // The run's Secret gone before the pods started (a policy, `ringlab down` from elsewhere): the kubelet cannot fill secretKeyRef.
+    const noSecret: PodState = { phase: "Pending", worker: { waiting: { reason: "CreateContainerConfigError", message: 'secret "kind-train-tiny-b8-n2-unlimited-r1" not found' } } };
+    const cluster = await fake({ scenario: (look) => ({ pods: look === 0 ? [{ phase: "Pending" }, { phase: "Pending" }] : [noSecret, noSecret] }) });
+    const { records } = await campaignOn(cluster, `${TESTBED}\n${ONE_RUN}\n`);
+    expect(records[0]!.error).toMatch(/^pod kind-train-tiny-b8-n2-unlimited-r1-0-x0k: container worker cannot start: CreateContainerConfigError: secret "kind-train-tiny-b8-n2-unlimited-r1" not found; worker logs: /);
+    expect(cluster.requests.filter((request) => request.startsWith("GET /apis/batch/v1/namespaces/ringlab/jobs/kind-train")).length).toBe(2);
+    expect(cluster.left()).toEqual(EMPTY);
+  });
+
+  it.each(JOB_CONTROLLERS)("names the pod and node rank whose worker failed, and keeps every pod's log (Job controller: %s)", async (jobController) => {
     const cluster = await fake({
+      jobController,
       scenario: (look) => look === 0 ? { pods: [{ phase: "Running" }, { phase: "Running" }] } : {
         conditions: [{ type: "Failed", status: "True", reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" }],
         pods: [{ phase: "Failed", worker: { terminated: { exitCode: 143, reason: "Error" } }, log: "waiting for rank 1\n" },
@@ -236,6 +271,40 @@ describe("a Kubernetes campaign", () => {
     const { records, resultsDir } = await campaignOn(cluster);
     expect(records[0]!.error).toMatch(/^the Job failed \(BackoffLimitExceeded: Job has reached the specified backoff limit\); pod kind-allreduce-n2-unlimited-r1-0-x0k \(node rank 0\): worker exited with code 143 \(Error\); pod kind-allreduce-n2-unlimited-r1-1-x1k \(node rank 1\): worker exited with code 1 \(Error\); worker logs: /);
     expect(readFileSync(join(resultsDir, records[0]!.logsDir, "worker-1.log"), "utf8")).toBe("RuntimeError: out of memory\n");
+    expect(cluster.left()).toEqual(EMPTY);
+  });
+
+  it("keeps the log of a rank the Job controller stops when another fails: a current cluster's FailureTarget ends the run while that pod terminates, before Failed comes without it", async () => {
+    const cluster = await fake({
+      jobController: "current",
+      scenario: (look) => look === 0 ? { pods: [{ phase: "Running", log: "waiting for rank 1\n" }, { phase: "Running" }] } : {
+        conditions: [{ type: "Failed", status: "True", reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" }],
+        // Rank 1 failed; rank 0, stopped by the controller, is gone by the time the Job says Failed.
+        pods: [{ index: 1, phase: "Failed", worker: { terminated: { exitCode: 1, reason: "Error" } }, log: "RuntimeError: out of memory\n" }],
+      },
+    });
+    const { records, resultsDir } = await campaignOn(cluster, `${TESTBED}\n${ONE_RUN}\n`);
+    expect(records[0]!.error).toMatch(/^the Job failed \(BackoffLimitExceeded: Job has reached the specified backoff limit\); pod kind-train-tiny-b8-n2-unlimited-r1-1-x1k \(node rank 1\): worker exited with code 1 \(Error\); worker logs: /);
+    const logs = join(resultsDir, records[0]!.logsDir);
+    expect(readFileSync(join(logs, "worker-0.log"), "utf8")).toBe("waiting for rank 1\n");
+    expect(readFileSync(join(logs, "worker-1.log"), "utf8")).toBe("RuntimeError: out of memory\n");
+    expect(cluster.left()).toEqual(EMPTY);
+  });
+
+  it("keeps the shaping init container's log for a pod whose worker never started, and names the init container that failed", async () => {
+    const shaped = `${TESTBED.replace("gpusPerPod: 0}", "gpusPerPod: 0, shapeInPod: true}")}\ncampaign: {matrix: {nodes: [2], model: tiny, batchSize: 8, bandwidth: [1gbit]}, probe: {enabled: false}, runTimeoutSeconds: 10}\n`;
+    const initializing: PodState = { phase: "Pending", init: { running: {} }, worker: { waiting: { reason: "PodInitializing" } } };
+    const tcFailed: PodState = { phase: "Failed", init: { terminated: { exitCode: 2, reason: "Error" } }, initLog: "RTNETLINK answers: Operation not permitted\n", worker: { waiting: { reason: "PodInitializing" } } };
+    const cluster = await fake({
+      scenario: (look) => look === 0 ? { pods: [initializing, initializing] }
+        : { conditions: [{ type: "Failed", status: "True", reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" }], pods: [tcFailed, tcFailed] },
+    });
+    const { records, resultsDir } = await campaignOn(cluster, shaped);
+    const pod = "kind-train-tiny-b8-n2-1gbit-r1-0-x0k";
+    expect(records[0]!.error).toMatch(new RegExp(`^the Job failed \\(BackoffLimitExceeded: Job has reached the specified backoff limit\\); pod ${pod} \\(node rank 0\\): shape-link exited with code 2 \\(Error\\); `));
+    expect(readFileSync(join(resultsDir, records[0]!.logsDir, "worker-0.log"), "utf8")).toBe(
+      `(no log from pod ${pod}: read pod ${pod}'s worker log: the API answered 400 container "worker" in pod "${pod}" is waiting to start: PodInitializing)\n` +
+      "(its init container shape-link:)\nRTNETLINK answers: Operation not permitted\n");
     expect(cluster.left()).toEqual(EMPTY);
   });
 
@@ -275,13 +344,20 @@ describe("a Kubernetes campaign", () => {
 
 describe("one run on a cluster", () => {
   it("gives up on a Job that outlives its deadline and the grace its controller gets, reads only its own pods, and deletes it", async () => {
-    // A pod of an earlier attempt at the run, still terminating: same labels, same index, another owner.
+    // A pod of an earlier attempt at the run, still terminating: same labels, same index, another owner (a Job of the
+    // same name, deleted). Its name sorts after the new pod's, and the API lists pods by name: a reader that took every
+    // pod with the run's labels would write its log over the new rank 1's.
     const stale = {
-      metadata: { name: "kind-allreduce-n2-unlimited-r1-1-old", labels: { "ringlab.testbed": "kind", "ringlab.run": "allreduce-n2-unlimited-r1" },
-        annotations: { "batch.kubernetes.io/job-completion-index": "1" }, ownerReferences: [{ kind: "Job", uid: "an-earlier-job" }] },
-      status: { phase: "Pending", containerStatuses: [{ name: "worker", image: "old", state: { waiting: { reason: "ImagePullBackOff" } } }] },
+      metadata: { name: "kind-allreduce-n2-unlimited-r1-1-zq7wd", labels: { "ringlab.testbed": "kind", "ringlab.run": "allreduce-n2-unlimited-r1" },
+        annotations: { "batch.kubernetes.io/job-completion-index": "1" }, deletionTimestamp: "2026-11-26T00:00:10Z",
+        ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name: "kind-allreduce-n2-unlimited-r1", uid: "an-earlier-job", controller: true }] },
+      spec: { containers: [{ name: "worker", image: "registry.example/ringlab/worker:cpu" }] },
+      status: { phase: "Running", containerStatuses: [{ name: "worker", image: "registry.example/ringlab/worker:cpu", state: { running: {} } }] },
     };
-    const cluster = await fake({ scenario: () => ({ pods: [{ phase: "Running" }, { phase: "Running", log: "still training\n" }] }), existing: { pods: [stale] } });
+    const cluster = await fake({
+      scenario: () => ({ pods: [{ phase: "Running" }, { phase: "Running", log: "still training\n" }] }),
+      existing: { pods: [stale], logs: { [stale.metadata.name]: { worker: "rank 1 of the earlier attempt\n" } } },
+    });
     const { file, resultsDir } = campaignFile();
     const connected = await Cluster.connect(file.testbed, { env: { KUBECONFIG: cluster.kubeconfig() } });
     const run = planCampaign(file, "k8s").runs[0]!;

@@ -3,8 +3,11 @@
  * is) that answers the few Kubernetes API calls ringlab makes as the API does (paths, verbs,
  * label selectors, and the documented shapes: Namespace, PersistentVolumeClaim, Service, NetworkPolicy, Secret (its
  * stringData kept as base64 data, as the API server stores it), Job with its conditions, PodList with phases,
- * conditions and container states, Status for errors, text/plain for logs). What the pods of
+ * conditions and container states (init containers too), Status for errors, text/plain for logs). What the pods of
  * a Job do is a scenario: the test says, look by look, what the Job controller and the kubelet would report.
+ * Where a cluster is less kind than a scenario's plain words, the fake is too: the Job controller of Kubernetes 1.31
+ * and later says FailureTarget or SuccessCriteriaMet before Failed or Complete (`jobController`), lists come sorted by
+ * name, and a log is the named container's (`?container=`), or the kubelet's reason why there is none.
  * Anything else asked is answered 404 and kept in `unexpected`, for the test to assert there is none.
  */
 import { execFileSync } from "node:child_process";
@@ -17,21 +20,46 @@ import { join } from "node:path";
 
 type Json = Record<string, any>;
 
-/** One pod as a scenario describes it at a look: its index, and what its status and log say. */
+/** One pod as a scenario describes it at a look: its index, and what its status and logs say. */
 export interface PodState {
+  /** Its completion index. @default its place in the scenario's list */
+  readonly index?: number;
   readonly phase: "Pending" | "Running" | "Succeeded" | "Failed";
   /** Extra pod conditions, e.g. PodScheduled False with the scheduler's reason. */
   readonly conditions?: readonly Json[];
   /** The worker container's state (waiting / running / terminated), as status.containerStatuses[0].state. */
   readonly worker?: Json;
+  /** The worker container's log. */
   readonly log?: string;
+  /** The init container's state (the Job's template has one with shapeInPod), as status.initContainerStatuses[0].state. @default terminated with 0 once the worker container has a state */
+  readonly init?: Json;
+  /** The init container's log (GET .../log?container=<its name>). */
+  readonly initLog?: string;
 }
 
 /**
  * What the cluster reports at the n-th look at the Job (n from 0): the Job's conditions, each pod's state (the
- * Job's pods are these, no more), and the messages of the Job's FailedCreate events.
+ * Job's pods are these, no more), and the messages of the Job's FailedCreate events. A scenario says how the Job ends
+ * as an old cluster says it (Failed or Complete); `jobController` makes a current cluster's sequence of it.
  */
-export type Scenario = (look: number, job: Json) => { readonly conditions?: readonly Json[]; readonly pods: readonly PodState[]; readonly failedCreate?: readonly string[] };
+export type Scenario = (look: number, job: Json) => ScenarioLook;
+export interface ScenarioLook { readonly conditions?: readonly Json[]; readonly pods: readonly PodState[]; readonly failedCreate?: readonly string[] }
+
+/**
+ * How the Job controller says that a Job ended.
+ * - "current" (Kubernetes 1.31 and later): first FailureTarget (the reason and message Failed will carry) or
+ *   SuccessCriteriaMet (CompletionsReached), while the pods it stopped still terminate; at the next look Failed or
+ *   Complete beside it, the stopped pods gone. The controller's newFailureCondition/newSuccessCondition give the
+ *   interim type whenever delayTerminalCondition() holds (feature gates JobManagedBy or JobPodReplacementPolicy, on by
+ *   default), and enactJobFinished adds the terminal one only once no pod terminates (kubernetes/kubernetes
+ *   pkg/controller/job/job_controller.go; KEP-4368 "Terminating pods and terminal Job conditions"; the Job docs,
+ *   "Terminal Job conditions": "In Kubernetes v1.31 and later the Job controller delays the addition of the terminal
+ *   conditions, Failed or Complete, until all of the Job Pods are terminated"). Both success conditions carry reason
+ *   CompletionsReached, message "Reached expected number of succeeded pods" (test/e2e/apps/job.go asserts the reason).
+ * - "before-1.31": Failed or Complete alone, as the scenario says it.
+ */
+export type JobController = "current" | "before-1.31";
+export const JOB_CONTROLLERS: readonly JobController[] = ["current", "before-1.31"];
 
 export interface FakeClusterOptions {
   readonly namespace: string;
@@ -41,8 +69,13 @@ export interface FakeClusterOptions {
   readonly scenario?: Scenario;
   /** Accept connections but never answer (a cluster that hangs). */
   readonly hang?: boolean;
-  /** Objects already in the namespace (another testbed's, a killed run's), by kind. */
-  readonly existing?: { readonly jobs?: readonly Json[]; readonly services?: readonly Json[]; readonly pods?: readonly Json[]; readonly networkPolicies?: readonly Json[]; readonly secrets?: readonly Json[] };
+  /** Objects already in the namespace (another testbed's, a killed run's), by kind; `logs`: an existing pod's logs by container. */
+  readonly existing?: {
+    readonly jobs?: readonly Json[]; readonly services?: readonly Json[]; readonly pods?: readonly Json[]; readonly networkPolicies?: readonly Json[]; readonly secrets?: readonly Json[];
+    readonly logs?: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  };
+  /** How the Job controller says a Job ended. @default "current" */
+  readonly jobController?: JobController;
   /** An error status to answer instead, by request ("GET /api/v1/...") and how many such requests came before it. */
   readonly failWith?: (request: string, earlier: number) => number | undefined;
   /** How many pod lists a deleted pod still shows in, terminating (its grace period). @default 2 */
@@ -80,8 +113,13 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
   const pods = new Map<string, Json>((options.existing?.pods ?? []).map((pod) => [pod.metadata.name, pod]));
   const networkPolicies = new Map<string, Json>((options.existing?.networkPolicies ?? []).map((policy) => [policy.metadata.name, policy]));
   const secrets = new Map<string, Json>((options.existing?.secrets ?? []).map((secret) => [secret.metadata.name, secret]));
-  const logs = new Map<string, string>();
+  /** Logs by pod and container. */
+  const logs = new Map<string, string>(Object.entries(options.existing?.logs ?? {}).flatMap(([pod, byContainer]) => Object.entries(byContainer).map(([container, text]) => [`${pod}/${container}`, text] as const)));
   const looks = new Map<string, number>();
+  const jobController = options.jobController ?? "current";
+  /** Per Job (by uid), on a current cluster: the interim condition once sent, and the scenario's look that ended it, held for the next look. */
+  const interim = new Map<string, Json>();
+  const heldBack = new Map<string, ScenarioLook>();
   const failedCreate = new Map<string, readonly string[]>();
   /** Deleted pods still terminating: how many more pod lists show them. */
   const terminating = new Map<string, number>();
@@ -92,35 +130,100 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
     const [key, value] = term.split("=");
     return object.metadata?.labels?.[key!] === value;
   });
+  // The API server lists in key order, that is by name within a namespace: etcd's range reads are, and so are lists
+  // from its watch cache (k8s.io/apiserver pkg/storage/cacher, sortableStoreElements). Not in the order of creation.
+  const byName = (a: Json, b: Json) => (a.metadata?.name < b.metadata?.name ? -1 : a.metadata?.name > b.metadata?.name ? 1 : 0);
   const list = (kind: string, apiVersion: string, objects: Iterable<Json>, labelSelector: string | null) =>
-    ({ kind, apiVersion, metadata: { resourceVersion: "1" }, items: [...objects].filter((object) => matches(object, labelSelector)) });
+    ({ kind, apiVersion, metadata: { resourceVersion: "1" }, items: [...objects].filter((object) => matches(object, labelSelector)).sort(byName) });
 
-  /** The Job's pods as the scenario has them at this look. */
+  /** The scenario's look as the Job controller says it (see JobController): its conditions, and whether the pods it stopped are still terminating. */
+  function asController(uid: string, state: ScenarioLook): { conditions: Json[]; stoppedTerminate: boolean } {
+    const conditions = [...(state.conditions ?? [])];
+    const ended = conditions.find((c) => (c.type === "Failed" || c.type === "Complete") && c.status === "True");
+    if (jobController === "before-1.31" || ended === undefined) return { conditions, stoppedTerminate: false };
+    const interimType = ended.type === "Failed" ? "FailureTarget" : "SuccessCriteriaMet";
+    if (conditions.some((c) => c.type === interimType)) return { conditions, stoppedTerminate: false };
+    const terminal = ended.type === "Complete" ? { reason: "CompletionsReached", message: "Reached expected number of succeeded pods", ...ended } : ended;
+    const others = conditions.filter((c) => c !== ended);
+    if (!interim.has(uid)) {
+      interim.set(uid, { ...terminal, type: interimType });
+      heldBack.set(uid, state);
+      return { conditions: [...others, interim.get(uid)!], stoppedTerminate: true };
+    }
+    return { conditions: [...others, interim.get(uid)!, terminal], stoppedTerminate: false };
+  }
+
+  /** The Job's status and pods as the scenario has them at this look. */
   function advance(job: Json): void {
     const name = job.metadata.name;
-    const look = looks.get(name) ?? 0;
-    looks.set(name, look + 1);
-    const state = scenario(look, job);
-    job.status = { ...(state.conditions === undefined ? {} : { conditions: state.conditions.map((c) => ({ lastTransitionTime: "2026-11-26T00:00:00Z", ...c })) }) };
+    const uid: string = job.metadata.uid;
+    let state = heldBack.get(uid);
+    if (state === undefined) {
+      const look = looks.get(name) ?? 0;
+      looks.set(name, look + 1);
+      state = scenario(look, job);
+    } else heldBack.delete(uid);
+    const { conditions, stoppedTerminate } = asController(uid, state);
+    job.status = { ...(conditions.length === 0 ? {} : { conditions: conditions.map((c) => ({ lastProbeTime: "2026-11-26T00:00:00Z", lastTransitionTime: "2026-11-26T00:00:00Z", ...c })) }) };
     failedCreate.set(name, state.failedCreate ?? []);
-    // The Job's pods are what the scenario says now: the controller removes pods, as at a deadline.
-    for (const [podName, pod] of pods) if (pod.metadata.labels?.["job-name"] === name && !terminating.has(podName)) pods.delete(podName);
-    state.pods.forEach((pod, index) => {
-      const podName = `${name}-${index}-x${index}k`;
-      const container = { name: "worker", image: job.spec.template.spec.containers[0].image, ready: pod.phase === "Running", restartCount: 0, ...(pod.worker === undefined ? {} : { state: pod.worker }) };
-      pods.set(podName, {
+    const template = job.spec.template.spec;
+    const podName = (pod: PodState, place: number) => `${name}-${pod.index ?? place}-x${pod.index ?? place}k`;
+    const now = new Set(state.pods.map(podName));
+    // The Job's pods are what the scenario says now: the controller removes pods, as at a deadline. On a current
+    // cluster, a Job's end first shows the pods it stopped still there, terminating.
+    for (const [listed, pod] of pods) {
+      if (pod.metadata.labels?.["job-name"] !== name || terminating.has(listed)) continue;
+      if (stoppedTerminate && !now.has(listed) && (pod.status.phase === "Pending" || pod.status.phase === "Running")) pod.metadata.deletionTimestamp = "2026-11-26T00:00:30Z";
+      else pods.delete(listed);
+    }
+    state.pods.forEach((pod, place) => {
+      const index = pod.index ?? place;
+      const started = !(pod.phase === "Pending" && pod.worker === undefined && pod.init === undefined);
+      const status = (container: Json, containerState: Json | undefined) => ({
+        name: container.name, image: container.image, ready: pod.phase === "Running" && containerState?.running !== undefined, restartCount: 0, ...(containerState === undefined ? {} : { state: containerState }),
+      });
+      const inits: Json[] = template.initContainers ?? [];
+      pods.set(podName(pod, place), {
         apiVersion: "v1", kind: "Pod",
         metadata: {
-          name: podName, namespace: ns,
+          name: podName(pod, place), namespace: ns,
           labels: { ...job.spec.template.metadata.labels, "batch.kubernetes.io/job-completion-index": String(index), "job-name": name },
           annotations: { "batch.kubernetes.io/job-completion-index": String(index) },
           ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name, uid: job.metadata.uid, controller: true, blockOwnerDeletion: true }],
         },
-        spec: job.spec.template.spec,
-        status: { phase: pod.phase, conditions: [...(pod.conditions ?? [])], containerStatuses: pod.phase === "Pending" && pod.worker === undefined ? [] : [container] },
+        spec: template,
+        status: {
+          phase: pod.phase, conditions: [...(pod.conditions ?? [])],
+          ...(inits.length === 0 || !started ? {} : { initContainerStatuses: inits.map((init) => status(init, pod.init ?? { terminated: { exitCode: 0, reason: "Completed" } })) }),
+          containerStatuses: started ? [status(template.containers[0], pod.worker ?? (pod.phase === "Running" ? { running: {} } : undefined))] : [],
+        },
       });
-      if (pod.log !== undefined) logs.set(podName, pod.log);
+      if (pod.log !== undefined) logs.set(`${podName(pod, place)}/${template.containers[0].name}`, pod.log);
+      if (pod.initLog !== undefined && inits[0] !== undefined) logs.set(`${podName(pod, place)}/${inits[0].name}`, pod.initLog);
     });
+  }
+
+  /**
+   * A container's log (GET .../log?container=), or the error a cluster gives instead: the API server's when the name
+   * is missing or wrong (pkg/registry/core/pod: ValidateContainer), the kubelet's when the container has not started
+   * (pkg/kubelet/kubelet_pods.go: validateContainerLogStatus). A pod not yet on a node has an empty log.
+   */
+  function podLog(pod: Json, asked: string | null): { code: number; text: string } {
+    const name = pod.metadata.name;
+    const containers: string[] = (pod.spec?.containers ?? []).map((c: Json) => c.name);
+    const inits: string[] = (pod.spec?.initContainers ?? []).map((c: Json) => c.name);
+    if (asked === null && containers.length !== 1) return { code: 400, text: `a container name must be specified for pod ${name}, choose one of: [${[...inits, ...containers].join(" ")}]` };
+    const container = asked ?? containers[0]!;
+    if (![...containers, ...inits].includes(container)) return { code: 400, text: `container ${container} is not valid for pod ${name}` };
+    const text = logs.get(`${name}/${container}`);
+    if (text !== undefined) return { code: 200, text };
+    if (pod.status?.conditions?.some((c: Json) => c.type === "PodScheduled" && c.status === "False")) return { code: 200, text: "" };
+    const status = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find((s: Json) => s.name === container);
+    const state = status?.state ?? {};
+    if (state.running !== undefined || state.terminated !== undefined) return { code: 200, text: "" };
+    const reason = state.waiting?.reason ?? (inits.includes(container) || inits.length === 0 ? "ContainerCreating" : "PodInitializing");
+    const why = reason === "ErrImagePull" ? "image can't be pulled" : reason === "ImagePullBackOff" ? "trying and failing to pull image" : reason;
+    return { code: 400, text: `container "${container}" in pod "${name}" is waiting to start: ${why}` };
   }
 
   /** A deleted pod: marked, and listed for a few more pod lists (its grace period), then gone. */
@@ -266,9 +369,10 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
     if ((match = path.match(new RegExp(`^${core}/pods/([^/]+)/log$`))) && method === "GET") {
       const pod = pods.get(match[1]!);
       if (pod === undefined) return notFound(`pods "${match[1]}"`);
-      if (!logs.has(match[1]!)) return send(400, status(400, "BadRequest", `container "worker" in pod "${match[1]}" is waiting to start: trying and failing to pull image`));
+      const log = podLog(pod, url.searchParams.get("container"));
+      if (log.code !== 200) return send(log.code, status(log.code, "BadRequest", log.text));
       response.writeHead(200, { "content-type": "text/plain" });
-      response.end(logs.get(match[1]!));
+      response.end(log.text);
       return;
     }
     unexpected.push(`${method} ${request.url}`);
