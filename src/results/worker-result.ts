@@ -16,9 +16,9 @@ const meanWithSpread = z.object({ mean: z.number(), ci95: z.number() });
 export const THROUGHPUT_UNITS = ["images", "tokens"] as const;
 export type ThroughputUnit = (typeof THROUGHPUT_UNITS)[number];
 
-/** One collective of a layout's step (the worker's parallel/*.py traffic()): its buffer's bytes, how often, over which mesh dimension. */
+/** One collective of a layout's step (the worker's parallel/*.py traffic()): the bytes of all its calls, how many calls, over which mesh dimension. */
 const collectiveSchema = z.looseObject({
-  op: z.enum(["all_reduce", "all_gather", "reduce_scatter", "send"]), bytes: z.number(), count: z.number(), group: z.string(),
+  op: z.enum(["all_reduce", "all_gather", "reduce_scatter", "send"]), bytes: z.number(), calls: z.number(), group: z.string(),
   /** send: the pipeline's stage boundaries (each carries `count` sends of `bytes`). */
   boundaries: z.number().optional(),
 });

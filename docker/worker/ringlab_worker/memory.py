@@ -6,8 +6,10 @@
 - On a CPU: the process's peak resident set (the kernel's VmHWM), reset the same way by writing 5 to
   /proc/self/clear_refs (Linux 4.0 on), over the baseline of its resident set then: torch, Python and the process
   group, which every run of the image has alike. What the run's own tensors, the allocator's slack and its threads
-  add is the peak minus the baseline; the node holds the baseline too, and the launcher process (ringlab's memory
-  model adds both).
+  add is the peak minus the baseline; the node holds the baseline too, and the launcher process (torchrun's agent:
+  each node's first rank reads its peak too, `launcherPeakBytes`). RssAnon at the end says how much of the resident
+  set is the process's own memory rather than mapped files (torch's libraries), which the kernel can drop under a
+  limit.
 
 Where the kernel refuses the reset, VmHWM is the peak since the process started (imports included): the record says
 which (`peakSince`).
@@ -18,15 +20,13 @@ import os
 import torch
 import torch.distributed as dist
 
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
-
-def _status_bytes(field: str) -> int:
-    with open("/proc/self/status", encoding="ascii") as status:
+def _status_bytes(field: str, process: str = "self") -> int:
+    with open(f"/proc/{process}/status", encoding="ascii") as status:
         for line in status:
             if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024  # kB
-    raise RuntimeError(f"/proc/self/status has no {field}")
+    raise RuntimeError(f"/proc/{process}/status has no {field}")
 
 
 def resident_bytes() -> int:
@@ -40,6 +40,17 @@ def _reset_peak_resident() -> bool:
         return True
     except OSError:
         return False
+
+
+def _launcher() -> dict:
+    """Under torchrun, the node's launcher (torchrun's agent, the process that started this one) holds memory of the
+    node too: its peak resident set, read by each node's first rank."""
+    if "TORCHELASTIC_RUN_ID" not in os.environ or os.environ.get("LOCAL_RANK", "0") != "0":
+        return {}
+    try:
+        return {"launcherPeakBytes": _status_bytes("VmHWM", str(os.getppid()))}
+    except (OSError, RuntimeError):
+        return {}
 
 
 class PeakMemory:
@@ -60,7 +71,8 @@ class PeakMemory:
             torch.cuda.synchronize(self.device)
             return {"peakBytes": torch.cuda.max_memory_allocated(self.device),
                     "peakReservedBytes": torch.cuda.max_memory_reserved(self.device), "baselineBytes": self.baseline}
-        return {"peakBytes": _status_bytes("VmHWM"), "baselineBytes": self.baseline}
+        return {"peakBytes": _status_bytes("VmHWM"), "baselineBytes": self.baseline,
+                "residentAnonymousBytes": _status_bytes("RssAnon"), **_launcher()}
 
     def result(self) -> dict:
         ranks = [None] * dist.get_world_size()

@@ -36,7 +36,8 @@ def parallelize(config, world) -> Layout:
     spec = model_spec(config.model)
     dims = dims_of(config, world.size, world.nodes)
     torch.manual_seed(0)
-    model = spec.build(config)
+    with torch.device(world.device):  # made and initialised where it trains: a 7 G-parameter model never in host memory
+        model = spec.build(config)
     memory_format = torch.channels_last if config.channels_last else torch.contiguous_format
     model.to(world.device, memory_format=memory_format)
     if config.activation_checkpointing:

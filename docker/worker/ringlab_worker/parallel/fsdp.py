@@ -15,7 +15,7 @@ dimension (tensor.py) and FSDP shards over dp_shard: the 2-D layout.
 """
 
 from ..errors import BadArguments
-from .layout import Layout, gradient_bytes
+from .layout import Layout, gradient_bytes, local_bytes
 
 
 class FullyShardedDataParallel(Layout):
@@ -28,10 +28,15 @@ class FullyShardedDataParallel(Layout):
             raise BadArguments("--fsdp-cpu-offload moves a GPU's shards into host memory; on CPU workers they are "
                                "there already: leave it out")
         self.full_bytes = gradient_bytes([model])  # before sharding: the whole model's
+        blocks = spec.blocks(model)
+        # FSDP's units: each block, then the root with what no block holds (bytes of this rank's part, before sharding).
+        self.units = [*blocks, model]
+        self.unit_bytes = [local_bytes([block]) for block in blocks]
+        self.unit_bytes.append(local_bytes([model]) - sum(self.unit_bytes))
+        self.gathers = 2 if config.fsdp_sharding == "full" else 1
         shard_mesh = mesh["dp_replicate", "dp_shard"] if config.fsdp_sharding == "none" else mesh["dp_shard"]
         options = {"mesh": shard_mesh, "reshard_after_forward": config.fsdp_sharding == "full",
                    "offload_policy": CPUOffloadPolicy() if config.fsdp_cpu_offload else OffloadPolicy()}
-        blocks = spec.blocks(model)
         for block in blocks:
             fully_shard(block, **options)
         fully_shard(model, **options)
@@ -40,12 +45,13 @@ class FullyShardedDataParallel(Layout):
         super().__init__(config, world, dims, spec, model, model)
 
     def traffic(self):
-        sharded = self.full_bytes // max(1, self.dims.tp)  # under tensor parallelism FSDP shards each rank's part
-        if self.config.fsdp_sharding == "none":
-            return [{"op": "all_reduce", "bytes": sharded, "count": 1, "group": "dp_replicate"}]
-        gathers = 2 if self.config.fsdp_sharding == "full" else 1
-        return [{"op": "all_gather", "bytes": sharded, "count": gathers, "group": "dp_shard"},
-                {"op": "reduce_scatter", "bytes": sharded, "count": 1, "group": "dp_shard"}]
+        # Under tensor parallelism FSDP shards each rank's part of the matrices: the unit's bytes on this rank.
+        units, whole = len(self.units), sum(self.unit_bytes)
+        collectives = ([{"op": "all_reduce", "bytes": whole, "calls": units, "group": "dp_replicate"}]
+                       if self.config.fsdp_sharding == "none" else
+                       [{"op": "all_gather", "bytes": self.gathers * whole, "calls": self.gathers * units, "group": "dp_shard"},
+                        {"op": "reduce_scatter", "bytes": whole, "calls": units, "group": "dp_shard"}])
+        return collectives + (self.tensor_traffic if self.dims.tp > 1 else [])
 
     def gradient_bytes(self) -> int:
         return self.full_bytes
@@ -70,8 +76,12 @@ def _prefetch(blocks, ahead: int) -> None:
 
 def apply_fsdp(config, world, dims, spec, model) -> Layout:
     mesh = dims.mesh(world.device.type)
+    tensor_traffic = []
     if dims.tp > 1:
-        from .tensor import split_matrices
+        from .tensor import split_matrices, tensor_parallel_traffic
 
         split_matrices(config, spec, model, mesh["tp"])
-    return FullyShardedDataParallel(config, world, dims, spec, model, mesh)
+        tensor_traffic = tensor_parallel_traffic(config)
+    layout = FullyShardedDataParallel(config, world, dims, spec, model, mesh)
+    layout.tensor_traffic = tensor_traffic
+    return layout

@@ -24,7 +24,7 @@ class HorovodDataParallel(Layout):
         return self.gradient_bytes() * (0.5 if self.config.fp16_allreduce else 1.0)
 
     def traffic(self):
-        return [{"op": "all_reduce", "bytes": self.wire_bytes_per_step(), "count": 1, "group": "dp_replicate"}]
+        return [{"op": "all_reduce", "bytes": self.wire_bytes_per_step(), "calls": 1, "group": "dp_replicate"}]
 
 
 def apply_horovod(config, world, dims, spec, model) -> Layout:

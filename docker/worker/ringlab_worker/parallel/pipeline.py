@@ -14,6 +14,7 @@ dp_replicate dimension and DDP sums its gradients there (pipeline x data).
 
 from ..errors import BadArguments
 from .layout import Layout, gradient_bytes
+from .ddp import buckets
 from .tensor import activation_bytes
 
 SCHEDULES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B"}
@@ -72,12 +73,17 @@ class Pipeline(Layout):
         return self.full_bytes
 
     def traffic(self):
-        sends = {"op": "send", "bytes": activation_bytes(self.config, self.config.micro_batches),
-                 "count": 2 * self.config.micro_batches, "group": "pp", "boundaries": self.dims.pp - 1}
+        """Across each of the pp - 1 boundaries, every micro-batch's activations forward and their gradients back; DDP
+        of each stage over its replicas (the first stage's, as ringlab's model counts it)."""
+        calls = 2 * self.config.micro_batches
+        sends = ([] if self.dims.pp < 2 else
+                 [{"op": "send", "bytes": calls * activation_bytes(self.config, self.config.micro_batches),
+                   "calls": calls, "group": "pp", "boundaries": self.dims.pp - 1}])
         if self.dims.dp_replicate == 1:
-            return [sends]
+            return sends
         stage_bytes = gradient_bytes([self.model])
-        return [sends, {"op": "all_reduce", "bytes": stage_bytes, "count": 1, "group": "dp_replicate"}]
+        return sends + [{"op": "all_reduce", "bytes": stage_bytes, "calls": buckets(stage_bytes, self.config.bucket_cap_mb),
+                         "group": "dp_replicate"}]
 
     def state_dict(self):
         raise BadArguments("a pipeline's stages hold different blocks: ringlab does not gather them into one model")

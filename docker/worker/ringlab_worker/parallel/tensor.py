@@ -36,6 +36,13 @@ def activation_bytes(config, micro_batches: int = 1) -> int:
     return config.batch_size // micro_batches * config.sequence_length * config.width * element
 
 
+def tensor_parallel_traffic(config) -> list:
+    """Two all-reduces of the activations per block in forward and two in backward (two more with activation
+    checkpointing, whose backward runs the forward again)."""
+    calls = (4 + (2 if config.activation_checkpointing else 0)) * config.layers
+    return [{"op": "all_reduce", "bytes": calls * activation_bytes(config), "calls": calls, "group": "tp"}]
+
+
 class TensorParallel(Layout):
     name = "tensor"
 
@@ -48,9 +55,7 @@ class TensorParallel(Layout):
         return self.full_bytes
 
     def traffic(self):
-        per_block = 4 + (2 if self.config.activation_checkpointing else 0)
-        return [{"op": "all_reduce", "bytes": activation_bytes(self.config), "count": per_block * self.config.layers,
-                 "group": "tp"}]
+        return tensor_parallel_traffic(self.config)
 
     def state_dict(self) -> dict:
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
