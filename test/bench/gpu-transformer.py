@@ -135,24 +135,26 @@ def main() -> int:
         return 2
     device = torch.cuda.get_device_name(0)
     print(f"# {device}, torch {torch.__version__}, {len(predictions['runs'])} runs", flush=True)
-    rows = []
-    for run in predictions["runs"]:
-        row = measure(run, predictions["steps"], records)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
     peak = PEAKS.get(device, {})
     results = {"schema": "ringlab.gpu-transformer/v1", "deviceModel": device, "torch": torch.__version__,
                "python": platform.python_version(), "gpuMemoryBytes": torch.cuda.get_device_properties(0).total_memory,
                "predictionsMadeAt": predictions["madeAt"], "constants": predictions["constants"],
                "largestFit": predictions["largestFit"], "peakSource": peak.get("source", "no published peak known"),
-               "runs": rows}
-    with open(os.path.join(out, "transformer-results.json"), "w", encoding="utf-8") as handle:
-        json.dump(results, handle, indent=2)
-        handle.write("\n")
-    with open(os.path.join(out, "transformer-results.md"), "w", encoding="utf-8") as handle:
-        handle.write(markdown(results))
+               "runs": []}
+    for run in predictions["runs"]:
+        row = measure(run, predictions["steps"], records)
+        results["runs"].append(row)
+        print(json.dumps(row), flush=True)
+        write(out, results)  # after every run: a run cut short by a time limit keeps what was measured
     print(markdown(results), flush=True)
     return 0
+
+
+def write(out: str, results: dict) -> None:
+    for name, text in (("transformer-results.json", json.dumps(results, indent=2) + "\n"),
+                       ("transformer-results.md", markdown(results))):
+        with open(os.path.join(out, name), "w", encoding="utf-8") as handle:
+            handle.write(text)
 
 
 if __name__ == "__main__":
