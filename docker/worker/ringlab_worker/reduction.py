@@ -218,13 +218,27 @@ def wire_bytes_per_step(parameters, args) -> float:
     return whole * (0.5 if args.fp16_allreduce else 1.0)
 
 
+# Parameters compared at once by replica_divergence: a copy of this many numbers at a time, never of the whole model
+# (a 7 G-parameter model's flat copy and its clone would need 56 GB more than its training).
+DIVERGENCE_CHUNK_NUMBERS = 1 << 24
+
+
 def replica_divergence(model) -> float:
     """The largest difference of any parameter from rank 0's, over all ranks: exactly 0 where every step was
-    synchronous (every rank holds the same model), more where ranks stepped alone (local SGD between averagings)."""
-    flat = torch.cat([p.detach().reshape(-1).float() for p in model.parameters()])
-    first = flat.clone()
-    dist.broadcast(first, src=0)
-    gap = (flat - first).abs().max().reshape(1)
+    synchronous (every rank holds the same model), more where ranks stepped alone (local SGD between averagings).
+    Parameters are compared in chunks of DIVERGENCE_CHUNK_NUMBERS, each broadcast from rank 0 in one call."""
+    parameters = [p.detach() for p in model.parameters()]
+    gap = torch.zeros(1, dtype=torch.float32, device=parameters[0].device)
+    chunk, numbers = [], 0
+    for index, parameter in enumerate(parameters):
+        chunk.append(parameter)
+        numbers += parameter.numel()
+        if numbers >= DIVERGENCE_CHUNK_NUMBERS or index == len(parameters) - 1:
+            flat = torch.cat([p.reshape(-1).float() for p in chunk])
+            first = flat.clone()
+            dist.broadcast(first, src=0)
+            gap = torch.maximum(gap, first.sub_(flat).abs_().max().reshape(1))
+            chunk, numbers = [], 0
     dist.all_reduce(gap, op=dist.ReduceOp.MAX)
     return float(gap.item())
 

@@ -175,6 +175,7 @@ def run_train(config, world) -> dict:
     if real_data:
         waited = sum(data_wait_seconds) / sum(step_seconds)
         log(f"Waiting for data: {100 * waited:.1f} % of step time", flush=True)
+    layout_metrics = trainer.layout_metrics()
     step_losses = reported_losses(losses, trainer.layout.loss_rank, world)
     unit = trainer.spec.unit
     return {
@@ -187,8 +188,9 @@ def run_train(config, world) -> dict:
         "data": batches.describe(),
         "parameterCount": trainer.parameter_count,
         "gradientBytes": trainer.gradient_bytes,
+        # The layout's and its memory first: the peak is the training's, before what the strategy checks afterwards.
+        **layout_metrics,
         **trainer.strategy_metrics(),
-        **trainer.layout_metrics(),
         "losses": step_losses[:MOST_LOSSES],
         "finalLoss": step_losses[-1],
     }
