@@ -35,6 +35,8 @@ export interface RunRequest {
   readonly limit?: readonly string[];
   /** CPU cores each worker process may use; its node's container gets this × processesPerNode (Docker's --cpus). No limit when absent. */
   readonly cpusPerNode?: number;
+  /** Memory of each node's worker container, swap included (local testbed: testbed.memoryPerNodeGiB); no limit when absent. */
+  readonly memoryPerNodeBytes?: number;
   /** Worker processes on each node (torchrun's nproc_per_node); absent: one per GPU on GPU nodes, one on CPU nodes. */
   readonly processesPerNode?: number;
   /** The launcher that starts the job (src/launchers/); absent: the default, Ansible starts the workers. */
@@ -218,6 +220,7 @@ function jobOf(request: RunRequest): Record<string, unknown> {
     ...(processes === undefined ? {} : { procs_per_node: processes }),
     // Docker's --cpus takes two decimals; the product of two such numbers may carry float noise.
     ...(request.cpusPerNode === undefined ? {} : { cpus: Math.round(request.cpusPerNode * (processes ?? 1) * 100) / 100 }),
+    ...(request.memoryPerNodeBytes === undefined ? {} : { memory_bytes: request.memoryPerNodeBytes }),
     ...(lostNode === undefined ? {} : { lost_node: lostNode }),
   };
 }

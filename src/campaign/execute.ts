@@ -23,6 +23,9 @@ import { NodeKeeper, runnableWith, type NodeRecovery } from "../testbed/health.t
 import { DEFAULT_BUSY_THRESHOLD, HostLoadSampler } from "../testbed/host-load.ts";
 import { configureUnlessCurrent, down, prepareDataset, up } from "../testbed/testbed.ts";
 import { writeFileAtomic } from "../util/fs.ts";
+import { UsageError } from "../errors.ts";
+import { memoryConstantsFor, planProblems } from "./fits.ts";
+import { checkGpuMemory } from "./gpu-memory.ts";
 import { checkLinkDrive } from "./link-drive.ts";
 import { campaignName, planCampaign, remainingRuns, type CampaignPlan, type PlannedRun } from "./plan.ts";
 import { runsStillNeeded, throughputsByConfiguration, withoutRoundsNotNeeded } from "./precision.ts";
@@ -84,6 +87,13 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
   const plan = planCampaign(file, campaignName(file.sourceFile));
   // Once for the whole campaign, before anything starts: every run, the single-node baseline too, gets it.
   const cpusPerNode = resolveCpuQuota(file, options.machineCores ?? availableParallelism());
+  // A run that cannot be laid out on its workers, or that the memory model says will not fit, is refused before anything starts.
+  const problems = [...checkGpuMemory(plan, file), ...planProblems(plan, file, memoryConstantsFor(file, cpusPerNode, options.calibration?.calibration))];
+  if (problems.length > 0) {
+    throw new UsageError(`the campaign cannot run as planned:\n${problems.map((problem) => `  ${problem}`).join("\n")}`, {
+      hint: `\`ringlab plan ${file.sourceFile}\` prints the plan with the memory predicted for every run; change the file and run the campaign again`,
+    });
+  }
   for (const warning of checkLinkDrive(plan, cpusPerNode)) ctx.reporter.warn(warning);
   const leftOut: string[] = [];
   const store = ResultsStore.open(resultsDirFor(file, options.resultsDir), (message) => {
@@ -118,7 +128,8 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
       await configureUnlessCurrent(ctx, testbed, { launchers: [plan.launcher] });
       if (plan.dataset?.generate === true && todo.some((run) => run.knobs.data === "dataset")) await prepareDataset(ctx, testbed, plan.dataset);
       const instanceType = file.testbed.target === "aws" ? file.testbed.instanceType : undefined;
-      await runAll(ctx, { testbed, plan, store, instanceType, cpusPerNode, rerunDisturbed: options.rerunDisturbed ?? true }, todo, tally);
+      const memoryPerNodeGiB = file.testbed.target === "local" ? file.testbed.memoryPerNodeGiB : undefined;
+      await runAll(ctx, { testbed, plan, store, instanceType, cpusPerNode, memoryPerNodeGiB, rerunDisturbed: options.rerunDisturbed ?? true }, todo, tally);
     }
   } finally {
     const interrupted = ctx.signal.aborted;
@@ -148,6 +159,8 @@ export interface RecordScope {
   readonly instanceType: string | undefined;
   /** Local testbed: the CPU cores every worker may use; undefined elsewhere. */
   readonly cpusPerNode: number | undefined;
+  /** Local testbed: the memory of every node's worker container (testbed.memoryPerNodeGiB); undefined: no limit. */
+  readonly memoryPerNodeGiB?: number | undefined;
 }
 
 /** What every run of one campaign invocation shares. */
@@ -362,6 +375,7 @@ function runRequest(scope: CampaignScope, run: PlannedRun, attempt: number, limi
     job: run.job, workerArgs: run.workerArgs,
     timeoutSeconds: scope.plan.runTimeoutSeconds, collectDir: scope.store.logsDirOf(run.id, attempt),
     ...(limit === undefined ? {} : { limit }), ...(scope.cpusPerNode === undefined ? {} : { cpusPerNode: scope.cpusPerNode }),
+    ...(scope.memoryPerNodeGiB === undefined ? {} : { memoryPerNodeBytes: Math.round(scope.memoryPerNodeGiB * 2 ** 30) }),
     ...recordedLauncher(scope.plan.launcher),
   };
 }
@@ -429,6 +443,7 @@ function recordBase(scope: RecordScope, run: PlannedRun, attempt: number) {
       knobs: run.knobs,
       workerArgs: run.workerArgs,
       ...(cpusPerNode === undefined ? {} : { cpusPerNode, cpuPeriodMs: CPU_PERIOD_MS }),
+      ...(scope.memoryPerNodeGiB === undefined ? {} : { memoryPerNodeGiB: scope.memoryPerNodeGiB }),
       ...recordedLauncher(scope.plan.launcher),
       ...(scope.plan.repeatUntil === undefined ? {} : { repeatUntil: scope.plan.repeatUntil }),
     },

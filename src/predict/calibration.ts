@@ -14,6 +14,8 @@ import type { CalibrationInput } from "../results/predictions.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import { disturbance } from "../results/steadiness.ts";
 import { inCurrentCpuPeriod } from "../testbed/cpu-quota.ts";
+import { computeWorkload, unitsPerSample } from "../workload/transformer.ts";
+import { memoryEntriesFromRecords, type MemoryEntry } from "./memory.ts";
 
 /**
  * v3: entries come only from workers on torch 2.10 or newer (v2's may be Debian's 1.13, whose CPU steps took 5.3x as
@@ -55,6 +57,8 @@ export interface ComputeEntry {
   readonly precision: string;
   /** Present (true) when the runs used channelsLast: NHWC trains twice as fast under AMP on a GPU (test/bench/README.md). */
   readonly channelsLast?: true;
+  /** Language models: the shape and knobs that set one worker's compute (src/workload/transformer.ts computeWorkload). */
+  readonly workload?: Readonly<Record<string, string | number | boolean>>;
   readonly device: string;
   /** CPU model or GPU name, as the worker's provenance gives it. */
   readonly deviceModel: string;
@@ -105,6 +109,8 @@ export interface Calibration {
   readonly links: readonly LinkEntry[];
   /** Absent from files written before ringlab fitted it: read as none. */
   readonly overlap: readonly OverlapEntry[];
+  /** What the process adds to the memory model's bytes, per device and CPU quota (src/predict/memory.ts); absent from older files: none. */
+  readonly memory: readonly MemoryEntry[];
 }
 
 const source = z.discriminatedUnion("kind", [
@@ -118,7 +124,8 @@ const source = z.discriminatedUnion("kind", [
 const calibrationSchema = z.strictObject({
   schema: z.literal(CALIBRATION_SCHEMA),
   compute: z.array(z.strictObject({
-    model: z.string(), batchSize: z.number().int().positive(), precision: z.string(), channelsLast: z.literal(true).optional(), device: z.string(), deviceModel: z.string(),
+    model: z.string(), batchSize: z.number().int().positive(), precision: z.string(), channelsLast: z.literal(true).optional(),
+    workload: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(), device: z.string(), deviceModel: z.string(),
     cpusPerNode: z.number().positive().nullable(),
     computeSeconds: z.strictObject({ mean: z.number().positive(), halfWidth95: z.number().nonnegative(), repeats: z.number().int().positive() }),
     gradientBytes: z.number().positive(), source,
@@ -132,6 +139,10 @@ const calibrationSchema = z.strictObject({
     nodes: z.number().int().min(2), processesPerNode: z.number().int().positive(), reduction: z.string(), cpusPerNode: z.number().positive().nullable(),
     instanceType: z.string().optional(),
     share: z.strictObject({ mean: z.number(), halfWidth95: z.number().nonnegative(), points: z.number().int().positive() }), source,
+  })).default([]),
+  memory: z.array(z.strictObject({
+    device: z.string(), deviceModel: z.string(), cpusPerNode: z.number().positive().nullable(), overheadBytes: z.number(), scale: z.number(),
+    worstError: z.number().nonnegative(), runs: z.number().int().positive(), baselineBytes: z.number().nonnegative(), launcherBytes: z.number().nonnegative().nullable(), source,
   })).default([]),
 });
 
@@ -197,15 +208,19 @@ export function calibrationFromRecords(everyRecord: readonly RunRecord[], result
     const baseline = config.baseline;
     const first = baseline === null ? undefined : recordOf.get(baseline.runIds[0]!);
     if (baseline === null || first?.result?.job !== "train") return [];
-    const perWorker = baseline.imagesPerSecond.mean / baseline.workers;
-    const computeSeconds = config.batchSize / perWorker;
+    const perWorker = baseline.throughput.mean / baseline.workers;
+    // A step's samples (images, or sequences of tokens) over one worker's throughput in the same unit.
+    const knobs = first.result.knobs;
+    const computeSeconds = (config.batchSize * unitsPerSample(config.model, knobs)) / perWorker;
+    const workload = computeWorkload(config.model, knobs);
     // The interval of the mean throughput carried to t_c = batch / throughput (first order).
-    const halfWidth95 = computeSeconds * (baseline.imagesPerSecond.halfWidth95 / baseline.imagesPerSecond.mean);
+    const halfWidth95 = computeSeconds * (baseline.throughput.halfWidth95 / baseline.throughput.mean);
     return [{
       model: config.model, batchSize: config.batchSize, precision: String(first.params.knobs["precision"] ?? "fp32"),
       ...(first.params.knobs["channelsLast"] === true ? { channelsLast: true as const } : {}),
+      ...(workload === undefined ? {} : { workload }),
       device: first.result.provenance.device, deviceModel: first.result.provenance.deviceModel, cpusPerNode: first.params.cpusPerNode ?? null,
-      computeSeconds: { mean: computeSeconds, halfWidth95, repeats: baseline.imagesPerSecond.n },
+      computeSeconds: { mean: computeSeconds, halfWidth95, repeats: baseline.throughput.n },
       gradientBytes: first.result.metrics.gradientBytes, source: measured(baseline.runIds),
     }];
   });
@@ -226,7 +241,7 @@ export function calibrationFromRecords(everyRecord: readonly RunRecord[], result
       rSquared: probe.fit.rSquared, source: measured(probe.runIds),
     }];
   });
-  return { schema: CALIBRATION_SCHEMA, compute, links, overlap: overlapFromReport(data, recordOf, measured) };
+  return { schema: CALIBRATION_SCHEMA, compute, links, overlap: overlapFromReport(data, recordOf, measured), memory: memoryEntriesFromRecords(records, measured) };
 }
 
 /**
@@ -261,7 +276,8 @@ function overlapFromReport(data: ReturnType<typeof reportData>, recordOf: Readon
 }
 
 function computeKey(entry: ComputeEntry): string {
-  return JSON.stringify([entry.model, entry.batchSize, entry.precision, entry.channelsLast === true, entry.device, entry.deviceModel, entry.cpusPerNode]);
+  return JSON.stringify([entry.model, entry.batchSize, entry.precision, entry.channelsLast === true, entry.device, entry.deviceModel, entry.cpusPerNode,
+    ...(entry.workload === undefined ? [] : [canonicalJson(entry.workload)])]);
 }
 
 function linkKey(entry: LinkEntry): string {
@@ -277,12 +293,14 @@ export function mergeCalibrations(calibrations: readonly Calibration[]): Calibra
   const compute = new Map<string, ComputeEntry>();
   const links = new Map<string, LinkEntry>();
   const overlap = new Map<string, OverlapEntry>();
+  const memory = new Map<string, MemoryEntry>();
   for (const calibration of calibrations) {
     for (const entry of calibration.compute) compute.set(computeKey(entry), entry);
     for (const entry of calibration.links) links.set(linkKey(entry), entry);
     for (const entry of calibration.overlap) overlap.set(overlapKey(entry), entry);
+    for (const entry of calibration.memory) memory.set(JSON.stringify([entry.device, entry.deviceModel, entry.cpusPerNode]), entry);
   }
-  return { schema: CALIBRATION_SCHEMA, compute: [...compute.values()], links: [...links.values()], overlap: [...overlap.values()] };
+  return { schema: CALIBRATION_SCHEMA, compute: [...compute.values()], links: [...links.values()], overlap: [...overlap.values()], memory: [...memory.values()] };
 }
 
 /** "measured in results/local-seed on 2026-11-25", "derived: ..." */
@@ -303,10 +321,11 @@ export function calibrationInputs(calibration: Calibration): CalibrationInput[] 
       `on ${entry.deviceModel}${cores(entry.cpusPerNode)}`, entry)),
     ...calibration.links.map((entry) => input(`link ${entry.bandwidth}, ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),
     ...calibration.overlap.map((entry) => input(`overlap ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),
+    ...calibration.memory.map((entry) => input(`memory on ${entry.deviceModel}${cores(entry.cpusPerNode)}`, entry)),
   ];
 }
 
-function input(entry: string, content: ComputeEntry | LinkEntry | OverlapEntry): CalibrationInput {
+function input(entry: string, content: ComputeEntry | LinkEntry | OverlapEntry | MemoryEntry): CalibrationInput {
   const { source } = content;
   const measured = source.kind === "measured" ? source : undefined;
   return {

@@ -17,7 +17,8 @@ import { describeCitation, publishedThroughput } from "../catalogue/published-th
 import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../catalogue/assumed-throughput.ts";
 import { PARAMETER_COUNT } from "../config/registry.ts";
 import type { CampaignFile, Model, TrainKnobName } from "../config/schema.ts";
-import { describeSource, type Calibration, type ComputeEntry, type LinkEntry } from "./calibration.ts";
+import { computeWorkload } from "../workload/transformer.ts";
+import { canonicalJson, describeSource, type Calibration, type ComputeEntry, type LinkEntry } from "./calibration.ts";
 
 /** What the question is asked against: the user's measurements, and the machine the runs would use. */
 export interface PredictionContext {
@@ -41,6 +42,8 @@ export interface InputQuestion {
   /** The channelsLast knob: a calibration's compute counts only for runs of the same memory layout. */
   readonly channelsLast?: boolean;
   readonly reduction: string;
+  /** Language models: the shape and knobs that set one worker's compute (computeWorkload); an entry counts only for the same. */
+  readonly workload?: Readonly<Record<string, string | number | boolean>>;
 }
 
 export interface ComputeInput {
@@ -89,10 +92,12 @@ export function inputQuestionOf(run: {
   readonly model: string; readonly batchSize: number; readonly nodes: number; readonly bandwidth: string | null;
   readonly processesPerNode?: number; readonly knobs: Readonly<Partial<Record<TrainKnobName, string | number | boolean>>>;
 }): InputQuestion {
+  const workload = computeWorkload(run.model, run.knobs);
   return {
     model: run.model, batchSize: run.batchSize, nodes: run.nodes, bandwidth: run.bandwidth,
     precision: String(run.knobs.precision ?? "fp32"), channelsLast: run.knobs.channelsLast === true, reduction: String(run.knobs.reduction ?? "ring"),
     ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }),
+    ...(workload === undefined ? {} : { workload }),
   };
 }
 
@@ -111,6 +116,7 @@ export function computeInput(question: InputQuestion, context: PredictionContext
   // The same model, precision, quota and (on AWS) GPU: at this batch size, or another one's compute per image.
   const candidates = (context.calibration?.compute ?? []).filter((entry) => entry.model === question.model && entry.precision === question.precision
     && (entry.channelsLast === true) === (question.channelsLast === true)
+    && canonicalJson(entry.workload ?? null) === canonicalJson(question.workload ?? null)
     && entry.cpusPerNode === quota && (gpu === undefined || runsOn(entry, gpu)));
   const devices = [...new Set(candidates.map((entry) => entry.deviceModel))];
   if (devices.length > 1) {
@@ -127,7 +133,8 @@ export function computeInput(question: InputQuestion, context: PredictionContext
       source: `derived: batch ${nearest.batchSize}'s compute per image, at batch ${question.batchSize}; ${measuredComputeText(nearest)}`,
     };
   }
-  const where = `${question.model} at batch ${question.batchSize} (${question.precision}${quota === null ? "" : `, ${quota} cores per worker`}${gpu === undefined ? "" : ` on an ${gpu}`})`;
+  const layout = question.workload === undefined ? "" : `, ${Object.entries(question.workload).map(([knob, value]) => `${knob} ${String(value)}`).join(", ")}`;
+  const where = `${question.model} at batch ${question.batchSize} (${question.precision}${layout}${quota === null ? "" : `, ${quota} cores per worker`}${gpu === undefined ? "" : ` on an ${gpu}`})`;
   const howToMeasure = `run its single-node baseline (a campaign with nodes: [1]${context.instanceType === undefined ? "" : ` on ${context.instanceType}`}) and add its results with \`ringlab calibrate\``;
   if (gpu === undefined) return { missing: `no measured compute for ${where}: ${howToMeasure}` };
   const parameters = (PARAMETER_COUNT as Readonly<Record<string, number>>)[question.model];

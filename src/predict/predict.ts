@@ -10,7 +10,12 @@ import type { PlannedRun } from "../campaign/plan.ts";
 import { numericKnob, probedAs, type Reduction } from "../config/registry.ts";
 import { allReducesPerStep, boundedShare, overlappedStepSeconds, predictHierarchicalStep, predictTrainingStep } from "../results/comm-model.ts";
 import { exchangeShare } from "../results/cost-model.ts";
-import { computeInput, inputQuestionOf, insideNodeInput, isMissing, linkInput, overlapInput, type PredictionContext } from "./inputs.ts";
+import { throughputUnit } from "../config/registry.ts";
+import { predictLayoutStep, type CollectiveOp, type LinkCoefficients } from "../results/layout-model.ts";
+import { dataParallel, dimsOf } from "../workload/layout.ts";
+import { stepTraffic } from "../workload/traffic.ts";
+import { computeShares, shapeOf, unitsPerSample } from "../workload/transformer.ts";
+import { computeInput, inputQuestionOf, insideNodeInput, isMissing, linkInput, overlapInput, type ComputeInput, type PredictionContext } from "./inputs.ts";
 
 export type { PredictionContext } from "./inputs.ts";
 
@@ -21,8 +26,11 @@ export interface RunPrediction {
   /** Σ t_ar over the step's DDP buckets; 0 on one worker. */
   readonly allReduceSeconds: number;
   readonly stepSeconds: number;
-  /** Over every worker of the run. */
-  readonly imagesPerSecond: number;
+  /** Over every worker of the run, in `unit` (images, or tokens). */
+  readonly throughput: number;
+  readonly unit: "images" | "tokens";
+  /** A pipeline's idle share of the step; absent elsewhere. */
+  readonly bubbleShare?: number;
   /** φ, the share of min(t_c, Σ t_ar) the step hides (0 on one worker, or where no run measured it). */
   readonly overlapShare: number;
   /** Against workers × one worker alone, with φ's overlap: the prediction, with its 95 % interval from t_c's and φ's. */
@@ -69,6 +77,7 @@ export function predictTraining(run: TrainingQuestion, context: PredictionContex
   const question = inputQuestionOf(run);
   const compute = computeInput(question, context);
   if (isMissing(compute)) return { runId: run.runId, missing: compute.missing };
+  if (String(run.knobs.parallelism ?? "ddp") !== "ddp") return predictLayoutTraining(run, compute, context);
   if (question.reduction === "powersgd") {
     return { runId: run.runId, missing: "PowerSGD's bytes per step follow from the model's matrix shapes, which a run of it records: its report predicts it from the ring's probe" };
   }
@@ -107,7 +116,8 @@ export function predictTraining(run: TrainingQuestion, context: PredictionContex
     computeSeconds: compute.seconds.mean,
     allReduceSeconds: step.allReduceSeconds,
     stepSeconds: step.stepSeconds,
-    imagesPerSecond: (ranks * run.batchSize) / step.stepSeconds,
+    throughput: (ranks * run.batchSize * unitsPerSample(run.model, run.knobs)) / step.stepSeconds,
+    unit: throughputUnit(run.model),
     overlapShare: link === null ? 0 : boundedShare(phi.mean),
     scalingEfficiency: { value: step.efficiency, low: Math.min(...corners), high: Math.max(...corners) },
     noOverlapEfficiency: step.noOverlapEfficiency,
@@ -118,4 +128,54 @@ export function predictTraining(run: TrainingQuestion, context: PredictionContex
 
 export function isPrediction(value: RunPrediction | MissingInput | null): value is RunPrediction {
   return value !== null && "stepSeconds" in value;
+}
+
+/**
+ * A run on a layout other than DDP (results/layout-model.ts): its single-node compute, its collectives
+ * (src/workload/traffic.ts) each timed on the ring's link (the probe's α and β at the run's rate and node count; a
+ * collective no probe measured is derived from them, and said so), tensor parallelism's split of the compute and a
+ * pipeline's slots. No overlap is assumed: the calibration's φ is DDP's, measured on DDP's buckets.
+ */
+function predictLayoutTraining(run: TrainingQuestion, compute: ComputeInput, context: PredictionContext): RunPrediction | MissingInput {
+  const workers = run.nodes * (run.processesPerNode ?? 1);
+  const layout = dimsOf(run.knobs, workers, run.nodes);
+  if (!layout.ok) return { runId: run.runId, missing: layout.problem };
+  const dims = layout.dims;
+  const collectives = stepTraffic({ model: run.model, batchSize: run.batchSize, knobs: run.knobs, dims });
+  const link = workers === 1 || collectives.length === 0 ? null : linkInput({ ...inputQuestionOf(run), reduction: "ring" }, context);
+  if (link !== null && isMissing(link)) return { runId: run.runId, missing: link.missing };
+  const linkOf = (_op: CollectiveOp): LinkCoefficients => link ?? { alphaSeconds: 0, betaSecondsPerByte: 0 };
+  const derived = [...new Set(collectives.map((collective) => collective.op))].filter((op) => op !== "all_reduce");
+  const shape = shapeOf(run.model, run.knobs);
+  const shares = shape === undefined ? { split: 0, slowestStage: 1 } : computeShares(shape, dims.pp);
+  const pipeline = String(run.knobs.parallelism) === "pipeline";
+  const stepAt = (computeSeconds: number, overlapShare: number) => predictLayoutStep({
+    computeSeconds, collectives, linkOf, overlapShare,
+    ...(dims.tp > 1 ? { tensor: { degree: dims.tp, splitShare: shares.split } } : {}),
+    ...(pipeline ? { pipeline: { stages: dims.pp, microBatches: Number(run.knobs.microBatches ?? 4), slowestStageShare: shares.slowestStage } } : {}),
+  });
+  const step = stepAt(compute.seconds.mean, 0);
+  // Throughput against every worker computing a single node's step alone: a tensor group or a pipeline is one replica.
+  const efficiencyOf = (stepSeconds: number, computeSeconds = compute.seconds.mean) => (dataParallel(dims) * computeSeconds) / (workers * stepSeconds);
+  const corners = [compute.seconds.mean + compute.seconds.halfWidth95, Math.max(1e-9, compute.seconds.mean - compute.seconds.halfWidth95)]
+    .map((seconds) => efficiencyOf(stepAt(seconds, 0).stepSeconds, seconds));
+  return {
+    runId: run.runId,
+    computeSeconds: step.computeSeconds,
+    allReduceSeconds: step.communicationSeconds,
+    stepSeconds: step.stepSeconds,
+    throughput: (dataParallel(dims) * run.batchSize * unitsPerSample(run.model, run.knobs)) / step.stepSeconds,
+    unit: throughputUnit(run.model),
+    ...(pipeline ? { bubbleShare: step.bubbleShare } : {}),
+    overlapShare: 0,
+    scalingEfficiency: { value: efficiencyOf(step.stepSeconds), low: Math.min(...corners), high: Math.max(...corners) },
+    noOverlapEfficiency: efficiencyOf(step.stepSeconds),
+    fullOverlapEfficiency: efficiencyOf(stepAt(compute.seconds.mean, 1).stepSeconds),
+    sources: {
+      compute: compute.source,
+      link: link === null ? "no link (one worker, or nothing crosses it)" : derived.length === 0 ? link.source
+        : `${link.source}; ${derived.map((op) => op.replace("_", "-")).join(", ")} derived from the ring all-reduce's α and β (no probe of ${derived.length === 1 ? "it" : "them"})`,
+      overlap: `assumed: none (φ = 0): ${String(run.knobs.parallelism)}'s collectives, unlike DDP's buckets, have no overlap measured`,
+    },
+  };
 }

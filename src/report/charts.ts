@@ -67,7 +67,7 @@ export async function renderSvg(spec: TopLevelSpec): Promise<string> {
 export function throughputChartSpec(data: ReportData): TopLevelSpec | null {
   const rows = data.training.flatMap((config) => [
     ...nodeScaledSeries(config).flatMap((series) => withBaseline(config, series).map((point) => ({
-      panel: panelTitle(config), series: series.bandwidth, nodes: point.nodes, imagesPerSecond: point.mean,
+      panel: panelTitle(config), series: series.bandwidth, nodes: point.nodes, throughput: point.mean,
       lower: Math.max(0, point.mean - point.plusMinus), upper: point.mean + point.plusMinus,
     }))),
     ...idealRows(config),
@@ -76,6 +76,9 @@ export function throughputChartSpec(data: ReportData): TopLevelSpec | null {
   const domain = [...bandwidthsOf(data), IDEAL_SERIES];
   const seriesScale = { domain, range: [...colors(domain.length - 1), IDEAL_COLOR] };
   const dashScale = { domain, range: [...domain.slice(1).map(() => SOLID), DASHED] };
+  // Images/s for the CNNs, tokens/s for the language models; a campaign of both says so in each panel's title.
+  const units = [...new Set(data.training.map((config) => config.unit))];
+  const yTitle = units.length === 1 ? `Throughput (${units[0]}/s)` : "Throughput (per second: the panel's unit)";
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
     data: { values: rows },
@@ -89,7 +92,7 @@ export function throughputChartSpec(data: ReportData): TopLevelSpec | null {
           mark: { type: "line", point: true },
           encoding: {
             x: nodesAxis,
-            y: { field: "imagesPerSecond", type: "quantitative", title: "Throughput (images/s)" },
+            y: { field: "throughput", type: "quantitative", title: yTitle },
             color: { field: "series", type: "nominal", title: "Link", scale: seriesScale },
             strokeDash: { field: "series", type: "nominal", title: "Link", scale: dashScale },
           },
@@ -99,7 +102,7 @@ export function throughputChartSpec(data: ReportData): TopLevelSpec | null {
           mark: { type: "errorbar", ticks: true },
           encoding: {
             x: nodesAxis,
-            y: { field: "lower", type: "quantitative", title: "Throughput (images/s)" },
+            y: { field: "lower", type: "quantitative", title: yTitle },
             y2: { field: "upper" },
             color: { field: "series", type: "nominal", title: "Link", scale: seriesScale },
           },
@@ -259,7 +262,9 @@ const BYTES_LABEL = "datum.value >= 1073741824 ? format(datum.value / 1073741824
 
 /** Without a single-node run there is no ideal line; the panel says why rather than leave the reader guessing. */
 function panelTitle(config: TrainingConfig): string {
-  return config.baseline === null ? `${config.label} (no 1-node run: no ideal)` : config.label;
+  // A language model's panel says its unit: a campaign may put it beside image models.
+  const label = config.unit === "tokens" ? `${config.label} · tokens/s` : config.label;
+  return config.baseline === null ? `${label} (no 1-node run: no ideal)` : label;
 }
 
 /**
@@ -273,16 +278,16 @@ function nodeScaledSeries(config: TrainingConfig): readonly BandwidthSeries[] {
 
 /** A configuration's line for one link: its single-node baseline (when measured), then the multi-node points. */
 function withBaseline(config: TrainingConfig, series: BandwidthSeries): { nodes: number; mean: number; plusMinus: number }[] {
-  const points = series.points.map((point) => ({ nodes: point.nodes, mean: point.imagesPerSecond.mean, plusMinus: errorHalfWidth(point.imagesPerSecond) }));
-  const baseline = config.baseline?.imagesPerSecond;
+  const points = series.points.map((point) => ({ nodes: point.nodes, mean: point.throughput.mean, plusMinus: errorHalfWidth(point.throughput) }));
+  const baseline = config.baseline?.throughput;
   return baseline === undefined ? points : [{ nodes: 1, mean: baseline.mean, plusMinus: errorHalfWidth(baseline) }, ...points];
 }
 
 function idealRows(config: TrainingConfig) {
   if (config.baseline === null) return [];
   const nodeCounts = [...new Set([1, ...nodeScaledSeries(config).flatMap((series) => series.points.map((point) => point.nodes))])].sort((a, b) => a - b);
-  const single = config.baseline.imagesPerSecond.mean;
-  return nodeCounts.map((nodes) => ({ panel: panelTitle(config), series: IDEAL_SERIES, nodes, imagesPerSecond: nodes * single, lower: null, upper: null }));
+  const single = config.baseline.throughput.mean;
+  return nodeCounts.map((nodes) => ({ panel: panelTitle(config), series: IDEAL_SERIES, nodes, throughput: nodes * single, lower: null, upper: null }));
 }
 
 /** Every link of the training runs, slowest first, so colours match between the throughput and efficiency charts. */

@@ -6,12 +6,13 @@
  */
 import { REDUCTIONS } from "../config/registry.ts";
 import type { Reduction } from "../results/cost-model.ts";
+import { rateUnit } from "../results/worker-result.ts";
 import { IN_ONE_NODE, type Interval, type ScalingPoint, type TrainingConfig } from "./data.ts";
 
 export interface ComparisonEntry {
   /** "ring", "parameter-server", ... or "1×4", "2×2", ... */
   readonly name: string;
-  readonly imagesPerSecond: Interval;
+  readonly throughput: Interval;
   /** One step of every worker: workers × batch size / throughput. */
   readonly stepSeconds: number;
   /**
@@ -25,6 +26,8 @@ export interface ComparisonEntry {
 
 export interface Comparison {
   readonly kind: "reduction" | "placement";
+  /** The entries' throughput unit: img/s, tok/s. */
+  readonly unit: string;
   /** What the entries share: "small · batch 32 · 250mbit · 4 nodes × 1". */
   readonly context: string;
   /** The reference the ratios are taken against: ring, or the placement with the most nodes. */
@@ -61,7 +64,7 @@ function reductionComparisons(training: readonly TrainingConfig[]): Comparison[]
     const { config, link, point } = group[0]!;
     const ordered = [...group].sort((a, b) => REDUCTION_ORDER.indexOf(a.point.reduction) - REDUCTION_ORDER.indexOf(b.point.reduction));
     return {
-      kind: "reduction" as const,
+      kind: "reduction" as const, unit: rateUnit(config.unit),
       // The configuration's label names every knob that varies; the reduction is what the entries differ in.
       context: [...config.label.split(" · ").filter((part) => !part.startsWith("reduction=")), link, placementName(point)].join(" · "),
       entries: ordered.map(({ config: c, point: p }) => entry(p.reduction, c, p)),
@@ -85,7 +88,7 @@ function placementComparisons(training: readonly TrainingConfig[]): Comparison[]
       const byWorkers = new Map<number, Located[]>();
       for (const l of here) byWorkers.set(l.point.workers, [...(byWorkers.get(l.point.workers) ?? []), l]);
       return [...byWorkers.entries()].filter(([, group]) => group.length > 1).sort(([a], [b]) => a - b).map(([workers, group]) => ({
-        kind: "placement" as const,
+        kind: "placement" as const, unit: rateUnit(config.unit),
         context: [config.label, link, `${workers} workers`].join(" · "),
         // The most nodes first: the reference, the placement that sends the most over the links.
         entries: [...group].sort((a, b) => b.point.nodes - a.point.nodes).map(({ point }) => entry(placementName(point), config, point)),
@@ -99,12 +102,12 @@ function placementName(point: ScalingPoint): string {
 }
 
 function entry(name: string, config: TrainingConfig, point: ScalingPoint): ComparisonEntry {
-  const stepSeconds = (point.workers * config.batchSize) / point.imagesPerSecond.mean;
+  const stepSeconds = (point.workers * config.batchSize) / point.throughput.mean;
   const compute = point.computeSecondsPerStep;
   const communication = point.prediction?.allReduceSeconds ?? point.allReduceLowerBoundSeconds;
   const predictedFrom = compute === null || communication === null ? null : point.prediction !== null ? "probe fit" : "lower bound";
   return {
-    name, imagesPerSecond: point.imagesPerSecond, stepSeconds,
+    name, throughput: point.throughput, stepSeconds,
     predictedStepSeconds: predictedFrom === null ? null : compute! + communication!,
     predictedFrom,
   };
@@ -127,7 +130,7 @@ export function verdict(comparison: Comparison): string {
   const measuredBest = fastest((e) => e.stepSeconds)!;
   const modelBest = fastest((e) => e.predictedStepSeconds);
   const rows = ratios(comparison).slice(1);
-  const measuredText = `${measuredBest.name} was fastest (${measuredBest.imagesPerSecond.mean.toFixed(1)} images/s)`;
+  const measuredText = `${measuredBest.name} was fastest (${measuredBest.throughput.mean.toFixed(1)} ${comparison.unit})`;
   if (modelBest === undefined || rows.some((row) => row.predicted === null)) {
     return `${measuredText}; the model has no prediction here (it needs a single-node baseline, and a probe or a shaped link for the communication).`;
   }

@@ -12,6 +12,8 @@ import { allReducesPerStep, fitAlphaBeta, predictTrainingStep, type AlphaBetaFit
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import type { AllReduceResult, TrainResult } from "../results/worker-result.ts";
 import { throughputOf } from "../results/worker-result.ts";
+import { predictLayoutStep } from "../results/layout-model.ts";
+import { computeShares, shapeOf, unitsPerSample } from "../workload/transformer.ts";
 
 /**
  * A measurement over repeats: the mean with the half-width of its 95% interval (Student's t over the n repeats;
@@ -35,8 +37,12 @@ export function errorHalfWidth(interval: Interval): number {
 
 /** The single-node measurement every bandwidth's series of a configuration is compared with. */
 export interface Baseline {
-  readonly imagesPerSecond: Interval;
-  readonly imagesPerSecondPerWorker: number;
+  /** The largest rank's peak memory over its baseline, over the repeats; null in older records. */
+  readonly peakMemoryBytes: Interval | null;
+  readonly throughput: Interval;
+  readonly throughputPerWorker: number;
+  /** t_c: one worker's step, its samples (images, or sequences' tokens) over the throughput per worker. */
+  readonly computeSecondsPerStep: number;
   readonly workers: number;
   readonly runIds: readonly string[];
   /** The nodes' compute speed while the baseline ran (runCalibrationGflops over its repeats); null when no repeat has one. */
@@ -49,10 +55,10 @@ export interface ScalingPoint {
   readonly processesPerNode: number;
   /** Ranks of the all-reduce (world size). */
   readonly workers: number;
-  readonly imagesPerSecond: Interval;
+  readonly throughput: Interval;
   readonly runIds: readonly string[];
   /** workers × the baseline's throughput per worker (nodes × single-node throughput); null without a baseline. */
-  readonly idealImagesPerSecond: number | null;
+  readonly idealThroughput: number | null;
   readonly scalingEfficiency: number | null;
   /**
    * The nodes' compute speed while the point ran (runCalibrationGflops over its repeats); null when no repeat has one.
@@ -73,6 +79,8 @@ export interface ScalingPoint {
   readonly throughputCeiling: EfficiencyCeiling | null;
   /** The probe's fitted model at this link and node count, against the measurement; null without a fit or a baseline. */
   readonly prediction: ModelPrediction | null;
+  /** The largest rank's measured peak memory over its process's baseline, over the repeats (the worker's measure); null in older records. */
+  readonly peakMemoryBytes: Interval | null;
 }
 
 /** A training point as the alpha-beta model fitted from the probe predicts it (results/comm-model.ts). */
@@ -81,7 +89,7 @@ export interface ModelPrediction {
   /** Σ over DDP buckets of the fitted all-reduce time. */
   readonly allReduceSeconds: number;
   readonly efficiency: EfficiencyCeiling;
-  readonly imagesPerSecond: EfficiencyCeiling;
+  readonly throughput: EfficiencyCeiling;
   /** Measured minus predicted scaling efficiency, in percentage points. */
   readonly errorPoints: EfficiencyCeiling;
 }
@@ -106,6 +114,10 @@ export interface TrainingConfig {
   readonly label: string;
   readonly model: string;
   readonly batchSize: number;
+  /** What throughput counts: images, or tokens (language models). */
+  readonly unit: "images" | "tokens";
+  /** How the model was laid out: "ddp", "fsdp full", "pipeline gpipe × 4 micro-batches", ... */
+  readonly layout: string;
   readonly knobs: Readonly<Record<string, unknown>>;
   readonly baseline: Baseline | null;
   readonly series: readonly BandwidthSeries[];
@@ -161,9 +173,9 @@ export interface RealDataRun {
   readonly runId: string;
   readonly label: string;
   readonly workers: number;
-  readonly imagesPerSecond: number;
+  readonly throughput: number;
   /** The mean of the same configuration's runs on synthetic data (the data knob as a matrix axis), or null. */
-  readonly syntheticImagesPerSecond: number | null;
+  readonly syntheticThroughput: number | null;
   /** The share of step time spent waiting for the batch. */
   readonly dataWaitFraction: number | null;
   readonly timeToTrainSeconds: number | null;
@@ -315,8 +327,8 @@ function realDataRun(record: TrainRecord, all: readonly TrainRecord[]): RealData
     runId: record.runId,
     label: [model, `batch ${batchSize}`, placement, ...(record.params.bandwidth === null ? [] : [record.params.bandwidth])].join(" · "),
     workers: record.result.world.size,
-    imagesPerSecond: throughputOf(metrics).total.mean,
-    syntheticImagesPerSecond: synthetic.length === 0 ? null : sum(synthetic.map((other) => throughputOf(other.result.metrics).total.mean)) / synthetic.length,
+    throughput: throughputOf(metrics).total.mean,
+    syntheticThroughput: synthetic.length === 0 ? null : sum(synthetic.map((other) => throughputOf(other.result.metrics).total.mean)) / synthetic.length,
     dataWaitFraction: metrics.dataWaitSeconds === undefined || stepped === 0 ? null : waited / stepped,
     timeToTrainSeconds: metrics.timeToTrainSeconds ?? null,
     epochs: metrics.epochs?.length ?? null,
@@ -399,9 +411,13 @@ function trainingConfigs(records: readonly TrainRecord[], fitFor: FitLookup): Tr
     // The baseline: one node with the fewest processes measured (one, unless GPU nodes ran one per GPU throughout).
     const fewest = Math.min(...group.filter((record) => record.params.nodes === 1).map(processesOf));
     const singleNode = group.filter((record) => record.params.nodes === 1 && processesOf(record) === fewest);
+    const unitsPerStep = batchSize * unitsPerSample(model, group[0]!.result.knobs);
+    const perWorker = meanWithInterval(singleNode.map((record) => throughputOf(record.result.metrics).perWorker.mean)).mean;
     const baseline = singleNode.length === 0 ? null : {
-      imagesPerSecond: repeatsInterval(singleNode),
-      imagesPerSecondPerWorker: meanWithInterval(singleNode.map((record) => throughputOf(record.result.metrics).perWorker.mean)).mean,
+      peakMemoryBytes: peakMemoryInterval(singleNode),
+      throughput: repeatsInterval(singleNode),
+      throughputPerWorker: perWorker,
+      computeSecondsPerStep: unitsPerStep / perWorker,
       workers: singleNode[0]!.result.world.size,
       runIds: singleNode.map((record) => record.runId),
       calibrationGflops: calibrationInterval(singleNode),
@@ -416,7 +432,8 @@ function trainingConfigs(records: readonly TrainRecord[], fitFor: FitLookup): Tr
         processesPerNode,
         linkGbps: runs[0]!.params.linkGbps,
         points: [...groupBy(runs, (record) => String(record.params.nodes)).values()]
-          .map((repeats) => scalingPoint(repeats, batchSize, baseline, fitFor(link, repeats[0]!.params.nodes, processesPerNode, reductionOf(repeats[0]!))))
+          .map((repeats) => scalingPoint(repeats, unitsPerStep, baseline,
+            fitFor(link, repeats[0]!.params.nodes, processesPerNode, reductionOf(repeats[0]!))))
           .sort((a, b) => a.nodes - b.nodes),
       };
     });
@@ -424,15 +441,20 @@ function trainingConfigs(records: readonly TrainRecord[], fitFor: FitLookup): Tr
     const knobLabel = variedKnobs.filter((knob) => knobs[knob] !== undefined).map((knob) => `${knob}=${String(knobs[knob])}`);
     return {
       label: [model, `batch ${batchSize}`, ...knobLabel].join(" · "),
-      model, batchSize, knobs, baseline,
+      model, batchSize, unit: throughputOf(group[0]!.result.metrics).unit, layout: layoutOf(knobs), knobs, baseline,
       series: series.sort(byLinkRate),
     };
   }).sort((a, b) => a.model.localeCompare(b.model) || a.batchSize - b.batchSize || a.label.localeCompare(b.label));
 }
 
-function scalingPoint(repeats: readonly TrainRecord[], batchSize: number, baseline: Baseline | null, fit: AlphaBetaFit | null): ScalingPoint {
+/**
+ * A point of a configuration: `unitsPerStep` is what one worker's step counts on one node (batch × sequence length for a
+ * language model, the batch for an image model), which over the baseline's throughput per worker is its compute t_c.
+ */
+function scalingPoint(repeats: readonly TrainRecord[], unitsPerStep: number, baseline: Baseline | null, fit: AlphaBetaFit | null): ScalingPoint {
   const { params, result } = repeats[0]!;
-  const imagesPerSecond = repeatsInterval(repeats);
+  if (String(params.knobs["parallelism"] ?? "ddp") !== "ddp") return layoutPoint(repeats, unitsPerStep, baseline, fit);
+  const throughput = repeatsInterval(repeats);
   const workers = result.world.size;
   const placement = { nodes: params.nodes, processesPerNode: processesOf(repeats[0]!) };
   // What the worker says it sends per step (older records: the gradient, halved by fp16).
@@ -442,14 +464,14 @@ function scalingPoint(repeats: readonly TrainRecord[], batchSize: number, baseli
   const allReduceLowerBoundSeconds = params.nodes === 1 ? 0
     : params.linkGbps === null ? null : reductionLowerBoundSeconds(reduction, allReduceBytes, placement, params.linkGbps, true);
   // Every worker brings the compute of one baseline worker (a GPU; locally a CPU quota per process).
-  const ideal = baseline === null ? null : (workers / baseline.workers) * baseline.imagesPerSecond.mean;
-  const computeSecondsPerStep = baseline === null ? null : batchSize / baseline.imagesPerSecondPerWorker;
+  const ideal = baseline === null ? null : (workers / baseline.workers) * baseline.throughput.mean;
+  const computeSecondsPerStep = baseline === null ? null : unitsPerStep / baseline.throughputPerWorker;
   const ceiling = computeSecondsPerStep === null || allReduceLowerBoundSeconds === null
     ? null : efficiencyCeiling(computeSecondsPerStep, allReduceLowerBoundSeconds);
   return {
-    nodes: params.nodes, processesPerNode: placement.processesPerNode, workers, imagesPerSecond, runIds: repeats.map((record) => record.runId), reduction,
-    idealImagesPerSecond: ideal,
-    scalingEfficiency: ideal === null ? null : imagesPerSecond.mean / ideal,
+    nodes: params.nodes, processesPerNode: placement.processesPerNode, workers, throughput, runIds: repeats.map((record) => record.runId), reduction,
+    idealThroughput: ideal,
+    scalingEfficiency: ideal === null ? null : throughput.mean / ideal,
     calibrationGflops: calibrationInterval(repeats),
     computeSecondsPerStep, allReduceBytes, allReduceLowerBoundSeconds,
     efficiencyCeiling: ceiling,
@@ -458,20 +480,88 @@ function scalingPoint(repeats: readonly TrainRecord[], batchSize: number, baseli
     prediction: fit === null || computeSecondsPerStep === null || ideal === null ? null : modelPrediction(fit, {
       computeSeconds: computeSecondsPerStep, gradientBytes: allReduceBytes * exchangeShare(reduction, workers), ranks: workers, bucketCapMb: numericKnob(params.knobs, "bucketCapMb"),
       allReduces: allReducesPerStep(reduction, result.metrics.gradientBytes, { bucketCapMb: numericKnob(params.knobs, "bucketCapMb"), localSgdPeriod: numericKnob(params.knobs, "localSgdPeriod") }),
-      idealImagesPerSecond: ideal, measuredEfficiency: imagesPerSecond.mean / ideal,
+      idealThroughput: ideal, measuredEfficiency: throughput.mean / ideal,
     }),
+    peakMemoryBytes: peakMemoryInterval(repeats),
   };
 }
 
+/**
+ * A point of a layout other than DDP: its collectives as the worker recorded them (metrics.layout.traffic) timed on the
+ * probe's fitted link (results/layout-model.ts), its lower bound the same at the link's rate without latency.
+ */
+function layoutPoint(repeats: readonly TrainRecord[], unitsPerStep: number, baseline: Baseline | null, fit: AlphaBetaFit | null): ScalingPoint {
+  const { params, result } = repeats[0]!;
+  const throughput = repeatsInterval(repeats);
+  const workers = result.world.size;
+  const layout = result.metrics.layout;
+  const dims = layout?.dims ?? {};
+  const groupSize = (group: string) => (group === "pp" ? 2 : dims[group] ?? workers);
+  const collectives = (layout?.traffic ?? []).map((item) => ({ op: item.op, bytes: item.bytes, calls: item.calls, ranks: groupSize(item.group) }));
+  const pipeline = layout?.parallelism === "pipeline";
+  const stages = dims["pp"] ?? 1;
+  const tp = dims["tp"] ?? 1;
+  const shape = shapeOf(params.model ?? "", result.knobs);
+  const shares = shape === undefined ? { split: 0, slowestStage: 1 } : computeShares(shape, stages);
+  const ideal = baseline === null ? null : (workers / baseline.workers) * baseline.throughput.mean;
+  const computeSecondsPerStep = baseline === null ? null : unitsPerStep / baseline.throughputPerWorker;
+  const dataParallel = (dims["dp_replicate"] ?? 1) * (dims["dp_shard"] ?? 1);
+  const stepOn = (link: { alphaSeconds: number; betaSecondsPerByte: number }, overlapShare: number) => predictLayoutStep({
+    computeSeconds: computeSecondsPerStep!, collectives, linkOf: () => link, overlapShare,
+    ...(tp > 1 ? { tensor: { degree: tp, splitShare: shares.split } } : {}),
+    ...(pipeline ? { pipeline: { stages, microBatches: Number(result.knobs["microBatches"] ?? 4), slowestStageShare: shares.slowestStage } } : {}),
+  });
+  const efficiencyOf = (stepSeconds: number) => (dataParallel * computeSecondsPerStep!) / (workers * stepSeconds);
+  const bound = computeSecondsPerStep === null || params.linkGbps === null ? null
+    : stepOn({ alphaSeconds: 0, betaSecondsPerByte: 8 / (params.linkGbps * 1e9) }, 0);
+  const ceiling = bound === null ? null : { noOverlap: efficiencyOf(bound.stepSeconds), perfectOverlap: efficiencyOf(stepOn({ alphaSeconds: 0, betaSecondsPerByte: 8 / (params.linkGbps! * 1e9) }, 1).stepSeconds) };
+  const measuredEfficiency = ideal === null ? null : throughput.mean / ideal;
+  const prediction = fit === null || computeSecondsPerStep === null || ideal === null ? null : (() => {
+    const step = stepOn(fit, 0);
+    const efficiency = { noOverlap: efficiencyOf(step.stepSeconds), perfectOverlap: efficiencyOf(stepOn(fit, 1).stepSeconds) };
+    return {
+      buckets: collectives.reduce((sum, item) => sum + item.calls, 0), allReduceSeconds: step.communicationSeconds, efficiency,
+      throughput: { noOverlap: ideal * efficiency.noOverlap, perfectOverlap: ideal * efficiency.perfectOverlap },
+      errorPoints: { noOverlap: 100 * (measuredEfficiency! - efficiency.noOverlap), perfectOverlap: 100 * (measuredEfficiency! - efficiency.perfectOverlap) },
+    };
+  })();
+  return {
+    nodes: params.nodes, processesPerNode: processesOf(repeats[0]!), workers, throughput, runIds: repeats.map((record) => record.runId), reduction: "ring",
+    idealThroughput: ideal, scalingEfficiency: measuredEfficiency, calibrationGflops: calibrationInterval(repeats),
+    computeSecondsPerStep, allReduceBytes: result.metrics.wireBytesPerStep ?? 0,
+    allReduceLowerBoundSeconds: bound === null ? null : bound.communicationSeconds,
+    efficiencyCeiling: ceiling,
+    throughputCeiling: ceiling === null || ideal === null ? null : { noOverlap: ideal * ceiling.noOverlap, perfectOverlap: ideal * ceiling.perfectOverlap },
+    prediction, peakMemoryBytes: peakMemoryInterval(repeats),
+  };
+}
+
+/** The largest rank's peak over its baseline, over the repeats that measured it; null where none did. */
+function peakMemoryInterval(repeats: readonly TrainRecord[]): Interval | null {
+  const peaks = repeats.flatMap((record) => {
+    const ranks = record.result.metrics.memory?.perRank ?? [];
+    return ranks.length === 0 ? [] : [Math.max(...ranks.map((rank) => rank.peakBytes - rank.baselineBytes))];
+  });
+  return peaks.length === 0 ? null : meanWithInterval(peaks);
+}
+
+/** "ddp", "fsdp full", "fsdp grad-op", "tensor", "pipeline gpipe, 4 micro-batches": a configuration's layout as its knobs say. */
+export function layoutOf(knobs: Readonly<Record<string, unknown>>): string {
+  const parallelism = String(knobs["parallelism"] ?? "ddp");
+  if (parallelism === "fsdp") return `fsdp ${String(knobs["fsdpSharding"] ?? "full")}${knobs["tensorDegree"] === undefined ? "" : ` × tensor ${String(knobs["tensorDegree"])}`}`;
+  if (parallelism === "pipeline") return `pipeline ${String(knobs["pipelineSchedule"] ?? "gpipe")}, ${String(knobs["microBatches"] ?? 4)} micro-batches`;
+  return parallelism;
+}
+
 function modelPrediction(fit: AlphaBetaFit, point: {
-  computeSeconds: number; gradientBytes: number; ranks: number; bucketCapMb: number | undefined; allReduces: number | undefined; idealImagesPerSecond: number; measuredEfficiency: number;
+  computeSeconds: number; gradientBytes: number; ranks: number; bucketCapMb: number | undefined; allReduces: number | undefined; idealThroughput: number; measuredEfficiency: number;
 }): ModelPrediction {
   const { bucketCapMb, allReduces, ...rest } = point;
   const step = predictTrainingStep(fit, { ...rest, ...(bucketCapMb === undefined ? {} : { bucketCapMb }), ...(allReduces === undefined ? {} : { allReduces }) });
   const efficiency = { noOverlap: step.noOverlapEfficiency, perfectOverlap: step.fullOverlapEfficiency };
   return {
     buckets: step.buckets, allReduceSeconds: step.allReduceSeconds, efficiency,
-    imagesPerSecond: { noOverlap: point.idealImagesPerSecond * efficiency.noOverlap, perfectOverlap: point.idealImagesPerSecond * efficiency.perfectOverlap },
+    throughput: { noOverlap: point.idealThroughput * efficiency.noOverlap, perfectOverlap: point.idealThroughput * efficiency.perfectOverlap },
     errorPoints: {
       noOverlap: 100 * (point.measuredEfficiency - efficiency.noOverlap),
       perfectOverlap: 100 * (point.measuredEfficiency - efficiency.perfectOverlap),

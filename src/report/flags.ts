@@ -12,6 +12,7 @@ import { describeUnsteadiness, UNSTEADY_SHIFT, unsteadiness } from "../results/s
 import { formatBytes } from "../util/format.ts";
 import { errorHalfWidth, IN_ONE_NODE, probeLinkLabel, type BandwidthSeries, type Interval, type ReportData, type ScalingPoint, type TrainingConfig } from "./data.ts";
 import { percent } from "./text.ts";
+import { rateUnit } from "../results/worker-result.ts";
 
 export const FLAG_KINDS = ["efficiency-above-ideal", "probe-above-link", "outlier-repeat", "wide-interval", "faster-link-slower", "machine-busy", "unsteady-run"] as const;
 export type FlagKind = (typeof FLAG_KINDS)[number];
@@ -92,17 +93,18 @@ export function reportFlags(data: Pick<ReportData, "training" | "probes">, recor
 interface RepeatSet {
   readonly subject: string;
   readonly runIds: readonly string[];
-  readonly unit: "img/s" | "Gbit/s";
+  /** img/s, tok/s, or Gbit/s (a probe's bus bandwidth). */
+  readonly unit: string;
   /** The throughput over the repeats; absent for a probe, whose rows each have their own. */
-  readonly imagesPerSecond?: Interval;
+  readonly throughput?: Interval;
 }
 
 function repeatSets(data: Pick<ReportData, "training" | "probes">): RepeatSet[] {
   return [
     ...data.training.flatMap((config) => [
-      ...(config.baseline === null ? [] : [{ subject: baselineSubject(config), runIds: config.baseline.runIds, unit: "img/s" as const, imagesPerSecond: config.baseline.imagesPerSecond }]),
+      ...(config.baseline === null ? [] : [{ subject: baselineSubject(config), runIds: config.baseline.runIds, unit: rateUnit(config.unit), throughput: config.baseline.throughput }]),
       ...config.series.flatMap((series) => series.points.map((point) => ({
-        subject: pointSubject(config, series, point), runIds: point.runIds, unit: "img/s" as const, imagesPerSecond: point.imagesPerSecond,
+        subject: pointSubject(config, series, point), runIds: point.runIds, unit: rateUnit(config.unit), throughput: point.throughput,
       }))),
     ]),
     ...data.probes.map((probe) => ({ subject: `all-reduce probe · ${probeLinkLabel(probe)} · ${probe.nodes} nodes`, runIds: probe.runIds, unit: "Gbit/s" as const })),
@@ -128,15 +130,15 @@ function efficiencyAboveIdeal(training: readonly TrainingConfig[]): Flag[] {
     const efficiency = point.scalingEfficiency;
     if (baseline === null || efficiency === null) return [];
     const relativeHalfWidth = Math.hypot(
-      errorHalfWidth(point.imagesPerSecond) / point.imagesPerSecond.mean,
-      errorHalfWidth(baseline.imagesPerSecond) / baseline.imagesPerSecond.mean,
+      errorHalfWidth(point.throughput) / point.throughput.mean,
+      errorHalfWidth(baseline.throughput) / baseline.throughput.mean,
     );
     const halfWidth = efficiency * relativeHalfWidth;
     if (efficiency - 1 <= halfWidth) return [];
     return [{
       kind: "efficiency-above-ideal" as const, subject: pointSubject(config, series, point), runIds: point.runIds,
       reason: `scaling efficiency ${percent(efficiency)} ± ${(100 * halfWidth).toFixed(1)} points is above 100% by more than its 95% interval ` +
-        `(delta method: the point's ${measurementText(point.imagesPerSecond, "img/s")} and the baseline's ${measurementText(baseline.imagesPerSecond, "img/s")}, ` +
+        `(delta method: the point's ${measurementText(point.throughput, rateUnit(config.unit))} and the baseline's ${measurementText(baseline.throughput, rateUnit(config.unit))}, ` +
         "relative half-widths combined in quadrature); more than ideal scaling usually means the baseline ran slow.",
     }];
   })));
@@ -204,13 +206,13 @@ export function quantile(sorted: readonly number[], probability: number): number
 /** Training points and baselines whose 95% interval of the mean (two or more repeats) is wider in full than 20% of the mean. */
 function wideIntervals(sets: readonly RepeatSet[]): Flag[] {
   return sets.flatMap((set) => {
-    const interval = set.imagesPerSecond;
+    const interval = set.throughput;
     if (interval === undefined || interval.n < 2) return [];
     const share = (2 * interval.halfWidth95) / interval.mean;
     if (share <= WIDE_INTERVAL_SHARE) return [];
     return [{
       kind: "wide-interval" as const, subject: set.subject, runIds: set.runIds,
-      reason: `the 95% interval of the mean, ${measure(interval.mean, "img/s")} ± ${measure(interval.halfWidth95, "img/s")} img/s over ${interval.n} repeats ` +
+      reason: `the 95% interval of the mean, ${measure(interval.mean, set.unit)} ± ${measure(interval.halfWidth95, set.unit)} ${set.unit} over ${interval.n} repeats ` +
         `(Student's t), is ${percent(share)} of the mean wide, more than ${Math.round(WIDE_INTERVAL_SHARE * 100)}%: the mean is not known well enough to compare; more repeats narrow it.`,
     }];
   });
@@ -218,7 +220,7 @@ function wideIntervals(sets: readonly RepeatSet[]): Flag[] {
 
 /**
  * The same configuration, placement and node count on two links: the faster link (unlimited the fastest) flagged
- * when it gave clearly fewer images/s, its 95% interval entirely below the slower link's (errorHalfWidth on each
+ * when it gave clearly less throughput, its 95% interval entirely below the slower link's (errorHalfWidth on each
  * side). A side with no noise estimate at all (one run, no spread over iterations) leaves only the drop: more
  * than FASTER_LINK_DROP of the slower link's throughput.
  */
@@ -230,8 +232,8 @@ function fasterLinkSlower(training: readonly TrainingConfig[]): Flag[] {
       return fast.points.flatMap((fastPoint) => {
         const slowPoint = slow.points.find((point) => point.nodes === fastPoint.nodes);
         if (slowPoint === undefined) return [];
-        const fastRate = fastPoint.imagesPerSecond;
-        const slowRate = slowPoint.imagesPerSecond;
+        const fastRate = fastPoint.throughput;
+        const slowRate = slowPoint.throughput;
         const judgedByIntervals = hasNoiseEstimate(fastRate) && hasNoiseEstimate(slowRate);
         const drop = 1 - fastRate.mean / slowRate.mean;
         const clearlySlower = judgedByIntervals
@@ -244,8 +246,8 @@ function fasterLinkSlower(training: readonly TrainingConfig[]): Flag[] {
         return [{
           kind: "faster-link-slower" as const, subject: `${config.label} · ${fastPoint.nodes} nodes · ${fast.bandwidth} against ${slow.bandwidth}`,
           runIds: [...fastPoint.runIds, ...slowPoint.runIds],
-          reason: `at ${fastPoint.nodes} nodes the faster link ${fast.bandwidth} gave ${measurementText(fastRate, "img/s")}, ` +
-            `fewer than ${slow.bandwidth}'s ${measurementText(slowRate, "img/s")}, ${why}: ` +
+          reason: `at ${fastPoint.nodes} nodes the faster link ${fast.bandwidth} gave ${measurementText(fastRate, rateUnit(config.unit))}, ` +
+            `fewer than ${slow.bandwidth}'s ${measurementText(slowRate, rateUnit(config.unit))}, ${why}: ` +
             "a faster link cannot make a step slower; look for a busy machine or a slow run.",
         }];
       });
@@ -299,7 +301,7 @@ function unsteadyRuns(latest: readonly RunRecord[], sets: readonly RepeatSet[]):
 }
 
 /** "206.0 img/s (± 14.9, Student's t over 3 repeats)", or one run's spread over iterations, or no noise estimate at all. */
-function measurementText(interval: Interval, unit: "img/s" | "Gbit/s"): string {
+function measurementText(interval: Interval, unit: string): string {
   const value = `${measure(interval.mean, unit)} ${unit}`;
   if (interval.n > 1) return `${value} (± ${measure(interval.halfWidth95, unit)}, Student's t over ${interval.n} repeats)`;
   const spread = interval.iterationSpread95 ?? 0;
@@ -307,8 +309,8 @@ function measurementText(interval: Interval, unit: "img/s" | "Gbit/s"): string {
   return `${value} (one run without a spread over iterations: no noise estimate)`;
 }
 
-function measure(value: number, unit: "img/s" | "Gbit/s"): string {
-  return unit === "img/s" ? value.toFixed(1) : gbps(value);
+function measure(value: number, unit: string): string {
+  return unit === "Gbit/s" ? gbps(value) : value.toFixed(1);
 }
 
 /** Four digits: the probe's limit is 2% above the link, so three would print a value and its limit alike. */

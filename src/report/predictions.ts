@@ -29,8 +29,8 @@ export interface ScoredPrediction {
   readonly latest: boolean;
   /** Why this attempt's own measurement is in doubt (the machine busy, steps that changed speed); null if not. */
   readonly disturbance: Disturbance | null;
-  readonly predictedImagesPerSecond: number;
-  readonly measuredImagesPerSecond: number;
+  readonly predictedThroughput: number;
+  readonly measuredThroughput: number;
   /** measured / predicted − 1. */
   readonly throughputError: number;
   readonly predictedEfficiency: { readonly value: number; readonly low: number; readonly high: number };
@@ -78,16 +78,16 @@ export function scorePredictions(file: AnyPredictionsFile, data: ReportData, rec
     const place = placeOf(data, prediction.runId);
     const configuration = place?.label ?? prediction.runId;
     measured.forEach(({ record, metrics }, index) => {
-      const imagesPerSecond = throughputOf(metrics).total.mean;
-      const measuredEfficiency = place === undefined || place.perWorker === null ? null : imagesPerSecond / (place.workers * place.perWorker);
+      const throughput = throughputOf(metrics).total.mean;
+      const measuredEfficiency = place === undefined || place.perWorker === null ? null : throughput / (place.workers * place.perWorker);
       const attempt = attemptOf(record);
       const named = place === undefined ? configuration : `${configuration} · repeat ${record.params.repeat}`;
       const which = measured.length === 1 && attempt === 1 ? "" : ` · attempt ${attempt}${index === 0 ? "" : " (run again)"}`;
       scored.push({
         runId: prediction.runId, label: `${named}${which}`, configuration, nodes: record.params.nodes,
         attempt, counted: index === 0, latest: attempt === latest, disturbance: disturbance(record) ?? null,
-        predictedImagesPerSecond: prediction.imagesPerSecond, measuredImagesPerSecond: imagesPerSecond,
-        throughputError: imagesPerSecond / prediction.imagesPerSecond - 1,
+        predictedThroughput: prediction.throughput, measuredThroughput: throughput,
+        throughputError: throughput / prediction.throughput - 1,
         predictedEfficiency: prediction.scalingEfficiency, measuredEfficiency,
         errorPoints: measuredEfficiency === null ? null : (measuredEfficiency - prediction.scalingEfficiency.value) * 100,
       });
@@ -150,7 +150,7 @@ export function claimCaveat(score: PredictionScore): string | undefined {
 /** Where the run sits in the report: its label, workers and the baseline's throughput per worker. */
 function placeOf(data: ReportData, runId: string): { label: string; workers: number; perWorker: number | null } | undefined {
   for (const config of data.training) {
-    const perWorker = config.baseline === null ? null : config.baseline.imagesPerSecond.mean / config.baseline.workers;
+    const perWorker = config.baseline === null ? null : config.baseline.throughput.mean / config.baseline.workers;
     if (config.baseline?.runIds.includes(runId)) return { label: `${config.label} · 1 node`, workers: config.baseline.workers, perWorker };
     for (const series of config.series) {
       const point = series.points.find((candidate) => candidate.runIds.includes(runId));

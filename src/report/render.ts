@@ -6,6 +6,7 @@ import type { ChartSvgs } from "./charts.ts";
 import { probeLinkLabel, type BandwidthSeries, type FailedRun, type Interval, type ProbeSeries, type RealDataRun, type ReportData, type ReportMeta, type ScalingPoint, type TrainingConfig } from "./data.ts";
 import { formatBytes } from "../util/format.ts";
 import { comparisons, ratios, verdict } from "./comparisons.ts";
+import { layoutComparisons, layoutVerdict } from "./layouts.ts";
 import {
   FASTER_LINK_DROP, flagKindName, flagKindsOf, flagTally, OUTLIER_FENCE_IQRS, OUTLIER_MIN_REPEATS, PROBE_LINK_MARGIN, runFlags, WIDE_INTERVAL_SHARE, type Flag,
 } from "./flags.ts";
@@ -14,6 +15,7 @@ import { libraryComparisons } from "./libraries.ts";
 import { raceVerdict, strategyRaces, type StrategyOutcome, type StrategyRace } from "./time-to-accuracy.ts";
 import { claimCaveat, flaggedMisses, predictedBefore, predictionsTitle, scoreSummary, type PredictionScore, type ScoredPrediction } from "./predictions.ts";
 import { STEADINESS_MIN_STEPS, UNSTEADY_SHIFT } from "../results/steadiness.ts";
+import { rateUnit } from "../results/worker-result.ts";
 
 export { markdownText };
 
@@ -50,6 +52,7 @@ ${trainingSection(data, svgs, flags)}
 ${realDataSection(data.realData)}
 ${timeToAccuracySection(data.realData)}
 ${comparisonsSection(data)}
+${layoutsSection(data)}
 ${probeSection(data, svgs, flags)}
 ${modelSection(data, svgs)}
 ${predictions === undefined ? "" : predictionsSection(predictions, flags)}
@@ -72,6 +75,7 @@ export function renderMarkdown(data: ReportData, meta: ReportMeta, flags: readon
     ...markdownRealData(data.realData),
     ...markdownTimeToAccuracy(data.realData),
     ...markdownComparisons(data),
+    ...markdownLayouts(data),
     ...markdownProbes(data.probes),
     ...markdownModel(data),
     ...(predictions === undefined ? [] : markdownPredictions(predictions, flags)),
@@ -83,19 +87,19 @@ export function renderMarkdown(data: ReportData, meta: ReportMeta, flags: readon
 function markdownTraining(training: readonly TrainingConfig[], flags: readonly Flag[]): string[] {
   if (training.length === 0) return [];
   const lines = ["", "## Training at the largest node count", "",
-    "| Configuration | Link | Nodes | Throughput (img/s, mean ± 95%) | n | Median (img/s) | CV | Ideal (img/s) | Scaling efficiency | Calibration (GFLOP/s) | Ceiling, no overlap – perfect overlap |",
+    "| Configuration | Link | Nodes | Throughput (per s, mean ± 95%) | n | Median (per s) | CV | Ideal (per s) | Scaling efficiency | Calibration (GFLOP/s) | Ceiling, no overlap – perfect overlap |",
     "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"];
   for (const config of training) {
-    const label = markdownText(config.label);
+    const label = `${markdownText(config.label)} (${rateUnit(config.unit)})`;
     if (config.baseline !== null) {
-      const throughput = config.baseline.imagesPerSecond;
+      const throughput = config.baseline.throughput;
       const link = config.series.length === 0 ? "(one node only)" : "none (baseline)";
       lines.push(`| ${label} | ${link} | 1 | ${variabilityCells(throughput, 1).join(" | ")} | ${throughput.mean.toFixed(1)} | ${percent(1)}${flagMark(flags, config.baseline.runIds)} | ${calibrationText(config.baseline.calibrationGflops)} | ${NOT_AVAILABLE} |`);
     }
     for (const series of config.series) {
       const point = series.points[series.points.length - 1];
       if (point === undefined) continue;
-      lines.push(`| ${label} | ${markdownText(series.bandwidth)} | ${point.nodes} | ${variabilityCells(point.imagesPerSecond, 1).join(" | ")} | ${optional(point.idealImagesPerSecond, (v) => v.toFixed(1))} | ${optional(point.scalingEfficiency, percent)}${flagMark(flags, point.runIds)} | ${calibrationText(point.calibrationGflops)} | ${ceilingText(point)} |`);
+      lines.push(`| ${label} | ${markdownText(series.bandwidth)} | ${point.nodes} | ${variabilityCells(point.throughput, 1).join(" | ")} | ${optional(point.idealThroughput, (v) => v.toFixed(1))} | ${optional(point.scalingEfficiency, percent)}${flagMark(flags, point.runIds)} | ${calibrationText(point.calibrationGflops)} | ${ceilingText(point)} |`);
     }
   }
   lines.push("", PLUS_MINUS_NOTE, "", `Calibration (GFLOP/s) ${CALIBRATION_RULE}`);
@@ -211,36 +215,45 @@ ${data.training.map((config) => trainingTable(config, flags)).join("\n")}
 </section>`;
 }
 
-const TRAINING_COLUMNS = [
-  "Link", "Nodes", "Workers", "Throughput (img/s, mean ± 95% CI)", "n", "Median (img/s)", "CV", "Ideal (img/s)", "Scaling efficiency", "Calibration (GFLOP/s)",
-  "t<sub>c</sub> compute/step (s)", "t<sub>ar</sub> lower bound (s)", "Ceiling, no overlap", "Ceiling, perfect overlap",
-  "Throughput ceiling (img/s, no overlap – perfect overlap)",
-];
+/** The training table's columns, throughput in the configuration's unit (img/s, tok/s). */
+function trainingColumns(unit: string): string[] {
+  return [
+    "Link", "Nodes", "Workers", `Throughput (${unit}, mean ± 95% CI)`, "n", `Median (${unit})`, "CV", `Ideal (${unit})`, "Scaling efficiency", "Calibration (GFLOP/s)",
+    "t<sub>c</sub> compute/step (s)", "t<sub>ar</sub> lower bound (s)", "Ceiling, no overlap", "Ceiling, perfect overlap",
+    `Throughput ceiling (${unit}, no overlap – perfect overlap)`, "Peak memory per rank (GiB)",
+  ];
+}
 
 function trainingTable(config: TrainingConfig, flags: readonly Flag[]): string {
   const rows: string[][] = [];
   if (config.baseline === null) {
-    rows.push(["none", "1", "", `<em>no single-node run: no ideal, no efficiency</em>`, "", "", "", ...Array<string>(8).fill(NOT_AVAILABLE)]);
+    rows.push(["none", "1", "", `<em>no single-node run: no ideal, no efficiency</em>`, "", "", "", ...Array<string>(9).fill(NOT_AVAILABLE)]);
   } else {
-    const { imagesPerSecond, imagesPerSecondPerWorker, workers, runIds } = config.baseline;
+    const { throughput, workers, runIds } = config.baseline;
     // The baseline is the ideal by definition; nothing crosses the network, so the cost model has nothing to bound.
-    rows.push(["none (baseline)", "1", String(workers), ...variabilityCells(imagesPerSecond, 1), imagesPerSecond.mean.toFixed(1), `${percent(1)}${htmlFlagMark(flags, runIds)}`,
-      calibrationText(config.baseline.calibrationGflops), seconds(config.batchSize / imagesPerSecondPerWorker), "0", percent(1), percent(1), imagesPerSecond.mean.toFixed(1)]);
+    rows.push(["none (baseline)", "1", String(workers), ...variabilityCells(throughput, 1), throughput.mean.toFixed(1), `${percent(1)}${htmlFlagMark(flags, runIds)}`,
+      calibrationText(config.baseline.calibrationGflops), seconds(config.baseline.computeSecondsPerStep), "0", percent(1), percent(1), throughput.mean.toFixed(1),
+      memoryText(config.baseline.peakMemoryBytes)]);
   }
   for (const series of config.series) rows.push(...series.points.map((point) => trainingRow(series, point, flags)));
-  return `<h3>${escapeHtml(config.label)}</h3>\n${table(TRAINING_COLUMNS, rows)}`;
+  return `<h3>${escapeHtml(config.label)}</h3>\n${table(trainingColumns(rateUnit(config.unit)), rows)}`;
 }
 
 function trainingRow(series: BandwidthSeries, point: ScalingPoint, flags: readonly Flag[]): string[] {
   const throughputCeiling = point.throughputCeiling === null ? NOT_AVAILABLE
     : `${point.throughputCeiling.noOverlap.toFixed(1)} – ${point.throughputCeiling.perfectOverlap.toFixed(1)}`;
   return [
-    escapeHtml(series.bandwidth), String(point.nodes), String(point.workers), ...variabilityCells(point.imagesPerSecond, 1),
-    optional(point.idealImagesPerSecond, (v) => v.toFixed(1)), `${optional(point.scalingEfficiency, percent)}${htmlFlagMark(flags, point.runIds)}`,
+    escapeHtml(series.bandwidth), String(point.nodes), String(point.workers), ...variabilityCells(point.throughput, 1),
+    optional(point.idealThroughput, (v) => v.toFixed(1)), `${optional(point.scalingEfficiency, percent)}${htmlFlagMark(flags, point.runIds)}`,
     calibrationText(point.calibrationGflops), optional(point.computeSecondsPerStep, seconds), optional(point.allReduceLowerBoundSeconds, seconds),
     optional(point.efficiencyCeiling?.noOverlap ?? null, percent), optional(point.efficiencyCeiling?.perfectOverlap ?? null, percent),
-    throughputCeiling,
+    throughputCeiling, memoryText(point.peakMemoryBytes),
   ];
+}
+
+/** A peak memory over its repeats, in GiB; not available in records older than the measure. */
+function memoryText(peak: Interval | null): string {
+  return peak === null ? NOT_AVAILABLE : (peak.mean / 2 ** 30).toFixed(2);
 }
 
 /** The mean over the runs: three significant digits, whole GFLOP/s from 100 on (a GPU's tens of thousands, no exponent). */
@@ -257,11 +270,11 @@ function comparisonsSection(data: ReportData): string {
   const blocks = found.map((comparison) => {
     const shares = ratios(comparison);
     const rows = comparison.entries.map((e, i) => [
-      escapeHtml(e.name), interval(e.imagesPerSecond, 1), seconds(e.stepSeconds), optional(e.predictedStepSeconds, seconds), escapeHtml(e.predictedFrom ?? NOT_AVAILABLE),
+      escapeHtml(e.name), interval(e.throughput, 1), seconds(e.stepSeconds), optional(e.predictedStepSeconds, seconds), escapeHtml(e.predictedFrom ?? NOT_AVAILABLE),
       shares[i]!.measured.toFixed(2), optional(shares[i]!.predicted, (v) => v.toFixed(2)),
     ]);
     return `<h3>${COMPARISON_TITLES[comparison.kind]}: ${escapeHtml(comparison.context)}</h3>
-${table(["", "Throughput (img/s)", "Step (s)", "Predicted step (s)", "Predicted from", `Step ÷ ${escapeHtml(comparison.entries[0]!.name)}`, "Predicted ratio"], rows)}
+${table(["", `Throughput (${escapeHtml(comparison.unit)})`, "Step (s)", "Predicted step (s)", "Predicted from", `Step ÷ ${escapeHtml(comparison.entries[0]!.name)}`, "Predicted ratio"], rows)}
 <p>${escapeHtml(verdict(comparison))}</p>`;
   });
   return `<section id="comparisons">
@@ -269,6 +282,33 @@ ${table(["", "Throughput (img/s)", "Step (s)", "Predicted step (s)", "Predicted 
 <p>Runs that differ in one thing only: how the gradients are summed, or how the same number of workers is placed on nodes. A step is every worker's batch; the predicted step is the single-node compute time plus the communication the probe's fitted model gives for that placement and reduction (the lower bound where no probe ran), one after the other.</p>
 ${blocks.join("\n")}
 </section>`;
+}
+
+/** The same workload laid out differently, at every link and node count where more than one layout ran. */
+function layoutsSection(data: ReportData): string {
+  const found = layoutComparisons(data.training);
+  if (found.length === 0) return "";
+  const blocks = found.map((comparison) => {
+    const rows = comparison.entries.map((entry) => [
+      escapeHtml(entry.layout), interval(entry.throughput, 1), optional(entry.scalingEfficiency, percent),
+      entry.predicted === null ? NOT_AVAILABLE : `${entry.predicted.noOverlap.toFixed(1)} – ${entry.predicted.perfectOverlap.toFixed(1)}`,
+      entry.peakMemoryBytes === null ? NOT_AVAILABLE : (entry.peakMemoryBytes.mean / 2 ** 30).toFixed(2),
+    ]);
+    return `<h3>${escapeHtml(comparison.context)}</h3>
+${table(["Layout", `Throughput (${escapeHtml(comparison.unit)})`, "Scaling efficiency", `Predicted (${escapeHtml(comparison.unit)}, no overlap – perfect overlap)`, "Peak memory per rank (GiB)"], rows)}
+<p>${escapeHtml(layoutVerdict(comparison))}</p>`;
+  });
+  return `<section id="layouts">
+<h2>Layouts</h2>
+<p>One workload on the same link and nodes, laid out differently: every worker a full replica (ddp), its state sharded (fsdp), each block's matrices split (tensor), its blocks cut into stages (pipeline). Fastest first. Every layout here ran, so each fitted its nodes' memory; the prediction is the layout's compute and collectives on the campaign's own probed link.</p>
+${blocks.join("\n")}
+</section>`;
+}
+
+function markdownLayouts(data: ReportData): string[] {
+  const found = layoutComparisons(data.training);
+  if (found.length === 0) return [];
+  return ["", "## Layouts", "", ...found.map((comparison) => `- ${markdownText(layoutVerdict(comparison))}`)];
 }
 
 function markdownComparisons(data: ReportData): string[] {
@@ -345,8 +385,8 @@ function realDataCells(run: RealDataRun): string[] {
   const target = run.targetAccuracy === null ? "" : run.reachedTargetAtEpoch === null
     ? ` (target ${percent(run.targetAccuracy)} not reached)` : ` (target ${percent(run.targetAccuracy)} reached)`;
   return [
-    run.runId, run.label, run.imagesPerSecond.toFixed(1),
-    run.syntheticImagesPerSecond === null ? "n/a" : `${run.syntheticImagesPerSecond.toFixed(1)} (${(run.imagesPerSecond / run.syntheticImagesPerSecond).toFixed(2)}x)`,
+    run.runId, run.label, run.throughput.toFixed(1),
+    run.syntheticThroughput === null ? "n/a" : `${run.syntheticThroughput.toFixed(1)} (${(run.throughput / run.syntheticThroughput).toFixed(2)}x)`,
     run.dataWaitFraction === null ? "n/a" : percent(run.dataWaitFraction),
     run.timeToTrainSeconds === null ? "n/a" : `${run.timeToTrainSeconds.toFixed(1)} s`,
     run.epochs === null ? "n/a" : String(run.epochs),
@@ -380,7 +420,7 @@ const RACE_NOTE = "Real-data runs that differ only in how the gradients were sum
 function raceCells(o: StrategyOutcome): string[] {
   const to = (value: number | null, format: (value: number) => string) => (value === null ? "not reached" : format(value));
   return [
-    o.strategy, String(o.repeats), o.imagesPerSecond.toFixed(1), `${o.reached} of ${o.repeats}`,
+    o.strategy, String(o.repeats), o.throughput.toFixed(1), `${o.reached} of ${o.repeats}`,
     to(o.stepsToTarget, (v) => v.toFixed(0)), to(o.epochsToTarget, (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1))),
     to(o.timeToTargetSeconds, (v) => `${v.toFixed(1)} s`),
     o.finalAccuracy === null ? NOT_AVAILABLE : percent(o.finalAccuracy), o.bestAccuracy === null ? NOT_AVAILABLE : percent(o.bestAccuracy),
@@ -538,8 +578,8 @@ function predictionsIntro(score: PredictionScore): string {
 function predictionRows(score: PredictionScore, flags: readonly Flag[], escape = (text: string) => text, mark = flagMark): string[][] {
   const signed = (value: number, digits: number) => `${value >= 0 ? "+" : "−"}${Math.abs(value).toFixed(digits)}`;
   return score.scored.map((row) => [
-    `${escape(row.label)}${mark(row.latest ? runFlags(flags) : disturbanceFlags(row), [row.runId])}`, row.predictedImagesPerSecond.toFixed(1),
-    row.measuredImagesPerSecond.toFixed(1), `${signed(row.throughputError * 100, 1)}%`,
+    `${escape(row.label)}${mark(row.latest ? runFlags(flags) : disturbanceFlags(row), [row.runId])}`, row.predictedThroughput.toFixed(1),
+    row.measuredThroughput.toFixed(1), `${signed(row.throughputError * 100, 1)}%`,
     `${percent(row.predictedEfficiency.value)} (${percent(row.predictedEfficiency.low)} – ${percent(row.predictedEfficiency.high)})`,
     optional(row.measuredEfficiency, percent), row.errorPoints === null ? NOT_AVAILABLE : `${signed(row.errorPoints, 1)} pt`,
   ]);

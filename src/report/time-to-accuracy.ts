@@ -15,7 +15,7 @@ export interface StrategyOutcome {
   /** Repeats that reached the target accuracy. */
   readonly reached: number;
   /** Means over the repeats; the ones "to target" over the repeats that reached it (null: none did). */
-  readonly imagesPerSecond: number;
+  readonly throughput: number;
   readonly stepsToTarget: number | null;
   readonly epochsToTarget: number | null;
   readonly timeToTargetSeconds: number | null;
@@ -61,7 +61,7 @@ function outcome(repeats: readonly RealDataRun[]): StrategyOutcome {
     strategy: repeats[0]!.strategy,
     repeats: repeats.length,
     reached: reached.length,
-    imagesPerSecond: mean(repeats.map((run) => run.imagesPerSecond))!,
+    throughput: mean(repeats.map((run) => run.throughput))!,
     stepsToTarget: mean(known(reached.map((run) => run.stepsToTarget))),
     epochsToTarget: mean(known(reached.map((run) => run.reachedTargetAtEpoch))),
     timeToTargetSeconds: mean(known(reached.map((run) => run.timeToTrainSeconds))),

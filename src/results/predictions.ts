@@ -16,13 +16,17 @@ export const PREDICTIONS_SCHEMA_V1 = "ringlab.predictions/v1";
 const predictionSchema = z.looseObject({
   runId: z.string(),
   stepSeconds: z.number(),
-  imagesPerSecond: z.number(),
+  /** Over every worker, in `unit` (files before language models: `imagesPerSecond`, images). */
+  throughput: z.number().optional(),
+  imagesPerSecond: z.number().optional(),
+  unit: z.enum(["images", "tokens"]).optional(),
   scalingEfficiency: z.looseObject({ value: z.number(), low: z.number(), high: z.number() }),
   overlapShare: z.number().optional(),
   noOverlapEfficiency: z.number().optional(),
   fullOverlapEfficiency: z.number(),
   sources: z.looseObject({ compute: z.string(), link: z.string(), overlap: z.string().optional() }),
-});
+}).refine((prediction) => prediction.throughput !== undefined || prediction.imagesPerSecond !== undefined, { error: "a prediction holds its throughput" })
+  .transform(({ imagesPerSecond, throughput, unit, ...rest }) => ({ ...rest, throughput: (throughput ?? imagesPerSecond)!, unit: unit ?? "images" as const }));
 
 const v1Fields = {
   /** The calibration the predictions came from (a file or a results folder). */
@@ -59,7 +63,9 @@ const v1FileSchema = z.looseObject({ schema: z.literal(PREDICTIONS_SCHEMA_V1), .
 export interface SavedPrediction {
   readonly runId: string;
   readonly stepSeconds: number;
-  readonly imagesPerSecond: number;
+  /** Over every worker, in `unit`. */
+  readonly throughput: number;
+  readonly unit: "images" | "tokens";
   /** With the calibration's overlap share φ (none in files written before ringlab fitted it), with its 95 % interval. */
   readonly scalingEfficiency: { readonly value: number; readonly low: number; readonly high: number };
   /** Absent in files written before ringlab fitted the overlap, whose prediction was the no-overlap one. */

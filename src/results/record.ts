@@ -46,6 +46,8 @@ export interface RunRecord {
      * 100 ms (records before 2026-11-26), under which a worker ran faster after every wait.
      */
     readonly cpuPeriodMs?: number;
+    /** Local testbed: the memory every node's worker container was limited to, GiB (testbed.memoryPerNodeGiB); absent: none. */
+    readonly memoryPerNodeGiB?: number;
     /**
      * The launcher that started it (src/launchers/; slurm: one Slurm job, its job.sbatch in logsDir; mpi: one mpirun,
      * its mpirun.sh there); absent: Ansible.
@@ -119,6 +121,7 @@ export const runRecordSchema: z.ZodType<RunRecord> = z.looseObject({
     workerArgs: z.array(z.string()),
     cpusPerNode: z.number().positive().optional(),
     cpuPeriodMs: z.number().positive().optional(),
+    memoryPerNodeGiB: z.number().positive().optional(),
     launcher: z.enum(LAUNCHER_NAMES).exclude([DEFAULT_LAUNCHER]).optional(),
     repeatUntil: z.looseObject({ halfWidth: z.number(), minRepeats: z.number(), maxRepeats: z.number() }).optional(),
   }),

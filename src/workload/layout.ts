@@ -60,3 +60,8 @@ export function dimsOf(knobs: Readonly<Record<string, unknown>>, workers: number
   }
   return { ok: false, problem: `unknown parallelism ${parallelism}` };
 }
+
+/** The blocks a pipeline stage holds: as even as they divide, earlier stages taking one more (the worker's split). */
+export function stageBlocks(layers: number, stages: number, stage: number): number {
+  return Math.floor(layers / stages) + (stage < layers % stages ? 1 : 0);
+}

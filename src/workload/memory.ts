@@ -27,7 +27,7 @@
 import census from "../catalogue/transformer-activations.json" with { type: "json" };
 import { ACTIVATION_MIB_PER_IMAGE } from "../campaign/gpu-memory.ts";
 import { LANGUAGE_SHAPE, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, type Model } from "../config/registry.ts";
-import type { ParallelDims } from "./layout.ts";
+import { stageBlocks, type ParallelDims } from "./layout.ts";
 import { blockParameters, shapeOf, type TransformerShape } from "./transformer.ts";
 
 const BYTES = 4;
@@ -113,10 +113,6 @@ function tokensInFlight(question: MemoryQuestion, stage: number): number {
   return (batchSize / microBatches) * held * perSample;
 }
 
-/** The blocks a pipeline stage holds: as even as they divide, earlier stages taking one more (the worker's split). */
-export function stageBlocks(layers: number, stages: number, stage: number): number {
-  return Math.floor(layers / stages) + (stage < layers % stages ? 1 : 0);
-}
 
 function languageParts(question: MemoryQuestion, stage: number): Parts | undefined {
   const shape = shapeOf(question.model, question.knobs);

@@ -6,8 +6,7 @@
  * direction, per block and direction of tensor parallelism, per micro-batch and direction of a pipeline). Pure.
  */
 import { PARAMETER_COUNT, type Model } from "../config/registry.ts";
-import type { ParallelDims } from "./layout.ts";
-import { stageBlocks } from "./memory.ts";
+import { stageBlocks, type ParallelDims } from "./layout.ts";
 import { blockParameters, shapeOf, type TransformerShape } from "./transformer.ts";
 
 export type CollectiveOp = "all_reduce" | "all_gather" | "reduce_scatter" | "send";

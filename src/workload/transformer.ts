@@ -5,6 +5,7 @@
  * registry's, which test/worker/test_parallel_units.py checks against the built models). Pure.
  */
 import { LANGUAGE_SHAPE, type TransformerShape } from "../config/registry.ts";
+import { stageBlocks } from "./layout.ts";
 
 export type { TransformerShape };
 
@@ -48,4 +49,48 @@ export function parameterCount(shape: TransformerShape, positions = shape.sequen
 export function trainingFlopsPerToken(shape: TransformerShape, sequenceLength: number): number {
   const weights = shape.layers * blockParameters(shape) + shape.width * shape.vocab;
   return 6 * weights + 12 * shape.layers * shape.width * sequenceLength;
+}
+
+/** What throughput counts per sample: a language model's sequence of tokens, an image model's one image. */
+export function unitsPerSample(model: string, knobs: Readonly<Record<string, unknown>>): number {
+  return shapeOf(model, knobs)?.sequenceLength ?? 1;
+}
+
+/** The knobs besides model, batch and precision that set a language model's compute on one worker, by their defaults. */
+const COMPUTE_KNOBS: Readonly<Record<string, unknown>> = {
+  optimizer: "sgd", momentum: 0, activationCheckpointing: false, parallelism: "ddp", fsdpSharding: "full", fsdpPrefetch: 0,
+  microBatches: 4, pipelineSchedule: "gpipe",
+};
+/** The layout knobs that only a parallelism's own runs have (registry.json's belongsTo): left out of the others' workload. */
+const LAYOUT_OWNED: Readonly<Record<string, string>> = { fsdpSharding: "fsdp", fsdpPrefetch: "fsdp", microBatches: "pipeline", pipelineSchedule: "pipeline" };
+
+/**
+ * What a language model's single-node compute depends on beyond model, batch and precision: its shape and the knobs that
+ * change one worker's step (optimizer, activation checkpointing, the layout and its own knobs), every one with its
+ * default filled in, so that a calibration's entry and a question compare as the worker ran them. Undefined for an image
+ * model, whose entries have always been model, batch and precision alone.
+ */
+export function computeWorkload(model: string, knobs: Readonly<Record<string, unknown>>): Readonly<Record<string, string | number | boolean>> | undefined {
+  const shape = shapeOf(model, knobs);
+  if (shape === undefined) return undefined;
+  const parallelism = String(knobs["parallelism"] ?? "ddp");
+  const workload: Record<string, string | number | boolean> = { sequenceLength: shape.sequenceLength, layers: shape.layers, width: shape.width, heads: shape.heads };
+  for (const [knob, fallback] of Object.entries(COMPUTE_KNOBS)) {
+    if (LAYOUT_OWNED[knob] !== undefined && LAYOUT_OWNED[knob] !== parallelism) continue;
+    workload[knob] = (knobs[knob] ?? fallback) as string | number | boolean;
+  }
+  return workload;
+}
+
+/**
+ * Of a language model's training compute per token (trainingFlopsPerToken's terms): the share tensor parallelism splits
+ * (every block's matrices and attention) and the slowest of `stages` pipeline stages' share (its blocks, and the head
+ * on the last).
+ */
+export function computeShares(shape: TransformerShape, stages: number): { readonly split: number; readonly slowestStage: number } {
+  const perBlock = 6 * 12 * shape.width * shape.width + 12 * shape.width * shape.sequenceLength;
+  const head = 6 * shape.width * shape.vocab;
+  const total = shape.layers * perBlock + head;
+  const stage = (index: number) => (stageBlocks(shape.layers, stages, index) * perBlock + (index === stages - 1 ? head : 0)) / total;
+  return { split: (shape.layers * perBlock) / total, slowestStage: Math.max(...Array.from({ length: stages }, (_, index) => stage(index))) };
 }

@@ -23,7 +23,7 @@ for (const comparison of found) {
   console.log(`${comparison.kind}: ${comparison.context}`);
   for (const [i, row] of ratios(comparison).entries()) {
     const e = comparison.entries[i]!;
-    console.log(`   ${e.name.padEnd(26)} ${e.imagesPerSecond.mean.toFixed(1).padStart(7)} img/s  step ${e.stepSeconds.toFixed(3)} s` +
+    console.log(`   ${e.name.padEnd(26)} ${e.throughput.mean.toFixed(1).padStart(7)} img/s  step ${e.stepSeconds.toFixed(3)} s` +
       `  predicted ${e.predictedStepSeconds?.toFixed(3) ?? "n/a"} s (${e.predictedFrom ?? "-"})  ratio ${row.measured.toFixed(2)} vs ${row.predicted?.toFixed(2) ?? "n/a"}`);
   }
   console.log(`   ${verdict(comparison)}\n`);

@@ -30,11 +30,11 @@ describe("repeating until the interval is narrow", () => {
 
   it("reads each configuration's throughput from the latest ok attempt of each of its repeats, made with the settings planned now", () => {
     const records = [
-      planned(trainRecord({ nodes: 2, repeat: 1, imagesPerSecond: 150 })),
-      planned(trainRecord({ nodes: 2, repeat: 2, imagesPerSecond: 160 })),
-      { ...planned(trainRecord({ nodes: 1, repeat: 1, imagesPerSecond: 90 })), status: "failed" as const },
+      planned(trainRecord({ nodes: 2, repeat: 1, throughput: 150 })),
+      planned(trainRecord({ nodes: 2, repeat: 2, throughput: 160 })),
+      { ...planned(trainRecord({ nodes: 1, repeat: 1, throughput: 90 })), status: "failed" as const },
       // Another numIters since: not a repeat of what the plan runs now.
-      trainRecord({ nodes: 2, repeat: 3, imagesPerSecond: 400 }),
+      trainRecord({ nodes: 2, repeat: 3, throughput: 400 }),
     ];
     expect(throughputsByConfiguration(plan.runs, records)).toEqual(new Map([["train-resnet50-b64-n2-1gbit", [150, 160]]]));
   });

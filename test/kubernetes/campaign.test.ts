@@ -55,7 +55,7 @@ function context(signal = new AbortController().signal): Context {
 
 /** The worker's line with rank 0's result, as docker/worker/ringlab_worker/jobs.py prints it. */
 function resultLine(job: "train" | "allreduce"): string {
-  const result = job === "train" ? trainRecord({ model: "tiny", batchSize: 8, nodes: 2, imagesPerSecond: 40 }).result
+  const result = job === "train" ? trainRecord({ model: "tiny", batchSize: 8, nodes: 2, throughput: 40 }).result
     : probeRecord({ nodes: 2, bandwidth: "unlimited", busbw: [[1048576, 3.2]] }).result;
   return `ringlab-result: ${JSON.stringify(result)}`;
 }

@@ -36,7 +36,7 @@ describe("a calibration from a campaign's results", () => {
   });
 
   it("merges calibrations, a later entry replacing an earlier one of the same key", () => {
-    const later = calibrationFromRecords([trainRecord({ nodes: 1, imagesPerSecond: 128 })], "results/later");
+    const later = calibrationFromRecords([trainRecord({ nodes: 1, throughput: 128 })], "results/later");
     const merged = mergeCalibrations([calibration, later]);
     expect(merged.compute).toHaveLength(1);
     expect(merged.compute[0]!.computeSeconds.mean).toBeCloseTo(0.5, 12);
@@ -69,7 +69,7 @@ describe("predicting a planned run", () => {
     const buckets = Math.ceil(1e8 / (25 * 1024 * 1024));
     const expected = computeSeconds + allReduceSeconds(link, 1e8, 2) + (buckets - 1) * 2 * link.alphaSeconds;
     expect(prediction.stepSeconds).toBeCloseTo(expected, 9);
-    expect(prediction.imagesPerSecond).toBeCloseTo((2 * 64) / expected, 6);
+    expect(prediction.throughput).toBeCloseTo((2 * 64) / expected, 6);
     expect(prediction.scalingEfficiency.value).toBeCloseTo(computeSeconds / expected, 9);
     expect(prediction.scalingEfficiency.low).toBeLessThan(prediction.scalingEfficiency.value);
     expect(prediction.scalingEfficiency.high).toBeGreaterThan(prediction.scalingEfficiency.value);
@@ -216,9 +216,9 @@ describe("a disturbed run", () => {
   const steps = (n: number, seconds: number) => Array.from({ length: n }, () => seconds);
   // Repeat 1's latest attempt ran its first 7 steps at 0.8 s, the rest at 0.5 s; its earlier attempt (another
   // fingerprint, say) ran at 0.4 s. Either would move t_c away from repeat 2's 0.5 s.
-  const unsteady = { ...trainRecord({ nodes: 1, imagesPerSecond: 102.4, stepSeconds: [...steps(7, 0.8), ...steps(13, 0.5)] }), attempt: 2 };
-  const earlier = { ...trainRecord({ nodes: 1, imagesPerSecond: 160, stepSeconds: steps(20, 0.4) }), attempt: 1 };
-  const steady = trainRecord({ nodes: 1, repeat: 2, imagesPerSecond: 128, stepSeconds: steps(20, 0.5) });
+  const unsteady = { ...trainRecord({ nodes: 1, throughput: 102.4, stepSeconds: [...steps(7, 0.8), ...steps(13, 0.5)] }), attempt: 2 };
+  const earlier = { ...trainRecord({ nodes: 1, throughput: 160, stepSeconds: steps(20, 0.4) }), attempt: 1 };
+  const steady = trainRecord({ nodes: 1, repeat: 2, throughput: 128, stepSeconds: steps(20, 0.5) });
 
   it("is left out of the calibration, all its attempts, saying which and why; a steady repeat still calibrates", () => {
     const warnings: string[] = [];
@@ -231,7 +231,7 @@ describe("a disturbed run", () => {
 
   it("leaves out a run during which the machine was busy the same way", () => {
     const warnings: string[] = [];
-    const busy = { ...trainRecord({ nodes: 1, imagesPerSecond: 64, stepSeconds: steps(20, 1) }), hostLoad: { busy: true } as HostLoad };
+    const busy = { ...trainRecord({ nodes: 1, throughput: 64, stepSeconds: steps(20, 1) }), hostLoad: { busy: true } as HostLoad };
     const calibrated = calibrationFromRecords([busy, steady], "r", (message) => warnings.push(message));
     expect(calibrated.compute[0]!.computeSeconds).toMatchObject({ mean: 0.5, repeats: 1 });
     expect(warnings).toEqual([expect.stringMatching(/^r: 1 disturbed run left out \(train-resnet50-b64-n1-r1: machine busy;/)]);

@@ -25,14 +25,14 @@ describe("chart specs", () => {
 
   it("throughput: the ideal line is n × the single-node mean, and only where a baseline exists", () => {
     const ideal = rowsOf(throughputChartSpec(data)).filter((row) => row.series === "Ideal");
-    expect(ideal.map((row) => [row.panel, row.nodes, row.imagesPerSecond])).toEqual([
+    expect(ideal.map((row) => [row.panel, row.nodes, row.throughput])).toEqual([
       ["resnet50 · batch 64", 1, 105], ["resnet50 · batch 64", 2, 210], ["resnet50 · batch 64", 4, 420],
     ]);
   });
 
   it("throughput: every link's line starts at the single-node baseline, with its interval as error bar", () => {
     const oneGbit = rowsOf(throughputChartSpec(data)).filter((row) => row.series === "1gbit" && row.panel === "resnet50 · batch 64");
-    expect(oneGbit.map((row) => [row.nodes, row.imagesPerSecond])).toEqual([[1, 105], [2, 155], [4, 200]]);
+    expect(oneGbit.map((row) => [row.nodes, row.throughput])).toEqual([[1, 105], [2, 155], [4, 200]]);
     expect(oneGbit[2]).toMatchObject({ lower: 192, upper: 208 });
     // An interval wider than the mean is cut at zero rather than drawn below the axis.
     expect(oneGbit[0]!.lower).toBe(Math.max(0, 105 - 12.706 * 5));

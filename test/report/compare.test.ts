@@ -10,15 +10,15 @@ import { failedTrainRecord, probeRecord, scalingCampaign, trainRecord } from "./
  */
 function afterCampaign() {
   return [
-    trainRecord({ nodes: 1, repeat: 1, imagesPerSecond: 150, ci95: 3 }),
-    trainRecord({ nodes: 1, repeat: 2, imagesPerSecond: 160, ci95: 3 }),
-    trainRecord({ nodes: 2, bandwidth: "10gbit", repeat: 1, imagesPerSecond: 300 }),
-    trainRecord({ nodes: 2, bandwidth: "10gbit", repeat: 2, imagesPerSecond: 306 }),
-    trainRecord({ nodes: 2, bandwidth: "10gbit", repeat: 3, imagesPerSecond: 312 }),
-    trainRecord({ nodes: 4, bandwidth: "1gbit", repeat: 1, imagesPerSecond: 190, ci95: 8 }),
+    trainRecord({ nodes: 1, repeat: 1, throughput: 150, ci95: 3 }),
+    trainRecord({ nodes: 1, repeat: 2, throughput: 160, ci95: 3 }),
+    trainRecord({ nodes: 2, bandwidth: "10gbit", repeat: 1, throughput: 300 }),
+    trainRecord({ nodes: 2, bandwidth: "10gbit", repeat: 2, throughput: 306 }),
+    trainRecord({ nodes: 2, bandwidth: "10gbit", repeat: 3, throughput: 312 }),
+    trainRecord({ nodes: 4, bandwidth: "1gbit", repeat: 1, throughput: 190, ci95: 8 }),
     failedTrainRecord({ nodes: 4, bandwidth: "10gbit", error: "rendezvous timed out" }),
     probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[4096, 0.25], [67_108_864, 0.93]] }),
-    trainRecord({ batchSize: 128, nodes: 1, imagesPerSecond: 90 }),
+    trainRecord({ batchSize: 128, nodes: 1, throughput: 90 }),
   ];
 }
 
@@ -62,8 +62,8 @@ describe("compareResults", () => {
 
   it("tells knobs apart: the same run with another bucket size is another configuration", () => {
     const withKnob = compareResults(
-      { name: "a", records: [trainRecord({ nodes: 1, imagesPerSecond: 100, knobs: { bucketCapMb: 25 } })] },
-      { name: "b", records: [trainRecord({ nodes: 1, imagesPerSecond: 100, knobs: { bucketCapMb: 50 } })] },
+      { name: "a", records: [trainRecord({ nodes: 1, throughput: 100, knobs: { bucketCapMb: 25 } })] },
+      { name: "b", records: [trainRecord({ nodes: 1, throughput: 100, knobs: { bucketCapMb: 50 } })] },
     );
     expect(withKnob.matched).toEqual([]);
     expect(withKnob.onlyInA[0]!.label).toBe("train · resnet50 · batch 64 · 1 node · no link · bucketCapMb=25");
@@ -97,8 +97,8 @@ describe("compareResults", () => {
 
   it("tells placements apart: 2 nodes × 2 processes is not a repeat of 2 nodes × 1", () => {
     const placements = compareResults(
-      { name: "a", records: [trainRecord({ nodes: 2, imagesPerSecond: 100, ci95: 2 }), trainRecord({ nodes: 2, processesPerNode: 2, imagesPerSecond: 180, ci95: 2 })] },
-      { name: "b", records: [trainRecord({ nodes: 2, imagesPerSecond: 101, ci95: 2 })] },
+      { name: "a", records: [trainRecord({ nodes: 2, throughput: 100, ci95: 2 }), trainRecord({ nodes: 2, processesPerNode: 2, throughput: 180, ci95: 2 })] },
+      { name: "b", records: [trainRecord({ nodes: 2, throughput: 101, ci95: 2 })] },
     );
     expect(placements.matched.map((m) => [m.label, m.a.mean])).toEqual([["train · resnet50 · batch 64 · 2 nodes · 1gbit", 100]]);
     expect(placements.onlyInA.map((only) => only.label)).toEqual(["train · resnet50 · batch 64 · 2 nodes × 2 · 1gbit"]);
@@ -121,8 +121,8 @@ describe("compare never flags a difference inside the combined noise", () => {
   it("repeats on both sides: B 6% faster, but the ratio's interval includes 1", () => {
     // A: mean(100, 104, 108) = 104 ± 4.303·4/√3 = 104 ± 9.94; B: 110 ± 9.94. h = √((9.94/104)² + (9.94/110)²) = 0.1315.
     const row = compareOne(
-      [100, 104, 108].map((imagesPerSecond, i) => trainRecord({ nodes: 2, repeat: i + 1, imagesPerSecond })),
-      [106, 110, 114].map((imagesPerSecond, i) => trainRecord({ nodes: 2, repeat: i + 1, imagesPerSecond })),
+      [100, 104, 108].map((throughput, i) => trainRecord({ nodes: 2, repeat: i + 1, throughput })),
+      [106, 110, 114].map((throughput, i) => trainRecord({ nodes: 2, repeat: i + 1, throughput })),
     );
     expect(row.ratio!.ratio).toBeCloseTo(110 / 104, 12);
     expect(row.ratio!.lower).toBeCloseTo((110 / 104) * Math.exp(-Math.hypot(4.303 * 4 / Math.sqrt(3) / 104, 4.303 * 4 / Math.sqrt(3) / 110)), 9);
@@ -132,11 +132,11 @@ describe("compare never flags a difference inside the combined noise", () => {
 
   it("one repeat a side: each run's spread over iterations stands in, and 6% inside it is not flagged while 8% beyond it is", () => {
     // h = √((5/100)² + (5/106)²) = 0.0687 > ln 1.06 = 0.0583; with 108: ln 1.08 = 0.0770 > √((5/100)² + (5/108)²) = 0.0681.
-    const inside = compareOne([trainRecord({ nodes: 2, imagesPerSecond: 100, ci95: 5 })], [trainRecord({ nodes: 2, imagesPerSecond: 106, ci95: 5 })]);
+    const inside = compareOne([trainRecord({ nodes: 2, throughput: 100, ci95: 5 })], [trainRecord({ nodes: 2, throughput: 106, ci95: 5 })]);
     expect([inside.a.noise, inside.b.noise]).toEqual(["iterations", "iterations"]);
     expect(inside.ratio!.lower).toBeLessThan(1);
     expect(inside.beyondNoise).toBe(false);
-    const beyond = compareOne([trainRecord({ nodes: 2, imagesPerSecond: 100, ci95: 5 })], [trainRecord({ nodes: 2, imagesPerSecond: 108, ci95: 5 })]);
+    const beyond = compareOne([trainRecord({ nodes: 2, throughput: 100, ci95: 5 })], [trainRecord({ nodes: 2, throughput: 108, ci95: 5 })]);
     expect(beyond.ratio!.lower).toBeGreaterThan(1);
     expect(beyond.beyondNoise).toBe(true);
   });
@@ -175,8 +175,8 @@ describe("the comparison page", () => {
 
   it("escapes text from records and writes a markdown twin", () => {
     const hostile = compareResults(
-      { name: "<a>", records: [trainRecord({ model: "<b>|x", nodes: 1, imagesPerSecond: 1 })] },
-      { name: "b", records: [trainRecord({ model: "<b>|x", nodes: 1, imagesPerSecond: 1 })] },
+      { name: "<a>", records: [trainRecord({ model: "<b>|x", nodes: 1, throughput: 1 })] },
+      { name: "b", records: [trainRecord({ model: "<b>|x", nodes: 1, throughput: 1 })] },
     );
     expect(renderComparisonHtml(hostile, new Date())).not.toContain("<b>|x");
     const markdown = renderComparisonMarkdown(hostile);

@@ -8,10 +8,10 @@ const T_C = 0.64;
 
 describe("placements: the same workers on fewer or more nodes", () => {
   const data = reportData([
-    trainRecord({ nodes: 1, processesPerNode: 1, imagesPerSecond: 100 }),
-    trainRecord({ nodes: 1, processesPerNode: 4, imagesPerSecond: 380 }),
-    trainRecord({ nodes: 2, processesPerNode: 2, bandwidth: "1gbit", imagesPerSecond: 300 }),
-    trainRecord({ nodes: 4, processesPerNode: 1, bandwidth: "1gbit", imagesPerSecond: 250 }),
+    trainRecord({ nodes: 1, processesPerNode: 1, throughput: 100 }),
+    trainRecord({ nodes: 1, processesPerNode: 4, throughput: 380 }),
+    trainRecord({ nodes: 2, processesPerNode: 2, bandwidth: "1gbit", throughput: 300 }),
+    trainRecord({ nodes: 4, processesPerNode: 1, bandwidth: "1gbit", throughput: 250 }),
   ]);
   const [placement] = comparisons(data.training);
 
@@ -41,15 +41,15 @@ describe("placements: the same workers on fewer or more nodes", () => {
     expect(config!.baseline!.workers).toBe(1);
     expect(config!.series.map((s) => [s.bandwidth, s.processesPerNode])).toEqual([["1gbit", 1], ["1gbit · 2 per node", 2], ["in one node · 4 per node", 4]]);
     // Ideal: workers × the baseline's per-worker throughput.
-    expect(config!.series[1]!.points[0]!.idealImagesPerSecond).toBe(400);
+    expect(config!.series[1]!.points[0]!.idealThroughput).toBe(400);
     expect(config!.series[1]!.points[0]!.scalingEfficiency).toBeCloseTo(0.75, 12);
   });
 });
 
 describe("reductions: the same placement, gradients summed another way", () => {
   const data = reportData(["ring", "parameter-server"].flatMap((reduction) => [
-    trainRecord({ nodes: 1, imagesPerSecond: 100, knobs: { reduction } }),
-    trainRecord({ nodes: 4, bandwidth: "1gbit", imagesPerSecond: reduction === "ring" ? 300 : 150, knobs: { reduction } }),
+    trainRecord({ nodes: 1, throughput: 100, knobs: { reduction } }),
+    trainRecord({ nodes: 4, bandwidth: "1gbit", throughput: reduction === "ring" ? 300 : 150, knobs: { reduction } }),
   ]));
   const [comparison] = comparisons(data.training);
 
@@ -69,6 +69,6 @@ describe("reductions: the same placement, gradients summed another way", () => {
   });
 
   it("finds nothing to compare in a campaign of one reduction and one placement", () => {
-    expect(comparisons(reportData([trainRecord({ nodes: 1, imagesPerSecond: 100 }), trainRecord({ nodes: 2, imagesPerSecond: 150 })]).training)).toEqual([]);
+    expect(comparisons(reportData([trainRecord({ nodes: 1, throughput: 100 }), trainRecord({ nodes: 2, throughput: 150 })]).training)).toEqual([]);
   });
 });

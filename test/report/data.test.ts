@@ -29,24 +29,24 @@ describe("reportData: training series", () => {
 
   it("averages the single-node repeats into the baseline, with a Student-t interval", () => {
     expect(resnet50.baseline).not.toBeNull();
-    expect(resnet50.baseline!.imagesPerSecond.mean).toBe(105);
+    expect(resnet50.baseline!.throughput.mean).toBe(105);
     // sd of (100, 110) = √50, standard error 5
-    expect(resnet50.baseline!.imagesPerSecond.halfWidth95).toBeCloseTo(T1 * 5, 9);
-    expect(resnet50.baseline!.imagesPerSecond.n).toBe(2);
-    expect(resnet50.baseline!.imagesPerSecondPerWorker).toBe(105);
+    expect(resnet50.baseline!.throughput.halfWidth95).toBeCloseTo(T1 * 5, 9);
+    expect(resnet50.baseline!.throughput.n).toBe(2);
+    expect(resnet50.baseline!.throughputPerWorker).toBe(105);
     expect(resnet50.baseline!.runIds).toEqual(["train-resnet50-b64-n1-r1", "train-resnet50-b64-n1-r2"]);
   });
 
   it("gives every point and baseline its median and coefficient of variation (sample std / mean) over the repeats", () => {
     // Baseline (100, 110): sample sd √50; 10gbit at 2 nodes (200, 206, 212): sample sd 6.
-    expect(resnet50.baseline!.imagesPerSecond.median).toBe(105);
-    expect(resnet50.baseline!.imagesPerSecond.coefficientOfVariation).toBeCloseTo(Math.sqrt(50) / 105, 12);
-    expect(point(resnet50, "10gbit", 2).imagesPerSecond.median).toBe(206);
-    expect(point(resnet50, "10gbit", 2).imagesPerSecond.coefficientOfVariation).toBeCloseTo(6 / 206, 12);
+    expect(resnet50.baseline!.throughput.median).toBe(105);
+    expect(resnet50.baseline!.throughput.coefficientOfVariation).toBeCloseTo(Math.sqrt(50) / 105, 12);
+    expect(point(resnet50, "10gbit", 2).throughput.median).toBe(206);
+    expect(point(resnet50, "10gbit", 2).throughput.coefficientOfVariation).toBeCloseTo(6 / 206, 12);
     // One slow repeat of four drags the mean, not the median: (100, 101, 103, 120) has mean 106, median 102,
     // deviations -6, -5, -3, 14, so sample variance 266 / 3 and a Student-t half-width with 3 degrees of freedom.
-    const skewed = reportData([100, 120, 101, 103].map((imagesPerSecond, i) => trainRecord({ nodes: 2, repeat: i + 1, imagesPerSecond })));
-    const throughput = skewed.training[0]!.series[0]!.points[0]!.imagesPerSecond;
+    const skewed = reportData([100, 120, 101, 103].map((throughput, i) => trainRecord({ nodes: 2, repeat: i + 1, throughput })));
+    const throughput = skewed.training[0]!.series[0]!.points[0]!.throughput;
     expect(throughput.mean).toBe(106);
     expect(throughput.median).toBe(102);
     expect(throughput.coefficientOfVariation).toBeCloseTo(Math.sqrt(266 / 3) / 106, 12);
@@ -58,18 +58,18 @@ describe("reportData: training series", () => {
     const withTarget = (record: RunRecord): RunRecord => ({ ...record, params: { ...record.params, repeatUntil: target } });
     const records = [
       // Baseline 100 and 100.4: t = 12.706 × 0.2 = 2.5 img/s, within ±5 %.
-      ...[100, 100.4].map((imagesPerSecond, i) => withTarget(trainRecord({ nodes: 1, repeat: i + 1, imagesPerSecond }))),
+      ...[100, 100.4].map((throughput, i) => withTarget(trainRecord({ nodes: 1, repeat: i + 1, throughput }))),
       // 2 nodes at 150, 170, 160, 140: ± 20.5 img/s, wider than ±5 % after 4 (maxRepeats).
-      ...[150, 170, 160, 140].map((imagesPerSecond, i) => withTarget(trainRecord({ nodes: 2, repeat: i + 1, imagesPerSecond }))),
+      ...[150, 170, 160, 140].map((throughput, i) => withTarget(trainRecord({ nodes: 2, repeat: i + 1, throughput }))),
     ];
     const [config] = reportData(records).training;
-    expect(config!.baseline!.imagesPerSecond.precisionTarget).toEqual({ halfWidth: 0.05, reached: true });
-    expect(config!.series[0]!.points[0]!.imagesPerSecond.precisionTarget).toEqual({ halfWidth: 0.05, reached: false });
+    expect(config!.baseline!.throughput.precisionTarget).toEqual({ halfWidth: 0.05, reached: true });
+    expect(config!.series[0]!.points[0]!.throughput.precisionTarget).toEqual({ halfWidth: 0.05, reached: false });
     const markdown = renderMarkdown(reportData(records), reportMeta(records, new Date()), []);
     expect(markdown).toContain("| none (baseline) | 1 | 100.2 ± 2.5 | 2 (±5.0%: reached) |");
     expect(markdown).toContain("| 1gbit | 2 | 155.0 ± 20.5 | 4 (±5.0%: not reached) |");
     // Without repeatUntil, n alone.
-    expect(reportData([trainRecord({ nodes: 1, imagesPerSecond: 100 })]).training[0]!.baseline!.imagesPerSecond.precisionTarget).toBeUndefined();
+    expect(reportData([trainRecord({ nodes: 1, throughput: 100 })]).training[0]!.baseline!.throughput.precisionTarget).toBeUndefined();
   });
 
   it("gives one series per link, slowest first, each with its multi-node points in node order", () => {
@@ -80,8 +80,8 @@ describe("reportData: training series", () => {
 
   it("compares each point with n × the single-node throughput", () => {
     const twoNodes = point(resnet50, "1gbit", 2);
-    expect(twoNodes.imagesPerSecond.mean).toBe(155);
-    expect(twoNodes.idealImagesPerSecond).toBe(210);
+    expect(twoNodes.throughput.mean).toBe(155);
+    expect(twoNodes.idealThroughput).toBe(210);
     expect(twoNodes.scalingEfficiency).toBeCloseTo(155 / 210, 12);
     expect(point(resnet50, "10gbit", 4).scalingEfficiency).toBeCloseTo(402 / 420, 12);
   });
@@ -102,8 +102,8 @@ describe("reportData: training series", () => {
   });
 
   it("has no interval for one repeat but keeps the worker's spread over iterations, and uses Student's t over three", () => {
-    expect(point(resnet50, "1gbit", 4).imagesPerSecond).toEqual({ mean: 200, halfWidth95: 0, n: 1, median: 200, coefficientOfVariation: null, iterationSpread95: 8 });
-    const threeRepeats = point(resnet50, "10gbit", 2).imagesPerSecond;
+    expect(point(resnet50, "1gbit", 4).throughput).toEqual({ mean: 200, halfWidth95: 0, n: 1, median: 200, coefficientOfVariation: null, iterationSpread95: 8 });
+    const threeRepeats = point(resnet50, "10gbit", 2).throughput;
     expect(threeRepeats.mean).toBe(206);
     // sd of (200, 206, 212) = 6
     expect(threeRepeats.halfWidth95).toBeCloseTo(T2 * 6 / Math.sqrt(3), 9);
@@ -113,15 +113,15 @@ describe("reportData: training series", () => {
   it("leaves failed repeats out of the measurement", () => {
     const fourNodesFast = point(resnet50, "10gbit", 4);
     expect(fourNodesFast.runIds).toEqual(["train-resnet50-b64-n4-10gbit-r1", "train-resnet50-b64-n4-10gbit-r2"]);
-    expect(fourNodesFast.imagesPerSecond.mean).toBe(402);
+    expect(fourNodesFast.throughput.mean).toBe(402);
   });
 
   it("without a single-node run says nothing about efficiency but still bounds the all-reduce", () => {
     const resnet152 = config(data.training, "resnet152 · batch 32");
     expect(resnet152.baseline).toBeNull();
     const twoNodes = point(resnet152, "1gbit", 2);
-    expect(twoNodes.imagesPerSecond).toEqual({ mean: 40, halfWidth95: 0, n: 1, median: 40, coefficientOfVariation: null, iterationSpread95: 2 });
-    expect(twoNodes.idealImagesPerSecond).toBeNull();
+    expect(twoNodes.throughput).toEqual({ mean: 40, halfWidth95: 0, n: 1, median: 40, coefficientOfVariation: null, iterationSpread95: 2 });
+    expect(twoNodes.idealThroughput).toBeNull();
     expect(twoNodes.scalingEfficiency).toBeNull();
     expect(twoNodes.computeSecondsPerStep).toBeNull();
     expect(twoNodes.efficiencyCeiling).toBeNull();
@@ -131,15 +131,15 @@ describe("reportData: training series", () => {
 
   it("names a strategy's knob only on the configurations that set it (not \"powersgdRank=undefined\" on the ring's)", () => {
     const strategies: Record<string, string | number>[] = [{ reduction: "ring" }, { reduction: "powersgd", powersgdRank: 1 }, { reduction: "powersgd", powersgdRank: 4 }];
-    const records = strategies.map((knobs) => trainRecord({ nodes: 2, bandwidth: "1gbit", imagesPerSecond: 150, knobs }));
+    const records = strategies.map((knobs) => trainRecord({ nodes: 2, bandwidth: "1gbit", throughput: 150, knobs }));
     expect(reportData(records).training.map((c) => c.label).sort()).toEqual([
       "resnet50 · batch 64 · powersgdRank=1 · reduction=powersgd", "resnet50 · batch 64 · powersgdRank=4 · reduction=powersgd", "resnet50 · batch 64 · reduction=ring"]);
   });
 
   it("halves the all-reduce bytes when gradients travel as fp16, and names the knob that tells panels apart", () => {
     const records = [false, true].flatMap((fp16Allreduce) => [
-      trainRecord({ nodes: 1, imagesPerSecond: 100, knobs: { fp16Allreduce } }),
-      trainRecord({ nodes: 2, bandwidth: "1gbit", imagesPerSecond: 150, knobs: { fp16Allreduce } }),
+      trainRecord({ nodes: 1, throughput: 100, knobs: { fp16Allreduce } }),
+      trainRecord({ nodes: 2, bandwidth: "1gbit", throughput: 150, knobs: { fp16Allreduce } }),
     ]);
     const { training } = reportData(records);
     expect(training.map((c) => c.label)).toEqual(["resnet50 · batch 64 · fp16Allreduce=false", "resnet50 · batch 64 · fp16Allreduce=true"]);
@@ -150,8 +150,8 @@ describe("reportData: training series", () => {
 
   it("an unlimited link has no lower bound and so no ceiling, but efficiency is still measured", () => {
     const { training } = reportData([
-      trainRecord({ nodes: 1, imagesPerSecond: 100 }),
-      trainRecord({ nodes: 2, bandwidth: "unlimited", imagesPerSecond: 190 }),
+      trainRecord({ nodes: 1, throughput: 100 }),
+      trainRecord({ nodes: 2, bandwidth: "unlimited", throughput: 190 }),
     ]);
     const series = training[0]!.series[0]!;
     expect(series.bandwidth).toBe("unlimited");
@@ -218,7 +218,7 @@ describe("reportData: the model fitted from the probe", () => {
     expect(prediction.buckets).toBe(4);
     expect(prediction.efficiency.noOverlap).toBeCloseTo(point.computeSecondsPerStep! / (point.computeSecondsPerStep! + prediction.allReduceSeconds), 12);
     expect(prediction.errorPoints.noOverlap).toBeCloseTo(100 * (155 / 210 - prediction.efficiency.noOverlap), 9);
-    expect(prediction.imagesPerSecond.perfectOverlap).toBeCloseTo(210 * prediction.efficiency.perfectOverlap, 9);
+    expect(prediction.throughput.perfectOverlap).toBeCloseTo(210 * prediction.efficiency.perfectOverlap, 9);
     // No probe at 4 nodes or at 10gbit: no prediction rather than one borrowed from another link.
     expect(oneGbit!.points.find((p) => p.nodes === 4)!.prediction).toBeNull();
     expect(tenGbit!.points.every((p) => p.prediction === null)).toBe(true);
@@ -228,8 +228,8 @@ describe("reportData: the model fitted from the probe", () => {
 describe("reportData: reductions", () => {
   // 4 nodes at 1 Gbit/s, 1e8 gradient bytes: ring bound 1.2 s, parameter server 4 · 0.8 s = 3.2 s (egress-shaped).
   const records = ["ring", "parameter-server"].flatMap((reduction) => [
-    trainRecord({ nodes: 1, imagesPerSecond: 100, knobs: { reduction } }),
-    trainRecord({ nodes: 4, imagesPerSecond: reduction === "ring" ? 300 : 150, knobs: { reduction } }),
+    trainRecord({ nodes: 1, throughput: 100, knobs: { reduction } }),
+    trainRecord({ nodes: 4, throughput: reduction === "ring" ? 300 : 150, knobs: { reduction } }),
     probeRecord({ nodes: 4, bandwidth: "1gbit", reduction: reduction === "ring" ? undefined : reduction, busbw: reduction === "ring" ? [[2 ** 20, 0.5], [2 ** 26, 0.9]] : [[2 ** 20, 0.2], [2 ** 26, 0.3]] }),
   ]);
   const data = reportData(records);
@@ -249,7 +249,7 @@ describe("reportData: reductions", () => {
   });
 
   it("takes runs without the knob (older records) for ring", () => {
-    const old = reportData([trainRecord({ nodes: 1, imagesPerSecond: 100 }), trainRecord({ nodes: 2, imagesPerSecond: 150 })]);
+    const old = reportData([trainRecord({ nodes: 1, throughput: 100 }), trainRecord({ nodes: 2, throughput: 150 })]);
     expect(old.training[0]!.series[0]!.points[0]!.reduction).toBe("ring");
   });
 });
@@ -257,10 +257,10 @@ describe("reportData: reductions", () => {
 describe("reportData: strategies that send fewer bytes over the ring's link", () => {
   // 3 nodes at 1 Gbit/s; ring sends the whole 1e8-byte gradient, PowerSGD 2e6 bytes of factors, local SGD 1e8 / 4.
   const records = [
-    ...["ring", "powersgd", "local-sgd"].map((reduction) => trainRecord({ nodes: 1, imagesPerSecond: 100, knobs: { reduction } })),
-    trainRecord({ nodes: 3, imagesPerSecond: 120, knobs: { reduction: "ring" }, wireBytesPerStep: 1e8 }),
-    trainRecord({ nodes: 3, imagesPerSecond: 270, knobs: { reduction: "powersgd" }, wireBytesPerStep: 2e6 }),
-    trainRecord({ nodes: 3, imagesPerSecond: 220, knobs: { reduction: "local-sgd" }, wireBytesPerStep: 2.5e7 }),
+    ...["ring", "powersgd", "local-sgd"].map((reduction) => trainRecord({ nodes: 1, throughput: 100, knobs: { reduction } })),
+    trainRecord({ nodes: 3, throughput: 120, knobs: { reduction: "ring" }, wireBytesPerStep: 1e8 }),
+    trainRecord({ nodes: 3, throughput: 270, knobs: { reduction: "powersgd" }, wireBytesPerStep: 2e6 }),
+    trainRecord({ nodes: 3, throughput: 220, knobs: { reduction: "local-sgd" }, wireBytesPerStep: 2.5e7 }),
     probeRecord({ nodes: 3, bandwidth: "1gbit", busbw: [[2 ** 20, 0.5], [2 ** 26, 0.9]] }),
   ];
   const data = reportData(records);
@@ -283,8 +283,8 @@ describe("reportData: strategies that send fewer bytes over the ring's link", ()
 describe("reportData: the communication library", () => {
   // The same 2-node link summed by torch.distributed (Gloo) and by Open MPI; the training runs use Gloo.
   const records = [
-    trainRecord({ nodes: 1, imagesPerSecond: 100 }),
-    trainRecord({ nodes: 2, imagesPerSecond: 150 }),
+    trainRecord({ nodes: 1, throughput: 100 }),
+    trainRecord({ nodes: 2, throughput: 150 }),
     probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[2 ** 20, 0.6], [2 ** 26, 0.95]] }),
     probeRecord({ nodes: 2, bandwidth: "1gbit", library: "mpi", busbw: [[2 ** 20, 0.8], [2 ** 26, 0.9]] }),
   ];
@@ -331,8 +331,8 @@ describe("reportData: the communication library", () => {
 describe("reportMeta", () => {
   it("names the campaign and testbed and spans the first start to the last end", () => {
     const records = [
-      trainRecord({ nodes: 1, imagesPerSecond: 100, startedAt: "2025-05-02T08:00:00.000Z" }),
-      trainRecord({ nodes: 2, imagesPerSecond: 150, startedAt: "2025-05-01T09:00:00.000Z" }),
+      trainRecord({ nodes: 1, throughput: 100, startedAt: "2025-05-02T08:00:00.000Z" }),
+      trainRecord({ nodes: 2, throughput: 150, startedAt: "2025-05-01T09:00:00.000Z" }),
     ];
     expect(reportMeta(records, new Date("2025-05-03T00:00:00Z"))).toEqual({
       campaign: "scaling-test", testbed: "lab (local)",
@@ -343,37 +343,37 @@ describe("reportMeta", () => {
 
   it("says when the runs were Slurm jobs, or ran under mpirun", () => {
     const slurm = (record: RunRecord): RunRecord => ({ ...record, params: { ...record.params, launcher: "slurm" } });
-    expect(reportMeta([slurm(trainRecord({ nodes: 1, imagesPerSecond: 100 }))], new Date()).testbed).toBe("lab (local, runs as Slurm jobs)");
+    expect(reportMeta([slurm(trainRecord({ nodes: 1, throughput: 100 }))], new Date()).testbed).toBe("lab (local, runs as Slurm jobs)");
     const mpi = (record: RunRecord): RunRecord => ({ ...record, params: { ...record.params, launcher: "mpi" } });
-    expect(reportMeta([mpi(trainRecord({ nodes: 1, imagesPerSecond: 100 }))], new Date()).testbed).toBe("lab (local, runs under mpirun)");
+    expect(reportMeta([mpi(trainRecord({ nodes: 1, throughput: 100 }))], new Date()).testbed).toBe("lab (local, runs under mpirun)");
   });
 
   it("names the CPU quota the runs had; local runs under a quota no longer count as sharing the machine", () => {
     const quota = (record: RunRecord, cpusPerNode: number): RunRecord => ({ ...record, params: { ...record.params, cpusPerNode } });
-    const meta = reportMeta([quota(trainRecord({ nodes: 1, imagesPerSecond: 100 }), 0.5), quota(trainRecord({ nodes: 2, imagesPerSecond: 150 }), 0.5)], new Date());
+    const meta = reportMeta([quota(trainRecord({ nodes: 1, throughput: 100 }), 0.5), quota(trainRecord({ nodes: 2, throughput: 150 }), 0.5)], new Date());
     expect(meta.cpusPerNode).toEqual([0.5]);
     expect(meta.sharedMachine).toBe(false);
   });
 
   it("flags results from machines that are not shared only when no run was on the local testbed", () => {
-    const aws = { ...trainRecord({ nodes: 2, imagesPerSecond: 150 }), testbed: { name: "seed", target: "aws" as const, instanceType: "g4dn.8xlarge" } };
+    const aws = { ...trainRecord({ nodes: 2, throughput: 150 }), testbed: { name: "seed", target: "aws" as const, instanceType: "g4dn.8xlarge" } };
     expect(reportMeta([aws], new Date()).sharedMachine).toBe(false);
   });
 });
 
 describe("real data and time to train", () => {
   it("lists the runs that read a dataset with their wait for data, time to train and restarts, and leaves synthetic runs out", () => {
-    const synthetic = trainRecord({ model: "small", batchSize: 16, nodes: 1, imagesPerSecond: 100 });
+    const synthetic = trainRecord({ model: "small", batchSize: 16, nodes: 1, throughput: 100 });
     // The same configuration on synthetic data, two repeats: the real-data row is compared with their mean.
-    const syntheticTwoNodes = [160, 170].map((imagesPerSecond, i) => trainRecord({ model: "small", batchSize: 16, nodes: 2, imagesPerSecond, repeat: i + 1, knobs: { data: "synthetic" } }));
-    const real = trainRecord({ model: "small", batchSize: 16, nodes: 2, imagesPerSecond: 150, knobs: { data: "dataset" } });
+    const syntheticTwoNodes = [160, 170].map((throughput, i) => trainRecord({ model: "small", batchSize: 16, nodes: 2, throughput, repeat: i + 1, knobs: { data: "synthetic" } }));
+    const real = trainRecord({ model: "small", batchSize: 16, nodes: 2, throughput: 150, knobs: { data: "dataset" } });
     const metrics = { ...real.result!.metrics, data: { kind: "folder", path: "/s/datasets/x" }, stepSeconds: [0.2, 0.2], dataWaitSeconds: [0.01, 0.03],
       timeToTrainSeconds: 42.5, targetAccuracy: 0.9, reachedTargetAtEpoch: 3, restarts: 1, stepsRedone: 4, secondsLost: 6.5,
       epochs: [1, 2, 3].map((epoch) => ({ epoch, seconds: 14, heldOutAccuracy: 0.3 * epoch, steps: 10 * epoch })) };
     const data = reportData([synthetic, ...syntheticTwoNodes, { ...real, result: { ...real.result!, metrics } } as RunRecord]);
     expect(data.realData).toEqual([{
-      runId: "train-small-b16-n2-1gbit-data-dataset-r1", label: "small · batch 16 · 2 nodes × 1 · 1gbit", workers: 2, imagesPerSecond: 150,
-      syntheticImagesPerSecond: 165,
+      runId: "train-small-b16-n2-1gbit-data-dataset-r1", label: "small · batch 16 · 2 nodes × 1 · 1gbit", workers: 2, throughput: 150,
+      syntheticThroughput: 165,
       dataWaitFraction: expect.closeTo(0.1, 12), timeToTrainSeconds: 42.5, epochs: 3, heldOutAccuracy: 0.3 * 3, targetAccuracy: 0.9, reachedTargetAtEpoch: 3,
       restarts: 1, stepsRedone: 4, secondsLost: 6.5, nodesAtStart: 2, nodesAtEnd: 2,
       strategy: "ring", reduction: "ring", comparedWith: expect.any(String), context: "small · batch 16 · 2 nodes × 1 · 1gbit", linkGbps: 1,
@@ -382,7 +382,7 @@ describe("real data and time to train", () => {
   });
 
   it("says when a run lost a node and went on with fewer (elastic), in the data and on the page, and leaves it out of scaling", () => {
-    const real = trainRecord({ model: "small", batchSize: 16, nodes: 3, imagesPerSecond: 90, knobs: { data: "dataset", failNode: 2, minNodes: 2 } });
+    const real = trainRecord({ model: "small", batchSize: 16, nodes: 3, throughput: 90, knobs: { data: "dataset", failNode: 2, minNodes: 2 } });
     const result = { ...real.result!, world: { ...real.result!.world, nodes: 2, size: 2 },
       metrics: { ...real.result!.metrics, data: { kind: "folder", path: "/s/datasets/x" }, timeToTrainSeconds: 30, restarts: 1, stepsRedone: 0, secondsLost: 19.2, nodesAtStart: 3 } };
     const data = reportData([{ ...real, result } as RunRecord]);
@@ -397,12 +397,12 @@ describe("real data and time to train", () => {
 describe("reportData: the nodes' compute speed (calibration)", () => {
   it("gives every point and baseline the mean over its runs of each run's mean GFLOP/s, with Student's t over the runs that have one", () => {
     const data = reportData([
-      trainRecord({ nodes: 1, repeat: 1, imagesPerSecond: 100, computeGflops: [4.0] }),
-      trainRecord({ nodes: 1, repeat: 2, imagesPerSecond: 100, computeGflops: [3.8] }),
+      trainRecord({ nodes: 1, repeat: 1, throughput: 100, computeGflops: [4.0] }),
+      trainRecord({ nodes: 1, repeat: 2, throughput: 100, computeGflops: [3.8] }),
       // Each run counts once, whatever its rank count: (3.6, 3.8) → 3.7 and (3.4, 3.6) → 3.5; the third predates the calibration.
-      trainRecord({ nodes: 2, repeat: 1, imagesPerSecond: 150, computeGflops: [3.6, 3.8] }),
-      trainRecord({ nodes: 2, repeat: 2, imagesPerSecond: 150, computeGflops: [3.4, 3.6] }),
-      trainRecord({ nodes: 2, repeat: 3, imagesPerSecond: 150 }),
+      trainRecord({ nodes: 2, repeat: 1, throughput: 150, computeGflops: [3.6, 3.8] }),
+      trainRecord({ nodes: 2, repeat: 2, throughput: 150, computeGflops: [3.4, 3.6] }),
+      trainRecord({ nodes: 2, repeat: 3, throughput: 150 }),
     ]);
     const configuration = data.training[0]!;
     // (4.0, 3.8) and (3.7, 3.5): sample sd 0.1·√2 each, standard error 0.1.
@@ -417,8 +417,8 @@ describe("reportData: the nodes' compute speed (calibration)", () => {
   it("leaves the scaling efficiency as measured, whatever the calibrations say", () => {
     // 150 / 200 = 0.75 although the point's nodes computed at 3.2 GFLOP/s against the baseline's 4.0.
     const data = reportData([
-      trainRecord({ nodes: 1, imagesPerSecond: 100, computeGflops: [4.0] }),
-      trainRecord({ nodes: 2, imagesPerSecond: 150, computeGflops: [3.0, 3.4] }),
+      trainRecord({ nodes: 1, throughput: 100, computeGflops: [4.0] }),
+      trainRecord({ nodes: 2, throughput: 150, computeGflops: [3.0, 3.4] }),
     ]);
     expect(point(data.training[0]!, "1gbit", 2).scalingEfficiency).toBeCloseTo(0.75, 12);
   });
@@ -428,10 +428,10 @@ describe("reportData: the nodes' compute speed (calibration)", () => {
     const resnet50 = config(old.training, "resnet50 · batch 64");
     expect(resnet50.baseline!.calibrationGflops).toBeNull();
     expect(resnet50.series.flatMap((series) => series.points).map((p) => p.calibrationGflops)).toEqual([null, null, null, null]);
-    const pointOnly = reportData([trainRecord({ nodes: 1, imagesPerSecond: 100 }), trainRecord({ nodes: 2, imagesPerSecond: 150, computeGflops: [3.0, 3.4] })]);
+    const pointOnly = reportData([trainRecord({ nodes: 1, throughput: 100 }), trainRecord({ nodes: 2, throughput: 150, computeGflops: [3.0, 3.4] })]);
     expect(pointOnly.training[0]!.baseline!.calibrationGflops).toBeNull();
     expect(point(pointOnly.training[0]!, "1gbit", 2).calibrationGflops!.mean).toBeCloseTo(3.2, 12);
-    const baselineOnly = reportData([trainRecord({ nodes: 1, imagesPerSecond: 100, computeGflops: [4.0] }), trainRecord({ nodes: 2, imagesPerSecond: 150 })]);
+    const baselineOnly = reportData([trainRecord({ nodes: 1, throughput: 100, computeGflops: [4.0] }), trainRecord({ nodes: 2, throughput: 150 })]);
     expect(baselineOnly.training[0]!.baseline!.calibrationGflops!.mean).toBeCloseTo(4.0, 12);
     expect(point(baselineOnly.training[0]!, "1gbit", 2).calibrationGflops).toBeNull();
   });

@@ -13,18 +13,18 @@ function ofKind(records: readonly RunRecord[], kind: Flag["kind"]): Flag[] {
 }
 
 /** Repeats 1, 2, ... of one training configuration, one record each. */
-function repeats(options: Omit<Parameters<typeof trainRecord>[0], "imagesPerSecond" | "repeat">, values: readonly number[]): RunRecord[] {
-  return values.map((imagesPerSecond, i) => trainRecord({ ...options, repeat: i + 1, imagesPerSecond }));
+function repeats(options: Omit<Parameters<typeof trainRecord>[0], "throughput" | "repeat">, values: readonly number[]): RunRecord[] {
+  return values.map((throughput, i) => trainRecord({ ...options, repeat: i + 1, throughput }));
 }
 
 describe("efficiency above ideal", () => {
   // Baseline 100 ± 2 img/s (one run's spread), so the ideal at 2 nodes is 200; the point's spread is 4 img/s.
   // Delta method: ± E · √((2/100)² + (4/T)²). At T = 206: E 1.03, ± 0.02871, so 3 points over is beyond it;
   // at T = 205.6: E 1.028, ± 0.02868, and 2.8 points over is inside it.
-  const baseline = trainRecord({ nodes: 1, imagesPerSecond: 100, ci95: 2 });
+  const baseline = trainRecord({ nodes: 1, throughput: 100, ci95: 2 });
 
   it("fires when the efficiency exceeds 100% by more than its interval, and says what the interval came from", () => {
-    const [flag, ...rest] = ofKind([baseline, trainRecord({ nodes: 2, imagesPerSecond: 206, ci95: 4 })], "efficiency-above-ideal");
+    const [flag, ...rest] = ofKind([baseline, trainRecord({ nodes: 2, throughput: 206, ci95: 4 })], "efficiency-above-ideal");
     expect(rest).toEqual([]);
     expect(flag).toMatchObject({ subject: "resnet50 · batch 64 · 1gbit · 2 nodes", runIds: ["train-resnet50-b64-n2-1gbit-r1"] });
     expect(flag!.reason).toContain("scaling efficiency 103.0% ± 2.9 points is above 100% by more than its 95% interval");
@@ -32,7 +32,7 @@ describe("efficiency above ideal", () => {
   });
 
   it("does not fire just inside the interval", () => {
-    expect(ofKind([baseline, trainRecord({ nodes: 2, imagesPerSecond: 205.6, ci95: 4 })], "efficiency-above-ideal")).toEqual([]);
+    expect(ofKind([baseline, trainRecord({ nodes: 2, throughput: 205.6, ci95: 4 })], "efficiency-above-ideal")).toEqual([]);
   });
 
   it("uses Student's t over repeats where there are several", () => {
@@ -45,9 +45,9 @@ describe("efficiency above ideal", () => {
   });
 
   it("with no noise estimate on either side, any excess counts, and the reason says there was none", () => {
-    const [flag] = ofKind([trainRecord({ nodes: 1, imagesPerSecond: 100 }), trainRecord({ nodes: 2, imagesPerSecond: 200.4 })], "efficiency-above-ideal");
+    const [flag] = ofKind([trainRecord({ nodes: 1, throughput: 100 }), trainRecord({ nodes: 2, throughput: 200.4 })], "efficiency-above-ideal");
     expect(flag!.reason).toContain("one run without a spread over iterations: no noise estimate");
-    expect(ofKind([trainRecord({ nodes: 1, imagesPerSecond: 100 }), trainRecord({ nodes: 2, imagesPerSecond: 200 })], "efficiency-above-ideal")).toEqual([]);
+    expect(ofKind([trainRecord({ nodes: 1, throughput: 100 }), trainRecord({ nodes: 2, throughput: 200 })], "efficiency-above-ideal")).toEqual([]);
   });
 });
 
@@ -118,7 +118,7 @@ describe("wide interval", () => {
   it("does not fire just inside, nor for one repeat, whatever its spread over iterations", () => {
     // (100, 101.5): ± 9.53, full width 19.06 against 20.15.
     expect(ofKind(repeats({ nodes: 2 }, [100, 101.5]), "wide-interval")).toEqual([]);
-    expect(ofKind([trainRecord({ nodes: 2, imagesPerSecond: 100, ci95: 40 })], "wide-interval")).toEqual([]);
+    expect(ofKind([trainRecord({ nodes: 2, throughput: 100, ci95: 40 })], "wide-interval")).toEqual([]);
   });
 });
 
@@ -141,16 +141,16 @@ describe("faster link slower", () => {
   });
 
   it("uses one run's spread over iterations where a side ran once", () => {
-    const slow = trainRecord({ nodes: 2, bandwidth: "1gbit", imagesPerSecond: 200, ci95: 5 });
-    expect(ofKind([slow, trainRecord({ nodes: 2, bandwidth: "10gbit", imagesPerSecond: 190, ci95: 4.9 })], "faster-link-slower")).toHaveLength(1);
-    expect(ofKind([slow, trainRecord({ nodes: 2, bandwidth: "10gbit", imagesPerSecond: 190, ci95: 5.1 })], "faster-link-slower")).toEqual([]);
+    const slow = trainRecord({ nodes: 2, bandwidth: "1gbit", throughput: 200, ci95: 5 });
+    expect(ofKind([slow, trainRecord({ nodes: 2, bandwidth: "10gbit", throughput: 190, ci95: 4.9 })], "faster-link-slower")).toHaveLength(1);
+    expect(ofKind([slow, trainRecord({ nodes: 2, bandwidth: "10gbit", throughput: 190, ci95: 5.1 })], "faster-link-slower")).toEqual([]);
   });
 
   it("without a noise estimate, counts unlimited as the fastest and flags a drop of more than 10%", () => {
-    const slow = trainRecord({ nodes: 2, bandwidth: "1gbit", imagesPerSecond: 200 });
-    const [flag] = ofKind([slow, trainRecord({ nodes: 2, bandwidth: "unlimited", imagesPerSecond: 179 })], "faster-link-slower");
+    const slow = trainRecord({ nodes: 2, bandwidth: "1gbit", throughput: 200 });
+    const [flag] = ofKind([slow, trainRecord({ nodes: 2, bandwidth: "unlimited", throughput: 179 })], "faster-link-slower");
     expect(flag!.reason).toContain("10.5% fewer, more than 10% (without a noise estimate on both sides the drop alone decides)");
-    expect(ofKind([slow, trainRecord({ nodes: 2, bandwidth: "unlimited", imagesPerSecond: 181 })], "faster-link-slower")).toEqual([]);
+    expect(ofKind([slow, trainRecord({ nodes: 2, bandwidth: "unlimited", throughput: 181 })], "faster-link-slower")).toEqual([]);
   });
 });
 
@@ -158,7 +158,7 @@ describe("machine busy", () => {
   const load = (outsideShare: number, busy: boolean): HostLoad => ({
     seconds: 40, cores: 2, machineCpuSeconds: 60, testbedCpuSeconds: 60 - outsideShare * 80, outsideShare, cpuPressureShare: 0.125, busy, busyThreshold: 0.25,
   });
-  const run = trainRecord({ nodes: 2, imagesPerSecond: 150 });
+  const run = trainRecord({ nodes: 2, throughput: 150 });
 
   it("fires for a run whose record says the machine was busy, naming the share and the threshold", () => {
     const [flag] = ofKind([{ ...run, hostLoad: load(0.35, true) }], "machine-busy");
@@ -183,7 +183,7 @@ describe("machine busy", () => {
 describe("unsteady run", () => {
   // 7 steps at 0.5 s, then 13 at 0.38 s: the first third's median 31.6 % above the others'.
   const slowedAtStart = [...Array.from({ length: 7 }, () => 0.5), ...Array.from({ length: 13 }, () => 0.38)];
-  const run = trainRecord({ nodes: 2, imagesPerSecond: 150, stepSeconds: slowedAtStart });
+  const run = trainRecord({ nodes: 2, throughput: 150, stepSeconds: slowedAtStart });
 
   it("fires for a run whose steps changed speed, with the thirds' medians, the shift and what to do", () => {
     expect(ofKind([run], "unsteady-run")).toEqual([{
@@ -196,7 +196,7 @@ describe("unsteady run", () => {
   });
 
   it("looks at each run's latest attempt only: a steady rerun clears it", () => {
-    const steady = trainRecord({ nodes: 2, imagesPerSecond: 150, stepSeconds: Array.from({ length: 20 }, () => 0.38) });
+    const steady = trainRecord({ nodes: 2, throughput: 150, stepSeconds: Array.from({ length: 20 }, () => 0.38) });
     expect(ofKind([{ ...run, attempt: 1 }, { ...steady, attempt: 2 }], "unsteady-run")).toEqual([]);
   });
 });

@@ -13,8 +13,8 @@ import { scalingCampaign, trainRecord } from "./fixtures/records.ts";
 
 const records = scalingCampaign();
 const data = reportData(records);
-const prediction = (runId: string, imagesPerSecond: number, efficiency: number) => ({
-  runId, stepSeconds: 1, imagesPerSecond, scalingEfficiency: { value: efficiency, low: efficiency - 0.01, high: efficiency + 0.01 },
+const prediction = (runId: string, throughput: number, efficiency: number) => ({
+  runId, stepSeconds: 1, throughput, unit: "images" as const, scalingEfficiency: { value: efficiency, low: efficiency - 0.01, high: efficiency + 0.01 },
   fullOverlapEfficiency: 1, sources: { compute: "measured in results/a on 2026-11-25", link: "measured in results/a on 2026-11-25 (2-node probe)" },
 });
 // An hour before the fixture's runs started (2025-05-01T10:00), from a calibration of another campaign.
@@ -40,7 +40,7 @@ describe("the prediction made before the run, scored", () => {
 
   it("puts every predicted run's measured throughput and efficiency beside the prediction, with the errors", () => {
     const [two, four, one] = score.scored;
-    expect(two).toMatchObject({ label: "resnet50 · batch 64 · 1gbit · 2 nodes · repeat 1", nodes: 2, predictedImagesPerSecond: 160, measuredImagesPerSecond: 150 });
+    expect(two).toMatchObject({ label: "resnet50 · batch 64 · 1gbit · 2 nodes · repeat 1", nodes: 2, predictedThroughput: 160, measuredThroughput: 150 });
     expect(two!.throughputError).toBeCloseTo(150 / 160 - 1, 12);
     expect(two!.measuredEfficiency).toBeCloseTo(150 / (2 * 105), 12);
     expect(two!.errorPoints).toBeCloseTo((150 / 210 - 0.75) * 100, 9);
@@ -58,8 +58,8 @@ describe("the prediction made before the run, scored", () => {
   it("scores the mean of a configuration's repeats too, where a configuration has repeats: the model predicts the expected run", () => {
     const row = (configuration: string, repeat: number, errorPoints: number) => ({
       runId: `${configuration}-r${repeat}`, label: `${configuration} · repeat ${repeat}`, configuration, nodes: 2, attempt: 1, counted: true, latest: true, disturbance: null,
-      predictedImagesPerSecond: 100,
-      measuredImagesPerSecond: 100, throughputError: 0, predictedEfficiency: { value: 0.6, low: 0.55, high: 0.65 }, measuredEfficiency: 0.6 + errorPoints / 100, errorPoints,
+      predictedThroughput: 100,
+      measuredThroughput: 100, throughputError: 0, predictedEfficiency: { value: 0.6, low: 0.55, high: 0.65 }, measuredEfficiency: 0.6 + errorPoints / 100, errorPoints,
     });
     // 1gbit: +8, −4, +1 points (one run within 5 of 3; their mean +1.7); 600mbit: −7 (its mean −7).
     const repeats = { ...score, scored: [row("1gbit", 1, 8), row("1gbit", 2, -4), row("1gbit", 3, 1), row("600mbit", 1, -7)] };
@@ -175,7 +175,7 @@ describe("every measurement of a predicted run, scored", () => {
   // The 4-node run at 1gbit: its first attempt (200 img/s) ran on a busy machine, the campaign ran it again at its end (230 img/s).
   const withRerun: RunRecord[] = [
     ...records.map((record) => (record.runId === "train-resnet50-b64-n4-1gbit-r1" ? { ...record, attempt: 1, hostLoad: busy } : record)),
-    { ...trainRecord({ nodes: 4, bandwidth: "1gbit", imagesPerSecond: 230, startedAt: "2025-05-01T11:00:00.000Z" }), attempt: 2 },
+    { ...trainRecord({ nodes: 4, bandwidth: "1gbit", throughput: 230, startedAt: "2025-05-01T11:00:00.000Z" }), attempt: 2 },
   ];
   const rerunData = reportData(withRerun);
   const score = scorePredictions(file, rerunData, withRerun);
@@ -183,7 +183,7 @@ describe("every measurement of a predicted run, scored", () => {
 
   it("shows a run done again beside its first measurement, not instead of it", () => {
     const rows = score.scored.filter((row) => row.runId === "train-resnet50-b64-n4-1gbit-r1");
-    expect(rows.map((row) => [row.label, row.attempt, row.counted, row.latest, row.disturbance, row.measuredImagesPerSecond])).toEqual([
+    expect(rows.map((row) => [row.label, row.attempt, row.counted, row.latest, row.disturbance, row.measuredThroughput])).toEqual([
       ["resnet50 · batch 64 · 1gbit · 4 nodes · repeat 1 · attempt 1", 1, true, false, "machine busy", 200],
       ["resnet50 · batch 64 · 1gbit · 4 nodes · repeat 1 · attempt 2 (run again)", 2, false, true, null, 230],
     ]);

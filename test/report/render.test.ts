@@ -202,12 +202,12 @@ describe("the calibration column", () => {
   // The 1gbit point's nodes computed 20% slower than the baseline's; its efficiency stays the measured 150 / 200 and nothing is flagged.
   // t_c = 64 / 100 = 0.64 s; t_ar = 0.8 s at 1gbit, 0.08 s at 10gbit: ceilings 44.4% – 80.0% and 88.9% – 100.0%.
   const calibrated = [
-    trainRecord({ nodes: 1, imagesPerSecond: 100, computeGflops: [4.0] }),
+    trainRecord({ nodes: 1, throughput: 100, computeGflops: [4.0] }),
     // Run means 3.0 and 3.4 (each over its ranks), 3.20 over the runs.
-    trainRecord({ nodes: 2, repeat: 1, imagesPerSecond: 150, computeGflops: [2.9, 3.1] }),
-    trainRecord({ nodes: 2, repeat: 2, imagesPerSecond: 150, computeGflops: [3.3, 3.5] }),
+    trainRecord({ nodes: 2, repeat: 1, throughput: 150, computeGflops: [2.9, 3.1] }),
+    trainRecord({ nodes: 2, repeat: 2, throughput: 150, computeGflops: [3.3, 3.5] }),
     // Recorded before the calibration.
-    trainRecord({ nodes: 2, bandwidth: "10gbit", imagesPerSecond: 160 }),
+    trainRecord({ nodes: 2, bandwidth: "10gbit", throughput: 160 }),
   ];
   const calibratedData = reportData(calibrated);
   const calibratedMeta = reportMeta(calibrated, new Date("2025-05-03T12:00:00Z"));
@@ -228,7 +228,7 @@ describe("the calibration column", () => {
   });
 
   it("prints a GPU's tens of thousands of GFLOP/s whole, without an exponent", () => {
-    const gpus = [trainRecord({ nodes: 1, imagesPerSecond: 100, computeGflops: [51_234.4] }), trainRecord({ nodes: 2, imagesPerSecond: 150, computeGflops: [48_000, 49_000] })];
+    const gpus = [trainRecord({ nodes: 1, throughput: 100, computeGflops: [51_234.4] }), trainRecord({ nodes: 2, throughput: 150, computeGflops: [48_000, 49_000] })];
     const gpuData = reportData(gpus);
     const markdown = renderMarkdown(gpuData, reportMeta(gpus, new Date("2025-05-03T12:00:00Z")), []);
     expect(markdown).toContain("| 100.0% | 51234 | n/a |");

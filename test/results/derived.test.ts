@@ -57,9 +57,9 @@ describe("summary.csv: each configuration over its repeats", () => {
 
   // 2 nodes at 1gbit: (150, 160, 170) and a failed fourth repeat; 2 nodes × 2 processes once; the probe twice.
   const records = [
-    ...[150, 160, 170].map((imagesPerSecond, i) => trainRecord({ nodes: 2, repeat: i + 1, imagesPerSecond, ci95: 4 })),
+    ...[150, 160, 170].map((throughput, i) => trainRecord({ nodes: 2, repeat: i + 1, throughput, ci95: 4 })),
     failedTrainRecord({ nodes: 2, bandwidth: "1gbit", repeat: 4, error: "peer gone" }),
-    trainRecord({ nodes: 2, processesPerNode: 2, imagesPerSecond: 280, ci95: 6 }),
+    trainRecord({ nodes: 2, processesPerNode: 2, throughput: 280, ci95: 6 }),
     probeRecord({ nodes: 2, bandwidth: "1gbit", repeat: 1, busbw: [[4096, 0.2], [67_108_864, 0.9]] }),
     probeRecord({ nodes: 2, bandwidth: "1gbit", repeat: 2, busbw: [[4096, 0.3], [67_108_864, 0.94]] }),
   ];
@@ -111,7 +111,7 @@ describe("summary.csv: each configuration over its repeats", () => {
 
   it("counts a run done again once, with its latest attempt", () => {
     const first = { ...failedTrainRecord({ nodes: 2, bandwidth: "1gbit", repeat: 5, error: "x" }), attempt: 1 };
-    const again = { ...trainRecord({ nodes: 2, repeat: 5, imagesPerSecond: 180 }), attempt: 2 };
+    const again = { ...trainRecord({ nodes: 2, repeat: 5, throughput: 180 }), attempt: 2 };
     const withRetry = summaryRows([...records, first, again]);
     // (150, 160, 170, 180): mean 165, median 165.
     expect(withRetry.get("train-resnet50-b64-n2-1gbit-r1")!["repeats"]).toBe("4");

@@ -9,7 +9,7 @@ const SLOWED_AT_START = [0.399, 0.5, 0.502, 0.495, 0.509, 0.505, 0.505, 0.45, 0.
 const STEADY = [0.373, 0.375, 0.373, 0.426, 0.379, 0.426, 0.374, 0.38, 0.367, 0.364, 0.365, 0.372, 0.378, 0.405, 0.36, 0.387, 0.363, 0.379, 0.388, 0.359];
 
 function run(stepSeconds: readonly number[], knobs: RunRecord["params"]["knobs"] = {}): RunRecord {
-  return trainRecord({ nodes: 2, imagesPerSecond: 128, stepSeconds, knobs });
+  return trainRecord({ nodes: 2, throughput: 128, stepSeconds, knobs });
 }
 
 /** n steps of `seconds` each. */

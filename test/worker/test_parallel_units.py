@@ -105,3 +105,24 @@ def test_the_pipeline_stages_together_compute_the_whole_model():
     assert "blocks.2.mlp.fc.weight" in dict(stages[1].named_parameters())
     with torch.no_grad():
         assert torch.allclose(stages[1](stages[0](tokens)), model(tokens), atol=1e-6)
+
+
+def test_the_worker_divides_the_world_as_the_campaign_side_does():
+    """One table for both: test/fixtures/layout-dims.json (src/workload/layout.ts reads it in test/workload/layout.test.ts)."""
+    import json
+
+    from conftest import REPO
+
+    names = {"parallelism": "--parallelism", "tensorDegree": "--tensor-degree", "pipelineStages": "--pipeline-stages",
+             "fsdpSharding": "--fsdp-sharding"}
+    cases = json.loads((REPO / "test" / "fixtures" / "layout-dims.json").read_text())["cases"]
+    for case in cases:
+        flags = [part for knob, value in case["knobs"].items() for part in (names[knob], str(value))]
+        config = train_args(*flags)
+        if case["dims"] is None:
+            with pytest.raises(BadArguments):
+                dims_of(config, case["workers"], case["nodes"])
+        else:
+            expected = case["dims"]
+            assert dims_of(config, case["workers"], case["nodes"]) == ParallelDims(
+                pp=expected["pp"], dp_replicate=expected["dpReplicate"], dp_shard=expected["dpShard"], tp=expected["tp"]), case

@@ -8,7 +8,10 @@ import { availableParallelism } from "node:os";
 import type { Command } from "commander";
 import { estimateCampaign, type CampaignEstimate, type EstimateOptions } from "../../campaign/estimate.ts";
 import { checkGpuMemory } from "../../campaign/gpu-memory.ts";
+import { memoryConstantsFor, memoryLimitOf, planProblems, type MemoryLimit } from "../../campaign/fits.ts";
 import { checkLinkDrive } from "../../campaign/link-drive.ts";
+import { isMemoryPrediction, predictMemory, type MemoryConstants } from "../../predict/memory.ts";
+import { MODEL_KIND, type Model } from "../../config/registry.ts";
 import { EXIT, UsageError } from "../../errors.ts";
 import { campaignName, planCampaign, reshapeCount, type CampaignPlan } from "../../campaign/plan.ts";
 import { isKubernetesCampaign, loadAnyCampaignFile, type LoadedCampaignFile, type LoadedKubernetesCampaignFile } from "../../config/load.ts";
@@ -43,15 +46,18 @@ export function registerPlan(program: Command, host: CommandHost): void {
       const from = calibration === undefined ? PUBLISHED_ONLY : resolve(calibrationFile);
       const predictions = predictFrom === undefined ? [] : plan.runs.map((run) => predictRun(run, predictFrom)).filter((p) => p !== null);
       const warnings = checkLinkDrive(plan, cpusPerNode);
+      const constants = memoryConstantsFor(campaign, cpusPerNode, calibration);
+      const problems = [...checkGpuMemory(plan, campaign), ...planProblems(plan, campaign, constants)];
+      const memory = memoryRows(plan, constants);
       if (options.format === "json") {
-        out(`${JSON.stringify({ runs: plan.runs, predictions, calibration: calibration === undefined ? null : resolve(calibrationFile), predictedFrom: predictions.length === 0 ? null : from, estimate, warnings }, null, 2)}\n`);
-        return checkGpuMemory(plan, campaign).length === 0 ? EXIT.ok : EXIT.badInput;
+        out(`${JSON.stringify({ runs: plan.runs, predictions, memory, calibration: calibration === undefined ? null : resolve(calibrationFile), predictedFrom: predictions.length === 0 ? null : from, estimate, warnings, problems }, null, 2)}\n`);
+        return problems.length === 0 ? EXIT.ok : EXIT.badInput;
       }
       out(formatRuns(plan));
       out(`\n${formatSummary(plan, campaign, estimate, cpusPerNode)}\n`);
       if (predictions.length > 0) out(`\n${formatPredictions(predictions, from)}`);
+      if (memory.length > 0) out(`\n${formatMemory(memory, memoryLimitOf(campaign), constants.source)}`);
       if (warnings.length > 0) err(`\n${warnings.map((warning) => `warning: ${warning}`).join("\n")}\n`);
-      const problems = checkGpuMemory(plan, campaign);
       if (problems.length === 0) return EXIT.ok;
       err(`\n${problems.map((problem) => `problem: ${problem}`).join("\n")}\n`);
       return EXIT.badInput;
@@ -147,7 +153,7 @@ export function formatPredictions(predictions: readonly (RunPrediction | Missing
   const missing = predictions.filter((prediction): prediction is MissingInput => !isPrediction(prediction));
   const pct = (value: number) => `${(value * 100).toFixed(1)}%`;
   const table = made.length === 0 ? "" : formatTable(["run", "predicted img/s", "efficiency (95% interval)", "φ", "no overlap", "full overlap", "compute", "link", "overlap"], made.map((prediction) => [
-    prediction.runId, prediction.imagesPerSecond.toFixed(1),
+    prediction.runId, prediction.throughput.toFixed(1),
     `${pct(prediction.scalingEfficiency.value)} (${pct(prediction.scalingEfficiency.low)}-${pct(prediction.scalingEfficiency.high)})`,
     prediction.overlapShare.toFixed(2), pct(prediction.noOverlapEfficiency), pct(prediction.fullOverlapEfficiency),
     sourceNumber(prediction.sources.compute), sourceNumber(prediction.sources.link), sourceNumber(prediction.sources.overlap),
@@ -158,4 +164,30 @@ export function formatPredictions(predictions: readonly (RunPrediction | Missing
     ...sources.map((text, index) => `[${index + 1}] ${text}`),
     ...missing.map((entry) => `${entry.runId}: no prediction: ${entry.missing}`),
   ].join("\n") + "\n";
+}
+
+interface MemoryRow {
+  readonly configuration: string;
+  /** Predicted peak of the largest rank over its baseline, and of one node (launcher and every process's baseline), in bytes. */
+  readonly rankBytes: number;
+  readonly nodeBytes: number;
+}
+
+/** The memory model's prediction for every training configuration of a language model (image models have the GPU check alone). */
+function memoryRows(plan: CampaignPlan, constants: MemoryConstants): MemoryRow[] {
+  const rows = new Map<string, MemoryRow>();
+  for (const run of plan.runs) {
+    if (run.job !== "train" || run.model === undefined || MODEL_KIND[run.model as Model] !== "language" || rows.has(run.configuration)) continue;
+    const prediction = predictMemory({ model: run.model, batchSize: run.batchSize!, nodes: run.nodes, knobs: run.knobs,
+      ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }) }, constants);
+    if (isMemoryPrediction(prediction)) rows.set(run.configuration, { configuration: run.configuration, rankBytes: prediction.rankBytes, nodeBytes: prediction.nodeBytes });
+  }
+  return [...rows.values()];
+}
+
+function formatMemory(rows: readonly MemoryRow[], limit: MemoryLimit | undefined, source: string): string {
+  const gib = (bytes: number) => (bytes / 2 ** 30).toFixed(2);
+  const fits = (row: MemoryRow) => limit === undefined ? "-" : (limit.per === "node" ? row.nodeBytes : row.rankBytes) <= limit.bytes ? "yes" : "NO";
+  const table = formatTable(["configuration", "GiB per rank", "GiB per node", "fits"], rows.map((row) => [row.configuration, gib(row.rankBytes), gib(row.nodeBytes), fits(row)]));
+  return `Peak memory predicted before the run (per rank: the largest rank's peak over its process's baseline; per node: its launcher and every process)${limit === undefined ? "" : `, against ${gib(limit.bytes)} GiB per ${limit.per} (${limit.what})`}; ${source}:\n${table}`;
 }

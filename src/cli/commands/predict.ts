@@ -105,7 +105,7 @@ export function registerPredict(program: Command, host: CommandHost): void {
 function formatCurve(options: PredictOptions, points: readonly { nodes: number; prediction: RunPrediction }[], missing: readonly MissingInput[], file: string, overtakes: number | undefined): string {
   const pct = (value: number) => `${(value * 100).toFixed(1)}%`;
   const rows = points.map(({ nodes, prediction: point }) => [String(nodes), String(nodes * options.processesPerNode), point.computeSeconds.toFixed(4), point.allReduceSeconds.toFixed(4),
-    point.stepSeconds.toFixed(4), point.imagesPerSecond.toFixed(1), pct(point.scalingEfficiency.value), point.overlapShare.toFixed(2), pct(point.noOverlapEfficiency), pct(point.fullOverlapEfficiency)]);
+    point.stepSeconds.toFixed(4), point.throughput.toFixed(1), pct(point.scalingEfficiency.value), point.overlapShare.toFixed(2), pct(point.noOverlapEfficiency), pct(point.fullOverlapEfficiency)]);
   const last = points[points.length - 1]!.nodes;
   // One line per source, not per node count: "derived ... for 4 nodes", "... for 5 nodes" say the same.
   const sources = [...new Set(points.flatMap(({ prediction }) => [prediction.sources.compute, prediction.sources.link, prediction.sources.overlap]

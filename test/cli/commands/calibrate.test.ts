@@ -19,8 +19,8 @@ function resultsOf(dir: string, { name = "earlier", period = 10 as number | null
   const atQuota = <T extends { params: object }>(record: T): T =>
     ({ ...record, params: { ...record.params, cpusPerNode: 0.5, ...(period === null ? {} : { cpuPeriodMs: period }) } });
   const records = [
-    trainRecord({ model: "small", batchSize: 32, nodes: 1, repeat: 1, imagesPerSecond: 100 }),
-    trainRecord({ model: "small", batchSize: 32, nodes: 1, repeat: 2, imagesPerSecond: 104 }),
+    trainRecord({ model: "small", batchSize: 32, nodes: 1, repeat: 1, throughput: 100 }),
+    trainRecord({ model: "small", batchSize: 32, nodes: 1, repeat: 2, throughput: 104 }),
     probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[1048576, 0.9], [16777216, 0.95]] }),
   ].map(atQuota).map((record) => ({ ...record, result: { ...record.result!, provenance: { ...record.result!.provenance, torch } } }));
   for (const record of records) writeFileSync(join(results, "runs", recordFileName(record.runId, 1)), JSON.stringify(record));
@@ -132,11 +132,11 @@ describe("ringlab calibrate, then plan", () => {
     const started = Date.now();
     const curve = cli(state, ["predict", "--model", "small", "--batch", "32", "--bandwidth", "1gbit", "--nodes", "1..1024", "--format", "json"]);
     expect(curve.status, curve.stderr).toBe(0);
-    const json = JSON.parse(curve.stdout) as { cpusPerNode: number; points: { imagesPerSecond: number; computeSeconds: number; allReduceSeconds: number; scalingEfficiency: { value: number } }[]; communicationOvertakesComputeAtNodes: number | null };
+    const json = JSON.parse(curve.stdout) as { cpusPerNode: number; points: { throughput: number; computeSeconds: number; allReduceSeconds: number; scalingEfficiency: { value: number } }[]; communicationOvertakesComputeAtNodes: number | null };
     expect(json.cpusPerNode).toBe(0.5);
     expect(json.points).toHaveLength(1024);
     // More nodes, more throughput and less efficiency; the ring's all-reduce time grows towards 2·S·β.
-    expect(json.points[1023]!.imagesPerSecond).toBeGreaterThan(json.points[1]!.imagesPerSecond);
+    expect(json.points[1023]!.throughput).toBeGreaterThan(json.points[1]!.throughput);
     expect(json.points[1023]!.scalingEfficiency.value).toBeLessThan(json.points[1]!.scalingEfficiency.value);
     const overtakes = json.communicationOvertakesComputeAtNodes;
     const first = json.points.findIndex((point) => point.allReduceSeconds > point.computeSeconds);

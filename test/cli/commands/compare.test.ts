@@ -27,7 +27,7 @@ describe("ringlab compare", () => {
 
   it("writes the page and its markdown into B by default, named after A", () => {
     const before = saveCampaign("before", scalingCampaign());
-    const after = saveCampaign("after", [trainRecord({ nodes: 1, imagesPerSecond: 150 }), trainRecord({ nodes: 1, repeat: 2, imagesPerSecond: 160 })]);
+    const after = saveCampaign("after", [trainRecord({ nodes: 1, throughput: 150 }), trainRecord({ nodes: 1, repeat: 2, throughput: 160 })]);
 
     const result = ringlab(before, after);
 

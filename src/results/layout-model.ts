@@ -1,0 +1,94 @@
+/**
+ * One training step on any layout (issue #52, #53): its compute and its collectives, each timed from a link's α and β
+ * (results/comm-model.ts, the ring's: α a step's latency, β a byte's time on one link). Pure arithmetic, a leaf.
+ *
+ *   all-reduce of S over N      2(N−1)·α + 2(N−1)/N·S·β   (ring: reduce-scatter, then all-gather)
+ *   all-gather, reduce-scatter  (N−1)·α + (N−1)/N·S·β     (half of it; S the gathered whole)
+ *   send of S                   α + S·β                   (one step on one link)
+ *
+ * With a probe of the collective itself its own α and β are used (nccl-tests' all_gather_perf and reduce_scatter_perf
+ * have it so); without one they are the ring all-reduce's, and the time is labelled derived. A step on a data-parallel
+ * or sharded layout is its compute and its collectives, less the share φ of the smaller that the calibration's own
+ * runs hid (comm-model.ts overlappedStepSeconds); tensor parallelism divides the split matrices' compute by tp; a
+ * pipeline of p stages runs m micro-batches in m + p − 1 slots of its slowest stage (GPipe and 1F1B alike: the bubble
+ * is (p−1)/(m+p−1) of the step), each slot a micro-batch's forward and backward and the two messages across a boundary.
+ */
+import { overlappedStepSeconds } from "./comm-model.ts";
+
+export type CollectiveOp = "all_reduce" | "all_gather" | "reduce_scatter" | "send";
+
+export interface LinkCoefficients {
+  readonly alphaSeconds: number;
+  readonly betaSecondsPerByte: number;
+}
+
+export interface StepCollective {
+  readonly op: CollectiveOp;
+  /** Bytes of all the step's calls together. */
+  readonly bytes: number;
+  readonly calls: number;
+  readonly ranks: number;
+}
+
+/** Ring steps and the share of S one rank sends, per call of a collective over `ranks`. */
+function ringShape(op: CollectiveOp, ranks: number): { steps: number; share: number } {
+  if (op === "send") return { steps: 1, share: 1 };
+  if (op === "all_reduce") return { steps: 2 * (ranks - 1), share: (2 * (ranks - 1)) / ranks };
+  return { steps: ranks - 1, share: (ranks - 1) / ranks };
+}
+
+/** The time of a step's calls of one collective. */
+export function collectiveSeconds(collective: StepCollective, link: LinkCoefficients): number {
+  if (collective.ranks < 2) return 0;
+  const { steps, share } = ringShape(collective.op, collective.ranks);
+  return collective.calls * steps * link.alphaSeconds + share * collective.bytes * link.betaSecondsPerByte;
+}
+
+/** α and β of a collective from a probe of it: t = a + b·S per call gives α = a / steps, β = b / share. */
+export function coefficientsOfCollective(op: CollectiveOp, ranks: number, intercept: number, slope: number): LinkCoefficients {
+  const { steps, share } = ringShape(op, ranks);
+  return { alphaSeconds: intercept / steps, betaSecondsPerByte: slope / share };
+}
+
+export interface LayoutStepInput {
+  /** The layout's compute of one step on one worker holding the whole model (its single-node run). */
+  readonly computeSeconds: number;
+  readonly collectives: readonly StepCollective[];
+  /** The link of each collective. */
+  readonly linkOf: (op: CollectiveOp) => LinkCoefficients;
+  /** φ, the share of min(compute, communication) hidden (0 on a pipeline, whose schedule is modelled instead). */
+  readonly overlapShare: number;
+  /** Tensor parallelism: the ranks a block's matrices are split over, and the share of the compute in them. */
+  readonly tensor?: { readonly degree: number; readonly splitShare: number };
+  /** A pipeline: its stages, micro-batches, and the slowest stage's share of the compute. */
+  readonly pipeline?: { readonly stages: number; readonly microBatches: number; readonly slowestStageShare: number };
+}
+
+export interface LayoutStep {
+  /** This rank's compute of the step, the slots a pipeline idles in included. */
+  readonly computeSeconds: number;
+  /** Every collective's time, one after another. */
+  readonly communicationSeconds: number;
+  readonly stepSeconds: number;
+  /** A pipeline's idle share of the step, (p−1)/(m+p−1); 0 elsewhere. */
+  readonly bubbleShare: number;
+}
+
+export function predictLayoutStep(input: LayoutStepInput): LayoutStep {
+  const timed = (op: CollectiveOp) => input.collectives.filter((c) => c.op === op).reduce((sum, c) => sum + collectiveSeconds(c, input.linkOf(op)), 0);
+  const sends = input.collectives.filter((c) => c.op === "send");
+  const others = timed("all_reduce") + timed("all_gather") + timed("reduce_scatter");
+  if (input.pipeline !== undefined) {
+    const { stages, microBatches, slowestStageShare } = input.pipeline;
+    const slots = microBatches + stages - 1;
+    const perMicroBatch = (input.computeSeconds / microBatches) * slowestStageShare;
+    // Each slot sends one micro-batch's activations forward and receives one's gradients: two messages.
+    const message = sends.reduce((sum, c) => sum + collectiveSeconds({ ...c, calls: 1, bytes: c.bytes / c.calls }, input.linkOf("send")), 0);
+    const computeSeconds = slots * perMicroBatch;
+    const communicationSeconds = slots * 2 * message + others;
+    return { computeSeconds, communicationSeconds, stepSeconds: computeSeconds + communicationSeconds, bubbleShare: (stages - 1) / slots };
+  }
+  const computeSeconds = input.tensor === undefined ? input.computeSeconds
+    : input.computeSeconds * (1 - input.tensor.splitShare * (1 - 1 / input.tensor.degree));
+  return { computeSeconds, communicationSeconds: others, stepSeconds: overlappedStepSeconds(computeSeconds, others, input.overlapShare), bubbleShare: 0 };
+}

@@ -1,0 +1,51 @@
+/**
+ * What plan and campaign refuse before anything starts (src/campaign/fits.ts): a layout whose degrees do not divide its
+ * workers, and a run the memory model says will not fit the node (naming what would).
+ */
+import { describe, expect, it } from "vitest";
+import { memoryConstantsFor, planProblems } from "../../src/campaign/fits.ts";
+import { planCampaign } from "../../src/campaign/plan.ts";
+import { parseCampaign } from "../../src/config/load.ts";
+import { ASSUMED_MEMORY, isMemoryPrediction, predictMemory } from "../../src/predict/memory.ts";
+
+const GIB = 2 ** 30;
+const campaign = (memory: string, train: string, nodes = "[1, 3]") => parseCampaign(`testbed: {target: local, name: t, nodes: 3${memory}}
+campaign:
+  matrix: {nodes: ${nodes}, model: gpt-mini, batchSize: 16, bandwidth: 1gbit}
+  train: {${train}}
+`, "c.yaml");
+const problemsOf = (file: ReturnType<typeof campaign>) => planProblems(planCampaign(file, "c"), file, memoryConstantsFor(file, 0.5));
+
+/** What the model predicts one node holds for gpt-mini at batch 16 with AdamW, on 3 nodes, laid out by `knobs`. */
+function nodeBytes(knobs: Record<string, unknown>, nodes = 3): number {
+  const prediction = predictMemory({ model: "gpt-mini", batchSize: 16, nodes, knobs: { optimizer: "adamw", ...knobs } }, ASSUMED_MEMORY.cpu);
+  if (!isMemoryPrediction(prediction)) throw new Error(prediction.problem);
+  return prediction.nodeBytes;
+}
+
+describe("what plan refuses before anything starts", () => {
+  it("refuses a replica that does not fit the node, naming its memory, the limit and the layout that fits", () => {
+    const ddp = nodeBytes({});
+    const sharded = nodeBytes({ parallelism: "fsdp" });
+    expect(sharded).toBeLessThan(ddp);
+    const limit = ((ddp + sharded) / 2 / GIB).toFixed(3);
+    const problems = problemsOf(campaign(`, memoryPerNodeGiB: ${limit}`, "optimizer: adamw"));
+    // The single-node baseline and the 3-node run hold the same replica; one node alone cannot shard it.
+    expect(problems).toHaveLength(2);
+    for (const [problem, run] of [[problems[0]!, "train-gpt-mini-b16-n1"], [problems[1]!, "train-gpt-mini-b16-n3-1gbit"]]) {
+      expect(problem).toMatch(new RegExp(`^${run} does not fit: [0-9.]+ GiB predicted per rank, ${(ddp / GIB).toFixed(2)} GiB per node, ` +
+        `${Number(limit).toFixed(2)} GiB per node \\(testbed.memoryPerNodeGiB\\); fits with fsdp full shard on 3 nodes: ${(sharded / GIB).toFixed(2)} GiB`));
+      expect(problem).toContain("assumed: ringlab's fit of its own single-node CPU runs");
+    }
+  });
+
+  it("lets the same runs through where they fit, and checks nothing without a limit", () => {
+    const ddp = nodeBytes({});
+    expect(problemsOf(campaign(`, memoryPerNodeGiB: ${(1.05 * ddp / GIB).toFixed(3)}`, "optimizer: adamw"))).toEqual([]);
+    expect(problemsOf(campaign("", "optimizer: adamw"))).toEqual([]);
+  });
+
+  it("refuses degrees that do not divide a run's workers, naming the run", () => {
+    expect(problemsOf(campaign("", "parallelism: pipeline, pipelineStages: 2", "[3]"))).toEqual(["train-gpt-mini-b16-n3-1gbit: pipelineStages 2 does not divide the run's 3 workers"]);
+  });
+});
