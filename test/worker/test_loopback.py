@@ -212,3 +212,22 @@ def test_a_peer_killed_mid_run_fails_the_survivor_with_exit_4_within_the_timeout
     assert code == 4, output
     assert "a peer failed during the train job" in output
     assert time.monotonic() - killed_at < 10 + 30  # the exit barrier waits at most --timeout-seconds
+
+
+@pytest.mark.parametrize("collective, factor", [("all-gather", 0.5), ("reduce-scatter", 0.5), ("sendrecv", 1.0)])
+def test_the_probe_times_the_layouts_collectives_with_nccl_tests_bus_factors_and_checks_their_results(
+        collective, factor, nodes, tmp_path, validate_result):
+    output = tmp_path / f"{collective}.json"
+    args = ["allreduce", "--collective", collective, "--min-bytes", "4K", "--max-bytes", "256K", "--step-factor", "8",
+            "--warmup-iters", "1", "--iters", "2", "--calibration-seconds", "0", "--timeout-seconds", "60", "--output", str(output)]
+    procs, _ = start_two_nodes(nodes, args, tmp_path)
+    results = [nodes.finish(proc, timeout=120) for proc in procs]
+    assert [code for code, _ in results] == [0, 0], results
+    record = validate_result(output)
+    assert record["knobs"]["collective"] == collective and record["metrics"]["collective"] == collective
+    rows = record["metrics"]["rows"]
+    assert [row["sizeBytes"] for row in rows] == [4096, 32768, 262144]
+    for row in rows:
+        assert row["wrong"] == 0
+        assert math.isclose(row["busbwGbps"], row["algbwGbps"] * factor, rel_tol=1e-9)
+        assert row["redop"] == ("sum" if collective == "reduce-scatter" else "none")

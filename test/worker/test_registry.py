@@ -200,3 +200,11 @@ def test_every_rule_of_the_registry_is_refused_with_its_reason(rule, monkeypatch
         argv += ["--model", "gpt-nano" if "--parallelism" in argv else "small"]
     message = _refusal(argv, monkeypatch, capsys)
     assert message.endswith(rule["because"])
+
+
+def test_the_probe_has_nccl_tests_bus_factor_for_every_collective_of_the_registry():
+    from ringlab_worker.allreduce import BUS_FACTOR, PATTERNS
+
+    assert tuple(BUS_FACTOR) == registry.COLLECTIVES
+    assert set(PATTERNS) | {"all-reduce"} == set(registry.COLLECTIVES)
+    assert options("allreduce")["--collective"].choices == registry.COLLECTIVES

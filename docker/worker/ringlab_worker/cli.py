@@ -13,7 +13,7 @@ from . import compat, launcher
 from .data import import_pil, parse_data_source, run_dataset
 from .errors import EXIT_BAD_ARGUMENTS, BadArguments, WorkerError
 from .mpi_library import LIBRARIES, check_started_by_mpirun
-from .registry import MODEL_KIND, MODELS, PROBED_REDUCTIONS, RULES, TRAIN_KNOBS, knob_choices, language_shape
+from .registry import COLLECTIVES, MODEL_KIND, MODELS, PROBED_REDUCTIONS, RULES, TRAIN_KNOBS, knob_choices, language_shape
 from .result import LAUNCHED_AT_ENV, utc_now
 
 
@@ -244,6 +244,9 @@ def _add_allreduce(jobs, common) -> None:
     probe.add_argument("--library", choices=LIBRARIES, default="torch",
                        help="what sums: torch (torch.distributed: Gloo on CPU, NCCL on GPUs) or mpi (Open MPI's "
                             "MPI_Allreduce through mpi4py; the process must be started by mpirun, one per node, on CPU)")
+    probe.add_argument("--collective", choices=COLLECTIVES, default="all-reduce",
+                       help="what is timed: the all-reduce (default), or the all-gather, reduce-scatter or sendrecv (every "
+                            "rank sending to the next) a sharded or pipelined layout's step is made of, as nccl-tests has them")
     probe.add_argument("--reference", choices=("iperf3",), default=None,
                        help="first measure one TCP stream from node 1 to node 0 with iperf3 (3 s), the rate no library "
                             "can beat on this link; recorded as metrics.referenceGbps")
@@ -256,6 +259,9 @@ def check_arguments(args) -> None:
             raise BadArguments(f"need 4 <= --min-bytes <= --max-bytes, got {args.min_bytes} and {args.max_bytes}")
         if args.step_factor < 2:
             raise BadArguments("--step-factor must be 2 or more")
+        if args.collective != "all-reduce" and (args.library != "torch" or args.reduction != "ring"):
+            raise BadArguments(f"--collective {args.collective} runs on torch.distributed's own collective: use it with "
+                               "--library torch and --reduction ring (the reductions and Open MPI are all-reduces)")
         if args.library == "mpi" and args.reduction != "ring":
             raise BadArguments(f"--library mpi sums with MPI_Allreduce (Open MPI picks its algorithm): --reduction {args.reduction} "
                                "is one of ringlab's own over torch.distributed; use --library torch with it")

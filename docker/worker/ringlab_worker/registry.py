@@ -41,6 +41,9 @@ PROBED_REDUCTIONS = tuple(name for name, entry in _REGISTRY["reductions"].items(
 # lt, needs, excludes, about}. Ranges are the campaign's; the worker's own checks may be wider.
 TRAIN_KNOBS = _REGISTRY["trainKnobs"]
 
+# What the probe can time (allreduce --collective), as nccl-tests has them, in the file's order.
+COLLECTIVES = tuple(_REGISTRY["collectives"])
+
 # Combinations refused, each with why: {if: {axis: values}, then: {knob: allowed values}, because}. An axis is a train
 # knob or "model" (the model's kind); null stands for a knob left unset.
 RULES = tuple(_REGISTRY["rules"])

@@ -27,6 +27,7 @@ _KNOB_NAMES = {
     "epochs": "epochs", "target_accuracy": "targetAccuracy", "checkpoint_dir": "checkpointDir",
     "checkpoint_every": "checkpointEvery", "max_restarts": "maxRestarts", "fail_at_step": "failAtStep",
     "fail_rank": "failRank", "fail_node": "failNode", "min_nodes": "minNodes", "library": "library", "reference": "reference",
+    "collective": "collective",
     "powersgd_rank": "powersgdRank", "powersgd_start_iter": "powersgdStartIter", "local_sgd_period": "localSgdPeriod",
     "local_sgd_warmup": "localSgdWarmup", "async_staleness": "asyncStaleness",
     "sequence_length": "sequenceLength", "layers": "layers", "width": "width", "heads": "heads",
