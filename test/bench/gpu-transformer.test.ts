@@ -42,11 +42,43 @@ describe("the language models on one H200 (test/bench/README.md)", () => {
     expect(ok.filter((run) => Math.abs(error(run)) <= 0.1)).toHaveLength(15);
     const worst = ok.reduce((a, b) => (Math.abs(error(a)) > Math.abs(error(b)) ? a : b));
     expect([worst.name, (100 * error(worst)).toFixed(1)]).toEqual(["gpt2-medium-bf16-b8-seq512", "-10.5"]);
+    const others = ok.filter((run) => run !== worst).map(error);
+    expect([Math.min(...others), Math.max(...others)].map((value) => (100 * value).toFixed(1))).toEqual(["-7.3", "9.7"]);
+    expect(others.filter((value) => Math.abs(value) <= 0.011)).toHaveLength(7);
   });
 
   it("found the largest model that fits at batch 1 where the model said: 223 layers trained at 133.7 GiB, 237 ran out of memory", () => {
     expect(predictions.largestFit).toMatchObject({ layers: 223, predictedToFail: 237 });
     expect((measured("gpt2-xl-layers223-bf16-b1") / GIB).toFixed(1)).toBe("133.7");
     expect(results.runs.find((run) => run.name === "gpt2-xl-layers237-bf16-b1")?.status).toBe("oom");
+  });
+});
+
+describe("tokens per second on one H200 (test/bench/README.md)", () => {
+  const mfu = (name: string) => {
+    const result = (results as unknown as { runs: { name: string; mfu?: number }[] }).runs.find((run) => run.name === name)!;
+    const record = records.get(name);
+    const peak = record.knobs.precision === "bf16" ? 989e12 : 67e12;
+    const recomputed = (6 * record.metrics.parameterCount * record.metrics.tokensPerSecondTotal.mean) / peak;
+    expect(result.mfu).toBeCloseTo(recomputed, 9);
+    return recomputed;
+  };
+
+  it("reached 55.6-70.7 % of the fp32 peak and 4.7-26.5 % of the bf16 one", () => {
+    const fp32 = ok.filter((run) => run.knobs.precision === "fp32").map((run) => mfu(run.name));
+    const bf16 = ok.filter((run) => run.knobs.precision === "bf16").map((run) => mfu(run.name));
+    expect([Math.min(...fp32), Math.max(...fp32)].map((v) => (100 * v).toFixed(1))).toEqual(["55.6", "70.7"]);
+    expect([Math.min(...bf16), Math.max(...bf16)].map((v) => (100 * v).toFixed(1))).toEqual(["4.7", "26.5"]);
+    expect([mfu("gpt2-large-bf16-b4"), mfu("gpt2-large-bf16-b16-ac")].map((v) => (100 * v).toFixed(1))).toEqual(["11.7", "26.5"]);
+  });
+
+  it("measured 36 bytes a parameter in the first run's large models, the replica-divergence check's copies", () => {
+    const first = JSON.parse(readFileSync(join(FOLDER, "transformer-results-first-run.json"), "utf8")) as { runs: { name: string; status: string; peakAllocatedBytes?: number }[] };
+    const parameters = (name: string) => records.get(name).metrics.parameterCount;
+    for (const name of ["gpt2-large-fp32-b4", "gpt2-large-bf16-b4", "gpt2-xl-fp32-b4", "gpt2-xl-bf16-b4", "gpt2-xl-bf16-b8-ac"]) {
+      const run = first.runs.find((entry) => entry.name === name)!;
+      expect(run.peakAllocatedBytes! / parameters(name), name).toBeCloseTo(36, 0);
+    }
+    expect(first.runs.find((run) => run.name === "gpt2-xl-layers223-bf16-b1")!.status).toBe("oom");
   });
 });
