@@ -11,6 +11,13 @@ export function parsePositiveInt(text: string): number {
   return value;
 }
 
+/** A positive number (GiB, ...) written as digits with at most one point: no exponent, no sign. */
+export function parsePositiveNumber(text: string): number {
+  const value = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text) || !(value > 0)) throw new InvalidArgumentError("expected a positive number such as 0.85 or 16.");
+  return value;
+}
+
 /** A CPU quota in cores: a number in steps of 0.01, at least the smallest quota the kernel takes (src/limits.ts). */
 export function parseCpuQuota(text: string): number {
   const value = Number(text);

@@ -114,23 +114,28 @@ export function computeInput(question: InputQuestion, context: PredictionContext
   }
   const gpu = facts?.gpuModel ?? undefined;
   // The same model, precision, quota and (on AWS) GPU: at this batch size, or another one's compute per image.
-  const candidates = (context.calibration?.compute ?? []).filter((entry) => entry.model === question.model && entry.precision === question.precision
-    && (entry.channelsLast === true) === (question.channelsLast === true)
-    && canonicalJson(entry.workload ?? null) === canonicalJson(question.workload ?? null)
-    && entry.cpusPerNode === quota && (gpu === undefined || runsOn(entry, gpu)));
+  const sameMachine = (context.calibration?.compute ?? []).filter((entry) => entry.model === question.model && entry.precision === question.precision
+    && (entry.channelsLast === true) === (question.channelsLast === true) && entry.cpusPerNode === quota && (gpu === undefined || runsOn(entry, gpu)));
+  const exact = sameMachine.filter((entry) => canonicalJson(entry.workload ?? null) === canonicalJson(question.workload ?? null));
+  // A layout no single-node run measured: the same workload's DDP compute (one worker computes the same step whatever
+  // the layout, which splits it only across workers), said to be derived.
+  const asDdp = question.workload === undefined || question.workload["parallelism"] === "ddp" ? undefined : ddpWorkload(question.workload);
+  const fromDdp = exact.length > 0 || asDdp === undefined ? [] : sameMachine.filter((entry) => canonicalJson(entry.workload ?? null) === canonicalJson(asDdp));
+  const candidates = exact.length > 0 ? exact : fromDdp;
+  const layoutNote = fromDdp.length > 0 ? `derived: ${String(question.workload!["parallelism"])} from the same workload's ddp compute on one worker; ` : "";
   const devices = [...new Set(candidates.map((entry) => entry.deviceModel))];
   if (devices.length > 1) {
     return { missing: `the calibration has ${question.model} (${question.precision}) measured on ${devices.join(" and ")}: ` +
       (gpu === undefined ? "say which with --instance-type" : `ringlab cannot tell which is the ${gpu}`) };
   }
   const measured = candidates.find((entry) => entry.batchSize === question.batchSize);
-  if (measured !== undefined) return { seconds: measured.computeSeconds, gradientBytes: measured.gradientBytes, source: measuredComputeText(measured) };
+  if (measured !== undefined) return { seconds: measured.computeSeconds, gradientBytes: measured.gradientBytes, source: `${layoutNote}${measuredComputeText(measured)}` };
   const nearest = [...candidates].sort((a, b) => Math.abs(Math.log(a.batchSize / question.batchSize)) - Math.abs(Math.log(b.batchSize / question.batchSize)))[0];
   if (nearest !== undefined) {
     const scale = question.batchSize / nearest.batchSize;
     return {
       seconds: { mean: nearest.computeSeconds.mean * scale, halfWidth95: nearest.computeSeconds.halfWidth95 * scale }, gradientBytes: nearest.gradientBytes,
-      source: `derived: batch ${nearest.batchSize}'s compute per image, at batch ${question.batchSize}; ${measuredComputeText(nearest)}`,
+      source: `${layoutNote}derived: batch ${nearest.batchSize}'s compute per sample, at batch ${question.batchSize}; ${measuredComputeText(nearest)}`,
     };
   }
   const layout = question.workload === undefined ? "" : `, ${Object.entries(question.workload).map(([knob, value]) => `${knob} ${String(value)}`).join(", ")}`;
@@ -183,6 +188,12 @@ function fromFigures(imagesPerSecond: readonly number[], batchSize: number, grad
     source: `${source}; ${perImage.length === 1 ? `one figure, ±${ONE_FIGURE_HALF_WIDTH * 100} % stated` : "their per-image mean, their spread as the interval"}; ` +
       `taken per image at batch ${batchSize}, where a GPU is less busy: the throughput is an upper bound`,
   };
+}
+
+/** A language model's workload as DDP would run it: the layout and its own knobs replaced by DDP's. */
+function ddpWorkload(workload: Readonly<Record<string, string | number | boolean>>): Readonly<Record<string, string | number | boolean>> {
+  const { fsdpSharding: _sharding, fsdpPrefetch: _prefetch, microBatches: _micro, pipelineSchedule: _schedule, ...rest } = workload;
+  return { ...rest, parallelism: "ddp" };
 }
 
 /** The link's alpha and beta; null for one worker. */

@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { InvalidArgumentError, Option, type Command } from "commander";
-import { MODELS } from "../../config/registry.ts";
+import { MODELS, TRAIN_KNOBS } from "../../config/registry.ts";
 import { UsageError } from "../../errors.ts";
 import { isPrediction, predictTraining, type MissingInput, type RunPrediction } from "../../predict/predict.ts";
 import { PUBLISHED_ONLY } from "../../predict/inputs.ts";
@@ -14,8 +14,12 @@ import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts"
 import { AWS_INSTANCE_TYPES, instanceTypeFacts } from "../../catalogue/aws-instance-types.ts";
 import { REDUCTIONS } from "../../results/cost-model.ts";
 import { formatTable } from "../format.ts";
-import { parseBandwidth, parseCpuQuota, parseNodeCounts, parsePositiveInt, parseSafePath } from "../options.ts";
+import { parseBandwidth, parseCpuQuota, parseNodeCounts, parsePositiveInt, parsePositiveNumber, parseSafePath } from "../options.ts";
+import { ASSUMED_MEMORY, constantsOf, isMemoryPrediction, type MemoryConstants } from "../../predict/memory.ts";
+import { recommend, type Recommendation } from "../../predict/recommend.ts";
+import type { Calibration } from "../../predict/calibration.ts";
 import type { CommandHost } from "../host.ts";
+import { rateUnit } from "../../results/worker-result.ts";
 import { err, out } from "../../util/output.ts";
 
 interface PredictOptions {
@@ -26,6 +30,18 @@ interface PredictOptions {
   readonly processesPerNode: number;
   readonly reduction: string;
   readonly precision: string;
+  readonly parallelism: string;
+  readonly fsdpSharding?: string;
+  readonly microBatches?: number;
+  readonly pipelineSchedule?: string;
+  readonly optimizer: string;
+  readonly sequenceLength?: number;
+  readonly layers?: number;
+  readonly width?: number;
+  readonly heads?: number;
+  readonly activationCheckpointing: boolean;
+  readonly memoryPerNode?: number;
+  readonly recommend: boolean;
   readonly cpus?: number;
   readonly instanceType?: string;
   readonly hierarchical: boolean;
@@ -43,7 +59,19 @@ export function registerPredict(program: Command, host: CommandHost): void {
     .option("--nodes <counts>", "node counts: 1..64 or 1,2,4,8 (at most 1024)", parseNodeCounts, parseNodeCounts("1..10"))
     .option("--processes-per-node <p>", "worker processes per node", parsePositiveInt, 1)
     .addOption(new Option("--reduction <reduction>", "how gradients are summed").choices([...REDUCTIONS]).default("ring"))
-    .addOption(new Option("--precision <precision>", "fp32, or amp (mixed precision, GPUs only)").choices(["fp32", "amp"]).default("fp32"))
+    .addOption(new Option("--precision <precision>", "fp32, amp (mixed precision, GPUs only) or bf16").choices([...TRAIN_KNOBS.precision.choices!]).default("fp32"))
+    .addOption(new Option("--parallelism <layout>", "how the model is laid out over the workers").choices([...TRAIN_KNOBS.parallelism.choices!]).default("ddp"))
+    .addOption(new Option("--fsdp-sharding <sharding>", "parallelism fsdp: full (ZeRO-3), grad-op (ZeRO-2) or none").choices([...TRAIN_KNOBS.fsdpSharding.choices!]))
+    .option("--micro-batches <m>", "parallelism pipeline: micro-batches per batch", parsePositiveInt)
+    .addOption(new Option("--pipeline-schedule <schedule>", "parallelism pipeline: gpipe or 1f1b").choices([...TRAIN_KNOBS.pipelineSchedule.choices!]))
+    .addOption(new Option("--optimizer <optimizer>", "sgd or adamw").choices([...TRAIN_KNOBS.optimizer.choices!]).default("sgd"))
+    .option("--sequence-length <s>", "language models: tokens per sequence (default: the model's)", parsePositiveInt)
+    .option("--layers <n>", "language models: blocks (default: the model's)", parsePositiveInt)
+    .option("--width <h>", "language models: hidden width (default: the model's)", parsePositiveInt)
+    .option("--heads <n>", "language models: attention heads (default: the model's)", parsePositiveInt)
+    .option("--activation-checkpointing", "language models: recompute each block's activations in backward", false)
+    .option("--memory-per-node <GiB>", "what one node may hold (a local testbed's memoryPerNodeGiB): says which layouts fit", parsePositiveNumber)
+    .option("--recommend", "every layout ringlab knows at each node count, those that fit ranked by predicted throughput, and on the local testbed the campaign that would check the top two", false)
     .option("--cpus <cores>", "the CPU quota per worker the calibration was measured at (local testbed; default: the calibration's, when it has one for this model and batch)", parseCpuQuota)
     .option("--instance-type <type>", "an AWS instance type of the catalogue: its GPU's published throughput and its network's baseline answer where the calibration does not (each said so)", parseInstanceType)
     .option("--hierarchical", "a two-level all-reduce (inside each node, then between nodes: Horovod's hierarchical all-reduce, NCCL's rings) instead of one ring over every worker; needs --processes-per-node 2 or more", false)
@@ -80,10 +108,26 @@ export function registerPredict(program: Command, host: CommandHost): void {
       const context = { ...(calibration === undefined ? {} : { calibration }), ...(cpus === undefined ? {} : { cpusPerNode: cpus }),
         ...(options.instanceType === undefined ? {} : { instanceType: options.instanceType }),
         ...(options.intraNodeBandwidth === undefined ? {} : { intraNodeBandwidth: options.intraNodeBandwidth }) };
+      const workload = workloadKnobs(options);
+      if (options.recommend) {
+        const memory = memoryConstantsOf(calibration, options.instanceType === undefined ? "cpu" : "cuda", cpus);
+        const tables = options.nodes.map((nodes) => ({ nodes, rows: recommend({
+          model: options.model, batchSize: options.batch, nodes, processesPerNode: options.processesPerNode, bandwidth: nodes === 1 ? null : options.bandwidth, knobs: workload,
+          ...(options.memoryPerNode === undefined ? {} : { memoryPerNodeBytes: options.memoryPerNode * 2 ** 30 }),
+        }, context, memory) }));
+        if (options.format === "json") {
+          out(`${JSON.stringify({ from: calibration === undefined ? PUBLISHED_ONLY : resolve(file), memory: memory.source, nodes: tables }, null, 2)}\n`);
+          return;
+        }
+        out(formatRecommendations(options, tables, calibration === undefined ? PUBLISHED_ONLY : resolve(file), memory.source, cpus));
+        return;
+      }
+      const layout = { parallelism: options.parallelism, ...(options.fsdpSharding === undefined ? {} : { fsdpSharding: options.fsdpSharding }),
+        ...(options.microBatches === undefined ? {} : { microBatches: options.microBatches }), ...(options.pipelineSchedule === undefined ? {} : { pipelineSchedule: options.pipelineSchedule }) };
       // One node uses no link, as a campaign's plan has it (its processes exchange inside the node).
       const curve = options.nodes.map((nodes) => ({ nodes, outcome: predictTraining({
         runId: `${nodes} node${nodes === 1 ? "" : "s"}`, model: options.model, batchSize: options.batch, nodes, processesPerNode: options.processesPerNode,
-        bandwidth: nodes === 1 ? null : options.bandwidth, knobs: { reduction: options.reduction, precision: options.precision }, hierarchical: options.hierarchical,
+        bandwidth: nodes === 1 ? null : options.bandwidth, knobs: { reduction: options.reduction, ...workload, ...layout }, hierarchical: options.hierarchical,
       }, context) }));
       const from = calibration === undefined ? PUBLISHED_ONLY : resolve(file);
       const points = curve.flatMap(({ nodes, outcome }) => isPrediction(outcome) ? [{ nodes, prediction: outcome }] : []);
@@ -113,7 +157,7 @@ function formatCurve(options: PredictOptions, points: readonly { nodes: number; 
   return [
     `${options.model} at batch ${options.batch} per worker, ${options.precision}, ${options.bandwidth}, ${options.hierarchical ? "hierarchical ring" : options.reduction}, ${options.processesPerNode} process${options.processesPerNode === 1 ? "" : "es"} per node` +
       `${options.instanceType === undefined ? "" : ` on ${options.instanceType}`}; from ${file} (φ: the share of the all-reduce hidden behind compute; no overlap and full overlap are the bounds):`,
-    formatTable(["nodes", "workers", "t_c (s)", "t_ar (s)", "step (s)", "img/s", "efficiency", "φ", "no overlap", "full overlap"], rows).trimEnd(),
+    formatTable(["nodes", "workers", "t_c (s)", "t_ar (s)", "step (s)", rateUnit(points[0]!.prediction.unit), "efficiency", "φ", "no overlap", "full overlap"], rows).trimEnd(),
     overtakes === undefined ? `communication stays below compute up to ${last} nodes` : `communication takes longer than compute from ${overtakes} nodes on (t_ar > t_c)`,
     ...sources.map((source) => `source: ${source}`),
     ...missing.map((entry) => `${entry.runId}: no prediction: ${entry.missing}`),
@@ -128,4 +172,63 @@ function parseInstanceType(value: string): string {
     throw new InvalidArgumentError(`${JSON.stringify(value)} is not a GPU instance type ringlab's catalogue knows (src/catalogue/aws-instance-types.ts): one of ${gpuTypes.join(", ")}`);
   }
   return value;
+}
+
+/** The workload's own knobs from the options (precision, optimizer, a language model's shape), as a campaign's train section sets them. */
+function workloadKnobs(options: PredictOptions): Record<string, string | number | boolean> {
+  return {
+    precision: options.precision, optimizer: options.optimizer,
+    ...(options.sequenceLength === undefined ? {} : { sequenceLength: options.sequenceLength }), ...(options.layers === undefined ? {} : { layers: options.layers }),
+    ...(options.width === undefined ? {} : { width: options.width }), ...(options.heads === undefined ? {} : { heads: options.heads }),
+    ...(options.activationCheckpointing ? { activationCheckpointing: true } : {}),
+  };
+}
+
+/** The calibration's memory entry for the machine asked about, else ringlab's assumption. */
+function memoryConstantsOf(calibration: Calibration | undefined, device: "cpu" | "cuda", cpus: number | undefined): MemoryConstants {
+  const entry = calibration?.memory.find((candidate) => candidate.device === device && (device === "cuda" || candidate.cpusPerNode === (cpus ?? null)));
+  return entry === undefined ? ASSUMED_MEMORY[device] : constantsOf(entry);
+}
+
+function formatRecommendations(options: PredictOptions, tables: readonly { nodes: number; rows: readonly Recommendation[] }[], file: string, memorySource: string, cpus: number | undefined): string {
+  const gib = (bytes: number) => (bytes / 2 ** 30).toFixed(2);
+  const lines = [`${options.model} at batch ${options.batch} per replica, ${options.precision}, ${options.optimizer}, ${options.bandwidth}; every layout, ` +
+    `those that fit${options.memoryPerNode === undefined ? "" : ` ${options.memoryPerNode} GiB per node`} first, fastest first; from ${file}:`];
+  const sources = new Set<string>([`memory: ${memorySource}`]);
+  for (const { nodes, rows } of tables) {
+    const table = rows.map((row) => {
+      const prediction = "throughput" in row.prediction ? row.prediction : undefined;
+      const memory = isMemoryPrediction(row.memory) ? row.memory : undefined;
+      if (prediction !== undefined) for (const source of Object.values(prediction.sources)) sources.add(source);
+      return [row.candidate.name, row.fits === null ? "-" : row.fits ? "yes" : "NO", memory === undefined ? "-" : gib(memory.rankBytes), memory === undefined ? "-" : gib(memory.nodeBytes),
+        prediction === undefined ? "-" : prediction.stepSeconds.toFixed(3), prediction === undefined ? "-" : prediction.throughput.toFixed(1),
+        prediction === undefined ? `no prediction: ${"missing" in row.prediction ? row.prediction.missing : ""}` : `${(100 * prediction.scalingEfficiency.value).toFixed(1)}%`];
+    });
+    lines.push("", `${nodes} node${nodes === 1 ? "" : "s"} × ${options.processesPerNode}:`,
+      formatTable(["layout", "fits", "GiB per rank", "GiB per node", "step (s)", rateUnit(rows.find((row) => "unit" in row.prediction)?.prediction.unit as "images" | "tokens" ?? "images"), "efficiency"], table).trimEnd());
+    const top = rows.filter((row) => row.fits !== false && "throughput" in row.prediction).slice(0, 2);
+    if (cpus !== undefined && nodes > 1 && top.length > 0) lines.push(checkCampaign(options, nodes, top, cpus));
+  }
+  lines.push("", ...[...sources].map((source) => `source: ${source}`), "");
+  return lines.join("\n");
+}
+
+/**
+ * The local campaign that would measure the top layouts at this node count and link: their knobs as matrix axes (a
+ * layout's own knobs vary only its runs; two variants of one layout make their product), the workload's in train.
+ */
+function checkCampaign(options: PredictOptions, nodes: number, top: readonly Recommendation[], cpus: number): string {
+  const names = top.map((row) => row.candidate.name).join(" and ");
+  const axes = new Map<string, Set<string>>();
+  for (const row of top) for (const [knob, value] of Object.entries(row.candidate.knobs)) axes.set(knob, (axes.get(knob) ?? new Set()).add(String(value)));
+  const matrix = [...axes].map(([knob, values]) => `${knob}: [${[...values].join(", ")}]`).join(", ");
+  const workload = Object.entries(workloadKnobs(options)).map(([knob, value]) => `${knob}: ${String(value)}`).join(", ");
+  // One node holds a whole replica, which a memory limit may not: no baseline then.
+  const nodeCounts = options.memoryPerNode === undefined ? `[1, ${nodes}]` : `[${nodes}]`;
+  return [`the campaign that would check ${names} (save it as a file; ringlab plan FILE, then ringlab campaign FILE):`,
+    `  testbed: {target: local, name: recommend, nodes: ${nodes}, cpusPerNode: ${cpus}${options.memoryPerNode === undefined ? "" : `, memoryPerNodeGiB: ${options.memoryPerNode}`}}`,
+    "  campaign:",
+    `    matrix: {nodes: ${nodeCounts}, model: ${options.model}, batchSize: ${options.batch}, bandwidth: ${options.bandwidth}, ${matrix}}`,
+    `    train: {${workload}}`,
+  ].join("\n");
 }

@@ -1,0 +1,58 @@
+/**
+ * The report's Layouts section (src/report/layouts.ts): one language-model workload laid out three ways at one link and
+ * node count, read from records: throughput in tokens, peak memory, the fastest named with its margin over the next.
+ */
+import { describe, expect, it } from "vitest";
+import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
+import { renderCharts } from "../../src/report/charts.ts";
+import { reportData, reportMeta } from "../../src/report/data.ts";
+import { renderHtml } from "../../src/report/render.ts";
+import type { RunRecord } from "../../src/results/record.ts";
+import { trainRecord } from "./fixtures/records.ts";
+
+const MIB = 2 ** 20;
+
+/** A gpt-nano run in tokens/s, laid out by `knobs`, its largest rank `peak` MiB over its baseline. */
+function languageRun(nodes: number, tokensPerSecond: number, knobs: Record<string, string | number>, peak: number): RunRecord {
+  const record = trainRecord({ model: "gpt-nano", batchSize: 4, nodes, throughput: tokensPerSecond, knobs: { optimizer: "adamw", ...knobs } });
+  const result = record.result!;
+  if (result.job !== "train") throw new Error("a training record");
+  const { imagesPerSecondTotal: total, imagesPerSecondPerWorker: perWorker, ...metrics } = result.metrics;
+  return { ...record, result: { ...result, knobs: { ...result.knobs, sequenceLength: 128 }, metrics: {
+    ...metrics, unit: "tokens", tokensPerSecondTotal: total!, tokensPerSecondPerWorker: perWorker!,
+    memory: { method: "resident-set", peakSince: "model", perRank: Array.from({ length: nodes }, () => ({ peakBytes: (200 + peak) * MIB, baselineBytes: 200 * MIB })) },
+  } } } as RunRecord;
+}
+
+const records = [
+  languageRun(1, 1000, { parallelism: "ddp" }, 300), languageRun(3, 2400, { parallelism: "ddp" }, 300),
+  languageRun(1, 990, { parallelism: "fsdp", fsdpSharding: "full" }, 280), languageRun(3, 2000, { parallelism: "fsdp", fsdpSharding: "full" }, 120),
+  languageRun(1, 950, { parallelism: "pipeline", microBatches: 4 }, 290), languageRun(3, 1500, { parallelism: "pipeline", microBatches: 4 }, 150),
+];
+
+describe("the report's layouts", () => {
+  const data = reportData(records);
+
+  it("counts a language model's throughput in tokens, with its layout and peak memory", () => {
+    const fsdp = data.training.find((config) => config.layout === "fsdp full")!;
+    expect(fsdp.unit).toBe("tokens");
+    expect(fsdp.series[0]!.points[0]!.peakMemoryBytes!.mean).toBe(120 * MIB);
+    expect(data.training.map((config) => config.layout).sort()).toEqual(["ddp", "fsdp full", "pipeline gpipe, 4 micro-batches"]);
+  });
+
+  it("puts the layouts of one workload, link and node count side by side, fastest first, and says by how much it won", () => {
+    const [comparison, ...rest] = layoutComparisons(data.training);
+    expect(rest).toEqual([]);
+    expect(comparison!.entries.map((entry) => entry.layout)).toEqual(["ddp", "fsdp full", "pipeline gpipe, 4 micro-batches"]);
+    expect(layoutVerdict(comparison!)).toBe("gpt-nano · batch 4 · optimizer=adamw · 1gbit · 3 nodes: ddp was fastest (2400.0 tok/s), 20 % more than fsdp full " +
+      "(2000.0 tok/s); the model has no prediction for every layout here. Peak memory per rank: ddp 0.29, fsdp full 0.12, pipeline gpipe, 4 micro-batches 0.15 GiB.");
+  });
+
+  it("draws the section in the HTML report and its charts in the configuration's unit", async () => {
+    const svgs = await renderCharts(data);
+    const html = renderHtml(data, svgs, reportMeta(records, new Date("2026-11-27T12:00:00Z")), []);
+    expect(html).toContain("<h2>Layouts</h2>");
+    expect(html).toContain("Throughput (tok/s)");
+    expect(svgs.throughput).toContain("Throughput (tokens/s)");
+  });
+});
