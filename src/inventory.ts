@@ -6,6 +6,7 @@ import { dumpAnsibleData } from "./ansible-data.ts";
 import { stackName } from "./rules/names.ts";
 import { knownHostsLine, type NodeHostKey } from "./rules/ssh-key.ts";
 import { workerImageSourceOf, type WorkerImageSource } from "./rules/worker-image.ts";
+import type { SpecTargetName } from "./targets/index.ts";
 import type { AwsTestbedSpec } from "./testbed/spec.ts";
 
 export interface InventoryNode {
@@ -23,7 +24,8 @@ export interface InventoryNode {
 
 export interface InventorySpec {
   readonly testbed: string;
-  readonly target: "local" | "aws";
+  /** The target of a testbed ringlab brings up (src/targets/): ansible/ reads it as ringlab_target. */
+  readonly target: SpecTargetName;
   readonly nodes: readonly InventoryNode[];
   readonly sshUser: string;
   readonly sshPrivateKeyFile: string;
@@ -183,7 +185,7 @@ export function awsInventory(outputsJson: unknown, testbed: AwsTestbedSpec, know
     efsEndpoint: testbed.sharedStorage === "efs" ? outputs.sharedStorageEndpoint : "",
     clusterCidr: testbed.subnetCidr,
     workerImage: testbed.workerImage,
-    workerImageSource: workerImageSourceOf("aws", testbed.workerImage, testbed.workerImageTarball),
+    workerImageSource: workerImageSourceOf(testbed.workerImage, testbed.workerImageTarball),
     ...(testbed.workerImageTarball === null ? {} : { workerImageTarball: testbed.workerImageTarball }),
   });
 }

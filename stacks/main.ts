@@ -5,11 +5,11 @@
  */
 import { EXIT, RinglabError, UsageError } from "../src/errors.ts";
 import { dirname, resolve } from "node:path";
+import { targetOf, TARGETS } from "../src/targets/index.ts";
 import { readHostKeys } from "../src/testbed/host-keys.ts";
 import { readSpec } from "../src/testbed/spec.ts";
-import { synthesizeStack } from "./synth.ts";
 
-function main(): void {
+async function main(): Promise<void> {
   const specFile = process.env.RINGLAB_SPEC;
   if (specFile === undefined || specFile.trim() === "") {
     throw new UsageError(
@@ -18,15 +18,18 @@ function main(): void {
     );
   }
   const spec = readSpec(specFile);
-  if (spec.target !== "aws") {
-    throw new UsageError(`${specFile}: target is "${spec.target}", expected "aws": only AWS testbeds have a cdktf stack`);
+  const stack = targetOf(spec).stack;
+  if (stack === undefined) {
+    const withStacks = Object.values(TARGETS).filter((target) => target.stack !== undefined);
+    throw new UsageError(`${specFile}: target is "${spec.target}", expected ${withStacks.map((target) => `"${target.name}"`).join(" or ")}: ` +
+      `only ${withStacks.map((target) => target.title).join(" and ")} testbeds have a cdktf stack`);
   }
   // The host keys `ringlab synth` made beside the spec, if any: without them the nodes keep the AMI's own.
-  synthesizeStack(spec, undefined, readHostKeys(dirname(resolve(specFile)), spec.nodes));
+  await stack.synthesize(spec, undefined, readHostKeys(dirname(resolve(specFile)), spec.nodes));
 }
 
 try {
-  main();
+  await main();
 } catch (error) {
   // Errors about the input are the user's to fix: their message is enough, a stack trace would bury it.
   const message = error instanceof Error ? error.message : String(error);

@@ -9,7 +9,9 @@ import { onDemandUsdPerHour } from "../catalogue/aws-instance-types.ts";
 import { PARAMETER_COUNT, TRAIN_KNOBS } from "../config/registry.ts";
 import type { CampaignFile, Model } from "../config/schema.ts";
 import { isReduction, reductionLowerBoundSeconds, type Placement } from "../results/cost-model.ts";
-import { workerImageSourceOf, type WorkerImageSource } from "../rules/worker-image.ts";
+import type { WorkerImageSource } from "../rules/worker-image.ts";
+import { InternalError } from "../errors.ts";
+import { targetOf, type TargetEstimate } from "../targets/index.ts";
 import { computeInput, inputQuestionOf, isMissing } from "../predict/inputs.ts";
 import type { CampaignPlan, PlannedRun } from "./plan.ts";
 
@@ -38,18 +40,16 @@ function languageStepSeconds(run: PlannedRun, gflops: number): number | undefine
 }
 
 /**
- * The fastest all-reduce assumed, in Gbit/s: on the local testbed Gloo between containers is CPU-bound at about
- * 5 Gbit/s (test/bench/README.md); single TCP flows on small GPU instances stop at 5 Gbit/s too.
+ * What the testbed's target says its machines take (src/targets/): the fastest all-reduce assumed, the orchestration
+ * per run (ansible, start and remove workers, collect) and per campaign (up, configure, shape, down), how its nodes
+ * get the worker image. A target without them (a Kubernetes cluster, whose machines ringlab does not know) is not
+ * estimated.
  */
-const FASTEST_ALLREDUCE_GBPS = { local: 5, aws: 5 } as const;
-/**
- * Orchestration per run (ansible, start and remove workers, collect) and per campaign (up, configure, shape,
- * down), measured on the local testbed (test/bench/README.md); AWS adds SSH round trips and provisioning.
- */
-const OVERHEAD_SECONDS = {
-  local: { run: 6, campaign: 25 },
-  aws: { run: 10, campaign: 15 * 60 },
-} as const;
+function estimateOf(file: CampaignFile): TargetEstimate {
+  const estimate = targetOf(file.testbed).estimate;
+  if (estimate === undefined) throw new InternalError(`a ${file.testbed.target} campaign has no estimate: its target does not say what its machines take`);
+  return estimate;
+}
 /** A worker's start: imports, torchrun, rendezvous, model set-up. */
 const WORKER_START_SECONDS = 5;
 /** The worker's defaults for the knobs that set a run's length (docker/worker/ringlab_worker/registry.json). */
@@ -102,7 +102,7 @@ export interface EstimateOptions {
 
 export function estimateImageDelivery(file: CampaignFile, options: EstimateOptions = {}): ImageDeliveryEstimate {
   const tb = file.testbed;
-  const source = workerImageSourceOf(tb.target, tb.workerImage, tb.target === "aws" ? tb.workerImageTarball : undefined);
+  const source = estimateOf(file).workerImageSource(tb);
   if (source !== "tarball") return { source, seconds: IMAGE_DELIVERY_SECONDS[source] };
   const tarballBytes = options.workerImageTarballBytes ?? ASSUMED_TARBALL_BYTES;
   const uplinkGbps = options.adminUplinkGbps ?? ASSUMED_ADMIN_UPLINK_GBPS;
@@ -118,8 +118,8 @@ function placementOf(run: PlannedRun): Placement {
 }
 
 export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options: EstimateOptions = {}): number {
-  const target = file.testbed.target;
-  const fastest = FASTEST_ALLREDUCE_GBPS[target];
+  const estimate = estimateOf(file);
+  const fastest = estimate.fastestAllReduceGbps;
   const link = run.bandwidth === null ? null : Math.min(bandwidthGbps(run.bandwidth) ?? fastest, fastest);
   let jobSeconds = WORKER_START_SECONDS;
   const reduction = isReduction(run.knobs.reduction) ? run.knobs.reduction : "ring";
@@ -132,15 +132,16 @@ export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options:
     const knobs = { ...WORKER_DEFAULTS, ...run.knobs };
     const steps = knobs.epochs === undefined ? Number(knobs.numWarmupBatches) + Number(knobs.numIters) * Number(knobs.numBatchesPerIter)
       : Number(knobs.epochs) * epochSteps(file, run);
-    const computeSeconds = file.testbed.target === "aws" ? gpuComputeSeconds(run, file.testbed.instanceType)
-      // The local testbed's worker processes share this machine's cores: each gets 2 only while there are enough.
+    const instanceType = targetOf(file.testbed).instanceTypeOf?.(file.testbed);
+    const computeSeconds = instanceType !== undefined ? gpuComputeSeconds(run, instanceType)
+      // Without instance types (the local testbed) the worker processes share this machine's cores: each gets 2 only while there are enough.
       : (languageStepSeconds(run, CPU_TRAINING_GFLOPS) ?? run.batchSize! / CPU_IMAGES_PER_SECOND[run.model!]!) *
         Math.max(1, (2 * run.nodes * (run.processesPerNode ?? 1)) / (options.localCores ?? 2));
     const gradientBytes = PARAMETER_COUNT[run.model!] * (knobs.fp16Allreduce === true ? 2 : 4);
     const allReduceSeconds = link === null ? 0 : reductionLowerBoundSeconds(reduction, gradientBytes, placementOf(run), link, true);
     jobSeconds += steps * (computeSeconds + allReduceSeconds);
   }
-  return OVERHEAD_SECONDS[target].run + jobSeconds;
+  return estimate.overheadSeconds.run + jobSeconds;
 }
 
 /**
@@ -165,16 +166,18 @@ function epochSteps(file: CampaignFile, run: PlannedRun): number {
 }
 
 export function estimateCampaign(plan: CampaignPlan, file: CampaignFile, options: EstimateOptions = {}): CampaignEstimate {
-  const target = file.testbed.target;
+  const overhead = estimateOf(file).overheadSeconds;
   const imageDelivery = estimateImageDelivery(file, options);
-  const runsSeconds = (runs: readonly PlannedRun[]) => OVERHEAD_SECONDS[target].campaign + imageDelivery.seconds +
+  const runsSeconds = (runs: readonly PlannedRun[]) => overhead.campaign + imageDelivery.seconds +
     runs.reduce((sum, run) => sum + estimateRunSeconds(run, file, options), 0);
   const seconds = runsSeconds(plan.runs);
   const fewest = plan.repeatUntil === undefined ? {} : { fewestSeconds: runsSeconds(plan.runs.filter((run) => !run.conditional)) };
-  if (file.testbed.target !== "aws") return { seconds, ...fewest, imageDelivery };
+  // Instance-hours where the target rents its nodes by instance type (AWS).
+  const instanceType = targetOf(file.testbed).instanceTypeOf?.(file.testbed);
+  if (instanceType === undefined) return { seconds, ...fewest, imageDelivery };
   const instanceHours = (plan.nodesToProvision * seconds) / 3600;
   // On-demand us-east-1 list price: spot is usually cheaper and other regions differ; check before you spend.
-  const hourlyPriceUsd = onDemandUsdPerHour(file.testbed.instanceType);
+  const hourlyPriceUsd = onDemandUsdPerHour(instanceType);
   return {
     seconds,
     ...fewest,

@@ -1,5 +1,8 @@
 /**
- * Runs a campaign: read -> plan -> bring the testbed up -> run what is left -> report -> tear down.
+ * Runs a campaign: read -> plan -> bring the testbed up -> run what is left -> report -> tear down, on every target
+ * (src/targets/): what differs is the testbed the target opens (a CampaignTestbed). By default ringlab brings the
+ * testbed up, configures it and runs through Ansible (ansibleTestbed, below); a target with its own run path (a
+ * Kubernetes cluster: a Job per run, src/kubernetes/campaign.ts) brings that instead.
  * Every finished run is on disk before the next starts, so a kill loses at most the run in flight, and a rerun
  * of the same file resumes. Teardown runs at the end, on failure and on Ctrl-C/SIGTERM, unless asked to keep.
  */
@@ -7,7 +10,7 @@ import { relative, resolve } from "node:path";
 import { existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { bandwidthGbps } from "../bandwidth.ts";
-import type { LoadedCampaignFile } from "../config/load.ts";
+import type { AnyLoadedCampaignFile, LoadedCampaignFile } from "../config/load.ts";
 import { dockerFor, uninterruptible, type Context } from "../context.ts";
 import { recordedLauncher } from "../launchers/index.ts";
 import { writeReport } from "../report/index.ts";
@@ -22,8 +25,9 @@ import type { TestbedRecord } from "../testbed/record.ts";
 import { NodeKeeper, runnableWith, type NodeRecovery } from "../testbed/health.ts";
 import { DEFAULT_BUSY_THRESHOLD, HostLoadSampler } from "../testbed/host-load.ts";
 import { configureUnlessCurrent, down, prepareDataset, up } from "../testbed/testbed.ts";
+import { gapOf, gapOfTestbed, targetOf, type CampaignTestbed, type Target, type TargetOptions } from "../targets/index.ts";
 import { writeFileAtomic } from "../util/fs.ts";
-import { UsageError } from "../errors.ts";
+import { InternalError, UsageError } from "../errors.ts";
 import { memoryConstantsFor, planProblems } from "./fits.ts";
 import { checkGpuMemory } from "./gpu-memory.ts";
 import { checkLinkDrive } from "./link-drive.ts";
@@ -42,9 +46,10 @@ export interface CampaignOptions {
   /** This machine's cores, for the local testbed's CPU quota (src/testbed/cpu-quota.ts). @default os.availableParallelism() */
   readonly machineCores?: number;
   /**
-   * Local testbed: run once more, at the end, each run whose measurement was disturbed (results/steadiness.ts): the
-   * machine was busy during it, or its steps changed speed while it ran. Elsewhere a rerun costs instance time that
-   * `plan` did not estimate: the report flags the run and `--rerun-flagged` does it. @default true
+   * Where the target can ("rerun-disturbed": the local testbed): run once more, at the end, each run whose measurement
+   * was disturbed (results/steadiness.ts): the machine was busy during it, or its steps changed speed while it ran.
+   * Elsewhere the target says why not (AWS: a rerun costs instance time that `plan` did not estimate; the report flags
+   * the run and `--rerun-flagged` does it). @default true
    */
   readonly rerunDisturbed?: boolean;
   /** Also do again the runs of earlier invocations whose latest record was disturbed (`--rerun-flagged`). @default false */
@@ -54,6 +59,8 @@ export interface CampaignOptions {
    * first run (predictions.json; kept as it is when the campaign resumes), for the report to score. @default none
    */
   readonly calibration?: { readonly calibration: Calibration; readonly from: string };
+  /** What tests hand the target in place of the real world (src/targets/target.ts). @default none */
+  readonly targetOptions?: TargetOptions;
 }
 
 export interface CampaignOutcome {
@@ -82,63 +89,53 @@ export function resultsDirFor(file: Pick<LoadedCampaignFile, "campaign" | "sourc
   return resolve(override ?? file.campaign?.resultsDir ?? `results/${campaignName(file.sourceFile)}`);
 }
 
-export async function runCampaign(ctx: Context, file: LoadedCampaignFile, options: CampaignOptions = {}): Promise<CampaignOutcome> {
+export async function runCampaign(ctx: Context, file: AnyLoadedCampaignFile, options: CampaignOptions = {}): Promise<CampaignOutcome> {
   const started = Date.now();
+  const target = targetOf(file.testbed);
   const plan = planCampaign(file, campaignName(file.sourceFile));
   // Once for the whole campaign, before anything starts: every run, the single-node baseline too, gets it.
   const cpusPerNode = resolveCpuQuota(file, options.machineCores ?? availableParallelism());
-  // A run that cannot be laid out on its workers, or that the memory model says will not fit, is refused before anything starts.
-  const problems = [...checkGpuMemory(plan, file), ...planProblems(plan, file, memoryConstantsFor(file, cpusPerNode, options.calibration?.calibration))];
-  if (problems.length > 0) {
-    throw new UsageError(`the campaign cannot run as planned:\n${problems.map((problem) => `  ${problem}`).join("\n")}`, {
-      hint: `\`ringlab plan ${file.sourceFile}\` prints the plan with the memory predicted for every run; change the file and run the campaign again`,
-    });
-  }
+  const predictable = predictableFile(file);
+  if (predictable !== undefined) refuseWhatCannotFit(plan, predictable, cpusPerNode, options.calibration?.calibration);
   for (const warning of checkLinkDrive(plan, cpusPerNode)) ctx.reporter.warn(warning);
   const leftOut: string[] = [];
   const store = ResultsStore.open(resultsDirFor(file, options.resultsDir), (message) => {
     leftOut.push(message);
     ctx.reporter.warn(message);
   });
-  const keep = options.keep ?? plan.keep;
-  // A record made under another CPU quota (or none, or Docker's 100 ms period) measured something else: its run is done again.
-  const sameQuota = store.latestRecords().filter(({ record }) => underQuota(record, cpusPerNode));
-  const remaining = remainingRuns(plan, new Map(sameQuota.map(({ record }) => [record.runId, record])),
-    options.redoDisturbed === true ? { redo: (record) => disturbance(record) !== undefined } : {});
-  // A repeatUntil campaign run again: the rounds its records show are not needed are not counted, nor a testbed brought up for them.
-  const todo = plan.repeatUntil === undefined ? remaining
-    : withoutRoundsNotNeeded(remaining, throughputsByConfiguration(plan.runs, sameQuota.map(({ record }) => record)), plan.repeatUntil);
+  // A testbed whose runs' objects are always deleted (a Kubernetes cluster's) is never kept.
+  const keep = gapOf(target, "keep") === undefined && (options.keep ?? plan.keep);
+  const todo = runsToDo(plan, store, cpusPerNode, options.redoDisturbed === true);
   const alreadyDone = plan.runs.length - todo.length;
   saveCampaignCopy(store.layout, file.sourceText);
-  const predictFrom = predictionContextFor(file, cpusPerNode, options.calibration?.calibration);
+  const predictFrom = predictable === undefined ? undefined : predictionContextFor(predictable, cpusPerNode, options.calibration?.calibration);
   if (predictFrom !== undefined) savePredictions(ctx, { store, plan, campaignFile: file.sourceFile }, predictFrom, options.calibration?.from);
-  ctx.reporter.info(`campaign ${plan.name}: ${plan.repeatUntil === undefined ? "" : "up to "}${plan.runs.length} runs planned, ${alreadyDone} already done, ${todo.length} to run; results in ${store.layout.dir}`);
+  ctx.reporter.info(`campaign ${plan.name}: ${plan.repeatUntil === undefined ? "" : "up to "}${plan.runs.length} runs planned, ${alreadyDone} already done, ` +
+    `${todo.length} to run${target.runsWhere?.(file.testbed) ?? ""}; results in ${store.layout.dir}`);
 
   const tally: Tally = { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0, rerun: { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0, stillDisturbed: 0 } };
   let upSeconds = 0;
   let teardown: CampaignOutcome["teardown"] = "not needed";
-  let testbed: TestbedRecord | undefined;
+  let testbed: CampaignTestbed | undefined;
   try {
     if (todo.length > 0) {
-      // The testbed is provisioned once, as the file describes it, and serves every run.
+      // The testbed is brought up (or connected to) once, as the file describes it, and serves every run.
       const upStarted = Date.now();
-      testbed = await up(ctx, file);
+      testbed = await openTestbed(ctx, target, file, { plan, todo, targetOptions: options.targetOptions ?? {} });
       upSeconds = (Date.now() - upStarted) / 1000;
-      // Configuring also removes workers left over from a killed earlier invocation.
-      await configureUnlessCurrent(ctx, testbed, { launchers: [plan.launcher] });
-      if (plan.dataset?.generate === true && todo.some((run) => run.knobs.data === "dataset")) await prepareDataset(ctx, testbed, plan.dataset);
-      const instanceType = file.testbed.target === "aws" ? file.testbed.instanceType : undefined;
-      const memoryPerNodeGiB = file.testbed.target === "local" ? file.testbed.memoryPerNodeGiB : undefined;
-      await runAll(ctx, { testbed, plan, store, instanceType, cpusPerNode, memoryPerNodeGiB, rerunDisturbed: options.rerunDisturbed ?? true }, todo, tally);
+      await testbed.prepare?.(ctx);
+      const scope: RecordScope = {
+        testbed: { name: file.testbed.name, target: file.testbed.target }, plan, store, instanceType: target.instanceTypeOf?.(file.testbed), cpusPerNode,
+        memoryPerNodeGiB: "memoryPerNodeGiB" in file.testbed ? file.testbed.memoryPerNodeGiB : undefined,
+      };
+      await testbed.run(ctx, { todo, scope, tally, rerunDisturbed: options.rerunDisturbed ?? true });
     }
   } finally {
     const interrupted = ctx.signal.aborted;
     // Only a testbed this invocation brought up (or reused) is torn down: when `up` refused or failed, the
     // testbed of that name, if any, is not ours to remove (a failed `up` rolls back what it created itself).
-    if (testbed !== undefined) {
-      teardown = keep ? "kept" : await tearDown(ctx, file.testbed.name);
-    }
-    if (keep && testbed !== undefined && interrupted) await stopWorkers(uninterruptible(ctx), testbed).catch(() => {});
+    if (testbed !== undefined) teardown = keep ? "kept" : await testbed.tearDown(ctx);
+    if (keep && testbed !== undefined && interrupted) await testbed.stopWorkers?.(uninterruptible(ctx)).catch(() => {});
     await makeReport(ctx, store, leftOut);
     if (interrupted) ctx.reporter.warn(`interrupted: ${tally.ok + tally.failed + tally.notRun} runs recorded this time; rerun the same command to resume`);
   }
@@ -150,16 +147,89 @@ export async function runCampaign(ctx: Context, file: LoadedCampaignFile, option
   };
 }
 
-/** What a run's record needs of its campaign invocation (a Kubernetes campaign's too: src/kubernetes/campaign.ts). */
+/** A run that cannot be laid out on its workers, or that the memory model says will not fit, is refused before anything starts. */
+function refuseWhatCannotFit(plan: CampaignPlan, file: LoadedCampaignFile, cpusPerNode: number | undefined, calibration: Calibration | undefined): void {
+  const problems = [...checkGpuMemory(plan, file), ...planProblems(plan, file, memoryConstantsFor(file, cpusPerNode, calibration))];
+  if (problems.length === 0) return;
+  throw new UsageError(`the campaign cannot run as planned:\n${problems.map((problem) => `  ${problem}`).join("\n")}`, {
+    hint: `\`ringlab plan ${file.sourceFile}\` prints the plan with the memory predicted for every run; change the file and run the campaign again`,
+  });
+}
+
+/** The planned runs the results folder does not hold yet (with `redoDisturbed`, also those whose latest record was disturbed). */
+function runsToDo(plan: CampaignPlan, store: ResultsStore, cpusPerNode: number | undefined, redoDisturbed: boolean): PlannedRun[] {
+  // A record made under another CPU quota (or none, or Docker's 100 ms period) measured something else: its run is done again.
+  const sameQuota = store.latestRecords().filter(({ record }) => underQuota(record, cpusPerNode));
+  const remaining = remainingRuns(plan, new Map(sameQuota.map(({ record }) => [record.runId, record])),
+    redoDisturbed ? { redo: (record) => disturbance(record) !== undefined } : {});
+  // A repeatUntil campaign run again: the rounds its records show are not needed are not counted, nor a testbed brought up for them.
+  return plan.repeatUntil === undefined ? remaining
+    : withoutRoundsNotNeeded(remaining, throughputsByConfiguration(plan.runs, sameQuota.map(({ record }) => record)), plan.repeatUntil);
+}
+
+/**
+ * The file where its target lets ringlab predict the runs (their memory and throughput) before they run; undefined
+ * where it cannot ("predictions": a Kubernetes cluster's machines are unknown). Such a target is one ringlab brings
+ * up, whose file the predictions read (LoadedCampaignFile).
+ */
+function predictableFile(file: AnyLoadedCampaignFile): LoadedCampaignFile | undefined {
+  return gapOfTestbed(file.testbed, "predictions") === undefined ? file as LoadedCampaignFile : undefined;
+}
+
+/** What opening the testbed needs of the campaign. */
+interface OpenRequest {
+  readonly plan: CampaignPlan;
+  readonly todo: readonly PlannedRun[];
+  readonly targetOptions: TargetOptions;
+}
+
+/**
+ * The testbed the campaign runs on: its target's own run path, or (the default) the testbed ringlab brings up from
+ * its spec, configures, and runs through Ansible.
+ */
+async function openTestbed(ctx: Context, target: Target, file: AnyLoadedCampaignFile, request: OpenRequest): Promise<CampaignTestbed> {
+  if (target.ownRunPath !== undefined) return target.ownRunPath(ctx, file, request.targetOptions);
+  if (gapOf(target, "provision") !== undefined) throw new InternalError(`the ${target.name} target neither brings its testbed up nor runs campaigns its own way`);
+  const record = await up(ctx, file as LoadedCampaignFile, request.targetOptions);
+  return ansibleTestbed(record, request);
+}
+
+/**
+ * A testbed ringlab brought up, as a campaign runs on it: configured (which also removes workers left over from a
+ * killed earlier invocation) and given the campaign's dataset; its runs go in batches through Ansible (runAll), and
+ * teardown removes it from its spec.
+ */
+function ansibleTestbed(record: TestbedRecord, { plan, todo }: OpenRequest): CampaignTestbed {
+  return {
+    async prepare(ctx) {
+      await configureUnlessCurrent(ctx, record, { launchers: [plan.launcher] });
+      if (plan.dataset?.generate === true && todo.some((run) => run.knobs.data === "dataset")) await prepareDataset(ctx, record, plan.dataset);
+    },
+    run: (ctx, runs) => runAll(ctx, { ...runs.scope, testbed: record, rerunDisturbed: runs.rerunDisturbed }, runs.todo, runs.tally),
+    stopWorkers: (ctx) => stopWorkers(ctx, record),
+    tearDown: (ctx) => tearDown(ctx, record.name),
+  };
+}
+
+/** What a testbed's run path gets of the campaign: the runs to do, what their records share, and the tally. */
+export interface CampaignRuns {
+  readonly todo: readonly PlannedRun[];
+  readonly scope: RecordScope;
+  readonly tally: Tally;
+  /** CampaignOptions.rerunDisturbed: the run path runs disturbed runs again where its target can ("rerun-disturbed"). */
+  readonly rerunDisturbed: boolean;
+}
+
+/** What a run's record needs of its campaign invocation, whatever the run path (a Kubernetes campaign's too). */
 export interface RecordScope {
   readonly testbed: { readonly name: string; readonly target: RunRecord["testbed"]["target"] };
   readonly plan: CampaignPlan;
   readonly store: ResultsStore;
-  /** AWS: every node's instance type, for the records. */
+  /** Where the target rents nodes by instance type (AWS): every node's, for the records. */
   readonly instanceType: string | undefined;
-  /** Local testbed: the CPU cores every worker may use; undefined elsewhere. */
+  /** Where the target holds workers to a CPU quota (local): the cores every worker may use; undefined elsewhere. */
   readonly cpusPerNode: number | undefined;
-  /** Local testbed: the memory of every node's worker container (testbed.memoryPerNodeGiB); undefined: no limit. */
+  /** Where the testbed section limits it (local: testbed.memoryPerNodeGiB): the memory of every node's worker container; undefined: no limit. */
   readonly memoryPerNodeGiB?: number | undefined;
 }
 
@@ -191,11 +261,12 @@ interface RerunTally extends Omit<Tally, "rerun"> {
  * run; a run cut short by a node that stopped answering goes again once after the check.
  */
 async function runAll(ctx: Context, scope: CampaignScope, todo: readonly PlannedRun[], tally: Tally): Promise<void> {
-  const sampler = scope.testbed.target === "local" ? hostLoadSampler(ctx, scope.testbed.name) : undefined;
+  const target = targetOf(scope.testbed);
+  const sampler = gapOf(target, "host-load") === undefined ? hostLoadSampler(ctx, scope.testbed.name) : undefined;
   await sampler?.start();
   try {
     const saved = await runInBatches(ctx, { ...scope, sampler }, todo, tally);
-    const rerun = scope.rerunDisturbed && scope.testbed.target === "local"
+    const rerun = scope.rerunDisturbed && gapOf(target, "rerun-disturbed") === undefined
       ? toRunAgain(disturbedRuns(saved, todo), saved.filter(judged).length, (message) => ctx.reporter.warn(message)) : [];
     if (rerun.length > 0) {
       // Their rounds were decided already; the new attempts replace the disturbed ones in the report.
@@ -243,7 +314,7 @@ function disturbedRuns(saved: readonly RunRecord[], todo: readonly PlannedRun[])
   });
 }
 
-/** The local testbed shares this machine: a sampler of how busy the machine is besides the testbed's containers. */
+/** A testbed that shares this machine (local, "host-load"): a sampler of how busy the machine is besides the testbed's containers. */
 function hostLoadSampler(ctx: Context, testbed: string): HostLoadSampler | undefined {
   const docker = dockerFor(ctx);
   const sampler = new HostLoadSampler({
@@ -455,7 +526,7 @@ function recordBase(scope: RecordScope, run: PlannedRun, attempt: number) {
   } as const;
 }
 
-async function tearDown(ctx: Context, testbedName: string): Promise<CampaignOutcome["teardown"]> {
+async function tearDown(ctx: Context, testbedName: string): Promise<"done" | "failed"> {
   try {
     await down(uninterruptible(ctx), testbedName);
     return "done";

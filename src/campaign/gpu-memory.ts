@@ -11,6 +11,7 @@
 import { instanceTypeFacts } from "../catalogue/aws-instance-types.ts";
 import { NATIVE_IMAGE_SIZE, PARAMETER_COUNT } from "../config/registry.ts";
 import type { CampaignFile, Model } from "../config/schema.ts";
+import { targetOf } from "../targets/index.ts";
 import type { CampaignPlan } from "./plan.ts";
 
 export type Precision = "fp32" | "amp";
@@ -61,12 +62,12 @@ export function usableGpuMemoryGiB(nominalGiB: number): number {
 }
 
 /**
- * One line per training configuration of the plan that would not fit the instance type's GPU. None for the local
- * testbed (CPU) or an instance type the catalogue does not know.
+ * One line per training configuration of the plan that would not fit the instance type's GPU. None where the target
+ * rents no nodes by instance type (the local testbed runs on CPU) or for an instance type the catalogue does not know.
  */
 export function checkGpuMemory(plan: CampaignPlan, file: CampaignFile): string[] {
-  if (file.testbed.target !== "aws") return [];
-  const instanceType = file.testbed.instanceType;
+  const instanceType = targetOf(file.testbed).instanceTypeOf?.(file.testbed);
+  if (instanceType === undefined) return [];
   const facts = instanceTypeFacts(instanceType);
   if (facts === undefined || facts.gpus === 0) return [];
   const available = usableGpuMemoryGiB(facts.gpuMemoryGiB);

@@ -7,6 +7,7 @@ import { KNOB_OWNERS, ownerAxisValue, probedAs, TRAIN_KNOBS, type ProbeLibrary, 
 import type { AnyCampaignFile, CampaignSection, DatasetSection, Model, TrainKnobName } from "../config/schema.ts";
 import { TRAIN_KNOB_NAMES } from "../config/schema.ts";
 import { UsageError } from "../errors.ts";
+import { gapOfTestbed, type TestbedSection } from "../targets/index.ts";
 import type { LauncherName } from "../launchers/names.ts";
 import type { Job } from "../results/record.ts";
 
@@ -71,13 +72,14 @@ export type RepeatUntil = NonNullable<CampaignSection["repeatUntil"]>;
 
 /**
  * Bounds a silent peer inside the worker (the rendezvous' join and every collective), well inside the run's own
- * limit. On Kubernetes the run's pods start when the cluster schedules them and their nodes have pulled the image,
- * which can be minutes apart: there the worker waits as long as the run may take (the Job's activeDeadlineSeconds).
+ * limit. Where a run's workers do not start together (its target lacks "simultaneous-start": a Kubernetes run's pods
+ * start when the cluster schedules them and their nodes have pulled the image, which can be minutes apart), the
+ * worker waits as long as the run may take (a Job's activeDeadlineSeconds).
  */
 const WORKER_TIMEOUT_SECONDS = 120;
 
-function workerTimeoutSeconds(target: string, runTimeoutSeconds: number): number {
-  return target === "kubernetes" ? runTimeoutSeconds : Math.min(WORKER_TIMEOUT_SECONDS, runTimeoutSeconds);
+function workerTimeoutSeconds(testbed: TestbedSection, runTimeoutSeconds: number): number {
+  return gapOfTestbed(testbed, "simultaneous-start") !== undefined ? runTimeoutSeconds : Math.min(WORKER_TIMEOUT_SECONDS, runTimeoutSeconds);
 }
 
 /** The campaign's name from its file: the one rule in src/rules/names.ts, under the name callers here use. */
@@ -90,7 +92,7 @@ export function planCampaign(file: Pick<AnyCampaignFile, "testbed" | "campaign">
       hint: "add campaign.matrix (see campaigns/local-smoke.yaml), or use `ringlab up` for a testbed alone",
     });
   }
-  const runs = orderRuns(section, runMakers(section, workerTimeoutSeconds(file.testbed.target, section.runTimeoutSeconds)));
+  const runs = orderRuns(section, runMakers(section, workerTimeoutSeconds(file.testbed, section.runTimeoutSeconds)));
   return {
     name, runs, nodesToProvision: file.testbed.nodes, largestRunNodes: Math.max(0, ...runs.map((run) => run.nodes)),
     largestRunWorkers: Math.max(...runs.map((run) => run.nodes * (run.processesPerNode ?? 1)), 0),

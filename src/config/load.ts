@@ -1,17 +1,20 @@
 /**
  * Reads a campaign file: the one place YAML is parsed. Turns the text into typed, defaulted values
- * (./schema.ts) and resolves what depends on the file system: relative paths and the SSH public key.
+ * (./schema.ts) and resolves what depends on the file system: relative paths and the SSH public key (each testbed
+ * target resolves the paths its section names, src/targets/).
  */
-import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
-import { homedir } from "node:os";
-import { basename, dirname, isAbsolute, join, resolve } from "node:path";
+import { readFileSync, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { load as loadYaml, YAMLException } from "js-yaml";
 import { ConfigError } from "../errors.ts";
 import { campaignNameOf, checkCampaignName } from "../rules/names.ts";
-import { checkSafeResolvedPath, checkSharedDirLocation } from "../rules/safe-text.ts";
-import { checkSshPublicKey } from "../rules/ssh-key.ts";
-import { unsafeFolderProblem } from "../util/fs.ts";
-import { validateCampaign, type AwsTestbed, type CampaignFile, type KubernetesCampaignFile, type LocalTestbed } from "./schema.ts";
+import { checkSafeResolvedPath } from "../rules/safe-text.ts";
+import { gapOfTestbed, targetOf, targetsThatCan } from "../targets/index.ts";
+import { isKubernetesTestbed } from "../targets/kubernetes.ts";
+import { validateCampaign, type CampaignFile, type KubernetesCampaignFile } from "./schema.ts";
+
+/** Why the worker image tarball cannot be read: the AWS target's rule, which its preflight applies too. */
+export { tarballProblem } from "../targets/aws.ts";
 
 /** A loaded campaign: paths absolute, the AWS public key read into `sshPublicKey`. */
 export interface LoadedCampaignFile extends CampaignFile {
@@ -77,36 +80,42 @@ export interface LoadedKubernetesCampaignFile extends KubernetesCampaignFile {
   readonly sourceText: string;
 }
 
-const KUBERNETES_NOT_HERE = "kubernetes: this command works on a testbed ringlab brings up (local, aws); on a Kubernetes cluster " +
-  "`ringlab plan <file>` lists the runs, `ringlab campaign <file>` runs them (each a Job), `ringlab manifests <file>` writes their objects " +
-  "for `kubectl apply -f` and `ringlab down <file>` deletes what a killed campaign left";
+/** A loaded campaign file of any target. */
+export type AnyLoadedCampaignFile = LoadedCampaignFile | LoadedKubernetesCampaignFile;
 
-/** Parses campaign text; `displayName` is how errors name the file. A Kubernetes campaign is refused (exit 2). */
+/**
+ * Parses campaign text; `displayName` is how errors name the file. A campaign on a testbed ringlab does not bring up
+ * (its target cannot "provision": a Kubernetes cluster) is refused (exit 2), with the commands that serve it.
+ */
 export function parseCampaign(sourceText: string, displayName: string, sourceFile = resolve(displayName), options: LoadOptions = {}): LoadedCampaignFile {
   const file = parseAnyCampaign(sourceText, displayName, sourceFile, options);
-  if (file.testbed.target === "kubernetes") throw new ConfigError(displayName, [{ path: "testbed.target", message: KUBERNETES_NOT_HERE }]);
+  const notHere = gapOfTestbed(file.testbed, "provision");
+  if (notHere !== undefined) {
+    const provisioned = targetsThatCan("provision").map((target) => target.name).join(", ");
+    throw new ConfigError(displayName, [{ path: "testbed.target", message: `${file.testbed.target}: this command works on a testbed ringlab brings up (${provisioned}); ${notHere}` }]);
+  }
   return file as LoadedCampaignFile;
 }
 
-/** Reads a campaign file of any target: the commands that serve Kubernetes campaigns too (campaign, down). */
-export function loadAnyCampaignFile(path: string, options: LoadOptions = {}): LoadedCampaignFile | LoadedKubernetesCampaignFile {
+/** Reads a campaign file of any target: the commands that serve every target (campaign, plan, down). */
+export function loadAnyCampaignFile(path: string, options: LoadOptions = {}): AnyLoadedCampaignFile {
   return readCampaignText(path, (sourceText, sourceFile) => parseAnyCampaign(sourceText, path, sourceFile, options));
 }
 
-export function isKubernetesCampaign(file: LoadedCampaignFile | LoadedKubernetesCampaignFile): file is LoadedKubernetesCampaignFile {
-  return file.testbed.target === "kubernetes";
+export function isKubernetesCampaign(file: AnyLoadedCampaignFile): file is LoadedKubernetesCampaignFile {
+  return isKubernetesTestbed(file.testbed);
 }
 
 /** Reads a Kubernetes campaign file for `ringlab manifests`; another target is exit 2. */
 export function loadKubernetesCampaignFile(path: string): LoadedKubernetesCampaignFile {
   const file = loadAnyCampaignFile(path, { readKeys: false });
-  if (file.testbed.target !== "kubernetes") {
+  if (!isKubernetesCampaign(file)) {
     throw new ConfigError(path, [{ path: "testbed.target", message: `found ${file.testbed.target}, expected kubernetes: \`ringlab manifests\` writes a Kubernetes campaign's Jobs; \`ringlab plan\` shows what a ${file.testbed.target} campaign runs` }]);
   }
-  return file as LoadedKubernetesCampaignFile;
+  return file;
 }
 
-function parseAnyCampaign(sourceText: string, displayName: string, sourceFile: string, options: LoadOptions): LoadedCampaignFile | LoadedKubernetesCampaignFile {
+function parseAnyCampaign(sourceText: string, displayName: string, sourceFile: string, options: LoadOptions): AnyLoadedCampaignFile {
   const document = parseYaml(sourceText, displayName);
   const result = validateCampaign(document);
   if (!result.ok) throw new ConfigError(displayName, result.problems);
@@ -130,12 +139,9 @@ function parseAnyCampaign(sourceText: string, displayName: string, sourceFile: s
     }]);
   }
   const tb = result.value.testbed;
-  // A Kubernetes testbed names no path on this machine: nothing to resolve.
-  if (tb.target === "kubernetes") return { ...result.value, testbed: tb, sourceFile, sourceText };
-  const testbed = tb.target === "aws"
-    ? resolveAwsTestbed(tb, baseDir, displayName, options.readKeys ?? true)
-    : resolveLocalTestbed(tb, baseDir, displayName, checkFolders);
-  return { ...result.value, testbed, sourceFile, sourceText };
+  // A target whose section names no path on this machine (a Kubernetes cluster's) has nothing to resolve.
+  const testbed = targetOf(tb).resolveFiles?.(tb, { baseDir, displayName, readKeys: options.readKeys ?? true, checkFolders }) ?? tb;
+  return { ...result.value, testbed, sourceFile, sourceText } as AnyLoadedCampaignFile;
 }
 
 function parseYaml(sourceText: string, displayName: string): unknown {
@@ -152,81 +158,4 @@ function parseYaml(sourceText: string, displayName: string): unknown {
     const where = mark ? ` at line ${mark.line + 1}, column ${mark.column + 1}` : "";
     throw new ConfigError(displayName, [{ path: "", message: `not valid YAML${where}: ${reason}` }]);
   }
-}
-
-function resolveLocalTestbed(tb: LocalTestbed, baseDir: string, displayName: string, checkFolders: boolean): LocalTestbed {
-  if (tb.sharedDir === undefined) return tb;
-  const sharedDir = resolvePath(tb.sharedDir, baseDir);
-  const problem = checkSharedDirLocation(realLocation(sharedDir), homedir()) ?? (checkFolders ? checkSafeResolvedPath(sharedDir) : undefined);
-  if (problem !== undefined) {
-    throw new ConfigError(displayName, [{ path: "testbed.sharedDir", message: `found ${JSON.stringify(tb.sharedDir)}, ${problem}` }]);
-  }
-  // Every node mounts it read-write as root: whoever else can write it, or a folder above it, decides what they read.
-  const ownership = checkFolders ? unsafeFolderProblem(sharedDir) : undefined;
-  if (ownership !== undefined) throw new ConfigError(displayName, [{ path: "testbed.sharedDir", message: ownership }]);
-  return { ...tb, sharedDir };
-}
-
-/** An absolute path with the symbolic links of its existing part resolved (the rest need not exist yet). */
-function realLocation(path: string): string {
-  const missing: string[] = [];
-  let existing = path;
-  while (!existsSync(existing) && dirname(existing) !== existing) {
-    missing.unshift(basename(existing));
-    existing = dirname(existing);
-  }
-  try {
-    return join(realpathSync(existing), ...missing);
-  } catch {
-    return path;
-  }
-}
-
-function resolveAwsTestbed(tb: AwsTestbed, baseDir: string, displayName: string, readKeys: boolean): AwsTestbed {
-  let sshPublicKey = tb.sshPublicKey?.trim();
-  let sshPublicKeyFile = tb.sshPublicKeyFile;
-  let sshPrivateKeyFile = tb.sshPrivateKeyFile === undefined ? undefined : resolvePath(tb.sshPrivateKeyFile, baseDir);
-  let keyField = "testbed.sshPublicKey";
-  const workerImageTarball = tb.workerImageTarball === undefined ? undefined : resolvePath(tb.workerImageTarball, baseDir);
-  if (readKeys && workerImageTarball !== undefined) checkTarball(workerImageTarball, displayName);
-  if (sshPublicKeyFile !== undefined) {
-    keyField = "testbed.sshPublicKeyFile";
-    sshPublicKeyFile = resolvePath(sshPublicKeyFile, baseDir);
-    sshPrivateKeyFile ??= sshPublicKeyFile.replace(/\.pub$/, "");
-    if (!readKeys) return { ...tb, sshPublicKeyFile, sshPrivateKeyFile, workerImageTarball };
-    try {
-      sshPublicKey = readFileSync(sshPublicKeyFile, "utf8").trim();
-    } catch {
-      throw new ConfigError(displayName, [{
-        path: keyField,
-        message: `cannot read ${sshPublicKeyFile}; expected an OpenSSH public key file ` +
-          "(create one with: ssh-keygen -t ed25519 -f ~/.ssh/ringlab)",
-      }]);
-    }
-  }
-  const keyProblem = sshPublicKey === undefined ? "missing: expected an OpenSSH public key" : checkSshPublicKey(sshPublicKey);
-  if (keyProblem !== undefined) throw new ConfigError(displayName, [{ path: keyField, message: keyProblem }]);
-  return { ...tb, sshPublicKey, sshPublicKeyFile, sshPrivateKeyFile, workerImageTarball };
-}
-
-/** A missing tarball would otherwise fail the first configure, after the instances were paid for. */
-function checkTarball(path: string, displayName: string): void {
-  const message = tarballProblem(path);
-  if (message !== undefined) throw new ConfigError(displayName, [{ path: "testbed.workerImageTarball", message }]);
-}
-
-/** Why `path` cannot be the worker image tarball, or undefined when it is a file. Shared with the AWS preflight. */
-export function tarballProblem(path: string): string | undefined {
-  let isFile: boolean;
-  try {
-    isFile = statSync(path).isFile();
-  } catch {
-    return `cannot read ${path}; expected a \`docker save\` archive of the worker image (or leave workerImageTarball out: the nodes then build the image themselves)`;
-  }
-  return isFile ? undefined : `${path} is not a file; expected a \`docker save\` archive of the worker image`;
-}
-
-function resolvePath(path: string, baseDir: string): string {
-  if (path === "~" || path.startsWith("~/")) return resolve(homedir(), path.slice(2));
-  return isAbsolute(path) ? path : resolve(baseDir, path);
 }

@@ -2,7 +2,8 @@
  * How the nodes get the worker image: the one rule the inventory (ansible/roles/worker's worker_image_source) and
  * the estimate (`ringlab plan`) share. Pure.
  *
- *   present  - the local testbed: its nodes use the host's engine, where docker/worker/build.sh built the image;
+ *   present  - the nodes use the engine where docker/worker/build.sh built the image (the local testbed: its target
+ *              says so, src/targets/local.ts, and this rule is not asked);
  *   tarball  - workerImageTarball is set: a `docker save` archive copied from the operator's machine to every node;
  *   build    - ringlab's own image name (ringlab/worker:<tag>): each node pulls NVIDIA's PyTorch base and builds the
  *              small ringlab layer on itself from docker/worker, so nothing large leaves the operator's machine;
@@ -13,8 +14,8 @@ export type WorkerImageSource = "present" | "tarball" | "build" | "registry";
 /** Names ringlab builds itself; anything else is the user's own image in a registry. */
 const RINGLAB_IMAGE_PATTERN = /^ringlab\/worker(:[\w.-]+)?$/;
 
-export function workerImageSourceOf(target: "local" | "aws", workerImage: string, workerImageTarball: string | null | undefined): WorkerImageSource {
-  if (target === "local") return "present";
+/** How nodes that do not have the image get it: copied, built on them, or pulled. */
+export function workerImageSourceOf(workerImage: string, workerImageTarball: string | null | undefined): Exclude<WorkerImageSource, "present"> {
   if (workerImageTarball !== null && workerImageTarball !== undefined) return "tarball";
   return RINGLAB_IMAGE_PATTERN.test(workerImage) ? "build" : "registry";
 }

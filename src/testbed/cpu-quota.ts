@@ -6,6 +6,7 @@
  */
 import { ConfigError } from "../errors.ts";
 import { CPU_PERIOD_MS, SMALLEST_CPU_QUOTA } from "../limits.ts";
+import { gapOf, targetOf, type TargetName } from "../targets/index.ts";
 
 /** The quota's period, and the smallest quota the kernel takes in it (src/limits.ts: the campaign schema applies it too). */
 export { CPU_PERIOD_MS, SMALLEST_CPU_QUOTA };
@@ -62,12 +63,13 @@ function roundCores(cores: number): number {
 }
 
 /**
- * The quota of a loaded campaign file's workers: undefined on AWS (every node is a machine of its own); on the
- * local testbed the file's cpusPerNode or the default, or a ConfigError (exit 2) naming the largest value that fits.
+ * The quota of a loaded campaign file's workers: undefined where its target cannot hold them to one ("cpu-quota": on
+ * AWS every node is a machine of its own); on the local testbed the file's cpusPerNode or the default, or a
+ * ConfigError (exit 2) naming the largest value that fits.
  */
 export function resolveCpuQuota(file: CpuQuotaFile, cores: number): number | undefined {
   const { testbed } = file;
-  if (testbed.target !== "local") return undefined;
+  if (gapOf(targetOf(testbed), "cpu-quota") !== undefined || !("nodes" in testbed)) return undefined;
   const matrix = file.campaign?.matrix;
   const workers = matrix === undefined ? undefined : mostWorkersAtOnce(matrix.nodes, matrix.processesPerNode ?? [1], file.campaign?.maxWorkers);
   const plan = planCpuQuota({ cores, nodes: testbed.nodes, requested: testbed.cpusPerNode, workers });
@@ -91,9 +93,10 @@ interface CpuQuotaFile {
   } | undefined;
 }
 
+/** A testbed section: its nodes and its cpusPerNode where its target takes one. */
 type CpuQuotaTestbed =
-  | { readonly target: "local"; readonly nodes: number; readonly cpusPerNode?: number | undefined }
-  | { readonly target: "aws" };
+  | { readonly target: TargetName; readonly nodes: number; readonly cpusPerNode?: number | undefined }
+  | { readonly target: TargetName };
 
 /**
  * Whether a record measured what a run under `cpusPerNode` (undefined: no quota) measures now: the same quota, in

@@ -1,11 +1,11 @@
 /**
  * Node health between the runs of a campaign. Before each run every node is asked over SSH (a banner read,
- * milliseconds); a lost node is brought back where that is possible (local testbed: a fresh container on the
- * same name and address, reconfigured), a bounded number of times. Where it is not (AWS, or after too many
- * tries), the runs that need it are skipped instead of each failing after its timeout.
+ * milliseconds); a lost node is brought back where its target can ("node-recovery"; local testbed: a fresh
+ * container on the same name and address, reconfigured), a bounded number of times. Where it cannot (AWS, or after
+ * too many tries), the runs that need it are skipped instead of each failing after its timeout.
  */
 import type { Context } from "../context.ts";
-import { recreateLocalNodes } from "./local.ts";
+import { targetOf } from "../targets/index.ts";
 import { forgetConnections } from "./playbook.ts";
 import { sshAnswers } from "./reachability.ts";
 import { configuredLaunchers, loadSpec, type NodeRecord, type TestbedRecord } from "./record.ts";
@@ -48,8 +48,9 @@ export class NodeKeeper {
     if (lost.length === 0) return { lost };
     const names = lost.map((node) => node.name).join(", ");
     const spec = loadSpec(this.ctx.stateDir, this.record.name);
+    const recreate = spec === undefined ? undefined : targetOf(spec).recreateNodes;
     const exhausted = lost.filter((node) => (this.recoveries.get(node.name) ?? 0) >= MAX_RECOVERIES_PER_NODE);
-    if (spec?.target !== "local" || exhausted.length > 0) {
+    if (spec === undefined || recreate === undefined || exhausted.length > 0) {
       this.ctx.reporter.warn(`node${lost.length > 1 ? "s" : ""} ${names} do${lost.length > 1 ? "" : "es"} not answer over SSH` +
         (exhausted.length > 0 ? ` (lost ${MAX_RECOVERIES_PER_NODE} times already)` : "") + ": runs that need them are skipped");
       return { lost };
@@ -58,7 +59,7 @@ export class NodeKeeper {
     try {
       await this.ctx.reporter.step(`recreate lost node${lost.length > 1 ? "s" : ""} ${names}`, async () => {
         for (const node of lost) this.recoveries.set(node.name, (this.recoveries.get(node.name) ?? 0) + 1);
-        await recreateLocalNodes(this.ctx, spec, lost.map((node) => node.rank));
+        await recreate(this.ctx, spec, lost.map((node) => node.rank));
         // Shared SSH connections to the old containers are dead; new ones are opened on the next playbook.
         forgetConnections(this.record);
       });

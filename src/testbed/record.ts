@@ -8,6 +8,7 @@ import { z } from "zod";
 import { InternalError, UsageError } from "../errors.ts";
 import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, type LauncherName } from "../launchers/names.ts";
 import { checkResourceName } from "../rules/names.ts";
+import { SPEC_TARGET_NAMES } from "../targets/index.ts";
 import { writePrivateFile } from "../util/fs.ts";
 import { currentTestbedFile, testbedPaths, testbedsDir } from "./paths.ts";
 import { readSpec, type TestbedSpec } from "./spec.ts";
@@ -24,7 +25,7 @@ const nodeRecordSchema = z.object({
 const testbedRecordSchema = z.preprocess(fromSlurmFlag, z.object({
   schema: z.literal(TESTBED_RECORD_SCHEMA),
   name: z.string(),
-  target: z.enum(["local", "aws"]),
+  target: z.enum(SPEC_TARGET_NAMES),
   inventory: z.string(),
   sharedDir: z.string(),
   nodes: z.array(nodeRecordSchema),

@@ -1,7 +1,8 @@
 /**
  * The testbed verbs, whatever the target: up, synth, configure, status, down. `up` resolves the campaign file's
  * testbed section into a spec (spec.ts) and stores it first; every later verb reads that spec and the record,
- * never the campaign file. Every verb that changes a testbed holds its lock (lock.ts).
+ * never the campaign file. What differs between targets is asked of the target table (src/targets/). Every verb
+ * that changes a testbed holds its lock (lock.ts).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -9,14 +10,14 @@ import { totalChanged } from "../adapters/ansible.ts";
 import type { LoadedCampaignFile } from "../config/load.ts";
 import type { DatasetSection } from "../config/schema.ts";
 import { dockerFor, uninterruptible, type Context } from "../context.ts";
-import { UsageError } from "../errors.ts";
+import { InternalError, UsageError } from "../errors.ts";
 import { LAUNCHERS, type LauncherName } from "../launchers/index.ts";
-import { campaignNameOf, nodeContainerName, stackName } from "../rules/names.ts";
+import { campaignNameOf, stackName } from "../rules/names.ts";
+import { gapOf, targetOf, TARGETS, type Target, type TargetName, type TargetOptions } from "../targets/index.ts";
 import { writePrivateFile } from "../util/fs.ts";
-import type { AwsOptions } from "./aws.ts";
 import { configurationFingerprint, readPlaybookFiles } from "./configured.ts";
 import { ensureHostKeys } from "./host-keys.ts";
-import { downLocal, localNodeContainers, localTestbedNames, upLocal, type LocalResources } from "./local.ts";
+import type { LocalResources } from "./local.ts";
 import { testbedLockFile, withLock } from "./lock.ts";
 import { forgetConnections, runPlaybook } from "./playbook.ts";
 import { testbedPaths } from "./paths.ts";
@@ -26,23 +27,18 @@ import {
 } from "./record.ts";
 import { resolveTestbedSpec, writeSpec, type TestbedSpec } from "./spec.ts";
 
-/** The AWS target, loaded only for AWS testbeds: its SDK clients and cdktf would slow every local command's start. */
-function awsTarget(): Promise<typeof import("./aws.ts")> {
-  return import("./aws.ts");
-}
-
 /** Runs `work` holding testbed `name`'s lock. */
 export function withTestbedLock<T>(ctx: Context, name: string, work: () => Promise<T>): Promise<T> {
   return withLock(testbedLockFile(ctx.stateDir, checkedTestbedName(name)), `testbed ${name}`, (m) => ctx.reporter.warn(m), work);
 }
 
 /**
- * The spec of a campaign's testbed. An AWS testbed that exists keeps its creation time, so its expires-at tag
- * stays put; a local one gets a new one, which gives it fresh SSH connections (playbook.ts).
+ * The spec of a campaign's testbed. One that exists keeps its creation time where its target says so (an AWS
+ * testbed's expires-at tag stays put); elsewhere it gets a new one, which gives it fresh SSH connections (playbook.ts).
  */
 export function specFor(ctx: Context, campaign: LoadedCampaignFile): TestbedSpec {
   const name = campaign.testbed.name;
-  const earlier = campaign.testbed.target === "aws" ? loadSpec(ctx.stateDir, name) : undefined;
+  const earlier = targetOf(campaign.testbed).keepsCreationTime === true ? loadSpec(ctx.stateDir, name) : undefined;
   return resolveTestbedSpec(campaign.testbed, {
     campaign: campaignNameOf(campaign.sourceFile),
     testbedDir: testbedPaths(ctx.stateDir, name).dir,
@@ -50,33 +46,42 @@ export function specFor(ctx: Context, campaign: LoadedCampaignFile): TestbedSpec
   });
 }
 
-export async function up(ctx: Context, campaign: LoadedCampaignFile, awsOptions?: AwsOptions): Promise<TestbedRecord> {
+/** `options`: what tests hand a target in place of the real world (src/targets/target.ts). */
+export async function up(ctx: Context, campaign: LoadedCampaignFile, options: TargetOptions = {}): Promise<TestbedRecord> {
   const spec = specFor(ctx, campaign);
   return withTestbedLock(ctx, spec.name, async () => {
     // Stored before anything is created: teardown needs nothing else, even after a crash mid-deploy.
     writeSpec(testbedPaths(ctx.stateDir, spec.name).spec, spec);
-    return spec.target === "aws" ? (await awsTarget()).upAws(ctx, spec, awsOptions) : upLocal(ctx, spec);
+    return verb(targetOf(spec), "up").up!(ctx, spec, options);
   });
+}
+
+/** A target that has a spec has the verbs that act on it; one without them here is a bug. */
+function verb<K extends "up" | "down">(target: Target, name: K): Target & Required<Pick<Target, K>> {
+  if (target[name] === undefined) throw new InternalError(`the ${target.name} target has no ${name}: ringlab does not bring its testbeds up`);
+  return target as Target & Required<Pick<Target, K>>;
 }
 
 export interface SynthResult {
   readonly specFile: string;
-  /** Only for AWS testbeds: the synthesized Terraform JSON. */
+  /** Only for a target with a stack (AWS): the synthesized Terraform JSON. */
   readonly stackFile?: string;
+  /** With stackFile: what deploys it (terraform or tofu). */
+  readonly deployer?: string;
 }
 
-/** Writes the resolved spec and, for AWS, the synthesized `cdk.tf.json` into `outDir`; deploys nothing. */
+/** Writes the resolved spec and, for a target with a stack (AWS), the synthesized `cdk.tf.json` into `outDir`; deploys nothing. */
 export async function synth(ctx: Context, campaign: LoadedCampaignFile, outDir: string): Promise<SynthResult> {
   const spec = specFor(ctx, campaign);
   const specFile = join(outDir, "spec.json");
   writeSpec(specFile, spec);
-  if (spec.target !== "aws") return { specFile };
-  // The cdktf library is loaded only here and for AWS testbeds: the local testbed never pays for it.
-  const { synthesizeStack } = await import("../../stacks/synth.ts");
+  // The cdktf library is loaded only for a target with a stack: the local testbed never pays for it.
+  const stack = targetOf(spec).stack;
+  if (stack === undefined) return { specFile };
   // The nodes' host keys beside the spec: `ringlab inventory` pins them for a deploy by hand.
   const hostKeys = await ctx.reporter.step("make the nodes' SSH host keys", () => ensureHostKeys(outDir, spec.nodes, spec.name));
-  const { file } = await ctx.reporter.step(`synthesize ${stackName(spec.name)}`, async () => synthesizeStack(spec, outDir, hostKeys));
-  return { specFile, stackFile: file };
+  const { file } = await ctx.reporter.step(`synthesize ${stackName(spec.name)}`, () => stack.synthesize(spec, outDir, hostKeys));
+  return { specFile, stackFile: file, deployer: await stack.deployer(spec) };
 }
 
 export interface ConfigureResult {
@@ -116,10 +121,11 @@ export async function configure(ctx: Context, record: TestbedRecord, options: Co
 }
 
 /**
- * A campaign's configure: skipped on a local testbed that site.yml converged from the same playbooks, inventory and
- * worker image (configured.ts), for the launchers the campaign needs (a Slurm cluster), and whose node containers have run
- * since; the workers a killed invocation may have left are still removed (stop-workers.yml). AWS testbeds are always
- * converged: a cloud node may have rebooted since. Returns whether it converged.
+ * A campaign's configure: skipped on a testbed whose target can "reuse-configured" (local) that site.yml converged
+ * from the same playbooks, inventory and worker image (configured.ts), for the launchers the campaign needs (a Slurm
+ * cluster), and whose node containers have run since; the workers a killed invocation may have left are still removed
+ * (stop-workers.yml). Other testbeds are always converged (AWS: a cloud node may have rebooted since). Returns whether
+ * it converged.
  */
 export async function configureUnlessCurrent(ctx: Context, record: TestbedRecord, options: ConfigureOptions = {}): Promise<boolean> {
   const fingerprint = record.configured === undefined ? undefined : await fingerprintOf(ctx, record);
@@ -136,12 +142,13 @@ export async function configureUnlessCurrent(ctx: Context, record: TestbedRecord
 }
 
 /**
- * The fingerprint of what configure converges a local testbed from; undefined for AWS or without the image. The
+ * The fingerprint of what configure converges a testbed from, where its target can reuse a configured testbed (its
+ * nodes use this machine's engine, where the worker image is); undefined elsewhere or without the image. The
  * launchers are not part of it: a testbed configured as a Slurm cluster serves a campaign without Slurm as it is
  * (record.launchers).
  */
 async function fingerprintOf(ctx: Context, record: TestbedRecord): Promise<string | undefined> {
-  if (record.target !== "local") return undefined;
+  if (gapOf(targetOf(record), "reuse-configured") !== undefined) return undefined;
   const workerImage = loadSpec(ctx.stateDir, record.name)?.workerImage;
   const workerImageId = workerImage === undefined ? undefined : await dockerFor(ctx).imageId(workerImage);
   if (workerImageId === undefined) return undefined;
@@ -184,65 +191,63 @@ export interface NodeStatus {
   readonly name: string;
   readonly rank: number;
   readonly address: string;
-  /** Local target: whether the node container runs. */
+  /** Whether the node's container runs, where its nodes are containers here (local); undefined elsewhere. */
   readonly running: boolean | undefined;
   readonly sshAnswers: boolean;
 }
 
 export async function status(ctx: Context, record: TestbedRecord): Promise<NodeStatus[]> {
-  const containers = record.target === "local" ? await localNodeContainers(ctx, record.name) : [];
+  const running = await targetOf(record).runningNodes?.(ctx, record);
   return Promise.all(record.nodes.map(async (node) => ({
     name: node.name,
     rank: node.rank,
     address: node.sshAddress,
-    running: record.target === "local" ? containers.some((c) => c.running && c.name === nodeContainerName(record.name, node.rank)) : undefined,
+    running: running?.has(node.name),
     sshAnswers: await sshAnswers(node.sshAddress),
   })));
 }
 
 export interface DownResult {
-  readonly target: "local" | "aws";
-  /** Local target: what was removed. */
+  readonly target: TargetName;
+  /** Where the testbed's resources are containers, networks and volumes here (local): what was removed. */
   readonly removed?: LocalResources;
   /** When this state folder removed the testbed earlier, and nothing of it was left now. */
   readonly removedEarlierAt?: string;
 }
 
 /**
- * Removes a testbed from its stored spec alone. Idempotent for a testbed this state folder knew: with nothing
- * left it succeeds and says so. On the local target it also removes leftovers of crashed runs, found by label.
- * A name nothing is known of is a UsageError listing the testbeds that are.
+ * Removes a testbed from its stored spec alone, by its target. Idempotent for a testbed this state folder knew: with
+ * nothing left it succeeds and says so. A target that finds testbeds by their label (local) also removes leftovers
+ * of crashed runs, and is where a name this state folder never knew is looked for. A name nothing is known of is a
+ * UsageError listing the testbeds that are.
  */
-export async function down(ctx: Context, name: string, awsOptions?: AwsOptions): Promise<DownResult> {
+export async function down(ctx: Context, name: string, options: TargetOptions = {}): Promise<DownResult> {
   checkedTestbedName(name);
   const teardown = uninterruptible(ctx);
   return withTestbedLock(ctx, name, async () => {
     const spec = loadSpec(ctx.stateDir, name);
-    const target = spec?.target ?? loadRecord(ctx.stateDir, name)?.target;
-    if (spec?.target === "aws") {
-      const { downAws } = await awsTarget();
-      await teardown.reporter.step(`destroy stack ${stackName(name)}`, () => downAws(teardown, spec, awsOptions));
-      forgetAndRemember(ctx, name);
-      return { target: "aws" };
-    }
-    if (target === "aws") {
-      throw new UsageError(`testbed ${name} has a record but no spec in ${ctx.stateDir}, so its stack cannot be destroyed from here`, {
-        hint: `destroy it by hand (terraform destroy in its cdktf.out/stacks/${stackName(name)} folder) or in the AWS console (tag ringlab:testbed=${name})`,
-      });
-    }
-    const removed = await teardown.reporter.step(`remove local testbed ${name}`, () => downLocal(teardown, name));
-    const nothing = removed.containers.length + removed.networks.length + removed.volumes.length === 0;
-    if (nothing && target === undefined) return unknownTestbed(ctx, name);
+    const known = spec?.target ?? loadRecord(ctx.stateDir, name)?.target;
+    const result = await verb(known === undefined ? labelFinder() : TARGETS[known], "down").down!(teardown, name, spec, options);
+    const removed = result.removed;
+    const nothing = removed !== undefined && removed.containers.length + removed.networks.length + removed.volumes.length === 0;
+    if (nothing && known === undefined) return unknownTestbed(ctx, name);
     forgetAndRemember(ctx, name);
-    return { target: "local", removed };
+    return result;
   });
+}
+
+/** The target that finds its testbeds by their label alone ("found-by-label"): where an unknown name is looked for. */
+function labelFinder(): Target {
+  const finder = Object.values(TARGETS).find((target) => gapOf(target, "found-by-label") === undefined && target.testbedsByLabel !== undefined);
+  if (finder === undefined) throw new InternalError("no target finds its testbeds by their label");
+  return finder;
 }
 
 /** A testbed removed earlier gets "nothing left"; a name never known here gets exit 2 and the names that are. */
 async function unknownTestbed(ctx: Context, name: string): Promise<DownResult> {
   const removedAt = removedEarlier(ctx.stateDir, name);
-  if (removedAt !== undefined) return { target: "local", removed: { containers: [], networks: [], volumes: [] }, removedEarlierAt: removedAt };
-  const running = await localTestbedNames(ctx, "this state folder").catch(() => []);
+  if (removedAt !== undefined) return { target: labelFinder().name, removed: { containers: [], networks: [], volumes: [] }, removedEarlierAt: removedAt };
+  const running = await labelFinder().testbedsByLabel!(ctx, "this state folder").catch(() => []);
   const known = [...new Set([...knownTestbeds(ctx.stateDir), ...running])].sort();
   throw new UsageError(`no testbed named ${name} is known in ${ctx.stateDir} or runs on this Docker engine`, {
     hint: known.length === 0 ? knownHint(ctx.stateDir) : `known testbeds: ${known.join(", ")} (a testbed's name is testbed.name in its campaign file)`,
@@ -275,13 +280,15 @@ function removedEarlier(stateDir: string, name: string): string | undefined {
 }
 
 /**
- * Removes every local testbed of this state folder (or, asked to, of every state folder on this Docker engine)
- * and forgets the local ones it knew. AWS testbeds are never touched: `down <name>` removes those one by one.
+ * Removes every testbed found by its label (local) of this state folder (or, asked to, of every state folder on this
+ * Docker engine) and forgets the ones it knew. The testbeds of a target that cannot be found so (AWS) are never
+ * touched: `down <name>` removes those one by one.
  */
 export async function downAllLocal(ctx: Context, scope: "this state folder" | "every state folder" = "this state folder"): Promise<{ testbeds: string[]; removed: LocalResources }> {
   const teardown = uninterruptible(ctx);
-  const names = [...new Set([...await localTestbedNames(teardown, scope),
-    ...knownTestbeds(ctx.stateDir).filter((name) => loadSpec(ctx.stateDir, name)?.target !== "aws" && loadRecord(ctx.stateDir, name)?.target !== "aws")])].sort();
+  const foundByLabel = (target: TargetName | undefined) => target === undefined || gapOf(TARGETS[target], "found-by-label") === undefined;
+  const names = [...new Set([...await labelFinder().testbedsByLabel!(teardown, scope),
+    ...knownTestbeds(ctx.stateDir).filter((name) => foundByLabel(loadSpec(ctx.stateDir, name)?.target) && foundByLabel(loadRecord(ctx.stateDir, name)?.target))])].sort();
   const removed: LocalResources = { containers: [], networks: [], volumes: [] };
   for (const name of names) {
     const result = await down(teardown, name);

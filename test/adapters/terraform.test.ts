@@ -116,7 +116,7 @@ describe("AWS testbed up and down through the terraform double", () => {
 
   it("stores the resolved spec before deploying, and deploys the stack synthesized from it: key text inline, state in the testbed's folder", async () => {
     const { file, ctx, fake, aws } = setUp({ FAKE_TERRAFORM_FAIL: "apply" });
-    await up(ctx, loadCampaignFile(file), aws).catch(() => undefined);
+    await up(ctx, loadCampaignFile(file), { aws }).catch(() => undefined);
     const paths = testbedPaths(ctx.stateDir, "scale");
     expect(readSpec(paths.spec)).toMatchObject({
       schema: "ringlab.testbed-spec/v1", target: "aws", name: "scale", campaign: "scale", sshPublicKey: PUBLIC_KEY,
@@ -131,7 +131,7 @@ describe("AWS testbed up and down through the terraform double", () => {
 
   it("destroys what a failed deploy may have created, so no paid machine outlives it", async () => {
     const { file, ctx, fake, aws } = setUp({ FAKE_TERRAFORM_FAIL: "apply" });
-    const error = await up(ctx, loadCampaignFile(file), aws).catch((e) => e);
+    const error = await up(ctx, loadCampaignFile(file), { aws }).catch((e) => e);
     expect(error).toBeInstanceOf(ToolError);
     expect(fake.calls().map((call) => call.args[0])).toEqual(["init", "plan", "apply", "init", "destroy"]);
     expect(fake.calls().at(-1)!.cwd).toBe(join(testbedPaths(ctx.stateDir, "scale").cdktfOut, "stacks", "ringlab-scale"));
@@ -139,7 +139,7 @@ describe("AWS testbed up and down through the terraform double", () => {
 
   it("leaves a testbed deployed earlier alone when a new deploy of it fails, and keeps its creation time", async () => {
     const { file, ctx, fake, aws } = setUp();
-    await up(ctx, loadCampaignFile(file), aws).catch(() => undefined);
+    await up(ctx, loadCampaignFile(file), { aws }).catch(() => undefined);
     const expiresAt = (call: FakeCall) => call.stack!["provider"]["aws"][0]["default_tags"][0]["tags"]["ringlab:expires-at"];
     const firstExpiry = expiresAt(fake.calls().find((call) => call.args[0] === "apply")!);
     const created = readSpec(testbedPaths(ctx.stateDir, "scale").spec).createdAt;
@@ -148,7 +148,7 @@ describe("AWS testbed up and down through the terraform double", () => {
       sharedDir: "/shared", nodes: [], createdAt: created,
     });
     const failing = setUp({ FAKE_TERRAFORM_FAIL: "apply" });
-    const error = await up(ctx, loadCampaignFile(file), { ...aws, terraformBinary: failing.fake.binary }).catch((e) => e);
+    const error = await up(ctx, loadCampaignFile(file), { aws: { ...aws, terraformBinary: failing.fake.binary } }).catch((e) => e);
     expect(error).toBeInstanceOf(ToolError);
     expect(failing.fake.calls().map((call) => call.args[0])).toEqual(["init", "plan", "apply"]);
     expect(expiresAt(failing.fake.calls().at(-1)!)).toBe(firstExpiry);
@@ -158,10 +158,10 @@ describe("AWS testbed up and down through the terraform double", () => {
   it("stops before anything is created when the zone does not offer the instance type or the vCPU quota is short", async () => {
     const { file, ctx, fake, aws } = setUp();
     const ec2 = (offered: boolean) => ({ offeredInZone: async () => offered, vcpus: async () => 4 });
-    const notOffered = await up(ctx, loadCampaignFile(file), { ...aws, preflight: { ec2: ec2(false) } }).catch((e) => e);
+    const notOffered = await up(ctx, loadCampaignFile(file), { aws: { ...aws, preflight: { ec2: ec2(false) } } }).catch((e) => e);
     expect(notOffered).toBeInstanceOf(UsageError);
     expect(notOffered.message).toBe("the availability zone us-east-1a does not offer g4dn.xlarge");
-    const shortQuota = await up(ctx, loadCampaignFile(file), { ...aws, preflight: { ec2: ec2(true), quotas: { quota: async () => ({ vcpus: 8 }) } } })
+    const shortQuota = await up(ctx, loadCampaignFile(file), { aws: { ...aws, preflight: { ec2: ec2(true), quotas: { quota: async () => ({ vcpus: 8 }) } } } })
       .catch((e) => e);
     expect(shortQuota).toBeInstanceOf(PrerequisiteError);
     expect(shortQuota.hint).toMatch(/request at least 12 vCPUs/);
@@ -170,7 +170,7 @@ describe("AWS testbed up and down through the terraform double", () => {
 
   it("refuses to start when terraform is missing, before synthesizing or running anything", async () => {
     const { file, ctx, fake, aws } = setUp();
-    const error = await up(ctx, loadCampaignFile(file), { ...aws, terraformBinary: "no-terraform-here" }).catch((e) => e);
+    const error = await up(ctx, loadCampaignFile(file), { aws: { ...aws, terraformBinary: "no-terraform-here" } }).catch((e) => e);
     expect(error).toBeInstanceOf(PrerequisiteError);
     expect(fake.calls()).toEqual([]);
     expect(existsSync(testbedPaths(ctx.stateDir, "scale").cdktfOut)).toBe(false);
@@ -178,13 +178,13 @@ describe("AWS testbed up and down through the terraform double", () => {
 
   it("comes down from its stored spec after the campaign file and the key file are deleted", async () => {
     const { dir, file, ctx, fake, aws } = setUp();
-    await up(ctx, loadCampaignFile(file), aws).catch(() => undefined);
+    await up(ctx, loadCampaignFile(file), { aws }).catch(() => undefined);
     rmSync(file);
     rmSync(join(dir, "keys"), { recursive: true });
     // Synthesized again from the spec alone.
     rmSync(testbedPaths(ctx.stateDir, "scale").cdktfOut, { recursive: true, force: true });
     const before = fake.calls().length;
-    const result = await down(ctx, "scale", aws);
+    const result = await down(ctx, "scale", { aws });
     expect(result.target).toBe("aws");
     expect(fake.calls().slice(before).map((call) => call.args[0])).toEqual(["init", "destroy"]);
     const destroy = fake.calls().at(-1)!;
@@ -194,10 +194,10 @@ describe("AWS testbed up and down through the terraform double", () => {
 
   it("keeps the testbed's state when Terraform's state still lists resources after destroy", async () => {
     const { file, ctx, aws } = setUp();
-    await up(ctx, loadCampaignFile(file), aws).catch(() => undefined);
+    await up(ctx, loadCampaignFile(file), { aws }).catch(() => undefined);
     const stateFile = join(ctx.stateDir, "testbeds", "scale", "terraform.tfstate");
     writeFileSync(stateFile, JSON.stringify({ resources: [{ mode: "managed", type: "aws_instance", name: "node0" }] }));
-    const error = await down(ctx, "scale", aws).catch((e) => e);
+    const error = await down(ctx, "scale", { aws }).catch((e) => e);
     expect(error).toBeInstanceOf(ToolError);
     expect(error.message).toMatch(/still lists 1 resources \(aws_instance\.node0\)/);
     expect(existsSync(testbedPaths(ctx.stateDir, "scale").spec)).toBe(true);
@@ -206,7 +206,7 @@ describe("AWS testbed up and down through the terraform double", () => {
   it("refuses a testbed name that is not a name, before anything is removed", async () => {
     const { ctx, aws } = setUp();
     for (const name of ["..", "../..", "a/b", ""]) {
-      await expect(down(ctx, name, aws)).rejects.toBeInstanceOf(UsageError);
+      await expect(down(ctx, name, { aws })).rejects.toBeInstanceOf(UsageError);
     }
   });
 });

@@ -146,7 +146,7 @@ describe("AWS testbed against moto, through the real cdktf synthesizer and terra
   it("up deploys, reads the real outputs, writes the inventory; the SSH wait fails after its bound and the rollback destroys only what it created", async () => {
     const stateDir = join(work, "state-rollback");
     const started = Date.now();
-    const error = await up(context(stateDir), loadCampaignFile(campaignFile("motoefs", { sharedStorage: "efs" })), { sshWaitMs: SSH_WAIT_MS })
+    const error = await up(context(stateDir), loadCampaignFile(campaignFile("motoefs", { sharedStorage: "efs" })), { aws: { sshWaitMs: SSH_WAIT_MS } })
       .catch((e: unknown) => e);
     const seconds = Math.round((Date.now() - started) / 1000);
     expect(error, String(error)).toBeInstanceOf(ToolError);

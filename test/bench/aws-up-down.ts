@@ -62,7 +62,7 @@ try {
     const stateDir = join(work, `state-${repetition}`);
     const ctx = { repoDir: repo, stateDir, reporter: timingReporter(steps), logFile: join(stateDir, "log"), signal: new AbortController().signal };
     const started = performance.now();
-    const error = await up(ctx, loadCampaignFile(file), { sshWaitMs: 1000 }).then(() => undefined, (e: Error) => e);
+    const error = await up(ctx, loadCampaignFile(file), { aws: { sshWaitMs: 1000 } }).then(() => undefined, (e: Error) => e);
     const total = (performance.now() - started) / 1000;
     if (error === undefined || !/SSH did not answer/.test(error.message)) throw new Error(`expected the SSH wait to fail, got: ${error?.message}`);
     console.log(`repetition ${repetition}: up, failed SSH wait and rollback ${total.toFixed(1)} s`);

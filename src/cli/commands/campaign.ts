@@ -4,7 +4,7 @@ import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { resultsDirFor, runCampaign, type CampaignOutcome } from "../../campaign/execute.ts";
-import { isKubernetesCampaign, loadAnyCampaignFile, type LoadedCampaignFile, type LoadedKubernetesCampaignFile } from "../../config/load.ts";
+import { loadAnyCampaignFile, type AnyLoadedCampaignFile } from "../../config/load.ts";
 import type { Context } from "../../context.ts";
 import { EXIT, UsageError } from "../../errors.ts";
 import { reportData } from "../../report/data.ts";
@@ -12,6 +12,7 @@ import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts"
 import { flagTally, reportFlags, type Flag } from "../../report/flags.ts";
 import { ResultsStore } from "../../results/store.ts";
 import { UNSTEADY_SHIFT } from "../../results/steadiness.ts";
+import { gapOf, targetOf, type Target } from "../../targets/index.ts";
 import { resolveCpuQuota } from "../../testbed/cpu-quota.ts";
 import { DEFAULT_BUSY_THRESHOLD } from "../../testbed/host-load.ts";
 import { resultsLockFile, withLock } from "../../testbed/lock.ts";
@@ -34,14 +35,16 @@ export function registerCampaign(program: Command, host: CommandHost): void {
       "(default: <state-dir>/calibration.json when there is one; see `ringlab calibrate`)", parseSafePath)
     .action(host.action(async (file: string, options: CampaignCliOptions, command: Command) => {
       const campaign = loadAnyCampaignFile(file);
-      if (isKubernetesCampaign(campaign)) return runOnKubernetes(host, command, campaign, options);
+      const target = targetOf(campaign.testbed);
       const machineCores = availableParallelism();
       // A quota the machine cannot give is bad input: refused (exit 2) before the testbed is touched.
       resolveCpuQuota(campaign, machineCores);
       const ctx = host.contextFor(command, "campaign");
+      warnIgnored(ctx, target, options);
       // Read before anything starts: a corrupt calibration is bad input (exit 2), not a surprise after the testbed is up.
       const calibrationFile = options.calibration ?? defaultCalibrationFile(ctx.stateDir);
-      const calibration = options.calibration !== undefined || existsSync(calibrationFile)
+      const predicts = gapOf(target, "predictions") === undefined;
+      const calibration = predicts && (options.calibration !== undefined || existsSync(calibrationFile))
         ? { calibration: loadCalibration(calibrationFile, (message) => ctx.reporter.warn(message)), from: resolve(calibrationFile) } : undefined;
       return lockedCampaign(ctx, campaign, options.results, (resultsDir) => runCampaign(ctx, campaign, {
         resultsDir, machineCores, ...rerunChoices(options), ...(calibration === undefined ? {} : { calibration }),
@@ -74,7 +77,7 @@ function percentOf(share: number): string {
  * Runs a campaign holding its testbed's and its results folder's locks (a second campaign on either would remove
  * the first one's workers or mix its records), then says how it went; returns the exit code.
  */
-async function lockedCampaign(ctx: Context, campaign: LoadedCampaignFile | LoadedKubernetesCampaignFile, results: string | undefined,
+async function lockedCampaign(ctx: Context, campaign: AnyLoadedCampaignFile, results: string | undefined,
   run: (resultsDir: string) => Promise<CampaignOutcome>): Promise<number> {
   const resultsDir = resultsDirFor(campaign, results);
   const problem = writableDirProblem(resultsDir);
@@ -88,17 +91,13 @@ async function lockedCampaign(ctx: Context, campaign: LoadedCampaignFile | Loade
   return exitCodeOf(outcome);
 }
 
-/**
- * A Kubernetes campaign (src/kubernetes/campaign.ts): each run a Job on the user's cluster. What serves only a
- * testbed ringlab brings up (keeping it, the reruns of disturbed runs, predictions) is not offered there.
- */
-async function runOnKubernetes(host: CommandHost, command: Command, campaign: LoadedKubernetesCampaignFile, options: { keep?: boolean; results?: string; calibration?: string }): Promise<number> {
-  const ctx = host.contextFor(command, "campaign");
-  if (options.keep === true || options.calibration !== undefined) {
-    ctx.reporter.warn("--keep and --calibration serve a testbed ringlab brings up; a Kubernetes campaign ignores them (its runs' objects are always deleted)");
-  }
-  const { runKubernetesCampaign } = await import("../../kubernetes/campaign.ts");
-  return lockedCampaign(ctx, campaign, options.results, (resultsDir) => runKubernetesCampaign(ctx, campaign, { resultsDir }));
+/** The options the campaign's target cannot serve (a Kubernetes campaign's runs' objects are always deleted), each said with why. */
+function warnIgnored(ctx: Context, target: Target, options: Pick<CampaignCliOptions, "keep" | "calibration">): void {
+  const ignored = [
+    ...(options.keep === true ? [{ option: "--keep", why: gapOf(target, "keep") }] : []),
+    ...(options.calibration !== undefined ? [{ option: "--calibration", why: gapOf(target, "predictions") }] : []),
+  ];
+  for (const { option, why } of ignored) if (why !== undefined) ctx.reporter.warn(`${option}: a ${target.title} campaign ignores it (${why})`);
 }
 
 /** 4 when teardown failed, 5 when a run's latest record is not ok (a disturbed run's rerun included), else 0. */

@@ -1,9 +1,9 @@
 /** `ringlab down [testbed]`: remove a testbed and everything it created, from its stored spec; safe to repeat. */
 import type { Command } from "commander";
-import { isKubernetesCampaign, loadAnyCampaignFile } from "../../config/load.ts";
-import type { KubernetesTestbed } from "../../config/schema.ts";
+import { loadAnyCampaignFile } from "../../config/load.ts";
 import type { Context } from "../../context.ts";
 import { UsageError } from "../../errors.ts";
+import { targetOf, TARGETS } from "../../targets/index.ts";
 import { checkedTestbedName, currentTestbedName } from "../../testbed/record.ts";
 import { down, downAllLocal } from "../../testbed/testbed.ts";
 import type { CommandHost } from "../host.ts";
@@ -34,28 +34,22 @@ async function downEverythingLocal(ctx: Context, everyStateDir: boolean): Promis
 
 async function downOne(ctx: Context, which: string | undefined): Promise<void> {
   const file = which !== undefined && /\.ya?ml$/.test(which) ? loadAnyCampaignFile(which, { readKeys: false, checkFolders: false }) : undefined;
-  if (file !== undefined && isKubernetesCampaign(file)) return downKubernetes(ctx, file.testbed);
+  // A testbed ringlab does not bring up has no spec here: its target removes what its campaigns left from the file (a Kubernetes namespace's objects).
+  const fromSection = file === undefined ? undefined : targetOf(file.testbed).downFromSection;
+  if (file !== undefined && fromSection !== undefined) {
+    ctx.reporter.info(await fromSection(ctx, file.testbed));
+    return;
+  }
   const name = file?.testbed.name ?? testbedToRemove(ctx.stateDir, which);
   const result = await down(ctx, name);
   if (result.removed === undefined) {
-    ctx.reporter.info(`destroyed AWS testbed ${name}`);
+    ctx.reporter.info(`destroyed ${TARGETS[result.target].title} testbed ${name}`);
     return;
   }
   const { containers, networks, volumes } = result.removed;
   ctx.reporter.info(result.removedEarlierAt !== undefined
     ? `nothing left of testbed ${name} (removed ${result.removedEarlierAt})`
     : `removed testbed ${name}: ${containers.length} containers, ${networks.length} networks, ${volumes.length} volumes`);
-}
-
-/**
- * A Kubernetes campaign's testbed is what it left in its namespace: every Job, Service, NetworkPolicy, Secret and pod labelled
- * ringlab.testbed=<name> is deleted (a campaign deletes each run's objects itself; this is for what a kill left).
- */
-async function downKubernetes(ctx: Context, testbed: KubernetesTestbed): Promise<void> {
-  const { Cluster } = await import("../../kubernetes/cluster.ts");
-  const cluster = await Cluster.connect(testbed, {}, "delete");
-  const removed = await cluster.deleteLabelled({ "ringlab.testbed": testbed.name }, { waitUntilGone: true });
-  ctx.reporter.info(`deleted ${removed} objects labelled ringlab.testbed=${testbed.name} in namespace ${testbed.namespace} (context ${cluster.context})`);
 }
 
 /** `down` takes a testbed name, a campaign file (only its testbed.name is read), or nothing (the current testbed). */

@@ -3,8 +3,9 @@ import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { UsageError } from "../../errors.ts";
-import { awsInventory, pinnedKnownHosts, renderInventory } from "../../inventory.ts";
+import { pinnedKnownHosts, renderInventory } from "../../inventory.ts";
 import { readHostKeys } from "../../testbed/host-keys.ts";
+import { gapOf, targetOf } from "../../targets/index.ts";
 import { readSpec } from "../../testbed/spec.ts";
 import { writeFileAtomic, writePrivateFile } from "../../util/fs.ts";
 import { parseSafePath } from "../options.ts";
@@ -17,18 +18,18 @@ export function registerInventory(program: Command, host: CommandHost): void {
     .argument("<spec>", "the spec.json the stack was deployed from (written by `ringlab synth`)")
     .requiredOption("--outputs <file>", "the JSON of `terraform output -json > <file>` in the stack's folder, or of `npx cdktf output --outputs-file <file>`")
     .option("-o, --out <file>", "where to write the inventory", parseSafePath, "inventory.yml")
-    .action(host.action((specFile: string, options: { outputs: string; out: string }) => {
+    .action(host.action(async (specFile: string, options: { outputs: string; out: string }) => {
       const spec = readSpec(specFile);
-      if (spec.target !== "aws") {
-        throw new UsageError(`${specFile} describes a ${spec.target} testbed; \`ringlab up\` writes its inventory itself`);
-      }
+      const target = targetOf(spec);
+      // Only a target with a stack to deploy by hand (AWS) has outputs to read.
+      if (target.stack === undefined) throw new UsageError(`${specFile} describes a ${spec.target} testbed; ${gapOf(target, "stack")}`);
       const outputs = readOutputsFile(options.outputs);
       const knownHosts = join(dirname(resolve(options.out)), "known_hosts");
       // `ringlab synth` made them beside the spec, and the synthesized stack gave them to the nodes.
       const hostKeys = readHostKeys(dirname(resolve(specFile)), spec.nodes);
       let inventory;
       try {
-        inventory = awsInventory(outputs, spec, knownHosts, hostKeys);
+        inventory = await target.stack.inventory(outputs, spec, knownHosts, hostKeys);
       } catch (error) {
         throw new UsageError(`${options.outputs}: ${(error as Error).message}`);
       }

@@ -7,6 +7,7 @@ import { MOST_PROCESSES_PER_NODE } from "../../config/schema.ts";
 import { EXIT, UsageError } from "../../errors.ts";
 import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, LAUNCHERS, recordedLauncher, type LauncherName } from "../../launchers/index.ts";
 import { JOBS, runOnce, type Job } from "../../runner.ts";
+import { gapOf, targetOf, targetsThatCan } from "../../targets/index.ts";
 import { planCpuQuota } from "../../testbed/cpu-quota.ts";
 import { isConfiguredFor, requireRecord, type TestbedRecord } from "../../testbed/record.ts";
 import { withTestbedLock } from "../../testbed/testbed.ts";
@@ -86,10 +87,12 @@ function parseProcessesPerNode(text: string): number {
   return value;
 }
 
-/** A quota applies on the local testbed only, and all the run's worker processes at once must fit this machine. */
+/** A quota applies where the target holds workers to one ("cpu-quota": local), and all the run's worker processes at once must fit this machine. */
 function checkCpus(record: TestbedRecord, workers: number, cpus: number): void {
-  if (record.target !== "local") {
-    throw new UsageError(`--cpus applies to the local testbed only; ${record.name} is on ${record.target}, where every node is a machine of its own`);
+  const noQuota = gapOf(targetOf(record), "cpu-quota");
+  if (noQuota !== undefined) {
+    const where = targetsThatCan("cpu-quota").map((target) => target.name).join(" or ");
+    throw new UsageError(`--cpus applies to the ${where} testbed only; ${record.name} is on ${record.target}, ${noQuota}`);
   }
   const plan = planCpuQuota({ cores: availableParallelism(), nodes: workers, requested: cpus });
   if (!plan.ok) throw new UsageError(`--cpus ${cpus}: ${plan.problem}`);

@@ -16,7 +16,8 @@ export function registerStatus(program: Command, host: CommandHost): void {
       const record = requireRecord(ctx.stateDir, options.testbed);
       const nodes = await status(ctx, record);
       out(`testbed ${record.name} (${record.target}), created ${record.createdAt}, inventory ${record.inventory}\n`);
-      out(formatTable(["node", "rank", "address", ...(record.target === "local" ? ["container"] : []), "ssh"],
+      // A container column where the target's nodes are containers here (local).
+      out(formatTable(["node", "rank", "address", ...(nodes.some((n) => n.running !== undefined) ? ["container"] : []), "ssh"],
         nodes.map((n) => [n.name, String(n.rank), n.address, ...(n.running === undefined ? [] : [n.running ? "running" : "stopped"]), n.sshAnswers ? "ok" : "NO ANSWER"])));
       if (nodes.some((n) => !n.sshAnswers)) return EXIT.toolFailed;
       for (const section of await launcherStatus(ctx, record)) out(`\n${section}`);

@@ -1,7 +1,6 @@
 /** `ringlab synth <file> [--out DIR]`: the resolved testbed spec and, for AWS, the Terraform JSON; deploys nothing. */
 import { dirname, resolve } from "node:path";
 import type { Command } from "commander";
-import { terraformBinaryFor } from "../../adapters/terraform.ts";
 import { loadCampaignFile } from "../../config/load.ts";
 import { synth } from "../../testbed/testbed.ts";
 import { shellWord } from "../format.ts";
@@ -20,7 +19,7 @@ export function registerSynth(program: Command, host: CommandHost): void {
       const result = await synth(ctx, campaign, resolve(options.out));
       out(`${result.specFile}\n${result.stackFile === undefined ? "" : `${result.stackFile}\n`}`);
       if (result.stackFile !== undefined) {
-        const terraform = campaign.testbed.target === "aws" ? terraformBinaryFor(campaign.testbed.terraformBinary) : "terraform";
+        const terraform = result.deployer ?? "terraform";
         const chdir = `-chdir=${shellWord(dirname(result.stackFile))}`;
         ctx.reporter.info(`deploy it by hand with: ${terraform} ${chdir} init && ${terraform} ${chdir} apply`);
       }

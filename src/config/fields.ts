@@ -1,0 +1,34 @@
+/**
+ * The campaign file's building blocks that the schema (./schema.ts) and each testbed target's own section
+ * (src/targets/) share: a field that must pass one of the shared rules (src/rules/), and the fields every testbed has.
+ * Pure, and below both, so that neither imports the other for them.
+ */
+import { z } from "zod";
+import { checkResourceName } from "../rules/names.ts";
+import { checkSafePath, checkTagKey, checkTagValue } from "../rules/safe-text.ts";
+
+/** Guard against a typo that would start many paid machines; raise `maxNodes` deliberately. */
+export const DEFAULT_MAX_NODES = 10;
+
+/** Text that must pass one of the shared rules; the rule's problem becomes the field's message. */
+export function ruled(check: (value: string) => string | undefined): z.ZodString {
+  return z.string().superRefine((value, ctx) => {
+    const problem = check(value);
+    if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+  });
+}
+
+export const safePath = () => ruled(checkSafePath);
+export const nodeCount = z.int().min(1);
+export const tags = z.record(ruled(checkTagKey), ruled(checkTagValue));
+
+/** The fields of every target's testbed section. */
+export const testbedCommon = {
+  /** Used in resource names and tags: lower case letters, digits and dashes, at most 24 characters. */
+  name: ruled(checkResourceName),
+  nodes: nodeCount,
+  maxNodes: z.int().min(1).max(1000).default(DEFAULT_MAX_NODES),
+};
+
+/** Where a cross-field rule reports a problem: the path below the section it checks, and the message. */
+export type IssueAt = (path: readonly (string | number)[], message: string) => void;
