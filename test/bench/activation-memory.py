@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Measures what src/campaign/gpu-memory.ts assumes: the bytes a training step keeps for the backward pass, per image.
 
-For each model as the worker builds it (docker/worker/ringlab_worker/train.py) at its native image size, it runs one
+For each image model as the worker builds it (docker/worker/ringlab_worker/models/) at its native image size, it runs one
 forward pass in training mode with torch.autograd.graph.saved_tensors_hooks and adds up the distinct tensors autograd
 saves (parameters excluded), at two batch sizes; the difference per image is the activation memory per image.
 fp32 as is; amp as autocast to a 16-bit type (bfloat16 on the CPU, float16 on a GPU: both 2 bytes, and the same
@@ -14,7 +14,8 @@ import torch
 
 # The models exactly as the worker builds them.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docker", "worker"))
-from ringlab_worker.train import NATIVE_IMAGE_SIZE as NATIVE, build_model  # noqa: E402
+from ringlab_worker.models import build_model  # noqa: E402
+from ringlab_worker.registry import NATIVE_IMAGE_SIZE as NATIVE  # noqa: E402
 
 
 def build(name):

@@ -14,7 +14,7 @@ from torch.nn.parallel import DistributedDataParallel
 from argparse import Namespace
 
 from ringlab_worker.reduction import PROBED_REDUCTIONS, finish, install, register_ddp_hook, replica_divergence, sum_over_ranks
-from ringlab_worker.train import build_model
+from ringlab_worker.models import build_model
 
 
 def main(rank: int, size: int, port: int, out_dir: str) -> None:

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from conftest import REPO
-from ringlab_worker.models import BUILDERS, build_model
+from ringlab_worker.models import BUILDERS, SPECS, build_model
 from ringlab_worker.registry import MODELS, NATIVE_IMAGE_SIZE, PARAMETER_COUNT
 
 
@@ -20,11 +20,14 @@ from ringlab_worker.registry import MODELS, NATIVE_IMAGE_SIZE, PARAMETER_COUNT
 TORCHVISION = json.loads((REPO / "test" / "fixtures" / "torchvision-state-dicts.json").read_text())
 
 
-def test_every_registry_model_has_a_builder_and_no_builder_is_unregistered():
-    assert tuple(BUILDERS) == MODELS
+def test_every_registry_model_has_a_spec_and_every_image_model_a_builder_with_its_classes():
+    assert tuple(SPECS) == MODELS
+    assert tuple(BUILDERS) == tuple(NATIVE_IMAGE_SIZE)
+    for name in BUILDERS:
+        assert SPECS[name].classes == build_model(name)[1], name
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", list(NATIVE_IMAGE_SIZE))
 def test_each_model_has_the_parameters_planning_assumes(name):
     model, _ = build_model(name)
     assert sum(p.numel() for p in model.parameters()) == PARAMETER_COUNT[name]

@@ -11,7 +11,7 @@ import json
 
 from conftest import base_env, free_port, run_worker
 from ringlab_worker import reduction, registry
-from ringlab_worker.train import build_model
+from ringlab_worker.models import build_model
 
 HERE = Path(__file__).resolve().parent
 
