@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { InvalidArgumentError, Option, type Command } from "commander";
-import { MODELS, TRAIN_KNOBS } from "../../config/registry.ts";
+import { MODELS, throughputUnit, TRAIN_KNOBS } from "../../config/registry.ts";
 import { UsageError } from "../../errors.ts";
 import { isPrediction, predictTraining, type MissingInput, type RunPrediction } from "../../predict/predict.ts";
 import { PUBLISHED_ONLY } from "../../predict/inputs.ts";
@@ -205,7 +205,7 @@ function formatRecommendations(options: PredictOptions, tables: readonly { nodes
         prediction === undefined ? `no prediction: ${"missing" in row.prediction ? row.prediction.missing : ""}` : `${(100 * prediction.scalingEfficiency.value).toFixed(1)}%`];
     });
     lines.push("", `${nodes} node${nodes === 1 ? "" : "s"} × ${options.processesPerNode}:`,
-      formatTable(["layout", "fits", "GiB per rank", "GiB per node", "step (s)", rateUnit(rows.find((row) => "unit" in row.prediction)?.prediction.unit as "images" | "tokens" ?? "images"), "efficiency"], table).trimEnd());
+      formatTable(["layout", "fits", "GiB per rank", "GiB per node", "step (s)", rateUnit(throughputUnit(options.model)), "efficiency"], table).trimEnd());
     const top = rows.filter((row) => row.fits !== false && "throughput" in row.prediction).slice(0, 2);
     if (cpus !== undefined && nodes > 1 && top.length > 0) lines.push(checkCampaign(options, nodes, top, cpus));
   }

@@ -1,0 +1,63 @@
+/**
+ * The second-day check of predictions (issue #35; issue #50, point 2), from what is committed in
+ * test/bench/data/predictions-day2/: the seed campaign run on 2026-11-27 and its calibration, and the predict campaign
+ * run on 2026-11-28 from that calibration, with the predictions it saved before its first run. Every figure
+ * test/bench/README.md quotes of it is recomputed here.
+ *
+ *   npx ringlab campaign campaigns/local-seed.yaml --results <seed>                      # 2026-11-27, 22:38-23:39 UTC
+ *   npx ringlab calibrate <seed> --out <calibration>
+ *   npx ringlab campaign campaigns/local-predict.yaml --calibration <calibration> --results <predict>   # 2026-11-28, 00:00
+ */
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { calibrationFromRecords, parseCalibration } from "../../src/predict/calibration.ts";
+import { reportData } from "../../src/report/data.ts";
+import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
+import { parsePredictions } from "../../src/results/predictions.ts";
+import { parseRunRecord, type RunRecord } from "../../src/results/record.ts";
+
+const FOLDER = "test/bench/data/predictions-day2";
+function records(file: string): RunRecord[] {
+  return readFileSync(`${FOLDER}/${file}`, "utf8").trim().split("\n").map((line) => {
+    const parsed = parseRunRecord(JSON.parse(line));
+    if ("problem" in parsed) throw new Error(parsed.problem);
+    return parsed.record;
+  });
+}
+/** Every number to 12 significant digits. */
+function rounded(value: unknown): unknown {
+  if (typeof value === "number") return Number(value.toPrecision(12));
+  if (Array.isArray(value)) return value.map(rounded);
+  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, rounded(field)]));
+  return value;
+}
+const seed = records("seed-runs.jsonl");
+const predicted = records("predict-runs.jsonl");
+const committed = parseCalibration(JSON.parse(readFileSync(`${FOLDER}/seed-calibration.json`, "utf8")));
+const saved = parsePredictions(JSON.parse(readFileSync(`${FOLDER}/predictions.json`, "utf8")));
+
+describe("predictions checked on a second day (test/bench/README.md)", () => {
+  if ("problem" in committed || "problem" in saved) throw new Error("the committed files parse");
+  const calibration = committed.calibration;
+  const predictions = saved.file;
+
+  it("calibrated from the seed campaign's records alone, as committed", () => {
+    const again = calibrationFromRecords(seed, "/root/evidence/seed-2026-11-27", () => {}, "/root/evidence/seed-2026-11-27");
+    // The same numbers, summed in another order (calibrate reads the records one file each): equal to 12 digits.
+    expect(rounded(again)).toEqual(rounded(calibration));
+  });
+
+  it("was predicted on a later calendar day than every input of the calibration was measured, before any run, out of sample", () => {
+    const measured = [...calibration.compute, ...calibration.links, ...calibration.overlap].map((entry) => entry.source.kind === "measured" ? entry.source.date : "");
+    expect(new Set(measured)).toEqual(new Set(["2026-11-27"]));
+    expect(predictions.madeAt.slice(0, 10)).toBe("2026-11-28");
+    expect("schema" in predictions && predictions.schema === "ringlab.predictions/v2" && predictions.runsDoneBefore).toEqual([]);
+    expect("sample" in predictions && predictions.sample).toEqual({ kind: "out-of-sample" });
+    for (const record of predicted) expect(Date.parse(record.startedAt)).toBeGreaterThan(Date.parse(predictions.madeAt));
+  });
+
+  it("put 11 of 11 multi-node runs within 5 points of the predicted scaling efficiency, mean |error| 2.7 points", () => {
+    const score = scorePredictions(predictions, reportData(predicted), predicted);
+    expect(scoreSummary(score)).toMatch(/^11 of 11 multi-node runs within 5 points of the predicted scaling efficiency \(mean \|error\| 2\.7 points\), the mean of each configuration's repeats within 5 points for 4 of 4 configurations, 11 of 18 runs within 10 % of the predicted throughput$/);
+  });
+});
