@@ -105,6 +105,28 @@ export function isMissing(value: object | null): value is Missing {
   return value !== null && "missing" in value;
 }
 
+/**
+ * A batch size between two measured ones: a step's compute is a fixed part (optimizer step, launches, the loader) plus a
+ * part a sample, so the straight line through the two nearest measured batches on either side (t = a + b·B). Scaling
+ * one batch's compute per sample leaves the fixed part out: batch 24 from batch 32's per-sample time predicted
+ * 177 img/s where the second-day check measured 142-157 (test/bench/README.md, "Predictions"). Outside the
+ * measured batches, or with a negative fixed part, undefined: the nearest batch's compute per sample.
+ */
+function computeLine(entries: readonly ComputeEntry[], batchSize: number): { seconds: { mean: number; halfWidth95: number }; from: readonly [ComputeEntry, ComputeEntry] } | undefined {
+  const below = entries.find((entry) => entry.batchSize < batchSize);
+  const above = entries.find((entry) => entry.batchSize > batchSize);
+  if (below === undefined || above === undefined) return undefined;
+  const perSample = (above.computeSeconds.mean - below.computeSeconds.mean) / (above.batchSize - below.batchSize);
+  const fixed = below.computeSeconds.mean - perSample * below.batchSize;
+  if (perSample <= 0 || fixed < 0) return undefined;
+  // Interpolated: the interval is the two ends' intervals weighted as the means are.
+  const w = (batchSize - below.batchSize) / (above.batchSize - below.batchSize);
+  return {
+    seconds: { mean: fixed + perSample * batchSize, halfWidth95: (1 - w) * below.computeSeconds.halfWidth95 + w * above.computeSeconds.halfWidth95 },
+    from: [below, above],
+  };
+}
+
 /** One step's compute on one worker. */
 export function computeInput(question: InputQuestion, context: PredictionContext): ComputeInput | Missing {
   const quota = context.cpusPerNode ?? null;
@@ -130,7 +152,13 @@ export function computeInput(question: InputQuestion, context: PredictionContext
   }
   const measured = candidates.find((entry) => entry.batchSize === question.batchSize);
   if (measured !== undefined) return { seconds: measured.computeSeconds, gradientBytes: measured.gradientBytes, source: `${layoutNote}${measuredComputeText(measured)}` };
-  const nearest = [...candidates].sort((a, b) => Math.abs(Math.log(a.batchSize / question.batchSize)) - Math.abs(Math.log(b.batchSize / question.batchSize)))[0];
+  const byDistance = [...candidates].sort((a, b) => Math.abs(Math.log(a.batchSize / question.batchSize)) - Math.abs(Math.log(b.batchSize / question.batchSize)));
+  const line = computeLine(byDistance, question.batchSize);
+  if (line !== undefined) {
+    return { seconds: line.seconds, gradientBytes: line.from[0].gradientBytes,
+      source: `${layoutNote}derived: a straight line through batch ${line.from[0].batchSize}'s and ${line.from[1].batchSize}'s compute (a fixed part a step and a part a sample), at batch ${question.batchSize}; ${line.from.map(measuredComputeText).join("; ")}` };
+  }
+  const nearest = byDistance[0];
   if (nearest !== undefined) {
     const scale = question.batchSize / nearest.batchSize;
     return {

@@ -193,10 +193,22 @@ describe("a hierarchical all-reduce, on paper", () => {
 describe("deriving what the calibration did not measure, said so", () => {
   const predict = (matrix: string) => predictRun(plannedRuns(matrix)[0]!, { calibration });
 
-  it("takes another batch size's compute per image: batch 32 from batch 64's", () => {
+  it("takes another batch size's compute per sample outside the measured batches: batch 32 from batch 64's", () => {
     const prediction = predict("{nodes: 1, model: resnet50, batchSize: 32, bandwidth: 1gbit}") as RunPrediction;
     expect(prediction.computeSeconds).toBeCloseTo(32 / 105, 12);
-    expect(prediction.sources.compute).toMatch(/^derived: batch 64's compute per image, at batch 32; measured in results\/earlier on \S+ \(resnet50 at batch 64 on .*\)$/);
+    expect(prediction.sources.compute).toMatch(/^derived: batch 64's compute per sample, at batch 32; measured in results\/earlier on \S+ \(resnet50 at batch 64 on .*\)$/);
+  });
+
+  it("between two measured batches, the straight line through them (a fixed part a step and a part a sample), not one's compute per sample", () => {
+    // Batch 64 at 0.6 s a step, batch 128 at 1.0 s: 0.2 s fixed and 6.25 ms a sample, so batch 96 at 0.8 s (per sample from 64: 0.9 s).
+    const compute = calibration.compute[0]!;
+    const two: Calibration = { ...calibration, compute: [{ ...compute, computeSeconds: { ...compute.computeSeconds, mean: 0.6, halfWidth95: 0.02 } },
+      { ...compute, batchSize: 128, computeSeconds: { ...compute.computeSeconds, mean: 1.0, halfWidth95: 0.04 } }] };
+    const prediction = predictTraining({ runId: "b96", model: "resnet50", batchSize: 96, nodes: 1, bandwidth: null, knobs: {} }, { calibration: two }) as RunPrediction;
+    expect(prediction.computeSeconds).toBeCloseTo(0.8, 12);
+    expect(prediction.sources.compute).toMatch(/^derived: a straight line through batch 64's and 128's compute \(a fixed part a step and a part a sample\), at batch 96; measured in/);
+    // Past the largest measured batch: the nearest one's compute per sample.
+    expect((predictTraining({ runId: "b256", model: "resnet50", batchSize: 256, nodes: 1, bandwidth: null, knobs: {} }, { calibration: two }) as RunPrediction).computeSeconds).toBeCloseTo(2.0, 12);
   });
 
   it("scales the nearest shaped rate's β by the rates, keeping its α: 500mbit from the 1gbit probe", () => {
