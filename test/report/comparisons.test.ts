@@ -31,7 +31,7 @@ describe("placements: the same workers on fewer or more nodes", () => {
   });
 
   it("says in one sentence which was fastest, what the model predicted and whether the ratios agree", () => {
-    expect(verdict(placement!)).toBe("1 node × 4 was fastest (380.0 images/s); the model predicted 1 node × 4 fastest too. " +
+    expect(verdict(placement!)).toBe("1 node × 4 was fastest (380.0 img/s); the model predicted 1 node × 4 fastest too. " +
       "Step time against 4 nodes × 1: 2 nodes × 2 0.83 measured, 1.00 predicted; 1 node × 4 0.66 measured, 0.35 predicted, " +
       "not as the model predicted (within 15%: no, largest difference 89%).");
   });
@@ -64,7 +64,7 @@ describe("reductions: the same placement, gradients summed another way", () => {
     // Server, egress-shaped: 4 · 0.8 s; ring 1.2 s. Measured ratio 2.0, predicted (0.64 + 3.2) / (0.64 + 1.2) = 2.087.
     expect(ratios(comparison!)[1]!.measured).toBeCloseTo(2, 12);
     expect(ratios(comparison!)[1]!.predicted).toBeCloseTo((T_C + 3.2) / (T_C + 1.2), 12);
-    expect(verdict(comparison!)).toBe("ring was fastest (300.0 images/s); the model predicted ring fastest too. " +
+    expect(verdict(comparison!)).toBe("ring was fastest (300.0 img/s); the model predicted ring fastest too. " +
       "Step time against ring: parameter-server 2.00 measured, 2.09 predicted, as the model predicted (within 15%: yes, largest difference 4%).");
   });
 

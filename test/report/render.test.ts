@@ -77,14 +77,14 @@ describe("renderHtml", () => {
   it("puts every training number next to its measurement, as the data computed it", () => {
     const resnet50 = sectionOf(html, "<h3>resnet50 · batch 64</h3>");
     // Link, nodes, workers, throughput ± CI, n, median, CV, ideal, efficiency (and its flags), calibration (n/a: the fixture's
-    // records predate it), t_c, t_ar, ceilings, throughput ceiling.
+    // records predate it), t_c, t_ar, ceilings, throughput ceiling, peak memory (n/a: none recorded).
     // CV: (150, 160) sample sd √50 over 155; (200, 206, 212) sd 6 over 206; (100, 110) √50 over 105.
     expect(cellsOf(rowStartingWith(resnet50, "1gbit", "2"))).toEqual([
       "1gbit", "2", "2", "155.0 ± 63.5", "2", "155.0", "4.6%", "210.0", `73.8%<br><span class="flag">⚑ wide interval</span>`, "n/a",
-      "0.610", "0.800", "43.2%", "76.2%", "90.8 – 160.0",
+      "0.610", "0.800", "43.2%", "76.2%", "90.8 – 160.0", "n/a",
     ]);
     expect(cellsOf(rowStartingWith(resnet50, "10gbit", "2"))).toEqual([
-      "10gbit", "2", "2", "206.0 ± 14.9", "3", "206.0", "2.9%", "210.0", "98.1%", "n/a", "0.610", "0.0800", "88.4%", "100.0%", "185.6 – 210.0",
+      "10gbit", "2", "2", "206.0 ± 14.9", "3", "206.0", "2.9%", "210.0", "98.1%", "n/a", "0.610", "0.0800", "88.4%", "100.0%", "185.6 – 210.0", "n/a",
     ]);
     expect(cellsOf(rowStartingWith(resnet50, "none (baseline)", "1")).slice(0, 10)).toEqual([
       "none (baseline)", "1", "1", "105.0 ± 63.5", "2", "105.0", "6.7%", "105.0", `100.0%<br><span class="flag">⚑ wide interval</span>`, "n/a",
@@ -120,7 +120,7 @@ describe("renderHtml", () => {
 
   it("says n/a where there is no baseline instead of inventing an efficiency", () => {
     const resnet152 = sectionOf(html, "<h3>resnet152 · batch 32</h3>");
-    expect(cellsOf(rowStartingWith(resnet152, "1gbit", "2"))).toEqual(["1gbit", "2", "2", "40.0 (± 2.0 over iterations)", "1", "40.0", "n/a", "n/a", "n/a", "n/a", "n/a", "1.92", "n/a", "n/a", "n/a"]);
+    expect(cellsOf(rowStartingWith(resnet152, "1gbit", "2"))).toEqual(["1gbit", "2", "2", "40.0 (± 2.0 over iterations)", "1", "40.0", "n/a", "n/a", "n/a", "n/a", "n/a", "1.92", "n/a", "n/a", "n/a", "n/a"]);
     expect(html).not.toMatch(/NaN|Infinity/);
   });
 
@@ -162,13 +162,13 @@ describe("renderMarkdown", () => {
     expect(markdown).toContain("# ringlab report: scaling-test");
     expect(markdown).toContain("14 runs: 13 ok, 1 failed; 2 flagged (see Flags)");
     // Throughput, n, median, CV ((400, 404): sample sd 2√2 over 402), ideal, efficiency, calibration (none recorded: n/a), ceilings.
-    expect(markdown).toContain("| resnet50 · batch 64 | 1gbit | 4 | 200.0 (± 8.0 over iterations) | 1 | 200.0 | n/a | 420.0 | 47.6% | n/a | 33.7% – 50.8% |");
-    expect(markdown).toContain("| resnet50 · batch 64 | 10gbit | 4 | 402.0 ± 25.4 | 2 | 402.0 | 0.7% | 420.0 | 95.7% | n/a | 83.6% – 100.0% |");
-    expect(markdown).toContain("| resnet152 · batch 32 | 1gbit | 2 | 40.0 (± 2.0 over iterations) | 1 | 40.0 | n/a | n/a | n/a | n/a | n/a |");
+    expect(markdown).toContain("| resnet50 · batch 64 (img/s) | 1gbit | 4 | 200.0 (± 8.0 over iterations) | 1 | 200.0 | n/a | 420.0 | 47.6% | n/a | 33.7% – 50.8% |");
+    expect(markdown).toContain("| resnet50 · batch 64 (img/s) | 10gbit | 4 | 402.0 ± 25.4 | 2 | 402.0 | 0.7% | 420.0 | 95.7% | n/a | 83.6% – 100.0% |");
+    expect(markdown).toContain("| resnet152 · batch 32 (img/s) | 1gbit | 2 | 40.0 (± 2.0 over iterations) | 1 | 40.0 | n/a | n/a | n/a | n/a | n/a |");
   });
 
   it("gives each configuration's single-node baseline a row, flagged where its interval is wide", () => {
-    expect(markdown).toContain("| resnet50 · batch 64 | none (baseline) | 1 | 105.0 ± 63.5 | 2 | 105.0 | 6.7% | 105.0 | 100.0% ⚑ wide interval | n/a | n/a |");
+    expect(markdown).toContain("| resnet50 · batch 64 (img/s) | none (baseline) | 1 | 105.0 ± 63.5 | 2 | 105.0 | 6.7% | 105.0 | 100.0% ⚑ wide interval | n/a | n/a |");
   });
 
   it("lists the flags with their reasons, or says none", () => {
@@ -221,7 +221,7 @@ describe("the calibration column", () => {
     expect(cellsOf(rowStartingWith(page, "1gbit", "2")).slice(8, 10)).toEqual(["75.0%", "3.20"]);
     expect(cellsOf(rowStartingWith(page, "10gbit", "2")).slice(8, 10)).toEqual(["80.0%", "n/a"]);
     const markdown = renderMarkdown(calibratedData, calibratedMeta, calibratedFlags);
-    expect(markdown).toContain("| Ideal (img/s) | Scaling efficiency | Calibration (GFLOP/s) | Ceiling, no overlap – perfect overlap |");
+    expect(markdown).toContain("| Ideal (per s) | Scaling efficiency | Calibration (GFLOP/s) | Ceiling, no overlap – perfect overlap |");
     expect(markdown).toContain("| 100.0 | 100.0% | 4.00 | n/a |");
     expect(markdown).toContain("| 200.0 | 75.0% | 3.20 | 44.4% – 80.0% |");
     expect(markdown).toContain("| 200.0 | 80.0% | n/a | 88.9% – 100.0% |");

@@ -32,12 +32,12 @@ describe("derived files", () => {
     const csv = readFileSync(layout.summaryCsv, "utf8").trim().split("\n");
     expect(csv[0]).toMatch(/^run_id,status,attempts,job,nodes,bandwidth,/);
     // No successful repeat of its configuration: 0 repeats, and no statistics.
-    expect(csv[2]).toBe('a,failed,2,train,2,1gbit,tiny,32,1,,,,,,10,,"exit 3, ""peer gone""",0,,,,,,,,,');
+    expect(csv[2]).toBe('a,failed,2,train,2,1gbit,tiny,32,1,,,,,,,,,10,,"exit 3, ""peer gone""",0,,,,,,,,,');
   });
 
   it("summary.csv neutralizes text a spreadsheet would run as a formula, and leaves numbers alone", () => {
     const csv = summaryCsv([{ record: record("a", "failed", { error: '=HYPERLINK("http://x")', model: "@SUM(A1)" }), attempts: 1 }]);
-    expect(csv.split("\n")[1]).toBe(`a,failed,1,train,2,1gbit,'@SUM(A1),32,1,,,,,,10,,"'=HYPERLINK(""http://x"")",0,,,,,,,,,`);
+    expect(csv.split("\n")[1]).toBe(`a,failed,1,train,2,1gbit,'@SUM(A1),32,1,,,,,,,,,10,,"'=HYPERLINK(""http://x"")",0,,,,,,,,,`);
     expect(["+1", "-1+2", "\tx", "\rx"].map(csvCell)).toEqual(["'+1", "'-1+2", "'\tx", `"'\rx"`]);
     expect([-1.5, -3, 0].map(csvCell)).toEqual(["-1.50000", "-3", "0"]);
     expect(csvCell("a=b")).toBe("a=b");
@@ -67,7 +67,7 @@ describe("summary.csv: each configuration over its repeats", () => {
 
   it("adds the configuration's columns after the run's own, in this order", () => {
     expect(SUMMARY_COLUMNS.slice(SUMMARY_COLUMNS.indexOf("error"))).toEqual([
-      "error", "repeats", "images_per_second_total_mean", "images_per_second_total_median", "images_per_second_total_ci95_low", "images_per_second_total_ci95_high",
+      "error", "repeats", "throughput_total_mean", "throughput_total_median", "throughput_total_ci95_low", "throughput_total_ci95_high",
       "peak_busbw_gbps_mean", "peak_busbw_gbps_median", "peak_busbw_gbps_ci95_low", "peak_busbw_gbps_ci95_high", "cv",
     ]);
   });
@@ -77,24 +77,24 @@ describe("summary.csv: each configuration over its repeats", () => {
     for (const repeat of [1, 2, 3, 4]) {
       const row = rows.get(`train-resnet50-b64-n2-1gbit-r${repeat}`)!;
       expect(row["repeats"]).toBe("3");
-      expect(Number(row["images_per_second_total_mean"])).toBe(160);
-      expect(Number(row["images_per_second_total_median"])).toBe(160);
-      expect(Number(row["images_per_second_total_ci95_low"])).toBeCloseTo(160 - 4.303 * 10 / Math.sqrt(3), 3);
-      expect(Number(row["images_per_second_total_ci95_high"])).toBeCloseTo(160 + 4.303 * 10 / Math.sqrt(3), 3);
+      expect(Number(row["throughput_total_mean"])).toBe(160);
+      expect(Number(row["throughput_total_median"])).toBe(160);
+      expect(Number(row["throughput_total_ci95_low"])).toBeCloseTo(160 - 4.303 * 10 / Math.sqrt(3), 3);
+      expect(Number(row["throughput_total_ci95_high"])).toBeCloseTo(160 + 4.303 * 10 / Math.sqrt(3), 3);
       expect(Number(row["cv"])).toBeCloseTo(0.0625, 6);
       expect(row["peak_busbw_gbps_mean"]).toBe("");
     }
     // The run's own columns stay the run's.
-    expect(rows.get("train-resnet50-b64-n2-1gbit-r3")!["images_per_second_total"]).toBe("170");
+    expect(rows.get("train-resnet50-b64-n2-1gbit-r3")!["throughput_total"]).toBe("170");
     expect(rows.get("train-resnet50-b64-n2-1gbit-r4")!["status"]).toBe("failed");
   });
 
   it("keeps other placements apart, and leaves the interval and CV of a single repeat empty", () => {
     const row = rows.get("train-resnet50-b64-n2-p2-1gbit-r1")!;
     expect(row["repeats"]).toBe("1");
-    expect(row["images_per_second_total_mean"]).toBe("280");
-    expect(row["images_per_second_total_median"]).toBe("280");
-    expect([row["images_per_second_total_ci95_low"], row["images_per_second_total_ci95_high"], row["cv"]]).toEqual(["", "", ""]);
+    expect(row["throughput_total_mean"]).toBe("280");
+    expect(row["throughput_total_median"]).toBe("280");
+    expect([row["throughput_total_ci95_low"], row["throughput_total_ci95_high"], row["cv"]]).toEqual(["", "", ""]);
   });
 
   it("puts the probe's statistics under the peak bus bandwidth", () => {
@@ -106,7 +106,7 @@ describe("summary.csv: each configuration over its repeats", () => {
     expect(Number(row["peak_busbw_gbps_ci95_low"])).toBeCloseTo(0.92 - 12.706 * 0.02, 4);
     expect(Number(row["peak_busbw_gbps_ci95_high"])).toBeCloseTo(0.92 + 12.706 * 0.02, 4);
     expect(Number(row["cv"])).toBeCloseTo((0.02 * Math.SQRT2) / 0.92, 5);
-    expect(row["images_per_second_total_mean"]).toBe("");
+    expect(row["throughput_total_mean"]).toBe("");
   });
 
   it("counts a run done again once, with its latest attempt", () => {
@@ -115,6 +115,6 @@ describe("summary.csv: each configuration over its repeats", () => {
     const withRetry = summaryRows([...records, first, again]);
     // (150, 160, 170, 180): mean 165, median 165.
     expect(withRetry.get("train-resnet50-b64-n2-1gbit-r1")!["repeats"]).toBe("4");
-    expect(Number(withRetry.get("train-resnet50-b64-n2-1gbit-r1")!["images_per_second_total_mean"])).toBe(165);
+    expect(Number(withRetry.get("train-resnet50-b64-n2-1gbit-r1")!["throughput_total_mean"])).toBe(165);
   });
 });
