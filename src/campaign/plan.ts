@@ -3,7 +3,7 @@
  * order, which is what makes resuming safe.
  */
 import { createHash } from "node:crypto";
-import { KNOB_OWNERS, ownerAxisValue, probedAs, TRAIN_KNOBS, type ProbeLibrary, type Reduction } from "../config/registry.ts";
+import { KNOB_OWNERS, ownerAxisValue, probedAs, TRAIN_KNOBS, type Collective, type ProbeLibrary, type Reduction } from "../config/registry.ts";
 import type { AnyCampaignFile, CampaignSection, DatasetSection, Model, TrainKnobName } from "../config/schema.ts";
 import { TRAIN_KNOB_NAMES } from "../config/schema.ts";
 import { UsageError } from "../errors.ts";
@@ -125,7 +125,14 @@ interface Turn {
 
 interface RunMakers {
   readonly train: (slot: Slot, config: TrainConfig, turn: Turn) => PlannedRun;
-  readonly probe: (slot: Slot, reduction: Reduction, library: ProbeLibrary, turn: Turn) => PlannedRun;
+  readonly probe: (slot: Slot, kind: ProbeKind, turn: Turn) => PlannedRun;
+}
+
+/** One kind of probe run: how it sums (reduction, library) and which collective it times. */
+interface ProbeKind {
+  readonly reduction: Reduction;
+  readonly library: ProbeLibrary;
+  readonly collective: Collective;
 }
 
 /** The train and probe runs of one campaign section: their ids, knobs and worker arguments. */
@@ -138,20 +145,24 @@ function runMakers(section: CampaignSection, workerTimeout: number): RunMakers {
     const workerArgs = ["--model", model, "--batch-size", String(batchSize), ...knobArgs(knobs, section.dataset?.name), "--timeout-seconds", String(workerTimeout)];
     return withFingerprint({ id: `${configuration}-r${turn.repeat}`, configuration, ...turn, job: "train", ...slotFields(slot), model, batchSize, knobs, workerArgs });
   };
-  // The probe measures each reduction the training runs use (ring: the ids and arguments it always had), and each
-  // library of probe.library (torch: the ids and arguments it always had).
+  // The probe measures each reduction the training runs use (ring: the ids and arguments it always had), each
+  // library of probe.library (torch: the ids and arguments it always had), and each collective of probe.collective
+  // (all-reduce: the ids and arguments it always had).
   const firstReduction = probedReductions(section)[0]!;
-  const probe = (slot: Slot, reduction: Reduction, library: ProbeLibrary, turn: Turn): PlannedRun => {
+  const firstCollective = probedCollectives(section)[0]!;
+  const probe = (slot: Slot, { reduction, library, collective }: ProbeKind, turn: Turn): PlannedRun => {
     const { minBytes, maxBytes, stepFactor, warmupIters, iters } = section.probe;
     const ring = reduction === "ring";
     const mpi = library === "mpi";
+    const allReduce = collective === "all-reduce";
     // The reference once per link, node count and repeat: with the first kind of probe (torch.distributed's).
-    const reference = section.probe.reference !== undefined && slot.nodes > 1 && library === "torch" && reduction === firstReduction;
+    const reference = section.probe.reference !== undefined && slot.nodes > 1 && library === "torch" && reduction === firstReduction && collective === firstCollective;
     const workerArgs = ["--min-bytes", String(minBytes), "--max-bytes", String(maxBytes), "--step-factor", String(stepFactor),
       "--warmup-iters", String(warmupIters), "--iters", String(iters), ...(ring ? [] : ["--reduction", reduction]),
-      ...(mpi ? ["--library", "mpi"] : []), ...(reference ? ["--reference", section.probe.reference!] : []), "--timeout-seconds", String(workerTimeout)];
-    const configuration = ["allreduce", ...slotParts(slot), ...(ring ? [] : [reduction]), ...(mpi ? ["mpi"] : [])].join("-");
-    const knobs = { ...(ring ? {} : { reduction }), ...(mpi ? { library } : {}) };
+      ...(mpi ? ["--library", "mpi"] : []), ...(allReduce ? [] : ["--collective", collective]),
+      ...(reference ? ["--reference", section.probe.reference!] : []), "--timeout-seconds", String(workerTimeout)];
+    const configuration = ["allreduce", ...slotParts(slot), ...(ring ? [] : [reduction]), ...(mpi ? ["mpi"] : []), ...(allReduce ? [] : [collective])].join("-");
+    const knobs = { ...(ring ? {} : { reduction }), ...(mpi ? { library } : {}), ...(allReduce ? {} : { collective }) };
     return withFingerprint({ id: `${configuration}-r${turn.repeat}`, configuration, ...turn, job: "allreduce", ...slotFields(slot), knobs, workerArgs });
   };
   return { train, probe };
@@ -173,9 +184,14 @@ function orderRuns(section: CampaignSection, make: RunMakers): PlannedRun[] {
   const unconditionalRounds = section.repeatUntil?.minRepeats ?? rounds;
   const trainConfigs = trainConfigsOf(section);
   const reductions = probedReductions(section);
-  // Open MPI sums with its own algorithm: it has no reductions of ringlab's, only its all-reduce.
-  const probeKinds = unique<ProbeLibrary>(section.probe.library ?? ["torch"]).flatMap((library): { reduction: Reduction; library: ProbeLibrary }[] =>
-    library === "mpi" ? [{ reduction: "ring", library }] : reductions.map((reduction) => ({ reduction, library })));
+  // Open MPI sums with its own algorithm: it has no reductions of ringlab's, only its all-reduce. A collective other
+  // than the all-reduce is torch.distributed's own (its reductions are ways to all-reduce).
+  const collectives = probedCollectives(section);
+  const probeKinds = unique<ProbeLibrary>(section.probe.library ?? ["torch"]).flatMap((library): ProbeKind[] => library === "mpi"
+    ? (collectives.includes("all-reduce") ? [{ reduction: "ring", library, collective: "all-reduce" }] : [])
+    : collectives.flatMap((collective): ProbeKind[] => collective === "all-reduce"
+      ? reductions.map((reduction) => ({ reduction, library, collective }))
+      : [{ reduction: "ring", library, collective }]));
   const allPlacements: (number | undefined)[] = matrix.processesPerNode === undefined ? [undefined] : unique(matrix.processesPerNode).sort((a, b) => a - b);
   const withinMaxWorkers = (nodes: number, processes: number | undefined) => section.maxWorkers === undefined || nodes * (processes ?? 1) <= section.maxWorkers;
   const placementsOn = (nodes: number) => allPlacements.filter((processes) => withinMaxWorkers(nodes, processes));
@@ -191,8 +207,8 @@ function orderRuns(section: CampaignSection, make: RunMakers): PlannedRun[] {
       const baselineTurn = { ...turn, repeat: group * rounds + round };
       // Probes repeat in the unconditional rounds only: each run's many iterations already give every size's rate.
       if (section.probe.enabled && !turn.conditional) {
-        if (group === 0) for (const slot of singleNodeSlots.filter((s) => (s.processesPerNode ?? 1) > 1)) for (const { reduction, library } of probeKinds) runs.push(make.probe(slot, reduction, library, turn));
-        for (const slot of slots) for (const { reduction, library } of probeKinds) runs.push(make.probe(slot, reduction, library, turn));
+        if (group === 0) for (const slot of singleNodeSlots.filter((s) => (s.processesPerNode ?? 1) > 1)) for (const kind of probeKinds) runs.push(make.probe(slot, kind, turn));
+        for (const slot of slots) for (const kind of probeKinds) runs.push(make.probe(slot, kind, turn));
       }
       for (const slot of singleNodeSlots) for (const config of trainConfigs) runs.push(make.train(slot, config, baselineTurn));
       for (const slot of slots) for (const config of trainConfigs) runs.push(make.train(slot, config, turn));
@@ -218,6 +234,11 @@ function trainConfigsOf(section: CampaignSection): TrainConfig[] {
 /** The reductions the probes measure: the training runs' (PowerSGD and local SGD train over the ring's link, so the ring's). */
 function probedReductions(section: CampaignSection): Reduction[] {
   return unique((section.matrix.reduction ?? [section.train.reduction ?? "ring"]).map(probedAs));
+}
+
+/** probe.collective, in the file's order; the all-reduce alone when absent. */
+function probedCollectives(section: CampaignSection): Collective[] {
+  return unique<Collective>(section.probe.collective ?? ["all-reduce"]);
 }
 
 /**

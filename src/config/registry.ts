@@ -163,3 +163,12 @@ export function numericKnob(knobs: Readonly<Record<string, unknown>>, name: Trai
  */
 export const PROBE_LIBRARIES = ["torch", "mpi"] as const;
 export type ProbeLibrary = (typeof PROBE_LIBRARIES)[number];
+
+/**
+ * The collectives the probe times (`allreduce --collective`, nccl-tests' all_reduce_perf, all_gather_perf,
+ * reduce_scatter_perf and sendrecv_perf), each with the name a layout's recorded traffic gives it (`op`).
+ */
+export const COLLECTIVES = keysOf(registry.collectives);
+export type Collective = keyof Registry["collectives"];
+export const COLLECTIVE_OP: Readonly<Record<Collective, "all_reduce" | "all_gather" | "reduce_scatter" | "send">> =
+  mapValues(registry.collectives, (entry) => entry.op as "all_reduce" | "all_gather" | "reduce_scatter" | "send");

@@ -17,7 +17,7 @@ import { DEFAULT_MAX_NODES, safePath, type IssueAt } from "./fields.ts";
 import { combinationProblems, knobRuleProblems } from "./knob-rules.ts";
 import { describeIssues, type ConfigProblem } from "./problems.ts";
 import {
-  DDP_HOOK_REDUCTIONS, MODELS, PROBE_LIBRARIES, STRATEGIES, STRATEGY_KNOBS, TRAIN_KNOB_NAMES as KNOB_NAMES, TRAIN_KNOBS, type Model, type Reduction, type TrainKnob, type TrainKnobName, type TrainKnobValue,
+  COLLECTIVES, DDP_HOOK_REDUCTIONS, MODELS, PROBE_LIBRARIES, STRATEGIES, STRATEGY_KNOBS, TRAIN_KNOB_NAMES as KNOB_NAMES, TRAIN_KNOBS, type Model, type Reduction, type TrainKnob, type TrainKnobName, type TrainKnobValue,
 } from "./registry.ts";
 
 export { describeValue, type ConfigProblem } from "./problems.ts";
@@ -174,6 +174,13 @@ const campaignSection = z.strictObject({
      * through mpi4py, in the same worker on the same link; needs launcher mpi). Each probe runs once per library.
      */
     library: axis(z.enum(PROBE_LIBRARIES)).optional(),
+    /**
+     * Which collectives it times (nccl-tests' all_reduce_perf, all_gather_perf, reduce_scatter_perf, sendrecv_perf):
+     * all-reduce (the default), and the all-gather and reduce-scatter of FSDP and the sends of a pipeline, whose own
+     * α and β then predict those layouts' steps (without them the all-reduce's are used, said to be derived). Each runs
+     * once per node count and link; one other than all-reduce through torch.distributed only (probe.library torch).
+     */
+    collective: axis(z.enum(COLLECTIVES)).optional(),
     /** iperf3: before each multi-node probe, one TCP stream from node 1 to node 0 (3 s), the rate no library can beat. */
     reference: z.enum(["iperf3"]).optional(),
   }).default({ ...PROBE_DEFAULTS }),
@@ -335,6 +342,11 @@ function checkNodeLoss(campaign: CampaignOutput, failNodes: readonly number[], m
 
 /** The probe through Open MPI: its ranks are the ones mpirun starts, one per node, in the CPU worker image. */
 function checkProbeLibraries(testbed: TestbedSection, campaign: CampaignOutput, ctx: RefinementContext): void {
+  const others = (campaign.probe.collective ?? []).filter((collective) => collective !== "all-reduce");
+  if (others.length > 0 && !(campaign.probe.library ?? ["torch"]).includes("torch")) {
+    ctx.addIssue({ code: "custom", path: ["campaign", "probe", "collective"],
+      message: `${others.join(" and ")} ${others.length === 1 ? "runs" : "run"} through torch.distributed only (Open MPI's probe is its all-reduce): add torch to probe.library` });
+  }
   if (!(campaign.probe.library ?? []).includes("mpi")) return;
   const issue = (message: string) => ctx.addIssue({ code: "custom", path: ["campaign", "probe", "library"], message });
   if (campaign.launcher !== "mpi") issue(`library mpi sums through Open MPI in processes that mpirun starts: set campaign.launcher to mpi (found ${campaign.launcher})`);

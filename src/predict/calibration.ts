@@ -78,6 +78,8 @@ export interface LinkEntry {
   readonly nodes: number;
   readonly processesPerNode: number;
   readonly reduction: string;
+  /** The collective the probe timed (probe.collective), absent for the all-reduce; α and β are that collective's. */
+  readonly collective?: string;
   readonly cpusPerNode: number | null;
   /** The AWS instance type the probe ran on (an unshaped link is the instance's); absent on the local testbed. */
   readonly instanceType?: string;
@@ -132,7 +134,7 @@ const calibrationSchema = z.strictObject({
   })),
   links: z.array(z.strictObject({
     bandwidth: z.string(), nodes: z.number().int().min(1), processesPerNode: z.number().int().positive(), reduction: z.string(),
-    cpusPerNode: z.number().positive().nullable(), instanceType: z.string().optional(), alphaSeconds: z.number().nonnegative(), betaSecondsPerByte: z.number().positive(),
+    collective: z.string().optional(), cpusPerNode: z.number().positive().nullable(), instanceType: z.string().optional(), alphaSeconds: z.number().nonnegative(), betaSecondsPerByte: z.number().positive(),
     rSquared: z.number(), source,
   })),
   overlap: z.array(z.strictObject({
@@ -228,7 +230,7 @@ export function calibrationFromRecords(everyRecord: readonly RunRecord[], result
   const links: LinkEntry[] = data.probes.filter((probe) => probe.library === "torch").flatMap((probe) => {
     if (probe.fit === null || !(probe.fit.betaSecondsPerByte > 0)) {
       const largest = probe.rows.at(-1)?.sizeBytes ?? 0;
-      warn(`${resultsDir}: probe ${probe.bandwidth}, ${probe.nodes} nodes × ${probe.processesPerNode}, ${probe.reduction} gives no link: ` +
+      warn(`${resultsDir}: probe ${probe.bandwidth}, ${probe.nodes} nodes × ${probe.processesPerNode}, ${probe.reduction}${probe.collective === "all-reduce" ? "" : `, ${probe.collective}`} gives no link: ` +
         (probe.fit === null ? `${probe.rows.length} message size(s), a line needs two` : `its times do not grow with the message size up to ${largest} bytes (noise larger than the signal)`) +
         "; probe larger messages or more iterations (campaign.probe.maxBytes, campaign.probe.iters) and calibrate again");
       return [];
@@ -237,7 +239,7 @@ export function calibrationFromRecords(everyRecord: readonly RunRecord[], result
     const instanceType = first?.testbed.instanceType;
     return [{
       bandwidth: probe.bandwidth, nodes: probe.nodes, processesPerNode: probe.processesPerNode, reduction: probe.reduction,
-      cpusPerNode: first?.params.cpusPerNode ?? null, ...(instanceType === undefined ? {} : { instanceType }), alphaSeconds: probe.fit.alphaSeconds, betaSecondsPerByte: probe.fit.betaSecondsPerByte,
+      ...(probe.collective === "all-reduce" ? {} : { collective: probe.collective }), cpusPerNode: first?.params.cpusPerNode ?? null, ...(instanceType === undefined ? {} : { instanceType }), alphaSeconds: probe.fit.alphaSeconds, betaSecondsPerByte: probe.fit.betaSecondsPerByte,
       rSquared: probe.fit.rSquared, source: measured(probe.runIds),
     }];
   });
@@ -281,7 +283,7 @@ function computeKey(entry: ComputeEntry): string {
 }
 
 function linkKey(entry: LinkEntry): string {
-  return JSON.stringify([entry.bandwidth, entry.nodes, entry.processesPerNode, entry.reduction, entry.cpusPerNode, entry.instanceType ?? null]);
+  return JSON.stringify([entry.bandwidth, entry.nodes, entry.processesPerNode, entry.reduction, entry.cpusPerNode, entry.instanceType ?? null, entry.collective ?? "all-reduce"]);
 }
 
 function overlapKey(entry: Omit<OverlapEntry, "share" | "source">): string {
@@ -319,7 +321,7 @@ export function calibrationInputs(calibration: Calibration): CalibrationInput[] 
   return [
     ...calibration.compute.map((entry) => input(`compute ${entry.model} batch ${entry.batchSize} ${entry.precision}${entry.channelsLast === true ? " channels-last" : ""} ` +
       `on ${entry.deviceModel}${cores(entry.cpusPerNode)}`, entry)),
-    ...calibration.links.map((entry) => input(`link ${entry.bandwidth}, ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),
+    ...calibration.links.map((entry) => input(`link ${entry.bandwidth}, ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${entry.collective === undefined ? "" : `, ${entry.collective}`}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),
     ...calibration.overlap.map((entry) => input(`overlap ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),
     ...calibration.memory.map((entry) => input(`memory on ${entry.deviceModel}${cores(entry.cpusPerNode)}`, entry)),
   ];

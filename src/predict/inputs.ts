@@ -42,6 +42,8 @@ export interface InputQuestion {
   /** The channelsLast knob: a calibration's compute counts only for runs of the same memory layout. */
   readonly channelsLast?: boolean;
   readonly reduction: string;
+  /** The collective whose link is asked (a layout's all-gather, reduce-scatter or sends); absent: the all-reduce. */
+  readonly collective?: string;
   /** Language models: the shape and knobs that set one worker's compute (computeWorkload); an entry counts only for the same. */
   readonly workload?: Readonly<Record<string, string | number | boolean>>;
 }
@@ -280,7 +282,7 @@ export function overlapInput(question: InputQuestion, context: PredictionContext
 export function insideNodeInput(question: InputQuestion, context: PredictionContext): LinkInput | Missing {
   const ppn = question.processesPerNode ?? 1;
   const probe = context.calibration?.links.find((entry) => entry.bandwidth === "in one node" && entry.nodes === 1 && entry.processesPerNode === ppn
-    && entry.reduction === "ring" && entry.cpusPerNode === (context.cpusPerNode ?? null) && (entry.instanceType ?? null) === (context.instanceType ?? null));
+    && entry.reduction === "ring" && entry.collective === undefined && entry.cpusPerNode === (context.cpusPerNode ?? null) && (entry.instanceType ?? null) === (context.instanceType ?? null));
   if (probe !== undefined) return linkOf(probe, `inside a node: ${describeSource(probe.source)} (probe of ${ppn} processes in one node)`);
   const gbps = context.intraNodeBandwidth === undefined ? undefined : bandwidthGbps(context.intraNodeBandwidth);
   if (gbps !== undefined && gbps !== null) {
@@ -288,6 +290,11 @@ export function insideNodeInput(question: InputQuestion, context: PredictionCont
   }
   return { missing: `no figure for the link between ${ppn} processes inside a node: probe it (a campaign with nodes: [1], processesPerNode: ${ppn} and the probe on) ` +
     "and add its results with `ringlab calibrate`, or state its rate with --intra-node-bandwidth (e.g. 2400gbit for 300 GB/s of NVLink per direction)" };
+}
+
+/** The calibration's probe of the question's link (and collective), measured or derived from another probe; undefined without one. */
+export function probedLinkInput(question: InputQuestion, context: PredictionContext): LinkInput | undefined {
+  return context.calibration === undefined ? undefined : measuredLink(question, context.cpusPerNode ?? null, context.instanceType ?? null, context.calibration);
 }
 
 /**
@@ -299,7 +306,7 @@ function measuredLink(question: InputQuestion, quota: number | null, instanceTyp
   const ppn = question.processesPerNode ?? 1;
   // Probes of this placement, reduction and quota, on this instance type (an AWS probe says nothing of another type's network).
   const comparable = calibration.links.filter((entry) => entry.reduction === question.reduction && entry.processesPerNode === ppn
-    && entry.cpusPerNode === quota && (entry.instanceType ?? null) === instanceType);
+    && entry.cpusPerNode === quota && (entry.instanceType ?? null) === instanceType && (entry.collective ?? "all-reduce") === (question.collective ?? "all-reduce"));
   const same = comparable.filter((entry) => entry.bandwidth === bandwidth);
   const exact = same.find((entry) => entry.nodes === question.nodes);
   if (exact !== undefined) return linkOf(exact, `${describeSource(exact.source)} (${exact.nodes}-node probe)`);

@@ -7,7 +7,7 @@
  * at: the prediction says what is missing and how to get it.
  */
 import type { PlannedRun } from "../campaign/plan.ts";
-import { numericKnob, probedAs, type Reduction } from "../config/registry.ts";
+import { COLLECTIVE_OP, COLLECTIVES, numericKnob, probedAs, type Collective, type Reduction } from "../config/registry.ts";
 import { allReducesPerStep, boundedShare, overlappedStepSeconds, predictHierarchicalStep, predictTrainingStep } from "../results/comm-model.ts";
 import { exchangeShare } from "../results/cost-model.ts";
 import { throughputUnit } from "../config/registry.ts";
@@ -15,7 +15,7 @@ import { predictLayoutStep, type CollectiveOp, type LinkCoefficients } from "../
 import { dataParallel, dimsOf } from "../workload/layout.ts";
 import { stepTraffic } from "../workload/traffic.ts";
 import { computeShares, shapeOf, unitsPerSample } from "../workload/transformer.ts";
-import { computeInput, inputQuestionOf, insideNodeInput, isMissing, linkInput, overlapInput, type ComputeInput, type PredictionContext } from "./inputs.ts";
+import { computeInput, inputQuestionOf, insideNodeInput, isMissing, linkInput, overlapInput, probedLinkInput, type ComputeInput, type LinkInput, type PredictionContext } from "./inputs.ts";
 
 export type { PredictionContext } from "./inputs.ts";
 
@@ -130,6 +130,9 @@ export function isPrediction(value: RunPrediction | MissingInput | null): value 
   return value !== null && "stepSeconds" in value;
 }
 
+/** The probe's name of a layout's collective (registry.json "collectives"): all_gather → all-gather, send → sendrecv. */
+const COLLECTIVE_OF_OP = Object.fromEntries(COLLECTIVES.map((name) => [COLLECTIVE_OP[name], name])) as Readonly<Record<CollectiveOp, Collective>>;
+
 /**
  * A run on a layout other than DDP (results/layout-model.ts): its single-node compute, its collectives
  * (src/workload/traffic.ts) each timed on the ring's link (the probe's α and β at the run's rate and node count; a
@@ -144,8 +147,14 @@ function predictLayoutTraining(run: TrainingQuestion, compute: ComputeInput, con
   const collectives = stepTraffic({ model: run.model, batchSize: run.batchSize, knobs: run.knobs, dims });
   const link = workers === 1 || collectives.length === 0 ? null : linkInput({ ...inputQuestionOf(run), reduction: "ring" }, context);
   if (link !== null && isMissing(link)) return { runId: run.runId, missing: link.missing };
-  const linkOf = (_op: CollectiveOp): LinkCoefficients => link ?? { alphaSeconds: 0, betaSecondsPerByte: 0 };
-  const derived = [...new Set(collectives.map((collective) => collective.op))].filter((op) => op !== "all_reduce");
+  // Each other collective on its own probe where the calibration has one (probe.collective), else on the all-reduce's.
+  const ops = [...new Set(collectives.map((collective) => collective.op))].filter((op) => op !== "all_reduce");
+  const ownLink = new Map<CollectiveOp, LinkInput>(link === null ? [] : ops.flatMap((op) => {
+    const own = probedLinkInput({ ...inputQuestionOf(run), reduction: "ring", collective: COLLECTIVE_OF_OP[op] }, context);
+    return own === undefined ? [] : [[op, own] as const];
+  }));
+  const linkOf = (op: CollectiveOp): LinkCoefficients => ownLink.get(op) ?? link ?? { alphaSeconds: 0, betaSecondsPerByte: 0 };
+  const derived = ops.filter((op) => !ownLink.has(op));
   const shape = shapeOf(run.model, run.knobs);
   const shares = shape === undefined ? { split: 0, slowestStage: 1 } : computeShares(shape, dims.pp);
   const pipeline = String(run.knobs.parallelism) === "pipeline";
@@ -173,8 +182,9 @@ function predictLayoutTraining(run: TrainingQuestion, compute: ComputeInput, con
     fullOverlapEfficiency: efficiencyOf(stepAt(compute.seconds.mean, 1).stepSeconds),
     sources: {
       compute: compute.source,
-      link: link === null ? "no link (one worker, or nothing crosses it)" : derived.length === 0 ? link.source
-        : `${link.source}; ${derived.map((op) => op.replace("_", "-")).join(", ")} derived from the ring all-reduce's α and β (no probe of ${derived.length === 1 ? "it" : "them"})`,
+      link: link === null ? "no link (one worker, or nothing crosses it)" : [link.source,
+        ...[...ownLink].map(([op, own]) => `${COLLECTIVE_OF_OP[op]}: ${own.source}`),
+        ...(derived.length === 0 ? [] : [`${derived.map((op) => COLLECTIVE_OF_OP[op]).join(", ")} derived from the ring all-reduce's α and β (no probe of ${derived.length === 1 ? "it" : "them"})`])].join("; "),
       overlap: `assumed: none (φ = 0): ${String(run.knobs.parallelism)}'s collectives, unlike DDP's buckets, have no overlap measured`,
     },
   };

@@ -162,7 +162,7 @@ export const BUS_BANDWIDTH_HEADROOM = 1.15;
  */
 export function busBandwidthChartSpec(data: ReportData): TopLevelSpec | null {
   const rows = data.probes.flatMap((probe) => probe.rows.map((row) => ({
-    series: `${probeLinkLabel({ bandwidth: probe.bandwidth, reduction: probe.reduction, processesPerNode: probe.processesPerNode })} · ${probe.nodes} nodes`,
+    series: `${probeLinkLabel({ bandwidth: probe.bandwidth, reduction: probe.reduction, processesPerNode: probe.processesPerNode, collective: probe.collective })} · ${probe.nodes} nodes`,
     library: libraryName(probe), sizeBytes: row.sizeBytes, busbw: row.busBandwidthGbps.mean,
     lower: Math.max(0, row.busBandwidthGbps.mean - row.busBandwidthGbps.halfWidth95), upper: row.busBandwidthGbps.mean + row.busBandwidthGbps.halfWidth95,
   })));

@@ -4,11 +4,11 @@
  * plain data out; charts and pages are drawn from it elsewhere.
  */
 import { launcherOf } from "../launchers/index.ts";
-import { numericKnob, PROBE_LIBRARIES, probedAs, STRATEGY_KNOBS, type ProbeLibrary, type TrainKnobName } from "../config/registry.ts";
+import { COLLECTIVE_OP, COLLECTIVES, numericKnob, PROBE_LIBRARIES, probedAs, STRATEGY_KNOBS, type Collective, type ProbeLibrary, type TrainKnobName } from "../config/registry.ts";
 import {
   efficiencyCeiling, exchangeShare, isReduction, REDUCTIONS, meanWithInterval, reductionLowerBoundSeconds, type EfficiencyCeiling, type MeanWithInterval, type Reduction,
 } from "../results/cost-model.ts";
-import { allReducesPerStep, fitAlphaBeta, predictTrainingStep, type AlphaBetaFit } from "../results/comm-model.ts";
+import { allReducesPerStep, fitAlphaBeta, predictTrainingStep, type AlphaBetaFit, type CollectiveOp } from "../results/comm-model.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import type { AllReduceResult, TrainResult } from "../results/worker-result.ts";
 import { throughputOf } from "../results/worker-result.ts";
@@ -138,6 +138,8 @@ export interface ProbeSeries {
   readonly reduction: Reduction;
   /** What summed: torch.distributed's backend (`backend`), or Open MPI (`libraryVersion`, its first line). */
   readonly library: ProbeLibrary;
+  /** The collective it timed (probe.collective; older records: all-reduce), its fit that collective's α and β. */
+  readonly collective: Collective;
   readonly backend: string;
   readonly libraryVersion: string | null;
   /** iperf3's one TCP stream on the same link just before the probe (probe.reference), over the repeats; null without. */
@@ -249,12 +251,13 @@ export function reportData(records: readonly RunRecord[]): ReportData {
   const probeRecords = ok.filter((record): record is ProbeRecord => record.result?.job === "allreduce");
   const probes = probeSeries(probeRecords);
   // Training runs sum through torch.distributed: only its probes' fits predict them.
-  const fits = new Map(probes.filter((probe) => probe.library === "torch").map((probe) => [fitKey(probe.bandwidth, probe.nodes, probe.processesPerNode, probe.reduction), probe.fit]));
+  const fits = new Map(probes.filter((probe) => probe.library === "torch")
+    .map((probe) => [fitKey(probe.bandwidth, probe.nodes, probe.processesPerNode, probe.reduction, COLLECTIVE_OP[probe.collective]), probe.fit]));
   return {
     runCounts: { total: runs.length, ok: ok.length, failed: failures.length, doneAgain: runs.filter(({ attempts }) => attempts > 1).length },
     // A run that lost a node ran at two node counts: it is no point of a scaling curve (the real-data table has it).
     // PowerSGD and local SGD are ring all-reduces of fewer bytes: the ring's probe fits their link.
-    training: trainingConfigs(trainRecords.filter((record) => !lostANode(record)), (bandwidth, nodes, processes, reduction) => fits.get(fitKey(bandwidth, nodes, processes, probedAs(reduction))) ?? null),
+    training: trainingConfigs(trainRecords.filter((record) => !lostANode(record)), (bandwidth, nodes, processes, reduction, op) => fits.get(fitKey(bandwidth, nodes, processes, probedAs(reduction), op)) ?? null),
     realData: trainRecords.filter((record) => record.result.metrics.data?.kind === "folder").map((record) => realDataRun(record, trainRecords))
       .sort((a, b) => a.workers - b.workers || a.runId.localeCompare(b.runId)),
     probes,
@@ -294,11 +297,13 @@ function failedRun({ record, attempts }: { record: RunRecord; attempts: number }
   };
 }
 
-/** The probe's fit for a link, node count and reduction. */
-type FitLookup = (bandwidth: string, nodes: number, processesPerNode: number, reduction: Reduction) => AlphaBetaFit | null;
+/** The probe's fit for a link, node count, reduction and collective. */
+type FitLookup = (bandwidth: string, nodes: number, processesPerNode: number, reduction: Reduction, op: CollectiveOp) => AlphaBetaFit | null;
+/** A point's fits, by collective. */
+type PointFits = (op: CollectiveOp) => AlphaBetaFit | null;
 
-function fitKey(bandwidth: string, nodes: number, processesPerNode: number, reduction: Reduction): string {
-  return `${bandwidth}|${nodes}|${processesPerNode}|${reduction}`;
+function fitKey(bandwidth: string, nodes: number, processesPerNode: number, reduction: Reduction, op: CollectiveOp): string {
+  return `${bandwidth}|${nodes}|${processesPerNode}|${reduction}|${op}`;
 }
 
 /** The link a run used: its rate, "unlimited", or "in one node" for one node's processes, which cross no link. */
@@ -390,11 +395,15 @@ export function processesOf(record: RunRecord): number {
   return record.result?.world.procsPerNode ?? record.params.processesPerNode ?? 1;
 }
 
-/** "1gbit", "1gbit · 2 per node", "1gbit, parameter-server", "1gbit, Open MPI": the probe's link, placement, reduction and library. */
-export function probeLinkLabel(probe: Pick<ProbeSeries, "bandwidth" | "reduction" | "processesPerNode"> & Partial<Pick<ProbeSeries, "library">>): string {
+/**
+ * "1gbit", "1gbit · 2 per node", "1gbit, parameter-server", "1gbit, Open MPI", "1gbit, all-gather": the probe's link,
+ * placement, reduction, library and collective (the all-reduce unnamed).
+ */
+export function probeLinkLabel(probe: Pick<ProbeSeries, "bandwidth" | "reduction" | "processesPerNode"> & Partial<Pick<ProbeSeries, "library" | "collective">>): string {
   const name = seriesName(probe.bandwidth, probe.processesPerNode);
   const withReduction = probe.reduction === "ring" ? name : `${name}, ${probe.reduction}`;
-  return probe.library === "mpi" ? `${withReduction}, Open MPI` : withReduction;
+  const withLibrary = probe.library === "mpi" ? `${withReduction}, Open MPI` : withReduction;
+  return probe.collective === undefined || probe.collective === "all-reduce" ? withLibrary : `${withLibrary}, ${probe.collective}`;
 }
 
 /** The reduction a run used: its knob, or ring for runs that did not set one (and records older than the knob). */
@@ -433,7 +442,7 @@ function trainingConfigs(records: readonly TrainRecord[], fitFor: FitLookup): Tr
         linkGbps: runs[0]!.params.linkGbps,
         points: [...groupBy(runs, (record) => String(record.params.nodes)).values()]
           .map((repeats) => scalingPoint(repeats, unitsPerStep, baseline,
-            fitFor(link, repeats[0]!.params.nodes, processesPerNode, reductionOf(repeats[0]!))))
+            (op) => fitFor(link, repeats[0]!.params.nodes, processesPerNode, reductionOf(repeats[0]!), op)))
           .sort((a, b) => a.nodes - b.nodes),
       };
     });
@@ -451,9 +460,10 @@ function trainingConfigs(records: readonly TrainRecord[], fitFor: FitLookup): Tr
  * A point of a configuration: `unitsPerStep` is what one worker's step counts on one node (batch × sequence length for a
  * language model, the batch for an image model), which over the baseline's throughput per worker is its compute t_c.
  */
-function scalingPoint(repeats: readonly TrainRecord[], unitsPerStep: number, baseline: Baseline | null, fit: AlphaBetaFit | null): ScalingPoint {
+function scalingPoint(repeats: readonly TrainRecord[], unitsPerStep: number, baseline: Baseline | null, fits: PointFits): ScalingPoint {
   const { params, result } = repeats[0]!;
-  if (String(params.knobs["parallelism"] ?? "ddp") !== "ddp") return layoutPoint(repeats, unitsPerStep, baseline, fit);
+  if (String(params.knobs["parallelism"] ?? "ddp") !== "ddp") return layoutPoint(repeats, unitsPerStep, baseline, fits);
+  const fit = fits("all_reduce");
   const throughput = repeatsInterval(repeats);
   const workers = result.world.size;
   const placement = { nodes: params.nodes, processesPerNode: processesOf(repeats[0]!) };
@@ -488,9 +498,12 @@ function scalingPoint(repeats: readonly TrainRecord[], unitsPerStep: number, bas
 
 /**
  * A point of a layout other than DDP: its collectives as the worker recorded them (metrics.layout.traffic) timed on the
- * probe's fitted link (results/layout-model.ts), its lower bound the same at the link's rate without latency.
+ * probe's fitted link (results/layout-model.ts), each on its own collective's fit where the campaign probed it
+ * (probe.collective), else on the all-reduce's; its lower bound the same at the link's rate without latency.
  */
-function layoutPoint(repeats: readonly TrainRecord[], unitsPerStep: number, baseline: Baseline | null, fit: AlphaBetaFit | null): ScalingPoint {
+function layoutPoint(repeats: readonly TrainRecord[], unitsPerStep: number, baseline: Baseline | null, fits: PointFits): ScalingPoint {
+  const fit = fits("all_reduce");
+  const fitOf = (op: CollectiveOp) => fits(op) ?? fit!;
   const { params, result } = repeats[0]!;
   const throughput = repeatsInterval(repeats);
   const workers = result.world.size;
@@ -506,19 +519,19 @@ function layoutPoint(repeats: readonly TrainRecord[], unitsPerStep: number, base
   const ideal = baseline === null ? null : (workers / baseline.workers) * baseline.throughput.mean;
   const computeSecondsPerStep = baseline === null ? null : unitsPerStep / baseline.throughputPerWorker;
   const dataParallel = (dims["dp_replicate"] ?? 1) * (dims["dp_shard"] ?? 1);
-  const stepOn = (link: { alphaSeconds: number; betaSecondsPerByte: number }, overlapShare: number) => predictLayoutStep({
-    computeSeconds: computeSecondsPerStep!, collectives, linkOf: () => link, overlapShare,
+  const stepOn = (linkOf: (op: CollectiveOp) => { alphaSeconds: number; betaSecondsPerByte: number }, overlapShare: number) => predictLayoutStep({
+    computeSeconds: computeSecondsPerStep!, collectives, linkOf, overlapShare,
     ...(tp > 1 ? { tensor: { degree: tp, splitShare: shares.split } } : {}),
     ...(pipeline ? { pipeline: { stages, microBatches: Number(result.knobs["microBatches"] ?? 4), slowestStageShare: shares.slowestStage } } : {}),
   });
   const efficiencyOf = (stepSeconds: number) => (dataParallel * computeSecondsPerStep!) / (workers * stepSeconds);
-  const bound = computeSecondsPerStep === null || params.linkGbps === null ? null
-    : stepOn({ alphaSeconds: 0, betaSecondsPerByte: 8 / (params.linkGbps * 1e9) }, 0);
-  const ceiling = bound === null ? null : { noOverlap: efficiencyOf(bound.stepSeconds), perfectOverlap: efficiencyOf(stepOn({ alphaSeconds: 0, betaSecondsPerByte: 8 / (params.linkGbps! * 1e9) }, 1).stepSeconds) };
+  const atLinkRate = params.linkGbps === null ? null : { alphaSeconds: 0, betaSecondsPerByte: 8 / (params.linkGbps * 1e9) };
+  const bound = computeSecondsPerStep === null || atLinkRate === null ? null : stepOn(() => atLinkRate, 0);
+  const ceiling = bound === null ? null : { noOverlap: efficiencyOf(bound.stepSeconds), perfectOverlap: efficiencyOf(stepOn(() => atLinkRate!, 1).stepSeconds) };
   const measuredEfficiency = ideal === null ? null : throughput.mean / ideal;
   const prediction = fit === null || computeSecondsPerStep === null || ideal === null ? null : (() => {
-    const step = stepOn(fit, 0);
-    const efficiency = { noOverlap: efficiencyOf(step.stepSeconds), perfectOverlap: efficiencyOf(stepOn(fit, 1).stepSeconds) };
+    const step = stepOn(fitOf, 0);
+    const efficiency = { noOverlap: efficiencyOf(step.stepSeconds), perfectOverlap: efficiencyOf(stepOn(fitOf, 1).stepSeconds) };
     return {
       buckets: collectives.reduce((sum, item) => sum + item.calls, 0), allReduceSeconds: step.communicationSeconds, efficiency,
       throughput: { noOverlap: ideal * efficiency.noOverlap, perfectOverlap: ideal * efficiency.perfectOverlap },
@@ -601,7 +614,7 @@ function calibrationInterval(repeats: readonly RunRecord[]): Interval | null {
 }
 
 function probeSeries(records: readonly ProbeRecord[]): ProbeSeries[] {
-  const groups = groupBy(records, (record) => JSON.stringify([record.params.bandwidth, record.params.nodes, processesOf(record), reductionOf(record), libraryOf(record)]));
+  const groups = groupBy(records, (record) => JSON.stringify([record.params.bandwidth, record.params.nodes, processesOf(record), reductionOf(record), libraryOf(record), collectiveOf(record)]));
   return [...groups.values()].map((repeats) => {
     const { params, result } = repeats[0]!;
     const rowsBySize = groupBy(repeats.flatMap((record) => record.result.metrics.rows), (row) => String(row.sizeBytes));
@@ -614,21 +627,27 @@ function probeSeries(records: readonly ProbeRecord[]): ProbeSeries[] {
     })).sort((a, b) => a.sizeBytes - b.sizeBytes);
     const largest = rows[rows.length - 1];
     return {
-      bandwidth: linkOf(repeats[0]!), reduction: reductionOf(repeats[0]!), library: libraryOf(repeats[0]!), backend: result.world.backend,
+      bandwidth: linkOf(repeats[0]!), reduction: reductionOf(repeats[0]!), library: libraryOf(repeats[0]!), collective: collectiveOf(repeats[0]!), backend: result.world.backend,
       libraryVersion: typeof result.metrics["libraryVersion"] === "string" ? result.metrics["libraryVersion"] : null,
       referenceGbps: referenceOf(repeats),
       processesPerNode: processesOf(repeats[0]!), linkGbps: params.linkGbps, nodes: params.nodes, workers: result.world.size,
       runIds: repeats.map((record) => record.runId), rows,
       largestSizeLinkFraction: largest === undefined || params.linkGbps === null ? null : largest.busBandwidthGbps.mean / params.linkGbps,
-      fit: fitAlphaBeta(rows, result.world.size),
+      fit: fitAlphaBeta(rows, result.world.size, COLLECTIVE_OP[collectiveOf(repeats[0]!)]),
     };
   }).sort((a, b) => byLinkRate(a, b) || a.nodes - b.nodes || a.processesPerNode - b.processesPerNode || REDUCTIONS.indexOf(a.reduction) - REDUCTIONS.indexOf(b.reduction)
-    || PROBE_LIBRARIES.indexOf(a.library) - PROBE_LIBRARIES.indexOf(b.library));
+    || PROBE_LIBRARIES.indexOf(a.library) - PROBE_LIBRARIES.indexOf(b.library) || COLLECTIVES.indexOf(a.collective) - COLLECTIVES.indexOf(b.collective));
 }
 
 function referenceOf(repeats: readonly ProbeRecord[]): Interval | null {
   const rates = repeats.flatMap((record) => record.result.metrics.referenceGbps ?? []);
   return rates.length === 0 ? null : meanWithInterval(rates);
+}
+
+/** The collective the probe timed, as its result says (older results: all-reduce). */
+function collectiveOf(record: ProbeRecord): Collective {
+  const value = record.result.metrics["collective"];
+  return (COLLECTIVES as readonly unknown[]).includes(value) ? value as Collective : "all-reduce";
 }
 
 /** What the probe summed with, as its result says (older results: torch). */

@@ -14,7 +14,7 @@ export function libraryName(probe: Pick<ProbeSeries, "library" | "backend">): st
 
 /** One sentence per link, node count and placement whose torch.distributed probe has a fit and a partner: Open MPI's probe, or iperf3's rate. */
 export function libraryComparisons(probes: readonly ProbeSeries[]): string[] {
-  const fitted = probes.filter((probe) => probe.fit !== null && probe.reduction === "ring");
+  const fitted = probes.filter((probe) => probe.fit !== null && probe.reduction === "ring" && probe.collective === "all-reduce");
   return fitted.filter((probe) => probe.library === "torch").flatMap((torch) => {
     const mpi = fitted.find((probe) => probe.library === "mpi" && probe.bandwidth === torch.bandwidth && probe.nodes === torch.nodes
       && probe.processesPerNode === torch.processesPerNode);

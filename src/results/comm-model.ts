@@ -26,17 +26,32 @@ export function ringSteps(ranks: number): number {
   return 2 * (ranks - 1);
 }
 
+/** A collective as the worker's layouts record it (parallel/*.py traffic()). */
+export type CollectiveOp = "all_reduce" | "all_gather" | "reduce_scatter" | "send";
+
 /**
- * Least squares of t = a + b·S over the samples, then α = a / 2(N-1) and β = b·N / 2(N-1). A negative intercept
+ * Ring steps and the share of S one rank sends, per call of a collective over `ranks` (S: the all-reduced buffer,
+ * the gathered whole, or one message): an all-reduce 2(N−1) steps and 2(N−1)/N of S, an all-gather or a
+ * reduce-scatter half of that, a send one step and all of S.
+ */
+export function collectiveShape(op: CollectiveOp, ranks: number): { steps: number; share: number } {
+  if (op === "send") return { steps: 1, share: 1 };
+  if (op === "all_reduce") return { steps: ringSteps(ranks), share: ringSteps(ranks) / ranks };
+  return { steps: ranks - 1, share: (ranks - 1) / ranks };
+}
+
+/**
+ * Least squares of t = a + b·S over the samples, then α = a / 2(N-1) and β = b·N / 2(N-1) (another collective: a over
+ * its steps, b over its share, collectiveShape). A negative intercept
  * (no latency can be negative) is refitted through the origin: the constrained least-squares optimum then lies
  * on α = 0. Null with fewer than two distinct sizes or one rank, which determine no line.
  */
-export function fitAlphaBeta(samples: readonly ProbeSample[], ranks: number): AlphaBetaFit | null {
+export function fitAlphaBeta(samples: readonly ProbeSample[], ranks: number, op: CollectiveOp = "all_reduce"): AlphaBetaFit | null {
   if (ranks < 2 || new Set(samples.map((sample) => sample.sizeBytes)).size < 2) return null;
   const line = leastSquaresLine(samples);
   const { intercept, slope } = line.intercept >= 0 ? line : { intercept: 0, slope: slopeThroughOrigin(samples) };
-  const steps = ringSteps(ranks);
-  const betaSecondsPerByte = (slope * ranks) / steps;
+  const { steps, share } = collectiveShape(op, ranks);
+  const betaSecondsPerByte = slope / share;
   return {
     alphaSeconds: intercept / steps,
     betaSecondsPerByte,

@@ -13,9 +13,9 @@
  * pipeline of p stages runs m micro-batches in m + p − 1 slots of its slowest stage (GPipe and 1F1B alike: the bubble
  * is (p−1)/(m+p−1) of the step), each slot a micro-batch's forward and backward and the two messages across a boundary.
  */
-import { overlappedStepSeconds } from "./comm-model.ts";
+import { collectiveShape, overlappedStepSeconds, type CollectiveOp } from "./comm-model.ts";
 
-export type CollectiveOp = "all_reduce" | "all_gather" | "reduce_scatter" | "send";
+export type { CollectiveOp };
 
 export interface LinkCoefficients {
   readonly alphaSeconds: number;
@@ -30,23 +30,16 @@ export interface StepCollective {
   readonly ranks: number;
 }
 
-/** Ring steps and the share of S one rank sends, per call of a collective over `ranks`. */
-function ringShape(op: CollectiveOp, ranks: number): { steps: number; share: number } {
-  if (op === "send") return { steps: 1, share: 1 };
-  if (op === "all_reduce") return { steps: 2 * (ranks - 1), share: (2 * (ranks - 1)) / ranks };
-  return { steps: ranks - 1, share: (ranks - 1) / ranks };
-}
-
 /** The time of a step's calls of one collective. */
 export function collectiveSeconds(collective: StepCollective, link: LinkCoefficients): number {
   if (collective.ranks < 2) return 0;
-  const { steps, share } = ringShape(collective.op, collective.ranks);
+  const { steps, share } = collectiveShape(collective.op, collective.ranks);
   return collective.calls * steps * link.alphaSeconds + share * collective.bytes * link.betaSecondsPerByte;
 }
 
 /** α and β of a collective from a probe of it: t = a + b·S per call gives α = a / steps, β = b / share. */
 export function coefficientsOfCollective(op: CollectiveOp, ranks: number, intercept: number, slope: number): LinkCoefficients {
-  const { steps, share } = ringShape(op, ranks);
+  const { steps, share } = collectiveShape(op, ranks);
   return { alphaSeconds: intercept / steps, betaSecondsPerByte: slope / share };
 }
 

@@ -130,6 +130,29 @@ describe("expanding the matrix", () => {
       .toEqual([["allreduce-n2-1gbit-r1", "iperf3"]]);
   });
 
+  it("probes each collective of probe.collective through torch.distributed's ring, the all-reduce under the ids it always had", () => {
+    const plan = planCampaign(file(`
+  matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit, reduction: [ring, parameter-server]}
+  probe: {collective: [all-reduce, all-gather, reduce-scatter, sendrecv], library: [torch, mpi], reference: iperf3}
+  launcher: mpi
+`), "c");
+    const probes = plan.runs.filter((run) => run.job === "allreduce");
+    expect(probes.map((run) => [run.id, run.knobs])).toEqual([
+      ["allreduce-n2-1gbit-r1", {}], ["allreduce-n2-1gbit-parameter-server-r1", { reduction: "parameter-server" }],
+      ["allreduce-n2-1gbit-all-gather-r1", { collective: "all-gather" }], ["allreduce-n2-1gbit-reduce-scatter-r1", { collective: "reduce-scatter" }],
+      ["allreduce-n2-1gbit-sendrecv-r1", { collective: "sendrecv" }], ["allreduce-n2-1gbit-mpi-r1", { library: "mpi" }],
+    ]);
+    expect(probes[2]!.workerArgs.join(" ")).toMatch(/--iters 5 --collective all-gather --timeout-seconds/);
+    expect(probes.filter((run) => run.workerArgs.includes("--collective")).map((run) => run.workerArgs.join(" "))).not.toContainEqual(expect.stringMatching(/--reduction|--library|--reference/));
+    expect(probes[0]!.workerArgs).not.toContain("--collective");
+    // Without the all-reduce: only the collectives asked for.
+    const only = planCampaign(file(`
+  matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit}
+  probe: {collective: [all-gather]}
+`), "o");
+    expect(only.runs.filter((run) => run.job === "allreduce").map((run) => run.id)).toEqual(["allreduce-n2-1gbit-all-gather-r1"]);
+  });
+
   it("places N nodes × P processes, probing one node's processes once and keeping ids of one process as they were", () => {
     const plan = planCampaign(file(`
   matrix: {nodes: [1, 2], processesPerNode: [2, 1], model: tiny, batchSize: 8, bandwidth: 1gbit}

@@ -189,6 +189,11 @@ ${extra}`;
       "campaign.probe.library: library mpi runs one process per node (mpirun's ranks are the nodes): set matrix.processesPerNode to 1 (found 1, 2)"]);
     expect(problemsOf(local("  launcher: mpi\n").replace("library: [torch, mpi]", "library: [gloo]"))).toEqual([
       'campaign.probe.library.0: found "gloo", expected "torch" or "mpi"']);
+    // Another collective than the all-reduce is torch.distributed's: not through Open MPI alone.
+    expect(problemsOf(local("  launcher: mpi\n").replace("library: [torch, mpi]", "library: [mpi], collective: [all-reduce, all-gather]"))).toEqual([
+      "campaign.probe.collective: all-gather runs through torch.distributed only (Open MPI's probe is its all-reduce): add torch to probe.library"]);
+    expect(problemsOf(local("").replace("library: [torch, mpi]", "collective: [all-to-all]"))).toEqual([
+      'campaign.probe.collective.0: found "all-to-all", expected "all-reduce", "all-gather", "reduce-scatter" or "sendrecv"']);
   });
 
   it("rejects an unknown target", () => {
