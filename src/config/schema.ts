@@ -17,7 +17,7 @@ import { DEFAULT_MAX_NODES, safePath, type IssueAt } from "./fields.ts";
 import { combinationProblems, knobRuleProblems } from "./knob-rules.ts";
 import { describeIssues, type ConfigProblem } from "./problems.ts";
 import {
-  COLLECTIVES, DDP_HOOK_REDUCTIONS, MODELS, PROBE_LIBRARIES, STRATEGIES, STRATEGY_KNOBS, TRAIN_KNOB_NAMES as KNOB_NAMES, TRAIN_KNOBS, type Model, type Reduction, type TrainKnob, type TrainKnobName, type TrainKnobValue,
+  COLLECTIVES, DDP_HOOK_REDUCTIONS, MODEL_KIND, MODELS, PROBE_LIBRARIES, STRATEGIES, STRATEGY_KNOBS, TRAIN_KNOB_NAMES as KNOB_NAMES, TRAIN_KNOBS, type Model, type Reduction, type TrainKnob, type TrainKnobName, type TrainKnobValue,
 } from "./registry.ts";
 
 export { describeValue, type ConfigProblem } from "./problems.ts";
@@ -123,6 +123,12 @@ const matrix = z.strictObject({
  */
 const dataset = z.strictObject({
   name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, { error: "expected lower-case letters, digits and '-', at most 63 characters" }),
+  /**
+   * images (for the image models): the ImageNet layout above; text (for the language models): train.bin and val.bin,
+   * the bytes of the worker's Python standard library source, a byte-level corpus (classes, imagesPerClass and
+   * imageSize do not apply; heldOut does).
+   */
+  kind: z.enum(["images", "text"]).default("images"),
   generate: z.boolean().default(true),
   classes: z.int().min(2).max(1000).default(10),
   /** Both splits together. */
@@ -131,7 +137,7 @@ const dataset = z.strictObject({
   /** The fraction of each class in the held-out split (val/). */
   heldOut: z.number().gt(0).lt(1).default(0.2),
   seed: z.int().min(0).default(0),
-}).refine((d) => Math.round(d.imagesPerClass * d.heldOut) >= 1, {
+}).refine((d) => d.kind === "text" || Math.round(d.imagesPerClass * d.heldOut) >= 1, {
   path: ["heldOut"], error: "holds out no image per class at this imagesPerClass (time to train measures accuracy on them); raise heldOut or imagesPerClass",
 });
 
@@ -278,6 +284,14 @@ function checkDataKnobs(campaign: CampaignOutput, ctx: RefinementContext): void 
   const sources = values("data");
   if (sources.includes("dataset") && campaign.dataset === undefined) {
     ctx.addIssue({ code: "custom", path: ["campaign", "dataset"], message: "data: dataset needs a campaign.dataset section (its name, and how to generate it)" });
+  }
+  if (sources.includes("dataset") && campaign.dataset !== undefined) {
+    // An image model reads images, a language model text: one dataset serves the models of one kind.
+    const wrong = campaign.matrix.model.filter((model) => (MODEL_KIND[model] === "language" ? "text" : "images") !== campaign.dataset!.kind);
+    if (wrong.length > 0) {
+      ctx.addIssue({ code: "custom", path: ["campaign", "dataset", "kind"], message: `found ${campaign.dataset.kind}, but ${wrong.join(", ")} ${wrong.length === 1 ? "reads" : "read"} ` +
+        `${campaign.dataset.kind === "text" ? "images" : "text"}: a campaign's dataset serves models of one kind (image models: kind images; language models: kind text); put the others in a campaign of their own` });
+    }
   }
   const timeToTrain = values("epochs").length > 0;
   if (timeToTrain && (sources.length === 0 || sources.includes("synthetic"))) {

@@ -165,12 +165,14 @@ async function fingerprintOf(ctx: Context, record: TestbedRecord): Promise<strin
  */
 export async function prepareDataset(ctx: Context, record: TestbedRecord, dataset: DatasetSection): Promise<{ wrote: boolean; path: string }> {
   const path = `${record.sharedDir}/datasets/${dataset.name}`;
+  const what = dataset.kind === "text" ? "a byte-level text corpus (the worker's Python standard library source)"
+    : `${dataset.classes} classes x ${dataset.imagesPerClass} images of ${dataset.imageSize} px`;
   const result = await withTestbedLock(ctx, record.name, () => ctx.reporter.step(
-    `dataset ${dataset.name}: ${dataset.classes} classes x ${dataset.imagesPerClass} images of ${dataset.imageSize} px on the shared storage (ansible/dataset.yml)`,
+    `dataset ${dataset.name}: ${what} on the shared storage (ansible/dataset.yml)`,
     (detail) => runPlaybook(ctx, record, "dataset.yml", {
       onTask: detail,
       extraVars: {
-        dataset_name: dataset.name, dataset_classes: dataset.classes, dataset_images_per_class: dataset.imagesPerClass,
+        dataset_name: dataset.name, dataset_kind: dataset.kind, dataset_classes: dataset.classes, dataset_images_per_class: dataset.imagesPerClass,
         dataset_image_size: dataset.imageSize, dataset_held_out: dataset.heldOut, dataset_seed: dataset.seed,
       },
     })));

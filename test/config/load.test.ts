@@ -177,6 +177,21 @@ campaign:
     expect(problemsOf(aws)).toEqual([expect.stringMatching(/^campaign\.train\.precision: precision amp with reduction async-parameter-server: amp's gradient scaler skips/)]);
   });
 
+  it("writes a text corpus for the language models and images for the image models, one kind a campaign", () => {
+    const campaign = (models: string, kind: string) => `testbed: {target: local, name: s, nodes: 2}
+campaign:
+  matrix: {nodes: [1, 2], model: [${models}], batchSize: 4, bandwidth: 1gbit}
+  train: {data: dataset}
+  dataset: {name: corpus${kind}}
+`;
+    expect(parseCampaign(campaign("gpt-mini", ", kind: text"), "c.yaml", join(tempDir(), "c.yaml")).campaign?.dataset).toMatchObject({ name: "corpus", kind: "text" });
+    expect(parseCampaign(campaign("tiny", ""), "c.yaml", join(tempDir(), "c.yaml")).campaign?.dataset?.kind).toBe("images");
+    expect(problemsOf(campaign("gpt-mini, tiny", ", kind: text"))).toEqual([
+      "campaign.dataset.kind: found text, but tiny reads images: a campaign's dataset serves models of one kind (image models: kind images; language models: kind text); put the others in a campaign of their own"]);
+    expect(problemsOf(campaign("gpt-mini", ""))).toEqual([
+      "campaign.dataset.kind: found images, but gpt-mini reads text: a campaign's dataset serves models of one kind (image models: kind images; language models: kind text); put the others in a campaign of their own"]);
+  });
+
   it("sums the probe through Open MPI only where mpirun starts one rank per node in the CPU image, saying what to change", () => {
     const local = (extra: string, matrix = "") => `testbed: {target: local, name: s, nodes: 2}
 campaign:
