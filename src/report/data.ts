@@ -119,6 +119,8 @@ export interface TrainingConfig {
   /** How the model was laid out: "ddp", "fsdp full", "pipeline gpipe × 4 micro-batches", ... */
   readonly layout: string;
   readonly knobs: Readonly<Record<string, unknown>>;
+  /** Where it computed: "cpu" or "cuda" (the worker's provenance). */
+  readonly device: string;
   readonly baseline: Baseline | null;
   readonly series: readonly BandwidthSeries[];
 }
@@ -450,7 +452,7 @@ function trainingConfigs(records: readonly TrainRecord[], fitFor: FitLookup): Tr
     const knobLabel = variedKnobs.filter((knob) => knobs[knob] !== undefined).map((knob) => `${knob}=${String(knobs[knob])}`);
     return {
       label: [model, `batch ${batchSize}`, ...knobLabel].join(" · "),
-      model, batchSize, unit: throughputOf(group[0]!.result.metrics).unit, layout: layoutOf(knobs), knobs, baseline,
+      model, batchSize, unit: throughputOf(group[0]!.result.metrics).unit, layout: layoutOf(knobs), knobs, device: group[0]!.result.provenance.device, baseline,
       series: series.sort(byLinkRate),
     };
   }).sort((a, b) => a.model.localeCompare(b.model) || a.batchSize - b.batchSize || a.label.localeCompare(b.label));

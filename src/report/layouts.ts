@@ -5,6 +5,7 @@
  * probe; and one sentence per link and node count naming the fastest layout and by how much it beat the next. Every
  * layout here ran, so every one fitted its nodes (a campaign's plan refuses one the memory model says will not). Pure.
  */
+import { ASSUMED_MEMORY, isMemoryPrediction, predictMemory } from "../predict/memory.ts";
 import { rateUnit } from "../results/worker-result.ts";
 import type { Interval, TrainingConfig } from "./data.ts";
 
@@ -16,6 +17,11 @@ export interface LayoutEntry {
   readonly throughput: Interval;
   readonly scalingEfficiency: number | null;
   readonly peakMemoryBytes: Interval | null;
+  /**
+   * The memory model's peak per rank (src/predict/memory.ts) with ringlab's assumed constants for the device, as
+   * `ringlab plan` predicts it without a calibration; null where it has none (an image model's layout it cannot split).
+   */
+  readonly predictedMemoryBytes: number | null;
   /** The model's throughput from the campaign's own probe, no overlap to perfect overlap; null without a probe fit or a baseline. */
   readonly predicted: { readonly noOverlap: number; readonly perfectOverlap: number } | null;
   readonly runIds: readonly string[];
@@ -41,6 +47,7 @@ export function layoutComparisons(training: readonly TrainingConfig[]): LayoutCo
         const group = groups.get(key) ?? { context, unit: rateUnit(config.unit), entries: [] };
         group.entries.push({
           layout: config.layout, throughput: point.throughput, scalingEfficiency: point.scalingEfficiency, peakMemoryBytes: point.peakMemoryBytes,
+          predictedMemoryBytes: predictedMemory(config, point.nodes, point.processesPerNode),
           predicted: point.prediction?.throughput ?? null, runIds: point.runIds,
         });
         groups.set(key, group);
@@ -61,9 +68,17 @@ export function layoutVerdict(comparison: LayoutComparison): string {
     : predicted.reduce((a, b) => (midpoint(b) > midpoint(a) ? b : a));
   const model = modelBest === undefined ? "the model has no prediction for every layout here"
     : modelBest.layout === best!.layout ? `the model ranked it first too` : `the model ranked ${modelBest.layout} first`;
-  const memory = comparison.entries.filter((entry) => entry.peakMemoryBytes !== null).map((entry) => `${entry.layout} ${gib(entry.peakMemoryBytes!.mean)}`);
+  const memory = comparison.entries.filter((entry) => entry.peakMemoryBytes !== null)
+    .map((entry) => `${entry.layout} ${gib(entry.peakMemoryBytes!.mean)}${entry.predictedMemoryBytes === null ? "" : ` (predicted ${gib(entry.predictedMemoryBytes)})`}`);
   return `${comparison.context}: ${best!.layout} was fastest (${rate(best!)})${margin}; ${model}.` +
     (memory.length === 0 ? "" : ` Peak memory per rank: ${memory.join(", ")} GiB.`);
+}
+
+function predictedMemory(config: TrainingConfig, nodes: number, processesPerNode: number): number | null {
+  const constants = config.device === "cuda" ? ASSUMED_MEMORY.cuda : ASSUMED_MEMORY.cpu;
+  const predicted = predictMemory({ model: config.model, batchSize: config.batchSize, nodes, processesPerNode,
+    knobs: config.knobs }, constants);
+  return isMemoryPrediction(predicted) ? predicted.rankBytes : null;
 }
 
 function midpoint(entry: LayoutEntry): number {

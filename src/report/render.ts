@@ -293,9 +293,10 @@ function layoutsSection(data: ReportData): string {
       escapeHtml(entry.layout), interval(entry.throughput, 1), optional(entry.scalingEfficiency, percent),
       entry.predicted === null ? NOT_AVAILABLE : `${entry.predicted.noOverlap.toFixed(1)} – ${entry.predicted.perfectOverlap.toFixed(1)}`,
       entry.peakMemoryBytes === null ? NOT_AVAILABLE : (entry.peakMemoryBytes.mean / 2 ** 30).toFixed(2),
+      entry.predictedMemoryBytes === null ? NOT_AVAILABLE : (entry.predictedMemoryBytes / 2 ** 30).toFixed(2),
     ]);
     return `<h3>${escapeHtml(comparison.context)}</h3>
-${table(["Layout", `Throughput (${escapeHtml(comparison.unit)})`, "Scaling efficiency", `Predicted (${escapeHtml(comparison.unit)}, no overlap – perfect overlap)`, "Peak memory per rank (GiB)"], rows)}
+${table(["Layout", `Throughput (${escapeHtml(comparison.unit)})`, "Scaling efficiency", `Predicted (${escapeHtml(comparison.unit)}, no overlap – perfect overlap)`, "Peak memory per rank (GiB)", "Predicted peak (GiB, assumed constants)"], rows)}
 <p>${escapeHtml(layoutVerdict(comparison))}</p>`;
   });
   return `<section id="layouts">
