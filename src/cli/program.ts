@@ -16,6 +16,7 @@ import { registerManifests } from "./commands/manifests.ts";
 import { registerPlan } from "./commands/plan.ts";
 import { registerReport } from "./commands/report.ts";
 import { registerRun } from "./commands/run.ts";
+import { registerSchema } from "./commands/schema.ts";
 import { registerStatus } from "./commands/status.ts";
 import { registerSweep } from "./commands/sweep.ts";
 import { registerSynth } from "./commands/synth.ts";
@@ -32,6 +33,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerUp,
   registerSynth,
   registerManifests,
+  registerSchema,
   registerConfigure,
   registerDataset,
   registerRun,

@@ -7,7 +7,7 @@ import { z } from "zod";
 import { checkResourceName } from "../rules/names.ts";
 import { checkSafePath, checkTagKey, checkTagValue } from "../rules/safe-text.ts";
 
-/** Guard against a typo that would start many paid machines; raise `maxNodes` deliberately. */
+/** testbed.maxNodes when the file sets none (why there is one: its description below). */
 export const DEFAULT_MAX_NODES = 10;
 
 /** Text that must pass one of the shared rules; the rule's problem becomes the field's message. */
@@ -22,12 +22,12 @@ export const safePath = () => ruled(checkSafePath);
 export const nodeCount = z.int().min(1);
 export const tags = z.record(ruled(checkTagKey), ruled(checkTagValue));
 
-/** The fields of every target's testbed section. */
+/** The fields of every target's testbed section; their descriptions are the campaign file's reference (`ringlab schema`). */
 export const testbedCommon = {
-  /** Used in resource names and tags: lower case letters, digits and dashes, at most 24 characters. */
-  name: ruled(checkResourceName),
-  nodes: nodeCount,
-  maxNodes: z.int().min(1).max(1000).default(DEFAULT_MAX_NODES),
+  name: ruled(checkResourceName).describe("Used in resource names and tags: lower case letters, digits and dashes, at most 24 characters."),
+  nodes: nodeCount.describe("Nodes the testbed has, which every run draws on: at least the largest of campaign.matrix.nodes."),
+  maxNodes: z.int().min(1).max(1000).default(DEFAULT_MAX_NODES)
+    .describe("The most nodes the file may ask for: a guard against a typo that would start many paid machines; raise it deliberately."),
 };
 
 /** Where a cross-field rule reports a problem: the path below the section it checks, and the message. */

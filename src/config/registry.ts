@@ -42,6 +42,8 @@ export interface TrainKnob<Value = string | number | boolean> {
   readonly excludes: readonly TrainKnobName[];
   /** What a message calls the feature the knob turns on ("time to train"), where it has a name of its own. */
   readonly label?: string;
+  /** What the knob does, in a line: its description in the campaign file's schema and reference. */
+  readonly about?: string;
 }
 
 function keysOf<K extends string>(record: Readonly<Record<K, unknown>>): readonly [K, ...K[]] {
@@ -144,6 +146,7 @@ function trainKnob(name: TrainKnobName): TrainKnob {
     ...(choices === undefined ? {} : { choices }),
     needs: (entry["needs"] ?? []) as TrainKnobName[], excludes: (entry["excludes"] ?? []) as TrainKnobName[],
     ...(typeof entry["label"] === "string" ? { label: entry["label"] } : {}),
+    ...(typeof entry["about"] === "string" ? { about: entry["about"] } : {}),
   };
 }
 

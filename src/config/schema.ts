@@ -24,9 +24,8 @@ export { describeValue, type ConfigProblem } from "./problems.ts";
 /** The testbed sections' own pieces live with their targets (src/targets/); these names stay for their callers. */
 export { availabilityZoneOf, TERRAFORM_BINARIES } from "../targets/aws.ts";
 
-/** Defaults, documented once (each target's own in its module, src/targets/). The README's campaign reference is generated from nothing: keep it in step. */
+/** Defaults, documented once (each target's own in its module, src/targets/); docs/campaign-file.md is generated from the schema. */
 export const DEFAULTS = {
-  /** Guard against a typo that would start many paid machines; raise `maxNodes` deliberately. */
   maxNodes: DEFAULT_MAX_NODES,
   local: LOCAL_DEFAULTS,
   aws: AWS_DEFAULTS,
@@ -87,6 +86,19 @@ function withinRange(schema: z.ZodNumber | z.ZodInt, knob: TrainKnob): z.ZodType
 
 const trainKnobs = Object.fromEntries(TRAIN_KNOB_NAMES.map((name) => [name, knobSchema(TRAIN_KNOBS[name])])) as TrainKnobSchemas;
 
+/**
+ * Each knob's field with its registry line (`about`) as its description and the worker's default as its default, in
+ * train and in the matrix alike; at the field, not on the knob's own schema, so that a matrix axis (a value or a list of
+ * them) says it once. The default is what JSON Schema's is, a note for readers: the knob stays unset, and the worker
+ * uses its own.
+ */
+function describedKnobs<S extends Readonly<Record<TrainKnobName, z.ZodType>>>(fields: S): S {
+  return Object.fromEntries(TRAIN_KNOB_NAMES.map((name) => {
+    const { about, default: workerDefault } = TRAIN_KNOBS[name];
+    return [name, fields[name].meta({ ...(about === undefined ? {} : { description: about }), ...(workerDefault === null ? {} : { default: workerDefault }) })];
+  })) as unknown as S;
+}
+
 const bandwidth = z.string().refine((rate) => bandwidthGbps(rate) !== undefined, { error: `expected ${BANDWIDTH_HELP}` });
 
 /** A matrix axis: a list of values, or one value. */
@@ -103,111 +115,85 @@ const knobAxis = (name: TrainKnobName): z.ZodOptional<z.ZodType<unknown[]>> => a
 const knobAxes = Object.fromEntries(TRAIN_KNOB_NAMES.map((name) => [name, knobAxis(name)])) as KnobAxes;
 
 const matrix = z.strictObject({
-  nodes: axis(z.int().min(1)),
-  /**
-   * Worker processes per node (torchrun's nproc_per_node): N nodes × P processes; absent, one per GPU on GPU nodes
-   * and one on CPU nodes. On GPU nodes the GPUs used per node; on the local testbed each process gets
-   * testbed.cpusPerNode cores, as each GPU brings its own compute.
-   */
-  processesPerNode: axis(z.int().min(1).max(MOST_PROCESSES_PER_NODE)).optional(),
-  model: axis(z.enum(MODELS)),
-  batchSize: axis(z.int().min(1)),
-  bandwidth: axis(bandwidth),
-  ...knobAxes,
-});
+  nodes: axis(z.int().min(1)).describe("Node counts; 1 is every bandwidth's single-node baseline, which sends nothing over the network."),
+  processesPerNode: axis(z.int().min(1).max(MOST_PROCESSES_PER_NODE)).optional().describe(
+    "Worker processes per node (torchrun's nproc_per_node): N nodes × P processes; absent, one per GPU on GPU nodes and one on CPU nodes. " +
+    "On GPU nodes the GPUs used per node; on the local testbed each process gets testbed.cpusPerNode cores, as each GPU brings its own compute."),
+  model: axis(z.enum(MODELS)).describe("Models the worker trains (docker/worker/ringlab_worker/registry.json)."),
+  batchSize: axis(z.int().min(1)).describe("Samples per worker process and step."),
+  bandwidth: axis(bandwidth).describe(`Rates the nodes' links are shaped to with tc, one after another: ${BANDWIDTH_HELP} (not shaped).`),
+  ...describedKnobs(knobAxes),
+}).describe("Every combination of these axes runs; each axis is one value or a list of them, and every train knob is an axis too.");
 
-/**
- * A dataset on the testbed's shared storage, at <sharedDir>/datasets/<name>, in ImageNet's layout (train/ and val/
- * folders of class folders). The campaign writes it once before its runs (the worker's `dataset` job: deterministic,
- * learnable JPEG images) unless `generate` is false, in which case it must already be there (a real dataset).
- */
 const dataset = z.strictObject({
-  name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, { error: "expected lower-case letters, digits and '-', at most 63 characters" }),
-  /**
-   * images (for the image models): the ImageNet layout above; text (for the language models): train.bin and val.bin,
-   * the bytes of the worker's Python standard library source, a byte-level corpus (classes, imagesPerClass and
-   * imageSize do not apply; heldOut does).
-   */
-  kind: z.enum(["images", "text"]).default("images"),
-  generate: z.boolean().default(true),
-  classes: z.int().min(2).max(1000).default(10),
-  /** Both splits together. */
-  imagesPerClass: z.int().min(2).max(100_000).default(100),
-  imageSize: z.int().min(8).max(512).default(32),
-  /** The fraction of each class in the held-out split (val/). */
-  heldOut: z.number().gt(0).lt(1).default(0.2),
-  seed: z.int().min(0).default(0),
+  name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, { error: "expected lower-case letters, digits and '-', at most 63 characters" })
+    .describe("Its folder under <sharedDir>/datasets/."),
+  kind: z.enum(["images", "text"]).default("images").describe(
+    "images (for the image models): the ImageNet layout above; text (for the language models): train.bin and val.bin, the bytes of the " +
+    "worker's Python standard library source, a byte-level corpus (classes, imagesPerClass and imageSize do not apply; heldOut does)."),
+  generate: z.boolean().default(true).describe("Write it before the runs; false: it must already be there (a real dataset)."),
+  classes: z.int().min(2).max(1000).default(10).describe("Class folders written."),
+  imagesPerClass: z.int().min(2).max(100_000).default(100).describe("Both splits together."),
+  imageSize: z.int().min(8).max(512).default(32).describe("Width and height of the images written, in pixels."),
+  heldOut: z.number().gt(0).lt(1).default(0.2).describe("The fraction of each class in the held-out split (val/)."),
+  seed: z.int().min(0).default(0).describe("The generator's seed: the same seed writes the same images."),
 }).refine((d) => d.kind === "text" || Math.round(d.imagesPerClass * d.heldOut) >= 1, {
   path: ["heldOut"], error: "holds out no image per class at this imagesPerClass (time to train measures accuracy on them); raise heldOut or imagesPerClass",
-});
+}).describe(
+  "The dataset that train runs with `data: dataset` read: on the testbed's shared storage, at <sharedDir>/datasets/<name>, in ImageNet's layout (train/ and val/ folders of class folders). " +
+  "The campaign writes it once before its runs (the worker's `dataset` job: deterministic, learnable JPEG images) unless `generate` is false, " +
+  "in which case it must already be there (a real dataset).");
 
 export const PROBE_DEFAULTS = { enabled: true, minBytes: 4096, maxBytes: 64 * 1024 * 1024, stepFactor: 4, warmupIters: 2, iters: 5 } as const;
 
 const campaignSection = z.strictObject({
   matrix,
-  /**
-   * Combinations of more workers (nodes × processesPerNode) than this are left out of the plan: with
-   * `nodes: [1, 2, 4], processesPerNode: [1, 2, 4], maxWorkers: 4` the placements of 4 workers are 1×4, 2×2 and 4×1.
-   */
-  maxWorkers: z.int().min(1).optional(),
-  /** Each combination runs this many times; the report shows mean and 95% interval. Default 1 (without repeatUntil). */
-  repeats: z.int().min(1).max(100).optional(),
-  /**
-   * Instead of a fixed `repeats`: each training configuration (the single-node baseline too) repeats until the 95 %
-   * interval of its throughput is within ±halfWidth of its mean, at least minRepeats and at most maxRepeats times.
-   */
+  maxWorkers: z.int().min(1).optional().describe(
+    "Combinations of more workers (nodes × processesPerNode) than this are left out of the plan: with `nodes: [1, 2, 4], " +
+    "processesPerNode: [1, 2, 4], maxWorkers: 4` the placements of 4 workers are 1×4, 2×2 and 4×1."),
+  repeats: z.int().min(1).max(100).optional()
+    .describe("Each combination runs this many times; the report shows mean and 95% interval. Default 1 (without repeatUntil)."),
   repeatUntil: z.strictObject({
-    /** A share of the mean: 0.03 is ±3 %. */
-    halfWidth: z.number().gt(0).max(0.5),
-    /** One repeat has no interval. */
-    minRepeats: z.int().min(2).max(100).default(2),
-    maxRepeats: z.int().min(2).max(100).default(5),
-  }).optional(),
-  /** A run still going after this is stopped and recorded as failed. */
-  runTimeoutSeconds: z.int().min(10).default(900),
-  /** Knobs fixed for every train run (a knob may be here or in the matrix, not both). */
-  train: z.strictObject(trainKnobs).partial().default({}),
-  /** The all-reduce bandwidth probe, once per node count (2 or more) and bandwidth. */
+    halfWidth: z.number().gt(0).max(0.5).describe("A share of the mean: 0.03 is ±3 %."),
+    minRepeats: z.int().min(2).max(100).default(2).describe("At least this many repeats: one repeat has no interval."),
+    maxRepeats: z.int().min(2).max(100).default(5).describe("At most this many repeats, however wide the interval still is."),
+  }).optional().describe(
+    "Instead of a fixed `repeats`: each training configuration (the single-node baseline too) repeats until the 95 % interval of its " +
+    "throughput is within ±halfWidth of its mean, at least minRepeats and at most maxRepeats times."),
+  runTimeoutSeconds: z.int().min(10).default(900).describe("A run still going after this is stopped and recorded as failed."),
+  train: z.strictObject(describedKnobs(trainKnobs)).partial().default({})
+    .describe("Knobs fixed for every train run (a knob may be here or in the matrix, not both)."),
   probe: z.strictObject({
-    enabled: z.boolean().default(PROBE_DEFAULTS.enabled),
-    minBytes: z.int().min(4).default(PROBE_DEFAULTS.minBytes),
-    maxBytes: z.int().min(4).default(PROBE_DEFAULTS.maxBytes),
-    stepFactor: z.int().min(2).default(PROBE_DEFAULTS.stepFactor),
-    warmupIters: z.int().min(0).default(PROBE_DEFAULTS.warmupIters),
-    iters: z.int().min(1).default(PROBE_DEFAULTS.iters),
-    /**
-     * What sums: torch (torch.distributed's backend: Gloo on CPU, NCCL on GPUs) and/or mpi (Open MPI's MPI_Allreduce
-     * through mpi4py, in the same worker on the same link; needs launcher mpi). Each probe runs once per library.
-     */
-    library: axis(z.enum(PROBE_LIBRARIES)).optional(),
-    /**
-     * Which collectives it times (nccl-tests' all_reduce_perf, all_gather_perf, reduce_scatter_perf, sendrecv_perf):
-     * all-reduce (the default), and the all-gather and reduce-scatter of FSDP and the sends of a pipeline, whose own
-     * α and β then predict those layouts' steps (without them the all-reduce's are used, said to be derived). Each runs
-     * once per node count and link; one other than all-reduce through torch.distributed only (probe.library torch).
-     */
-    collective: axis(z.enum(COLLECTIVES)).optional(),
-    /** iperf3: before each multi-node probe, one TCP stream from node 1 to node 0 (3 s), the rate no library can beat. */
-    reference: z.enum(["iperf3"]).optional(),
-  }).default({ ...PROBE_DEFAULTS }),
-  /** The dataset that train runs with `data: dataset` read. */
+    enabled: z.boolean().default(PROBE_DEFAULTS.enabled).describe("Run the probe at all."),
+    minBytes: z.int().min(4).default(PROBE_DEFAULTS.minBytes).describe("The smallest message summed, in bytes."),
+    maxBytes: z.int().min(4).default(PROBE_DEFAULTS.maxBytes).describe("The largest message summed, in bytes."),
+    stepFactor: z.int().min(2).default(PROBE_DEFAULTS.stepFactor).describe("Each message size is this many times the one before."),
+    warmupIters: z.int().min(0).default(PROBE_DEFAULTS.warmupIters).describe("Untimed iterations per message size."),
+    iters: z.int().min(1).default(PROBE_DEFAULTS.iters).describe("Timed iterations per message size."),
+    library: axis(z.enum(PROBE_LIBRARIES)).optional().describe(
+      "What sums: torch (torch.distributed's backend: Gloo on CPU, NCCL on GPUs) and/or mpi (Open MPI's MPI_Allreduce through mpi4py, " +
+      "in the same worker on the same link; needs launcher mpi). Each probe runs once per library."),
+    collective: axis(z.enum(COLLECTIVES)).optional().describe(
+      "Which collectives it times (nccl-tests' all_reduce_perf, all_gather_perf, reduce_scatter_perf, sendrecv_perf): all-reduce (the " +
+      "default), and the all-gather and reduce-scatter of FSDP and the sends of a pipeline, whose own α and β then predict those layouts' " +
+      "steps (without them the all-reduce's are used, said to be derived). Each runs once per node count and link; one other than " +
+      "all-reduce through torch.distributed only (probe.library torch)."),
+    reference: z.enum(["iperf3"]).optional()
+      .describe("iperf3: before each multi-node probe, one TCP stream from node 1 to node 0 (3 s), the rate no library can beat."),
+  }).default({ ...PROBE_DEFAULTS }).describe("The all-reduce bandwidth probe, once per node count (2 or more) and bandwidth."),
   dataset: dataset.optional(),
-  /** Keep the testbed after the campaign (default: tear it down, also on failure and Ctrl-C). */
-  keep: z.boolean().default(false),
-  /**
-   * How runs start: `ansible` (every node's worker container started by ansible/run.yml), `slurm` (the testbed
-   * is made a Slurm cluster, and each run is one sbatch job whose script is kept with the run's logs), or `mpi` (Open
-   * MPI is installed, and each run is one mpirun on the head, its mpirun.sh kept with the run's logs).
-   */
-  launcher: z.enum(LAUNCHER_NAMES).default(DEFAULT_LAUNCHER),
-  /** Default: results/<campaign file name without extension>. */
-  resultsDir: safePath().optional(),
-});
+  keep: z.boolean().default(false).describe("Keep the testbed after the campaign (default: tear it down, also on failure and Ctrl-C)."),
+  launcher: z.enum(LAUNCHER_NAMES).default(DEFAULT_LAUNCHER).describe(
+    "How runs start: `ansible` (every node's worker container started by ansible/run.yml), `slurm` (the testbed is made a Slurm " +
+    "cluster, and each run is one sbatch job whose script is kept with the run's logs), or `mpi` (Open MPI is installed, and each run " +
+    "is one mpirun on the head, its mpirun.sh kept with the run's logs)."),
+  resultsDir: safePath().optional().describe("Default: results/<campaign file name without extension>."),
+}).describe("What runs: the matrix of training runs, the bandwidth probe, how often each repeats.");
 
 type CampaignOutput = z.output<typeof campaignSection>;
 
 export const campaignFileSchema = z.strictObject({
-  testbed,
+  testbed: testbed.describe("Where the runs run: the nodes, and the target that brings them (local, aws or kubernetes)."),
   campaign: campaignSection.optional(),
 }).superRefine((file, ctx) => {
   const campaign = file.campaign;

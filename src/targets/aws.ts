@@ -51,57 +51,50 @@ const AWS_REGION_PATTERN = /^[a-z]{2}(-gov)?-[a-z]+-\d$/;
 const AVAILABILITY_ZONE_PATTERN = /^[a-z0-9-]{1,64}$/;
 
 const s3State = z.strictObject({
-  backend: z.literal("s3"),
-  bucket: ruled(checkS3BucketName),
-  key: ruled(checkS3Key),
-  region: z.string().regex(AWS_REGION_PATTERN).optional(),
+  backend: z.literal("s3").describe("s3: Terraform's state in an S3 bucket."),
+  bucket: ruled(checkS3BucketName).describe("Your bucket (ringlab does not create it)."),
+  key: ruled(checkS3Key).describe("The state's object key in the bucket."),
+  region: z.string().regex(AWS_REGION_PATTERN).optional().describe("The bucket's region; default: testbed.region."),
 });
-const localState = z.strictObject({ backend: z.literal("local") });
+const localState = z.strictObject({ backend: z.literal("local").describe("local: Terraform's state file in the testbed's state folder.") });
 
 export const awsSection = z.strictObject({
-  target: z.literal("aws"),
+  target: z.literal("aws").describe("aws: GPU instances in a VPC of their own, deployed by terraform from a cdktf stack, reached by Ansible over SSH."),
   ...testbedCommon,
-  region: z.string().regex(AWS_REGION_PATTERN, { error: "expected an AWS region such as us-east-1" }).default(AWS_DEFAULTS.region),
-  /** Default: the region's "a" zone. */
-  availabilityZone: z.string().regex(AVAILABILITY_ZONE_PATTERN, { error: "expected an availability zone such as us-east-1a" }).optional(),
+  region: z.string().regex(AWS_REGION_PATTERN, { error: "expected an AWS region such as us-east-1" }).default(AWS_DEFAULTS.region)
+    .describe("The AWS region of every resource."),
+  availabilityZone: z.string().regex(AVAILABILITY_ZONE_PATTERN, { error: "expected an availability zone such as us-east-1a" }).optional()
+    .describe("Default: the region's \"a\" zone."),
   instanceType: z.string().regex(/^[a-z][a-z0-9-]*\.[a-z0-9-]+$/, { error: "expected an EC2 instance type such as g4dn.xlarge" })
-    .default(AWS_DEFAULTS.instanceType),
-  /** Default: the newest AWS Deep Learning Base GPU AMI (Ubuntu 22.04), looked up at deploy time. */
-  ami: ruled(checkAmiId).optional(),
+    .default(AWS_DEFAULTS.instanceType).describe("The EC2 instance type of every node."),
+  ami: ruled(checkAmiId).optional().describe("Default: the newest AWS Deep Learning Base GPU AMI (Ubuntu 22.04), looked up at deploy time."),
   rootVolumeGiB: z.int().superRefine((size, ctx) => {
     const problem = checkRootVolumeGiB(size);
     if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
-  }).default(AWS_DEFAULTS.rootVolumeGiB),
-  /** Path to an OpenSSH public key; relative paths are relative to the campaign file. */
-  sshPublicKeyFile: safePath().optional(),
-  /** The public key text itself, instead of sshPublicKeyFile. */
-  sshPublicKey: z.string().min(1).optional(),
-  /** Default: sshPublicKeyFile without ".pub". */
-  sshPrivateKeyFile: safePath().optional(),
-  sshUser: ruled(checkUnixUserName).default(AWS_DEFAULTS.sshUser),
-  /** Who may reach the nodes over SSH, e.g. your address as 203.0.113.7/32. */
-  adminCidr: ruled((cidr) => checkIpv4Cidr(cidr, { example: "203.0.113.7/32" })),
-  /** The widest adminCidr accepted (as a prefix length) unless allowSshFromAnywhere; 16 lets a /16 through, never wider than a /8. */
-  sshSourceMinPrefix: z.int().min(SSH_SOURCE_PREFIX_FLOOR).max(32).default(DEFAULT_SSH_SOURCE_MIN_PREFIX),
-  /** An adminCidr wider than sshSourceMinPrefix or a /8 (0.0.0.0/0 included) is refused unless this says so. */
-  allowSshFromAnywhere: z.boolean().default(false),
-  sharedStorage: z.enum(["nfs", "efs"]).default(AWS_DEFAULTS.sharedStorage),
-  spot: z.boolean().default(false),
-  efa: z.boolean().default(false),
-  /** A cluster placement group for the nodes; turn off where none can be had (capacity, an emulator). */
-  placementGroup: z.boolean().default(true),
-  /** Written into the ringlab:expires-at tag so a sweeper can find leftovers. */
-  ttlHours: z.number().positive().max(24 * 30).default(AWS_DEFAULTS.ttlHours),
-  tags: tags.default({}),
-  vpcCidr: ruled(checkVpcCidr).default(AWS_DEFAULTS.vpcCidr),
-  /** Must lie inside vpcCidr (checked with the testbed). */
-  subnetCidr: ruled((cidr) => checkIpv4Cidr(cidr, { example: AWS_DEFAULTS.subnetCidr })).default(AWS_DEFAULTS.subnetCidr),
-  state: z.discriminatedUnion("backend", [localState, s3State]).default({ backend: "local" }),
-  workerImage: ruled(checkDockerImageReference).default(AWS_DEFAULTS.workerImage),
-  /** A `docker save` tarball copied to every node; without it nodes pull workerImage from its registry. */
-  workerImageTarball: safePath().optional(),
-  /** What deploys and destroys the stack. Default: $TERRAFORM_BINARY_NAME, else terraform. */
-  terraformBinary: z.enum(TERRAFORM_BINARIES, { error: "expected terraform or tofu" }).optional(),
+  }).default(AWS_DEFAULTS.rootVolumeGiB).describe("Each node's root volume, GiB."),
+  sshPublicKeyFile: safePath().optional().describe("Path to an OpenSSH public key; relative paths are relative to the campaign file."),
+  sshPublicKey: z.string().min(1).optional().describe("The public key text itself, instead of sshPublicKeyFile."),
+  sshPrivateKeyFile: safePath().optional().describe("Default: sshPublicKeyFile without \".pub\"."),
+  sshUser: ruled(checkUnixUserName).default(AWS_DEFAULTS.sshUser).describe("The user Ansible logs in as on the nodes."),
+  adminCidr: ruled((cidr) => checkIpv4Cidr(cidr, { example: "203.0.113.7/32" })).describe("Who may reach the nodes over SSH, e.g. your address as 203.0.113.7/32."),
+  sshSourceMinPrefix: z.int().min(SSH_SOURCE_PREFIX_FLOOR).max(32).default(DEFAULT_SSH_SOURCE_MIN_PREFIX)
+    .describe("The widest adminCidr accepted (as a prefix length) unless allowSshFromAnywhere; 16 lets a /16 through, never wider than a /8."),
+  allowSshFromAnywhere: z.boolean().default(false).describe("An adminCidr wider than sshSourceMinPrefix or a /8 (0.0.0.0/0 included) is refused unless this says so."),
+  sharedStorage: z.enum(["nfs", "efs"]).default(AWS_DEFAULTS.sharedStorage).describe("The nodes' shared folder: NFS served by the head node, or an EFS file system."),
+  spot: z.boolean().default(false).describe("One-time spot instances instead of on-demand ones, terminated on interruption."),
+  efa: z.boolean().default(false).describe("An Elastic Fabric Adapter on every node (instance types that have one; tc cannot shape its traffic)."),
+  placementGroup: z.boolean().default(true).describe("A cluster placement group for the nodes; turn off where none can be had (capacity, an emulator)."),
+  ttlHours: z.number().positive().max(24 * 30).default(AWS_DEFAULTS.ttlHours).describe("Written into the ringlab:expires-at tag so a sweeper can find leftovers."),
+  tags: tags.default({}).describe("Your own tags on every resource, beside ringlab's; the ringlab: and aws: prefixes are reserved."),
+  vpcCidr: ruled(checkVpcCidr).default(AWS_DEFAULTS.vpcCidr).describe("The address range of the testbed's own VPC."),
+  subnetCidr: ruled((cidr) => checkIpv4Cidr(cidr, { example: AWS_DEFAULTS.subnetCidr })).default(AWS_DEFAULTS.subnetCidr)
+    .describe("Must lie inside vpcCidr (checked with the testbed)."),
+  state: z.discriminatedUnion("backend", [localState, s3State]).default({ backend: "local" }).describe("Where Terraform keeps the stack's state."),
+  workerImage: ruled(checkDockerImageReference).default(AWS_DEFAULTS.workerImage)
+    .describe("The image every node's worker runs: ringlab/worker:<tag> is built on each node (unless workerImageTarball), any other name pulled."),
+  workerImageTarball: safePath().optional().describe("A `docker save` tarball copied to every node; without it nodes pull workerImage from its registry."),
+  terraformBinary: z.enum(TERRAFORM_BINARIES, { error: "expected terraform or tofu" }).optional()
+    .describe("What deploys and destroys the stack. Default: $TERRAFORM_BINARY_NAME, else terraform."),
 });
 
 export type AwsSection = z.output<typeof awsSection>;

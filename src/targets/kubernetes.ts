@@ -28,29 +28,21 @@ export const KUBERNETES_DEFAULTS = {
 } as const;
 
 export const kubernetesSection = z.strictObject({
-  target: z.literal("kubernetes"),
+  target: z.literal("kubernetes").describe("kubernetes: a cluster you already have; each run is an Indexed Job there, ringlab provisions and configures nothing."),
   ...testbedCommon,
-  /** The kubeconfig's context to use; default: its current context. */
-  context: ruled(checkKubeContext).optional(),
-  namespace: ruled(checkDnsLabel),
-  /** The worker image every pod runs, in a registry the cluster pulls from (GPU: ringlab/worker:gpu, tagged and pushed). */
-  workerImage: ruled(checkDockerImageReference),
-  /** `nvidia.com/gpu` each pod asks for (0: a CPU pod). */
-  gpusPerPod: z.int().min(0).max(16).default(KUBERNETES_DEFAULTS.gpusPerPod),
-  /** Where the pods may run, e.g. {"node.kubernetes.io/instance-type": "p4d.24xlarge"}. */
-  nodeSelector: z.record(ruled(checkLabelKey), ruled(checkLabelValue)).default({}),
-  /** The PersistentVolumeClaim (ReadWriteMany: EFS, NFS) mounted in every pod at /ringlab. */
-  sharedClaim: ruled(checkDnsSubdomain),
-  /** The pods use their nodes' network (EFA, RDMA): one ringlab pod per node then. */
-  hostNetwork: z.boolean().default(false),
-  /** Each pod shapes its own egress with tc before the worker starts (needs the NET_ADMIN capability there). */
-  shapeInPod: z.boolean().default(false),
-  /**
-   * The user id (and group id, and fsGroup) the pods' worker runs as; 0 is root, which Pod Security "restricted"
-   * refuses ("baseline" allows it). The shared claim must be writable by that user (fsGroup helps where the
-   * volume supports it). Kubernetes takes 0 to 2147483647.
-   */
-  runAsUser: z.int().min(0).max(2147483647).default(KUBERNETES_DEFAULTS.runAsUser),
+  context: ruled(checkKubeContext).optional().describe("The kubeconfig's context to use; default: its current context."),
+  namespace: ruled(checkDnsLabel).describe("The namespace the runs' objects go in."),
+  workerImage: ruled(checkDockerImageReference)
+    .describe("The worker image every pod runs, in a registry the cluster pulls from (GPU: ringlab/worker:gpu, tagged and pushed)."),
+  gpusPerPod: z.int().min(0).max(16).default(KUBERNETES_DEFAULTS.gpusPerPod).describe("`nvidia.com/gpu` each pod asks for (0: a CPU pod)."),
+  nodeSelector: z.record(ruled(checkLabelKey), ruled(checkLabelValue)).default({})
+    .describe("Where the pods may run, e.g. {\"node.kubernetes.io/instance-type\": \"p4d.24xlarge\"}."),
+  sharedClaim: ruled(checkDnsSubdomain).describe("The PersistentVolumeClaim (ReadWriteMany: EFS, NFS) mounted in every pod at /ringlab."),
+  hostNetwork: z.boolean().default(false).describe("The pods use their nodes' network (EFA, RDMA): one ringlab pod per node then."),
+  shapeInPod: z.boolean().default(false).describe("Each pod shapes its own egress with tc before the worker starts (needs the NET_ADMIN capability there)."),
+  runAsUser: z.int().min(0).max(2147483647).default(KUBERNETES_DEFAULTS.runAsUser).describe(
+    "The user id (and group id, and fsGroup) the pods' worker runs as; 0 is root, which Pod Security \"restricted\" refuses (\"baseline\" " +
+    "allows it). The shared claim must be writable by that user (fsGroup helps where the volume supports it). Kubernetes takes 0 to 2147483647."),
 });
 
 export type KubernetesSection = z.output<typeof kubernetesSection>;

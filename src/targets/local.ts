@@ -25,25 +25,22 @@ export const LOCAL_DEFAULTS = {
 } as const;
 
 export const localSection = z.strictObject({
-  target: z.literal("local"),
+  target: z.literal("local").describe("local: the nodes are Docker containers on this machine, reached by Ansible over SSH, their links shaped with tc."),
   ...testbedCommon,
-  /** The Docker network of the node containers. */
-  subnet: ruled((cidr) => checkIpv4Cidr(cidr, { example: LOCAL_DEFAULTS.subnet })).default(LOCAL_DEFAULTS.subnet),
-  /** Host directory shared by all nodes, bind-mounted at the same path; default .ringlab/testbeds/<name>/shared. */
-  sharedDir: safePath().optional(),
-  workerImage: ruled(checkDockerImageReference).default(LOCAL_DEFAULTS.workerImage),
-  /**
-   * CPU cores every worker process may use (a CFS quota of its node's container in 10 ms periods, src/limits.ts,
-   * times the processes there), so that compute is fixed per node (per GPU) as on a real cluster. Default: (this machine's cores - 0.5) / the
-   * most processes that run at once (src/testbed/cpu-quota.ts); more than that is refused.
-   */
-  cpusPerNode: z.number().min(SMALLEST_CPU_QUOTA).optional(),
-  /**
-   * Memory of every node's worker (GiB, swap included: a cgroup limit of its container), shared by its processes, as a
-   * real node has its own memory: a run whose ranks need more is killed by the kernel, and `ringlab plan` refuses one
-   * the memory model predicts will not fit before anything starts. Absent: no limit.
-   */
-  memoryPerNodeGiB: z.number().min(0.25).max(1024).optional(),
+  subnet: ruled((cidr) => checkIpv4Cidr(cidr, { example: LOCAL_DEFAULTS.subnet })).default(LOCAL_DEFAULTS.subnet)
+    .describe("The Docker network of the node containers."),
+  sharedDir: safePath().optional()
+    .describe("Host directory shared by all nodes, bind-mounted at the same path; default .ringlab/testbeds/<name>/shared."),
+  workerImage: ruled(checkDockerImageReference).default(LOCAL_DEFAULTS.workerImage)
+    .describe("The image every node's worker runs, from this machine's Docker engine (docker/worker/build.sh builds ringlab/worker:cpu)."),
+  cpusPerNode: z.number().min(SMALLEST_CPU_QUOTA).optional().describe(
+    "CPU cores every worker process may use (a CFS quota of its node's container in 10 ms periods, src/limits.ts, times the processes there), " +
+    "so that compute is fixed per node (per GPU) as on a real cluster. Default: (this machine's cores - 0.5) / the most processes that run " +
+    "at once (src/testbed/cpu-quota.ts); more than that is refused."),
+  memoryPerNodeGiB: z.number().min(0.25).max(1024).optional().describe(
+    "Memory of every node's worker (GiB, swap included: a cgroup limit of its container), shared by its processes, as a real node has its " +
+    "own memory: a run whose ranks need more is killed by the kernel, and `ringlab plan` refuses one the memory model predicts will not fit " +
+    "before anything starts. Absent: no limit."),
 });
 
 export const localSpec = z.strictObject({
