@@ -46,9 +46,11 @@ describe("the campaign file's JSON Schema against ringlab's loader", () => {
   });
 
   for (const name of readdirSync("campaigns").filter((file) => file.endsWith(".yaml")).sort()) {
-    it(`campaigns/${name} is valid`, () => {
-      const valid = validate(loadYaml(readFileSync(`campaigns/${name}`, "utf8")));
+    it(`campaigns/${name} is valid, and names the schema on its first line for editors`, () => {
+      const text = readFileSync(`campaigns/${name}`, "utf8");
+      const valid = validate(loadYaml(text));
       expect(valid ? [] : validate.errors).toEqual([]);
+      expect(text.split("\n")[0]).toBe("# yaml-language-server: $schema=../docs/campaign.schema.json");
     });
   }
 
