@@ -5,7 +5,6 @@
  */
 import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { execa } from "execa";
 import { PrerequisiteError, ToolError } from "../errors.ts";
 
 export interface RunOptions {
@@ -46,6 +45,9 @@ export async function runProgram(tool: string, file: string, args: readonly stri
     mkdirSync(dirname(options.logFile), { recursive: true });
     appendFileSync(options.logFile, `\n$ ${command}\n`, { mode: 0o600 });
   }
+  // Loaded on the first program run, not with the command line (a few hundred modules that `plan`, `predict` and
+  // `report` never need).
+  const { execa } = await import("execa");
   // Its own process group (and session), so that stopping it reaches everything it started: ansible-playbook's
   // forks and their ssh, terraform's providers. A terminal's Ctrl-C reaches ringlab only, which stops the group.
   const child = execa(file, args, {

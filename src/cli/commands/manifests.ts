@@ -10,7 +10,6 @@ import type { Command } from "commander";
 import { planCampaign } from "../../campaign/plan.ts";
 import { loadKubernetesCampaignFile } from "../../config/load.ts";
 import { UsageError } from "../../errors.ts";
-import { campaignPodSecurity, manifestsYaml, networkPolicyWarning, podSecurityLine, runManifests } from "../../kubernetes/manifests.ts";
 import { campaignNameOf } from "../../rules/names.ts";
 import { writeFileAtomic } from "../../util/fs.ts";
 import { parseSafePath } from "../options.ts";
@@ -25,6 +24,8 @@ export function registerManifests(program: Command, host: CommandHost): void {
     .option("--run <id>", "only this run (the ids `ringlab manifests` writes, as the campaign plans them)")
     .option("--out <dir>", "write <dir>/<run>.yaml, one file per run, instead of printing them all", parseSafePath)
     .action(host.action(async (file: string, options: { run?: string; out?: string }) => {
+      // Loaded when the command runs (kubernetes-models is half the modules a start would otherwise load).
+      const { campaignPodSecurity, manifestsYaml, networkPolicyWarning, podSecurityLine, runManifests } = await import("../../kubernetes/manifests.ts");
       const campaign = loadKubernetesCampaignFile(file);
       const plan = planCampaign(campaign, campaignNameOf(campaign.sourceFile));
       const runs = options.run === undefined ? plan.runs : plan.runs.filter((run) => run.id === options.run);

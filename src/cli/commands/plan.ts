@@ -19,7 +19,6 @@ import { isPrediction, predictRun, type MissingInput, type RunPrediction } from 
 import { predictionContextFor, PUBLISHED_ONLY } from "../../predict/inputs.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
 import { resolveCpuQuota } from "../../testbed/cpu-quota.ts";
-import { campaignPodSecurity, networkPolicyWarning, podSecurityLine } from "../../kubernetes/manifests.ts";
 import { parseSafePath } from "../options.ts";
 import { formatDuration, formatTable } from "../format.ts";
 import type { CommandHost } from "../host.ts";
@@ -68,7 +67,7 @@ export function registerPlan(program: Command, host: CommandHost): void {
  * A Kubernetes campaign's runs, each a Job on the user's cluster. No duration, cost or prediction: ringlab does not
  * know the cluster's machines (a nodeSelector names them only for the scheduler).
  */
-function planOnKubernetes(campaign: LoadedKubernetesCampaignFile, format: string): number {
+async function planOnKubernetes(campaign: LoadedKubernetesCampaignFile, format: string): Promise<number> {
   const plan = planCampaign(campaign, campaignName(campaign.sourceFile));
   const { testbed } = campaign;
   if (format === "json") {
@@ -80,12 +79,14 @@ function planOnKubernetes(campaign: LoadedKubernetesCampaignFile, format: string
     `(context ${testbed.context ?? "the kubeconfig's current one"}), ${testbed.gpusPerPod} GPU${testbed.gpusPerPod === 1 ? "" : "s"} per pod; ` +
     `each run ends within ${formatDuration(plan.runTimeoutSeconds)} (runTimeoutSeconds). No duration, cost or prediction: ringlab does not know the cluster's machines.\n` +
     "ringlab campaign runs them; ringlab manifests writes them for kubectl apply -f.\n");
-  printKubernetesSecurity(plan, testbed);
+  await printKubernetesSecurity(plan, testbed);
   return EXIT.ok;
 }
 
 /** What Pod Security level the runs' pods need and why (stdout), and where their NetworkPolicy cannot apply (a warning). */
-function printKubernetesSecurity(plan: CampaignPlan, testbed: LoadedKubernetesCampaignFile["testbed"]): void {
+async function printKubernetesSecurity(plan: CampaignPlan, testbed: LoadedKubernetesCampaignFile["testbed"]): Promise<void> {
+  // Loaded here, not with the command line: kubernetes-models is half the modules a start would otherwise load.
+  const { campaignPodSecurity, networkPolicyWarning, podSecurityLine } = await import("../../kubernetes/manifests.ts");
   out(`${podSecurityLine(campaignPodSecurity(plan.runs, testbed, plan.name, plan.runTimeoutSeconds))}\n`);
   const unguarded = networkPolicyWarning(testbed);
   if (unguarded !== undefined) err(`\nwarning: ${unguarded}\n`);
