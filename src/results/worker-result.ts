@@ -123,6 +123,8 @@ const common = {
     deviceModel: z.string(),
     /** When the worker command started, before importing torch and the rendezvous (absent in older results). */
     launchedAt: z.string().optional(),
+    /** The process's malloc: the CPU image preloads tcmalloc since 2026-11-28 (absent before: glibc's). */
+    allocator: z.string().optional(),
     startedAt: z.string(),
     endedAt: z.string(),
   }),

@@ -62,6 +62,7 @@ def test_without_rendezvous_environment_a_single_process_trains_and_writes_the_r
     assert code == 0, printed
     record = validate_result(output)
     assert record["runId"] == "solo" and record["provenance"]["image"] == "ringlab/worker:test"
+    assert record["provenance"]["allocator"] == "glibc"  # nothing preloaded outside the image
     assert record["world"] == {"size": 1, "nodes": 1, "procsPerNode": 1, "backend": "gloo", "engine": "ddp",
                                "hostnames": record["world"]["hostnames"]}
     assert record["provenance"]["device"] == "cpu" and record["provenance"]["nccl"] is None

@@ -47,6 +47,8 @@ def test_the_image_runs_the_smoke_training_job_and_writes_a_valid_record(image, 
     assert run.returncode == 0, run.stdout + run.stderr
     record = validate_result(tmp_path / "smoke.json")
     assert record["provenance"]["image"] == image and record["provenance"]["torch"].startswith("2.13")
+    # The image preloads tcmalloc for every process (docker/worker/Dockerfile says why), and the record says so.
+    assert record["provenance"]["allocator"] == "tcmalloc"
     assert "Total img/sec on 1 CPU(s)" in run.stdout
 
 

@@ -100,6 +100,17 @@ def cpu_provenance() -> dict:
             "nccl": None, "nvidiaDriver": None}
 
 
+def allocator() -> str:
+    """The process's malloc: tcmalloc or jemalloc where one is preloaded (the CPU image preloads tcmalloc), else
+    glibc's. On CPU workers it decides the resident set a memory limit holds (docker/worker/Dockerfile says why)."""
+    try:
+        with open("/proc/self/maps", encoding="ascii", errors="replace") as maps:
+            mapped = maps.read()
+    except OSError:
+        mapped = os.environ.get("LD_PRELOAD", "")
+    return "tcmalloc" if "libtcmalloc" in mapped else "jemalloc" if "libjemalloc" in mapped else "glibc"
+
+
 def provenance(device, started_at: str) -> dict:
     import torch
 
@@ -116,6 +127,7 @@ def provenance(device, started_at: str) -> dict:
         "device": device.type,
         **hardware,
         "image": os.environ.get("RINGLAB_IMAGE") or None,
+        "allocator": allocator(),
         # When the worker command started (before importing torch and the rendezvous): with endedAt, the
         # job's whole life, which the orchestrator compares with its own wall time to report its overhead.
         "launchedAt": os.environ.get(LAUNCHED_AT_ENV) or started_at,
