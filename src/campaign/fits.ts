@@ -37,8 +37,8 @@ export function memoryLimitOf(file: CampaignFile): MemoryLimit | undefined {
 /** The memory model's constants for a campaign's machines: its calibration's entry, else ringlab's assumption. */
 export function memoryConstantsFor(file: CampaignFile, cpusPerNode: number | undefined, calibration?: Calibration): MemoryConstants {
   const device = file.testbed.target === "local" ? "cpu" : "cuda";
-  const entry = calibration?.memory.find((candidate) => candidate.device === device && (device === "cuda" || candidate.cpusPerNode === (cpusPerNode ?? null)));
-  return entry === undefined ? ASSUMED_MEMORY[device] : constantsOf(entry);
+  const entries = calibration?.memory.filter((candidate) => candidate.device === device && (device === "cuda" || candidate.cpusPerNode === (cpusPerNode ?? null))) ?? [];
+  return constantsOf(entries, ASSUMED_MEMORY[device]) ?? ASSUMED_MEMORY[device];
 }
 
 const gib = (bytes: number) => `${(bytes / GIB).toFixed(2)} GiB`;

@@ -143,7 +143,7 @@ const calibrationSchema = z.strictObject({
     share: z.strictObject({ mean: z.number(), halfWidth95: z.number().nonnegative(), points: z.number().int().positive() }), source,
   })).default([]),
   memory: z.array(z.strictObject({
-    device: z.string(), deviceModel: z.string(), cpusPerNode: z.number().positive().nullable(), overheadBytes: z.number(), scale: z.number(),
+    device: z.string(), deviceModel: z.string(), cpusPerNode: z.number().positive().nullable(), parallelism: z.string().optional(), overheadBytes: z.number(), scale: z.number(),
     worstError: z.number().nonnegative(), runs: z.number().int().positive(), baselineBytes: z.number().nonnegative(), launcherBytes: z.number().nonnegative().nullable(), source,
   })).default([]),
 });
@@ -300,7 +300,7 @@ export function mergeCalibrations(calibrations: readonly Calibration[]): Calibra
     for (const entry of calibration.compute) compute.set(computeKey(entry), entry);
     for (const entry of calibration.links) links.set(linkKey(entry), entry);
     for (const entry of calibration.overlap) overlap.set(overlapKey(entry), entry);
-    for (const entry of calibration.memory) memory.set(JSON.stringify([entry.device, entry.deviceModel, entry.cpusPerNode]), entry);
+    for (const entry of calibration.memory) memory.set(JSON.stringify([entry.device, entry.deviceModel, entry.cpusPerNode, entry.parallelism ?? "ddp"]), entry);
   }
   return { schema: CALIBRATION_SCHEMA, compute: [...compute.values()], links: [...links.values()], overlap: [...overlap.values()], memory: [...memory.values()] };
 }
@@ -323,7 +323,7 @@ export function calibrationInputs(calibration: Calibration): CalibrationInput[] 
       `on ${entry.deviceModel}${cores(entry.cpusPerNode)}`, entry)),
     ...calibration.links.map((entry) => input(`link ${entry.bandwidth}, ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${entry.collective === undefined ? "" : `, ${entry.collective}`}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),
     ...calibration.overlap.map((entry) => input(`overlap ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),
-    ...calibration.memory.map((entry) => input(`memory on ${entry.deviceModel}${cores(entry.cpusPerNode)}`, entry)),
+    ...calibration.memory.map((entry) => input(`memory on ${entry.deviceModel}${cores(entry.cpusPerNode)}${entry.parallelism === undefined ? "" : `, ${entry.parallelism}`}`, entry)),
   ];
 }
 

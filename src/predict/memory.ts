@@ -17,6 +17,11 @@ export interface MemoryEntry {
   readonly device: string;
   readonly deviceModel: string;
   readonly cpusPerNode: number | null;
+  /**
+   * The layout its runs had, where it is not DDP's (absent: DDP's, from single-node runs). A sharded layout's entry is
+   * fitted from its runs at every node count (one node shards nothing), and predicts that layout's runs alone.
+   */
+  readonly parallelism?: string;
   readonly overheadBytes: number;
   readonly scale: number;
   /** The fit's largest error on its own runs, as a share of the measured peak. */
@@ -37,29 +42,50 @@ export interface MemoryConstants {
   /** The node's launcher process (torchrun's agent); 0 on a GPU, whose memory it does not use. */
   readonly launcherBytes: number;
   readonly source: string;
+  /** A layout's own overhead and scale, where they were measured apart (FSDP on a CPU: what glibc's heap keeps). */
+  readonly layouts?: Readonly<Record<string, Pick<MemoryConstants, "overheadBytes" | "scale" | "source">>>;
 }
 
 const MIB = 2 ** 20;
 /**
- * Without a calibration, on a CPU: the fit of ringlab's own single-node runs of gpt-micro on the build machine
- * (2026-11-27, torch 2.13, test/bench/README.md "Memory of the language models"); on a GPU: the tensors alone (the
- * caching allocator's peak allocated is the tensors', and its reserved memory and the CUDA context are apart).
+ * Without a calibration, on a CPU: the fit of ringlab's own runs of gpt-mini under tcmalloc, as the CPU image runs
+ * them (test/bench/cpu-memory.sh on 2026-11-28; test/bench/data/cpu-memory/, recomputed by test/bench/cpu-memory.test.ts):
+ * single workers give the overhead and scale, the baseline and the launcher; FSDP's runs on 3 ranks its own overhead
+ * at the same scale (its gathered units and collective buffers). On a GPU: the tensors alone (the caching allocator's
+ * peak allocated is the tensors', and its reserved memory and the CUDA context are apart).
  */
 export const ASSUMED_MEMORY: Readonly<Record<"cpu" | "cuda", MemoryConstants>> = {
   cpu: {
-    overheadBytes: 110 * MIB, scale: 1.23, baselineBytes: 225 * MIB, launcherBytes: 260 * MIB,
-    source: "assumed: ringlab's fit of its own single-node CPU runs on 2026-11-27 (110 MiB + 1.23 × the model's bytes; test/bench/README.md)",
+    overheadBytes: 94 * MIB, scale: 1.04, baselineBytes: 231 * MIB, launcherBytes: 226 * MIB,
+    source: "assumed: ringlab's fit of its own single CPU workers on 2026-11-28 (94 MiB + 1.04 × the model's bytes; test/bench/README.md, \"CPU memory\")",
+    layouts: {
+      fsdp: { overheadBytes: 140 * MIB, scale: 1.04,
+        source: "assumed: ringlab's fit of its own FSDP runs on 3 CPU ranks on 2026-11-28 (140 MiB + 1.04 × the model's bytes; test/bench/README.md, \"CPU memory\")" },
+    },
   },
   cuda: { overheadBytes: 0, scale: 1, baselineBytes: 0, launcherBytes: 0, source: "assumed: the tensors alone (no calibration of this GPU)" },
 };
 
-/** The constants of a calibration's memory entry. */
-export function constantsOf(entry: MemoryEntry): MemoryConstants {
+/**
+ * The constants of a machine's memory entries: DDP's (the entry without a layout) for every run, and each other
+ * layout's own where the calibration measured it; a layout it did not measure keeps the assumption's own, if any.
+ * Undefined without DDP's entry.
+ */
+export function constantsOf(entries: readonly MemoryEntry[], assumed?: MemoryConstants): MemoryConstants | undefined {
+  const base = entries.find((entry) => entry.parallelism === undefined);
+  if (base === undefined) return undefined;
+  const layouts = { ...assumed?.layouts, ...Object.fromEntries(entries.filter((entry) => entry.parallelism !== undefined)
+    .map((entry) => [entry.parallelism!, { overheadBytes: entry.overheadBytes, scale: entry.scale, source: entrySource(entry) }])) };
   return {
-    overheadBytes: entry.overheadBytes, scale: entry.scale, baselineBytes: entry.baselineBytes, launcherBytes: entry.launcherBytes ?? 0,
-    source: `measured: ${entry.runs} single-node runs in ${entry.source.kind === "measured" ? entry.source.resultsDir : "a calibration"} ` +
-      `(${(entry.overheadBytes / MIB).toFixed(0)} MiB + ${entry.scale.toFixed(2)} × the model's bytes, worst fit ${(100 * entry.worstError).toFixed(1)} %)`,
+    overheadBytes: base.overheadBytes, scale: base.scale, baselineBytes: base.baselineBytes, launcherBytes: base.launcherBytes ?? 0,
+    source: entrySource(base), ...(Object.keys(layouts).length === 0 ? {} : { layouts }),
   };
+}
+
+function entrySource(entry: MemoryEntry): string {
+  const runs = entry.parallelism === undefined ? `${entry.runs} single-node runs` : `${entry.runs} ${entry.parallelism} runs`;
+  return `measured: ${runs} in ${entry.source.kind === "measured" ? entry.source.resultsDir : "a calibration"} ` +
+    `(${(entry.overheadBytes / MIB).toFixed(0)} MiB + ${entry.scale.toFixed(2)} × the model's bytes, worst fit ${(100 * entry.worstError).toFixed(1)} %)`;
 }
 
 export interface MemoryRun {
@@ -85,10 +111,13 @@ export function predictMemory(run: MemoryRun, constants: MemoryConstants): Memor
   const processes = run.processesPerNode ?? 1;
   const layout = dimsOf(run.knobs, run.nodes * processes, run.nodes);
   if (!layout.ok) return { problem: layout.problem };
+  // A sharded layout on one worker shards nothing: DDP's constants; across workers its own, where there are some.
+  const own = run.nodes * processes > 1 ? constants.layouts?.[String(run.knobs["parallelism"] ?? "ddp")] : undefined;
+  const { overheadBytes, scale, source } = own ?? constants;
   const perRank = rankMemory({ model: run.model, batchSize: run.batchSize, knobs: run.knobs, dims: layout.dims })
-    .map((parts) => ({ stage: parts.stage, bytes: constants.overheadBytes + constants.scale * parts.peak, parts }));
+    .map((parts) => ({ stage: parts.stage, bytes: overheadBytes + scale * parts.peak, parts }));
   const rankBytes = Math.max(...perRank.map((rank) => rank.bytes));
-  return { perRank, rankBytes, nodeBytes: constants.launcherBytes + processes * (constants.baselineBytes + rankBytes), source: constants.source };
+  return { perRank, rankBytes, nodeBytes: constants.launcherBytes + processes * (constants.baselineBytes + rankBytes), source };
 }
 
 export function isMemoryPrediction(value: MemoryPrediction | { readonly problem: string }): value is MemoryPrediction {
@@ -122,11 +151,16 @@ export function memoryPoints(record: RunRecord): MemoryPoint[] {
  * baselines and launchers they measured.
  */
 export function memoryEntriesFromRecords(records: readonly RunRecord[], measured: (runIds: readonly string[]) => Source): MemoryEntry[] {
-  const groups = new Map<string, { key: Pick<MemoryEntry, "device" | "deviceModel" | "cpusPerNode">; records: RunRecord[] }>();
+  const groups = new Map<string, { key: Pick<MemoryEntry, "device" | "deviceModel" | "cpusPerNode" | "parallelism">; records: RunRecord[] }>();
   for (const record of records) {
-    if (record.params.nodes !== 1 || memoryPoints(record).length === 0) continue;
+    if (memoryPoints(record).length === 0) continue;
+    // DDP's entry from single workers; another layout's from its runs across workers (one worker shards nothing).
+    const parallelism = String(record.result!.knobs["parallelism"] ?? "ddp");
+    const workers = record.result!.world.size;
+    if (parallelism === "ddp" ? record.params.nodes !== 1 : workers < 2) continue;
     const provenance = record.result!.provenance;
-    const key = { device: provenance.device, deviceModel: provenance.deviceModel, cpusPerNode: record.params.cpusPerNode ?? null };
+    const key = { device: provenance.device, deviceModel: provenance.deviceModel, cpusPerNode: record.params.cpusPerNode ?? null,
+      ...(parallelism === "ddp" ? {} : { parallelism }) };
     const id = JSON.stringify(key);
     groups.set(id, { key, records: [...(groups.get(id)?.records ?? []), record] });
   }

@@ -43,7 +43,7 @@ describe("the memory model's fit and prediction", () => {
     expect(entry!.overheadBytes / MIB).toBeCloseTo(100, 6);
     expect(entry!.scale).toBeCloseTo(1.2, 9);
     expect(entry!.worstError).toBeLessThan(1e-9);
-    const prediction = predictMemory({ model: "gpt-nano", batchSize: 16, nodes: 1, processesPerNode: 2, knobs: { optimizer: "adamw" } }, constantsOf(entry!));
+    const prediction = predictMemory({ model: "gpt-nano", batchSize: 16, nodes: 1, processesPerNode: 2, knobs: { optimizer: "adamw" } }, constantsOf([entry!])!);
     if (!isMemoryPrediction(prediction)) throw new Error(prediction.problem);
     expect(prediction.rankBytes).toBeCloseTo(100 * MIB + 1.2 * large, 0);
     // One node: its launcher, and each of its two processes' baseline and peak.
@@ -51,10 +51,38 @@ describe("the memory model's fit and prediction", () => {
     expect(prediction.source).toContain("2 single-node runs in results/x");
   });
 
-  it("leaves multi-node runs out of the fit, and says why a layout cannot be predicted", () => {
+  it("leaves DDP's multi-node runs out of the fit, and says why a layout cannot be predicted", () => {
     const multi = { ...nanoRecord(4, MIB), params: { ...nanoRecord(4, MIB).params, nodes: 2 } } as RunRecord;
     expect(memoryEntriesFromRecords([multi], () => ({ kind: "derived", how: "-" }))).toEqual([]);
     expect(predictMemory({ model: "gpt-nano", batchSize: 4, nodes: 3, knobs: { parallelism: "pipeline", pipelineStages: 2 } }, ASSUMED_MEMORY.cpu))
       .toEqual({ problem: "pipelineStages 2 does not divide the run's 3 workers" });
+  });
+
+  it("fits a sharded layout apart, from its runs across workers, and predicts that layout's multi-worker runs with it", () => {
+    // FSDP full on 2 ranks of one node, each 300 MiB over its baseline: its entry, and DDP's from the single worker.
+    const fsdpRecord = (() => {
+      const base = nanoRecord(4, 300 * MIB, "nano-fsdp");
+      const result = base.result!;
+      if (result.job !== "train") throw new Error("a training record");
+      const rank = result.metrics.memory!.perRank[0]!;
+      return { ...base, result: { ...result, knobs: { ...result.knobs, parallelism: "fsdp", fsdpSharding: "full" }, world: { ...result.world, size: 2, procsPerNode: 2 },
+        metrics: { ...result.metrics, memory: { ...result.metrics.memory!, perRank: [rank, rank] } } } } as RunRecord;
+    })();
+    const source = (runIds: readonly string[]) => ({ kind: "measured" as const, resultsDir: "results/x", date: "2026-11-28", runIds: [...runIds] });
+    const entries = memoryEntriesFromRecords([nanoRecord(4, 100 * MIB), fsdpRecord], source);
+    expect(entries.map((entry) => [entry.parallelism ?? "ddp", entry.runs])).toEqual([["ddp", 1], ["fsdp", 1]]);
+    const constants = constantsOf(entries)!;
+    const sharded = { model: "gpt-nano", batchSize: 4, nodes: 1, processesPerNode: 2, knobs: { optimizer: "adamw", parallelism: "fsdp", fsdpSharding: "full" } };
+    const fsdp = predictMemory(sharded, constants);
+    const ddp = predictMemory({ ...sharded, knobs: { optimizer: "adamw" } }, constants);
+    const alone = predictMemory({ ...sharded, processesPerNode: 1 }, constants);
+    if (!isMemoryPrediction(fsdp) || !isMemoryPrediction(ddp) || !isMemoryPrediction(alone)) throw new Error("predicted");
+    expect(fsdp.rankBytes / MIB).toBeCloseTo(300, 6);
+    expect(fsdp.source).toContain("1 fsdp runs in results/x");
+    expect(ddp.rankBytes / MIB).toBeCloseTo(100, 6);
+    // One worker shards nothing: DDP's constants.
+    expect(alone.source).toContain("single-node runs");
+    // Without DDP's entry there is no calibrated machine to predict: the caller keeps the assumption.
+    expect(constantsOf(entries.filter((entry) => entry.parallelism !== undefined))).toBeUndefined();
   });
 });

@@ -55,7 +55,9 @@ export function registerPlan(program: Command, host: CommandHost): void {
       out(formatRuns(plan));
       out(`\n${formatSummary(plan, campaign, estimate, cpusPerNode)}\n`);
       if (predictions.length > 0) out(`\n${formatPredictions(predictions, from)}`);
-      if (memory.length > 0) out(`\n${formatMemory(memory, memoryLimitOf(campaign), constants.source)}`);
+      const layoutSources = Object.entries(constants.layouts ?? {}).filter(([layout]) => plan.runs.some((run) => run.knobs.parallelism === layout))
+        .map(([layout, own]) => `; ${layout} across workers: ${own.source}`).join("");
+      if (memory.length > 0) out(`\n${formatMemory(memory, memoryLimitOf(campaign), `${constants.source}${layoutSources}`)}`);
       if (warnings.length > 0) err(`\n${warnings.map((warning) => `warning: ${warning}`).join("\n")}\n`);
       if (problems.length === 0) return EXIT.ok;
       err(`\n${problems.map((problem) => `problem: ${problem}`).join("\n")}\n`);

@@ -186,8 +186,8 @@ function workloadKnobs(options: PredictOptions): Record<string, string | number 
 
 /** The calibration's memory entry for the machine asked about, else ringlab's assumption. */
 function memoryConstantsOf(calibration: Calibration | undefined, device: "cpu" | "cuda", cpus: number | undefined): MemoryConstants {
-  const entry = calibration?.memory.find((candidate) => candidate.device === device && (device === "cuda" || candidate.cpusPerNode === (cpus ?? null)));
-  return entry === undefined ? ASSUMED_MEMORY[device] : constantsOf(entry);
+  const entries = calibration?.memory.filter((candidate) => candidate.device === device && (device === "cuda" || candidate.cpusPerNode === (cpus ?? null))) ?? [];
+  return constantsOf(entries, ASSUMED_MEMORY[device]) ?? ASSUMED_MEMORY[device];
 }
 
 function formatRecommendations(options: PredictOptions, tables: readonly { nodes: number; rows: readonly Recommendation[] }[], file: string, memorySource: string, cpus: number | undefined): string {
