@@ -11,7 +11,8 @@ set -euo pipefail
 out=${1:?usage: test/bench/cpu-memory.sh OUT}
 cd "$(dirname "$0")/../.."
 python=.venv-worker/bin/python
-tcmalloc=$(ls /usr/lib/*-linux-gnu/libtcmalloc_minimal.so.4 2>/dev/null | head -1)
+tcmalloc=""
+for candidate in /usr/lib/*-linux-gnu/libtcmalloc_minimal.so.4; do [ -e "$candidate" ] && tcmalloc=$candidate && break; done
 [ -x "$python" ] || { echo "cpu-memory: .venv-worker is missing: run npm run setup:test" >&2; exit 1; }
 [ -n "$tcmalloc" ] || { echo "cpu-memory: libtcmalloc_minimal.so.4 is missing: apt-get install libtcmalloc-minimal4" >&2; exit 1; }
 mkdir -p "$out"
