@@ -82,7 +82,8 @@ export function constantsOf(entries: readonly MemoryEntry[], assumed?: MemoryCon
   };
 }
 
-function entrySource(entry: MemoryEntry): string {
+/** "measured: 5 single-node runs in <folder> (146 MiB + 1.00 × the model's bytes, worst fit 3.2 %)". */
+export function entrySource(entry: MemoryEntry): string {
   const runs = entry.parallelism === undefined ? `${entry.runs} single-node runs` : `${entry.runs} ${entry.parallelism} runs`;
   return `measured: ${runs} in ${entry.source.kind === "measured" ? entry.source.resultsDir : "a calibration"} ` +
     `(${(entry.overheadBytes / MIB).toFixed(0)} MiB + ${entry.scale.toFixed(2)} × the model's bytes, worst fit ${(100 * entry.worstError).toFixed(1)} %)`;

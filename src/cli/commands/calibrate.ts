@@ -2,6 +2,7 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { describeSource } from "../../predict/calibration.ts";
+import { entrySource } from "../../predict/memory.ts";
 import { calibrateInto, defaultCalibrationFile } from "../../predict/store.ts";
 import { parseSafePath } from "../options.ts";
 import type { CommandHost } from "../host.ts";
@@ -17,11 +18,12 @@ export function registerCalibrate(program: Command, host: CommandHost): void {
       const file = resolve(options.out ?? defaultCalibrationFile(ctx.stateDir));
       const calibration = calibrateInto(file, dirs, (message) => ctx.reporter.warn(message));
       for (const entry of calibration.compute) {
-        out(`compute ${entry.model} batch ${entry.batchSize} ${entry.precision}${entry.channelsLast === true ? " channels-last" : ""}${entry.cpusPerNode === null ? "" : ` at ${entry.cpusPerNode} cores`}: ` +
+        const workload = Object.entries(entry.workload ?? {}).map(([knob, value]) => ` ${knob}=${String(value)}`).join("");
+        out(`compute ${entry.model} batch ${entry.batchSize} ${entry.precision}${entry.channelsLast === true ? " channels-last" : ""}${workload}${entry.cpusPerNode === null ? "" : ` at ${entry.cpusPerNode} cores`}: ` +
           `t_c ${entry.computeSeconds.mean.toFixed(3)} ± ${entry.computeSeconds.halfWidth95.toFixed(3)} s (${describeSource(entry.source)})\n`);
       }
       for (const entry of calibration.links) {
-        out(`link ${entry.bandwidth}, ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}: α ${(entry.alphaSeconds * 1e3).toFixed(2)} ms, ` +
+        out(`link ${entry.bandwidth}, ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${entry.collective === undefined ? "" : `, ${entry.collective}`}: α ${(entry.alphaSeconds * 1e3).toFixed(2)} ms, ` +
           `β as ${(8 / entry.betaSecondsPerByte / 1e9).toFixed(3)} Gbit/s, R² ${entry.rSquared.toFixed(4)} (${describeSource(entry.source)})\n`);
       }
       for (const entry of calibration.overlap) {
@@ -30,6 +32,10 @@ export function registerCalibrate(program: Command, host: CommandHost): void {
           `φ ${mean.toFixed(2)} ± ${halfWidth95.toFixed(2)} over ${points} point${points === 1 ? "" : "s"}` +
           `${mean < 0 ? " (slower than the no-overlap model: predicted as no overlap)" : mean > 1 ? " (faster than full overlap allows: predicted as full overlap)" : ""} (${describeSource(entry.source)})\n`);
       }
-      ctx.reporter.info(`calibration ${file}: ${calibration.compute.length} compute entries, ${calibration.links.length} links, ${calibration.overlap.length} overlap shares`);
+      for (const entry of calibration.memory) {
+        out(`memory ${entry.device}${entry.parallelism === undefined ? "" : ` ${entry.parallelism}`}${entry.cpusPerNode === null ? "" : ` at ${entry.cpusPerNode} cores`}: ${entrySource(entry)}\n`);
+      }
+      ctx.reporter.info(`calibration ${file}: ${calibration.compute.length} compute entries, ${calibration.links.length} links, ${calibration.overlap.length} overlap shares, ` +
+        `${calibration.memory.length} memory fits`);
     }));
 }

@@ -203,4 +203,28 @@ describe("ringlab calibrate, then plan", () => {
       expect(prediction.sources!.link).toMatch(/^(no link \(one node\)|catalogue: g4dn\.4xlarge sustains 20 Gbit\/s)/);
     }
   });
+
+  it("says which layout each compute entry measured, which collective each link timed, and every memory fit (a sharded campaign's records)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-calibrate-"));
+    const results = join(dir, "results", "sharded");
+    mkdirSync(join(results, "runs"), { recursive: true });
+    for (const line of readFileSync("test/bench/data/sharded/runs.jsonl", "utf8").trim().split("\n")) {
+      const record = JSON.parse(line) as { runId: string };
+      writeFileSync(join(results, "runs", recordFileName(record.runId, 1)), line);
+    }
+    const made = cli(join(dir, "state"), ["calibrate", results]);
+    expect(made.status, made.stderr).toBe(0);
+    const lines = made.stdout.trim().split("\n");
+    // Three compute entries of one model and batch, each with the workload it measured (the layout among its knobs), no two lines alike.
+    const compute = lines.filter((line) => line.startsWith("compute gpt-mini batch 4 fp32 "));
+    expect(compute.map((line) => line.match(/ parallelism=\S+( fsdpSharding=\S+)?/)?.[0].trim()).sort())
+      .toEqual(["parallelism=ddp", "parallelism=fsdp fsdpSharding=full", "parallelism=fsdp fsdpSharding=grad-op"]);
+    expect(compute[0]).toMatch(/^compute gpt-mini batch 4 fp32 sequenceLength=64 layers=4 width=512 heads=8 optimizer=adamw .* at 0.5 cores: t_c /);
+    expect(new Set(lines).size).toBe(lines.length);
+    expect(lines.filter((line) => line.startsWith("link 1gbit, 3 nodes × 1, ring")).map((line) => line.replace(/: α .*/, ""))).toEqual(
+      ["link 1gbit, 3 nodes × 1, ring", "link 1gbit, 3 nodes × 1, ring, all-gather", "link 1gbit, 3 nodes × 1, ring, reduce-scatter"]);
+    expect(lines.filter((line) => line.startsWith("memory cpu"))).toEqual(expect.arrayContaining([
+      expect.stringMatching(/^memory cpu at 0.5 cores: measured: \d+ single-node runs in .*sharded \(\d+ MiB \+ [\d.]+ × the model's bytes, worst fit [\d.]+ %\)$/)]));
+    expect(made.stderr).toMatch(/\d+ memory fits/);
+  });
 });
