@@ -6,6 +6,7 @@ import type { ChartSvgs } from "./charts.ts";
 import { probeLinkLabel, type BandwidthSeries, type FailedRun, type Interval, type ProbeSeries, type RealDataRun, type ReportData, type ReportMeta, type ScalingPoint, type TrainingConfig } from "./data.ts";
 import { formatBytes } from "../util/format.ts";
 import { comparisons, ratios, verdict } from "./comparisons.ts";
+import { answerSentences } from "./answer.ts";
 import { layoutComparisons, layoutVerdict } from "./layouts.ts";
 import {
   FASTER_LINK_DROP, flagKindName, flagKindsOf, flagTally, OUTLIER_FENCE_IQRS, OUTLIER_MIN_REPEATS, PROBE_LINK_MARGIN, runFlags, WIDE_INTERVAL_SHARE, type Flag,
@@ -47,6 +48,7 @@ ${meta.sharedMachine ? `<p class="note">${escapeHtml(SHARED_MACHINE_NOTE)}</p>` 
 ${leftOutNote(meta.leftOut)}
 <p class="counts">${escapeHtml(runCountsText(data, flags))}</p>
 </header>
+<section id="answer"><p><strong>In short.</strong> ${escapeHtml(answerSentences(data, flags).join(" "))}</p></section>
 ${flagsSection(flags)}
 ${trainingSection(data, svgs, flags)}
 ${realDataSection(data.realData)}
@@ -70,6 +72,8 @@ export function renderMarkdown(data: ReportData, meta: ReportMeta, flags: readon
     `Testbed ${markdownText(meta.testbed)}; ${markdownText(quotaText(meta))}; runs ${markdownText(runSpanText(meta))}. ${runCountsText(data, flags)}. Charts and every number: report.html.`,
     ...(meta.sharedMachine ? ["", `> ${SHARED_MACHINE_NOTE}`] : []),
     ...markdownLeftOut(meta.leftOut),
+    "",
+    `**In short.** ${markdownText(answerSentences(data, flags).join(" "))}`,
     ...markdownFlags(flags),
     ...markdownTraining(data.training, flags),
     ...markdownRealData(data.realData),
