@@ -75,15 +75,15 @@ export function constantsOf(entries: readonly MemoryEntry[], assumed?: MemoryCon
   const base = entries.find((entry) => entry.parallelism === undefined);
   if (base === undefined) return undefined;
   const layouts = { ...assumed?.layouts, ...Object.fromEntries(entries.filter((entry) => entry.parallelism !== undefined)
-    .map((entry) => [entry.parallelism!, { overheadBytes: entry.overheadBytes, scale: entry.scale, source: entrySource(entry) }])) };
+    .map((entry) => [entry.parallelism!, { overheadBytes: entry.overheadBytes, scale: entry.scale, source: describeMemoryEntry(entry) }])) };
   return {
     overheadBytes: base.overheadBytes, scale: base.scale, baselineBytes: base.baselineBytes, launcherBytes: base.launcherBytes ?? 0,
-    source: entrySource(base), ...(Object.keys(layouts).length === 0 ? {} : { layouts }),
+    source: describeMemoryEntry(base), ...(Object.keys(layouts).length === 0 ? {} : { layouts }),
   };
 }
 
 /** "measured: 5 single-node runs in <folder> (146 MiB + 1.00 × the model's bytes, worst fit 3.2 %)". */
-export function entrySource(entry: MemoryEntry): string {
+export function describeMemoryEntry(entry: MemoryEntry): string {
   const runs = entry.parallelism === undefined ? `${entry.runs} single-node runs` : `${entry.runs} ${entry.parallelism} runs`;
   return `measured: ${runs} in ${entry.source.kind === "measured" ? entry.source.resultsDir : "a calibration"} ` +
     `(${(entry.overheadBytes / MIB).toFixed(0)} MiB + ${entry.scale.toFixed(2)} × the model's bytes, worst fit ${(100 * entry.worstError).toFixed(1)} %)`;

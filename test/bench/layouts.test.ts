@@ -18,26 +18,12 @@ import { reportData } from "../../src/report/data.ts";
 import { layoutComparisons } from "../../src/report/layouts.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import { parsePredictions } from "../../src/results/predictions.ts";
-import { parseRunRecord, type RunRecord } from "../../src/results/record.ts";
+import { recordsOf, rounded } from "./records.ts";
 
 const FOLDER = "test/bench/data/layouts";
-function records(file: string): RunRecord[] {
-  return readFileSync(file, "utf8").trim().split("\n").map((line) => {
-    const parsed = parseRunRecord(JSON.parse(line));
-    if ("problem" in parsed) throw new Error(parsed.problem);
-    return parsed.record;
-  });
-}
-/** Every number to 12 significant digits. */
-function rounded(value: unknown): unknown {
-  if (typeof value === "number") return Number(value.toPrecision(12));
-  if (Array.isArray(value)) return value.map(rounded);
-  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, rounded(field)]));
-  return value;
-}
-const layouts = records(`${FOLDER}/runs.jsonl`);
+const layouts = recordsOf(`${FOLDER}/runs.jsonl`);
 /** The sharded campaign's every attempt, as `ringlab calibrate` reads its runs/ folder: runs.jsonl holds each run's latest. */
-const sharded = [...records("test/bench/data/sharded/earlier-attempts.jsonl"), ...records("test/bench/data/sharded/runs.jsonl")];
+const sharded = [...recordsOf("test/bench/data/sharded/earlier-attempts.jsonl"), ...recordsOf("test/bench/data/sharded/runs.jsonl")];
 const committed = parseCalibration(JSON.parse(readFileSync(`${FOLDER}/sharded-calibration.json`, "utf8")));
 const saved = parsePredictions(JSON.parse(readFileSync(`${FOLDER}/predictions.json`, "utf8")));
 if ("problem" in committed || "problem" in saved) throw new Error("the committed files parse");
@@ -97,7 +83,7 @@ describe("a language model split across 2 CPU nodes (test/bench/README.md)", () 
   });
 
   it("trained tensor parallelism at 65-70 % on every link, unlimited included (the controlled rerun), where ddp went from 49 % to 86 %", () => {
-    const unlimited = reportData(records(`${FOLDER}/unlimited-runs.jsonl`));
+    const unlimited = reportData(recordsOf(`${FOLDER}/unlimited-runs.jsonl`));
     const efficiency = (report: typeof data, layout: string, link: string) => round1(100 * report.training.find((config) => config.layout === layout)!
       .series.find((series) => series.link === link)!.points.find((point) => point.nodes === 2)!.scalingEfficiency!);
     expect(["300mbit", "1gbit"].map((link) => efficiency(data, "tensor", link)).concat(efficiency(unlimited, "tensor", "unlimited"))).toEqual([67.3, 64.9, 69.8]);

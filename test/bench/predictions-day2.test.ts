@@ -18,25 +18,11 @@ import { predictionContextFor } from "../../src/predict/inputs.ts";
 import { reportData } from "../../src/report/data.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import { parsePredictions } from "../../src/results/predictions.ts";
-import { parseRunRecord, type RunRecord } from "../../src/results/record.ts";
+import { recordsOf, rounded } from "./records.ts";
 
 const FOLDER = "test/bench/data/predictions-day2";
-function records(file: string): RunRecord[] {
-  return readFileSync(`${FOLDER}/${file}`, "utf8").trim().split("\n").map((line) => {
-    const parsed = parseRunRecord(JSON.parse(line));
-    if ("problem" in parsed) throw new Error(parsed.problem);
-    return parsed.record;
-  });
-}
-/** Every number to 12 significant digits. */
-function rounded(value: unknown): unknown {
-  if (typeof value === "number") return Number(value.toPrecision(12));
-  if (Array.isArray(value)) return value.map(rounded);
-  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, rounded(field)]));
-  return value;
-}
-const seed = records("seed-runs.jsonl");
-const predicted = records("predict-runs.jsonl");
+const seed = recordsOf(`${FOLDER}/seed-runs.jsonl`);
+const predicted = recordsOf(`${FOLDER}/predict-runs.jsonl`);
 const committed = parseCalibration(JSON.parse(readFileSync(`${FOLDER}/seed-calibration.json`, "utf8")));
 const saved = parsePredictions(JSON.parse(readFileSync(`${FOLDER}/predictions.json`, "utf8")));
 

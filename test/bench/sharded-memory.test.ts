@@ -11,15 +11,12 @@ import { planCampaign } from "../../src/campaign/plan.ts";
 import { memoryLimitOf, planProblems } from "../../src/campaign/fits.ts";
 import { parseCampaign } from "../../src/config/load.ts";
 import { ASSUMED_MEMORY, isMemoryPrediction, predictMemory } from "../../src/predict/memory.ts";
-import { parseRunRecord, type RunRecord } from "../../src/results/record.ts";
+import type { RunRecord } from "../../src/results/record.ts";
+import { recordsOf } from "./records.ts";
 
 const MIB = 2 ** 20;
 const FOLDER = "test/bench/data/sharded-memory";
-const records: RunRecord[] = readFileSync(`${FOLDER}/runs.jsonl`, "utf8").trim().split("\n").map((line) => {
-  const parsed = parseRunRecord(JSON.parse(line));
-  if ("problem" in parsed) throw new Error(parsed.problem);
-  return parsed.record;
-});
+const records: RunRecord[] = recordsOf(`${FOLDER}/runs.jsonl`);
 const campaign = parseCampaign(readFileSync(`${FOLDER}/campaign.yaml`, "utf8"), "campaign.yaml", undefined, { checkFolders: false });
 const limit = memoryLimitOf(campaign)!;
 

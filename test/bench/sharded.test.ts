@@ -5,16 +5,12 @@
  *
  *   npx ringlab campaign campaigns/local-sharded.yaml --results <folder>
  */
-import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { reportData, type ScalingPoint, type TrainingConfig } from "../../src/report/data.ts";
-import { parseRunRecord, type RunRecord } from "../../src/results/record.ts";
+import type { RunRecord } from "../../src/results/record.ts";
+import { recordsOf } from "./records.ts";
 
-const records: RunRecord[] = readFileSync("test/bench/data/sharded/runs.jsonl", "utf8").trim().split("\n").map((line) => {
-  const parsed = parseRunRecord(JSON.parse(line));
-  if ("problem" in parsed) throw new Error(parsed.problem);
-  return parsed.record;
-});
+const records: RunRecord[] = recordsOf("test/bench/data/sharded/runs.jsonl");
 const data = reportData(records);
 const GIB = 2 ** 30;
 

@@ -1,20 +1,13 @@
 /** The report's first lines (src/report/answer.ts): the campaign's question answered before any table, on real campaigns' records. */
-import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { answerSentences } from "../../src/report/answer.ts";
 import { reportData, reportMeta } from "../../src/report/data.ts";
 import { reportFlags } from "../../src/report/flags.ts";
 import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
-import { parseRunRecord, type RunRecord } from "../../src/results/record.ts";
+import type { RunRecord } from "../../src/results/record.ts";
+import { recordsOf } from "../bench/records.ts";
 import { probeRecord, trainRecord } from "./fixtures/records.ts";
 
-function records(file: string): RunRecord[] {
-  return readFileSync(file, "utf8").trim().split("\n").map((line) => {
-    const parsed = parseRunRecord(JSON.parse(line));
-    if ("problem" in parsed) throw new Error(parsed.problem);
-    return parsed.record;
-  });
-}
 function answer(runs: readonly RunRecord[]): string[] {
   const data = reportData(runs);
   return answerSentences(data, reportFlags(data, runs));
@@ -22,7 +15,7 @@ function answer(runs: readonly RunRecord[]): string[] {
 
 describe("the report's answer in three sentences", () => {
   it("one configuration: its efficiency at the largest node count per link, the probe's model for each, no flags", () => {
-    expect(answer(records("test/bench/data/predictions-day2/predict-runs.jsonl"))).toEqual([
+    expect(answer(recordsOf("test/bench/data/predictions-day2/predict-runs.jsonl"))).toEqual([
       "small · batch 24 scaled at 3 nodes, as a share of 3 × one node's throughput: 600mbit at 33.0%; 1gbit at 44.4%.",
       "The model fitted to the campaign's probe predicts 600mbit: 33.3% – 49.8% (no overlap – perfect overlap), 0.317 s of communication a step against 0.158 s of compute; " +
         "1gbit: 45.5% – 83.4% (no overlap – perfect overlap), 0.189 s of communication a step against 0.158 s of compute.",
@@ -31,7 +24,7 @@ describe("the report's answer in three sentences", () => {
   });
 
   it("several layouts: the best and the lowest per link, each named by what sets it apart, a measurement the model does not reach said so, the flags counted", () => {
-    const [scaling, model, flags] = answer(records("test/bench/data/layouts/runs.jsonl"));
+    const [scaling, model, flags] = answer(recordsOf("test/bench/data/layouts/runs.jsonl"));
     expect(scaling).toBe("The best scaling at 2 nodes, as a share of 2 × one node's throughput: " +
       "300mbit microBatches=4 · parallelism=pipeline · pipelineSchedule=1f1b at 79.2% (lowest: parallelism=ddp, 48.6%); 1gbit parallelism=ddp at 76.0% (lowest: parallelism=tensor, 64.9%).");
     expect(model).toMatch(/^The model fitted to the campaign's probe predicts, for the best on each link, 300mbit: 73\.7%, 0\.065 s of communication a step against 1\.373 s of compute; measured 79\.2%, above it; 1gbit: 72\.2% – 100\.0%/);
@@ -39,7 +32,7 @@ describe("the report's answer in three sentences", () => {
   });
 
   it("says when the measurement falls short of even the no-overlap prediction: the link is not all of it", () => {
-    const sharded = records("test/bench/data/sharded/runs.jsonl");
+    const sharded = recordsOf("test/bench/data/sharded/runs.jsonl");
     // FSDP full at 300 Mbit/s measured 26.8 % where the model said 27.1 %: within 5 points, nothing added.
     expect(answer(sharded)[1]).not.toContain("below it");
     // The same runs with every 3-node throughput halved: far below the model.
@@ -60,7 +53,7 @@ describe("the report's answer in three sentences", () => {
   });
 
   it("comes first on both pages: after the header, before the flags and every table", () => {
-    const runs = records("test/bench/data/layouts/runs.jsonl");
+    const runs = recordsOf("test/bench/data/layouts/runs.jsonl");
     const data = reportData(runs);
     const flags = reportFlags(data, runs);
     const meta = reportMeta(runs, new Date("2026-11-28T03:00:00Z"));

@@ -2,7 +2,7 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { describeSource } from "../../predict/calibration.ts";
-import { entrySource } from "../../predict/memory.ts";
+import { describeMemoryEntry } from "../../predict/memory.ts";
 import { calibrateInto, defaultCalibrationFile } from "../../predict/store.ts";
 import { parseSafePath } from "../options.ts";
 import type { CommandHost } from "../host.ts";
@@ -33,7 +33,7 @@ export function registerCalibrate(program: Command, host: CommandHost): void {
           `${mean < 0 ? " (slower than the no-overlap model: predicted as no overlap)" : mean > 1 ? " (faster than full overlap allows: predicted as full overlap)" : ""} (${describeSource(entry.source)})\n`);
       }
       for (const entry of calibration.memory) {
-        out(`memory ${entry.device}${entry.parallelism === undefined ? "" : ` ${entry.parallelism}`}${entry.cpusPerNode === null ? "" : ` at ${entry.cpusPerNode} cores`}: ${entrySource(entry)}\n`);
+        out(`memory ${entry.device}${entry.parallelism === undefined ? "" : ` ${entry.parallelism}`}${entry.cpusPerNode === null ? "" : ` at ${entry.cpusPerNode} cores`}: ${describeMemoryEntry(entry)}\n`);
       }
       ctx.reporter.info(`calibration ${file}: ${calibration.compute.length} compute entries, ${calibration.links.length} links, ${calibration.overlap.length} overlap shares, ` +
         `${calibration.memory.length} memory fits`);
