@@ -15,7 +15,7 @@ import { predictionContextFor } from "../../src/predict/inputs.ts";
 import { ASSUMED_MEMORY, constantsOf, isMemoryPrediction, predictMemory, type MemoryConstants } from "../../src/predict/memory.ts";
 import { recommend } from "../../src/predict/recommend.ts";
 import { reportData } from "../../src/report/data.ts";
-import { layoutComparisons } from "../../src/report/layouts.ts";
+import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import { parsePredictions } from "../../src/results/predictions.ts";
 import { recordsOf, rounded } from "./records.ts";
@@ -88,6 +88,32 @@ describe("a language model split across 2 CPU nodes (test/bench/README.md)", () 
       .series.find((series) => series.link === link)!.points.find((point) => point.nodes === 2)!.scalingEfficiency!);
     expect(["300mbit", "1gbit"].map((link) => efficiency(data, "tensor", link)).concat(efficiency(unlimited, "tensor", "unlimited"))).toEqual([67.3, 64.9, 69.8]);
     expect(["300mbit", "1gbit"].map((link) => efficiency(data, "ddp", link)).concat(efficiency(unlimited, "ddp", "unlimited"))).toEqual([48.6, 76.0, 86.2]);
+  });
+
+  it("names the fastest layout per link and by how much, and every layout's peak per rank", () => {
+    const verdicts = comparisons.map(layoutVerdict);
+    expect(verdicts.find((verdict) => verdict.includes(" · 300mbit · 2 nodes"))).toMatch(/: pipeline 1f1b, 4 micro-batches was fastest \(295\.6 tok\/s\), 9 % more than pipeline gpipe, 4 micro-batches/);
+    expect(verdicts.find((verdict) => verdict.includes(" · 1gbit · 2 nodes"))).toMatch(/: ddp was fastest \(349\.8 tok\/s\), 29 % more than pipeline 1f1b, 4 micro-batches/);
+    for (const verdict of verdicts) expect(verdict).toMatch(/ddp 0\.34 \(predicted 0\.34\)/);
+    const peaks = comparisons.flatMap((comparison) => comparison.entries.filter((entry) => entry.layout !== "ddp").map((entry) => Number((entry.peakMemoryBytes!.mean / 2 ** 30).toFixed(2))));
+    expect([Math.min(...peaks), Math.max(...peaks)]).toEqual([0.2, 0.21]);
+  });
+
+  it("took a 2-way tensor-parallel step in 0.72x the single worker's time unshaped, where the model assumed 0.51x; tensor on one worker 15 % slower than ddp", () => {
+    const unlimited = reportData(recordsOf(`${FOLDER}/unlimited-runs.jsonl`));
+    const tensor = unlimited.training.find((config) => config.layout === "tensor")!;
+    const stepSeconds = (throughput: number) => (4 * 64) / throughput; // a tensor group trains one batch of 4 sequences of 64 tokens
+    const single = stepSeconds(tensor.baseline!.throughput.mean);
+    const split = stepSeconds(tensor.series[0]!.points.find((point) => point.nodes === 2)!.throughput.mean);
+    expect([Number(single.toFixed(2)), Number(split.toFixed(2)), Number((split / single).toFixed(2))]).toEqual([1.3, 0.94, 0.72]);
+    // The saved file keeps each prediction's compute (the typed view reads what scoring needs).
+    const raw = JSON.parse(readFileSync(`${FOLDER}/predictions.json`, "utf8")) as { predictions: { runId: string; computeSeconds: number }[] };
+    const compute = (runId: string) => raw.predictions.find((prediction) => prediction.runId === runId)!.computeSeconds;
+    expect(Number((compute("train-gpt-mini-b4-n2-1gbit-parallelism-tensor-r1") / compute("train-gpt-mini-b4-n1-parallelism-tensor-r1")).toFixed(2))).toBe(0.51);
+    const baseline = (layout: string) => data.training.find((config) => config.layout === layout)!.baseline!.throughput.mean;
+    expect([round1(baseline("tensor")), round1(baseline("ddp")), Math.round(100 * (1 - baseline("tensor") / baseline("ddp")))]).toEqual([195.2, 230.1, 15]);
+    // Each block's attention and MLP all-reduce the activations forward and backward: 16 calls a step on 4 blocks.
+    expect(data.training.find((config) => config.layout === "tensor")!.series.map((series) => series.points.find((point) => point.nodes === 2)!.prediction!.buckets)).toEqual([16, 16]);
   });
 
   it("predict --recommend from the same calibration ranks a pipeline of 4 micro-batches first at 300 Mbit/s (measured: first) and tensor first at 1 Gbit/s (measured: last)", () => {
