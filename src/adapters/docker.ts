@@ -115,6 +115,17 @@ export class Docker {
     return result.output.trim().split("\n").at(-1)!;
   }
 
+  /**
+   * Runs `command` in a throw-away container of `image` on the host's network namespace, with NET_ADMIN: for the
+   * host's firewall (src/testbed/host-firewall.ts), which whoever may use the engine may change anyway. Never pulled:
+   * an image of that name from a registry is not ringlab's.
+   */
+  async runOnHostNetwork(image: string, command: readonly string[]): Promise<void> {
+    const [entrypoint, ...args] = command;
+    await this.run(["run", "--rm", "--pull", "never", "--network", "host", "--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW",
+      "--entrypoint", entrypoint!, image, ...args]);
+  }
+
   async start(names: readonly string[]): Promise<void> {
     if (names.length > 0) await this.run(["start", ...names]);
   }

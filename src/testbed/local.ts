@@ -9,6 +9,7 @@ import { dockerFor, type Context } from "../context.ts";
 import { UsageError } from "../errors.ts";
 import { buildInventory, renderInventory } from "../inventory.ts";
 import { writePrivateFile } from "../util/fs.ts";
+import { firewallChain, guardSubnet, unguardSubnet } from "./host-firewall.ts";
 import { buildLocalImages } from "./images.ts";
 import { localInventorySpec, NODE_IMAGE, planLocalTestbed, STATE_DIR_LABEL, STATE_PATH_LABEL, stateDirId, TESTBED_LABEL, type LocalNodePlan, type LocalTestbedPlan } from "./local-plan.ts";
 import { testbedPaths } from "./paths.ts";
@@ -30,14 +31,23 @@ export async function upLocal(ctx: Context, spec: LocalTestbedSpec): Promise<Tes
     return reuse(ctx, docker, plan, existing.containers, spec);
   }
   try {
+    await guardStep(ctx, docker, plan);
     await ctx.reporter.step(`start ${plan.nodes.length} node containers on ${plan.subnet}`, (detail) => startNodes(ctx, docker, plan, detail));
     return await finishUp(ctx, plan, spec);
   } catch (error) {
     // A failing rollback is reported after, not instead of, the error that caused it.
-    await ctx.reporter.step(`roll back: remove what was created for ${plan.name}`, () => removeResources(docker, plan.name))
+    await ctx.reporter.step(`roll back: remove what was created for ${plan.name}`, async () => {
+      await removeResources(docker, plan.name);
+      await unguardSubnet(docker, plan.name);
+    })
       .catch((rollback: unknown) => ctx.reporter.warn(`the rollback failed too (${(rollback as Error).message}); run \`ringlab down ${plan.name}\``));
     throw error;
   }
+}
+
+/** Before the nodes listen, and again on reuse: a reboot since `up` took the host's firewall rules with it. */
+function guardStep(ctx: Context, docker: Docker, plan: LocalTestbedPlan): Promise<void> {
+  return ctx.reporter.step(`keep this machine's other users off ${plan.subnet} (host firewall)`, () => guardSubnet(docker, plan.name, plan.subnet));
 }
 
 async function startNodes(ctx: Context, docker: Docker, plan: LocalTestbedPlan, detail: (text: string) => void): Promise<void> {
@@ -116,6 +126,7 @@ async function reuse(ctx: Context, docker: Docker, plan: LocalTestbedPlan, conta
     );
   }
   ctx.reporter.info(`testbed ${plan.name} already exists with ${plan.nodes.length} nodes: reusing it`);
+  await guardStep(ctx, docker, plan);
   await docker.start(containers.filter((c) => !c.running).map((c) => c.name));
   // A launcher's daemons (Slurm's) run on only while every node container did (a restarted one starts with sshd
   // alone), and so does what site.yml configured: a restarted container gets a new /etc/hosts from Docker, and no daemons.
@@ -173,7 +184,11 @@ export async function removeResources(docker: Docker, name: string | undefined):
 export async function downLocal(ctx: Context, name: string): Promise<LocalResources> {
   const docker = dockerFor(ctx);
   await docker.assertAvailable();
-  return removeResources(docker, name);
+  const removed = await removeResources(docker, name);
+  await unguardSubnet(docker, name).catch((error: unknown) => ctx.reporter.warn(
+    `could not remove the host firewall's rules for ${name} (${(error as Error).message}); as root: `
+    + `iptables -D OUTPUT <the line of \`iptables -L OUTPUT --line-numbers\` that jumps to ${firewallChain(name)}>, then iptables -F ${firewallChain(name)} && iptables -X ${firewallChain(name)}`));
+  return removed;
 }
 
 /** Names of the local testbeds whose nodes run on this engine: of this state folder, or of every one. */

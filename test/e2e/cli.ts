@@ -1,8 +1,9 @@
 /** Helpers for end-to-end tests: run the real `ringlab` CLI as a user does, and look at Docker directly. */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { firewallChain } from "../../src/testbed/host-firewall.ts";
 
 export const REPO = resolve(import.meta.dirname, "../..");
 const BIN = join(REPO, "src/bin/ringlab.mjs");
@@ -109,4 +110,28 @@ export function runsJsonl(resultsDir: string): any[] {
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((done) => setTimeout(done, ms));
+}
+
+/** Runs `args` in a throw-away node-image container on the host's network namespace (NET_ADMIN for iptables). */
+function onHostNetwork(args: readonly string[], options: { user?: string; entrypoint: string }): { code: number; output: string } {
+  const result = spawnSync("docker", ["run", "--rm", "--pull", "never", "--network", "host", "--cap-add", "NET_ADMIN",
+    ...(options.user === undefined ? [] : ["--user", options.user]), "--entrypoint", options.entrypoint, "ringlab/node:latest", ...args],
+  { encoding: "utf8", timeout: 30_000 });
+  return { code: result.status ?? -1, output: `${result.stdout}${result.stderr}` };
+}
+
+/**
+ * Whether a process of this machine running as `uid` (not in the Docker group) opens a TCP connection to
+ * address:port. A container on the host's network namespace without a user namespace is such a process to the
+ * kernel: its socket belongs to `uid`, as another user's would.
+ */
+export function connectsAs(uid: number, address: string, port: number): boolean {
+  return onHostNetwork(["-c", `exec 3<>/dev/tcp/${address}/${port}`], { user: `${uid}:${uid}`, entrypoint: "bash" }).code === 0;
+}
+
+/** The host's iptables rules of a testbed: its chain, the chain's rules and OUTPUT's jump to it. */
+export function firewallRules(testbed: string): string[] {
+  const listed = onHostNetwork(["-w", "10", "-S"], { entrypoint: "iptables" });
+  if (listed.code !== 0) throw new Error(`iptables -S failed: ${listed.output}`);
+  return listed.output.split("\n").filter((line) => line.includes(firewallChain(testbed)));
 }

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadRecord } from "../../src/testbed/record.ts";
 import { controlPathDir } from "../../src/testbed/playbook.ts";
-import { docker, everythingLabeled, exited, freeSubnet, ringlab, runScript, runsJsonl, scratch, sleep, startRingLab, writeFile, type CliResult } from "./cli.ts";
+import { connectsAs, docker, everythingLabeled, firewallRules, exited, freeSubnet, ringlab, runScript, runsJsonl, scratch, sleep, startRingLab, writeFile, type CliResult } from "./cli.ts";
 
 const NAME = `e2e${process.pid}`;
 const SUBNET = freeSubnet();
@@ -55,6 +55,13 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
     const status = await ringlab(state, ["status"]);
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).toMatch(new RegExp(`${NAME}-node-2\\s+2\\s+10\\.79\\.0\\.12\\s+running\\s+ok`));
+  });
+
+  it("keeps the machine's other users off the testbed's ports, and lets root and the Docker group through (#49)", () => {
+    const node0 = loadRecord(state, NAME)!.nodes[0]!.privateIp;
+    expect(connectsAs(0, node0, 22), "root reaches node 0's sshd").toBe(true);
+    expect(connectsAs(65534, node0, 22), "nobody, not in the Docker group, reached node 0's sshd").toBe(false);
+    expect(firewallRules(NAME).join("\n")).toMatch(new RegExp(`-A OUTPUT -d ${SUBNET.replace(/\./g, "\\.")} -m comment --comment "ringlab testbed ${NAME}" -j RINGLAB-`));
   });
 
   it("refuses a second testbed of the same name that does not match, and reuses one that does", async () => {
@@ -428,6 +435,7 @@ campaign: {matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit}}
     expect(existsSync(sockets), `${sockets} outlived the testbed`).toBe(false);
     expect(down.stderr).toMatch(new RegExp(`removed testbed ${NAME}: 3 containers, 1 networks`));
     expect(everythingLabeled(NAME)).toEqual([]);
+    expect(firewallRules(NAME), "the host firewall's rules outlived the testbed").toEqual([]);
     const again = await ringlab(state, ["down", NAME]);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stderr).toMatch(new RegExp(`nothing left of testbed ${NAME}`));
@@ -442,6 +450,7 @@ campaign: {matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit}}
       expect(up.code).toBe(4);
       expect(up.stderr).toMatch(/roll back: remove what was created/);
       expect(everythingLabeled(NAME)).toEqual([]);
+      expect(firewallRules(NAME), "the rollback left the host firewall's rules").toEqual([]);
       expect(docker(["ps", "-q", "--filter", `name=^${blocker}$`]).trim()).not.toBe("");
     } finally {
       docker(["rm", "-f", blocker]);
