@@ -9,10 +9,13 @@ the whole batch in micro-batches, whose gradients torch scales by 1/m.
 
 import math
 import uuid
+from pathlib import Path
 
 import pytest
 
-from conftest import free_port, node_env
+from conftest import WORKER_DIR, free_port, node_env
+
+REPLICA_SHIM = Path(__file__).parent / "replica_shim"
 
 MODEL = ["--model", "gpt-nano", "--sequence-length", "32", "--batch-size", "4", "--optimizer", "adamw",
          "--learning-rate", "0.01", "--num-warmup-batches", "1", "--num-batches-per-iter", "2", "--num-iters", "2",
@@ -20,9 +23,10 @@ MODEL = ["--model", "gpt-nano", "--sequence-length", "32", "--batch-size", "4", 
 STEPS = 1 + 2 * 2
 
 
-def run_layout(nodes, tmp_path, validate_result, processes, layout_args, name):
+def run_layout(nodes, tmp_path, validate_result, processes, layout_args, name, extra_env=None):
     output = tmp_path / f"{name}.json"
-    env = {**node_env(0, 1, free_port(), f"test-{uuid.uuid4().hex[:8]}"), "RINGLAB_NPROC_PER_NODE": str(processes)}
+    env = {**node_env(0, 1, free_port(), f"test-{uuid.uuid4().hex[:8]}"), "RINGLAB_NPROC_PER_NODE": str(processes),
+           **(extra_env or {})}
     proc = nodes.start(["train", *MODEL, *layout_args, "--output", str(output)], env)
     code, printed = nodes.finish(proc, timeout=180)
     assert code == 0, printed
@@ -61,3 +65,44 @@ def test_every_layout_trains_the_transformer_to_the_single_worker_s_losses(layou
     assert record["knobs"]["parallelism"] == LAYOUTS[layout][1]
     assert metrics["unit"] == "tokens" and metrics["tokensPerSecondTotal"]["mean"] > 0
     assert len(metrics["memory"]["perRank"]) == 2
+
+
+TWO_D_LAYOUTS = {
+    # FSDP across the 2 data-parallel ranks of each tensor pair: dp_shard 2 x tp 2.
+    "fsdp-x-tensor": ["--parallelism", "fsdp", "--tensor-degree", "2"],
+    # Two 2-stage pipelines, their gradients all-reduced between the replicas: pp 2 x dp_replicate 2.
+    "pipeline-x-ddp": ["--parallelism", "pipeline", "--pipeline-stages", "2", "--micro-batches", "2"],
+}
+
+
+TWO_D_DIMS = {"fsdp-x-tensor": {"pp": 1, "dp_replicate": 1, "dp_shard": 2, "tp": 2},
+              "pipeline-x-ddp": {"pp": 2, "dp_replicate": 2, "dp_shard": 1, "tp": 1}}
+
+
+@pytest.mark.parametrize("layout", sorted(TWO_D_LAYOUTS))
+def test_the_two_dimensional_layouts_train_on_four_ranks_to_the_single_worker_s_losses(layout, nodes, tmp_path,
+                                                                                      validate_result, reference):
+    if "single" not in reference:
+        reference["single"] = run_layout(nodes, tmp_path, validate_result, 1, [], "single")["metrics"]["losses"]
+    record = run_layout(nodes, tmp_path, validate_result, 4, TWO_D_LAYOUTS[layout], layout)
+    metrics = record["metrics"]
+    assert metrics["losses"] == pytest.approx(reference["single"], rel=2e-5, abs=2e-5)
+    assert len(metrics["memory"]["perRank"]) == 4
+    assert metrics["layout"]["dims"] == TWO_D_DIMS[layout]
+
+
+def test_a_pipeline_s_replicas_stay_equal_when_their_batches_differ(nodes, tmp_path, validate_result):
+    """pipeline x data on 4 ranks: the two replicas of each stage train on batches of their own (replica_shim) and
+    must end every step with the same parameters, which only the average of their gradients gives; the last stage's
+    too (torch's DDP around a stage left those apart)."""
+    sums = tmp_path / "sums"
+    sums.mkdir()
+    run_layout(nodes, tmp_path, validate_result, 4, TWO_D_LAYOUTS["pipeline-x-ddp"], "replicas",
+               {"PYTHONPATH": f"{REPLICA_SHIM}:{WORKER_DIR}", "REPLICA_SHIM_OUT": str(sums), "REPLICA_SHIM_REPLICAS": "2"})
+    batch = {rank: (sums / f"batch-{rank}.txt").read_text() for rank in range(4)}
+    assert batch[0] == batch[2] != batch[1] == batch[3], "the replicas did not draw batches of their own"
+    after = {rank: (sums / f"rank-{rank}.txt").read_text().split() for rank in range(4)}
+    assert len(after[0]) == STEPS
+    assert after[0] == after[1], "stage 0's replicas trained apart"
+    assert after[2] == after[3], "stage 1's replicas trained apart"
+    assert after[0] != after[2]

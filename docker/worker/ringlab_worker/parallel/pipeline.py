@@ -9,7 +9,11 @@ Both idle for (p-1)/(m+p-1) of a step (the bubble). A stage boundary carries eac
 and their gradients back: batch/m x sequence x width numbers each way. The loss exists on the last stage only; each
 micro-batch's is the mean over its tokens, and torch scales the gradients by 1/m (scale_grads), so the step equals
 the single worker's on the whole batch. With more ranks than stages, each stage is replicated over the mesh's
-dp_replicate dimension and DDP sums its gradients there (pipeline x data).
+dp_replicate dimension and its gradients are averaged there after the schedule's backward, in --bucket-cap-mb pieces
+(pipeline x data). Not through DDP: torch's DDP around a stage either failed its bucket rebuild ("rebuilt parameter
+indices size is not same", torch 2.13) or, with static_graph, left the last stage's replicas apart
+(test/worker/test_layouts.py's pipeline-x-ddp case found both); torchtitan does not offer DDP with a second
+dimension either.
 """
 
 from ..errors import BadArguments
@@ -25,7 +29,6 @@ class Pipeline(Layout):
 
     def __init__(self, config, world, dims, spec, model, mesh):
         import torch.distributed.pipelining as pipelining
-        from torch.nn.parallel import DistributedDataParallel
 
         stages, micro_batches = dims.pp, config.micro_batches
         if config.batch_size % micro_batches:
@@ -36,13 +39,9 @@ class Pipeline(Layout):
         self.full_bytes = gradient_bytes([model])
         self.stage_index = dims.coordinates(world.rank)["pp"]
         part = spec.pipeline_stage(model, self.stage_index, stages, config)
-        module = part
-        if dims.dp_replicate > 1:
-            module = DistributedDataParallel(part, process_group=mesh["dp_replicate"].get_group(),
-                                             device_ids=[world.device.index] if world.device.type == "cuda" else None,
-                                             bucket_cap_mb=config.bucket_cap_mb)
-        super().__init__(config, world, dims, spec, module, part)
-        stage = pipelining.PipelineStage(module, self.stage_index, stages, world.device, group=mesh["pp"].get_group())
+        self.replicas = mesh["dp_replicate"].get_group() if dims.dp_replicate > 1 else None
+        super().__init__(config, world, dims, spec, part, part)
+        stage = pipelining.PipelineStage(part, self.stage_index, stages, world.device, group=mesh["pp"].get_group())
         schedule = getattr(pipelining, SCHEDULES[config.pipeline_schedule])
         self.schedule = schedule(stage, n_microbatches=micro_batches, loss_fn=self._loss)
         self.is_first, self.is_last = self.stage_index == 0, self.stage_index == stages - 1
@@ -61,8 +60,27 @@ class Pipeline(Layout):
                 self.schedule.step(target=targets, losses=losses)
             else:
                 self.schedule.step()
+        if self.replicas is not None:
+            self._average_over_replicas()
         self._optimizer_step()
         return sum(losses) / len(losses) if self.is_last else None
+
+    def _average_over_replicas(self):
+        """This stage's gradients, flattened, summed over its replicas in --bucket-cap-mb pieces (as many all-reduces
+        as traffic() counts), and divided by their number: DDP's average, after the backward instead of during it."""
+        import torch
+        import torch.distributed as dist
+
+        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+        flat = torch.cat([grad.reshape(-1) for grad in grads])
+        piece = max(1, int(self.config.bucket_cap_mb * 2 ** 20) // flat.element_size())
+        for part in flat.split(piece):
+            dist.all_reduce(part, group=self.replicas)
+        flat /= self.dims.dp_replicate
+        offset = 0
+        for grad in grads:
+            grad.copy_(flat[offset:offset + grad.numel()].view_as(grad))
+            offset += grad.numel()
 
     @property
     def loss_rank(self) -> int:
