@@ -5,10 +5,11 @@
  * memory. A run that does not fit is named with what would: the same run sharded (FSDP full shard), on more nodes,
  * with activation checkpointing. Pure.
  */
-import { instanceTypeFacts } from "../catalogue/aws-instance-types.ts";
 import type { CampaignFile } from "../config/schema.ts";
 import type { Calibration } from "../predict/calibration.ts";
 import { ASSUMED_MEMORY, constantsOf, isMemoryPrediction, predictMemory, type MemoryConstants, type MemoryRun } from "../predict/memory.ts";
+import { targetOf } from "../targets/index.ts";
+import type { TargetMemory } from "../targets/target.ts";
 import { dimsOf } from "../workload/layout.ts";
 import { usableGpuMemoryGiB } from "./gpu-memory.ts";
 import type { CampaignPlan, PlannedRun } from "./plan.ts";
@@ -23,20 +24,21 @@ export interface MemoryLimit {
   readonly what: string;
 }
 
-/** The limit a campaign's runs are held to; undefined where there is none to check. */
+/** The limit a campaign's runs are held to, as its target says; undefined where there is none to check. */
 export function memoryLimitOf(file: CampaignFile): MemoryLimit | undefined {
-  const testbed = file.testbed;
-  if (testbed.target === "local") {
-    return testbed.memoryPerNodeGiB === undefined ? undefined : { bytes: testbed.memoryPerNodeGiB * GIB, per: "node", what: "testbed.memoryPerNodeGiB" };
-  }
-  const facts = instanceTypeFacts(testbed.instanceType);
-  if (facts === undefined || facts.gpus === 0) return undefined;
-  return { bytes: usableGpuMemoryGiB(facts.gpuMemoryGiB) * GIB, per: "rank", what: `one ${facts.gpuModel} of ${testbed.instanceType}` };
+  const memory = targetMemory(file);
+  if (memory.perNode !== undefined) return { bytes: memory.perNode.gib * GIB, per: "node", what: memory.perNode.what };
+  if (memory.perGpu !== undefined) return { bytes: usableGpuMemoryGiB(memory.perGpu.gib) * GIB, per: "rank", what: memory.perGpu.what };
+  return undefined;
+}
+
+function targetMemory(file: CampaignFile): TargetMemory {
+  return targetOf(file.testbed).memoryOf?.(file.testbed) ?? { device: "cuda" };
 }
 
 /** The memory model's constants for a campaign's machines: its calibration's entry, else ringlab's assumption. */
 export function memoryConstantsFor(file: CampaignFile, cpusPerNode: number | undefined, calibration?: Calibration): MemoryConstants {
-  const device = file.testbed.target === "local" ? "cpu" : "cuda";
+  const device = targetMemory(file).device;
   const entries = calibration?.memory.filter((candidate) => candidate.device === device && (device === "cuda" || candidate.cpusPerNode === (cpusPerNode ?? null))) ?? [];
   return constantsOf(entries, ASSUMED_MEMORY[device]) ?? ASSUMED_MEMORY[device];
 }

@@ -334,6 +334,13 @@ export const awsTarget: Target = {
   },
 
   instanceTypeOf: (section) => narrowed("aws", section).instanceType,
+  memoryOf: (section) => {
+    const { instanceType } = narrowed("aws", section);
+    const facts = instanceTypeFacts(instanceType);
+    return facts === undefined || facts.gpus === 0
+      ? { device: "cuda" }
+      : { device: "cuda", perGpu: { gib: facts.gpuMemoryGiB, what: `one ${facts.gpuModel} of ${instanceType}` } };
+  },
 
   estimate: {
     // Single TCP flows on small GPU instances stop at 5 Gbit/s (test/bench/README.md).

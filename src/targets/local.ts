@@ -121,6 +121,10 @@ export const localTarget: Target = {
     return { ...testbed, sharedDir };
   },
 
+  memoryOf(section) {
+    const { memoryPerNodeGiB } = narrowed("local", section);
+    return { device: "cpu", ...(memoryPerNodeGiB === undefined ? {} : { perNode: { gib: memoryPerNodeGiB, what: "testbed.memoryPerNodeGiB" } }) };
+  },
   resolveSpec(section, inputs) {
     const testbed = narrowed("local", section);
     const sharedDir = testbed.sharedDir ?? join(inputs.testbedDir, "shared");

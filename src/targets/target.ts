@@ -92,6 +92,15 @@ export interface TargetStack {
   inventory(outputs: unknown, spec: TestbedSpec, knownHostsFile: string, hostKeys: readonly NodeHostKey[] | undefined): Promise<Inventory>;
 }
 
+/** The device a target's workers compute on, and what bounds their memory where the target knows it. */
+export interface TargetMemory {
+  readonly device: "cpu" | "cuda";
+  /** A node's limit, for all its processes (the local testbed's memoryPerNodeGiB). */
+  readonly perNode?: { readonly gib: number; readonly what: string };
+  /** One GPU's memory, which each rank has to itself. */
+  readonly perGpu?: { readonly gib: number; readonly what: string };
+}
+
 export interface Target {
   readonly name: TargetName;
   /** How messages name it among others: "local", "AWS", "Kubernetes". */
@@ -135,6 +144,8 @@ export interface Target {
 
   /** The instance type of every node, where the target rents them by type (records, the GPU's memory, the price). */
   instanceTypeOf?(testbed: TestbedSection): string | undefined;
+  /** What its runs compute on and the memory they are held to (src/campaign/fits.ts); absent: GPUs, no known limit. */
+  memoryOf?(testbed: TestbedSection): TargetMemory;
   /** What `ringlab plan` estimates with; absent: no duration is estimated there. */
   readonly estimate?: TargetEstimate;
   /** Where its runs go, said after "N to run" when a campaign starts (" as Jobs in namespace ringlab"). */
