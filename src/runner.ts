@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { writeFileAtomic } from "./util/fs.ts";
 import { join } from "node:path";
 import { z } from "zod";
-import { bandwidthGbps } from "./bandwidth.ts";
+import { bandwidthGbps } from "./rules/bandwidth.ts";
 import { uninterruptible, type Context } from "./context.ts";
 import { LAUNCHERS, launcherOf, type RecordedLauncher } from "./launchers/index.ts";
 import { plannedLostNode } from "./launchers/node-loss.ts";

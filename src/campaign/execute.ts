@@ -9,7 +9,7 @@
 import { relative, resolve } from "node:path";
 import { existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { bandwidthGbps } from "../bandwidth.ts";
+import { bandwidthGbps } from "../rules/bandwidth.ts";
 import type { AnyLoadedCampaignFile, LoadedCampaignFile } from "../config/load.ts";
 import { dockerFor, uninterruptible, type Context } from "../context.ts";
 import { recordedLauncher } from "../launchers/index.ts";

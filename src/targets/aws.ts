@@ -6,7 +6,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { bandwidthGbps } from "../bandwidth.ts";
+import { bandwidthGbps } from "../rules/bandwidth.ts";
 import { checkEfaInstanceType, checkShapedRate, EFA_SHAPING_PROBLEM, instanceTypeFacts } from "../catalogue/aws-instance-types.ts";
 import { ruled, safePath, tags, testbedCommon, type IssueAt } from "../config/fields.ts";
 import type { CampaignSection } from "../config/schema.ts";
