@@ -18,7 +18,10 @@ export function parsePositiveNumber(text: string): number {
   return value;
 }
 
-/** A CPU quota in cores: a number in steps of 0.01, at least the smallest quota the kernel takes (src/limits.ts). */
+/**
+ * A CPU quota in cores: a number in steps of 0.01, at least the smallest quota the kernel takes
+ * (src/rules/cpu-quota-limits.ts).
+ */
 export function parseCpuQuota(text: string): number {
   const value = Number(text);
   if (!/^\d+(\.\d{1,2})?$/.test(text) || !(value >= SMALLEST_CPU_QUOTA)) {
