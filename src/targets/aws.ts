@@ -324,7 +324,7 @@ export const awsTarget: Target = {
       return synthesizeStack(narrowed("aws", spec), outDir, hostKeys);
     },
     async inventory(outputs, spec, knownHostsFile, hostKeys) {
-      const { awsInventory } = await import("../inventory.ts");
+      const { awsInventory } = await import("../testbed/inventory.ts");
       return awsInventory(outputs, narrowed("aws", spec), knownHostsFile, hostKeys);
     },
     async deployer(spec) {

@@ -21,7 +21,7 @@ import type { IssueAt } from "../config/fields.ts";
 import type { AnyLoadedCampaignFile } from "../config/load.ts";
 import type { Context } from "../context.ts";
 import type { WorkerImageSource } from "../rules/worker-image.ts";
-import type { Inventory } from "../inventory.ts";
+import type { Inventory } from "../testbed/inventory.ts";
 import type { NodeHostKey } from "../rules/ssh-key.ts";
 import type { TestbedRecord } from "../testbed/record.ts";
 import type { SpecInputs, TestbedSpec } from "../testbed/spec.ts";

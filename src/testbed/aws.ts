@@ -10,7 +10,7 @@ import { preflightAws, type PreflightOptions } from "../aws/preflight.ts";
 import { deleteTestbedLeftovers, sweepClients, type SweepClients } from "../aws/sweep.ts";
 import { uninterruptible, type Context } from "../context.ts";
 import { ToolError } from "../errors.ts";
-import { awsInventory, pinnedKnownHosts, renderInventory } from "../inventory.ts";
+import { awsInventory, pinnedKnownHosts, renderInventory } from "./inventory.ts";
 import { stackName } from "../rules/names.ts";
 import type { NodeHostKey } from "../rules/ssh-key.ts";
 import { writePrivateFile } from "../util/fs.ts";

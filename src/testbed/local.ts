@@ -7,7 +7,7 @@ import type { ContainerInfo, Docker } from "../adapters/docker.ts";
 import { ensureKeyPair, forgetHostKey } from "../adapters/ssh.ts";
 import { dockerFor, type Context } from "../context.ts";
 import { UsageError } from "../errors.ts";
-import { buildInventory, renderInventory } from "../inventory.ts";
+import { buildInventory, renderInventory } from "./inventory.ts";
 import { writePrivateFile } from "../util/fs.ts";
 import { buildLocalImages } from "./images.ts";
 import { localInventorySpec, NODE_IMAGE, planLocalTestbed, STATE_DIR_LABEL, STATE_PATH_LABEL, stateDirId, TESTBED_LABEL, type LocalNodePlan, type LocalTestbedPlan } from "./local-plan.ts";
