@@ -19,7 +19,7 @@ import type { ResultsLayout } from "../results/layout.ts";
 import { RUN_RECORD_SCHEMA, type RunRecord } from "../results/record.ts";
 import { disturbance, judged, UNSTEADY_SHIFT, type Disturbance } from "../results/steadiness.ts";
 import { ResultsStore } from "../results/store.ts";
-import { executeRuns, shapeLinks, stopWorkers, type RunOutcome, type RunRequest } from "../runner.ts";
+import { executeRuns, shapeLinks, stopWorkers, type RunOutcome, type RunRequest } from "../runner/runner.ts";
 import { CPU_PERIOD_MS, resolveCpuQuota, underQuota } from "../testbed/cpu-quota.ts";
 import type { TestbedRecord } from "../testbed/record.ts";
 import { NodeKeeper, runnableWith, type NodeRecovery } from "../testbed/health.ts";

@@ -11,7 +11,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { V1Pod } from "@kubernetes/client-node";
 import type { KubernetesTestbed } from "../config/schema.ts";
 import { uninterruptible, type Context } from "../context.ts";
-import { endedNow, freshCollectDir, type RunOutcome } from "../runner.ts";
+import { endedNow, freshCollectDir, type RunOutcome } from "../runner/runner.ts";
 import { ToolError } from "../errors.ts";
 import { isStatus, type Cluster } from "./cluster.ts";
 import { judgeRun, podIndex, resultFromLog, type RunState } from "./follow.ts";

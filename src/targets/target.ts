@@ -6,7 +6,7 @@
  *
  * A target owns its campaign-file section (the fields, their defaults and its cross-field rules), the paths that
  * section names, and, when ringlab brings it up ("provision"), its stored spec and the verbs that act on it: up, down,
- * synth, the lost nodes it can bring back. Runs reach ringlab's own nodes through Ansible (src/runner.ts, the
+ * synth, the lost nodes it can bring back. Runs reach ringlab's own nodes through Ansible (src/runner/runner.ts, the
  * campaign's run path in src/campaign/execute.ts); a target that runs them its own way (a Kubernetes Job per run)
  * brings its run path (`ownRunPath`).
  *
