@@ -10,7 +10,7 @@ import { PARAMETER_COUNT, TRAIN_KNOBS } from "../config/registry.ts";
 import type { CampaignFile, Model } from "../config/schema.ts";
 import { isReduction, reductionLowerBoundSeconds, type Placement } from "../results/cost-model.ts";
 import type { WorkerImageSource } from "../rules/worker-image.ts";
-import { InternalError } from "../errors.ts";
+import { InternalError } from "../util/errors.ts";
 import { targetOf, type TargetEstimate } from "../targets/index.ts";
 import { computeInput, inputQuestionOf, isMissing } from "../predict/inputs.ts";
 import type { CampaignPlan, PlannedRun } from "./plan.ts";

@@ -11,7 +11,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { bandwidthGbps } from "../rules/bandwidth.ts";
 import type { AnyLoadedCampaignFile, LoadedCampaignFile } from "../config/load.ts";
-import { dockerFor, uninterruptible, type Context } from "../context.ts";
+import { dockerFor, uninterruptible, type Context } from "../context/context.ts";
 import { recordedLauncher } from "../launchers/index.ts";
 import { writeReport } from "../report/index.ts";
 import { writeDerivedFiles } from "../results/derived.ts";
@@ -27,7 +27,7 @@ import { DEFAULT_BUSY_THRESHOLD, HostLoadSampler } from "../testbed/host-load.ts
 import { configureUnlessCurrent, down, prepareDataset, up } from "../testbed/testbed.ts";
 import { gapOf, gapOfTestbed, targetOf, type CampaignTestbed, type Target, type TargetOptions } from "../targets/index.ts";
 import { writeFileAtomic } from "../util/fs.ts";
-import { InternalError, UsageError } from "../errors.ts";
+import { InternalError, UsageError } from "../util/errors.ts";
 import { memoryConstantsFor, planProblems } from "./fits.ts";
 import { checkGpuMemory } from "./gpu-memory.ts";
 import { checkLinkDrive } from "./link-drive.ts";

@@ -1,7 +1,7 @@
 /** Parsers for command-line option values: they reject bad input before anything starts. */
 import { InvalidArgumentError } from "commander";
 import { BANDWIDTH_HELP, bandwidthGbps } from "../rules/bandwidth.ts";
-import { UsageError } from "../errors.ts";
+import { UsageError } from "../util/errors.ts";
 import { checkSafePath, checkSafeWorkerArg } from "../rules/safe-text.ts";
 import { SMALLEST_CPU_QUOTA } from "../testbed/cpu-quota.ts";
 

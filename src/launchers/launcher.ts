@@ -9,7 +9,7 @@
  *   when the testbed is configured for it; the testbed record lists the launchers it is configured for.
  * The table of launchers is ./index.ts; adding one is a module here, its role, and its tests.
  */
-import type { Context } from "../context.ts";
+import type { Context } from "../context/context.ts";
 import type { TestbedRecord } from "../testbed/record.ts";
 import type { LauncherName } from "./names.ts";
 

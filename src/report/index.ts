@@ -4,7 +4,7 @@
  * part of the report that touches the file system.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { UsageError } from "../errors.ts";
+import { UsageError } from "../util/errors.ts";
 import { parsePredictions } from "../results/predictions.ts";
 import { resultsLayout } from "../results/layout.ts";
 import type { RunRecord } from "../results/record.ts";

@@ -10,7 +10,7 @@ import { bandwidthGbps } from "../rules/bandwidth.ts";
 import { checkEfaInstanceType, checkShapedRate, EFA_SHAPING_PROBLEM, instanceTypeFacts } from "../catalogue/aws-instance-types.ts";
 import { ruled, safePath, tags, testbedCommon, type IssueAt } from "../config/fields.ts";
 import type { CampaignSection } from "../config/schema.ts";
-import { ConfigError, UsageError } from "../errors.ts";
+import { ConfigError, UsageError } from "../util/errors.ts";
 import { checkAmiId, checkRootVolumeGiB } from "../rules/ami.ts";
 import { checkIpv4Cidr, checkSshSource, checkSubnetCidr, checkVpcCidr, DEFAULT_SSH_SOURCE_MIN_PREFIX, SSH_SOURCE_PREFIX_FLOOR } from "../rules/cidr.ts";
 import { stackName } from "../rules/names.ts";

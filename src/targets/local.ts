@@ -7,7 +7,7 @@ import { existsSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { z } from "zod";
-import { ConfigError, UsageError } from "../errors.ts";
+import { ConfigError, UsageError } from "../util/errors.ts";
 import { DEFAULT_LAUNCHER } from "../launchers/names.ts";
 import { SMALLEST_CPU_QUOTA } from "../rules/cpu-quota-limits.ts";
 import { checkIpv4Cidr, parseIpv4Cidr } from "../rules/cidr.ts";

@@ -15,11 +15,11 @@
  */
 import { homedir } from "node:os";
 import { isAbsolute, resolve } from "node:path";
-import { InternalError } from "../errors.ts";
+import { InternalError } from "../util/errors.ts";
 import type { AnyCampaignFile, CampaignSection } from "../config/schema.ts";
 import type { IssueAt } from "../config/fields.ts";
 import type { AnyLoadedCampaignFile } from "../config/load.ts";
-import type { Context } from "../context.ts";
+import type { Context } from "../context/context.ts";
 import type { WorkerImageSource } from "../rules/worker-image.ts";
 import type { Inventory } from "../testbed/inventory.ts";
 import type { NodeHostKey } from "../rules/ssh-key.ts";

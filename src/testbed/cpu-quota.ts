@@ -4,7 +4,7 @@
  * compute per node, so that adding nodes adds compute as on a real cluster. Pure: the machine's core count is
  * passed in (the CLI reads `os.availableParallelism()`).
  */
-import { ConfigError } from "../errors.ts";
+import { ConfigError } from "../util/errors.ts";
 import { CPU_PERIOD_MS, SMALLEST_CPU_QUOTA } from "../rules/cpu-quota-limits.ts";
 import { gapOf, targetOf, type TargetName } from "../targets/index.ts";
 

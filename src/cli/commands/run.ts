@@ -4,7 +4,7 @@ import { resolve } from "node:path";
 import { InvalidArgumentError, Option, type Command } from "commander";
 import { BANDWIDTH_HELP } from "../../rules/bandwidth.ts";
 import { MOST_PROCESSES_PER_NODE } from "../../config/schema.ts";
-import { EXIT, UsageError } from "../../errors.ts";
+import { EXIT, UsageError } from "../../util/errors.ts";
 import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, LAUNCHERS, recordedLauncher, type LauncherName } from "../../launchers/index.ts";
 import { JOBS, runOnce, type Job } from "../../runner/runner.ts";
 import { gapOf, targetOf, targetsThatCan } from "../../targets/index.ts";
