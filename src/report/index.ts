@@ -10,7 +10,7 @@ import { resultsLayout } from "../results/layout.ts";
 import type { RunRecord } from "../results/record.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import { reportData, reportMeta } from "./data.ts";
-import { reportFlags } from "./flags.ts";
+import { reportFlags } from "./suspect-figures.ts";
 import { scorePredictions, type PredictionScore } from "./predictions.ts";
 import { renderHtml, renderMarkdown } from "./render.ts";
 

@@ -9,7 +9,7 @@ import type { Context } from "../../context/context.ts";
 import { EXIT, UsageError } from "../../util/errors.ts";
 import { reportData } from "../../report/data.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
-import { flagTally, reportFlags, type Flag } from "../../report/flags.ts";
+import { flagTally, reportFlags, type Flag } from "../../report/suspect-figures.ts";
 import { ResultsStore } from "../../results/store.ts";
 import { UNSTEADY_SHIFT } from "../../results/steadiness.ts";
 import { gapOf, targetOf, type Target } from "../../targets/index.ts";

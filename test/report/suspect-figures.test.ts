@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { reportData } from "../../src/report/data.ts";
-import { flagKindsOf, flagTally, quantile, reportFlags, type Flag } from "../../src/report/flags.ts";
+import { flagKindsOf, flagTally, quantile, reportFlags, type Flag } from "../../src/report/suspect-figures.ts";
 import type { HostLoad, RunRecord } from "../../src/results/record.ts";
 import { probeRecord, scalingCampaign, trainRecord } from "./fixtures/records.ts";
 
