@@ -3,7 +3,7 @@
 Trains over the dataset epoch by epoch and, after each, measures accuracy on the held-out split (val/), as
 MLPerf measures time to train: wall time from the first step until the target accuracy is reached (or the
 last epoch ends), restarts included. With --checkpoint-dir, rank 0 checkpoints every --checkpoint-every steps
-and a restarted run (torchrun --max-restarts, see launcher.py) resumes from the newest readable checkpoint at
+and a restarted run (torchrun --max-restarts, see torchrun.py) resumes from the newest readable checkpoint at
 the same step, epoch and position in the epoch. --fail-at-step kills one rank's process once, to measure
 recovery; the record says how many restarts there were, which steps were redone and what they cost.
 
