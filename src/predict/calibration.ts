@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { reportData } from "../report/data.ts";
 import { overlapShare } from "../results/comm-model.ts";
-import { meanWithInterval } from "../results/cost-model.ts";
+import { meanWithInterval } from "../results/statistics.ts";
 import type { CalibrationInput } from "../results/predictions.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import { disturbance } from "../results/steadiness.ts";

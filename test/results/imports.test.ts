@@ -31,8 +31,8 @@ describe("module boundaries", () => {
     expect(importsOf("src/report").filter(({ from }) => from.includes("campaign/"))).toEqual([]);
   });
 
-  it("the cost model is a pure leaf: no ringlab module, no node built-in", () => {
-    expect(importsOf("src/results").filter(({ file }) => file.endsWith("cost-model.ts"))).toEqual([]);
+  it("the cost model and the statistics are pure leaves: no ringlab module, no node built-in", () => {
+    expect(importsOf("src/results").filter(({ file }) => /\/(cost-model|statistics)\.ts$/.test(file))).toEqual([]);
   });
 
   it("src/config imports nothing from the testbed, and the planner nothing from the runner", () => {
