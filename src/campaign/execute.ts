@@ -15,7 +15,7 @@ import { dockerFor, uninterruptible, type Context } from "../context/context.ts"
 import { recordedLauncher } from "../launchers/index.ts";
 import { writeReport } from "../report/index.ts";
 import { writeDerivedFiles } from "../results/derived.ts";
-import type { ResultsLayout } from "../results/layout.ts";
+import type { ResultsLayout } from "../results/folder-layout.ts";
 import { RUN_RECORD_SCHEMA, type RunRecord } from "../results/record.ts";
 import { disturbance, judged, UNSTEADY_SHIFT, type Disturbance } from "../results/steadiness.ts";
 import { ResultsStore } from "../results/store.ts";

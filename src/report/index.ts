@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { UsageError } from "../util/errors.ts";
 import { parsePredictions } from "../results/predictions.ts";
-import { resultsLayout } from "../results/layout.ts";
+import { resultsLayout } from "../results/folder-layout.ts";
 import type { RunRecord } from "../results/record.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import { reportData, reportMeta } from "./data.ts";

@@ -5,7 +5,7 @@
  */
 import { writeFileAtomic } from "../util/fs.ts";
 import { meanWithInterval, type MeanWithInterval } from "./statistics.ts";
-import type { ResultsLayout } from "./layout.ts";
+import type { ResultsLayout } from "./folder-layout.ts";
 import { latestAttempts, type LatestAttempt, type RunRecord } from "./record.ts";
 import { throughputOf, type TrainResult } from "./worker-result.ts";
 
