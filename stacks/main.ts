@@ -3,7 +3,7 @@
  * testbed spec named by RINGLAB_SPEC (written by `ringlab up` or `ringlab synth`). It reads that one file and
  * nothing else: no campaign file, no key file, so deploy and destroy work whatever happened to those since.
  */
-import { EXIT, RinglabError, UsageError } from "../src/errors.ts";
+import { EXIT, RinglabError, UsageError } from "../src/util/errors.ts";
 import { dirname, resolve } from "node:path";
 import { targetOf, TARGETS } from "../src/targets/index.ts";
 import { readHostKeys } from "../src/testbed/host-keys.ts";

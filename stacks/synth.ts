@@ -8,7 +8,7 @@ import { join } from "node:path";
 import util from "node:util";
 import { App } from "cdktf";
 import { testAwsEndpoint } from "../src/aws/clients.ts";
-import { UsageError } from "../src/errors.ts";
+import { UsageError } from "../src/util/errors.ts";
 import { stackName } from "../src/rules/names.ts";
 import type { NodeHostKey } from "../src/rules/ssh-key.ts";
 import { PRIVATE_FILE_MODE } from "../src/util/fs.ts";

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { main } from "../src/cli/main.ts";
 import { loadCampaignFile, parseCampaign } from "../src/config/load.ts";
-import { ConfigError, UsageError } from "../src/errors.ts";
+import { ConfigError, UsageError } from "../src/util/errors.ts";
 import { CONTROL_PATH_DIR_MAX_LENGTH, controlPathDir, forgetConnections, preparedControlPathDir } from "../src/testbed/playbook.ts";
 import { saveRecord, type TestbedRecord } from "../src/testbed/record.ts";
 import { resolveTestbedSpec } from "../src/testbed/spec.ts";

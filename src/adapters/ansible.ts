@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { load as loadYaml } from "js-yaml";
-import { dumpAnsibleData } from "../ansible-data.ts";
+import { dumpAnsibleData } from "../util/ansible-data.ts";
 import { failure, runProgram, type RunResult } from "./process.ts";
 
 export interface HostRecap {

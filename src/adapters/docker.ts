@@ -1,7 +1,7 @@
 /**
  * The only module that talks to Docker (through the `docker` CLI, so any engine version that CLI speaks to works).
  */
-import { PrerequisiteError } from "../errors.ts";
+import { PrerequisiteError } from "../util/errors.ts";
 import { runProgram, type RunOptions } from "./process.ts";
 
 export interface DockerOptions {

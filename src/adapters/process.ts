@@ -5,7 +5,7 @@
  */
 import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { PrerequisiteError, ToolError } from "../errors.ts";
+import { PrerequisiteError, ToolError } from "../util/errors.ts";
 
 export interface RunOptions {
   readonly cwd?: string;

@@ -6,7 +6,7 @@
  */
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { PrerequisiteError, ToolError } from "../errors.ts";
+import { PrerequisiteError, ToolError } from "../util/errors.ts";
 import { runProgram, type RunOptions } from "./process.ts";
 
 export interface TerraformOptions {

@@ -21,7 +21,7 @@ import {
 import {
   DeleteFileSystemCommand, DeleteMountTargetCommand, DescribeMountTargetsCommand, EFSClient, paginateDescribeFileSystems,
 } from "@aws-sdk/client-efs";
-import { PrerequisiteError, ToolError } from "../errors.ts";
+import { PrerequisiteError, ToolError } from "../util/errors.ts";
 import { awsClientConfig } from "./clients.ts";
 
 export const TESTBED_TAG = "ringlab:testbed";

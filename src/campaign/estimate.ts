@@ -2,7 +2,7 @@
  * Rough duration and cost of a campaign before it starts, for `ringlab plan`. Pure. The throughputs are
  * coarse guesses (documented below); the all-reduce part comes from the ring lower bound.
  */
-import { bandwidthGbps } from "../bandwidth.ts";
+import { bandwidthGbps } from "../rules/bandwidth.ts";
 import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../catalogue/assumed-throughput.ts";
 import { shapeOf, trainingFlopsPerToken } from "../workload/transformer.ts";
 import { onDemandUsdPerHour } from "../catalogue/aws-instance-types.ts";
@@ -10,7 +10,7 @@ import { PARAMETER_COUNT, TRAIN_KNOBS } from "../config/registry.ts";
 import type { CampaignFile, Model } from "../config/schema.ts";
 import { isReduction, reductionLowerBoundSeconds, type Placement } from "../results/cost-model.ts";
 import type { WorkerImageSource } from "../rules/worker-image.ts";
-import { InternalError } from "../errors.ts";
+import { InternalError } from "../util/errors.ts";
 import { targetOf, type TargetEstimate } from "../targets/index.ts";
 import { computeInput, inputQuestionOf, isMissing } from "../predict/inputs.ts";
 import type { CampaignPlan, PlannedRun } from "./plan.ts";

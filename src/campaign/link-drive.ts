@@ -3,7 +3,7 @@
  * gradient on the CPU, so under a CPU quota (cpusPerNode) a worker drives only so many Gbit/s: a link shaped
  * faster than that is never the limit, and a run at that rate measures the CPU, not the link.
  */
-import { bandwidthGbps } from "../bandwidth.ts";
+import { bandwidthGbps } from "../rules/bandwidth.ts";
 import type { CampaignPlan } from "./plan.ts";
 
 /**

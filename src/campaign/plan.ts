@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { KNOB_OWNERS, ownerAxisValue, probedAs, TRAIN_KNOBS, type Collective, type ProbeLibrary, type Reduction } from "../config/registry.ts";
 import type { AnyCampaignFile, CampaignSection, DatasetSection, Model, TrainKnobName } from "../config/schema.ts";
 import { TRAIN_KNOB_NAMES } from "../config/schema.ts";
-import { UsageError } from "../errors.ts";
+import { UsageError } from "../util/errors.ts";
 import { gapOfTestbed, type TestbedSection } from "../targets/index.ts";
 import type { LauncherName } from "../launchers/names.ts";
 import type { Job } from "../results/record.ts";

@@ -3,7 +3,7 @@
  * configuration is already known precisely enough are dropped. Pure: the plan's runs and the measurements so far in,
  * the runs still needed out.
  */
-import { meanWithInterval } from "../results/cost-model.ts";
+import { meanWithInterval } from "../results/statistics.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import type { PlannedRun, RepeatUntil } from "./plan.ts";
 import { throughputOf } from "../results/worker-result.ts";

@@ -3,7 +3,7 @@
  * (program.ts): so that a command imports this, not the module that imports every command.
  */
 import type { Command } from "commander";
-import type { Context } from "../context.ts";
+import type { Context } from "../context/context.ts";
 
 /** Makes the context a command acts in; `verb` names its log file. */
 export type ContextFactory = (command: Command, verb: string) => Context;

@@ -1,7 +1,7 @@
 /** Parsers for command-line option values: they reject bad input before anything starts. */
 import { InvalidArgumentError } from "commander";
-import { BANDWIDTH_HELP, bandwidthGbps } from "../bandwidth.ts";
-import { UsageError } from "../errors.ts";
+import { BANDWIDTH_HELP, bandwidthGbps } from "../rules/bandwidth.ts";
+import { UsageError } from "../util/errors.ts";
 import { checkSafePath, checkSafeWorkerArg } from "../rules/safe-text.ts";
 import { SMALLEST_CPU_QUOTA } from "../testbed/cpu-quota.ts";
 
@@ -18,7 +18,10 @@ export function parsePositiveNumber(text: string): number {
   return value;
 }
 
-/** A CPU quota in cores: a number in steps of 0.01, at least the smallest quota the kernel takes (src/limits.ts). */
+/**
+ * A CPU quota in cores: a number in steps of 0.01, at least the smallest quota the kernel takes
+ * (src/rules/cpu-quota-limits.ts).
+ */
 export function parseCpuQuota(text: string): number {
   const value = Number(text);
   if (!/^\d+(\.\d{1,2})?$/.test(text) || !(value >= SMALLEST_CPU_QUOTA)) {

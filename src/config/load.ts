@@ -6,7 +6,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { load as loadYaml, YAMLException } from "js-yaml";
-import { ConfigError } from "../errors.ts";
+import { ConfigError } from "../util/errors.ts";
 import { campaignNameOf, checkCampaignName } from "../rules/names.ts";
 import { checkSafeResolvedPath } from "../rules/safe-text.ts";
 import { gapOfTestbed, targetOf, targetsThatCan } from "../targets/index.ts";

@@ -7,7 +7,7 @@
  * in ./load.ts.
  */
 import { z } from "zod";
-import { BANDWIDTH_HELP, bandwidthGbps } from "../bandwidth.ts";
+import { BANDWIDTH_HELP, bandwidthGbps } from "../rules/bandwidth.ts";
 import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, type LauncherName } from "../launchers/names.ts";
 import { AWS_DEFAULTS } from "../targets/aws.ts";
 import { gapOfTestbed, targetOf, targetsThatCan, TESTBED_SECTIONS, type TestbedSection } from "../targets/index.ts";

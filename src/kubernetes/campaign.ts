@@ -8,7 +8,7 @@
  */
 import type { AnyLoadedCampaignFile, LoadedKubernetesCampaignFile } from "../config/load.ts";
 import type { KubernetesTestbed } from "../config/schema.ts";
-import { uninterruptible, type Context } from "../context.ts";
+import { uninterruptible, type Context } from "../context/context.ts";
 import { recordRun, runCampaign, runRecord, type CampaignOutcome, type CampaignRuns } from "../campaign/execute.ts";
 import type { CampaignTestbed } from "../targets/index.ts";
 import { Cluster, type ClusterOptions } from "./cluster.ts";

@@ -16,7 +16,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ApiException, BatchV1Api, CoreV1Api, KubeConfig, NetworkingV1Api, type RequestContext, type ResponseContext, type V1Job, type V1NetworkPolicy, type V1Pod, type V1Secret, type V1Service } from "@kubernetes/client-node";
 import type { Secret } from "kubernetes-models/v1";
 import type { KubernetesTestbed } from "../config/schema.ts";
-import { PrerequisiteError, ToolError, UsageError } from "../errors.ts";
+import { PrerequisiteError, ToolError, UsageError } from "../util/errors.ts";
 import type { RunManifests } from "./manifests.ts";
 
 /** How long one API call may take before the cluster counts as not answering. */

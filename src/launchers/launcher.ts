@@ -1,6 +1,6 @@
 /**
- * What a launcher is: how one resolved job (a RunRequest of src/runner.ts) is started on a testbed's nodes. Every
- * launcher runs its jobs through ansible/run.yml, which includes the launcher's role:
+ * What a launcher is: how one resolved job (a RunRequest of src/runner/runner.ts) is started on a testbed's nodes.
+ * Every launcher runs its jobs through ansible/run.yml, which includes the launcher's role:
  * - roles/<role>/tasks/job.yml runs one job and writes its outcome.json (every rank's log, the head's result, and
  *   what the launcher adds, such as its job script);
  * - roles/<role>/tasks/cancel.yml, for a launcher with a queue of its own, cancels its queued jobs before
@@ -9,7 +9,7 @@
  *   when the testbed is configured for it; the testbed record lists the launchers it is configured for.
  * The table of launchers is ./index.ts; adding one is a module here, its role, and its tests.
  */
-import type { Context } from "../context.ts";
+import type { Context } from "../context/context.ts";
 import type { TestbedRecord } from "../testbed/record.ts";
 import type { LauncherName } from "./names.ts";
 

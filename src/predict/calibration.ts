@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { reportData } from "../report/data.ts";
 import { overlapShare } from "../results/comm-model.ts";
-import { meanWithInterval } from "../results/cost-model.ts";
+import { meanWithInterval } from "../results/statistics.ts";
 import type { CalibrationInput } from "../results/predictions.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import { disturbance } from "../results/steadiness.ts";
@@ -19,8 +19,8 @@ import { memoryEntriesFromRecords, type MemoryEntry } from "./memory.ts";
 
 /**
  * v3: entries come only from workers on torch 2.10 or newer (v2's may be Debian's 1.13, whose CPU steps took 5.3x as
- * long: test/bench/README.md); v2: local entries come only from runs in 10 ms CPU periods (src/limits.ts
- * CPU_PERIOD_MS); v1's may be Docker's 100 ms.
+ * long: test/bench/README.md); v2: local entries come only from runs in 10 ms CPU periods
+ * (src/rules/cpu-quota-limits.ts CPU_PERIOD_MS); v1's may be Docker's 100 ms.
  */
 export const CALIBRATION_SCHEMA = "ringlab.calibration/v3";
 

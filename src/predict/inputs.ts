@@ -10,7 +10,7 @@
  *            none, said to be assumed (the no-overlap step: the slowest the model allows).
  * Anything else is missing, with how to measure it: never a silent guess. Pure.
  */
-import { bandwidthGbps } from "../bandwidth.ts";
+import { bandwidthGbps } from "../rules/bandwidth.ts";
 import { instanceTypeFacts, SOURCES } from "../catalogue/aws-instance-types.ts";
 import { modelRatio } from "../catalogue/measured-throughput.ts";
 import { describeCitation, publishedThroughput } from "../catalogue/published-throughput.ts";

@@ -1,7 +1,7 @@
 /** Calibration files on disk: read (checked), made from results folders, written. The only file I/O of src/predict. */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { UsageError } from "../errors.ts";
+import { UsageError } from "../util/errors.ts";
 import { ResultsStore, type Warn } from "../results/store.ts";
 import { writePrivateFile } from "../util/fs.ts";
 import { CALIBRATION_SCHEMA, calibrationFromRecords, mergeCalibrations, otherCalibrationVersion, parseCalibration, type Calibration } from "./calibration.ts";

@@ -5,7 +5,7 @@
  * Pure.
  */
 import type { ReportData, ScalingPoint, TrainingConfig } from "./data.ts";
-import { flagTally, type Flag } from "./flags.ts";
+import { flagTally, type Flag } from "./suspect-figures.ts";
 import { percent } from "./text.ts";
 
 interface AtLargest {

@@ -12,7 +12,7 @@
  * noise is unknown, not zero, and an interval from the other side alone could call a difference real that the
  * unknown noise would cover.
  */
-import { meanWithInterval } from "../results/cost-model.ts";
+import { meanWithInterval } from "../results/statistics.ts";
 import { headlineValue } from "../results/derived.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import { throughputOf } from "../results/worker-result.ts";

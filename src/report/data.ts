@@ -6,8 +6,9 @@
 import { launcherOf } from "../launchers/index.ts";
 import { COLLECTIVE_OP, COLLECTIVES, numericKnob, PROBE_LIBRARIES, probedAs, STRATEGY_KNOBS, type Collective, type ProbeLibrary, type TrainKnobName } from "../config/registry.ts";
 import {
-  efficiencyCeiling, exchangeShare, isReduction, REDUCTIONS, meanWithInterval, reductionLowerBoundSeconds, type EfficiencyCeiling, type MeanWithInterval, type Reduction,
+  efficiencyCeiling, exchangeShare, isReduction, REDUCTIONS, reductionLowerBoundSeconds, type EfficiencyCeiling, type Reduction,
 } from "../results/cost-model.ts";
+import { meanWithInterval, type MeanWithInterval } from "../results/statistics.ts";
 import { allReducesPerStep, fitAlphaBeta, predictTrainingStep, type AlphaBetaFit, type CollectiveOp } from "../results/comm-model.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import type { AllReduceResult, TrainResult } from "../results/worker-result.ts";
@@ -17,7 +18,7 @@ import { computeShares, shapeOf, unitsPerSample } from "../workload/transformer.
 
 /**
  * A measurement over repeats: the mean with the half-width of its 95% interval (Student's t over the n repeats;
- * 0 when n is 1), the median and the coefficient of variation (null for one repeat), as results/cost-model.ts's
+ * 0 when n is 1), the median and the coefficient of variation (null for one repeat), as results/statistics.ts's
  * meanWithInterval computes them.
  */
 export interface Interval extends MeanWithInterval {

@@ -4,13 +4,13 @@
  * part of the report that touches the file system.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { UsageError } from "../errors.ts";
+import { UsageError } from "../util/errors.ts";
 import { parsePredictions } from "../results/predictions.ts";
-import { resultsLayout } from "../results/layout.ts";
+import { resultsLayout } from "../results/folder-layout.ts";
 import type { RunRecord } from "../results/record.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import { reportData, reportMeta } from "./data.ts";
-import { reportFlags } from "./flags.ts";
+import { reportFlags } from "./suspect-figures.ts";
 import { scorePredictions, type PredictionScore } from "./predictions.ts";
 import { renderHtml, renderMarkdown } from "./render.ts";
 

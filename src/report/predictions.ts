@@ -25,7 +25,7 @@ export interface ScoredPrediction {
   readonly attempt: number;
   /** The run's first measurement, which the summary counts; false for an attempt done again after it. */
   readonly counted: boolean;
-  /** The run's latest attempt: the one the report's flags (src/report/flags.ts) speak of. */
+  /** The run's latest attempt: the one the report's flags (src/report/suspect-figures.ts) speak of. */
   readonly latest: boolean;
   /** Why this attempt's own measurement is in doubt (the machine busy, steps that changed speed); null if not. */
   readonly disturbance: Disturbance | null;

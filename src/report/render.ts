@@ -10,7 +10,7 @@ import { answerSentences } from "./answer.ts";
 import { layoutComparisons, layoutVerdict } from "./layouts.ts";
 import {
   FASTER_LINK_DROP, flagKindName, flagKindsOf, flagTally, OUTLIER_FENCE_IQRS, OUTLIER_MIN_REPEATS, PROBE_LINK_MARGIN, runFlags, WIDE_INTERVAL_SHARE, type Flag,
-} from "./flags.ts";
+} from "./suspect-figures.ts";
 import { escapeHtml, htmlTable, markdownText, PAGE_STYLE, percent, readableSpan, readableTime } from "./text.ts";
 import { libraryComparisons } from "./libraries.ts";
 import { raceVerdict, strategyRaces, type StrategyOutcome, type StrategyRace } from "./time-to-accuracy.ts";

@@ -4,8 +4,8 @@
  * latest attempt of every run, rewritten whole after each run.
  */
 import { writeFileAtomic } from "../util/fs.ts";
-import { meanWithInterval, type MeanWithInterval } from "./cost-model.ts";
-import type { ResultsLayout } from "./layout.ts";
+import { meanWithInterval, type MeanWithInterval } from "./statistics.ts";
+import type { ResultsLayout } from "./folder-layout.ts";
 import { latestAttempts, type LatestAttempt, type RunRecord } from "./record.ts";
 import { throughputOf, type TrainResult } from "./worker-result.ts";
 

@@ -42,8 +42,8 @@ export interface RunRecord {
     /** Local testbed: the CPU cores every node's worker was limited to (Docker's --cpus); absent on AWS and in older records. */
     readonly cpusPerNode?: number;
     /**
-     * With cpusPerNode: the CFS period of that quota, ms (src/limits.ts CPU_PERIOD_MS). Absent where it was Docker's
-     * 100 ms (records before 2026-11-26), under which a worker ran faster after every wait.
+     * With cpusPerNode: the CFS period of that quota, ms (src/rules/cpu-quota-limits.ts CPU_PERIOD_MS). Absent where it
+     * was Docker's 100 ms (records before 2026-11-26), under which a worker ran faster after every wait.
      */
     readonly cpuPeriodMs?: number;
     /** Local testbed: the memory every node's worker container was limited to, GiB (testbed.memoryPerNodeGiB); absent: none. */

@@ -9,7 +9,7 @@
  * predict campaign's efficiency miss and its slow baseline repeat (test/bench/README.md, "Unsteady runs"). Pure.
  */
 import { STRATEGIES } from "../config/registry.ts";
-import { meanWithInterval } from "./cost-model.ts";
+import { meanWithInterval } from "./statistics.ts";
 import type { RunRecord } from "./record.ts";
 
 /** Thirds whose median steps differ by more than this share of the faster one's: the run measured two speeds. */

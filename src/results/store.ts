@@ -1,5 +1,5 @@
 /**
- * Reads and writes the run records of one results directory (layout.ts). Every attempt of a run is kept: a
+ * Reads and writes the run records of one results directory (folder-layout.ts). Every attempt of a run is kept: a
  * run done again gets the next attempt number, its own record file and its own logs folder. Records are
  * written atomically (temp file, then rename) and never rewritten. A file that is not a readable
  * ringlab.run/v1 record is named through `warn` and left out; reading never fails because of one.
@@ -7,7 +7,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { writeFileAtomic } from "../util/fs.ts";
-import { parseRecordFileName, resultsLayout, type ResultsLayout } from "./layout.ts";
+import { parseRecordFileName, resultsLayout, type ResultsLayout } from "./folder-layout.ts";
 import { attemptOf, latestAttempts, parseRunRecord, type LatestAttempt, type RunRecord } from "./record.ts";
 
 /** Told about every file that was left out, with its path and why. */

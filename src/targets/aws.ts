@@ -6,11 +6,11 @@
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { bandwidthGbps } from "../bandwidth.ts";
+import { bandwidthGbps } from "../rules/bandwidth.ts";
 import { checkEfaInstanceType, checkShapedRate, EFA_SHAPING_PROBLEM, instanceTypeFacts } from "../catalogue/aws-instance-types.ts";
 import { ruled, safePath, tags, testbedCommon, type IssueAt } from "../config/fields.ts";
 import type { CampaignSection } from "../config/schema.ts";
-import { ConfigError, UsageError } from "../errors.ts";
+import { ConfigError, UsageError } from "../util/errors.ts";
 import { checkAmiId, checkRootVolumeGiB } from "../rules/ami.ts";
 import { checkIpv4Cidr, checkSshSource, checkSubnetCidr, checkVpcCidr, DEFAULT_SSH_SOURCE_MIN_PREFIX, SSH_SOURCE_PREFIX_FLOOR } from "../rules/cidr.ts";
 import { stackName } from "../rules/names.ts";
@@ -324,7 +324,7 @@ export const awsTarget: Target = {
       return synthesizeStack(narrowed("aws", spec), outDir, hostKeys);
     },
     async inventory(outputs, spec, knownHostsFile, hostKeys) {
-      const { awsInventory } = await import("../inventory.ts");
+      const { awsInventory } = await import("../testbed/inventory.ts");
       return awsInventory(outputs, narrowed("aws", spec), knownHostsFile, hostKeys);
     },
     async deployer(spec) {

@@ -5,7 +5,7 @@
  * manifests` for `kubectl apply -f`. What a testbed ringlab configures offers beyond that is a gap, said with why.
  */
 import { z } from "zod";
-import { bandwidthGbps } from "../bandwidth.ts";
+import { bandwidthGbps } from "../rules/bandwidth.ts";
 import { ruled, testbedCommon } from "../config/fields.ts";
 import { checkDnsLabel, checkDnsSubdomain, checkKubeContext, checkLabelKey, checkLabelValue } from "../rules/kubernetes.ts";
 import { checkDockerImageReference } from "../rules/safe-text.ts";

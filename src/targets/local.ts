@@ -7,9 +7,9 @@ import { existsSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { z } from "zod";
-import { ConfigError, UsageError } from "../errors.ts";
+import { ConfigError, UsageError } from "../util/errors.ts";
 import { DEFAULT_LAUNCHER } from "../launchers/names.ts";
-import { SMALLEST_CPU_QUOTA } from "../limits.ts";
+import { SMALLEST_CPU_QUOTA } from "../rules/cpu-quota-limits.ts";
 import { checkIpv4Cidr, parseIpv4Cidr } from "../rules/cidr.ts";
 import { nodeContainerName } from "../rules/names.ts";
 import { checkDockerImageReference, checkSafeResolvedPath, checkSharedDirLocation } from "../rules/safe-text.ts";
@@ -34,7 +34,7 @@ export const localSection = z.strictObject({
   workerImage: ruled(checkDockerImageReference).default(LOCAL_DEFAULTS.workerImage)
     .describe("The image every node's worker runs, from this machine's Docker engine (docker/worker/build.sh builds ringlab/worker:cpu)."),
   cpusPerNode: z.number().min(SMALLEST_CPU_QUOTA).optional().describe(
-    "CPU cores every worker process may use (a CFS quota of its node's container in 10 ms periods, src/limits.ts, times the processes there), " +
+    "CPU cores every worker process may use (a CFS quota of its node's container in 10 ms periods, src/rules/cpu-quota-limits.ts, times the processes there), " +
     "so that compute is fixed per node (per GPU) as on a real cluster. Default: (this machine's cores - 0.5) / the most processes that run " +
     "at once (src/testbed/cpu-quota.ts); more than that is refused."),
   memoryPerNodeGiB: z.number().min(0.25).max(1024).optional().describe(

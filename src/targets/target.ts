@@ -6,7 +6,7 @@
  *
  * A target owns its campaign-file section (the fields, their defaults and its cross-field rules), the paths that
  * section names, and, when ringlab brings it up ("provision"), its stored spec and the verbs that act on it: up, down,
- * synth, the lost nodes it can bring back. Runs reach ringlab's own nodes through Ansible (src/runner.ts, the
+ * synth, the lost nodes it can bring back. Runs reach ringlab's own nodes through Ansible (src/runner/runner.ts, the
  * campaign's run path in src/campaign/execute.ts); a target that runs them its own way (a Kubernetes Job per run)
  * brings its run path (`ownRunPath`).
  *
@@ -15,13 +15,13 @@
  */
 import { homedir } from "node:os";
 import { isAbsolute, resolve } from "node:path";
-import { InternalError } from "../errors.ts";
+import { InternalError } from "../util/errors.ts";
 import type { AnyCampaignFile, CampaignSection } from "../config/schema.ts";
 import type { IssueAt } from "../config/fields.ts";
 import type { AnyLoadedCampaignFile } from "../config/load.ts";
-import type { Context } from "../context.ts";
+import type { Context } from "../context/context.ts";
 import type { WorkerImageSource } from "../rules/worker-image.ts";
-import type { Inventory } from "../inventory.ts";
+import type { Inventory } from "../testbed/inventory.ts";
 import type { NodeHostKey } from "../rules/ssh-key.ts";
 import type { TestbedRecord } from "../testbed/record.ts";
 import type { SpecInputs, TestbedSpec } from "../testbed/spec.ts";

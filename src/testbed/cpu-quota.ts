@@ -4,11 +4,14 @@
  * compute per node, so that adding nodes adds compute as on a real cluster. Pure: the machine's core count is
  * passed in (the CLI reads `os.availableParallelism()`).
  */
-import { ConfigError } from "../errors.ts";
-import { CPU_PERIOD_MS, SMALLEST_CPU_QUOTA } from "../limits.ts";
+import { ConfigError } from "../util/errors.ts";
+import { CPU_PERIOD_MS, SMALLEST_CPU_QUOTA } from "../rules/cpu-quota-limits.ts";
 import { gapOf, targetOf, type TargetName } from "../targets/index.ts";
 
-/** The quota's period, and the smallest quota the kernel takes in it (src/limits.ts: the campaign schema applies it too). */
+/**
+ * The quota's period, and the smallest quota the kernel takes in it (src/rules/cpu-quota-limits.ts: the campaign schema
+ * applies it too).
+ */
 export { CPU_PERIOD_MS, SMALLEST_CPU_QUOTA };
 
 /** Cores left to dockerd, sshd and Ansible, which run beside the workers and must not be starved. */

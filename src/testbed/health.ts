@@ -4,7 +4,7 @@
  * container on the same name and address, reconfigured), a bounded number of times. Where it cannot (AWS, or after
  * too many tries), the runs that need it are skipped instead of each failing after its timeout.
  */
-import type { Context } from "../context.ts";
+import type { Context } from "../context/context.ts";
 import { targetOf } from "../targets/index.ts";
 import { forgetConnections } from "./playbook.ts";
 import { sshAnswers } from "./reachability.ts";

@@ -9,7 +9,7 @@
 import { createHash } from "node:crypto";
 import { statSync } from "node:fs";
 import type { Docker } from "../adapters/docker.ts";
-import { ToolError, type RinglabError } from "../errors.ts";
+import { ToolError, type RinglabError } from "../util/errors.ts";
 import { NODE_IMAGE } from "./local-plan.ts";
 
 const TOOL = "/usr/local/bin/ringlab-host-firewall";

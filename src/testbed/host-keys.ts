@@ -10,7 +10,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ensureKeyPair } from "../adapters/ssh.ts";
-import { ToolError } from "../errors.ts";
+import { ToolError } from "../util/errors.ts";
 import { ensurePrivateFolder } from "../util/fs.ts";
 import type { NodeHostKey } from "../rules/ssh-key.ts";
 

@@ -5,8 +5,8 @@
 import { join } from "node:path";
 import type { Docker } from "../adapters/docker.ts";
 import { DEFAULTS } from "../config/schema.ts";
-import type { Context } from "../context.ts";
-import { PrerequisiteError } from "../errors.ts";
+import type { Context } from "../context/context.ts";
+import { PrerequisiteError } from "../util/errors.ts";
 import { NODE_IMAGE } from "./local-plan.ts";
 
 export const BASE_IMAGE = "ringlab/debian:bookworm";

@@ -3,7 +3,7 @@
  * Pure, so `up`, `down`, `status` and the tests agree on every name.
  */
 import { createHash } from "node:crypto";
-import type { InventorySpec } from "../inventory.ts";
+import type { InventorySpec } from "./inventory.ts";
 import { addressInSubnet } from "../rules/cidr.ts";
 import { nodeContainerName, nodeName } from "../rules/names.ts";
 import type { TestbedPaths } from "./paths.ts";

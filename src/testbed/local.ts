@@ -5,9 +5,9 @@
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import type { ContainerInfo, Docker } from "../adapters/docker.ts";
 import { ensureKeyPair, forgetHostKey } from "../adapters/ssh.ts";
-import { dockerFor, type Context } from "../context.ts";
-import { UsageError } from "../errors.ts";
-import { buildInventory, renderInventory } from "../inventory.ts";
+import { dockerFor, type Context } from "../context/context.ts";
+import { UsageError } from "../util/errors.ts";
+import { buildInventory, renderInventory } from "./inventory.ts";
 import { writePrivateFile } from "../util/fs.ts";
 import { firewallChain, guardSubnet, unguardSubnet } from "./host-firewall.ts";
 import { buildLocalImages } from "./images.ts";

@@ -6,7 +6,7 @@
  */
 import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { UsageError } from "../errors.ts";
+import { UsageError } from "../util/errors.ts";
 import { PRIVATE_FILE_MODE } from "../util/fs.ts";
 import { locksDir } from "./paths.ts";
 

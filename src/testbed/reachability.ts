@@ -1,6 +1,6 @@
 /** Whether a node's SSH server answers: connects and reads the "SSH-2.0-..." banner. No process spawned. */
 import { connect } from "node:net";
-import { ToolError } from "../errors.ts";
+import { ToolError } from "../util/errors.ts";
 import { isLoopbackHost } from "../rules/loopback.ts";
 
 export function sshAnswers(host: string, port = 22, timeoutMs = 3_000): Promise<boolean> {

@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { resolve, sep } from "node:path";
 import { z } from "zod";
-import { InternalError, UsageError } from "../errors.ts";
+import { InternalError, UsageError } from "../util/errors.ts";
 import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, type LauncherName } from "../launchers/names.ts";
 import { checkResourceName } from "../rules/names.ts";
 import { SPEC_TARGET_NAMES } from "../targets/index.ts";

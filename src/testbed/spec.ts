@@ -11,7 +11,7 @@
 import { readFileSync } from "node:fs";
 import type { z } from "zod";
 import type { Testbed } from "../config/schema.ts";
-import { InternalError, UsageError } from "../errors.ts";
+import { InternalError, UsageError } from "../util/errors.ts";
 import { targetOf, testbedSpecSchema } from "../targets/index.ts";
 import { TESTBED_SPEC_SCHEMA } from "../targets/spec-fields.ts";
 import { writePrivateFile } from "../util/fs.ts";

@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { Ansible, describeFailures, parseRecap, totalChanged } from "../../src/adapters/ansible.ts";
-import { PrerequisiteError, ToolError } from "../../src/errors.ts";
-import { buildInventory, renderInventory } from "../../src/inventory.ts";
+import { PrerequisiteError, ToolError } from "../../src/util/errors.ts";
+import { buildInventory, renderInventory } from "../../src/testbed/inventory.ts";
 
 const ansibleDir = resolve("ansible");
 

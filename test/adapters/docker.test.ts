@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { Docker } from "../../src/adapters/docker.ts";
-import { PrerequisiteError, ToolError } from "../../src/errors.ts";
+import { PrerequisiteError, ToolError } from "../../src/util/errors.ts";
 
 const logFile = () => join(mkdtempSync(join(tmpdir(), "ringlab-docker-")), "tool.log");
 

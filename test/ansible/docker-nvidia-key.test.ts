@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { Ansible } from "../../src/adapters/ansible.ts";
-import { ToolError } from "../../src/errors.ts";
+import { ToolError } from "../../src/util/errors.ts";
 
 /** Makes `count` signing keys in a throw-away keyring; returns their fingerprints and an export of all of them. */
 function makeKeys(dir: string, count: number): { fingerprints: string[]; armored: string } {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   preflightAws, QUOTA_REQUEST_URL, sdkEc2Lookups, sdkVcpuQuotas, vcpuQuotaFor, type VcpuQuotaLookup,
 } from "../../src/aws/preflight.ts";
-import { EXIT, PrerequisiteError, UsageError } from "../../src/errors.ts";
+import { EXIT, PrerequisiteError, UsageError } from "../../src/util/errors.ts";
 import type { AwsTestbedSpec } from "../../src/testbed/spec.ts";
 import { startMoto, type Moto } from "./moto.ts";
 

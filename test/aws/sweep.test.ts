@@ -16,7 +16,7 @@ import {
 import { EFSClient, CreateFileSystemCommand, CreateMountTargetCommand, DescribeFileSystemsCommand, DescribeMountTargetsCommand } from "@aws-sdk/client-efs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TEST_AWS_ENDPOINT_ENV } from "../../src/aws/clients.ts";
-import { PrerequisiteError } from "../../src/errors.ts";
+import { PrerequisiteError } from "../../src/util/errors.ts";
 import {
   deleteTestbedLeftovers, findTaggedResources, planSweep, SWEEP_ORDER, sweep, sweepClients, type SweepClients, type TaggedResource,
 } from "../../src/aws/sweep.ts";

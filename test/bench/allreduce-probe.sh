@@ -24,7 +24,7 @@ fi
 if [[ "$rate_mbit" == 0 ]]; then shape="true"; else shape="tc qdisc add dev eth0 root tbf rate ${rate_mbit}mbit burst 256kb latency 50ms"; fi
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 tag="rlw-bench-$$"
-# The rendezvous id of every run (the worker requires one; see ringlab_worker/launcher.py).
+# The rendezvous id of every run (the worker requires one; see ringlab_worker/torchrun.py).
 secret="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 network="$tag-net"
 results="$(mktemp -d)"

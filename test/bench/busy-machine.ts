@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { reportData } from "../../src/report/data.ts";
-import { reportFlags } from "../../src/report/flags.ts";
+import { reportFlags } from "../../src/report/suspect-figures.ts";
 import { latestAttempts, type RunRecord } from "../../src/results/record.ts";
 import { REPO } from "./bench-cli.ts";
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { estimateRunSeconds } from "../../src/campaign/estimate.ts";
 import { planCampaign, remainingRuns, reshapeCount } from "../../src/campaign/plan.ts";
 import { loadCampaignFile, loadKubernetesCampaignFile, parseCampaign } from "../../src/config/load.ts";
-import { ConfigError } from "../../src/errors.ts";
+import { ConfigError } from "../../src/util/errors.ts";
 
 const file = (campaign: string, testbedNodes = 4) => parseCampaign(
   `testbed: {target: local, name: t, nodes: ${testbedNodes}}\ncampaign:\n${campaign}`, "c.yaml");

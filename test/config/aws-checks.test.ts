@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { checkShapedRate, gpuTypesSustaining } from "../../src/catalogue/aws-instance-types.ts";
 import { loadCampaignFile, parseCampaign } from "../../src/config/load.ts";
-import { ConfigError, EXIT } from "../../src/errors.ts";
+import { ConfigError, EXIT } from "../../src/util/errors.ts";
 
 const PUBLIC_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHx2Jm3ZpG5a0xV8y3Qb1ZrjQ5k6m0z2b7Vt3nq2XaBc test@ringlab";
 

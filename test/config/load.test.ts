@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadCampaignFile, MAX_CAMPAIGN_FILE_BYTES, MAX_YAML_ALIASES, parseCampaign } from "../../src/config/load.ts";
 import { DEFAULTS } from "../../src/config/schema.ts";
-import { ConfigError } from "../../src/errors.ts";
+import { ConfigError } from "../../src/util/errors.ts";
 
 const PUBLIC_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHx2Jm3ZpG5a0xV8y3Qb1ZrjQ5k6m0z2b7Vt3nq2XaBc test@ringlab";
 

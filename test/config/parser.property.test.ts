@@ -7,7 +7,7 @@ import fc from "fast-check";
 import { dump as dumpYaml } from "js-yaml";
 import { describe, expect, it } from "vitest";
 import { parseCampaign, type LoadedCampaignFile } from "../../src/config/load.ts";
-import { ConfigError } from "../../src/errors.ts";
+import { ConfigError } from "../../src/util/errors.ts";
 import { checkAmiId } from "../../src/rules/ami.ts";
 import { checkIpv4Cidr, checkSshSource } from "../../src/rules/cidr.ts";
 import { checkResourceName } from "../../src/rules/names.ts";

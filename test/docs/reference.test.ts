@@ -12,7 +12,7 @@ import { load as loadYaml } from "js-yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import { JSON_SCHEMA_DRAFT } from "../../src/config/json-schema.ts";
 import { parseCampaign } from "../../src/config/load.ts";
-import { ConfigError } from "../../src/errors.ts";
+import { ConfigError } from "../../src/util/errors.ts";
 import { referenceDocs } from "../../scripts/gen-docs.ts";
 
 const SCHEMA_FILE = "docs/campaign.schema.json";

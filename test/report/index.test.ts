@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { UsageError } from "../../src/errors.ts";
+import { UsageError } from "../../src/util/errors.ts";
 import { writeReport } from "../../src/report/index.ts";
 import { ResultsStore } from "../../src/results/store.ts";
 import { scalingCampaign } from "./fixtures/records.ts";

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { reportData, reportMeta } from "../../src/report/data.ts";
-import type { Flag } from "../../src/report/flags.ts";
+import type { Flag } from "../../src/report/suspect-figures.ts";
 import { flaggedMisses, predictedBefore, predictionsTitle, scorePredictions, scoreSummary, type PredictionScore } from "../../src/report/predictions.ts";
 import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
 import { PREDICTIONS_SCHEMA, PREDICTIONS_SCHEMA_V1, type PredictionsFile, type PredictionsFileV1 } from "../../src/results/predictions.ts";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { csvCell, SUMMARY_COLUMNS, summaryCsv, writeDerivedFiles } from "../../src/results/derived.ts";
-import { resultsLayout } from "../../src/results/layout.ts";
+import { resultsLayout } from "../../src/results/folder-layout.ts";
 import { latestAttempts, RUN_RECORD_SCHEMA, type RunRecord } from "../../src/results/record.ts";
 import { failedTrainRecord, probeRecord, trainRecord } from "../report/fixtures/records.ts";
 

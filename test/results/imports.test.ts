@@ -2,7 +2,8 @@
  * Module boundaries. Results are a leaf (STYLE.md convention 11): the report reads records and never imports the code
  * that made them. The campaign file's schema sits below the testbed, the planner below the runner, and the launcher
  * table (read by the report and the schema too) loads nothing that runs a tool. Only the target table (src/targets/)
- * tells testbed targets apart by name; everything else asks it, and it loads nothing that runs a tool either.
+ * tells testbed targets apart by name; everything else asks it, and it loads nothing that runs a tool either. Every
+ * source file sits in a folder named for its concern (docs/layout.md), none loose in src/.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -16,6 +17,11 @@ function importsOf(dir: string): { file: string; from: string }[] {
 }
 
 describe("module boundaries", () => {
+  it("src/ holds folders only: every source file sits in a folder named for its concern", () => {
+    const loose = readdirSync("src", { withFileTypes: true }).filter((entry) => !entry.isDirectory()).map((entry) => entry.name);
+    expect(loose).toEqual([]);
+  });
+
   it("src/results imports neither the campaign nor the report", () => {
     const offending = importsOf("src/results").filter(({ from }) => /\/(campaign|report)\//.test(from) || /^\.\.\/(campaign|report)/.test(from));
     expect(offending).toEqual([]);
@@ -25,8 +31,8 @@ describe("module boundaries", () => {
     expect(importsOf("src/report").filter(({ from }) => from.includes("campaign/"))).toEqual([]);
   });
 
-  it("the cost model is a pure leaf: no ringlab module, no node built-in", () => {
-    expect(importsOf("src/results").filter(({ file }) => file.endsWith("cost-model.ts"))).toEqual([]);
+  it("the cost model and the statistics are pure leaves: no ringlab module, no node built-in", () => {
+    expect(importsOf("src/results").filter(({ file }) => /\/(cost-model|statistics)\.ts$/.test(file))).toEqual([]);
   });
 
   it("src/config imports nothing from the testbed, and the planner nothing from the runner", () => {
@@ -41,7 +47,7 @@ describe("module boundaries", () => {
   it("the target table loads nothing that runs a tool, types aside (a target's verbs load theirs when they run)", () => {
     const offending = readdirSync("src/targets").flatMap((file) =>
       [...readFileSync(join("src/targets", file), "utf8").matchAll(/^(?:import|export) (?!type )[^;]*?from "(\.\.\/[^"]+)"/gm)].map((match) => `${file}: ${match[1]}`))
-      .filter((line) => /: \.\.\/(?:\.\.\/stacks\/|(?:testbed|adapters|kubernetes|aws|campaign|cli|report|results|predict)\/|runner\.ts|context\.ts)/.test(line));
+      .filter((line) => /: \.\.\/(?:\.\.\/stacks\/|(?:testbed|adapters|kubernetes|aws|campaign|cli|report|results|predict|runner|context)\/)/.test(line));
     expect(offending).toEqual([]);
   });
 

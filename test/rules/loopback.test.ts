@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { awsClientConfig, testAwsEndpoint } from "../../src/aws/clients.ts";
-import { UsageError } from "../../src/errors.ts";
+import { UsageError } from "../../src/util/errors.ts";
 import { checkLoopbackUrl, isLoopbackHost } from "../../src/rules/loopback.ts";
 
 describe("loopback rule", () => {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { plannedLostNode } from "../../src/launchers/node-loss.ts";
-import { readOutcome, type RunRequest } from "../../src/runner.ts";
+import { readOutcome, type RunRequest } from "../../src/runner/runner.ts";
 import { probeRecord } from "../report/fixtures/records.ts";
 
 /** A run's folder holding outcome.json as run.yml writes it (ranks and ok as Ansible renders them: strings, booleans). */

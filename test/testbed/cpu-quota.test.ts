@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { validateCampaign } from "../../src/config/schema.ts";
-import { ConfigError } from "../../src/errors.ts";
+import { ConfigError } from "../../src/util/errors.ts";
 import { CPU_PERIOD_MS, HOST_HEADROOM_CORES, mostWorkersAtOnce, planCpuQuota, resolveCpuQuota, underQuota } from "../../src/testbed/cpu-quota.ts";
 
 describe("planCpuQuota", () => {

@@ -2,7 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { Context } from "../../src/context.ts";
+import type { Context } from "../../src/context/context.ts";
 import { NodeKeeper, runnableWith, unreachableNodes } from "../../src/testbed/health.ts";
 import type { TestbedRecord } from "../../src/testbed/record.ts";
 

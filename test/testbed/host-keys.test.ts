@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, syml
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ToolError } from "../../src/errors.ts";
+import { ToolError } from "../../src/util/errors.ts";
 import { checkNodeHostKey } from "../../src/rules/ssh-key.ts";
 import { ensureHostKeys, hostKeysDir, readHostKeys } from "../../src/testbed/host-keys.ts";
 

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { UsageError } from "../../src/errors.ts";
+import { UsageError } from "../../src/util/errors.ts";
 import { acquire, release, withLock } from "../../src/testbed/lock.ts";
 
 const scratch = () => mkdtempSync(join(tmpdir(), "ringlab-lock-"));

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { InternalError, UsageError } from "../../src/errors.ts";
+import { InternalError, UsageError } from "../../src/util/errors.ts";
 import { checkedTestbedName, currentTestbedName, forgetTestbed, requireRecord } from "../../src/testbed/record.ts";
 
 describe("testbed state folder", () => {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseCampaign } from "../../src/config/load.ts";
-import { UsageError } from "../../src/errors.ts";
+import { UsageError } from "../../src/util/errors.ts";
 import { expiresAt, readSpec, resolveTestbedSpec, writeSpec } from "../../src/testbed/spec.ts";
 
 const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHx2 me@host";

@@ -16,7 +16,7 @@ from conftest import SCHEMA_PATH
 from ringlab_worker import compat, result
 from ringlab_worker.cli import build_parser, check_arguments, check_machine
 from ringlab_worker.errors import BadArguments
-from ringlab_worker.launcher import network_env
+from ringlab_worker.torchrun import network_env
 from ringlab_worker.world import World, cuda_device_index, pick_device
 
 

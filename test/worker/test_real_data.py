@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from conftest import base_env, free_port, node_env, run_worker
-from ringlab_worker import checkpoint, compat, fit
+from ringlab_worker import checkpoint, compat, time_to_train
 from ringlab_worker.data import DatasetSpec, check_dataset, list_image_folder, parse_data_source, write_dataset
 from ringlab_worker.errors import BadArguments
 
@@ -292,7 +292,7 @@ def test_a_lost_node_ends_its_launcher_and_the_others_go_on_at_fewer_nodes_when_
 def test_a_run_resumed_at_another_world_size_skips_the_images_the_checkpoint_had_trained_on(saved_world, world,
                                                                                             expected):
     state = {"batchInEpoch": 10, "worldSize": saved_world, "config": {}}
-    assert fit.resumed_batch_in_epoch(state, 32, world) == expected
+    assert time_to_train.resumed_batch_in_epoch(state, 32, world) == expected
 
 
 def test_an_elastic_run_waits_for_a_node_that_starts_late_instead_of_training_without_it(dataset, tmp_path, nodes,

@@ -7,7 +7,7 @@ import pytest
 
 from ringlab_worker.allreduce import bus_bandwidth_gbps, message_sizes
 from ringlab_worker.errors import BadArguments, PeerFailed, PeerTimeout, classify_collective_error
-from ringlab_worker.launcher import configure_network_env, rendezvous_from_env, torchrun_argv
+from ringlab_worker.torchrun import configure_network_env, rendezvous_from_env, torchrun_argv
 from ringlab_worker.result import write_atomically
 
 SECRET = "0123456789abcdef0123456789abcdef"

@@ -22,7 +22,7 @@ the list of restarts so far, so the attempt after a crash can count the steps it
 cost.
 
 What a checkpoint holds is written in two places only, both of time to train: where training stands
-(fit.FitState.saved_state: step, epoch, position in the epoch, records so far) and the training state proper
+(time_to_train.TimeToTrainState.saved_state: step, epoch, position in the epoch, records so far) and the training state proper
 (train.Trainer.checkpoint_state and .restore: model, optimizer, gradient scaler; the reductions keep none).
 """
 

@@ -9,7 +9,7 @@ import os
 import re
 import sys
 
-from . import compat, launcher
+from . import compat, torchrun
 from .data import import_pil, parse_data_source, run_dataset
 from .errors import EXIT_BAD_ARGUMENTS, BadArguments, WorkerError
 from .mpi_library import LIBRARIES, check_started_by_mpirun
@@ -451,10 +451,10 @@ def main(argv=None) -> int:
         if args.job == "dataset":  # no torch, no rendezvous: files on (shared) storage
             return run_dataset(args)
         # torch is imported only from here on (check_machine, the launcher, the job): after the cheap checks.
-        if launcher.is_torchrun_worker():
-            return launcher.run_worker(args)
+        if torchrun.is_torchrun_worker():
+            return torchrun.run_worker(args)
         check_machine(args)
-        return launcher.launch(args, argv)
+        return torchrun.launch(args, argv)
     except WorkerError as error:
         rank = os.environ.get("RANK") if "TORCHELASTIC_RUN_ID" in os.environ else None
         where = f" [rank {rank}]" if rank is not None else ""

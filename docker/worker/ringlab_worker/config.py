@@ -60,7 +60,7 @@ class TrainConfig:
     local_sgd_period: int
     local_sgd_warmup: int
     async_staleness: int
-    # Real data and time to train (fit.py)
+    # Real data and time to train (time_to_train.py)
     data: str
     data_folder: Optional[str]  # the folder --data names; None: synthetic
     loader_workers: int

@@ -242,7 +242,7 @@ class ImageFolderDataset:
 
 def open_training_data(trainer, root: str):
     """(what the dataset holds, a loader of this rank's share of train/), after checking that this run can train
-    on it: what the throughput benchmark (train.py) and time to train (fit.py) share."""
+    on it: what the throughput benchmark (train.py) and time to train (time_to_train.py) share."""
     args, world = trainer.args, trainer.world
     info = check_dataset(root)
     check_dataset_trainable(info, trainer.num_classes, args, world)

@@ -4,7 +4,7 @@ import json
 import os
 
 from .allreduce import run_allreduce
-from .calibrate import calibrate
+from .compute_speed import measure_compute_speed
 from .config import TrainConfig
 from .errors import WorkerError, classify_collective_error
 from .result import build_record, utc_now, write_atomically
@@ -25,7 +25,7 @@ def run_job(args) -> int:
     started_at = utc_now()
     world = join(args)
     try:
-        calibration = calibrate(world, args.calibration_seconds)
+        calibration = measure_compute_speed(world, args.calibration_seconds)
         if args.job == "train":
             args = TrainConfig.from_args(args)  # resolved (image size, the transformer's shape) and frozen
             metrics = run_train(args, world)

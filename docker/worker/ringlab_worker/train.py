@@ -4,7 +4,7 @@ Same measurement: untimed warm-up, then --num-iters iterations of --num-batches-
 worker as mean +- 1.96 std over iterations (rank 0's), total = the data-parallel replicas x batch size / step time.
 Throughput counts images for the CNNs and tokens for the language models (models/: each spec's unit). The batches
 are synthetic (one random batch, as Horovod's) or read from an ImageFolder dataset (--data folder:PATH), in which case
-every step's wait for its batch is recorded too. With --epochs the job trains to a result instead (fit.py). How the
+every step's wait for its batch is recorded too. With --epochs the job trains to a result instead (time_to_train.py). How the
 model is laid out over the workers (DDP, FSDP, tensor or pipeline parallelism) is parallel/'s business.
 """
 
@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 
 from .data import describe_folder_data, open_training_data
-from .fit import run_fit
+from .time_to_train import run_time_to_train
 from .memory import PeakMemory
 from .models import model_spec
 from .parallel import parallelize
@@ -26,10 +26,10 @@ from .text import TokenBatches
 MOST_LOSSES = 1000
 class Trainer:
     """The run's model laid out over the workers (parallel.Layout) and what the throughput benchmark and time to train
-    (fit.py) share: batches on the device, one step, and what the record says of the model and its layout."""
+    (time_to_train.py) share: batches on the device, one step, and what the record says of the model and its layout."""
 
     def __init__(self, config, world):
-        self.config = self.args = config  # fit.py and data.py read the flags by their names
+        self.config = self.args = config  # time_to_train.py and data.py read the flags by their names
         self.world = world
         self.spec = model_spec(config.model)
         self.num_classes = getattr(self.spec, "classes", None)
@@ -134,7 +134,7 @@ def run_train(config, world) -> dict:
     trainer = Trainer(config, world)
     if config.epochs is not None:
         trainer.layout.supports_time_to_train()
-        return run_fit(config, world, trainer)
+        return run_time_to_train(config, world, trainer)
     if config.data_folder is None:
         batches = SyntheticBatches(trainer)
     else:

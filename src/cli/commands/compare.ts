@@ -1,7 +1,7 @@
 /** `ringlab compare <A> <B>`: two campaigns' results side by side, with the ratio B / A and whether it is beyond the noise. */
 import { basename, join, resolve } from "node:path";
 import type { Command } from "commander";
-import { UsageError } from "../../errors.ts";
+import { UsageError } from "../../util/errors.ts";
 import { compareResults } from "../../report/compare.ts";
 import { renderComparisonHtml, renderComparisonMarkdown } from "../../report/compare-render.ts";
 import type { RunRecord } from "../../results/record.ts";

@@ -1,7 +1,7 @@
 /** `ringlab dataset <file>`: write the campaign's dataset to its testbed's shared storage (ansible/dataset.yml). */
 import type { Command } from "commander";
 import { loadCampaignFile } from "../../config/load.ts";
-import { UsageError } from "../../errors.ts";
+import { UsageError } from "../../util/errors.ts";
 import { requireRecord } from "../../testbed/record.ts";
 import { prepareDataset } from "../../testbed/testbed.ts";
 import type { CommandHost } from "../host.ts";

@@ -1,8 +1,8 @@
 /** `ringlab down [testbed]`: remove a testbed and everything it created, from its stored spec; safe to repeat. */
 import type { Command } from "commander";
 import { loadAnyCampaignFile } from "../../config/load.ts";
-import type { Context } from "../../context.ts";
-import { UsageError } from "../../errors.ts";
+import type { Context } from "../../context/context.ts";
+import { UsageError } from "../../util/errors.ts";
 import { targetOf, TARGETS } from "../../targets/index.ts";
 import { checkedTestbedName, currentTestbedName } from "../../testbed/record.ts";
 import { down, downAllLocal } from "../../testbed/testbed.ts";

@@ -2,8 +2,8 @@
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
-import { UsageError } from "../../errors.ts";
-import { pinnedKnownHosts, renderInventory } from "../../inventory.ts";
+import { UsageError } from "../../util/errors.ts";
+import { pinnedKnownHosts, renderInventory } from "../../testbed/inventory.ts";
 import { readHostKeys } from "../../testbed/host-keys.ts";
 import { gapOf, targetOf } from "../../targets/index.ts";
 import { readSpec } from "../../testbed/spec.ts";

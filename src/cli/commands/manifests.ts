@@ -9,7 +9,7 @@ import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { planCampaign } from "../../campaign/plan.ts";
 import { loadKubernetesCampaignFile } from "../../config/load.ts";
-import { UsageError } from "../../errors.ts";
+import { UsageError } from "../../util/errors.ts";
 import { campaignNameOf } from "../../rules/names.ts";
 import { writeFileAtomic } from "../../util/fs.ts";
 import { parseSafePath } from "../options.ts";

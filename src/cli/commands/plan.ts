@@ -12,7 +12,7 @@ import { memoryConstantsFor, memoryLimitOf, planProblems, type MemoryLimit } fro
 import { checkLinkDrive } from "../../campaign/link-drive.ts";
 import { isMemoryPrediction, predictMemory, type MemoryConstants } from "../../predict/memory.ts";
 import { MODEL_KIND, type Model } from "../../config/registry.ts";
-import { EXIT, UsageError } from "../../errors.ts";
+import { EXIT, UsageError } from "../../util/errors.ts";
 import { campaignName, planCampaign, reshapeCount, type CampaignPlan } from "../../campaign/plan.ts";
 import { isKubernetesCampaign, loadAnyCampaignFile, type LoadedCampaignFile, type LoadedKubernetesCampaignFile } from "../../config/load.ts";
 import { isPrediction, predictRun, type MissingInput, type RunPrediction } from "../../predict/predict.ts";

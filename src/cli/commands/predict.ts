@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { InvalidArgumentError, Option, type Command } from "commander";
 import { MODELS, throughputUnit, TRAIN_KNOBS } from "../../config/registry.ts";
-import { UsageError } from "../../errors.ts";
+import { UsageError } from "../../util/errors.ts";
 import { isPrediction, predictTraining, type MissingInput, type RunPrediction } from "../../predict/predict.ts";
 import { PUBLISHED_ONLY } from "../../predict/inputs.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";

@@ -2,11 +2,11 @@
 import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import { InvalidArgumentError, Option, type Command } from "commander";
-import { BANDWIDTH_HELP } from "../../bandwidth.ts";
+import { BANDWIDTH_HELP } from "../../rules/bandwidth.ts";
 import { MOST_PROCESSES_PER_NODE } from "../../config/schema.ts";
-import { EXIT, UsageError } from "../../errors.ts";
+import { EXIT, UsageError } from "../../util/errors.ts";
 import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, LAUNCHERS, recordedLauncher, type LauncherName } from "../../launchers/index.ts";
-import { JOBS, runOnce, type Job } from "../../runner.ts";
+import { JOBS, runOnce, type Job } from "../../runner/runner.ts";
 import { gapOf, targetOf, targetsThatCan } from "../../targets/index.ts";
 import { planCpuQuota } from "../../testbed/cpu-quota.ts";
 import { isConfiguredFor, requireRecord, type TestbedRecord } from "../../testbed/record.ts";

@@ -1,6 +1,6 @@
 /** `ringlab status`: a testbed's nodes and whether they answer over SSH. */
 import type { Command } from "commander";
-import { EXIT } from "../../errors.ts";
+import { EXIT } from "../../util/errors.ts";
 import { requireRecord } from "../../testbed/record.ts";
 import { launcherStatus, status } from "../../testbed/testbed.ts";
 import { formatTable } from "../format.ts";

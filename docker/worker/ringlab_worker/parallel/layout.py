@@ -108,7 +108,7 @@ class Layout:
     def load_state_dict(self, state: dict) -> None:
         self.model.load_state_dict(state)
 
-    # What a checkpoint holds of the training state (time to train, fit.py), saved and restored here only: the model's
+    # What a checkpoint holds of the training state (time_to_train.py), saved and restored here only: the model's
     # weights, the optimizer's state (momentum buffers) and the gradient scaler's (amp; {} when off). The reductions'
     # DDP hooks and fp16 compression keep no state of their own (reduction.py registers them with state=None); a
     # strategy that did would save and restore it here, under a key of its own.
@@ -137,5 +137,5 @@ class Layout:
         return None
 
     def supports_time_to_train(self) -> None:
-        """Raises where time to train (fit.py: checkpoints, evaluation of the plain model) is not written for this layout."""
+        """Raises where time to train (time_to_train.py: checkpoints, evaluation of the plain model) is not written for this layout."""
         raise BadArguments(f"--epochs (time to train) runs with --parallelism ddp only, not {self.name}")

@@ -3,7 +3,7 @@
  * tests pass a silent reporter. Tool output goes to the log file always and to the terminal with --verbose.
  */
 
-import { printable } from "./util/output.ts";
+import { printable } from "../util/output.ts";
 
 export interface Reporter {
   /** Runs `work` as a named step: announces it, shows its latest detail, then its outcome and duration. */

@@ -2,12 +2,12 @@
  * The Ansible inventory of a testbed, built from plain data. Pure: the same function serves the AWS target
  * (nodes read from `cdktf output --outputs-file` JSON) and the local target (nodes are containers).
  */
-import { dumpAnsibleData } from "./ansible-data.ts";
-import { stackName } from "./rules/names.ts";
-import { knownHostsLine, type NodeHostKey } from "./rules/ssh-key.ts";
-import { workerImageSourceOf, type WorkerImageSource } from "./rules/worker-image.ts";
-import type { SpecTargetName } from "./targets/index.ts";
-import type { AwsTestbedSpec } from "./testbed/spec.ts";
+import { dumpAnsibleData } from "../util/ansible-data.ts";
+import { stackName } from "../rules/names.ts";
+import { knownHostsLine, type NodeHostKey } from "../rules/ssh-key.ts";
+import { workerImageSourceOf, type WorkerImageSource } from "../rules/worker-image.ts";
+import type { SpecTargetName } from "../targets/index.ts";
+import type { AwsTestbedSpec } from "./spec.ts";
 
 export interface InventoryNode {
   /** Inventory host name, also the node's hostname: `<testbed>-node-<rank>`. */

@@ -91,7 +91,7 @@ def rendezvous_from_env(env: Mapping[str, str], gpu_count: int) -> Optional[Rend
 
 # Elastic runs (--min-nodes): once MIN nodes have joined a rendezvous round, how long it waits for the others before
 # it starts without them. In the first round a node slower to start than this is let in by torchrun restarting the
-# round, which is no failure (time to train, fit.py, waits for it instead of training); after a node is lost, it is part of the
+# round, which is no failure (time_to_train.py waits for it instead of training); after a node is lost, it is part of the
 # recovery time.
 ELASTIC_LAST_CALL_SECONDS = 5
 # A lost node stays a member of the finished round until its heartbeats (every KEEP_ALIVE s) have been missing

@@ -4,21 +4,21 @@
  */
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
-import { writeFileAtomic } from "./util/fs.ts";
+import { writeFileAtomic } from "../util/fs.ts";
 import { join } from "node:path";
 import { z } from "zod";
-import { bandwidthGbps } from "./bandwidth.ts";
-import { uninterruptible, type Context } from "./context.ts";
-import { LAUNCHERS, launcherOf, type RecordedLauncher } from "./launchers/index.ts";
-import { plannedLostNode } from "./launchers/node-loss.ts";
-import { runPlaybook } from "./testbed/playbook.ts";
-import { RinglabError, ToolError } from "./errors.ts";
-import { JOBS, type Job } from "./results/record.ts";
-import { parseWorkerResult, type WorkerResult } from "./results/worker-result.ts";
-import { unreachableNodes } from "./testbed/health.ts";
-import type { TestbedRecord } from "./testbed/record.ts";
-import { formatBytes } from "./util/format.ts";
-import { rateUnit, throughputOf } from "./results/worker-result.ts";
+import { bandwidthGbps } from "../rules/bandwidth.ts";
+import { uninterruptible, type Context } from "../context/context.ts";
+import { LAUNCHERS, launcherOf, type RecordedLauncher } from "../launchers/index.ts";
+import { plannedLostNode } from "../launchers/node-loss.ts";
+import { runPlaybook } from "../testbed/playbook.ts";
+import { RinglabError, ToolError } from "../util/errors.ts";
+import { JOBS, type Job } from "../results/record.ts";
+import { parseWorkerResult, type WorkerResult } from "../results/worker-result.ts";
+import { unreachableNodes } from "../testbed/health.ts";
+import type { TestbedRecord } from "../testbed/record.ts";
+import { formatBytes } from "../util/format.ts";
+import { rateUnit, throughputOf } from "../results/worker-result.ts";
 
 export { JOBS, type Job };
 

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { dumpAnsibleData } from "../src/ansible-data.ts";
+import { dumpAnsibleData } from "../../src/util/ansible-data.ts";
 
 const TRICKY = [
   "", " leading", "trailing ", "123", "0x1F", "1e3", "true", "no", "null", "~", "a: b", "- x", "#c", "*alias", "&anchor",

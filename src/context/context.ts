@@ -1,6 +1,6 @@
 /** What every command needs: where things are, how to report, where tool output is logged, how to stop. */
-import { Ansible } from "./adapters/ansible.ts";
-import { Docker } from "./adapters/docker.ts";
+import { Ansible } from "../adapters/ansible.ts";
+import { Docker } from "../adapters/docker.ts";
 import type { Reporter } from "./reporter.ts";
 
 export interface Context {

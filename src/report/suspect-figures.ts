@@ -8,6 +8,7 @@
  */
 import { headlineValue } from "../results/derived.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
+import { quantile } from "../results/statistics.ts";
 import { describeUnsteadiness, UNSTEADY_SHIFT, unsteadiness } from "../results/steadiness.ts";
 import { formatBytes } from "../util/format.ts";
 import { errorHalfWidth, IN_ONE_NODE, probeLinkLabel, type BandwidthSeries, type Interval, type ReportData, type ScalingPoint, type TrainingConfig } from "./data.ts";
@@ -193,14 +194,6 @@ function outlierRepeats(sets: readonly RepeatSet[], records: ReadonlyMap<string,
       }];
     });
   });
-}
-
-/** Quantile of sorted values by linear interpolation between order statistics (R's type 7). */
-export function quantile(sorted: readonly number[], probability: number): number {
-  const position = probability * (sorted.length - 1);
-  const below = Math.floor(position);
-  const above = Math.min(below + 1, sorted.length - 1);
-  return sorted[below]! + (position - below) * (sorted[above]! - sorted[below]!);
 }
 
 /** Training points and baselines whose 95% interval of the mean (two or more repeats) is wider in full than 20% of the mean. */

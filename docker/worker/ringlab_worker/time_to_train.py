@@ -3,12 +3,12 @@
 Trains over the dataset epoch by epoch and, after each, measures accuracy on the held-out split (val/), as
 MLPerf measures time to train: wall time from the first step until the target accuracy is reached (or the
 last epoch ends), restarts included. With --checkpoint-dir, rank 0 checkpoints every --checkpoint-every steps
-and a restarted run (torchrun --max-restarts, see launcher.py) resumes from the newest readable checkpoint at
+and a restarted run (torchrun --max-restarts, see torchrun.py) resumes from the newest readable checkpoint at
 the same step, epoch and position in the epoch. --fail-at-step kills one rank's process once, to measure
 recovery; the record says how many restarts there were, which steps were redone and what they cost.
 
-In the worker "fit" means this and only this: training to a result, time to train (not the alpha-beta fit of
-ringlab's report, nor whether a model fits a GPU's memory).
+Not a "fit": in ringlab that word is the alpha-beta fit of a link (src/results/comm-model.ts, fitAlphaBeta), and
+whether a run fits memory is a plan's check (src/campaign/fits.ts).
 """
 
 import os
@@ -42,7 +42,7 @@ def attempt_number() -> int:
 
 
 @dataclass
-class FitState:
+class TimeToTrainState:
     """Where time to train stands, carried from step to step: what a checkpoint and progress.json record (config to
     restarts; when resumed, from the checkpoint and the last attempt's progress) and this attempt's own (from
     progress on)."""
@@ -75,7 +75,7 @@ class FitState:
                 "restarts": self.restarts, "nodes": world.nodes, "worldSize": world.size, **extra}
 
 
-def run_fit(args, world, trainer) -> dict:
+def run_time_to_train(args, world, trainer) -> dict:
     root = args.data_folder
     info, loader = data.open_training_data(trainer, root)
     val_set = data.ImageFolderDataset(os.path.join(root, "val"), args.image_size)
@@ -101,7 +101,7 @@ def run_fit(args, world, trainer) -> dict:
     return _metrics(args, world, trainer, info, run, time_to_train)
 
 
-def _resume(args, world, trainer, log) -> FitState:
+def _resume(args, world, trainer, log) -> TimeToTrainState:
     """This attempt's start: from scratch, or (a restart, with --checkpoint-dir) from the newest checkpoint, with
     the restart accounted for."""
     # A checkpoint of another configuration is refused rather than resumed (train longer: more epochs is allowed;
@@ -117,7 +117,7 @@ def _resume(args, world, trainer, log) -> FitState:
     progress = checkpoint.ProgressWriter(args.checkpoint_dir, PROGRESS_EVERY_SECONDS) if args.checkpoint_dir else None
     state = _restore(args, world, trainer, config) if args.checkpoint_dir else None
     first_started_at = previous["firstStartedAt"] if previous else checkpoint.now()
-    run = FitState(config=config, attempt=attempt, first_started_at=first_started_at,
+    run = TimeToTrainState(config=config, attempt=attempt, first_started_at=first_started_at,
                    epoch_started_at=state["epochStartedAt"] if state else first_started_at, progress=progress,
                    restarts=list(previous["restarts"]) if previous else [], resumed=state)
     if state:
@@ -129,7 +129,7 @@ def _resume(args, world, trainer, log) -> FitState:
     return run
 
 
-def _count_restart(previous: dict, run: FitState, world, log) -> None:
+def _count_restart(previous: dict, run: TimeToTrainState, world, log) -> None:
     """Adds this restart to run.restarts: where the last attempt stopped, where this one resumes, what it cost."""
     resumed_at = checkpoint.now()
     recovery = round(resumed_at - previous["time"], 3)
@@ -145,7 +145,7 @@ def _count_restart(previous: dict, run: FitState, world, log) -> None:
         f"{run.step} ({recovery:.1f} s after it stopped){fewer}", flush=True)
 
 
-def _train_epoch(args, world, trainer, loader, run: FitState, curve_every: int):
+def _train_epoch(args, world, trainer, loader, run: TimeToTrainState, curve_every: int):
     """The steps of one epoch (the rest of it, when resumed mid-epoch): (loss sum, losses counted, seconds)."""
     loader.sampler.set_epoch(run.epoch)
     loader.sampler.skip = run.batch_in_epoch * args.batch_size
@@ -176,7 +176,7 @@ def _train_epoch(args, world, trainer, loader, run: FitState, curve_every: int):
     return loss_sum, losses_counted, training_seconds
 
 
-def _end_epoch(args, world, trainer, val_set, run: FitState, loss_sum, losses_counted, training_seconds, log):
+def _end_epoch(args, world, trainer, val_set, run: TimeToTrainState, loss_sum, losses_counted, training_seconds, log):
     """Held-out accuracy after an epoch, and its record."""
     trainer.synchronize_replicas()
     accuracy, held_out_loss = evaluate(trainer, val_set, args, world)
@@ -198,7 +198,7 @@ def _end_epoch(args, world, trainer, val_set, run: FitState, loss_sum, losses_co
     run.epoch_started_at, run.batch_in_epoch = ended_at, 0
 
 
-def _metrics(args, world, trainer, info, run: FitState, time_to_train: float) -> dict:
+def _metrics(args, world, trainer, info, run: TimeToTrainState, time_to_train: float) -> dict:
     rates = [record["imagesPerSecondPerWorker"] for record in run.epochs if record["imagesPerSecondPerWorker"]]
     mean = statistics.fmean(rates) if rates else 0.0
     ci95 = 1.96 * statistics.pstdev(rates) if len(rates) > 1 else 0.0
@@ -288,7 +288,7 @@ def _restore(args, world, trainer, config):
     return state
 
 
-def _after_step(args, world, trainer, run: FitState) -> None:
+def _after_step(args, world, trainer, run: TimeToTrainState) -> None:
     """Rank 0, after every step with --checkpoint-dir: a checkpoint every --checkpoint-every steps, and progress."""
     if not world.is_reporter:
         return

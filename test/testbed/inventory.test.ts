@@ -3,11 +3,11 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseCampaign } from "../src/config/load.ts";
-import { resolveTestbedSpec, type AwsTestbedSpec } from "../src/testbed/spec.ts";
-import { awsInventory, buildInventory, pinnedKnownHosts, renderInventory, stackOutputsFrom } from "../src/inventory.ts";
+import { parseCampaign } from "../../src/config/load.ts";
+import { resolveTestbedSpec, type AwsTestbedSpec } from "../../src/testbed/spec.ts";
+import { awsInventory, buildInventory, pinnedKnownHosts, renderInventory, stackOutputsFrom } from "../../src/testbed/inventory.ts";
 
-const outputs = JSON.parse(readFileSync(new URL("./fixtures/cdktf-outputs.json", import.meta.url), "utf8"));
+const outputs = JSON.parse(readFileSync(new URL("../fixtures/cdktf-outputs.json", import.meta.url), "utf8"));
 const testbed = resolveTestbedSpec(parseCampaign(`
 testbed:
   target: aws

@@ -1,11 +1,11 @@
-"""The compute micro-benchmark every rank runs before its job (ringlab_worker/calibrate.py)."""
+"""The compute micro-benchmark every rank runs before its job (ringlab_worker/compute_speed.py)."""
 
 import time
 from types import SimpleNamespace
 
 import torch
 
-from ringlab_worker.calibrate import calibrate, compute_gflops
+from ringlab_worker.compute_speed import compute_gflops, measure_compute_speed
 
 
 def test_the_speed_is_timed_for_about_the_seconds_asked_and_is_a_real_rate_per_cpu_second_on_a_cpu():
@@ -19,16 +19,16 @@ def test_the_speed_is_timed_for_about_the_seconds_asked_and_is_a_real_rate_per_c
 
 def test_a_world_of_one_reports_its_own_speed_and_zero_seconds_means_none():
     world = SimpleNamespace(device=torch.device("cpu"), size=1, synchronize=lambda: None)
-    result = calibrate(world, 0.2)
+    result = measure_compute_speed(world, 0.2)
     assert result["seconds"] == 0.2 and result["clock"] == "cpu"
     assert len(result["computeGflops"]) == 1 and result["computeGflops"][0] > 0
-    assert calibrate(world, 0) is None
+    assert measure_compute_speed(world, 0) is None
 
 
 def test_a_quota_slows_the_wall_clock_but_not_the_speed_per_cpu_second(monkeypatch):
     """What a CPU quota does to a process (it runs half of each period), simulated: the process clock advances half
     as fast as the wall clock. The rate per CPU-second stays that of the unthrottled product."""
-    import ringlab_worker.calibrate as calibrate_module
+    import ringlab_worker.compute_speed as compute_speed_module
 
     wall = {"now": 0.0}
     real_mm = torch.mm
@@ -37,8 +37,8 @@ def test_a_quota_slows_the_wall_clock_but_not_the_speed_per_cpu_second(monkeypat
         wall["now"] += 0.01  # every product: 10 ms of wall time, 5 ms of CPU time
         return real_mm(a, b)
 
-    monkeypatch.setattr(calibrate_module.time, "perf_counter", lambda: wall["now"])
-    monkeypatch.setattr(calibrate_module.time, "process_time", lambda: wall["now"] / 2)
-    monkeypatch.setattr(calibrate_module.torch, "mm", mm)
+    monkeypatch.setattr(compute_speed_module.time, "perf_counter", lambda: wall["now"])
+    monkeypatch.setattr(compute_speed_module.time, "process_time", lambda: wall["now"] / 2)
+    monkeypatch.setattr(compute_speed_module.torch, "mm", mm)
     gflops = compute_gflops(torch.device("cpu"), 0.5)
     assert abs(gflops - 2 * 256 ** 3 / 0.005 / 1e9) < 1e-6

@@ -41,8 +41,11 @@ def compute_gflops(device: torch.device, seconds: float, synchronize=lambda: Non
                 return products * 2 * _SIZE ** 3 / (clock() - started) / 1e9
 
 
-def calibrate(world, seconds: float):
-    """Every rank's GFLOP/s, in rank order (all ranks at once, as their job computes), or None when `seconds` is 0."""
+def measure_compute_speed(world, seconds: float):
+    """Every rank's GFLOP/s, in rank order (all ranks at once, as their job computes), or None when `seconds` is 0.
+
+    The record keeps it as `calibration` (a field name kept for the records already written); `ringlab calibrate`'s
+    file is another thing."""
     if seconds <= 0:
         return None
     mine = compute_gflops(world.device, seconds, world.synchronize)

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { reportData } from "../../src/report/data.ts";
-import { flagKindsOf, flagTally, quantile, reportFlags, type Flag } from "../../src/report/flags.ts";
+import { flagKindsOf, flagTally, reportFlags, type Flag } from "../../src/report/suspect-figures.ts";
 import type { HostLoad, RunRecord } from "../../src/results/record.ts";
 import { probeRecord, scalingCampaign, trainRecord } from "./fixtures/records.ts";
 
@@ -100,10 +100,6 @@ describe("outlier repeat", () => {
     const [flag] = ofKind(probes, "outlier-repeat");
     expect(flag!.runIds).toEqual(["allreduce-n2-1gbit-r5"]);
     expect(flag!.reason).toContain("measured 0.5000 Gbit/s");
-  });
-
-  it("interpolates quartiles between order statistics", () => {
-    expect([quantile([100, 101, 102, 103], 0.25), quantile([100, 101, 102, 103], 0.75), quantile([7], 0.25)]).toEqual([100.75, 102.25, 7]);
   });
 });
 
