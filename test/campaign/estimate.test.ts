@@ -3,6 +3,7 @@ import { ASSUMED_ADMIN_UPLINK_GBPS, ASSUMED_TARBALL_BYTES, estimateCampaign, est
 import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../../src/catalogue/assumed-throughput.ts";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import { parseCampaign } from "../../src/config/load.ts";
+import { MODELS } from "../../src/config/registry.ts";
 
 const awsFile = (extra: string) => parseCampaign(`
 testbed: {target: aws, name: s, nodes: 4, adminCidr: 203.0.113.7/32, sshPublicKeyFile: id.pub${extra}}
@@ -54,5 +55,21 @@ campaign: {matrix: {nodes: [1], model: ${model}, batchSize: 64, bandwidth: unlim
     expect(oneRun("p5.48xlarge", "resnet101") - fixed).toBeCloseTo(100 * 64 / (1895 * 1399.1 / 2139.7), 6);
     // An A10G has no published, scaled or assumed figure: the T4's, which it is not slower than.
     expect(oneRun("g5.xlarge", "resnet50")).toBeCloseTo(oneRun("g4dn.xlarge", "resnet50"), 6);
+  });
+});
+
+describe("every model in the registry has what plan estimates it with", () => {
+  // A model added to registry.json without its planning figures (CPU images/s, a T4's, or a language model's shape)
+  // made `ringlab plan` print "estimated duration: NaN h" and "$NaN", and exit 0.
+  it.each(MODELS)("%s: a finite duration on the local testbed and a finite duration and cost on AWS", (model) => {
+    const local = parseCampaign(`testbed: {target: local, name: l, nodes: 2}\ncampaign: {matrix: {nodes: 2, model: ${model}, batchSize: 8, bandwidth: 1gbit}}\n`, "l.yaml");
+    const aws = parseCampaign(`
+testbed: {target: aws, name: s, nodes: 2, adminCidr: 203.0.113.7/32, sshPublicKeyFile: id.pub}
+campaign: {matrix: {nodes: 2, model: ${model}, batchSize: 8, bandwidth: 1gbit}}
+`, "c.yaml", "/c/c.yaml", { readKeys: false });
+    expect(estimateCampaign(planCampaign(local, "l"), local).seconds).toSatisfy(Number.isFinite);
+    const onAws = estimateCampaign(planCampaign(aws, "c"), aws);
+    expect(onAws.seconds).toSatisfy(Number.isFinite);
+    expect(onAws.costUsd).toSatisfy(Number.isFinite);
   });
 });
