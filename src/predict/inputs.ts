@@ -17,6 +17,7 @@ import { describeCitation, publishedThroughput } from "../catalogue/published-th
 import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../catalogue/assumed-throughput.ts";
 import { PARAMETER_COUNT } from "../config/registry.ts";
 import type { CampaignFile, Model, TrainKnobName } from "../config/schema.ts";
+import { targetOf } from "../targets/index.ts";
 import { computeWorkload } from "../workload/transformer.ts";
 import { canonicalJson, describeSource, type Calibration, type ComputeEntry, type LinkEntry } from "./calibration.ts";
 
@@ -84,7 +85,7 @@ export const PUBLISHED_ONLY = "published figures and the instance catalogue (no 
  * the catalogue answer where no calibration does). Undefined when there is nothing: a local campaign without one.
  */
 export function predictionContextFor(file: CampaignFile, cpusPerNode: number | undefined, calibration: Calibration | undefined): PredictionContext | undefined {
-  const instanceType = file.testbed.target === "aws" ? file.testbed.instanceType : undefined;
+  const instanceType = targetOf(file.testbed).instanceTypeOf?.(file.testbed);
   if (calibration === undefined && instanceType === undefined) return undefined;
   return { ...(calibration === undefined ? {} : { calibration }), ...(cpusPerNode === undefined ? {} : { cpusPerNode }), ...(instanceType === undefined ? {} : { instanceType }) };
 }

@@ -68,7 +68,8 @@ export interface RunRecord {
   readonly wallSeconds: number;
   /** Time inside the benchmark job (worker launch to end, from its provenance); absent when it failed. */
   readonly benchmarkSeconds?: number;
-  readonly testbed: { readonly name: string; readonly target: "local" | "aws" | "kubernetes"; readonly instanceType?: string };
+  /** Its target's name (src/targets/): a record is read as written, whatever targets this ringlab knows. */
+  readonly testbed: { readonly name: string; readonly target: string; readonly instanceType?: string };
   /** This attempt's worker logs, relative to the results directory. */
   readonly logsDir: string;
   /** The worker's result as it wrote it. */
@@ -132,7 +133,7 @@ export const runRecordSchema: z.ZodType<RunRecord> = z.looseObject({
   endedAt: z.string(),
   wallSeconds: z.number(),
   benchmarkSeconds: z.number().optional(),
-  testbed: z.looseObject({ name: z.string(), target: z.enum(["local", "aws", "kubernetes"]), instanceType: z.string().optional() }),
+  testbed: z.looseObject({ name: z.string(), target: z.string().min(1), instanceType: z.string().optional() }),
   logsDir: z.string(),
   result: workerResultSchema.optional(),
   hostLoad: z.looseObject({
