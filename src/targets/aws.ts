@@ -351,5 +351,7 @@ export const awsTarget: Target = {
       const testbed = narrowed("aws", section);
       return workerImageSourceOf(testbed.workerImage, testbed.workerImageTarball);
     },
+    workerImageTarball: (section) => narrowed("aws", section).workerImageTarball ?? undefined,
+    priceNote: (section) => (narrowed("aws", section).spot ? "spot is usually cheaper" : undefined),
   },
 };

@@ -80,6 +80,10 @@ export interface TargetEstimate {
   readonly overheadSeconds: { readonly run: number; readonly campaign: number };
   /** How its nodes get the worker image (src/rules/worker-image.ts). */
   workerImageSource(testbed: TestbedSection): WorkerImageSource;
+  /** The image tarball its nodes are sent, whose size the upload estimate wants when the file is here. */
+  workerImageTarball?(testbed: TestbedSection): string | undefined;
+  /** Said after the on-demand cost, where the section asks for a cheaper kind of machine ("spot is usually cheaper"). */
+  priceNote?(testbed: TestbedSection): string | undefined;
 }
 
 /** What a target brings for AWS-style hand deployment: a cdktf stack, and the inventory from its outputs. */

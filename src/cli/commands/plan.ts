@@ -18,6 +18,7 @@ import { isKubernetesCampaign, loadAnyCampaignFile, type LoadedCampaignFile, typ
 import { isPrediction, predictRun, type MissingInput, type RunPrediction } from "../../predict/predict.ts";
 import { predictionContextFor, PUBLISHED_ONLY } from "../../predict/inputs.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
+import { targetOf } from "../../targets/index.ts";
 import { resolveCpuQuota } from "../../testbed/cpu-quota.ts";
 import { parseSafePath } from "../options.ts";
 import { formatDuration, formatTable } from "../format.ts";
@@ -96,7 +97,7 @@ async function printKubernetesSecurity(plan: CampaignPlan, testbed: LoadedKubern
 
 /** The tarball's size for the upload estimate, when the file is here already. */
 function tarballSize(campaign: LoadedCampaignFile): Pick<EstimateOptions, "workerImageTarballBytes"> {
-  const tarball = campaign.testbed.target === "aws" ? campaign.testbed.workerImageTarball : undefined;
+  const tarball = targetOf(campaign.testbed).estimate?.workerImageTarball?.(campaign.testbed);
   if (tarball === undefined) return {};
   try {
     return { workerImageTarballBytes: statSync(tarball).size };
@@ -127,9 +128,10 @@ function formatSummary(plan: CampaignPlan, campaign: LoadedCampaignFile, estimat
     ...formatImageDelivery(estimate),
   ];
   if (estimate.instanceHours !== undefined) {
+    const priceNote = targetOf(campaign.testbed).estimate?.priceNote?.(campaign.testbed);
     lines.push(estimate.costUsd === undefined
       ? `estimated ${estimate.instanceHours.toFixed(1)} instance-hours; no list price known for this instance type`
-      : `estimated cost: $${estimate.costUsd.toFixed(2)} (${estimate.instanceHours.toFixed(1)} instance-hours at $${estimate.hourlyPriceUsd} on demand${campaign.testbed.target === "aws" && campaign.testbed.spot ? "; spot is usually cheaper" : ""})`);
+      : `estimated cost: $${estimate.costUsd.toFixed(2)} (${estimate.instanceHours.toFixed(1)} instance-hours at $${estimate.hourlyPriceUsd} on demand${priceNote === undefined ? "" : `; ${priceNote}`})`);
   }
   return lines.join("\n");
 }
