@@ -118,6 +118,7 @@ function expectAcceptedCampaignSafe(campaign: LoadedCampaignFile): void {
     expectSafe(checkIpv4Cidr(tb.subnet), "subnet");
     return;
   }
+  if (tb.target !== "aws") return;
   for (const path of [tb.sshPublicKeyFile, tb.sshPrivateKeyFile, tb.workerImageTarball]) if (path !== undefined) expectSafe(checkSafePath(path), "key or tarball path");
   expectSafe(checkUnixUserName(tb.sshUser), "sshUser");
   expectSafe(checkSshSource(tb.adminCidr, { allowSshFromAnywhere: tb.allowSshFromAnywhere, minPrefixLength: tb.sshSourceMinPrefix }), "adminCidr");
