@@ -77,7 +77,7 @@ function tensorTraffic(question: TrafficQuestion, shape: TransformerShape): Coll
   return { op: "all_reduce", bytes: calls * activationBytes(shape, question.batchSize, question.knobs["precision"]), calls, ranks: question.dims.tp };
 }
 
-/** Each micro-batch's activations forward and their gradients back, across a boundary; DDP of each stage's gradients over its replicas. */
+/** Each micro-batch's activations forward and their gradients back, across a boundary; each stage's gradients averaged over its replicas (parallel/pipeline.py, in DDP's bucket sizes). */
 function pipelineTraffic(question: TrafficQuestion, shape: TransformerShape): Collective[] {
   const { dims, knobs } = question;
   const microBatches = typeof knobs["microBatches"] === "number" ? knobs["microBatches"] : 4;
