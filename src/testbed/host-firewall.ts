@@ -39,9 +39,15 @@ export async function guardSubnet(docker: Docker, testbed: string, subnet: strin
   });
 }
 
-/** Removes the testbed's rules; nothing to remove is not an error. */
+/** Removes the testbed's rules; nothing to remove is not an error. A failure says how to remove them by hand. */
 export async function unguardSubnet(docker: Docker, testbed: string): Promise<void> {
-  await docker.runOnHostNetwork(NODE_IMAGE, [TOOL, "unguard", firewallChain(testbed)]);
+  const chain = firewallChain(testbed);
+  await docker.runOnHostNetwork(NODE_IMAGE, [TOOL, "unguard", chain]).catch((error: unknown) => {
+    throw new ToolError("iptables", `could not remove the host firewall's rules for testbed ${testbed}: ${(error as RinglabError).message}`, {
+      hint: `as root: iptables -D OUTPUT <the line of \`iptables -L OUTPUT --line-numbers\` that jumps to ${chain}>, then iptables -F ${chain} && iptables -X ${chain}`,
+      cause: error,
+    });
+  });
 }
 
 /** The group that may use the Docker engine here, when the engine is reached through its local socket. */

@@ -6,10 +6,10 @@ import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import type { ContainerInfo, Docker } from "../adapters/docker.ts";
 import { ensureKeyPair, forgetHostKey } from "../adapters/ssh.ts";
 import { dockerFor, type Context } from "../context/context.ts";
-import { UsageError } from "../util/errors.ts";
+import { UsageError, type RinglabError } from "../util/errors.ts";
 import { buildInventory, renderInventory } from "./inventory.ts";
 import { writePrivateFile } from "../util/fs.ts";
-import { firewallChain, guardSubnet, unguardSubnet } from "./host-firewall.ts";
+import { guardSubnet, unguardSubnet } from "./host-firewall.ts";
 import { buildLocalImages } from "./images.ts";
 import { localInventorySpec, NODE_IMAGE, planLocalTestbed, STATE_DIR_LABEL, STATE_PATH_LABEL, stateDirId, TESTBED_LABEL, type LocalNodePlan, type LocalTestbedPlan } from "./local-plan.ts";
 import { testbedPaths } from "./paths.ts";
@@ -185,9 +185,7 @@ export async function downLocal(ctx: Context, name: string): Promise<LocalResour
   const docker = dockerFor(ctx);
   await docker.assertAvailable();
   const removed = await removeResources(docker, name);
-  await unguardSubnet(docker, name).catch((error: unknown) => ctx.reporter.warn(
-    `could not remove the host firewall's rules for ${name} (${(error as Error).message}); as root: `
-    + `iptables -D OUTPUT <the line of \`iptables -L OUTPUT --line-numbers\` that jumps to ${firewallChain(name)}>, then iptables -F ${firewallChain(name)} && iptables -X ${firewallChain(name)}`));
+  await unguardSubnet(docker, name).catch((error: RinglabError) => ctx.reporter.warn(`${error.message}; ${error.hint}`));
   return removed;
 }
 

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { firewallChain } from "../../src/testbed/host-firewall.ts";
+import { NODE_IMAGE } from "../../src/testbed/local-plan.ts";
 
 export const REPO = resolve(import.meta.dirname, "../..");
 const BIN = join(REPO, "src/bin/ringlab.mjs");
@@ -115,7 +116,7 @@ export function sleep(ms: number): Promise<void> {
 /** Runs `args` in a throw-away node-image container on the host's network namespace (NET_ADMIN for iptables). */
 function onHostNetwork(args: readonly string[], options: { user?: string; entrypoint: string }): { code: number; output: string } {
   const result = spawnSync("docker", ["run", "--rm", "--pull", "never", "--network", "host", "--cap-add", "NET_ADMIN",
-    ...(options.user === undefined ? [] : ["--user", options.user]), "--entrypoint", options.entrypoint, "ringlab/node:latest", ...args],
+    ...(options.user === undefined ? [] : ["--user", options.user]), "--entrypoint", options.entrypoint, NODE_IMAGE, ...args],
   { encoding: "utf8", timeout: 30_000 });
   return { code: result.status ?? -1, output: `${result.stdout}${result.stderr}` };
 }
