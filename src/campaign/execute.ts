@@ -35,8 +35,9 @@ import { campaignName, planCampaign, remainingRuns, type CampaignPlan, type Plan
 import { runsStillNeeded, throughputsByConfiguration, withoutRoundsNotNeeded } from "./precision.ts";
 import { calibrationInputs, type Calibration } from "../predict/calibration.ts";
 import { predictionContextFor, PUBLISHED_ONLY } from "../predict/inputs.ts";
-import { isPrediction, predictRun, type MissingInput, type PredictionContext } from "../predict/predict.ts";
-import { decidePredictions, PREDICTIONS_SCHEMA, type CalibrationInput, type PredictionsFile, type RecordedRun } from "../results/predictions.ts";
+import { isMemoryPrediction, predictMemory, type MemoryConstants } from "../predict/memory.ts";
+import { isPrediction, predictRun, type MissingInput, type PredictionContext, type RunPrediction } from "../predict/predict.ts";
+import { decidePredictions, PREDICTIONS_SCHEMA, type CalibrationInput, type PredictionsFile, type RecordedRun, type SavedPrediction } from "../results/predictions.ts";
 
 export interface CampaignOptions {
   /** Keep the testbed afterwards (overrides the file's `keep`). */
@@ -109,7 +110,10 @@ export async function runCampaign(ctx: Context, file: AnyLoadedCampaignFile, opt
   const alreadyDone = plan.runs.length - todo.length;
   saveCampaignCopy(store.layout, file.sourceText);
   const predictFrom = predictable === undefined ? undefined : predictionContextFor(predictable, cpusPerNode, options.calibration?.calibration);
-  if (predictFrom !== undefined) savePredictions(ctx, { store, plan, campaignFile: file.sourceFile }, predictFrom, options.calibration?.from);
+  if (predictFrom !== undefined) {
+    const memory = memoryConstantsFor(predictable!, cpusPerNode, options.calibration?.calibration);
+    savePredictions(ctx, { store, plan, campaignFile: file.sourceFile, memory }, predictFrom, options.calibration?.from);
+  }
   ctx.reporter.info(`campaign ${plan.name}: ${plan.repeatUntil === undefined ? "" : "up to "}${plan.runs.length} runs planned, ${alreadyDone} already done, ` +
     `${todo.length} to run${target.runsWhere?.(file.testbed) ?? ""}; results in ${store.layout.dir}`);
 
@@ -553,14 +557,14 @@ export async function makeReport(ctx: Context, store: ResultsStore, leftOut: rea
  * figures and the catalogue). A calibration made before ringlab recorded its folders' absolute paths names them as
  * given to `calibrate`: they are read from here.
  */
-function savePredictions(ctx: Context, scope: { store: ResultsStore; plan: CampaignPlan; campaignFile: string }, context: PredictionContext,
+function savePredictions(ctx: Context, scope: { store: ResultsStore; plan: CampaignPlan; campaignFile: string; memory: MemoryConstants }, context: PredictionContext,
   from: string | undefined): void {
   const { layout } = scope.store;
   if (existsSync(layout.predictions)) return;
   const inputs = context.calibration === undefined ? []
     : calibrationInputs(context.calibration).map((input) => (input.folder === null && input.resultsDir !== null ? { ...input, folder: resolve(input.resultsDir) } : input));
   const outcome = predictionsToSave({ plan: scope.plan, campaignFile: scope.campaignFile, recorded: scope.store.records(), resultsDir: layout.dir,
-    context, from, calibrationInputs: inputs, madeAt: new Date().toISOString() });
+    context, memory: scope.memory, from, calibrationInputs: inputs, madeAt: new Date().toISOString() });
   if ("refused" in outcome) {
     ctx.reporter.warn(outcome.refused);
     return;
@@ -578,6 +582,8 @@ export interface PredictionsToSave {
   /** The results folder, absolute. */
   readonly resultsDir: string;
   readonly context: PredictionContext;
+  /** The memory model's constants for the campaign's machines (fits.ts memoryConstantsFor); absent: no memory saved. */
+  readonly memory?: MemoryConstants;
   /** The calibration file or folder; undefined: published figures and the catalogue. */
   readonly from: string | undefined;
   /** The calibration's inputs, each with its folder's absolute path. */
@@ -600,7 +606,7 @@ export function predictionsToSave(question: PredictionsToSave): { readonly file:
     };
   }
   const outcomes = plan.runs.map((run) => predictRun(run, question.context)).filter((outcome) => outcome !== null);
-  const predictions = outcomes.filter(isPrediction);
+  const predictions = outcomes.filter(isPrediction).map((prediction) => withMemory(prediction, plan, question.memory));
   const missing = outcomes.filter((outcome): outcome is MissingInput => !isPrediction(outcome));
   const file: PredictionsFile = {
     schema: PREDICTIONS_SCHEMA, calibration: from ?? PUBLISHED_ONLY, madeAt: question.madeAt, runsDoneBefore: [],
@@ -613,6 +619,16 @@ export function predictionsToSave(question: PredictionsToSave): { readonly file:
     file,
     said: `predicted ${predictions.length} training runs from ${file.calibration}${claim}` + (missing.length === 0 ? "" : `; ${missing.length} could not be: ${missing[0]!.missing}`),
   };
+}
+
+/** A run's prediction with the memory model's peak beside it, where the constants are given and its layout is one. */
+function withMemory(prediction: RunPrediction, plan: CampaignPlan, constants: MemoryConstants | undefined): RunPrediction & Pick<SavedPrediction, "memory"> {
+  const run = plan.runs.find((candidate) => candidate.id === prediction.runId);
+  if (constants === undefined || run?.model === undefined || run.batchSize === undefined) return prediction;
+  const memory = predictMemory({ model: run.model, batchSize: run.batchSize, nodes: run.nodes, knobs: run.knobs,
+    ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }) }, constants);
+  if (!isMemoryPrediction(memory)) return prediction;
+  return { ...prediction, memory: { rankBytes: memory.rankBytes, nodeBytes: memory.nodeBytes, source: memory.source } };
 }
 
 export function saveCampaignCopy(layout: ResultsLayout, text: string): void {

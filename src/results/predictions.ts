@@ -25,6 +25,7 @@ const predictionSchema = z.looseObject({
   noOverlapEfficiency: z.number().optional(),
   fullOverlapEfficiency: z.number(),
   sources: z.looseObject({ compute: z.string(), link: z.string(), overlap: z.string().optional() }),
+  memory: z.looseObject({ rankBytes: z.number(), nodeBytes: z.number(), source: z.string() }).optional(),
 }).refine((prediction) => prediction.throughput !== undefined || prediction.imagesPerSecond !== undefined, { error: "a prediction holds its throughput" })
   .transform(({ imagesPerSecond, throughput, unit, ...rest }) => ({ ...rest, throughput: (throughput ?? imagesPerSecond)!, unit: unit ?? "images" as const }));
 
@@ -73,6 +74,11 @@ export interface SavedPrediction {
   readonly noOverlapEfficiency?: number;
   readonly fullOverlapEfficiency: number;
   readonly sources: { readonly compute: string; readonly link: string; readonly overlap?: string };
+  /**
+   * The memory model's peak before the run (predict/memory.ts): the largest rank's over its baseline, and one node's
+   * (launcher and processes); absent in files written before ringlab saved it (the report recomputed it).
+   */
+  readonly memory?: { readonly rankBytes: number; readonly nodeBytes: number; readonly source: string };
 }
 
 /** One entry of the calibration the predictions came from: where it was measured, from which runs, and its content's hash. */

@@ -7,6 +7,7 @@ import { predictionsToSave, type PredictionsToSave } from "../../src/campaign/ex
 import { planCampaign } from "../../src/campaign/plan.ts";
 import { parseCampaign } from "../../src/config/load.ts";
 import { calibrationInputs, CALIBRATION_SCHEMA, type Calibration, type Source } from "../../src/predict/calibration.ts";
+import { ASSUMED_MEMORY, isMemoryPrediction, predictMemory } from "../../src/predict/memory.ts";
 import { parsePredictions, PREDICTIONS_SCHEMA } from "../../src/results/predictions.ts";
 
 const RESULTS = "/work/results/predict";
@@ -54,6 +55,19 @@ describe("the predictions a campaign saves", () => {
     expect(saved.file.predictions.map((prediction) => prediction.runId)).toEqual(["train-tiny-b8-n1-r1", "train-tiny-b8-n2-1gbit-r1"]);
     // What the report reads back.
     expect(parsePredictions(JSON.parse(JSON.stringify(saved.file)))).toEqual({ file: saved.file });
+  });
+
+  it("hold each run's peak memory as the memory model put it before the run, where the campaign's constants are given", () => {
+    const saved = predictionsToSave(question(seed, { memory: ASSUMED_MEMORY.cpu }));
+    if (!("file" in saved)) throw new Error("not saved");
+    const twoNodes = predictMemory({ model: "tiny", batchSize: 8, nodes: 2, knobs: plan.runs.find((run) => run.nodes === 2)!.knobs }, ASSUMED_MEMORY.cpu);
+    if (!isMemoryPrediction(twoNodes)) throw new Error(twoNodes.problem);
+    expect(saved.file.predictions[1]!.memory).toEqual({ rankBytes: twoNodes.rankBytes, nodeBytes: twoNodes.nodeBytes, source: ASSUMED_MEMORY.cpu.source });
+    expect(saved.file.predictions.every((prediction) => prediction.memory!.rankBytes > 0)).toBe(true);
+    expect(parsePredictions(JSON.parse(JSON.stringify(saved.file)))).toEqual({ file: saved.file });
+    // Without constants (a caller that has none) no memory is claimed.
+    const without = predictionsToSave(question(seed));
+    expect("file" in without && without.file.predictions.map((prediction) => prediction.memory)).toEqual([undefined, undefined]);
   });
 
   it("are not saved once the campaign's runs are done, saying so and which command shows them without running", () => {
