@@ -177,6 +177,16 @@ campaign:
     expect(problemsOf(aws)).toEqual([expect.stringMatching(/^campaign\.train\.precision: precision amp with reduction async-parameter-server: amp's gradient scaler skips/)]);
   });
 
+  it("refuses AdamW with the asynchronous parameter server, whose server steps momentum SGD itself and never the workers' optimizer", () => {
+    const text = `testbed: {target: local, name: s, nodes: 2}
+campaign:
+  matrix: {nodes: [1, 2], model: gpt-nano, batchSize: 4, bandwidth: 1gbit, reduction: [ring, async-parameter-server]}
+  train: {optimizer: adamw}
+`;
+    expect(problemsOf(text)).toEqual([expect.stringMatching(/^campaign\.train\.optimizer: optimizer adamw with reduction async-parameter-server: the asynchronous server steps .*momentum SGD/)]);
+    expect(() => parseCampaign(text.replace("optimizer: adamw", "optimizer: sgd"), "c.yaml")).not.toThrow();
+  });
+
   it("writes a text corpus for the language models and images for the image models, one kind a campaign", () => {
     const campaign = (models: string, kind: string) => `testbed: {target: local, name: s, nodes: 2}
 campaign:
