@@ -69,3 +69,38 @@ def test_without_rendezvous_environment_a_single_process_trains_and_writes_the_r
     assert record["knobs"]["channelsLast"] is True and record["provenance"]["cudnn"] is None
     assert math.isfinite(record["metrics"]["finalLoss"])
     assert [p.name for p in tmp_path.iterdir()] == ["single.json"]  # no temp file left behind
+
+
+def _main_refuses(argv, monkeypatch, capsys) -> str:
+    """cli.main in this process (so that torch can be patched): exit 2, and the one line it printed."""
+    from ringlab_worker import cli
+    from ringlab_worker.result import LAUNCHED_AT_ENV
+
+    monkeypatch.delenv("RINGLAB_NUM_NODES", raising=False)
+    monkeypatch.setenv(LAUNCHED_AT_ENV, "2000-01-01T00:00:00.000Z")
+    assert cli.main(argv) == 2
+    return capsys.readouterr().err
+
+
+def test_a_layout_the_installed_torch_lacks_is_refused_with_exit_2_naming_the_flag(monkeypatch, capsys):
+    import torch.distributed.fsdp as fsdp
+    import torch.distributed.pipelining as pipelining
+
+    from ringlab_worker.parallel import TORCH_NEEDS, torch_problem
+    from ringlab_worker.cli import build_parser
+
+    language = ["train", "--model", "gpt-nano", "--device", "cpu", "--batch-size", "4"]
+    # The installed torch has every layout's needs.
+    for flags in (["--parallelism", "fsdp", "--fsdp-sharding", "grad-op"], ["--parallelism", "tensor"],
+                  ["--parallelism", "pipeline", "--pipeline-schedule", "1f1b"]):
+        assert torch_problem(build_parser().parse_args(language + flags)) is None, flags
+    assert set(TORCH_NEEDS) == {"fsdp", "tensor", "pipeline"}
+    # A fully_shard without reshard_after_forward (an FSDP that cannot keep parameters gathered): grad-op is refused.
+    monkeypatch.setattr(fsdp, "fully_shard", lambda module, mesh=None: module)
+    said = _main_refuses(language + ["--parallelism", "fsdp", "--fsdp-sharding", "grad-op"], monkeypatch, capsys)
+    assert said.startswith("ringlab-worker: error: --parallelism fsdp --fsdp-sharding grad-op needs "
+                           "torch.distributed.fsdp.fully_shard's reshard_after_forward, which the installed torch "), said
+    # A pipelining without 1F1B: that schedule is refused, by its flag.
+    monkeypatch.delattr(pipelining, "Schedule1F1B")
+    said = _main_refuses(language + ["--parallelism", "pipeline", "--pipeline-schedule", "1f1b"], monkeypatch, capsys)
+    assert "error: --pipeline-schedule 1f1b needs torch.distributed.pipelining.Schedule1F1B, which the installed torch" in said

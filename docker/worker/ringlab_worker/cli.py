@@ -429,6 +429,12 @@ def check_machine(args) -> None:
             "is False: no GPU, no NVIDIA driver, the container was started without --gpus, or this is the "
             "cpu image). Use --device cpu --precision fp32."
         )
+    if args.job == "train":
+        from .parallel import torch_problem
+
+        problem = torch_problem(args)
+        if problem:
+            raise BadArguments(problem)
     if args.job == "train" and getattr(args, "data_folder", None) is not None:
         import_pil()
     if getattr(args, "engine", "ddp") == "horovod":

@@ -11,13 +11,15 @@ torchtitan/distributed/ and its models' parallelize functions:
 what every layout shares (activation checkpointing) and hands it to the technique's `apply_*` function, which returns
 a Layout (layout.py): this rank's part of the model, its optimizer (built after the wrapping, as FSDP needs) and its
 step. dims.py says how the ranks divide among pipeline stages, data-parallel replicas or shards, and tensor groups.
-A new technique is a module here and its line in TECHNIQUES.
+A new technique is a module here and its line in TECHNIQUES (and in TORCH_NEEDS, where it needs more of torch than
+DDP does: torch_api.py checks it before the model is built).
 """
 
 import torch
 
 from ..models import model_spec
 from .ddp import apply_ddp
+from . import fsdp, pipeline, tensor, torch_api
 from .dims import ParallelDims, dims_of
 from .fsdp import apply_fsdp
 from .horovod import apply_horovod
@@ -28,7 +30,15 @@ from .tensor import apply_tensor
 TECHNIQUES = {"ddp": apply_ddp, "horovod": apply_horovod, "fsdp": apply_fsdp, "tensor": apply_tensor,
               "pipeline": apply_pipeline}
 
-__all__ = ["Layout", "ParallelDims", "TECHNIQUES", "dims_of", "parallelize"]
+TORCH_NEEDS = {"fsdp": fsdp.torch_needs, "tensor": tensor.torch_needs, "pipeline": pipeline.torch_needs}
+
+__all__ = ["Layout", "ParallelDims", "TECHNIQUES", "TORCH_NEEDS", "dims_of", "parallelize", "torch_problem"]
+
+
+def torch_problem(config):
+    """What the run's layout needs of the installed torch and it lacks (a refusal), or None."""
+    needs = TORCH_NEEDS.get(config.parallelism)
+    return None if needs is None else torch_api.missing(needs(config), torch.__version__)
 
 
 def parallelize(config, world) -> Layout:

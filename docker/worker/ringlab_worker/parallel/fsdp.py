@@ -18,6 +18,20 @@ from ..errors import BadArguments
 from .layout import Layout, gradient_bytes, local_bytes
 
 
+def torch_needs(config):
+    """What FSDP's options ask of torch (torch_api.py)."""
+    sharding = f"--parallelism fsdp --fsdp-sharding {config.fsdp_sharding}"
+    needs = [(sharding, "torch.distributed.fsdp", "fully_shard", "reshard_after_forward"),
+             (sharding, "torch.distributed.device_mesh", "init_device_mesh", None)]
+    if config.fsdp_cpu_offload:
+        needs.append(("--fsdp-cpu-offload", "torch.distributed.fsdp", "CPUOffloadPolicy", None))
+    if (config.tensor_degree or 1) > 1:
+        from .tensor import torch_needs as tensor_needs
+
+        needs += tensor_needs(config)
+    return needs
+
+
 class FullyShardedDataParallel(Layout):
     name = "fsdp"
 

@@ -24,6 +24,12 @@ from .tensor import activation_bytes
 SCHEDULES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B"}
 
 
+def torch_needs(config):
+    """What a pipeline and its schedule ask of torch (torch_api.py)."""
+    return [("--parallelism pipeline", "torch.distributed.pipelining", "PipelineStage", None),
+            (f"--pipeline-schedule {config.pipeline_schedule}", "torch.distributed.pipelining", SCHEDULES[config.pipeline_schedule], None)]
+
+
 class Pipeline(Layout):
     name = "pipeline"
 

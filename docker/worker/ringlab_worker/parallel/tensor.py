@@ -13,6 +13,12 @@ from ..errors import BadArguments
 from .layout import Layout, gradient_bytes
 
 
+def torch_needs(config):
+    """What tensor parallelism asks of torch (torch_api.py)."""
+    return [("--parallelism tensor", "torch.distributed.tensor.parallel", name, None)
+            for name in ("parallelize_module", "ColwiseParallel", "RowwiseParallel", "PrepareModuleInput")]
+
+
 def split_matrices(config, spec, model, tp_mesh) -> None:
     """Applies the model's tensor-parallel plan on `tp_mesh` (in place)."""
     from torch.distributed.tensor import Replicate
