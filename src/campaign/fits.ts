@@ -68,6 +68,15 @@ function alternatives(run: PlannedRun, testbedNodes: number): { readonly name: s
   return options;
 }
 
+/** Why nothing fits: the node's processes before any model are over the limit already, or the model is too big for every layout. */
+function noLayoutFits(run: PlannedRun, constants: MemoryConstants, limit: MemoryLimit): string {
+  const before = constants.launcherBytes + (run.processesPerNode ?? 1) * constants.baselineBytes;
+  if (limit.per === "node" && before > limit.bytes) {
+    return `no layout fits: a node holds ${gib(before)} before any model (its launcher and each worker process's baseline), more than the limit; raise it`;
+  }
+  return "no layout ringlab knows fits it there: use a smaller batch or model, or more memory";
+}
+
 /** Every problem of the plan, one line each (a configuration is named once, by its first run). */
 export function planProblems(plan: CampaignPlan, file: CampaignFile, constants: MemoryConstants): string[] {
   const limit = memoryLimitOf(file);
@@ -88,7 +97,7 @@ export function planProblems(plan: CampaignPlan, file: CampaignFile, constants: 
     const perRank = isMemoryPrediction(prediction) ? `${gib(prediction.rankBytes)} predicted per rank` : "";
     problems.set(run.configuration, `${run.configuration} does not fit: ${perRank}${limit.per === "node" ? `, ${gib(needed)} per node` : ""}, ` +
       `${gib(limit.bytes)} per ${limit.per} (${limit.what}); ` +
-      (fitting === undefined ? "no layout ringlab knows fits it there: use a smaller batch or model, or more memory" : `fits with ${fitting.name}: ${gib(fitting.bytes!)}`) +
+      (fitting !== undefined ? `fits with ${fitting.name}: ${gib(fitting.bytes!)}` : noLayoutFits(run, constants, limit)) +
       ` (${prediction && isMemoryPrediction(prediction) ? prediction.source : constants.source})`);
   }
   return [...problems.values()];

@@ -49,6 +49,13 @@ describe("what plan refuses before anything starts", () => {
     expect(problemsOf(campaign("", "optimizer: adamw"))).toEqual([]);
   });
 
+  it("refuses a limit below what one worker's process needs before its model, where no layout can fit", () => {
+    // 0.25 GiB, the least the schema takes: under the launcher and one process's baseline (0.45 GiB assumed).
+    expect(ASSUMED_MEMORY.cpu.launcherBytes + ASSUMED_MEMORY.cpu.baselineBytes).toBeGreaterThan(0.25 * GIB);
+    const problems = problemsOf(campaign(", memoryPerNodeGiB: 0.25", "optimizer: adamw, parallelism: fsdp", "[3]"));
+    expect(problems).toEqual([expect.stringMatching(/^train-gpt-mini-b16-n3-1gbit does not fit: .*0\.25 GiB per node \(testbed\.memoryPerNodeGiB\); no layout fits: a node holds 0\.45 GiB before any model \(its launcher and each worker process's baseline\), more than the limit; raise it/)]);
+  });
+
   it("refuses degrees that do not divide a run's workers, naming the run", () => {
     expect(problemsOf(campaign("", "parallelism: pipeline, pipelineStages: 2", "[3]"))).toEqual(["train-gpt-mini-b16-n3-1gbit: pipelineStages 2 does not divide the run's 3 workers"]);
   });
