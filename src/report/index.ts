@@ -51,7 +51,7 @@ function predictionsOf(file: string, data: ReturnType<typeof reportData>, record
     parsed = { problem: (error as Error).message };
   }
   if ("problem" in parsed) {
-    return { calibration: `(${file} could not be read: ${parsed.problem})`, madeAt: new Date(0).toISOString(), scored: [], notMeasured: 0, missing: [], sources: [] };
+    return { calibration: `(${file} could not be read: ${parsed.problem})`, madeAt: new Date(0).toISOString(), unit: "images", scored: [], notMeasured: 0, missing: [], sources: [] };
   }
   return scorePredictions(parsed.file, data, records);
 }

@@ -38,6 +38,11 @@ export interface ScoredPrediction {
   readonly measuredEfficiency: number | null;
   /** Measured − predicted, in percentage points; null without a baseline. */
   readonly errorPoints: number | null;
+  /** The largest rank's peak memory over its baseline as predicted before the run (predictions.json), and as measured; null where either is absent. */
+  readonly predictedMemoryBytes: number | null;
+  readonly measuredMemoryBytes: number | null;
+  /** measured / predicted − 1; null where either is absent. */
+  readonly memoryError: number | null;
 }
 
 /** What the predictions can claim: whether any run they predict was measured first, and whether the calibration held runs of this campaign. */
@@ -51,6 +56,8 @@ export interface PredictionClaim {
 export interface PredictionScore {
   readonly calibration: string;
   readonly madeAt: string;
+  /** What the throughputs count (the predictions' own unit; images in files before language models). */
+  readonly unit: "images" | "tokens";
   /** Absent where predictions.json could not be read: nothing is claimed then. */
   readonly claim?: PredictionClaim;
   /** One row per ok attempt of a predicted run, a run's attempts together and in order. */
@@ -90,12 +97,21 @@ export function scorePredictions(file: AnyPredictionsFile, data: ReportData, rec
         throughputError: throughput / prediction.throughput - 1,
         predictedEfficiency: prediction.scalingEfficiency, measuredEfficiency,
         errorPoints: measuredEfficiency === null ? null : (measuredEfficiency - prediction.scalingEfficiency.value) * 100,
+        ...memoryScore(prediction.memory?.rankBytes ?? null, metrics.memory?.perRank ?? []),
       });
     });
   }
   const sources = [...new Set(file.predictions.flatMap((prediction) => [prediction.sources.compute, prediction.sources.link, prediction.sources.overlap ?? "no link (one node)"]))]
     .filter((source) => source !== "no link (one node)");
-  return { calibration: file.calibration, madeAt: file.madeAt, claim: predictionClaim(file, records), scored, notMeasured, missing: file.missing, sources };
+  return { calibration: file.calibration, madeAt: file.madeAt, unit: file.predictions[0]?.unit ?? "images", claim: predictionClaim(file, records), scored, notMeasured,
+    missing: file.missing, sources };
+}
+
+/** The largest rank's measured peak over its baseline against the saved prediction of it. */
+function memoryScore(predicted: number | null, ranks: readonly { readonly peakBytes: number; readonly baselineBytes: number }[]):
+  Pick<ScoredPrediction, "predictedMemoryBytes" | "measuredMemoryBytes" | "memoryError"> {
+  const measured = ranks.length === 0 ? null : Math.max(...ranks.map((rank) => rank.peakBytes - rank.baselineBytes));
+  return { predictedMemoryBytes: predicted, measuredMemoryBytes: measured, memoryError: predicted === null || measured === null ? null : measured / predicted - 1 };
 }
 
 /**
@@ -179,8 +195,11 @@ export function scoreSummary(score: PredictionScore): string {
     : "";
   const label = score.claim?.sample.kind === "in-sample" ? "In-sample, no test of the model: "
     : score.claim !== undefined && score.claim.measuredBefore.length > 0 ? "Made after runs were measured: " : "";
+  const withMemory = counted.filter((row) => row.memoryError !== null);
+  const memory = withMemory.length === 0 ? ""
+    : `, ${withMemory.filter((row) => Math.abs(row.memoryError!) <= 0.1).length} of ${withMemory.length} runs' peak memory per rank within 10 % of the predicted`;
   return `${label}${within5} of ${withEfficiency.length} multi-node runs within 5 points of the predicted scaling efficiency` +
-    `${meanAbs === null ? "" : ` (mean |error| ${meanAbs.toFixed(1)} points)`}${means}, ${within10} of ${counted.length} runs within 10 % of the predicted throughput`;
+    `${meanAbs === null ? "" : ` (mean |error| ${meanAbs.toFixed(1)} points)`}${means}, ${within10} of ${counted.length} runs within 10 % of the predicted throughput${memory}`;
 }
 
 /**

@@ -582,12 +582,20 @@ function predictionsIntro(score: PredictionScore): string {
  */
 function predictionRows(score: PredictionScore, flags: readonly Flag[], escape = (text: string) => text, mark = flagMark): string[][] {
   const signed = (value: number, digits: number) => `${value >= 0 ? "+" : "−"}${Math.abs(value).toFixed(digits)}`;
+  const memory = hasMemory(score);
+  const gib = (bytes: number) => (bytes / 2 ** 30).toFixed(2);
   return score.scored.map((row) => [
     `${escape(row.label)}${mark(row.latest ? runFlags(flags) : disturbanceFlags(row), [row.runId])}`, row.predictedThroughput.toFixed(1),
     row.measuredThroughput.toFixed(1), `${signed(row.throughputError * 100, 1)}%`,
     `${percent(row.predictedEfficiency.value)} (${percent(row.predictedEfficiency.low)} – ${percent(row.predictedEfficiency.high)})`,
     optional(row.measuredEfficiency, percent), row.errorPoints === null ? NOT_AVAILABLE : `${signed(row.errorPoints, 1)} pt`,
+    ...(memory ? [optional(row.predictedMemoryBytes, gib), optional(row.measuredMemoryBytes, gib), row.memoryError === null ? NOT_AVAILABLE : `${signed(row.memoryError * 100, 1)}%`] : []),
   ]);
+}
+
+/** Whether the predictions saved the memory model's peak (files before 2026-11-28 did not): then the table shows it beside the measured. */
+function hasMemory(score: PredictionScore): boolean {
+  return score.scored.some((row) => row.predictedMemoryBytes !== null);
 }
 
 /** An earlier attempt's disturbance as the flag it would have been. */
@@ -596,7 +604,12 @@ function disturbanceFlags(row: ScoredPrediction): Flag[] {
   return [{ kind: row.disturbance === "machine busy" ? "machine-busy" : "unsteady-run", subject: row.label, runIds: [row.runId], reason: row.disturbance }];
 }
 
-const PREDICTION_COLUMNS = ["Run", "Predicted (img/s)", "Measured (img/s)", "Error", "Predicted efficiency (95%)", "Measured efficiency", "Error (points)"];
+/** The table's columns: throughput in the predictions' unit, and the peak memory per rank where they saved it. */
+function predictionColumns(score: PredictionScore): string[] {
+  const unit = rateUnit(score.unit);
+  return ["Run", `Predicted (${unit})`, `Measured (${unit})`, "Error", "Predicted efficiency (95%)", "Measured efficiency", "Error (points)",
+    ...(hasMemory(score) ? ["Peak per rank, predicted (GiB)", "Measured (GiB)", "Error"] : [])];
+}
 
 function predictionNotes(score: PredictionScore, flags: readonly Flag[]): string[] {
   const flagged = flaggedMisses(score, new Set(runFlags(flags).flatMap((flag) => flag.runIds)));
@@ -614,7 +627,7 @@ function predictionNotes(score: PredictionScore, flags: readonly Flag[]): string
 
 function markdownPredictions(score: PredictionScore, flags: readonly Flag[]): string[] {
   return ["", `## ${predictionsTitle(score)}`, "", predictionsIntro(score), "",
-    `| ${PREDICTION_COLUMNS.join(" | ")} |`, `|---|${PREDICTION_COLUMNS.slice(1).map(() => "---:").join("|")}|`,
+    `| ${predictionColumns(score).join(" | ")} |`, `|---|${predictionColumns(score).slice(1).map(() => "---:").join("|")}|`,
     ...predictionRows(score, flags).map((cells) => `| ${cells.map(markdownText).join(" | ")} |`),
     ...predictionNotes(score, flags).flatMap((note) => ["", markdownText(note)])];
 }
@@ -623,7 +636,7 @@ function predictionsSection(score: PredictionScore, flags: readonly Flag[]): str
   return `<section id="predictions">
 <h2>${escapeHtml(predictionsTitle(score))}</h2>
 <p>${escapeHtml(predictionsIntro(score))}</p>
-${table(PREDICTION_COLUMNS, predictionRows(score, flags, escapeHtml, htmlFlagMark))}
+${table(predictionColumns(score), predictionRows(score, flags, escapeHtml, htmlFlagMark))}
 ${predictionNotes(score, flags).map((note) => `<p>${escapeHtml(note)}</p>`).join("\n")}
 </section>`;
 }

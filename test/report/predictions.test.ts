@@ -55,11 +55,35 @@ describe("the prediction made before the run, scored", () => {
       "2 of 3 runs within 10 % of the predicted throughput");
   });
 
+  it("puts the peak memory per rank predicted before the run beside the measured, where predictions.json saved it, in the predictions' unit", () => {
+    const MIB = 2 ** 20;
+    const runId = "train-resnet50-b64-n2-1gbit-r1";
+    // Rank 1 peaks highest: 320 MiB over its baseline, against 300 predicted (+6.7 %).
+    const withMemory = records.map((record) => record.runId !== runId || record.result?.job !== "train" ? record : {
+      ...record, result: { ...record.result, metrics: { ...record.result.metrics, memory: { method: "resident-set", peakSince: "model", perRank: [
+        { rank: 0, baselineBytes: 200 * MIB, peakBytes: 450 * MIB }, { rank: 1, baselineBytes: 200 * MIB, peakBytes: 520 * MIB }] } } },
+    } as RunRecord);
+    const saved: PredictionsFile = { ...file, predictions: file.predictions.map((entry) => entry.runId === runId
+      ? { ...entry, unit: "tokens" as const, memory: { rankBytes: 300 * MIB, nodeBytes: 900 * MIB, source: "assumed: test" } } : { ...entry, unit: "tokens" as const }) };
+    const scored = scorePredictions(saved, reportData(withMemory), withMemory);
+    const row = scored.scored.find((candidate) => candidate.runId === runId)!;
+    expect([row.predictedMemoryBytes, row.measuredMemoryBytes]).toEqual([300 * MIB, 320 * MIB]);
+    expect(row.memoryError).toBeCloseTo(20 / 300, 12);
+    expect(scored.scored.filter((candidate) => candidate.runId !== runId).map((candidate) => candidate.memoryError)).toEqual([null, null]);
+    expect(scoreSummary(scored)).toMatch(/, 2 of 3 runs within 10 % of the predicted throughput, 1 of 1 runs' peak memory per rank within 10 % of the predicted$/);
+    const markdown = renderMarkdown(data, reportMeta(withMemory, new Date("2026-11-25T15:00:00Z")), [], scored);
+    expect(markdown).toContain("| Run | Predicted (tok/s) | Measured (tok/s) | Error | Predicted efficiency (95%) | Measured efficiency | Error (points) | Peak per rank, predicted (GiB) | Measured (GiB) | Error |");
+    expect(markdown).toContain("| resnet50 · batch 64 · 1gbit · 2 nodes · repeat 1 | 160.0 | 150.0 | −6.3% | 75.0% (74.0% – 76.0%) | 71.4% | −3.6 pt | 0.29 | 0.31 | +6.7% |");
+    // Without saved memory (files before it) no memory column, and the unit the file says.
+    expect(renderMarkdown(data, reportMeta(records, new Date("2026-11-25T15:00:00Z")), [], score)).toContain("| Run | Predicted (img/s) | Measured (img/s) | Error | Predicted efficiency (95%) | Measured efficiency | Error (points) |\n");
+  });
+
   it("scores the mean of a configuration's repeats too, where a configuration has repeats: the model predicts the expected run", () => {
     const row = (configuration: string, repeat: number, errorPoints: number) => ({
       runId: `${configuration}-r${repeat}`, label: `${configuration} · repeat ${repeat}`, configuration, nodes: 2, attempt: 1, counted: true, latest: true, disturbance: null,
       predictedThroughput: 100,
       measuredThroughput: 100, throughputError: 0, predictedEfficiency: { value: 0.6, low: 0.55, high: 0.65 }, measuredEfficiency: 0.6 + errorPoints / 100, errorPoints,
+      predictedMemoryBytes: null, measuredMemoryBytes: null, memoryError: null,
     });
     // 1gbit: +8, −4, +1 points (one run within 5 of 3; their mean +1.7); 600mbit: −7 (its mean −7).
     const repeats = { ...score, scored: [row("1gbit", 1, 8), row("1gbit", 2, -4), row("1gbit", 3, 1), row("600mbit", 1, -7)] };
@@ -164,7 +188,7 @@ describe("what the scored predictions claim", () => {
   });
 
   it("claims nothing where predictions.json could not be read", () => {
-    const unreadable: PredictionScore = { calibration: "(predictions.json could not be read: ...)", madeAt: new Date(0).toISOString(), scored: [], notMeasured: 0, missing: [], sources: [] };
+    const unreadable: PredictionScore = { calibration: "(predictions.json could not be read: ...)", madeAt: new Date(0).toISOString(), unit: "images", scored: [], notMeasured: 0, missing: [], sources: [] };
     expect(predictionsTitle(unreadable)).toBe("Predictions");
     expect(pages(unreadable).markdown).not.toMatch(/before/i);
   });
