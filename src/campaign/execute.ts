@@ -109,11 +109,7 @@ export async function runCampaign(ctx: Context, file: AnyLoadedCampaignFile, opt
   const todo = runsToDo(plan, store, cpusPerNode, options.redoDisturbed === true);
   const alreadyDone = plan.runs.length - todo.length;
   saveCampaignCopy(store.layout, file.sourceText);
-  const predictFrom = predictable === undefined ? undefined : predictionContextFor(predictable, cpusPerNode, options.calibration?.calibration);
-  if (predictFrom !== undefined) {
-    const memory = memoryConstantsFor(predictable!, cpusPerNode, options.calibration?.calibration);
-    savePredictions(ctx, { store, plan, campaignFile: file.sourceFile, memory }, predictFrom, options.calibration?.from);
-  }
+  if (predictable !== undefined) savePredictions(ctx, { store, plan, file: predictable, cpusPerNode }, options.calibration);
   ctx.reporter.info(`campaign ${plan.name}: ${plan.repeatUntil === undefined ? "" : "up to "}${plan.runs.length} runs planned, ${alreadyDone} already done, ` +
     `${todo.length} to run${target.runsWhere?.(file.testbed) ?? ""}; results in ${store.layout.dir}`);
 
@@ -553,18 +549,20 @@ export async function makeReport(ctx: Context, store: ResultsStore, leftOut: rea
 }
 
 /**
- * Every training run's prediction, saved once, before the first run; `from` names the calibration (none: published
+ * Every training run's prediction and peak memory, saved once, before the first run; `calibration.from` names the calibration (none: published
  * figures and the catalogue). A calibration made before ringlab recorded its folders' absolute paths names them as
  * given to `calibrate`: they are read from here.
  */
-function savePredictions(ctx: Context, scope: { store: ResultsStore; plan: CampaignPlan; campaignFile: string; memory: MemoryConstants }, context: PredictionContext,
-  from: string | undefined): void {
+function savePredictions(ctx: Context, scope: { store: ResultsStore; plan: CampaignPlan; file: LoadedCampaignFile; cpusPerNode: number | undefined },
+  calibration: CampaignOptions["calibration"]): void {
   const { layout } = scope.store;
-  if (existsSync(layout.predictions)) return;
+  const context = predictionContextFor(scope.file, scope.cpusPerNode, calibration?.calibration);
+  if (context === undefined || existsSync(layout.predictions)) return;
+  const from = calibration?.from;
   const inputs = context.calibration === undefined ? []
     : calibrationInputs(context.calibration).map((input) => (input.folder === null && input.resultsDir !== null ? { ...input, folder: resolve(input.resultsDir) } : input));
-  const outcome = predictionsToSave({ plan: scope.plan, campaignFile: scope.campaignFile, recorded: scope.store.records(), resultsDir: layout.dir,
-    context, memory: scope.memory, from, calibrationInputs: inputs, madeAt: new Date().toISOString() });
+  const outcome = predictionsToSave({ plan: scope.plan, campaignFile: scope.file.sourceFile, recorded: scope.store.records(), resultsDir: layout.dir,
+    context, memory: memoryConstantsFor(scope.file, scope.cpusPerNode, calibration?.calibration), from, calibrationInputs: inputs, madeAt: new Date().toISOString() });
   if ("refused" in outcome) {
     ctx.reporter.warn(outcome.refused);
     return;
