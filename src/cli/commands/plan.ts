@@ -16,6 +16,7 @@ import { EXIT, UsageError } from "../../util/errors.ts";
 import { campaignName, planCampaign, reshapeCount, type CampaignPlan } from "../../campaign/plan.ts";
 import { isKubernetesCampaign, loadAnyCampaignFile, type LoadedCampaignFile, type LoadedKubernetesCampaignFile } from "../../config/load.ts";
 import { isPrediction, predictRun, type MissingInput, type RunPrediction } from "../../predict/predict.ts";
+import { rateUnit } from "../../results/worker-result.ts";
 import { predictionContextFor, PUBLISHED_ONLY } from "../../predict/inputs.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
 import { targetOf } from "../../targets/index.ts";
@@ -157,8 +158,11 @@ export function formatPredictions(predictions: readonly (RunPrediction | Missing
   const made = predictions.filter(isPrediction);
   const missing = predictions.filter((prediction): prediction is MissingInput => !isPrediction(prediction));
   const pct = (value: number) => `${(value * 100).toFixed(1)}%`;
-  const table = made.length === 0 ? "" : formatTable(["run", "predicted img/s", "efficiency (95% interval)", "φ", "no overlap", "full overlap", "compute", "link", "overlap"], made.map((prediction) => [
-    prediction.runId, prediction.throughput.toFixed(1),
+  // The rate in the runs' unit (tok/s for a language model); a campaign of both kinds says it on every row.
+  const units = [...new Set(made.map((prediction) => prediction.unit))];
+  const rate = (prediction: RunPrediction) => `${prediction.throughput.toFixed(1)}${units.length === 1 ? "" : ` ${rateUnit(prediction.unit)}`}`;
+  const table = made.length === 0 ? "" : formatTable(["run", units.length === 1 ? `predicted ${rateUnit(units[0]!)}` : "predicted rate", "efficiency (95% interval)", "φ", "no overlap", "full overlap", "compute", "link", "overlap"], made.map((prediction) => [
+    prediction.runId, rate(prediction),
     `${pct(prediction.scalingEfficiency.value)} (${pct(prediction.scalingEfficiency.low)}-${pct(prediction.scalingEfficiency.high)})`,
     prediction.overlapShare.toFixed(2), pct(prediction.noOverlapEfficiency), pct(prediction.fullOverlapEfficiency),
     sourceNumber(prediction.sources.compute), sourceNumber(prediction.sources.link), sourceNumber(prediction.sources.overlap),
