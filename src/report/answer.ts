@@ -7,6 +7,7 @@
 import type { ReportData, ScalingPoint, TrainingConfig } from "./data.ts";
 import { flagTally, type Flag } from "./suspect-figures.ts";
 import { percent } from "./text.ts";
+import { rateUnit } from "../results/worker-result.ts";
 
 interface AtLargest {
   readonly name: string;
@@ -18,7 +19,7 @@ export function answerSentences(data: ReportData, flags: readonly Flag[]): strin
   const byLink = largestPoints(data.training);
   const flagged = flags.length === 0 ? "No flags: every point's repeats agree and no run was disturbed."
     : `${flags.length} flag${flags.length === 1 ? "" : "s"} (${flagTally(flags)}): read the points marked ⚑ with care (see Flags).`;
-  if (byLink.size === 0) return ["No training run on more than one node succeeded, so there is no scaling to report.", flagged];
+  if (byLink.size === 0) return [withoutScaling(data.training), flagged];
   const links = [...byLink.entries()];
   const nodes = links[0]![1][0]!.point.nodes;
   const sameNodes = links.every(([, points]) => points.every((entry) => entry.point.nodes === nodes));
@@ -34,6 +35,26 @@ export function answerSentences(data: ReportData, flags: readonly Flag[]): strin
   const limits = links.map(([link, points]) => limitText(link, points[0]!));
   const second = `The model fitted to the campaign's probe predicts${data.training.length === 1 ? "" : ", for the best on each link,"} ${limits.join("; ")}.`;
   return [first, second, flagged];
+}
+
+/**
+ * No point has a scaling efficiency: no multi-node run succeeded, or (a campaign of multi-node runs alone, as one whose
+ * nodes hold the model only sharded) none had a single-node baseline; then the fastest configuration on each link.
+ */
+function withoutScaling(training: readonly TrainingConfig[]): string {
+  const names = distinctNames(training);
+  const fastest = new Map<string, { name: string; point: ScalingPoint; unit: string }>();
+  training.forEach((config, index) => {
+    for (const series of config.series) {
+      for (const point of series.points.filter((candidate) => candidate.nodes > 1)) {
+        const best = fastest.get(series.bandwidth);
+        if (best === undefined || point.throughput.mean > best.point.throughput.mean) fastest.set(series.bandwidth, { name: names[index]!, point, unit: rateUnit(config.unit) });
+      }
+    }
+  });
+  if (fastest.size === 0) return "No training run on more than one node succeeded, so there is no scaling to report.";
+  const each = [...fastest.entries()].map(([link, best]) => `${link}: ${best.name} on ${best.point.nodes} nodes, ${best.point.throughput.mean.toFixed(1)} ${best.unit}`);
+  return `No single-node baseline ran, so there is no scaling efficiency to report; the fastest on each link: ${each.join("; ")}.`;
 }
 
 /**

@@ -52,6 +52,14 @@ describe("the report's answer in three sentences", () => {
       .toBe("No training run on more than one node succeeded, so there is no scaling to report.");
   });
 
+  it("says no baseline ran, not that no multi-node run succeeded, where every run was multi-node, and names the fastest on each link", () => {
+    const runs = [trainRecord({ model: "small", batchSize: 32, nodes: 3, bandwidth: "1gbit", throughput: 240, knobs: { parallelism: "fsdp" } }),
+      trainRecord({ model: "small", batchSize: 32, nodes: 3, bandwidth: "1gbit", throughput: 200, knobs: { parallelism: "ddp" } }),
+      trainRecord({ model: "small", batchSize: 32, nodes: 3, bandwidth: "300mbit", throughput: 150, knobs: { parallelism: "ddp" } })];
+    expect(answer(runs)[0]).toBe("No single-node baseline ran, so there is no scaling efficiency to report; the fastest on each link: " +
+      "300mbit: parallelism=ddp on 3 nodes, 150.0 img/s; 1gbit: parallelism=fsdp on 3 nodes, 240.0 img/s.");
+  });
+
   it("comes first on both pages: after the header, before the flags and every table", () => {
     const runs = recordsOf("test/bench/data/layouts/runs.jsonl");
     const data = reportData(runs);
