@@ -570,7 +570,8 @@ function oneLine(text: string): string {
 /** Says "before the first run" only where the predictions were (predictedBefore): nothing measured first, and out-of-sample. */
 function predictionsIntro(score: PredictionScore): string {
   return `${predictedBefore(score) ? "Made before the first run, from a calibration that holds none of this campaign's runs, with" : "Made with"} ringlab plan's model ` +
-    "(t_c, then the all-reduce in DDP's buckets, less the share φ of it that the calibration's own shaped runs hid behind backward, or none where no " +
+    "(t_c, then the step's communication: DDP's all-reduce in its buckets, or a layout's own collectives, FSDP's gathers and reduce-scatters, tensor " +
+    "parallelism's all-reduces, a pipeline's sends and its bubble; less the share φ of it that the calibration's own shaped runs hid behind backward, or none where no " +
     "run measured it; the interval from t_c's and φ's), from the sources listed below it: earlier campaigns' measurements, published figures, the " +
     "instance catalogue, each derived or assumed input said so. Every measurement of a run is shown: one done again (its first disturbed) beside the first.";
 }
