@@ -15,6 +15,7 @@ import type { AllReduceResult, TrainResult } from "../results/worker-result.ts";
 import { throughputOf } from "../results/worker-result.ts";
 import { predictLayoutStep } from "../results/layout-model.ts";
 import { computeShares, shapeOf, unitsPerSample } from "../workload/transformer.ts";
+import { targetNamed } from "../targets/index.ts";
 
 /**
  * A measurement over repeats: the mean with the half-width of its 95% interval (Student's t over the n repeats;
@@ -283,7 +284,7 @@ export function reportMeta(records: readonly RunRecord[], generatedAt: Date, lef
     firstStartedAt: first === undefined ? null : starts[0]!,
     lastEndedAt: first === undefined ? null : ends[ends.length - 1]!,
     generatedAt: generatedAt.toISOString(),
-    sharedMachine: records.some((record) => record.testbed.target === "local" && record.params.cpusPerNode === undefined),
+    sharedMachine: records.some((record) => targetNamed(record.testbed.target)?.nodesShareOneMachine === true && record.params.cpusPerNode === undefined),
     cpusPerNode: [...new Set(records.flatMap((record) => record.params.cpusPerNode ?? []))].sort((a, b) => a - b),
     severalProcessesPerNode: records.some((record) => processesOf(record) > 1),
     leftOut,

@@ -43,6 +43,11 @@ export function targetOf(testbed: { readonly target: TargetName }): Target {
   return TARGETS[testbed.target];
 }
 
+/** The target a record names (a record's target is the name it was written with), or undefined for a name this ringlab does not know. */
+export function targetNamed(name: string): Target | undefined {
+  return (TARGET_NAMES as readonly string[]).includes(name) ? TARGETS[name as TargetName] : undefined;
+}
+
 /** Why the testbed's target cannot do `capability` with its settings; undefined: it can. */
 export function gapOfTestbed(testbed: TestbedSection, capability: Capability): string | undefined {
   return gapOf(targetOf(testbed), capability, testbed);

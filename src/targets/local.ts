@@ -85,6 +85,7 @@ function realLocation(path: string): string {
 export const localTarget: Target = {
   name: "local",
   title: "local",
+  nodesShareOneMachine: true,
   gaps: {
     gpu: "the local testbed runs on CPU (use fp32)",
     horovod: "which the local testbed's CPU worker image does not have (use ddp)",

@@ -111,6 +111,11 @@ export interface Target {
   readonly title: string;
   /** What it cannot do whatever its settings, with why. */
   readonly gaps: Gaps;
+  /**
+   * Its nodes are containers on the machine that runs ringlab: runs without a CPU quota share that machine's cores
+   * (the report says so beside their numbers).
+   */
+  readonly nodesShareOneMachine?: boolean;
   /** What it cannot do with these settings, beyond `gaps` (a Kubernetes testbed whose pods ask for no GPU). */
   gapsOf?(testbed: TestbedSection): Gaps;
 
