@@ -1,13 +1,13 @@
 /**
  * Rough duration and cost of a campaign before it starts, for `ringlab plan`. Pure. The throughputs are
- * coarse guesses (documented below); the all-reduce part comes from the ring lower bound.
+ * coarse guesses (documented below, and an image model's beside its figures in the worker's registry); the
+ * all-reduce part comes from the ring lower bound.
  */
 import { bandwidthGbps } from "../rules/bandwidth.ts";
-import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../catalogue/assumed-throughput.ts";
 import { shapeOf, trainingFlopsPerToken } from "../workload/transformer.ts";
 import { onDemandUsdPerHour } from "../catalogue/aws-instance-types.ts";
-import { PARAMETER_COUNT, TRAIN_KNOBS } from "../config/registry.ts";
-import type { CampaignFile, Model } from "../config/schema.ts";
+import { PARAMETER_COUNT, planningOf, TRAIN_KNOBS } from "../config/registry.ts";
+import type { CampaignFile } from "../config/schema.ts";
 import { isReduction, reductionLowerBoundSeconds, type Placement } from "../results/cost-model.ts";
 import type { WorkerImageSource } from "../rules/worker-image.ts";
 import { InternalError } from "../util/errors.ts";
@@ -19,14 +19,11 @@ import type { CampaignPlan, PlannedRun } from "./plan.ts";
 export { PARAMETER_COUNT };
 
 /**
- * Images per second of one local testbed worker, to size estimates only: one container with 2 cores to itself
- * (measured for tiny and small; the ResNets scaled by their FLOPs). An AWS run's compute is what `ringlab predict`
- * takes for its instance type's GPU (src/predict/inputs.ts: published, scaled or assumed figures).
- */
-const CPU_IMAGES_PER_SECOND: Readonly<Partial<Record<Model, number>>> = { tiny: 1_500, small: 190, resnet50: 3, resnet101: 1.7, resnet152: 1.2, inception_v3: 2 };
-/**
- * A language model's training speed on one such container, to size estimates only: a coarse planning figure for fp32
- * matrix products on 2 cores (the worker's own calibration measures 7 GFLOP/s per CPU-second at 256 x 256).
+ * A language model's training speed on one local testbed worker (one container with 2 cores to itself), to size
+ * estimates only: a coarse planning figure for fp32 matrix products on 2 cores (the worker's own calibration measures
+ * 7 GFLOP/s per CPU-second at 256 x 256). An image model's is its planning figure in the worker's registry
+ * (registry.json: planning.cpuImagesPerSecond, beside where it came from). An AWS run's compute is what `ringlab
+ * predict` takes for its instance type's GPU (src/predict/inputs.ts: published, scaled or assumed figures).
  */
 const CPU_TRAINING_GFLOPS = 12;
 /** Any language model on a GPU, to size estimates only: 30 % of a T4's 8.1 fp32 TFLOP/s. */
@@ -135,7 +132,7 @@ export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options:
     const instanceType = targetOf(file.testbed).instanceTypeOf?.(file.testbed);
     const computeSeconds = instanceType !== undefined ? gpuComputeSeconds(run, instanceType)
       // Without instance types (the local testbed) the worker processes share this machine's cores: each gets 2 only while there are enough.
-      : (languageStepSeconds(run, CPU_TRAINING_GFLOPS) ?? run.batchSize! / CPU_IMAGES_PER_SECOND[run.model!]!) *
+      : (languageStepSeconds(run, CPU_TRAINING_GFLOPS) ?? run.batchSize! / planningOf(run.model!).cpuImagesPerSecond) *
         Math.max(1, (2 * run.nodes * (run.processesPerNode ?? 1)) / (options.localCores ?? 2));
     const gradientBytes = PARAMETER_COUNT[run.model!] * (knobs.fp16Allreduce === true ? 2 : 4);
     const allReduceSeconds = link === null ? 0 : reductionLowerBoundSeconds(reduction, gradientBytes, placementOf(run), link, true);
@@ -147,13 +144,13 @@ export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options:
 /**
  * One step's compute on the instance type's GPU, as `ringlab predict` takes it (published, scaled from ringlab's
  * measured model ratios, or a T4's assumed figure); a GPU none of those covers (an A10G, an L4) gets the T4's
- * figure, which no newer GPU is slower than.
+ * figure (the registry's planning.t4Fp32ImagesPerSecond), which no newer GPU is slower than.
  */
 function gpuComputeSeconds(run: PlannedRun, instanceType: string): number {
   const input = computeInput(inputQuestionOf({ ...run, model: run.model!, batchSize: run.batchSize! }), { instanceType });
   const language = languageStepSeconds(run, GPU_TRAINING_GFLOPS);
   if (language !== undefined) return language;
-  return isMissing(input) ? run.batchSize! / ASSUMED_T4_FP32_IMAGES_PER_SECOND[run.model!]! : input.seconds.mean;
+  return isMissing(input) ? run.batchSize! / planningOf(run.model!).t4Fp32ImagesPerSecond : input.seconds.mean;
 }
 
 /** Time to train: the steps of one epoch over the campaign's dataset (every epoch, as if the target were never reached). */

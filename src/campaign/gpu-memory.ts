@@ -9,28 +9,12 @@
  * times a peak factor for what the backward pass holds at once on top of them (activation gradients).
  */
 import { instanceTypeFacts } from "../catalogue/aws-instance-types.ts";
-import { NATIVE_IMAGE_SIZE, PARAMETER_COUNT } from "../config/registry.ts";
+import { MODEL_KIND, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, planningOf } from "../config/registry.ts";
 import type { CampaignFile, Model } from "../config/schema.ts";
 import { targetOf } from "../targets/index.ts";
 import type { CampaignPlan } from "./plan.ts";
 
 export type Precision = "fp32" | "amp";
-
-/**
- * MiB autograd keeps per image for the backward pass at the model's native image size, fp32 and amp (16-bit
- * activations where autocast runs an operation in 16 bits). Measured with test/bench/activation-memory.py on the
- * build machine (the worker's models, torch 1.13 / torchvision 0.14, saved_tensors_hooks; amp as autocast to
- * bfloat16 on the CPU, 2 bytes like float16 on a GPU). Not yet checked against torch.cuda.max_memory_allocated on
- * a GPU: PEAK_OVER_SAVED and FIXED_OVERHEAD_GIB are allowances from experience, not measurements.
- */
-export const ACTIVATION_MIB_PER_IMAGE: Readonly<Partial<Record<Model, Readonly<Record<Precision, number>>>>> = {
-  tiny: { fp32: 0.2, amp: 0.1 },
-  small: { fp32: 0.3, amp: 0.2 },
-  resnet50: { fp32: 81.9, amp: 41.7 },
-  resnet101: { fp32: 121.0, amp: 61.3 },
-  resnet152: { fp32: 169.2, amp: 85.4 },
-  inception_v3: { fp32: 94.1, amp: 49.8 },
-};
 
 /** The worker's default image sizes (its registry, docker/worker/ringlab_worker/registry.json: each model's imageSize). */
 export { NATIVE_IMAGE_SIZE };
@@ -45,13 +29,21 @@ const USABLE_FRACTION = 0.93;
 const MIB = 2 ** 20;
 const GIB = 2 ** 30;
 
-/** Estimated peak GPU memory of one worker's training step, in GiB. */
+/**
+ * Estimated peak GPU memory of one worker's training step, in GiB. An image model's activations per image, at its
+ * native image size in fp32 and in amp (16-bit activations where autocast runs an operation in 16 bits), are its
+ * planning figure in the worker's registry (registry.json: planning.activationMibPerImage), so a new model brings its
+ * own. They were measured with test/bench/activation-memory.py on the build machine (the worker's models, torch 1.13 /
+ * torchvision 0.14, saved_tensors_hooks; amp as autocast to bfloat16 on the CPU, 2 bytes like float16 on a GPU), not
+ * yet checked against torch.cuda.max_memory_allocated on a GPU: PEAK_OVER_SAVED and FIXED_OVERHEAD_GIB are
+ * allowances from experience, not measurements.
+ */
 export function trainingMemoryGiB(model: Model, batchSize: number, precision: Precision, imageSize = NATIVE_IMAGE_SIZE[model]!): number {
   const parameters = PARAMETER_COUNT[model];
   // fp32 weights, gradients and DDP's bucket copy of the gradients; amp adds autocast's fp16 weight copies.
   const modelStateBytes = parameters * (4 + 4 + 4 + (precision === "amp" ? 2 : 0));
   const pixels = (imageSize / NATIVE_IMAGE_SIZE[model]!) ** 2;
-  const activationBytes = batchSize * ACTIVATION_MIB_PER_IMAGE[model]![precision] * MIB * pixels * PEAK_OVER_SAVED;
+  const activationBytes = batchSize * planningOf(model).activationMibPerImage[precision] * MIB * pixels * PEAK_OVER_SAVED;
   const inputBytes = batchSize * 3 * imageSize * imageSize * 4;
   return FIXED_OVERHEAD_GIB + (modelStateBytes + activationBytes + inputBytes) / GIB;
 }
@@ -73,8 +65,9 @@ export function checkGpuMemory(plan: CampaignPlan, file: CampaignFile): string[]
   const available = usableGpuMemoryGiB(facts.gpuMemoryGiB);
   const problems = new Map<string, string>();
   for (const run of plan.runs) {
-    // Language models: their layouts' memory model (src/predict/memory.ts) answers for them.
-    if (run.job !== "train" || ACTIVATION_MIB_PER_IMAGE[run.model!] === undefined) continue;
+    // Language models: their layouts' memory model (src/predict/memory.ts) answers for them. Every image model is
+    // checked: its activation figure is required by the registry, not looked up and skipped when absent.
+    if (run.job !== "train" || MODEL_KIND[run.model!] !== "image") continue;
     const precision = (run.knobs.precision ?? "fp32") as Precision;
     const imageSize = run.knobs.imageSize === undefined ? undefined : Number(run.knobs.imageSize);
     const key = `${run.model}/${run.batchSize}/${precision}/${imageSize ?? "native"}`;

@@ -65,6 +65,59 @@ export const PARAMETER_COUNT: Readonly<Record<Model, number>> = mapValues(regist
 export const NATIVE_IMAGE_SIZE: Readonly<Partial<Record<Model, number>>> = Object.fromEntries(
   Object.entries(registry.models).flatMap(([name, model]) => "imageSize" in model ? [[name, model.imageSize]] : []));
 
+/**
+ * ringlab's planning figures of an image model (registry.json's `planning`, where each figure's source is written
+ * beside it): coarse numbers that size `ringlab plan`'s estimate and its GPU memory check. Language models have none:
+ * they are planned from their shape's FLOPs and their memory model.
+ */
+export interface PlanningFigures {
+  /** Images per second of one local testbed worker with 2 cores to itself. */
+  readonly cpuImagesPerSecond: number;
+  /** Images per second of one worker on a T4 in fp32: what plan and predict assume where nothing measured, published or scaled answers. */
+  readonly t4Fp32ImagesPerSecond: number;
+  /** MiB autograd keeps per image for the backward pass at the model's native image size, fp32 and amp (16-bit activations). */
+  readonly activationMibPerImage: Readonly<Record<"fp32" | "amp", number>>;
+}
+
+/** Where an image model's planning entry holds each number (each must be above 0) and each figure's source (a sentence). */
+const PLANNING_NUMBERS = ["cpuImagesPerSecond.value", "t4Fp32ImagesPerSecond.value", "activationMibPerImage.fp32", "activationMibPerImage.amp"];
+const PLANNING_SOURCES = ["cpuImagesPerSecond.source", "t4Fp32ImagesPerSecond.source", "activationMibPerImage.source"];
+
+/**
+ * An image model's planning figures from its registry entry's `planning`. Throws naming every figure or source it
+ * lacks: a model without them used to be skipped by the GPU memory check and estimated as NaN, and nobody was told.
+ */
+export function planningFigures(model: string, planning: unknown): PlanningFigures {
+  const at = (path: string): unknown => path.split(".").reduce<unknown>(
+    (value, key) => typeof value === "object" && value !== null ? (value as Readonly<Record<string, unknown>>)[key] : undefined, planning);
+  const missing = [
+    ...PLANNING_NUMBERS.filter((path) => { const value = at(path); return typeof value !== "number" || !(value > 0); }),
+    ...PLANNING_SOURCES.filter((path) => { const value = at(path); return typeof value !== "string" || value.trim() === ""; }),
+  ];
+  if (missing.length > 0) {
+    throw new Error(`registry.json: image model ${model} lacks planning.${missing.join(", planning.")}: ` +
+      "`ringlab plan` sizes its estimate and GPU memory check with them (each figure a number above 0, beside where it came from)");
+  }
+  const number = (path: string) => at(path) as number;
+  return {
+    cpuImagesPerSecond: number("cpuImagesPerSecond.value"),
+    t4Fp32ImagesPerSecond: number("t4Fp32ImagesPerSecond.value"),
+    activationMibPerImage: { fp32: number("activationMibPerImage.fp32"), amp: number("activationMibPerImage.amp") },
+  };
+}
+
+/** Every image model's planning figures, by name. A registry whose image model lacks one does not load (planningFigures). */
+export const PLANNING: Readonly<Partial<Record<Model, PlanningFigures>>> = Object.fromEntries(
+  Object.entries(registry.models).flatMap(([name, model]) => model.kind === "image"
+    ? [[name, planningFigures(name, (model as { readonly planning?: unknown }).planning)]] : []));
+
+/** An image model's planning figures. A language model has none (plan takes its FLOPs): asking for them is a bug, said so. */
+export function planningOf(model: string): PlanningFigures {
+  const figures = Object.hasOwn(PLANNING, model) ? (PLANNING as Readonly<Record<string, PlanningFigures>>)[model] : undefined;
+  if (figures === undefined) throw new Error(`registry.json has no planning figures for ${model}: only image models have them`);
+  return figures;
+}
+
 /** A language model's shape (docker/worker/ringlab_worker/models/transformer.py builds it). */
 export interface TransformerShape {
   readonly layers: number;

@@ -21,12 +21,11 @@
  * gradients. What the process adds on top (the allocator's caches, threads, communication buffers) is the calibration's
  * affine fit from single-node runs (src/predict/memory.ts): peak = overhead + scale × this.
  *
- * Image models have no census: their activations are ACTIVATION_MIB_PER_IMAGE's (src/campaign/gpu-memory.ts) and
- * FSDP's gathered unit is counted as the whole model (an upper bound).
+ * Image models have no census: their activations are their planning figure in the worker's registry (registry.json:
+ * planning.activationMibPerImage) and FSDP's gathered unit is counted as the whole model (an upper bound).
  */
 import census from "../catalogue/transformer-activations.json" with { type: "json" };
-import { ACTIVATION_MIB_PER_IMAGE } from "../campaign/gpu-memory.ts";
-import { LANGUAGE_SHAPE, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, type Model } from "../config/registry.ts";
+import { LANGUAGE_SHAPE, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, PLANNING, type Model } from "../config/registry.ts";
 import { stageBlocks, type ParallelDims } from "./layout.ts";
 import { blockParameters, shapeOf, type TransformerShape } from "./transformer.ts";
 
@@ -154,7 +153,9 @@ function imageParts(question: MemoryQuestion): Parts {
   const parameters = PARAMETER_COUNT[model];
   const imageSize = typeof question.knobs["imageSize"] === "number" ? question.knobs["imageSize"] : NATIVE_IMAGE_SIZE[model]!;
   const precision = question.knobs["precision"] === "amp" || question.knobs["precision"] === "bf16" ? "amp" : "fp32";
-  const perImage = (ACTIVATION_MIB_PER_IMAGE[model]?.[precision] ?? 0) * MIB * (imageSize / NATIVE_IMAGE_SIZE[model]!) ** 2;
-  // The image models' census (ACTIVATION_MIB_PER_IMAGE) was taken under autocast: its 16-bit weight copies are in it.
+  // Every image model of the registry has its figure (src/config/registry.ts does not load without it); a model the
+  // registry does not know has none, nor a parameter count or image size.
+  const perImage = (PLANNING[model]?.activationMibPerImage[precision] ?? 0) * MIB * (imageSize / NATIVE_IMAGE_SIZE[model]!) ** 2;
+  // The image models' census (planning.activationMibPerImage) was taken under autocast: its 16-bit weight copies are in it.
   return { own: parameters, whole: parameters, gatheredUnit: parameters, activationPerToken: perImage, transientPerToken: 0, matrices: 0 };
 }

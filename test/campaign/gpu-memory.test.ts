@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { checkGpuMemory, trainingMemoryGiB, usableGpuMemoryGiB } from "../../src/campaign/gpu-memory.ts";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import { loadCampaignFile, parseCampaign } from "../../src/config/load.ts";
+import { MODEL_KIND, MODELS } from "../../src/config/registry.ts";
 
 const BIN = resolve("src/bin/ringlab.mjs");
 const T4 = usableGpuMemoryGiB(16);
@@ -46,6 +47,13 @@ describe("training memory of one GPU", () => {
     expect(checkGpuMemory(planCampaign(amp, "c"), amp)).toEqual([]);
     const bigGpu = awsCampaign("g6e.xlarge", "nodes: 2, model: resnet101, batchSize: 96, bandwidth: 1gbit");
     expect(checkGpuMemory(planCampaign(bigGpu, "c"), bigGpu)).toEqual([]);
+  });
+
+  // Issue #51: the check skipped any model missing from its own activation table, without a word; now every image
+  // model's figure is the registry's, required there, and only language models are left to their memory model.
+  it.each(MODELS.filter((model) => MODEL_KIND[model] === "image"))("checks %s at a batch no GPU holds and flags it", (model) => {
+    const file = awsCampaign("g4dn.xlarge", `nodes: 1, model: ${model}, batchSize: 100000, bandwidth: 1gbit`);
+    expect(checkGpuMemory(planCampaign(file, "c"), file)).toEqual([expect.stringMatching(new RegExp(`^${model} at batch 100000 in fp32 needs about `))]);
   });
 
   it("checks nothing on the local testbed, which trains on CPUs", () => {

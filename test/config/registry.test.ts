@@ -7,7 +7,8 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import {
-  KNOB_OWNERS, LANGUAGE_SHAPE, MODELS, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, REDUCTIONS, TRAIN_KNOB_NAMES, TRAIN_KNOBS, type Reduction, type TrainKnob, type TrainKnobName,
+  KNOB_OWNERS, LANGUAGE_SHAPE, MODEL_KIND, MODELS, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, PLANNING, planningFigures, planningOf, REDUCTIONS, TRAIN_KNOB_NAMES, TRAIN_KNOBS,
+  type Reduction, type TrainKnob, type TrainKnobName,
 } from "../../src/config/registry.ts";
 import { TRAIN_KNOB_NAMES as SCHEMA_KNOB_NAMES, validateCampaign } from "../../src/config/schema.ts";
 import { REDUCTIONS as COST_MODEL_REDUCTIONS, type Reduction as CostModelReduction } from "../../src/results/cost-model.ts";
@@ -114,6 +115,37 @@ describe("the registry's names", () => {
     expect(MODELS).toEqual(Object.keys(registry.models));
     expect([...Object.keys(NATIVE_IMAGE_SIZE), ...Object.keys(LANGUAGE_SHAPE)]).toEqual(MODELS);
     expect(Object.keys(PARAMETER_COUNT)).toEqual(MODELS);
+  });
+
+  // Issue #51: the planning figures were tables of their own in estimate.ts, assumed-throughput.ts and gpu-memory.ts;
+  // a model missing from one was estimated as NaN or skipped by the GPU memory check without a word.
+  it("gives every image model its planning figures, each beside where it came from, and no language model any", () => {
+    const imageModels = MODELS.filter((model) => MODEL_KIND[model] === "image");
+    expect(Object.keys(PLANNING)).toEqual(imageModels);
+    for (const model of imageModels) {
+      const entry = registry.models[model] as { readonly planning?: unknown };
+      expect(() => planningFigures(model, entry.planning), model).not.toThrow();
+    }
+    expect(() => planningOf("gpt-nano")).toThrow("registry.json has no planning figures for gpt-nano: only image models have them");
+  });
+
+  it("refuses an image model's planning without a figure or its source, naming each", () => {
+    const complete = {
+      cpuImagesPerSecond: { value: 190, source: "measured" }, t4Fp32ImagesPerSecond: { value: 4000, source: "a guess" },
+      activationMibPerImage: { fp32: 0.3, amp: 0.2, source: "measured" },
+    };
+    expect(planningFigures("small2", complete)).toEqual({ cpuImagesPerSecond: 190, t4Fp32ImagesPerSecond: 4000, activationMibPerImage: { fp32: 0.3, amp: 0.2 } });
+    const { cpuImagesPerSecond: _, ...withoutCpu } = complete;
+    expect(() => planningFigures("small2", withoutCpu)).toThrow(
+      "registry.json: image model small2 lacks planning.cpuImagesPerSecond.value, planning.cpuImagesPerSecond.source: " +
+      "`ringlab plan` sizes its estimate and GPU memory check with them (each figure a number above 0, beside where it came from)");
+    const noAmp = { ...complete, activationMibPerImage: { fp32: 0.3, source: "measured" } };
+    expect(() => planningFigures("small2", noAmp)).toThrow(/ lacks planning\.activationMibPerImage\.amp: /);
+    const zero = { ...complete, cpuImagesPerSecond: { value: 0, source: "measured" } };
+    expect(() => planningFigures("small2", zero)).toThrow(/ lacks planning\.cpuImagesPerSecond\.value: /);
+    const unsourced = { ...complete, t4Fp32ImagesPerSecond: { value: 4000, source: " " } };
+    expect(() => planningFigures("small2", unsourced)).toThrow(/ lacks planning\.t4Fp32ImagesPerSecond\.source: /);
+    expect(() => planningFigures("small2", undefined)).toThrow(/ lacks planning\.cpuImagesPerSecond\.value, .*, planning\.activationMibPerImage\.source: /);
   });
 
   it("has the reductions the cost model bounds, no more and no fewer", () => {

@@ -10,8 +10,9 @@ matches the CPU wheel of current PyTorch the cpu image installs. Language models
 
 A spec says how to build the model, what one synthetic batch is, the loss, what throughput counts (images, or
 tokens), the model's blocks (FSDP's units of sharding, and what a pipeline splits), its tensor-parallel plan and its
-pipeline split. A layout a model has no plan for is refused with the reason (`Unsupported`). A new model is a module
-here, its spec in SPECS and its entry in registry.json.
+pipeline split. A layout a model has no plan for is refused with the reason (`Unsupported`). A new image model is its
+builder in a family module, listed in that module's IMAGE_MODELS, and its entry in registry.json (with its planning
+figures); SPECS follows the registry. A new family is a module here, named in _FAMILIES.
 """
 
 import copy
@@ -22,10 +23,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..errors import BadArguments
-from ..registry import LANGUAGE_SHAPE, MODELS
-from .cnn import small, tiny
-from .inception import inception_v3
-from .resnet import resnet50, resnet101, resnet152
+from ..registry import LANGUAGE_SHAPE, MODEL_KIND, MODELS
+from . import cnn, inception, resnet
 from .transformer import Transformer, TransformerShape, language_model_loss
 
 
@@ -34,11 +33,11 @@ class ImageModel:
 
     kind, unit = "image", "images"
 
-    def __init__(self, build: Callable[[], Tuple[nn.Module, int]], classes: int):
+    def __init__(self, build: Callable[[], nn.Module], classes: int):
         self._build, self.classes = build, classes
 
     def build(self, config) -> nn.Module:
-        return self._build()[0]
+        return self._build()
 
     def synthetic_batch(self, config, device, memory_format=torch.contiguous_format):
         """One random batch, as Horovod's benchmark has it (drawn after the model's initialisation, under its seed)."""
@@ -142,12 +141,24 @@ class LanguageModel:
         return part
 
 
-_IMAGE_BUILDERS = {"tiny": tiny, "small": small, "resnet50": resnet50, "resnet101": resnet101,
-                   "resnet152": resnet152, "inception_v3": inception_v3}
-_CLASSES = {"tiny": 10, "small": 10, "resnet50": 1000, "resnet101": 1000, "resnet152": 1000, "inception_v3": 1000}
+# The modules that define image models, each with its IMAGE_MODELS: name -> (builder, number of classes).
+_FAMILIES = (cnn, resnet, inception)
+BUILDERS = {name: entry for family in _FAMILIES for name, entry in family.IMAGE_MODELS.items()}
 
-SPECS = {name: ImageModel(_IMAGE_BUILDERS[name], _CLASSES[name]) if name in _IMAGE_BUILDERS else LanguageModel(name)
-         for name in MODELS}
+
+def _spec(name: str):
+    """The spec of registry.json's model `name`. An image model no family defines stops the import with its name,
+    rather than pass for a language model or fail as a bare KeyError."""
+    if MODEL_KIND[name] == "language":
+        return LanguageModel(name)
+    if name not in BUILDERS:
+        raise ImportError(f"registry.json lists image model {name}, but no module of models/ defines it "
+                          f"(an entry in its IMAGE_MODELS, a module named in _FAMILIES)")
+    build, classes = BUILDERS[name]
+    return ImageModel(build, classes)
+
+
+SPECS = {name: _spec(name) for name in MODELS}
 
 
 def model_spec(name: str):
@@ -157,7 +168,5 @@ def model_spec(name: str):
 
 def build_model(name: str) -> Tuple[nn.Module, int]:
     """An image model named in registry.json and its number of classes (the checks of torchvision's shapes use it)."""
-    return _IMAGE_BUILDERS[name]()
-
-
-BUILDERS = _IMAGE_BUILDERS
+    build, classes = BUILDERS[name]
+    return build(), classes

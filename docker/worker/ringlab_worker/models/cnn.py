@@ -9,7 +9,7 @@ def tiny():
         nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4),
         nn.Flatten(), nn.Linear(32 * 4 * 4, 10),
-    ), 10
+    )
 
 
 def small():
@@ -20,4 +20,9 @@ def small():
         nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(8),
         nn.Flatten(), nn.Linear(64 * 8 * 8, 1024), nn.ReLU(), nn.Linear(1024, 10),
-    ), 10
+    )
+
+
+# The image models this module defines, by their names in registry.json: each one's builder and its number of classes.
+# models/__init__.py collects every family's IMAGE_MODELS into SPECS, so a new model is an entry here, not there.
+IMAGE_MODELS = {"tiny": (tiny, 10), "small": (small, 10)}

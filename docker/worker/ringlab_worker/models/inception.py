@@ -151,4 +151,9 @@ class InceptionV3(nn.Module):
 
 
 def inception_v3():
-    return InceptionV3(), 1000
+    return InceptionV3()
+
+
+# The image models this module defines, by their names in registry.json: each one's builder and its number of classes
+# (models/__init__.py collects them into SPECS).
+IMAGE_MODELS = {"inception_v3": (inception_v3, 1000)}

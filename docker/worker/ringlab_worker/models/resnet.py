@@ -63,12 +63,17 @@ class ResNet(nn.Module):
 
 
 def resnet50():
-    return ResNet(BLOCKS["resnet50"]), 1000
+    return ResNet(BLOCKS["resnet50"])
 
 
 def resnet101():
-    return ResNet(BLOCKS["resnet101"]), 1000
+    return ResNet(BLOCKS["resnet101"])
 
 
 def resnet152():
-    return ResNet(BLOCKS["resnet152"]), 1000
+    return ResNet(BLOCKS["resnet152"])
+
+
+# The image models this module defines, by their names in registry.json: each one's builder and its number of classes
+# (models/__init__.py collects them into SPECS).
+IMAGE_MODELS = {"resnet50": (resnet50, 1000), "resnet101": (resnet101, 1000), "resnet152": (resnet152, 1000)}
