@@ -28,7 +28,7 @@ import { configureUnlessCurrent, down, prepareDataset, up } from "../testbed/tes
 import { gapOf, gapOfTestbed, targetOf, type CampaignTestbed, type Target, type TargetOptions } from "../targets/index.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import { InternalError, UsageError } from "../util/errors.ts";
-import { memoryConstantsFor, planProblems } from "./fits.ts";
+import { memoryConstantsFor, memoryRun, planProblems } from "./fits.ts";
 import { checkGpuMemory } from "./gpu-memory.ts";
 import { checkLinkDrive } from "./link-drive.ts";
 import { campaignName, planCampaign, remainingRuns, type CampaignPlan, type PlannedRun } from "./plan.ts";
@@ -603,8 +603,11 @@ export function predictionsToSave(question: PredictionsToSave): { readonly file:
         "prints them without running anything, and a campaign into a new results folder (--results) saves them before its first run",
     };
   }
-  const outcomes = plan.runs.map((run) => predictRun(run, question.context)).filter((outcome) => outcome !== null);
-  const predictions = outcomes.filter(isPrediction).map((prediction) => withMemory(prediction, plan, question.memory));
+  const outcomes = plan.runs.flatMap((run) => {
+    const outcome = predictRun(run, question.context);
+    return outcome === null ? [] : [isPrediction(outcome) ? withMemory(outcome, run, question.memory) : outcome];
+  });
+  const predictions = outcomes.filter(isPrediction);
   const missing = outcomes.filter((outcome): outcome is MissingInput => !isPrediction(outcome));
   const file: PredictionsFile = {
     schema: PREDICTIONS_SCHEMA, calibration: from ?? PUBLISHED_ONLY, madeAt: question.madeAt, runsDoneBefore: [],
@@ -620,11 +623,9 @@ export function predictionsToSave(question: PredictionsToSave): { readonly file:
 }
 
 /** A run's prediction with the memory model's peak beside it, where the constants are given and its layout is one. */
-function withMemory(prediction: RunPrediction, plan: CampaignPlan, constants: MemoryConstants | undefined): RunPrediction & Pick<SavedPrediction, "memory"> {
-  const run = plan.runs.find((candidate) => candidate.id === prediction.runId);
-  if (constants === undefined || run?.model === undefined || run.batchSize === undefined) return prediction;
-  const memory = predictMemory({ model: run.model, batchSize: run.batchSize, nodes: run.nodes, knobs: run.knobs,
-    ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }) }, constants);
+function withMemory(prediction: RunPrediction, run: PlannedRun, constants: MemoryConstants | undefined): RunPrediction & Pick<SavedPrediction, "memory"> {
+  if (constants === undefined) return prediction;
+  const memory = predictMemory(memoryRun(run), constants);
   if (!isMemoryPrediction(memory)) return prediction;
   return { ...prediction, memory: { rankBytes: memory.rankBytes, nodeBytes: memory.nodeBytes, source: memory.source } };
 }

@@ -45,7 +45,8 @@ export function memoryConstantsFor(file: CampaignFile, cpusPerNode: number | und
 
 const gib = (bytes: number) => `${(bytes / GIB).toFixed(2)} GiB`;
 
-function memoryRun(run: PlannedRun, knobs: PlannedRun["knobs"] = run.knobs, nodes = run.nodes): MemoryRun {
+/** A planned training run as the memory model asks about it (another layout or node count where given). */
+export function memoryRun(run: PlannedRun, knobs: PlannedRun["knobs"] = run.knobs, nodes = run.nodes): MemoryRun {
   return { model: run.model!, batchSize: run.batchSize!, nodes, knobs, ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }) };
 }
 

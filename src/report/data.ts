@@ -555,11 +555,13 @@ function layoutPoint(repeats: readonly TrainRecord[], unitsPerStep: number, base
 
 /** The largest rank's peak over its baseline, over the repeats that measured it; null where none did. */
 function peakMemoryInterval(repeats: readonly TrainRecord[]): Interval | null {
-  const peaks = repeats.flatMap((record) => {
-    const ranks = record.result.metrics.memory?.perRank ?? [];
-    return ranks.length === 0 ? [] : [Math.max(...ranks.map((rank) => rank.peakBytes - rank.baselineBytes))];
-  });
+  const peaks = repeats.flatMap((record) => largestRankPeak(record.result.metrics.memory?.perRank ?? []) ?? []);
   return peaks.length === 0 ? null : meanWithInterval(peaks);
+}
+
+/** A run's largest rank's peak memory over its process's baseline (the worker's measure); null where no rank measured it. */
+export function largestRankPeak(ranks: readonly { readonly peakBytes: number; readonly baselineBytes: number }[]): number | null {
+  return ranks.length === 0 ? null : Math.max(...ranks.map((rank) => rank.peakBytes - rank.baselineBytes));
 }
 
 /** "ddp", "fsdp full", "fsdp grad-op", "tensor", "pipeline gpipe, 4 micro-batches": a configuration's layout as its knobs say. */

@@ -8,7 +8,7 @@
 import { PREDICTIONS_SCHEMA, type AnyPredictionsFile, type PredictionSample } from "../results/predictions.ts";
 import { attemptOf, type RunRecord } from "../results/record.ts";
 import { disturbance, type Disturbance } from "../results/steadiness.ts";
-import { groupBy, type ReportData } from "./data.ts";
+import { groupBy, largestRankPeak, type ReportData } from "./data.ts";
 import { throughputOf } from "../results/worker-result.ts";
 
 export interface ScoredPrediction {
@@ -110,7 +110,7 @@ export function scorePredictions(file: AnyPredictionsFile, data: ReportData, rec
 /** The largest rank's measured peak over its baseline against the saved prediction of it. */
 function memoryScore(predicted: number | null, ranks: readonly { readonly peakBytes: number; readonly baselineBytes: number }[]):
   Pick<ScoredPrediction, "predictedMemoryBytes" | "measuredMemoryBytes" | "memoryError"> {
-  const measured = ranks.length === 0 ? null : Math.max(...ranks.map((rank) => rank.peakBytes - rank.baselineBytes));
+  const measured = largestRankPeak(ranks);
   return { predictedMemoryBytes: predicted, measuredMemoryBytes: measured, memoryError: predicted === null || measured === null ? null : measured / predicted - 1 };
 }
 

@@ -8,7 +8,7 @@ import { availableParallelism } from "node:os";
 import type { Command } from "commander";
 import { estimateCampaign, type CampaignEstimate, type EstimateOptions } from "../../campaign/estimate.ts";
 import { checkGpuMemory } from "../../campaign/gpu-memory.ts";
-import { memoryConstantsFor, memoryLimitOf, planProblems, type MemoryLimit } from "../../campaign/fits.ts";
+import { memoryConstantsFor, memoryLimitOf, memoryRun, planProblems, type MemoryLimit } from "../../campaign/fits.ts";
 import { checkLinkDrive } from "../../campaign/link-drive.ts";
 import { isMemoryPrediction, predictMemory, type MemoryConstants } from "../../predict/memory.ts";
 import { MODEL_KIND, type Model } from "../../config/registry.ts";
@@ -187,8 +187,7 @@ function memoryRows(plan: CampaignPlan, constants: MemoryConstants): MemoryRow[]
   const rows = new Map<string, MemoryRow>();
   for (const run of plan.runs) {
     if (run.job !== "train" || run.model === undefined || MODEL_KIND[run.model as Model] !== "language" || rows.has(run.configuration)) continue;
-    const prediction = predictMemory({ model: run.model, batchSize: run.batchSize!, nodes: run.nodes, knobs: run.knobs,
-      ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }) }, constants);
+    const prediction = predictMemory(memoryRun(run), constants);
     if (isMemoryPrediction(prediction)) rows.set(run.configuration, { configuration: run.configuration, rankBytes: prediction.rankBytes, nodeBytes: prediction.nodeBytes });
   }
   return [...rows.values()];
