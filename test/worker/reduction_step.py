@@ -13,7 +13,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from argparse import Namespace
 
-from ringlab_worker.reduction import PROBED_REDUCTIONS, finish, install, register_ddp_hook, replica_divergence, sum_over_ranks
+from ringlab_worker.reduction import PROBED_REDUCTIONS, finish, install, replica_divergence, sum_over_ranks
 from ringlab_worker.models import build_model
 
 
@@ -28,8 +28,7 @@ def main(rank: int, size: int, port: int, out_dir: str) -> None:
             model, classes = build_model("small")
             # Small buckets: several per step, so bucket order and the exchange thread are exercised.
             ddp = DistributedDataParallel(model, bucket_cap_mb=1)
-            register_ddp_hook(ddp, reduction, fp16=fp16)
-            optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+            optimizer = install(ddp, torch.optim.SGD(ddp.parameters(), lr=0.1), Namespace(reduction=reduction, fp16_allreduce=fp16))
             generator = torch.Generator().manual_seed(100 + rank)
             data = torch.randn(4, 3, 32, 32, generator=generator)
             target = torch.randint(0, classes, (4,), generator=generator)

@@ -11,6 +11,7 @@ import json
 
 from conftest import base_env, free_port, run_worker
 from ringlab_worker import reduction, registry
+from ringlab_worker.reductions.sharded_parameter_server import shards
 from ringlab_worker.models import build_model
 
 HERE = Path(__file__).resolve().parent
@@ -72,19 +73,24 @@ def test_every_reduction_leaves_all_ranks_with_the_parameters_the_ring_gives(siz
 
 def test_shards_cover_the_tensor_in_order_with_sizes_differing_by_at_most_one():
     tensor = torch.arange(10)
-    parts = reduction.shards(tensor, 4)
+    parts = shards(tensor, 4)
     assert [part.numel() for part in parts] == [3, 3, 2, 2]
     assert torch.equal(torch.cat(parts), tensor)
-    assert [part.numel() for part in reduction.shards(torch.arange(2), 4)] == [1, 1, 0, 0]
+    assert [part.numel() for part in shards(torch.arange(2), 4)] == [1, 1, 0, 0]
 
 
-def test_the_cli_offers_exactly_the_reductions_the_worker_implements():
-    # The command line offers the registry's reductions (test_registry.py); the worker implements each, no other:
-    # a sum for each the probe times, and PowerSGD and local SGD (ring all-reduces of fewer bytes) and the
-    # asynchronous server (point-to-point, async_server.py) in install().
-    assert reduction.REDUCTIONS == registry.REDUCTIONS
+def test_every_reduction_of_the_registry_is_a_unit_with_what_its_entry_says_and_no_other_unit_exists():
+    # One module per registry.json reduction (reductions/), each with its install and its wire bytes; the probe can
+    # time exactly those whose probedAs is their own name, so exactly those have a sum of one buffer.
+    from ringlab_worker.reductions import UNITS
+
+    folder = Path(reduction.__file__).resolve().parent / "reductions"
+    modules = {path.stem for path in folder.glob("*.py")} - {"__init__", "exchange"}
+    assert modules == {name.replace("-", "_") for name in registry.REDUCTIONS}
+    assert tuple(UNITS) == reduction.REDUCTIONS == registry.REDUCTIONS
+    for name, unit in UNITS.items():
+        assert callable(unit.install) and callable(unit.wire_bytes_per_step), name
     assert set(reduction.SUMS) == set(registry.PROBED_REDUCTIONS)
-    assert set(registry.REDUCTIONS) - set(registry.PROBED_REDUCTIONS) == {"powersgd", "local-sgd", "async-parameter-server"}
 
 
 def test_the_bytes_on_the_wire_follow_each_strategy():

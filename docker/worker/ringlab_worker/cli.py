@@ -13,7 +13,7 @@ from . import compat, torchrun
 from .data import import_pil, parse_data_source, run_dataset
 from .errors import EXIT_BAD_ARGUMENTS, BadArguments, WorkerError
 from .mpi_library import LIBRARIES, check_started_by_mpirun
-from .registry import COLLECTIVES, MODEL_KIND, MODELS, PROBED_REDUCTIONS, RULES, TRAIN_KNOBS, knob_choices, language_shape
+from .registry import COLLECTIVES, MODEL_KIND, MODELS, PROBED_REDUCTIONS, REDUCTION_ENTRIES, RULES, TRAIN_KNOBS, knob_choices, language_shape
 from .result import LAUNCHED_AT_ENV, utc_now
 
 
@@ -110,13 +110,9 @@ def _common_options() -> argparse.ArgumentParser:
     common.add_argument("--calibration-seconds", type=non_negative_float, default=0.6,
                         help="before the job, every rank times fixed matrix products for this long (the node's "
                         "compute speed at that moment, in the result's calibration); 0: none")
-    _knob(common, "reduction",
-          help="how gradients (probe: the buffer) are summed: ring all-reduce; parameter-server, "
-          "every rank to rank 0 and back; sharded-parameter-server, rank r serves the r-th 1/N; powersgd, "
-          "low-rank factors of each gradient matrix; local-sgd, parameters averaged every --local-sgd-period steps; "
-          "async-parameter-server, rank 0 applies each rank's gradient as it arrives, no rank more than "
-          "--async-staleness steps ahead (the last three train only: the probe measures their link with ring, or "
-          "parameter-server for the last)")
+    _knob(common, "reduction", help="how gradients (probe: the buffer) are summed: " + "; ".join(
+        f"{name}, {entry['about']}" + ("" if entry["probedAs"] == name else f" (trains only: the probe measures its link with {entry['probedAs']})")
+        for name, entry in REDUCTION_ENTRIES.items()))
     return common
 
 

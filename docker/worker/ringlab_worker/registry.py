@@ -2,7 +2,7 @@
 a campaign sets (each with its worker flag, type, default and campaign range), and the flags only the worker has.
 
 registry.json is the single source: the command line (cli.py) takes its choices and defaults from here, train.py
-its models' native image sizes, reduction.py the reductions' names; ringlab's
+its models' native image sizes, reductions/ one unit per reduction; ringlab's
 TypeScript side reads the same file. No torch here: the command line is checked before torch is imported.
 """
 
@@ -33,6 +33,8 @@ def language_shape(model: str):
 
 # How gradients are summed (communication strategies), in the file's order.
 REDUCTIONS = tuple(_REGISTRY["reductions"])
+# Each reduction's entry: {about, ddpHook, probedAs}.
+REDUCTION_ENTRIES = _REGISTRY["reductions"]
 # The reductions the probe can time (a plain sum over ranks); the others train only, over the link of the one named
 # by their probedAs.
 PROBED_REDUCTIONS = tuple(name for name, entry in _REGISTRY["reductions"].items() if entry["probedAs"] == name)

@@ -1,5 +1,5 @@
 """Data parallelism through PyTorch's DistributedDataParallel: every rank a full replica, the gradients summed by one
-of ringlab's reductions (reduction.py: DDP's own ring all-reduce, or a communication hook) while backward goes on."""
+of ringlab's reductions (reductions/: DDP's own ring all-reduce, or a communication hook) while backward goes on."""
 
 import math
 

@@ -110,7 +110,7 @@ class Layout:
 
     # What a checkpoint holds of the training state (time_to_train.py), saved and restored here only: the model's
     # weights, the optimizer's state (momentum buffers) and the gradient scaler's (amp; {} when off). The reductions'
-    # DDP hooks and fp16 compression keep no state of their own (reduction.py registers them with state=None); a
+    # DDP hooks and fp16 compression keep no state of their own (reductions/ registers them with state=None); a
     # strategy that did would save and restore it here, under a key of its own.
     def checkpoint_state(self) -> dict:
         return {"model": self.state_dict(), "optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict()}
