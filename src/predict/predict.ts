@@ -8,8 +8,8 @@
  */
 import type { PlannedRun } from "../campaign/plan.ts";
 import { COLLECTIVE_OP, COLLECTIVES, numericKnob, probedAs, type Collective, type Reduction } from "../config/registry.ts";
-import { allReducesPerStep, boundedShare, overlappedStepSeconds, predictHierarchicalStep, predictTrainingStep } from "../results/comm-model.ts";
-import { exchangeShare } from "../results/cost-model.ts";
+import { boundedShare, overlappedStepSeconds, predictHierarchicalStep, predictTrainingStep } from "../results/comm-model.ts";
+import { allReducesPerStep, exchangeShare, wireBytesPerStep } from "../reductions/index.ts";
 import { throughputUnit } from "../config/registry.ts";
 import { predictLayoutStep, type CollectiveOp, type LinkCoefficients } from "../results/layout-model.ts";
 import { dataParallel, dimsOf } from "../workload/layout.ts";
@@ -78,24 +78,22 @@ export function predictTraining(run: TrainingQuestion, context: PredictionContex
   const compute = computeInput(question, context);
   if (isMissing(compute)) return { runId: run.runId, missing: compute.missing };
   if (String(run.knobs.parallelism ?? "ddp") !== "ddp") return predictLayoutTraining(run, compute, context);
-  if (question.reduction === "powersgd") {
-    return { runId: run.runId, missing: "PowerSGD's bytes per step follow from the model's matrix shapes, which a run of it records: its report predicts it from the ring's probe" };
-  }
+  const reduction = question.reduction as Reduction;
+  const wireBytes = wireBytesPerStep(reduction, compute.gradientBytes, run.knobs);
+  if (typeof wireBytes !== "number") return { runId: run.runId, missing: wireBytes.missing };
   const ranks = run.nodes * (run.processesPerNode ?? 1);
   const twoLevel = run.hierarchical === true && run.nodes > 1 && (run.processesPerNode ?? 1) > 1;
   // Two levels: the network between nodes carries one flow per node (the probe of one process per node), the link inside a node its own.
   // Local SGD all-reduces over the ring's link: the ring's probe measures it.
-  const linkQuestion = { ...question, reduction: probedAs(question.reduction as Reduction) };
+  const linkQuestion = { ...question, reduction: probedAs(reduction) };
   const link = linkInput(twoLevel ? { ...linkQuestion, processesPerNode: 1 } : linkQuestion, context);
   if (link !== null && isMissing(link)) return { runId: run.runId, missing: link.missing };
   const inside = twoLevel ? insideNodeInput(question, context) : null;
   if (inside !== null && isMissing(inside)) return { runId: run.runId, missing: inside.missing };
-  // Local SGD: one all-reduce of the parameters every H steps.
-  const period = question.reduction === "local-sgd" ? numericKnob(run.knobs, "localSgdPeriod")! : 1;
-  // The asynchronous server: a step pays its share of the parameter server's exchange (exchangeShare).
-  const gradientBytes = compute.gradientBytes * (run.knobs.fp16Allreduce === true ? 0.5 : 1) / period * exchangeShare(question.reduction as Reduction, ranks);
+  // What a step sends (local SGD: the parameters every H steps), of which a step pays its share (the asynchronous server's).
+  const gradientBytes = wireBytes * exchangeShare(reduction, ranks);
   const bucketCapMb = numericKnob(run.knobs, "bucketCapMb");
-  const allReduces = allReducesPerStep(question.reduction, compute.gradientBytes, { bucketCapMb, localSgdPeriod: period });
+  const allReduces = allReducesPerStep(reduction, compute.gradientBytes, run.knobs);
   const stepInput = (computeSeconds: number) => ({ computeSeconds, gradientBytes, ...(bucketCapMb === undefined ? {} : { bucketCapMb }), ...(allReduces === undefined ? {} : { allReduces }) });
   const overlap = link === null ? null : overlapInput(question, context);
   const at = (computeSeconds: number, phi: number) => {

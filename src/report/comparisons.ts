@@ -5,7 +5,7 @@
  * predicted, and one sentence saying whether they agree. Pure.
  */
 import { REDUCTIONS } from "../config/registry.ts";
-import type { Reduction } from "../results/cost-model.ts";
+import type { Reduction } from "../config/registry.ts";
 import { rateUnit } from "../results/worker-result.ts";
 import { IN_ONE_NODE, type Interval, type ScalingPoint, type TrainingConfig } from "./data.ts";
 

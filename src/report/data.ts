@@ -4,12 +4,13 @@
  * plain data out; charts and pages are drawn from it elsewhere.
  */
 import { launcherOf } from "../launchers/index.ts";
-import { COLLECTIVE_OP, COLLECTIVES, numericKnob, PROBE_LIBRARIES, probedAs, STRATEGY_KNOBS, type Collective, type ProbeLibrary, type TrainKnobName } from "../config/registry.ts";
+import { COLLECTIVE_OP, COLLECTIVES, numericKnob, PROBE_LIBRARIES, probedAs, REDUCTIONS, STRATEGY_KNOBS, type Collective, type ProbeLibrary, type TrainKnobName } from "../config/registry.ts";
 import {
-  efficiencyCeiling, exchangeShare, isReduction, REDUCTIONS, reductionLowerBoundSeconds, type EfficiencyCeiling, type Reduction,
+  efficiencyCeiling, type EfficiencyCeiling,
 } from "../results/cost-model.ts";
 import { meanWithInterval, type MeanWithInterval } from "../results/statistics.ts";
-import { allReducesPerStep, fitAlphaBeta, predictTrainingStep, type AlphaBetaFit, type CollectiveOp } from "../results/comm-model.ts";
+import { allReducesPerStep, exchangeShare, isReduction, reductionLowerBoundSeconds, type Reduction } from "../reductions/index.ts";
+import { fitAlphaBeta, predictTrainingStep, type AlphaBetaFit, type CollectiveOp } from "../results/comm-model.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import type { AllReduceResult, TrainResult } from "../results/worker-result.ts";
 import { throughputOf } from "../results/worker-result.ts";
@@ -493,7 +494,7 @@ function scalingPoint(repeats: readonly TrainRecord[], unitsPerStep: number, bas
       ? null : { noOverlap: ideal * ceiling.noOverlap, perfectOverlap: ideal * ceiling.perfectOverlap },
     prediction: fit === null || computeSecondsPerStep === null || ideal === null ? null : modelPrediction(fit, {
       computeSeconds: computeSecondsPerStep, gradientBytes: allReduceBytes * exchangeShare(reduction, workers), ranks: workers, bucketCapMb: numericKnob(params.knobs, "bucketCapMb"),
-      allReduces: allReducesPerStep(reduction, result.metrics.gradientBytes, { bucketCapMb: numericKnob(params.knobs, "bucketCapMb"), localSgdPeriod: numericKnob(params.knobs, "localSgdPeriod") }),
+      allReduces: allReducesPerStep(reduction, result.metrics.gradientBytes, params.knobs),
       idealThroughput: ideal, measuredEfficiency: throughput.mean / ideal,
     }),
     peakMemoryBytes: peakMemoryInterval(repeats),

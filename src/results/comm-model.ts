@@ -154,17 +154,6 @@ export function predictHierarchicalStep(inside: Pick<AlphaBetaFit, "alphaSeconds
   return stepOf(input.computeSeconds, buckets, latencySeconds + bandwidthSeconds);
 }
 
-/**
- * How many ring all-reduces a step's gradient exchange takes, for the latency term, where it is not one per DDP
- * bucket: PowerSGD all-reduces three times per bucket (the uncompressed tensors, then P, then Q; the buckets hold the
- * whole fp32 gradient), local SGD once every `localSgdPeriod` steps (one flat all-reduce of the parameters).
- */
-export function allReducesPerStep(reduction: string, gradientBytes: number, options: { bucketCapMb?: number | undefined; localSgdPeriod?: number | undefined }): number | undefined {
-  if (reduction === "powersgd") return 3 * bucketsOf({ gradientBytes, ...(options.bucketCapMb === undefined ? {} : { bucketCapMb: options.bucketCapMb }) });
-  if (reduction === "local-sgd") return 1 / (options.localSgdPeriod ?? 1);
-  return undefined;
-}
-
 function bucketsOf(input: Pick<TrainingStepInput, "gradientBytes" | "bucketCapMb">): number {
   const bucketBytes = (input.bucketCapMb ?? DDP_DEFAULT_BUCKET_CAP_MB) * 1024 * 1024;
   return Math.max(1, Math.ceil(input.gradientBytes / bucketBytes));

@@ -11,7 +11,6 @@ import {
   type Reduction, type TrainKnob, type TrainKnobName,
 } from "../../src/config/registry.ts";
 import { TRAIN_KNOB_NAMES as SCHEMA_KNOB_NAMES, validateCampaign } from "../../src/config/schema.ts";
-import { REDUCTIONS as COST_MODEL_REDUCTIONS, type Reduction as CostModelReduction } from "../../src/results/cost-model.ts";
 import registry from "../../docker/worker/ringlab_worker/registry.json" with { type: "json" };
 
 type Value = string | number | boolean;
@@ -146,11 +145,6 @@ describe("the registry's names", () => {
     const unsourced = { ...complete, t4Fp32ImagesPerSecond: { value: 4000, source: " " } };
     expect(() => planningFigures("small2", unsourced)).toThrow(/ lacks planning\.t4Fp32ImagesPerSecond\.source: /);
     expect(() => planningFigures("small2", undefined)).toThrow(/ lacks planning\.cpuImagesPerSecond\.value, .*, planning\.activationMibPerImage\.source: /);
-  });
-
-  it("has the reductions the cost model bounds, no more and no fewer", () => {
-    expect([...REDUCTIONS].sort()).toEqual([...COST_MODEL_REDUCTIONS].sort());
-    expectTypeOf<Reduction>().toEqualTypeOf<CostModelReduction>();
   });
 
   it("names only known knobs in needs and excludes, and gives every knob a flag of its own", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { allReduceSeconds, allReducesPerStep, fitAlphaBeta, overlappedStepSeconds, overlapShare, predictHierarchicalStep, predictTrainingStep, type ProbeSample } from "../../src/results/comm-model.ts";
+import { allReduceSeconds, fitAlphaBeta, overlappedStepSeconds, overlapShare, predictHierarchicalStep, predictTrainingStep, type ProbeSample } from "../../src/results/comm-model.ts";
 
 /** 1 Gbit/s is 1.25e8 bytes/s, so β = 8e-9 s per byte. */
 const ONE_GBIT_BETA = 8e-9;
@@ -94,17 +94,6 @@ describe("predictHierarchicalStep", () => {
   });
 });
 
-describe("allReducesPerStep", () => {
-  it("counts PowerSGD's three all-reduces per DDP bucket of the whole gradient and local SGD's one per period; nothing to say for the others", () => {
-    expect(allReducesPerStep("powersgd", 100 * 1024 * 1024, {})).toBe(12);
-    expect(allReducesPerStep("powersgd", 100 * 1024 * 1024, { bucketCapMb: 100 })).toBe(3);
-    expect(allReducesPerStep("local-sgd", 1e8, { localSgdPeriod: 8 })).toBe(1 / 8);
-    expect(allReducesPerStep("ring", 1e8, {})).toBeUndefined();
-    const fit = { alphaSeconds: 1e-3, betaSecondsPerByte: 0 };
-    expect(predictTrainingStep(fit, { computeSeconds: 1, gradientBytes: 1e6, ranks: 3, allReduces: 0.5 }).allReduceSeconds).toBeCloseTo(0.5 * 4 * 1e-3, 15);
-  });
-});
-
 describe("the overlap share", () => {
   it("is what the measured step saved against the no-overlap model, as a share of min(t_c, t_ar); applying it gives the step back", () => {
     expect(overlapShare(0.3, 0.1, 0.38)).toBeCloseTo(0.2, 12);
@@ -112,5 +101,12 @@ describe("the overlap share", () => {
     // Clamped to the bounds: no faster than full overlap, no slower than none.
     expect(overlappedStepSeconds(0.3, 0.1, 1.5)).toBeCloseTo(0.3, 12);
     expect(overlappedStepSeconds(0.3, 0.1, -0.5)).toBeCloseTo(0.4, 12);
+  });
+});
+
+describe("predictTrainingStep's allReduces", () => {
+  it("charges each all-reduce of a step its 2(N-1)·α, a fraction of one too (local SGD's one per period)", () => {
+    const fit = { alphaSeconds: 1e-3, betaSecondsPerByte: 0 };
+    expect(predictTrainingStep(fit, { computeSeconds: 1, gradientBytes: 1e6, ranks: 3, allReduces: 0.5 }).allReduceSeconds).toBeCloseTo(0.5 * 4 * 1e-3, 15);
   });
 });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import {
-  algorithmBandwidthGbps, busBandwidthGbps, efficiencyCeiling, exchangeShare, reductionLowerBoundSeconds, ringAllReduceLowerBoundSeconds, scalingEfficiency,
+  algorithmBandwidthGbps, busBandwidthGbps, efficiencyCeiling, ringAllReduceLowerBoundSeconds, scalingEfficiency,
 } from "../../src/results/cost-model.ts";
+import { exchangeShare, reductionLowerBoundSeconds } from "../../src/reductions/index.ts";
 import { estimateCampaign } from "../../src/campaign/estimate.ts";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import { parseCampaign } from "../../src/config/load.ts";

@@ -12,7 +12,7 @@ import { isPrediction, predictTraining, type MissingInput, type RunPrediction } 
 import { PUBLISHED_ONLY } from "../../predict/inputs.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
 import { AWS_INSTANCE_TYPES, instanceTypeFacts } from "../../catalogue/aws-instance-types.ts";
-import { REDUCTIONS } from "../../results/cost-model.ts";
+import { REDUCTIONS } from "../../config/registry.ts";
 import { formatTable } from "../format.ts";
 import { parseBandwidth, parseCpuQuota, parseNodeCounts, parsePositiveInt, parsePositiveNumber, parseSafePath } from "../options.ts";
 import { ASSUMED_MEMORY, constantsOf, isMemoryPrediction, type MemoryConstants } from "../../predict/memory.ts";
