@@ -6,13 +6,12 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { InvalidArgumentError, Option, type Command } from "commander";
-import { MODELS, throughputUnit, TRAIN_KNOBS } from "../../config/registry.ts";
+import { MODELS, REDUCTIONS, throughputUnit, TRAIN_KNOBS } from "../../config/registry.ts";
 import { UsageError } from "../../util/errors.ts";
 import { isPrediction, predictTraining, type MissingInput, type RunPrediction } from "../../predict/predict.ts";
 import { PUBLISHED_ONLY, type PredictionContext } from "../../predict/inputs.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
 import { AWS_INSTANCE_TYPES, instanceTypeFacts } from "../../catalogue/aws-instance-types.ts";
-import { REDUCTIONS } from "../../results/cost-model.ts";
 import { formatTable } from "../format.ts";
 import { parseBandwidth, parseCpuQuota, parseNodeCounts, parsePositiveInt, parsePositiveNumber, parseSafePath } from "../options.ts";
 import { ASSUMED_MEMORY, constantsOf, isMemoryPrediction, type MemoryConstants } from "../../predict/memory.ts";
