@@ -130,14 +130,31 @@ function computeLine(entries: readonly ComputeEntry[], batchSize: number): { sec
   };
 }
 
-/** One step's compute on one worker. */
+/**
+ * One step's compute on one worker: from the calibration where it has the model on this machine, else from published
+ * or assumed figures for the instance type's GPU, else missing with how to measure it.
+ */
 export function computeInput(question: InputQuestion, context: PredictionContext): ComputeInput | Missing {
-  const quota = context.cpusPerNode ?? null;
   const facts = context.instanceType === undefined ? undefined : instanceTypeFacts(context.instanceType);
   if (context.instanceType !== undefined && (facts === undefined || facts.gpuModel === null)) {
     return { missing: `instance type ${context.instanceType} is not a GPU type of ringlab's catalogue (src/catalogue/aws-instance-types.ts): nothing says which GPU its figures are for` };
   }
   const gpu = facts?.gpuModel ?? undefined;
+  const { candidates, layoutNote } = calibratedCandidates(question, context, gpu);
+  const devices = [...new Set(candidates.map((entry) => entry.deviceModel))];
+  if (devices.length > 1) {
+    return { missing: `the calibration has ${question.model} (${question.precision}) measured on ${devices.join(" and ")}: ` +
+      (gpu === undefined ? "say which with --instance-type" : `ringlab cannot tell which is the ${gpu}`) };
+  }
+  return fromCalibration(candidates, question.batchSize, layoutNote) ?? fromGpuFigures(question, context, gpu);
+}
+
+/**
+ * The calibration's compute entries for the question's machine and workload, and a note for the source when they are
+ * the same workload's DDP compute standing in for a layout no single-node run measured ("" otherwise).
+ */
+function calibratedCandidates(question: InputQuestion, context: PredictionContext, gpu: string | undefined): { candidates: readonly ComputeEntry[]; layoutNote: string } {
+  const quota = context.cpusPerNode ?? null;
   // The same model, precision, quota and (on AWS) GPU: at this batch size, or another one's compute per image.
   const sameMachine = (context.calibration?.compute ?? []).filter((entry) => entry.model === question.model && entry.precision === question.precision
     && (entry.channelsLast === true) === (question.channelsLast === true) && entry.cpusPerNode === quota && (gpu === undefined || runsOn(entry, gpu)));
@@ -146,63 +163,81 @@ export function computeInput(question: InputQuestion, context: PredictionContext
   // the layout, which splits it only across workers), said to be derived.
   const asDdp = question.workload === undefined || question.workload["parallelism"] === "ddp" ? undefined : ddpWorkload(question.workload);
   const fromDdp = exact.length > 0 || asDdp === undefined ? [] : sameMachine.filter((entry) => canonicalJson(entry.workload ?? null) === canonicalJson(asDdp));
-  const candidates = exact.length > 0 ? exact : fromDdp;
   const layoutNote = fromDdp.length > 0 ? `derived: ${String(question.workload!["parallelism"])} from the same workload's ddp compute on one worker; ` : "";
-  const devices = [...new Set(candidates.map((entry) => entry.deviceModel))];
-  if (devices.length > 1) {
-    return { missing: `the calibration has ${question.model} (${question.precision}) measured on ${devices.join(" and ")}: ` +
-      (gpu === undefined ? "say which with --instance-type" : `ringlab cannot tell which is the ${gpu}`) };
-  }
-  const measured = candidates.find((entry) => entry.batchSize === question.batchSize);
+  return { candidates: exact.length > 0 ? exact : fromDdp, layoutNote };
+}
+
+/** From the calibration's entries: measured at this batch size, else a straight line through the batches either side, else the nearest batch per sample; undefined without any. */
+function fromCalibration(candidates: readonly ComputeEntry[], batchSize: number, layoutNote: string): ComputeInput | undefined {
+  const measured = candidates.find((entry) => entry.batchSize === batchSize);
   if (measured !== undefined) return { seconds: measured.computeSeconds, gradientBytes: measured.gradientBytes, source: `${layoutNote}${measuredComputeText(measured)}` };
-  const byDistance = [...candidates].sort((a, b) => Math.abs(Math.log(a.batchSize / question.batchSize)) - Math.abs(Math.log(b.batchSize / question.batchSize)));
-  const line = computeLine(byDistance, question.batchSize);
+  const byDistance = [...candidates].sort((a, b) => Math.abs(Math.log(a.batchSize / batchSize)) - Math.abs(Math.log(b.batchSize / batchSize)));
+  const line = computeLine(byDistance, batchSize);
   if (line !== undefined) {
     return { seconds: line.seconds, gradientBytes: line.from[0].gradientBytes,
-      source: `${layoutNote}derived: a straight line through batch ${line.from[0].batchSize}'s and ${line.from[1].batchSize}'s compute (a fixed part a step and a part a sample), at batch ${question.batchSize}; ${line.from.map(measuredComputeText).join("; ")}` };
+      source: `${layoutNote}derived: a straight line through batch ${line.from[0].batchSize}'s and ${line.from[1].batchSize}'s compute (a fixed part a step and a part a sample), at batch ${batchSize}; ${line.from.map(measuredComputeText).join("; ")}` };
   }
   const nearest = byDistance[0];
-  if (nearest !== undefined) {
-    const scale = question.batchSize / nearest.batchSize;
-    return {
-      seconds: { mean: nearest.computeSeconds.mean * scale, halfWidth95: nearest.computeSeconds.halfWidth95 * scale }, gradientBytes: nearest.gradientBytes,
-      source: `${layoutNote}derived: batch ${nearest.batchSize}'s compute per sample, at batch ${question.batchSize}; ${measuredComputeText(nearest)}`,
-    };
-  }
-  const layout = question.workload === undefined ? "" : `, ${Object.entries(question.workload).map(([knob, value]) => `${knob} ${String(value)}`).join(", ")}`;
-  const where = `${question.model} at batch ${question.batchSize} (${question.precision}${layout}${quota === null ? "" : `, ${quota} cores per worker`}${gpu === undefined ? "" : ` on an ${gpu}`})`;
-  const howToMeasure = `run its single-node baseline (a campaign with nodes: [1]${context.instanceType === undefined ? "" : ` on ${context.instanceType}`}) and add its results with \`ringlab calibrate\``;
-  if (gpu === undefined) return { missing: `no measured compute for ${where}: ${howToMeasure}` };
+  if (nearest === undefined) return undefined;
+  const scale = batchSize / nearest.batchSize;
+  return {
+    seconds: { mean: nearest.computeSeconds.mean * scale, halfWidth95: nearest.computeSeconds.halfWidth95 * scale }, gradientBytes: nearest.gradientBytes,
+    source: `${layoutNote}derived: batch ${nearest.batchSize}'s compute per sample, at batch ${batchSize}; ${measuredComputeText(nearest)}`,
+  };
+}
+
+/** From figures for the instance type's GPU, in order of trust: published for the model, ResNet-50's scaled, ringlab's T4 assumption; else missing. */
+function fromGpuFigures(question: InputQuestion, context: PredictionContext, gpu: string | undefined): ComputeInput | Missing {
+  if (gpu === undefined) return noCompute(question, context, gpu, "measured");
   const parameters = (PARAMETER_COUNT as Readonly<Record<string, number>>)[question.model];
   if (parameters === undefined) return { missing: `no gradient size for model ${question.model}: not a model of the worker's registry` };
   const gradientBytes = parameters * 4;
+  return publishedCompute(question, gpu, gradientBytes) ?? scaledCompute(question, gpu, gradientBytes) ?? assumedCompute(question, gpu, gradientBytes)
+    ?? noCompute(question, context, gpu, "measured or published");
+}
+
+/** The GPU's published figures for this model and precision; undefined without one. */
+function publishedCompute(question: InputQuestion, gpu: string, gradientBytes: number): ComputeInput | undefined {
   const published = publishedThroughput(gpu, question.model, question.precision);
-  if (published.length > 0) {
-    const figures = published.map((row) => `${row.imagesPerSecond} img/s at batch ${row.batchSize} (${row.card}, ${row.framework}; ${describeCitation(row.throughputAt)})`);
-    return fromFigures(published.map((row) => row.imagesPerSecond), question.batchSize, gradientBytes, `published: ${gpu}, ${question.model} ${question.precision}: ${figures.join("; ")}`);
-  }
-  // No figure for this model on this GPU: the GPU's published ResNet-50 figures, scaled by how much slower ringlab
-  // measured the model than ResNet-50 on a GPU of its own (src/catalogue/measured-throughput.ts).
+  if (published.length === 0) return undefined;
+  const figures = published.map((row) => `${row.imagesPerSecond} img/s at batch ${row.batchSize} (${row.card}, ${row.framework}; ${describeCitation(row.throughputAt)})`);
+  return fromFigures(published.map((row) => row.imagesPerSecond), question.batchSize, gradientBytes, `published: ${gpu}, ${question.model} ${question.precision}: ${figures.join("; ")}`);
+}
+
+/**
+ * No figure for this model on this GPU: the GPU's published ResNet-50 figures, scaled by how much slower ringlab
+ * measured the model than ResNet-50 on a GPU of its own (src/catalogue/measured-throughput.ts); undefined without either.
+ */
+function scaledCompute(question: InputQuestion, gpu: string, gradientBytes: number): ComputeInput | undefined {
   const resnet50 = publishedThroughput(gpu, "resnet50", question.precision);
   const ratio = modelRatio(question.model, question.precision);
-  if (resnet50.length > 0 && ratio !== undefined) {
-    const figures = resnet50.map((row) => `${row.imagesPerSecond} img/s (${row.card}; ${describeCitation(row.throughputAt)})`);
-    const measured = `${ratio.model.imagesPerSecond} / ${ratio.resnet50.imagesPerSecond} img/s at batch ${ratio.model.batchSize} on an ${ratio.model.gpuModel}, ` +
-      `measured by ringlab's GPU benchmark on ${ratio.model.measuredOn} (${ratio.model.results})`;
-    return fromFigures(resnet50.map((row) => row.imagesPerSecond * ratio.ratio), question.batchSize, gradientBytes,
-      `scaled: ${gpu}'s published resnet50 ${question.precision} figures, ${figures.join("; ")}, times ${ratio.ratio.toFixed(3)}, ` +
-      `${question.model}'s throughput over resnet50's (${measured})`);
-  }
-  const assumed = (ASSUMED_T4_FP32_IMAGES_PER_SECOND as Readonly<Record<string, number>>)[question.model];
-  if (gpu === T4 && assumed !== undefined) {
-    const imagesPerSecond = assumed;
-    return {
-      seconds: { mean: question.batchSize / imagesPerSecond, halfWidth95: (ASSUMED_HALF_WIDTH * question.batchSize) / imagesPerSecond }, gradientBytes,
-      source: `assumed: ringlab's planning figure of ${imagesPerSecond} img/s for ${question.model} on a T4 in fp32 (src/catalogue/assumed-throughput.ts), ±${ASSUMED_HALF_WIDTH * 100} %: ` +
-        `no published T4 training figure was found${question.precision === "fp32" ? "" : `; the fp32 figure for ${question.precision}, which a T4's tensor cores run faster`}`,
-    };
-  }
-  return { missing: `no measured or published compute for ${where}: ${howToMeasure}` };
+  if (resnet50.length === 0 || ratio === undefined) return undefined;
+  const figures = resnet50.map((row) => `${row.imagesPerSecond} img/s (${row.card}; ${describeCitation(row.throughputAt)})`);
+  const measured = `${ratio.model.imagesPerSecond} / ${ratio.resnet50.imagesPerSecond} img/s at batch ${ratio.model.batchSize} on an ${ratio.model.gpuModel}, ` +
+    `measured by ringlab's GPU benchmark on ${ratio.model.measuredOn} (${ratio.model.results})`;
+  return fromFigures(resnet50.map((row) => row.imagesPerSecond * ratio.ratio), question.batchSize, gradientBytes,
+    `scaled: ${gpu}'s published resnet50 ${question.precision} figures, ${figures.join("; ")}, times ${ratio.ratio.toFixed(3)}, ` +
+    `${question.model}'s throughput over resnet50's (${measured})`);
+}
+
+/** A T4 with no published figure: ringlab's planning figure for the model, ±50 %; undefined on another GPU or without one. */
+function assumedCompute(question: InputQuestion, gpu: string, gradientBytes: number): ComputeInput | undefined {
+  const imagesPerSecond = (ASSUMED_T4_FP32_IMAGES_PER_SECOND as Readonly<Record<string, number>>)[question.model];
+  if (gpu !== T4 || imagesPerSecond === undefined) return undefined;
+  return {
+    seconds: { mean: question.batchSize / imagesPerSecond, halfWidth95: (ASSUMED_HALF_WIDTH * question.batchSize) / imagesPerSecond }, gradientBytes,
+    source: `assumed: ringlab's planning figure of ${imagesPerSecond} img/s for ${question.model} on a T4 in fp32 (src/catalogue/assumed-throughput.ts), ±${ASSUMED_HALF_WIDTH * 100} %: ` +
+      `no published T4 training figure was found${question.precision === "fp32" ? "" : `; the fp32 figure for ${question.precision}, which a T4's tensor cores run faster`}`,
+  };
+}
+
+/** Missing compute: the question it was asked for (workload, quota, GPU) and how to measure it. */
+function noCompute(question: InputQuestion, context: PredictionContext, gpu: string | undefined, what: "measured" | "measured or published"): Missing {
+  const quota = context.cpusPerNode ?? null;
+  const layout = question.workload === undefined ? "" : `, ${Object.entries(question.workload).map(([knob, value]) => `${knob} ${String(value)}`).join(", ")}`;
+  const where = `${question.model} at batch ${question.batchSize} (${question.precision}${layout}${quota === null ? "" : `, ${quota} cores per worker`}${gpu === undefined ? "" : ` on an ${gpu}`})`;
+  const howToMeasure = `run its single-node baseline (a campaign with nodes: [1]${context.instanceType === undefined ? "" : ` on ${context.instanceType}`}) and add its results with \`ringlab calibrate\``;
+  return { missing: `no ${what} compute for ${where}: ${howToMeasure}` };
 }
 
 /**

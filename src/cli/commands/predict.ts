@@ -6,13 +6,12 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { InvalidArgumentError, Option, type Command } from "commander";
-import { MODELS, throughputUnit, TRAIN_KNOBS } from "../../config/registry.ts";
+import { MODELS, REDUCTIONS, throughputUnit, TRAIN_KNOBS } from "../../config/registry.ts";
 import { UsageError } from "../../util/errors.ts";
 import { isPrediction, predictTraining, type MissingInput, type RunPrediction } from "../../predict/predict.ts";
-import { PUBLISHED_ONLY } from "../../predict/inputs.ts";
+import { PUBLISHED_ONLY, type PredictionContext } from "../../predict/inputs.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
 import { AWS_INSTANCE_TYPES, instanceTypeFacts } from "../../catalogue/aws-instance-types.ts";
-import { REDUCTIONS } from "../../config/registry.ts";
 import { formatTable } from "../format.ts";
 import { parseBandwidth, parseCpuQuota, parseNodeCounts, parsePositiveInt, parsePositiveNumber, parseSafePath } from "../options.ts";
 import { ASSUMED_MEMORY, constantsOf, isMemoryPrediction, type MemoryConstants } from "../../predict/memory.ts";
@@ -50,6 +49,7 @@ interface PredictOptions {
   readonly format: string;
 }
 
+/** `ringlab predict`: its options, and an action that checks them, then prints the curve or, with --recommend, the layouts. */
 export function registerPredict(program: Command, host: CommandHost): void {
   program.command("predict")
     .description("predict a training configuration's throughput and scaling efficiency over node counts from a calibration, and where communication overtakes compute")
@@ -79,73 +79,115 @@ export function registerPredict(program: Command, host: CommandHost): void {
     .option("--calibration <file-or-results-dir>", "default: <state-dir>/calibration.json (see `ringlab calibrate`); optional with --instance-type", parseSafePath)
     .option("--format <format>", "text, or json for scripts", "text")
     .action(host.action((options: PredictOptions, command: Command) => {
-      if (options.format !== "text" && options.format !== "json") throw new UsageError(`--format ${JSON.stringify(options.format)}: expected text or json`);
-      const file = options.calibration ?? defaultCalibrationFile(resolve(String(command.optsWithGlobals()["stateDir"])));
-      const hasCalibration = options.calibration !== undefined || existsSync(file);
-      if (!hasCalibration && options.instanceType === undefined) {
-        throw new UsageError(`no calibration at ${file}: predict needs what earlier campaigns measured, or an instance type`,
-          { hint: "make one with `ringlab calibrate <results dir>...`, pass --calibration, or ask about AWS with --instance-type (e.g. p4d.24xlarge)" });
-      }
-      if (options.instanceType !== undefined && options.cpus !== undefined) throw new UsageError("--cpus is the local testbed's CPU quota: it does not go with --instance-type");
-      if (options.hierarchical && (options.processesPerNode < 2 || options.reduction !== "ring")) {
-        throw new UsageError(`--hierarchical: a two-level ring needs several processes per node (--processes-per-node ${options.processesPerNode}) and --reduction ring (${options.reduction})`);
-      }
-      if (options.intraNodeBandwidth !== undefined && (!options.hierarchical || options.intraNodeBandwidth === "unlimited")) {
-        throw new UsageError("--intra-node-bandwidth: a rate (such as 2400gbit) for the link inside a node of a --hierarchical all-reduce");
-      }
-      const calibration = hasCalibration ? loadCalibration(file, (message) => err(`warning: ${message}\n`)) : undefined;
-      // A local calibration is per CPU quota (for any batch size of the model: another batch's compute is derived); an AWS question has none.
-      const quotas = options.instanceType !== undefined || calibration === undefined ? []
-        : [...new Set(calibration.compute.filter((entry) => entry.model === options.model && entry.precision === options.precision).map((entry) => entry.cpusPerNode))];
-      if (options.cpus === undefined && quotas.length > 1) {
-        throw new UsageError(`the calibration has ${options.model} under several CPU quotas (${quotas.map((q) => q ?? "none").join(", ")})`, { hint: "pick one with --cpus" });
-      }
-      const gpus = options.instanceType === undefined ? undefined : instanceTypeFacts(options.instanceType)!.gpus;
-      if (gpus !== undefined && options.processesPerNode > gpus) {
-        throw new UsageError(`--processes-per-node ${options.processesPerNode}: ${options.instanceType} has ${gpus} GPU${gpus === 1 ? "" : "s"}, one process each`);
-      }
-      const cpus = options.cpus ?? quotas[0] ?? undefined;
-      const context = { ...(calibration === undefined ? {} : { calibration }), ...(cpus === undefined ? {} : { cpusPerNode: cpus }),
-        ...(options.instanceType === undefined ? {} : { instanceType: options.instanceType }),
-        ...(options.intraNodeBandwidth === undefined ? {} : { intraNodeBandwidth: options.intraNodeBandwidth }) };
-      const workload = workloadKnobs(options);
-      if (options.recommend) {
-        const memory = memoryConstantsOf(calibration, options.instanceType === undefined ? "cpu" : "cuda", cpus);
-        const tables = options.nodes.map((nodes) => ({ nodes, rows: recommend({
-          model: options.model, batchSize: options.batch, nodes, processesPerNode: options.processesPerNode, bandwidth: nodes === 1 ? null : options.bandwidth, knobs: workload,
-          ...(options.memoryPerNode === undefined ? {} : { memoryPerNodeBytes: options.memoryPerNode * 2 ** 30 }),
-        }, context, memory) }));
-        if (options.format === "json") {
-          out(`${JSON.stringify({ from: calibration === undefined ? PUBLISHED_ONLY : resolve(file), memory: memory.source, nodes: tables }, null, 2)}\n`);
-          return;
-        }
-        out(formatRecommendations(options, tables, calibration === undefined ? PUBLISHED_ONLY : resolve(file), memory.source, cpus));
-        return;
-      }
-      const layout = { parallelism: options.parallelism, ...(options.fsdpSharding === undefined ? {} : { fsdpSharding: options.fsdpSharding }),
-        ...(options.microBatches === undefined ? {} : { microBatches: options.microBatches }), ...(options.pipelineSchedule === undefined ? {} : { pipelineSchedule: options.pipelineSchedule }) };
-      // One node uses no link, as a campaign's plan has it (its processes exchange inside the node).
-      const curve = options.nodes.map((nodes) => ({ nodes, outcome: predictTraining({
-        runId: `${nodes} node${nodes === 1 ? "" : "s"}`, model: options.model, batchSize: options.batch, nodes, processesPerNode: options.processesPerNode,
-        bandwidth: nodes === 1 ? null : options.bandwidth, knobs: { reduction: options.reduction, ...workload, ...layout }, hierarchical: options.hierarchical,
-      }, context) }));
-      const from = calibration === undefined ? PUBLISHED_ONLY : resolve(file);
-      const points = curve.flatMap(({ nodes, outcome }) => isPrediction(outcome) ? [{ nodes, prediction: outcome }] : []);
-      const missing = curve.flatMap(({ outcome }) => isPrediction(outcome) ? [] : [outcome]);
-      // Nothing to draw (one node alone is no curve when more were asked for): exit 2 with what is missing. Some
-      // points missing (one node's processes, say): drawn without them, each said.
-      const curveDrawn = options.nodes.every((nodes) => nodes === 1) ? points.length > 0 : points.some((point) => point.nodes > 1);
-      if (!curveDrawn) throw new UsageError(`cannot predict: ${missing[0]!.missing}`);
-      const overtakes = points.find(({ prediction }) => prediction.allReduceSeconds > prediction.computeSeconds)?.nodes;
-      if (options.format === "json") {
-        out(`${JSON.stringify({ from, instanceType: options.instanceType ?? null, cpusPerNode: cpus ?? null, nodes: points.map((point) => point.nodes),
-          points: points.map((point) => point.prediction), missing, communicationOvertakesComputeAtNodes: overtakes ?? null }, null, 2)}\n`);
-        return;
-      }
-      out(formatCurve(options, points, missing, from, overtakes));
+      const basis = basisOf(options, String(command.optsWithGlobals()["stateDir"]));
+      if (options.recommend) printRecommendations(options, basis);
+      else printCurve(options, basis);
     }));
 }
 
+/** What a prediction is made from: the calibration (if any), how the output names it, the CPU quota, and the context asked against. */
+interface Basis {
+  readonly calibration: Calibration | undefined;
+  /** The calibration's path, or PUBLISHED_ONLY without one. */
+  readonly from: string;
+  readonly cpus: number | undefined;
+  readonly context: PredictionContext;
+}
+
+/** The options checked, the calibration loaded and the CPU quota settled: what the prediction is made from (exit 2 where they do not go together). */
+function basisOf(options: PredictOptions, stateDir: string): Basis {
+  const file = options.calibration ?? defaultCalibrationFile(resolve(stateDir));
+  const hasCalibration = options.calibration !== undefined || existsSync(file);
+  checkOptions(options, file, hasCalibration);
+  const calibration = hasCalibration ? loadCalibration(file, (message) => err(`warning: ${message}\n`)) : undefined;
+  const cpus = cpuQuotaOf(options, calibration);
+  checkProcessesPerNode(options);
+  const context = { ...(calibration === undefined ? {} : { calibration }), ...(cpus === undefined ? {} : { cpusPerNode: cpus }),
+    ...(options.instanceType === undefined ? {} : { instanceType: options.instanceType }),
+    ...(options.intraNodeBandwidth === undefined ? {} : { intraNodeBandwidth: options.intraNodeBandwidth }) };
+  return { calibration, from: calibration === undefined ? PUBLISHED_ONLY : resolve(file), cpus, context };
+}
+
+/** The options that do not go together, or ask for what is not there (no calibration and no instance type): exit 2. */
+function checkOptions(options: PredictOptions, file: string, hasCalibration: boolean): void {
+  if (options.format !== "text" && options.format !== "json") throw new UsageError(`--format ${JSON.stringify(options.format)}: expected text or json`);
+  if (!hasCalibration && options.instanceType === undefined) {
+    throw new UsageError(`no calibration at ${file}: predict needs what earlier campaigns measured, or an instance type`,
+      { hint: "make one with `ringlab calibrate <results dir>...`, pass --calibration, or ask about AWS with --instance-type (e.g. p4d.24xlarge)" });
+  }
+  if (options.instanceType !== undefined && options.cpus !== undefined) throw new UsageError("--cpus is the local testbed's CPU quota: it does not go with --instance-type");
+  if (options.hierarchical && (options.processesPerNode < 2 || options.reduction !== "ring")) {
+    throw new UsageError(`--hierarchical: a two-level ring needs several processes per node (--processes-per-node ${options.processesPerNode}) and --reduction ring (${options.reduction})`);
+  }
+  if (options.intraNodeBandwidth !== undefined && (!options.hierarchical || options.intraNodeBandwidth === "unlimited")) {
+    throw new UsageError("--intra-node-bandwidth: a rate (such as 2400gbit) for the link inside a node of a --hierarchical all-reduce");
+  }
+}
+
+/** The CPU quota per worker: --cpus, else the calibration's one quota for the model (exit 2 when it has several); none on AWS. */
+function cpuQuotaOf(options: PredictOptions, calibration: Calibration | undefined): number | undefined {
+  // A local calibration is per CPU quota (for any batch size of the model: another batch's compute is derived); an AWS question has none.
+  const quotas = options.instanceType !== undefined || calibration === undefined ? []
+    : [...new Set(calibration.compute.filter((entry) => entry.model === options.model && entry.precision === options.precision).map((entry) => entry.cpusPerNode))];
+  if (options.cpus === undefined && quotas.length > 1) {
+    throw new UsageError(`the calibration has ${options.model} under several CPU quotas (${quotas.map((q) => q ?? "none").join(", ")})`, { hint: "pick one with --cpus" });
+  }
+  return options.cpus ?? quotas[0] ?? undefined;
+}
+
+/** On AWS, one process per GPU: exit 2 when --processes-per-node asks for more than the instance type has. */
+function checkProcessesPerNode(options: PredictOptions): void {
+  const gpus = options.instanceType === undefined ? undefined : instanceTypeFacts(options.instanceType)!.gpus;
+  if (gpus !== undefined && options.processesPerNode > gpus) {
+    throw new UsageError(`--processes-per-node ${options.processesPerNode}: ${options.instanceType} has ${gpus} GPU${gpus === 1 ? "" : "s"}, one process each`);
+  }
+}
+
+/** --recommend: every layout at each node count, those that fit ranked by predicted throughput, as text or JSON. */
+function printRecommendations(options: PredictOptions, { calibration, from, cpus, context }: Basis): void {
+  const memory = memoryConstantsOf(calibration, options.instanceType === undefined ? "cpu" : "cuda", cpus);
+  const workload = workloadKnobs(options);
+  const tables = options.nodes.map((nodes) => ({ nodes, rows: recommend({
+    model: options.model, batchSize: options.batch, nodes, processesPerNode: options.processesPerNode, bandwidth: nodes === 1 ? null : options.bandwidth, knobs: workload,
+    ...(options.memoryPerNode === undefined ? {} : { memoryPerNodeBytes: options.memoryPerNode * 2 ** 30 }),
+  }, context, memory) }));
+  if (options.format === "json") {
+    out(`${JSON.stringify({ from, memory: memory.source, nodes: tables }, null, 2)}\n`);
+    return;
+  }
+  out(formatRecommendations(options, tables, from, memory.source, cpus));
+}
+
+/** The curve over the node counts for the options' layout, as text or JSON, and where communication overtakes compute. */
+function printCurve(options: PredictOptions, { from, cpus, context }: Basis): void {
+  const curve = predictCurve(options, context);
+  const points = curve.flatMap(({ nodes, outcome }) => isPrediction(outcome) ? [{ nodes, prediction: outcome }] : []);
+  const missing = curve.flatMap(({ outcome }) => isPrediction(outcome) ? [] : [outcome]);
+  // Nothing to draw (one node alone is no curve when more were asked for): exit 2 with what is missing. Some
+  // points missing (one node's processes, say): drawn without them, each said.
+  const curveDrawn = options.nodes.every((nodes) => nodes === 1) ? points.length > 0 : points.some((point) => point.nodes > 1);
+  if (!curveDrawn) throw new UsageError(`cannot predict: ${missing[0]!.missing}`);
+  const overtakes = points.find(({ prediction }) => prediction.allReduceSeconds > prediction.computeSeconds)?.nodes;
+  if (options.format === "json") {
+    out(`${JSON.stringify({ from, instanceType: options.instanceType ?? null, cpusPerNode: cpus ?? null, nodes: points.map((point) => point.nodes),
+      points: points.map((point) => point.prediction), missing, communicationOvertakesComputeAtNodes: overtakes ?? null }, null, 2)}\n`);
+    return;
+  }
+  out(formatCurve(options, points, missing, from, overtakes));
+}
+
+/** Each node count's prediction for the options' layout and workload, or what it is missing. */
+function predictCurve(options: PredictOptions, context: PredictionContext): { nodes: number; outcome: RunPrediction | MissingInput }[] {
+  const layout = { parallelism: options.parallelism, ...(options.fsdpSharding === undefined ? {} : { fsdpSharding: options.fsdpSharding }),
+    ...(options.microBatches === undefined ? {} : { microBatches: options.microBatches }), ...(options.pipelineSchedule === undefined ? {} : { pipelineSchedule: options.pipelineSchedule }) };
+  // One node uses no link, as a campaign's plan has it (its processes exchange inside the node).
+  return options.nodes.map((nodes) => ({ nodes, outcome: predictTraining({
+    runId: `${nodes} node${nodes === 1 ? "" : "s"}`, model: options.model, batchSize: options.batch, nodes, processesPerNode: options.processesPerNode,
+    bandwidth: nodes === 1 ? null : options.bandwidth, knobs: { reduction: options.reduction, ...workloadKnobs(options), ...layout }, hierarchical: options.hierarchical,
+  }, context) }));
+}
+
+/** The curve's text: one row per node count, then where communication overtakes compute, the sources, and the node counts with no prediction. */
 function formatCurve(options: PredictOptions, points: readonly { nodes: number; prediction: RunPrediction }[], missing: readonly MissingInput[], file: string, overtakes: number | undefined): string {
   const pct = (value: number) => `${(value * 100).toFixed(1)}%`;
   const rows = points.map(({ nodes, prediction: point }) => [String(nodes), String(nodes * options.processesPerNode), point.computeSeconds.toFixed(4), point.allReduceSeconds.toFixed(4),
@@ -190,6 +232,7 @@ function memoryConstantsOf(calibration: Calibration | undefined, device: "cpu" |
   return constantsOf(entries, ASSUMED_MEMORY[device]) ?? ASSUMED_MEMORY[device];
 }
 
+/** The --recommend text: a table of layouts per node count, the campaign that would check the top two, and the sources. */
 function formatRecommendations(options: PredictOptions, tables: readonly { nodes: number; rows: readonly Recommendation[] }[], file: string, memorySource: string, cpus: number | undefined): string {
   const gib = (bytes: number) => (bytes / 2 ** 30).toFixed(2);
   const lines = [`${options.model} at batch ${options.batch} per replica, ${options.precision}, ${options.optimizer}, ${options.bandwidth}; every layout, ` +
