@@ -1,15 +1,16 @@
 /**
  * Writes the reference docs from the code they describe, never by hand: docs/campaign.schema.json (what `ringlab
  * schema` prints), docs/campaign-file.md (every field of that schema, by section) and docs/cli.md (commander's own
- * help of every command). Run `npx tsx scripts/gen-docs.ts`; test/docs/reference.test.ts fails when a committed file
+ * help of every command), and the registry's lists in the worker's result schema (docker/worker/result.schema.json's
+ * knob enums; the rest of that file is written by hand). Run `npx tsx scripts/gen-docs.ts`; test/docs/reference.test.ts fails when a committed file
  * differs from what this writes.
  */
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { campaignJsonSchema, campaignJsonSchemaText, type JsonSchema } from "../src/config/json-schema.ts";
-import { TRAIN_KNOB_NAMES } from "../src/config/registry.ts";
+import { MODELS, REDUCTIONS, TRAIN_KNOB_NAMES, TRAIN_KNOBS } from "../src/config/registry.ts";
 import { buildProgram } from "../src/cli/program.ts";
 
 const REPO_DIR = fileURLToPath(new URL("..", import.meta.url));
@@ -21,7 +22,24 @@ export function referenceDocs(): Record<string, string> {
     "docs/campaign.schema.json": campaignJsonSchemaText(),
     "docs/campaign-file.md": campaignFileMarkdown(campaignJsonSchema()),
     "docs/cli.md": cliMarkdown(),
+    [RESULT_SCHEMA]: resultSchemaText(readFileSync(join(REPO_DIR, RESULT_SCHEMA), "utf8")),
   };
+}
+
+// ---- docker/worker/result.schema.json: a record's knobs take the registry's values, never a list kept by hand.
+
+const RESULT_SCHEMA = "docker/worker/result.schema.json";
+
+/** The schema's text with each registry-listed knob's `"<knob>": { "enum": [...] }` line set to the registry's values. */
+export function resultSchemaText(text: string): string {
+  const lists: Record<string, readonly string[]> = {
+    model: MODELS, reduction: REDUCTIONS, precision: TRAIN_KNOBS.precision.choices!, parallelism: TRAIN_KNOBS.parallelism.choices!, optimizer: TRAIN_KNOBS.optimizer.choices!,
+  };
+  return Object.entries(lists).reduce((schema, [knob, values]) => {
+    const line = new RegExp(`^( {8}"${knob}": \\{ "enum": )\\[[^\\]]*\\]( \\},?)$`, "m");
+    if (!line.test(schema)) throw new Error(`${RESULT_SCHEMA}: no line \`"${knob}": { "enum": [...] }\` among the knobs`);
+    return schema.replace(line, (_match, head: string, tail: string) => `${head}${JSON.stringify(values).replaceAll(",", ", ")}${tail}`);
+  }, text);
 }
 
 // ---- docs/campaign-file.md: walks the JSON Schema, so the page says what the schema says.
