@@ -145,6 +145,14 @@ export function probedAs(reduction: Reduction): Reduction {
   return registry.reductions[reduction].probedAs as Reduction;
 }
 /**
+ * A strategy's knob counting its first steps of plain all-reduce (registry.json's plainStepsKnob: PowerSGD's
+ * powersgdStartIter, local SGD's localSgdWarmup), which the campaign keeps inside the untimed batches.
+ */
+export const PLAIN_STEPS_KNOB: Readonly<Partial<Record<Reduction, TrainKnobName>>> = Object.fromEntries(REDUCTIONS.flatMap((reduction) => {
+  const entry = registry.reductions[reduction];
+  return "plainStepsKnob" in entry ? [[reduction, entry.plainStepsKnob as TrainKnobName]] : [];
+}));
+/**
  * What a knob's belongsTo (registry.json) names: the axis whose value it goes with (model: the model's kind;
  * parallelism; reduction) and the values it goes with. Both validators refuse the knob elsewhere, and a matrix varies
  * it only in the runs of its owners.

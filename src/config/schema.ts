@@ -17,7 +17,7 @@ import { DEFAULT_MAX_NODES, safePath, type IssueAt } from "./fields.ts";
 import { combinationProblems, knobRuleProblems } from "./knob-rules.ts";
 import { describeIssues, type ConfigProblem } from "./problems.ts";
 import {
-  COLLECTIVES, DDP_HOOK_REDUCTIONS, MODEL_KIND, MODELS, PROBE_LIBRARIES, STRATEGIES, STRATEGY_KNOBS, TRAIN_KNOB_NAMES as KNOB_NAMES, TRAIN_KNOBS, type Model, type Reduction, type TrainKnob, type TrainKnobName, type TrainKnobValue,
+  COLLECTIVES, DDP_HOOK_REDUCTIONS, MODEL_KIND, MODELS, PLAIN_STEPS_KNOB, PROBE_LIBRARIES, STRATEGIES, STRATEGY_KNOBS, TRAIN_KNOB_NAMES as KNOB_NAMES, TRAIN_KNOBS, type Model, type Reduction, type TrainKnob, type TrainKnobName, type TrainKnobValue,
 } from "./registry.ts";
 
 export { describeValue, type ConfigProblem } from "./problems.ts";
@@ -309,8 +309,9 @@ function checkStrategyKnobs(campaign: CampaignOutput, ctx: RefinementContext): v
   // Throughput is timed after the untimed batches: a strategy still in its plain all-reduce steps then would be timed
   // sending the whole gradient, while the report counts its compressed bytes.
   const fewestWarmup = Math.min(...(values("numWarmupBatches").length > 0 ? values("numWarmupBatches") : [TRAIN_KNOBS.numWarmupBatches.default as number]));
-  for (const [knob, strategy] of [["powersgdStartIter", "powersgd"], ["localSgdWarmup", "local-sgd"]] as const) {
-    const most = Math.max(...(values(knob).length > 0 ? values(knob) : [TRAIN_KNOBS[knob].default as number]));
+  for (const [strategy, knob] of Object.entries(PLAIN_STEPS_KNOB) as [Reduction, TrainKnobName][]) {
+    const counts = values(knob).map(Number);
+    const most = Math.max(...(counts.length > 0 ? counts : [TRAIN_KNOBS[knob].default as number]));
     if (reductions.includes(strategy) && values("epochs").length === 0 && most > fewestWarmup) {
       issue(knob, `${knob} ${most} outlasts the untimed batches (numWarmupBatches ${fewestWarmup}): timed steps would still send the whole gradient; raise numWarmupBatches to ${most} or more`);
     }

@@ -7,7 +7,7 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import {
-  KNOB_OWNERS, LANGUAGE_SHAPE, MODEL_KIND, MODELS, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, PLANNING, planningFigures, planningOf, REDUCTIONS, TRAIN_KNOB_NAMES, TRAIN_KNOBS,
+  KNOB_OWNERS, LANGUAGE_SHAPE, MODEL_KIND, MODELS, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, PLAIN_STEPS_KNOB, PLANNING, STRATEGY_KNOBS, planningFigures, planningOf, REDUCTIONS, TRAIN_KNOB_NAMES, TRAIN_KNOBS,
   type Reduction, type TrainKnob, type TrainKnobName,
 } from "../../src/config/registry.ts";
 import { TRAIN_KNOB_NAMES as SCHEMA_KNOB_NAMES, validateCampaign } from "../../src/config/schema.ts";
@@ -145,6 +145,14 @@ describe("the registry's names", () => {
     const unsourced = { ...complete, t4Fp32ImagesPerSecond: { value: 4000, source: " " } };
     expect(() => planningFigures("small2", unsourced)).toThrow(/ lacks planning\.t4Fp32ImagesPerSecond\.source: /);
     expect(() => planningFigures("small2", undefined)).toThrow(/ lacks planning\.cpuImagesPerSecond\.value, .*, planning\.activationMibPerImage\.source: /);
+  });
+
+  it("names as a strategy's plain steps an integer knob of that strategy", () => {
+    expect(PLAIN_STEPS_KNOB).toEqual({ powersgd: "powersgdStartIter", "local-sgd": "localSgdWarmup" });
+    for (const [reduction, knob] of Object.entries(PLAIN_STEPS_KNOB)) {
+      expect(TRAIN_KNOBS[knob!].type).toBe("int");
+      expect(STRATEGY_KNOBS[knob!]).toBe(reduction);
+    }
   });
 
   it("names only known knobs in needs and excludes, and gives every knob a flag of its own", () => {
