@@ -2,7 +2,8 @@
  * Module boundaries. Results are a leaf (STYLE.md convention 11): the report reads records and never imports the code
  * that made them. The campaign file's schema sits below the testbed, the planner below the runner, and the launcher
  * table (read by the report and the schema too) loads nothing that runs a tool. Only the target table (src/targets/)
- * tells testbed targets apart by name; everything else asks it, and it loads nothing that runs a tool either. Every
+ * tells testbed targets apart by name; everything else asks it, and it loads nothing that runs a tool either. The
+ * reduction units (src/reductions/) are arithmetic on the registry and the cost models. Every
  * source file sits in a folder named for its concern (docs/layout.md), none loose in src/.
  */
 import { readdirSync, readFileSync } from "node:fs";
@@ -33,6 +34,11 @@ describe("module boundaries", () => {
 
   it("the cost model and the statistics are pure leaves: no ringlab module, no node built-in", () => {
     expect(importsOf("src/results").filter(({ file }) => /\/(cost-model|statistics)\.ts$/.test(file))).toEqual([]);
+  });
+
+  it("the reduction units load only the registry, the cost and communication models, and each other", () => {
+    const allowed = /^\.\/[\w-]+\.ts$|^\.\.\/config\/registry\.ts$|^\.\.\/results\/(cost-model|comm-model)\.ts$/;
+    expect(importsOf("src/reductions").filter(({ from }) => !allowed.test(from))).toEqual([]);
   });
 
   it("src/config imports nothing from the testbed, and the planner nothing from the runner", () => {
