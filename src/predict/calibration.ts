@@ -105,9 +105,34 @@ export interface OverlapEntry {
   readonly source: Source;
 }
 
+/**
+ * A tensor-parallel step measured on several workers over an unshaped link: what splitting each block's matrices over
+ * `tensorDegree` workers gave on this machine, where the model's share of the split compute (1/tp of it) promises
+ * more (test/bench/README.md, "Layouts, predicted before the run"). A prediction of the same workload on as many
+ * workers takes this step's collectives at the unshaped link out (src/predict/predict.ts) and keeps the rest as the
+ * split compute.
+ */
+export interface SplitStepEntry {
+  readonly model: string;
+  readonly batchSize: number;
+  readonly precision: string;
+  readonly workload: Readonly<Record<string, string | number | boolean>>;
+  readonly nodes: number;
+  readonly processesPerNode: number;
+  readonly tensorDegree: number;
+  readonly device: string;
+  readonly deviceModel: string;
+  readonly cpusPerNode: number | null;
+  /** The batch's step on the group (batch × data-parallel degree over the measured throughput), over the repeats. */
+  readonly stepSeconds: { readonly mean: number; readonly halfWidth95: number; readonly repeats: number };
+  readonly source: Source;
+}
+
 export interface Calibration {
   readonly schema: typeof CALIBRATION_SCHEMA;
   readonly compute: readonly ComputeEntry[];
+  /** Absent from files written before ringlab measured it: read as none. */
+  readonly splitSteps: readonly SplitStepEntry[];
   readonly links: readonly LinkEntry[];
   /** Absent from files written before ringlab fitted it: read as none. */
   readonly overlap: readonly OverlapEntry[];
@@ -141,6 +166,12 @@ const calibrationSchema = z.strictObject({
     nodes: z.number().int().min(2), processesPerNode: z.number().int().positive(), reduction: z.string(), cpusPerNode: z.number().positive().nullable(),
     instanceType: z.string().optional(),
     share: z.strictObject({ mean: z.number(), halfWidth95: z.number().nonnegative(), points: z.number().int().positive() }), source,
+  })).default([]),
+  splitSteps: z.array(z.strictObject({
+    model: z.string(), batchSize: z.number().int().positive(), precision: z.string(), workload: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+    nodes: z.number().int().min(1), processesPerNode: z.number().int().positive(), tensorDegree: z.number().int().min(2), device: z.string(), deviceModel: z.string(),
+    cpusPerNode: z.number().positive().nullable(),
+    stepSeconds: z.strictObject({ mean: z.number().positive(), halfWidth95: z.number().nonnegative(), repeats: z.number().int().positive() }), source,
   })).default([]),
   memory: z.array(z.strictObject({
     device: z.string(), deviceModel: z.string(), cpusPerNode: z.number().positive().nullable(), parallelism: z.string().optional(), overheadBytes: z.number(), scale: z.number(),
@@ -243,7 +274,34 @@ export function calibrationFromRecords(everyRecord: readonly RunRecord[], result
       rSquared: probe.fit.rSquared, source: measured(probe.runIds),
     }];
   });
-  return { schema: CALIBRATION_SCHEMA, compute, links, overlap: overlapFromReport(data, recordOf, measured), memory: memoryEntriesFromRecords(records, measured) };
+  return { schema: CALIBRATION_SCHEMA, compute, splitSteps: splitStepsFromReport(data, recordOf, measured), links, overlap: overlapFromReport(data, recordOf, measured),
+    memory: memoryEntriesFromRecords(records, measured) };
+}
+
+/**
+ * Every tensor-parallel point over an unshaped link (the link there sets no pace the model describes; the workers'
+ * CPU does): its step on the group, for a prediction to take its collectives out of.
+ */
+function splitStepsFromReport(data: ReturnType<typeof reportData>, recordOf: ReadonlyMap<string, RunRecord>,
+  measured: (runIds: readonly string[]) => Source): SplitStepEntry[] {
+  return data.training.flatMap((config) => config.series.filter((series) => series.linkGbps === null && series.link === "unlimited").flatMap((series) =>
+    series.points.flatMap((point) => {
+      const first = recordOf.get(point.runIds[0]!);
+      if (first?.result?.job !== "train") return [];
+      const dims = first.result.metrics.layout?.dims ?? {};
+      const workload = computeWorkload(config.model, first.result.knobs);
+      if ((dims["tp"] ?? 1) < 2 || workload === undefined) return [];
+      // A step computes the batch once per data-parallel replica: the group's samples over its throughput.
+      const replicas = (dims["dp_replicate"] ?? 1) * (dims["dp_shard"] ?? 1);
+      const stepSeconds = (replicas * config.batchSize * unitsPerSample(config.model, first.result.knobs)) / point.throughput.mean;
+      return [{
+        model: config.model, batchSize: config.batchSize, precision: String(first.params.knobs["precision"] ?? "fp32"), workload,
+        nodes: point.nodes, processesPerNode: point.processesPerNode, tensorDegree: dims["tp"]!,
+        device: first.result.provenance.device, deviceModel: first.result.provenance.deviceModel, cpusPerNode: first.params.cpusPerNode ?? null,
+        stepSeconds: { mean: stepSeconds, halfWidth95: stepSeconds * (point.throughput.halfWidth95 / point.throughput.mean), repeats: point.throughput.n },
+        source: measured(point.runIds),
+      }];
+    })));
 }
 
 /**
@@ -286,6 +344,11 @@ function linkKey(entry: LinkEntry): string {
   return JSON.stringify([entry.bandwidth, entry.nodes, entry.processesPerNode, entry.reduction, entry.cpusPerNode, entry.instanceType ?? null, entry.collective ?? "all-reduce"]);
 }
 
+function splitStepKey(entry: SplitStepEntry): string {
+  return JSON.stringify([entry.model, entry.batchSize, entry.precision, canonicalJson(entry.workload), entry.nodes, entry.processesPerNode, entry.tensorDegree,
+    entry.deviceModel, entry.cpusPerNode]);
+}
+
 function overlapKey(entry: Omit<OverlapEntry, "share" | "source">): string {
   return JSON.stringify([entry.nodes, entry.processesPerNode, entry.reduction, entry.cpusPerNode, entry.instanceType ?? null]);
 }
@@ -294,15 +357,18 @@ function overlapKey(entry: Omit<OverlapEntry, "share" | "source">): string {
 export function mergeCalibrations(calibrations: readonly Calibration[]): Calibration {
   const compute = new Map<string, ComputeEntry>();
   const links = new Map<string, LinkEntry>();
+  const splitSteps = new Map<string, SplitStepEntry>();
   const overlap = new Map<string, OverlapEntry>();
   const memory = new Map<string, MemoryEntry>();
   for (const calibration of calibrations) {
     for (const entry of calibration.compute) compute.set(computeKey(entry), entry);
+    for (const entry of calibration.splitSteps) splitSteps.set(splitStepKey(entry), entry);
     for (const entry of calibration.links) links.set(linkKey(entry), entry);
     for (const entry of calibration.overlap) overlap.set(overlapKey(entry), entry);
     for (const entry of calibration.memory) memory.set(JSON.stringify([entry.device, entry.deviceModel, entry.cpusPerNode, entry.parallelism ?? "ddp"]), entry);
   }
-  return { schema: CALIBRATION_SCHEMA, compute: [...compute.values()], links: [...links.values()], overlap: [...overlap.values()], memory: [...memory.values()] };
+  return { schema: CALIBRATION_SCHEMA, compute: [...compute.values()], splitSteps: [...splitSteps.values()], links: [...links.values()], overlap: [...overlap.values()],
+    memory: [...memory.values()] };
 }
 
 /** "measured in results/local-seed on 2026-11-25", "derived: ..." */
@@ -321,13 +387,15 @@ export function calibrationInputs(calibration: Calibration): CalibrationInput[] 
   return [
     ...calibration.compute.map((entry) => input(`compute ${entry.model} batch ${entry.batchSize} ${entry.precision}${entry.channelsLast === true ? " channels-last" : ""} ` +
       `on ${entry.deviceModel}${cores(entry.cpusPerNode)}`, entry)),
+    ...calibration.splitSteps.map((entry) => input(`split step ${entry.model} batch ${entry.batchSize} ${entry.precision}, tensor over ${entry.tensorDegree} of ` +
+      `${entry.nodes} nodes × ${entry.processesPerNode}, unshaped, on ${entry.deviceModel}${cores(entry.cpusPerNode)}`, entry)),
     ...calibration.links.map((entry) => input(`link ${entry.bandwidth}, ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${entry.collective === undefined ? "" : `, ${entry.collective}`}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),
     ...calibration.overlap.map((entry) => input(`overlap ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),
     ...calibration.memory.map((entry) => input(`memory on ${entry.deviceModel}${cores(entry.cpusPerNode)}${entry.parallelism === undefined ? "" : `, ${entry.parallelism}`}`, entry)),
   ];
 }
 
-function input(entry: string, content: ComputeEntry | LinkEntry | OverlapEntry | MemoryEntry): CalibrationInput {
+function input(entry: string, content: ComputeEntry | SplitStepEntry | LinkEntry | OverlapEntry | MemoryEntry): CalibrationInput {
   const { source } = content;
   const measured = source.kind === "measured" ? source : undefined;
   return {

@@ -11,11 +11,11 @@ import { COLLECTIVE_OP, COLLECTIVES, numericKnob, probedAs, type Collective, typ
 import { boundedShare, overlappedStepSeconds, predictHierarchicalStep, predictTrainingStep } from "../results/comm-model.ts";
 import { allReducesPerStep, exchangeShare, wireBytesPerStep } from "../reductions/index.ts";
 import { throughputUnit } from "../config/registry.ts";
-import { predictLayoutStep, type CollectiveOp, type LinkCoefficients } from "../results/layout-model.ts";
+import { predictLayoutStep, type CollectiveOp, type LinkCoefficients, type StepCollective } from "../results/layout-model.ts";
 import { dataParallel, dimsOf } from "../workload/layout.ts";
 import { stepTraffic } from "../workload/traffic.ts";
 import { computeShares, shapeOf, unitsPerSample } from "../workload/transformer.ts";
-import { computeInput, inputQuestionOf, insideNodeInput, isMissing, linkInput, overlapInput, probedLinkInput, type ComputeInput, type LinkInput, type PredictionContext } from "./inputs.ts";
+import { computeInput, inputQuestionOf, insideNodeInput, isMissing, linkInput, overlapInput, probedLinkInput, splitStepInput, type ComputeInput, type LinkInput, type PredictionContext } from "./inputs.ts";
 
 export type { PredictionContext } from "./inputs.ts";
 
@@ -156,9 +156,11 @@ function predictLayoutTraining(run: TrainingQuestion, compute: ComputeInput, con
   const shape = shapeOf(run.model, run.knobs);
   const shares = shape === undefined ? { split: 0, slowestStage: 1 } : computeShares(shape, dims.pp);
   const pipeline = String(run.knobs.parallelism) === "pipeline";
+  // Where the calibration measured this tensor group's step, its compute is that step's; else the model's split of it.
+  const split = dims.tp > 1 && !pipeline ? measuredSplitCompute(run, collectives, dims.tp, context) : undefined;
   const stepAt = (computeSeconds: number, overlapShare: number) => predictLayoutStep({
-    computeSeconds, collectives, linkOf, overlapShare,
-    ...(dims.tp > 1 ? { tensor: { degree: dims.tp, splitShare: shares.split } } : {}),
+    computeSeconds: split === undefined ? computeSeconds : split.seconds * (computeSeconds / compute.seconds.mean), collectives, linkOf, overlapShare,
+    ...(dims.tp > 1 && split === undefined ? { tensor: { degree: dims.tp, splitShare: shares.split } } : {}),
     ...(pipeline ? { pipeline: { stages: dims.pp, microBatches: Number(run.knobs.microBatches ?? 4), slowestStageShare: shares.slowestStage } } : {}),
   });
   const step = stepAt(compute.seconds.mean, 0);
@@ -179,11 +181,30 @@ function predictLayoutTraining(run: TrainingQuestion, compute: ComputeInput, con
     noOverlapEfficiency: efficiencyOf(step.stepSeconds),
     fullOverlapEfficiency: efficiencyOf(stepAt(compute.seconds.mean, 1).stepSeconds),
     sources: {
-      compute: compute.source,
+      compute: split === undefined ? compute.source : `${compute.source}; ${split.source}`,
       link: link === null ? "no link (one worker, or nothing crosses it)" : [link.source,
         ...[...ownLink].map(([op, own]) => `${COLLECTIVE_OF_OP[op]}: ${own.source}`),
         ...(derived.length === 0 ? [] : [`${derived.map((op) => COLLECTIVE_OF_OP[op]).join(", ")} derived from the ring all-reduce's α and β (no probe of ${derived.length === 1 ? "it" : "them"})`])].join("; "),
       overlap: `assumed: none (φ = 0): ${String(run.knobs.parallelism)}'s collectives, unlike DDP's buckets, have no overlap measured`,
     },
   };
+}
+
+/**
+ * Tensor parallelism's compute on its group where the calibration measured the group's step over an unshaped link
+ * (inputs.ts splitStepInput): that step less its collectives at that link, timed on the unshaped probes' α and β. On
+ * this machine's CPU quota a split matrix computes at less than 1/tp of the whole's time less often than the model's
+ * share says (test/bench/README.md, "Layouts, predicted before the run"). Undefined where nothing was measured.
+ */
+function measuredSplitCompute(run: TrainingQuestion, collectives: readonly StepCollective[], tensorDegree: number, context: PredictionContext): { seconds: number; source: string } | undefined {
+  const unshaped = { ...inputQuestionOf(run), bandwidth: "unlimited" };
+  const measured = splitStepInput(unshaped, tensorDegree, context);
+  const ring = measured === undefined ? null : linkInput({ ...unshaped, reduction: "ring" }, context);
+  if (measured === undefined || ring === null || isMissing(ring)) return undefined;
+  const linkOf = (op: CollectiveOp): LinkCoefficients =>
+    (op === "all_reduce" ? undefined : probedLinkInput({ ...unshaped, reduction: "ring", collective: COLLECTIVE_OF_OP[op] }, context)) ?? ring;
+  const communication = predictLayoutStep({ computeSeconds: 0, collectives, linkOf, overlapShare: 0 }).communicationSeconds;
+  const seconds = measured.entry.stepSeconds.mean - communication;
+  if (!(seconds > 0)) return undefined;
+  return { seconds, source: `its compute on ${tensorDegree} workers: ${measured.source}, less its collectives there (${(communication * 1e3).toFixed(1)} ms on the unshaped probe's α and β)` };
 }

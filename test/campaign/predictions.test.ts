@@ -24,6 +24,7 @@ function calibrationFrom(folder: string, fingerprints: readonly string[]): Calib
     schema: CALIBRATION_SCHEMA,
     compute: [{ model: "tiny", batchSize: 8, precision: "fp32", device: "cpu", deviceModel: "test CPU", cpusPerNode: 0.5,
       computeSeconds: { mean: 0.1, halfWidth95: 0.01, repeats: 3 }, gradientBytes: 1e6, source }],
+    splitSteps: [],
     links: [{ bandwidth: "1gbit", nodes: 2, processesPerNode: 1, reduction: "ring", cpusPerNode: 0.5, alphaSeconds: 0.001, betaSecondsPerByte: 8e-9, rSquared: 0.99, source }],
     overlap: [],
     memory: [],

@@ -14,7 +14,7 @@ const measuredOn = (deviceModel: string, computeSeconds: number): ComputeEntry =
   model: "resnet50", batchSize: 64, precision: "fp32", device: "cuda", deviceModel, cpusPerNode: null,
   computeSeconds: { mean: computeSeconds, halfWidth95: 0.001, repeats: 3 }, gradientBytes: 1e8, source: { kind: "measured", resultsDir: "results/p3", date: "2026-11-20" },
 });
-const calibrationWith = (...compute: ComputeEntry[]): Calibration => ({ schema: "ringlab.calibration/v3", compute, links: [], overlap: [], memory: [] });
+const calibrationWith = (...compute: ComputeEntry[]): Calibration => ({ schema: "ringlab.calibration/v3", compute, splitSteps: [], links: [], overlap: [], memory: [] });
 
 describe("compute for an AWS run", () => {
   it("takes the published figures' per-image mean for the instance type's GPU, their spread as the interval, and cites each", () => {
@@ -110,7 +110,7 @@ describe("the link of an AWS run", () => {
   it("takes a probe measured on the same instance type only: another type's unshaped link is another network", () => {
     const probe = { bandwidth: "unlimited", nodes: 2, processesPerNode: 1, reduction: "ring", cpusPerNode: null, alphaSeconds: 1e-4, betaSecondsPerByte: 8 / 4e9,
       rSquared: 0.99, source: { kind: "measured" as const, resultsDir: "results/g4dn", date: "2026-11-20" } };
-    const calibration: Calibration = { schema: "ringlab.calibration/v3", compute: [], links: [{ ...probe, instanceType: "g4dn.4xlarge" }], overlap: [], memory: [] };
+    const calibration: Calibration = { schema: "ringlab.calibration/v3", compute: [], splitSteps: [], links: [{ ...probe, instanceType: "g4dn.4xlarge" }], overlap: [], memory: [] };
     expect(linkInput(question({ bandwidth: "unlimited" }), { instanceType: "g4dn.4xlarge", calibration })).toMatchObject({ betaSecondsPerByte: 8 / 4e9, source: "measured in results/g4dn on 2026-11-20 (2-node probe)" });
     expect(linkInput(question({ bandwidth: "unlimited" }), { instanceType: "p4d.24xlarge", calibration })).toMatchObject({ missing: expect.stringContaining("p4d.24xlarge") });
     // Nor a local testbed's probe (no instance type) for an AWS question.

@@ -42,6 +42,11 @@ describe("a calibration from a campaign's results", () => {
     expect(merged.compute[0]!.computeSeconds.mean).toBeCloseTo(0.5, 12);
     expect(merged.compute[0]!.source).toMatchObject({ resultsDir: "results/later" });
     expect(merged.links).toEqual(calibration.links);
+    // A tensor group's step is kept through a merge, a later one of the same key replacing it.
+    const step = { model: "gpt-mini", batchSize: 4, precision: "fp32", workload: { layers: 4 }, nodes: 2, processesPerNode: 1, tensorDegree: 2, device: "cpu",
+      deviceModel: "test CPU", cpusPerNode: 0.5, stepSeconds: { mean: 1, halfWidth95: 0, repeats: 1 }, source: { kind: "derived" as const, how: "a test" } };
+    const withStep = (mean: number) => ({ ...later, splitSteps: [{ ...step, stepSeconds: { ...step.stepSeconds, mean } }] });
+    expect(mergeCalibrations([withStep(1), calibration, withStep(2)]).splitSteps.map((entry) => entry.stepSeconds.mean)).toEqual([2]);
   });
 
   it("reads back what it wrote, and refuses another version or a field that does not fit, saying how to make one", () => {
@@ -49,6 +54,9 @@ describe("a calibration from a campaign's results", () => {
     // A file written before ringlab fitted the overlap reads as one without.
     const { overlap: _, ...older } = calibration;
     expect(parseCalibration(JSON.parse(JSON.stringify(older)))).toEqual({ calibration: { ...calibration, overlap: [] } });
+    // ... and one written before ringlab measured tensor groups' steps as one without.
+    const { splitSteps: __, ...beforeSplit } = calibration;
+    expect(parseCalibration(JSON.parse(JSON.stringify(beforeSplit)))).toEqual({ calibration: { ...calibration, splitSteps: [] } });
     expect(parseCalibration({ ...calibration, schema: "ringlab.calibration/v9" })).toEqual({
       problem: `it is a ringlab.calibration/v9 file; this ringlab reads ${CALIBRATION_SCHEMA}: make it again with \`ringlab calibrate <results dir>...\``,
     });

@@ -16,7 +16,7 @@ const compute: ComputeEntry = {
   deviceModel: "a CPU", cpusPerNode: 0.5, computeSeconds: { mean: 1.3, halfWidth95: 0.05, repeats: 3 }, gradientBytes: 52e6, source,
 };
 const link: LinkEntry = { bandwidth: "1gbit", nodes: 3, processesPerNode: 1, reduction: "ring", cpusPerNode: 0.5, alphaSeconds: 2e-4, betaSecondsPerByte: 8.4e-9, rSquared: 0.999, source };
-const calibration: Calibration = { schema: "ringlab.calibration/v3", compute: [compute], links: [link], overlap: [], memory: [] };
+const calibration: Calibration = { schema: "ringlab.calibration/v3", compute: [compute], splitSteps: [], links: [link], overlap: [], memory: [] };
 const question = { model: "gpt-mini", batchSize: 4, nodes: 3, bandwidth: "1gbit", knobs };
 
 describe("recommending a layout", () => {
