@@ -10,7 +10,7 @@ import type { Calibration } from "../predict/calibration.ts";
 import { ASSUMED_MEMORY, constantsOf, isMemoryPrediction, predictMemory, type MemoryConstants, type MemoryRun } from "../predict/memory.ts";
 import { targetOf } from "../targets/index.ts";
 import type { TargetMemory } from "../targets/target.ts";
-import { dimsOf } from "../workload/layout.ts";
+import { dimsOf, pipelineProblem } from "../workload/layout.ts";
 import { usableGpuMemoryGiB } from "./gpu-memory.ts";
 import type { CampaignPlan, PlannedRun } from "./plan.ts";
 
@@ -85,8 +85,9 @@ export function planProblems(plan: CampaignPlan, file: CampaignFile, constants: 
   for (const run of plan.runs) {
     if (run.job !== "train" || run.model === undefined || problems.has(run.configuration)) continue;
     const layout = dimsOf(run.knobs, run.nodes * (run.processesPerNode ?? 1), run.nodes);
-    if (!layout.ok) {
-      problems.set(run.configuration, `${run.configuration}: ${layout.problem}`);
+    const problem = layout.ok ? pipelineProblem(run.knobs, run.batchSize!, layout.dims.pp) : layout.problem;
+    if (problem !== undefined) {
+      problems.set(run.configuration, `${run.configuration}: ${problem}`);
       continue;
     }
     if (limit === undefined) continue;

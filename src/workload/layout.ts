@@ -4,6 +4,7 @@
  * and predicting its memory and traffic before anything starts. The two are kept the same by one table of cases that
  * both test suites read (test/fixtures/layout-dims.json). Pure.
  */
+import { TRAIN_KNOBS } from "../config/registry.ts";
 
 export interface ParallelDims {
   readonly pp: number;
@@ -59,6 +60,20 @@ export function dimsOf(knobs: Readonly<Record<string, unknown>>, workers: number
     return dims({ pp, dpReplicate: workers / pp });
   }
   return { ok: false, problem: `unknown parallelism ${parallelism}` };
+}
+
+/**
+ * Why a pipeline's micro-batches cannot run on `stages` stages at `batchSize`, or undefined: the worker's own checks
+ * (parallel/pipeline.py), message for message, so that plan refuses the run before anything starts.
+ */
+export function pipelineProblem(knobs: Readonly<Record<string, unknown>>, batchSize: number, stages: number): string | undefined {
+  if (String(knobs["parallelism"] ?? "ddp") !== "pipeline") return undefined;
+  const microBatches = Number(knobs["microBatches"] ?? TRAIN_KNOBS.microBatches.default);
+  if (batchSize % microBatches !== 0) return `batchSize ${batchSize} must be a multiple of microBatches ${microBatches}`;
+  if (String(knobs["pipelineSchedule"] ?? TRAIN_KNOBS.pipelineSchedule.default) === "1f1b" && microBatches < stages) {
+    return `pipelineSchedule 1f1b needs at least as many micro-batches as stages: microBatches ${microBatches} < ${stages} stages (torch's Schedule1F1B refuses it)`;
+  }
+  return undefined;
 }
 
 /** The blocks a pipeline stage holds: as even as they divide, earlier stages taking one more (the worker's split). */

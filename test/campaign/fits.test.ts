@@ -59,4 +59,12 @@ describe("what plan refuses before anything starts", () => {
   it("refuses degrees that do not divide a run's workers, naming the run", () => {
     expect(problemsOf(campaign("", "parallelism: pipeline, pipelineStages: 2", "[3]"))).toEqual(["train-gpt-mini-b16-n3-1gbit: pipelineStages 2 does not divide the run's 3 workers"]);
   });
+
+  it("refuses a pipeline whose micro-batches the worker would refuse: 1F1B with fewer than its stages, or not dividing the batch", () => {
+    // The worker exited 2 on the third node's run of campaigns/local-layouts-baselines.yaml (1f1b, 2 micro-batches, 3 stages) after plan had taken it.
+    expect(problemsOf(campaign("", "parallelism: pipeline, pipelineSchedule: 1f1b, microBatches: 2", "[2, 3]"))).toEqual([
+      "train-gpt-mini-b16-n3-1gbit: pipelineSchedule 1f1b needs at least as many micro-batches as stages: microBatches 2 < 3 stages (torch's Schedule1F1B refuses it)"]);
+    expect(problemsOf(campaign("", "parallelism: pipeline, pipelineSchedule: gpipe, microBatches: 2", "[2, 3]"))).toEqual([]);
+    expect(problemsOf(campaign("", "parallelism: pipeline, microBatches: 3", "[2]"))).toEqual(["train-gpt-mini-b16-n2-1gbit: batchSize 16 must be a multiple of microBatches 3"]);
+  });
 });
