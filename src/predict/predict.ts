@@ -15,7 +15,7 @@ import { predictLayoutStep, type CollectiveOp, type LinkCoefficients, type StepC
 import { dataParallel, dimsOf } from "../workload/layout.ts";
 import { stepTraffic } from "../workload/traffic.ts";
 import { computeShares, shapeOf, unitsPerSample } from "../workload/transformer.ts";
-import { computeInput, inputQuestionOf, insideNodeInput, isMissing, linkInput, overlapInput, probedLinkInput, splitStepInput, type ComputeInput, type LinkInput, type PredictionContext } from "./inputs.ts";
+import { computeInput, inputQuestionOf, insideNodeInput, isMissing, linkInput, overlapInput, probedLinkInput, splitStepInput, type ComputeInput, type InputQuestion, type LinkInput, type PredictionContext } from "./inputs.ts";
 
 export type { PredictionContext } from "./inputs.ts";
 
@@ -145,12 +145,8 @@ function predictLayoutTraining(run: TrainingQuestion, compute: ComputeInput, con
   const collectives = stepTraffic({ model: run.model, batchSize: run.batchSize, knobs: run.knobs, dims });
   const link = workers === 1 || collectives.length === 0 ? null : linkInput({ ...inputQuestionOf(run), reduction: "ring" }, context);
   if (link !== null && isMissing(link)) return { runId: run.runId, missing: link.missing };
-  // Each other collective on its own probe where the calibration has one (probe.collective), else on the all-reduce's.
   const ops = [...new Set(collectives.map((collective) => collective.op))].filter((op) => op !== "all_reduce");
-  const ownLink = new Map<CollectiveOp, LinkInput>(link === null ? [] : ops.flatMap((op) => {
-    const own = probedLinkInput({ ...inputQuestionOf(run), reduction: "ring", collective: COLLECTIVE_OF_OP[op] }, context);
-    return own === undefined ? [] : [[op, own] as const];
-  }));
+  const ownLink = link === null ? new Map<CollectiveOp, LinkInput>() : ownLinks(inputQuestionOf(run), ops, context);
   const linkOf = (op: CollectiveOp): LinkCoefficients => ownLink.get(op) ?? link ?? { alphaSeconds: 0, betaSecondsPerByte: 0 };
   const derived = ops.filter((op) => !ownLink.has(op));
   const shape = shapeOf(run.model, run.knobs);
@@ -190,6 +186,14 @@ function predictLayoutTraining(run: TrainingQuestion, compute: ComputeInput, con
   };
 }
 
+/** Each collective (not the all-reduce) on its own probe where the calibration has one at the question's rate (probe.collective). */
+function ownLinks(question: InputQuestion, ops: readonly CollectiveOp[], context: PredictionContext): ReadonlyMap<CollectiveOp, LinkInput> {
+  return new Map(ops.flatMap((op) => {
+    const own = probedLinkInput({ ...question, reduction: "ring", collective: COLLECTIVE_OF_OP[op] }, context);
+    return own === undefined ? [] : [[op, own] as const];
+  }));
+}
+
 /**
  * Tensor parallelism's compute on its group where the calibration measured the group's step over an unshaped link
  * (inputs.ts splitStepInput): that step less its collectives at that link, timed on the unshaped probes' α and β. On
@@ -201,8 +205,8 @@ function measuredSplitCompute(run: TrainingQuestion, collectives: readonly StepC
   const measured = splitStepInput(unshaped, tensorDegree, context);
   const ring = measured === undefined ? null : linkInput({ ...unshaped, reduction: "ring" }, context);
   if (measured === undefined || ring === null || isMissing(ring)) return undefined;
-  const linkOf = (op: CollectiveOp): LinkCoefficients =>
-    (op === "all_reduce" ? undefined : probedLinkInput({ ...unshaped, reduction: "ring", collective: COLLECTIVE_OF_OP[op] }, context)) ?? ring;
+  const own = ownLinks(unshaped, collectives.map((collective) => collective.op).filter((op) => op !== "all_reduce"), context);
+  const linkOf = (op: CollectiveOp): LinkCoefficients => own.get(op) ?? ring;
   const communication = predictLayoutStep({ computeSeconds: 0, collectives, linkOf, overlapShare: 0 }).communicationSeconds;
   const seconds = measured.entry.stepSeconds.mean - communication;
   if (!(seconds > 0)) return undefined;

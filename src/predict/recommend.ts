@@ -3,7 +3,7 @@
  * with its predicted step and throughput (predict.ts) and its memory per rank and per node (memory.ts), those that
  * fit ranked by throughput, with the inputs' sources. Pure.
  */
-import { dimsOf } from "../workload/layout.ts";
+import { dimsOf, pipelineProblem } from "../workload/layout.ts";
 import { shapeOf } from "../workload/transformer.ts";
 import { isMemoryPrediction, predictMemory, type MemoryConstants, type MemoryPrediction } from "./memory.ts";
 import { isPrediction, predictTraining, type PredictionContext, type RunPrediction, type TrainingQuestion } from "./predict.ts";
@@ -31,8 +31,9 @@ export function layoutCandidates(model: string, batchSize: number, knobs: Readon
   if (shape.heads % workers === 0) candidates.push({ name: "tensor", knobs: { parallelism: "tensor" } });
   const stages = Math.max(nodes, 2);
   for (const microBatches of [stages, 2 * stages]) {
-    if (batchSize % microBatches !== 0 || !dimsOf({ parallelism: "pipeline" }, workers, nodes).ok) continue;
+    if (!dimsOf({ parallelism: "pipeline" }, workers, nodes).ok) continue;
     for (const schedule of ["gpipe", "1f1b"]) {
+      if (pipelineProblem({ parallelism: "pipeline", pipelineSchedule: schedule, microBatches }, batchSize, stages) !== undefined) continue;
       candidates.push({ name: `pipeline ${schedule}, ${microBatches} micro-batches`, knobs: { parallelism: "pipeline", pipelineSchedule: schedule, microBatches } });
     }
   }
