@@ -17,8 +17,10 @@ export interface LayoutCandidate {
 
 /**
  * The layouts of a workload on `workers` workers: DDP, FSDP's two shardings, tensor parallelism over every worker (a
- * language model, heads divisible), and a pipeline of one stage per node under both schedules with as many micro-batches
- * as stages and twice that (a language model, where the batch divides and 1F1B has a micro-batch per stage).
+ * language model, heads divisible), and a pipeline of one stage per node under both schedules with every micro-batch count
+ * that divides the batch from one per stage up to four per stage (a language model; pipelineProblem says what the worker
+ * takes). Counts that only the stage count suggests (2 and 4 on 2 stages) missed the measured winner at batch 6, which
+ * was 3 micro-batches (test/bench/README.md, "Layouts on 2 and 3 CPU nodes").
  */
 export function layoutCandidates(model: string, batchSize: number, knobs: Readonly<Record<string, unknown>>, workers: number, nodes: number): LayoutCandidate[] {
   const candidates: LayoutCandidate[] = [
@@ -30,7 +32,7 @@ export function layoutCandidates(model: string, batchSize: number, knobs: Readon
   if (shape === undefined || workers < 2) return candidates;
   if (shape.heads % workers === 0) candidates.push({ name: "tensor", knobs: { parallelism: "tensor" } });
   const stages = Math.max(nodes, 2);
-  for (const microBatches of [stages, 2 * stages]) {
+  for (const microBatches of microBatchCounts(batchSize, stages)) {
     if (!dimsOf({ parallelism: "pipeline" }, workers, nodes).ok) continue;
     for (const schedule of ["gpipe", "1f1b"]) {
       if (pipelineProblem({ parallelism: "pipeline", pipelineSchedule: schedule, microBatches }, batchSize, stages) !== undefined) continue;
@@ -38,6 +40,13 @@ export function layoutCandidates(model: string, batchSize: number, knobs: Readon
     }
   }
   return candidates;
+}
+
+/** Each count that divides the batch, from one micro-batch per stage to four per stage. */
+function microBatchCounts(batchSize: number, stages: number): number[] {
+  const counts: number[] = [];
+  for (let count = stages; count <= Math.min(batchSize, 4 * stages); count++) if (batchSize % count === 0) counts.push(count);
+  return counts;
 }
 
 export interface Recommendation {

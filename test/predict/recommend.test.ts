@@ -22,8 +22,13 @@ const question = { model: "gpt-mini", batchSize: 4, nodes: 3, bandwidth: "1gbit"
 describe("recommending a layout", () => {
   it("offers DDP, FSDP's two shardings, tensor parallelism where the heads divide, and pipelines of one stage per node", () => {
     expect(layoutCandidates("gpt-mini", 12, knobs, 3, 3).map((candidate) => candidate.name)).toEqual([
-      "ddp", "fsdp full", "fsdp grad-op", "pipeline gpipe, 3 micro-batches", "pipeline 1f1b, 3 micro-batches", "pipeline gpipe, 6 micro-batches", "pipeline 1f1b, 6 micro-batches"]);
+      "ddp", "fsdp full", "fsdp grad-op", "pipeline gpipe, 3 micro-batches", "pipeline 1f1b, 3 micro-batches", "pipeline gpipe, 4 micro-batches",
+      "pipeline 1f1b, 4 micro-batches", "pipeline gpipe, 6 micro-batches", "pipeline 1f1b, 6 micro-batches", "pipeline gpipe, 12 micro-batches",
+      "pipeline 1f1b, 12 micro-batches"]);
     expect(layoutCandidates("gpt-mini", 4, knobs, 2, 2).map((candidate) => candidate.name)).toContain("tensor");
+    // Every count that divides the batch, one to four a stage: batch 6 on 2 stages is 2, 3 and 6 (3 won at 300 Mbit/s), not 2 and 4.
+    expect(layoutCandidates("gpt-mini", 6, knobs, 2, 2).filter((candidate) => candidate.knobs["parallelism"] === "pipeline").map((candidate) => candidate.knobs["microBatches"]))
+      .toEqual([2, 2, 3, 3, 6, 6]);
     expect(layoutCandidates("small", 32, {}, 3, 3).map((candidate) => candidate.name)).toEqual(["ddp", "fsdp full", "fsdp grad-op"]);
   });
 
