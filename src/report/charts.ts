@@ -31,11 +31,17 @@ const DASHED = [6, 4];
 const PANEL_HEIGHT = 220;
 const SINGLE_PANEL_WIDTH = CONTENT_WIDTH_PX - 100;
 const PANEL_WIDTH = Math.floor((CONTENT_WIDTH_PX - 2 * 70 - 40) / 2);
+/**
+ * What a half-width panel's title line holds at the header's 13 px, as vega measures it when it lays the chart out
+ * here (no canvas in Node: 0.8 em a character, wider than a browser draws it); a longer line widens the panel.
+ */
+const TITLE_LINE_CHARS = Math.floor(PANEL_WIDTH / (0.8 * 13));
 const SINGLE = { width: CONTENT_WIDTH_PX, height: 320, autosize: { type: "fit", contains: "padding" } } as const;
 const CONFIG = {
   font: "sans-serif",
   axis: { labelFontSize: 12, titleFontSize: 13 },
-  header: { labelFontSize: 13, labelLimit: 0 },
+  // A panel title's lines (wrapTitle), each a line of the header.
+  header: { labelFontSize: 13, labelLimit: 0, labelExpr: "split(datum.label, '\\n')" },
   // Lines, not dots, in legends: the dash is what tells the ideal and the ceiling from a measurement.
   legend: { orient: "top" as const, direction: "horizontal" as const, symbolType: "stroke", symbolStrokeWidth: 2, symbolSize: 400, labelLimit: 0, labelFontSize: 12, titleFontSize: 12 },
 };
@@ -116,11 +122,11 @@ export function throughputChartSpec(data: ReportData): TopLevelSpec | null {
 /** Scaling efficiency against node count per configuration and link, with the cost model's no-overlap ceiling. */
 export function efficiencyChartSpec(data: ReportData): TopLevelSpec | null {
   const rows = data.training.filter((config) => config.baseline !== null).flatMap((config) => nodeScaledSeries(config).flatMap((series) => {
-    const start = { panel: config.label, bandwidth: series.bandwidth, nodes: 1, efficiency: 1 };
+    const start = { panel: wrapTitle(config.label), bandwidth: series.bandwidth, nodes: 1, efficiency: 1 };
     const measured = series.points.flatMap((point) => point.scalingEfficiency === null ? []
-      : [{ panel: config.label, bandwidth: series.bandwidth, nodes: point.nodes, efficiency: point.scalingEfficiency }]);
+      : [{ panel: wrapTitle(config.label), bandwidth: series.bandwidth, nodes: point.nodes, efficiency: point.scalingEfficiency }]);
     const ceiling = series.points.flatMap((point) => point.efficiencyCeiling === null ? []
-      : [{ panel: config.label, bandwidth: series.bandwidth, nodes: point.nodes, efficiency: point.efficiencyCeiling.noOverlap }]);
+      : [{ panel: wrapTitle(config.label), bandwidth: series.bandwidth, nodes: point.nodes, efficiency: point.efficiencyCeiling.noOverlap }]);
     return [
       ...[start, ...measured].map((row) => ({ ...row, kind: MEASURED_KIND })),
       ...(ceiling.length === 0 ? [] : [start, ...ceiling].map((row) => ({ ...row, kind: CEILING_KIND }))),
@@ -264,7 +270,22 @@ const BYTES_LABEL = "datum.value >= 1073741824 ? format(datum.value / 1073741824
 function panelTitle(config: TrainingConfig): string {
   // A language model's panel says its unit: a campaign may put it beside image models.
   const label = config.unit === "tokens" ? `${config.label} · tokens/s` : config.label;
-  return config.baseline === null ? `${label} (no 1-node run: no ideal)` : label;
+  return wrapTitle(config.baseline === null ? `${label} (no 1-node run: no ideal)` : label);
+}
+
+/**
+ * A panel's title in lines of at most TITLE_LINE_CHARS, broken between its " · " parts (CONFIG.header splits them
+ * again). On one line a layout's title (model, batch, four layout knobs, unit: over 100 characters) widened every
+ * panel past half the page, and the browser shrank the whole chart to a third of its size to fit.
+ */
+export function wrapTitle(title: string): string {
+  const lines: string[] = [];
+  for (const part of title.split(" · ")) {
+    const last = lines.at(-1);
+    if (last !== undefined && last.length + 3 + part.length <= TITLE_LINE_CHARS) lines[lines.length - 1] = `${last} · ${part}`;
+    else lines.push(part);
+  }
+  return lines.join("\n");
 }
 
 /**

@@ -5,6 +5,7 @@ import {
 } from "../../src/report/charts.ts";
 import { reportData } from "../../src/report/data.ts";
 import { CONTENT_WIDTH_PX } from "../../src/report/text.ts";
+import { recordsOf } from "../bench/records.ts";
 import { probeRecord, scalingCampaign } from "./fixtures/records.ts";
 
 type Row = Record<string, unknown>;
@@ -14,10 +15,10 @@ function rowsOf(spec: TopLevelSpec | null): Row[] {
   return (spec as { data: { values: Row[] } }).data.values;
 }
 
-/** Text drawn in an SVG: titles, axis labels, legend entries. */
+/** Text drawn in an SVG: titles, axis labels, legend entries; a text of several lines, each line. */
 function textsOf(svg: string | undefined): string[] {
   if (svg === undefined) throw new Error("expected an SVG");
-  return [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((match) => match[1]!);
+  return [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>|<tspan[^>]*>([^<]*)<\/tspan>/g)].map((match) => (match[1] ?? match[2])!);
 }
 
 describe("chart specs", () => {
@@ -101,11 +102,22 @@ describe("rendered SVG", () => {
     expect(warnings).toEqual([]);
   });
 
+  it("keeps a campaign of seven layouts at the content width, each panel's long title in lines", async () => {
+    // The layouts campaign's titles run to over 100 characters ("gpt-mini · batch 6 · microBatches=3 · ..."); on one
+    // line they widened each panel and the page drew the chart at a third of its size.
+    const layouts = await renderCharts(reportData(recordsOf("test/bench/data/layouts-2-3/attempts.jsonl")));
+    // No single-node run, so no efficiency chart: the throughput chart is the one with a panel per layout.
+    expect(Object.keys(layouts)).toEqual(["throughput"]);
+    expect(Number(/^<svg [^>]*width="([\d.]+)"/.exec(layouts.throughput!)![1])).toBeLessThanOrEqual(CONTENT_WIDTH_PX);
+    expect(textsOf(layouts.throughput)).toEqual(expect.arrayContaining(["gpt-mini · batch 6 · microBatches=3",
+      "parallelism=pipeline · pipelineSchedule=1f1b", "tokens/s (no 1-node run: no ideal)"]));
+  });
+
   it("throughput: titled axes with units, a panel per configuration and a legend with every link and Ideal", () => {
     const texts = textsOf(svgs.throughput);
     expect(texts).toEqual(expect.arrayContaining([
       "Nodes", "Throughput (images/s)",
-      "resnet50 · batch 64", "resnet152 · batch 32 (no 1-node run: no ideal)", "Link", "1gbit", "10gbit", "Ideal",
+      "resnet50 · batch 64", "resnet152", "batch 32 (no 1-node run: no ideal)", "Link", "1gbit", "10gbit", "Ideal",
     ]));
   });
 
