@@ -155,7 +155,7 @@ describe("the controlled rerun: the two 300 Mbit/s misses' layouts, unshaped and
       if (!isPrediction(prediction)) throw new Error(prediction.missing);
       return prediction;
     };
-    const layouts = [{ parallelism: "tensor" }, { parallelism: "pipeline", microBatches: 3, pipelineSchedule: "1f1b" }];
+    const layouts: Record<string, string | number>[] = [{ parallelism: "tensor" }, { parallelism: "pipeline", microBatches: 3, pipelineSchedule: "1f1b" }];
     expect(layouts.map((knobs) => round1(100 * (predicted("300mbit", knobs).throughput / predicted("unlimited", knobs).throughput - 1)))).toEqual([-21.3, -6.2]);
     // Tensor's 24 all-reduces of 576 KiB a step: 0.33 s more at 300 Mbit/s than unshaped, by the link campaign's probes.
     const traffic = rerunLatest.filter((record) => record.params.knobs?.["parallelism"] === "tensor").map((record) =>
