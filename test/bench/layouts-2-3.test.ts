@@ -127,13 +127,19 @@ describe("every layout on 2 and 3 CPU nodes, predicted before the run from other
 
 /** test/bench/shaped-faster.yaml: the 2-node tensor and 1F1B ×3 runs again, 3 repeats each, unshaped first, then at 300 Mbit/s. */
 const rerun = recordsOf("test/bench/data/shaped-faster/attempts.jsonl");
-const rerunLatest: RunRecord[] = [...new Map([...rerun].sort((a, b) => attemptOf(a) - attemptOf(b)).map((record) => [record.runId, record])).values()];
+const latestOf = (records: readonly RunRecord[]): RunRecord[] =>
+  [...new Map([...records].sort((a, b) => attemptOf(a) - attemptOf(b)).map((record) => [record.runId, record])).values()];
+const rerunLatest = latestOf(rerun);
+const LAYOUTS = ["tensor", "pipeline 1f1b, 3 micro-batches"];
+/** One layout's throughput over its repeats at a link, in a rerun's records. */
+const rateIn = (records: readonly RunRecord[]) => {
+  const comparisons = layoutComparisons(reportData(records).training);
+  return (link: string, layout: string) => comparisons.find((candidate) => candidate.context.endsWith(` · ${link} · 2 nodes`))!
+    .entries.find((entry) => entry.layout === layout)!.throughput;
+};
 
 describe("the controlled rerun: the two 300 Mbit/s misses' layouts, unshaped and at 300 Mbit/s (test/bench/README.md)", () => {
-  const comparisons = layoutComparisons(reportData(rerunLatest).training);
-  const rate = (link: string, layout: string) => comparisons.find((candidate) => candidate.context.endsWith(` · ${link} · 2 nodes`))!
-    .entries.find((entry) => entry.layout === layout)!.throughput;
-  const LAYOUTS = ["tensor", "pipeline 1f1b, 3 micro-batches"];
+  const rate = rateIn(rerunLatest);
 
   it("ran 12 runs, all ok, unshaped before shaped, 15:37-15:46 UTC; one run again, unsteady", () => {
     expect(rerunLatest).toHaveLength(12);
@@ -162,5 +168,24 @@ describe("the controlled rerun: the two 300 Mbit/s misses' layouts, unshaped and
       JSON.stringify((record.result!.metrics as { layout: { traffic: unknown } }).layout.traffic));
     expect(new Set(traffic)).toEqual(new Set([JSON.stringify([{ op: "all_reduce", bytes: 24 * 576 * 1024, calls: 24, group: "tp" }])]));
     expect(Math.round(100 * (predicted("300mbit", layouts[0]!).allReduceSeconds - predicted("unlimited", layouts[0]!).allReduceSeconds)) / 100).toBe(0.33);
+  });
+});
+
+describe("the controlled rerun at 0.75 cores a node, not 0.5 (test/bench/shaped-faster-075.yaml; test/bench/README.md)", () => {
+  const records = recordsOf("test/bench/data/shaped-faster-075/attempts.jsonl");
+  const rate = rateIn(latestOf(records));
+
+  it("ran 12 runs, all ok, at 0.75 cores, 16:01-16:08 UTC; one run again, unsteady", () => {
+    expect(latestOf(records)).toHaveLength(12);
+    expect(latestOf(records).every((record) => record.status === "ok" && record.params.cpusPerNode === 0.75)).toBe(true);
+    expect(records.filter((record) => attemptOf(record) > 1).map((record) => record.runId)).toEqual(["train-gpt-mini-b6-n2-unlimited-parallelism-tensor-r3"]);
+    const times = records.flatMap((record) => [Date.parse(record.startedAt), Date.parse(record.endedAt)]);
+    expect([Math.min(...times), Math.max(...times)].map((time) => new Date(time).toISOString().slice(11, 16))).toEqual(["16:01", "16:08"]);
+  });
+
+  it("measured tensor 22.5 % slower at 300 Mbit/s than unshaped, where at 0.5 cores the link cost it nothing; 1F1B ×3 within its interval", () => {
+    const measured = LAYOUTS.map((layout) => [rate("unlimited", layout), rate("300mbit", layout)].map((interval) => `${interval.mean.toFixed(1)} ± ${interval.halfWidth95.toFixed(1)}`));
+    expect(measured).toEqual([["541.8 ± 5.9", "419.8 ± 22.0"], ["678.5 ± 183.5", "614.5 ± 51.8"]]);
+    expect(LAYOUTS.map((layout) => round1(100 * (rate("300mbit", layout).mean / rate("unlimited", layout).mean - 1)))).toEqual([-22.5, -9.4]);
   });
 });
