@@ -278,7 +278,7 @@ function panelTitle(config: TrainingConfig): string {
  * again). On one line a layout's title (model, batch, four layout knobs, unit: over 100 characters) widened every
  * panel past half the page, and the browser shrank the whole chart to a third of its size to fit.
  */
-export function wrapTitle(title: string): string {
+function wrapTitle(title: string): string {
   const lines: string[] = [];
   for (const part of title.split(" · ")) {
     const last = lines.at(-1);

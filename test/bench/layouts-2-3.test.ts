@@ -14,16 +14,15 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { memoryConstantsFor } from "../../src/campaign/fits.ts";
 import { parseCampaign } from "../../src/config/load.ts";
-import { calibrationFromRecords, mergeCalibrations, parseCalibration } from "../../src/predict/calibration.ts";
+import { calibrationFromRecords, mergeCalibrations } from "../../src/predict/calibration.ts";
 import { predictionContextFor } from "../../src/predict/inputs.ts";
 import { isPrediction, predictTraining } from "../../src/predict/predict.ts";
 import { recommend } from "../../src/predict/recommend.ts";
 import { reportData } from "../../src/report/data.ts";
 import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
-import { parsePredictions, PREDICTIONS_SCHEMA } from "../../src/results/predictions.ts";
 import { attemptOf, type RunRecord } from "../../src/results/record.ts";
-import { recordsOf, rounded } from "./records.ts";
+import { committedPredictions, latestOf, recordsOf, rounded } from "./records.ts";
 
 const FOLDER = "test/bench/data/layouts-2-3";
 /** Where the calibration campaigns wrote their results on the machine that ran them: as `calibrate` was given them, and whole. */
@@ -32,13 +31,8 @@ const whole = (folder: string) => `/work/main/${folder}`;
 const baselines = recordsOf(`${FOLDER}/baselines-attempts.jsonl`);
 const links = recordsOf(`${FOLDER}/links-attempts.jsonl`);
 const attempts = recordsOf(`${FOLDER}/attempts.jsonl`);
-const latest: RunRecord[] = [...new Map([...attempts].sort((a, b) => attemptOf(a) - attemptOf(b)).map((record) => [record.runId, record])).values()];
-const committed = parseCalibration(JSON.parse(readFileSync(`${FOLDER}/calibration.json`, "utf8")));
-const saved = parsePredictions(JSON.parse(readFileSync(`${FOLDER}/predictions.json`, "utf8")));
-if ("problem" in committed || "problem" in saved) throw new Error("the committed files parse");
-if (saved.file.schema !== PREDICTIONS_SCHEMA) throw new Error("a v2 predictions file");
-const calibration = committed.calibration;
-const predictions = saved.file;
+const latest = latestOf(attempts);
+const { calibration, predictions } = committedPredictions(`${FOLDER}/calibration.json`, `${FOLDER}/predictions.json`);
 const campaign = parseCampaign(readFileSync(`${FOLDER}/campaign.yaml`, "utf8"), "campaign.yaml", undefined, { checkFolders: false });
 const data = reportData(latest);
 const score = scorePredictions(predictions, data, attempts);
@@ -127,8 +121,6 @@ describe("every layout on 2 and 3 CPU nodes, predicted before the run from other
 
 /** test/bench/shaped-faster.yaml: the 2-node tensor and 1F1B ×3 runs again, 3 repeats each, unshaped first, then at 300 Mbit/s. */
 const rerun = recordsOf("test/bench/data/shaped-faster/attempts.jsonl");
-const latestOf = (records: readonly RunRecord[]): RunRecord[] =>
-  [...new Map([...records].sort((a, b) => attemptOf(a) - attemptOf(b)).map((record) => [record.runId, record])).values()];
 const rerunLatest = latestOf(rerun);
 const LAYOUTS = ["tensor", "pipeline 1f1b, 3 micro-batches"];
 /** One layout's throughput over its repeats at a link, in a rerun's records. */

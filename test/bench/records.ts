@@ -1,6 +1,8 @@
 /** What the benchmark tests read from test/bench/data/: a campaign's runs.jsonl, one checked record a line. */
 import { readFileSync } from "node:fs";
-import { parseRunRecord, type RunRecord } from "../../src/results/record.ts";
+import { parseCalibration, type Calibration } from "../../src/predict/calibration.ts";
+import { parsePredictions, PREDICTIONS_SCHEMA, type PredictionsFile } from "../../src/results/predictions.ts";
+import { latestAttempts, parseRunRecord, type RunRecord } from "../../src/results/record.ts";
 
 /** Every record of a JSONL file, each through the record schema (a file that does not parse fails the test file). */
 export function recordsOf(file: string): RunRecord[] {
@@ -17,4 +19,18 @@ export function rounded(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(rounded);
   if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, rounded(field)]));
   return value;
+}
+
+/** Each run's latest attempt, as a results folder's runs.jsonl holds them. */
+export function latestOf(attempts: readonly RunRecord[]): RunRecord[] {
+  return latestAttempts(attempts).map((latest) => latest.record);
+}
+
+/** A committed calibration and the predictions a campaign saved from it, each through its schema. */
+export function committedPredictions(calibrationFile: string, predictionsFile: string): { calibration: Calibration; predictions: PredictionsFile } {
+  const committed = parseCalibration(JSON.parse(readFileSync(calibrationFile, "utf8")));
+  const saved = parsePredictions(JSON.parse(readFileSync(predictionsFile, "utf8")));
+  if ("problem" in committed || "problem" in saved) throw new Error("the committed files parse");
+  if (saved.file.schema !== PREDICTIONS_SCHEMA) throw new Error("a v2 predictions file");
+  return { calibration: committed.calibration, predictions: saved.file };
 }

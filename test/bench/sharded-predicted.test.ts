@@ -16,13 +16,11 @@ import { describe, expect, it } from "vitest";
 import { memoryConstantsFor, planProblems } from "../../src/campaign/fits.ts";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import { parseCampaign } from "../../src/config/load.ts";
-import { calibrationFromRecords, mergeCalibrations, parseCalibration } from "../../src/predict/calibration.ts";
+import { calibrationFromRecords, mergeCalibrations } from "../../src/predict/calibration.ts";
 import { reportData } from "../../src/report/data.ts";
 import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
-import { parsePredictions, PREDICTIONS_SCHEMA } from "../../src/results/predictions.ts";
-import { attemptOf, type RunRecord } from "../../src/results/record.ts";
-import { recordsOf, rounded } from "./records.ts";
+import { committedPredictions, latestOf, recordsOf, rounded } from "./records.ts";
 
 const FOLDER = "test/bench/data/sharded-predicted";
 /** Where the three campaigns wrote their results on the machine that ran them (the calibration names these folders). */
@@ -31,13 +29,8 @@ const baselines = recordsOf(`${FOLDER}/baselines-attempts.jsonl`);
 const links = recordsOf(`${FOLDER}/links-attempts.jsonl`);
 const attempts = recordsOf(`${FOLDER}/attempts.jsonl`);
 /** Each run's latest attempt, as the results folder's runs.jsonl holds them. */
-const latest: RunRecord[] = [...new Map([...attempts].sort((a, b) => attemptOf(a) - attemptOf(b)).map((record) => [record.runId, record])).values()];
-const committed = parseCalibration(JSON.parse(readFileSync(`${FOLDER}/calibration.json`, "utf8")));
-const saved = parsePredictions(JSON.parse(readFileSync(`${FOLDER}/predictions.json`, "utf8")));
-if ("problem" in committed || "problem" in saved) throw new Error("the committed files parse");
-const calibration = committed.calibration;
-if (saved.file.schema !== PREDICTIONS_SCHEMA) throw new Error("a v2 predictions file");
-const predictions = saved.file;
+const latest = latestOf(attempts);
+const { calibration, predictions } = committedPredictions(`${FOLDER}/calibration.json`, `${FOLDER}/predictions.json`);
 const campaignText = readFileSync(`${FOLDER}/campaign.yaml`, "utf8");
 const campaign = parseCampaign(campaignText, "campaign.yaml", undefined, { checkFolders: false });
 const data = reportData(latest);
