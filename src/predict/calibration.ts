@@ -93,8 +93,12 @@ export interface LinkEntry {
  * How much of the all-reduce DDP hid behind backward at one node count, placement and reduction: the share φ of
  * min(t_c, Σ t_ar) that the measured steps saved against the no-overlap model (results/comm-model.ts overlapShare),
  * over the shaped-link training points of that placement. A prediction's step is t_c + Σ t_ar − φ·min(t_c, Σ t_ar).
+ * Another layout's φ (`parallelism`) is the same share of its compute and collectives as predict.ts has them
+ * (src/predict/layout-overlap.ts).
  */
 export interface OverlapEntry {
+  /** The layout whose runs measured it; absent: DDP's (every file before layouts had their own). */
+  readonly parallelism?: string;
   readonly nodes: number;
   readonly processesPerNode: number;
   readonly reduction: string;
@@ -163,6 +167,7 @@ const calibrationSchema = z.strictObject({
     rSquared: z.number(), source,
   })),
   overlap: z.array(z.strictObject({
+    parallelism: z.string().optional(),
     nodes: z.number().int().min(2), processesPerNode: z.number().int().positive(), reduction: z.string(), cpusPerNode: z.number().positive().nullable(),
     instanceType: z.string().optional(),
     share: z.strictObject({ mean: z.number(), halfWidth95: z.number().nonnegative(), points: z.number().int().positive() }), source,
@@ -205,38 +210,7 @@ export function parseCalibration(json: unknown): { calibration: Calibration } | 
  */
 export function calibrationFromRecords(everyRecord: readonly RunRecord[], resultsDir: string, warn: (message: string) => void = () => {},
   folder?: string): Calibration {
-  const inPeriod = everyRecord.filter(inCurrentCpuPeriod);
-  const older = everyRecord.length - inPeriod.length;
-  if (older > 0) {
-    warn(`${resultsDir}: ${older} of ${everyRecord.length} runs left out: they ran under Docker's 100 ms CPU period (ringlab before ` +
-      `2026-11-26), in which a worker runs faster after every wait on the network than its quota allows; run that campaign again to calibrate from it`);
-  }
-  const current = inPeriod.filter(onSupportedTorch);
-  const oldTorch = inPeriod.length - current.length;
-  if (oldTorch > 0) {
-    warn(`${resultsDir}: ${oldTorch} of ${everyRecord.length} runs left out: their worker ran torch older than ${OLDEST_CALIBRATING_TORCH.join(".")} ` +
-      `(ringlab before 2026-11-27 ran Debian's 1.13, whose CPU steps took 5.3x as long as 2.13's); run that campaign again to calibrate from it`);
-  }
-  // A run whose latest attempt was disturbed (the machine busy, or its steps changed speed) measured the disturbance,
-  // not the testbed: all its attempts stay out (an earlier attempt may have run with other parameters).
-  const disturbed = new Map(latestAttempts(current).flatMap(({ record }) => {
-    const why = disturbance(record);
-    return why === undefined ? [] : [[record.runId, why] as const];
-  }));
-  if (disturbed.size > 0) {
-    const one = disturbed.size === 1;
-    warn(`${resultsDir}: ${disturbed.size} disturbed run${one ? "" : "s"} left out (${[...disturbed].map(([runId, why]) => `${runId}: ${why}`).join(", ")}; ` +
-      `the report's Flags say how): \`ringlab campaign --rerun-flagged\` runs ${one ? "it" : "them"} again, or, where most runs changed speed, ` +
-      "raise numWarmupBatches");
-  }
-  const records = current.filter((record) => !disturbed.has(record.runId));
-  const data = reportData(records);
-  const recordOf = new Map(records.map((record) => [record.runId, record]));
-  const dateOf = (runIds: readonly string[]) => runIds.map((id) => recordOf.get(id)?.endedAt ?? "").sort().at(-1)!.slice(0, 10);
-  const measured = (runIds: readonly string[]): Source => ({
-    kind: "measured", resultsDir, date: dateOf(runIds), ...(folder === undefined ? {} : { folder }),
-    runIds: [...new Set(runIds)].sort(), fingerprints: [...new Set(runIds.flatMap((id) => recordOf.get(id)?.fingerprint ?? []))].sort(),
-  });
+  const { records, data, recordOf, measured } = calibratingRecords(everyRecord, resultsDir, warn, folder);
   const compute: ComputeEntry[] = data.training.flatMap((config) => {
     const baseline = config.baseline;
     const first = baseline === null ? undefined : recordOf.get(baseline.runIds[0]!);
@@ -278,6 +252,43 @@ export function calibrationFromRecords(everyRecord: readonly RunRecord[], result
     memory: memoryEntriesFromRecords(records, measured) };
 }
 
+/** The records a calibration counts (in the current CPU period, on a supported torch, undisturbed), their report, and each entry's source. */
+export function calibratingRecords(everyRecord: readonly RunRecord[], resultsDir: string, warn: (message: string) => void = () => {}, folder?: string) {
+  const inPeriod = everyRecord.filter(inCurrentCpuPeriod);
+  const older = everyRecord.length - inPeriod.length;
+  if (older > 0) {
+    warn(`${resultsDir}: ${older} of ${everyRecord.length} runs left out: they ran under Docker's 100 ms CPU period (ringlab before ` +
+      `2026-11-26), in which a worker runs faster after every wait on the network than its quota allows; run that campaign again to calibrate from it`);
+  }
+  const current = inPeriod.filter(onSupportedTorch);
+  const oldTorch = inPeriod.length - current.length;
+  if (oldTorch > 0) {
+    warn(`${resultsDir}: ${oldTorch} of ${everyRecord.length} runs left out: their worker ran torch older than ${OLDEST_CALIBRATING_TORCH.join(".")} ` +
+      `(ringlab before 2026-11-27 ran Debian's 1.13, whose CPU steps took 5.3x as long as 2.13's); run that campaign again to calibrate from it`);
+  }
+  // A run whose latest attempt was disturbed (the machine busy, or its steps changed speed) measured the disturbance,
+  // not the testbed: all its attempts stay out (an earlier attempt may have run with other parameters).
+  const disturbed = new Map(latestAttempts(current).flatMap(({ record }) => {
+    const why = disturbance(record);
+    return why === undefined ? [] : [[record.runId, why] as const];
+  }));
+  if (disturbed.size > 0) {
+    const one = disturbed.size === 1;
+    warn(`${resultsDir}: ${disturbed.size} disturbed run${one ? "" : "s"} left out (${[...disturbed].map(([runId, why]) => `${runId}: ${why}`).join(", ")}; ` +
+      `the report's Flags say how): \`ringlab campaign --rerun-flagged\` runs ${one ? "it" : "them"} again, or, where most runs changed speed, ` +
+      "raise numWarmupBatches");
+  }
+  const records = current.filter((record) => !disturbed.has(record.runId));
+  const data = reportData(records);
+  const recordOf = new Map(records.map((record) => [record.runId, record]));
+  const dateOf = (runIds: readonly string[]) => runIds.map((id) => recordOf.get(id)?.endedAt ?? "").sort().at(-1)!.slice(0, 10);
+  const measured = (runIds: readonly string[]): Source => ({
+    kind: "measured", resultsDir, date: dateOf(runIds), ...(folder === undefined ? {} : { folder }),
+    runIds: [...new Set(runIds)].sort(), fingerprints: [...new Set(runIds.flatMap((id) => recordOf.get(id)?.fingerprint ?? []))].sort(),
+  });
+  return { records, data, recordOf, measured };
+}
+
 /**
  * Every tensor-parallel point over an unshaped link (the link there sets no pace the model describes; the workers'
  * CPU does): its step on the group, for a prediction to take its collectives out of.
@@ -311,17 +322,20 @@ function splitStepsFromReport(data: ReturnType<typeof reportData>, recordOf: Rea
  */
 function overlapFromReport(data: ReturnType<typeof reportData>, recordOf: ReadonlyMap<string, RunRecord>,
   measured: (runIds: readonly string[]) => Source): OverlapEntry[] {
-  const groups = new Map<string, { key: Omit<OverlapEntry, "share" | "source">; shares: number[]; runIds: string[] }>();
+  type Group = { key: Omit<OverlapEntry, "share" | "source">; shares: number[]; runIds: string[] };
+  const groups = new Map<string, Group>();
   for (const config of data.training) {
     for (const series of config.series) {
       if (series.linkGbps === null) continue;
       for (const point of series.points) {
         if (point.nodes < 2 || point.prediction === null || point.computeSecondsPerStep === null || point.scalingEfficiency === null) continue;
         const first = recordOf.get(point.runIds[0]!);
+        // Another layout's φ is fitted against predict.ts's model of it (layout-overlap.ts), not the report's.
+        if (String(first?.params.knobs["parallelism"] ?? "ddp") !== "ddp") continue;
         const instanceType = first?.testbed.instanceType;
         const key = { nodes: point.nodes, processesPerNode: point.processesPerNode, reduction: point.reduction, cpusPerNode: first?.params.cpusPerNode ?? null,
           ...(instanceType === undefined ? {} : { instanceType }) };
-        const group = groups.get(overlapKey(key)) ?? { key, shares: [], runIds: [] };
+        const group: Group = groups.get(overlapKey(key)) ?? { key, shares: [], runIds: [] };
         const measuredStep = point.computeSecondsPerStep / point.scalingEfficiency;
         group.shares.push(overlapShare(point.computeSecondsPerStep, point.prediction.allReduceSeconds, measuredStep));
         group.runIds.push(...point.runIds);
@@ -349,8 +363,13 @@ function splitStepKey(entry: SplitStepEntry): string {
     entry.deviceModel, entry.cpusPerNode]);
 }
 
+/** "2 nodes × 1, ring" (DDP's), "tensor, 2 nodes × 1": what an overlap entry measured. */
+export function overlapLabel(entry: Omit<OverlapEntry, "share" | "source">): string {
+  return entry.parallelism === undefined ? `${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}` : `${entry.parallelism}, ${entry.nodes} nodes × ${entry.processesPerNode}`;
+}
+
 function overlapKey(entry: Omit<OverlapEntry, "share" | "source">): string {
-  return JSON.stringify([entry.nodes, entry.processesPerNode, entry.reduction, entry.cpusPerNode, entry.instanceType ?? null]);
+  return JSON.stringify([entry.parallelism ?? "ddp", entry.nodes, entry.processesPerNode, entry.reduction, entry.cpusPerNode, entry.instanceType ?? null]);
 }
 
 /** The calibrations together, in order: an entry of a later one replaces an earlier one's of the same key. */
@@ -390,7 +409,7 @@ export function calibrationInputs(calibration: Calibration): CalibrationInput[] 
     ...calibration.splitSteps.map((entry) => input(`split step ${entry.model} batch ${entry.batchSize} ${entry.precision}, tensor over ${entry.tensorDegree} of ` +
       `${entry.nodes} nodes × ${entry.processesPerNode}, unshaped, on ${entry.deviceModel}${cores(entry.cpusPerNode)}`, entry)),
     ...calibration.links.map((entry) => input(`link ${entry.bandwidth}, ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${entry.collective === undefined ? "" : `, ${entry.collective}`}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),
-    ...calibration.overlap.map((entry) => input(`overlap ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),
+    ...calibration.overlap.map((entry) => input(`overlap ${overlapLabel(entry)}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),
     ...calibration.memory.map((entry) => input(`memory on ${entry.deviceModel}${cores(entry.cpusPerNode)}${entry.parallelism === undefined ? "" : `, ${entry.parallelism}`}`, entry)),
   ];
 }

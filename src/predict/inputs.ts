@@ -309,14 +309,18 @@ export function linkInput(question: InputQuestion, context: PredictionContext): 
     "run the all-reduce probe there (a campaign with that bandwidth and probe enabled) and add its results with `ringlab calibrate`" };
 }
 
-/** How much of the all-reduce a multi-node step hides behind backward; φ = 0 (assumed) where no run measured it. */
-export function overlapInput(question: InputQuestion, context: PredictionContext): OverlapInput {
+/**
+ * How much of its communication a multi-node step hides (DDP: behind backward); φ = 0 (assumed) where no run of the
+ * layout (`parallelism`) measured it.
+ */
+export function overlapInput(question: InputQuestion, context: PredictionContext, parallelism = "ddp"): OverlapInput {
   const ppn = question.processesPerNode ?? 1;
-  const comparable = (context.calibration?.overlap ?? []).filter((entry) => entry.reduction === question.reduction && entry.processesPerNode === ppn
-    && entry.cpusPerNode === (context.cpusPerNode ?? null) && (entry.instanceType ?? null) === (context.instanceType ?? null));
+  const comparable = (context.calibration?.overlap ?? []).filter((entry) => (entry.parallelism ?? "ddp") === parallelism && entry.reduction === question.reduction
+    && entry.processesPerNode === ppn && entry.cpusPerNode === (context.cpusPerNode ?? null) && (entry.instanceType ?? null) === (context.instanceType ?? null));
   const nearest = [...comparable].sort((a, b) => Math.abs(a.nodes - question.nodes) - Math.abs(b.nodes - question.nodes))[0];
   if (nearest === undefined) {
-    return { share: { mean: 0, halfWidth95: 0 }, source: `assumed: no overlap (φ = 0): no shaped training run of ${question.reduction}, ${ppn} per node measured it; ` +
+    const what = parallelism === "ddp" ? question.reduction : parallelism;
+    return { share: { mean: 0, halfWidth95: 0 }, source: `assumed: no overlap (φ = 0): no shaped training run of ${what}, ${ppn} per node measured it; ` +
       "the run can be faster, up to the full-overlap figure: add such a campaign's results with `ringlab calibrate`" };
   }
   const { mean, halfWidth95, points } = nearest.share;

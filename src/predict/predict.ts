@@ -11,7 +11,7 @@ import { COLLECTIVE_OP, COLLECTIVES, numericKnob, probedAs, type Collective, typ
 import { boundedShare, overlappedStepSeconds, predictHierarchicalStep, predictTrainingStep } from "../results/comm-model.ts";
 import { allReducesPerStep, exchangeShare, wireBytesPerStep } from "../reductions/index.ts";
 import { throughputUnit } from "../config/registry.ts";
-import { predictLayoutStep, type CollectiveOp, type LinkCoefficients, type StepCollective } from "../results/layout-model.ts";
+import { computeOfStep, predictLayoutStep, type CollectiveOp, type LinkCoefficients, type StepCollective } from "../results/layout-model.ts";
 import { dataParallel, dimsOf } from "../workload/layout.ts";
 import { stepTraffic } from "../workload/traffic.ts";
 import { computeShares, shapeOf, unitsPerSample } from "../workload/transformer.ts";
@@ -135,7 +135,8 @@ const COLLECTIVE_OF_OP = Object.fromEntries(COLLECTIVES.map((name) => [COLLECTIV
  * A run on a layout other than DDP (results/layout-model.ts): its single-node compute, its collectives
  * (src/workload/traffic.ts) each timed on the ring's link (the probe's α and β at the run's rate and node count; a
  * collective no probe measured is derived from them, and said so), tensor parallelism's split of the compute and a
- * pipeline's slots. No overlap is assumed: the calibration's φ is DDP's, measured on DDP's buckets.
+ * pipeline's slots, less the share φ of the smaller of compute and collectives that the calibration's shaped-link runs
+ * of the same layout hid (layout-overlap.ts; none assumed where no such run measured it).
  */
 function predictLayoutTraining(run: TrainingQuestion, compute: ComputeInput, context: PredictionContext): RunPrediction | MissingInput {
   const workers = run.nodes * (run.processesPerNode ?? 1);
@@ -151,19 +152,23 @@ function predictLayoutTraining(run: TrainingQuestion, compute: ComputeInput, con
   const derived = ops.filter((op) => !ownLink.has(op));
   const shape = shapeOf(run.model, run.knobs);
   const shares = shape === undefined ? { split: 0, slowestStage: 1 } : computeShares(shape, dims.pp);
-  const pipeline = String(run.knobs.parallelism) === "pipeline";
+  const parallelism = String(run.knobs.parallelism);
+  const pipeline = parallelism === "pipeline";
+  const overlap = link === null ? null : overlapInput({ ...inputQuestionOf(run), reduction: "ring" }, context, parallelism);
+  const phi = overlap?.share ?? { mean: 0, halfWidth95: 0 };
   // Where the calibration measured this tensor group's step, its compute is that step's; else the model's split of it.
-  const split = dims.tp > 1 && !pipeline ? measuredSplitCompute(run, collectives, dims.tp, context) : undefined;
+  const split = dims.tp > 1 && !pipeline ? measuredSplitCompute(run, collectives, dims.tp, phi.mean, context) : undefined;
   const stepAt = (computeSeconds: number, overlapShare: number) => predictLayoutStep({
     computeSeconds: split === undefined ? computeSeconds : split.seconds * (computeSeconds / compute.seconds.mean), collectives, linkOf, overlapShare,
     ...(dims.tp > 1 && split === undefined ? { tensor: { degree: dims.tp, splitShare: shares.split } } : {}),
     ...(pipeline ? { pipeline: { stages: dims.pp, microBatches: Number(run.knobs.microBatches ?? 4), slowestStageShare: shares.slowestStage } } : {}),
   });
-  const step = stepAt(compute.seconds.mean, 0);
+  const step = stepAt(compute.seconds.mean, phi.mean);
   // Throughput against every worker computing a single node's step alone: a tensor group or a pipeline is one replica.
   const efficiencyOf = (stepSeconds: number, computeSeconds = compute.seconds.mean) => (dataParallel(dims) * computeSeconds) / (workers * stepSeconds);
+  // The intervals of t_c and φ bound the efficiency's, at their corners (as DDP's).
   const corners = [compute.seconds.mean + compute.seconds.halfWidth95, Math.max(1e-9, compute.seconds.mean - compute.seconds.halfWidth95)]
-    .map((seconds) => efficiencyOf(stepAt(seconds, 0).stepSeconds, seconds));
+    .flatMap((seconds) => [phi.mean - phi.halfWidth95, phi.mean + phi.halfWidth95].map((share) => efficiencyOf(stepAt(seconds, share).stepSeconds, seconds)));
   return {
     runId: run.runId,
     computeSeconds: step.computeSeconds,
@@ -172,16 +177,16 @@ function predictLayoutTraining(run: TrainingQuestion, compute: ComputeInput, con
     throughput: (dataParallel(dims) * run.batchSize * unitsPerSample(run.model, run.knobs)) / step.stepSeconds,
     unit: throughputUnit(run.model),
     ...(pipeline ? { bubbleShare: step.bubbleShare } : {}),
-    overlapShare: 0,
+    overlapShare: link === null ? 0 : boundedShare(phi.mean),
     scalingEfficiency: { value: efficiencyOf(step.stepSeconds), low: Math.min(...corners), high: Math.max(...corners) },
-    noOverlapEfficiency: efficiencyOf(step.stepSeconds),
+    noOverlapEfficiency: efficiencyOf(stepAt(compute.seconds.mean, 0).stepSeconds),
     fullOverlapEfficiency: efficiencyOf(stepAt(compute.seconds.mean, 1).stepSeconds),
     sources: {
       compute: split === undefined ? compute.source : `${compute.source}; ${split.source}`,
       link: link === null ? "no link (one worker, or nothing crosses it)" : [link.source,
         ...[...ownLink].map(([op, own]) => `${COLLECTIVE_OF_OP[op]}: ${own.source}`),
         ...(derived.length === 0 ? [] : [`${derived.map((op) => COLLECTIVE_OF_OP[op]).join(", ")} derived from the ring all-reduce's α and β (no probe of ${derived.length === 1 ? "it" : "them"})`])].join("; "),
-      overlap: `assumed: none (φ = 0): ${String(run.knobs.parallelism)}'s collectives, unlike DDP's buckets, have no overlap measured`,
+      overlap: overlap === null ? "no link (one worker, or nothing crosses it)" : overlap.source,
     },
   };
 }
@@ -200,7 +205,8 @@ function ownLinks(question: InputQuestion, ops: readonly CollectiveOp[], context
  * this machine's CPU quota a split matrix computes at less than 1/tp of the whole's time less often than the model's
  * share says (test/bench/README.md, "Layouts, predicted before the run"). Undefined where nothing was measured.
  */
-function measuredSplitCompute(run: TrainingQuestion, collectives: readonly StepCollective[], tensorDegree: number, context: PredictionContext): { seconds: number; source: string } | undefined {
+function measuredSplitCompute(run: TrainingQuestion, collectives: readonly StepCollective[], tensorDegree: number, overlapShare: number,
+  context: PredictionContext): { seconds: number; source: string } | undefined {
   const unshaped = { ...inputQuestionOf(run), bandwidth: "unlimited" };
   const measured = splitStepInput(unshaped, tensorDegree, context);
   const ring = measured === undefined ? null : linkInput({ ...unshaped, reduction: "ring" }, context);
@@ -208,7 +214,8 @@ function measuredSplitCompute(run: TrainingQuestion, collectives: readonly StepC
   const own = ownLinks(unshaped, collectives.map((collective) => collective.op).filter((op) => op !== "all_reduce"), context);
   const linkOf = (op: CollectiveOp): LinkCoefficients => own.get(op) ?? ring;
   const communication = predictLayoutStep({ computeSeconds: 0, collectives, linkOf, overlapShare: 0 }).communicationSeconds;
-  const seconds = measured.entry.stepSeconds.mean - communication;
+  const seconds = computeOfStep(measured.entry.stepSeconds.mean, communication, overlapShare);
   if (!(seconds > 0)) return undefined;
-  return { seconds, source: `its compute on ${tensorDegree} workers: ${measured.source}, less its collectives there (${(communication * 1e3).toFixed(1)} ms on the unshaped probe's α and β)` };
+  return { seconds, source: `its compute on ${tensorDegree} workers: ${measured.source}, less its collectives there (${(communication * 1e3).toFixed(1)} ms on the unshaped probe's α and β` +
+    `${overlapShare > 0 ? `, φ ${boundedShare(overlapShare).toFixed(2)} of them hidden` : ""})` };
 }

@@ -4,7 +4,8 @@ import { join, resolve } from "node:path";
 import { UsageError } from "../util/errors.ts";
 import { ResultsStore, type Warn } from "../results/store.ts";
 import { writePrivateFile } from "../util/fs.ts";
-import { CALIBRATION_SCHEMA, calibrationFromRecords, mergeCalibrations, otherCalibrationVersion, parseCalibration, type Calibration } from "./calibration.ts";
+import { CALIBRATION_SCHEMA, otherCalibrationVersion, parseCalibration, type Calibration } from "./calibration.ts";
+import { calibrationOfCampaigns, type CampaignRecords } from "./layout-overlap.ts";
 
 /** Where `ringlab calibrate` keeps the merged calibration, and `plan` and `campaign` look for it. */
 export function defaultCalibrationFile(stateDir: string): string {
@@ -34,11 +35,16 @@ function checkedCalibration(file: string, json: unknown): Calibration {
 
 /** A results folder's calibration; a folder without records is bad input. */
 export function calibrationOfResults(dir: string, warn: Warn): Calibration {
+  return calibrationOfCampaigns([campaignRecords(dir, warn)], warn);
+}
+
+/** A results folder's records; a folder without records is bad input. */
+function campaignRecords(dir: string, warn: Warn): CampaignRecords {
   const store = ResultsStore.open(resolve(dir), warn);
   if (store.records().length === 0) {
     throw new UsageError(`no run records in ${store.layout.runsDir}: results directory ${dir} calibrates nothing`, { hint: "pass the results of a campaign that ran (results/<campaign>)" });
   }
-  return calibrationFromRecords(store.records(), dir, warn, store.layout.dir);
+  return { records: store.records(), resultsDir: dir, folder: store.layout.dir };
 }
 
 /** The calibration already in `file`, none where it is of another version (said so: it is replaced). */
@@ -62,7 +68,7 @@ export function loadCalibration(path: string, warn: Warn): Calibration {
  */
 export function calibrateInto(file: string, resultsDirs: readonly string[], warn: Warn): Calibration {
   const earlier = existsSync(file) ? earlierCalibration(file, warn) : [];
-  const merged = mergeCalibrations([...earlier, ...resultsDirs.map((dir) => calibrationOfResults(dir, warn))]);
+  const merged = calibrationOfCampaigns(resultsDirs.map((dir) => campaignRecords(dir, warn)), warn, earlier);
   writePrivateFile(file, `${JSON.stringify(merged, null, 2)}\n`);
   return merged;
 }

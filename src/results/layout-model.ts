@@ -9,11 +9,12 @@
  * With a probe of the collective itself its own α and β are used (nccl-tests' all_gather_perf and reduce_scatter_perf
  * have it so); without one they are the ring all-reduce's, and the time is labelled derived. A step on a data-parallel
  * or sharded layout is its compute and its collectives, less the share φ of the smaller that the calibration's own
- * runs hid (comm-model.ts overlappedStepSeconds); tensor parallelism divides the split matrices' compute by tp; a
- * pipeline of p stages runs m micro-batches in m + p − 1 slots of its slowest stage (GPipe and 1F1B alike: the bubble
- * is (p−1)/(m+p−1) of the step), each slot a micro-batch's forward and backward and the two messages across a boundary.
+ * runs of the layout hid (comm-model.ts overlappedStepSeconds); tensor parallelism divides the split matrices' compute
+ * by tp; a pipeline of p stages runs m micro-batches in m + p − 1 slots of its slowest stage (GPipe and 1F1B alike: the
+ * bubble is (p−1)/(m+p−1) of the step), each slot a micro-batch's forward and backward and the two messages across a
+ * boundary, less φ of the smaller likewise.
  */
-import { collectiveShape, overlappedStepSeconds, type CollectiveOp } from "./comm-model.ts";
+import { boundedShare, collectiveShape, overlappedStepSeconds, type CollectiveOp } from "./comm-model.ts";
 
 export type { CollectiveOp };
 
@@ -49,7 +50,7 @@ export interface LayoutStepInput {
   readonly collectives: readonly StepCollective[];
   /** The link of each collective. */
   readonly linkOf: (op: CollectiveOp) => LinkCoefficients;
-  /** φ, the share of min(compute, communication) hidden (0 on a pipeline, whose schedule is modelled instead). */
+  /** φ, the share of min(compute, communication) hidden: the calibration's for the layout, 0 where none measured it. */
   readonly overlapShare: number;
   /** Tensor parallelism: the ranks a block's matrices are split over, and the share of the compute in them. */
   readonly tensor?: { readonly degree: number; readonly splitShare: number };
@@ -79,9 +80,20 @@ export function predictLayoutStep(input: LayoutStepInput): LayoutStep {
     const message = sends.reduce((sum, c) => sum + collectiveSeconds({ ...c, calls: 1, bytes: c.bytes / c.calls }, input.linkOf("send")), 0);
     const computeSeconds = slots * perMicroBatch;
     const communicationSeconds = slots * 2 * message + others;
-    return { computeSeconds, communicationSeconds, stepSeconds: computeSeconds + communicationSeconds, bubbleShare: (stages - 1) / slots };
+    return { computeSeconds, communicationSeconds, stepSeconds: overlappedStepSeconds(computeSeconds, communicationSeconds, input.overlapShare), bubbleShare: (stages - 1) / slots };
   }
   const computeSeconds = input.tensor === undefined ? input.computeSeconds
     : input.computeSeconds * (1 - input.tensor.splitShare * (1 - 1 / input.tensor.degree));
   return { computeSeconds, communicationSeconds: others, stepSeconds: overlappedStepSeconds(computeSeconds, others, input.overlapShare), bubbleShare: 0 };
+}
+
+/**
+ * The compute of a step measured as `stepSeconds` with `communicationSeconds` of collectives of which φ of the smaller
+ * was hidden: the inverse of overlappedStepSeconds, so that a measured step less its collectives is its compute.
+ */
+export function computeOfStep(stepSeconds: number, communicationSeconds: number, overlapShare: number): number {
+  const phi = boundedShare(overlapShare);
+  const largerCompute = stepSeconds - (1 - phi) * communicationSeconds;
+  if (largerCompute >= communicationSeconds || phi >= 1) return largerCompute;
+  return (stepSeconds - communicationSeconds) / (1 - phi);
 }

@@ -1,7 +1,7 @@
 /** One step on any layout (src/results/layout-model.ts): each collective's ring time, tensor parallelism's split, a pipeline's slots. */
 import { describe, expect, it } from "vitest";
 import { allReduceSeconds } from "../../src/results/comm-model.ts";
-import { coefficientsOfCollective, collectiveSeconds, predictLayoutStep } from "../../src/results/layout-model.ts";
+import { coefficientsOfCollective, collectiveSeconds, computeOfStep, predictLayoutStep } from "../../src/results/layout-model.ts";
 
 const link = { alphaSeconds: 1e-4, betaSecondsPerByte: 1e-9 };
 
@@ -45,5 +45,26 @@ describe("a layout's step", () => {
     // One stage: the whole compute in m slots, nothing sent.
     const alone = predictLayoutStep({ computeSeconds: 4, collectives: [], linkOf: () => link, overlapShare: 0, pipeline: { stages: 1, microBatches: 4, slowestStageShare: 1 } });
     expect(alone.stepSeconds).toBeCloseTo(4, 12);
+  });
+
+  it("takes φ of the smaller of compute and collectives off a tensor or pipeline step, as off DDP's", () => {
+    const collectives = [{ op: "all_reduce" as const, bytes: 1e6, calls: 8, ranks: 2 }];
+    const tensor = (overlapShare: number) => predictLayoutStep({ computeSeconds: 1, collectives, linkOf: () => link, overlapShare, tensor: { degree: 2, splitShare: 0.9 } });
+    expect(tensor(0.5).stepSeconds).toBeCloseTo(tensor(0).stepSeconds - 0.5 * tensor(0).communicationSeconds, 12);
+    const sends = [{ op: "send" as const, bytes: 8 * 1e5, calls: 8, ranks: 2 }];
+    const pipeline = (overlapShare: number) => predictLayoutStep({ computeSeconds: 4, collectives: sends, linkOf: () => link, overlapShare,
+      pipeline: { stages: 3, microBatches: 4, slowestStageShare: 0.4 } });
+    expect(pipeline(0).stepSeconds).toBeCloseTo(pipeline(0).computeSeconds + pipeline(0).communicationSeconds, 12);
+    expect(pipeline(1).stepSeconds).toBeCloseTo(pipeline(1).computeSeconds, 12);
+    expect(pipeline(0.25).stepSeconds).toBeCloseTo(pipeline(0).stepSeconds - 0.25 * pipeline(0).communicationSeconds, 12);
+  });
+
+  it("gives back the compute of a measured step from its collectives and φ, on either side of compute = collectives", () => {
+    for (const [compute, communication] of [[1, 0.3], [0.2, 0.5]] as const) {
+      for (const phi of [0, 0.4, 0.9]) {
+        const step = compute + communication - phi * Math.min(compute, communication);
+        expect(computeOfStep(step, communication, phi)).toBeCloseTo(compute, 12);
+      }
+    }
   });
 });

@@ -1,7 +1,7 @@
 /** `ringlab calibrate <results dir>...`: what earlier campaigns measured, kept for `plan` to predict runs before they run. */
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { describeSource } from "../../predict/calibration.ts";
+import { describeSource, overlapLabel } from "../../predict/calibration.ts";
 import { describeMemoryEntry } from "../../predict/memory.ts";
 import { calibrateInto, defaultCalibrationFile } from "../../predict/store.ts";
 import { parseSafePath } from "../options.ts";
@@ -10,7 +10,7 @@ import { out } from "../../util/output.ts";
 
 export function registerCalibrate(program: Command, host: CommandHost): void {
   program.command("calibrate")
-    .description("merge what campaigns measured (each single-node baseline's compute, each tensor-parallel group's step over an unshaped link, each probe's link fit, the overlap its shaped training runs showed per node count) into a calibration that `ringlab plan` predicts runs from")
+    .description("merge what campaigns measured (each single-node baseline's compute, each tensor-parallel group's step over an unshaped link, each probe's link fit, the overlap its shaped training runs showed per layout and node count) into a calibration that `ringlab plan` predicts runs from")
     .argument("<results-dirs...>", "results folders of campaigns that ran (results/<campaign>); a later one's entries replace an earlier one's")
     .option("--out <file>", "the calibration file (default: <state-dir>/calibration.json, which plan and campaign read)", parseSafePath)
     .action(host.action((dirs: string[], options: { out?: string }, command: Command) => {
@@ -32,7 +32,7 @@ export function registerCalibrate(program: Command, host: CommandHost): void {
       }
       for (const entry of calibration.overlap) {
         const { mean, halfWidth95, points } = entry.share;
-        out(`overlap ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${entry.cpusPerNode === null ? "" : ` at ${entry.cpusPerNode} cores`}: ` +
+        out(`overlap ${overlapLabel(entry)}${entry.cpusPerNode === null ? "" : ` at ${entry.cpusPerNode} cores`}: ` +
           `φ ${mean.toFixed(2)} ± ${halfWidth95.toFixed(2)} over ${points} point${points === 1 ? "" : "s"}` +
           `${mean < 0 ? " (slower than the no-overlap model: predicted as no overlap)" : mean > 1 ? " (faster than full overlap allows: predicted as full overlap)" : ""} (${describeSource(entry.source)})\n`);
       }
