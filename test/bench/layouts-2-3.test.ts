@@ -10,43 +10,21 @@
  *   npx ringlab calibrate results/local-layouts-baselines results/local-layouts-links --out calibration.json
  *   npx ringlab campaign campaigns/local-layouts.yaml --calibration calibration.json
  */
-import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { memoryConstantsFor } from "../../src/campaign/fits.ts";
-import { parseCampaign } from "../../src/config/load.ts";
 import { calibrationFromRecords, mergeCalibrations } from "../../src/predict/calibration.ts";
 import { predictionContextFor } from "../../src/predict/inputs.ts";
 import { isPrediction, predictTraining } from "../../src/predict/predict.ts";
 import { recommend } from "../../src/predict/recommend.ts";
 import { reportData } from "../../src/report/data.ts";
 import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
-import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
+import { scoreSummary } from "../../src/report/predictions.ts";
 import { attemptOf, type RunRecord } from "../../src/results/record.ts";
-import { committedPredictions, latestOf, recordsOf, rounded } from "./records.ts";
+import { LINKS, NODES, RAN_IN, layoutsCampaign, mean, round1, short, whole } from "./layouts-campaign.ts";
+import { latestOf, recordsOf, rounded } from "./records.ts";
 
 const FOLDER = "test/bench/data/layouts-2-3";
-/** Where the calibration campaigns wrote their results on the machine that ran them: as `calibrate` was given them, and whole. */
-const RAN_IN = { baselines: "results/local-layouts-baselines", links: "results/local-layouts-links" };
-const whole = (folder: string) => `/work/main/${folder}`;
-const baselines = recordsOf(`${FOLDER}/baselines-attempts.jsonl`);
-const links = recordsOf(`${FOLDER}/links-attempts.jsonl`);
-const attempts = recordsOf(`${FOLDER}/attempts.jsonl`);
-const latest = latestOf(attempts);
-const { calibration, predictions } = committedPredictions(`${FOLDER}/calibration.json`, `${FOLDER}/predictions.json`);
-const campaign = parseCampaign(readFileSync(`${FOLDER}/campaign.yaml`, "utf8"), "campaign.yaml", undefined, { checkFolders: false });
-const data = reportData(latest);
-const score = scorePredictions(predictions, data, attempts);
-const counted = score.scored.filter((row) => row.counted);
-const round1 = (value: number) => Math.round(10 * value) / 10;
-const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
-/** measured step / predicted step − 1, in %: a step trains the same tokens, so predicted / measured throughput − 1. */
-const stepError = (row: (typeof counted)[number]) => round1(100 * (row.predictedThroughput / row.measuredThroughput - 1));
-const short = (runId: string) => runId.replace("train-gpt-mini-b6-", "").replace("parallelism-", "").replace("-microbatches-", " ×")
-  .replace("-pipelineschedule-", " ").replace(/-r1$/, "");
-const LINKS = ["300mbit", "1gbit", "unlimited"] as const;
-const NODES = [2, 3] as const;
-/** The layouts at one link and node count, fastest first, as the report's Layouts section has them. */
-const comparisonAt = (link: string, nodes: number) => layoutComparisons(data.training).find((candidate) => candidate.context.endsWith(` · ${link} · ${nodes} nodes`))!;
+const { baselines, links, attempts, latest, calibration, predictions, campaign, data, score, counted, stepError, comparisonAt } = layoutsCampaign(FOLDER);
 
 describe("every layout on 2 and 3 CPU nodes, predicted before the run from other campaigns (test/bench/README.md)", () => {
   it("ran 42 runs, all ok, none run again, 15:01-15:35 UTC", () => {
@@ -123,10 +101,10 @@ describe("every layout on 2 and 3 CPU nodes, predicted before the run from other
 const rerun = recordsOf("test/bench/data/shaped-faster/attempts.jsonl");
 const rerunLatest = latestOf(rerun);
 const LAYOUTS = ["tensor", "pipeline 1f1b, 3 micro-batches"];
-/** One layout's throughput over its repeats at a link, in a rerun's records. */
-const rateIn = (records: readonly RunRecord[]) => {
+/** One layout's throughput over its repeats at a link, in a rerun's records (of 2 nodes, or `nodes`). */
+const rateIn = (records: readonly RunRecord[], nodes = 2) => {
   const comparisons = layoutComparisons(reportData(records).training);
-  return (link: string, layout: string) => comparisons.find((candidate) => candidate.context.endsWith(` · ${link} · 2 nodes`))!
+  return (link: string, layout: string) => comparisons.find((candidate) => candidate.context.endsWith(` · ${link} · ${nodes} nodes`))!
     .entries.find((entry) => entry.layout === layout)!.throughput;
 };
 
@@ -184,8 +162,7 @@ describe("the controlled rerun at 0.75 cores a node, not 0.5 (test/bench/shaped-
 
 describe("the controlled rerun on 3 nodes (test/bench/shaped-faster-n3.yaml; test/bench/README.md)", () => {
   const records = recordsOf("test/bench/data/shaped-faster-n3/attempts.jsonl");
-  const rate = (link: string, layout: string) => layoutComparisons(reportData(latestOf(records)).training)
-    .find((candidate) => candidate.context.endsWith(` · ${link} · 3 nodes`))!.entries.find((entry) => entry.layout === layout)!.throughput;
+  const rate = rateIn(latestOf(records), 3);
 
   it("ran 12 runs, all ok, at 0.5 cores, 17:57-18:06 UTC; one run again, unsteady", () => {
     expect(latestOf(records)).toHaveLength(12);

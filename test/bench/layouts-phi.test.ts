@@ -10,10 +10,8 @@
  *   npx ringlab calibrate results/local-layouts-baselines results/local-layouts-links --out calibration.json
  *   npx ringlab campaign campaigns/local-layouts.yaml --calibration calibration.json --results results/local-layouts-phi
  */
-import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { memoryConstantsFor } from "../../src/campaign/fits.ts";
-import { parseCampaign } from "../../src/config/load.ts";
 import { predictionContextFor } from "../../src/predict/inputs.ts";
 import { calibrationOfCampaigns } from "../../src/predict/layout-overlap.ts";
 import { recommend } from "../../src/predict/recommend.ts";
@@ -21,31 +19,11 @@ import { reportData } from "../../src/report/data.ts";
 import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import { attemptOf, type RunRecord } from "../../src/results/record.ts";
+import { LINKS, NODES, RAN_IN, layoutsCampaign, mean, round1, short, whole } from "./layouts-campaign.ts";
 import { committedPredictions, latestOf, recordsOf, rounded } from "./records.ts";
 
 const FOLDER = "test/bench/data/layouts-phi";
-/** Where the calibration campaigns wrote their results on the machine that ran them: as `calibrate` was given them, and whole. */
-const RAN_IN = { baselines: "results/local-layouts-baselines", links: "results/local-layouts-links" };
-const whole = (folder: string) => `/work/main/${folder}`;
-const baselines = recordsOf(`${FOLDER}/baselines-attempts.jsonl`);
-const links = recordsOf(`${FOLDER}/links-attempts.jsonl`);
-const attempts = recordsOf(`${FOLDER}/attempts.jsonl`);
-const latest = latestOf(attempts);
-const { calibration, predictions } = committedPredictions(`${FOLDER}/calibration.json`, `${FOLDER}/predictions.json`);
-const campaign = parseCampaign(readFileSync(`${FOLDER}/campaign.yaml`, "utf8"), "campaign.yaml", undefined, { checkFolders: false });
-const data = reportData(latest);
-const score = scorePredictions(predictions, data, attempts);
-const counted = score.scored.filter((row) => row.counted);
-const round1 = (value: number) => Math.round(10 * value) / 10;
-const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
-/** measured step / predicted step − 1, in %: a step trains the same tokens, so predicted / measured throughput − 1. */
-const stepError = (row: (typeof counted)[number]) => round1(100 * (row.predictedThroughput / row.measuredThroughput - 1));
-const short = (runId: string) => runId.replace("train-gpt-mini-b6-", "").replace("parallelism-", "").replace("-microbatches-", " ×")
-  .replace("-pipelineschedule-", " ").replace(/-r1$/, "");
-const LINKS = ["300mbit", "1gbit", "unlimited"] as const;
-const NODES = [2, 3] as const;
-/** The layouts at one link and node count, fastest first, as the report's Layouts section has them. */
-const comparisonAt = (link: string, nodes: number) => layoutComparisons(data.training).find((candidate) => candidate.context.endsWith(` · ${link} · ${nodes} nodes`))!;
+const { baselines, links, attempts, latest, calibration, predictions, campaign, data, score, counted, stepError, comparisonAt } = layoutsCampaign(FOLDER);
 
 /** The mean of the worker's own CPU check (result.calibration.computeGflops: a matmul timed before the run) over records. */
 const gflopsOf = (records: readonly RunRecord[]) => mean(records.flatMap((record) => record.result?.calibration?.computeGflops ?? []));

@@ -1,0 +1,40 @@
+/**
+ * A layouts campaign's committed folder (test/bench/data/layouts-*): its records, the calibration and predictions it was
+ * run with, the report's scores of them, and the helpers its tests quote figures with.
+ */
+import { readFileSync } from "node:fs";
+import { parseCampaign } from "../../src/config/load.ts";
+import { reportData } from "../../src/report/data.ts";
+import { layoutComparisons } from "../../src/report/layouts.ts";
+import { scorePredictions } from "../../src/report/predictions.ts";
+import { committedPredictions, latestOf, recordsOf } from "./records.ts";
+
+/** Where the calibration campaigns wrote their results on the machine that ran them: as `calibrate` was given them, and whole. */
+export const RAN_IN = { baselines: "results/local-layouts-baselines", links: "results/local-layouts-links" };
+export const whole = (folder: string) => `/work/main/${folder}`;
+export const LINKS = ["300mbit", "1gbit", "unlimited"] as const;
+export const NODES = [2, 3] as const;
+export const round1 = (value: number) => Math.round(10 * value) / 10;
+export const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+/** "n2-300mbit-pipeline ×3 1f1b": a run id without what every run of the campaign shares. */
+export const short = (runId: string) => runId.replace("train-gpt-mini-b6-", "").replace("parallelism-", "").replace("-microbatches-", " ×")
+  .replace("-pipelineschedule-", " ").replace(/-r1$/, "");
+
+export function layoutsCampaign(folder: string) {
+  const baselines = recordsOf(`${folder}/baselines-attempts.jsonl`);
+  const links = recordsOf(`${folder}/links-attempts.jsonl`);
+  const attempts = recordsOf(`${folder}/attempts.jsonl`);
+  const latest = latestOf(attempts);
+  const { calibration, predictions } = committedPredictions(`${folder}/calibration.json`, `${folder}/predictions.json`);
+  const campaign = parseCampaign(readFileSync(`${folder}/campaign.yaml`, "utf8"), "campaign.yaml", undefined, { checkFolders: false });
+  const data = reportData(latest);
+  const score = scorePredictions(predictions, data, attempts);
+  const counted = score.scored.filter((row) => row.counted);
+  return {
+    baselines, links, attempts, latest, calibration, predictions, campaign, data, score, counted,
+    /** measured step / predicted step − 1, in %: a step trains the same tokens, so predicted / measured throughput − 1. */
+    stepError: (row: (typeof counted)[number]) => round1(100 * (row.predictedThroughput / row.measuredThroughput - 1)),
+    /** The layouts at one link and node count, fastest first, as the report's Layouts section has them. */
+    comparisonAt: (link: string, nodes: number) => layoutComparisons(data.training).find((candidate) => candidate.context.endsWith(` · ${link} · ${nodes} nodes`))!,
+  };
+}
