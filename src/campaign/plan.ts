@@ -199,6 +199,7 @@ function orderRuns(section: CampaignSection, make: RunMakers): PlannedRun[] {
   const multiNode = nodeCounts.filter((nodes) => nodes > 1);
   // A campaign of single-node runs alone has one group, with no link to shape.
   const groups: (string | null)[] = multiNode.length === 0 ? [null] : unique(matrix.bandwidth);
+  const exclude = excludedBy(matrix.exclude ?? []);
   const runs: PlannedRun[] = [];
   groups.forEach((bandwidth, group) => {
     const slots = bandwidth === null ? [] : multiNode.flatMap((nodes) => placementsOn(nodes).map((processesPerNode) => ({ nodes, processesPerNode, bandwidth })));
@@ -210,11 +211,40 @@ function orderRuns(section: CampaignSection, make: RunMakers): PlannedRun[] {
         if (group === 0) for (const slot of singleNodeSlots.filter((s) => (s.processesPerNode ?? 1) > 1)) for (const kind of probeKinds) runs.push(make.probe(slot, kind, turn));
         for (const slot of slots) for (const kind of probeKinds) runs.push(make.probe(slot, kind, turn));
       }
-      for (const slot of singleNodeSlots) for (const config of trainConfigs) runs.push(make.train(slot, config, baselineTurn));
-      for (const slot of slots) for (const config of trainConfigs) runs.push(make.train(slot, config, turn));
+      for (const slot of singleNodeSlots) for (const config of trainConfigs) if (!exclude.excludes(slot, config)) runs.push(make.train(slot, config, baselineTurn));
+      for (const slot of slots) for (const config of trainConfigs) if (!exclude.excludes(slot, config)) runs.push(make.train(slot, config, turn));
     }
   });
+  const unused = exclude.unused();
+  if (unused.length > 0) {
+    throw new UsageError(`campaign.matrix.exclude ${unused.map((index) => `entry ${index + 1} (${JSON.stringify(matrix.exclude![index])})`).join(", ")} ` +
+      "leaves out no training run: no run of the matrix has all of its values", {
+      hint: "a single-node run has no bandwidth, and a knob that belongs to other runs (microBatches of a pipeline) is not one of theirs; fix or drop the entry",
+    });
+  }
   return runs;
+}
+
+type ExcludeEntry = NonNullable<CampaignSection["matrix"]["exclude"]>[number];
+
+/**
+ * Whether matrix.exclude leaves a train run out: it matches every field of one entry (a knob the run does not have,
+ * such as microBatches for ddp, matches nothing). An entry that leaves out no run at all is refused: it is a typo or
+ * a leftover, and the runs it meant to leave out would run.
+ */
+function excludedBy(entries: readonly ExcludeEntry[]): { readonly excludes: (slot: Slot, config: TrainConfig) => boolean; readonly unused: () => number[] } {
+  const used = new Set<number>();
+  const valueOf = (slot: Slot, config: TrainConfig, axis: string): unknown => {
+    if (axis === "nodes" || axis === "processesPerNode" || axis === "bandwidth") return slot[axis];
+    if (axis === "model" || axis === "batchSize") return config[axis];
+    return config.varied.find(([knob]) => knob === axis)?.[1];
+  };
+  const excludes = (slot: Slot, config: TrainConfig) => {
+    const index = entries.findIndex((entry) => Object.entries(entry).every(([axis, value]) => valueOf(slot, config, axis) === value));
+    if (index >= 0) used.add(index);
+    return index >= 0;
+  };
+  return { excludes, unused: () => entries.map((_, index) => index).filter((index) => !used.has(index)) };
 }
 
 /** Every model × batch size × combination of the knob axes, in the matrix's order. */

@@ -114,6 +114,16 @@ type KnobAxes = { readonly [K in TrainKnobName]: z.ZodOptional<z.ZodType<TrainKn
 const knobAxis = (name: TrainKnobName): z.ZodOptional<z.ZodType<unknown[]>> => axis<z.ZodType>(trainKnobs[name]).optional();
 const knobAxes = Object.fromEntries(TRAIN_KNOB_NAMES.map((name) => [name, knobAxis(name)])) as KnobAxes;
 
+/** One combination of matrix values left out (matrix.exclude): each field a single value of one axis. */
+const excludeEntry = z.strictObject({
+  nodes: z.int().min(1).optional(),
+  processesPerNode: z.int().min(1).max(MOST_PROCESSES_PER_NODE).optional(),
+  model: z.enum(MODELS).optional(),
+  batchSize: z.int().min(1).optional(),
+  bandwidth: bandwidth.optional(),
+  ...Object.fromEntries(TRAIN_KNOB_NAMES.map((name) => [name, trainKnobs[name].optional()])) as { [K in TrainKnobName]: z.ZodOptional<z.ZodType<TrainKnobValue<K>>> },
+}).refine((entry) => Object.keys(entry).length > 0, { error: "an empty entry would leave out every run: name at least one axis and its value" });
+
 const matrix = z.strictObject({
   nodes: axis(z.int().min(1)).describe("Node counts; 1 is every bandwidth's single-node baseline, which sends nothing over the network."),
   processesPerNode: axis(z.int().min(1).max(MOST_PROCESSES_PER_NODE)).optional().describe(
@@ -123,6 +133,10 @@ const matrix = z.strictObject({
   batchSize: axis(z.int().min(1)).describe("Samples per worker process and step."),
   bandwidth: axis(bandwidth).describe(`Rates the nodes' links are shaped to with tc, one after another: ${BANDWIDTH_HELP} (not shaped).`),
   ...describedKnobs(knobAxes),
+  exclude: z.array(excludeEntry).min(1).optional().describe(
+    "Combinations left out of the training runs, as in a CI matrix: a train run matching every field of one entry does not run. " +
+    "Each field is one of the matrix's own axes and one of its values: `{ nodes: 3, pipelineSchedule: 1f1b, microBatches: 2 }` " +
+    "keeps 2 micro-batches for GPipe and for 2-node 1F1B. The probes are not excluded."),
 }).describe("Every combination of these axes runs; each axis is one value or a list of them, and every train knob is an axis too.");
 
 const dataset = z.strictObject({
@@ -223,6 +237,7 @@ export const campaignFileSchema = z.strictObject({
   }
   checkDataKnobs(campaign, ctx);
   checkStrategyKnobs(campaign, ctx);
+  checkExcludes(campaign, ctx);
   targetOf(file.testbed).checkCampaign?.(file.testbed, campaign, issueAt(ctx));
   checkTargetGaps(file.testbed, campaign, ctx);
   if (campaign.repeats !== undefined && campaign.repeatUntil !== undefined) {
@@ -257,6 +272,22 @@ function checkTargetGaps(testbed: TestbedSection, campaign: CampaignOutput, ctx:
   }
   const noDataset = gapOfTestbed(testbed, "dataset-generate");
   if (noDataset !== undefined && campaign.dataset?.generate === true) issue(["campaign", "dataset", "generate"], noDataset);
+}
+
+/** Each matrix.exclude entry names axes the matrix varies, with values it has: anything else would leave out nothing. */
+function checkExcludes(campaign: CampaignOutput, ctx: RefinementContext): void {
+  const axes = campaign.matrix as unknown as Readonly<Record<string, readonly unknown[] | undefined>>;
+  (campaign.matrix.exclude ?? []).forEach((entry, index) => {
+    for (const [axisName, value] of Object.entries(entry)) {
+      const values = axes[axisName];
+      const path = ["campaign", "matrix", "exclude", index, axisName];
+      if (values === undefined) {
+        ctx.addIssue({ code: "custom", path, message: `${axisName} is not one of the matrix's axes, so excluding it leaves out nothing; make it an axis or drop it here` });
+      } else if (!values.includes(value)) {
+        ctx.addIssue({ code: "custom", path, message: `found ${JSON.stringify(value)}, expected one of the matrix's ${axisName}: ${values.map((v) => JSON.stringify(v)).join(", ")}` });
+      }
+    }
+  });
 }
 
 /** Every value a campaign gives a knob, in the matrix and in train. */

@@ -205,6 +205,28 @@ describe("expanding the matrix", () => {
     ]);
   });
 
+  it("leaves out the combinations matrix.exclude names, and only those, and refuses an entry that leaves out nothing", () => {
+    const layouts = (exclude: string) => file(`
+  matrix: {nodes: [1, 2, 3], model: gpt-mini, batchSize: 6, bandwidth: [300mbit, 1gbit], parallelism: [ddp, pipeline], pipelineSchedule: [gpipe, 1f1b],
+    microBatches: [2, 3]${exclude}}
+  probe: {enabled: false}
+`, 3);
+    const ids = (exclude: string) => planCampaign(layouts(exclude), "layouts").runs.map((run) => run.id);
+    const all = ids("");
+    const kept = ids(", exclude: [{nodes: 3, pipelineSchedule: 1f1b, microBatches: 2}]");
+    // 1F1B x2 on 3 nodes at both rates, nothing else: not on 1 or 2 nodes, not GPipe, not ddp (which has no micro-batches).
+    expect(all.filter((id) => !kept.includes(id))).toEqual([
+      "train-gpt-mini-b6-n3-300mbit-parallelism-pipeline-microbatches-2-pipelineschedule-1f1b-r1",
+      "train-gpt-mini-b6-n3-1gbit-parallelism-pipeline-microbatches-2-pipelineschedule-1f1b-r1",
+    ]);
+    expect(kept.filter((id) => !all.includes(id))).toEqual([]);
+    // Entries are alternatives: a run matching any one is left out.
+    expect(all.length - ids(", exclude: [{nodes: 3, pipelineSchedule: 1f1b, microBatches: 2}, {bandwidth: 300mbit, parallelism: ddp}]").length).toBe(2 + 2);
+    // A single-node run has no link rate: this entry matches no run, and would otherwise leave the 1-node runs in unnoticed.
+    expect(() => planCampaign(layouts(", exclude: [{nodes: 1, bandwidth: 300mbit}]"), "layouts"))
+      .toThrow('campaign.matrix.exclude entry 1 ({"nodes":1,"bandwidth":"300mbit"}) leaves out no training run');
+  });
+
   it("gives ids that are unique and the same on every planning", () => {
     const first = planCampaign(smoke, "smoke").runs;
     expect(new Set(first.map((run) => run.id)).size).toBe(first.length);
@@ -242,6 +264,19 @@ describe("validating the campaign section", () => {
       expect.stringMatching(/^campaign\.matrix\.model: found "vgg16", expected "tiny", "small", "resnet50"/),
       expect.stringMatching(/^campaign\.matrix\.bandwidth: .*expected a tc rate such as "1gbit"/),
       expect.stringMatching(/^campaign\.matrix\.bucketCapMB: unknown key "bucketCapMB" \(did you mean "bucketCapMb"\?\)/),
+    ]);
+  });
+
+  it("refuses a matrix.exclude entry whose axis the matrix does not vary, whose value it does not have, or that is empty", () => {
+    const matrix = (exclude: string) => `  matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit, reduction: [ring, powersgd], exclude: ${exclude}}\n  train: {bucketCapMb: 4}\n`;
+    expect(problems(matrix("[{nodes: 2, reduction: powersgd}]"))).toEqual([]);
+    expect(problems(matrix("[{bucketCapMb: 4}, {nodes: 3}, {bandwidth: 10gbit}, {}]"))).toEqual([
+      "campaign.matrix.exclude.3: an empty entry would leave out every run: name at least one axis and its value",
+    ]);
+    expect(problems(matrix("[{bucketCapMb: 4}, {nodes: 3}, {bandwidth: 10gbit}]"))).toEqual([
+      "campaign.matrix.exclude.0.bucketCapMb: bucketCapMb is not one of the matrix's axes, so excluding it leaves out nothing; make it an axis or drop it here",
+      "campaign.matrix.exclude.1.nodes: found 3, expected one of the matrix's nodes: 1, 2",
+      'campaign.matrix.exclude.2.bandwidth: found "10gbit", expected one of the matrix\'s bandwidth: "1gbit"',
     ]);
   });
 
