@@ -68,6 +68,12 @@ export interface ComputeEntry {
   readonly computeSeconds: { readonly mean: number; readonly halfWidth95: number; readonly repeats: number };
   /** Bytes of the model's gradient (fp32). */
   readonly gradientBytes: number;
+  /**
+   * The worker's CPU check over the baseline's runs: GFLOP/s at its fixed fp32 matrix products, timed just before each
+   * run (result.calibration). A run whose own check reads far from it ran on another machine than the one calibrated
+   * (src/report/predictions.ts machineCaveat). Absent in calibrations made before ringlab kept it, and on GPUs' runs without one.
+   */
+  readonly cpuCheckGflops?: number;
   readonly source: Source;
 }
 
@@ -159,7 +165,7 @@ const calibrationSchema = z.strictObject({
     workload: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(), device: z.string(), deviceModel: z.string(),
     cpusPerNode: z.number().positive().nullable(),
     computeSeconds: z.strictObject({ mean: z.number().positive(), halfWidth95: z.number().nonnegative(), repeats: z.number().int().positive() }),
-    gradientBytes: z.number().positive(), source,
+    gradientBytes: z.number().positive(), cpuCheckGflops: z.number().positive().optional(), source,
   })),
   links: z.array(z.strictObject({
     bandwidth: z.string(), nodes: z.number().int().min(1), processesPerNode: z.number().int().positive(), reduction: z.string(),
@@ -228,7 +234,8 @@ export function calibrationFromRecords(everyRecord: readonly RunRecord[], result
       ...(workload === undefined ? {} : { workload }),
       device: first.result.provenance.device, deviceModel: first.result.provenance.deviceModel, cpusPerNode: first.params.cpusPerNode ?? null,
       computeSeconds: { mean: computeSeconds, halfWidth95, repeats: baseline.throughput.n },
-      gradientBytes: first.result.metrics.gradientBytes, source: measured(baseline.runIds),
+      gradientBytes: first.result.metrics.gradientBytes,
+      ...(baseline.calibrationGflops === null ? {} : { cpuCheckGflops: baseline.calibrationGflops.mean }), source: measured(baseline.runIds),
     }];
   });
   // DDP sums through torch.distributed: a probe through Open MPI (probe.library mpi) is no link it predicts.

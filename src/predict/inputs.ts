@@ -54,6 +54,8 @@ export interface ComputeInput {
   readonly seconds: { readonly mean: number; readonly halfWidth95: number };
   readonly gradientBytes: number;
   readonly source: string;
+  /** The calibration's CPU check on the runs that measured it (ComputeEntry.cpuCheckGflops); absent where they had none, or nothing measured it. */
+  readonly cpuCheckGflops?: number;
 }
 
 export interface LinkInput {
@@ -170,20 +172,28 @@ function calibratedCandidates(question: InputQuestion, context: PredictionContex
 /** From the calibration's entries: measured at this batch size, else a straight line through the batches either side, else the nearest batch per sample; undefined without any. */
 function fromCalibration(candidates: readonly ComputeEntry[], batchSize: number, layoutNote: string): ComputeInput | undefined {
   const measured = candidates.find((entry) => entry.batchSize === batchSize);
-  if (measured !== undefined) return { seconds: measured.computeSeconds, gradientBytes: measured.gradientBytes, source: `${layoutNote}${measuredComputeText(measured)}` };
+  if (measured !== undefined) {
+    return { seconds: measured.computeSeconds, gradientBytes: measured.gradientBytes, source: `${layoutNote}${measuredComputeText(measured)}`, ...cpuCheckOf([measured]) };
+  }
   const byDistance = [...candidates].sort((a, b) => Math.abs(Math.log(a.batchSize / batchSize)) - Math.abs(Math.log(b.batchSize / batchSize)));
   const line = computeLine(byDistance, batchSize);
   if (line !== undefined) {
-    return { seconds: line.seconds, gradientBytes: line.from[0].gradientBytes,
+    return { seconds: line.seconds, gradientBytes: line.from[0].gradientBytes, ...cpuCheckOf(line.from),
       source: `${layoutNote}derived: a straight line through batch ${line.from[0].batchSize}'s and ${line.from[1].batchSize}'s compute (a fixed part a step and a part a sample), at batch ${batchSize}; ${line.from.map(measuredComputeText).join("; ")}` };
   }
   const nearest = byDistance[0];
   if (nearest === undefined) return undefined;
   const scale = batchSize / nearest.batchSize;
   return {
-    seconds: { mean: nearest.computeSeconds.mean * scale, halfWidth95: nearest.computeSeconds.halfWidth95 * scale }, gradientBytes: nearest.gradientBytes,
+    seconds: { mean: nearest.computeSeconds.mean * scale, halfWidth95: nearest.computeSeconds.halfWidth95 * scale }, gradientBytes: nearest.gradientBytes, ...cpuCheckOf([nearest]),
     source: `${layoutNote}derived: batch ${nearest.batchSize}'s compute per sample, at batch ${batchSize}; ${measuredComputeText(nearest)}`,
   };
+}
+
+/** The mean CPU check of the entries a compute came from, where every one has it. */
+function cpuCheckOf(entries: readonly ComputeEntry[]): Pick<ComputeInput, "cpuCheckGflops"> {
+  const checks = entries.flatMap((entry) => entry.cpuCheckGflops ?? []);
+  return checks.length === 0 || checks.length < entries.length ? {} : { cpuCheckGflops: checks.reduce((sum, value) => sum + value, 0) / checks.length };
 }
 
 /** From figures for the instance type's GPU, in order of trust: published for the model, ResNet-50's scaled, ringlab's T4 assumption; else missing. */

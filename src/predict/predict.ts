@@ -40,6 +40,8 @@ export interface RunPrediction {
   readonly fullOverlapEfficiency: number;
   /** Where each input came from. */
   readonly sources: { readonly compute: string; readonly link: string; readonly overlap: string };
+  /** The CPU check of the runs that measured the compute (ComputeInput.cpuCheckGflops), for the report to compare the run's own with. */
+  readonly cpuCheckGflops?: number;
 }
 
 export interface MissingInput {
@@ -121,6 +123,7 @@ export function predictTraining(run: TrainingQuestion, context: PredictionContex
     noOverlapEfficiency: step.noOverlapEfficiency,
     fullOverlapEfficiency: step.fullOverlapEfficiency,
     sources: { compute: compute.source, link: link === null ? "no link (one node)" : inside === null ? link.source : `between nodes: ${link.source}; ${inside.source}`, overlap: overlap === null ? "no link (one node)" : overlap.source },
+    ...cpuCheckOf(compute),
   };
 }
 
@@ -188,7 +191,12 @@ function predictLayoutTraining(run: TrainingQuestion, compute: ComputeInput, con
         ...(derived.length === 0 ? [] : [`${derived.map((op) => COLLECTIVE_OF_OP[op]).join(", ")} derived from the ring all-reduce's α and β (no probe of ${derived.length === 1 ? "it" : "them"})`])].join("; "),
       overlap: overlap === null ? "no link (one worker, or nothing crosses it)" : overlap.source,
     },
+    ...cpuCheckOf(compute),
   };
+}
+
+function cpuCheckOf(compute: ComputeInput): Pick<RunPrediction, "cpuCheckGflops"> {
+  return compute.cpuCheckGflops === undefined ? {} : { cpuCheckGflops: compute.cpuCheckGflops };
 }
 
 /** Each collective (not the all-reduce) on its own probe where the calibration has one at the question's rate (probe.collective). */

@@ -8,7 +8,7 @@
 import { PREDICTIONS_SCHEMA, type AnyPredictionsFile, type PredictionSample } from "../results/predictions.ts";
 import { attemptOf, type RunRecord } from "../results/record.ts";
 import { disturbance, type Disturbance } from "../results/steadiness.ts";
-import { groupBy, largestRankPeak, type ReportData } from "./data.ts";
+import { groupBy, largestRankPeak, runCalibrationGflops, type ReportData } from "./data.ts";
 import { throughputOf } from "../results/worker-result.ts";
 
 export interface ScoredPrediction {
@@ -43,6 +43,11 @@ export interface ScoredPrediction {
   readonly measuredMemoryBytes: number | null;
   /** measured / predicted − 1; null where either is absent. */
   readonly memoryError: number | null;
+  /**
+   * The run's own CPU check (the worker's timed matrix products just before it) over the calibration runs' that
+   * measured its compute, − 1; null where either has none (files and records before ringlab kept them).
+   */
+  readonly cpuCheckShift: number | null;
 }
 
 /** What the predictions can claim: whether any run they predict was measured first, and whether the calibration held runs of this campaign. */
@@ -98,6 +103,7 @@ export function scorePredictions(file: AnyPredictionsFile, data: ReportData, rec
         predictedEfficiency: prediction.scalingEfficiency, measuredEfficiency,
         errorPoints: measuredEfficiency === null ? null : (measuredEfficiency - prediction.scalingEfficiency.value) * 100,
         ...memoryScore(prediction.memory?.rankBytes ?? null, metrics.memory?.perRank ?? []),
+        cpuCheckShift: cpuCheckShift(prediction.cpuCheckGflops, record),
       });
     });
   }
@@ -105,6 +111,37 @@ export function scorePredictions(file: AnyPredictionsFile, data: ReportData, rec
     .filter((source) => source !== "no link (one node)");
   return { calibration: file.calibration, madeAt: file.madeAt, unit: file.predictions[0]?.unit ?? "images", claim: predictionClaim(file, records), scored, notMeasured,
     missing: file.missing, sources };
+}
+
+function cpuCheckShift(calibrated: number | undefined, record: RunRecord): number | null {
+  const own = runCalibrationGflops(record);
+  return calibrated === undefined || own === undefined ? null : own / calibrated - 1;
+}
+
+/**
+ * How far a run's CPU check may read from the calibration's before the report says the run was on another machine:
+ * on one otherwise idle machine it moved up to 8 % between batches of runs (test/bench/README.md, the layouts campaign
+ * of 2026-11-28), and a machine of a newer CPU generation read 1.75 times as much (2026-11-29).
+ */
+export const MACHINE_SHIFT = 0.15;
+
+/**
+ * "4 of 51 runs' CPU check read 12 % to 81 % faster than the calibration runs' ...", or undefined where none is off by
+ * more than MACHINE_SHIFT: a prediction carries the calibration machine's compute, so a run on a faster or slower
+ * machine misses by about that much, whatever the model of its communication.
+ */
+export function machineCaveat(score: PredictionScore): string | undefined {
+  const counted = score.scored.filter((row) => row.counted && row.cpuCheckShift !== null);
+  const off = counted.filter((row) => Math.abs(row.cpuCheckShift!) > MACHINE_SHIFT);
+  if (off.length === 0) return undefined;
+  const shifts = off.map((row) => row.cpuCheckShift!);
+  const [low, high] = [Math.min(...shifts), Math.max(...shifts)];
+  const range = (shift: number) => `${Math.round(Math.abs(shift) * 100)} %`;
+  const direction = low > 0 ? `${range(low)} to ${range(high)} faster than` : high < 0 ? `${range(high)} to ${range(low)} slower than`
+    : `from ${range(low)} slower to ${range(high)} faster than`;
+  return `${off.length} of ${counted.length} runs' CPU check (the worker's timed matrix products before each run) read ${direction} the calibration ` +
+    `runs' that measured their compute: they ran on another machine, or a differently loaded one, than the one calibrated, and their ` +
+    "predictions carry that difference. Calibrate on this machine (`ringlab calibrate` on a campaign run here) to predict it.";
 }
 
 /** The largest rank's measured peak over its baseline against the saved prediction of it. */

@@ -14,7 +14,7 @@ import {
 import { escapeHtml, htmlTable, markdownText, PAGE_STYLE, percent, readableSpan, readableTime } from "./text.ts";
 import { libraryComparisons } from "./libraries.ts";
 import { raceVerdict, strategyRaces, type StrategyOutcome, type StrategyRace } from "./time-to-accuracy.ts";
-import { claimCaveat, flaggedMisses, predictedBefore, predictionsTitle, scoreSummary, type PredictionScore, type ScoredPrediction } from "./predictions.ts";
+import { claimCaveat, flaggedMisses, machineCaveat, predictedBefore, predictionsTitle, scoreSummary, type PredictionScore, type ScoredPrediction } from "./predictions.ts";
 import { STEADINESS_MIN_STEPS, UNSTEADY_SHIFT } from "../results/steadiness.ts";
 import { rateUnit } from "../results/worker-result.ts";
 
@@ -615,9 +615,11 @@ function predictionColumns(score: PredictionScore): string[] {
 function predictionNotes(score: PredictionScore, flags: readonly Flag[]): string[] {
   const flagged = flaggedMisses(score, new Set(runFlags(flags).flatMap((flag) => flag.runIds)));
   const caveat = claimCaveat(score);
+  const machine = machineCaveat(score);
   const again = new Set(score.scored.filter((row) => !row.counted).map((row) => row.runId)).size;
   return [
     ...(caveat === undefined ? [] : [caveat]),
+    ...(machine === undefined ? [] : [machine]),
     `${scoreSummary(score)}${flagged === undefined ? "" : `; ${flagged}`}. Predicted from ${score.calibration}, ${readableTime(score.madeAt)}.`,
     ...(again === 0 ? [] : [`${again} run${again === 1 ? " was" : "s were"} measured again (the rows marked run again): the summary counts each run's first measurement, the later ones are shown beside it.`]),
     ...score.sources.map((source) => `Source: ${source}`),

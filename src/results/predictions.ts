@@ -26,6 +26,7 @@ const predictionSchema = z.looseObject({
   fullOverlapEfficiency: z.number(),
   sources: z.looseObject({ compute: z.string(), link: z.string(), overlap: z.string().optional() }),
   memory: z.looseObject({ rankBytes: z.number(), nodeBytes: z.number(), source: z.string() }).optional(),
+  cpuCheckGflops: z.number().optional(),
 }).refine((prediction) => prediction.throughput !== undefined || prediction.imagesPerSecond !== undefined, { error: "a prediction holds its throughput" })
   .transform(({ imagesPerSecond, throughput, unit, ...rest }) => ({ ...rest, throughput: (throughput ?? imagesPerSecond)!, unit: unit ?? "images" as const }));
 
@@ -79,6 +80,8 @@ export interface SavedPrediction {
    * (launcher and processes); absent in files written before ringlab saved it (the report recomputed it).
    */
   readonly memory?: { readonly rankBytes: number; readonly nodeBytes: number; readonly source: string };
+  /** The CPU check of the calibration runs that measured its compute (predict.ts RunPrediction); absent in files before ringlab saved it. */
+  readonly cpuCheckGflops?: number;
 }
 
 /** One entry of the calibration the predictions came from: where it was measured, from which runs, and its content's hash. */

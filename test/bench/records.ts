@@ -21,6 +21,11 @@ export function rounded(value: unknown): unknown {
   return value;
 }
 
+/** A calibration as ringlab wrote it before its compute entries kept the CPU check (2026-11-29): the committed files' form. */
+export function withoutCpuCheck(calibration: Calibration): Calibration {
+  return { ...calibration, compute: calibration.compute.map(({ cpuCheckGflops: _, ...entry }) => entry) };
+}
+
 /** Each run's latest attempt, as a results folder's runs.jsonl holds them. */
 export function latestOf(attempts: readonly RunRecord[]): RunRecord[] {
   return latestAttempts(attempts).map((latest) => latest.record);

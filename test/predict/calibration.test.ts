@@ -5,6 +5,8 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { calibrationFromRecords, calibrationInputs, canonicalJson, parseCalibration, type Calibration } from "../../src/predict/calibration.ts";
+import { predictTraining } from "../../src/predict/predict.ts";
+import type { RunRecord } from "../../src/results/record.ts";
 import { scalingCampaign } from "../report/fixtures/records.ts";
 
 /** The fixture's records, each with a fingerprint of its own (as the planner gives every configuration its own). */
@@ -27,6 +29,22 @@ describe("a calibration's sources", () => {
     const older = calibrationFromRecords(records, "results/earlier");
     const bare = { ...older, compute: older.compute.map((entry) => ({ ...entry, source: { kind: "measured", resultsDir: "results/earlier", date: "2025-05-01" } })) };
     expect(parseCalibration(JSON.parse(JSON.stringify(bare)))).toMatchObject({ calibration: { compute: [{ source: { resultsDir: "results/earlier" } }] } });
+  });
+});
+
+describe("a compute entry's CPU check", () => {
+  it("is the mean of its baseline runs' own (the worker's timed matrix products before each run), and each prediction from it carries it", () => {
+    const withChecks = records.map((record) => record.result === undefined || !record.runId.startsWith("train-resnet50-b64-n1-") ? record
+      : { ...record, result: { ...record.result, calibration: { seconds: 0.6, computeGflops: record.runId.endsWith("-r1") ? [60] : [62] } } } as RunRecord);
+    const checked = calibrationFromRecords(withChecks, "results/earlier");
+    expect(checked.compute.map((entry) => [entry.model, entry.cpuCheckGflops])).toEqual([["resnet50", 61]]);
+    const question = { runId: "r", model: "resnet50", batchSize: 64, nodes: 2, bandwidth: "1gbit", knobs: {} };
+    expect(predictTraining(question, { calibration: checked })).toMatchObject({ cpuCheckGflops: 61 });
+    // At another batch size, from the nearest batch's compute: the same check.
+    expect(predictTraining({ ...question, batchSize: 32 }, { calibration: checked })).toMatchObject({ cpuCheckGflops: 61 });
+    // Records without the check (before the worker timed one): no entry's, no prediction's.
+    expect(predictTraining(question, { calibration })).not.toHaveProperty("cpuCheckGflops");
+    expect(parseCalibration(JSON.parse(JSON.stringify(checked)))).toEqual({ calibration: checked });
   });
 });
 

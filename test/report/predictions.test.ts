@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { reportData, reportMeta } from "../../src/report/data.ts";
 import type { Flag } from "../../src/report/suspect-figures.ts";
-import { flaggedMisses, predictedBefore, predictionsTitle, scorePredictions, scoreSummary, type PredictionScore } from "../../src/report/predictions.ts";
+import { flaggedMisses, machineCaveat, predictedBefore, predictionsTitle, scorePredictions, scoreSummary, type PredictionScore } from "../../src/report/predictions.ts";
 import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
 import { PREDICTIONS_SCHEMA, PREDICTIONS_SCHEMA_V1, type PredictionsFile, type PredictionsFileV1 } from "../../src/results/predictions.ts";
 import type { HostLoad, RunRecord } from "../../src/results/record.ts";
@@ -83,7 +83,7 @@ describe("the prediction made before the run, scored", () => {
       runId: `${configuration}-r${repeat}`, label: `${configuration} · repeat ${repeat}`, configuration, nodes: 2, attempt: 1, counted: true, latest: true, disturbance: null,
       predictedThroughput: 100,
       measuredThroughput: 100, throughputError: 0, predictedEfficiency: { value: 0.6, low: 0.55, high: 0.65 }, measuredEfficiency: 0.6 + errorPoints / 100, errorPoints,
-      predictedMemoryBytes: null, measuredMemoryBytes: null, memoryError: null,
+      predictedMemoryBytes: null, measuredMemoryBytes: null, memoryError: null, cpuCheckShift: null,
     });
     // 1gbit: +8, −4, +1 points (one run within 5 of 3; their mean +1.7); 600mbit: −7 (its mean −7).
     const repeats = { ...score, scored: [row("1gbit", 1, 8), row("1gbit", 2, -4), row("1gbit", 3, 1), row("600mbit", 1, -7)] };
@@ -103,6 +103,30 @@ describe("the prediction made before the run, scored", () => {
     expect(renderHtml(data, {}, meta, [], score)).toContain('<section id="predictions">');
     // Without predictions.json, no section.
     expect(renderMarkdown(data, meta, [])).not.toContain("Predicted before the run");
+  });
+
+  it("says where runs' CPU checks read far from the calibration runs': they ran on another machine than the one calibrated", () => {
+    // The worker's CPU check before each run (GFLOP/s per rank); the calibration runs that measured the compute read 60.
+    const checked = (gflops: Readonly<Record<string, readonly number[]>>) => records.map((record) => gflops[record.runId] === undefined || record.result === undefined ? record
+      : { ...record, result: { ...record.result, calibration: { seconds: 0.6, computeGflops: [...gflops[record.runId]!] } } } as RunRecord);
+    const onTurin = checked({ "train-resnet50-b64-n2-1gbit-r1": [109, 110], "train-resnet50-b64-n4-1gbit-r1": [108, 109, 107, 108], "train-resnet50-b64-n1-r1": [61] });
+    const saved: PredictionsFile = { ...file, predictions: file.predictions.map((entry) => ({ ...entry, cpuCheckGflops: 60 })) };
+    const score = scorePredictions(saved, reportData(onTurin), onTurin);
+    expect(score.scored.map((row) => Math.round(100 * row.cpuCheckShift!))).toEqual([83, 80, 2]);
+    expect(machineCaveat(score)).toBe("2 of 3 runs' CPU check (the worker's timed matrix products before each run) read 80 % to 83 % faster than the " +
+      "calibration runs' that measured their compute: they ran on another machine, or a differently loaded one, than the one calibrated, and their " +
+      "predictions carry that difference. Calibrate on this machine (`ringlab calibrate` on a campaign run here) to predict it.");
+    const meta = reportMeta(onTurin, new Date("2026-11-25T15:00:00Z"));
+    expect(renderMarkdown(reportData(onTurin), meta, [], score)).toContain("\n\n2 of 3 runs' CPU check (the worker's timed matrix products before each run) read 80 % to 83 % faster");
+    // Within 15 % (one machine's drift between batches of runs): nothing said.
+    const drifted = checked({ "train-resnet50-b64-n2-1gbit-r1": [55, 56], "train-resnet50-b64-n4-1gbit-r1": [66, 68, 67, 68], "train-resnet50-b64-n1-r1": [61] });
+    expect(machineCaveat(scorePredictions(saved, reportData(drifted), drifted))).toBeUndefined();
+    // Slower and faster at once.
+    const both = checked({ "train-resnet50-b64-n2-1gbit-r1": [30, 30], "train-resnet50-b64-n4-1gbit-r1": [80, 80, 80, 80] });
+    expect(machineCaveat(scorePredictions(saved, reportData(both), both))).toMatch(/^2 of 2 runs' CPU check \(.*\) read from 50 % slower to 33 % faster than the calibration/);
+    // A predictions file before ringlab saved the calibration's check: no shift, nothing said.
+    expect(scorePredictions(file, reportData(onTurin), onTurin).scored.map((row) => row.cpuCheckShift)).toEqual([null, null, null]);
+    expect(machineCaveat(scorePredictions(file, reportData(onTurin), onTurin))).toBeUndefined();
   });
 
   it("marks a flagged run in the table and says which misses a flag questions, in both pages", () => {
