@@ -1,0 +1,151 @@
+/**
+ * Issue #53's done-when campaign on a machine of a newer CPU generation (2026-11-29): the calibration campaigns run
+ * again there, then the layouts campaign, now with 2 micro-batches too (matrix.exclude leaves out 1F1B ×2 on 3 nodes),
+ * predicted before its first run (test/bench/README.md, "Layouts on a newer CPU"). Every attempt's record of the three
+ * campaigns, the calibration and the predictions are in test/bench/data/layouts-newer-cpu/; every figure the README
+ * quotes of them is recomputed here, and so are the other machine's calibration's predictions of the same runs.
+ *
+ *   npx ringlab campaign campaigns/local-layouts-baselines.yaml
+ *   npx ringlab campaign campaigns/local-layouts-links.yaml
+ *   npx ringlab calibrate results/local-layouts-baselines results/local-layouts-links --out calibration.json
+ *   npx ringlab campaign campaigns/local-layouts.yaml --calibration calibration.json --results results/local-layouts-m2
+ */
+import { describe, expect, it } from "vitest";
+import { memoryConstantsFor } from "../../src/campaign/fits.ts";
+import { planCampaign } from "../../src/campaign/plan.ts";
+import { predictionContextFor } from "../../src/predict/inputs.ts";
+import { calibrationOfCampaigns } from "../../src/predict/layout-overlap.ts";
+import { isPrediction, predictRun } from "../../src/predict/predict.ts";
+import { recommend } from "../../src/predict/recommend.ts";
+import { runCalibrationGflops } from "../../src/report/data.ts";
+import { machineCaveat, scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
+import type { RunRecord } from "../../src/results/record.ts";
+import { LINKS, NODES, RAN_IN, layoutsCampaign, mean, round1, short, whole } from "./layouts-campaign.ts";
+import { recordsOf, rounded } from "./records.ts";
+
+const FOLDER = "test/bench/data/layouts-newer-cpu";
+const OTHER_MACHINE = "test/bench/data/layouts-phi";
+const { baselines, links, attempts, latest, calibration, predictions, campaign, data, score, counted, stepError, comparisonAt } = layoutsCampaign(FOLDER);
+const span = (records: readonly RunRecord[]) => {
+  const times = records.flatMap((record) => [Date.parse(record.startedAt), Date.parse(record.endedAt)]);
+  return [Math.min(...times), Math.max(...times)].map((time) => new Date(time).toISOString().slice(11, 16));
+};
+const shaped = counted.filter((row) => !row.runId.includes("-unlimited-"));
+
+describe("every layout on 2 and 3 CPU nodes of a newer CPU, predicted before the run (test/bench/README.md)", () => {
+  it("ran the calibration campaigns there first (56 and 30 runs, 01:43-02:07 UTC), then 51 runs, all ok, none run again, 02:08-02:28", () => {
+    expect([baselines.length, links.length]).toEqual([56, 30]);
+    expect([...baselines, ...links, ...attempts].every((record) => record.status === "ok" && record.attempt === 1)).toBe(true);
+    expect([span(baselines), span(links), span(attempts)]).toEqual([["01:43", "02:01"], ["02:02", "02:06"], ["02:08", "02:28"]]);
+    expect(latest).toHaveLength(51);
+    expect(predictions.madeAt.slice(11, 19)).toBe("02:08:17");
+    expect(predictions.runsDoneBefore).toEqual([]);
+    expect(predictions.sample).toEqual({ kind: "out-of-sample" });
+    for (const record of attempts) expect(Date.parse(record.startedAt)).toBeGreaterThan(Date.parse(predictions.madeAt));
+    // 2 micro-batches now too: 1F1B ×2 on 2 nodes only (matrix.exclude), GPipe ×2 on both.
+    const pipelines = (nodes: number) => latest.filter((record) => record.params.nodes === nodes && record.params.knobs["parallelism"] === "pipeline").length;
+    expect([pipelines(2), pipelines(3)]).toEqual([3 * 6, 3 * 5]);
+  });
+
+  it("was calibrated from the other campaigns' records alone, each layout's φ from its baselines runs at 300 Mbit/s", () => {
+    const again = calibrationOfCampaigns([{ records: baselines, resultsDir: RAN_IN.baselines, folder: whole(RAN_IN.baselines) },
+      { records: links, resultsDir: RAN_IN.links, folder: whole(RAN_IN.links) }]);
+    expect(rounded(again)).toEqual(rounded(calibration));
+    expect(calibration.overlap.map((entry) => `${entry.parallelism ?? "ddp"} ${entry.nodes}: ${entry.share.mean.toFixed(2)} (${entry.share.points})`)).toEqual([
+      "ddp 2: 0.15 (1)", "ddp 3: 0.19 (1)", "pipeline 2: 0.88 (6)", "pipeline 3: 0.94 (5)", "fsdp 2: 0.26 (1)", "fsdp 3: -0.00 (1)", "tensor 2: 0.50 (1)", "tensor 3: 0.61 (1)"]);
+    const own = new Set(attempts.map((record) => record.fingerprint));
+    expect([...baselines, ...links].filter((record) => own.has(record.fingerprint))).toEqual([]);
+  });
+
+  it("put 33 of 34 shaped-link runs' steps within 15 % of the prediction; the miss, 2-node GPipe ×6 at 1 Gbit/s, ran with the CPU check 11 % low", () => {
+    expect(shaped).toHaveLength(34);
+    expect(shaped.filter((row) => Math.abs(stepError(row)) <= 15)).toHaveLength(33);
+    const misses = shaped.filter((row) => Math.abs(stepError(row)) > 15);
+    expect(misses.map((row) => [short(row.runId), stepError(row), round1(100 * row.cpuCheckShift!)])).toEqual([["n2-1gbit-pipeline ×6 gpipe", 16, -11.1]]);
+    const figures = (rows: typeof counted) => [Math.min(...rows.map(stepError)), Math.max(...rows.map(stepError)), round1(mean(rows.map((row) => Math.abs(stepError(row)))))];
+    expect(figures(shaped)).toEqual([-5.3, 16, 4.6]);
+    // Every GPipe ×6 run slower than predicted, by 11-16 % on shaped links, where 1F1B ×6 is within 9 %.
+    const of = (layout: string) => shaped.filter((row) => short(row.runId).endsWith(layout)).map(stepError);
+    expect(of("×6 gpipe")).toEqual([13, 11.4, 16, 11.6]);
+    expect(of("×6 1f1b")).toEqual([1.8, 4.5, 8.6, 5.9]);
+    // Unshaped (no target): the worst, 2-node tensor +46.3 %, ran with its CPU check 31.5 % below the calibration's.
+    const unshaped = counted.filter((row) => row.runId.includes("-unlimited-"));
+    expect(figures(unshaped)).toEqual([-2.2, 46.3, 9.3]);
+    const worst = unshaped.find((row) => stepError(row) === 46.3)!;
+    expect([short(worst.runId), round1(100 * worst.cpuCheckShift!)]).toEqual(["n2-unlimited-tensor", -31.5]);
+  });
+
+  it("put every run's peak memory per rank within 10 % of the prediction saved before it", () => {
+    expect(counted).toHaveLength(51);
+    expect([Math.min(...counted.map((row) => row.memoryError!)), Math.max(...counted.map((row) => row.memoryError!))].map((error) => round1(100 * error))).toEqual([-3, 5.8]);
+    expect(scoreSummary(score)).toMatch(/51 of 51 runs' peak memory per rank within 10 % of the predicted$/);
+  });
+
+  it("names the fastest layout per link and node count; predict --recommend put it first at the two unshaped rates, second at the four shaped", () => {
+    const fastest = NODES.flatMap((nodes) => LINKS.map((link) => {
+      const [best, next] = comparisonAt(link, nodes).entries;
+      return `${nodes} ${link}: ${best!.layout} ${best!.throughput.mean.toFixed(1)} (${next!.layout} ${next!.throughput.mean.toFixed(1)})`;
+    }));
+    expect(fastest).toEqual([
+      "2 300mbit: pipeline 1f1b, 6 micro-batches 928.2 (pipeline 1f1b, 3 micro-batches 923.2)",
+      "2 1gbit: pipeline 1f1b, 6 micro-batches 883.9 (pipeline 1f1b, 3 micro-batches 867.7)",
+      "2 unlimited: ddp 1124.8 (pipeline 1f1b, 3 micro-batches 917.2)",
+      "3 300mbit: pipeline 1f1b, 6 micro-batches 1192.7 (pipeline 1f1b, 3 micro-batches 1136.8)",
+      "3 1gbit: pipeline 1f1b, 6 micro-batches 1183.9 (ddp 1154.6)",
+      "3 unlimited: ddp 1582.7 (fsdp full 1263.0)"]);
+    const context = predictionContextFor(campaign, 0.5, calibration)!;
+    const knobs = { optimizer: "adamw", layers: 6, width: 384, heads: 12, sequenceLength: 64, precision: "fp32" };
+    const ranked = (nodes: number, link: string) => recommend({ model: "gpt-mini", batchSize: 6, nodes, processesPerNode: 1, bandwidth: link, knobs }, context,
+      memoryConstantsFor(campaign, 0.5, calibration)).map((entry) => entry.candidate.name);
+    expect(NODES.flatMap((nodes) => LINKS.map((link) => `${nodes} ${link}: ${ranked(nodes, link).slice(0, 2).join(" > ")}`))).toEqual([
+      "2 300mbit: pipeline gpipe, 6 micro-batches > pipeline 1f1b, 6 micro-batches", "2 1gbit: pipeline gpipe, 6 micro-batches > pipeline 1f1b, 6 micro-batches",
+      "2 unlimited: ddp > fsdp grad-op",
+      "3 300mbit: pipeline gpipe, 6 micro-batches > pipeline 1f1b, 6 micro-batches", "3 1gbit: pipeline gpipe, 6 micro-batches > pipeline 1f1b, 6 micro-batches",
+      "3 unlimited: ddp > fsdp grad-op"]);
+    // Its first at the shaped rates, GPipe ×6, measured third or lower there: the layout every run of which was slower than predicted.
+    const placeOf = (link: string, nodes: number, layout: string) => comparisonAt(link, nodes).entries.findIndex((entry) => entry.layout === layout) + 1;
+    expect(NODES.flatMap((nodes) => ["300mbit", "1gbit"].map((link) => placeOf(link, nodes, "pipeline gpipe, 6 micro-batches")))).toEqual([3, 5, 3, 3]);
+    // The baselines' own 2- and 3-node runs had GPipe ×6 2.9-6.2 % behind 1F1B ×6 on both of their links already.
+    const tokensOf = (nodes: number, link: string, schedule: string) => (baselines.find((record) => record.params.nodes === nodes && record.params.bandwidth === link
+      && record.params.knobs["microBatches"] === 6 && record.params.knobs["pipelineSchedule"] === schedule)!.result as { metrics: { tokensPerSecondTotal: { mean: number } } })
+      .metrics.tokensPerSecondTotal.mean;
+    expect(NODES.flatMap((nodes) => ["300mbit", "unlimited"].map((link) => round1(100 * (tokensOf(nodes, link, "gpipe") / tokensOf(nodes, link, "1f1b") - 1)))))
+      .toEqual([-2.9, -4.7, -4, -6.2]);
+  });
+
+  it("said of no run that it was on another machine than the calibrated one; of 3 that their CPU check read 15-32 % low", () => {
+    expect(machineCaveat(score)).toMatch(/^3 of 51 runs' CPU check \(.*\) read 15 % to 32 % slower than the calibration runs'/);
+  });
+});
+
+describe("the other machine's calibration (2026-11-28) predicting the same runs", () => {
+  // Recomputed from its committed records with today's code, so that its compute entries carry their CPU check.
+  const other = calibrationOfCampaigns([{ records: recordsOf(`${OTHER_MACHINE}/baselines-attempts.jsonl`), resultsDir: RAN_IN.baselines, folder: whole(RAN_IN.baselines) },
+    { records: recordsOf(`${OTHER_MACHINE}/links-attempts.jsonl`), resultsDir: RAN_IN.links, folder: whole(RAN_IN.links) }]);
+  const context = predictionContextFor(campaign, 0.5, other)!;
+  const predicted = planCampaign(campaign, "local-layouts").runs.flatMap((run) => {
+    const prediction = predictRun(run, context);
+    return prediction !== null && isPrediction(prediction) ? [prediction] : [];
+  });
+  const otherScore = scorePredictions({ ...predictions, predictions: predicted }, data, attempts);
+
+  it("predicts every run 17-62 % too slow, and the report says the runs' CPU checks read 16-81 % faster than its runs'", () => {
+    const rows = otherScore.scored.filter((row) => row.counted);
+    expect(rows).toHaveLength(51);
+    const errors = rows.map((row) => round1(100 * (row.predictedThroughput / row.measuredThroughput - 1)));
+    expect([Math.min(...errors), Math.max(...errors), round1(mean(errors))]).toEqual([-61.5, -16.8, -51.3]);
+    expect(machineCaveat(otherScore)).toMatch(/^51 of 51 runs' CPU check \(.*\) read 16 % to 81 % faster than the calibration runs' that measured their compute: they ran on another machine/);
+  });
+
+  it("was a machine whose CPU check read 1.75 times lower, and whose one worker trained 2.13 times slower at the same quota", () => {
+    const oneWorkerDdp = (records: readonly RunRecord[]) => records.filter((record) => record.status === "ok" && record.params.nodes === 1 && record.params.knobs["parallelism"] === "ddp");
+    const [then, now] = [oneWorkerDdp(recordsOf(`${OTHER_MACHINE}/baselines-attempts.jsonl`)), oneWorkerDdp(baselines)];
+    expect([then.length, now.length]).toEqual([3, 2]);
+    const check = (records: readonly RunRecord[]) => mean(records.map((record) => runCalibrationGflops(record)!));
+    const tokens = (records: readonly RunRecord[]) => mean(records.map((record) => (record.result as { metrics: { tokensPerSecondTotal: { mean: number } } }).metrics.tokensPerSecondTotal.mean));
+    expect([check(then), check(now)].map(round1)).toEqual([62.2, 109.1]);
+    expect([tokens(then), tokens(now)].map(round1)).toEqual([309.6, 659.3]);
+    expect([check(now) / check(then), tokens(now) / tokens(then)].map((ratio) => ratio.toFixed(2))).toEqual(["1.75", "2.13"]);
+    expect([...new Set([...then, ...now].map((record) => record.result!.provenance.deviceModel))]).toEqual(["AMD EPYC"]);
+  });
+});
