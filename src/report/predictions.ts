@@ -136,12 +136,13 @@ export function machineCaveat(score: PredictionScore): string | undefined {
   if (off.length === 0) return undefined;
   const shifts = off.map((row) => row.cpuCheckShift!);
   const [low, high] = [Math.min(...shifts), Math.max(...shifts)];
-  const range = (shift: number) => `${Math.round(Math.abs(shift) * 100)} %`;
-  const direction = low > 0 ? `${range(low)} to ${range(high)} faster than` : high < 0 ? `${range(high)} to ${range(low)} slower than`
-    : `from ${range(low)} slower to ${range(high)} faster than`;
+  const size = (shift: number) => Math.round(Math.abs(shift) * 100);
+  const span = (a: number, b: number) => (size(a) === size(b) ? `${size(a)} %` : `${size(a)} % to ${size(b)} %`);
+  const direction = low > 0 ? `${span(low, high)} faster than` : high < 0 ? `${span(high, low)} slower than` : `from ${size(low)} % slower to ${size(high)} % faster than`;
+  const one = off.length === 1;
   return `${off.length} of ${counted.length} runs' CPU check (the worker's timed matrix products before each run) read ${direction} the calibration ` +
-    `runs' that measured their compute: they ran on another machine, or a differently loaded one, than the one calibrated, and their ` +
-    "predictions carry that difference. Calibrate on this machine (`ringlab calibrate` on a campaign run here) to predict it.";
+    `runs' that measured ${one ? "its" : "their"} compute: ${one ? "it" : "they"} ran on another machine, or a differently loaded one, than the one calibrated, and ` +
+    `${one ? "its prediction carries" : "their predictions carry"} that difference. Calibrate from a campaign run on this machine to predict it.`;
 }
 
 /** The largest rank's measured peak over its baseline against the saved prediction of it. */

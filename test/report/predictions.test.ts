@@ -115,7 +115,7 @@ describe("the prediction made before the run, scored", () => {
     expect(score.scored.map((row) => Math.round(100 * row.cpuCheckShift!))).toEqual([83, 80, 2]);
     expect(machineCaveat(score)).toBe("2 of 3 runs' CPU check (the worker's timed matrix products before each run) read 80 % to 83 % faster than the " +
       "calibration runs' that measured their compute: they ran on another machine, or a differently loaded one, than the one calibrated, and their " +
-      "predictions carry that difference. Calibrate on this machine (`ringlab calibrate` on a campaign run here) to predict it.");
+      "predictions carry that difference. Calibrate from a campaign run on this machine to predict it.");
     const meta = reportMeta(onTurin, new Date("2026-11-25T15:00:00Z"));
     expect(renderMarkdown(reportData(onTurin), meta, [], score)).toContain("\n\n2 of 3 runs' CPU check (the worker's timed matrix products before each run) read 80 % to 83 % faster");
     // Within 15 % (one machine's drift between batches of runs): nothing said.
