@@ -116,11 +116,12 @@ export interface OverlapEntry {
 }
 
 /**
- * A tensor-parallel step measured on several workers over an unshaped link: what splitting each block's matrices over
- * `tensorDegree` workers gave on this machine, where the model's share of the split compute (1/tp of it) promises
- * more (test/bench/README.md, "Layouts, predicted before the run"). A prediction of the same workload on as many
- * workers takes this step's collectives at the unshaped link out (src/predict/predict.ts) and keeps the rest as the
- * split compute.
+ * A tensor-parallel or pipeline step measured on several workers over an unshaped link: what splitting each block's
+ * matrices over `tensorDegree` workers gave on this machine, where the model's share of the split compute (1/tp of it)
+ * promises more (test/bench/README.md, "Layouts, predicted before the run"); or what cutting the blocks into stages
+ * gave, where the model gives GPipe and 1F1B the same bubble and GPipe with 6 micro-batches measured 11-16 % slower
+ * ("Layouts on a newer CPU"). A prediction of the same workload on as many workers takes this step's collectives at the
+ * unshaped link out (src/predict/predict.ts) and keeps the rest as the split compute.
  */
 export interface SplitStepEntry {
   readonly model: string;
@@ -180,7 +181,7 @@ const calibrationSchema = z.strictObject({
   })).default([]),
   splitSteps: z.array(z.strictObject({
     model: z.string(), batchSize: z.number().int().positive(), precision: z.string(), workload: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
-    nodes: z.number().int().min(1), processesPerNode: z.number().int().positive(), tensorDegree: z.number().int().min(2), device: z.string(), deviceModel: z.string(),
+    nodes: z.number().int().min(1), processesPerNode: z.number().int().positive(), tensorDegree: z.number().int().min(1), device: z.string(), deviceModel: z.string(),
     cpusPerNode: z.number().positive().nullable(),
     stepSeconds: z.strictObject({ mean: z.number().positive(), halfWidth95: z.number().nonnegative(), repeats: z.number().int().positive() }), source,
   })).default([]),
@@ -297,8 +298,8 @@ export function calibratingRecords(everyRecord: readonly RunRecord[], resultsDir
 }
 
 /**
- * Every tensor-parallel point over an unshaped link (the link there sets no pace the model describes; the workers'
- * CPU does): its step on the group, for a prediction to take its collectives out of.
+ * Every tensor-parallel and pipeline point over an unshaped link (the link there sets no pace the model describes; the
+ * workers' CPU does): its step on the group, for a prediction to take its collectives out of.
  */
 function splitStepsFromReport(data: ReturnType<typeof reportData>, recordOf: ReadonlyMap<string, RunRecord>,
   measured: (runIds: readonly string[]) => Source): SplitStepEntry[] {
@@ -308,13 +309,13 @@ function splitStepsFromReport(data: ReturnType<typeof reportData>, recordOf: Rea
       if (first?.result?.job !== "train") return [];
       const dims = first.result.metrics.layout?.dims ?? {};
       const workload = computeWorkload(config.model, first.result.knobs);
-      if ((dims["tp"] ?? 1) < 2 || workload === undefined) return [];
+      if (((dims["tp"] ?? 1) < 2 && (dims["pp"] ?? 1) < 2) || workload === undefined) return [];
       // A step computes the batch once per data-parallel replica: the group's samples over its throughput.
       const replicas = (dims["dp_replicate"] ?? 1) * (dims["dp_shard"] ?? 1);
       const stepSeconds = (replicas * config.batchSize * unitsPerSample(config.model, first.result.knobs)) / point.throughput.mean;
       return [{
         model: config.model, batchSize: config.batchSize, precision: String(first.params.knobs["precision"] ?? "fp32"), workload,
-        nodes: point.nodes, processesPerNode: point.processesPerNode, tensorDegree: dims["tp"]!,
+        nodes: point.nodes, processesPerNode: point.processesPerNode, tensorDegree: dims["tp"] ?? 1,
         device: first.result.provenance.device, deviceModel: first.result.provenance.deviceModel, cpusPerNode: first.params.cpusPerNode ?? null,
         stepSeconds: { mean: stepSeconds, halfWidth95: stepSeconds * (point.throughput.halfWidth95 / point.throughput.mean), repeats: point.throughput.n },
         source: measured(point.runIds),
@@ -365,6 +366,12 @@ function linkKey(entry: LinkEntry): string {
   return JSON.stringify([entry.bandwidth, entry.nodes, entry.processesPerNode, entry.reduction, entry.cpusPerNode, entry.instanceType ?? null, entry.collective ?? "all-reduce"]);
 }
 
+/** "tensor over 2", "pipeline 1f1b ×6 over 3 stages": how a split step's layout is named. */
+export function splitLabel(entry: Pick<SplitStepEntry, "workload" | "tensorDegree" | "nodes">): string {
+  const { parallelism, pipelineSchedule, microBatches } = entry.workload;
+  return parallelism === "pipeline" ? `pipeline ${String(pipelineSchedule)} ×${String(microBatches)} over ${entry.nodes} stages` : `tensor over ${entry.tensorDegree}`;
+}
+
 function splitStepKey(entry: SplitStepEntry): string {
   return JSON.stringify([entry.model, entry.batchSize, entry.precision, canonicalJson(entry.workload), entry.nodes, entry.processesPerNode, entry.tensorDegree,
     entry.deviceModel, entry.cpusPerNode]);
@@ -413,7 +420,7 @@ export function calibrationInputs(calibration: Calibration): CalibrationInput[] 
   return [
     ...calibration.compute.map((entry) => input(`compute ${entry.model} batch ${entry.batchSize} ${entry.precision}${entry.channelsLast === true ? " channels-last" : ""} ` +
       `on ${entry.deviceModel}${cores(entry.cpusPerNode)}`, entry)),
-    ...calibration.splitSteps.map((entry) => input(`split step ${entry.model} batch ${entry.batchSize} ${entry.precision}, tensor over ${entry.tensorDegree} of ` +
+    ...calibration.splitSteps.map((entry) => input(`split step ${entry.model} batch ${entry.batchSize} ${entry.precision}, ${splitLabel(entry)} of ` +
       `${entry.nodes} nodes × ${entry.processesPerNode}, unshaped, on ${entry.deviceModel}${cores(entry.cpusPerNode)}`, entry)),
     ...calibration.links.map((entry) => input(`link ${entry.bandwidth}, ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${entry.collective === undefined ? "" : `, ${entry.collective}`}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),
     ...calibration.overlap.map((entry) => input(`overlap ${overlapLabel(entry)}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),

@@ -19,7 +19,7 @@ import { PARAMETER_COUNT } from "../config/registry.ts";
 import type { CampaignFile, Model, TrainKnobName } from "../config/schema.ts";
 import { targetOf } from "../targets/index.ts";
 import { computeWorkload } from "../workload/transformer.ts";
-import { canonicalJson, describeSource, type Calibration, type ComputeEntry, type LinkEntry, type SplitStepEntry } from "./calibration.ts";
+import { canonicalJson, describeSource, splitLabel, type Calibration, type ComputeEntry, type LinkEntry, type SplitStepEntry } from "./calibration.ts";
 
 /** What the question is asked against: the user's measurements, and the machine the runs would use. */
 export interface PredictionContext {
@@ -267,9 +267,9 @@ function fromFigures(imagesPerSecond: readonly number[], batchSize: number, grad
 }
 
 /**
- * A tensor-parallel group's step measured over an unshaped link for this very question (the same workload, node count,
- * placement, tensor degree and CPU quota): the calibration's SplitStepEntry, for predict.ts to take its collectives out
- * of. Undefined where none was measured.
+ * A tensor-parallel group's or a pipeline's step measured over an unshaped link for this very question (the same
+ * workload, node count, placement, tensor degree and CPU quota): the calibration's SplitStepEntry, for predict.ts to
+ * take its collectives out of. Undefined where none was measured.
  */
 export function splitStepInput(question: InputQuestion, tensorDegree: number, context: PredictionContext): { readonly entry: SplitStepEntry; readonly source: string } | undefined {
   const quota = context.cpusPerNode ?? null;
@@ -278,7 +278,7 @@ export function splitStepInput(question: InputQuestion, tensorDegree: number, co
     && candidate.nodes === question.nodes && candidate.processesPerNode === (question.processesPerNode ?? 1) && candidate.tensorDegree === tensorDegree
     && candidate.cpusPerNode === quota);
   return entry === undefined ? undefined : {
-    entry, source: `the step of tensor over ${tensorDegree} workers measured over an unshaped link, ${describeSource(entry.source)} (${entry.stepSeconds.repeats} repeat${entry.stepSeconds.repeats === 1 ? "" : "s"})`,
+    entry, source: `the step of ${splitLabel(entry)}${entry.workload["parallelism"] === "pipeline" ? "" : " workers"} measured over an unshaped link, ${describeSource(entry.source)} (${entry.stepSeconds.repeats} repeat${entry.stepSeconds.repeats === 1 ? "" : "s"})`,
   };
 }
 

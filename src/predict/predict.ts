@@ -11,7 +11,7 @@ import { COLLECTIVE_OP, COLLECTIVES, numericKnob, probedAs, type Collective, typ
 import { boundedShare, overlappedStepSeconds, predictHierarchicalStep, predictTrainingStep } from "../results/comm-model.ts";
 import { allReducesPerStep, exchangeShare, wireBytesPerStep } from "../reductions/index.ts";
 import { throughputUnit } from "../config/registry.ts";
-import { computeOfStep, predictLayoutStep, type CollectiveOp, type LinkCoefficients, type StepCollective } from "../results/layout-model.ts";
+import { computeOfStep, predictLayoutStep, type CollectiveOp, type LayoutStepInput, type LinkCoefficients, type StepCollective } from "../results/layout-model.ts";
 import { dataParallel, dimsOf } from "../workload/layout.ts";
 import { stepTraffic } from "../workload/traffic.ts";
 import { computeShares, shapeOf, unitsPerSample } from "../workload/transformer.ts";
@@ -159,13 +159,17 @@ function predictLayoutTraining(run: TrainingQuestion, compute: ComputeInput, con
   const pipeline = parallelism === "pipeline";
   const overlap = link === null ? null : overlapInput({ ...inputQuestionOf(run), reduction: "ring" }, context, parallelism);
   const phi = overlap?.share ?? { mean: 0, halfWidth95: 0 };
-  // Where the calibration measured this tensor group's step, its compute is that step's; else the model's split of it.
-  const split = dims.tp > 1 && !pipeline ? measuredSplitCompute(run, collectives, dims.tp, phi.mean, context) : undefined;
-  const stepAt = (computeSeconds: number, overlapShare: number) => predictLayoutStep({
-    computeSeconds: split === undefined ? computeSeconds : split.seconds * (computeSeconds / compute.seconds.mean), collectives, linkOf, overlapShare,
-    ...(dims.tp > 1 && split === undefined ? { tensor: { degree: dims.tp, splitShare: shares.split } } : {}),
-    ...(pipeline ? { pipeline: { stages: dims.pp, microBatches: Number(run.knobs.microBatches ?? 4), slowestStageShare: shares.slowestStage } } : {}),
-  });
+  const stages = pipeline ? { stages: dims.pp, microBatches: Number(run.knobs.microBatches ?? 4), slowestStageShare: shares.slowestStage } : undefined;
+  // Where the calibration measured this tensor group's or pipeline's step, its compute is that step's; else the model's split of it.
+  const split = dims.tp > 1 || pipeline ? measuredSplitCompute(run, collectives, dims.tp, phi.mean, context, stages) : undefined;
+  const stepAt = (computeSeconds: number, overlapShare: number) => {
+    const measured = split === undefined ? undefined : split.seconds * (computeSeconds / compute.seconds.mean);
+    return predictLayoutStep({
+      computeSeconds: measured === undefined || stages !== undefined ? computeSeconds : measured, collectives, linkOf, overlapShare,
+      ...(dims.tp > 1 && split === undefined && stages === undefined ? { tensor: { degree: dims.tp, splitShare: shares.split } } : {}),
+      ...(stages === undefined ? {} : { pipeline: { ...stages, ...(measured === undefined ? {} : { measuredSeconds: measured }) } }),
+    });
+  };
   const step = stepAt(compute.seconds.mean, phi.mean);
   // Throughput against every worker computing a single node's step alone: a tensor group or a pipeline is one replica.
   const efficiencyOf = (stepSeconds: number, computeSeconds = compute.seconds.mean) => (dataParallel(dims) * computeSeconds) / (workers * stepSeconds);
@@ -208,22 +212,24 @@ function ownLinks(question: InputQuestion, ops: readonly CollectiveOp[], context
 }
 
 /**
- * Tensor parallelism's compute on its group where the calibration measured the group's step over an unshaped link
- * (inputs.ts splitStepInput): that step less its collectives at that link, timed on the unshaped probes' α and β. On
- * this machine's CPU quota a split matrix computes at less than 1/tp of the whole's time less often than the model's
- * share says (test/bench/README.md, "Layouts, predicted before the run"). Undefined where nothing was measured.
+ * Tensor parallelism's compute on its group, or a pipeline's over its slots (bubble included), where the calibration
+ * measured the same layout's step over an unshaped link (inputs.ts splitStepInput): that step less its collectives at
+ * that link, timed on the unshaped probes' α and β. On this machine's CPU quota a split matrix computes at less than 1/tp
+ * of the whole's time less often than the model's share says (test/bench/README.md, "Layouts, predicted before the
+ * run"), and GPipe's many micro-batches cost more than the bubble that the model gives both schedules ("Layouts on a
+ * newer CPU"). Undefined where nothing was measured.
  */
 function measuredSplitCompute(run: TrainingQuestion, collectives: readonly StepCollective[], tensorDegree: number, overlapShare: number,
-  context: PredictionContext): { seconds: number; source: string } | undefined {
+  context: PredictionContext, pipeline: LayoutStepInput["pipeline"]): { seconds: number; source: string } | undefined {
   const unshaped = { ...inputQuestionOf(run), bandwidth: "unlimited" };
   const measured = splitStepInput(unshaped, tensorDegree, context);
   const ring = measured === undefined ? null : linkInput({ ...unshaped, reduction: "ring" }, context);
   if (measured === undefined || ring === null || isMissing(ring)) return undefined;
   const own = ownLinks(unshaped, collectives.map((collective) => collective.op).filter((op) => op !== "all_reduce"), context);
   const linkOf = (op: CollectiveOp): LinkCoefficients => own.get(op) ?? ring;
-  const communication = predictLayoutStep({ computeSeconds: 0, collectives, linkOf, overlapShare: 0 }).communicationSeconds;
+  const communication = predictLayoutStep({ computeSeconds: 0, collectives, linkOf, overlapShare: 0, ...(pipeline === undefined ? {} : { pipeline }) }).communicationSeconds;
   const seconds = computeOfStep(measured.entry.stepSeconds.mean, communication, overlapShare);
   if (!(seconds > 0)) return undefined;
-  return { seconds, source: `its compute on ${tensorDegree} workers: ${measured.source}, less its collectives there (${(communication * 1e3).toFixed(1)} ms on the unshaped probe's α and β` +
+  return { seconds, source: `its compute on ${run.nodes * (run.processesPerNode ?? 1)} workers: ${measured.source}, less its collectives there (${(communication * 1e3).toFixed(1)} ms on the unshaped probe's α and β` +
     `${overlapShare > 0 ? `, φ ${boundedShare(overlapShare).toFixed(2)} of them hidden` : ""})` };
 }

@@ -54,8 +54,11 @@ export interface LayoutStepInput {
   readonly overlapShare: number;
   /** Tensor parallelism: the ranks a block's matrices are split over, and the share of the compute in them. */
   readonly tensor?: { readonly degree: number; readonly splitShare: number };
-  /** A pipeline: its stages, micro-batches, and the slowest stage's share of the compute. */
-  readonly pipeline?: { readonly stages: number; readonly microBatches: number; readonly slowestStageShare: number };
+  /**
+   * A pipeline: its stages, micro-batches, and the slowest stage's share of the compute; `measuredSeconds`, where a run
+   * of the same pipeline measured its compute over all its slots (bubble included), replaces the model's of it.
+   */
+  readonly pipeline?: { readonly stages: number; readonly microBatches: number; readonly slowestStageShare: number; readonly measuredSeconds?: number };
 }
 
 export interface LayoutStep {
@@ -78,7 +81,7 @@ export function predictLayoutStep(input: LayoutStepInput): LayoutStep {
     const perMicroBatch = (input.computeSeconds / microBatches) * slowestStageShare;
     // Each slot sends one micro-batch's activations forward and receives one's gradients: two messages.
     const message = sends.reduce((sum, c) => sum + collectiveSeconds({ ...c, calls: 1, bytes: c.bytes / c.calls }, input.linkOf("send")), 0);
-    const computeSeconds = slots * perMicroBatch;
+    const computeSeconds = input.pipeline.measuredSeconds ?? slots * perMicroBatch;
     const communicationSeconds = slots * 2 * message + others;
     return { computeSeconds, communicationSeconds, stepSeconds: overlappedStepSeconds(computeSeconds, communicationSeconds, input.overlapShare), bubbleShare: (stages - 1) / slots };
   }

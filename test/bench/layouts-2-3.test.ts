@@ -21,7 +21,7 @@ import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { scoreSummary } from "../../src/report/predictions.ts";
 import { attemptOf, type RunRecord } from "../../src/results/record.ts";
 import { LINKS, NODES, RAN_IN, layoutsCampaign, mean, round1, short, whole } from "./layouts-campaign.ts";
-import { latestOf, recordsOf, rounded, withoutCpuCheck } from "./records.ts";
+import { latestOf, recordsOf, rounded, comparableWithBefore } from "./records.ts";
 
 const FOLDER = "test/bench/data/layouts-2-3";
 const { baselines, links, attempts, latest, calibration, predictions, campaign, data, score, counted, stepError, comparisonAt } = layoutsCampaign(FOLDER);
@@ -46,7 +46,7 @@ describe("every layout on 2 and 3 CPU nodes, predicted before the run from other
   it("was calibrated from the other campaigns' records alone, none of them a run of this campaign", () => {
     const again = mergeCalibrations([calibrationFromRecords(baselines, RAN_IN.baselines, () => {}, whole(RAN_IN.baselines)),
       calibrationFromRecords(links, RAN_IN.links, () => {}, whole(RAN_IN.links))]);
-    expect(rounded(withoutCpuCheck(again))).toEqual(rounded(calibration));
+    expect(rounded(comparableWithBefore(again))).toEqual(rounded(comparableWithBefore(calibration)));
     // Each layout's memory constants from its own multi-worker runs, fsdp's from the 2- and 3-node unshaped fsdp runs.
     expect(calibration.memory.map((entry) => [entry.parallelism ?? "ddp", entry.runs])).toEqual([["ddp", 2], ["fsdp", 2], ["pipeline", 11], ["tensor", 2]]);
     const own = new Set(attempts.map((record) => record.fingerprint));

@@ -20,9 +20,10 @@ export const mean = (values: readonly number[]) => values.reduce((sum, value) =>
 export const short = (runId: string) => runId.replace("train-gpt-mini-b6-", "").replace("parallelism-", "").replace("-microbatches-", " ×")
   .replace("-pipelineschedule-", " ").replace(/-r1$/, "");
 
-export function layoutsCampaign(folder: string) {
-  const baselines = recordsOf(`${folder}/baselines-attempts.jsonl`);
-  const links = recordsOf(`${folder}/links-attempts.jsonl`);
+/** `inputs`: the folder with the calibration campaigns' records, where a second campaign shares another's. */
+export function layoutsCampaign(folder: string, inputs = folder) {
+  const baselines = recordsOf(`${inputs}/baselines-attempts.jsonl`);
+  const links = recordsOf(`${inputs}/links-attempts.jsonl`);
   const attempts = recordsOf(`${folder}/attempts.jsonl`);
   const latest = latestOf(attempts);
   const { calibration, predictions } = committedPredictions(`${folder}/calibration.json`, `${folder}/predictions.json`);

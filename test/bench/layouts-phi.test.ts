@@ -20,7 +20,7 @@ import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import { attemptOf, type RunRecord } from "../../src/results/record.ts";
 import { LINKS, NODES, RAN_IN, layoutsCampaign, mean, round1, short, whole } from "./layouts-campaign.ts";
-import { committedPredictions, latestOf, recordsOf, rounded, withoutCpuCheck } from "./records.ts";
+import { committedPredictions, latestOf, recordsOf, rounded, comparableWithBefore } from "./records.ts";
 
 const FOLDER = "test/bench/data/layouts-phi";
 const { baselines, links, attempts, latest, calibration, predictions, campaign, data, score, counted, stepError, comparisonAt } = layoutsCampaign(FOLDER);
@@ -45,7 +45,7 @@ describe("every layout on 2 and 3 CPU nodes, predicted before the run with each 
   it("was calibrated from the other campaigns' records alone: each layout's φ from its baselines runs at 300 Mbit/s", () => {
     const again = calibrationOfCampaigns([{ records: baselines, resultsDir: RAN_IN.baselines, folder: whole(RAN_IN.baselines) },
       { records: links, resultsDir: RAN_IN.links, folder: whole(RAN_IN.links) }]);
-    expect(rounded(withoutCpuCheck(again))).toEqual(rounded(calibration));
+    expect(rounded(comparableWithBefore(again))).toEqual(rounded(comparableWithBefore(calibration)));
     expect(calibration.overlap.map((entry) => `${entry.parallelism ?? "ddp"} ${entry.nodes}: ${entry.share.mean.toFixed(2)} (${entry.share.points})`)).toEqual([
       "ddp 2: 0.14 (1)", "ddp 3: 0.22 (1)", "pipeline 2: 0.67 (4)", "pipeline 3: 1.09 (4)", "fsdp 2: 0.15 (1)", "fsdp 3: 0.08 (1)", "tensor 2: 0.96 (1)", "tensor 3: 0.63 (1)"]);
     const own = new Set(attempts.map((record) => record.fingerprint));

@@ -18,7 +18,7 @@ import { reportData } from "../../src/report/data.ts";
 import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import { parsePredictions } from "../../src/results/predictions.ts";
-import { recordsOf, rounded, withoutCpuCheck } from "./records.ts";
+import { recordsOf, rounded, comparableWithBefore } from "./records.ts";
 
 const FOLDER = "test/bench/data/layouts";
 const layouts = recordsOf(`${FOLDER}/runs.jsonl`);
@@ -56,7 +56,7 @@ describe("a language model split across 2 CPU nodes (test/bench/README.md)", () 
 
   it("was calibrated from the sharded campaign's records alone, as committed; DDP's φ now counts DDP's runs only", () => {
     const again = calibrationFromRecords(sharded, "/root/evidence/sharded-2026-11-28", () => {}, "/root/evidence/sharded-2026-11-28");
-    expect(rounded({ ...withoutCpuCheck(again), overlap: [] })).toEqual(rounded({ ...calibration, overlap: [] }));
+    expect(rounded({ ...comparableWithBefore(again), overlap: [] })).toEqual(rounded({ ...comparableWithBefore(calibration), overlap: [] }));
     // The committed φ took the fsdp runs' points for DDP's; since each layout has its own φ (layout-overlap.ts), DDP's counts its own 2.
     const points = (entries: typeof calibration.overlap) => entries.map((entry) => `${entry.parallelism ?? "ddp"} ${entry.nodes}: ${entry.share.points}`);
     expect([points(calibration.overlap), points(again.overlap)]).toEqual([["ddp 3: 6"], ["ddp 3: 2"]]);

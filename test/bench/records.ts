@@ -21,9 +21,17 @@ export function rounded(value: unknown): unknown {
   return value;
 }
 
-/** A calibration as ringlab wrote it before its compute entries kept the CPU check (2026-11-29): the committed files' form. */
-export function withoutCpuCheck(calibration: Calibration): Calibration {
-  return { ...calibration, compute: calibration.compute.map(({ cpuCheckGflops: _, ...entry }) => entry) };
+/**
+ * What a calibration written before 2026-11-29 has in common with one ringlab writes today from the same records: then
+ * compute entries kept no CPU check, and a pipeline had no split step (its measured unshaped multi-node step), so its φ
+ * was fitted against the model's bubble instead. Both sides of a comparison leave those out.
+ */
+export function comparableWithBefore(calibration: Calibration): Calibration {
+  return {
+    ...calibration, compute: calibration.compute.map(({ cpuCheckGflops: _, ...entry }) => entry),
+    splitSteps: calibration.splitSteps.filter((entry) => entry.workload["parallelism"] !== "pipeline"),
+    overlap: calibration.overlap.filter((entry) => entry.parallelism !== "pipeline"),
+  };
 }
 
 /** Each run's latest attempt, as a results folder's runs.jsonl holds them. */

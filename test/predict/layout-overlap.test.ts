@@ -3,6 +3,7 @@
  * predict.ts's model of it, on the committed records of the layouts campaigns (test/bench/data/layouts-2-3/).
  */
 import { describe, expect, it } from "vitest";
+import { parseCalibration } from "../../src/predict/calibration.ts";
 import { calibrationOfCampaigns } from "../../src/predict/layout-overlap.ts";
 import { isPrediction, predictTraining, type RunPrediction } from "../../src/predict/predict.ts";
 import { reportData } from "../../src/report/data.ts";
@@ -48,6 +49,25 @@ describe("a layout's own overlap share φ", () => {
     expect(predicted(fitted, 2, { parallelism: "tensor" }).overlapShare).toBeCloseTo(0.781, 3);
     expect(predicted(fitted, 2, { parallelism: "tensor" }).sources.overlap).toBe(
       "overlap φ 0.78 ± 0.00 over 1 2-node training point, measured in shaped on 2026-11-28");
+  });
+
+  it("leaves a pipeline's compute to its own unshaped multi-node step where one was measured, so GPipe and 1F1B differ as they measured", () => {
+    const unshaped = latestOf(baselines.records).filter((record) => record.status === "ok" && record.params.bandwidth === "unlimited" && record.params.knobs["parallelism"] === "pipeline");
+    expect(unshaped).toHaveLength(11);
+    for (const record of unshaped) {
+      const { nodes, knobs } = record.params;
+      const layout = { parallelism: "pipeline", pipelineSchedule: String(knobs["pipelineSchedule"]), microBatches: Number(knobs["microBatches"]) };
+      const measured = (record.result as { metrics: { tokensPerSecondTotal: { mean: number } } }).metrics.tokensPerSecondTotal.mean;
+      const prediction = predicted(without, nodes, layout, "unlimited");
+      expect(prediction.throughput).toBeCloseTo(measured, 6);
+      expect(prediction.sources.compute).toContain(`the step of pipeline ${layout.pipelineSchedule} ×${layout.microBatches} over ${nodes} stages measured over an unshaped link`);
+      // Without that step, the model's bubble on the one-stage compute: the same for both schedules.
+      expect(predicted({ ...without, splitSteps: [] }, nodes, layout, "unlimited").throughput).not.toBeCloseTo(measured, 0);
+    }
+    // Such a calibration is read back (tensorDegree 1 for a pipeline's step).
+    expect(parseCalibration(JSON.parse(JSON.stringify(without)))).toEqual({ calibration: without });
+    const bubbleOnly = (schedule: string) => predicted({ ...without, splitSteps: [] }, 2, { parallelism: "pipeline", pipelineSchedule: schedule, microBatches: 6 }, "unlimited");
+    expect(bubbleOnly("gpipe").bubbleShare).toBe(bubbleOnly("1f1b").bubbleShare);
   });
 
   it("is not DDP's, nor DDP's a layout's", () => {

@@ -1,7 +1,7 @@
 /** `ringlab calibrate <results dir>...`: what earlier campaigns measured, kept for `plan` to predict runs before they run. */
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { describeSource, overlapLabel } from "../../predict/calibration.ts";
+import { describeSource, overlapLabel, splitLabel } from "../../predict/calibration.ts";
 import { describeMemoryEntry } from "../../predict/memory.ts";
 import { calibrateInto, defaultCalibrationFile } from "../../predict/store.ts";
 import { parseSafePath } from "../options.ts";
@@ -10,7 +10,7 @@ import { out } from "../../util/output.ts";
 
 export function registerCalibrate(program: Command, host: CommandHost): void {
   program.command("calibrate")
-    .description("merge what campaigns measured (each single-node baseline's compute, each tensor-parallel group's step over an unshaped link, each probe's link fit, the overlap its shaped training runs showed per layout and node count) into a calibration that `ringlab plan` predicts runs from")
+    .description("merge what campaigns measured (each single-node baseline's compute, each tensor-parallel group's and pipeline's step over an unshaped link, each probe's link fit, the overlap its shaped training runs showed per layout and node count) into a calibration that `ringlab plan` predicts runs from")
     .argument("<results-dirs...>", "results folders of campaigns that ran (results/<campaign>); a later one's entries replace an earlier one's")
     .option("--out <file>", "the calibration file (default: <state-dir>/calibration.json, which plan and campaign read)", parseSafePath)
     .action(host.action((dirs: string[], options: { out?: string }, command: Command) => {
@@ -23,7 +23,7 @@ export function registerCalibrate(program: Command, host: CommandHost): void {
           `t_c ${entry.computeSeconds.mean.toFixed(3)} ± ${entry.computeSeconds.halfWidth95.toFixed(3)} s (${describeSource(entry.source)})\n`);
       }
       for (const entry of calibration.splitSteps) {
-        out(`split step ${entry.model} batch ${entry.batchSize} ${entry.precision}, tensor over ${entry.tensorDegree} of ${entry.nodes} nodes × ${entry.processesPerNode}, unshaped` +
+        out(`split step ${entry.model} batch ${entry.batchSize} ${entry.precision}, ${splitLabel(entry)} of ${entry.nodes} nodes × ${entry.processesPerNode}, unshaped` +
           `${entry.cpusPerNode === null ? "" : ` at ${entry.cpusPerNode} cores`}: ${entry.stepSeconds.mean.toFixed(3)} ± ${entry.stepSeconds.halfWidth95.toFixed(3)} s a step (${describeSource(entry.source)})\n`);
       }
       for (const entry of calibration.links) {
@@ -39,7 +39,7 @@ export function registerCalibrate(program: Command, host: CommandHost): void {
       for (const entry of calibration.memory) {
         out(`memory ${entry.device}${entry.parallelism === undefined ? "" : ` ${entry.parallelism}`}${entry.cpusPerNode === null ? "" : ` at ${entry.cpusPerNode} cores`}: ${describeMemoryEntry(entry)}\n`);
       }
-      ctx.reporter.info(`calibration ${file}: ${calibration.compute.length} compute entries, ${calibration.splitSteps.length} tensor group steps, ${calibration.links.length} links, ${calibration.overlap.length} overlap shares, ` +
+      ctx.reporter.info(`calibration ${file}: ${calibration.compute.length} compute entries, ${calibration.splitSteps.length} split steps (tensor or pipeline), ${calibration.links.length} links, ${calibration.overlap.length} overlap shares, ` +
         `${calibration.memory.length} memory fits`);
     }));
 }
