@@ -17,11 +17,12 @@ import { predictionContextFor } from "../../src/predict/inputs.ts";
 import { calibrationOfCampaigns } from "../../src/predict/layout-overlap.ts";
 import { isPrediction, predictRun } from "../../src/predict/predict.ts";
 import { recommend } from "../../src/predict/recommend.ts";
-import { runCalibrationGflops } from "../../src/report/data.ts";
+import { reportData, runCalibrationGflops } from "../../src/report/data.ts";
+import { layoutComparisons } from "../../src/report/layouts.ts";
 import { machineCaveat, scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import type { RunRecord } from "../../src/results/record.ts";
 import { LINKS, NODES, RAN_IN, layoutsCampaign, mean, round1, short, whole } from "./layouts-campaign.ts";
-import { recordsOf, rounded } from "./records.ts";
+import { committedPredictions, comparableWithBefore, latestOf, recordsOf, rounded } from "./records.ts";
 
 const FOLDER = "test/bench/data/layouts-newer-cpu";
 const OTHER_MACHINE = "test/bench/data/layouts-phi";
@@ -50,7 +51,7 @@ describe("every layout on 2 and 3 CPU nodes of a newer CPU, predicted before the
   it("was calibrated from the other campaigns' records alone, each layout's φ from its baselines runs at 300 Mbit/s", () => {
     const again = calibrationOfCampaigns([{ records: baselines, resultsDir: RAN_IN.baselines, folder: whole(RAN_IN.baselines) },
       { records: links, resultsDir: RAN_IN.links, folder: whole(RAN_IN.links) }]);
-    expect(rounded(again)).toEqual(rounded(calibration));
+    expect(rounded(comparableWithBefore(again))).toEqual(rounded(comparableWithBefore(calibration)));
     expect(calibration.overlap.map((entry) => `${entry.parallelism ?? "ddp"} ${entry.nodes}: ${entry.share.mean.toFixed(2)} (${entry.share.points})`)).toEqual([
       "ddp 2: 0.15 (1)", "ddp 3: 0.19 (1)", "pipeline 2: 0.88 (6)", "pipeline 3: 0.94 (5)", "fsdp 2: 0.26 (1)", "fsdp 3: -0.00 (1)", "tensor 2: 0.50 (1)", "tensor 3: 0.61 (1)"]);
     const own = new Set(attempts.map((record) => record.fingerprint));
@@ -133,7 +134,7 @@ describe("the other machine's calibration (2026-11-28) predicting the same runs"
     const rows = otherScore.scored.filter((row) => row.counted);
     expect(rows).toHaveLength(51);
     const errors = rows.map((row) => round1(100 * (row.predictedThroughput / row.measuredThroughput - 1)));
-    expect([Math.min(...errors), Math.max(...errors), round1(mean(errors))]).toEqual([-61.5, -16.8, -51.3]);
+    expect([Math.min(...errors), Math.max(...errors), round1(mean(errors))]).toEqual([-62, -16.8, -52.2]);
     expect(machineCaveat(otherScore)).toMatch(/^51 of 51 runs' CPU check \(.*\) read 16 % to 81 % faster than the calibration runs' that measured their compute: they ran on another machine/);
   });
 
@@ -147,5 +148,87 @@ describe("the other machine's calibration (2026-11-28) predicting the same runs"
     expect([tokens(then), tokens(now)].map(round1)).toEqual([309.6, 659.3]);
     expect([check(now) / check(then), tokens(now) / tokens(then)].map((ratio) => ratio.toFixed(2))).toEqual(["1.75", "2.13"]);
     expect([...new Set([...then, ...now].map((record) => record.result!.provenance.deviceModel))]).toEqual(["AMD EPYC"]);
+  });
+});
+
+describe("the same campaign again, each pipeline's compute its own measured unshaped multi-node step (test/bench/README.md)", () => {
+  const SPLIT = "test/bench/data/layouts-newer-cpu-split";
+  const again = layoutsCampaign(SPLIT, FOLDER);
+  const againShaped = again.counted.filter((row) => !row.runId.includes("-unlimited-"));
+
+  it("ran 51 runs, all ok, none run again, 02:32-02:51 UTC, predicted at 02:32:02 before the first, out of sample, from the same campaigns' records", () => {
+    expect(again.latest).toHaveLength(51);
+    expect(again.attempts.every((record) => record.status === "ok" && record.attempt === 1)).toBe(true);
+    expect(span(again.attempts)).toEqual(["02:32", "02:51"]);
+    expect(again.predictions.madeAt.slice(11, 19)).toBe("02:32:02");
+    expect(again.predictions.sample).toEqual({ kind: "out-of-sample" });
+    for (const record of again.attempts) expect(Date.parse(record.startedAt)).toBeGreaterThan(Date.parse(again.predictions.madeAt));
+    const recomputed = calibrationOfCampaigns([{ records: baselines, resultsDir: RAN_IN.baselines, folder: whole(RAN_IN.baselines) },
+      { records: links, resultsDir: RAN_IN.links, folder: whole(RAN_IN.links) }]);
+    expect(rounded(recomputed)).toEqual(rounded(again.calibration));
+    // Each pipeline's unshaped 2- and 3-node step is a split step now: 11 of them beside the 2 tensor groups'.
+    expect(again.calibration.splitSteps.map((entry) => String(entry.workload["parallelism"]))).toEqual([...Array(11).fill("pipeline"), "tensor", "tensor"].sort()
+      .sort((a, b) => (a === b ? 0 : a === "pipeline" ? -1 : 1)));
+    expect(again.calibration.overlap.filter((entry) => entry.parallelism === "pipeline").map((entry) => `${entry.nodes}: ${entry.share.mean.toFixed(2)}`)).toEqual(["2: 0.83", "3: 0.86"]);
+  });
+
+  it("put all 34 shaped-link runs' steps within 15 % of the prediction, GPipe ×6 among them", () => {
+    expect(againShaped).toHaveLength(34);
+    const errors = againShaped.map(again.stepError);
+    expect([errors.filter((error) => Math.abs(error) <= 15).length, Math.min(...errors), Math.max(...errors), round1(mean(errors.map(Math.abs)))]).toEqual([34, -6.1, 11.2, 3.3]);
+    expect(againShaped.filter((row) => short(row.runId).endsWith("×6 gpipe")).map(again.stepError)).toEqual([7.9, 0.4, -2, 2.6]);
+    const unshaped = again.counted.filter((row) => row.runId.includes("-unlimited-")).map(again.stepError);
+    expect([Math.min(...unshaped), Math.max(...unshaped), round1(mean(unshaped.map(Math.abs)))]).toEqual([1, 18.8, 7.3]);
+    expect([Math.min(...again.counted.map((row) => row.memoryError!)), Math.max(...again.counted.map((row) => row.memoryError!))].map((error) => round1(100 * error))).toEqual([-3.2, 7.1]);
+    expect(scoreSummary(again.score)).toMatch(/51 of 51 runs' peak memory per rank within 10 % of the predicted$/);
+  });
+
+  it("had predict --recommend put the measured winner first at 5 of 6 rates; at 2 nodes and 300 Mbit/s the winner, 1F1B ×3, second", () => {
+    const context = predictionContextFor(again.campaign, 0.5, again.calibration)!;
+    const knobs = { optimizer: "adamw", layers: 6, width: 384, heads: 12, sequenceLength: 64, precision: "fp32" };
+    const ranked = (nodes: number, link: string) => recommend({ model: "gpt-mini", batchSize: 6, nodes, processesPerNode: 1, bandwidth: link, knobs }, context,
+      memoryConstantsFor(again.campaign, 0.5, again.calibration)).map((entry) => entry.candidate.name);
+    const rows = NODES.flatMap((nodes) => LINKS.map((link) => {
+      const [best, next] = again.comparisonAt(link, nodes).entries;
+      return `${nodes} ${link}: ${best!.layout} ${best!.throughput.mean.toFixed(1)} (${next!.layout} ${next!.throughput.mean.toFixed(1)}); recommend ${ranked(nodes, link).slice(0, 2).join(" > ")}`;
+    }));
+    expect(rows).toEqual([
+      "2 300mbit: pipeline 1f1b, 3 micro-batches 918.1 (pipeline gpipe, 3 micro-batches 855.9); recommend pipeline 1f1b, 6 micro-batches > pipeline 1f1b, 3 micro-batches",
+      "2 1gbit: pipeline 1f1b, 6 micro-batches 995.1 (pipeline 1f1b, 3 micro-batches 970.4); recommend pipeline 1f1b, 6 micro-batches > pipeline 1f1b, 3 micro-batches",
+      "2 unlimited: ddp 1064.6 (pipeline 1f1b, 6 micro-batches 905.9); recommend ddp > fsdp grad-op",
+      "3 300mbit: pipeline 1f1b, 6 micro-batches 1193.4 (pipeline gpipe, 6 micro-batches 1145.7); recommend pipeline 1f1b, 6 micro-batches > pipeline gpipe, 6 micro-batches",
+      "3 1gbit: pipeline 1f1b, 6 micro-batches 1215.9 (pipeline 1f1b, 3 micro-batches 1161.5); recommend pipeline 1f1b, 6 micro-batches > ddp",
+      "3 unlimited: ddp 1633.6 (fsdp full 1298.2); recommend ddp > fsdp grad-op"]);
+    // recommend's first there, 1F1B ×6, measured 849.5 tok/s, its step 11.2 % longer than predicted: the campaign before put it first (928.2).
+    const sixThere = againShaped.find((row) => short(row.runId) === "n2-300mbit-pipeline ×6 1f1b")!;
+    expect([round1(sixThere.measuredThroughput), again.stepError(sixThere)]).toEqual([849.5, 11.2]);
+  });
+
+  it("said of one run that its CPU check read 19 % low (2-node GPipe ×2 at 300 Mbit/s)", () => {
+    expect(machineCaveat(again.score)).toMatch(/^1 of 51 runs' CPU check \(.*\) read 19 % slower than the calibration runs' that measured its compute: it ran/);
+    expect(again.counted.filter((row) => Math.abs(row.cpuCheckShift!) > 0.15).map((row) => short(row.runId))).toEqual(["n2-300mbit-pipeline ×2 gpipe"]);
+  });
+});
+
+describe("recommend's first at 2 nodes and 300 Mbit/s against the winner there, repeated (test/bench/recommend-check-1f1b.yaml; test/bench/README.md)", () => {
+  const records = recordsOf("test/bench/data/recommend-check-1f1b/attempts.jsonl");
+  const saved = committedPredictions("test/bench/data/layouts-newer-cpu-split/calibration.json", "test/bench/data/recommend-check-1f1b/predictions.json").predictions;
+  const checked = reportData(latestOf(records));
+
+  it("ran 8 runs, all ok, none run again, 02:53-02:56 UTC, predicted before the first", () => {
+    expect(records).toHaveLength(8);
+    expect(records.every((record) => record.status === "ok" && record.attempt === 1 && record.params.nodes === 2 && record.params.bandwidth === "300mbit")).toBe(true);
+    expect(span(records)).toEqual(["02:53", "02:56"]);
+    for (const record of records) expect(Date.parse(record.startedAt)).toBeGreaterThan(Date.parse(saved.madeAt));
+  });
+
+  it("measured 1F1B ×6, recommend's first, ahead of 1F1B ×3 over 4 repeats, the intervals overlapping; one ×3 repeat ran with its CPU check 32 % low", () => {
+    const [comparison] = layoutComparisons(checked.training);
+    expect(comparison!.entries.map((entry) => `${entry.layout}: ${entry.throughput.mean.toFixed(1)} ± ${entry.throughput.halfWidth95.toFixed(1)}`)).toEqual([
+      "pipeline 1f1b, 6 micro-batches: 926.8 ± 39.8", "pipeline 1f1b, 3 micro-batches: 889.9 ± 99.0"]);
+    const scored = scorePredictions(saved, checked, records).scored;
+    const slow = scored.filter((row) => row.cpuCheckShift! < -0.15);
+    expect(slow.map((row) => [row.runId.endsWith("-microbatches-3-pipelineschedule-1f1b-r2"), round1(row.measuredThroughput), round1(100 * row.cpuCheckShift!)])).toEqual([[true, 797.8, -32.3]]);
+    expect(scored.map((row) => round1(100 * (row.predictedThroughput / row.measuredThroughput - 1)))).toEqual([1.1, 2.5, 15.3, -1.8, -1.6, 4.7, 0.3, 2.4]);
   });
 });
