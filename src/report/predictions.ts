@@ -219,7 +219,8 @@ function placeOf(data: ReportData, runId: string): { label: string; workers: num
  * each configuration's repeats within 5 points for 3 of 3 configurations, 7 of 10 runs within 10 % of the predicted
  * throughput". The model predicts a configuration's expected efficiency; a single run adds its own noise (on the
  * local testbed repeats of one configuration spread up to 11.5 points, test/bench/README.md), which the means
- * of the repeats average out. The configurations' part appears only where some configuration has repeats.
+ * of the repeats average out. The configurations' part appears only where some configuration has repeats, the
+ * efficiency's only where some run has one (a campaign without single-node runs measures none).
  */
 export function scoreSummary(score: PredictionScore): string {
   const counted = score.scored.filter((row) => row.counted);
@@ -236,8 +237,10 @@ export function scoreSummary(score: PredictionScore): string {
   const withMemory = counted.filter((row) => row.memoryError !== null);
   const memory = withMemory.length === 0 ? ""
     : `, ${withMemory.filter((row) => Math.abs(row.memoryError!) <= 0.1).length} of ${withMemory.length} runs' peak memory per rank within 10 % of the predicted`;
-  return `${label}${within5} of ${withEfficiency.length} multi-node runs within 5 points of the predicted scaling efficiency` +
-    `${meanAbs === null ? "" : ` (mean |error| ${meanAbs.toFixed(1)} points)`}${means}, ${within10} of ${counted.length} runs within 10 % of the predicted throughput${memory}`;
+  // Without a single-node baseline in the campaign no run has a measured efficiency: nothing to say of it.
+  const efficiency = withEfficiency.length === 0 ? "" : `${within5} of ${withEfficiency.length} multi-node runs within 5 points of the predicted scaling efficiency` +
+    `${meanAbs === null ? "" : ` (mean |error| ${meanAbs.toFixed(1)} points)`}${means}, `;
+  return `${label}${efficiency}${within10} of ${counted.length} runs within 10 % of the predicted throughput${memory}`;
 }
 
 /**

@@ -78,6 +78,11 @@ describe("the prediction made before the run, scored", () => {
     expect(renderMarkdown(data, reportMeta(records, new Date("2026-11-25T15:00:00Z")), [], score)).toContain("| Run | Predicted (img/s) | Measured (img/s) | Error | Predicted efficiency (95%) | Measured efficiency | Error (points) |\n");
   });
 
+  it("says nothing of the efficiency where no run measured one (a campaign without single-node runs)", () => {
+    const withoutBaseline = { ...score, scored: score.scored.map((row) => ({ ...row, measuredEfficiency: null, errorPoints: null })) };
+    expect(scoreSummary(withoutBaseline)).toBe("2 of 3 runs within 10 % of the predicted throughput");
+  });
+
   it("scores the mean of a configuration's repeats too, where a configuration has repeats: the model predicts the expected run", () => {
     const row = (configuration: string, repeat: number, errorPoints: number) => ({
       runId: `${configuration}-r${repeat}`, label: `${configuration} · repeat ${repeat}`, configuration, nodes: 2, attempt: 1, counted: true, latest: true, disturbance: null,
