@@ -11,16 +11,14 @@
  *   npx ringlab campaign campaigns/local-layouts.yaml --calibration calibration.json
  */
 import { describe, expect, it } from "vitest";
-import { memoryConstantsFor } from "../../src/campaign/fits.ts";
 import { calibrationFromRecords, mergeCalibrations } from "../../src/predict/calibration.ts";
 import { predictionContextFor } from "../../src/predict/inputs.ts";
 import { isPrediction, predictTraining } from "../../src/predict/predict.ts";
-import { recommend } from "../../src/predict/recommend.ts";
 import { reportData } from "../../src/report/data.ts";
 import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { scoreSummary } from "../../src/report/predictions.ts";
 import { attemptOf, type RunRecord } from "../../src/results/record.ts";
-import { LINKS, NODES, RAN_IN, layoutsCampaign, mean, round1, short, whole } from "./layouts-campaign.ts";
+import { LINKS, NODES, RAN_IN, layoutsCampaign, mean, recommendedBy, round1, short, whole } from "./layouts-campaign.ts";
 import { latestOf, recordsOf, rounded, comparableWithBefore } from "./records.ts";
 
 const FOLDER = "test/bench/data/layouts-2-3";
@@ -87,10 +85,7 @@ describe("every layout on 2 and 3 CPU nodes, predicted before the run from other
     // At 300 Mbit/s the winner's margin over the next layout: 2.4 % and 2.7 %.
     expect(NODES.map((nodes) => comparisonAt("300mbit", nodes).entries).map(([best, next]) => [next!.layout, round1(100 * (best!.throughput.mean / next!.throughput.mean - 1))]))
       .toEqual([["pipeline gpipe, 3 micro-batches", 2.4], ["pipeline 1f1b, 6 micro-batches", 2.7]]);
-    const context = predictionContextFor(campaign, 0.5, calibration)!;
-    const knobs = { optimizer: "adamw", layers: 6, width: 384, heads: 12, sequenceLength: 64, precision: "fp32" };
-    const first = (nodes: number, link: string) => recommend({ model: "gpt-mini", batchSize: 6, nodes, processesPerNode: 1, bandwidth: link, knobs }, context,
-      memoryConstantsFor(campaign, 0.5, calibration))[0]!.candidate.name;
+    const first = (nodes: number, link: string) => recommendedBy(campaign, calibration)(nodes, link)[0]!;
     expect(NODES.flatMap((nodes) => LINKS.map((link) => `${nodes} ${link}: ${first(nodes, link)}`))).toEqual([
       "2 300mbit: pipeline gpipe, 2 micro-batches", "2 1gbit: ddp", "2 unlimited: ddp",
       "3 300mbit: pipeline 1f1b, 6 micro-batches", "3 1gbit: ddp", "3 unlimited: ddp"]);

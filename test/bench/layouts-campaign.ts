@@ -3,7 +3,14 @@
  * run with, the report's scores of them, and the helpers its tests quote figures with.
  */
 import { readFileSync } from "node:fs";
+import { memoryConstantsFor } from "../../src/campaign/fits.ts";
+import type { CampaignFile } from "../../src/config/schema.ts";
 import { parseCampaign } from "../../src/config/load.ts";
+import type { Calibration } from "../../src/predict/calibration.ts";
+import { predictionContextFor } from "../../src/predict/inputs.ts";
+import { calibrationOfCampaigns } from "../../src/predict/layout-overlap.ts";
+import { recommend } from "../../src/predict/recommend.ts";
+import type { RunRecord } from "../../src/results/record.ts";
 import { reportData } from "../../src/report/data.ts";
 import { layoutComparisons } from "../../src/report/layouts.ts";
 import { scorePredictions } from "../../src/report/predictions.ts";
@@ -19,6 +26,20 @@ export const mean = (values: readonly number[]) => values.reduce((sum, value) =>
 /** "n2-300mbit-pipeline ×3 1f1b": a run id without what every run of the campaign shares. */
 export const short = (runId: string) => runId.replace("train-gpt-mini-b6-", "").replace("parallelism-", "").replace("-microbatches-", " ×")
   .replace("-pipelineschedule-", " ").replace(/-r1$/, "");
+
+/** The calibration `ringlab calibrate` makes of the two calibration campaigns' records, their folders named as it was given them. */
+export function calibrationFrom(baselines: readonly RunRecord[], links: readonly RunRecord[]): Calibration {
+  return calibrationOfCampaigns([{ records: baselines, resultsDir: RAN_IN.baselines, folder: whole(RAN_IN.baselines) },
+    { records: links, resultsDir: RAN_IN.links, folder: whole(RAN_IN.links) }]);
+}
+
+/** `predict --recommend`'s layouts for the campaigns' gpt-mini at batch 6, best first, on `nodes` nodes at `link`. */
+export function recommendedBy(campaign: CampaignFile, calibration: Calibration): (nodes: number, link: string) => string[] {
+  const context = predictionContextFor(campaign, 0.5, calibration)!;
+  const knobs = { optimizer: "adamw", layers: 6, width: 384, heads: 12, sequenceLength: 64, precision: "fp32" };
+  return (nodes, link) => recommend({ model: "gpt-mini", batchSize: 6, nodes, processesPerNode: 1, bandwidth: link, knobs }, context,
+    memoryConstantsFor(campaign, 0.5, calibration)).map((entry) => entry.candidate.name);
+}
 
 /** `inputs`: the folder with the calibration campaigns' records, where a second campaign shares another's. */
 export function layoutsCampaign(folder: string, inputs = folder) {

@@ -11,17 +11,14 @@
  *   npx ringlab campaign campaigns/local-layouts.yaml --calibration calibration.json --results results/local-layouts-m2
  */
 import { describe, expect, it } from "vitest";
-import { memoryConstantsFor } from "../../src/campaign/fits.ts";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import { predictionContextFor } from "../../src/predict/inputs.ts";
-import { calibrationOfCampaigns } from "../../src/predict/layout-overlap.ts";
 import { isPrediction, predictRun } from "../../src/predict/predict.ts";
-import { recommend } from "../../src/predict/recommend.ts";
 import { reportData, runCalibrationGflops } from "../../src/report/data.ts";
 import { layoutComparisons } from "../../src/report/layouts.ts";
 import { machineCaveat, scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import type { RunRecord } from "../../src/results/record.ts";
-import { LINKS, NODES, RAN_IN, layoutsCampaign, mean, round1, short, whole } from "./layouts-campaign.ts";
+import { LINKS, NODES, calibrationFrom, layoutsCampaign, mean, recommendedBy, round1, short } from "./layouts-campaign.ts";
 import { committedPredictions, comparableWithBefore, latestOf, recordsOf, rounded } from "./records.ts";
 
 const FOLDER = "test/bench/data/layouts-newer-cpu";
@@ -49,8 +46,7 @@ describe("every layout on 2 and 3 CPU nodes of a newer CPU, predicted before the
   });
 
   it("was calibrated from the other campaigns' records alone, each layout's φ from its baselines runs at 300 Mbit/s", () => {
-    const again = calibrationOfCampaigns([{ records: baselines, resultsDir: RAN_IN.baselines, folder: whole(RAN_IN.baselines) },
-      { records: links, resultsDir: RAN_IN.links, folder: whole(RAN_IN.links) }]);
+    const again = calibrationFrom(baselines, links);
     expect(rounded(comparableWithBefore(again))).toEqual(rounded(comparableWithBefore(calibration)));
     expect(calibration.overlap.map((entry) => `${entry.parallelism ?? "ddp"} ${entry.nodes}: ${entry.share.mean.toFixed(2)} (${entry.share.points})`)).toEqual([
       "ddp 2: 0.15 (1)", "ddp 3: 0.19 (1)", "pipeline 2: 0.88 (6)", "pipeline 3: 0.94 (5)", "fsdp 2: 0.26 (1)", "fsdp 3: -0.00 (1)", "tensor 2: 0.50 (1)", "tensor 3: 0.61 (1)"]);
@@ -94,10 +90,7 @@ describe("every layout on 2 and 3 CPU nodes of a newer CPU, predicted before the
       "3 300mbit: pipeline 1f1b, 6 micro-batches 1192.7 (pipeline 1f1b, 3 micro-batches 1136.8)",
       "3 1gbit: pipeline 1f1b, 6 micro-batches 1183.9 (ddp 1154.6)",
       "3 unlimited: ddp 1582.7 (fsdp full 1263.0)"]);
-    const context = predictionContextFor(campaign, 0.5, calibration)!;
-    const knobs = { optimizer: "adamw", layers: 6, width: 384, heads: 12, sequenceLength: 64, precision: "fp32" };
-    const ranked = (nodes: number, link: string) => recommend({ model: "gpt-mini", batchSize: 6, nodes, processesPerNode: 1, bandwidth: link, knobs }, context,
-      memoryConstantsFor(campaign, 0.5, calibration)).map((entry) => entry.candidate.name);
+    const ranked = recommendedBy(campaign, calibration);
     expect(NODES.flatMap((nodes) => LINKS.map((link) => `${nodes} ${link}: ${ranked(nodes, link).slice(0, 2).join(" > ")}`))).toEqual([
       "2 300mbit: pipeline gpipe, 6 micro-batches > pipeline 1f1b, 6 micro-batches", "2 1gbit: pipeline gpipe, 6 micro-batches > pipeline 1f1b, 6 micro-batches",
       "2 unlimited: ddp > fsdp grad-op",
@@ -121,8 +114,7 @@ describe("every layout on 2 and 3 CPU nodes of a newer CPU, predicted before the
 
 describe("the other machine's calibration (2026-11-28) predicting the same runs", () => {
   // Recomputed from its committed records with today's code, so that its compute entries carry their CPU check.
-  const other = calibrationOfCampaigns([{ records: recordsOf(`${OTHER_MACHINE}/baselines-attempts.jsonl`), resultsDir: RAN_IN.baselines, folder: whole(RAN_IN.baselines) },
-    { records: recordsOf(`${OTHER_MACHINE}/links-attempts.jsonl`), resultsDir: RAN_IN.links, folder: whole(RAN_IN.links) }]);
+  const other = calibrationFrom(recordsOf(`${OTHER_MACHINE}/baselines-attempts.jsonl`), recordsOf(`${OTHER_MACHINE}/links-attempts.jsonl`));
   const context = predictionContextFor(campaign, 0.5, other)!;
   const predicted = planCampaign(campaign, "local-layouts").runs.flatMap((run) => {
     const prediction = predictRun(run, context);
@@ -163,8 +155,7 @@ describe("the same campaign again, each pipeline's compute its own measured unsh
     expect(again.predictions.madeAt.slice(11, 19)).toBe("02:32:02");
     expect(again.predictions.sample).toEqual({ kind: "out-of-sample" });
     for (const record of again.attempts) expect(Date.parse(record.startedAt)).toBeGreaterThan(Date.parse(again.predictions.madeAt));
-    const recomputed = calibrationOfCampaigns([{ records: baselines, resultsDir: RAN_IN.baselines, folder: whole(RAN_IN.baselines) },
-      { records: links, resultsDir: RAN_IN.links, folder: whole(RAN_IN.links) }]);
+    const recomputed = calibrationFrom(baselines, links);
     expect(rounded(recomputed)).toEqual(rounded(again.calibration));
     // Each pipeline's unshaped 2- and 3-node step is a split step now: 11 of them beside the 2 tensor groups'.
     expect(again.calibration.splitSteps.map((entry) => String(entry.workload["parallelism"]))).toEqual([...Array(11).fill("pipeline"), "tensor", "tensor"].sort()
@@ -184,10 +175,7 @@ describe("the same campaign again, each pipeline's compute its own measured unsh
   });
 
   it("had predict --recommend put the measured winner first at 5 of 6 rates; at 2 nodes and 300 Mbit/s the winner, 1F1B ×3, second", () => {
-    const context = predictionContextFor(again.campaign, 0.5, again.calibration)!;
-    const knobs = { optimizer: "adamw", layers: 6, width: 384, heads: 12, sequenceLength: 64, precision: "fp32" };
-    const ranked = (nodes: number, link: string) => recommend({ model: "gpt-mini", batchSize: 6, nodes, processesPerNode: 1, bandwidth: link, knobs }, context,
-      memoryConstantsFor(again.campaign, 0.5, again.calibration)).map((entry) => entry.candidate.name);
+    const ranked = recommendedBy(again.campaign, again.calibration);
     const rows = NODES.flatMap((nodes) => LINKS.map((link) => {
       const [best, next] = again.comparisonAt(link, nodes).entries;
       return `${nodes} ${link}: ${best!.layout} ${best!.throughput.mean.toFixed(1)} (${next!.layout} ${next!.throughput.mean.toFixed(1)}); recommend ${ranked(nodes, link).slice(0, 2).join(" > ")}`;

@@ -11,15 +11,11 @@
  *   npx ringlab campaign campaigns/local-layouts.yaml --calibration calibration.json --results results/local-layouts-phi
  */
 import { describe, expect, it } from "vitest";
-import { memoryConstantsFor } from "../../src/campaign/fits.ts";
-import { predictionContextFor } from "../../src/predict/inputs.ts";
-import { calibrationOfCampaigns } from "../../src/predict/layout-overlap.ts";
-import { recommend } from "../../src/predict/recommend.ts";
 import { reportData } from "../../src/report/data.ts";
 import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import { attemptOf, type RunRecord } from "../../src/results/record.ts";
-import { LINKS, NODES, RAN_IN, layoutsCampaign, mean, round1, short, whole } from "./layouts-campaign.ts";
+import { LINKS, NODES, RAN_IN, calibrationFrom, layoutsCampaign, mean, recommendedBy, round1, short, whole } from "./layouts-campaign.ts";
 import { committedPredictions, latestOf, recordsOf, rounded, comparableWithBefore } from "./records.ts";
 
 const FOLDER = "test/bench/data/layouts-phi";
@@ -43,8 +39,7 @@ describe("every layout on 2 and 3 CPU nodes, predicted before the run with each 
   });
 
   it("was calibrated from the other campaigns' records alone: each layout's φ from its baselines runs at 300 Mbit/s", () => {
-    const again = calibrationOfCampaigns([{ records: baselines, resultsDir: RAN_IN.baselines, folder: whole(RAN_IN.baselines) },
-      { records: links, resultsDir: RAN_IN.links, folder: whole(RAN_IN.links) }]);
+    const again = calibrationFrom(baselines, links);
     expect(rounded(comparableWithBefore(again))).toEqual(rounded(comparableWithBefore(calibration)));
     expect(calibration.overlap.map((entry) => `${entry.parallelism ?? "ddp"} ${entry.nodes}: ${entry.share.mean.toFixed(2)} (${entry.share.points})`)).toEqual([
       "ddp 2: 0.14 (1)", "ddp 3: 0.22 (1)", "pipeline 2: 0.67 (4)", "pipeline 3: 1.09 (4)", "fsdp 2: 0.15 (1)", "fsdp 3: 0.08 (1)", "tensor 2: 0.96 (1)", "tensor 3: 0.63 (1)"]);
@@ -92,10 +87,7 @@ describe("every layout on 2 and 3 CPU nodes, predicted before the run with each 
       "2 300mbit: pipeline 1f1b, 3 micro-batches 361.1", "2 1gbit: ddp 440.2", "2 unlimited: ddp 558.3",
       "3 300mbit: pipeline 1f1b, 6 micro-batches 486.4", "3 1gbit: ddp 672.3", "3 unlimited: ddp 799.8"]);
     expect(layoutVerdict(comparisonAt("300mbit", 2))).toMatch(/^gpt-mini · batch 6 · .* · 300mbit · 2 nodes: pipeline 1f1b, 3 micro-batches was fastest \(361\.1 tok\/s\), 4 % more than pipeline gpipe, 3 micro-batches/);
-    const context = predictionContextFor(campaign, 0.5, calibration)!;
-    const knobs = { optimizer: "adamw", layers: 6, width: 384, heads: 12, sequenceLength: 64, precision: "fp32" };
-    const ranked = (nodes: number, link: string) => recommend({ model: "gpt-mini", batchSize: 6, nodes, processesPerNode: 1, bandwidth: link, knobs }, context,
-      memoryConstantsFor(campaign, 0.5, calibration)).map((entry) => entry.candidate.name);
+    const ranked = recommendedBy(campaign, calibration);
     expect(NODES.flatMap((nodes) => LINKS.map((link) => `${nodes} ${link}: ${ranked(nodes, link)[0]}`))).toEqual([
       "2 300mbit: pipeline gpipe, 2 micro-batches", "2 1gbit: ddp", "2 unlimited: ddp",
       "3 300mbit: pipeline 1f1b, 6 micro-batches", "3 1gbit: ddp", "3 unlimited: ddp"]);
