@@ -7,7 +7,7 @@ import { probeLinkLabel, type BandwidthSeries, type FailedRun, type Interval, ty
 import { formatBytes } from "../util/format.ts";
 import { comparisons, ratios, verdict } from "./comparisons.ts";
 import { answerSentences } from "./answer.ts";
-import { layoutComparisons, layoutVerdict } from "./layouts.ts";
+import { layoutComparisons, layoutVerdict, peakPrediction, type LayoutEntry } from "./layouts.ts";
 import {
   FASTER_LINK_DROP, flagKindName, flagKindsOf, flagTally, OUTLIER_FENCE_IQRS, OUTLIER_MIN_REPEATS, PROBE_LINK_MARGIN, runFlags, WIDE_INTERVAL_SHARE, type Flag,
 } from "./suspect-figures.ts";
@@ -54,7 +54,7 @@ ${trainingSection(data, svgs, flags)}
 ${realDataSection(data.realData)}
 ${timeToAccuracySection(data.realData)}
 ${comparisonsSection(data)}
-${layoutsSection(data)}
+${layoutsSection(data, predictions)}
 ${probeSection(data, svgs, flags)}
 ${modelSection(data, svgs)}
 ${predictions === undefined ? "" : predictionsSection(predictions, flags)}
@@ -79,7 +79,7 @@ export function renderMarkdown(data: ReportData, meta: ReportMeta, flags: readon
     ...markdownRealData(data.realData),
     ...markdownTimeToAccuracy(data.realData),
     ...markdownComparisons(data),
-    ...markdownLayouts(data),
+    ...markdownLayouts(data, predictions),
     ...markdownProbes(data.probes),
     ...markdownModel(data),
     ...(predictions === undefined ? [] : markdownPredictions(predictions, flags)),
@@ -288,30 +288,41 @@ ${blocks.join("\n")}
 </section>`;
 }
 
-/** The same workload laid out differently, at every link and node count where more than one layout ran. */
-function layoutsSection(data: ReportData): string {
-  const found = layoutComparisons(data.training);
+/**
+ * The same workload laid out differently, at every link and node count where more than one layout ran. A column no
+ * entry of a table has a figure for (scaling efficiency without single-node runs, the probe's prediction without a
+ * probe, the saved one without predictions.json) is left out of that table.
+ */
+function layoutsSection(data: ReportData, predictions?: PredictionScore): string {
+  const found = layoutComparisons(data.training, predictions);
   if (found.length === 0) return "";
   const blocks = found.map((comparison) => {
-    const rows = comparison.entries.map((entry) => [
-      escapeHtml(entry.layout), interval(entry.throughput, 1), optional(entry.scalingEfficiency, percent),
-      entry.predicted === null ? NOT_AVAILABLE : `${entry.predicted.noOverlap.toFixed(1)} – ${entry.predicted.perfectOverlap.toFixed(1)}`,
-      entry.peakMemoryBytes === null ? NOT_AVAILABLE : (entry.peakMemoryBytes.mean / 2 ** 30).toFixed(2),
-      entry.predictedMemoryBytes === null ? NOT_AVAILABLE : (entry.predictedMemoryBytes / 2 ** 30).toFixed(2),
-    ]);
+    const peak = peakPrediction(comparison);
+    const columns: { readonly header: string; readonly cell: (entry: LayoutEntry) => string | null }[] = [
+      { header: "Layout", cell: (entry) => escapeHtml(entry.layout) },
+      { header: `Throughput (${escapeHtml(comparison.unit)})`, cell: (entry) => interval(entry.throughput, 1) },
+      { header: "Scaling efficiency", cell: (entry) => (entry.scalingEfficiency === null ? null : percent(entry.scalingEfficiency)) },
+      { header: `Predicted from the probe (${escapeHtml(comparison.unit)}, no overlap – perfect overlap)`,
+        cell: (entry) => (entry.predicted === null ? null : `${entry.predicted.noOverlap.toFixed(1)} – ${entry.predicted.perfectOverlap.toFixed(1)}`) },
+      { header: `Predicted before the run (${escapeHtml(comparison.unit)})`, cell: (entry) => (entry.predictedBefore === null ? null : entry.predictedBefore.throughput.toFixed(1)) },
+      { header: "Peak memory per rank (GiB)", cell: (entry) => (entry.peakMemoryBytes === null ? null : (entry.peakMemoryBytes.mean / 2 ** 30).toFixed(2)) },
+      { header: `Predicted peak (GiB, ${peak.source})`, cell: (entry) => { const bytes = peak.of(entry); return bytes === null ? null : (bytes / 2 ** 30).toFixed(2); } },
+    ];
+    const shown = columns.filter((column, index) => index < 2 || comparison.entries.some((entry) => column.cell(entry) !== null));
+    const rows = comparison.entries.map((entry) => shown.map((column) => column.cell(entry) ?? NOT_AVAILABLE));
     return `<h3>${escapeHtml(comparison.context)}</h3>
-${table(["Layout", `Throughput (${escapeHtml(comparison.unit)})`, "Scaling efficiency", `Predicted (${escapeHtml(comparison.unit)}, no overlap – perfect overlap)`, "Peak memory per rank (GiB)", "Predicted peak (GiB, assumed constants)"], rows)}
+${table(shown.map((column) => column.header), rows)}
 <p>${escapeHtml(layoutVerdict(comparison))}</p>`;
   });
   return `<section id="layouts">
 <h2>Layouts</h2>
-<p>One workload on the same link and nodes, laid out differently: every worker a full replica (ddp), its state sharded (fsdp), each block's matrices split (tensor), its blocks cut into stages (pipeline). Fastest first. Every layout here ran, so each fitted its nodes' memory; the prediction is the layout's compute and collectives on the campaign's own probed link.</p>
+<p>One workload on the same link and nodes, laid out differently: every worker a full replica (ddp), its state sharded (fsdp), each block's matrices split (tensor), its blocks cut into stages (pipeline). Fastest first; where the fastest's 95 % interval over repeats overlaps the next's, the runs do not tell the two apart. Every layout here ran, so each fitted its nodes' memory. "Predicted from the probe" is the layout's compute and collectives on the campaign's own probed link; "predicted before the run" is the prediction the campaign saved from its calibration (predictions.json).</p>
 ${blocks.join("\n")}
 </section>`;
 }
 
-function markdownLayouts(data: ReportData): string[] {
-  const found = layoutComparisons(data.training);
+function markdownLayouts(data: ReportData, predictions?: PredictionScore): string[] {
+  const found = layoutComparisons(data.training, predictions);
   if (found.length === 0) return [];
   return ["", "## Layouts", "", ...found.map((comparison) => `- ${markdownText(layoutVerdict(comparison))}`)];
 }

@@ -12,12 +12,13 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parseCampaign } from "../../src/config/load.ts";
+import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { machineCaveat, scoreSummary } from "../../src/report/predictions.ts";
 import { LINKS, NODES, calibrationFrom, layoutsCampaign, mean, recommendedBy, round1 } from "./layouts-campaign.ts";
 import { rounded } from "./records.ts";
 
 const FOLDER = "test/bench/data/layouts-repeats";
-const { baselines, links, attempts, latest, calibration, predictions, campaign, score, counted, stepError, comparisonAt } =
+const { baselines, links, attempts, latest, calibration, predictions, campaign, data, score, counted, stepError, comparisonAt } =
   layoutsCampaign(FOLDER, "test/bench/data/layouts-newer-cpu");
 /** "n2-1gbit-pipeline ×6 gpipe r2": a run without what every run of the campaign shares. */
 const named = (runId: string) => runId.replace("train-gpt-mini-b6-", "").replace("parallelism-", "").replace("-microbatches-", " ×")
@@ -68,6 +69,19 @@ describe("every layout on 2 and 3 CPU nodes, every run 3 times, predicted before
       "3 unlimited: ddp 1632.9 ± 148.7 (fsdp full 1312.2 ± 75.4); recommend ddp > fsdp grad-op"]);
     const first = NODES.flatMap((nodes) => LINKS.map((link) => comparisonAt(link, nodes).entries[0]!.layout === ranked(nodes, link)[0]));
     expect(first).toEqual([true, true, true, true, true, true]);
+  });
+
+  it("has the report say so: at each rate the prediction saved before the run ranked the winner first; at four the runs do not tell it from the next", () => {
+    const verdicts = layoutComparisons(data.training, score).map((comparison) => layoutVerdict(comparison).replace(/^.* · (\w+ · \d nodes): /, "$1: ").replace(/\. Peak memory.*$/, ""));
+    const apart = ", but their 95 % intervals over 3 repeats overlap: the runs do not tell them apart";
+    const first = "; the prediction saved before the run ranked it first too";
+    expect(verdicts).toEqual([
+      `300mbit · 2 nodes: pipeline 1f1b, 6 micro-batches was fastest (944.1 tok/s), 4 % more than pipeline gpipe, 3 micro-batches (910.8 tok/s)${apart}${first}`,
+      `1gbit · 2 nodes: pipeline 1f1b, 6 micro-batches was fastest (930.8 tok/s), 0.4 % more than pipeline 1f1b, 3 micro-batches (926.9 tok/s)${apart}${first}`,
+      `unlimited · 2 nodes: ddp was fastest (1160.8 tok/s), 23 % more than pipeline 1f1b, 3 micro-batches (940.6 tok/s)${first}`,
+      `300mbit · 3 nodes: pipeline 1f1b, 6 micro-batches was fastest (1211.3 tok/s), 5 % more than pipeline 1f1b, 3 micro-batches (1151.3 tok/s)${apart}${first}`,
+      `1gbit · 3 nodes: pipeline 1f1b, 6 micro-batches was fastest (1229.6 tok/s), 5 % more than ddp (1171.8 tok/s)${apart}${first}`,
+      `unlimited · 3 nodes: ddp was fastest (1632.9 tok/s), 24 % more than fsdp full (1312.2 tok/s)${first}`]);
   });
 
   it("put 101 of 102 shaped-link runs' steps within 15 % of the prediction; the miss's two repeats came within 2.1 %", () => {

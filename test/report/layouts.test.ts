@@ -13,8 +13,8 @@ import { trainRecord } from "./fixtures/records.ts";
 const MIB = 2 ** 20;
 
 /** A gpt-nano run in tokens/s, laid out by `knobs`, its largest rank `peak` MiB over its baseline. */
-function languageRun(nodes: number, tokensPerSecond: number, knobs: Record<string, string | number>, peak: number): RunRecord {
-  const record = trainRecord({ model: "gpt-nano", batchSize: 4, nodes, throughput: tokensPerSecond, knobs: { optimizer: "adamw", ...knobs } });
+function languageRun(nodes: number, tokensPerSecond: number, knobs: Record<string, string | number>, peak: number, repeat = 1): RunRecord {
+  const record = trainRecord({ model: "gpt-nano", batchSize: 4, nodes, repeat, throughput: tokensPerSecond, knobs: { optimizer: "adamw", ...knobs } });
   const result = record.result!;
   if (result.job !== "train") throw new Error("a training record");
   const { imagesPerSecondTotal: total, imagesPerSecondPerWorker: perWorker, ...metrics } = result.metrics;
@@ -61,5 +61,26 @@ describe("the report's layouts", () => {
     expect(html).toContain("<h2>Layouts</h2>");
     expect(html).toContain("Throughput (tok/s)");
     expect(svgs.throughput).toContain("Throughput (tokens/s)");
+  });
+
+  it("says by how much the fastest layout won, and where their 95 % intervals over repeats overlap that the runs do not tell the two apart", () => {
+    const repeated = (fsdp: readonly number[]) => layoutComparisons(reportData([2400, 2300, 2500].flatMap((tokens, index) => [
+      languageRun(3, tokens, { parallelism: "ddp" }, 300, index + 1), languageRun(3, fsdp[index]!, { parallelism: "fsdp", fsdpSharding: "full" }, 120, index + 1)])).training)[0]!;
+    // ddp 2400 ± 248 against fsdp 2350 ± 248 (Student's t, 2 degrees of freedom): one interval holds the other's mean.
+    expect(layoutVerdict(repeated([2350, 2250, 2450]))).toMatch(
+      /: ddp was fastest \(2400\.0 tok\/s\), 2 % more than fsdp full \(2350\.0 tok\/s\), but their 95 % intervals over 3 repeats overlap: the runs do not tell them apart;/);
+    // Under half a percent: one decimal, not "0 %".
+    expect(layoutVerdict(repeated([2390, 2290, 2490]))).toMatch(/, 0\.4 % more than fsdp full \(2390\.0 tok\/s\), but their/);
+    // fsdp 2000 ± 25: apart.
+    expect(layoutVerdict(repeated([2000, 1990, 2010]))).toMatch(/: ddp was fastest \(2400\.0 tok\/s\), 20 % more than fsdp full \(2000\.0 tok\/s\); the model/);
+  });
+
+  it("leaves out of a table the columns no layout has a figure for: without single-node runs, a probe or saved predictions, the measured and the assumed peak", async () => {
+    const multiNode = records.filter((record) => record.params.nodes === 3);
+    const html = renderHtml(reportData(multiNode), await renderCharts(reportData(multiNode)), reportMeta(multiNode, new Date("2026-11-27T12:00:00Z")), []);
+    const section = html.slice(html.indexOf('<section id="layouts">'), html.indexOf("</section>", html.indexOf('<section id="layouts">')));
+    const headers = [...section.matchAll(/<th[^>]*>([^<]*)<\/th>/g)].map((match) => match[1]);
+    expect(headers).toEqual(["Layout", "Throughput (tok/s)", "Peak memory per rank (GiB)", "Predicted peak (GiB, assumed constants)"]);
+    expect(section).not.toContain("n/a");
   });
 });
