@@ -87,6 +87,8 @@ export interface CampaignEstimate {
   /** Undefined when the instance type's price is not in the catalogue (src/catalogue/aws-instance-types.ts). */
   readonly costUsd?: number;
   readonly hourlyPriceUsd?: number;
+  /** Training runs whose steps were timed at the calibration's predicted step (EstimateOptions.predictedStepSeconds), of how many. */
+  readonly predictedSteps?: { readonly runs: number; readonly of: number };
 }
 
 export interface EstimateOptions {
@@ -96,6 +98,12 @@ export interface EstimateOptions {
   readonly workerImageTarballBytes?: number;
   /** The operator's upload rate in Gbit/s. @default ASSUMED_ADMIN_UPLINK_GBPS */
   readonly adminUplinkGbps?: number;
+  /**
+   * Each training run's step as `ringlab plan` predicts it from a calibration (run id to seconds): measured compute
+   * and links of this machine, where the coarse figures above can be several times off (a CPU generation apart).
+   * It replaces a run's compute and all-reduce bound; the worker's start and the orchestration stay as estimated.
+   */
+  readonly predictedStepSeconds?: ReadonlyMap<string, number>;
 }
 
 export function estimateImageDelivery(file: CampaignFile, options: EstimateOptions = {}): ImageDeliveryEstimate {
@@ -130,6 +138,8 @@ export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options:
     const knobs = { ...WORKER_DEFAULTS, ...run.knobs };
     const steps = knobs.epochs === undefined ? Number(knobs.numWarmupBatches) + Number(knobs.numIters) * Number(knobs.numBatchesPerIter)
       : Number(knobs.epochs) * epochSteps(file, run);
+    const predicted = options.predictedStepSeconds?.get(run.id);
+    if (predicted !== undefined) return estimate.overheadSeconds.run + jobSeconds + steps * predicted;
     const instanceType = targetOf(file.testbed).instanceTypeOf?.(file.testbed);
     const computeSeconds = instanceType !== undefined ? gpuComputeSeconds(run, instanceType)
       // Without instance types (the local testbed) the worker processes share this machine's cores: each gets 2 only while there are enough.
@@ -170,9 +180,12 @@ export function estimateCampaign(plan: CampaignPlan, file: CampaignFile, options
     runs.reduce((sum, run) => sum + estimateRunSeconds(run, file, options), 0);
   const seconds = runsSeconds(plan.runs);
   const fewest = plan.repeatUntil === undefined ? {} : { fewestSeconds: runsSeconds(plan.runs.filter((run) => !run.conditional)) };
+  const training = plan.runs.filter((run) => run.job === "train");
+  const predictedSteps = options.predictedStepSeconds === undefined ? {}
+    : { predictedSteps: { runs: training.filter((run) => options.predictedStepSeconds!.has(run.id)).length, of: training.length } };
   // Instance-hours where the target rents its nodes by instance type (AWS).
   const instanceType = targetOf(file.testbed).instanceTypeOf?.(file.testbed);
-  if (instanceType === undefined) return { seconds, ...fewest, imageDelivery };
+  if (instanceType === undefined) return { seconds, ...fewest, imageDelivery, ...predictedSteps };
   const instanceHours = (plan.nodesToProvision * seconds) / 3600;
   // On-demand us-east-1 list price: spot is usually cheaper and other regions differ; check before you spend.
   const hourlyPriceUsd = onDemandUsdPerHour(instanceType);
@@ -180,6 +193,7 @@ export function estimateCampaign(plan: CampaignPlan, file: CampaignFile, options
     seconds,
     ...fewest,
     imageDelivery,
+    ...predictedSteps,
     instanceHours,
     ...(hourlyPriceUsd === undefined ? {} : { hourlyPriceUsd, costUsd: instanceHours * hourlyPriceUsd }),
   };

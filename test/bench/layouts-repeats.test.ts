@@ -11,6 +11,8 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { estimateCampaign } from "../../src/campaign/estimate.ts";
+import { planCampaign } from "../../src/campaign/plan.ts";
 import { parseCampaign } from "../../src/config/load.ts";
 import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { machineCaveat, scoreSummary } from "../../src/report/predictions.ts";
@@ -46,6 +48,17 @@ describe("every layout on 2 and 3 CPU nodes, every run 3 times, predicted before
     expect({ ...campaign.campaign, repeats: 1 }).toEqual({ ...done.campaign, repeats: 1 });
     expect(campaign.campaign?.repeats).toBe(3);
     expect(readFileSync(`${FOLDER}/campaign.yaml`, "utf8")).toBe(readFileSync("test/bench/layouts-repeats.yaml", "utf8"));
+  });
+
+  it("took 57.4 minutes; plan estimates 58.0 from the predicted steps, where its coarse figures say 4.5 hours", () => {
+    const times = attempts.flatMap((record) => [Date.parse(record.startedAt), Date.parse(record.endedAt)]);
+    expect(round1((Math.max(...times) - Math.min(...times)) / 60_000)).toBe(57.4);
+    const plan = planCampaign(campaign, "layouts-repeats");
+    const predictedStepSeconds = new Map(predictions.predictions.map((prediction) => [prediction.runId, prediction.stepSeconds]));
+    expect(predictedStepSeconds.size).toBe(153);
+    const estimate = estimateCampaign(plan, campaign, { localCores: 2, predictedStepSeconds });
+    expect([round1(estimate.seconds / 60), estimate.predictedSteps]).toEqual([58, { runs: 153, of: 153 }]);
+    expect(round1(estimateCampaign(plan, campaign, { localCores: 2 }).seconds / 3600)).toBe(4.5);
   });
 
   it("was predicted from the calibration the single-repeat campaign had, recomputed from the calibration campaigns' records", () => {

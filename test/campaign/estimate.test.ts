@@ -73,3 +73,24 @@ campaign: {matrix: {nodes: 2, model: ${model}, batchSize: 8, bandwidth: 1gbit}}
     expect(onAws.costUsd).toSatisfy(Number.isFinite);
   });
 });
+
+describe("a training run's steps as a calibration predicts them", () => {
+  const local = parseCampaign(`
+testbed: {target: local, name: l, nodes: 2}
+campaign: {matrix: {nodes: [1, 2], model: gpt-mini, batchSize: 6, bandwidth: 1gbit}, train: {numWarmupBatches: 2, numIters: 5, numBatchesPerIter: 3}}
+`, "l.yaml");
+  const plan = planCampaign(local, "l");
+  const [one, two] = plan.runs;
+
+  it("replaces the coarse compute and all-reduce of the runs it has, 17 steps of 0.4 s here, and says of how many", () => {
+    const coarse = estimateCampaign(plan, local);
+    const predicted = estimateCampaign(plan, local, { predictedStepSeconds: new Map([[two!.id, 0.4]]) });
+    // The worker's start (5 s) and the local testbed's orchestration of a run (6 s) stay.
+    expect(estimateRunSeconds(two!, local, { predictedStepSeconds: new Map([[two!.id, 0.4]]) })).toBeCloseTo(6 + 5 + 17 * 0.4, 6);
+    expect(predicted.seconds - coarse.seconds).toBeCloseTo(6 + 5 + 17 * 0.4 - estimateRunSeconds(two!, local), 6);
+    expect(predicted.predictedSteps).toEqual({ runs: 1, of: 2 });
+    // The run it has no step for keeps the coarse figure; without the option nothing is said.
+    expect(estimateRunSeconds(one!, local, { predictedStepSeconds: new Map([[two!.id, 0.4]]) })).toBe(estimateRunSeconds(one!, local));
+    expect(coarse.predictedSteps).toBeUndefined();
+  });
+});

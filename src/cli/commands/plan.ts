@@ -39,13 +39,16 @@ export function registerPlan(program: Command, host: CommandHost): void {
       if (isKubernetesCampaign(campaign)) return planOnKubernetes(campaign, options.format);
       const plan = planCampaign(campaign, campaignName(campaign.sourceFile));
       const cpusPerNode = resolveCpuQuota(campaign, availableParallelism());
-      const estimate = estimateCampaign(plan, campaign, { localCores: availableParallelism(), ...tarballSize(campaign) });
       const calibrationFile = options.calibration ?? defaultCalibrationFile(resolve(String(command.optsWithGlobals()["stateDir"])));
       const calibration = options.calibration !== undefined || existsSync(calibrationFile)
         ? loadCalibration(calibrationFile, (message) => err(`warning: ${message}\n`)) : undefined;
       const predictFrom = predictionContextFor(campaign, cpusPerNode, calibration);
       const from = calibration === undefined ? PUBLISHED_ONLY : resolve(calibrationFile);
       const predictions = predictFrom === undefined ? [] : plan.runs.map((run) => predictRun(run, predictFrom)).filter((p) => p !== null);
+      // Steps as a calibration predicts them: its own machine's measurements. Published-only predictions stay out (GPU figures, not this testbed's).
+      const predictedStepSeconds = calibration === undefined ? undefined
+        : new Map(predictions.filter(isPrediction).map((prediction) => [prediction.runId, prediction.stepSeconds]));
+      const estimate = estimateCampaign(plan, campaign, { localCores: availableParallelism(), ...tarballSize(campaign), ...(predictedStepSeconds === undefined ? {} : { predictedStepSeconds }) });
       const warnings = checkLinkDrive(plan, cpusPerNode);
       const constants = memoryConstantsFor(campaign, cpusPerNode, calibration);
       const problems = [...checkGpuMemory(plan, campaign), ...planProblems(plan, campaign, constants)];
@@ -123,9 +126,9 @@ function formatSummary(plan: CampaignPlan, campaign: LoadedCampaignFile, estimat
     ...(plan.largestRunNodes < plan.nodesToProvision
       ? [`note: no run uses more than ${plan.largestRunNodes} nodes; testbed.nodes: ${plan.largestRunNodes} would leave none idle`]
       : []),
-    estimate.fewestSeconds === undefined ? `estimated duration: ${formatDuration(estimate.seconds)} (rough: see src/campaign/estimate.ts)`
+    estimate.fewestSeconds === undefined ? `estimated duration: ${formatDuration(estimate.seconds)} (${estimateBasis(estimate)})`
       : `estimated duration: ${formatDuration(estimate.fewestSeconds)} if every configuration is within ±${(plan.repeatUntil!.halfWidth * 100).toFixed(1)} % after ${plan.repeatUntil!.minRepeats} repeats, ` +
-        `up to ${formatDuration(estimate.seconds)} if each takes ${plan.repeatUntil!.maxRepeats} (rough: see src/campaign/estimate.ts)`,
+        `up to ${formatDuration(estimate.seconds)} if each takes ${plan.repeatUntil!.maxRepeats} (${estimateBasis(estimate)})`,
     ...formatImageDelivery(estimate),
   ];
   if (estimate.instanceHours !== undefined) {
@@ -135,6 +138,14 @@ function formatSummary(plan: CampaignPlan, campaign: LoadedCampaignFile, estimat
       : `estimated cost: $${estimate.costUsd.toFixed(2)} (${estimate.instanceHours.toFixed(1)} instance-hours at $${estimate.hourlyPriceUsd} on demand${priceNote === undefined ? "" : `; ${priceNote}`})`);
   }
   return lines.join("\n");
+}
+
+/** What the duration rests on: the calibration's predicted steps where it gave them, else coarse figures. */
+function estimateBasis(estimate: CampaignEstimate): string {
+  const predicted = estimate.predictedSteps;
+  if (predicted === undefined || predicted.runs === 0) return "rough: see src/campaign/estimate.ts";
+  return `the steps of ${predicted.runs === predicted.of ? "every training run" : `${predicted.runs} of ${predicted.of} training runs`} as the calibration predicts them; ` +
+    "the rest rough: see src/campaign/estimate.ts";
 }
 
 function formatImageDelivery(estimate: CampaignEstimate): string[] {

@@ -53,6 +53,13 @@ describe("ringlab calibrate, then plan", () => {
     const text = cli(state, ["plan", "campaigns/local-smoke.yaml"]);
     expect(text.stdout).toMatch(/^predicted from .*calibration.json \(φ: the share of the all-reduce hidden behind compute/m);
     expect(text.stdout).toMatch(/^train-small-b32-n2-3gbit-r1: no prediction: no probe of the link 3gbit/m);
+    // The duration takes the predicted steps where there are some (the 3gbit runs have none), and says so.
+    const { estimate } = JSON.parse(plan.stdout) as { estimate: { predictedSteps: { runs: number; of: number } } };
+    const predicted = json.predictions.filter((prediction) => prediction.missing === undefined).length;
+    expect(estimate.predictedSteps).toEqual({ runs: predicted, of: json.predictions.length });
+    expect(predicted).toBeGreaterThan(0);
+    expect(predicted).toBeLessThan(json.predictions.length);
+    expect(text.stdout).toMatch(new RegExp(`^estimated duration: .* \\(the steps of ${predicted} of ${json.predictions.length} training runs as the calibration predicts them; the rest rough`, "m"));
     // A slower rate than the probe's is derived from it, said so.
     const slower = join(dir, "slower.yaml");
     writeFileSync(slower, readFileSync("campaigns/local-smoke.yaml", "utf8").replace("bandwidth: [1gbit, 3gbit]", "bandwidth: [1gbit, 500mbit]"));
