@@ -308,7 +308,8 @@ function layoutsSection(data: ReportData, predictions?: PredictionScore): string
       { header: "Peak memory per rank (GiB)", cell: (entry) => (entry.peakMemoryBytes === null ? null : (entry.peakMemoryBytes.mean / 2 ** 30).toFixed(2)) },
       { header: `Predicted peak (GiB, ${peak.source})`, cell: (entry) => { const bytes = peak.of(entry); return bytes === null ? null : (bytes / 2 ** 30).toFixed(2); } },
     ];
-    const shown = columns.filter((column, index) => index < 2 || comparison.entries.some((entry) => column.cell(entry) !== null));
+    // Layout and throughput always have one, so every table keeps them.
+    const shown = columns.filter((column) => comparison.entries.some((entry) => column.cell(entry) !== null));
     const rows = comparison.entries.map((entry) => shown.map((column) => column.cell(entry) ?? NOT_AVAILABLE));
     return `<h3>${escapeHtml(comparison.context)}</h3>
 ${table(shown.map((column) => column.header), rows)}
