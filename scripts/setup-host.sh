@@ -2,7 +2,7 @@
 # Installs what ringlab's local target needs on a Debian or Ubuntu machine and starts the Docker engine.
 #   npm run setup        Docker engine, Ansible, debootstrap, OpenSSH client
 #   npm run setup:test   the same plus the test tools (pytest, Open MPI and mpi4py, ansible-lint, yamllint, shellcheck),
-#                        .venv-worker/ (the worker image's Python packages, for the worker's tests; see below) and
+#                        .venv-worker/ (the worker image's Python packages, for the worker's tests; see below; and ruff) and
 #                        .node-versions/22 (Node.js 22 from the npm registry, for the tests on the oldest Node.js ringlab supports)
 # Safe to rerun. Needs root (re-runs itself with sudo when it is not).
 set -euo pipefail
@@ -75,6 +75,14 @@ if [[ "${1:-}" == "--test" ]]; then
     "${as_user[@]}" "$venv/bin/pip" install -qq --disable-pip-version-check --no-index \
       --find-links "$repo/docker/worker/wheels" --requirement "$repo/docker/worker/requirements.txt"
     "$venv/bin/python" -c "import torch; print('worker venv: torch', torch.__version__)"
+  fi
+  # ruff, Python's formatter and linter (npm run lint), from pip's configured index.
+  ruff_version=0.16.9
+  if [[ "$("$venv/bin/ruff" --version 2>/dev/null)" == "ruff $ruff_version" ]]; then
+    echo "ruff $ruff_version: present"
+  else
+    "${as_user[@]}" "$venv/bin/pip" install -qq --disable-pip-version-check "ruff==$ruff_version"
+    echo "ruff: $("$venv/bin/ruff" --version)"
   fi
 
   # The quick tests also run on Node.js 22, the oldest ringlab supports (npm run test:quick:node22; the CLI's smoke
