@@ -12,7 +12,7 @@ import { FAKE_CREDENTIALS } from "../src/aws/clients.ts";
 
 /** The provider's endpoint keys the override sets: the stack's services, plus sts and iam the provider calls itself. */
 export const OVERRIDDEN_SERVICES = ["ec2", "efs", "s3", "sts", "iam"] as const;
-export type OverriddenService = typeof OVERRIDDEN_SERVICES[number];
+export type OverriddenService = (typeof OVERRIDDEN_SERVICES)[number];
 
 /** The API each resource and data source type of the stack is created through. */
 export const SERVICE_OF_TYPE: Readonly<Record<string, OverriddenService>> = {

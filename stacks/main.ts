@@ -21,8 +21,10 @@ async function main(): Promise<void> {
   const stack = targetOf(spec).stack;
   if (stack === undefined) {
     const withStacks = Object.values(TARGETS).filter((target) => target.stack !== undefined);
-    throw new UsageError(`${specFile}: target is "${spec.target}", expected ${withStacks.map((target) => `"${target.name}"`).join(" or ")}: ` +
-      `only ${withStacks.map((target) => target.title).join(" and ")} testbeds have a cdktf stack`);
+    throw new UsageError(
+      `${specFile}: target is "${spec.target}", expected ${withStacks.map((target) => `"${target.name}"`).join(" or ")}: ` +
+        `only ${withStacks.map((target) => target.title).join(" and ")} testbeds have a cdktf stack`,
+    );
   }
   // The host keys `ringlab synth` made beside the spec, if any: without them the nodes keep the AMI's own.
   await stack.synthesize(spec, undefined, readHostKeys(dirname(resolve(specFile)), spec.nodes));

@@ -34,16 +34,25 @@ export interface SynthesizedStack {
  * Terraform JSON then holds private keys and is made its user's alone (0600). Throws a UsageError for a spec the
  * test endpoint override cannot serve.
  */
-export function synthesizeStack(spec: AwsTestbedSpec, outDir?: string, hostKeys?: readonly NodeHostKey[]): SynthesizedStack {
+export function synthesizeStack(
+  spec: AwsTestbedSpec,
+  outDir?: string,
+  hostKeys?: readonly NodeHostKey[],
+): SynthesizedStack {
   // Tests only; refused (exit 2) unless it is a loopback URL.
   const endpoint = testAwsEndpoint();
   if (endpoint !== undefined && spec.state.backend !== "local") {
-    throw new UsageError(`testbed ${spec.name}: RINGLAB_TEST_AWS_ENDPOINT works with the local state backend only; this spec keeps its state in S3`);
+    throw new UsageError(
+      `testbed ${spec.name}: RINGLAB_TEST_AWS_ENDPOINT works with the local state backend only; this spec keeps its state in S3`,
+    );
   }
   const stack = stackName(spec.name);
   // The App creates its output folder: only once the input is known to be good.
   const app = new App(outDir === undefined ? {} : { outdir: outDir });
-  new TestbedStack(app, stack, { ...stackPropsFromSpec(spec, hostKeys), ...(endpoint === undefined ? {} : { testAwsEndpoint: endpoint }) });
+  new TestbedStack(app, stack, {
+    ...stackPropsFromSpec(spec, hostKeys),
+    ...(endpoint === undefined ? {} : { testAwsEndpoint: endpoint }),
+  });
   app.synth();
   const dir = join(app.outdir, "stacks", stack);
   const file = join(dir, "cdk.tf.json");

@@ -23,7 +23,8 @@ export const TAG_KEYS = {
 const RESERVED_PREFIXES = ["ringlab:", "aws:"];
 
 export function testbedTags(props: TestbedTagsProps): Record<string, string> {
-  if (Number.isNaN(Date.parse(props.expiresAt))) throw new Error(`testbedTags: expiresAt "${props.expiresAt}" is not an ISO-8601 time`);
+  if (Number.isNaN(Date.parse(props.expiresAt)))
+    throw new Error(`testbedTags: expiresAt "${props.expiresAt}" is not an ISO-8601 time`);
   const userTags = props.userTags ?? {};
   for (const key of Object.keys(userTags)) {
     const prefix = RESERVED_PREFIXES.find((p) => key.toLowerCase().startsWith(p));

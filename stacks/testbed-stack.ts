@@ -110,13 +110,16 @@ export class TestbedStack extends TerraformStack {
     new AwsProvider(this, "aws", { region: props.region, defaultTags: [{ tags }], ...override });
     const state = props.terraformState;
     if (state.backend === "s3" && props.testAwsEndpoint !== undefined) {
-      throw new Error("TestbedStack: testAwsEndpoint works with the local state backend only (an S3 backend would reach AWS)");
+      throw new Error(
+        "TestbedStack: testAwsEndpoint works with the local state backend only (an S3 backend would reach AWS)",
+      );
     }
     if (state.backend === "s3") {
       // Encrypted at rest; the bucket is the user's (versioning is theirs to turn on: README, .checkov.yaml).
       new S3Backend(this, { bucket: state.bucket, key: state.key, region: state.region, encrypt: true });
     } else {
-      if (!state.path.startsWith("/")) throw new Error(`TestbedStack: terraformState.path "${state.path}" must be absolute`);
+      if (!state.path.startsWith("/"))
+        throw new Error(`TestbedStack: terraformState.path "${state.path}" must be absolute`);
       new LocalBackend(this, { path: state.path });
     }
     const cluster = this.cluster(props, tags);
@@ -154,13 +157,14 @@ export class TestbedStack extends TerraformStack {
       expiresAt: props.expiresAt,
       placementGroup: props.placementGroup ?? true,
     });
-    const sharedStorageEndpoint = props.sharedStorage === "efs"
-      ? new EfsSharedStorage(this, "shared-storage", {
-        name,
-        subnetId: network.subnet.id,
-        securityGroupId: securityGroup.securityGroup.id,
-      }).mountDnsName
-      : nodes.head.instance.privateIp;
+    const sharedStorageEndpoint =
+      props.sharedStorage === "efs"
+        ? new EfsSharedStorage(this, "shared-storage", {
+            name,
+            subnetId: network.subnet.id,
+            securityGroupId: securityGroup.securityGroup.id,
+          }).mountDnsName
+        : nodes.head.instance.privateIp;
     return { nodes, sharedStorageEndpoint };
   }
 
@@ -178,10 +182,14 @@ export class TestbedStack extends TerraformStack {
     });
     new TerraformOutput(this, OUTPUT_NAMES.sharedStorageEndpoint, {
       value: sharedStorageEndpoint,
-      description: props.sharedStorage === "efs"
-        ? "DNS name of the EFS mount target (mount with NFSv4.1)"
-        : "Private IP of the head node, which exports the shared directory over NFS",
+      description:
+        props.sharedStorage === "efs"
+          ? "DNS name of the EFS mount target (mount with NFSv4.1)"
+          : "Private IP of the head node, which exports the shared directory over NFS",
     });
-    new TerraformOutput(this, OUTPUT_NAMES.sshUser, { value: props.sshUser, description: "User for SSH to every node" });
+    new TerraformOutput(this, OUTPUT_NAMES.sshUser, {
+      value: props.sshUser,
+      description: "User for SSH to every node",
+    });
   }
 }

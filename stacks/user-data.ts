@@ -15,7 +15,10 @@ export function hostKeyCloudConfig(hostKey: NodeHostKey): string[] {
     "ssh_genkeytypes: []",
     "ssh_keys:",
     "  ed25519_private: |",
-    ...hostKey.privateKey.trimEnd().split("\n").map((line) => `    ${line}`),
+    ...hostKey.privateKey
+      .trimEnd()
+      .split("\n")
+      .map((line) => `    ${line}`),
     // JSON strings are YAML strings: the comment is quoted whatever it holds.
     `  ed25519_public: ${JSON.stringify(hostKey.publicKey.trim())}`,
   ];
@@ -23,5 +26,9 @@ export function hostKeyCloudConfig(hostKey: NodeHostKey): string[] {
 
 /** `#cloud-config` user data of one node. */
 export function nodeUserData(expiresAt: string, hostKey?: NodeHostKey): string {
-  return ["#cloud-config", ...(hostKey === undefined ? [] : hostKeyCloudConfig(hostKey)), ...expiryCloudConfig(expiresAt)].join("\n");
+  return [
+    "#cloud-config",
+    ...(hostKey === undefined ? [] : hostKeyCloudConfig(hostKey)),
+    ...expiryCloudConfig(expiresAt),
+  ].join("\n");
 }

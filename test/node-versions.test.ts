@@ -32,23 +32,52 @@ const OLD_NODE = join(REPO, ".node-versions/20/bin/node");
 const OLD_VERSION = versionOf(OLD_NODE);
 
 const NODES = [
-  { label: `Node.js 22${same(NODE_22, process.execPath) ? ", this one" : ""}`, binary: NODE_22, version: /^v22\./, install: "npm run setup:test" },
-  { label: `Node.js 24 from node_modules${same(NODE_24, process.execPath) ? ", this one" : ""}`, binary: NODE_24, version: /^v24\./, install: "npm ci" },
-  ...(same(NODE_22, process.execPath) || same(NODE_24, process.execPath) ? [] : [
-    { label: `this Node.js (${process.version})`, binary: process.execPath, version: new RegExp(`^${process.version.replace(/\./g, "\\.")}$`), install: "" },
-  ]),
-  { label: "Node.js 20, which runs it on node_modules' 24", binary: OLD_NODE, version: /^v20\./, install: "npm run setup:test" },
+  {
+    label: `Node.js 22${same(NODE_22, process.execPath) ? ", this one" : ""}`,
+    binary: NODE_22,
+    version: /^v22\./,
+    install: "npm run setup:test",
+  },
+  {
+    label: `Node.js 24 from node_modules${same(NODE_24, process.execPath) ? ", this one" : ""}`,
+    binary: NODE_24,
+    version: /^v24\./,
+    install: "npm ci",
+  },
+  ...(same(NODE_22, process.execPath) || same(NODE_24, process.execPath)
+    ? []
+    : [
+        {
+          label: `this Node.js (${process.version})`,
+          binary: process.execPath,
+          version: new RegExp(`^${process.version.replace(/\./g, "\\.")}$`),
+          install: "",
+        },
+      ]),
+  {
+    label: "Node.js 20, which runs it on node_modules' 24",
+    binary: OLD_NODE,
+    version: /^v20\./,
+    install: "npm run setup:test",
+  },
 ];
 /** What a dependency (or Node itself) prints when it warns: `(node:123) ...Warning: ...` or a bare `...Warning:`. */
 const WARNING = /^\(node:\d+\)|Warning:/m;
 
 it("runs on a Node.js ringlab supports (npm run puts node_modules' Node.js 24 first on the PATH)", () => {
-  expect(olderThanFloor(process.version), `the tests run on Node.js ${process.version} (${process.execPath}): run them with npm test, after npm ci`).toBe(false);
+  expect(
+    olderThanFloor(process.version),
+    `the tests run on Node.js ${process.version} (${process.execPath}): run them with npm test, after npm ci`,
+  ).toBe(false);
 });
 
 describe.each(NODES)("the CLI on $label", ({ binary, version, install }) => {
   const run = (args: string[], dir: string) =>
-    spawnSync(binary, [BIN, "--state-dir", join(dir, "state"), ...args], { cwd: REPO, encoding: "utf8", timeout: 60_000 });
+    spawnSync(binary, [BIN, "--state-dir", join(dir, "state"), ...args], {
+      cwd: REPO,
+      encoding: "utf8",
+      timeout: 60_000,
+    });
 
   it("is the Node.js it claims", () => {
     expect(existsSync(binary), `${binary} is missing: run ${install}`).toBe(true);
@@ -57,14 +86,20 @@ describe.each(NODES)("the CLI on $label", ({ binary, version, install }) => {
 
   it("explains itself, plans, synthesizes an AWS stack and reaches the AWS SDK, with no dependency's warning in its output", () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-node-"));
-    writeFileSync(join(dir, "aws.yaml"), "testbed: {target: aws, name: scale, nodes: 2, adminCidr: 203.0.113.7/32, sshPublicKeyFile: id.pub}\n");
+    writeFileSync(
+      join(dir, "aws.yaml"),
+      "testbed: {target: aws, name: scale, nodes: 2, adminCidr: 203.0.113.7/32, sshPublicKeyFile: id.pub}\n",
+    );
     writeFileSync(join(dir, "id.pub"), "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHx2 me@host\n");
     const help = run(["--help"], dir);
     const plan = run(["plan", "campaigns/local-smoke.yaml"], dir);
     const synth = run(["synth", join(dir, "aws.yaml"), "--out", join(dir, "out")], dir);
     // The tests' AWS endpoint is 127.0.0.1:9, where nothing listens: the SDK is loaded and asked, and fails.
     const sweep = run(["sweep", "--dry-run", "--region", "eu-west-1"], dir);
-    expect([help.status, plan.status, synth.status, sweep.status], [help, plan, synth, sweep].map((r) => r.stderr).join("\n")).toEqual([0, 0, 0, 4]);
+    expect(
+      [help.status, plan.status, synth.status, sweep.status],
+      [help, plan, synth, sweep].map((r) => r.stderr).join("\n"),
+    ).toEqual([0, 0, 0, 4]);
     expect(plan.stdout).toMatch(/10 runs/);
     expect(existsSync(join(dir, "out", "stacks", "ringlab-scale", "cdk.tf.json"))).toBe(true);
     for (const result of [help, plan, synth, sweep]) expect(result.stderr + result.stdout).not.toMatch(WARNING);
@@ -77,18 +112,33 @@ describe("the CLI on a Node.js older than 22.19 (Node.js 20)", () => {
   /** A module for --import that appends a line to $RINGLAB_TEST_LOG in each process it is loaded in. */
   function preload(dir: string, body: string): string {
     const file = join(dir, "preload.mjs");
-    writeFileSync(file, `import { appendFileSync } from "node:fs";\nconst log = (line) => appendFileSync(process.env.RINGLAB_TEST_LOG, line + "\\n");\n${body}\n`);
+    writeFileSync(
+      file,
+      `import { appendFileSync } from "node:fs";\nconst log = (line) => appendFileSync(process.env.RINGLAB_TEST_LOG, line + "\\n");\n${body}\n`,
+    );
     return pathToFileURL(file).href;
   }
-  const lines = (file: string) => existsSync(file) ? readFileSync(file, "utf8").split("\n").filter((line) => line !== "") : [];
+  const lines = (file: string) =>
+    existsSync(file)
+      ? readFileSync(file, "utf8")
+          .split("\n")
+          .filter((line) => line !== "")
+      : [];
 
   it("runs it again on node_modules' Node.js 24, with the same options and arguments", () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-relaunch-"));
     const log = join(dir, "versions");
-    const module = preload(dir, "log(`${process.version} ${process.env.RINGLAB_RELAUNCHED_FROM ?? \"first\"}`);");
-    const plan = spawnSync(old, ["--import", module, BIN, "--state-dir", join(dir, "state"), "plan", "campaigns/local-smoke.yaml"], {
-      cwd: REPO, encoding: "utf8", timeout: 60_000, env: { ...process.env, RINGLAB_TEST_LOG: log },
-    });
+    const module = preload(dir, 'log(`${process.version} ${process.env.RINGLAB_RELAUNCHED_FROM ?? "first"}`);');
+    const plan = spawnSync(
+      old,
+      ["--import", module, BIN, "--state-dir", join(dir, "state"), "plan", "campaigns/local-smoke.yaml"],
+      {
+        cwd: REPO,
+        encoding: "utf8",
+        timeout: 60_000,
+        env: { ...process.env, RINGLAB_TEST_LOG: log },
+      },
+    );
     expect(plan.status, plan.stderr).toBe(0);
     expect(plan.stdout).toMatch(/10 runs/);
     expect(lines(log)).toEqual([`${OLD_VERSION} first`, `${versionOf(NODE_24)} ${OLD_VERSION}`]);
@@ -99,7 +149,11 @@ describe("the CLI on a Node.js older than 22.19 (Node.js 20)", () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-no-node-"));
     mkdirSync(join(dir, "src", "bin"), { recursive: true });
     copyFileSync(BIN, join(dir, "src", "bin", "ringlab.mjs"));
-    const result = spawnSync(old, [join(dir, "src", "bin", "ringlab.mjs"), "plan", "campaigns/local-smoke.yaml"], { cwd: REPO, encoding: "utf8", timeout: 60_000 });
+    const result = spawnSync(old, [join(dir, "src", "bin", "ringlab.mjs"), "plan", "campaigns/local-smoke.yaml"], {
+      cwd: REPO,
+      encoding: "utf8",
+      timeout: 60_000,
+    });
     expect(result.status).toBe(2);
     expect(result.stdout).toBe("");
     expect(result.stderr).toBe(
@@ -114,19 +168,33 @@ describe("the CLI on a Node.js older than 22.19 (Node.js 20)", () => {
    * keeps it running, logs each signal it gets, and exits 7 a while after the first; sends `signal` to the launcher
    * alone or to the whole group, as a Ctrl-C does; returns the CLI's log and the launcher's exit.
    */
-  async function signalled(signal: NodeJS.Signals, to: "launcher" | "group"): Promise<{ log: string[]; code: number | null; signal: string | null }> {
+  async function signalled(
+    signal: NodeJS.Signals,
+    to: "launcher" | "group",
+  ): Promise<{ log: string[]; code: number | null; signal: string | null }> {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-signal-"));
     const log = join(dir, "log");
-    const module = preload(dir, `if (process.env.RINGLAB_RELAUNCHED_FROM) {
+    const module = preload(
+      dir,
+      `if (process.env.RINGLAB_RELAUNCHED_FROM) {
   setInterval(() => {}, 1000);
   for (const name of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(name, () => { log(name); setTimeout(() => process.exit(7), 1500); });
   setTimeout(() => log("ready"), 300);
-}`);
-    const child = spawn(old, ["--import", module, BIN, "--help"], { cwd: REPO, detached: true, stdio: "ignore", env: { ...process.env, RINGLAB_TEST_LOG: log } });
-    const exited = new Promise<{ code: number | null; signal: string | null }>((done) => child.on("exit", (code, exitSignal) => done({ code, signal: exitSignal })));
+}`,
+    );
+    const child = spawn(old, ["--import", module, BIN, "--help"], {
+      cwd: REPO,
+      detached: true,
+      stdio: "ignore",
+      env: { ...process.env, RINGLAB_TEST_LOG: log },
+    });
+    const exited = new Promise<{ code: number | null; signal: string | null }>((done) =>
+      child.on("exit", (code, exitSignal) => done({ code, signal: exitSignal })),
+    );
     try {
       for (const until = Date.now() + 30_000; !lines(log).includes("ready"); await sleep(50)) {
-        if (Date.now() > until) throw new Error(`the relaunched CLI did not start within 30 s (its log: ${JSON.stringify(lines(log))})`);
+        if (Date.now() > until)
+          throw new Error(`the relaunched CLI did not start within 30 s (its log: ${JSON.stringify(lines(log))})`);
       }
       process.kill(to === "group" ? -child.pid! : child.pid!, signal);
       const exit = await exited;

@@ -3,14 +3,28 @@
  * testbed's shared directory, the SSH sockets' folder, the state folder), resolved paths are checked as they will be
  * used, and what ringlab keeps in its state folder is its user's alone.
  */
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { main } from "../src/cli/main.ts";
 import { loadCampaignFile, parseCampaign } from "../src/config/load.ts";
 import { ConfigError, UsageError } from "../src/util/errors.ts";
-import { CONTROL_PATH_DIR_MAX_LENGTH, controlPathDir, forgetConnections, preparedControlPathDir } from "../src/testbed/playbook.ts";
+import {
+  CONTROL_PATH_DIR_MAX_LENGTH,
+  controlPathDir,
+  forgetConnections,
+  preparedControlPathDir,
+} from "../src/testbed/playbook.ts";
 import { saveRecord, type TestbedRecord } from "../src/testbed/record.ts";
 import { resolveTestbedSpec } from "../src/testbed/spec.ts";
 
@@ -76,7 +90,10 @@ describe("the local testbed's shared directory (item 1)", () => {
         `what ringlab finds there; fix it with \`chmod go-w ${open}\`, or pick a folder you own that only you can write`,
     ]);
     const dir = tempDir();
-    writeFileSync(join(dir, "c.yaml"), `${localCampaign(open)}campaign:\n  matrix: {nodes: 1, model: tiny, batchSize: 8, bandwidth: unlimited}\n`);
+    writeFileSync(
+      join(dir, "c.yaml"),
+      `${localCampaign(open)}campaign:\n  matrix: {nodes: 1, model: tiny, batchSize: 8, bandwidth: unlimited}\n`,
+    );
     const plan = await ringlab(["plan", join(dir, "c.yaml")]);
     expect(plan.code).toBe(2);
     expect(plan.stderr).toMatch(/testbed\.sharedDir: .*mode 0777\) can be written by other users.*chmod go-w/);
@@ -99,15 +116,22 @@ describe("the local testbed's shared directory (item 1)", () => {
   it("refuses a folder inside one that anyone can write without the sticky bit: they could swap it", () => {
     const open = folder(tempDir(), "open", 0o777);
     const mine = folder(open, "mine", 0o755);
-    expect(sharedDirProblems(mine)).toEqual([expect.stringMatching(new RegExp(
-      `^testbed\\.sharedDir: ${open} \\(owner uid \\d+, mode 0777\\): other users can write it and so replace ${mine}; fix it with \`chmod go-w ${open}\``))]);
+    expect(sharedDirProblems(mine)).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^testbed\\.sharedDir: ${open} \\(owner uid \\d+, mode 0777\\): other users can write it and so replace ${mine}; fix it with \`chmod go-w ${open}\``,
+        ),
+      ),
+    ]);
   });
 
   it("refuses a folder reached through a symbolic link into a folder others can write", () => {
     const parent = tempDir();
     const open = folder(parent, "open", 0o777);
     symlinkSync(open, join(parent, "link"));
-    expect(sharedDirProblems(join(parent, "link"))).toEqual([expect.stringMatching(/mode 0777\) can be written by other users/)]);
+    expect(sharedDirProblems(join(parent, "link"))).toEqual([
+      expect.stringMatching(/mode 0777\) can be written by other users/),
+    ]);
   });
 
   it("refuses a folder another user owns, also in a sticky folder", () => {
@@ -121,7 +145,9 @@ describe("the local testbed's shared directory (item 1)", () => {
     const sticky = folder(tempDir(), "public", 0o1777);
     const planted = folder(sticky, "planted", 0o755);
     chownSync(planted, NOBODY, NOBODY);
-    expect(sharedDirProblems(join(planted, "shared"))).toEqual([expect.stringMatching(new RegExp(`${planted} in it is owned by uid ${NOBODY}, not by you`))]);
+    expect(sharedDirProblems(join(planted, "shared"))).toEqual([
+      expect.stringMatching(new RegExp(`${planted} in it is owned by uid ${NOBODY}, not by you`)),
+    ]);
   });
 
   it("refuses the default shared directory in the state folder the same way when the testbed's spec is resolved (`ringlab up`)", () => {
@@ -131,7 +157,9 @@ describe("the local testbed's shared directory (item 1)", () => {
     const testbed = parseCampaign("testbed: {target: local, name: s, nodes: 1}\n", "c.yaml").testbed;
     const resolveSpec = () => resolveTestbedSpec(testbed, { campaign: "c", testbedDir, createdAt: new Date() });
     expect(resolveSpec).toThrow(UsageError);
-    expect(resolveSpec).toThrow(`shared directory ${shared}: ${shared} (owner uid ${process.getuid!()}, mode 0777) can be written by other users`);
+    expect(resolveSpec).toThrow(
+      `shared directory ${shared}: ${shared} (owner uid ${process.getuid!()}, mode 0777) can be written by other users`,
+    );
     chmodSync(shared, 0o755);
     expect(resolveSpec()).toMatchObject({ sharedDir: shared });
   });
@@ -139,7 +167,8 @@ describe("the local testbed's shared directory (item 1)", () => {
 
 describe("the SSH connections' folder (item 4)", () => {
   let serial = 0;
-  const testbed = () => ({ name: "sec", createdAt: `2025-01-01T00:00:${String(serial++).padStart(2, "0")}Z` }) as TestbedRecord;
+  const testbed = () =>
+    ({ name: "sec", createdAt: `2025-01-01T00:00:${String(serial++).padStart(2, "0")}Z` }) as TestbedRecord;
   afterEach(() => vi.unstubAllEnvs());
 
   it("names the caller's uid, stays short enough for ssh's socket paths, and is made by ringlab mode 0700", () => {
@@ -175,7 +204,9 @@ describe("the SSH connections' folder (item 4)", () => {
     const tb = testbed();
     const dir = folder(tmpdir(), controlPathDir(tb).split("/").pop()!, 0o700);
     chownSync(dir, NOBODY, NOBODY);
-    expect(() => preparedControlPathDir(tb)).toThrow(new RegExp(`\\(owner uid ${NOBODY}, mode 0700\\) is not owned by you`));
+    expect(() => preparedControlPathDir(tb)).toThrow(
+      new RegExp(`\\(owner uid ${NOBODY}, mode 0700\\) is not owned by you`),
+    );
     forgetConnections(tb);
     expect(existsSync(dir)).toBe(true);
   });
@@ -208,11 +239,13 @@ describe("paths checked as resolved (item 6)", () => {
   });
 
   it("refuses a campaign file in a folder whose name breaks the path rule (relative paths resolve into it)", () => {
-    for (const name of ["a%b", "a,b", "a\"b", "a\rb"]) {
+    for (const name of ["a%b", "a,b", 'a"b', "a\rb"]) {
       const dir = folder(tempDir(), name, 0o700);
       writeFileSync(join(dir, "c.yaml"), "testbed: {target: local, name: s, nodes: 1, sharedDir: shared}\n");
       expect(() => loadCampaignFile(join(dir, "c.yaml")), name).toThrow(ConfigError);
-      expect(() => loadCampaignFile(join(dir, "c.yaml")), name).toThrow(/the campaign file's folder .*expected a path without/);
+      expect(() => loadCampaignFile(join(dir, "c.yaml")), name).toThrow(
+        /the campaign file's folder .*expected a path without/,
+      );
     }
   });
 });
@@ -225,7 +258,13 @@ describe("the state folder is its user's alone (item 7)", () => {
     expect(modeOf(state)).toBe(0o700);
     expect(modeOf(join(state, "logs"))).toBe(0o700);
     const testbed: TestbedRecord = {
-      schema: "ringlab.testbed/v2", name: "tb", target: "local", inventory: "/i", sharedDir: "/s", nodes: [], createdAt: "2026-01-01T00:00:00Z",
+      schema: "ringlab.testbed/v2",
+      name: "tb",
+      target: "local",
+      inventory: "/i",
+      sharedDir: "/s",
+      nodes: [],
+      createdAt: "2026-01-01T00:00:00Z",
     };
     const record = join(state, "testbeds", "tb", "testbed.json");
     saveRecord(state, testbed);

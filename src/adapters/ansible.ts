@@ -49,12 +49,16 @@ export interface PlaybookOptions {
 
 export class Ansible {
   /** @param ansibleDir the folder holding ansible.cfg and the playbooks. */
-  constructor(private readonly ansibleDir: string, private readonly binary = "ansible-playbook") {}
+  constructor(
+    private readonly ansibleDir: string,
+    private readonly binary = "ansible-playbook",
+  ) {}
 
   async playbook(name: string, options: PlaybookOptions): Promise<PlaybookResult> {
     const args = ["-i", options.inventory, join(this.ansibleDir, name)];
     if (options.limit !== undefined) args.push("--limit", options.limit.join(","));
-    if (options.skipTags !== undefined && options.skipTags.length > 0) args.push("--skip-tags", options.skipTags.join(","));
+    if (options.skipTags !== undefined && options.skipTags.length > 0)
+      args.push("--skip-tags", options.skipTags.join(","));
     const varsDir = options.extraVars === undefined ? undefined : mkdtempSync(join(tmpdir(), "ringlab-vars-"));
     try {
       if (varsDir !== undefined) args.push("--extra-vars", `@${writeExtraVars(varsDir, options.extraVars!)}`);
@@ -62,7 +66,10 @@ export class Ansible {
       const recap = parseRecap(result.output);
       if (result.exitCode !== 0 || result.canceled || result.timedOut) {
         const command = `ansible-playbook ${name}`;
-        const summary = result.canceled || result.timedOut ? undefined : `${command} failed: ${describeFailures(result.output) || `exit code ${result.exitCode}`}`;
+        const summary =
+          result.canceled || result.timedOut
+            ? undefined
+            : `${command} failed: ${describeFailures(result.output) || `exit code ${result.exitCode}`}`;
         throw failure("ansible", command, result, options.logFile, summary);
       }
       return { recap, durationMs: result.durationMs };
@@ -121,8 +128,13 @@ export function parseRecap(output: string): Record<string, HostRecap> {
     if (!match) continue;
     const counts = Object.fromEntries([...match[2]!.matchAll(/(\w+)=(\d+)/g)].map((m) => [m[1]!, Number(m[2])]));
     recap[match[1]!] = {
-      ok: counts["ok"] ?? 0, changed: counts["changed"] ?? 0, unreachable: counts["unreachable"] ?? 0,
-      failed: counts["failed"] ?? 0, skipped: counts["skipped"] ?? 0, rescued: counts["rescued"] ?? 0, ignored: counts["ignored"] ?? 0,
+      ok: counts["ok"] ?? 0,
+      changed: counts["changed"] ?? 0,
+      unreachable: counts["unreachable"] ?? 0,
+      failed: counts["failed"] ?? 0,
+      skipped: counts["skipped"] ?? 0,
+      rescued: counts["rescued"] ?? 0,
+      ignored: counts["ignored"] ?? 0,
     };
   }
   return recap;
@@ -137,7 +149,9 @@ export function describeFailures(output: string): string {
   const lines = output.split("\n");
   lines.forEach((line, index) => {
     // "fatal: [h]: FAILED! => ...", "fatal: [h]: UNREACHABLE! => ...", or a loop item's "failed: [h] (item=x) => ..."
-    const match = /^(?:fatal|failed): \[([^\]]+)\](?: \(item=[^)]*\))?(?:: (FAILED|UNREACHABLE)!)? => ?(.*)$/.exec(line.trim());
+    const match = /^(?:fatal|failed): \[([^\]]+)\](?: \(item=[^)]*\))?(?:: (FAILED|UNREACHABLE)!)? => ?(.*)$/.exec(
+      line.trim(),
+    );
     if (!match) return;
     const [, host, marker, inline = ""] = match;
     const message = messageFromJson(inline) ?? messageFromYamlBlock(lines, index + 1) ?? inline;

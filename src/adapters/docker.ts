@@ -63,9 +63,16 @@ export class Docker {
 
   /** Throws a PrerequisiteError with the fix when the CLI is missing or the engine does not answer. */
   async assertAvailable(): Promise<string> {
-    const result = await this.run(["version", "--format", "{{.Server.Version}}"], { allowFailure: true, timeoutMs: 20_000, installHint: INSTALL_HINT });
+    const result = await this.run(["version", "--format", "{{.Server.Version}}"], {
+      allowFailure: true,
+      timeoutMs: 20_000,
+      installHint: INSTALL_HINT,
+    });
     if (result.exitCode !== 0 || result.output.trim() === "") {
-      const reason = result.timedOut ? "did not answer within 20 s" : (result.output.split("\n").find((l) => /cannot connect|permission denied|error/i.test(l)) ?? "is not running");
+      const reason = result.timedOut
+        ? "did not answer within 20 s"
+        : (result.output.split("\n").find((l) => /cannot connect|permission denied|error/i.test(l)) ??
+          "is not running");
       const hint = /permission denied/i.test(reason)
         ? "your user may not use the engine: add it to the docker group (`npm run setup` does) and log in again"
         : "start the engine (`npm run setup` does, or: sudo dockerd >/var/log/dockerd.log 2>&1 &) and check `docker info` answers";
@@ -108,7 +115,8 @@ export class Docker {
     if (spec.network !== undefined) args.push("--network", spec.network);
     if (spec.ip !== undefined) args.push("--ip", spec.ip);
     for (const cap of spec.capAdd ?? []) args.push("--cap-add", cap);
-    for (const mount of spec.mounts ?? []) args.push("--mount", `type=bind,${csvField(`source=${mount.source}`)},${csvField(`target=${mount.target}`)}`);
+    for (const mount of spec.mounts ?? [])
+      args.push("--mount", `type=bind,${csvField(`source=${mount.source}`)},${csvField(`target=${mount.target}`)}`);
     for (const key of Object.keys(spec.env ?? {})) args.push("--env", key);
     // Values travel in the environment, not on the command line (keys stay out of `ps` and logs).
     const result = await this.run([...args, spec.image], { env: { ...spec.env } });
@@ -122,8 +130,22 @@ export class Docker {
    */
   async runOnHostNetwork(image: string, command: readonly string[]): Promise<void> {
     const [entrypoint, ...args] = command;
-    await this.run(["run", "--rm", "--pull", "never", "--network", "host", "--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW",
-      "--entrypoint", entrypoint!, image, ...args]);
+    await this.run([
+      "run",
+      "--rm",
+      "--pull",
+      "never",
+      "--network",
+      "host",
+      "--cap-add",
+      "NET_ADMIN",
+      "--cap-add",
+      "NET_RAW",
+      "--entrypoint",
+      entrypoint!,
+      image,
+      ...args,
+    ]);
   }
 
   async start(names: readonly string[]): Promise<void> {
@@ -134,31 +156,46 @@ export class Docker {
   async listByLabel(kind: ResourceKind, label: string): Promise<string[]> {
     const args = kind === "container" ? ["ps", "--all", "--quiet", "--no-trunc"] : [kind, "ls", "--quiet"];
     const result = await this.run([...args, "--filter", `label=${label}`]);
-    return result.output.split("\n").map((line) => line.trim()).filter((line) => line !== "");
+    return result.output
+      .split("\n")
+      .map((line) => line.trim())
+      .filter((line) => line !== "");
   }
 
   /** The values of label `key` on every container or network that carries `label` (KEY or KEY=VALUE). */
   async labelValues(kind: "container" | "network", label: string, key: string): Promise<string[]> {
     const args = kind === "container" ? ["ps", "--all"] : ["network", "ls"];
-    const result = await this.run([...args, "--filter", `label=${label}`, "--format", `{{.Label ${JSON.stringify(key)}}}`]);
-    return result.output.split("\n").map((line) => line.trim()).filter((line) => line !== "");
+    const result = await this.run([
+      ...args,
+      "--filter",
+      `label=${label}`,
+      "--format",
+      `{{.Label ${JSON.stringify(key)}}}`,
+    ]);
+    return result.output
+      .split("\n")
+      .map((line) => line.trim())
+      .filter((line) => line !== "");
   }
 
   async inspectContainers(ids: readonly string[]): Promise<ContainerInfo[]> {
     if (ids.length === 0) return [];
     const result = await this.run(["container", "inspect", "--format", "{{json .}}", ...ids]);
-    return result.output.split("\n").filter((line) => line.startsWith("{")).map((line) => {
-      const raw = JSON.parse(line);
-      const networks: Record<string, { IPAddress?: string }> = raw.NetworkSettings?.Networks ?? {};
-      return {
-        id: raw.Id,
-        name: String(raw.Name).replace(/^\//, ""),
-        running: raw.State?.Running === true,
-        startedAt: String(raw.State?.StartedAt ?? ""),
-        labels: raw.Config?.Labels ?? {},
-        addresses: Object.fromEntries(Object.entries(networks).map(([net, info]) => [net, info.IPAddress ?? ""])),
-      };
-    });
+    return result.output
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => {
+        const raw = JSON.parse(line);
+        const networks: Record<string, { IPAddress?: string }> = raw.NetworkSettings?.Networks ?? {};
+        return {
+          id: raw.Id,
+          name: String(raw.Name).replace(/^\//, ""),
+          running: raw.State?.Running === true,
+          startedAt: String(raw.State?.StartedAt ?? ""),
+          labels: raw.Config?.Labels ?? {},
+          addresses: Object.fromEntries(Object.entries(networks).map(([net, info]) => [net, info.IPAddress ?? ""])),
+        };
+      });
   }
 
   async remove(kind: ResourceKind, ids: readonly string[]): Promise<void> {

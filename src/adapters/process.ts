@@ -38,7 +38,12 @@ const TAIL_LINES = 40;
 /** How long a stopped program's process group gets between SIGTERM and SIGKILL. */
 const KILL_GRACE_MS = 5_000;
 
-export async function runProgram(tool: string, file: string, args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
+export async function runProgram(
+  tool: string,
+  file: string,
+  args: readonly string[],
+  options: RunOptions = {},
+): Promise<RunResult> {
   const command = [file, ...args].join(" ");
   const started = Date.now();
   if (options.logFile !== undefined) {
@@ -123,7 +128,10 @@ class GroupStopper {
   private readonly timer: NodeJS.Timeout | undefined;
   private readonly onAbort = () => this.stop("canceled");
 
-  constructor(private readonly group: number, options: Pick<RunOptions, "signal" | "timeoutMs">) {
+  constructor(
+    private readonly group: number,
+    options: Pick<RunOptions, "signal" | "timeoutMs">,
+  ) {
     liveGroups.add(group);
     killLiveGroupsOnExit();
     this.signal = options.signal;
@@ -161,10 +169,18 @@ class GroupStopper {
 }
 
 /** A ToolError describing a failed run: how it ended and the last lines it printed. */
-export function failure(tool: string, command: string, result: RunResult, logFile?: string, summary?: string): ToolError {
-  const how = result.canceled ? "was interrupted"
-    : result.timedOut ? `timed out after ${(result.durationMs / 1000).toFixed(0)} s`
-    : `exited with code ${result.exitCode}`;
+export function failure(
+  tool: string,
+  command: string,
+  result: RunResult,
+  logFile?: string,
+  summary?: string,
+): ToolError {
+  const how = result.canceled
+    ? "was interrupted"
+    : result.timedOut
+      ? `timed out after ${(result.durationMs / 1000).toFixed(0)} s`
+      : `exited with code ${result.exitCode}`;
   return new ToolError(tool, summary ?? `${command} ${how}`, {
     command,
     toolExitCode: result.exitCode,

@@ -10,7 +10,9 @@ const INSTALL_HINT = "install OpenSSH's client with `npm run setup` (Debian/Ubun
  */
 export async function ensureKeyPair(path: string, comment: string): Promise<string> {
   if (!existsSync(path)) {
-    await runProgram("ssh-keygen", "ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", path], { installHint: INSTALL_HINT });
+    await runProgram("ssh-keygen", "ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", path], {
+      installHint: INSTALL_HINT,
+    });
   } else if (!existsSync(`${path}.pub`)) {
     const derived = await runProgram("ssh-keygen", "ssh-keygen", ["-y", "-f", path], { installHint: INSTALL_HINT });
     writeFileSync(`${path}.pub`, `${derived.stdout.trim()} ${comment}\n`, { mode: 0o644 });

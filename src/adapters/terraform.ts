@@ -24,7 +24,8 @@ export interface TerraformOptions {
 const STATE_LOCK_TIMEOUT = "-lock-timeout=300s";
 /** The saved plan that `apply` carries out: what was planned is exactly what is applied. */
 const PLAN_FILE = "ringlab.tfplan";
-const INSTALL_HINT = "install Terraform (https://developer.hashicorp.com/terraform/install) or OpenTofu and set TERRAFORM_BINARY_NAME=tofu";
+const INSTALL_HINT =
+  "install Terraform (https://developer.hashicorp.com/terraform/install) or OpenTofu and set TERRAFORM_BINARY_NAME=tofu";
 
 /** The binary a run uses: the testbed's own setting, else the environment's, else terraform. */
 export function terraformBinaryFor(setting: string | null | undefined, env: NodeJS.ProcessEnv = process.env): string {
@@ -41,9 +42,15 @@ export class Terraform {
 
   /** Says before anything starts that terraform (or tofu) is missing or broken, and how to get it. */
   async assertInstalled(): Promise<void> {
-    const result = await runProgram("terraform", this.binary, ["version"], { allowFailure: true, installHint: INSTALL_HINT, timeoutMs: 30_000 });
+    const result = await runProgram("terraform", this.binary, ["version"], {
+      allowFailure: true,
+      installHint: INSTALL_HINT,
+      timeoutMs: 30_000,
+    });
     if (result.exitCode !== 0) {
-      throw new PrerequisiteError(`${this.binary} is installed but \`${this.binary} version\` failed`, { hint: INSTALL_HINT });
+      throw new PrerequisiteError(`${this.binary} is installed but \`${this.binary} version\` failed`, {
+        hint: INSTALL_HINT,
+      });
     }
   }
 
@@ -68,12 +75,20 @@ export class Terraform {
    */
   async outputs(dir: string, stack: string): Promise<Record<string, Record<string, unknown>>> {
     // Not echoed: an output the stack marks sensitive must not reach the log or the terminal.
-    const result = await runProgram("terraform", this.binary, ["output", "-json", "-no-color"], { ...this.runOptions(dir), onLine: undefined, logFile: undefined });
+    const result = await runProgram("terraform", this.binary, ["output", "-json", "-no-color"], {
+      ...this.runOptions(dir),
+      onLine: undefined,
+      logFile: undefined,
+    });
     let parsed: Record<string, { value: unknown }>;
     try {
       parsed = JSON.parse(result.stdout) as Record<string, { value: unknown }>;
     } catch (error) {
-      throw new ToolError("terraform", `\`${this.binary} output -json\` in ${dir} printed no JSON: ${(error as Error).message}`, { cause: error });
+      throw new ToolError(
+        "terraform",
+        `\`${this.binary} output -json\` in ${dir} printed no JSON: ${(error as Error).message}`,
+        { cause: error },
+      );
     }
     return { [stack]: Object.fromEntries(Object.entries(parsed).map(([name, output]) => [name, output.value])) };
   }

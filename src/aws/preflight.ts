@@ -81,9 +81,16 @@ export function vcpuQuotaFor(instanceType: string, spot: boolean): VcpuQuota | u
 }
 
 /** The message of a quota too small for the testbed. */
-export function quotaShortMessage(spec: AwsTestbedSpec, quota: VcpuQuota, vcpusPerNode: number, quotaVcpus: number): string {
-  return `${spec.nodes} × ${spec.instanceType} need ${spec.nodes * vcpusPerNode} vCPUs (${vcpusPerNode} each), but the ` +
-    `account's quota "${quota.name}" (${quota.code}) in ${spec.region} is ${quotaVcpus} vCPUs`;
+export function quotaShortMessage(
+  spec: AwsTestbedSpec,
+  quota: VcpuQuota,
+  vcpusPerNode: number,
+  quotaVcpus: number,
+): string {
+  return (
+    `${spec.nodes} × ${spec.instanceType} need ${spec.nodes * vcpusPerNode} vCPUs (${vcpusPerNode} each), but the ` +
+    `account's quota "${quota.name}" (${quota.code}) in ${spec.region} is ${quotaVcpus} vCPUs`
+  );
 }
 
 /**
@@ -100,16 +107,27 @@ export async function preflightAws(spec: AwsTestbedSpec, options: PreflightOptio
   const timeoutMs = options.callTimeoutMs ?? 20_000;
   const ec2 = options.ec2 ?? sdkEc2Lookups(spec.region, env, timeoutMs);
   await checkOffered(spec, ec2);
-  const vcpusPerNode = instanceTypeFacts(spec.instanceType)?.vcpus ?? await askEc2(spec, () => ec2.vcpus(spec.instanceType));
+  const vcpusPerNode =
+    instanceTypeFacts(spec.instanceType)?.vcpus ?? (await askEc2(spec, () => ec2.vcpus(spec.instanceType)));
   if (vcpusPerNode === undefined) throw new UsageError(`EC2 does not know the instance type ${spec.instanceType}`);
   const vcpusNeeded = spec.nodes * vcpusPerNode;
   const quota = vcpuQuotaFor(spec.instanceType, spec.spot);
   if (quota === undefined) {
-    return { vcpusNeeded, warnings: [`no vCPU quota code known for ${spec.instanceType}; its quota was not checked (${vcpusNeeded} vCPUs needed)`] };
+    return {
+      vcpusNeeded,
+      warnings: [
+        `no vCPU quota code known for ${spec.instanceType}; its quota was not checked (${vcpusNeeded} vCPUs needed)`,
+      ],
+    };
   }
   const answer = await (options.quotas ?? sdkVcpuQuotas(spec.region, env, timeoutMs)).quota(quota.code);
   if ("unreadable" in answer) {
-    return { vcpusNeeded, warnings: [`could not read the quota "${quota.name}" (${quota.code}): ${answer.unreadable}; ${vcpusNeeded} vCPUs are needed`] };
+    return {
+      vcpusNeeded,
+      warnings: [
+        `could not read the quota "${quota.name}" (${quota.code}): ${answer.unreadable}; ${vcpusNeeded} vCPUs are needed`,
+      ],
+    };
   }
   if (answer.vcpus < vcpusNeeded) {
     throw new PrerequisiteError(quotaShortMessage(spec, quota, vcpusPerNode, answer.vcpus), {
@@ -123,7 +141,8 @@ async function checkOffered(spec: AwsTestbedSpec, ec2: Ec2Lookups): Promise<void
   const offered = await askEc2(spec, () => ec2.offeredInZone(spec.instanceType, spec.availabilityZone));
   if (!offered) {
     throw new UsageError(`the availability zone ${spec.availabilityZone} does not offer ${spec.instanceType}`, {
-      hint: `pick another testbed.availabilityZone of ${spec.region} (aws ec2 describe-instance-type-offerings --location-type availability-zone ` +
+      hint:
+        `pick another testbed.availabilityZone of ${spec.region} (aws ec2 describe-instance-type-offerings --location-type availability-zone ` +
         `--filters Name=instance-type,Values=${spec.instanceType} --region ${spec.region} lists them) or another instance type`,
     });
   }
@@ -134,10 +153,13 @@ async function askEc2<T>(spec: AwsTestbedSpec, call: () => Promise<T>): Promise<
   try {
     return await call();
   } catch (error) {
-    throw new PrerequisiteError(`cannot ask EC2 in ${spec.region} about ${spec.instanceType}: ${(error as Error).message}`, {
-      hint: "check the AWS credentials and region (aws sts get-caller-identity)",
-      cause: error,
-    });
+    throw new PrerequisiteError(
+      `cannot ask EC2 in ${spec.region} about ${spec.instanceType}: ${(error as Error).message}`,
+      {
+        hint: "check the AWS credentials and region (aws sts get-caller-identity)",
+        cause: error,
+      },
+    );
   }
 }
 
@@ -146,16 +168,25 @@ export function sdkEc2Lookups(region: string, env: NodeJS.ProcessEnv = process.e
   const client = new EC2Client({ maxAttempts: 2, ...awsClientConfig(region, env) });
   return {
     async offeredInZone(instanceType, availabilityZone) {
-      const answer = await client.send(new DescribeInstanceTypeOfferingsCommand({
-        LocationType: "availability-zone",
-        Filters: [{ Name: "location", Values: [availabilityZone] }, { Name: "instance-type", Values: [instanceType] }],
-      }), { abortSignal: AbortSignal.timeout(timeoutMs) });
-      return (answer.InstanceTypeOfferings ?? []).some((offering) => offering.InstanceType === instanceType && offering.Location === availabilityZone);
+      const answer = await client.send(
+        new DescribeInstanceTypeOfferingsCommand({
+          LocationType: "availability-zone",
+          Filters: [
+            { Name: "location", Values: [availabilityZone] },
+            { Name: "instance-type", Values: [instanceType] },
+          ],
+        }),
+        { abortSignal: AbortSignal.timeout(timeoutMs) },
+      );
+      return (answer.InstanceTypeOfferings ?? []).some(
+        (offering) => offering.InstanceType === instanceType && offering.Location === availabilityZone,
+      );
     },
     async vcpus(instanceType) {
       try {
-        const answer = await client.send(new DescribeInstanceTypesCommand({ InstanceTypes: [instanceType as never] }),
-          { abortSignal: AbortSignal.timeout(timeoutMs) });
+        const answer = await client.send(new DescribeInstanceTypesCommand({ InstanceTypes: [instanceType as never] }), {
+          abortSignal: AbortSignal.timeout(timeoutMs),
+        });
         return answer.InstanceTypes?.[0]?.VCpuInfo?.DefaultVCpus;
       } catch (error) {
         if ((error as { name?: string }).name === "InvalidInstanceType") return undefined;
@@ -166,13 +197,18 @@ export function sdkEc2Lookups(region: string, env: NodeJS.ProcessEnv = process.e
 }
 
 /** Service Quotas through the SDK; a quota it cannot read (no permission, unknown code) is reported, not thrown. */
-export function sdkVcpuQuotas(region: string, env: NodeJS.ProcessEnv = process.env, timeoutMs = 20_000): VcpuQuotaLookup {
+export function sdkVcpuQuotas(
+  region: string,
+  env: NodeJS.ProcessEnv = process.env,
+  timeoutMs = 20_000,
+): VcpuQuotaLookup {
   const client = new ServiceQuotasClient({ maxAttempts: 2, ...awsClientConfig(region, env) });
   return {
     async quota(quotaCode) {
       try {
-        const answer = await client.send(new GetServiceQuotaCommand({ ServiceCode: "ec2", QuotaCode: quotaCode }),
-          { abortSignal: AbortSignal.timeout(timeoutMs) });
+        const answer = await client.send(new GetServiceQuotaCommand({ ServiceCode: "ec2", QuotaCode: quotaCode }), {
+          abortSignal: AbortSignal.timeout(timeoutMs),
+        });
         const vcpus = answer.Quota?.Value;
         return vcpus === undefined ? { unreadable: "Service Quotas returned no value" } : { vcpus };
       } catch (error) {

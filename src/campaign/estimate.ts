@@ -45,14 +45,19 @@ function languageStepSeconds(run: PlannedRun, gflops: number): number | undefine
  */
 function estimateOf(file: CampaignFile): TargetEstimate {
   const estimate = targetOf(file.testbed).estimate;
-  if (estimate === undefined) throw new InternalError(`a ${file.testbed.target} campaign has no estimate: its target does not say what its machines take`);
+  if (estimate === undefined)
+    throw new InternalError(
+      `a ${file.testbed.target} campaign has no estimate: its target does not say what its machines take`,
+    );
   return estimate;
 }
 /** A worker's start: imports, torchrun, rendezvous, model set-up. */
 const WORKER_START_SECONDS = 5;
 /** The worker's defaults for the knobs that set a run's length (docker/worker/ringlab_worker/registry.json). */
 const WORKER_DEFAULTS = {
-  numWarmupBatches: TRAIN_KNOBS.numWarmupBatches.default, numBatchesPerIter: TRAIN_KNOBS.numBatchesPerIter.default, numIters: TRAIN_KNOBS.numIters.default,
+  numWarmupBatches: TRAIN_KNOBS.numWarmupBatches.default,
+  numBatchesPerIter: TRAIN_KNOBS.numBatchesPerIter.default,
+  numIters: TRAIN_KNOBS.numIters.default,
 };
 
 /**
@@ -113,9 +118,18 @@ export function estimateImageDelivery(file: CampaignFile, options: EstimateOptio
   const tarballBytes = options.workerImageTarballBytes ?? ASSUMED_TARBALL_BYTES;
   const uplinkGbps = options.adminUplinkGbps ?? ASSUMED_ADMIN_UPLINK_GBPS;
   const uploadBytes = tarballBytes * tb.nodes;
-  const size = options.workerImageTarballBytes === undefined ? `an assumed ${tarballBytes / 1e9} GB tarball (the file is not here)` : `${(tarballBytes / 1e9).toFixed(1)} GB`;
-  const uplink = options.adminUplinkGbps === undefined ? `an assumed ${uplinkGbps * 1000} Mbit/s uplink` : `${uplinkGbps} Gbit/s`;
-  return { source, seconds: (uploadBytes * 8) / (uplinkGbps * 1e9), uploadBytes, assumption: `${size} × ${tb.nodes} nodes at ${uplink}` };
+  const size =
+    options.workerImageTarballBytes === undefined
+      ? `an assumed ${tarballBytes / 1e9} GB tarball (the file is not here)`
+      : `${(tarballBytes / 1e9).toFixed(1)} GB`;
+  const uplink =
+    options.adminUplinkGbps === undefined ? `an assumed ${uplinkGbps * 1000} Mbit/s uplink` : `${uplinkGbps} Gbit/s`;
+  return {
+    source,
+    seconds: (uploadBytes * 8) / (uplinkGbps * 1e9),
+    uploadBytes,
+    assumption: `${size} × ${tb.nodes} nodes at ${uplink}`,
+  };
 }
 
 /** One process per node unless the run says more (GPU nodes may run one per GPU by default: the estimate ignores that). */
@@ -132,21 +146,30 @@ export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options:
   if (run.job === "allreduce") {
     const probe = file.campaign!.probe;
     for (let bytes = probe.minBytes; bytes <= probe.maxBytes; bytes *= probe.stepFactor) {
-      jobSeconds += (probe.warmupIters + probe.iters) * (reductionLowerBoundSeconds(reduction, bytes, placementOf(run), link ?? fastest, true) + 2 * (run.nodes * (run.processesPerNode ?? 1) - 1) * 1e-4);
+      jobSeconds +=
+        (probe.warmupIters + probe.iters) *
+        (reductionLowerBoundSeconds(reduction, bytes, placementOf(run), link ?? fastest, true) +
+          2 * (run.nodes * (run.processesPerNode ?? 1) - 1) * 1e-4);
     }
   } else {
     const knobs = { ...WORKER_DEFAULTS, ...run.knobs };
-    const steps = knobs.epochs === undefined ? Number(knobs.numWarmupBatches) + Number(knobs.numIters) * Number(knobs.numBatchesPerIter)
-      : Number(knobs.epochs) * epochSteps(file, run);
+    const steps =
+      knobs.epochs === undefined
+        ? Number(knobs.numWarmupBatches) + Number(knobs.numIters) * Number(knobs.numBatchesPerIter)
+        : Number(knobs.epochs) * epochSteps(file, run);
     const predicted = options.predictedStepSeconds?.get(run.id);
     if (predicted !== undefined) return estimate.overheadSeconds.run + jobSeconds + steps * predicted;
     const instanceType = targetOf(file.testbed).instanceTypeOf?.(file.testbed);
-    const computeSeconds = instanceType !== undefined ? gpuComputeSeconds(run, instanceType)
-      // Without instance types (the local testbed) the worker processes share this machine's cores: each gets 2 only while there are enough.
-      : (languageStepSeconds(run, CPU_TRAINING_GFLOPS) ?? run.batchSize! / planningOf(run.model!).cpuImagesPerSecond) *
-        Math.max(1, (2 * run.nodes * (run.processesPerNode ?? 1)) / (options.localCores ?? 2));
+    const computeSeconds =
+      instanceType !== undefined
+        ? gpuComputeSeconds(run, instanceType)
+        : // Without instance types (the local testbed) the worker processes share this machine's cores: each gets 2 only while there are enough.
+          (languageStepSeconds(run, CPU_TRAINING_GFLOPS) ??
+            run.batchSize! / planningOf(run.model!).cpuImagesPerSecond) *
+          Math.max(1, (2 * run.nodes * (run.processesPerNode ?? 1)) / (options.localCores ?? 2));
     const gradientBytes = PARAMETER_COUNT[run.model!] * (knobs.fp16Allreduce === true ? 2 : 4);
-    const allReduceSeconds = link === null ? 0 : reductionLowerBoundSeconds(reduction, gradientBytes, placementOf(run), link, true);
+    const allReduceSeconds =
+      link === null ? 0 : reductionLowerBoundSeconds(reduction, gradientBytes, placementOf(run), link, true);
     jobSeconds += steps * (computeSeconds + allReduceSeconds);
   }
   return estimate.overheadSeconds.run + jobSeconds;
@@ -158,7 +181,9 @@ export function estimateRunSeconds(run: PlannedRun, file: CampaignFile, options:
  * figure (the registry's planning.t4Fp32ImagesPerSecond), which no newer GPU is slower than.
  */
 function gpuComputeSeconds(run: PlannedRun, instanceType: string): number {
-  const input = computeInput(inputQuestionOf({ ...run, model: run.model!, batchSize: run.batchSize! }), { instanceType });
+  const input = computeInput(inputQuestionOf({ ...run, model: run.model!, batchSize: run.batchSize! }), {
+    instanceType,
+  });
   const language = languageStepSeconds(run, GPU_TRAINING_GFLOPS);
   if (language !== undefined) return language;
   return isMissing(input) ? run.batchSize! / planningOf(run.model!).t4Fp32ImagesPerSecond : input.seconds.mean;
@@ -173,16 +198,30 @@ function epochSteps(file: CampaignFile, run: PlannedRun): number {
   return Math.floor(trainImages / (run.nodes * (run.processesPerNode ?? 1) * run.batchSize!));
 }
 
-export function estimateCampaign(plan: CampaignPlan, file: CampaignFile, options: EstimateOptions = {}): CampaignEstimate {
+export function estimateCampaign(
+  plan: CampaignPlan,
+  file: CampaignFile,
+  options: EstimateOptions = {},
+): CampaignEstimate {
   const overhead = estimateOf(file).overheadSeconds;
   const imageDelivery = estimateImageDelivery(file, options);
-  const runsSeconds = (runs: readonly PlannedRun[]) => overhead.campaign + imageDelivery.seconds +
+  const runsSeconds = (runs: readonly PlannedRun[]) =>
+    overhead.campaign +
+    imageDelivery.seconds +
     runs.reduce((sum, run) => sum + estimateRunSeconds(run, file, options), 0);
   const seconds = runsSeconds(plan.runs);
-  const fewest = plan.repeatUntil === undefined ? {} : { fewestSeconds: runsSeconds(plan.runs.filter((run) => !run.conditional)) };
+  const fewest =
+    plan.repeatUntil === undefined ? {} : { fewestSeconds: runsSeconds(plan.runs.filter((run) => !run.conditional)) };
   const training = plan.runs.filter((run) => run.job === "train");
-  const predictedSteps = options.predictedStepSeconds === undefined ? {}
-    : { predictedSteps: { runs: training.filter((run) => options.predictedStepSeconds!.has(run.id)).length, of: training.length } };
+  const predictedSteps =
+    options.predictedStepSeconds === undefined
+      ? {}
+      : {
+          predictedSteps: {
+            runs: training.filter((run) => options.predictedStepSeconds!.has(run.id)).length,
+            of: training.length,
+          },
+        };
   // Instance-hours where the target rents its nodes by instance type (AWS).
   const instanceType = targetOf(file.testbed).instanceTypeOf?.(file.testbed);
   if (instanceType === undefined) return { seconds, ...fewest, imageDelivery, ...predictedSteps };

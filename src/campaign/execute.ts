@@ -25,7 +25,14 @@ import type { TestbedRecord } from "../testbed/record.ts";
 import { NodeKeeper, runnableWith, type NodeRecovery } from "../testbed/health.ts";
 import { DEFAULT_BUSY_THRESHOLD, HostLoadSampler } from "../testbed/host-load.ts";
 import { configureUnlessCurrent, down, prepareDataset, up } from "../testbed/testbed.ts";
-import { gapOf, gapOfTestbed, targetOf, type CampaignTestbed, type Target, type TargetOptions } from "../targets/index.ts";
+import {
+  gapOf,
+  gapOfTestbed,
+  targetOf,
+  type CampaignTestbed,
+  type Target,
+  type TargetOptions,
+} from "../targets/index.ts";
 import { writeFileAtomic } from "../util/fs.ts";
 import { InternalError, UsageError } from "../util/errors.ts";
 import { memoryConstantsFor, memoryRun, planProblems } from "./fits.ts";
@@ -36,8 +43,21 @@ import { runsStillNeeded, throughputsByConfiguration, withoutRoundsNotNeeded } f
 import { calibrationInputs, type Calibration } from "../predict/calibration.ts";
 import { predictionContextFor, PUBLISHED_ONLY } from "../predict/inputs.ts";
 import { isMemoryPrediction, predictMemory, type MemoryConstants } from "../predict/memory.ts";
-import { isPrediction, predictRun, type MissingInput, type PredictionContext, type RunPrediction } from "../predict/predict.ts";
-import { decidePredictions, PREDICTIONS_SCHEMA, type CalibrationInput, type PredictionsFile, type RecordedRun, type SavedPrediction } from "../results/predictions.ts";
+import {
+  isPrediction,
+  predictRun,
+  type MissingInput,
+  type PredictionContext,
+  type RunPrediction,
+} from "../predict/predict.ts";
+import {
+  decidePredictions,
+  PREDICTIONS_SCHEMA,
+  type CalibrationInput,
+  type PredictionsFile,
+  type RecordedRun,
+  type SavedPrediction,
+} from "../results/predictions.ts";
 
 export interface CampaignOptions {
   /** Keep the testbed afterwards (overrides the file's `keep`). */
@@ -90,7 +110,11 @@ export function resultsDirFor(file: Pick<LoadedCampaignFile, "campaign" | "sourc
   return resolve(override ?? file.campaign?.resultsDir ?? `results/${campaignName(file.sourceFile)}`);
 }
 
-export async function runCampaign(ctx: Context, file: AnyLoadedCampaignFile, options: CampaignOptions = {}): Promise<CampaignOutcome> {
+export async function runCampaign(
+  ctx: Context,
+  file: AnyLoadedCampaignFile,
+  options: CampaignOptions = {},
+): Promise<CampaignOutcome> {
   const started = Date.now();
   const target = targetOf(file.testbed);
   const plan = planCampaign(file, campaignName(file.sourceFile));
@@ -109,11 +133,20 @@ export async function runCampaign(ctx: Context, file: AnyLoadedCampaignFile, opt
   const todo = runsToDo(plan, store, cpusPerNode, options.redoDisturbed === true);
   const alreadyDone = plan.runs.length - todo.length;
   saveCampaignCopy(store.layout, file.sourceText);
-  if (predictable !== undefined) savePredictions(ctx, { store, plan, file: predictable, cpusPerNode }, options.calibration);
-  ctx.reporter.info(`campaign ${plan.name}: ${plan.repeatUntil === undefined ? "" : "up to "}${plan.runs.length} runs planned, ${alreadyDone} already done, ` +
-    `${todo.length} to run${target.runsWhere?.(file.testbed) ?? ""}; results in ${store.layout.dir}`);
+  if (predictable !== undefined)
+    savePredictions(ctx, { store, plan, file: predictable, cpusPerNode }, options.calibration);
+  ctx.reporter.info(
+    `campaign ${plan.name}: ${plan.repeatUntil === undefined ? "" : "up to "}${plan.runs.length} runs planned, ${alreadyDone} already done, ` +
+      `${todo.length} to run${target.runsWhere?.(file.testbed) ?? ""}; results in ${store.layout.dir}`,
+  );
 
-  const tally: Tally = { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0, rerun: { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0, stillDisturbed: 0 } };
+  const tally: Tally = {
+    ok: 0,
+    failed: 0,
+    notRun: 0,
+    benchmarkSeconds: 0,
+    rerun: { ok: 0, failed: 0, notRun: 0, benchmarkSeconds: 0, stillDisturbed: 0 },
+  };
   let upSeconds = 0;
   let teardown: CampaignOutcome["teardown"] = "not needed";
   let testbed: CampaignTestbed | undefined;
@@ -125,7 +158,11 @@ export async function runCampaign(ctx: Context, file: AnyLoadedCampaignFile, opt
       upSeconds = (Date.now() - upStarted) / 1000;
       await testbed.prepare?.(ctx);
       const scope: RecordScope = {
-        testbed: { name: file.testbed.name, target: file.testbed.target }, plan, store, instanceType: target.instanceTypeOf?.(file.testbed), cpusPerNode,
+        testbed: { name: file.testbed.name, target: file.testbed.target },
+        plan,
+        store,
+        instanceType: target.instanceTypeOf?.(file.testbed),
+        cpusPerNode,
         memoryPerNodeGiB: "memoryPerNodeGiB" in file.testbed ? file.testbed.memoryPerNodeGiB : undefined,
       };
       await testbed.run(ctx, { todo, scope, tally, rerunDisturbed: options.rerunDisturbed ?? true });
@@ -137,19 +174,40 @@ export async function runCampaign(ctx: Context, file: AnyLoadedCampaignFile, opt
     if (testbed !== undefined) teardown = keep ? "kept" : await testbed.tearDown(ctx);
     if (keep && testbed !== undefined && interrupted) await testbed.stopWorkers?.(uninterruptible(ctx)).catch(() => {});
     await makeReport(ctx, store, leftOut);
-    if (interrupted) ctx.reporter.warn(`interrupted: ${tally.ok + tally.failed + tally.notRun} runs recorded this time; rerun the same command to resume`);
+    if (interrupted)
+      ctx.reporter.warn(
+        `interrupted: ${tally.ok + tally.failed + tally.notRun} runs recorded this time; rerun the same command to resume`,
+      );
   }
   const { rerun, ...counts } = tally;
   return {
-    resultsDir: store.layout.dir, planned: plan.runs.length, alreadyDone, ...counts, benchmarkSeconds: counts.benchmarkSeconds + rerun.benchmarkSeconds,
-    rerun: { runs: rerun.ok + rerun.failed + rerun.notRun, failed: rerun.failed + rerun.notRun, stillDisturbed: rerun.stillDisturbed },
-    wallSeconds: (Date.now() - started) / 1000, upSeconds, teardown,
+    resultsDir: store.layout.dir,
+    planned: plan.runs.length,
+    alreadyDone,
+    ...counts,
+    benchmarkSeconds: counts.benchmarkSeconds + rerun.benchmarkSeconds,
+    rerun: {
+      runs: rerun.ok + rerun.failed + rerun.notRun,
+      failed: rerun.failed + rerun.notRun,
+      stillDisturbed: rerun.stillDisturbed,
+    },
+    wallSeconds: (Date.now() - started) / 1000,
+    upSeconds,
+    teardown,
   };
 }
 
 /** A run that cannot be laid out on its workers, or that the memory model says will not fit, is refused before anything starts. */
-function refuseWhatCannotFit(plan: CampaignPlan, file: LoadedCampaignFile, cpusPerNode: number | undefined, calibration: Calibration | undefined): void {
-  const problems = [...checkGpuMemory(plan, file), ...planProblems(plan, file, memoryConstantsFor(file, cpusPerNode, calibration))];
+function refuseWhatCannotFit(
+  plan: CampaignPlan,
+  file: LoadedCampaignFile,
+  cpusPerNode: number | undefined,
+  calibration: Calibration | undefined,
+): void {
+  const problems = [
+    ...checkGpuMemory(plan, file),
+    ...planProblems(plan, file, memoryConstantsFor(file, cpusPerNode, calibration)),
+  ];
   if (problems.length === 0) return;
   throw new UsageError(`the campaign cannot run as planned:\n${problems.map((problem) => `  ${problem}`).join("\n")}`, {
     hint: `\`ringlab plan ${file.sourceFile}\` prints the plan with the memory predicted for every run; change the file and run the campaign again`,
@@ -157,14 +215,30 @@ function refuseWhatCannotFit(plan: CampaignPlan, file: LoadedCampaignFile, cpusP
 }
 
 /** The planned runs the results folder does not hold yet (with `redoDisturbed`, also those whose latest record was disturbed). */
-function runsToDo(plan: CampaignPlan, store: ResultsStore, cpusPerNode: number | undefined, redoDisturbed: boolean): PlannedRun[] {
+function runsToDo(
+  plan: CampaignPlan,
+  store: ResultsStore,
+  cpusPerNode: number | undefined,
+  redoDisturbed: boolean,
+): PlannedRun[] {
   // A record made under another CPU quota (or none, or Docker's 100 ms period) measured something else: its run is done again.
   const sameQuota = store.latestRecords().filter(({ record }) => underQuota(record, cpusPerNode));
-  const remaining = remainingRuns(plan, new Map(sameQuota.map(({ record }) => [record.runId, record])),
-    redoDisturbed ? { redo: (record) => disturbance(record) !== undefined } : {});
+  const remaining = remainingRuns(
+    plan,
+    new Map(sameQuota.map(({ record }) => [record.runId, record])),
+    redoDisturbed ? { redo: (record) => disturbance(record) !== undefined } : {},
+  );
   // A repeatUntil campaign run again: the rounds its records show are not needed are not counted, nor a testbed brought up for them.
-  return plan.repeatUntil === undefined ? remaining
-    : withoutRoundsNotNeeded(remaining, throughputsByConfiguration(plan.runs, sameQuota.map(({ record }) => record)), plan.repeatUntil);
+  return plan.repeatUntil === undefined
+    ? remaining
+    : withoutRoundsNotNeeded(
+        remaining,
+        throughputsByConfiguration(
+          plan.runs,
+          sameQuota.map(({ record }) => record),
+        ),
+        plan.repeatUntil,
+      );
 }
 
 /**
@@ -173,7 +247,7 @@ function runsToDo(plan: CampaignPlan, store: ResultsStore, cpusPerNode: number |
  * up, whose file the predictions read (LoadedCampaignFile).
  */
 function predictableFile(file: AnyLoadedCampaignFile): LoadedCampaignFile | undefined {
-  return gapOfTestbed(file.testbed, "predictions") === undefined ? file as LoadedCampaignFile : undefined;
+  return gapOfTestbed(file.testbed, "predictions") === undefined ? (file as LoadedCampaignFile) : undefined;
 }
 
 /** What opening the testbed needs of the campaign. */
@@ -187,9 +261,15 @@ interface OpenRequest {
  * The testbed the campaign runs on: its target's own run path, or (the default) the testbed ringlab brings up from
  * its spec, configures, and runs through Ansible.
  */
-async function openTestbed(ctx: Context, target: Target, file: AnyLoadedCampaignFile, request: OpenRequest): Promise<CampaignTestbed> {
+async function openTestbed(
+  ctx: Context,
+  target: Target,
+  file: AnyLoadedCampaignFile,
+  request: OpenRequest,
+): Promise<CampaignTestbed> {
   if (target.ownRunPath !== undefined) return target.ownRunPath(ctx, file, request.targetOptions);
-  if (gapOf(target, "provision") !== undefined) throw new InternalError(`the ${target.name} target neither brings its testbed up nor runs campaigns its own way`);
+  if (gapOf(target, "provision") !== undefined)
+    throw new InternalError(`the ${target.name} target neither brings its testbed up nor runs campaigns its own way`);
   const record = await up(ctx, file as LoadedCampaignFile, request.targetOptions);
   return ansibleTestbed(record, request);
 }
@@ -203,9 +283,11 @@ function ansibleTestbed(record: TestbedRecord, { plan, todo }: OpenRequest): Cam
   return {
     async prepare(ctx) {
       await configureUnlessCurrent(ctx, record, { launchers: [plan.launcher] });
-      if (plan.dataset?.generate === true && todo.some((run) => run.knobs.data === "dataset")) await prepareDataset(ctx, record, plan.dataset);
+      if (plan.dataset?.generate === true && todo.some((run) => run.knobs.data === "dataset"))
+        await prepareDataset(ctx, record, plan.dataset);
     },
-    run: (ctx, runs) => runAll(ctx, { ...runs.scope, testbed: record, rerunDisturbed: runs.rerunDisturbed }, runs.todo, runs.tally),
+    run: (ctx, runs) =>
+      runAll(ctx, { ...runs.scope, testbed: record, rerunDisturbed: runs.rerunDisturbed }, runs.todo, runs.tally),
     stopWorkers: (ctx) => stopWorkers(ctx, record),
     tearDown: (ctx) => tearDown(ctx, record.name),
   };
@@ -266,11 +348,18 @@ async function runAll(ctx: Context, scope: CampaignScope, todo: readonly Planned
   await sampler?.start();
   try {
     const saved = await runInBatches(ctx, { ...scope, sampler }, todo, tally);
-    const rerun = scope.rerunDisturbed && gapOf(target, "rerun-disturbed") === undefined
-      ? toRunAgain(disturbedRuns(saved, todo), saved.filter(judged).length, (message) => ctx.reporter.warn(message)) : [];
+    const rerun =
+      scope.rerunDisturbed && gapOf(target, "rerun-disturbed") === undefined
+        ? toRunAgain(disturbedRuns(saved, todo), saved.filter(judged).length, (message) => ctx.reporter.warn(message))
+        : [];
     if (rerun.length > 0) {
       // Their rounds were decided already; the new attempts replace the disturbed ones in the report.
-      const again = await runInBatches(ctx, { ...scope, sampler }, rerun.map(({ run }) => ({ ...run, conditional: false })), tally.rerun);
+      const again = await runInBatches(
+        ctx,
+        { ...scope, sampler },
+        rerun.map(({ run }) => ({ ...run, conditional: false })),
+        tally.rerun,
+      );
       tally.rerun.stillDisturbed += again.filter((record) => disturbance(record) !== undefined).length;
     }
   } finally {
@@ -283,20 +372,37 @@ async function runAll(ctx: Context, scope: CampaignScope, todo: readonly Planned
  * quarter of the invocation's runs that steadiness judges, changed speed: that is a warm-up too short for every run,
  * not a disturbance, and running them again would only double the campaign.
  */
-export function toRunAgain(disturbed: readonly DisturbedRun[], judgedRuns: number, warn: (message: string) => void): DisturbedRun[] {
+export function toRunAgain(
+  disturbed: readonly DisturbedRun[],
+  judgedRuns: number,
+  warn: (message: string) => void,
+): DisturbedRun[] {
   const unsteady = disturbed.filter(({ why }) => why === "unsteady run").length;
   const tooMany = unsteady > 2 && unsteady > judgedRuns / 4;
   if (tooMany) {
-    warn(`${unsteady} of ${judgedRuns} runs changed speed by more than ${Math.round(UNSTEADY_SHIFT * 100)} % while they ran (unsteady run): ` +
-      "too many to be disturbances; the warm-up is likely shorter than the runs need (raise numWarmupBatches). Not running them again");
+    warn(
+      `${unsteady} of ${judgedRuns} runs changed speed by more than ${Math.round(UNSTEADY_SHIFT * 100)} % while they ran (unsteady run): ` +
+        "too many to be disturbances; the warm-up is likely shorter than the runs need (raise numWarmupBatches). Not running them again",
+    );
   }
   const again = disturbed.filter(({ why }) => !(tooMany && why === "unsteady run"));
   const busy = again.filter(({ why }) => why === "machine busy").length;
   const reasons = [
-    ...(busy === 0 ? [] : [`${busy} ran while other work took more than ${Math.round(DEFAULT_BUSY_THRESHOLD * 100)} % of the machine (machine busy; see each record's hostLoad)`]),
-    ...(again.length === busy ? [] : [`${again.length - busy} changed speed by more than ${Math.round(UNSTEADY_SHIFT * 100)} % while ${again.length - busy === 1 ? "it" : "they"} ran (unsteady run)`]),
+    ...(busy === 0
+      ? []
+      : [
+          `${busy} ran while other work took more than ${Math.round(DEFAULT_BUSY_THRESHOLD * 100)} % of the machine (machine busy; see each record's hostLoad)`,
+        ]),
+    ...(again.length === busy
+      ? []
+      : [
+          `${again.length - busy} changed speed by more than ${Math.round(UNSTEADY_SHIFT * 100)} % while ${again.length - busy === 1 ? "it" : "they"} ran (unsteady run)`,
+        ]),
   ];
-  if (again.length > 0) warn(`${again.length} run${again.length === 1 ? " was" : "s were"} disturbed: ${reasons.join("; ")}: running ${again.length === 1 ? "it" : "them"} once more`);
+  if (again.length > 0)
+    warn(
+      `${again.length} run${again.length === 1 ? " was" : "s were"} disturbed: ${reasons.join("; ")}: running ${again.length === 1 ? "it" : "them"} once more`,
+    );
   return again;
 }
 
@@ -319,8 +425,15 @@ function hostLoadSampler(ctx: Context, testbed: string): HostLoadSampler | undef
   const docker = dockerFor(ctx);
   const sampler = new HostLoadSampler({
     testbedContainers: async () => {
-      const containers = await docker.inspectContainers(await docker.listByLabel("container", `ringlab.testbed=${testbed}`));
-      return new Map(containers.map((container) => [container.id, { worker: container.labels["ringlab.role"] === "worker", running: container.running }]));
+      const containers = await docker.inspectContainers(
+        await docker.listByLabel("container", `ringlab.testbed=${testbed}`),
+      );
+      return new Map(
+        containers.map((container) => [
+          container.id,
+          { worker: container.labels["ringlab.role"] === "worker", running: container.running },
+        ]),
+      );
     },
     onBlind: (message) => ctx.reporter.warn(message),
   });
@@ -328,8 +441,12 @@ function hostLoadSampler(ctx: Context, testbed: string): HostLoadSampler | undef
 }
 
 /** Runs the queue in batches; returns every record it saved, in order. */
-async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: HostLoadSampler | undefined }, todo: readonly PlannedRun[],
-  tally: Tally | RerunTally): Promise<RunRecord[]> {
+async function runInBatches(
+  ctx: Context,
+  scope: CampaignScope & { sampler: HostLoadSampler | undefined },
+  todo: readonly PlannedRun[],
+  tally: Tally | RerunTally,
+): Promise<RunRecord[]> {
   const saved: RunRecord[] = [];
   const keeper = new NodeKeeper(ctx, scope.testbed, { launchers: [scope.plan.launcher] });
   const position = new Map(todo.map((run, index) => [run.id, index + 1]));
@@ -356,26 +473,46 @@ async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: Host
       continue;
     }
     if (!runnableWith(first.nodes, health.lost)) {
-      save(skippedRecord(scope, first, health.lost.map((node) => node.name)));
+      save(
+        skippedRecord(
+          scope,
+          first,
+          health.lost.map((node) => node.name),
+        ),
+      );
       queue = queue.slice(1);
       continue;
     }
-    const reachable = health.lost.length === 0 ? undefined : scope.testbed.nodes.filter((n) => !health.lost.includes(n)).map((n) => n.name);
+    const reachable =
+      health.lost.length === 0
+        ? undefined
+        : scope.testbed.nodes.filter((n) => !health.lost.includes(n)).map((n) => n.name);
     if (first.bandwidth !== null && first.bandwidth !== shapedTo) {
       await shapeLinks(ctx, scope.testbed, first.bandwidth, reachable);
       shapedTo = first.bandwidth;
     }
     // A batch ends before a round still to be decided: the decision needs the batch's results.
-    const batch = takeWhile(queue, (run) => (run.bandwidth === null || run.bandwidth === shapedTo) && runnableWith(run.nodes, health.lost)
-      && (!run.conditional || decided.has(run.id)));
+    const batch = takeWhile(
+      queue,
+      (run) =>
+        (run.bandwidth === null || run.bandwidth === shapedTo) &&
+        runnableWith(run.nodes, health.lost) &&
+        (!run.conditional || decided.has(run.id)),
+    );
     const attempts = new Map(batch.map((run) => [run.id, scope.store.nextAttempt(run.id)]));
     const requests = batch.map((run) => runRequest(scope, run, attempts.get(run.id)!, reachable));
     announce(first);
     const end = await executeRuns(ctx, scope.testbed, requests, (request, outcome) => {
       const index = requests.indexOf(request);
       const run = batch[index]!;
-      save(withHostLoad(runRecord(scope, run, attempts.get(run.id)!, outcome, index === 0 ? health.recovery : undefined), scope.sampler));
-      if (outcome.status === "ok") ctx.reporter.info(`✓ run ${position.get(run.id)}/${total}: ${run.id} (${outcome.wallSeconds.toFixed(1)} s)`);
+      save(
+        withHostLoad(
+          runRecord(scope, run, attempts.get(run.id)!, outcome, index === 0 ? health.recovery : undefined),
+          scope.sampler,
+        ),
+      );
+      if (outcome.status === "ok")
+        ctx.reporter.info(`✓ run ${position.get(run.id)}/${total}: ${run.id} (${outcome.wallSeconds.toFixed(1)} s)`);
       const next = batch[index + 1];
       if (next !== undefined && outcome.status === "ok") announce(next);
     });
@@ -383,12 +520,22 @@ async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: Host
     if (end.cutShort !== undefined) {
       const run = queue[0]!;
       if (end.cutShort.nodeLost && !retried.has(run.id)) {
-        ctx.reporter.warn(`run ${run.id} was cut short by a node that stopped answering; it goes again after the nodes are checked`);
+        ctx.reporter.warn(
+          `run ${run.id} was cut short by a node that stopped answering; it goes again after the nodes are checked`,
+        );
         retried.add(run.id);
         // Its attempt number was not used: the next attempt takes it again.
         continue;
       }
-      save(runRecord(scope, run, attempts.get(run.id)!, end.cutShort.outcome, end.done === 0 ? health.recovery : undefined));
+      save(
+        runRecord(
+          scope,
+          run,
+          attempts.get(run.id)!,
+          end.cutShort.outcome,
+          end.done === 0 ? health.recovery : undefined,
+        ),
+      );
       queue = queue.slice(1);
     }
   }
@@ -399,7 +546,12 @@ async function runInBatches(ctx: Context, scope: CampaignScope & { sampler: Host
  * The queue once the conditional round at its head is decided (repeatUntil): the round's runs whose configuration is
  * already precise enough are dropped, the others marked decided.
  */
-function decideRound(ctx: Context, scope: CampaignScope, queue: readonly PlannedRun[], decided: Set<string>): PlannedRun[] {
+function decideRound(
+  ctx: Context,
+  scope: CampaignScope,
+  queue: readonly PlannedRun[],
+  decided: Set<string>,
+): PlannedRun[] {
   const head = queue[0]!;
   const round = takeWhile(queue, (run) => run.conditional && run.round === head.round && !decided.has(run.id));
   const target = scope.plan.repeatUntil!;
@@ -410,9 +562,11 @@ function decideRound(ctx: Context, scope: CampaignScope, queue: readonly Planned
   const link = round.find((run) => run.bandwidth !== null)?.bandwidth;
   const where = link === undefined ? "" : ` at ${link}`;
   const configurations = (runs: readonly PlannedRun[]) => runs.filter((run) => run.job === "train").length;
-  ctx.reporter.info(needed.length === 0
-    ? `round ${head.round}${where}: every configuration is within ±${(target.halfWidth * 100).toFixed(1)} % (95 % interval): not needed`
-    : `round ${head.round}${where}: ${configurations(needed)} of ${configurations(round)} configurations still wider than ±${(target.halfWidth * 100).toFixed(1)} %: running them`);
+  ctx.reporter.info(
+    needed.length === 0
+      ? `round ${head.round}${where}: every configuration is within ±${(target.halfWidth * 100).toFixed(1)} % (95 % interval): not needed`
+      : `round ${head.round}${where}: ${configurations(needed)} of ${configurations(round)} configurations still wider than ±${(target.halfWidth * 100).toFixed(1)} %: running them`,
+  );
   return [...needed, ...queue.slice(round.length)];
 }
 
@@ -425,7 +579,11 @@ function takeWhile<T>(items: readonly T[], predicate: (item: T) => boolean): T[]
 /** Saves a run's record as soon as it ends, rewrites runs.jsonl and summary.csv, and counts it. */
 export function recordRun(ctx: Context, scope: RecordScope, tally: Omit<Tally, "rerun">, record: RunRecord): void {
   scope.store.save(record);
-  writeDerivedFiles(scope.store.layout, scope.store.records(), scope.plan.runs.map((run) => run.id));
+  writeDerivedFiles(
+    scope.store.layout,
+    scope.store.records(),
+    scope.plan.runs.map((run) => run.id),
+  );
   count(ctx, tally, record);
 }
 
@@ -440,23 +598,43 @@ function count(ctx: Context, tally: Omit<Tally, "rerun">, record: RunRecord): vo
   tally.benchmarkSeconds += record.benchmarkSeconds ?? 0;
 }
 
-function runRequest(scope: CampaignScope, run: PlannedRun, attempt: number, limit: readonly string[] | undefined): RunRequest {
+function runRequest(
+  scope: CampaignScope,
+  run: PlannedRun,
+  attempt: number,
+  limit: readonly string[] | undefined,
+): RunRequest {
   return {
-    runId: run.id, nodes: run.nodes, ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }),
-    job: run.job, workerArgs: run.workerArgs,
-    timeoutSeconds: scope.plan.runTimeoutSeconds, collectDir: scope.store.logsDirOf(run.id, attempt),
-    ...(limit === undefined ? {} : { limit }), ...(scope.cpusPerNode === undefined ? {} : { cpusPerNode: scope.cpusPerNode }),
-    ...(scope.memoryPerNodeGiB === undefined ? {} : { memoryPerNodeBytes: Math.round(scope.memoryPerNodeGiB * 2 ** 30) }),
+    runId: run.id,
+    nodes: run.nodes,
+    ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }),
+    job: run.job,
+    workerArgs: run.workerArgs,
+    timeoutSeconds: scope.plan.runTimeoutSeconds,
+    collectDir: scope.store.logsDirOf(run.id, attempt),
+    ...(limit === undefined ? {} : { limit }),
+    ...(scope.cpusPerNode === undefined ? {} : { cpusPerNode: scope.cpusPerNode }),
+    ...(scope.memoryPerNodeGiB === undefined
+      ? {}
+      : { memoryPerNodeBytes: Math.round(scope.memoryPerNodeGiB * 2 ** 30) }),
     ...recordedLauncher(scope.plan.launcher),
   };
 }
 
-export function runRecord(scope: RecordScope, run: PlannedRun, attempt: number, outcome: RunOutcome, recovery: NodeRecovery | undefined): RunRecord {
+export function runRecord(
+  scope: RecordScope,
+  run: PlannedRun,
+  attempt: number,
+  outcome: RunOutcome,
+  recovery: NodeRecovery | undefined,
+): RunRecord {
   const provenance = outcome.result?.provenance;
   // The job's whole life in the worker, torch import and rendezvous included: what is left of the run's wall
   // time is ringlab's own orchestration.
-  const benchmarkSeconds = provenance === undefined ? undefined
-    : (Date.parse(provenance.endedAt) - Date.parse(provenance.launchedAt ?? provenance.startedAt)) / 1000;
+  const benchmarkSeconds =
+    provenance === undefined
+      ? undefined
+      : (Date.parse(provenance.endedAt) - Date.parse(provenance.launchedAt ?? provenance.startedAt)) / 1000;
   return {
     ...recordBase(scope, run, attempt),
     status: outcome.status,
@@ -507,7 +685,7 @@ function recordBase(scope: RecordScope, run: PlannedRun, attempt: number) {
       nodes: run.nodes,
       ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }),
       bandwidth: run.bandwidth,
-      linkGbps: run.bandwidth === null ? null : bandwidthGbps(run.bandwidth) ?? null,
+      linkGbps: run.bandwidth === null ? null : (bandwidthGbps(run.bandwidth) ?? null),
       repeat: run.repeat,
       ...(run.model === undefined ? {} : { model: run.model }),
       ...(run.batchSize === undefined ? {} : { batchSize: run.batchSize }),
@@ -544,7 +722,9 @@ export async function makeReport(ctx: Context, store: ResultsStore, leftOut: rea
   try {
     await ctx.reporter.step("write the report", () => writeReport(dir, records, { leftOut }));
   } catch (error) {
-    ctx.reporter.warn(`the report could not be written: ${(error as Error).message} (the results are safe; retry with \`ringlab report ${dir}\`)`);
+    ctx.reporter.warn(
+      `the report could not be written: ${(error as Error).message} (the results are safe; retry with \`ringlab report ${dir}\`)`,
+    );
   }
 }
 
@@ -553,16 +733,32 @@ export async function makeReport(ctx: Context, store: ResultsStore, leftOut: rea
  * figures and the catalogue). A calibration made before ringlab recorded its folders' absolute paths names them as
  * given to `calibrate`: they are read from here.
  */
-function savePredictions(ctx: Context, scope: { store: ResultsStore; plan: CampaignPlan; file: LoadedCampaignFile; cpusPerNode: number | undefined },
-  calibration: CampaignOptions["calibration"]): void {
+function savePredictions(
+  ctx: Context,
+  scope: { store: ResultsStore; plan: CampaignPlan; file: LoadedCampaignFile; cpusPerNode: number | undefined },
+  calibration: CampaignOptions["calibration"],
+): void {
   const { layout } = scope.store;
   const context = predictionContextFor(scope.file, scope.cpusPerNode, calibration?.calibration);
   if (context === undefined || existsSync(layout.predictions)) return;
   const from = calibration?.from;
-  const inputs = context.calibration === undefined ? []
-    : calibrationInputs(context.calibration).map((input) => (input.folder === null && input.resultsDir !== null ? { ...input, folder: resolve(input.resultsDir) } : input));
-  const outcome = predictionsToSave({ plan: scope.plan, campaignFile: scope.file.sourceFile, recorded: scope.store.records(), resultsDir: layout.dir,
-    context, memory: memoryConstantsFor(scope.file, scope.cpusPerNode, calibration?.calibration), from, calibrationInputs: inputs, madeAt: new Date().toISOString() });
+  const inputs =
+    context.calibration === undefined
+      ? []
+      : calibrationInputs(context.calibration).map((input) =>
+          input.folder === null && input.resultsDir !== null ? { ...input, folder: resolve(input.resultsDir) } : input,
+        );
+  const outcome = predictionsToSave({
+    plan: scope.plan,
+    campaignFile: scope.file.sourceFile,
+    recorded: scope.store.records(),
+    resultsDir: layout.dir,
+    context,
+    memory: memoryConstantsFor(scope.file, scope.cpusPerNode, calibration?.calibration),
+    from,
+    calibrationInputs: inputs,
+    madeAt: new Date().toISOString(),
+  });
   if ("refused" in outcome) {
     ctx.reporter.warn(outcome.refused);
     return;
@@ -593,12 +789,20 @@ export interface PredictionsToSave {
  * The predictions.json to write and the line that says so, or, once runs of the campaign are done in its results folder,
  * the line that says why none is written and which command shows the predictions without running (decidePredictions).
  */
-export function predictionsToSave(question: PredictionsToSave): { readonly file: PredictionsFile; readonly said: string } | { readonly refused: string } {
+export function predictionsToSave(
+  question: PredictionsToSave,
+): { readonly file: PredictionsFile; readonly said: string } | { readonly refused: string } {
   const { plan, from } = question;
-  const decision = decidePredictions({ planned: plan.runs, recorded: question.recorded, resultsFolder: question.resultsDir, calibrationInputs: question.calibrationInputs });
+  const decision = decidePredictions({
+    planned: plan.runs,
+    recorded: question.recorded,
+    resultsFolder: question.resultsDir,
+    calibrationInputs: question.calibrationInputs,
+  });
   if (!decision.save) {
     return {
-      refused: `predictions not saved: ${decision.runsDone.length} of the campaign's ${plan.runs.length} runs are done already in ${question.resultsDir}, ` +
+      refused:
+        `predictions not saved: ${decision.runsDone.length} of the campaign's ${plan.runs.length} runs are done already in ${question.resultsDir}, ` +
         `so predictions made now would not come before them; \`ringlab plan ${question.campaignFile}${from === undefined ? "" : ` --calibration ${from}`}\` ` +
         "prints them without running anything, and a campaign into a new results folder (--results) saves them before its first run",
     };
@@ -610,20 +814,33 @@ export function predictionsToSave(question: PredictionsToSave): { readonly file:
   const predictions = outcomes.filter(isPrediction);
   const missing = outcomes.filter((outcome): outcome is MissingInput => !isPrediction(outcome));
   const file: PredictionsFile = {
-    schema: PREDICTIONS_SCHEMA, calibration: from ?? PUBLISHED_ONLY, madeAt: question.madeAt, runsDoneBefore: [],
-    calibrationInputs: question.calibrationInputs, sample: decision.sample, predictions, missing,
+    schema: PREDICTIONS_SCHEMA,
+    calibration: from ?? PUBLISHED_ONLY,
+    madeAt: question.madeAt,
+    runsDoneBefore: [],
+    calibrationInputs: question.calibrationInputs,
+    sample: decision.sample,
+    predictions,
+    missing,
   };
-  const claim = decision.sample.kind === "in-sample"
-    ? `, in-sample: ${decision.sample.reasons.join("; ")}; the report scores them as in-sample, no test of the model`
-    : ` before they ran${from === undefined ? "" : ", out-of-sample: the calibration holds none of this campaign's runs"}`;
+  const claim =
+    decision.sample.kind === "in-sample"
+      ? `, in-sample: ${decision.sample.reasons.join("; ")}; the report scores them as in-sample, no test of the model`
+      : ` before they ran${from === undefined ? "" : ", out-of-sample: the calibration holds none of this campaign's runs"}`;
   return {
     file,
-    said: `predicted ${predictions.length} training runs from ${file.calibration}${claim}` + (missing.length === 0 ? "" : `; ${missing.length} could not be: ${missing[0]!.missing}`),
+    said:
+      `predicted ${predictions.length} training runs from ${file.calibration}${claim}` +
+      (missing.length === 0 ? "" : `; ${missing.length} could not be: ${missing[0]!.missing}`),
   };
 }
 
 /** A run's prediction with the memory model's peak beside it, where the constants are given and its layout is one. */
-function withMemory(prediction: RunPrediction, run: PlannedRun, constants: MemoryConstants | undefined): RunPrediction & Pick<SavedPrediction, "memory"> {
+function withMemory(
+  prediction: RunPrediction,
+  run: PlannedRun,
+  constants: MemoryConstants | undefined,
+): RunPrediction & Pick<SavedPrediction, "memory"> {
   if (constants === undefined) return prediction;
   const memory = predictMemory(memoryRun(run), constants);
   if (!isMemoryPrediction(memory)) return prediction;

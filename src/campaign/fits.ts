@@ -7,7 +7,14 @@
  */
 import type { CampaignFile } from "../config/schema.ts";
 import type { Calibration } from "../predict/calibration.ts";
-import { ASSUMED_MEMORY, constantsOf, isMemoryPrediction, predictMemory, type MemoryConstants, type MemoryRun } from "../predict/memory.ts";
+import {
+  ASSUMED_MEMORY,
+  constantsOf,
+  isMemoryPrediction,
+  predictMemory,
+  type MemoryConstants,
+  type MemoryRun,
+} from "../predict/memory.ts";
 import { targetOf } from "../targets/index.ts";
 import type { TargetMemory } from "../targets/target.ts";
 import { dimsOf, pipelineProblem } from "../workload/layout.ts";
@@ -28,7 +35,8 @@ export interface MemoryLimit {
 export function memoryLimitOf(file: CampaignFile): MemoryLimit | undefined {
   const memory = targetMemory(file);
   if (memory.perNode !== undefined) return { bytes: memory.perNode.gib * GIB, per: "node", what: memory.perNode.what };
-  if (memory.perGpu !== undefined) return { bytes: usableGpuMemoryGiB(memory.perGpu.gib) * GIB, per: "rank", what: memory.perGpu.what };
+  if (memory.perGpu !== undefined)
+    return { bytes: usableGpuMemoryGiB(memory.perGpu.gib) * GIB, per: "rank", what: memory.perGpu.what };
   return undefined;
 }
 
@@ -37,9 +45,17 @@ function targetMemory(file: CampaignFile): TargetMemory {
 }
 
 /** The memory model's constants for a campaign's machines: its calibration's entry, else ringlab's assumption. */
-export function memoryConstantsFor(file: CampaignFile, cpusPerNode: number | undefined, calibration?: Calibration): MemoryConstants {
+export function memoryConstantsFor(
+  file: CampaignFile,
+  cpusPerNode: number | undefined,
+  calibration?: Calibration,
+): MemoryConstants {
   const device = targetMemory(file).device;
-  const entries = calibration?.memory.filter((candidate) => candidate.device === device && (device === "cuda" || candidate.cpusPerNode === (cpusPerNode ?? null))) ?? [];
+  const entries =
+    calibration?.memory.filter(
+      (candidate) =>
+        candidate.device === device && (device === "cuda" || candidate.cpusPerNode === (cpusPerNode ?? null)),
+    ) ?? [];
   return constantsOf(entries, ASSUMED_MEMORY[device]) ?? ASSUMED_MEMORY[device];
 }
 
@@ -47,7 +63,13 @@ const gib = (bytes: number) => `${(bytes / GIB).toFixed(2)} GiB`;
 
 /** A planned training run as the memory model asks about it (another layout or node count where given). */
 export function memoryRun(run: PlannedRun, knobs: PlannedRun["knobs"] = run.knobs, nodes = run.nodes): MemoryRun {
-  return { model: run.model!, batchSize: run.batchSize!, nodes, knobs, ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }) };
+  return {
+    model: run.model!,
+    batchSize: run.batchSize!,
+    nodes,
+    knobs,
+    ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }),
+  };
 }
 
 /** The predicted use a limit holds the run to. */
@@ -61,10 +83,17 @@ function used(run: MemoryRun, constants: MemoryConstants, limit: MemoryLimit): n
 function alternatives(run: PlannedRun, testbedNodes: number): { readonly name: string; readonly run: MemoryRun }[] {
   const sharded = { ...run.knobs, parallelism: "fsdp", fsdpSharding: "full" } as PlannedRun["knobs"];
   const nodeCounts = [...new Set([run.nodes, testbedNodes])].filter((nodes) => nodes >= run.nodes);
-  const options = nodeCounts.map((nodes) => ({ name: `fsdp full shard on ${nodes} node${nodes === 1 ? "" : "s"}`, run: memoryRun(run, sharded, nodes) }));
+  const options = nodeCounts.map((nodes) => ({
+    name: `fsdp full shard on ${nodes} node${nodes === 1 ? "" : "s"}`,
+    run: memoryRun(run, sharded, nodes),
+  }));
   if (run.knobs["activationCheckpointing"] !== true && run.model?.startsWith("gpt")) {
-    options.push(...nodeCounts.map((nodes) => ({ name: `fsdp full shard with activationCheckpointing on ${nodes} node${nodes === 1 ? "" : "s"}`,
-      run: memoryRun(run, { ...sharded, activationCheckpointing: true }, nodes) })));
+    options.push(
+      ...nodeCounts.map((nodes) => ({
+        name: `fsdp full shard with activationCheckpointing on ${nodes} node${nodes === 1 ? "" : "s"}`,
+        run: memoryRun(run, { ...sharded, activationCheckpointing: true }, nodes),
+      })),
+    );
   }
   return options;
 }
@@ -93,14 +122,20 @@ export function planProblems(plan: CampaignPlan, file: CampaignFile, constants: 
     if (limit === undefined) continue;
     const needed = used(memoryRun(run), constants, limit);
     if (needed === undefined || needed <= limit.bytes) continue;
-    const fitting = alternatives(run, file.testbed.nodes).map((option) => ({ ...option, bytes: used(option.run, constants, limit) }))
+    const fitting = alternatives(run, file.testbed.nodes)
+      .map((option) => ({ ...option, bytes: used(option.run, constants, limit) }))
       .find((option) => option.bytes !== undefined && option.bytes <= limit.bytes);
     const prediction = predictMemory(memoryRun(run), constants);
     const perRank = isMemoryPrediction(prediction) ? `${gib(prediction.rankBytes)} predicted per rank` : "";
-    problems.set(run.configuration, `${run.configuration} does not fit: ${perRank}${limit.per === "node" ? `, ${gib(needed)} per node` : ""}, ` +
-      `${gib(limit.bytes)} per ${limit.per} (${limit.what}); ` +
-      (fitting !== undefined ? `fits with ${fitting.name}: ${gib(fitting.bytes!)}` : noLayoutFits(run, constants, limit)) +
-      ` (${prediction && isMemoryPrediction(prediction) ? prediction.source : constants.source})`);
+    problems.set(
+      run.configuration,
+      `${run.configuration} does not fit: ${perRank}${limit.per === "node" ? `, ${gib(needed)} per node` : ""}, ` +
+        `${gib(limit.bytes)} per ${limit.per} (${limit.what}); ` +
+        (fitting !== undefined
+          ? `fits with ${fitting.name}: ${gib(fitting.bytes!)}`
+          : noLayoutFits(run, constants, limit)) +
+        ` (${prediction && isMemoryPrediction(prediction) ? prediction.source : constants.source})`,
+    );
   }
   return [...problems.values()];
 }

@@ -38,12 +38,18 @@ const GIB = 2 ** 30;
  * yet checked against torch.cuda.max_memory_allocated on a GPU: PEAK_OVER_SAVED and FIXED_OVERHEAD_GIB are
  * allowances from experience, not measurements.
  */
-export function trainingMemoryGiB(model: Model, batchSize: number, precision: Precision, imageSize = NATIVE_IMAGE_SIZE[model]!): number {
+export function trainingMemoryGiB(
+  model: Model,
+  batchSize: number,
+  precision: Precision,
+  imageSize = NATIVE_IMAGE_SIZE[model]!,
+): number {
   const parameters = PARAMETER_COUNT[model];
   // fp32 weights, gradients and DDP's bucket copy of the gradients; amp adds autocast's fp16 weight copies.
   const modelStateBytes = parameters * (4 + 4 + 4 + (precision === "amp" ? 2 : 0));
   const pixels = (imageSize / NATIVE_IMAGE_SIZE[model]!) ** 2;
-  const activationBytes = batchSize * planningOf(model).activationMibPerImage[precision] * MIB * pixels * PEAK_OVER_SAVED;
+  const activationBytes =
+    batchSize * planningOf(model).activationMibPerImage[precision] * MIB * pixels * PEAK_OVER_SAVED;
   const inputBytes = batchSize * 3 * imageSize * imageSize * 4;
   return FIXED_OVERHEAD_GIB + (modelStateBytes + activationBytes + inputBytes) / GIB;
 }
@@ -75,8 +81,11 @@ export function checkGpuMemory(plan: CampaignPlan, file: CampaignFile): string[]
     if (needed <= available || problems.has(key)) continue;
     const size = imageSize === undefined ? "" : ` at ${imageSize} px`;
     const remedy = precision === "fp32" ? "use precision amp, a smaller batch size, or" : "use a smaller batch size or";
-    problems.set(key, `${run.model} at batch ${run.batchSize} in ${precision}${size} needs about ${needed.toFixed(1)} GiB of GPU memory, ` +
-      `more than the ${available.toFixed(1)} GiB of one ${facts.gpuModel} (${instanceType}); ${remedy} an instance type with more GPU memory`);
+    problems.set(
+      key,
+      `${run.model} at batch ${run.batchSize} in ${precision}${size} needs about ${needed.toFixed(1)} GiB of GPU memory, ` +
+        `more than the ${available.toFixed(1)} GiB of one ${facts.gpuModel} (${instanceType}); ${remedy} an instance type with more GPU memory`,
+    );
   }
   return [...problems.values()];
 }

@@ -36,19 +36,25 @@ export function checkLinkDrive(plan: CampaignPlan, cpusPerNode: number | undefin
   if (cpusPerNode === undefined) return [];
   const drivable = drivableGbps(cpusPerNode);
   const reliable = drivable * RELIABLE_SHARE_OF_DRIVABLE;
-  const rates = [...new Set(plan.runs.filter((run) => run.nodes > 1 && run.bandwidth !== null).map((run) => run.bandwidth!))];
+  const rates = [
+    ...new Set(plan.runs.filter((run) => run.nodes > 1 && run.bandwidth !== null).map((run) => run.bandwidth!)),
+  ];
   return rates.flatMap((rate) => {
     const gbps = bandwidthGbps(rate) ?? 0;
     if (gbps > drivable) {
-      return [`links shaped to ${rate} are faster than a worker under a CPU quota of ${cpusPerNode} cores drives with Gloo ` +
-        `(about ${formatGbps(drivable)} measured on the build machine): runs at ${rate} measure the CPU, not the link. ` +
-        `Use rates up to ${formatGbps(drivable)} (e.g. ${suggestRates(drivable)}) or a larger testbed.cpusPerNode`];
+      return [
+        `links shaped to ${rate} are faster than a worker under a CPU quota of ${cpusPerNode} cores drives with Gloo ` +
+          `(about ${formatGbps(drivable)} measured on the build machine): runs at ${rate} measure the CPU, not the link. ` +
+          `Use rates up to ${formatGbps(drivable)} (e.g. ${suggestRates(drivable)}) or a larger testbed.cpusPerNode`,
+      ];
     }
     if (gbps > reliable) {
-      return [`links shaped to ${rate} need ${Math.round((100 * gbps) / drivable)} % of what a worker under ${cpusPerNode} cores drives with Gloo ` +
-        `(about ${formatGbps(drivable)}): the all-reduce then takes most of the quota, and on the build machine such points ` +
-        `measured up to 19 points below the model fitted from the probe on some days (within 6 on others; test/bench/README.md, ` +
-        `"The 3 Gbit/s gap"). Below ${formatGbps(reliable)} no such loss has been measured; or give the workers more cores (testbed.cpusPerNode)`];
+      return [
+        `links shaped to ${rate} need ${Math.round((100 * gbps) / drivable)} % of what a worker under ${cpusPerNode} cores drives with Gloo ` +
+          `(about ${formatGbps(drivable)}): the all-reduce then takes most of the quota, and on the build machine such points ` +
+          `measured up to 19 points below the model fitted from the probe on some days (within 6 on others; test/bench/README.md, ` +
+          `"The 3 Gbit/s gap"). Below ${formatGbps(reliable)} no such loss has been measured; or give the workers more cores (testbed.cpusPerNode)`,
+      ];
     }
     return [];
   });

@@ -3,7 +3,15 @@
  * order, which is what makes resuming safe.
  */
 import { createHash } from "node:crypto";
-import { KNOB_OWNERS, ownerAxisValue, probedAs, TRAIN_KNOBS, type Collective, type ProbeLibrary, type Reduction } from "../config/registry.ts";
+import {
+  KNOB_OWNERS,
+  ownerAxisValue,
+  probedAs,
+  TRAIN_KNOBS,
+  type Collective,
+  type ProbeLibrary,
+  type Reduction,
+} from "../config/registry.ts";
 import type { AnyCampaignFile, CampaignSection, DatasetSection, Model, TrainKnobName } from "../config/schema.ts";
 import { TRAIN_KNOB_NAMES } from "../config/schema.ts";
 import { UsageError } from "../util/errors.ts";
@@ -79,7 +87,9 @@ export type RepeatUntil = NonNullable<CampaignSection["repeatUntil"]>;
 const WORKER_TIMEOUT_SECONDS = 120;
 
 function workerTimeoutSeconds(testbed: TestbedSection, runTimeoutSeconds: number): number {
-  return gapOfTestbed(testbed, "simultaneous-start") !== undefined ? runTimeoutSeconds : Math.min(WORKER_TIMEOUT_SECONDS, runTimeoutSeconds);
+  return gapOfTestbed(testbed, "simultaneous-start") !== undefined
+    ? runTimeoutSeconds
+    : Math.min(WORKER_TIMEOUT_SECONDS, runTimeoutSeconds);
 }
 
 /** The campaign's name from its file: the one rule in src/rules/names.ts, under the name callers here use. */
@@ -94,10 +104,17 @@ export function planCampaign(file: Pick<AnyCampaignFile, "testbed" | "campaign">
   }
   const runs = orderRuns(section, runMakers(section, workerTimeoutSeconds(file.testbed, section.runTimeoutSeconds)));
   return {
-    name, runs, nodesToProvision: file.testbed.nodes, largestRunNodes: Math.max(0, ...runs.map((run) => run.nodes)),
+    name,
+    runs,
+    nodesToProvision: file.testbed.nodes,
+    largestRunNodes: Math.max(0, ...runs.map((run) => run.nodes)),
     largestRunWorkers: Math.max(...runs.map((run) => run.nodes * (run.processesPerNode ?? 1)), 0),
-    runTimeoutSeconds: section.runTimeoutSeconds, keep: section.keep, launcher: section.launcher,
-    ...(section.dataset !== undefined && runs.some((run) => run.knobs.data === "dataset") ? { dataset: section.dataset } : {}),
+    runTimeoutSeconds: section.runTimeoutSeconds,
+    keep: section.keep,
+    launcher: section.launcher,
+    ...(section.dataset !== undefined && runs.some((run) => run.knobs.data === "dataset")
+      ? { dataset: section.dataset }
+      : {}),
     ...(section.repeatUntil === undefined ? {} : { repeatUntil: section.repeatUntil }),
   };
 }
@@ -137,13 +154,47 @@ interface ProbeKind {
 
 /** The train and probe runs of one campaign section: their ids, knobs and worker arguments. */
 function runMakers(section: CampaignSection, workerTimeout: number): RunMakers {
-  const slotParts = ({ nodes, processesPerNode, bandwidth }: Slot) => [`n${nodes}`, ...placementPart(processesPerNode), ...(bandwidth === null ? [] : [bandwidth])];
-  const slotFields = ({ nodes, processesPerNode, bandwidth }: Slot) => ({ nodes, ...placementField(processesPerNode), bandwidth });
+  const slotParts = ({ nodes, processesPerNode, bandwidth }: Slot) => [
+    `n${nodes}`,
+    ...placementPart(processesPerNode),
+    ...(bandwidth === null ? [] : [bandwidth]),
+  ];
+  const slotFields = ({ nodes, processesPerNode, bandwidth }: Slot) => ({
+    nodes,
+    ...placementField(processesPerNode),
+    bandwidth,
+  });
   const train = (slot: Slot, { model, batchSize, varied }: TrainConfig, turn: Turn): PlannedRun => {
-    const knobs = Object.fromEntries(withoutOthersKnobs(Object.entries({ ...section.train, ...Object.fromEntries(varied) }), model, section)) as PlannedRun["knobs"];
-    const configuration = ["train", model, `b${batchSize}`, ...slotParts(slot), ...varied.map(([knob, value]) => `${knob.toLowerCase()}-${String(value)}`)].join("-");
-    const workerArgs = ["--model", model, "--batch-size", String(batchSize), ...knobArgs(knobs, section.dataset?.name), "--timeout-seconds", String(workerTimeout)];
-    return withFingerprint({ id: `${configuration}-r${turn.repeat}`, configuration, ...turn, job: "train", ...slotFields(slot), model, batchSize, knobs, workerArgs });
+    const knobs = Object.fromEntries(
+      withoutOthersKnobs(Object.entries({ ...section.train, ...Object.fromEntries(varied) }), model, section),
+    ) as PlannedRun["knobs"];
+    const configuration = [
+      "train",
+      model,
+      `b${batchSize}`,
+      ...slotParts(slot),
+      ...varied.map(([knob, value]) => `${knob.toLowerCase()}-${String(value)}`),
+    ].join("-");
+    const workerArgs = [
+      "--model",
+      model,
+      "--batch-size",
+      String(batchSize),
+      ...knobArgs(knobs, section.dataset?.name),
+      "--timeout-seconds",
+      String(workerTimeout),
+    ];
+    return withFingerprint({
+      id: `${configuration}-r${turn.repeat}`,
+      configuration,
+      ...turn,
+      job: "train",
+      ...slotFields(slot),
+      model,
+      batchSize,
+      knobs,
+      workerArgs,
+    });
   };
   // The probe measures each reduction the training runs use (ring: the ids and arguments it always had), each
   // library of probe.library (torch: the ids and arguments it always had), and each collective of probe.collective
@@ -156,14 +207,47 @@ function runMakers(section: CampaignSection, workerTimeout: number): RunMakers {
     const mpi = library === "mpi";
     const allReduce = collective === "all-reduce";
     // The reference once per link, node count and repeat: with the first kind of probe (torch.distributed's).
-    const reference = section.probe.reference !== undefined && slot.nodes > 1 && library === "torch" && reduction === firstReduction && collective === firstCollective;
-    const workerArgs = ["--min-bytes", String(minBytes), "--max-bytes", String(maxBytes), "--step-factor", String(stepFactor),
-      "--warmup-iters", String(warmupIters), "--iters", String(iters), ...(ring ? [] : ["--reduction", reduction]),
-      ...(mpi ? ["--library", "mpi"] : []), ...(allReduce ? [] : ["--collective", collective]),
-      ...(reference ? ["--reference", section.probe.reference!] : []), "--timeout-seconds", String(workerTimeout)];
-    const configuration = ["allreduce", ...slotParts(slot), ...(ring ? [] : [reduction]), ...(mpi ? ["mpi"] : []), ...(allReduce ? [] : [collective])].join("-");
+    const reference =
+      section.probe.reference !== undefined &&
+      slot.nodes > 1 &&
+      library === "torch" &&
+      reduction === firstReduction &&
+      collective === firstCollective;
+    const workerArgs = [
+      "--min-bytes",
+      String(minBytes),
+      "--max-bytes",
+      String(maxBytes),
+      "--step-factor",
+      String(stepFactor),
+      "--warmup-iters",
+      String(warmupIters),
+      "--iters",
+      String(iters),
+      ...(ring ? [] : ["--reduction", reduction]),
+      ...(mpi ? ["--library", "mpi"] : []),
+      ...(allReduce ? [] : ["--collective", collective]),
+      ...(reference ? ["--reference", section.probe.reference!] : []),
+      "--timeout-seconds",
+      String(workerTimeout),
+    ];
+    const configuration = [
+      "allreduce",
+      ...slotParts(slot),
+      ...(ring ? [] : [reduction]),
+      ...(mpi ? ["mpi"] : []),
+      ...(allReduce ? [] : [collective]),
+    ].join("-");
     const knobs = { ...(ring ? {} : { reduction }), ...(mpi ? { library } : {}), ...(allReduce ? {} : { collective }) };
-    return withFingerprint({ id: `${configuration}-r${turn.repeat}`, configuration, ...turn, job: "allreduce", ...slotFields(slot), knobs, workerArgs });
+    return withFingerprint({
+      id: `${configuration}-r${turn.repeat}`,
+      configuration,
+      ...turn,
+      job: "allreduce",
+      ...slotFields(slot),
+      knobs,
+      workerArgs,
+    });
   };
   return { train, probe };
 }
@@ -187,40 +271,64 @@ function orderRuns(section: CampaignSection, make: RunMakers): PlannedRun[] {
   // Open MPI sums with its own algorithm: it has no reductions of ringlab's, only its all-reduce. A collective other
   // than the all-reduce is torch.distributed's own (its reductions are ways to all-reduce).
   const collectives = probedCollectives(section);
-  const probeKinds = unique<ProbeLibrary>(section.probe.library ?? ["torch"]).flatMap((library): ProbeKind[] => library === "mpi"
-    ? (collectives.includes("all-reduce") ? [{ reduction: "ring", library, collective: "all-reduce" }] : [])
-    : collectives.flatMap((collective): ProbeKind[] => collective === "all-reduce"
-      ? reductions.map((reduction) => ({ reduction, library, collective }))
-      : [{ reduction: "ring", library, collective }]));
-  const allPlacements: (number | undefined)[] = matrix.processesPerNode === undefined ? [undefined] : unique(matrix.processesPerNode).sort((a, b) => a - b);
-  const withinMaxWorkers = (nodes: number, processes: number | undefined) => section.maxWorkers === undefined || nodes * (processes ?? 1) <= section.maxWorkers;
+  const probeKinds = unique<ProbeLibrary>(section.probe.library ?? ["torch"]).flatMap((library): ProbeKind[] =>
+    library === "mpi"
+      ? collectives.includes("all-reduce")
+        ? [{ reduction: "ring", library, collective: "all-reduce" }]
+        : []
+      : collectives.flatMap((collective): ProbeKind[] =>
+          collective === "all-reduce"
+            ? reductions.map((reduction) => ({ reduction, library, collective }))
+            : [{ reduction: "ring", library, collective }],
+        ),
+  );
+  const allPlacements: (number | undefined)[] =
+    matrix.processesPerNode === undefined ? [undefined] : unique(matrix.processesPerNode).sort((a, b) => a - b);
+  const withinMaxWorkers = (nodes: number, processes: number | undefined) =>
+    section.maxWorkers === undefined || nodes * (processes ?? 1) <= section.maxWorkers;
   const placementsOn = (nodes: number) => allPlacements.filter((processes) => withinMaxWorkers(nodes, processes));
-  const singleNodeSlots = nodeCounts.includes(1) ? placementsOn(1).map((processesPerNode) => ({ nodes: 1, processesPerNode, bandwidth: null })) : [];
+  const singleNodeSlots = nodeCounts.includes(1)
+    ? placementsOn(1).map((processesPerNode) => ({ nodes: 1, processesPerNode, bandwidth: null }))
+    : [];
   const multiNode = nodeCounts.filter((nodes) => nodes > 1);
   // A campaign of single-node runs alone has one group, with no link to shape.
   const groups: (string | null)[] = multiNode.length === 0 ? [null] : unique(matrix.bandwidth);
   const exclude = excludedBy(matrix.exclude ?? []);
   const runs: PlannedRun[] = [];
   groups.forEach((bandwidth, group) => {
-    const slots = bandwidth === null ? [] : multiNode.flatMap((nodes) => placementsOn(nodes).map((processesPerNode) => ({ nodes, processesPerNode, bandwidth })));
+    const slots =
+      bandwidth === null
+        ? []
+        : multiNode.flatMap((nodes) =>
+            placementsOn(nodes).map((processesPerNode) => ({ nodes, processesPerNode, bandwidth })),
+          );
     for (let round = 1; round <= rounds; round++) {
       const turn = { repeat: round, round, conditional: round > unconditionalRounds };
       const baselineTurn = { ...turn, repeat: group * rounds + round };
       // Probes repeat in the unconditional rounds only: each run's many iterations already give every size's rate.
       if (section.probe.enabled && !turn.conditional) {
-        if (group === 0) for (const slot of singleNodeSlots.filter((s) => (s.processesPerNode ?? 1) > 1)) for (const kind of probeKinds) runs.push(make.probe(slot, kind, turn));
+        if (group === 0)
+          for (const slot of singleNodeSlots.filter((s) => (s.processesPerNode ?? 1) > 1))
+            for (const kind of probeKinds) runs.push(make.probe(slot, kind, turn));
         for (const slot of slots) for (const kind of probeKinds) runs.push(make.probe(slot, kind, turn));
       }
-      for (const slot of singleNodeSlots) for (const config of trainConfigs) if (!exclude.excludes(slot, config)) runs.push(make.train(slot, config, baselineTurn));
-      for (const slot of slots) for (const config of trainConfigs) if (!exclude.excludes(slot, config)) runs.push(make.train(slot, config, turn));
+      for (const slot of singleNodeSlots)
+        for (const config of trainConfigs)
+          if (!exclude.excludes(slot, config)) runs.push(make.train(slot, config, baselineTurn));
+      for (const slot of slots)
+        for (const config of trainConfigs)
+          if (!exclude.excludes(slot, config)) runs.push(make.train(slot, config, turn));
     }
   });
   const unused = exclude.unused();
   if (unused.length > 0) {
-    throw new UsageError(`campaign.matrix.exclude ${unused.map((index) => `entry ${index + 1} (${JSON.stringify(matrix.exclude![index])})`).join(", ")} ` +
-      "leaves out no training run: no run of the matrix has all of its values", {
-      hint: "a single-node run has no bandwidth, and a knob that belongs to other runs (microBatches of a pipeline) is not one of theirs; fix or drop the entry",
-    });
+    throw new UsageError(
+      `campaign.matrix.exclude ${unused.map((index) => `entry ${index + 1} (${JSON.stringify(matrix.exclude![index])})`).join(", ")} ` +
+        "leaves out no training run: no run of the matrix has all of its values",
+      {
+        hint: "a single-node run has no bandwidth, and a knob that belongs to other runs (microBatches of a pipeline) is not one of theirs; fix or drop the entry",
+      },
+    );
   }
   return runs;
 }
@@ -232,7 +340,10 @@ type ExcludeEntry = NonNullable<CampaignSection["matrix"]["exclude"]>[number];
  * such as microBatches for ddp, matches nothing). An entry that leaves out no run at all is refused: it is a typo or
  * a leftover, and the runs it meant to leave out would run.
  */
-function excludedBy(entries: readonly ExcludeEntry[]): { readonly excludes: (slot: Slot, config: TrainConfig) => boolean; readonly unused: () => number[] } {
+function excludedBy(entries: readonly ExcludeEntry[]): {
+  readonly excludes: (slot: Slot, config: TrainConfig) => boolean;
+  readonly unused: () => number[];
+} {
   const used = new Set<number>();
   const valueOf = (slot: Slot, config: TrainConfig, axis: string): unknown => {
     if (axis === "nodes" || axis === "processesPerNode" || axis === "bandwidth") return slot[axis];
@@ -240,7 +351,9 @@ function excludedBy(entries: readonly ExcludeEntry[]): { readonly excludes: (slo
     return config.varied.find(([knob]) => knob === axis)?.[1];
   };
   const excludes = (slot: Slot, config: TrainConfig) => {
-    const index = entries.findIndex((entry) => Object.entries(entry).every(([axis, value]) => valueOf(slot, config, axis) === value));
+    const index = entries.findIndex((entry) =>
+      Object.entries(entry).every(([axis, value]) => valueOf(slot, config, axis) === value),
+    );
     if (index >= 0) used.add(index);
     return index >= 0;
   };
@@ -253,11 +366,18 @@ function trainConfigsOf(section: CampaignSection): TrainConfig[] {
   const knobAxes = TRAIN_KNOB_NAMES.filter((knob) => matrix[knob] !== undefined);
   // A knob that belongs to some runs (a strategy's powersgdRank, a layout's microBatches, a language model's
   // sequenceLength) varies only those: the others would repeat themselves.
-  const combinations = cartesian(knobAxes.map((knob) => (matrix[knob] as (string | number | boolean)[]).map((value) => [knob, value] as const)));
+  const combinations = cartesian(
+    knobAxes.map((knob) => (matrix[knob] as (string | number | boolean)[]).map((value) => [knob, value] as const)),
+  );
   return unique(matrix.model).flatMap((model) => {
-    const byConfiguration = new Map(combinations.map((combination) => withoutOthersKnobs(combination, model, section))
-      .map((varied) => [JSON.stringify(varied), varied] as const));
-    return unique(matrix.batchSize).flatMap((batchSize) => [...byConfiguration.values()].map((varied) => ({ model, batchSize, varied })));
+    const byConfiguration = new Map(
+      combinations
+        .map((combination) => withoutOthersKnobs(combination, model, section))
+        .map((varied) => [JSON.stringify(varied), varied] as const),
+    );
+    return unique(matrix.batchSize).flatMap((batchSize) =>
+      [...byConfiguration.values()].map((varied) => ({ model, batchSize, varied })),
+    );
   });
 }
 
@@ -275,7 +395,11 @@ function probedCollectives(section: CampaignSection): Collective[] {
  * The knobs without those that belong to models, layouts or reductions the run does not have (registry.json's
  * belongsTo: its model's kind; its parallelism and reduction, varied, fixed in train, or the default).
  */
-function withoutOthersKnobs<E extends readonly [string, unknown]>(knobs: readonly E[], model: Model, section: CampaignSection): E[] {
+function withoutOthersKnobs<E extends readonly [string, unknown]>(
+  knobs: readonly E[],
+  model: Model,
+  section: CampaignSection,
+): E[] {
   const own = Object.fromEntries([...Object.entries(section.train), ...knobs]);
   return knobs.filter(([knob]) => {
     const owner = KNOB_OWNERS[knob as TrainKnobName];
@@ -293,10 +417,19 @@ export interface FinishedRun {
  * Runs still to do: those without an "ok" record of the same fingerprint, and those whose latest record `redo` picks
  * (`--rerun-flagged`: a disturbed measurement, results/steadiness.ts).
  */
-export function remainingRuns<R extends FinishedRun>(plan: CampaignPlan, finished: ReadonlyMap<string, R>, options: { redo?: (record: R) => boolean } = {}): PlannedRun[] {
+export function remainingRuns<R extends FinishedRun>(
+  plan: CampaignPlan,
+  finished: ReadonlyMap<string, R>,
+  options: { redo?: (record: R) => boolean } = {},
+): PlannedRun[] {
   return plan.runs.filter((run) => {
     const record = finished.get(run.id);
-    return record === undefined || record.status !== "ok" || record.fingerprint !== run.fingerprint || options.redo?.(record) === true;
+    return (
+      record === undefined ||
+      record.status !== "ok" ||
+      record.fingerprint !== run.fingerprint ||
+      options.redo?.(record) === true
+    );
   });
 }
 

@@ -13,13 +13,25 @@ import { throughputOf } from "../results/worker-result.ts";
  * that measured what the plan runs now: the same fingerprint (a record of other settings is not one of its repeats).
  * The caller leaves out records made under another CPU quota, as the campaign does.
  */
-export function throughputsByConfiguration(runs: readonly PlannedRun[], records: readonly RunRecord[]): Map<string, number[]> {
+export function throughputsByConfiguration(
+  runs: readonly PlannedRun[],
+  records: readonly RunRecord[],
+): Map<string, number[]> {
   const planned = new Map(runs.map((run) => [run.id, run]));
   const values = new Map<string, number[]>();
   for (const { record } of latestAttempts(records)) {
     const run = planned.get(record.runId);
-    if (run === undefined || record.fingerprint !== run.fingerprint || record.status !== "ok" || record.result?.job !== "train") continue;
-    values.set(run.configuration, [...(values.get(run.configuration) ?? []), throughputOf(record.result.metrics).total.mean]);
+    if (
+      run === undefined ||
+      record.fingerprint !== run.fingerprint ||
+      record.status !== "ok" ||
+      record.result?.job !== "train"
+    )
+      continue;
+    values.set(run.configuration, [
+      ...(values.get(run.configuration) ?? []),
+      throughputOf(record.result.metrics).total.mean,
+    ]);
   }
   return values;
 }
@@ -41,11 +53,17 @@ function trainingConfigKey(run: PlannedRun): string {
  * and the single-node baseline of a training configuration when it is too wide itself or a point it normalizes still
  * runs (the baseline is measured at least as often as its points). Conditional rounds hold no probes (plan.ts).
  */
-export function runsStillNeeded(round: readonly PlannedRun[], measured: ReadonlyMap<string, readonly number[]>, target: RepeatUntil): PlannedRun[] {
+export function runsStillNeeded(
+  round: readonly PlannedRun[],
+  measured: ReadonlyMap<string, readonly number[]>,
+  target: RepeatUntil,
+): PlannedRun[] {
   const imprecise = (run: PlannedRun) => !isPrecise(measured.get(run.configuration) ?? [], target.halfWidth);
   const trains = round.filter((run) => run.job === "train");
   const pointsRunning = new Set(trains.filter((run) => run.nodes > 1 && imprecise(run)).map(trainingConfigKey));
-  return trains.filter((run) => (run.nodes > 1 ? imprecise(run) : imprecise(run) || pointsRunning.has(trainingConfigKey(run))));
+  return trains.filter((run) =>
+    run.nodes > 1 ? imprecise(run) : imprecise(run) || pointsRunning.has(trainingConfigKey(run)),
+  );
 }
 
 /**
@@ -53,7 +71,11 @@ export function runsStillNeeded(round: readonly PlannedRun[], measured: Readonly
  * any run that could still add a measurement, whose configurations are all precise enough. A campaign run again after
  * it finished then has nothing left, and brings no testbed up for it.
  */
-export function withoutRoundsNotNeeded(todo: readonly PlannedRun[], measured: ReadonlyMap<string, readonly number[]>, target: RepeatUntil): PlannedRun[] {
+export function withoutRoundsNotNeeded(
+  todo: readonly PlannedRun[],
+  measured: ReadonlyMap<string, readonly number[]>,
+  target: RepeatUntil,
+): PlannedRun[] {
   let rest = [...todo];
   while (rest.length > 0 && rest[0]!.conditional) {
     const head = rest[0]!;

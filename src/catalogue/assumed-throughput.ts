@@ -10,4 +10,7 @@ import { PLANNING } from "../config/registry.ts";
 import type { Model } from "../config/schema.ts";
 
 export const ASSUMED_T4_FP32_IMAGES_PER_SECOND: Readonly<Partial<Record<Model, number>>> = Object.fromEntries(
-  Object.entries(PLANNING).flatMap(([model, figures]) => figures === undefined ? [] : [[model, figures.t4Fp32ImagesPerSecond]]));
+  Object.entries(PLANNING).flatMap(([model, figures]) =>
+    figures === undefined ? [] : [[model, figures.t4Fp32ImagesPerSecond]],
+  ),
+);

@@ -33,7 +33,10 @@ export interface InstanceTypeFacts {
 }
 
 const SPECS_PAGE = { url: "https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html", retrieved: "2025-06" };
-const COMPUTE_SPECS_PAGE = { url: "https://docs.aws.amazon.com/ec2/latest/instancetypes/co.html", retrieved: "2025-06" };
+const COMPUTE_SPECS_PAGE = {
+  url: "https://docs.aws.amazon.com/ec2/latest/instancetypes/co.html",
+  retrieved: "2025-06",
+};
 
 /** Where each column comes from. */
 export const SOURCES: Readonly<Record<keyof Omit<InstanceTypeFacts, "uncertain">, readonly Source[]>> = {
@@ -41,18 +44,38 @@ export const SOURCES: Readonly<Record<keyof Omit<InstanceTypeFacts, "uncertain">
   gpuModel: [SPECS_PAGE],
   gpuMemoryGiB: [SPECS_PAGE],
   vcpus: [SPECS_PAGE, COMPUTE_SPECS_PAGE],
-  efa: [{ url: "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html#efa-instance-types", retrieved: "2025-06" }],
+  efa: [
+    { url: "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html#efa-instance-types", retrieved: "2025-06" },
+  ],
   baselineNetworkGbps: [SPECS_PAGE, COMPUTE_SPECS_PAGE],
   burstNetworkGbps: [SPECS_PAGE, COMPUTE_SPECS_PAGE],
   onDemandUsdPerHour: [{ url: "https://aws.amazon.com/ec2/pricing/on-demand/", retrieved: "2025-06" }],
 };
 
-type Row = readonly [gpus: number, gpuModel: string | null, gpuMemoryGiB: number, vcpus: number, efa: boolean,
-  baselineNetworkGbps: number, burstNetworkGbps: number, onDemandUsdPerHour: number];
+type Row = readonly [
+  gpus: number,
+  gpuModel: string | null,
+  gpuMemoryGiB: number,
+  vcpus: number,
+  efa: boolean,
+  baselineNetworkGbps: number,
+  burstNetworkGbps: number,
+  onDemandUsdPerHour: number,
+];
 
 function facts(row: Row, uncertain?: InstanceTypeFacts["uncertain"]): InstanceTypeFacts {
   const [gpus, gpuModel, gpuMemoryGiB, vcpus, efa, baselineNetworkGbps, burstNetworkGbps, onDemandUsdPerHour] = row;
-  return { gpus, gpuModel, gpuMemoryGiB, vcpus, efa, baselineNetworkGbps, burstNetworkGbps, onDemandUsdPerHour, ...(uncertain ? { uncertain } : {}) };
+  return {
+    gpus,
+    gpuModel,
+    gpuMemoryGiB,
+    vcpus,
+    efa,
+    baselineNetworkGbps,
+    burstNetworkGbps,
+    onDemandUsdPerHour,
+    ...(uncertain ? { uncertain } : {}),
+  };
 }
 
 const T4 = "NVIDIA T4";
@@ -110,7 +133,9 @@ export function instanceTypeFacts(instanceType: string): InstanceTypeFacts | und
 
 /** Instance types with an Elastic Fabric Adapter, as far as the catalogue knows them. */
 export const EFA_INSTANCE_TYPES: ReadonlySet<string> = new Set(
-  Object.entries(AWS_INSTANCE_TYPES).filter(([, entry]) => entry.efa).map(([instanceType]) => instanceType),
+  Object.entries(AWS_INSTANCE_TYPES)
+    .filter(([, entry]) => entry.efa)
+    .map(([instanceType]) => instanceType),
 );
 
 /** The EFA rule shared by the schema and ClusterNodes. */
@@ -144,13 +169,19 @@ export function gpuTypesSustaining(gbps: number): string[] {
 export function checkShapedRate(instanceType: string, rate: string, rateGbps: number): string | undefined {
   const entry = instanceTypeFacts(instanceType);
   if (entry === undefined || rateGbps <= entry.baselineNetworkGbps) return undefined;
-  const burst = entry.burstNetworkGbps > entry.baselineNetworkGbps
-    ? ` (it bursts to ${entry.burstNetworkGbps} Gbit/s only until its network credits run out, then drops back)`
-    : "";
+  const burst =
+    entry.burstNetworkGbps > entry.baselineNetworkGbps
+      ? ` (it bursts to ${entry.burstNetworkGbps} Gbit/s only until its network credits run out, then drops back)`
+      : "";
   const sustaining = gpuTypesSustaining(rateGbps).slice(0, 5);
-  const suggestion = sustaining.length > 0 ? `use an instance type that sustains it (${sustaining.join(", ")}, ...) or a lower rate` : "use a lower rate";
-  return `found ${rate}, above the ${entry.baselineNetworkGbps} Gbit/s that ${instanceType} sustains${burst}, ` +
-    `so the runs would measure the instance, not ${rate}; ${suggestion}`;
+  const suggestion =
+    sustaining.length > 0
+      ? `use an instance type that sustains it (${sustaining.join(", ")}, ...) or a lower rate`
+      : "use a lower rate";
+  return (
+    `found ${rate}, above the ${entry.baselineNetworkGbps} Gbit/s that ${instanceType} sustains${burst}, ` +
+    `so the runs would measure the instance, not ${rate}; ${suggestion}`
+  );
 }
 
 /** EFA traffic bypasses the kernel's network stack, so tc shaping cannot apply to it. */

@@ -25,15 +25,36 @@ export interface MeasuredThroughput {
   readonly torch: string;
 }
 
-const H200 = { gpuModel: "NVIDIA H200", results: "test/bench/gpu/nvidia-h200/results.json", measuredOn: "2026-11-26", torch: "2.11.0+cu130" } as const;
-const h200 = (model: Model, precision: "fp32" | "amp", batchSize: number, imagesPerSecond: number): MeasuredThroughput =>
-  ({ ...H200, model, precision, batchSize, imagesPerSecond });
+const H200 = {
+  gpuModel: "NVIDIA H200",
+  results: "test/bench/gpu/nvidia-h200/results.json",
+  measuredOn: "2026-11-26",
+  torch: "2.11.0+cu130",
+} as const;
+const h200 = (
+  model: Model,
+  precision: "fp32" | "amp",
+  batchSize: number,
+  imagesPerSecond: number,
+): MeasuredThroughput => ({ ...H200, model, precision, batchSize, imagesPerSecond });
 
 export const MEASURED_THROUGHPUT: readonly MeasuredThroughput[] = [
-  h200("resnet50", "fp32", 32, 1582.8), h200("resnet50", "fp32", 64, 1830.9), h200("resnet50", "fp32", 96, 1930.8), h200("resnet50", "fp32", 256, 2139.7),
-  h200("resnet50", "amp", 32, 1835.8), h200("resnet50", "amp", 64, 3530.5), h200("resnet50", "amp", 96, 4513.3), h200("resnet50", "amp", 256, 5714.1),
-  h200("inception_v3", "fp32", 64, 1005.4), h200("inception_v3", "fp32", 256, 1153.8), h200("inception_v3", "amp", 64, 1930.0), h200("inception_v3", "amp", 256, 2638.2),
-  h200("resnet101", "fp32", 64, 1160.4), h200("resnet101", "fp32", 256, 1399.1), h200("resnet101", "amp", 64, 2244.6), h200("resnet101", "amp", 256, 3598.9),
+  h200("resnet50", "fp32", 32, 1582.8),
+  h200("resnet50", "fp32", 64, 1830.9),
+  h200("resnet50", "fp32", 96, 1930.8),
+  h200("resnet50", "fp32", 256, 2139.7),
+  h200("resnet50", "amp", 32, 1835.8),
+  h200("resnet50", "amp", 64, 3530.5),
+  h200("resnet50", "amp", 96, 4513.3),
+  h200("resnet50", "amp", 256, 5714.1),
+  h200("inception_v3", "fp32", 64, 1005.4),
+  h200("inception_v3", "fp32", 256, 1153.8),
+  h200("inception_v3", "amp", 64, 1930.0),
+  h200("inception_v3", "amp", 256, 2638.2),
+  h200("resnet101", "fp32", 64, 1160.4),
+  h200("resnet101", "fp32", 256, 1399.1),
+  h200("resnet101", "amp", 64, 2244.6),
+  h200("resnet101", "amp", 256, 3598.9),
 ];
 
 export interface ModelRatio {
@@ -48,10 +69,19 @@ export interface ModelRatio {
  * measured at (the published figures' batches are large: 112-1280). Undefined where ringlab has not measured both.
  */
 export function modelRatio(model: string, precision: string): ModelRatio | undefined {
-  const pairs = MEASURED_THROUGHPUT.filter((row) => row.model === model && row.precision === precision).flatMap((row) => {
-    const base = MEASURED_THROUGHPUT.find((other) => other.model === "resnet50" && other.gpuModel === row.gpuModel
-      && other.precision === precision && other.batchSize === row.batchSize);
-    return base === undefined ? [] : [{ ratio: row.imagesPerSecond / base.imagesPerSecond, model: row, resnet50: base }];
-  });
+  const pairs = MEASURED_THROUGHPUT.filter((row) => row.model === model && row.precision === precision).flatMap(
+    (row) => {
+      const base = MEASURED_THROUGHPUT.find(
+        (other) =>
+          other.model === "resnet50" &&
+          other.gpuModel === row.gpuModel &&
+          other.precision === precision &&
+          other.batchSize === row.batchSize,
+      );
+      return base === undefined
+        ? []
+        : [{ ratio: row.imagesPerSecond / base.imagesPerSecond, model: row, resnet50: base }];
+    },
+  );
   return pairs.sort((a, b) => b.model.batchSize - a.model.batchSize)[0];
 }

@@ -17,7 +17,9 @@ export type ActionResult = number | void;
 export interface CommandHost {
   readonly contextFor: ContextFactory;
   /** Wraps an action so that the exit code it returns becomes ringlab's. */
-  action<Args extends unknown[]>(handler: (...args: Args) => ActionResult | Promise<ActionResult>): (...args: Args) => Promise<void>;
+  action<Args extends unknown[]>(
+    handler: (...args: Args) => ActionResult | Promise<ActionResult>,
+  ): (...args: Args) => Promise<void>;
 }
 
 export type RegisterCommand = (program: Command, host: CommandHost) => void;

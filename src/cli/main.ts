@@ -27,7 +27,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   const interruption = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     if (interruption.signal.aborted) {
-      err(`\n${signal} again: exiting now; run \`ringlab down <testbed name or campaign file>\` to remove what is left\n`);
+      err(
+        `\n${signal} again: exiting now; run \`ringlab down <testbed name or campaign file>\` to remove what is left\n`,
+      );
       process.exit(EXIT.interrupted);
     }
     err(`\n${signal}: stopping; cleaning up (press Ctrl-C again to exit at once)\n`);
@@ -50,7 +52,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const program = buildProgram(contextFor);
   try {
     await program.command.parseAsync(argv);
-    return interruption.signal.aborted ? EXIT.interrupted : program.exitCode() ?? EXIT.ok;
+    return interruption.signal.aborted ? EXIT.interrupted : (program.exitCode() ?? EXIT.ok);
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.badInput;
     if (interruption.signal.aborted) {
@@ -72,9 +74,12 @@ export async function main(argv: readonly string[]): Promise<number> {
 function prepareState(stateDir: string, reporter: ConsoleReporter): void {
   const pathProblem = checkSafeResolvedPath(stateDir, { sshOption: true });
   if (pathProblem !== undefined) {
-    throw new UsageError(`state folder ${JSON.stringify(stateDir)} (--state-dir, RINGLAB_STATE_DIR or the working directory): ${pathProblem}`, {
-      hint: "pass --state-dir with a plain path, such as ~/.ringlab-state",
-    });
+    throw new UsageError(
+      `state folder ${JSON.stringify(stateDir)} (--state-dir, RINGLAB_STATE_DIR or the working directory): ${pathProblem}`,
+      {
+        hint: "pass --state-dir with a plain path, such as ~/.ringlab-state",
+      },
+    );
   }
   const outcome = prepareStateFolder(stateDir);
   if (outcome.problem !== undefined) {
@@ -83,7 +88,9 @@ function prepareState(stateDir: string, reporter: ConsoleReporter): void {
     });
   }
   if (outcome.tightenedFrom !== undefined) {
-    reporter.warn(`state folder ${stateDir} had mode ${modeText(outcome.tightenedFrom)}; made it 0700 (its testbeds' keys, records and logs are yours alone)`);
+    reporter.warn(
+      `state folder ${stateDir} had mode ${modeText(outcome.tightenedFrom)}; made it 0700 (its testbeds' keys, records and logs are yours alone)`,
+    );
   }
 }
 
@@ -91,13 +98,19 @@ function reportError(error: unknown, logFile: string | undefined): number {
   if (error instanceof RinglabError) {
     err(`error: ${error.message}\n`);
     if (error instanceof ToolError && error.details.outputTail) {
-      err(`${error.details.outputTail.split("\n").slice(-15).map((line) => `  | ${line}`).join("\n")}\n`);
+      err(
+        `${error.details.outputTail
+          .split("\n")
+          .slice(-15)
+          .map((line) => `  | ${line}`)
+          .join("\n")}\n`,
+      );
     }
     if (error.hint !== undefined) err(`hint: ${error.hint}\n`);
     if (logFile !== undefined && existsSync(logFile)) err(`full log: ${logFile}\n`);
     return error.exitCode;
   }
-  err(`error: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  err(`error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   if (logFile !== undefined && existsSync(logFile)) err(`full log: ${logFile}\n`);
   return EXIT.unexpected;
 }

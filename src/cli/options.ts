@@ -14,7 +14,8 @@ export function parsePositiveInt(text: string): number {
 /** A positive number (GiB, ...) written as digits with at most one point: no exponent, no sign. */
 export function parsePositiveNumber(text: string): number {
   const value = Number(text);
-  if (!/^\d+(\.\d+)?$/.test(text) || !(value > 0)) throw new InvalidArgumentError("expected a positive number such as 0.85 or 16.");
+  if (!/^\d+(\.\d+)?$/.test(text) || !(value > 0))
+    throw new InvalidArgumentError("expected a positive number such as 0.85 or 16.");
   return value;
 }
 
@@ -25,7 +26,9 @@ export function parsePositiveNumber(text: string): number {
 export function parseCpuQuota(text: string): number {
   const value = Number(text);
   if (!/^\d+(\.\d{1,2})?$/.test(text) || !(value >= SMALLEST_CPU_QUOTA)) {
-    throw new InvalidArgumentError(`expected a number of cores such as 0.5 or 2 (at least ${SMALLEST_CPU_QUOTA}, in steps of 0.01).`);
+    throw new InvalidArgumentError(
+      `expected a number of cores such as 0.5 or 2 (at least ${SMALLEST_CPU_QUOTA}, in steps of 0.01).`,
+    );
   }
   return value;
 }
@@ -57,11 +60,16 @@ export const MOST_PREDICTED_NODES = 1024;
 /** Node counts: "1..64" (every count in between), or "1,2,4,8"; each 1 to MOST_PREDICTED_NODES. */
 export function parseNodeCounts(text: string): number[] {
   const range = /^(\d+)\.\.(\d+)$/.exec(text);
-  const counts = range !== null
-    ? Array.from({ length: Math.max(0, Number(range[2]) - Number(range[1]) + 1) }, (_, i) => Number(range[1]) + i)
-    : /^\d+(,\d+)*$/.test(text) ? text.split(",").map(Number) : [];
+  const counts =
+    range !== null
+      ? Array.from({ length: Math.max(0, Number(range[2]) - Number(range[1]) + 1) }, (_, i) => Number(range[1]) + i)
+      : /^\d+(,\d+)*$/.test(text)
+        ? text.split(",").map(Number)
+        : [];
   if (counts.length === 0 || counts.some((n) => n < 1 || n > MOST_PREDICTED_NODES)) {
-    throw new InvalidArgumentError(`expected node counts such as 1..64 or 1,2,4,8, each from 1 to ${MOST_PREDICTED_NODES}.`);
+    throw new InvalidArgumentError(
+      `expected node counts such as 1..64 or 1,2,4,8, each from 1 to ${MOST_PREDICTED_NODES}.`,
+    );
   }
   return [...new Set(counts)].sort((a, b) => a - b);
 }

@@ -64,15 +64,25 @@ export function buildProgram(contextFor: ContextFactory): Program {
   let exitCode: number | undefined;
   const host: CommandHost = {
     contextFor,
-    action: (handler) => async (...args) => {
-      const result = await handler(...args);
-      if (typeof result === "number") exitCode = result;
-    },
+    action:
+      (handler) =>
+      async (...args) => {
+        const result = await handler(...args);
+        if (typeof result === "number") exitCode = result;
+      },
   };
   const command = new Command("ringlab")
     .description("Measure how distributed training scales across nodes and networks: up, configure, run, report, down.")
-    .option("--state-dir <dir>", "where testbed state and logs are kept", process.env["RINGLAB_STATE_DIR"] ?? ".ringlab")
-    .option("-v, --verbose", "show the output of docker, ansible and terraform as it happens (always kept in the log file)", false)
+    .option(
+      "--state-dir <dir>",
+      "where testbed state and logs are kept",
+      process.env["RINGLAB_STATE_DIR"] ?? ".ringlab",
+    )
+    .option(
+      "-v, --verbose",
+      "show the output of docker, ansible and terraform as it happens (always kept in the log file)",
+      false,
+    )
     .exitOverride()
     .showHelpAfterError("(run with --help for usage)")
     .addHelpText("after", HELP_AFTER);

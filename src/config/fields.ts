@@ -24,10 +24,20 @@ export const tags = z.record(ruled(checkTagKey), ruled(checkTagValue));
 
 /** The fields of every target's testbed section; their descriptions are the campaign file's reference (`ringlab schema`). */
 export const testbedCommon = {
-  name: ruled(checkResourceName).describe("Used in resource names and tags: lower case letters, digits and dashes, at most 24 characters."),
-  nodes: nodeCount.describe("Nodes the testbed has, which every run draws on: at least the largest of campaign.matrix.nodes."),
-  maxNodes: z.int().min(1).max(1000).default(DEFAULT_MAX_NODES)
-    .describe("The most nodes the file may ask for: a guard against a typo that would start many paid machines; raise it deliberately."),
+  name: ruled(checkResourceName).describe(
+    "Used in resource names and tags: lower case letters, digits and dashes, at most 24 characters.",
+  ),
+  nodes: nodeCount.describe(
+    "Nodes the testbed has, which every run draws on: at least the largest of campaign.matrix.nodes.",
+  ),
+  maxNodes: z
+    .int()
+    .min(1)
+    .max(1000)
+    .default(DEFAULT_MAX_NODES)
+    .describe(
+      "The most nodes the file may ask for: a guard against a typo that would start many paid machines; raise it deliberately.",
+    ),
 };
 
 /** Where a cross-field rule reports a problem: the path below the section it checks, and the message. */

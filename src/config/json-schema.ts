@@ -13,9 +13,18 @@ export const JSON_SCHEMA_DRAFT = "draft-2020-12";
 
 export function campaignJsonSchema(): JsonSchema {
   // The file as written is zod's input: a field with a default may be left out, a matrix axis is one value or a list.
-  const generated = z.toJSONSchema(campaignFileSchema, { target: JSON_SCHEMA_DRAFT, io: "input", override: keepSectionDefault });
+  const generated = z.toJSONSchema(campaignFileSchema, {
+    target: JSON_SCHEMA_DRAFT,
+    io: "input",
+    override: keepSectionDefault,
+  });
   const { $schema, ...rest } = generated as JsonSchema;
-  return { $schema, title: "ringlab campaign file", description: looserThanValidator(refinedPaths(campaignFileSchema)), ...rest };
+  return {
+    $schema,
+    title: "ringlab campaign file",
+    description: looserThanValidator(refinedPaths(campaignFileSchema)),
+    ...rest,
+  };
 }
 
 /** The schema as `ringlab schema` writes it and docs/campaign.schema.json holds it: the same bytes either way. */
@@ -28,19 +37,28 @@ export function campaignJsonSchemaText(): string {
  * matrix-style axis), as the default is an output value. Where that value is also valid input it is the section's
  * default as written, so it goes back in.
  */
-function keepSectionDefault({ zodSchema, jsonSchema }: { zodSchema: z.core.$ZodType; jsonSchema: z.core.JSONSchema.BaseSchema }): void {
+function keepSectionDefault({
+  zodSchema,
+  jsonSchema,
+}: {
+  zodSchema: z.core.$ZodType;
+  jsonSchema: z.core.JSONSchema.BaseSchema;
+}): void {
   if (!(zodSchema instanceof z.ZodDefault) || jsonSchema.default !== undefined) return;
   const value: unknown = zodSchema.def.defaultValue;
-  if ((zodSchema.def.innerType as z.ZodType).safeParse(value).success) jsonSchema.default = JSON.parse(JSON.stringify(value)) as unknown;
+  if ((zodSchema.def.innerType as z.ZodType).safeParse(value).success)
+    jsonSchema.default = JSON.parse(JSON.stringify(value)) as unknown;
 }
 
 /** The top-level description: what the loader checks beyond this schema, and which fields it checks further. */
 function looserThanValidator(paths: readonly string[]): string {
-  return "A ringlab campaign file (generated from src/config/schema.ts by `ringlab schema`; reference: docs/campaign-file.md). " +
+  return (
+    "A ringlab campaign file (generated from src/config/schema.ts by `ringlab schema`; reference: docs/campaign-file.md). " +
     "This schema is looser than ringlab's own validator: the rules zod checks in code (refinements) have no JSON Schema form, so " +
     "the rules across fields (matrix.nodes within testbed.nodes, a knob set in train or the matrix but not both, the worker " +
     "registry's combinations, what the testbed's target cannot do, ...) and the further rules of these fields (names, CIDRs, " +
-    `paths, rates, ...) are not checked here: ${paths.join(", ")}. \`ringlab plan <file>\` checks them all before anything starts.`;
+    `paths, rates, ...) are not checked here: ${paths.join(", ")}. \`ringlab plan <file>\` checks them all before anything starts.`
+  );
 }
 
 /**
@@ -66,6 +84,10 @@ function childrenOf(def: z.core.$ZodTypeDef & Record<string, unknown>): [string 
   if (def.type === "union") return (def["options"] as z.ZodType[]).map((option) => [undefined, option]);
   if (def.type === "pipe") return [[undefined, def["in"] as z.ZodType]];
   if (def.type === "array") return [[undefined, def["element"] as z.ZodType]];
-  if (def.type === "record") return [[undefined, def["keyType"] as z.ZodType], [undefined, def["valueType"] as z.ZodType]];
+  if (def.type === "record")
+    return [
+      [undefined, def["keyType"] as z.ZodType],
+      [undefined, def["valueType"] as z.ZodType],
+    ];
   return "innerType" in def ? [[undefined, def["innerType"] as z.ZodType]] : [];
 }

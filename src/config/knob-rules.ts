@@ -6,7 +6,17 @@
  * in train or a list in the matrix: belongsTo and needs hold when some run can satisfy them, a rule when no run the
  * matrix makes breaks it. Pure.
  */
-import { KNOB_OWNERS, KNOB_RULES, MODEL_KIND, TRAIN_KNOB_NAMES, TRAIN_KNOBS, type KnobOwner, type Model, type OwnerAxis, type TrainKnobName } from "./registry.ts";
+import {
+  KNOB_OWNERS,
+  KNOB_RULES,
+  MODEL_KIND,
+  TRAIN_KNOB_NAMES,
+  TRAIN_KNOBS,
+  type KnobOwner,
+  type Model,
+  type OwnerAxis,
+  type TrainKnobName,
+} from "./registry.ts";
 
 /** What a campaign sets of each knob: its train value and matrix values, the model axis. */
 export interface KnobSettings {
@@ -33,7 +43,9 @@ function ownerText(owner: KnobOwner): string {
 
 function remedy(owner: KnobOwner): string {
   if (owner.axis === "model") {
-    const examples = (Object.keys(MODEL_KIND) as Model[]).filter((model) => owner.values.includes(MODEL_KIND[model])).slice(0, 3);
+    const examples = (Object.keys(MODEL_KIND) as Model[])
+      .filter((model) => owner.values.includes(MODEL_KIND[model]))
+      .slice(0, 3);
     return `add one to matrix.model (${examples.join(", ")}, ...)`;
   }
   return `set ${owner.axis} to ${owner.values[0]} (in train or the matrix)`;
@@ -50,10 +62,15 @@ export function knobRuleProblems(settings: KnobSettings): KnobRuleProblem[] {
     }
     for (const needed of TRAIN_KNOBS[knob].needs.filter((other) => !isSet(other))) {
       const label = TRAIN_KNOBS[needed].label;
-      problems.push({ knob, message: `${knob} needs ${needed}${label === undefined ? "" : ` (${label})`}: set it too` });
+      problems.push({
+        knob,
+        message: `${knob} needs ${needed}${label === undefined ? "" : ` (${label})`}: set it too`,
+      });
     }
     // Once per pair, at the later knob.
-    for (const excluded of TRAIN_KNOBS[knob].excludes.filter((other) => isSet(other) && TRAIN_KNOB_NAMES.indexOf(other) < TRAIN_KNOB_NAMES.indexOf(knob))) {
+    for (const excluded of TRAIN_KNOBS[knob].excludes.filter(
+      (other) => isSet(other) && TRAIN_KNOB_NAMES.indexOf(other) < TRAIN_KNOB_NAMES.indexOf(knob),
+    )) {
       problems.push({ knob, message: `${knob} and ${excluded} exclude each other: set one` });
     }
   }
@@ -80,8 +97,15 @@ export function combinationProblems(settings: KnobSettings): KnobRuleProblem[] {
     const conditions = Object.entries(rule.if);
     for (const [knob, allowed] of Object.entries(rule.then) as [TrainKnobName, readonly unknown[]][]) {
       const axes = [...conditions.map(([axis]) => axis), knob];
-      const combinations = axes.reduce<unknown[][]>((combos, axis) => combos.flatMap((combo) => ruleAxisValues(axis, settings).map((value) => [...combo, value])), [[]]);
-      const broken = combinations.find((combo) => conditions.every(([, values], index) => values.includes(combo[index])) && !allowed.includes(combo.at(-1) ?? null));
+      const combinations = axes.reduce<unknown[][]>(
+        (combos, axis) => combos.flatMap((combo) => ruleAxisValues(axis, settings).map((value) => [...combo, value])),
+        [[]],
+      );
+      const broken = combinations.find(
+        (combo) =>
+          conditions.every(([, values], index) => values.includes(combo[index])) &&
+          !allowed.includes(combo.at(-1) ?? null),
+      );
       if (broken !== undefined) {
         const when = conditions.map(([axis], index) => shown(axis, broken[index])).join(" and ");
         problems.push({ knob, message: `${shown(knob, broken.at(-1))} with ${when}: ${rule.because}` });

@@ -62,7 +62,9 @@ function readCampaignText<T>(path: string, parse: (sourceText: string, sourceFil
   } catch (error) {
     if (error instanceof ConfigError) throw error;
     const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "file not found" : String(error);
-    throw new ConfigError(path, [{ path: "", message: `${reason}; expected a campaign YAML file (see campaigns/ for examples)` }]);
+    throw new ConfigError(path, [
+      { path: "", message: `${reason}; expected a campaign YAML file (see campaigns/ for examples)` },
+    ]);
   }
   return parse(sourceText, sourceFile);
 }
@@ -87,12 +89,24 @@ export type AnyLoadedCampaignFile = LoadedCampaignFile | LoadedKubernetesCampaig
  * Parses campaign text; `displayName` is how errors name the file. A campaign on a testbed ringlab does not bring up
  * (its target cannot "provision": a Kubernetes cluster) is refused (exit 2), with the commands that serve it.
  */
-export function parseCampaign(sourceText: string, displayName: string, sourceFile = resolve(displayName), options: LoadOptions = {}): LoadedCampaignFile {
+export function parseCampaign(
+  sourceText: string,
+  displayName: string,
+  sourceFile = resolve(displayName),
+  options: LoadOptions = {},
+): LoadedCampaignFile {
   const file = parseAnyCampaign(sourceText, displayName, sourceFile, options);
   const notHere = gapOfTestbed(file.testbed, "provision");
   if (notHere !== undefined) {
-    const provisioned = targetsThatCan("provision").map((target) => target.name).join(", ");
-    throw new ConfigError(displayName, [{ path: "testbed.target", message: `${file.testbed.target}: this command works on a testbed ringlab brings up (${provisioned}); ${notHere}` }]);
+    const provisioned = targetsThatCan("provision")
+      .map((target) => target.name)
+      .join(", ");
+    throw new ConfigError(displayName, [
+      {
+        path: "testbed.target",
+        message: `${file.testbed.target}: this command works on a testbed ringlab brings up (${provisioned}); ${notHere}`,
+      },
+    ]);
   }
   return file as LoadedCampaignFile;
 }
@@ -110,22 +124,35 @@ export function isKubernetesCampaign(file: AnyLoadedCampaignFile): file is Loade
 export function loadKubernetesCampaignFile(path: string): LoadedKubernetesCampaignFile {
   const file = loadAnyCampaignFile(path, { readKeys: false });
   if (!isKubernetesCampaign(file)) {
-    throw new ConfigError(path, [{ path: "testbed.target", message: `found ${file.testbed.target}, expected kubernetes: \`ringlab manifests\` writes a Kubernetes campaign's Jobs; \`ringlab plan\` shows what a ${file.testbed.target} campaign runs` }]);
+    throw new ConfigError(path, [
+      {
+        path: "testbed.target",
+        message: `found ${file.testbed.target}, expected kubernetes: \`ringlab manifests\` writes a Kubernetes campaign's Jobs; \`ringlab plan\` shows what a ${file.testbed.target} campaign runs`,
+      },
+    ]);
   }
   return file;
 }
 
-function parseAnyCampaign(sourceText: string, displayName: string, sourceFile: string, options: LoadOptions): AnyLoadedCampaignFile {
+function parseAnyCampaign(
+  sourceText: string,
+  displayName: string,
+  sourceFile: string,
+  options: LoadOptions,
+): AnyLoadedCampaignFile {
   const document = parseYaml(sourceText, displayName);
   const result = validateCampaign(document);
   if (!result.ok) throw new ConfigError(displayName, result.problems);
   const nameProblem = checkCampaignName(campaignNameOf(sourceFile));
   if (nameProblem !== undefined) {
-    throw new ConfigError(displayName, [{
-      path: "",
-      message: `the file name gives the campaign its name (results directory, AWS tags): found ${JSON.stringify(campaignNameOf(sourceFile))}, ` +
-        `${nameProblem}; rename the file`,
-    }]);
+    throw new ConfigError(displayName, [
+      {
+        path: "",
+        message:
+          `the file name gives the campaign its name (results directory, AWS tags): found ${JSON.stringify(campaignNameOf(sourceFile))}, ` +
+          `${nameProblem}; rename the file`,
+      },
+    ]);
   }
 
   const baseDir = dirname(sourceFile);
@@ -133,14 +160,17 @@ function parseAnyCampaign(sourceText: string, displayName: string, sourceFile: s
   const checkFolders = options.checkFolders ?? true;
   const folderProblem = checkFolders ? checkSafeResolvedPath(baseDir) : undefined;
   if (folderProblem !== undefined) {
-    throw new ConfigError(displayName, [{
-      path: "",
-      message: `the campaign file's folder ${JSON.stringify(baseDir)}: ${folderProblem}; move the file to a folder whose path has none of them`,
-    }]);
+    throw new ConfigError(displayName, [
+      {
+        path: "",
+        message: `the campaign file's folder ${JSON.stringify(baseDir)}: ${folderProblem}; move the file to a folder whose path has none of them`,
+      },
+    ]);
   }
   const tb = result.value.testbed;
   // A target whose section names no path on this machine (a Kubernetes cluster's) has nothing to resolve.
-  const testbed = targetOf(tb).resolveFiles?.(tb, { baseDir, displayName, readKeys: options.readKeys ?? true, checkFolders }) ?? tb;
+  const testbed =
+    targetOf(tb).resolveFiles?.(tb, { baseDir, displayName, readKeys: options.readKeys ?? true, checkFolders }) ?? tb;
   return { ...result.value, testbed, sourceFile, sourceText } as AnyLoadedCampaignFile;
 }
 
@@ -153,7 +183,8 @@ function parseYaml(sourceText: string, displayName: string): unknown {
     return loadYaml(sourceText, { filename: displayName, maxAliases: MAX_YAML_ALIASES, maxDepth: MAX_YAML_DEPTH });
   } catch (error) {
     // js-yaml documents that loading may throw more than YAMLException on hostile input (its safety notes).
-    const reason = error instanceof YAMLException ? error.reason : error instanceof Error ? error.message : String(error);
+    const reason =
+      error instanceof YAMLException ? error.reason : error instanceof Error ? error.message : String(error);
     const mark = error instanceof YAMLException ? error.mark : undefined;
     const where = mark ? ` at line ${mark.line + 1}, column ${mark.column + 1}` : "";
     throw new ConfigError(displayName, [{ path: "", message: `not valid YAML${where}: ${reason}` }]);

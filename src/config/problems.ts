@@ -14,15 +14,22 @@ export interface ConfigProblem {
 type Issue = z.core.$ZodIssue;
 
 /** One problem per issue (per unknown key), in the order zod found them. */
-export function describeIssues(schema: z.ZodType, issues: readonly Issue[], document: unknown, prefix: readonly string[] = []): ConfigProblem[] {
+export function describeIssues(
+  schema: z.ZodType,
+  issues: readonly Issue[],
+  document: unknown,
+  prefix: readonly string[] = [],
+): ConfigProblem[] {
   return issues.flatMap((issue) => {
     const path = [...prefix, ...issue.path.map(String)];
     if (issue.code === "invalid_union" && !isDiscriminatorIssue(issue) && issue.errors.length > 0) {
       // A matrix axis is "a value or a list of values": explain the branch that fits the input's shape.
       const isList = Array.isArray(valueAt(document, path));
-      const fitting = issue.errors.find((branch) => isList
-        ? branch.every((inner) => inner.path.length > 0)
-        : !branch.some((inner) => inner.code === "invalid_type" && inner.expected === "array"));
+      const fitting = issue.errors.find((branch) =>
+        isList
+          ? branch.every((inner) => inner.path.length > 0)
+          : !branch.some((inner) => inner.code === "invalid_type" && inner.expected === "array"),
+      );
       if (fitting !== undefined) return describeIssues(schema, fitting, document, path);
     }
     if (issue.code === "unrecognized_keys") {
@@ -43,7 +50,12 @@ function isDiscriminatorIssue(issue: Issue): issue is Issue & { readonly options
 }
 
 const TYPE_NAMES: Record<string, string> = {
-  int: "an integer", number: "a number", string: "text", boolean: "true or false", object: "a mapping", array: "a list",
+  int: "an integer",
+  number: "a number",
+  string: "text",
+  boolean: "true or false",
+  object: "a mapping",
+  array: "a list",
 };
 
 function messageFor(issue: Issue, valueAtPath: unknown): string {
@@ -63,7 +75,9 @@ function messageFor(issue: Issue, valueAtPath: unknown): string {
       if (isDiscriminatorIssue(issue)) return `found ${found}, expected ${choices(issue.options)}`;
       return `found ${found}, ${issue.message}`;
     case "invalid_format":
-      return issue.message.startsWith("Invalid") ? `found ${found}, expected ${issue.format}` : `found ${found}, ${issue.message}`;
+      return issue.message.startsWith("Invalid")
+        ? `found ${found}, expected ${issue.format}`
+        : `found ${found}, ${issue.message}`;
     case "custom":
       return issue.message.startsWith("expected") ? `found ${found}, ${issue.message}` : issue.message;
     default:
@@ -78,10 +92,15 @@ function boundText(origin: string, relation: string, bound: number | bigint): st
 }
 
 function unknownKeyMessage(key: string, known: readonly string[]): string {
-  const suggestion = known.find((candidate) =>
-    Math.abs(candidate.length - key.length) <= 2 && editDistance(candidate.toLowerCase(), key.toLowerCase()) <= 2);
-  return `unknown key ${JSON.stringify(key)}` + (suggestion ? ` (did you mean "${suggestion}"?)` : "") +
-    (known.length > 0 ? `; expected one of ${known.join(", ")}` : "");
+  const suggestion = known.find(
+    (candidate) =>
+      Math.abs(candidate.length - key.length) <= 2 && editDistance(candidate.toLowerCase(), key.toLowerCase()) <= 2,
+  );
+  return (
+    `unknown key ${JSON.stringify(key)}` +
+    (suggestion ? ` (did you mean "${suggestion}"?)` : "") +
+    (known.length > 0 ? `; expected one of ${known.join(", ")}` : "")
+  );
 }
 
 /** '"a" or "b"', '"a", "b" or "c"': the values a field takes. */
@@ -113,7 +132,8 @@ function unwrap(schema: z.ZodType, value: unknown): z.ZodType[] {
   if (def.type === "union") {
     const options = def["options"] as z.ZodType[];
     const discriminator = def["discriminator"] as string | undefined;
-    const picked = discriminator === undefined ? [] : options.filter((option) => discriminatorFits(option, discriminator, value));
+    const picked =
+      discriminator === undefined ? [] : options.filter((option) => discriminatorFits(option, discriminator, value));
     return (picked.length > 0 ? picked : options).flatMap((option) => unwrap(option, value));
   }
   return [schema];
@@ -121,9 +141,10 @@ function unwrap(schema: z.ZodType, value: unknown): z.ZodType[] {
 
 function discriminatorFits(option: z.ZodType, discriminator: string, value: unknown): boolean {
   const field = option instanceof z.ZodObject ? (option.shape as Record<string, z.ZodType>)[discriminator] : undefined;
-  const actual = value !== null && typeof value === "object" && Object.hasOwn(value, discriminator)
-    ? (value as Record<string, unknown>)[discriminator]
-    : undefined;
+  const actual =
+    value !== null && typeof value === "object" && Object.hasOwn(value, discriminator)
+      ? (value as Record<string, unknown>)[discriminator]
+      : undefined;
   return field instanceof z.ZodLiteral && field.values.has(actual as z.core.util.Literal);
 }
 

@@ -15,9 +15,12 @@ export type Model = keyof Registry["models"];
 export type Reduction = keyof Registry["reductions"];
 export type TrainKnobName = keyof Registry["trainKnobs"];
 
-type ValueOf<Entry> = Entry extends { choices: string } ? Reduction
-  : Entry extends { choices: readonly string[] } ? string
-    : Entry extends { default: boolean } ? boolean
+type ValueOf<Entry> = Entry extends { choices: string }
+  ? Reduction
+  : Entry extends { choices: readonly string[] }
+    ? string
+    : Entry extends { default: boolean }
+      ? boolean
       : number;
 /** The value a campaign gives knob K. */
 export type TrainKnobValue<K extends TrainKnobName> = ValueOf<Registry["trainKnobs"][K]>;
@@ -50,7 +53,10 @@ function keysOf<K extends string>(record: Readonly<Record<K, unknown>>): readonl
   return Object.keys(record) as K[] as [K, ...K[]];
 }
 
-function mapValues<K extends string, V, T>(record: Readonly<Record<K, V>>, pick: (value: V) => T): Readonly<Record<K, T>> {
+function mapValues<K extends string, V, T>(
+  record: Readonly<Record<K, V>>,
+  pick: (value: V) => T,
+): Readonly<Record<K, T>> {
   return Object.fromEntries(Object.entries(record).map(([key, value]) => [key, pick(value as V)])) as Record<K, T>;
 }
 
@@ -58,12 +64,16 @@ function mapValues<K extends string, V, T>(record: Readonly<Record<K, V>>, pick:
 export const MODELS = keysOf(registry.models);
 /** What a model does: image (a CNN classifying images, throughput in images) or language (a transformer predicting the next token, in tokens). */
 export type ModelKind = "image" | "language";
-export const MODEL_KIND: Readonly<Record<Model, ModelKind>> = mapValues(registry.models, (model) => model.kind as ModelKind);
+export const MODEL_KIND: Readonly<Record<Model, ModelKind>> = mapValues(
+  registry.models,
+  (model) => model.kind as ModelKind,
+);
 /** fp32 parameter counts of the worker's models. */
 export const PARAMETER_COUNT: Readonly<Record<Model, number>> = mapValues(registry.models, (model) => model.parameters);
 /** The worker's default image size of each image model (its --image-size when the campaign sets no imageSize). */
 export const NATIVE_IMAGE_SIZE: Readonly<Partial<Record<Model, number>>> = Object.fromEntries(
-  Object.entries(registry.models).flatMap(([name, model]) => "imageSize" in model ? [[name, model.imageSize]] : []));
+  Object.entries(registry.models).flatMap(([name, model]) => ("imageSize" in model ? [[name, model.imageSize]] : [])),
+);
 
 /**
  * ringlab's planning figures of an image model (registry.json's `planning`, where each figure's source is written
@@ -80,7 +90,12 @@ export interface PlanningFigures {
 }
 
 /** Where an image model's planning entry holds each number (each must be above 0) and each figure's source (a sentence). */
-const PLANNING_NUMBERS = ["cpuImagesPerSecond.value", "t4Fp32ImagesPerSecond.value", "activationMibPerImage.fp32", "activationMibPerImage.amp"];
+const PLANNING_NUMBERS = [
+  "cpuImagesPerSecond.value",
+  "t4Fp32ImagesPerSecond.value",
+  "activationMibPerImage.fp32",
+  "activationMibPerImage.amp",
+];
 const PLANNING_SOURCES = ["cpuImagesPerSecond.source", "t4Fp32ImagesPerSecond.source", "activationMibPerImage.source"];
 
 /**
@@ -88,15 +103,29 @@ const PLANNING_SOURCES = ["cpuImagesPerSecond.source", "t4Fp32ImagesPerSecond.so
  * lacks: a model without them used to be skipped by the GPU memory check and estimated as NaN, and nobody was told.
  */
 export function planningFigures(model: string, planning: unknown): PlanningFigures {
-  const at = (path: string): unknown => path.split(".").reduce<unknown>(
-    (value, key) => typeof value === "object" && value !== null ? (value as Readonly<Record<string, unknown>>)[key] : undefined, planning);
+  const at = (path: string): unknown =>
+    path
+      .split(".")
+      .reduce<unknown>(
+        (value, key) =>
+          typeof value === "object" && value !== null ? (value as Readonly<Record<string, unknown>>)[key] : undefined,
+        planning,
+      );
   const missing = [
-    ...PLANNING_NUMBERS.filter((path) => { const value = at(path); return typeof value !== "number" || !(value > 0); }),
-    ...PLANNING_SOURCES.filter((path) => { const value = at(path); return typeof value !== "string" || value.trim() === ""; }),
+    ...PLANNING_NUMBERS.filter((path) => {
+      const value = at(path);
+      return typeof value !== "number" || !(value > 0);
+    }),
+    ...PLANNING_SOURCES.filter((path) => {
+      const value = at(path);
+      return typeof value !== "string" || value.trim() === "";
+    }),
   ];
   if (missing.length > 0) {
-    throw new Error(`registry.json: image model ${model} lacks planning.${missing.join(", planning.")}: ` +
-      "`ringlab plan` sizes its estimate and GPU memory check with them (each figure a number above 0, beside where it came from)");
+    throw new Error(
+      `registry.json: image model ${model} lacks planning.${missing.join(", planning.")}: ` +
+        "`ringlab plan` sizes its estimate and GPU memory check with them (each figure a number above 0, beside where it came from)",
+    );
   }
   const number = (path: string) => at(path) as number;
   return {
@@ -108,13 +137,18 @@ export function planningFigures(model: string, planning: unknown): PlanningFigur
 
 /** Every image model's planning figures, by name. A registry whose image model lacks one does not load (planningFigures). */
 export const PLANNING: Readonly<Partial<Record<Model, PlanningFigures>>> = Object.fromEntries(
-  Object.entries(registry.models).flatMap(([name, model]) => model.kind === "image"
-    ? [[name, planningFigures(name, (model as { readonly planning?: unknown }).planning)]] : []));
+  Object.entries(registry.models).flatMap(([name, model]) =>
+    model.kind === "image" ? [[name, planningFigures(name, (model as { readonly planning?: unknown }).planning)]] : [],
+  ),
+);
 
 /** An image model's planning figures. A language model has none (plan takes its FLOPs): asking for them is a bug, said so. */
 export function planningOf(model: string): PlanningFigures {
-  const figures = Object.hasOwn(PLANNING, model) ? (PLANNING as Readonly<Record<string, PlanningFigures>>)[model] : undefined;
-  if (figures === undefined) throw new Error(`registry.json has no planning figures for ${model}: only image models have them`);
+  const figures = Object.hasOwn(PLANNING, model)
+    ? (PLANNING as Readonly<Record<string, PlanningFigures>>)[model]
+    : undefined;
+  if (figures === undefined)
+    throw new Error(`registry.json has no planning figures for ${model}: only image models have them`);
   return figures;
 }
 
@@ -129,8 +163,23 @@ export interface TransformerShape {
 }
 /** Each language model's shape, by name. */
 export const LANGUAGE_SHAPE: Readonly<Partial<Record<Model, TransformerShape>>> = Object.fromEntries(
-  Object.entries(registry.models).flatMap(([name, model]) => "layers" in model
-    ? [[name, { layers: model.layers, width: model.width, heads: model.heads, sequenceLength: model.sequenceLength, vocab: model.vocab }]] : []));
+  Object.entries(registry.models).flatMap(([name, model]) =>
+    "layers" in model
+      ? [
+          [
+            name,
+            {
+              layers: model.layers,
+              width: model.width,
+              heads: model.heads,
+              sequenceLength: model.sequenceLength,
+              vocab: model.vocab,
+            },
+          ],
+        ]
+      : [],
+  ),
+);
 /** What throughput counts for a model: images, or tokens. */
 export function throughputUnit(model: string): "images" | "tokens" {
   return (MODEL_KIND as Readonly<Record<string, ModelKind>>)[model] === "language" ? "tokens" : "images";
@@ -139,7 +188,9 @@ export function throughputUnit(model: string): "images" | "tokens" {
 /** The worker's reductions, in the registry's order: ring first, then the two parameter servers. */
 export const REDUCTIONS = keysOf(registry.reductions);
 /** Reductions that run as a DDP communication hook (Horovod has only its own all-reduce). */
-export const DDP_HOOK_REDUCTIONS: readonly Reduction[] = REDUCTIONS.filter((reduction) => registry.reductions[reduction].ddpHook);
+export const DDP_HOOK_REDUCTIONS: readonly Reduction[] = REDUCTIONS.filter(
+  (reduction) => registry.reductions[reduction].ddpHook,
+);
 /** The reduction whose probe measures a reduction's link: itself, or ring for strategies that are ring all-reduces of fewer bytes (PowerSGD, local SGD). */
 export function probedAs(reduction: Reduction): Reduction {
   return registry.reductions[reduction].probedAs as Reduction;
@@ -148,10 +199,12 @@ export function probedAs(reduction: Reduction): Reduction {
  * A strategy's knob counting its first steps of plain all-reduce (registry.json's plainStepsKnob: PowerSGD's
  * powersgdStartIter, local SGD's localSgdWarmup), which the campaign keeps inside the untimed batches.
  */
-export const PLAIN_STEPS_KNOB: Readonly<Partial<Record<Reduction, TrainKnobName>>> = Object.fromEntries(REDUCTIONS.flatMap((reduction) => {
-  const entry = registry.reductions[reduction];
-  return "plainStepsKnob" in entry ? [[reduction, entry.plainStepsKnob as TrainKnobName]] : [];
-}));
+export const PLAIN_STEPS_KNOB: Readonly<Partial<Record<Reduction, TrainKnobName>>> = Object.fromEntries(
+  REDUCTIONS.flatMap((reduction) => {
+    const entry = registry.reductions[reduction];
+    return "plainStepsKnob" in entry ? [[reduction, entry.plainStepsKnob as TrainKnobName]] : [];
+  }),
+);
 /**
  * What a knob's belongsTo (registry.json) names: the axis whose value it goes with (model: the model's kind;
  * parallelism; reduction) and the values it goes with. Both validators refuse the knob elsewhere, and a matrix varies
@@ -169,12 +222,17 @@ export const KNOB_OWNERS: Readonly<Partial<Record<TrainKnobName, KnobOwner>>> = 
     const belongsTo = (entry as { belongsTo?: Readonly<Record<string, readonly string[]>> }).belongsTo;
     if (belongsTo === undefined) return [];
     const [axis, values] = Object.entries(belongsTo)[0]!;
-    if (!(OWNER_AXES as readonly string[]).includes(axis)) throw new Error(`registry.json: train knob ${name} belongs to ${axis}, expected one of ${OWNER_AXES.join(", ")}`);
+    if (!(OWNER_AXES as readonly string[]).includes(axis))
+      throw new Error(`registry.json: train knob ${name} belongs to ${axis}, expected one of ${OWNER_AXES.join(", ")}`);
     return [[name, { axis: axis as OwnerAxis, values }]];
-  }));
+  }),
+);
 /** Knobs that belong to one reduction (a strategy's): a run of another reduction does not get them. */
 export const STRATEGY_KNOBS: Readonly<Partial<Record<TrainKnobName, Reduction>>> = Object.fromEntries(
-  Object.entries(KNOB_OWNERS).flatMap(([name, owner]) => owner.axis === "reduction" ? [[name, owner.values[0] as Reduction]] : []));
+  Object.entries(KNOB_OWNERS).flatMap(([name, owner]) =>
+    owner.axis === "reduction" ? [[name, owner.values[0] as Reduction]] : [],
+  ),
+);
 /**
  * Combinations the worker refuses, each with why (registry.json's rules): when a run's values are among `if`'s (an axis
  * is a train knob or "model", the model's kind), each knob of `then` must take one of its values (null: unset).
@@ -199,21 +257,33 @@ export const TRAIN_KNOB_NAMES = keysOf(registry.trainKnobs);
 function trainKnob(name: TrainKnobName): TrainKnob {
   const entry: Readonly<Record<string, unknown>> = registry.trainKnobs[name];
   const type = entry["type"] as TrainKnob["type"];
-  if (!KNOB_TYPES.includes(type)) throw new Error(`registry.json: train knob ${name} has type ${String(type)}, expected one of ${KNOB_TYPES.join(", ")}`);
-  const choices = entry["choices"] === "reductions" ? REDUCTIONS : entry["choices"] as TrainKnob["choices"];
-  const numbers = Object.fromEntries((["min", "max", "gt", "lt"] as const).flatMap((bound) => typeof entry[bound] === "number" ? [[bound, entry[bound]]] : []));
+  if (!KNOB_TYPES.includes(type))
+    throw new Error(
+      `registry.json: train knob ${name} has type ${String(type)}, expected one of ${KNOB_TYPES.join(", ")}`,
+    );
+  const choices = entry["choices"] === "reductions" ? REDUCTIONS : (entry["choices"] as TrainKnob["choices"]);
+  const numbers = Object.fromEntries(
+    (["min", "max", "gt", "lt"] as const).flatMap((bound) =>
+      typeof entry[bound] === "number" ? [[bound, entry[bound]]] : [],
+    ),
+  );
   return {
-    flag: entry["flag"] as string, type, default: entry["default"] as TrainKnob["default"], ...numbers,
+    flag: entry["flag"] as string,
+    type,
+    default: entry["default"] as TrainKnob["default"],
+    ...numbers,
     ...(choices === undefined ? {} : { choices }),
-    needs: (entry["needs"] ?? []) as TrainKnobName[], excludes: (entry["excludes"] ?? []) as TrainKnobName[],
+    needs: (entry["needs"] ?? []) as TrainKnobName[],
+    excludes: (entry["excludes"] ?? []) as TrainKnobName[],
     ...(typeof entry["label"] === "string" ? { label: entry["label"] } : {}),
     ...(typeof entry["about"] === "string" ? { about: entry["about"] } : {}),
   };
 }
 
 /** Every train knob's flag, type, default, range and relations, by campaign name. */
-export const TRAIN_KNOBS = Object.fromEntries(TRAIN_KNOB_NAMES.map((name) => [name, trainKnob(name)])) as
-  { readonly [K in TrainKnobName]: TrainKnob<TrainKnobValue<K>> };
+export const TRAIN_KNOBS = Object.fromEntries(TRAIN_KNOB_NAMES.map((name) => [name, trainKnob(name)])) as {
+  readonly [K in TrainKnobName]: TrainKnob<TrainKnobValue<K>>;
+};
 
 /** A numeric knob as a run has it: its own value, or the worker's default (what the worker then used). */
 export function numericKnob(knobs: Readonly<Record<string, unknown>>, name: TrainKnobName): number | undefined {

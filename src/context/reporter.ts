@@ -29,7 +29,10 @@ export const silentReporter: Reporter = {
 export class ConsoleReporter implements Reporter {
   private readonly interactive: boolean;
 
-  constructor(private readonly verbose = false, private readonly stream: NodeJS.WriteStream = process.stderr) {
+  constructor(
+    private readonly verbose = false,
+    private readonly stream: NodeJS.WriteStream = process.stderr,
+  ) {
     this.interactive = stream.isTTY === true && !verbose;
   }
 
@@ -39,7 +42,10 @@ export class ConsoleReporter implements Reporter {
     let detail = "";
     let lastPrinted = 0;
     title = printable(title);
-    const draw = () => this.stream.write(`\r\x1b[2K… ${title}${detail ? `: ${detail}` : ""} (${elapsed()})`.slice(0, (this.stream.columns ?? 120) + 6));
+    const draw = () =>
+      this.stream.write(
+        `\r\x1b[2K… ${title}${detail ? `: ${detail}` : ""} (${elapsed()})`.slice(0, (this.stream.columns ?? 120) + 6),
+      );
     const timer = this.interactive ? setInterval(draw, 500) : undefined;
     if (!this.interactive) this.stream.write(`… ${title}\n`);
     const update = (text: string) => {

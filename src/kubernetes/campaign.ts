@@ -31,16 +31,30 @@ export interface KubernetesCampaignOptions extends ClusterRunOptions {
 }
 
 /** A Kubernetes campaign through the campaign's flow, with the cluster's options (what `ringlab campaign` does, for tests). */
-export function runKubernetesCampaign(ctx: Context, file: LoadedKubernetesCampaignFile, options: KubernetesCampaignOptions = {}): Promise<CampaignOutcome> {
+export function runKubernetesCampaign(
+  ctx: Context,
+  file: LoadedKubernetesCampaignFile,
+  options: KubernetesCampaignOptions = {},
+): Promise<CampaignOutcome> {
   const { resultsDir, ...cluster } = options;
-  return runCampaign(ctx, file as AnyLoadedCampaignFile, { ...(resultsDir === undefined ? {} : { resultsDir }), targetOptions: { kubernetes: cluster } });
+  return runCampaign(ctx, file as AnyLoadedCampaignFile, {
+    ...(resultsDir === undefined ? {} : { resultsDir }),
+    targetOptions: { kubernetes: cluster },
+  });
 }
 
 /** Connects to the cluster, deletes what an earlier invocation left, and returns how the campaign's runs go there. */
-export async function openCluster(ctx: Context, testbed: KubernetesTestbed, options: ClusterRunOptions): Promise<CampaignTestbed> {
+export async function openCluster(
+  ctx: Context,
+  testbed: KubernetesTestbed,
+  options: ClusterRunOptions,
+): Promise<CampaignTestbed> {
   const unguarded = networkPolicyWarning(testbed);
   if (unguarded !== undefined) ctx.reporter.warn(unguarded);
-  const cluster = await ctx.reporter.step(`check the cluster (namespace ${testbed.namespace}, claim ${testbed.sharedClaim})`, () => Cluster.connect(testbed, options.cluster));
+  const cluster = await ctx.reporter.step(
+    `check the cluster (namespace ${testbed.namespace}, claim ${testbed.sharedClaim})`,
+    () => Cluster.connect(testbed, options.cluster),
+  );
   ctx.reporter.info(`cluster: context ${cluster.context} (${cluster.server})`);
   const opened: CampaignTestbed = {
     run: (runCtx, runs) => runJobs(runCtx, cluster, testbed, runs, options),
@@ -49,7 +63,10 @@ export async function openCluster(ctx: Context, testbed: KubernetesTestbed, opti
   try {
     // A killed earlier invocation's run would hold its Job's name, and its terminating pods its labels.
     const leftovers = await cluster.deleteLabelled({ "ringlab.testbed": testbed.name }, { waitUntilGone: true });
-    if (leftovers > 0) ctx.reporter.warn(`deleted ${leftovers} objects an earlier invocation left (label ringlab.testbed=${testbed.name})`);
+    if (leftovers > 0)
+      ctx.reporter.warn(
+        `deleted ${leftovers} objects an earlier invocation left (label ringlab.testbed=${testbed.name})`,
+      );
   } catch (error) {
     // Connected: what is labelled with the testbed is deleted at the end all the same.
     await opened.tearDown(ctx);
@@ -59,7 +76,13 @@ export async function openCluster(ctx: Context, testbed: KubernetesTestbed, opti
 }
 
 /** Each run as its own Job, one after the other, each recorded as soon as it ends. */
-async function runJobs(ctx: Context, cluster: Cluster, testbed: KubernetesTestbed, runs: CampaignRuns, options: ClusterRunOptions): Promise<void> {
+async function runJobs(
+  ctx: Context,
+  cluster: Cluster,
+  testbed: KubernetesTestbed,
+  runs: CampaignRuns,
+  options: ClusterRunOptions,
+): Promise<void> {
   const { todo, scope, tally } = runs;
   const { plan, store } = scope;
   for (const [index, run] of todo.entries()) {
@@ -67,12 +90,17 @@ async function runJobs(ctx: Context, cluster: Cluster, testbed: KubernetesTestbe
     ctx.reporter.info(`run ${index + 1}/${todo.length}: ${run.id}`);
     const attempt = store.nextAttempt(run.id);
     const outcome = await runOnCluster(ctx, cluster, {
-      run, testbed, manifests: runManifests(run, testbed, plan.name, plan.runTimeoutSeconds), deadlineSeconds: plan.runTimeoutSeconds,
-      collectDir: store.logsDirOf(run.id, attempt), ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
+      run,
+      testbed,
+      manifests: runManifests(run, testbed, plan.name, plan.runTimeoutSeconds),
+      deadlineSeconds: plan.runTimeoutSeconds,
+      collectDir: store.logsDirOf(run.id, attempt),
+      ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
       ...(options.pullPatienceSeconds === undefined ? {} : { pullPatienceSeconds: options.pullPatienceSeconds }),
     });
     recordRun(ctx, scope, tally, runRecord(scope, run, attempt, outcome, undefined));
-    if (outcome.status === "ok") ctx.reporter.info(`✓ run ${index + 1}/${todo.length}: ${run.id} (${outcome.wallSeconds.toFixed(1)} s)`);
+    if (outcome.status === "ok")
+      ctx.reporter.info(`✓ run ${index + 1}/${todo.length}: ${run.id} (${outcome.wallSeconds.toFixed(1)} s)`);
   }
 }
 
@@ -82,7 +110,9 @@ async function tearDown(ctx: Context, cluster: Cluster, testbed: string): Promis
     await cluster.deleteLabelled({ "ringlab.testbed": testbed }, { waitUntilGone: true });
     return "done";
   } catch (error) {
-    uninterruptible(ctx).reporter.warn(`deleting what is labelled ringlab.testbed=${testbed} failed: ${(error as Error).message}; \`ringlab down\` with the campaign file does it`);
+    uninterruptible(ctx).reporter.warn(
+      `deleting what is labelled ringlab.testbed=${testbed} failed: ${(error as Error).message}; \`ringlab down\` with the campaign file does it`,
+    );
     return "failed";
   }
 }

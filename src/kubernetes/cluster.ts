@@ -13,7 +13,20 @@ import { STATUS_CODES } from "node:http";
 import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { ApiException, BatchV1Api, CoreV1Api, KubeConfig, NetworkingV1Api, type RequestContext, type ResponseContext, type V1Job, type V1NetworkPolicy, type V1Pod, type V1Secret, type V1Service } from "@kubernetes/client-node";
+import {
+  ApiException,
+  BatchV1Api,
+  CoreV1Api,
+  KubeConfig,
+  NetworkingV1Api,
+  type RequestContext,
+  type ResponseContext,
+  type V1Job,
+  type V1NetworkPolicy,
+  type V1Pod,
+  type V1Secret,
+  type V1Service,
+} from "@kubernetes/client-node";
 import type { Secret } from "kubernetes-models/v1";
 import type { KubernetesTestbed } from "../config/schema.ts";
 import { PrerequisiteError, ToolError, UsageError } from "../util/errors.ts";
@@ -66,21 +79,41 @@ export class Cluster {
    * The testbed's cluster, checked: the kubeconfig reads, has the context, the cluster answers, the namespace
    * exists, and (unless only deleting) so does the claim. Nothing is created.
    */
-  static async connect(testbed: KubernetesTestbed, options: ClusterOptions = {}, purpose: "run" | "delete" = "run"): Promise<Cluster> {
+  static async connect(
+    testbed: KubernetesTestbed,
+    options: ClusterOptions = {},
+    purpose: "run" | "delete" = "run",
+  ): Promise<Cluster> {
     const config = loadKubeconfig(options.env ?? process.env);
     const contexts = config.getContexts().map((entry) => entry.name);
-    const hint = contexts.length === 0 ? "it has no contexts at all: point KUBECONFIG at the file kubectl uses" : `its contexts: ${contexts.join(", ")}; set testbed.context to one`;
+    const hint =
+      contexts.length === 0
+        ? "it has no contexts at all: point KUBECONFIG at the file kubectl uses"
+        : `its contexts: ${contexts.join(", ")}; set testbed.context to one`;
     const context = testbed.context ?? config.getCurrentContext();
-    if (!context) throw new UsageError("the kubeconfig has no current-context and testbed.context names none", { hint });
+    if (!context)
+      throw new UsageError("the kubeconfig has no current-context and testbed.context names none", { hint });
     if (!contexts.includes(context)) {
-      throw new UsageError(`the kubeconfig has no context ${JSON.stringify(context)}${testbed.context === undefined ? " (its current-context)" : " (testbed.context)"}`, { hint });
+      throw new UsageError(
+        `the kubeconfig has no context ${JSON.stringify(context)}${testbed.context === undefined ? " (its current-context)" : " (testbed.context)"}`,
+        { hint },
+      );
     }
     config.setCurrentContext(context);
     const server = config.getCurrentCluster()?.server;
     if (server === undefined) {
-      throw new UsageError(`the kubeconfig's context ${context} names a cluster the kubeconfig does not define`, { hint: "check it with kubectl config view" });
+      throw new UsageError(`the kubeconfig's context ${context} names a cluster the kubeconfig does not define`, {
+        hint: "check it with kubectl config view",
+      });
     }
-    const cluster = new Cluster(config, context, server, testbed.namespace, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, options.followPatienceMs ?? FOLLOW_PATIENCE_MS);
+    const cluster = new Cluster(
+      config,
+      context,
+      server,
+      testbed.namespace,
+      options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+      options.followPatienceMs ?? FOLLOW_PATIENCE_MS,
+    );
     await cluster.check(testbed, purpose);
     return cluster;
   }
@@ -91,20 +124,31 @@ export class Cluster {
       await this.call("read the namespace", (options) => this.core.readNamespace({ name: this.namespace }, options));
     } catch (error) {
       if (isStatus(error, 404)) {
-        throw new UsageError(`namespace ${this.namespace} does not exist on the cluster of context ${this.context} (${this.server})`, {
-          hint: `create it (kubectl --context ${this.context} create namespace ${this.namespace}) or set testbed.namespace to one that exists`,
-        });
+        throw new UsageError(
+          `namespace ${this.namespace} does not exist on the cluster of context ${this.context} (${this.server})`,
+          {
+            hint: `create it (kubectl --context ${this.context} create namespace ${this.namespace}) or set testbed.namespace to one that exists`,
+          },
+        );
       }
       throw this.beforeAnything(error);
     }
     if (purpose === "delete") return;
     try {
-      await this.call("read the shared claim", (options) => this.core.readNamespacedPersistentVolumeClaim({ name: testbed.sharedClaim, namespace: this.namespace }, options));
+      await this.call("read the shared claim", (options) =>
+        this.core.readNamespacedPersistentVolumeClaim(
+          { name: testbed.sharedClaim, namespace: this.namespace },
+          options,
+        ),
+      );
     } catch (error) {
       if (!isStatus(error, 404)) throw this.beforeAnything(error);
-      throw new UsageError(`namespace ${this.namespace} has no PersistentVolumeClaim ${testbed.sharedClaim} (testbed.sharedClaim)`, {
-        hint: "create a ReadWriteMany claim (EFS, NFS) of that name in the namespace, or name one that exists",
-      });
+      throw new UsageError(
+        `namespace ${this.namespace} has no PersistentVolumeClaim ${testbed.sharedClaim} (testbed.sharedClaim)`,
+        {
+          hint: "create a ReadWriteMany claim (EFS, NFS) of that name in the namespace, or name one that exists",
+        },
+      );
     }
   }
 
@@ -113,13 +157,17 @@ export class Cluster {
     if (!(error instanceof ToolError)) return error;
     const code = error.details.toolExitCode;
     if (code === undefined || code === 429 || code >= 500) {
-      return new PrerequisiteError(`the cluster of context ${this.context} (${this.server}) does not answer: ${error.message}`, {
-        hint: "check that the cluster is up and reachable from here (kubectl cluster-info), or pick another context (testbed.context)",
-      });
+      return new PrerequisiteError(
+        `the cluster of context ${this.context} (${this.server}) does not answer: ${error.message}`,
+        {
+          hint: "check that the cluster is up and reachable from here (kubectl cluster-info), or pick another context (testbed.context)",
+        },
+      );
     }
     if (code === 401 || code === 403) {
       return new UsageError(`the kubeconfig's user may not do what a campaign needs: ${error.message}`, {
-        hint: `a campaign needs, in namespace ${this.namespace}: get on namespaces and persistentvolumeclaims; create, get, list, delete and deletecollection ` +
+        hint:
+          `a campaign needs, in namespace ${this.namespace}: get on namespaces and persistentvolumeclaims; create, get, list, delete and deletecollection ` +
           `on jobs and pods; create, list and delete on services, secrets and networkpolicies (networking.k8s.io); get on pods/log; list on events ` +
           `(kubectl --context ${this.context} auth can-i --list -n ${this.namespace})`,
       });
@@ -136,13 +184,20 @@ export class Cluster {
   async create(manifests: RunManifests, secret: Secret): Promise<string> {
     const [networkPolicy, service, job] = manifests.objects;
     await this.call(`create NetworkPolicy ${networkPolicy.metadata?.name}`, (options) =>
-      this.networking.createNamespacedNetworkPolicy({ namespace: this.namespace, body: networkPolicy.toJSON() as never }, options));
+      this.networking.createNamespacedNetworkPolicy(
+        { namespace: this.namespace, body: networkPolicy.toJSON() as never },
+        options,
+      ),
+    );
     await this.call(`create Secret ${secret.metadata?.name}`, (options) =>
-      this.core.createNamespacedSecret({ namespace: this.namespace, body: secret.toJSON() as never }, options));
+      this.core.createNamespacedSecret({ namespace: this.namespace, body: secret.toJSON() as never }, options),
+    );
     await this.call(`create Service ${service.metadata?.name}`, (options) =>
-      this.core.createNamespacedService({ namespace: this.namespace, body: service.toJSON() as never }, options));
+      this.core.createNamespacedService({ namespace: this.namespace, body: service.toJSON() as never }, options),
+    );
     const created = await this.call(`create Job ${job.metadata?.name}`, (options) =>
-      this.batch.createNamespacedJob({ namespace: this.namespace, body: job.toJSON() as never }, options));
+      this.batch.createNamespacedJob({ namespace: this.namespace, body: job.toJSON() as never }, options),
+    );
     return created.metadata?.uid ?? "";
   }
 
@@ -154,20 +209,36 @@ export class Cluster {
     return this.patiently(interrupt, async () => {
       let job: V1Job | undefined;
       try {
-        job = await this.call(`read Job ${jobName}`, (options) => this.batch.readNamespacedJob({ name: jobName, namespace: this.namespace }, options));
+        job = await this.call(`read Job ${jobName}`, (options) =>
+          this.batch.readNamespacedJob({ name: jobName, namespace: this.namespace }, options),
+        );
       } catch (error) {
         if (!isStatus(error, 404)) throw error;
       }
       const pods = await this.listPods(selector(labels));
-      return { job, pods: pods.filter((pod) => pod.metadata?.ownerReferences?.some((owner) => owner.uid === jobUid) ?? false) };
+      return {
+        job,
+        pods: pods.filter((pod) => pod.metadata?.ownerReferences?.some((owner) => owner.uid === jobUid) ?? false),
+      };
     });
   }
 
   /** Why the Job controller could not create the Job's pods (its FailedCreate events: admission, quota), newest last. */
   async podCreationFailures(jobName: string, jobUid: string): Promise<string[]> {
-    const events = await this.patiently(undefined, () => this.call(`list Job ${jobName}'s events`, (options) =>
-      this.core.listNamespacedEvent({ namespace: this.namespace, fieldSelector: `involvedObject.kind=Job,involvedObject.name=${jobName}` }, options)));
-    return events.items.filter((event) => event.reason === "FailedCreate" && (event.involvedObject.uid === undefined || event.involvedObject.uid === jobUid))
+    const events = await this.patiently(undefined, () =>
+      this.call(`list Job ${jobName}'s events`, (options) =>
+        this.core.listNamespacedEvent(
+          { namespace: this.namespace, fieldSelector: `involvedObject.kind=Job,involvedObject.name=${jobName}` },
+          options,
+        ),
+      ),
+    );
+    return events.items
+      .filter(
+        (event) =>
+          event.reason === "FailedCreate" &&
+          (event.involvedObject.uid === undefined || event.involvedObject.uid === jobUid),
+      )
       .map((event) => event.message ?? "FailedCreate");
   }
 
@@ -177,8 +248,10 @@ export class Cluster {
    */
   async podLog(pod: V1Pod): Promise<string> {
     const name = pod.metadata?.name ?? "";
-    const log = (container: string) => this.call(`read pod ${name}'s ${container} log`, (options) =>
-      this.core.readNamespacedPodLog({ name, namespace: this.namespace, container }, options));
+    const log = (container: string) =>
+      this.call(`read pod ${name}'s ${container} log`, (options) =>
+        this.core.readNamespacedPodLog({ name, namespace: this.namespace, container }, options),
+      );
     try {
       return await log("worker");
     } catch (error) {
@@ -203,28 +276,40 @@ export class Cluster {
     const jobs = await this.listJobs(labelSelector);
     if (jobs.length > 0) {
       await this.call("delete Jobs", (options) =>
-        this.batch.deleteCollectionNamespacedJob({ namespace: this.namespace, labelSelector, propagationPolicy: "Background" }, options));
+        this.batch.deleteCollectionNamespacedJob(
+          { namespace: this.namespace, labelSelector, propagationPolicy: "Background" },
+          options,
+        ),
+      );
     }
     // Services are deleted one by one: deleting a collection of Services is recent (Kubernetes 1.31). Secrets and
     // NetworkPolicies too: the user needs the same verbs on all three.
     const services = await this.listServices(labelSelector);
     for (const service of services) {
       await this.deleteOne(`delete Service ${service.metadata?.name}`, (options) =>
-        this.core.deleteNamespacedService({ name: service.metadata!.name!, namespace: this.namespace }, options));
+        this.core.deleteNamespacedService({ name: service.metadata!.name!, namespace: this.namespace }, options),
+      );
     }
     const secrets = await this.listSecrets(labelSelector);
     for (const secret of secrets) {
       await this.deleteOne(`delete Secret ${secret.metadata?.name}`, (options) =>
-        this.core.deleteNamespacedSecret({ name: secret.metadata!.name!, namespace: this.namespace }, options));
+        this.core.deleteNamespacedSecret({ name: secret.metadata!.name!, namespace: this.namespace }, options),
+      );
     }
     const networkPolicies = await this.listNetworkPolicies(labelSelector);
     for (const networkPolicy of networkPolicies) {
       await this.deleteOne(`delete NetworkPolicy ${networkPolicy.metadata?.name}`, (options) =>
-        this.networking.deleteNamespacedNetworkPolicy({ name: networkPolicy.metadata!.name!, namespace: this.namespace }, options));
+        this.networking.deleteNamespacedNetworkPolicy(
+          { name: networkPolicy.metadata!.name!, namespace: this.namespace },
+          options,
+        ),
+      );
     }
     const pods = await this.listPods(labelSelector);
     if (pods.length > 0) {
-      await this.call("delete pods", (options) => this.core.deleteCollectionNamespacedPod({ namespace: this.namespace, labelSelector }, options));
+      await this.call("delete pods", (options) =>
+        this.core.deleteCollectionNamespacedPod({ namespace: this.namespace, labelSelector }, options),
+      );
     }
     const asked = jobs.length + services.length + secrets.length + networkPolicies.length + pods.length;
     if (waitUntilGone && asked > 0) await this.waitUntilGone(labelSelector);
@@ -232,11 +317,19 @@ export class Cluster {
   }
 
   private async listJobs(labelSelector: string): Promise<V1Job[]> {
-    return (await this.call("list Jobs", (options) => this.batch.listNamespacedJob({ namespace: this.namespace, labelSelector }, options))).items;
+    return (
+      await this.call("list Jobs", (options) =>
+        this.batch.listNamespacedJob({ namespace: this.namespace, labelSelector }, options),
+      )
+    ).items;
   }
 
   private async listServices(labelSelector: string): Promise<V1Service[]> {
-    return (await this.call("list Services", (options) => this.core.listNamespacedService({ namespace: this.namespace, labelSelector }, options))).items;
+    return (
+      await this.call("list Services", (options) =>
+        this.core.listNamespacedService({ namespace: this.namespace, labelSelector }, options),
+      )
+    ).items;
   }
 
   /** One object's deletion; one already gone is as good. */
@@ -249,27 +342,50 @@ export class Cluster {
   }
 
   private async listSecrets(labelSelector: string): Promise<V1Secret[]> {
-    return (await this.call("list Secrets", (options) => this.core.listNamespacedSecret({ namespace: this.namespace, labelSelector }, options))).items;
+    return (
+      await this.call("list Secrets", (options) =>
+        this.core.listNamespacedSecret({ namespace: this.namespace, labelSelector }, options),
+      )
+    ).items;
   }
 
   private async listNetworkPolicies(labelSelector: string): Promise<V1NetworkPolicy[]> {
-    return (await this.call("list NetworkPolicies", (options) => this.networking.listNamespacedNetworkPolicy({ namespace: this.namespace, labelSelector }, options))).items;
+    return (
+      await this.call("list NetworkPolicies", (options) =>
+        this.networking.listNamespacedNetworkPolicy({ namespace: this.namespace, labelSelector }, options),
+      )
+    ).items;
   }
 
   private async listPods(labelSelector: string): Promise<V1Pod[]> {
-    return (await this.call("list pods", (options) => this.core.listNamespacedPod({ namespace: this.namespace, labelSelector }, options))).items;
+    return (
+      await this.call("list pods", (options) =>
+        this.core.listNamespacedPod({ namespace: this.namespace, labelSelector }, options),
+      )
+    ).items;
   }
 
   /** Waits (up to 90 s) until nothing with the labels is listed: pods take their grace period to terminate. */
   private async waitUntilGone(labelSelector: string): Promise<void> {
     const until = Date.now() + GONE_WAIT_MS;
     for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
-      const left = [...await this.listJobs(labelSelector), ...await this.listServices(labelSelector), ...await this.listSecrets(labelSelector),
-        ...await this.listNetworkPolicies(labelSelector), ...await this.listPods(labelSelector)];
+      const left = [
+        ...(await this.listJobs(labelSelector)),
+        ...(await this.listServices(labelSelector)),
+        ...(await this.listSecrets(labelSelector)),
+        ...(await this.listNetworkPolicies(labelSelector)),
+        ...(await this.listPods(labelSelector)),
+      ];
       if (left.length === 0) return;
       if (Date.now() > until) {
-        throw new ToolError("kubernetes", `${left.length} objects labelled ${labelSelector} were still there ${GONE_WAIT_MS / 1000} s after their deletion ` +
-          `(${left.slice(0, 3).map((object) => object.metadata?.name).join(", ")}): a finalizer may hold them`);
+        throw new ToolError(
+          "kubernetes",
+          `${left.length} objects labelled ${labelSelector} were still there ${GONE_WAIT_MS / 1000} s after their deletion ` +
+            `(${left
+              .slice(0, 3)
+              .map((object) => object.metadata?.name)
+              .join(", ")}): a finalizer may hold them`,
+        );
       }
       await sleep(pause);
     }
@@ -289,7 +405,9 @@ export class Cluster {
         const passing = error instanceof ToolError && (code === undefined || code === 429 || code! >= 500);
         if (!passing || Date.now() + pause > until) throw error;
         interrupt?.throwIfAborted();
-        await sleep(pause, undefined, interrupt === undefined ? {} : { signal: interrupt }).catch(() => interrupt?.throwIfAborted());
+        await sleep(pause, undefined, interrupt === undefined ? {} : { signal: interrupt }).catch(() =>
+          interrupt?.throwIfAborted(),
+        );
       }
     }
   }
@@ -303,17 +421,26 @@ export class Cluster {
       return await Promise.race([request(withSignal(signal)), aborted(signal)]);
     } catch (error) {
       if (error instanceof ApiException) {
-        throw new ToolError("kubernetes", `${what}: the API answered ${error.code} ${statusMessage(error.body) || (STATUS_CODES[error.code] ?? "")}`, { toolExitCode: error.code, cause: error });
+        throw new ToolError(
+          "kubernetes",
+          `${what}: the API answered ${error.code} ${statusMessage(error.body) || (STATUS_CODES[error.code] ?? "")}`,
+          { toolExitCode: error.code, cause: error },
+        );
       }
       // What is not the network (an http:// server, an auth plugin that fails, a certificate that does not match
       // the kubeconfig's CA) is the kubeconfig's to fix.
       const network = networkFailure(error);
       if (!signal.aborted && (network === undefined || isTlsFailure(network))) {
-        throw new UsageError(`${what}: the kubeconfig's context ${this.context} (${this.server}) cannot be used: ${(network ?? error as Error).message}`, {
-          hint: `check it with kubectl --context ${this.context} get namespace ${this.namespace}`,
-        });
+        throw new UsageError(
+          `${what}: the kubeconfig's context ${this.context} (${this.server}) cannot be used: ${(network ?? (error as Error)).message}`,
+          {
+            hint: `check it with kubectl --context ${this.context} get namespace ${this.namespace}`,
+          },
+        );
       }
-      const reason = signal.aborted ? `no answer within ${this.requestTimeoutMs / 1000} s` : (network ?? error as Error).message;
+      const reason = signal.aborted
+        ? `no answer within ${this.requestTimeoutMs / 1000} s`
+        : (network ?? (error as Error)).message;
       throw new ToolError("kubernetes", `${what} on ${this.server}: ${reason}`, { cause: error });
     }
   }
@@ -327,13 +454,15 @@ type RequestOptions = NonNullable<Parameters<CoreV1Api["readNamespace"]>[1]>;
  */
 function withSignal(signal: AbortSignal): RequestOptions {
   const options = {
-    middleware: [{
-      pre: (context: RequestContext) => {
-        context.setSignal(signal);
-        return new Settled(Promise.resolve(context));
+    middleware: [
+      {
+        pre: (context: RequestContext) => {
+          context.setSignal(signal);
+          return new Settled(Promise.resolve(context));
+        },
+        post: (response: ResponseContext) => new Settled(Promise.resolve(response)),
       },
-      post: (response: ResponseContext) => new Settled(Promise.resolve(response)),
-    }],
+    ],
     middlewareMergeStrategy: "append",
   } as const;
   // The client's Observable class keeps its promise private, so a structural twin does not type as one.
@@ -354,7 +483,9 @@ class Settled<T> {
 
 /** The kubeconfig kubectl would read: $KUBECONFIG's files, else ~/.kube/config; a missing or unreadable one is exit 2. */
 function loadKubeconfig(env: NodeJS.ProcessEnv): KubeConfig {
-  const listed = env["KUBECONFIG"] ? env["KUBECONFIG"].split(delimiter).filter((file) => file !== "") : [join(env["HOME"] ?? homedir(), ".kube", "config")];
+  const listed = env["KUBECONFIG"]
+    ? env["KUBECONFIG"].split(delimiter).filter((file) => file !== "")
+    : [join(env["HOME"] ?? homedir(), ".kube", "config")];
   // As kubectl: files of the list that do not exist are passed over, unless none does.
   const files = listed.filter((file) => existsSync(file));
   if (files.length === 0) {
@@ -367,14 +498,17 @@ function loadKubeconfig(env: NodeJS.ProcessEnv): KubeConfig {
     try {
       config.loadFromFile(file);
     } catch (error) {
-      throw new UsageError(`the kubeconfig ${file} cannot be read: ${(error as Error).message}`, { hint: "check it with kubectl config view" });
+      throw new UsageError(`the kubeconfig ${file} cannot be read: ${(error as Error).message}`, {
+        hint: "check it with kubectl config view",
+      });
     }
     return config;
   });
   if (loaded.length === 1) return loaded[0]!;
   // As kubectl merges them: the first file that names a cluster, user or context wins, and so does the first
   // current-context.
-  const firstByName = <T extends { name: string }>(entries: readonly T[]) => entries.filter((entry, index) => entries.findIndex((other) => other.name === entry.name) === index);
+  const firstByName = <T extends { name: string }>(entries: readonly T[]) =>
+    entries.filter((entry, index) => entries.findIndex((other) => other.name === entry.name) === index);
   const merged = new KubeConfig();
   merged.loadFromOptions({
     clusters: firstByName(loaded.flatMap((config) => config.clusters)),
@@ -387,7 +521,9 @@ function loadKubeconfig(env: NodeJS.ProcessEnv): KubeConfig {
 
 /** A label selector of equalities ("a=b,c=d"); the values passed the campaign's label rules. */
 export function selector(labels: Labels): string {
-  return Object.entries(labels).map(([key, value]) => `${key}=${value}`).join(",");
+  return Object.entries(labels)
+    .map(([key, value]) => `${key}=${value}`)
+    .join(",");
 }
 
 /** Rejects when the signal fires: the deadline of one call. */
@@ -407,7 +543,10 @@ function networkFailure(error: unknown): Error | undefined {
 /** A certificate that does not verify, or a server that does not speak TLS, fails as the network does; its code says so. */
 function isTlsFailure(error: Error): boolean {
   const { code } = error as { code?: unknown };
-  return typeof code === "string" && /^(CERT_|UNABLE_TO_|ERR_TLS_|DEPTH_ZERO_SELF_SIGNED|SELF_SIGNED_CERT|ERR_SSL_)/.test(code);
+  return (
+    typeof code === "string" &&
+    /^(CERT_|UNABLE_TO_|ERR_TLS_|DEPTH_ZERO_SELF_SIGNED|SELF_SIGNED_CERT|ERR_SSL_)/.test(code)
+  );
 }
 
 export function isStatus(error: unknown, code: number): boolean {

@@ -15,13 +15,20 @@ export type RunState =
   | { readonly kind: "failed"; readonly reason: string };
 
 /** A container waiting for one of these never starts without someone's fix. */
-const HOPELESS_WAITS = new Set(["ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError"]);
+const HOPELESS_WAITS = new Set([
+  "ErrImageNeverPull",
+  "InvalidImageName",
+  "CreateContainerConfigError",
+  "CreateContainerError",
+]);
 /** A pull that failed, which the kubelet tries again with back-off: a registry's 429 can clear, a wrong name cannot (./run.ts waits a while). */
 const RETRIED_WAITS = new Set(["ErrImagePull", "ImagePullBackOff"]);
 
 /** The completion index of a pod of an Indexed Job: its node rank. */
 export function podIndex(pod: V1Pod): number | undefined {
-  const text = pod.metadata?.annotations?.["batch.kubernetes.io/job-completion-index"] ?? pod.metadata?.labels?.["batch.kubernetes.io/job-completion-index"];
+  const text =
+    pod.metadata?.annotations?.["batch.kubernetes.io/job-completion-index"] ??
+    pod.metadata?.labels?.["batch.kubernetes.io/job-completion-index"];
   return text === undefined || !/^\d+$/.test(text) ? undefined : Number(text);
 }
 
@@ -32,32 +39,46 @@ export function podIndex(pod: V1Pod): number | undefined {
  */
 export function judgeRun(job: V1Job | undefined, pods: readonly V1Pod[], lastUnscheduled?: string): RunState {
   if (job === undefined) {
-    return { kind: "failed", reason: "the Job was deleted before it ended (kubectl delete, `ringlab down` from elsewhere, or a policy that removes finished Jobs at once)" };
+    return {
+      kind: "failed",
+      reason:
+        "the Job was deleted before it ended (kubectl delete, `ringlab down` from elsewhere, or a policy that removes finished Jobs at once)",
+    };
   }
   // A pod placed since an earlier look clears the reason: a pod that waited for a new node was not the deadline's cause.
   const unscheduled = pods.length > 0 ? unscheduledReason(pods) : lastUnscheduled;
   const conditions = job.status?.conditions ?? [];
-  const holds = (type: string) => conditions.find((condition) => condition.type === type && condition.status === "True");
+  const holds = (type: string) =>
+    conditions.find((condition) => condition.type === type && condition.status === "True");
   // A Job reports Complete only once every index succeeded (SuccessCriteriaMet comes first on 1.31+).
   if (holds("Complete") !== undefined) return { kind: "succeeded" };
   const failed = holds("Failed") ?? holds("FailureTarget");
   if (failed !== undefined) {
-    const why = failed.reason === "DeadlineExceeded" && unscheduled !== undefined
-      ? `its pods were not all placed before the deadline (activeDeadlineSeconds): ${unscheduled}`
-      : `the Job failed (${failed.reason ?? "no reason given"}${failed.message === undefined ? "" : `: ${failed.message}`})`;
+    const why =
+      failed.reason === "DeadlineExceeded" && unscheduled !== undefined
+        ? `its pods were not all placed before the deadline (activeDeadlineSeconds): ${unscheduled}`
+        : `the Job failed (${failed.reason ?? "no reason given"}${failed.message === undefined ? "" : `: ${failed.message}`})`;
     return { kind: "failed", reason: [why, ...podFailures(pods)].join("; ") };
   }
   const hopeless = waitingFor(pods, HOPELESS_WAITS);
   if (hopeless !== undefined) return { kind: "failed", reason: hopeless };
   const pullFailing = waitingFor(pods, RETRIED_WAITS);
-  return { kind: "running", ...(unscheduled === undefined ? {} : { unscheduled }), ...(pullFailing === undefined ? {} : { pullFailing }) };
+  return {
+    kind: "running",
+    ...(unscheduled === undefined ? {} : { unscheduled }),
+    ...(pullFailing === undefined ? {} : { pullFailing }),
+  };
 }
 
 /** The scheduler's reason for a pod it has not placed ("0/3 nodes are available: 3 Insufficient nvidia.com/gpu."). */
 function unscheduledReason(pods: readonly V1Pod[]): string | undefined {
   for (const pod of pods) {
     const condition = pod.status?.conditions?.find((c) => c.type === "PodScheduled" && c.status === "False");
-    if (condition !== undefined) return `pod ${pod.metadata?.name} not scheduled (${condition.reason ?? "no reason given"}: ${condition.message ?? ""})`.replace(/: \)$/, ")");
+    if (condition !== undefined)
+      return `pod ${pod.metadata?.name} not scheduled (${condition.reason ?? "no reason given"}: ${condition.message ?? ""})`.replace(
+        /: \)$/,
+        ")",
+      );
   }
   return undefined;
 }
@@ -77,12 +98,16 @@ function waitingFor(pods: readonly V1Pod[], reasons: ReadonlySet<string>): strin
 
 /** "pod X (node rank i): worker exited with code 1 (Error)" for each container that ended in failure. */
 function podFailures(pods: readonly V1Pod[]): string[] {
-  return pods.flatMap((pod) => [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].flatMap((status) => {
-    const ended = status.state?.terminated;
-    if (ended === undefined || ended.exitCode === 0) return [];
-    const index = podIndex(pod);
-    return [`pod ${pod.metadata?.name}${index === undefined ? "" : ` (node rank ${index})`}: ${status.name} exited with code ${ended.exitCode}${ended.reason === undefined ? "" : ` (${ended.reason})`}`];
-  }));
+  return pods.flatMap((pod) =>
+    [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].flatMap((status) => {
+      const ended = status.state?.terminated;
+      if (ended === undefined || ended.exitCode === 0) return [];
+      const index = podIndex(pod);
+      return [
+        `pod ${pod.metadata?.name}${index === undefined ? "" : ` (node rank ${index})`}: ${status.name} exited with code ${ended.exitCode}${ended.reason === undefined ? "" : ` (${ended.reason})`}`,
+      ];
+    }),
+  );
 }
 
 /** What rank 0 prints after its result file (docker/worker/ringlab_worker/jobs.py, RESULT_LOG_PREFIX). */
@@ -93,7 +118,10 @@ const RESULT_PREFIX = "ringlab-result: ";
  * line). The claim that holds result.json is the cluster's; the log is what the API gives back.
  */
 export function resultFromLog(log: string): { result: WorkerResult; text: string } | { error: string } {
-  const line = log.split("\n").reverse().find((text) => text.includes(RESULT_PREFIX));
+  const line = log
+    .split("\n")
+    .reverse()
+    .find((text) => text.includes(RESULT_PREFIX));
   if (line === undefined) return { error: `no line starting "${RESULT_PREFIX.trim()}" in node rank 0's log` };
   const text = line.slice(line.indexOf(RESULT_PREFIX) + RESULT_PREFIX.length).trim();
   try {

@@ -59,7 +59,12 @@ export function runLabels(testbed: KubernetesTestbed, run: PlannedRun): Record<s
   return { "ringlab.testbed": testbed.name, "ringlab.run": labelSafe(run.id) };
 }
 
-export function runManifests(run: PlannedRun, testbed: KubernetesTestbed, campaign: string, runTimeoutSeconds: number): RunManifests {
+export function runManifests(
+  run: PlannedRun,
+  testbed: KubernetesTestbed,
+  campaign: string,
+  runTimeoutSeconds: number,
+): RunManifests {
   const name = objectName(testbed.name, run.id);
   const labels = { ...runLabels(testbed, run), "ringlab.campaign": labelSafe(campaign) };
   const metadata = { name, namespace: testbed.namespace, labels, annotations: { "ringlab.run-id": run.id } };
@@ -128,25 +133,38 @@ function podSpec(run: PlannedRun, testbed: KubernetesTestbed, name: string): IPo
     // the group's where its volume supports it. The runtime's seccomp profile, as "restricted" requires.
     securityContext: {
       ...(testbed.runAsUser === 0 ? {} : { runAsNonRoot: true }),
-      runAsUser: testbed.runAsUser, runAsGroup: testbed.runAsUser, fsGroup: testbed.runAsUser,
+      runAsUser: testbed.runAsUser,
+      runAsGroup: testbed.runAsUser,
+      fsGroup: testbed.runAsUser,
       seccompProfile: { type: "RuntimeDefault" },
     },
     ...(testbed.hostNetwork ? { hostNetwork: true, dnsPolicy: "ClusterFirstWithHostNet" } : {}),
     ...(Object.keys(testbed.nodeSelector).length === 0 ? {} : { nodeSelector: { ...testbed.nodeSelector } }),
     // One pod per node, as a node of the other testbeds: pods of one run on one machine would measure no network.
-    affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: runLabels(testbed, run) }, topologyKey: "kubernetes.io/hostname" }] } },
+    affinity: {
+      podAntiAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: [
+          { labelSelector: { matchLabels: runLabels(testbed, run) }, topologyKey: "kubernetes.io/hostname" },
+        ],
+      },
+    },
     ...(shaping === undefined ? {} : { initContainers: [shaping] }),
-    containers: [{
-      name: "worker",
-      image: testbed.workerImage,
-      // The image's entrypoint is tini -- ringlab-worker, as in the worker containers elsewhere.
-      args: [run.job, ...run.workerArgs, "--output", `${shared}/runs/${run.id}/result.json`],
-      env: workerEnv(run, testbed, name),
-      ports: [{ name: "rendezvous", containerPort: RENDEZVOUS_PORT }],
-      securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
-      ...(testbed.gpusPerPod > 0 ? { resources: { limits: { "nvidia.com/gpu": String(testbed.gpusPerPod) } } } : {}),
-      volumeMounts: [{ name: "shared", mountPath: shared }, { name: "shm", mountPath: "/dev/shm" }],
-    }],
+    containers: [
+      {
+        name: "worker",
+        image: testbed.workerImage,
+        // The image's entrypoint is tini -- ringlab-worker, as in the worker containers elsewhere.
+        args: [run.job, ...run.workerArgs, "--output", `${shared}/runs/${run.id}/result.json`],
+        env: workerEnv(run, testbed, name),
+        ports: [{ name: "rendezvous", containerPort: RENDEZVOUS_PORT }],
+        securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+        ...(testbed.gpusPerPod > 0 ? { resources: { limits: { "nvidia.com/gpu": String(testbed.gpusPerPod) } } } : {}),
+        volumeMounts: [
+          { name: "shared", mountPath: shared },
+          { name: "shm", mountPath: "/dev/shm" },
+        ],
+      },
+    ],
     volumes: [
       { name: "shared", persistentVolumeClaim: { claimName: testbed.sharedClaim } },
       { name: "shm", emptyDir: { medium: "Memory", sizeLimit: SHM_SIZE } },
@@ -159,7 +177,10 @@ function workerEnv(run: PlannedRun, testbed: KubernetesTestbed, name: string): I
   return [
     value("RINGLAB_NUM_NODES", String(run.nodes)),
     // The pod's index in the Indexed Job is its node rank (Kubernetes writes it into this annotation).
-    { name: "RINGLAB_NODE_RANK", valueFrom: { fieldRef: { fieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']" } } },
+    {
+      name: "RINGLAB_NODE_RANK",
+      valueFrom: { fieldRef: { fieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']" } },
+    },
     value("RINGLAB_HEAD_ADDR", `${name}-0.${name}.${testbed.namespace}.svc`),
     value("RINGLAB_RDZV_PORT", String(RENDEZVOUS_PORT)),
     value("RINGLAB_RUN_ID", run.id),
@@ -172,7 +193,9 @@ function workerEnv(run: PlannedRun, testbed: KubernetesTestbed, name: string): I
     ...(run.processesPerNode === undefined ? [] : [value("RINGLAB_NPROC_PER_NODE", String(run.processesPerNode))]),
     // A pod's own network has one interface, eth0; on the node's network ringlab cannot know its name and leaves
     // it to the worker (whose launcher keeps NCCL off loopback and docker0) and to Gloo.
-    ...(testbed.hostNetwork ? [] : ["RINGLAB_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"].map((key) => value(key, "eth0"))),
+    ...(testbed.hostNetwork
+      ? []
+      : ["RINGLAB_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"].map((key) => value(key, "eth0"))),
   ];
 }
 
@@ -190,8 +213,27 @@ function shapingContainer(run: PlannedRun, testbed: KubernetesTestbed): IContain
   return {
     name: SHAPING_CONTAINER,
     image: testbed.workerImage,
-    command: ["tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", `${bits}bit`, "burst", String(burst), "latency", TBF_LATENCY],
-    securityContext: { runAsUser: 0, runAsNonRoot: false, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"], add: ["NET_ADMIN"] } },
+    command: [
+      "tc",
+      "qdisc",
+      "replace",
+      "dev",
+      "eth0",
+      "root",
+      "tbf",
+      "rate",
+      `${bits}bit`,
+      "burst",
+      String(burst),
+      "latency",
+      TBF_LATENCY,
+    ],
+    securityContext: {
+      runAsUser: 0,
+      runAsNonRoot: false,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ["ALL"], add: ["NET_ADMIN"] },
+    },
   };
 }
 
@@ -231,12 +273,17 @@ export function manifestsYaml(manifests: RunManifests, testbed: KubernetesTestbe
     `ringlab run ${manifests.runId}: ${kubectl} apply -f this file after creating its rendezvous Secret; its result is written to runs/${manifests.runId}/result.json on the claim ${testbed.sharedClaim}.`,
     "First the Secret (a random rendezvous id, the same for every pod of the run, written in no file), labelled as the run's other objects:",
     `  ${kubectl} create secret generic ${name} -n ${testbed.namespace} --from-literal=${RDZV_SECRET_KEY}=$(openssl rand -hex 16)`,
-    `  ${kubectl} label secret ${name} -n ${testbed.namespace} ${Object.entries(labels).map(([key, value]) => `${key}=${value}`).join(" ")}`,
+    `  ${kubectl} label secret ${name} -n ${testbed.namespace} ${Object.entries(labels)
+      .map(([key, value]) => `${key}=${value}`)
+      .join(" ")}`,
     podSecurityLine(security),
     ...(networkPolicyWarning(testbed) === undefined ? [] : [networkPolicyWarning(testbed)!]),
     `Remove it with: ${kubectl} delete -n ${testbed.namespace} job,service,networkpolicy,secret -l ringlab.testbed=${labels["ringlab.testbed"]},ringlab.run=${labels["ringlab.run"]}`,
   ];
-  return header.map((line) => `# ${line}\n`).join("") + manifests.objects.map((object) => `---\n${dumpYaml(object.toJSON(), { noRefs: true, lineWidth: -1 })}`).join("");
+  return (
+    header.map((line) => `# ${line}\n`).join("") +
+    manifests.objects.map((object) => `---\n${dumpYaml(object.toJSON(), { noRefs: true, lineWidth: -1 })}`).join("")
+  );
 }
 
 /** What the runs' pods need from their namespace's Pod Security admission, the most any run needs, and why. */
@@ -256,26 +303,46 @@ export function podSecurityOfRuns(specs: readonly IPodSpec[]): RunsPodSecurity {
   const checked = specs.map((spec) => checkPodSecurity(spec));
   const level = LEVEL_ORDER[Math.max(0, ...checked.map((security) => LEVEL_ORDER.indexOf(security.level)))]!;
   const needing = checked.filter((security) => security.level === level);
-  const reasons = [...new Set(needing.flatMap((security) => reasonsForLevel(security).map((violation) =>
-    violation.where !== "pod" && violation.where.container === SHAPING_CONTAINER ? `shapeInPod's ${describeViolation(violation)}` : describeViolation(violation))))];
+  const reasons = [
+    ...new Set(
+      needing.flatMap((security) =>
+        reasonsForLevel(security).map((violation) =>
+          violation.where !== "pod" && violation.where.container === SHAPING_CONTAINER
+            ? `shapeInPod's ${describeViolation(violation)}`
+            : describeViolation(violation),
+        ),
+      ),
+    ),
+  ];
   return { level, reasons, runs: needing.length, of: specs.length };
 }
 
 /** A campaign's pods' Pod Security level, for `ringlab plan` and `ringlab manifests`. */
-export function campaignPodSecurity(runs: readonly PlannedRun[], testbed: KubernetesTestbed, campaign: string, runTimeoutSeconds: number): RunsPodSecurity {
-  return podSecurityOfRuns(runs.map((run) => runManifests(run, testbed, campaign, runTimeoutSeconds).objects[2].spec!.template.spec!));
+export function campaignPodSecurity(
+  runs: readonly PlannedRun[],
+  testbed: KubernetesTestbed,
+  campaign: string,
+  runTimeoutSeconds: number,
+): RunsPodSecurity {
+  return podSecurityOfRuns(
+    runs.map((run) => runManifests(run, testbed, campaign, runTimeoutSeconds).objects[2].spec!.template.spec!),
+  );
 }
 
 /** "pods need the namespace's Pod Security level 'privileged': shapeInPod's init container shape-link adds NET_ADMIN ...". */
 export function podSecurityLine(security: RunsPodSecurity): string {
-  const some = security.runs === security.of ? "" : ` (the pods of ${security.runs} of the ${security.of} runs; the others less)`;
-  if (security.level === "restricted") return "pods pass the namespace's Pod Security level 'restricted', the strictest (pod-security.kubernetes.io/enforce)";
+  const some =
+    security.runs === security.of ? "" : ` (the pods of ${security.runs} of the ${security.of} runs; the others less)`;
+  if (security.level === "restricted")
+    return "pods pass the namespace's Pod Security level 'restricted', the strictest (pod-security.kubernetes.io/enforce)";
   return `pods need the namespace's Pod Security level '${security.level}'${some}: ${security.reasons.join("; ")}`;
 }
 
 /** With hostNetwork a NetworkPolicy does not apply to the pods: they are in their nodes' network namespace. */
 export function networkPolicyWarning(testbed: KubernetesTestbed): string | undefined {
   if (!testbed.hostNetwork) return undefined;
-  return `with hostNetwork the pods are in their nodes' network namespace, where the run's NetworkPolicy does not apply: ` +
-    `whatever reaches the nodes reaches the rendezvous (port ${RENDEZVOUS_PORT}) and the workers' ports`;
+  return (
+    `with hostNetwork the pods are in their nodes' network namespace, where the run's NetworkPolicy does not apply: ` +
+    `whatever reaches the nodes reaches the rendezvous (port ${RENDEZVOUS_PORT}) and the workers' ports`
+  );
 }

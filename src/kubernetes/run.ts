@@ -56,15 +56,28 @@ export async function runOnCluster(ctx: Context, cluster: Cluster, request: Clus
       uid = await cluster.create(manifests, rendezvousSecret(manifests));
     } catch (error) {
       if (!isStatus(error, 409)) throw error;
-      return ended({ status: "failed", error: `${(error as Error).message}: another campaign with testbed name ${testbed.name} runs in namespace ${testbed.namespace}, ` +
-        "or an earlier one's objects are still being deleted (`ringlab down` with the campaign file deletes them)" });
+      return ended({
+        status: "failed",
+        error:
+          `${(error as Error).message}: another campaign with testbed name ${testbed.name} runs in namespace ${testbed.namespace}, ` +
+          "or an earlier one's objects are still being deleted (`ringlab down` with the campaign file deletes them)",
+      });
     }
-    const { state, pods } = await ctx.reporter.step(`run ${request.run.id} (Job ${jobName}, ${request.run.nodes} pod${request.run.nodes === 1 ? "" : "s"})`,
-      (detail) => follow(ctx, cluster, { name: jobName, uid }, labels, request, detail).catch((error: unknown) => {
-        // The cluster stopped answering for longer than a blip: this run is lost, the campaign goes on.
-        if (!(error instanceof ToolError) || ctx.signal.aborted) throw error;
-        return { state: { kind: "failed", reason: `lost touch with the cluster while following the Job: ${error.message}` } as RunState, pods: [] };
-      }));
+    const { state, pods } = await ctx.reporter.step(
+      `run ${request.run.id} (Job ${jobName}, ${request.run.nodes} pod${request.run.nodes === 1 ? "" : "s"})`,
+      (detail) =>
+        follow(ctx, cluster, { name: jobName, uid }, labels, request, detail).catch((error: unknown) => {
+          // The cluster stopped answering for longer than a blip: this run is lost, the campaign goes on.
+          if (!(error instanceof ToolError) || ctx.signal.aborted) throw error;
+          return {
+            state: {
+              kind: "failed",
+              reason: `lost touch with the cluster while following the Job: ${error.message}`,
+            } as RunState,
+            pods: [],
+          };
+        }),
+    );
     const headLog = await collectLogs(cluster, pods, collectDir);
     const logs = `worker logs: ${collectDir}/worker-*.log`;
     if (state.kind === "failed") return ended({ status: "failed", error: `${state.reason}; ${logs}` });
@@ -74,8 +87,13 @@ export async function runOnCluster(ctx: Context, cluster: Cluster, request: Clus
     return ended({ status: "ok", result: head.result });
   } finally {
     // Nothing of a run is left in the namespace: not after a failure, not after Ctrl-C.
-    await cluster.deleteLabelled(labels).catch((error: Error) =>
-      uninterruptible(ctx).reporter.warn(`run ${request.run.id}'s objects could not all be deleted (${error.message}); \`ringlab down\` with the campaign file deletes them`));
+    await cluster
+      .deleteLabelled(labels)
+      .catch((error: Error) =>
+        uninterruptible(ctx).reporter.warn(
+          `run ${request.run.id}'s objects could not all be deleted (${error.message}); \`ringlab down\` with the campaign file deletes them`,
+        ),
+      );
   }
 }
 
@@ -83,7 +101,14 @@ export async function runOnCluster(ctx: Context, cluster: Cluster, request: Clus
  * Looks at the Job until it ends, its deadline (and grace) passes, or the user interrupts. While no pod exists, the
  * Job's events say whether the cluster refuses to create them (admission, quota): that fails the run at once.
  */
-async function follow(ctx: Context, cluster: Cluster, job: { name: string; uid: string }, labels: Record<string, string>, request: ClusterRunRequest, detail: (text: string) => void): Promise<{ state: RunState; pods: readonly V1Pod[] }> {
+async function follow(
+  ctx: Context,
+  cluster: Cluster,
+  job: { name: string; uid: string },
+  labels: Record<string, string>,
+  request: ClusterRunRequest,
+  detail: (text: string) => void,
+): Promise<{ state: RunState; pods: readonly V1Pod[] }> {
   const grace = request.graceSeconds ?? DEFAULT_GRACE_SECONDS;
   const until = Date.now() + (request.deadlineSeconds + grace) * 1000;
   let unscheduled: string | undefined;
@@ -93,29 +118,51 @@ async function follow(ctx: Context, cluster: Cluster, job: { name: string; uid: 
     const view = await cluster.look(job.name, job.uid, labels, ctx.signal);
     const state = judgeRun(view.job, view.pods, unscheduled);
     if (state.kind !== "running") return { state, pods: view.pods };
-    pullFailingSince = state.pullFailing === undefined ? undefined : pullFailingSince ?? Date.now();
-    if (pullFailingSince !== undefined && Date.now() - pullFailingSince >= (request.pullPatienceSeconds ?? DEFAULT_PULL_PATIENCE_SECONDS) * 1000) {
-      return { state: { kind: "failed", reason: `${state.pullFailing} (failing for ${Math.round((Date.now() - pullFailingSince) / 1000)} s)` }, pods: view.pods };
+    pullFailingSince = state.pullFailing === undefined ? undefined : (pullFailingSince ?? Date.now());
+    if (
+      pullFailingSince !== undefined &&
+      Date.now() - pullFailingSince >= (request.pullPatienceSeconds ?? DEFAULT_PULL_PATIENCE_SECONDS) * 1000
+    ) {
+      return {
+        state: {
+          kind: "failed",
+          reason: `${state.pullFailing} (failing for ${Math.round((Date.now() - pullFailingSince) / 1000)} s)`,
+        },
+        pods: view.pods,
+      };
     }
     // What the pods say now; with no pods (the controller removed them at the deadline), what they said last.
     unscheduled = state.unscheduled;
     if (view.pods.length === 0) {
       const refused = await cluster.podCreationFailures(job.name, job.uid);
-      if (refused.length > 0) return { state: { kind: "failed", reason: `the cluster refused to create the Job's pods: ${refused.at(-1)}` }, pods: [] };
+      if (refused.length > 0)
+        return {
+          state: { kind: "failed", reason: `the cluster refused to create the Job's pods: ${refused.at(-1)}` },
+          pods: [],
+        };
     }
     detail(describePods(view.pods, state.unscheduled));
     if (Date.now() > until) {
       const why = unscheduled === undefined ? "" : `; the scheduler said: ${unscheduled}`;
-      return { state: { kind: "failed", reason: `the Job did not end within its deadline (${request.deadlineSeconds} s, runTimeoutSeconds) and ${grace} s more${why}` }, pods: view.pods };
+      return {
+        state: {
+          kind: "failed",
+          reason: `the Job did not end within its deadline (${request.deadlineSeconds} s, runTimeoutSeconds) and ${grace} s more${why}`,
+        },
+        pods: view.pods,
+      };
     }
-    await sleep(request.pollMs ?? DEFAULT_POLL_MS, undefined, { signal: ctx.signal }).catch(() => ctx.signal.throwIfAborted());
+    await sleep(request.pollMs ?? DEFAULT_POLL_MS, undefined, { signal: ctx.signal }).catch(() =>
+      ctx.signal.throwIfAborted(),
+    );
   }
 }
 
 /** "2 pods: 1 Running, 1 Pending (pod x not scheduled ...)". */
 function describePods(pods: readonly V1Pod[], unscheduled: string | undefined): string {
   const phases = new Map<string, number>();
-  for (const pod of pods) phases.set(pod.status?.phase ?? "Unknown", (phases.get(pod.status?.phase ?? "Unknown") ?? 0) + 1);
+  for (const pod of pods)
+    phases.set(pod.status?.phase ?? "Unknown", (phases.get(pod.status?.phase ?? "Unknown") ?? 0) + 1);
   const counts = [...phases].map(([phase, count]) => `${count} ${phase}`).join(", ");
   return `${pods.length} pod${pods.length === 1 ? "" : "s"}${counts === "" ? "" : `: ${counts}`}${unscheduled === undefined ? "" : ` (${unscheduled})`}`;
 }
@@ -127,7 +174,10 @@ async function collectLogs(cluster: Cluster, pods: readonly V1Pod[], collectDir:
     const log = await cluster.podLog(pod);
     const index = podIndex(pod);
     if (index === 0) head = log;
-    writeFileAtomic(join(collectDir, `worker-${index ?? pod.metadata?.name}.log`), log.endsWith("\n") ? log : `${log}\n`);
+    writeFileAtomic(
+      join(collectDir, `worker-${index ?? pod.metadata?.name}.log`),
+      log.endsWith("\n") ? log : `${log}\n`,
+    );
   }
   return head;
 }

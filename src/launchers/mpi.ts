@@ -10,7 +10,11 @@ import { refuseNodeLoss } from "./node-loss.ts";
 /** What ansible/roles/mpi/files/ringlab_mpi.py adds to outcome.json: the job script, its hostfile and how mpirun ended. */
 const MpiOutcome = z.object({
   mpi: z.object({
-    exit_code: z.int(), timed_out: z.boolean(), description: z.string(), output: z.string(), hostfile: z.string(),
+    exit_code: z.int(),
+    timed_out: z.boolean(),
+    description: z.string(),
+    output: z.string(),
+    hostfile: z.string(),
     job_script: z.string().optional(),
   }),
 });
@@ -31,9 +35,15 @@ export const mpiLauncher: Launcher = {
     if (!parsed.success) return undefined;
     const { mpi } = parsed.data;
     return {
-      files: { ...(mpi.job_script === undefined ? {} : { "mpirun.sh": mpi.job_script }), hostfile: mpi.hostfile, "mpirun.out": mpi.output },
-      failure: (hosts) => (mpi.exit_code === 0 && !mpi.timed_out) || hosts.length === 0 ? undefined
-        : `${hosts.join(", ")}: the run ${mpi.description}; mpirun's output: ${collectDir}/mpirun.out`,
+      files: {
+        ...(mpi.job_script === undefined ? {} : { "mpirun.sh": mpi.job_script }),
+        hostfile: mpi.hostfile,
+        "mpirun.out": mpi.output,
+      },
+      failure: (hosts) =>
+        (mpi.exit_code === 0 && !mpi.timed_out) || hosts.length === 0
+          ? undefined
+          : `${hosts.join(", ")}: the run ${mpi.description}; mpirun's output: ${collectDir}/mpirun.out`,
     };
   },
 };

@@ -15,11 +15,14 @@ function failNodeAt(workerArgs: readonly string[]): number {
 export function plannedLostNode(workerArgs: readonly string[]): number | undefined {
   const at = failNodeAt(workerArgs);
   if (at < 0) return undefined;
-  const node = Number(workerArgs[at]!.includes("=") ? workerArgs[at]!.slice("--fail-node=".length) : workerArgs[at + 1]);
+  const node = Number(
+    workerArgs[at]!.includes("=") ? workerArgs[at]!.slice("--fail-node=".length) : workerArgs[at + 1],
+  );
   return Number.isInteger(node) && node > 0 ? node : undefined;
 }
 
 /** A launcher's `refuses` for --fail-node, whatever its value, when its jobs end every node as one node's process is killed. */
 export function refuseNodeLoss(hint: string): NonNullable<Launcher["refuses"]> {
-  return (workerArgs) => failNodeAt(workerArgs) < 0 ? undefined : { message: "--fail-node runs with --launcher ansible only", hint };
+  return (workerArgs) =>
+    failNodeAt(workerArgs) < 0 ? undefined : { message: "--fail-node runs with --launcher ansible only", hint };
 }

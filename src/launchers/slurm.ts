@@ -21,7 +21,8 @@ export const slurmLauncher: Launcher = {
   role: "slurm",
   setup: {
     flag: "slurm",
-    description: "also make it a Slurm cluster (munge, slurmctld on the head, slurmd everywhere), for `ringlab run --launcher slurm`",
+    description:
+      "also make it a Slurm cluster (munge, slurmctld on the head, slurmd everywhere), for `ringlab run --launcher slurm`",
     makes: "a Slurm cluster",
   },
   refuses: refuseNodeLoss("Slurm's srun (--kill-on-bad-exit) ends every node's task when the lost node's is killed"),
@@ -29,13 +30,16 @@ export const slurmLauncher: Launcher = {
   readOutcome(outcome, collectDir) {
     const parsed = SlurmOutcome.safeParse(outcome);
     // A job script alone is kept too (the job never reached Slurm's queue).
-    const script: Record<string, string> = typeof outcome["job_script"] === "string" ? { "job.sbatch": outcome["job_script"] } : {};
+    const script: Record<string, string> =
+      typeof outcome["job_script"] === "string" ? { "job.sbatch": outcome["job_script"] } : {};
     if (!parsed.success) return Object.keys(script).length === 0 ? undefined : { files: script };
     const { slurm } = parsed.data;
     return {
       files: { ...script, "slurm.out": slurm.batch_log },
-      failure: (hosts) => slurm.state === "COMPLETED" || hosts.length === 0 ? undefined
-        : `${hosts.join(", ")}: the run ${slurm.description}; Slurm's output: ${collectDir}/slurm.out`,
+      failure: (hosts) =>
+        slurm.state === "COMPLETED" || hosts.length === 0
+          ? undefined
+          : `${hosts.join(", ")}: the run ${slurm.description}; Slurm's output: ${collectDir}/slurm.out`,
     };
   },
   async status(ctx, record) {
@@ -45,7 +49,8 @@ export const slurmLauncher: Launcher = {
     try {
       const file = join(dir, "status.txt");
       await ctx.reporter.step("ask Slurm (ansible/slurm-status.yml)", (detail) =>
-        runPlaybook(ctx, record, "slurm-status.yml", { extraVars: { slurm_status_file: file }, onTask: detail }));
+        runPlaybook(ctx, record, "slurm-status.yml", { extraVars: { slurm_status_file: file }, onTask: detail }),
+      );
       return `Slurm (launcher slurm):\n${readFileSync(file, "utf8")}`;
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -44,9 +44,13 @@ export function onSupportedTorch(record: RunRecord): boolean {
  */
 export type Source =
   | {
-    readonly kind: "measured"; readonly resultsDir: string; readonly date: string;
-    readonly folder?: string; readonly runIds?: readonly string[]; readonly fingerprints?: readonly string[];
-  }
+      readonly kind: "measured";
+      readonly resultsDir: string;
+      readonly date: string;
+      readonly folder?: string;
+      readonly runIds?: readonly string[];
+      readonly fingerprints?: readonly string[];
+    }
   | { readonly kind: "derived"; readonly how: string };
 
 /** One step's compute on one worker: what the training configuration's single-node runs measured. */
@@ -153,42 +157,110 @@ export interface Calibration {
 
 const source = z.discriminatedUnion("kind", [
   z.strictObject({
-    kind: z.literal("measured"), resultsDir: z.string(), date: z.string(),
-    folder: z.string().optional(), runIds: z.array(z.string()).optional(), fingerprints: z.array(z.string()).optional(),
+    kind: z.literal("measured"),
+    resultsDir: z.string(),
+    date: z.string(),
+    folder: z.string().optional(),
+    runIds: z.array(z.string()).optional(),
+    fingerprints: z.array(z.string()).optional(),
   }),
   z.strictObject({ kind: z.literal("derived"), how: z.string() }),
 ]);
 
 const calibrationSchema = z.strictObject({
   schema: z.literal(CALIBRATION_SCHEMA),
-  compute: z.array(z.strictObject({
-    model: z.string(), batchSize: z.number().int().positive(), precision: z.string(), channelsLast: z.literal(true).optional(),
-    workload: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(), device: z.string(), deviceModel: z.string(),
-    cpusPerNode: z.number().positive().nullable(),
-    computeSeconds: z.strictObject({ mean: z.number().positive(), halfWidth95: z.number().nonnegative(), repeats: z.number().int().positive() }),
-    gradientBytes: z.number().positive(), cpuCheckGflops: z.number().positive().optional(), source,
-  })),
-  links: z.array(z.strictObject({
-    bandwidth: z.string(), nodes: z.number().int().min(1), processesPerNode: z.number().int().positive(), reduction: z.string(),
-    collective: z.string().optional(), cpusPerNode: z.number().positive().nullable(), instanceType: z.string().optional(), alphaSeconds: z.number().nonnegative(), betaSecondsPerByte: z.number().positive(),
-    rSquared: z.number(), source,
-  })),
-  overlap: z.array(z.strictObject({
-    parallelism: z.string().optional(),
-    nodes: z.number().int().min(2), processesPerNode: z.number().int().positive(), reduction: z.string(), cpusPerNode: z.number().positive().nullable(),
-    instanceType: z.string().optional(),
-    share: z.strictObject({ mean: z.number(), halfWidth95: z.number().nonnegative(), points: z.number().int().positive() }), source,
-  })).default([]),
-  splitSteps: z.array(z.strictObject({
-    model: z.string(), batchSize: z.number().int().positive(), precision: z.string(), workload: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
-    nodes: z.number().int().min(1), processesPerNode: z.number().int().positive(), tensorDegree: z.number().int().min(1), device: z.string(), deviceModel: z.string(),
-    cpusPerNode: z.number().positive().nullable(),
-    stepSeconds: z.strictObject({ mean: z.number().positive(), halfWidth95: z.number().nonnegative(), repeats: z.number().int().positive() }), source,
-  })).default([]),
-  memory: z.array(z.strictObject({
-    device: z.string(), deviceModel: z.string(), cpusPerNode: z.number().positive().nullable(), parallelism: z.string().optional(), overheadBytes: z.number(), scale: z.number(),
-    worstError: z.number().nonnegative(), runs: z.number().int().positive(), baselineBytes: z.number().nonnegative(), launcherBytes: z.number().nonnegative().nullable(), source,
-  })).default([]),
+  compute: z.array(
+    z.strictObject({
+      model: z.string(),
+      batchSize: z.number().int().positive(),
+      precision: z.string(),
+      channelsLast: z.literal(true).optional(),
+      workload: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+      device: z.string(),
+      deviceModel: z.string(),
+      cpusPerNode: z.number().positive().nullable(),
+      computeSeconds: z.strictObject({
+        mean: z.number().positive(),
+        halfWidth95: z.number().nonnegative(),
+        repeats: z.number().int().positive(),
+      }),
+      gradientBytes: z.number().positive(),
+      cpuCheckGflops: z.number().positive().optional(),
+      source,
+    }),
+  ),
+  links: z.array(
+    z.strictObject({
+      bandwidth: z.string(),
+      nodes: z.number().int().min(1),
+      processesPerNode: z.number().int().positive(),
+      reduction: z.string(),
+      collective: z.string().optional(),
+      cpusPerNode: z.number().positive().nullable(),
+      instanceType: z.string().optional(),
+      alphaSeconds: z.number().nonnegative(),
+      betaSecondsPerByte: z.number().positive(),
+      rSquared: z.number(),
+      source,
+    }),
+  ),
+  overlap: z
+    .array(
+      z.strictObject({
+        parallelism: z.string().optional(),
+        nodes: z.number().int().min(2),
+        processesPerNode: z.number().int().positive(),
+        reduction: z.string(),
+        cpusPerNode: z.number().positive().nullable(),
+        instanceType: z.string().optional(),
+        share: z.strictObject({
+          mean: z.number(),
+          halfWidth95: z.number().nonnegative(),
+          points: z.number().int().positive(),
+        }),
+        source,
+      }),
+    )
+    .default([]),
+  splitSteps: z
+    .array(
+      z.strictObject({
+        model: z.string(),
+        batchSize: z.number().int().positive(),
+        precision: z.string(),
+        workload: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+        nodes: z.number().int().min(1),
+        processesPerNode: z.number().int().positive(),
+        tensorDegree: z.number().int().min(1),
+        device: z.string(),
+        deviceModel: z.string(),
+        cpusPerNode: z.number().positive().nullable(),
+        stepSeconds: z.strictObject({
+          mean: z.number().positive(),
+          halfWidth95: z.number().nonnegative(),
+          repeats: z.number().int().positive(),
+        }),
+        source,
+      }),
+    )
+    .default([]),
+  memory: z
+    .array(
+      z.strictObject({
+        device: z.string(),
+        deviceModel: z.string(),
+        cpusPerNode: z.number().positive().nullable(),
+        parallelism: z.string().optional(),
+        overheadBytes: z.number(),
+        scale: z.number(),
+        worstError: z.number().nonnegative(),
+        runs: z.number().int().positive(),
+        baselineBytes: z.number().nonnegative(),
+        launcherBytes: z.number().nonnegative().nullable(),
+        source,
+      }),
+    )
+    .default([]),
 });
 
 /** The schema a calibration's JSON names, where it is another than the one this ringlab reads. */
@@ -201,7 +273,9 @@ export function otherCalibrationVersion(json: unknown): string | undefined {
 export function parseCalibration(json: unknown): { calibration: Calibration } | { problem: string } {
   const version = otherCalibrationVersion(json);
   if (version !== undefined) {
-    return { problem: `it is a ${version} file; this ringlab reads ${CALIBRATION_SCHEMA}: make it again with \`ringlab calibrate <results dir>...\`` };
+    return {
+      problem: `it is a ${version} file; this ringlab reads ${CALIBRATION_SCHEMA}: make it again with \`ringlab calibrate <results dir>...\``,
+    };
   }
   const parsed = calibrationSchema.safeParse(json);
   if (parsed.success) return { calibration: parsed.data };
@@ -215,8 +289,12 @@ export function parseCalibration(json: unknown): { calibration: Calibration } | 
  * sizes, or times that do not grow with the size: noise larger than the signal) gives no entry, and `warn` says which
  * and how to measure it.
  */
-export function calibrationFromRecords(everyRecord: readonly RunRecord[], resultsDir: string, warn: (message: string) => void = () => {},
-  folder?: string): Calibration {
+export function calibrationFromRecords(
+  everyRecord: readonly RunRecord[],
+  resultsDir: string,
+  warn: (message: string) => void = () => {},
+  folder?: string,
+): Calibration {
   const { records, data, recordOf, measured } = calibratingRecords(everyRecord, resultsDir, warn, folder);
   const compute: ComputeEntry[] = data.training.flatMap((config) => {
     const baseline = config.baseline;
@@ -229,70 +307,121 @@ export function calibrationFromRecords(everyRecord: readonly RunRecord[], result
     const workload = computeWorkload(config.model, knobs);
     // The interval of the mean throughput carried to t_c = batch / throughput (first order).
     const halfWidth95 = computeSeconds * (baseline.throughput.halfWidth95 / baseline.throughput.mean);
-    return [{
-      model: config.model, batchSize: config.batchSize, precision: String(first.params.knobs["precision"] ?? "fp32"),
-      ...(first.params.knobs["channelsLast"] === true ? { channelsLast: true as const } : {}),
-      ...(workload === undefined ? {} : { workload }),
-      device: first.result.provenance.device, deviceModel: first.result.provenance.deviceModel, cpusPerNode: first.params.cpusPerNode ?? null,
-      computeSeconds: { mean: computeSeconds, halfWidth95, repeats: baseline.throughput.n },
-      gradientBytes: first.result.metrics.gradientBytes,
-      ...(baseline.calibrationGflops === null ? {} : { cpuCheckGflops: baseline.calibrationGflops.mean }), source: measured(baseline.runIds),
-    }];
+    return [
+      {
+        model: config.model,
+        batchSize: config.batchSize,
+        precision: String(first.params.knobs["precision"] ?? "fp32"),
+        ...(first.params.knobs["channelsLast"] === true ? { channelsLast: true as const } : {}),
+        ...(workload === undefined ? {} : { workload }),
+        device: first.result.provenance.device,
+        deviceModel: first.result.provenance.deviceModel,
+        cpusPerNode: first.params.cpusPerNode ?? null,
+        computeSeconds: { mean: computeSeconds, halfWidth95, repeats: baseline.throughput.n },
+        gradientBytes: first.result.metrics.gradientBytes,
+        ...(baseline.calibrationGflops === null ? {} : { cpuCheckGflops: baseline.calibrationGflops.mean }),
+        source: measured(baseline.runIds),
+      },
+    ];
   });
   // DDP sums through torch.distributed: a probe through Open MPI (probe.library mpi) is no link it predicts.
-  const links: LinkEntry[] = data.probes.filter((probe) => probe.library === "torch").flatMap((probe) => {
-    if (probe.fit === null || !(probe.fit.betaSecondsPerByte > 0)) {
-      const largest = probe.rows.at(-1)?.sizeBytes ?? 0;
-      warn(`${resultsDir}: probe ${probe.bandwidth}, ${probe.nodes} nodes × ${probe.processesPerNode}, ${probe.reduction}${probe.collective === "all-reduce" ? "" : `, ${probe.collective}`} gives no link: ` +
-        (probe.fit === null ? `${probe.rows.length} message size(s), a line needs two` : `its times do not grow with the message size up to ${largest} bytes (noise larger than the signal)`) +
-        "; probe larger messages or more iterations (campaign.probe.maxBytes, campaign.probe.iters) and calibrate again");
-      return [];
-    }
-    const first = recordOf.get(probe.runIds[0]!);
-    const instanceType = first?.testbed.instanceType;
-    return [{
-      bandwidth: probe.bandwidth, nodes: probe.nodes, processesPerNode: probe.processesPerNode, reduction: probe.reduction,
-      ...(probe.collective === "all-reduce" ? {} : { collective: probe.collective }), cpusPerNode: first?.params.cpusPerNode ?? null, ...(instanceType === undefined ? {} : { instanceType }), alphaSeconds: probe.fit.alphaSeconds, betaSecondsPerByte: probe.fit.betaSecondsPerByte,
-      rSquared: probe.fit.rSquared, source: measured(probe.runIds),
-    }];
-  });
-  return { schema: CALIBRATION_SCHEMA, compute, splitSteps: splitStepsFromReport(data, recordOf, measured), links, overlap: overlapFromReport(data, recordOf, measured),
-    memory: memoryEntriesFromRecords(records, measured) };
+  const links: LinkEntry[] = data.probes
+    .filter((probe) => probe.library === "torch")
+    .flatMap((probe) => {
+      if (probe.fit === null || !(probe.fit.betaSecondsPerByte > 0)) {
+        const largest = probe.rows.at(-1)?.sizeBytes ?? 0;
+        warn(
+          `${resultsDir}: probe ${probe.bandwidth}, ${probe.nodes} nodes × ${probe.processesPerNode}, ${probe.reduction}${probe.collective === "all-reduce" ? "" : `, ${probe.collective}`} gives no link: ` +
+            (probe.fit === null
+              ? `${probe.rows.length} message size(s), a line needs two`
+              : `its times do not grow with the message size up to ${largest} bytes (noise larger than the signal)`) +
+            "; probe larger messages or more iterations (campaign.probe.maxBytes, campaign.probe.iters) and calibrate again",
+        );
+        return [];
+      }
+      const first = recordOf.get(probe.runIds[0]!);
+      const instanceType = first?.testbed.instanceType;
+      return [
+        {
+          bandwidth: probe.bandwidth,
+          nodes: probe.nodes,
+          processesPerNode: probe.processesPerNode,
+          reduction: probe.reduction,
+          ...(probe.collective === "all-reduce" ? {} : { collective: probe.collective }),
+          cpusPerNode: first?.params.cpusPerNode ?? null,
+          ...(instanceType === undefined ? {} : { instanceType }),
+          alphaSeconds: probe.fit.alphaSeconds,
+          betaSecondsPerByte: probe.fit.betaSecondsPerByte,
+          rSquared: probe.fit.rSquared,
+          source: measured(probe.runIds),
+        },
+      ];
+    });
+  return {
+    schema: CALIBRATION_SCHEMA,
+    compute,
+    splitSteps: splitStepsFromReport(data, recordOf, measured),
+    links,
+    overlap: overlapFromReport(data, recordOf, measured),
+    memory: memoryEntriesFromRecords(records, measured),
+  };
 }
 
 /** The records a calibration counts (in the current CPU period, on a supported torch, undisturbed), their report, and each entry's source. */
-export function calibratingRecords(everyRecord: readonly RunRecord[], resultsDir: string, warn: (message: string) => void = () => {}, folder?: string) {
+export function calibratingRecords(
+  everyRecord: readonly RunRecord[],
+  resultsDir: string,
+  warn: (message: string) => void = () => {},
+  folder?: string,
+) {
   const inPeriod = everyRecord.filter(inCurrentCpuPeriod);
   const older = everyRecord.length - inPeriod.length;
   if (older > 0) {
-    warn(`${resultsDir}: ${older} of ${everyRecord.length} runs left out: they ran under Docker's 100 ms CPU period (ringlab before ` +
-      `2026-11-26), in which a worker runs faster after every wait on the network than its quota allows; run that campaign again to calibrate from it`);
+    warn(
+      `${resultsDir}: ${older} of ${everyRecord.length} runs left out: they ran under Docker's 100 ms CPU period (ringlab before ` +
+        `2026-11-26), in which a worker runs faster after every wait on the network than its quota allows; run that campaign again to calibrate from it`,
+    );
   }
   const current = inPeriod.filter(onSupportedTorch);
   const oldTorch = inPeriod.length - current.length;
   if (oldTorch > 0) {
-    warn(`${resultsDir}: ${oldTorch} of ${everyRecord.length} runs left out: their worker ran torch older than ${OLDEST_CALIBRATING_TORCH.join(".")} ` +
-      `(ringlab before 2026-11-27 ran Debian's 1.13, whose CPU steps took 5.3x as long as 2.13's); run that campaign again to calibrate from it`);
+    warn(
+      `${resultsDir}: ${oldTorch} of ${everyRecord.length} runs left out: their worker ran torch older than ${OLDEST_CALIBRATING_TORCH.join(".")} ` +
+        `(ringlab before 2026-11-27 ran Debian's 1.13, whose CPU steps took 5.3x as long as 2.13's); run that campaign again to calibrate from it`,
+    );
   }
   // A run whose latest attempt was disturbed (the machine busy, or its steps changed speed) measured the disturbance,
   // not the testbed: all its attempts stay out (an earlier attempt may have run with other parameters).
-  const disturbed = new Map(latestAttempts(current).flatMap(({ record }) => {
-    const why = disturbance(record);
-    return why === undefined ? [] : [[record.runId, why] as const];
-  }));
+  const disturbed = new Map(
+    latestAttempts(current).flatMap(({ record }) => {
+      const why = disturbance(record);
+      return why === undefined ? [] : [[record.runId, why] as const];
+    }),
+  );
   if (disturbed.size > 0) {
     const one = disturbed.size === 1;
-    warn(`${resultsDir}: ${disturbed.size} disturbed run${one ? "" : "s"} left out (${[...disturbed].map(([runId, why]) => `${runId}: ${why}`).join(", ")}; ` +
-      `the report's Flags say how): \`ringlab campaign --rerun-flagged\` runs ${one ? "it" : "them"} again, or, where most runs changed speed, ` +
-      "raise numWarmupBatches");
+    warn(
+      `${resultsDir}: ${disturbed.size} disturbed run${one ? "" : "s"} left out (${[...disturbed].map(([runId, why]) => `${runId}: ${why}`).join(", ")}; ` +
+        `the report's Flags say how): \`ringlab campaign --rerun-flagged\` runs ${one ? "it" : "them"} again, or, where most runs changed speed, ` +
+        "raise numWarmupBatches",
+    );
   }
   const records = current.filter((record) => !disturbed.has(record.runId));
   const data = reportData(records);
   const recordOf = new Map(records.map((record) => [record.runId, record]));
-  const dateOf = (runIds: readonly string[]) => runIds.map((id) => recordOf.get(id)?.endedAt ?? "").sort().at(-1)!.slice(0, 10);
+  const dateOf = (runIds: readonly string[]) =>
+    runIds
+      .map((id) => recordOf.get(id)?.endedAt ?? "")
+      .sort()
+      .at(-1)!
+      .slice(0, 10);
   const measured = (runIds: readonly string[]): Source => ({
-    kind: "measured", resultsDir, date: dateOf(runIds), ...(folder === undefined ? {} : { folder }),
-    runIds: [...new Set(runIds)].sort(), fingerprints: [...new Set(runIds.flatMap((id) => recordOf.get(id)?.fingerprint ?? []))].sort(),
+    kind: "measured",
+    resultsDir,
+    date: dateOf(runIds),
+    ...(folder === undefined ? {} : { folder }),
+    runIds: [...new Set(runIds)].sort(),
+    fingerprints: [...new Set(runIds.flatMap((id) => recordOf.get(id)?.fingerprint ?? []))].sort(),
   });
   return { records, data, recordOf, measured };
 }
@@ -301,26 +430,48 @@ export function calibratingRecords(everyRecord: readonly RunRecord[], resultsDir
  * Every tensor-parallel and pipeline point over an unshaped link (the link there sets no pace the model describes; the
  * workers' CPU does): its step on the group, for a prediction to take its collectives out of.
  */
-function splitStepsFromReport(data: ReturnType<typeof reportData>, recordOf: ReadonlyMap<string, RunRecord>,
-  measured: (runIds: readonly string[]) => Source): SplitStepEntry[] {
-  return data.training.flatMap((config) => config.series.filter((series) => series.linkGbps === null && series.link === "unlimited").flatMap((series) =>
-    series.points.flatMap((point) => {
-      const first = recordOf.get(point.runIds[0]!);
-      if (first?.result?.job !== "train") return [];
-      const dims = first.result.metrics.layout?.dims ?? {};
-      const workload = computeWorkload(config.model, first.result.knobs);
-      if (((dims["tp"] ?? 1) < 2 && (dims["pp"] ?? 1) < 2) || workload === undefined) return [];
-      // A step computes the batch once per data-parallel replica: the group's samples over its throughput.
-      const replicas = (dims["dp_replicate"] ?? 1) * (dims["dp_shard"] ?? 1);
-      const stepSeconds = (replicas * config.batchSize * unitsPerSample(config.model, first.result.knobs)) / point.throughput.mean;
-      return [{
-        model: config.model, batchSize: config.batchSize, precision: String(first.params.knobs["precision"] ?? "fp32"), workload,
-        nodes: point.nodes, processesPerNode: point.processesPerNode, tensorDegree: dims["tp"] ?? 1,
-        device: first.result.provenance.device, deviceModel: first.result.provenance.deviceModel, cpusPerNode: first.params.cpusPerNode ?? null,
-        stepSeconds: { mean: stepSeconds, halfWidth95: stepSeconds * (point.throughput.halfWidth95 / point.throughput.mean), repeats: point.throughput.n },
-        source: measured(point.runIds),
-      }];
-    })));
+function splitStepsFromReport(
+  data: ReturnType<typeof reportData>,
+  recordOf: ReadonlyMap<string, RunRecord>,
+  measured: (runIds: readonly string[]) => Source,
+): SplitStepEntry[] {
+  return data.training.flatMap((config) =>
+    config.series
+      .filter((series) => series.linkGbps === null && series.link === "unlimited")
+      .flatMap((series) =>
+        series.points.flatMap((point) => {
+          const first = recordOf.get(point.runIds[0]!);
+          if (first?.result?.job !== "train") return [];
+          const dims = first.result.metrics.layout?.dims ?? {};
+          const workload = computeWorkload(config.model, first.result.knobs);
+          if (((dims["tp"] ?? 1) < 2 && (dims["pp"] ?? 1) < 2) || workload === undefined) return [];
+          // A step computes the batch once per data-parallel replica: the group's samples over its throughput.
+          const replicas = (dims["dp_replicate"] ?? 1) * (dims["dp_shard"] ?? 1);
+          const stepSeconds =
+            (replicas * config.batchSize * unitsPerSample(config.model, first.result.knobs)) / point.throughput.mean;
+          return [
+            {
+              model: config.model,
+              batchSize: config.batchSize,
+              precision: String(first.params.knobs["precision"] ?? "fp32"),
+              workload,
+              nodes: point.nodes,
+              processesPerNode: point.processesPerNode,
+              tensorDegree: dims["tp"] ?? 1,
+              device: first.result.provenance.device,
+              deviceModel: first.result.provenance.deviceModel,
+              cpusPerNode: first.params.cpusPerNode ?? null,
+              stepSeconds: {
+                mean: stepSeconds,
+                halfWidth95: stepSeconds * (point.throughput.halfWidth95 / point.throughput.mean),
+                repeats: point.throughput.n,
+              },
+              source: measured(point.runIds),
+            },
+          ];
+        }),
+      ),
+  );
 }
 
 /**
@@ -328,21 +479,35 @@ function splitStepsFromReport(data: ReturnType<typeof reportData>, recordOf: Rea
  * was shaped and whose probe gave a fit: the points where the model's t_c and Σ t_ar are both known. An unshaped
  * link is left out: what sets its pace is the workers' CPU, not a link the model describes.
  */
-function overlapFromReport(data: ReturnType<typeof reportData>, recordOf: ReadonlyMap<string, RunRecord>,
-  measured: (runIds: readonly string[]) => Source): OverlapEntry[] {
+function overlapFromReport(
+  data: ReturnType<typeof reportData>,
+  recordOf: ReadonlyMap<string, RunRecord>,
+  measured: (runIds: readonly string[]) => Source,
+): OverlapEntry[] {
   type Group = { key: Omit<OverlapEntry, "share" | "source">; shares: number[]; runIds: string[] };
   const groups = new Map<string, Group>();
   for (const config of data.training) {
     for (const series of config.series) {
       if (series.linkGbps === null) continue;
       for (const point of series.points) {
-        if (point.nodes < 2 || point.prediction === null || point.computeSecondsPerStep === null || point.scalingEfficiency === null) continue;
+        if (
+          point.nodes < 2 ||
+          point.prediction === null ||
+          point.computeSecondsPerStep === null ||
+          point.scalingEfficiency === null
+        )
+          continue;
         const first = recordOf.get(point.runIds[0]!);
         // Another layout's φ is fitted against predict.ts's model of it (layout-overlap.ts), not the report's.
         if (String(first?.params.knobs["parallelism"] ?? "ddp") !== "ddp") continue;
         const instanceType = first?.testbed.instanceType;
-        const key = { nodes: point.nodes, processesPerNode: point.processesPerNode, reduction: point.reduction, cpusPerNode: first?.params.cpusPerNode ?? null,
-          ...(instanceType === undefined ? {} : { instanceType }) };
+        const key = {
+          nodes: point.nodes,
+          processesPerNode: point.processesPerNode,
+          reduction: point.reduction,
+          cpusPerNode: first?.params.cpusPerNode ?? null,
+          ...(instanceType === undefined ? {} : { instanceType }),
+        };
         const group: Group = groups.get(overlapKey(key)) ?? { key, shares: [], runIds: [] };
         const measuredStep = point.computeSecondsPerStep / point.scalingEfficiency;
         group.shares.push(overlapShare(point.computeSecondsPerStep, point.prediction.allReduceSeconds, measuredStep));
@@ -353,37 +518,77 @@ function overlapFromReport(data: ReturnType<typeof reportData>, recordOf: Readon
   }
   return [...groups.values()].map(({ key, shares, runIds }) => {
     const share = meanWithInterval(shares);
-    return { ...key, share: { mean: share.mean, halfWidth95: share.halfWidth95, points: share.n }, source: measured(runIds) };
+    return {
+      ...key,
+      share: { mean: share.mean, halfWidth95: share.halfWidth95, points: share.n },
+      source: measured(runIds),
+    };
   });
 }
 
 function computeKey(entry: ComputeEntry): string {
-  return JSON.stringify([entry.model, entry.batchSize, entry.precision, entry.channelsLast === true, entry.device, entry.deviceModel, entry.cpusPerNode,
-    ...(entry.workload === undefined ? [] : [canonicalJson(entry.workload)])]);
+  return JSON.stringify([
+    entry.model,
+    entry.batchSize,
+    entry.precision,
+    entry.channelsLast === true,
+    entry.device,
+    entry.deviceModel,
+    entry.cpusPerNode,
+    ...(entry.workload === undefined ? [] : [canonicalJson(entry.workload)]),
+  ]);
 }
 
 function linkKey(entry: LinkEntry): string {
-  return JSON.stringify([entry.bandwidth, entry.nodes, entry.processesPerNode, entry.reduction, entry.cpusPerNode, entry.instanceType ?? null, entry.collective ?? "all-reduce"]);
+  return JSON.stringify([
+    entry.bandwidth,
+    entry.nodes,
+    entry.processesPerNode,
+    entry.reduction,
+    entry.cpusPerNode,
+    entry.instanceType ?? null,
+    entry.collective ?? "all-reduce",
+  ]);
 }
 
 /** "tensor over 2", "pipeline 1f1b ×6 over 3 stages": how a split step's layout is named. */
 export function splitLabel(entry: Pick<SplitStepEntry, "workload" | "tensorDegree" | "nodes">): string {
   const { parallelism, pipelineSchedule, microBatches } = entry.workload;
-  return parallelism === "pipeline" ? `pipeline ${String(pipelineSchedule)} ×${String(microBatches)} over ${entry.nodes} stages` : `tensor over ${entry.tensorDegree}`;
+  return parallelism === "pipeline"
+    ? `pipeline ${String(pipelineSchedule)} ×${String(microBatches)} over ${entry.nodes} stages`
+    : `tensor over ${entry.tensorDegree}`;
 }
 
 function splitStepKey(entry: SplitStepEntry): string {
-  return JSON.stringify([entry.model, entry.batchSize, entry.precision, canonicalJson(entry.workload), entry.nodes, entry.processesPerNode, entry.tensorDegree,
-    entry.deviceModel, entry.cpusPerNode]);
+  return JSON.stringify([
+    entry.model,
+    entry.batchSize,
+    entry.precision,
+    canonicalJson(entry.workload),
+    entry.nodes,
+    entry.processesPerNode,
+    entry.tensorDegree,
+    entry.deviceModel,
+    entry.cpusPerNode,
+  ]);
 }
 
 /** "2 nodes × 1, ring" (DDP's), "tensor, 2 nodes × 1": what an overlap entry measured. */
 export function overlapLabel(entry: Omit<OverlapEntry, "share" | "source">): string {
-  return entry.parallelism === undefined ? `${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}` : `${entry.parallelism}, ${entry.nodes} nodes × ${entry.processesPerNode}`;
+  return entry.parallelism === undefined
+    ? `${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}`
+    : `${entry.parallelism}, ${entry.nodes} nodes × ${entry.processesPerNode}`;
 }
 
 function overlapKey(entry: Omit<OverlapEntry, "share" | "source">): string {
-  return JSON.stringify([entry.parallelism ?? "ddp", entry.nodes, entry.processesPerNode, entry.reduction, entry.cpusPerNode, entry.instanceType ?? null]);
+  return JSON.stringify([
+    entry.parallelism ?? "ddp",
+    entry.nodes,
+    entry.processesPerNode,
+    entry.reduction,
+    entry.cpusPerNode,
+    entry.instanceType ?? null,
+  ]);
 }
 
 /** The calibrations together, in order: an entry of a later one replaces an earlier one's of the same key. */
@@ -398,10 +603,20 @@ export function mergeCalibrations(calibrations: readonly Calibration[]): Calibra
     for (const entry of calibration.splitSteps) splitSteps.set(splitStepKey(entry), entry);
     for (const entry of calibration.links) links.set(linkKey(entry), entry);
     for (const entry of calibration.overlap) overlap.set(overlapKey(entry), entry);
-    for (const entry of calibration.memory) memory.set(JSON.stringify([entry.device, entry.deviceModel, entry.cpusPerNode, entry.parallelism ?? "ddp"]), entry);
+    for (const entry of calibration.memory)
+      memory.set(
+        JSON.stringify([entry.device, entry.deviceModel, entry.cpusPerNode, entry.parallelism ?? "ddp"]),
+        entry,
+      );
   }
-  return { schema: CALIBRATION_SCHEMA, compute: [...compute.values()], splitSteps: [...splitSteps.values()], links: [...links.values()], overlap: [...overlap.values()],
-    memory: [...memory.values()] };
+  return {
+    schema: CALIBRATION_SCHEMA,
+    compute: [...compute.values()],
+    splitSteps: [...splitSteps.values()],
+    links: [...links.values()],
+    overlap: [...overlap.values()],
+    memory: [...memory.values()],
+  };
 }
 
 /** "measured in results/local-seed on 2026-11-25", "derived: ..." */
@@ -418,22 +633,51 @@ export function calibrationInputs(calibration: Calibration): CalibrationInput[] 
   const cores = (cpusPerNode: number | null) => (cpusPerNode === null ? "" : ` at ${cpusPerNode} cores`);
   const on = (instanceType: string | undefined) => (instanceType === undefined ? "" : ` on ${instanceType}`);
   return [
-    ...calibration.compute.map((entry) => input(`compute ${entry.model} batch ${entry.batchSize} ${entry.precision}${entry.channelsLast === true ? " channels-last" : ""} ` +
-      `on ${entry.deviceModel}${cores(entry.cpusPerNode)}`, entry)),
-    ...calibration.splitSteps.map((entry) => input(`split step ${entry.model} batch ${entry.batchSize} ${entry.precision}, ${splitLabel(entry)} of ` +
-      `${entry.nodes} nodes × ${entry.processesPerNode}, unshaped, on ${entry.deviceModel}${cores(entry.cpusPerNode)}`, entry)),
-    ...calibration.links.map((entry) => input(`link ${entry.bandwidth}, ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${entry.collective === undefined ? "" : `, ${entry.collective}`}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),
-    ...calibration.overlap.map((entry) => input(`overlap ${overlapLabel(entry)}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry)),
-    ...calibration.memory.map((entry) => input(`memory on ${entry.deviceModel}${cores(entry.cpusPerNode)}${entry.parallelism === undefined ? "" : `, ${entry.parallelism}`}`, entry)),
+    ...calibration.compute.map((entry) =>
+      input(
+        `compute ${entry.model} batch ${entry.batchSize} ${entry.precision}${entry.channelsLast === true ? " channels-last" : ""} ` +
+          `on ${entry.deviceModel}${cores(entry.cpusPerNode)}`,
+        entry,
+      ),
+    ),
+    ...calibration.splitSteps.map((entry) =>
+      input(
+        `split step ${entry.model} batch ${entry.batchSize} ${entry.precision}, ${splitLabel(entry)} of ` +
+          `${entry.nodes} nodes × ${entry.processesPerNode}, unshaped, on ${entry.deviceModel}${cores(entry.cpusPerNode)}`,
+        entry,
+      ),
+    ),
+    ...calibration.links.map((entry) =>
+      input(
+        `link ${entry.bandwidth}, ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${entry.collective === undefined ? "" : `, ${entry.collective}`}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`,
+        entry,
+      ),
+    ),
+    ...calibration.overlap.map((entry) =>
+      input(`overlap ${overlapLabel(entry)}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry),
+    ),
+    ...calibration.memory.map((entry) =>
+      input(
+        `memory on ${entry.deviceModel}${cores(entry.cpusPerNode)}${entry.parallelism === undefined ? "" : `, ${entry.parallelism}`}`,
+        entry,
+      ),
+    ),
   ];
 }
 
-function input(entry: string, content: ComputeEntry | SplitStepEntry | LinkEntry | OverlapEntry | MemoryEntry): CalibrationInput {
+function input(
+  entry: string,
+  content: ComputeEntry | SplitStepEntry | LinkEntry | OverlapEntry | MemoryEntry,
+): CalibrationInput {
   const { source } = content;
   const measured = source.kind === "measured" ? source : undefined;
   return {
-    entry, source: describeSource(source), resultsDir: measured?.resultsDir ?? null, folder: measured?.folder ?? null,
-    runIds: measured?.runIds ?? null, fingerprints: measured?.fingerprints ?? null,
+    entry,
+    source: describeSource(source),
+    resultsDir: measured?.resultsDir ?? null,
+    folder: measured?.folder ?? null,
+    runIds: measured?.runIds ?? null,
+    fingerprints: measured?.fingerprints ?? null,
     sha256: createHash("sha256").update(canonicalJson(content)).digest("hex"),
   };
 }
@@ -442,7 +686,9 @@ function input(entry: string, content: ComputeEntry | SplitStepEntry | LinkEntry
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
   if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value).filter(([, field]) => field !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const entries = Object.entries(value)
+      .filter(([, field]) => field !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([key, field]) => `${JSON.stringify(key)}:${canonicalJson(field)}`).join(",")}}`;
   }
   return JSON.stringify(value);

@@ -10,7 +10,13 @@
  */
 import { meanWithInterval } from "../results/statistics.ts";
 import type { RunRecord } from "../results/record.ts";
-import { calibratingRecords, calibrationFromRecords, mergeCalibrations, type Calibration, type OverlapEntry } from "./calibration.ts";
+import {
+  calibratingRecords,
+  calibrationFromRecords,
+  mergeCalibrations,
+  type Calibration,
+  type OverlapEntry,
+} from "./calibration.ts";
 import { isPrediction, predictTraining } from "./predict.ts";
 
 /** A campaign's records, as `ringlab calibrate` is given them. */
@@ -26,16 +32,29 @@ export interface CampaignRecords {
  * The calibration of several campaigns: each one's entries merged over `earlier` (a later one's replace an earlier
  * one's), then each layout's φ from every campaign's shaped-link runs of it, against that merge.
  */
-export function calibrationOfCampaigns(campaigns: readonly CampaignRecords[], warn: (message: string) => void = () => {},
-  earlier: readonly Calibration[] = []): Calibration {
-  const merged = mergeCalibrations([...earlier, ...campaigns.map((campaign) => calibrationFromRecords(campaign.records, campaign.resultsDir, warn, campaign.folder))]);
+export function calibrationOfCampaigns(
+  campaigns: readonly CampaignRecords[],
+  warn: (message: string) => void = () => {},
+  earlier: readonly Calibration[] = [],
+): Calibration {
+  const merged = mergeCalibrations([
+    ...earlier,
+    ...campaigns.map((campaign) =>
+      calibrationFromRecords(campaign.records, campaign.resultsDir, warn, campaign.folder),
+    ),
+  ]);
   const overlap = campaigns.flatMap((campaign) => layoutOverlapEntries(campaign, merged));
   return mergeCalibrations([merged, { ...merged, compute: [], splitSteps: [], links: [], memory: [], overlap }]);
 }
 
 /** Each layout's φ per node count, placement and quota from one campaign's shaped-link training points. */
 export function layoutOverlapEntries(campaign: CampaignRecords, against: Calibration): OverlapEntry[] {
-  const { data, recordOf, measured } = calibratingRecords(campaign.records, campaign.resultsDir, () => {}, campaign.folder);
+  const { data, recordOf, measured } = calibratingRecords(
+    campaign.records,
+    campaign.resultsDir,
+    () => {},
+    campaign.folder,
+  );
   const groups = new Map<string, { key: Omit<OverlapEntry, "share" | "source">; shares: number[]; runIds: string[] }>();
   for (const config of data.training) {
     for (const series of config.series.filter((candidate) => candidate.linkGbps !== null)) {
@@ -43,13 +62,41 @@ export function layoutOverlapEntries(campaign: CampaignRecords, against: Calibra
         const first = recordOf.get(point.runIds[0]!);
         const parallelism = String(first?.params.knobs["parallelism"] ?? "ddp");
         if (first === undefined || parallelism === "ddp") continue;
-        const key = { parallelism, nodes: point.nodes, processesPerNode: point.processesPerNode, reduction: "ring", cpusPerNode: first.params.cpusPerNode ?? null,
-          ...(first.testbed.instanceType === undefined ? {} : { instanceType: first.testbed.instanceType }) };
+        const key = {
+          parallelism,
+          nodes: point.nodes,
+          processesPerNode: point.processesPerNode,
+          reduction: "ring",
+          cpusPerNode: first.params.cpusPerNode ?? null,
+          ...(first.testbed.instanceType === undefined ? {} : { instanceType: first.testbed.instanceType }),
+        };
         const at = (share: number) => {
-          const forced = { ...against, overlap: [{ ...key, share: { mean: share, halfWidth95: 0, points: 1 }, source: { kind: "derived" as const, how: "φ forced" } }] };
-          const prediction = predictTraining({ runId: point.runIds[0]!, model: config.model, batchSize: config.batchSize, nodes: point.nodes,
-            processesPerNode: point.processesPerNode, bandwidth: series.link, knobs: first.params.knobs }, {
-            calibration: forced, ...(key.cpusPerNode === null ? {} : { cpusPerNode: key.cpusPerNode }), ...(key.instanceType === undefined ? {} : { instanceType: key.instanceType }) });
+          const forced = {
+            ...against,
+            overlap: [
+              {
+                ...key,
+                share: { mean: share, halfWidth95: 0, points: 1 },
+                source: { kind: "derived" as const, how: "φ forced" },
+              },
+            ],
+          };
+          const prediction = predictTraining(
+            {
+              runId: point.runIds[0]!,
+              model: config.model,
+              batchSize: config.batchSize,
+              nodes: point.nodes,
+              processesPerNode: point.processesPerNode,
+              bandwidth: series.link,
+              knobs: first.params.knobs,
+            },
+            {
+              calibration: forced,
+              ...(key.cpusPerNode === null ? {} : { cpusPerNode: key.cpusPerNode }),
+              ...(key.instanceType === undefined ? {} : { instanceType: key.instanceType }),
+            },
+          );
           return isPrediction(prediction) ? prediction : undefined;
         };
         const [none, full] = [at(0), at(1)];
@@ -66,6 +113,10 @@ export function layoutOverlapEntries(campaign: CampaignRecords, against: Calibra
   }
   return [...groups.values()].map(({ key, shares, runIds }) => {
     const share = meanWithInterval(shares);
-    return { ...key, share: { mean: share.mean, halfWidth95: share.halfWidth95, points: share.n }, source: measured(runIds) };
+    return {
+      ...key,
+      share: { mean: share.mean, halfWidth95: share.halfWidth95, points: share.n },
+      source: measured(runIds),
+    };
   });
 }

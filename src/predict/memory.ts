@@ -56,14 +56,28 @@ const MIB = 2 ** 20;
  */
 export const ASSUMED_MEMORY: Readonly<Record<"cpu" | "cuda", MemoryConstants>> = {
   cpu: {
-    overheadBytes: 94 * MIB, scale: 1.04, baselineBytes: 231 * MIB, launcherBytes: 226 * MIB,
-    source: "assumed: ringlab's fit of its own single CPU workers on 2026-11-28 (94 MiB + 1.04 × the model's bytes; test/bench/README.md, \"CPU memory\")",
+    overheadBytes: 94 * MIB,
+    scale: 1.04,
+    baselineBytes: 231 * MIB,
+    launcherBytes: 226 * MIB,
+    source:
+      "assumed: ringlab's fit of its own single CPU workers on 2026-11-28 (94 MiB + 1.04 × the model's bytes; test/bench/README.md, \"CPU memory\")",
     layouts: {
-      fsdp: { overheadBytes: 140 * MIB, scale: 1.04,
-        source: "assumed: ringlab's fit of its own FSDP runs on 3 CPU ranks on 2026-11-28 (140 MiB + 1.04 × the model's bytes; test/bench/README.md, \"CPU memory\")" },
+      fsdp: {
+        overheadBytes: 140 * MIB,
+        scale: 1.04,
+        source:
+          "assumed: ringlab's fit of its own FSDP runs on 3 CPU ranks on 2026-11-28 (140 MiB + 1.04 × the model's bytes; test/bench/README.md, \"CPU memory\")",
+      },
     },
   },
-  cuda: { overheadBytes: 0, scale: 1, baselineBytes: 0, launcherBytes: 0, source: "assumed: the tensors alone (no calibration of this GPU)" },
+  cuda: {
+    overheadBytes: 0,
+    scale: 1,
+    baselineBytes: 0,
+    launcherBytes: 0,
+    source: "assumed: the tensors alone (no calibration of this GPU)",
+  },
 };
 
 /**
@@ -74,19 +88,35 @@ export const ASSUMED_MEMORY: Readonly<Record<"cpu" | "cuda", MemoryConstants>> =
 export function constantsOf(entries: readonly MemoryEntry[], assumed?: MemoryConstants): MemoryConstants | undefined {
   const base = entries.find((entry) => entry.parallelism === undefined);
   if (base === undefined) return undefined;
-  const layouts = { ...assumed?.layouts, ...Object.fromEntries(entries.filter((entry) => entry.parallelism !== undefined)
-    .map((entry) => [entry.parallelism!, { overheadBytes: entry.overheadBytes, scale: entry.scale, source: describeMemoryEntry(entry) }])) };
+  const layouts = {
+    ...assumed?.layouts,
+    ...Object.fromEntries(
+      entries
+        .filter((entry) => entry.parallelism !== undefined)
+        .map((entry) => [
+          entry.parallelism!,
+          { overheadBytes: entry.overheadBytes, scale: entry.scale, source: describeMemoryEntry(entry) },
+        ]),
+    ),
+  };
   return {
-    overheadBytes: base.overheadBytes, scale: base.scale, baselineBytes: base.baselineBytes, launcherBytes: base.launcherBytes ?? 0,
-    source: describeMemoryEntry(base), ...(Object.keys(layouts).length === 0 ? {} : { layouts }),
+    overheadBytes: base.overheadBytes,
+    scale: base.scale,
+    baselineBytes: base.baselineBytes,
+    launcherBytes: base.launcherBytes ?? 0,
+    source: describeMemoryEntry(base),
+    ...(Object.keys(layouts).length === 0 ? {} : { layouts }),
   };
 }
 
 /** "measured: 5 single-node runs in <folder> (146 MiB + 1.00 × the model's bytes, worst fit 3.2 %)". */
 export function describeMemoryEntry(entry: MemoryEntry): string {
-  const runs = entry.parallelism === undefined ? `${entry.runs} single-node runs` : `${entry.runs} ${entry.parallelism} runs`;
-  return `measured: ${runs} in ${entry.source.kind === "measured" ? entry.source.resultsDir : "a calibration"} ` +
-    `(${(entry.overheadBytes / MIB).toFixed(0)} MiB + ${entry.scale.toFixed(2)} × the model's bytes, worst fit ${(100 * entry.worstError).toFixed(1)} %)`;
+  const runs =
+    entry.parallelism === undefined ? `${entry.runs} single-node runs` : `${entry.runs} ${entry.parallelism} runs`;
+  return (
+    `measured: ${runs} in ${entry.source.kind === "measured" ? entry.source.resultsDir : "a calibration"} ` +
+    `(${(entry.overheadBytes / MIB).toFixed(0)} MiB + ${entry.scale.toFixed(2)} × the model's bytes, worst fit ${(100 * entry.worstError).toFixed(1)} %)`
+  );
 }
 
 export interface MemoryRun {
@@ -108,17 +138,26 @@ export interface MemoryPrediction {
 }
 
 /** The prediction, or why the run's layout cannot be (its degrees do not divide its workers). */
-export function predictMemory(run: MemoryRun, constants: MemoryConstants): MemoryPrediction | { readonly problem: string } {
+export function predictMemory(
+  run: MemoryRun,
+  constants: MemoryConstants,
+): MemoryPrediction | { readonly problem: string } {
   const processes = run.processesPerNode ?? 1;
   const layout = dimsOf(run.knobs, run.nodes * processes, run.nodes);
   if (!layout.ok) return { problem: layout.problem };
   // A sharded layout on one worker shards nothing: DDP's constants; across workers its own, where there are some.
   const own = run.nodes * processes > 1 ? constants.layouts?.[String(run.knobs["parallelism"] ?? "ddp")] : undefined;
   const { overheadBytes, scale, source } = own ?? constants;
-  const perRank = rankMemory({ model: run.model, batchSize: run.batchSize, knobs: run.knobs, dims: layout.dims })
-    .map((parts) => ({ stage: parts.stage, bytes: overheadBytes + scale * parts.peak, parts }));
+  const perRank = rankMemory({ model: run.model, batchSize: run.batchSize, knobs: run.knobs, dims: layout.dims }).map(
+    (parts) => ({ stage: parts.stage, bytes: overheadBytes + scale * parts.peak, parts }),
+  );
   const rankBytes = Math.max(...perRank.map((rank) => rank.bytes));
-  return { perRank, rankBytes, nodeBytes: constants.launcherBytes + processes * (constants.baselineBytes + rankBytes), source };
+  return {
+    perRank,
+    rankBytes,
+    nodeBytes: constants.launcherBytes + processes * (constants.baselineBytes + rankBytes),
+    source,
+  };
 }
 
 export function isMemoryPrediction(value: MemoryPrediction | { readonly problem: string }): value is MemoryPrediction {
@@ -135,14 +174,27 @@ export interface MemoryPoint {
 /** Each rank of a finished training run: its measured peak over baseline, and the model's bytes for its stage. */
 export function memoryPoints(record: RunRecord): MemoryPoint[] {
   const result = record.result;
-  if (record.status !== "ok" || result?.job !== "train" || result.metrics.memory === undefined || record.params.model === undefined) return [];
+  if (
+    record.status !== "ok" ||
+    result?.job !== "train" ||
+    result.metrics.memory === undefined ||
+    record.params.model === undefined
+  )
+    return [];
   const knobs = result.knobs;
   const layout = dimsOf(knobs, result.world.size, result.world.nodes);
   if (!layout.ok) return [];
-  const stages = rankMemory({ model: record.params.model, batchSize: record.params.batchSize ?? 0, knobs, dims: layout.dims });
+  const stages = rankMemory({
+    model: record.params.model,
+    batchSize: record.params.batchSize ?? 0,
+    knobs,
+    dims: layout.dims,
+  });
   const perStage = result.world.size / layout.dims.pp;
   return result.metrics.memory.perRank.map((rank, index) => ({
-    runId: record.runId, analyticBytes: stages[Math.floor(index / perStage)]!.peak, measuredBytes: rank.peakBytes - rank.baselineBytes,
+    runId: record.runId,
+    analyticBytes: stages[Math.floor(index / perStage)]!.peak,
+    measuredBytes: rank.peakBytes - rank.baselineBytes,
   }));
 }
 
@@ -151,8 +203,14 @@ export function memoryPoints(record: RunRecord): MemoryPoint[] {
  * through every rank of the single-node training runs (one configuration alone: its mean offset, scale 1), with the
  * baselines and launchers they measured.
  */
-export function memoryEntriesFromRecords(records: readonly RunRecord[], measured: (runIds: readonly string[]) => Source): MemoryEntry[] {
-  const groups = new Map<string, { key: Pick<MemoryEntry, "device" | "deviceModel" | "cpusPerNode" | "parallelism">; records: RunRecord[] }>();
+export function memoryEntriesFromRecords(
+  records: readonly RunRecord[],
+  measured: (runIds: readonly string[]) => Source,
+): MemoryEntry[] {
+  const groups = new Map<
+    string,
+    { key: Pick<MemoryEntry, "device" | "deviceModel" | "cpusPerNode" | "parallelism">; records: RunRecord[] }
+  >();
   for (const record of records) {
     if (memoryPoints(record).length === 0) continue;
     // DDP's entry from single workers; another layout's from its runs across workers (one worker shards nothing).
@@ -160,20 +218,40 @@ export function memoryEntriesFromRecords(records: readonly RunRecord[], measured
     const workers = record.result!.world.size;
     if (parallelism === "ddp" ? record.params.nodes !== 1 : workers < 2) continue;
     const provenance = record.result!.provenance;
-    const key = { device: provenance.device, deviceModel: provenance.deviceModel, cpusPerNode: record.params.cpusPerNode ?? null,
-      ...(parallelism === "ddp" ? {} : { parallelism }) };
+    const key = {
+      device: provenance.device,
+      deviceModel: provenance.deviceModel,
+      cpusPerNode: record.params.cpusPerNode ?? null,
+      ...(parallelism === "ddp" ? {} : { parallelism }),
+    };
     const id = JSON.stringify(key);
     groups.set(id, { key, records: [...(groups.get(id)?.records ?? []), record] });
   }
   return [...groups.values()].map(({ key, records: group }) => {
     const points = group.flatMap(memoryPoints);
-    const { overhead, scale } = affineFit(points.map((point) => point.analyticBytes), points.map((point) => point.measuredBytes));
-    const worstError = Math.max(...points.map((point) => Math.abs(overhead + scale * point.analyticBytes - point.measuredBytes) / point.measuredBytes));
-    const ranks = group.flatMap((record) => record.result?.job === "train" ? record.result.metrics.memory?.perRank ?? [] : []);
-    const launchers = ranks.flatMap((rank) => typeof rank["launcherPeakBytes"] === "number" ? [rank["launcherPeakBytes"]] : []);
+    const { overhead, scale } = affineFit(
+      points.map((point) => point.analyticBytes),
+      points.map((point) => point.measuredBytes),
+    );
+    const worstError = Math.max(
+      ...points.map(
+        (point) => Math.abs(overhead + scale * point.analyticBytes - point.measuredBytes) / point.measuredBytes,
+      ),
+    );
+    const ranks = group.flatMap((record) =>
+      record.result?.job === "train" ? (record.result.metrics.memory?.perRank ?? []) : [],
+    );
+    const launchers = ranks.flatMap((rank) =>
+      typeof rank["launcherPeakBytes"] === "number" ? [rank["launcherPeakBytes"]] : [],
+    );
     return {
-      ...key, overheadBytes: overhead, scale, worstError, runs: group.length,
-      baselineBytes: mean(ranks.map((rank) => rank.baselineBytes)), launcherBytes: launchers.length === 0 ? null : mean(launchers),
+      ...key,
+      overheadBytes: overhead,
+      scale,
+      worstError,
+      runs: group.length,
+      baselineBytes: mean(ranks.map((rank) => rank.baselineBytes)),
+      launcherBytes: launchers.length === 0 ? null : mean(launchers),
       source: measured(group.map((record) => record.runId)),
     };
   });

@@ -7,15 +7,47 @@
  * at: the prediction says what is missing and how to get it.
  */
 import type { PlannedRun } from "../campaign/plan.ts";
-import { COLLECTIVE_OP, COLLECTIVES, numericKnob, probedAs, type Collective, type Reduction } from "../config/registry.ts";
-import { boundedShare, overlappedStepSeconds, predictHierarchicalStep, predictTrainingStep } from "../results/comm-model.ts";
+import {
+  COLLECTIVE_OP,
+  COLLECTIVES,
+  numericKnob,
+  probedAs,
+  type Collective,
+  type Reduction,
+} from "../config/registry.ts";
+import {
+  boundedShare,
+  overlappedStepSeconds,
+  predictHierarchicalStep,
+  predictTrainingStep,
+} from "../results/comm-model.ts";
 import { allReducesPerStep, exchangeShare, wireBytesPerStep } from "../reductions/index.ts";
 import { throughputUnit } from "../config/registry.ts";
-import { computeOfStep, predictLayoutStep, type CollectiveOp, type LayoutStepInput, type LinkCoefficients, type StepCollective } from "../results/layout-model.ts";
+import {
+  computeOfStep,
+  predictLayoutStep,
+  type CollectiveOp,
+  type LayoutStepInput,
+  type LinkCoefficients,
+  type StepCollective,
+} from "../results/layout-model.ts";
 import { dataParallel, dimsOf } from "../workload/layout.ts";
 import { stepTraffic } from "../workload/traffic.ts";
 import { computeShares, shapeOf, unitsPerSample } from "../workload/transformer.ts";
-import { computeInput, inputQuestionOf, insideNodeInput, isMissing, linkInput, overlapInput, probedLinkInput, splitStepInput, type ComputeInput, type InputQuestion, type LinkInput, type PredictionContext } from "./inputs.ts";
+import {
+  computeInput,
+  inputQuestionOf,
+  insideNodeInput,
+  isMissing,
+  linkInput,
+  overlapInput,
+  probedLinkInput,
+  splitStepInput,
+  type ComputeInput,
+  type InputQuestion,
+  type LinkInput,
+  type PredictionContext,
+} from "./inputs.ts";
 
 export type { PredictionContext } from "./inputs.ts";
 
@@ -70,8 +102,18 @@ export interface TrainingQuestion {
 /** What the inputs predict for a planned run; probes predict nothing. */
 export function predictRun(run: PlannedRun, context: PredictionContext): RunPrediction | MissingInput | null {
   if (run.job !== "train" || run.model === undefined || run.batchSize === undefined) return null;
-  return predictTraining({ runId: run.id, model: run.model, batchSize: run.batchSize, nodes: run.nodes, bandwidth: run.bandwidth, knobs: run.knobs,
-    ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }) }, context);
+  return predictTraining(
+    {
+      runId: run.id,
+      model: run.model,
+      batchSize: run.batchSize,
+      nodes: run.nodes,
+      bandwidth: run.bandwidth,
+      knobs: run.knobs,
+      ...(run.processesPerNode === undefined ? {} : { processesPerNode: run.processesPerNode }),
+    },
+    context,
+  );
 }
 
 /** What the inputs (inputs.ts: measured, published, assumed) predict for a training configuration at a node count. */
@@ -96,21 +138,49 @@ export function predictTraining(run: TrainingQuestion, context: PredictionContex
   const gradientBytes = wireBytes * exchangeShare(reduction, ranks);
   const bucketCapMb = numericKnob(run.knobs, "bucketCapMb");
   const allReduces = allReducesPerStep(reduction, compute.gradientBytes, run.knobs);
-  const stepInput = (computeSeconds: number) => ({ computeSeconds, gradientBytes, ...(bucketCapMb === undefined ? {} : { bucketCapMb }), ...(allReduces === undefined ? {} : { allReduces }) });
+  const stepInput = (computeSeconds: number) => ({
+    computeSeconds,
+    gradientBytes,
+    ...(bucketCapMb === undefined ? {} : { bucketCapMb }),
+    ...(allReduces === undefined ? {} : { allReduces }),
+  });
   const overlap = link === null ? null : overlapInput(question, context);
   const at = (computeSeconds: number, phi: number) => {
-    if (link === null) return { allReduceSeconds: 0, stepSeconds: computeSeconds, efficiency: 1, noOverlapEfficiency: 1, fullOverlapEfficiency: 1 };
-    const step = inside === null ? predictTrainingStep(link, { ...stepInput(computeSeconds), ranks })
-      : predictHierarchicalStep(inside, link, { ...stepInput(computeSeconds), nodes: run.nodes, perNode: run.processesPerNode! });
+    if (link === null)
+      return {
+        allReduceSeconds: 0,
+        stepSeconds: computeSeconds,
+        efficiency: 1,
+        noOverlapEfficiency: 1,
+        fullOverlapEfficiency: 1,
+      };
+    const step =
+      inside === null
+        ? predictTrainingStep(link, { ...stepInput(computeSeconds), ranks })
+        : predictHierarchicalStep(inside, link, {
+            ...stepInput(computeSeconds),
+            nodes: run.nodes,
+            perNode: run.processesPerNode!,
+          });
     const stepSeconds = overlappedStepSeconds(computeSeconds, step.allReduceSeconds, phi);
-    return { allReduceSeconds: step.allReduceSeconds, stepSeconds, efficiency: computeSeconds / stepSeconds, noOverlapEfficiency: step.noOverlapEfficiency, fullOverlapEfficiency: step.fullOverlapEfficiency };
+    return {
+      allReduceSeconds: step.allReduceSeconds,
+      stepSeconds,
+      efficiency: computeSeconds / stepSeconds,
+      noOverlapEfficiency: step.noOverlapEfficiency,
+      fullOverlapEfficiency: step.fullOverlapEfficiency,
+    };
   };
   const phi = overlap?.share ?? { mean: 0, halfWidth95: 0 };
   const step = at(compute.seconds.mean, phi.mean);
   // A slower compute leaves the all-reduce a smaller share, a larger φ hides more of it: the intervals of t_c and φ
   // bound the efficiency's, at their corners.
-  const corners = [compute.seconds.mean + compute.seconds.halfWidth95, Math.max(1e-9, compute.seconds.mean - compute.seconds.halfWidth95)]
-    .flatMap((computeSeconds) => [phi.mean - phi.halfWidth95, phi.mean + phi.halfWidth95].map((share) => at(computeSeconds, share).efficiency));
+  const corners = [
+    compute.seconds.mean + compute.seconds.halfWidth95,
+    Math.max(1e-9, compute.seconds.mean - compute.seconds.halfWidth95),
+  ].flatMap((computeSeconds) =>
+    [phi.mean - phi.halfWidth95, phi.mean + phi.halfWidth95].map((share) => at(computeSeconds, share).efficiency),
+  );
   return {
     runId: run.runId,
     computeSeconds: compute.seconds.mean,
@@ -122,7 +192,16 @@ export function predictTraining(run: TrainingQuestion, context: PredictionContex
     scalingEfficiency: { value: step.efficiency, low: Math.min(...corners), high: Math.max(...corners) },
     noOverlapEfficiency: step.noOverlapEfficiency,
     fullOverlapEfficiency: step.fullOverlapEfficiency,
-    sources: { compute: compute.source, link: link === null ? "no link (one node)" : inside === null ? link.source : `between nodes: ${link.source}; ${inside.source}`, overlap: overlap === null ? "no link (one node)" : overlap.source },
+    sources: {
+      compute: compute.source,
+      link:
+        link === null
+          ? "no link (one node)"
+          : inside === null
+            ? link.source
+            : `between nodes: ${link.source}; ${inside.source}`,
+      overlap: overlap === null ? "no link (one node)" : overlap.source,
+    },
     ...cpuCheckOf(compute),
   };
 }
@@ -132,7 +211,9 @@ export function isPrediction(value: RunPrediction | MissingInput | null): value 
 }
 
 /** The probe's name of a layout's collective (registry.json "collectives"): all_gather → all-gather, send → sendrecv. */
-const COLLECTIVE_OF_OP = Object.fromEntries(COLLECTIVES.map((name) => [COLLECTIVE_OP[name], name])) as Readonly<Record<CollectiveOp, Collective>>;
+const COLLECTIVE_OF_OP = Object.fromEntries(COLLECTIVES.map((name) => [COLLECTIVE_OP[name], name])) as Readonly<
+  Record<CollectiveOp, Collective>
+>;
 
 /**
  * A run on a layout other than DDP (results/layout-model.ts): its single-node compute, its collectives
@@ -141,41 +222,67 @@ const COLLECTIVE_OF_OP = Object.fromEntries(COLLECTIVES.map((name) => [COLLECTIV
  * pipeline's slots, less the share φ of the smaller of compute and collectives that the calibration's shaped-link runs
  * of the same layout hid (layout-overlap.ts; none assumed where no such run measured it).
  */
-function predictLayoutTraining(run: TrainingQuestion, compute: ComputeInput, context: PredictionContext): RunPrediction | MissingInput {
+function predictLayoutTraining(
+  run: TrainingQuestion,
+  compute: ComputeInput,
+  context: PredictionContext,
+): RunPrediction | MissingInput {
   const workers = run.nodes * (run.processesPerNode ?? 1);
   const layout = dimsOf(run.knobs, workers, run.nodes);
   if (!layout.ok) return { runId: run.runId, missing: layout.problem };
   const dims = layout.dims;
   const collectives = stepTraffic({ model: run.model, batchSize: run.batchSize, knobs: run.knobs, dims });
-  const link = workers === 1 || collectives.length === 0 ? null : linkInput({ ...inputQuestionOf(run), reduction: "ring" }, context);
+  const link =
+    workers === 1 || collectives.length === 0
+      ? null
+      : linkInput({ ...inputQuestionOf(run), reduction: "ring" }, context);
   if (link !== null && isMissing(link)) return { runId: run.runId, missing: link.missing };
   const ops = [...new Set(collectives.map((collective) => collective.op))].filter((op) => op !== "all_reduce");
   const ownLink = link === null ? new Map<CollectiveOp, LinkInput>() : ownLinks(inputQuestionOf(run), ops, context);
-  const linkOf = (op: CollectiveOp): LinkCoefficients => ownLink.get(op) ?? link ?? { alphaSeconds: 0, betaSecondsPerByte: 0 };
+  const linkOf = (op: CollectiveOp): LinkCoefficients =>
+    ownLink.get(op) ?? link ?? { alphaSeconds: 0, betaSecondsPerByte: 0 };
   const derived = ops.filter((op) => !ownLink.has(op));
   const shape = shapeOf(run.model, run.knobs);
   const shares = shape === undefined ? { split: 0, slowestStage: 1 } : computeShares(shape, dims.pp);
   const parallelism = String(run.knobs.parallelism);
   const pipeline = parallelism === "pipeline";
-  const overlap = link === null ? null : overlapInput({ ...inputQuestionOf(run), reduction: "ring" }, context, parallelism);
+  const overlap =
+    link === null ? null : overlapInput({ ...inputQuestionOf(run), reduction: "ring" }, context, parallelism);
   const phi = overlap?.share ?? { mean: 0, halfWidth95: 0 };
-  const stages = pipeline ? { stages: dims.pp, microBatches: Number(run.knobs.microBatches ?? 4), slowestStageShare: shares.slowestStage } : undefined;
+  const stages = pipeline
+    ? { stages: dims.pp, microBatches: Number(run.knobs.microBatches ?? 4), slowestStageShare: shares.slowestStage }
+    : undefined;
   // Where the calibration measured this tensor group's or pipeline's step, its compute is that step's; else the model's split of it.
-  const split = dims.tp > 1 || pipeline ? measuredSplitCompute(run, collectives, dims.tp, phi.mean, context, stages) : undefined;
+  const split =
+    dims.tp > 1 || pipeline ? measuredSplitCompute(run, collectives, dims.tp, phi.mean, context, stages) : undefined;
   const stepAt = (computeSeconds: number, overlapShare: number) => {
     const measured = split === undefined ? undefined : split.seconds * (computeSeconds / compute.seconds.mean);
     return predictLayoutStep({
-      computeSeconds: measured === undefined || stages !== undefined ? computeSeconds : measured, collectives, linkOf, overlapShare,
-      ...(dims.tp > 1 && split === undefined && stages === undefined ? { tensor: { degree: dims.tp, splitShare: shares.split } } : {}),
-      ...(stages === undefined ? {} : { pipeline: { ...stages, ...(measured === undefined ? {} : { measuredSeconds: measured }) } }),
+      computeSeconds: measured === undefined || stages !== undefined ? computeSeconds : measured,
+      collectives,
+      linkOf,
+      overlapShare,
+      ...(dims.tp > 1 && split === undefined && stages === undefined
+        ? { tensor: { degree: dims.tp, splitShare: shares.split } }
+        : {}),
+      ...(stages === undefined
+        ? {}
+        : { pipeline: { ...stages, ...(measured === undefined ? {} : { measuredSeconds: measured }) } }),
     });
   };
   const step = stepAt(compute.seconds.mean, phi.mean);
   // Throughput against every worker computing a single node's step alone: a tensor group or a pipeline is one replica.
-  const efficiencyOf = (stepSeconds: number, computeSeconds = compute.seconds.mean) => (dataParallel(dims) * computeSeconds) / (workers * stepSeconds);
+  const efficiencyOf = (stepSeconds: number, computeSeconds = compute.seconds.mean) =>
+    (dataParallel(dims) * computeSeconds) / (workers * stepSeconds);
   // The intervals of t_c and φ bound the efficiency's, at their corners (as DDP's).
-  const corners = [compute.seconds.mean + compute.seconds.halfWidth95, Math.max(1e-9, compute.seconds.mean - compute.seconds.halfWidth95)]
-    .flatMap((seconds) => [phi.mean - phi.halfWidth95, phi.mean + phi.halfWidth95].map((share) => efficiencyOf(stepAt(seconds, share).stepSeconds, seconds)));
+  const corners = [
+    compute.seconds.mean + compute.seconds.halfWidth95,
+    Math.max(1e-9, compute.seconds.mean - compute.seconds.halfWidth95),
+  ].flatMap((seconds) =>
+    [phi.mean - phi.halfWidth95, phi.mean + phi.halfWidth95].map((share) =>
+      efficiencyOf(stepAt(seconds, share).stepSeconds, seconds),
+    ),
+  );
   return {
     runId: run.runId,
     computeSeconds: step.computeSeconds,
@@ -190,9 +297,18 @@ function predictLayoutTraining(run: TrainingQuestion, compute: ComputeInput, con
     fullOverlapEfficiency: efficiencyOf(stepAt(compute.seconds.mean, 1).stepSeconds),
     sources: {
       compute: split === undefined ? compute.source : `${compute.source}; ${split.source}`,
-      link: link === null ? "no link (one worker, or nothing crosses it)" : [link.source,
-        ...[...ownLink].map(([op, own]) => `${COLLECTIVE_OF_OP[op]}: ${own.source}`),
-        ...(derived.length === 0 ? [] : [`${derived.map((op) => COLLECTIVE_OF_OP[op]).join(", ")} derived from the ring all-reduce's α and β (no probe of ${derived.length === 1 ? "it" : "them"})`])].join("; "),
+      link:
+        link === null
+          ? "no link (one worker, or nothing crosses it)"
+          : [
+              link.source,
+              ...[...ownLink].map(([op, own]) => `${COLLECTIVE_OF_OP[op]}: ${own.source}`),
+              ...(derived.length === 0
+                ? []
+                : [
+                    `${derived.map((op) => COLLECTIVE_OF_OP[op]).join(", ")} derived from the ring all-reduce's α and β (no probe of ${derived.length === 1 ? "it" : "them"})`,
+                  ]),
+            ].join("; "),
       overlap: overlap === null ? "no link (one worker, or nothing crosses it)" : overlap.source,
     },
     ...cpuCheckOf(compute),
@@ -204,11 +320,17 @@ function cpuCheckOf(compute: ComputeInput): Pick<RunPrediction, "cpuCheckGflops"
 }
 
 /** Each collective (not the all-reduce) on its own probe where the calibration has one at the question's rate (probe.collective). */
-function ownLinks(question: InputQuestion, ops: readonly CollectiveOp[], context: PredictionContext): ReadonlyMap<CollectiveOp, LinkInput> {
-  return new Map(ops.flatMap((op) => {
-    const own = probedLinkInput({ ...question, reduction: "ring", collective: COLLECTIVE_OF_OP[op] }, context);
-    return own === undefined ? [] : [[op, own] as const];
-  }));
+function ownLinks(
+  question: InputQuestion,
+  ops: readonly CollectiveOp[],
+  context: PredictionContext,
+): ReadonlyMap<CollectiveOp, LinkInput> {
+  return new Map(
+    ops.flatMap((op) => {
+      const own = probedLinkInput({ ...question, reduction: "ring", collective: COLLECTIVE_OF_OP[op] }, context);
+      return own === undefined ? [] : [[op, own] as const];
+    }),
+  );
 }
 
 /**
@@ -219,17 +341,37 @@ function ownLinks(question: InputQuestion, ops: readonly CollectiveOp[], context
  * run"), and GPipe's many micro-batches cost more than the bubble that the model gives both schedules ("Layouts on a
  * newer CPU"). Undefined where nothing was measured.
  */
-function measuredSplitCompute(run: TrainingQuestion, collectives: readonly StepCollective[], tensorDegree: number, overlapShare: number,
-  context: PredictionContext, pipeline: LayoutStepInput["pipeline"]): { seconds: number; source: string } | undefined {
+function measuredSplitCompute(
+  run: TrainingQuestion,
+  collectives: readonly StepCollective[],
+  tensorDegree: number,
+  overlapShare: number,
+  context: PredictionContext,
+  pipeline: LayoutStepInput["pipeline"],
+): { seconds: number; source: string } | undefined {
   const unshaped = { ...inputQuestionOf(run), bandwidth: "unlimited" };
   const measured = splitStepInput(unshaped, tensorDegree, context);
   const ring = measured === undefined ? null : linkInput({ ...unshaped, reduction: "ring" }, context);
   if (measured === undefined || ring === null || isMissing(ring)) return undefined;
-  const own = ownLinks(unshaped, collectives.map((collective) => collective.op).filter((op) => op !== "all_reduce"), context);
+  const own = ownLinks(
+    unshaped,
+    collectives.map((collective) => collective.op).filter((op) => op !== "all_reduce"),
+    context,
+  );
   const linkOf = (op: CollectiveOp): LinkCoefficients => own.get(op) ?? ring;
-  const communication = predictLayoutStep({ computeSeconds: 0, collectives, linkOf, overlapShare: 0, ...(pipeline === undefined ? {} : { pipeline }) }).communicationSeconds;
+  const communication = predictLayoutStep({
+    computeSeconds: 0,
+    collectives,
+    linkOf,
+    overlapShare: 0,
+    ...(pipeline === undefined ? {} : { pipeline }),
+  }).communicationSeconds;
   const seconds = computeOfStep(measured.entry.stepSeconds.mean, communication, overlapShare);
   if (!(seconds > 0)) return undefined;
-  return { seconds, source: `its compute on ${run.nodes * (run.processesPerNode ?? 1)} workers: ${measured.source}, less its collectives there (${(communication * 1e3).toFixed(1)} ms on the unshaped probe's α and β` +
-    `${overlapShare > 0 ? `, φ ${boundedShare(overlapShare).toFixed(2)} of them hidden` : ""})` };
+  return {
+    seconds,
+    source:
+      `its compute on ${run.nodes * (run.processesPerNode ?? 1)} workers: ${measured.source}, less its collectives there (${(communication * 1e3).toFixed(1)} ms on the unshaped probe's α and β` +
+      `${overlapShare > 0 ? `, φ ${boundedShare(overlapShare).toFixed(2)} of them hidden` : ""})`,
+  };
 }

@@ -6,7 +6,13 @@
 import { dimsOf, pipelineProblem } from "../workload/layout.ts";
 import { shapeOf } from "../workload/transformer.ts";
 import { isMemoryPrediction, predictMemory, type MemoryConstants, type MemoryPrediction } from "./memory.ts";
-import { isPrediction, predictTraining, type PredictionContext, type RunPrediction, type TrainingQuestion } from "./predict.ts";
+import {
+  isPrediction,
+  predictTraining,
+  type PredictionContext,
+  type RunPrediction,
+  type TrainingQuestion,
+} from "./predict.ts";
 
 export interface LayoutCandidate {
   /** "ddp", "fsdp full", "pipeline 1f1b, 4 micro-batches", ... */
@@ -22,7 +28,13 @@ export interface LayoutCandidate {
  * takes). Counts that only the stage count suggests (2 and 4 on 2 stages) missed the measured winner at batch 6, which
  * was 3 micro-batches (test/bench/README.md, "Layouts on 2 and 3 CPU nodes").
  */
-export function layoutCandidates(model: string, batchSize: number, knobs: Readonly<Record<string, unknown>>, workers: number, nodes: number): LayoutCandidate[] {
+export function layoutCandidates(
+  model: string,
+  batchSize: number,
+  knobs: Readonly<Record<string, unknown>>,
+  workers: number,
+  nodes: number,
+): LayoutCandidate[] {
   const candidates: LayoutCandidate[] = [
     { name: "ddp", knobs: { parallelism: "ddp" } },
     { name: "fsdp full", knobs: { parallelism: "fsdp", fsdpSharding: "full" } },
@@ -35,8 +47,15 @@ export function layoutCandidates(model: string, batchSize: number, knobs: Readon
   for (const microBatches of microBatchCounts(batchSize, stages)) {
     if (!dimsOf({ parallelism: "pipeline" }, workers, nodes).ok) continue;
     for (const schedule of ["gpipe", "1f1b"]) {
-      if (pipelineProblem({ parallelism: "pipeline", pipelineSchedule: schedule, microBatches }, batchSize, stages) !== undefined) continue;
-      candidates.push({ name: `pipeline ${schedule}, ${microBatches} micro-batches`, knobs: { parallelism: "pipeline", pipelineSchedule: schedule, microBatches } });
+      if (
+        pipelineProblem({ parallelism: "pipeline", pipelineSchedule: schedule, microBatches }, batchSize, stages) !==
+        undefined
+      )
+        continue;
+      candidates.push({
+        name: `pipeline ${schedule}, ${microBatches} micro-batches`,
+        knobs: { parallelism: "pipeline", pipelineSchedule: schedule, microBatches },
+      });
     }
   }
   return candidates;
@@ -45,7 +64,8 @@ export function layoutCandidates(model: string, batchSize: number, knobs: Readon
 /** Each count that divides the batch, from one micro-batch per stage to four per stage. */
 function microBatchCounts(batchSize: number, stages: number): number[] {
   const counts: number[] = [];
-  for (let count = stages; count <= Math.min(batchSize, 4 * stages); count++) if (batchSize % count === 0) counts.push(count);
+  for (let count = stages; count <= Math.min(batchSize, 4 * stages); count++)
+    if (batchSize % count === 0) counts.push(count);
   return counts;
 }
 
@@ -65,18 +85,38 @@ export interface RecommendQuestion extends Omit<TrainingQuestion, "runId" | "kno
 }
 
 /** Every candidate, predicted; those that fit (or all, without a limit) first, fastest first, then the others. */
-export function recommend(question: RecommendQuestion, context: PredictionContext, memory: MemoryConstants): Recommendation[] {
+export function recommend(
+  question: RecommendQuestion,
+  context: PredictionContext,
+  memory: MemoryConstants,
+): Recommendation[] {
   const workers = question.nodes * (question.processesPerNode ?? 1);
   const candidates = layoutCandidates(question.model, question.batchSize, question.knobs, workers, question.nodes);
   const rows = candidates.map((candidate) => {
     const knobs = { ...question.knobs, ...candidate.knobs };
     const prediction = predictTraining({ ...question, runId: candidate.name, knobs }, context);
-    const memoryPrediction = predictMemory({ model: question.model, batchSize: question.batchSize, nodes: question.nodes, knobs,
-      ...(question.processesPerNode === undefined ? {} : { processesPerNode: question.processesPerNode }) }, memory);
-    const fits = question.memoryPerNodeBytes === undefined || !isMemoryPrediction(memoryPrediction) ? null : memoryPrediction.nodeBytes <= question.memoryPerNodeBytes;
-    return { candidate, prediction: isPrediction(prediction) ? prediction : { missing: prediction.missing }, memory: memoryPrediction, fits };
+    const memoryPrediction = predictMemory(
+      {
+        model: question.model,
+        batchSize: question.batchSize,
+        nodes: question.nodes,
+        knobs,
+        ...(question.processesPerNode === undefined ? {} : { processesPerNode: question.processesPerNode }),
+      },
+      memory,
+    );
+    const fits =
+      question.memoryPerNodeBytes === undefined || !isMemoryPrediction(memoryPrediction)
+        ? null
+        : memoryPrediction.nodeBytes <= question.memoryPerNodeBytes;
+    return {
+      candidate,
+      prediction: isPrediction(prediction) ? prediction : { missing: prediction.missing },
+      memory: memoryPrediction,
+      fits,
+    };
   });
-  const throughput = (row: Recommendation) => "throughput" in row.prediction ? row.prediction.throughput : -1;
+  const throughput = (row: Recommendation) => ("throughput" in row.prediction ? row.prediction.throughput : -1);
   const rank = (row: Recommendation) => (row.fits === false ? 1 : 0);
   return rows.sort((a, b) => rank(a) - rank(b) || throughput(b) - throughput(a));
 }

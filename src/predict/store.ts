@@ -23,7 +23,9 @@ function calibrationJson(file: string): unknown {
   try {
     return JSON.parse(readFileSync(file, "utf8"));
   } catch (error) {
-    throw new UsageError(`calibration ${file}: cannot be read as JSON (${(error as Error).message})`, { hint: HOW_TO_MAKE });
+    throw new UsageError(`calibration ${file}: cannot be read as JSON (${(error as Error).message})`, {
+      hint: HOW_TO_MAKE,
+    });
   }
 }
 
@@ -42,7 +44,9 @@ export function calibrationOfResults(dir: string, warn: Warn): Calibration {
 function campaignRecords(dir: string, warn: Warn): CampaignRecords {
   const store = ResultsStore.open(resolve(dir), warn);
   if (store.records().length === 0) {
-    throw new UsageError(`no run records in ${store.layout.runsDir}: results directory ${dir} calibrates nothing`, { hint: "pass the results of a campaign that ran (results/<campaign>)" });
+    throw new UsageError(`no run records in ${store.layout.runsDir}: results directory ${dir} calibrates nothing`, {
+      hint: "pass the results of a campaign that ran (results/<campaign>)",
+    });
   }
   return { records: store.records(), resultsDir: dir, folder: store.layout.dir };
 }
@@ -52,7 +56,9 @@ function earlierCalibration(file: string, warn: Warn): Calibration[] {
   const json = calibrationJson(file);
   const version = otherCalibrationVersion(json);
   if (version === undefined) return [checkedCalibration(file, json)];
-  warn(`calibration ${file} is a ${version} file; this ringlab reads ${CALIBRATION_SCHEMA}: replaced by the calibration of the results given, nothing of it kept`);
+  warn(
+    `calibration ${file} is a ${version} file; this ringlab reads ${CALIBRATION_SCHEMA}: replaced by the calibration of the results given, nothing of it kept`,
+  );
   return [];
 }
 
@@ -68,7 +74,11 @@ export function loadCalibration(path: string, warn: Warn): Calibration {
  */
 export function calibrateInto(file: string, resultsDirs: readonly string[], warn: Warn): Calibration {
   const earlier = existsSync(file) ? earlierCalibration(file, warn) : [];
-  const merged = calibrationOfCampaigns(resultsDirs.map((dir) => campaignRecords(dir, warn)), warn, earlier);
+  const merged = calibrationOfCampaigns(
+    resultsDirs.map((dir) => campaignRecords(dir, warn)),
+    warn,
+    earlier,
+  );
   writePrivateFile(file, `${JSON.stringify(merged, null, 2)}\n`);
   return merged;
 }

@@ -8,11 +8,12 @@
 import { parameterServer } from "./parameter-server.ts";
 import type { ReductionUnit } from "./unit.ts";
 
-const share = (ranks: number) => ranks > 1 ? Math.max(2, ranks - 1) / ranks : 1;
+const share = (ranks: number) => (ranks > 1 ? Math.max(2, ranks - 1) / ranks : 1);
 
 export const asyncParameterServer: ReductionUnit = {
   lowerBoundSeconds: (bytes, placement, linkGbps, egressShaped) =>
-    share(placement.nodes * placement.processesPerNode) * parameterServer.lowerBoundSeconds(bytes, placement, linkGbps, egressShaped),
+    share(placement.nodes * placement.processesPerNode) *
+    parameterServer.lowerBoundSeconds(bytes, placement, linkGbps, egressShaped),
   wireBytesPerStep: (gradientBytes) => gradientBytes,
   exchangeShare: share,
 };

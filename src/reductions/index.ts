@@ -29,12 +29,22 @@ export function isReduction(value: unknown): value is Reduction {
 }
 
 /** Lower bound on summing `bytes` over every rank of `placement` with `reduction` (unit.ts); zero on one node. */
-export function reductionLowerBoundSeconds(reduction: Reduction, bytes: number, placement: Placement, linkGbps: number, egressShaped: boolean): number {
+export function reductionLowerBoundSeconds(
+  reduction: Reduction,
+  bytes: number,
+  placement: Placement,
+  linkGbps: number,
+  egressShaped: boolean,
+): number {
   return placement.nodes <= 1 ? 0 : UNITS[reduction].lowerBoundSeconds(bytes, placement, linkGbps, egressShaped);
 }
 
 /** The bytes one rank sends per step with `reduction`, or why only a run of it can say. */
-export function wireBytesPerStep(reduction: Reduction, gradientBytes: number, knobs: Knobs): number | { readonly missing: string } {
+export function wireBytesPerStep(
+  reduction: Reduction,
+  gradientBytes: number,
+  knobs: Knobs,
+): number | { readonly missing: string } {
   return UNITS[reduction].wireBytesPerStep(gradientBytes, knobs);
 }
 

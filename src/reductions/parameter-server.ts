@@ -11,6 +11,6 @@ import { fp16Factor, type ReductionUnit } from "./unit.ts";
 
 export const parameterServer: ReductionUnit = {
   lowerBoundSeconds: (bytes, { nodes, processesPerNode: perNode }, linkGbps, egressShaped) =>
-    (egressShaped ? nodes * perNode : 2 * (nodes - 1) * perNode) * bytes / gbpsToBytesPerSecond(linkGbps),
+    ((egressShaped ? nodes * perNode : 2 * (nodes - 1) * perNode) * bytes) / gbpsToBytesPerSecond(linkGbps),
   wireBytesPerStep: (gradientBytes, knobs) => gradientBytes * fp16Factor(knobs),
 };

@@ -11,7 +11,10 @@ import type { ReductionUnit } from "./unit.ts";
 
 export const powersgd: ReductionUnit = {
   lowerBoundSeconds: ring.lowerBoundSeconds,
-  wireBytesPerStep: () => ({ missing: "PowerSGD's bytes per step follow from the model's matrix shapes, which a run of it records: its report predicts it from the ring's probe" }),
+  wireBytesPerStep: () => ({
+    missing:
+      "PowerSGD's bytes per step follow from the model's matrix shapes, which a run of it records: its report predicts it from the ring's probe",
+  }),
   allReducesPerStep: (gradientBytes, knobs) => {
     const bucketBytes = (numericKnob(knobs, "bucketCapMb") ?? DDP_DEFAULT_BUCKET_CAP_MB) * 1024 * 1024;
     return 3 * Math.max(1, Math.ceil(gradientBytes / bucketBytes));

@@ -7,6 +7,7 @@ import { ringAllReduceLowerBoundSeconds } from "../results/cost-model.ts";
 import { fp16Factor, type ReductionUnit } from "./unit.ts";
 
 export const ring: ReductionUnit = {
-  lowerBoundSeconds: (bytes, { nodes, processesPerNode }, linkGbps) => ringAllReduceLowerBoundSeconds(bytes, nodes * processesPerNode, linkGbps),
+  lowerBoundSeconds: (bytes, { nodes, processesPerNode }, linkGbps) =>
+    ringAllReduceLowerBoundSeconds(bytes, nodes * processesPerNode, linkGbps),
   wireBytesPerStep: (gradientBytes, knobs) => gradientBytes * fp16Factor(knobs),
 };

@@ -7,6 +7,7 @@ import { gbpsToBytesPerSecond } from "../results/cost-model.ts";
 import { fp16Factor, type ReductionUnit } from "./unit.ts";
 
 export const shardedParameterServer: ReductionUnit = {
-  lowerBoundSeconds: (bytes, { nodes, processesPerNode: perNode }, linkGbps) => (2 * (nodes - 1) / nodes) * perNode * bytes / gbpsToBytesPerSecond(linkGbps),
+  lowerBoundSeconds: (bytes, { nodes, processesPerNode: perNode }, linkGbps) =>
+    (((2 * (nodes - 1)) / nodes) * perNode * bytes) / gbpsToBytesPerSecond(linkGbps),
   wireBytesPerStep: (gradientBytes, knobs) => gradientBytes * fp16Factor(knobs),
 };

@@ -17,8 +17,10 @@ interface AtLargest {
 /** Three sentences (two without a multi-node training run): what a reader should take away before any table. */
 export function answerSentences(data: ReportData, flags: readonly Flag[]): string[] {
   const byLink = largestPoints(data.training);
-  const flagged = flags.length === 0 ? "No flags: every point's repeats agree and no run was disturbed."
-    : `${flags.length} flag${flags.length === 1 ? "" : "s"} (${flagTally(flags)}): read the points marked ⚑ with care (see Flags).`;
+  const flagged =
+    flags.length === 0
+      ? "No flags: every point's repeats agree and no run was disturbed."
+      : `${flags.length} flag${flags.length === 1 ? "" : "s"} (${flagTally(flags)}): read the points marked ⚑ with care (see Flags).`;
   if (byLink.size === 0) return [withoutScaling(data.training), flagged];
   const links = [...byLink.entries()];
   const nodes = links[0]![1][0]!.point.nodes;
@@ -48,12 +50,16 @@ function withoutScaling(training: readonly TrainingConfig[]): string {
     for (const series of config.series) {
       for (const point of series.points.filter((candidate) => candidate.nodes > 1)) {
         const best = fastest.get(series.bandwidth);
-        if (best === undefined || point.throughput.mean > best.point.throughput.mean) fastest.set(series.bandwidth, { name: names[index]!, point, unit: rateUnit(config.unit) });
+        if (best === undefined || point.throughput.mean > best.point.throughput.mean)
+          fastest.set(series.bandwidth, { name: names[index]!, point, unit: rateUnit(config.unit) });
       }
     }
   });
   if (fastest.size === 0) return "No training run on more than one node succeeded, so there is no scaling to report.";
-  const each = [...fastest.entries()].map(([link, best]) => `${link}: ${best.name} on ${best.point.nodes} nodes, ${best.point.throughput.mean.toFixed(1)} ${best.unit}`);
+  const each = [...fastest.entries()].map(
+    ([link, best]) =>
+      `${link}: ${best.name} on ${best.point.nodes} nodes, ${best.point.throughput.mean.toFixed(1)} ${best.unit}`,
+  );
   return `No single-node baseline ran, so there is no scaling efficiency to report; the fastest on each link: ${each.join("; ")}.`;
 }
 
@@ -67,7 +73,10 @@ function largestPoints(training: readonly TrainingConfig[]): Map<string, AtLarge
   training.forEach((config, index) => {
     for (const series of config.series) {
       const points = series.points.filter((point) => point.nodes > 1 && point.scalingEfficiency !== null);
-      const point = points.reduce<ScalingPoint | undefined>((largest, candidate) => (largest === undefined || candidate.nodes > largest.nodes ? candidate : largest), undefined);
+      const point = points.reduce<ScalingPoint | undefined>(
+        (largest, candidate) => (largest === undefined || candidate.nodes > largest.nodes ? candidate : largest),
+        undefined,
+      );
       if (point === undefined) continue;
       byLink.set(series.bandwidth, [...(byLink.get(series.bandwidth) ?? []), { name: names[index]!, point }]);
     }
@@ -93,9 +102,18 @@ function limitText(link: string, best: AtLargest): string {
   if (prediction === null || computeSecondsPerStep === null) return `${link}: no probe of the link to fit`;
   const measured = scalingEfficiency!;
   const { noOverlap, perfectOverlap } = prediction.efficiency;
-  const against = measured < noOverlap - 0.05 ? `; measured ${percent(measured)}, below it: not all of what is lost is the link`
-    : measured > perfectOverlap + 0.05 ? `; measured ${percent(measured)}, above it` : "";
-  const range = percent(noOverlap) === percent(perfectOverlap) ? percent(noOverlap) : `${percent(noOverlap)} – ${percent(perfectOverlap)} (no overlap – perfect overlap)`;
-  return `${link}: ${range}, ${prediction.allReduceSeconds.toFixed(3)} s of ` +
-    `communication a step against ${computeSecondsPerStep.toFixed(3)} s of compute${against}`;
+  const against =
+    measured < noOverlap - 0.05
+      ? `; measured ${percent(measured)}, below it: not all of what is lost is the link`
+      : measured > perfectOverlap + 0.05
+        ? `; measured ${percent(measured)}, above it`
+        : "";
+  const range =
+    percent(noOverlap) === percent(perfectOverlap)
+      ? percent(noOverlap)
+      : `${percent(noOverlap)} – ${percent(perfectOverlap)} (no overlap – perfect overlap)`;
+  return (
+    `${link}: ${range}, ${prediction.allReduceSeconds.toFixed(3)} s of ` +
+    `communication a step against ${computeSecondsPerStep.toFixed(3)} s of compute${against}`
+  );
 }

@@ -43,14 +43,32 @@ const CONFIG = {
   // A panel title's lines (wrapTitle), each a line of the header.
   header: { labelFontSize: 13, labelLimit: 0, labelExpr: "split(datum.label, '\\n')" },
   // Lines, not dots, in legends: the dash is what tells the ideal and the ceiling from a measurement.
-  legend: { orient: "top" as const, direction: "horizontal" as const, symbolType: "stroke", symbolStrokeWidth: 2, symbolSize: 400, labelLimit: 0, labelFontSize: 12, titleFontSize: 12 },
+  legend: {
+    orient: "top" as const,
+    direction: "horizontal" as const,
+    symbolType: "stroke",
+    symbolStrokeWidth: 2,
+    symbolSize: 400,
+    labelLimit: 0,
+    labelFontSize: 12,
+    titleFontSize: 12,
+  },
 };
 
-const nodesAxis = { field: "nodes", type: "quantitative", title: "Nodes", scale: { zero: false, nice: false }, axis: { tickMinStep: 1, format: "d" } } as const;
+const nodesAxis = {
+  field: "nodes",
+  type: "quantitative",
+  title: "Nodes",
+  scale: { zero: false, nice: false },
+  axis: { tickMinStep: 1, format: "d" },
+} as const;
 
 export async function renderCharts(data: ReportData): Promise<ChartSvgs> {
   const specs = {
-    throughput: throughputChartSpec(data), efficiency: efficiencyChartSpec(data), busBandwidth: busBandwidthChartSpec(data), model: modelChartSpec(data),
+    throughput: throughputChartSpec(data),
+    efficiency: efficiencyChartSpec(data),
+    busBandwidth: busBandwidthChartSpec(data),
+    model: modelChartSpec(data),
   };
   const svgs: Record<string, string> = {};
   for (const [name, spec] of Object.entries(specs)) {
@@ -72,10 +90,16 @@ export async function renderSvg(spec: TopLevelSpec): Promise<string> {
 /** Throughput against node count, one panel per configuration, one line per link plus the dashed ideal. */
 export function throughputChartSpec(data: ReportData): TopLevelSpec | null {
   const rows = data.training.flatMap((config) => [
-    ...nodeScaledSeries(config).flatMap((series) => withBaseline(config, series).map((point) => ({
-      panel: panelTitle(config), series: series.bandwidth, nodes: point.nodes, throughput: point.mean,
-      lower: Math.max(0, point.mean - point.plusMinus), upper: point.mean + point.plusMinus,
-    }))),
+    ...nodeScaledSeries(config).flatMap((series) =>
+      withBaseline(config, series).map((point) => ({
+        panel: panelTitle(config),
+        series: series.bandwidth,
+        nodes: point.nodes,
+        throughput: point.mean,
+        lower: Math.max(0, point.mean - point.plusMinus),
+        upper: point.mean + point.plusMinus,
+      })),
+    ),
     ...idealRows(config),
   ]);
   if (rows.length === 0) return null;
@@ -121,21 +145,56 @@ export function throughputChartSpec(data: ReportData): TopLevelSpec | null {
 
 /** Scaling efficiency against node count per configuration and link, with the cost model's no-overlap ceiling. */
 export function efficiencyChartSpec(data: ReportData): TopLevelSpec | null {
-  const rows = data.training.filter((config) => config.baseline !== null).flatMap((config) => nodeScaledSeries(config).flatMap((series) => {
-    const start = { panel: wrapTitle(config.label), bandwidth: series.bandwidth, nodes: 1, efficiency: 1 };
-    const measured = series.points.flatMap((point) => point.scalingEfficiency === null ? []
-      : [{ panel: wrapTitle(config.label), bandwidth: series.bandwidth, nodes: point.nodes, efficiency: point.scalingEfficiency }]);
-    const ceiling = series.points.flatMap((point) => point.efficiencyCeiling === null ? []
-      : [{ panel: wrapTitle(config.label), bandwidth: series.bandwidth, nodes: point.nodes, efficiency: point.efficiencyCeiling.noOverlap }]);
-    return [
-      ...[start, ...measured].map((row) => ({ ...row, kind: MEASURED_KIND })),
-      ...(ceiling.length === 0 ? [] : [start, ...ceiling].map((row) => ({ ...row, kind: CEILING_KIND }))),
-    ];
-  }));
+  const rows = data.training
+    .filter((config) => config.baseline !== null)
+    .flatMap((config) =>
+      nodeScaledSeries(config).flatMap((series) => {
+        const start = { panel: wrapTitle(config.label), bandwidth: series.bandwidth, nodes: 1, efficiency: 1 };
+        const measured = series.points.flatMap((point) =>
+          point.scalingEfficiency === null
+            ? []
+            : [
+                {
+                  panel: wrapTitle(config.label),
+                  bandwidth: series.bandwidth,
+                  nodes: point.nodes,
+                  efficiency: point.scalingEfficiency,
+                },
+              ],
+        );
+        const ceiling = series.points.flatMap((point) =>
+          point.efficiencyCeiling === null
+            ? []
+            : [
+                {
+                  panel: wrapTitle(config.label),
+                  bandwidth: series.bandwidth,
+                  nodes: point.nodes,
+                  efficiency: point.efficiencyCeiling.noOverlap,
+                },
+              ],
+        );
+        return [
+          ...[start, ...measured].map((row) => ({ ...row, kind: MEASURED_KIND })),
+          ...(ceiling.length === 0 ? [] : [start, ...ceiling].map((row) => ({ ...row, kind: CEILING_KIND }))),
+        ];
+      }),
+    );
   if (rows.length === 0) return null;
   const bandwidths = bandwidthsOf(data);
-  const y = { field: "efficiency", type: "quantitative", title: "Scaling efficiency", axis: { format: "%" }, scale: { domainMin: 0 } } as const;
-  const color = { field: "bandwidth", type: "nominal", title: "Link", scale: { domain: bandwidths, range: colors(bandwidths.length) } } as const;
+  const y = {
+    field: "efficiency",
+    type: "quantitative",
+    title: "Scaling efficiency",
+    axis: { format: "%" },
+    scale: { domainMin: 0 },
+  } as const;
+  const color = {
+    field: "bandwidth",
+    type: "nominal",
+    title: "Link",
+    scale: { domain: bandwidths, range: colors(bandwidths.length) },
+  } as const;
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
     data: { values: rows },
@@ -148,8 +207,15 @@ export function efficiencyChartSpec(data: ReportData): TopLevelSpec | null {
         {
           mark: "line",
           encoding: {
-            x: nodesAxis, y, color,
-            strokeDash: { field: "kind", type: "nominal", title: "Line", scale: { domain: [MEASURED_KIND, CEILING_KIND], range: [SOLID, DASHED] } },
+            x: nodesAxis,
+            y,
+            color,
+            strokeDash: {
+              field: "kind",
+              type: "nominal",
+              title: "Line",
+              scale: { domain: [MEASURED_KIND, CEILING_KIND], range: [SOLID, DASHED] },
+            },
           },
         },
         { mark: { type: "point", filled: true }, encoding: { x: nodesAxis, y, color } },
@@ -167,43 +233,104 @@ export const BUS_BANDWIDTH_HEADROOM = 1.15;
  * for Open MPI, where the probe summed through both), a rule at each link rate.
  */
 export function busBandwidthChartSpec(data: ReportData): TopLevelSpec | null {
-  const rows = data.probes.flatMap((probe) => probe.rows.map((row) => ({
-    series: `${probeLinkLabel({ bandwidth: probe.bandwidth, reduction: probe.reduction, processesPerNode: probe.processesPerNode, collective: probe.collective })} · ${probe.nodes} nodes`,
-    library: libraryName(probe), sizeBytes: row.sizeBytes, busbw: row.busBandwidthGbps.mean,
-    lower: Math.max(0, row.busBandwidthGbps.mean - row.busBandwidthGbps.halfWidth95), upper: row.busBandwidthGbps.mean + row.busBandwidthGbps.halfWidth95,
-  })));
+  const rows = data.probes.flatMap((probe) =>
+    probe.rows.map((row) => ({
+      series: `${probeLinkLabel({ bandwidth: probe.bandwidth, reduction: probe.reduction, processesPerNode: probe.processesPerNode, collective: probe.collective })} · ${probe.nodes} nodes`,
+      library: libraryName(probe),
+      sizeBytes: row.sizeBytes,
+      busbw: row.busBandwidthGbps.mean,
+      lower: Math.max(0, row.busBandwidthGbps.mean - row.busBandwidthGbps.halfWidth95),
+      upper: row.busBandwidthGbps.mean + row.busBandwidthGbps.halfWidth95,
+    })),
+  );
   if (rows.length === 0) return null;
-  const links = [...new Map(data.probes.flatMap((probe) => probe.linkGbps === null ? []
-    : [[probe.bandwidth, { linkGbps: probe.linkGbps, label: `${probe.bandwidth} link` }] as const])).values()];
+  const links = [
+    ...new Map(
+      data.probes.flatMap((probe) =>
+        probe.linkGbps === null
+          ? []
+          : [[probe.bandwidth, { linkGbps: probe.linkGbps, label: `${probe.bandwidth} link` }] as const],
+      ),
+    ).values(),
+  ];
   const sizes = [...new Set(rows.map((row) => row.sizeBytes))].sort((a, b) => a - b);
   const x = {
-    field: "sizeBytes", type: "quantitative", title: "Message size (bytes, log2)", scale: { type: "log", base: 2 },
+    field: "sizeBytes",
+    type: "quantitative",
+    title: "Message size (bytes, log2)",
+    scale: { type: "log", base: 2 },
     axis: { values: sizes, labelExpr: BYTES_LABEL, labelOverlap: true },
   } as const;
   // The axis fits the means and the link rates, not the error bars: with two repeats (Student's t of 12.7) a bar can
   // reach ten times the rate and squash every line to the bottom. A bar cut at the top reaches beyond it.
-  const yMax = BUS_BANDWIDTH_HEADROOM * Math.max(...rows.map((row) => row.busbw), ...links.map((link) => link.linkGbps));
-  const y = { field: "busbw", type: "quantitative" as const, title: "Bus bandwidth (Gbit/s)", scale: { domain: [0, yMax] } };
+  const yMax =
+    BUS_BANDWIDTH_HEADROOM * Math.max(...rows.map((row) => row.busbw), ...links.map((link) => link.linkGbps));
+  const y = {
+    field: "busbw",
+    type: "quantitative" as const,
+    title: "Bus bandwidth (Gbit/s)",
+    scale: { domain: [0, yMax] },
+  };
   const series = [...new Set(rows.map((row) => row.series))];
   // In rows of four: one row of six or more link × node series runs off the page's width.
-  const color = { field: "series", type: "nominal", title: "Link · nodes", scale: { domain: series, range: colors(series.length) }, legend: { columns: 4 } } as const;
+  const color = {
+    field: "series",
+    type: "nominal",
+    title: "Link · nodes",
+    scale: { domain: series, range: colors(series.length) },
+    legend: { columns: 4 },
+  } as const;
   // torch.distributed solid, Open MPI dashed, whichever came first.
-  const libraries = [...new Set(rows.map((row) => row.library))].sort((a, b) => Number(a === "Open MPI") - Number(b === "Open MPI"));
-  const dash = libraries.length < 2 ? {} : { strokeDash: { field: "library", type: "nominal", title: "Library", scale: { domain: libraries, range: [[1, 0], [6, 3]] },
-    legend: { orient: "bottom", symbolType: "stroke", symbolSize: 400, encode: { symbols: { update: { stroke: { value: "#333333" } } } } } } } as const;
+  const libraries = [...new Set(rows.map((row) => row.library))].sort(
+    (a, b) => Number(a === "Open MPI") - Number(b === "Open MPI"),
+  );
+  const dash =
+    libraries.length < 2
+      ? {}
+      : ({
+          strokeDash: {
+            field: "library",
+            type: "nominal",
+            title: "Library",
+            scale: {
+              domain: libraries,
+              range: [
+                [1, 0],
+                [6, 3],
+              ],
+            },
+            legend: {
+              orient: "bottom",
+              symbolType: "stroke",
+              symbolSize: 400,
+              encode: { symbols: { update: { stroke: { value: "#333333" } } } },
+            },
+          },
+        } as const);
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
     ...SINGLE,
     layer: [
       { data: { values: rows }, mark: { type: "line", point: true }, encoding: { x, y, color, ...dash } },
-      { data: { values: rows }, mark: { type: "errorbar", ticks: true, clip: true }, encoding: { x, y: { ...y, field: "lower" }, y2: { field: "upper" }, color } },
-      ...(links.length === 0 ? [] : [
-        { data: { values: links }, mark: { type: "rule", strokeDash: DASHED, color: "#888888" }, encoding: { y: { field: "linkGbps", type: "quantitative" } } },
-        {
-          data: { values: links }, mark: { type: "text", align: "left", dx: 4, dy: -7, color: "#555555" },
-          encoding: { y: { field: "linkGbps", type: "quantitative" }, x: { value: 0 }, text: { field: "label" } },
-        },
-      ] as const),
+      {
+        data: { values: rows },
+        mark: { type: "errorbar", ticks: true, clip: true },
+        encoding: { x, y: { ...y, field: "lower" }, y2: { field: "upper" }, color },
+      },
+      ...(links.length === 0
+        ? []
+        : ([
+            {
+              data: { values: links },
+              mark: { type: "rule", strokeDash: DASHED, color: "#888888" },
+              encoding: { y: { field: "linkGbps", type: "quantitative" } },
+            },
+            {
+              data: { values: links },
+              mark: { type: "text", align: "left", dx: 4, dy: -7, color: "#555555" },
+              encoding: { y: { field: "linkGbps", type: "quantitative" }, x: { value: 0 }, text: { field: "label" } },
+            },
+          ] as const)),
     ],
     config: CONFIG,
   };
@@ -217,11 +344,23 @@ const FULL_OVERLAP = "predicted, full overlap";
  * overlap) joined by a rule, coloured by link, and the diagonal where prediction equals measurement.
  */
 export function modelChartSpec(data: ReportData): TopLevelSpec | null {
-  const pairs = data.training.flatMap((config) => config.series.flatMap((series) => series.points.flatMap((point) =>
-    point.prediction === null || point.scalingEfficiency === null ? [] : [{
-      point: `${config.label} · ${series.bandwidth} · ${point.nodes} nodes`, bandwidth: series.bandwidth, measured: point.scalingEfficiency,
-      noOverlap: point.prediction.efficiency.noOverlap, fullOverlap: point.prediction.efficiency.perfectOverlap,
-    }])));
+  const pairs = data.training.flatMap((config) =>
+    config.series.flatMap((series) =>
+      series.points.flatMap((point) =>
+        point.prediction === null || point.scalingEfficiency === null
+          ? []
+          : [
+              {
+                point: `${config.label} · ${series.bandwidth} · ${point.nodes} nodes`,
+                bandwidth: series.bandwidth,
+                measured: point.scalingEfficiency,
+                noOverlap: point.prediction.efficiency.noOverlap,
+                fullOverlap: point.prediction.efficiency.perfectOverlap,
+              },
+            ],
+      ),
+    ),
+  );
   if (pairs.length === 0) return null;
   const marks = pairs.flatMap((pair) => [
     { ...pair, bound: NO_OVERLAP, predicted: pair.noOverlap },
@@ -232,22 +371,48 @@ export function modelChartSpec(data: ReportData): TopLevelSpec | null {
   const scale = { domain: [0, domainMax], nice: false };
   const axis = { format: "%", tickCount: 10 };
   const x = { field: "measured", type: "quantitative", title: "Measured scaling efficiency", axis, scale } as const;
-  const color = { field: "bandwidth", type: "nominal", title: "Link", scale: { domain: bandwidths, range: colors(bandwidths.length) } } as const;
+  const color = {
+    field: "bandwidth",
+    type: "nominal",
+    title: "Link",
+    scale: { domain: bandwidths, range: colors(bandwidths.length) },
+  } as const;
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
     ...SINGLE,
     height: 360,
     layer: [
-      { data: { values: [{ from: 0, to: domainMax }] }, mark: { type: "rule", strokeDash: DASHED, color: "#999999" },
-        encoding: { x: { field: "from", type: "quantitative", scale }, y: { field: "from", type: "quantitative", scale }, x2: { field: "to" }, y2: { field: "to" } } },
-      { data: { values: pairs }, mark: { type: "rule", strokeWidth: 2, opacity: 0.5 },
-        encoding: { x, y: { field: "noOverlap", type: "quantitative", scale }, y2: { field: "fullOverlap" }, color } },
-      { data: { values: marks }, mark: { type: "point", filled: true, size: 90, opacity: 0.9 },
+      {
+        data: { values: [{ from: 0, to: domainMax }] },
+        mark: { type: "rule", strokeDash: DASHED, color: "#999999" },
         encoding: {
-          x, y: { field: "predicted", type: "quantitative", title: "Predicted scaling efficiency", axis, scale }, color,
-          shape: { field: "bound", type: "nominal", title: "Prediction", scale: { domain: [NO_OVERLAP, FULL_OVERLAP], range: ["circle", "triangle-up"] } },
+          x: { field: "from", type: "quantitative", scale },
+          y: { field: "from", type: "quantitative", scale },
+          x2: { field: "to" },
+          y2: { field: "to" },
+        },
+      },
+      {
+        data: { values: pairs },
+        mark: { type: "rule", strokeWidth: 2, opacity: 0.5 },
+        encoding: { x, y: { field: "noOverlap", type: "quantitative", scale }, y2: { field: "fullOverlap" }, color },
+      },
+      {
+        data: { values: marks },
+        mark: { type: "point", filled: true, size: 90, opacity: 0.9 },
+        encoding: {
+          x,
+          y: { field: "predicted", type: "quantitative", title: "Predicted scaling efficiency", axis, scale },
+          color,
+          shape: {
+            field: "bound",
+            type: "nominal",
+            title: "Prediction",
+            scale: { domain: [NO_OVERLAP, FULL_OVERLAP], range: ["circle", "triangle-up"] },
+          },
           tooltip: [{ field: "point" }, { field: "bound" }],
-        } },
+        },
+      },
     ],
     config: CONFIG,
   };
@@ -262,9 +427,10 @@ function panelSize(panels: number): { width: number; height: number } {
   return { width: panels === 1 ? SINGLE_PANEL_WIDTH : PANEL_WIDTH, height: PANEL_HEIGHT };
 }
 
-const BYTES_LABEL = "datum.value >= 1073741824 ? format(datum.value / 1073741824, '~r') + ' GiB'"
-  + " : datum.value >= 1048576 ? format(datum.value / 1048576, '~r') + ' MiB'"
-  + " : datum.value >= 1024 ? format(datum.value / 1024, '~r') + ' KiB' : datum.value + ' B'";
+const BYTES_LABEL =
+  "datum.value >= 1073741824 ? format(datum.value / 1073741824, '~r') + ' GiB'" +
+  " : datum.value >= 1048576 ? format(datum.value / 1048576, '~r') + ' MiB'" +
+  " : datum.value >= 1024 ? format(datum.value / 1024, '~r') + ' KiB' : datum.value + ' B'";
 
 /** Without a single-node run there is no ideal line; the panel says why rather than leave the reader guessing. */
 function panelTitle(config: TrainingConfig): string {
@@ -282,7 +448,8 @@ function wrapTitle(title: string): string {
   const lines: string[] = [];
   for (const part of title.split(" · ")) {
     const last = lines.at(-1);
-    if (last !== undefined && last.length + 3 + part.length <= TITLE_LINE_CHARS) lines[lines.length - 1] = `${last} · ${part}`;
+    if (last !== undefined && last.length + 3 + part.length <= TITLE_LINE_CHARS)
+      lines[lines.length - 1] = `${last} · ${part}`;
     else lines.push(part);
   }
   return lines.join("\n");
@@ -298,17 +465,35 @@ function nodeScaledSeries(config: TrainingConfig): readonly BandwidthSeries[] {
 }
 
 /** A configuration's line for one link: its single-node baseline (when measured), then the multi-node points. */
-function withBaseline(config: TrainingConfig, series: BandwidthSeries): { nodes: number; mean: number; plusMinus: number }[] {
-  const points = series.points.map((point) => ({ nodes: point.nodes, mean: point.throughput.mean, plusMinus: errorHalfWidth(point.throughput) }));
+function withBaseline(
+  config: TrainingConfig,
+  series: BandwidthSeries,
+): { nodes: number; mean: number; plusMinus: number }[] {
+  const points = series.points.map((point) => ({
+    nodes: point.nodes,
+    mean: point.throughput.mean,
+    plusMinus: errorHalfWidth(point.throughput),
+  }));
   const baseline = config.baseline?.throughput;
-  return baseline === undefined ? points : [{ nodes: 1, mean: baseline.mean, plusMinus: errorHalfWidth(baseline) }, ...points];
+  return baseline === undefined
+    ? points
+    : [{ nodes: 1, mean: baseline.mean, plusMinus: errorHalfWidth(baseline) }, ...points];
 }
 
 function idealRows(config: TrainingConfig) {
   if (config.baseline === null) return [];
-  const nodeCounts = [...new Set([1, ...nodeScaledSeries(config).flatMap((series) => series.points.map((point) => point.nodes))])].sort((a, b) => a - b);
+  const nodeCounts = [
+    ...new Set([1, ...nodeScaledSeries(config).flatMap((series) => series.points.map((point) => point.nodes))]),
+  ].sort((a, b) => a - b);
   const single = config.baseline.throughput.mean;
-  return nodeCounts.map((nodes) => ({ panel: panelTitle(config), series: IDEAL_SERIES, nodes, throughput: nodes * single, lower: null, upper: null }));
+  return nodeCounts.map((nodes) => ({
+    panel: panelTitle(config),
+    series: IDEAL_SERIES,
+    nodes,
+    throughput: nodes * single,
+    lower: null,
+    upper: null,
+  }));
 }
 
 /** Every link of the training runs, slowest first, so colours match between the throughput and efficiency charts. */

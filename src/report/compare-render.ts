@@ -1,18 +1,25 @@
 /**
  * The comparison of two campaigns (compare.ts) as one self-contained HTML page and a markdown twin. Pure.
  */
-import type { ComparedConfiguration, Comparison, OneSidedConfiguration, SideMeasurement, SideSummary } from "./compare.ts";
+import type {
+  ComparedConfiguration,
+  Comparison,
+  OneSidedConfiguration,
+  SideMeasurement,
+  SideSummary,
+} from "./compare.ts";
 import { escapeHtml, htmlTable, markdownText, PAGE_STYLE, readableSpan, readableTime } from "./text.ts";
 
 const BEYOND_NOISE = "beyond noise";
 const WITHIN_NOISE = "within noise";
 const NOT_JUDGED = "not judged";
 
-const METHOD_NOTE = "B / A is the ratio of the means; its 95% interval comes from the delta method on the log of the ratio: " +
+const METHOD_NOTE =
+  "B / A is the ratio of the means; its 95% interval comes from the delta method on the log of the ratio: " +
   "each side's relative 95% half-width (Student's t over its repeats) combined in quadrature. A side with one repeat uses " +
   "that run's spread over iterations (1.96 × std), marked ¹, in place of the noise between repeats; a probe with one repeat " +
   "(or a run without a spread) has no noise estimate, and a difference with such a side is not judged: its noise is unknown, not zero. " +
-  "\"Beyond noise\": the interval excludes 1.";
+  '"Beyond noise": the interval excludes 1.';
 
 export function renderComparisonHtml(comparison: Comparison, generatedAt: Date): string {
   const { a, b } = comparison;
@@ -49,39 +56,76 @@ ${oneSidedSection("only-b", "Only in B", b, comparison.onlyInB)}
 export function renderComparisonMarkdown(comparison: Comparison): string {
   const { a, b } = comparison;
   const lines = [
-    `# ringlab compare: ${markdownText(b.name)} against ${markdownText(a.name)}`, "",
-    `- A: ${markdownText(sideText(a))}`, `- B: ${markdownText(sideText(b))}`, "",
-    "| Configuration | Unit | A | B | B / A (95% interval) | |", "|---|---|---:|---:|---:|---|",
-    ...comparison.matched.map((row) => `| ${markdownText(row.label)} | ${row.unit} | ${measurementText(row.a)} | ${measurementText(row.b)} | ${ratioText(row)} | ${verdictText(row)} |`),
-    "", METHOD_NOTE,
-    ...oneSidedMarkdown("Only in A", comparison.onlyInA), ...oneSidedMarkdown("Only in B", comparison.onlyInB),
+    `# ringlab compare: ${markdownText(b.name)} against ${markdownText(a.name)}`,
+    "",
+    `- A: ${markdownText(sideText(a))}`,
+    `- B: ${markdownText(sideText(b))}`,
+    "",
+    "| Configuration | Unit | A | B | B / A (95% interval) | |",
+    "|---|---|---:|---:|---:|---|",
+    ...comparison.matched.map(
+      (row) =>
+        `| ${markdownText(row.label)} | ${row.unit} | ${measurementText(row.a)} | ${measurementText(row.b)} | ${ratioText(row)} | ${verdictText(row)} |`,
+    ),
+    "",
+    METHOD_NOTE,
+    ...oneSidedMarkdown("Only in A", comparison.onlyInA),
+    ...oneSidedMarkdown("Only in B", comparison.onlyInB),
   ];
   return `${lines.join("\n")}\n`;
 }
 
-const MATCHED_COLUMNS = ["Configuration", "Unit", "A (mean ± 95%)", "B (mean ± 95%)", "B / A (95% interval)", "Difference"];
+const MATCHED_COLUMNS = [
+  "Configuration",
+  "Unit",
+  "A (mean ± 95%)",
+  "B (mean ± 95%)",
+  "B / A (95% interval)",
+  "Difference",
+];
 
 function matchedRow(row: ComparedConfiguration): string[] {
   const verdict = verdictText(row);
   return [
-    escapeHtml(row.label), row.unit, measurementText(row.a), measurementText(row.b), ratioText(row),
+    escapeHtml(row.label),
+    row.unit,
+    measurementText(row.a),
+    measurementText(row.b),
+    ratioText(row),
     row.beyondNoise === true ? `<span class="flag">${verdict}</span>` : verdict,
   ];
 }
 
-function oneSidedSection(id: string, heading: string, side: SideSummary, rows: readonly OneSidedConfiguration[]): string {
-  if (rows.length === 0) return `<section id="${id}"><h2>${heading}</h2><p>None: every configuration of ${escapeHtml(side.name)} is on the other side too.</p></section>`;
-  const table = htmlTable(["Configuration", "Unit", "Measured (mean ± 95%)"], rows.map((row) => [escapeHtml(row.label), row.unit, measurementText(row.measurement)]));
+function oneSidedSection(
+  id: string,
+  heading: string,
+  side: SideSummary,
+  rows: readonly OneSidedConfiguration[],
+): string {
+  if (rows.length === 0)
+    return `<section id="${id}"><h2>${heading}</h2><p>None: every configuration of ${escapeHtml(side.name)} is on the other side too.</p></section>`;
+  const table = htmlTable(
+    ["Configuration", "Unit", "Measured (mean ± 95%)"],
+    rows.map((row) => [escapeHtml(row.label), row.unit, measurementText(row.measurement)]),
+  );
   return `<section id="${id}"><h2>${heading} (${escapeHtml(side.name)})</h2>\n<div class="scroll">${table}</div></section>`;
 }
 
 function oneSidedMarkdown(heading: string, rows: readonly OneSidedConfiguration[]): string[] {
   if (rows.length === 0) return [];
-  return ["", `## ${heading}`, "", ...rows.map((row) => `- ${markdownText(row.label)}: ${measurementText(row.measurement)} ${row.unit}`)];
+  return [
+    "",
+    `## ${heading}`,
+    "",
+    ...rows.map((row) => `- ${markdownText(row.label)}: ${measurementText(row.measurement)} ${row.unit}`),
+  ];
 }
 
 function sideText(side: SideSummary): string {
-  const span = side.firstStartedAt === null || side.lastEndedAt === null ? "" : `, runs ${readableSpan(side.firstStartedAt, side.lastEndedAt)}`;
+  const span =
+    side.firstStartedAt === null || side.lastEndedAt === null
+      ? ""
+      : `, runs ${readableSpan(side.firstStartedAt, side.lastEndedAt)}`;
   const quota = side.cpusPerNode.length === 0 ? "no CPU quota" : `${side.cpusPerNode.join(", ")} CPU cores per node`;
   return `${side.name}: campaign ${side.campaigns.join(", ")}, ${side.okRuns} of ${side.runs} runs ok${span}, ${quota}`;
 }
@@ -102,9 +146,13 @@ function ratioText(row: ComparedConfiguration): string {
 
 function verdictText(row: ComparedConfiguration): string {
   if (row.beyondNoise === null) {
-    const without = [row.a.noise === "none" ? "A" : "", row.b.noise === "none" ? "B" : ""].filter((side) => side !== "").join(" and ");
+    const without = [row.a.noise === "none" ? "A" : "", row.b.noise === "none" ? "B" : ""]
+      .filter((side) => side !== "")
+      .join(" and ");
     // Both sides' repeats can also agree to the last digit: then neither has a spread to draw an interval from.
-    return without === "" ? `${NOT_JUDGED}: no spread on either side` : `${NOT_JUDGED}: no noise estimate on ${without} (one run without a spread)`;
+    return without === ""
+      ? `${NOT_JUDGED}: no spread on either side`
+      : `${NOT_JUDGED}: no noise estimate on ${without} (one run without a spread)`;
   }
   if (!row.beyondNoise) return WITHIN_NOISE;
   return `${BEYOND_NOISE}: B ${row.ratio!.ratio > 1 ? "higher" : "lower"} by ${(Math.abs(row.ratio!.ratio - 1) * 100).toFixed(1)}%`;

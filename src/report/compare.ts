@@ -88,7 +88,10 @@ export interface Comparison {
   readonly onlyInB: readonly OneSidedConfiguration[];
 }
 
-export function compareResults(a: { name: string; records: readonly RunRecord[] }, b: { name: string; records: readonly RunRecord[] }): Comparison {
+export function compareResults(
+  a: { name: string; records: readonly RunRecord[] },
+  b: { name: string; records: readonly RunRecord[] },
+): Comparison {
   const measuredA = measuredConfigurations(a.records);
   const measuredB = measuredConfigurations(b.records);
   const matched: ComparedConfiguration[] = [];
@@ -100,8 +103,14 @@ export function compareResults(a: { name: string; records: readonly RunRecord[] 
     a: sideSummary(a.name, a.records),
     b: sideSummary(b.name, b.records),
     matched: matched.sort(byLabel),
-    onlyInA: [...measuredA].filter(([key]) => !measuredB.has(key)).map(([, only]) => only).sort(byLabel),
-    onlyInB: [...measuredB].filter(([key]) => !measuredA.has(key)).map(([, only]) => only).sort(byLabel),
+    onlyInA: [...measuredA]
+      .filter(([key]) => !measuredB.has(key))
+      .map(([, only]) => only)
+      .sort(byLabel),
+    onlyInB: [...measuredB]
+      .filter(([key]) => !measuredA.has(key))
+      .map(([, only]) => only)
+      .sort(byLabel),
   };
 }
 
@@ -111,7 +120,10 @@ function byLabel(x: { label: string }, y: { label: string }): number {
 }
 
 /** B / A with the log-scale delta-method interval (see the module comment); null when neither side has noise. */
-export function ratioInterval(a: Pick<SideMeasurement, "mean" | "halfWidth95">, b: Pick<SideMeasurement, "mean" | "halfWidth95">): RatioInterval | null {
+export function ratioInterval(
+  a: Pick<SideMeasurement, "mean" | "halfWidth95">,
+  b: Pick<SideMeasurement, "mean" | "halfWidth95">,
+): RatioInterval | null {
   if (a.halfWidth95 === 0 && b.halfWidth95 === 0) return null;
   const ratio = b.mean / a.mean;
   const logHalfWidth = Math.hypot(a.halfWidth95 / a.mean, b.halfWidth95 / b.mean);
@@ -122,43 +134,80 @@ function compared(fromA: OneSidedConfiguration, b: SideMeasurement): ComparedCon
   const judged = fromA.measurement.noise !== "none" && b.noise !== "none";
   const ratio = judged ? ratioInterval(fromA.measurement, b) : null;
   return {
-    configuration: fromA.configuration, label: fromA.label, unit: fromA.unit, a: fromA.measurement, b, ratio,
+    configuration: fromA.configuration,
+    label: fromA.label,
+    unit: fromA.unit,
+    a: fromA.measurement,
+    b,
+    ratio,
     beyondNoise: ratio === null ? null : ratio.lower > 1 || ratio.upper < 1,
   };
 }
 
 /** Every configuration with a successful latest attempt, by key, in the order the records list them. */
 function measuredConfigurations(records: readonly RunRecord[]): Map<string, OneSidedConfiguration> {
-  const ok = latestAttempts(records).map(({ record }) => record).filter((record) => record.status === "ok" && record.result !== undefined);
+  const ok = latestAttempts(records)
+    .map(({ record }) => record)
+    .filter((record) => record.status === "ok" && record.result !== undefined);
   const groups = new Map<string, RunRecord[]>();
   for (const record of ok) {
     const key = JSON.stringify(keyParts(configurationOf(record)));
     groups.set(key, [...(groups.get(key) ?? []), record]);
   }
-  return new Map([...groups].map(([key, repeats]) => {
-    const configuration = configurationOf(repeats[0]!);
-    const train = configuration.job === "train";
-    return [key, { configuration, label: labelOf(configuration), unit: train ? "images/s" : "Gbit/s", measurement: measurementOf(repeats) }];
-  }));
+  return new Map(
+    [...groups].map(([key, repeats]) => {
+      const configuration = configurationOf(repeats[0]!);
+      const train = configuration.job === "train";
+      return [
+        key,
+        {
+          configuration,
+          label: labelOf(configuration),
+          unit: train ? "images/s" : "Gbit/s",
+          measurement: measurementOf(repeats),
+        },
+      ];
+    }),
+  );
 }
 
 function configurationOf(record: RunRecord): ConfigurationKey {
   const { job, model, batchSize, nodes, processesPerNode = 1, bandwidth, knobs } = record.params;
-  return { job, ...(model === undefined ? {} : { model }), ...(batchSize === undefined ? {} : { batchSize }), nodes, processesPerNode, bandwidth, knobs };
+  return {
+    job,
+    ...(model === undefined ? {} : { model }),
+    ...(batchSize === undefined ? {} : { batchSize }),
+    nodes,
+    processesPerNode,
+    bandwidth,
+    knobs,
+  };
 }
 
 function keyParts(configuration: ConfigurationKey): unknown[] {
   const knobs = Object.entries(configuration.knobs).sort(([x], [y]) => x.localeCompare(y));
-  return [configuration.job, configuration.model ?? null, configuration.batchSize ?? null, configuration.nodes, configuration.processesPerNode, configuration.bandwidth, knobs];
+  return [
+    configuration.job,
+    configuration.model ?? null,
+    configuration.batchSize ?? null,
+    configuration.nodes,
+    configuration.processesPerNode,
+    configuration.bandwidth,
+    knobs,
+  ];
 }
 
 export function labelOf(configuration: ConfigurationKey): string {
-  const knobs = Object.entries(configuration.knobs).sort(([x], [y]) => x.localeCompare(y)).map(([knob, value]) => `${knob}=${String(value)}`);
+  const knobs = Object.entries(configuration.knobs)
+    .sort(([x], [y]) => x.localeCompare(y))
+    .map(([knob, value]) => `${knob}=${String(value)}`);
   return [
-    configuration.job, ...(configuration.model === undefined ? [] : [configuration.model]),
+    configuration.job,
+    ...(configuration.model === undefined ? [] : [configuration.model]),
     ...(configuration.batchSize === undefined ? [] : [`batch ${configuration.batchSize}`]),
     `${configuration.nodes} node${configuration.nodes === 1 ? "" : "s"}${configuration.processesPerNode === 1 ? "" : ` × ${configuration.processesPerNode}`}`,
-    configuration.bandwidth ?? "no link", ...knobs,
+    configuration.bandwidth ?? "no link",
+    ...knobs,
   ].join(" · ");
 }
 
@@ -166,7 +215,10 @@ export function labelOf(configuration: ConfigurationKey): string {
 function measurementOf(repeats: readonly RunRecord[]): SideMeasurement {
   const values = repeats.map((record) => {
     const result = record.result!;
-    return { value: headlineValue(record)!, spread: result.job === "train" ? throughputOf(result.metrics).total.ci95 : 0 };
+    return {
+      value: headlineValue(record)!,
+      spread: result.job === "train" ? throughputOf(result.metrics).total.ci95 : 0,
+    };
   });
   if (values.length > 1) {
     const interval = meanWithInterval(values.map(({ value }) => value));

@@ -56,20 +56,31 @@ function reductionComparisons(training: readonly TrainingConfig[]): Comparison[]
   const groups = new Map<string, Located[]>();
   for (const located of training.flatMap(locatedPoints)) {
     const { config, link, point } = located;
-    const others = Object.entries(config.knobs).filter(([knob]) => knob !== "reduction").sort(([a], [b]) => a.localeCompare(b));
+    const others = Object.entries(config.knobs)
+      .filter(([knob]) => knob !== "reduction")
+      .sort(([a], [b]) => a.localeCompare(b));
     const key = JSON.stringify([config.model, config.batchSize, others, link, point.nodes, point.processesPerNode]);
     groups.set(key, [...(groups.get(key) ?? []), located]);
   }
-  return [...groups.values()].filter((group) => new Set(group.map(({ point }) => point.reduction)).size > 1).map((group) => {
-    const { config, link, point } = group[0]!;
-    const ordered = [...group].sort((a, b) => REDUCTION_ORDER.indexOf(a.point.reduction) - REDUCTION_ORDER.indexOf(b.point.reduction));
-    return {
-      kind: "reduction" as const, unit: rateUnit(config.unit),
-      // The configuration's label names every knob that varies; the reduction is what the entries differ in.
-      context: [...config.label.split(" · ").filter((part) => !part.startsWith("reduction=")), link, placementName(point)].join(" · "),
-      entries: ordered.map(({ config: c, point: p }) => entry(p.reduction, c, p)),
-    };
-  });
+  return [...groups.values()]
+    .filter((group) => new Set(group.map(({ point }) => point.reduction)).size > 1)
+    .map((group) => {
+      const { config, link, point } = group[0]!;
+      const ordered = [...group].sort(
+        (a, b) => REDUCTION_ORDER.indexOf(a.point.reduction) - REDUCTION_ORDER.indexOf(b.point.reduction),
+      );
+      return {
+        kind: "reduction" as const,
+        unit: rateUnit(config.unit),
+        // The configuration's label names every knob that varies; the reduction is what the entries differ in.
+        context: [
+          ...config.label.split(" · ").filter((part) => !part.startsWith("reduction=")),
+          link,
+          placementName(point),
+        ].join(" · "),
+        entries: ordered.map(({ config: c, point: p }) => entry(p.reduction, c, p)),
+      };
+    });
 }
 
 /** Entries of a reduction comparison in the worker registry's order: ring, the sharded parameter server, the parameter server. */
@@ -87,12 +98,18 @@ function placementComparisons(training: readonly TrainingConfig[]): Comparison[]
       const here = located.filter((l) => l.link === link || l.link === IN_ONE_NODE);
       const byWorkers = new Map<number, Located[]>();
       for (const l of here) byWorkers.set(l.point.workers, [...(byWorkers.get(l.point.workers) ?? []), l]);
-      return [...byWorkers.entries()].filter(([, group]) => group.length > 1).sort(([a], [b]) => a - b).map(([workers, group]) => ({
-        kind: "placement" as const, unit: rateUnit(config.unit),
-        context: [config.label, link, `${workers} workers`].join(" · "),
-        // The most nodes first: the reference, the placement that sends the most over the links.
-        entries: [...group].sort((a, b) => b.point.nodes - a.point.nodes).map(({ point }) => entry(placementName(point), config, point)),
-      }));
+      return [...byWorkers.entries()]
+        .filter(([, group]) => group.length > 1)
+        .sort(([a], [b]) => a - b)
+        .map(([workers, group]) => ({
+          kind: "placement" as const,
+          unit: rateUnit(config.unit),
+          context: [config.label, link, `${workers} workers`].join(" · "),
+          // The most nodes first: the reference, the placement that sends the most over the links.
+          entries: [...group]
+            .sort((a, b) => b.point.nodes - a.point.nodes)
+            .map(({ point }) => entry(placementName(point), config, point)),
+        }));
     });
   });
 }
@@ -105,9 +122,12 @@ function entry(name: string, config: TrainingConfig, point: ScalingPoint): Compa
   const stepSeconds = (point.workers * config.batchSize) / point.throughput.mean;
   const compute = point.computeSecondsPerStep;
   const communication = point.prediction?.allReduceSeconds ?? point.allReduceLowerBoundSeconds;
-  const predictedFrom = compute === null || communication === null ? null : point.prediction !== null ? "probe fit" : "lower bound";
+  const predictedFrom =
+    compute === null || communication === null ? null : point.prediction !== null ? "probe fit" : "lower bound";
   return {
-    name, throughput: point.throughput, stepSeconds,
+    name,
+    throughput: point.throughput,
+    stepSeconds,
     predictedStepSeconds: predictedFrom === null ? null : compute! + communication!,
     predictedFrom,
   };
@@ -119,14 +139,22 @@ export function ratios(comparison: Comparison): { name: string; measured: number
   return comparison.entries.map((e) => ({
     name: e.name,
     measured: e.stepSeconds / reference!.stepSeconds,
-    predicted: e.predictedStepSeconds === null || reference!.predictedStepSeconds === null ? null : e.predictedStepSeconds / reference!.predictedStepSeconds,
+    predicted:
+      e.predictedStepSeconds === null || reference!.predictedStepSeconds === null
+        ? null
+        : e.predictedStepSeconds / reference!.predictedStepSeconds,
   }));
 }
 
 /** One sentence: which was fastest, whether the model said so, and how far the ratios are apart. */
 export function verdict(comparison: Comparison): string {
-  const fastest = (pick: (e: ComparisonEntry) => number | null) => comparison.entries
-    .filter((e) => pick(e) !== null).reduce<ComparisonEntry | undefined>((best, e) => best === undefined || pick(e)! < pick(best)! ? e : best, undefined);
+  const fastest = (pick: (e: ComparisonEntry) => number | null) =>
+    comparison.entries
+      .filter((e) => pick(e) !== null)
+      .reduce<ComparisonEntry | undefined>(
+        (best, e) => (best === undefined || pick(e)! < pick(best)! ? e : best),
+        undefined,
+      );
   const measuredBest = fastest((e) => e.stepSeconds)!;
   const modelBest = fastest((e) => e.predictedStepSeconds);
   const rows = ratios(comparison).slice(1);
@@ -136,8 +164,13 @@ export function verdict(comparison: Comparison): string {
   }
   const worst = Math.max(...rows.map((row) => Math.abs(row.measured / row.predicted! - 1)));
   const agreement = worst <= AGREEMENT_TOLERANCE ? "as the model predicted" : "not as the model predicted";
-  const ranking = modelBest.name === measuredBest.name ? `the model predicted ${modelBest.name} fastest too` : `the model predicted ${modelBest.name} fastest`;
+  const ranking =
+    modelBest.name === measuredBest.name
+      ? `the model predicted ${modelBest.name} fastest too`
+      : `the model predicted ${modelBest.name} fastest`;
   const against = comparison.entries[0]!.name;
-  const detail = rows.map((row) => `${row.name} ${row.measured.toFixed(2)} measured, ${row.predicted!.toFixed(2)} predicted`).join("; ");
+  const detail = rows
+    .map((row) => `${row.name} ${row.measured.toFixed(2)} measured, ${row.predicted!.toFixed(2)} predicted`)
+    .join("; ");
   return `${measuredText}; ${ranking}. Step time against ${against}: ${detail}, ${agreement} (within ${Math.round(AGREEMENT_TOLERANCE * 100)}%: ${worst <= AGREEMENT_TOLERANCE ? "yes" : "no"}, largest difference ${Math.round(worst * 100)}%).`;
 }

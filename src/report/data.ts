@@ -4,12 +4,27 @@
  * plain data out; charts and pages are drawn from it elsewhere.
  */
 import { launcherOf } from "../launchers/index.ts";
-import { COLLECTIVE_OP, COLLECTIVES, numericKnob, PROBE_LIBRARIES, probedAs, REDUCTIONS, STRATEGY_KNOBS, type Collective, type ProbeLibrary, type TrainKnobName } from "../config/registry.ts";
 import {
-  efficiencyCeiling, type EfficiencyCeiling,
-} from "../results/cost-model.ts";
+  COLLECTIVE_OP,
+  COLLECTIVES,
+  numericKnob,
+  PROBE_LIBRARIES,
+  probedAs,
+  REDUCTIONS,
+  STRATEGY_KNOBS,
+  type Collective,
+  type ProbeLibrary,
+  type TrainKnobName,
+} from "../config/registry.ts";
+import { efficiencyCeiling, type EfficiencyCeiling } from "../results/cost-model.ts";
 import { meanWithInterval, type MeanWithInterval } from "../results/statistics.ts";
-import { allReducesPerStep, exchangeShare, isReduction, reductionLowerBoundSeconds, type Reduction } from "../reductions/index.ts";
+import {
+  allReducesPerStep,
+  exchangeShare,
+  isReduction,
+  reductionLowerBoundSeconds,
+  type Reduction,
+} from "../reductions/index.ts";
 import { fitAlphaBeta, predictTrainingStep, type AlphaBetaFit, type CollectiveOp } from "../results/comm-model.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import type { AllReduceResult, TrainResult } from "../results/worker-result.ts";
@@ -35,7 +50,7 @@ export interface Interval extends MeanWithInterval {
 
 /** The ± a chart's error bar shows: the interval over repeats, or a single repeat's spread over iterations. */
 export function errorHalfWidth(interval: Interval): number {
-  return interval.n > 1 ? interval.halfWidth95 : interval.iterationSpread95 ?? 0;
+  return interval.n > 1 ? interval.halfWidth95 : (interval.iterationSpread95 ?? 0);
 }
 
 /** The single-node measurement every bandwidth's series of a configuration is compared with. */
@@ -218,7 +233,12 @@ export interface RealDataRun {
 
 export interface ReportData {
   /** Runs by the status of their latest attempt; `doneAgain`: runs with more than one attempt. */
-  readonly runCounts: { readonly total: number; readonly ok: number; readonly failed: number; readonly doneAgain: number };
+  readonly runCounts: {
+    readonly total: number;
+    readonly ok: number;
+    readonly failed: number;
+    readonly doneAgain: number;
+  };
   readonly training: readonly TrainingConfig[];
   /** Train runs on real data, fewest workers first. */
   readonly realData: readonly RealDataRun[];
@@ -256,27 +276,52 @@ export function reportData(records: readonly RunRecord[]): ReportData {
   const probeRecords = ok.filter((record): record is ProbeRecord => record.result?.job === "allreduce");
   const probes = probeSeries(probeRecords);
   // Training runs sum through torch.distributed: only its probes' fits predict them.
-  const fits = new Map(probes.filter((probe) => probe.library === "torch")
-    .map((probe) => [fitKey(probe.bandwidth, probe.nodes, probe.processesPerNode, probe.reduction, COLLECTIVE_OP[probe.collective]), probe.fit]));
+  const fits = new Map(
+    probes
+      .filter((probe) => probe.library === "torch")
+      .map((probe) => [
+        fitKey(probe.bandwidth, probe.nodes, probe.processesPerNode, probe.reduction, COLLECTIVE_OP[probe.collective]),
+        probe.fit,
+      ]),
+  );
   return {
-    runCounts: { total: runs.length, ok: ok.length, failed: failures.length, doneAgain: runs.filter(({ attempts }) => attempts > 1).length },
+    runCounts: {
+      total: runs.length,
+      ok: ok.length,
+      failed: failures.length,
+      doneAgain: runs.filter(({ attempts }) => attempts > 1).length,
+    },
     // A run that lost a node ran at two node counts: it is no point of a scaling curve (the real-data table has it).
     // PowerSGD and local SGD are ring all-reduces of fewer bytes: the ring's probe fits their link.
-    training: trainingConfigs(trainRecords.filter((record) => !lostANode(record)), (bandwidth, nodes, processes, reduction, op) => fits.get(fitKey(bandwidth, nodes, processes, probedAs(reduction), op)) ?? null),
-    realData: trainRecords.filter((record) => record.result.metrics.data?.kind === "folder").map((record) => realDataRun(record, trainRecords))
+    training: trainingConfigs(
+      trainRecords.filter((record) => !lostANode(record)),
+      (bandwidth, nodes, processes, reduction, op) =>
+        fits.get(fitKey(bandwidth, nodes, processes, probedAs(reduction), op)) ?? null,
+    ),
+    realData: trainRecords
+      .filter((record) => record.result.metrics.data?.kind === "folder")
+      .map((record) => realDataRun(record, trainRecords))
       .sort((a, b) => a.workers - b.workers || a.runId.localeCompare(b.runId)),
     probes,
     failures,
   };
 }
 
-export function reportMeta(records: readonly RunRecord[], generatedAt: Date, leftOut: readonly string[] = []): ReportMeta {
+export function reportMeta(
+  records: readonly RunRecord[],
+  generatedAt: Date,
+  leftOut: readonly string[] = [],
+): ReportMeta {
   const first = records[0];
   // A run started by another launcher than the default says so next to its testbed ("runs as Slurm jobs").
-  const testbeds = [...new Set(records.map(({ testbed, params }) => {
-    const note = launcherOf(params.launcher).reportNote;
-    return `${testbed.name} (${testbed.target}${testbed.instanceType === undefined ? "" : `, ${testbed.instanceType}`}${note === undefined ? "" : `, ${note}`})`;
-  }))];
+  const testbeds = [
+    ...new Set(
+      records.map(({ testbed, params }) => {
+        const note = launcherOf(params.launcher).reportNote;
+        return `${testbed.name} (${testbed.target}${testbed.instanceType === undefined ? "" : `, ${testbed.instanceType}`}${note === undefined ? "" : `, ${note}`})`;
+      }),
+    ),
+  ];
   const starts = records.map((record) => record.startedAt).sort();
   const ends = records.map((record) => record.endedAt).sort();
   return {
@@ -285,7 +330,10 @@ export function reportMeta(records: readonly RunRecord[], generatedAt: Date, lef
     firstStartedAt: first === undefined ? null : starts[0]!,
     lastEndedAt: first === undefined ? null : ends[ends.length - 1]!,
     generatedAt: generatedAt.toISOString(),
-    sharedMachine: records.some((record) => targetNamed(record.testbed.target)?.nodesShareOneMachine === true && record.params.cpusPerNode === undefined),
+    sharedMachine: records.some(
+      (record) =>
+        targetNamed(record.testbed.target)?.nodesShareOneMachine === true && record.params.cpusPerNode === undefined,
+    ),
     cpusPerNode: [...new Set(records.flatMap((record) => record.params.cpusPerNode ?? []))].sort((a, b) => a - b),
     severalProcessesPerNode: records.some((record) => processesOf(record) > 1),
     leftOut,
@@ -295,19 +343,36 @@ export function reportMeta(records: readonly RunRecord[], generatedAt: Date, lef
 function failedRun({ record, attempts }: { record: RunRecord; attempts: number }): FailedRun {
   const { params } = record;
   return {
-    runId: record.runId, attempts, job: params.job, nodes: params.nodes, bandwidth: params.bandwidth,
+    runId: record.runId,
+    attempts,
+    job: params.job,
+    nodes: params.nodes,
+    bandwidth: params.bandwidth,
     ...(params.model === undefined ? {} : { model: params.model }),
     ...(params.batchSize === undefined ? {} : { batchSize: params.batchSize }),
-    error: record.error ?? "(no error recorded)", logsDir: record.logsDir,
+    error: record.error ?? "(no error recorded)",
+    logsDir: record.logsDir,
   };
 }
 
 /** The probe's fit for a link, node count, reduction and collective. */
-type FitLookup = (bandwidth: string, nodes: number, processesPerNode: number, reduction: Reduction, op: CollectiveOp) => AlphaBetaFit | null;
+type FitLookup = (
+  bandwidth: string,
+  nodes: number,
+  processesPerNode: number,
+  reduction: Reduction,
+  op: CollectiveOp,
+) => AlphaBetaFit | null;
 /** A point's fits, by collective. */
 type PointFits = (op: CollectiveOp) => AlphaBetaFit | null;
 
-function fitKey(bandwidth: string, nodes: number, processesPerNode: number, reduction: Reduction, op: CollectiveOp): string {
+function fitKey(
+  bandwidth: string,
+  nodes: number,
+  processesPerNode: number,
+  reduction: Reduction,
+  op: CollectiveOp,
+): string {
   return `${bandwidth}|${nodes}|${processesPerNode}|${reduction}|${op}`;
 }
 
@@ -327,7 +392,9 @@ function seriesName(link: string, processesPerNode: number): string {
 /** Processes per node the run had: the worker's own count (the truth on GPU nodes), else the plan's, else 1. */
 function realDataRun(record: TrainRecord, all: readonly TrainRecord[]): RealDataRun {
   const metrics = record.result.metrics;
-  const synthetic = all.filter((other) => other.result.metrics.data?.kind !== "folder" && sameExceptData(other, record));
+  const synthetic = all.filter(
+    (other) => other.result.metrics.data?.kind !== "folder" && sameExceptData(other, record),
+  );
   const waited = sum(metrics.dataWaitSeconds ?? []);
   const stepped = sum(metrics.stepSeconds);
   const lastEpoch = metrics.epochs?.at(-1);
@@ -335,10 +402,18 @@ function realDataRun(record: TrainRecord, all: readonly TrainRecord[]): RealData
   const placement = `${record.params.nodes} node${record.params.nodes === 1 ? "" : "s"} × ${processesOf(record)}`;
   return {
     runId: record.runId,
-    label: [model, `batch ${batchSize}`, placement, ...(record.params.bandwidth === null ? [] : [record.params.bandwidth])].join(" · "),
+    label: [
+      model,
+      `batch ${batchSize}`,
+      placement,
+      ...(record.params.bandwidth === null ? [] : [record.params.bandwidth]),
+    ].join(" · "),
     workers: record.result.world.size,
     throughput: throughputOf(metrics).total.mean,
-    syntheticThroughput: synthetic.length === 0 ? null : sum(synthetic.map((other) => throughputOf(other.result.metrics).total.mean)) / synthetic.length,
+    syntheticThroughput:
+      synthetic.length === 0
+        ? null
+        : sum(synthetic.map((other) => throughputOf(other.result.metrics).total.mean)) / synthetic.length,
     dataWaitFraction: metrics.dataWaitSeconds === undefined || stepped === 0 ? null : waited / stepped,
     timeToTrainSeconds: metrics.timeToTrainSeconds ?? null,
     epochs: metrics.epochs?.length ?? null,
@@ -352,14 +427,34 @@ function realDataRun(record: TrainRecord, all: readonly TrainRecord[]): RealData
     nodesAtEnd: record.result.world.nodes,
     strategy: strategyOf(record),
     reduction: reductionOf(record),
-    comparedWith: JSON.stringify([model, batchSize, record.params.nodes, processesOf(record), record.params.bandwidth,
-      sortedEntries(record.params.knobs).filter(([knob]) => !STRATEGY_DEFINING.has(knob))]),
-    context: [model, `batch ${batchSize}`, placement, ...(record.params.bandwidth === null ? [] : [record.params.bandwidth])].join(" · "),
+    comparedWith: JSON.stringify([
+      model,
+      batchSize,
+      record.params.nodes,
+      processesOf(record),
+      record.params.bandwidth,
+      sortedEntries(record.params.knobs).filter(([knob]) => !STRATEGY_DEFINING.has(knob)),
+    ]),
+    context: [
+      model,
+      `batch ${batchSize}`,
+      placement,
+      ...(record.params.bandwidth === null ? [] : [record.params.bandwidth]),
+    ].join(" · "),
     linkGbps: record.params.linkGbps,
-    stepsToTarget: metrics.reachedTargetAtEpoch == null ? null : metrics.epochs?.[metrics.reachedTargetAtEpoch - 1]?.["steps"] as number ?? null,
-    bestAccuracy: metrics.epochs === undefined || metrics.epochs.length === 0 ? null : Math.max(...metrics.epochs.map((epoch) => epoch.heldOutAccuracy)),
+    stepsToTarget:
+      metrics.reachedTargetAtEpoch == null
+        ? null
+        : ((metrics.epochs?.[metrics.reachedTargetAtEpoch - 1]?.["steps"] as number) ?? null),
+    bestAccuracy:
+      metrics.epochs === undefined || metrics.epochs.length === 0
+        ? null
+        : Math.max(...metrics.epochs.map((epoch) => epoch.heldOutAccuracy)),
     replicaDivergence: metrics.replicaDivergence ?? null,
-    averagingDrift: metrics.averagingDrift === undefined || metrics.averagingDrift.length === 0 ? null : Math.max(...metrics.averagingDrift),
+    averagingDrift:
+      metrics.averagingDrift === undefined || metrics.averagingDrift.length === 0
+        ? null
+        : Math.max(...metrics.averagingDrift),
     staleness: metrics.staleness === undefined ? null : { mean: metrics.staleness.mean, max: metrics.staleness.max },
   };
 }
@@ -370,7 +465,8 @@ const STRATEGY_DEFINING = new Set<string>(["reduction", "fp16Allreduce", ...Obje
 /** "ring", "ring + fp16", "local-sgd (localSgdPeriod 4, localSgdWarmup 2)": the reduction and its own knobs' values (the worker's defaults where unset). */
 function strategyOf(record: RunRecord): string {
   const reduction = reductionOf(record);
-  const own = (Object.entries(STRATEGY_KNOBS) as [TrainKnobName, Reduction][]).filter(([, owner]) => owner === reduction)
+  const own = (Object.entries(STRATEGY_KNOBS) as [TrainKnobName, Reduction][])
+    .filter(([, owner]) => owner === reduction)
     .map(([knob]) => `${knob} ${numericKnob(record.params.knobs, knob)}`);
   const name = record.params.knobs["fp16Allreduce"] === true ? `${reduction} + fp16` : reduction;
   return own.length === 0 ? name : `${name} (${own.join(", ")})`;
@@ -387,8 +483,15 @@ function lostANode(record: TrainRecord): boolean {
 
 /** The same configuration and placement, the data knob aside (any repeat). */
 function sameExceptData(a: TrainRecord, b: TrainRecord): boolean {
-  const rest = (record: TrainRecord) => JSON.stringify([record.params.model, record.params.batchSize, record.params.nodes, processesOf(record),
-    record.params.bandwidth, sortedEntries(Object.fromEntries(Object.entries(record.params.knobs).filter(([knob]) => knob !== "data")))]);
+  const rest = (record: TrainRecord) =>
+    JSON.stringify([
+      record.params.model,
+      record.params.batchSize,
+      record.params.nodes,
+      processesOf(record),
+      record.params.bandwidth,
+      sortedEntries(Object.fromEntries(Object.entries(record.params.knobs).filter(([knob]) => knob !== "data"))),
+    ]);
   return rest(a) === rest(b);
 }
 
@@ -404,11 +507,16 @@ export function processesOf(record: RunRecord): number {
  * "1gbit", "1gbit · 2 per node", "1gbit, parameter-server", "1gbit, Open MPI", "1gbit, all-gather": the probe's link,
  * placement, reduction, library and collective (the all-reduce unnamed).
  */
-export function probeLinkLabel(probe: Pick<ProbeSeries, "bandwidth" | "reduction" | "processesPerNode"> & Partial<Pick<ProbeSeries, "library" | "collective">>): string {
+export function probeLinkLabel(
+  probe: Pick<ProbeSeries, "bandwidth" | "reduction" | "processesPerNode"> &
+    Partial<Pick<ProbeSeries, "library" | "collective">>,
+): string {
   const name = seriesName(probe.bandwidth, probe.processesPerNode);
   const withReduction = probe.reduction === "ring" ? name : `${name}, ${probe.reduction}`;
   const withLibrary = probe.library === "mpi" ? `${withReduction}, Open MPI` : withReduction;
-  return probe.collective === undefined || probe.collective === "all-reduce" ? withLibrary : `${withLibrary}, ${probe.collective}`;
+  return probe.collective === undefined || probe.collective === "all-reduce"
+    ? withLibrary
+    : `${withLibrary}, ${probe.collective}`;
 }
 
 /** The reduction a run used: its knob, or ring for runs that did not set one (and records older than the knob). */
@@ -419,53 +527,80 @@ export function reductionOf(record: RunRecord): Reduction {
 
 function trainingConfigs(records: readonly TrainRecord[], fitFor: FitLookup): TrainingConfig[] {
   const variedKnobs = knobsThatVary(records);
-  const byConfig = groupBy(records, (record) => JSON.stringify([record.params.model, record.params.batchSize, sortedEntries(record.params.knobs)]));
-  return [...byConfig.values()].map((group) => {
-    const { model = "(unknown model)", batchSize = 0, knobs } = group[0]!.params;
-    // The baseline: one node with the fewest processes measured (one, unless GPU nodes ran one per GPU throughout).
-    const fewest = Math.min(...group.filter((record) => record.params.nodes === 1).map(processesOf));
-    const singleNode = group.filter((record) => record.params.nodes === 1 && processesOf(record) === fewest);
-    const unitsPerStep = batchSize * unitsPerSample(model, group[0]!.result.knobs);
-    const perWorker = meanWithInterval(singleNode.map((record) => throughputOf(record.result.metrics).perWorker.mean)).mean;
-    const baseline = singleNode.length === 0 ? null : {
-      peakMemoryBytes: peakMemoryInterval(singleNode),
-      throughput: repeatsInterval(singleNode),
-      throughputPerWorker: perWorker,
-      computeSecondsPerStep: unitsPerStep / perWorker,
-      workers: singleNode[0]!.result.world.size,
-      runIds: singleNode.map((record) => record.runId),
-      calibrationGflops: calibrationInterval(singleNode),
-    };
-    const scaled = group.filter((record) => !singleNode.includes(record));
-    const series = [...groupBy(scaled, (record) => JSON.stringify([linkOf(record), processesOf(record)])).values()].map((runs) => {
-      const link = linkOf(runs[0]!);
-      const processesPerNode = processesOf(runs[0]!);
+  const byConfig = groupBy(records, (record) =>
+    JSON.stringify([record.params.model, record.params.batchSize, sortedEntries(record.params.knobs)]),
+  );
+  return [...byConfig.values()]
+    .map((group) => {
+      const { model = "(unknown model)", batchSize = 0, knobs } = group[0]!.params;
+      // The baseline: one node with the fewest processes measured (one, unless GPU nodes ran one per GPU throughout).
+      const fewest = Math.min(...group.filter((record) => record.params.nodes === 1).map(processesOf));
+      const singleNode = group.filter((record) => record.params.nodes === 1 && processesOf(record) === fewest);
+      const unitsPerStep = batchSize * unitsPerSample(model, group[0]!.result.knobs);
+      const perWorker = meanWithInterval(
+        singleNode.map((record) => throughputOf(record.result.metrics).perWorker.mean),
+      ).mean;
+      const baseline =
+        singleNode.length === 0
+          ? null
+          : {
+              peakMemoryBytes: peakMemoryInterval(singleNode),
+              throughput: repeatsInterval(singleNode),
+              throughputPerWorker: perWorker,
+              computeSecondsPerStep: unitsPerStep / perWorker,
+              workers: singleNode[0]!.result.world.size,
+              runIds: singleNode.map((record) => record.runId),
+              calibrationGflops: calibrationInterval(singleNode),
+            };
+      const scaled = group.filter((record) => !singleNode.includes(record));
+      const series = [
+        ...groupBy(scaled, (record) => JSON.stringify([linkOf(record), processesOf(record)])).values(),
+      ].map((runs) => {
+        const link = linkOf(runs[0]!);
+        const processesPerNode = processesOf(runs[0]!);
+        return {
+          bandwidth: seriesName(link, processesPerNode),
+          link,
+          processesPerNode,
+          linkGbps: runs[0]!.params.linkGbps,
+          points: [...groupBy(runs, (record) => String(record.params.nodes)).values()]
+            .map((repeats) =>
+              scalingPoint(repeats, unitsPerStep, baseline, (op) =>
+                fitFor(link, repeats[0]!.params.nodes, processesPerNode, reductionOf(repeats[0]!), op),
+              ),
+            )
+            .sort((a, b) => a.nodes - b.nodes),
+        };
+      });
+      // A knob this configuration did not set (another strategy's, which the plan leaves out of its runs) is not named.
+      const knobLabel = variedKnobs
+        .filter((knob) => knobs[knob] !== undefined)
+        .map((knob) => `${knob}=${String(knobs[knob])}`);
       return {
-        bandwidth: seriesName(link, processesPerNode),
-        link,
-        processesPerNode,
-        linkGbps: runs[0]!.params.linkGbps,
-        points: [...groupBy(runs, (record) => String(record.params.nodes)).values()]
-          .map((repeats) => scalingPoint(repeats, unitsPerStep, baseline,
-            (op) => fitFor(link, repeats[0]!.params.nodes, processesPerNode, reductionOf(repeats[0]!), op)))
-          .sort((a, b) => a.nodes - b.nodes),
+        label: [model, `batch ${batchSize}`, ...knobLabel].join(" · "),
+        model,
+        batchSize,
+        unit: throughputOf(group[0]!.result.metrics).unit,
+        layout: layoutOf(knobs),
+        knobs,
+        device: group[0]!.result.provenance.device,
+        baseline,
+        series: series.sort(byLinkRate),
       };
-    });
-    // A knob this configuration did not set (another strategy's, which the plan leaves out of its runs) is not named.
-    const knobLabel = variedKnobs.filter((knob) => knobs[knob] !== undefined).map((knob) => `${knob}=${String(knobs[knob])}`);
-    return {
-      label: [model, `batch ${batchSize}`, ...knobLabel].join(" · "),
-      model, batchSize, unit: throughputOf(group[0]!.result.metrics).unit, layout: layoutOf(knobs), knobs, device: group[0]!.result.provenance.device, baseline,
-      series: series.sort(byLinkRate),
-    };
-  }).sort((a, b) => a.model.localeCompare(b.model) || a.batchSize - b.batchSize || a.label.localeCompare(b.label));
+    })
+    .sort((a, b) => a.model.localeCompare(b.model) || a.batchSize - b.batchSize || a.label.localeCompare(b.label));
 }
 
 /**
  * A point of a configuration: `unitsPerStep` is what one worker's step counts on one node (batch × sequence length for a
  * language model, the batch for an image model), which over the baseline's throughput per worker is its compute t_c.
  */
-function scalingPoint(repeats: readonly TrainRecord[], unitsPerStep: number, baseline: Baseline | null, fits: PointFits): ScalingPoint {
+function scalingPoint(
+  repeats: readonly TrainRecord[],
+  unitsPerStep: number,
+  baseline: Baseline | null,
+  fits: PointFits,
+): ScalingPoint {
   const { params, result } = repeats[0]!;
   if (String(params.knobs["parallelism"] ?? "ddp") !== "ddp") return layoutPoint(repeats, unitsPerStep, baseline, fits);
   const fit = fits("all_reduce");
@@ -473,30 +608,53 @@ function scalingPoint(repeats: readonly TrainRecord[], unitsPerStep: number, bas
   const workers = result.world.size;
   const placement = { nodes: params.nodes, processesPerNode: processesOf(repeats[0]!) };
   // What the worker says it sends per step (older records: the gradient, halved by fp16).
-  const allReduceBytes = result.metrics.wireBytesPerStep ?? result.metrics.gradientBytes / (params.knobs.fp16Allreduce === true ? 2 : 1);
+  const allReduceBytes =
+    result.metrics.wireBytesPerStep ?? result.metrics.gradientBytes / (params.knobs.fp16Allreduce === true ? 2 : 1);
   const reduction = reductionOf(repeats[0]!);
   // Every rate ringlab applies is tc shaping on each node's egress (ansible/roles/net_shaping).
-  const allReduceLowerBoundSeconds = params.nodes === 1 ? 0
-    : params.linkGbps === null ? null : reductionLowerBoundSeconds(reduction, allReduceBytes, placement, params.linkGbps, true);
+  const allReduceLowerBoundSeconds =
+    params.nodes === 1
+      ? 0
+      : params.linkGbps === null
+        ? null
+        : reductionLowerBoundSeconds(reduction, allReduceBytes, placement, params.linkGbps, true);
   // Every worker brings the compute of one baseline worker (a GPU; locally a CPU quota per process).
   const ideal = baseline === null ? null : (workers / baseline.workers) * baseline.throughput.mean;
   const computeSecondsPerStep = baseline === null ? null : unitsPerStep / baseline.throughputPerWorker;
-  const ceiling = computeSecondsPerStep === null || allReduceLowerBoundSeconds === null
-    ? null : efficiencyCeiling(computeSecondsPerStep, allReduceLowerBoundSeconds);
+  const ceiling =
+    computeSecondsPerStep === null || allReduceLowerBoundSeconds === null
+      ? null
+      : efficiencyCeiling(computeSecondsPerStep, allReduceLowerBoundSeconds);
   return {
-    nodes: params.nodes, processesPerNode: placement.processesPerNode, workers, throughput, runIds: repeats.map((record) => record.runId), reduction,
+    nodes: params.nodes,
+    processesPerNode: placement.processesPerNode,
+    workers,
+    throughput,
+    runIds: repeats.map((record) => record.runId),
+    reduction,
     idealThroughput: ideal,
     scalingEfficiency: ideal === null ? null : throughput.mean / ideal,
     calibrationGflops: calibrationInterval(repeats),
-    computeSecondsPerStep, allReduceBytes, allReduceLowerBoundSeconds,
+    computeSecondsPerStep,
+    allReduceBytes,
+    allReduceLowerBoundSeconds,
     efficiencyCeiling: ceiling,
-    throughputCeiling: ceiling === null || ideal === null
-      ? null : { noOverlap: ideal * ceiling.noOverlap, perfectOverlap: ideal * ceiling.perfectOverlap },
-    prediction: fit === null || computeSecondsPerStep === null || ideal === null ? null : modelPrediction(fit, {
-      computeSeconds: computeSecondsPerStep, gradientBytes: allReduceBytes * exchangeShare(reduction, workers), ranks: workers, bucketCapMb: numericKnob(params.knobs, "bucketCapMb"),
-      allReduces: allReducesPerStep(reduction, result.metrics.gradientBytes, params.knobs),
-      idealThroughput: ideal, measuredEfficiency: throughput.mean / ideal,
-    }),
+    throughputCeiling:
+      ceiling === null || ideal === null
+        ? null
+        : { noOverlap: ideal * ceiling.noOverlap, perfectOverlap: ideal * ceiling.perfectOverlap },
+    prediction:
+      fit === null || computeSecondsPerStep === null || ideal === null
+        ? null
+        : modelPrediction(fit, {
+            computeSeconds: computeSecondsPerStep,
+            gradientBytes: allReduceBytes * exchangeShare(reduction, workers),
+            ranks: workers,
+            bucketCapMb: numericKnob(params.knobs, "bucketCapMb"),
+            allReduces: allReducesPerStep(reduction, result.metrics.gradientBytes, params.knobs),
+            idealThroughput: ideal,
+            measuredEfficiency: throughput.mean / ideal,
+          }),
     peakMemoryBytes: peakMemoryInterval(repeats),
   };
 }
@@ -506,7 +664,12 @@ function scalingPoint(repeats: readonly TrainRecord[], unitsPerStep: number, bas
  * probe's fitted link (results/layout-model.ts), each on its own collective's fit where the campaign probed it
  * (probe.collective), else on the all-reduce's; its lower bound the same at the link's rate without latency.
  */
-function layoutPoint(repeats: readonly TrainRecord[], unitsPerStep: number, baseline: Baseline | null, fits: PointFits): ScalingPoint {
+function layoutPoint(
+  repeats: readonly TrainRecord[],
+  unitsPerStep: number,
+  baseline: Baseline | null,
+  fits: PointFits,
+): ScalingPoint {
   const fit = fits("all_reduce");
   const fitOf = (op: CollectiveOp) => fits(op) ?? fit!;
   const { params, result } = repeats[0]!;
@@ -514,8 +677,13 @@ function layoutPoint(repeats: readonly TrainRecord[], unitsPerStep: number, base
   const workers = result.world.size;
   const layout = result.metrics.layout;
   const dims = layout?.dims ?? {};
-  const groupSize = (group: string) => (group === "pp" ? 2 : dims[group] ?? workers);
-  const collectives = (layout?.traffic ?? []).map((item) => ({ op: item.op, bytes: item.bytes, calls: item.calls, ranks: groupSize(item.group) }));
+  const groupSize = (group: string) => (group === "pp" ? 2 : (dims[group] ?? workers));
+  const collectives = (layout?.traffic ?? []).map((item) => ({
+    op: item.op,
+    bytes: item.bytes,
+    calls: item.calls,
+    ranks: groupSize(item.group),
+  }));
   const pipeline = layout?.parallelism === "pipeline";
   const stages = dims["pp"] ?? 1;
   const tp = dims["tp"] ?? 1;
@@ -524,33 +692,78 @@ function layoutPoint(repeats: readonly TrainRecord[], unitsPerStep: number, base
   const ideal = baseline === null ? null : (workers / baseline.workers) * baseline.throughput.mean;
   const computeSecondsPerStep = baseline === null ? null : unitsPerStep / baseline.throughputPerWorker;
   const dataParallel = (dims["dp_replicate"] ?? 1) * (dims["dp_shard"] ?? 1);
-  const stepOn = (linkOf: (op: CollectiveOp) => { alphaSeconds: number; betaSecondsPerByte: number }, overlapShare: number) => predictLayoutStep({
-    computeSeconds: computeSecondsPerStep!, collectives, linkOf, overlapShare,
-    ...(tp > 1 ? { tensor: { degree: tp, splitShare: shares.split } } : {}),
-    ...(pipeline ? { pipeline: { stages, microBatches: Number(result.knobs["microBatches"] ?? 4), slowestStageShare: shares.slowestStage } } : {}),
-  });
+  const stepOn = (
+    linkOf: (op: CollectiveOp) => { alphaSeconds: number; betaSecondsPerByte: number },
+    overlapShare: number,
+  ) =>
+    predictLayoutStep({
+      computeSeconds: computeSecondsPerStep!,
+      collectives,
+      linkOf,
+      overlapShare,
+      ...(tp > 1 ? { tensor: { degree: tp, splitShare: shares.split } } : {}),
+      ...(pipeline
+        ? {
+            pipeline: {
+              stages,
+              microBatches: Number(result.knobs["microBatches"] ?? 4),
+              slowestStageShare: shares.slowestStage,
+            },
+          }
+        : {}),
+    });
   const efficiencyOf = (stepSeconds: number) => (dataParallel * computeSecondsPerStep!) / (workers * stepSeconds);
-  const atLinkRate = params.linkGbps === null ? null : { alphaSeconds: 0, betaSecondsPerByte: 8 / (params.linkGbps * 1e9) };
+  const atLinkRate =
+    params.linkGbps === null ? null : { alphaSeconds: 0, betaSecondsPerByte: 8 / (params.linkGbps * 1e9) };
   const bound = computeSecondsPerStep === null || atLinkRate === null ? null : stepOn(() => atLinkRate, 0);
-  const ceiling = bound === null ? null : { noOverlap: efficiencyOf(bound.stepSeconds), perfectOverlap: efficiencyOf(stepOn(() => atLinkRate!, 1).stepSeconds) };
+  const ceiling =
+    bound === null
+      ? null
+      : {
+          noOverlap: efficiencyOf(bound.stepSeconds),
+          perfectOverlap: efficiencyOf(stepOn(() => atLinkRate!, 1).stepSeconds),
+        };
   const measuredEfficiency = ideal === null ? null : throughput.mean / ideal;
-  const prediction = fit === null || computeSecondsPerStep === null || ideal === null ? null : (() => {
-    const step = stepOn(fitOf, 0);
-    const efficiency = { noOverlap: efficiencyOf(step.stepSeconds), perfectOverlap: efficiencyOf(stepOn(fitOf, 1).stepSeconds) };
-    return {
-      buckets: collectives.reduce((sum, item) => sum + item.calls, 0), allReduceSeconds: step.communicationSeconds, efficiency,
-      throughput: { noOverlap: ideal * efficiency.noOverlap, perfectOverlap: ideal * efficiency.perfectOverlap },
-      errorPoints: { noOverlap: 100 * (measuredEfficiency! - efficiency.noOverlap), perfectOverlap: 100 * (measuredEfficiency! - efficiency.perfectOverlap) },
-    };
-  })();
+  const prediction =
+    fit === null || computeSecondsPerStep === null || ideal === null
+      ? null
+      : (() => {
+          const step = stepOn(fitOf, 0);
+          const efficiency = {
+            noOverlap: efficiencyOf(step.stepSeconds),
+            perfectOverlap: efficiencyOf(stepOn(fitOf, 1).stepSeconds),
+          };
+          return {
+            buckets: collectives.reduce((sum, item) => sum + item.calls, 0),
+            allReduceSeconds: step.communicationSeconds,
+            efficiency,
+            throughput: { noOverlap: ideal * efficiency.noOverlap, perfectOverlap: ideal * efficiency.perfectOverlap },
+            errorPoints: {
+              noOverlap: 100 * (measuredEfficiency! - efficiency.noOverlap),
+              perfectOverlap: 100 * (measuredEfficiency! - efficiency.perfectOverlap),
+            },
+          };
+        })();
   return {
-    nodes: params.nodes, processesPerNode: processesOf(repeats[0]!), workers, throughput, runIds: repeats.map((record) => record.runId), reduction: "ring",
-    idealThroughput: ideal, scalingEfficiency: measuredEfficiency, calibrationGflops: calibrationInterval(repeats),
-    computeSecondsPerStep, allReduceBytes: result.metrics.wireBytesPerStep ?? 0,
+    nodes: params.nodes,
+    processesPerNode: processesOf(repeats[0]!),
+    workers,
+    throughput,
+    runIds: repeats.map((record) => record.runId),
+    reduction: "ring",
+    idealThroughput: ideal,
+    scalingEfficiency: measuredEfficiency,
+    calibrationGflops: calibrationInterval(repeats),
+    computeSecondsPerStep,
+    allReduceBytes: result.metrics.wireBytesPerStep ?? 0,
     allReduceLowerBoundSeconds: bound === null ? null : bound.communicationSeconds,
     efficiencyCeiling: ceiling,
-    throughputCeiling: ceiling === null || ideal === null ? null : { noOverlap: ideal * ceiling.noOverlap, perfectOverlap: ideal * ceiling.perfectOverlap },
-    prediction, peakMemoryBytes: peakMemoryInterval(repeats),
+    throughputCeiling:
+      ceiling === null || ideal === null
+        ? null
+        : { noOverlap: ideal * ceiling.noOverlap, perfectOverlap: ideal * ceiling.perfectOverlap },
+    prediction,
+    peakMemoryBytes: peakMemoryInterval(repeats),
   };
 }
 
@@ -561,27 +774,49 @@ function peakMemoryInterval(repeats: readonly TrainRecord[]): Interval | null {
 }
 
 /** A run's largest rank's peak memory over its process's baseline (the worker's measure); null where no rank measured it. */
-export function largestRankPeak(ranks: readonly { readonly peakBytes: number; readonly baselineBytes: number }[]): number | null {
+export function largestRankPeak(
+  ranks: readonly { readonly peakBytes: number; readonly baselineBytes: number }[],
+): number | null {
   return ranks.length === 0 ? null : Math.max(...ranks.map((rank) => rank.peakBytes - rank.baselineBytes));
 }
 
 /** "ddp", "fsdp full", "fsdp grad-op", "tensor", "pipeline gpipe, 4 micro-batches": a configuration's layout as its knobs say. */
 export function layoutOf(knobs: Readonly<Record<string, unknown>>): string {
   const parallelism = String(knobs["parallelism"] ?? "ddp");
-  if (parallelism === "fsdp") return `fsdp ${String(knobs["fsdpSharding"] ?? "full")}${knobs["tensorDegree"] === undefined ? "" : ` × tensor ${String(knobs["tensorDegree"])}`}`;
-  if (parallelism === "pipeline") return `pipeline ${String(knobs["pipelineSchedule"] ?? "gpipe")}, ${String(knobs["microBatches"] ?? 4)} micro-batches`;
+  if (parallelism === "fsdp")
+    return `fsdp ${String(knobs["fsdpSharding"] ?? "full")}${knobs["tensorDegree"] === undefined ? "" : ` × tensor ${String(knobs["tensorDegree"])}`}`;
+  if (parallelism === "pipeline")
+    return `pipeline ${String(knobs["pipelineSchedule"] ?? "gpipe")}, ${String(knobs["microBatches"] ?? 4)} micro-batches`;
   return parallelism;
 }
 
-function modelPrediction(fit: AlphaBetaFit, point: {
-  computeSeconds: number; gradientBytes: number; ranks: number; bucketCapMb: number | undefined; allReduces: number | undefined; idealThroughput: number; measuredEfficiency: number;
-}): ModelPrediction {
+function modelPrediction(
+  fit: AlphaBetaFit,
+  point: {
+    computeSeconds: number;
+    gradientBytes: number;
+    ranks: number;
+    bucketCapMb: number | undefined;
+    allReduces: number | undefined;
+    idealThroughput: number;
+    measuredEfficiency: number;
+  },
+): ModelPrediction {
   const { bucketCapMb, allReduces, ...rest } = point;
-  const step = predictTrainingStep(fit, { ...rest, ...(bucketCapMb === undefined ? {} : { bucketCapMb }), ...(allReduces === undefined ? {} : { allReduces }) });
+  const step = predictTrainingStep(fit, {
+    ...rest,
+    ...(bucketCapMb === undefined ? {} : { bucketCapMb }),
+    ...(allReduces === undefined ? {} : { allReduces }),
+  });
   const efficiency = { noOverlap: step.noOverlapEfficiency, perfectOverlap: step.fullOverlapEfficiency };
   return {
-    buckets: step.buckets, allReduceSeconds: step.allReduceSeconds, efficiency,
-    throughput: { noOverlap: point.idealThroughput * efficiency.noOverlap, perfectOverlap: point.idealThroughput * efficiency.perfectOverlap },
+    buckets: step.buckets,
+    allReduceSeconds: step.allReduceSeconds,
+    efficiency,
+    throughput: {
+      noOverlap: point.idealThroughput * efficiency.noOverlap,
+      perfectOverlap: point.idealThroughput * efficiency.perfectOverlap,
+    },
     errorPoints: {
       noOverlap: 100 * (point.measuredEfficiency - efficiency.noOverlap),
       perfectOverlap: 100 * (point.measuredEfficiency - efficiency.perfectOverlap),
@@ -593,8 +828,10 @@ function modelPrediction(fit: AlphaBetaFit, point: {
 function repeatsInterval(repeats: readonly TrainRecord[]): Interval {
   const totals = repeats.map((record) => throughputOf(record.result.metrics).total);
   // The worker calls its spread ci95 (ringlab.result/v1); see worker-result.ts.
-  const interval: Interval = totals.length > 1 ? meanWithInterval(totals.map((total) => total.mean))
-    : { ...meanWithInterval([totals[0]!.mean]), iterationSpread95: totals[0]!.ci95 };
+  const interval: Interval =
+    totals.length > 1
+      ? meanWithInterval(totals.map((total) => total.mean))
+      : { ...meanWithInterval([totals[0]!.mean]), iterationSpread95: totals[0]!.ci95 };
   const target = repeats.find((record) => record.params.repeatUntil !== undefined)?.params.repeatUntil;
   if (target === undefined) return interval;
   // As the campaign decided its rounds (src/campaign/precision.ts): one repeat has no interval, so never reached.
@@ -621,29 +858,61 @@ function calibrationInterval(repeats: readonly RunRecord[]): Interval | null {
 }
 
 function probeSeries(records: readonly ProbeRecord[]): ProbeSeries[] {
-  const groups = groupBy(records, (record) => JSON.stringify([record.params.bandwidth, record.params.nodes, processesOf(record), reductionOf(record), libraryOf(record), collectiveOf(record)]));
-  return [...groups.values()].map((repeats) => {
-    const { params, result } = repeats[0]!;
-    const rowsBySize = groupBy(repeats.flatMap((record) => record.result.metrics.rows), (row) => String(row.sizeBytes));
-    const rows = [...rowsBySize.values()].map((samples) => ({
-      sizeBytes: samples[0]!.sizeBytes,
-      busBandwidthGbps: meanWithInterval(samples.map((row) => row.busbwGbps)),
-      algorithmBandwidthGbps: meanWithInterval(samples.map((row) => row.algbwGbps)).mean,
-      timeSeconds: meanWithInterval(samples.map((row) => row.timeSeconds)).mean,
-      wrong: samples.reduce((sum, row) => sum + row.wrong, 0),
-    })).sort((a, b) => a.sizeBytes - b.sizeBytes);
-    const largest = rows[rows.length - 1];
-    return {
-      bandwidth: linkOf(repeats[0]!), reduction: reductionOf(repeats[0]!), library: libraryOf(repeats[0]!), collective: collectiveOf(repeats[0]!), backend: result.world.backend,
-      libraryVersion: typeof result.metrics["libraryVersion"] === "string" ? result.metrics["libraryVersion"] : null,
-      referenceGbps: referenceOf(repeats),
-      processesPerNode: processesOf(repeats[0]!), linkGbps: params.linkGbps, nodes: params.nodes, workers: result.world.size,
-      runIds: repeats.map((record) => record.runId), rows,
-      largestSizeLinkFraction: largest === undefined || params.linkGbps === null ? null : largest.busBandwidthGbps.mean / params.linkGbps,
-      fit: fitAlphaBeta(rows, result.world.size, COLLECTIVE_OP[collectiveOf(repeats[0]!)]),
-    };
-  }).sort((a, b) => byLinkRate(a, b) || a.nodes - b.nodes || a.processesPerNode - b.processesPerNode || REDUCTIONS.indexOf(a.reduction) - REDUCTIONS.indexOf(b.reduction)
-    || PROBE_LIBRARIES.indexOf(a.library) - PROBE_LIBRARIES.indexOf(b.library) || COLLECTIVES.indexOf(a.collective) - COLLECTIVES.indexOf(b.collective));
+  const groups = groupBy(records, (record) =>
+    JSON.stringify([
+      record.params.bandwidth,
+      record.params.nodes,
+      processesOf(record),
+      reductionOf(record),
+      libraryOf(record),
+      collectiveOf(record),
+    ]),
+  );
+  return [...groups.values()]
+    .map((repeats) => {
+      const { params, result } = repeats[0]!;
+      const rowsBySize = groupBy(
+        repeats.flatMap((record) => record.result.metrics.rows),
+        (row) => String(row.sizeBytes),
+      );
+      const rows = [...rowsBySize.values()]
+        .map((samples) => ({
+          sizeBytes: samples[0]!.sizeBytes,
+          busBandwidthGbps: meanWithInterval(samples.map((row) => row.busbwGbps)),
+          algorithmBandwidthGbps: meanWithInterval(samples.map((row) => row.algbwGbps)).mean,
+          timeSeconds: meanWithInterval(samples.map((row) => row.timeSeconds)).mean,
+          wrong: samples.reduce((sum, row) => sum + row.wrong, 0),
+        }))
+        .sort((a, b) => a.sizeBytes - b.sizeBytes);
+      const largest = rows[rows.length - 1];
+      return {
+        bandwidth: linkOf(repeats[0]!),
+        reduction: reductionOf(repeats[0]!),
+        library: libraryOf(repeats[0]!),
+        collective: collectiveOf(repeats[0]!),
+        backend: result.world.backend,
+        libraryVersion: typeof result.metrics["libraryVersion"] === "string" ? result.metrics["libraryVersion"] : null,
+        referenceGbps: referenceOf(repeats),
+        processesPerNode: processesOf(repeats[0]!),
+        linkGbps: params.linkGbps,
+        nodes: params.nodes,
+        workers: result.world.size,
+        runIds: repeats.map((record) => record.runId),
+        rows,
+        largestSizeLinkFraction:
+          largest === undefined || params.linkGbps === null ? null : largest.busBandwidthGbps.mean / params.linkGbps,
+        fit: fitAlphaBeta(rows, result.world.size, COLLECTIVE_OP[collectiveOf(repeats[0]!)]),
+      };
+    })
+    .sort(
+      (a, b) =>
+        byLinkRate(a, b) ||
+        a.nodes - b.nodes ||
+        a.processesPerNode - b.processesPerNode ||
+        REDUCTIONS.indexOf(a.reduction) - REDUCTIONS.indexOf(b.reduction) ||
+        PROBE_LIBRARIES.indexOf(a.library) - PROBE_LIBRARIES.indexOf(b.library) ||
+        COLLECTIVES.indexOf(a.collective) - COLLECTIVES.indexOf(b.collective),
+    );
 }
 
 function referenceOf(repeats: readonly ProbeRecord[]): Interval | null {
@@ -654,7 +923,7 @@ function referenceOf(repeats: readonly ProbeRecord[]): Interval | null {
 /** The collective the probe timed, as its result says (older results: all-reduce). */
 function collectiveOf(record: ProbeRecord): Collective {
   const value = record.result.metrics["collective"];
-  return (COLLECTIVES as readonly unknown[]).includes(value) ? value as Collective : "all-reduce";
+  return (COLLECTIVES as readonly unknown[]).includes(value) ? (value as Collective) : "all-reduce";
 }
 
 /** What the probe summed with, as its result says (older results: torch). */
@@ -663,14 +932,21 @@ function libraryOf(record: ProbeRecord): ProbeLibrary {
 }
 
 /** Slowest link first; "unlimited" last. */
-function byLinkRate(a: { linkGbps: number | null; bandwidth: string }, b: { linkGbps: number | null; bandwidth: string }): number {
+function byLinkRate(
+  a: { linkGbps: number | null; bandwidth: string },
+  b: { linkGbps: number | null; bandwidth: string },
+): number {
   return (a.linkGbps ?? Infinity) - (b.linkGbps ?? Infinity) || a.bandwidth.localeCompare(b.bandwidth);
 }
 
 /** Knob names whose values differ between training runs: the ones a panel's label must name to tell panels apart. */
 function knobsThatVary(records: readonly TrainRecord[]): string[] {
   const names = [...new Set(records.flatMap((record) => Object.keys(record.params.knobs)))].sort();
-  return names.filter((name) => new Set(records.map((record) => JSON.stringify((record.params.knobs as Record<string, unknown>)[name] ?? null))).size > 1);
+  return names.filter(
+    (name) =>
+      new Set(records.map((record) => JSON.stringify((record.params.knobs as Record<string, unknown>)[name] ?? null)))
+        .size > 1,
+  );
 }
 
 function sortedEntries(object: object): [string, unknown][] {

@@ -22,7 +22,11 @@ export interface WriteReportOptions {
 }
 
 /** Writes both files from every attempt's record and returns their paths. */
-export async function writeReport(resultsDir: string, records: readonly RunRecord[], options: WriteReportOptions = {}): Promise<{ html: string; markdown: string }> {
+export async function writeReport(
+  resultsDir: string,
+  records: readonly RunRecord[],
+  options: WriteReportOptions = {},
+): Promise<{ html: string; markdown: string }> {
   const layout = resultsLayout(resultsDir);
   if (records.length === 0) {
     throw new UsageError(`no run records in ${layout.runsDir}: nothing to report for results directory ${resultsDir}`, {
@@ -42,7 +46,11 @@ export async function writeReport(resultsDir: string, records: readonly RunRecor
 }
 
 /** The saved predictions scored, when the campaign made some; a file that cannot be read is said in the report's place. */
-function predictionsOf(file: string, data: ReturnType<typeof reportData>, records: readonly RunRecord[]): PredictionScore | undefined {
+function predictionsOf(
+  file: string,
+  data: ReturnType<typeof reportData>,
+  records: readonly RunRecord[],
+): PredictionScore | undefined {
   if (!existsSync(file)) return undefined;
   let parsed: ReturnType<typeof parsePredictions>;
   try {
@@ -51,7 +59,15 @@ function predictionsOf(file: string, data: ReturnType<typeof reportData>, record
     parsed = { problem: (error as Error).message };
   }
   if ("problem" in parsed) {
-    return { calibration: `(${file} could not be read: ${parsed.problem})`, madeAt: new Date(0).toISOString(), unit: "images", scored: [], notMeasured: 0, missing: [], sources: [] };
+    return {
+      calibration: `(${file} could not be read: ${parsed.problem})`,
+      madeAt: new Date(0).toISOString(),
+      unit: "images",
+      scored: [],
+      notMeasured: 0,
+      missing: [],
+      sources: [],
+    };
   }
   return scorePredictions(parsed.file, data, records);
 }

@@ -75,13 +75,22 @@ export interface PredictionScore {
 }
 
 /** Scores the predictions against every ok attempt of every predicted run (`records`: every attempt's record). */
-export function scorePredictions(file: AnyPredictionsFile, data: ReportData, records: readonly RunRecord[]): PredictionScore {
-  const attemptsOf = groupBy([...records].sort((a, b) => attemptOf(a) - attemptOf(b)), (record) => record.runId);
+export function scorePredictions(
+  file: AnyPredictionsFile,
+  data: ReportData,
+  records: readonly RunRecord[],
+): PredictionScore {
+  const attemptsOf = groupBy(
+    [...records].sort((a, b) => attemptOf(a) - attemptOf(b)),
+    (record) => record.runId,
+  );
   const scored: ScoredPrediction[] = [];
   let notMeasured = 0;
   for (const prediction of file.predictions) {
     const every = attemptsOf.get(prediction.runId) ?? [];
-    const measured = every.flatMap((record) => (record.status === "ok" && record.result?.job === "train" ? [{ record, metrics: record.result.metrics }] : []));
+    const measured = every.flatMap((record) =>
+      record.status === "ok" && record.result?.job === "train" ? [{ record, metrics: record.result.metrics }] : [],
+    );
     if (measured.length === 0) {
       notMeasured++;
       continue;
@@ -91,26 +100,52 @@ export function scorePredictions(file: AnyPredictionsFile, data: ReportData, rec
     const configuration = place?.label ?? prediction.runId;
     measured.forEach(({ record, metrics }, index) => {
       const throughput = throughputOf(metrics).total.mean;
-      const measuredEfficiency = place === undefined || place.perWorker === null ? null : throughput / (place.workers * place.perWorker);
+      const measuredEfficiency =
+        place === undefined || place.perWorker === null ? null : throughput / (place.workers * place.perWorker);
       const attempt = attemptOf(record);
       const named = place === undefined ? configuration : `${configuration} · repeat ${record.params.repeat}`;
-      const which = measured.length === 1 && attempt === 1 ? "" : ` · attempt ${attempt}${index === 0 ? "" : " (run again)"}`;
+      const which =
+        measured.length === 1 && attempt === 1 ? "" : ` · attempt ${attempt}${index === 0 ? "" : " (run again)"}`;
       scored.push({
-        runId: prediction.runId, label: `${named}${which}`, configuration, nodes: record.params.nodes,
-        attempt, counted: index === 0, latest: attempt === latest, disturbance: disturbance(record) ?? null,
-        predictedThroughput: prediction.throughput, measuredThroughput: throughput,
+        runId: prediction.runId,
+        label: `${named}${which}`,
+        configuration,
+        nodes: record.params.nodes,
+        attempt,
+        counted: index === 0,
+        latest: attempt === latest,
+        disturbance: disturbance(record) ?? null,
+        predictedThroughput: prediction.throughput,
+        measuredThroughput: throughput,
         throughputError: throughput / prediction.throughput - 1,
-        predictedEfficiency: prediction.scalingEfficiency, measuredEfficiency,
-        errorPoints: measuredEfficiency === null ? null : (measuredEfficiency - prediction.scalingEfficiency.value) * 100,
+        predictedEfficiency: prediction.scalingEfficiency,
+        measuredEfficiency,
+        errorPoints:
+          measuredEfficiency === null ? null : (measuredEfficiency - prediction.scalingEfficiency.value) * 100,
         ...memoryScore(prediction.memory?.rankBytes ?? null, metrics.memory?.perRank ?? []),
         cpuCheckShift: cpuCheckShift(prediction.cpuCheckGflops, record),
       });
     });
   }
-  const sources = [...new Set(file.predictions.flatMap((prediction) => [prediction.sources.compute, prediction.sources.link, prediction.sources.overlap ?? "no link (one node)"]))]
-    .filter((source) => source !== "no link (one node)");
-  return { calibration: file.calibration, madeAt: file.madeAt, unit: file.predictions[0]?.unit ?? "images", claim: predictionClaim(file, records), scored, notMeasured,
-    missing: file.missing, sources };
+  const sources = [
+    ...new Set(
+      file.predictions.flatMap((prediction) => [
+        prediction.sources.compute,
+        prediction.sources.link,
+        prediction.sources.overlap ?? "no link (one node)",
+      ]),
+    ),
+  ].filter((source) => source !== "no link (one node)");
+  return {
+    calibration: file.calibration,
+    madeAt: file.madeAt,
+    unit: file.predictions[0]?.unit ?? "images",
+    claim: predictionClaim(file, records),
+    scored,
+    notMeasured,
+    missing: file.missing,
+    sources,
+  };
 }
 
 function cpuCheckShift(calibrated: number | undefined, record: RunRecord): number | null {
@@ -138,18 +173,31 @@ export function machineCaveat(score: PredictionScore): string | undefined {
   const [low, high] = [Math.min(...shifts), Math.max(...shifts)];
   const size = (shift: number) => Math.round(Math.abs(shift) * 100);
   const span = (a: number, b: number) => (size(a) === size(b) ? `${size(a)} %` : `${size(a)} % to ${size(b)} %`);
-  const direction = low > 0 ? `${span(low, high)} faster than` : high < 0 ? `${span(high, low)} slower than` : `from ${size(low)} % slower to ${size(high)} % faster than`;
+  const direction =
+    low > 0
+      ? `${span(low, high)} faster than`
+      : high < 0
+        ? `${span(high, low)} slower than`
+        : `from ${size(low)} % slower to ${size(high)} % faster than`;
   const one = off.length === 1;
-  return `${off.length} of ${counted.length} runs' CPU check (the worker's timed matrix products before each run) read ${direction} the calibration ` +
+  return (
+    `${off.length} of ${counted.length} runs' CPU check (the worker's timed matrix products before each run) read ${direction} the calibration ` +
     `runs' that measured ${one ? "its" : "their"} compute: ${one ? "it" : "they"} ran on another machine, or a differently loaded one, than the one calibrated, and ` +
-    `${one ? "its prediction carries" : "their predictions carry"} that difference. Calibrate from a campaign run on this machine to predict it.`;
+    `${one ? "its prediction carries" : "their predictions carry"} that difference. Calibrate from a campaign run on this machine to predict it.`
+  );
 }
 
 /** The largest rank's measured peak over its baseline against the saved prediction of it. */
-function memoryScore(predicted: number | null, ranks: readonly { readonly peakBytes: number; readonly baselineBytes: number }[]):
-  Pick<ScoredPrediction, "predictedMemoryBytes" | "measuredMemoryBytes" | "memoryError"> {
+function memoryScore(
+  predicted: number | null,
+  ranks: readonly { readonly peakBytes: number; readonly baselineBytes: number }[],
+): Pick<ScoredPrediction, "predictedMemoryBytes" | "measuredMemoryBytes" | "memoryError"> {
   const measured = largestRankPeak(ranks);
-  return { predictedMemoryBytes: predicted, measuredMemoryBytes: measured, memoryError: predicted === null || measured === null ? null : measured / predicted - 1 };
+  return {
+    predictedMemoryBytes: predicted,
+    measuredMemoryBytes: measured,
+    memoryError: predicted === null || measured === null ? null : measured / predicted - 1,
+  };
 }
 
 /**
@@ -159,7 +207,10 @@ function memoryScore(predicted: number | null, ranks: readonly { readonly peakBy
 export function predictionClaim(file: AnyPredictionsFile, records: readonly RunRecord[]): PredictionClaim {
   const predicted = new Set(file.predictions.map((prediction) => prediction.runId));
   const madeAt = Date.parse(file.madeAt);
-  const startedEarlier = records.filter((record) => predicted.has(record.runId) && record.status === "ok" && !(Date.parse(record.startedAt) > madeAt))
+  const startedEarlier = records
+    .filter(
+      (record) => predicted.has(record.runId) && record.status === "ok" && !(Date.parse(record.startedAt) > madeAt),
+    )
     .map((record) => record.runId);
   const saidDone = file.schema === PREDICTIONS_SCHEMA ? file.runsDoneBefore : [];
   return {
@@ -170,7 +221,9 @@ export function predictionClaim(file: AnyPredictionsFile, records: readonly RunR
 
 /** Whether the score may be called predicted before the run: nothing measured first, from a calibration that holds none of the campaign's runs. */
 export function predictedBefore(score: PredictionScore): boolean {
-  return score.claim !== undefined && score.claim.measuredBefore.length === 0 && score.claim.sample.kind === "out-of-sample";
+  return (
+    score.claim !== undefined && score.claim.measuredBefore.length === 0 && score.claim.sample.kind === "out-of-sample"
+  );
 }
 
 /** The report section's title: "Predicted before the run" only where predictedBefore holds. */
@@ -188,27 +241,42 @@ export function claimCaveat(score: PredictionScore): string | undefined {
   if (claim === undefined || predictedBefore(score)) return undefined;
   const parts: string[] = [];
   if (claim.sample.kind === "in-sample") {
-    parts.push(`In-sample: the calibration holds runs of this campaign (${claim.sample.reasons.join("; ")}), so the errors say how well the model fits ` +
-      "its own measurements, not how well it predicts.");
+    parts.push(
+      `In-sample: the calibration holds runs of this campaign (${claim.sample.reasons.join("; ")}), so the errors say how well the model fits ` +
+        "its own measurements, not how well it predicts.",
+    );
   }
   if (claim.measuredBefore.length > 0) {
     const count = claim.measuredBefore.length;
-    parts.push(`Made after ${count} of the predicted runs ${count === 1 ? "was" : "were"} measured (${claim.measuredBefore.join(", ")}): no prediction of ${count === 1 ? "it" : "them"}.`);
+    parts.push(
+      `Made after ${count} of the predicted runs ${count === 1 ? "was" : "were"} measured (${claim.measuredBefore.join(", ")}): no prediction of ${count === 1 ? "it" : "them"}.`,
+    );
   }
   if (claim.sample.kind === "unknown") {
-    parts.push("This predictions.json (ringlab.predictions/v1) does not record which runs its calibration came from: it may hold runs of this campaign (in-sample).");
+    parts.push(
+      "This predictions.json (ringlab.predictions/v1) does not record which runs its calibration came from: it may hold runs of this campaign (in-sample).",
+    );
   }
   return parts.join(" ");
 }
 
 /** Where the run sits in the report: its label, workers and the baseline's throughput per worker. */
-function placeOf(data: ReportData, runId: string): { label: string; workers: number; perWorker: number | null } | undefined {
+function placeOf(
+  data: ReportData,
+  runId: string,
+): { label: string; workers: number; perWorker: number | null } | undefined {
   for (const config of data.training) {
     const perWorker = config.baseline === null ? null : config.baseline.throughput.mean / config.baseline.workers;
-    if (config.baseline?.runIds.includes(runId)) return { label: `${config.label} · 1 node`, workers: config.baseline.workers, perWorker };
+    if (config.baseline?.runIds.includes(runId))
+      return { label: `${config.label} · 1 node`, workers: config.baseline.workers, perWorker };
     for (const series of config.series) {
       const point = series.points.find((candidate) => candidate.runIds.includes(runId));
-      if (point !== undefined) return { label: `${config.label} · ${series.bandwidth} · ${point.nodes} nodes`, workers: point.workers, perWorker };
+      if (point !== undefined)
+        return {
+          label: `${config.label} · ${series.bandwidth} · ${point.nodes} nodes`,
+          workers: point.workers,
+          perWorker,
+        };
     }
   }
   return undefined;
@@ -232,14 +300,23 @@ export function scoreSummary(score: PredictionScore): string {
   const means = configurations.some((rows) => rows.length > 1)
     ? `, the mean of each configuration's repeats within 5 points for ${configurations.filter((rows) => Math.abs(mean(rows.map((row) => row.errorPoints!))) <= 5).length} of ${configurations.length} configurations`
     : "";
-  const label = score.claim?.sample.kind === "in-sample" ? "In-sample, no test of the model: "
-    : score.claim !== undefined && score.claim.measuredBefore.length > 0 ? "Made after runs were measured: " : "";
+  const label =
+    score.claim?.sample.kind === "in-sample"
+      ? "In-sample, no test of the model: "
+      : score.claim !== undefined && score.claim.measuredBefore.length > 0
+        ? "Made after runs were measured: "
+        : "";
   const withMemory = counted.filter((row) => row.memoryError !== null);
-  const memory = withMemory.length === 0 ? ""
-    : `, ${withMemory.filter((row) => Math.abs(row.memoryError!) <= 0.1).length} of ${withMemory.length} runs' peak memory per rank within 10 % of the predicted`;
+  const memory =
+    withMemory.length === 0
+      ? ""
+      : `, ${withMemory.filter((row) => Math.abs(row.memoryError!) <= 0.1).length} of ${withMemory.length} runs' peak memory per rank within 10 % of the predicted`;
   // Without a single-node baseline in the campaign no run has a measured efficiency: nothing to say of it.
-  const efficiency = withEfficiency.length === 0 ? "" : `${within5} of ${withEfficiency.length} multi-node runs within 5 points of the predicted scaling efficiency` +
-    `${meanAbs === null ? "" : ` (mean |error| ${meanAbs.toFixed(1)} points)`}${means}, `;
+  const efficiency =
+    withEfficiency.length === 0
+      ? ""
+      : `${within5} of ${withEfficiency.length} multi-node runs within 5 points of the predicted scaling efficiency` +
+        `${meanAbs === null ? "" : ` (mean |error| ${meanAbs.toFixed(1)} points)`}${means}, `;
   return `${label}${efficiency}${within10} of ${counted.length} runs within 10 % of the predicted throughput${memory}`;
 }
 
@@ -250,10 +327,15 @@ export function scoreSummary(score: PredictionScore): string {
  * flag) is not the model's error alone. The misses are those the summary counts: each run's first measurement.
  */
 export function flaggedMisses(score: PredictionScore, flaggedRunIds: ReadonlySet<string>): string | undefined {
-  const misses = score.scored.filter((row) => row.counted && row.errorPoints !== null && row.nodes > 1 && Math.abs(row.errorPoints) > 5);
+  const misses = score.scored.filter(
+    (row) => row.counted && row.errorPoints !== null && row.nodes > 1 && Math.abs(row.errorPoints) > 5,
+  );
   const flagged = misses.filter((row) => (row.latest ? flaggedRunIds.has(row.runId) : row.disturbance !== null)).length;
   if (flagged === 0) return undefined;
-  const which = misses.length === 1 ? "the one multi-node run outside 5 points is" : `${flagged} of the ${misses.length} multi-node runs outside 5 points ${flagged === 1 ? "is" : "are"}`;
+  const which =
+    misses.length === 1
+      ? "the one multi-node run outside 5 points is"
+      : `${flagged} of the ${misses.length} multi-node runs outside 5 points ${flagged === 1 ? "is" : "are"}`;
   return `${which} flagged (see Flags): the measurement, not only the model, may be off there`;
 }
 

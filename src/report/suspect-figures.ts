@@ -11,11 +11,28 @@ import { latestAttempts, type RunRecord } from "../results/record.ts";
 import { quantile } from "../results/statistics.ts";
 import { describeUnsteadiness, UNSTEADY_SHIFT, unsteadiness } from "../results/steadiness.ts";
 import { formatBytes } from "../util/format.ts";
-import { errorHalfWidth, IN_ONE_NODE, probeLinkLabel, type BandwidthSeries, type Interval, type ReportData, type ScalingPoint, type TrainingConfig } from "./data.ts";
+import {
+  errorHalfWidth,
+  IN_ONE_NODE,
+  probeLinkLabel,
+  type BandwidthSeries,
+  type Interval,
+  type ReportData,
+  type ScalingPoint,
+  type TrainingConfig,
+} from "./data.ts";
 import { percent } from "./text.ts";
 import { rateUnit } from "../results/worker-result.ts";
 
-export const FLAG_KINDS = ["efficiency-above-ideal", "probe-above-link", "outlier-repeat", "wide-interval", "faster-link-slower", "machine-busy", "unsteady-run"] as const;
+export const FLAG_KINDS = [
+  "efficiency-above-ideal",
+  "probe-above-link",
+  "outlier-repeat",
+  "wide-interval",
+  "faster-link-slower",
+  "machine-busy",
+  "unsteady-run",
+] as const;
 export type FlagKind = (typeof FLAG_KINDS)[number];
 
 export interface Flag {
@@ -103,12 +120,30 @@ interface RepeatSet {
 function repeatSets(data: Pick<ReportData, "training" | "probes">): RepeatSet[] {
   return [
     ...data.training.flatMap((config) => [
-      ...(config.baseline === null ? [] : [{ subject: baselineSubject(config), runIds: config.baseline.runIds, unit: rateUnit(config.unit), throughput: config.baseline.throughput }]),
-      ...config.series.flatMap((series) => series.points.map((point) => ({
-        subject: pointSubject(config, series, point), runIds: point.runIds, unit: rateUnit(config.unit), throughput: point.throughput,
-      }))),
+      ...(config.baseline === null
+        ? []
+        : [
+            {
+              subject: baselineSubject(config),
+              runIds: config.baseline.runIds,
+              unit: rateUnit(config.unit),
+              throughput: config.baseline.throughput,
+            },
+          ]),
+      ...config.series.flatMap((series) =>
+        series.points.map((point) => ({
+          subject: pointSubject(config, series, point),
+          runIds: point.runIds,
+          unit: rateUnit(config.unit),
+          throughput: point.throughput,
+        })),
+      ),
     ]),
-    ...data.probes.map((probe) => ({ subject: `all-reduce probe · ${probeLinkLabel(probe)} · ${probe.nodes} nodes`, runIds: probe.runIds, unit: "Gbit/s" as const })),
+    ...data.probes.map((probe) => ({
+      subject: `all-reduce probe · ${probeLinkLabel(probe)} · ${probe.nodes} nodes`,
+      runIds: probe.runIds,
+      unit: "Gbit/s" as const,
+    })),
   ];
 }
 
@@ -126,23 +161,32 @@ function baselineSubject(config: TrainingConfig): string {
  * side's ± is errorHalfWidth's: Student's t over repeats, or one run's spread over iterations.
  */
 function efficiencyAboveIdeal(training: readonly TrainingConfig[]): Flag[] {
-  return training.flatMap((config) => config.series.flatMap((series) => series.points.flatMap((point) => {
-    const baseline = config.baseline;
-    const efficiency = point.scalingEfficiency;
-    if (baseline === null || efficiency === null) return [];
-    const relativeHalfWidth = Math.hypot(
-      errorHalfWidth(point.throughput) / point.throughput.mean,
-      errorHalfWidth(baseline.throughput) / baseline.throughput.mean,
-    );
-    const halfWidth = efficiency * relativeHalfWidth;
-    if (efficiency - 1 <= halfWidth) return [];
-    return [{
-      kind: "efficiency-above-ideal" as const, subject: pointSubject(config, series, point), runIds: point.runIds,
-      reason: `scaling efficiency ${percent(efficiency)} ± ${(100 * halfWidth).toFixed(1)} points is above 100% by more than its 95% interval ` +
-        `(delta method: the point's ${measurementText(point.throughput, rateUnit(config.unit))} and the baseline's ${measurementText(baseline.throughput, rateUnit(config.unit))}, ` +
-        "relative half-widths combined in quadrature); more than ideal scaling usually means the baseline ran slow.",
-    }];
-  })));
+  return training.flatMap((config) =>
+    config.series.flatMap((series) =>
+      series.points.flatMap((point) => {
+        const baseline = config.baseline;
+        const efficiency = point.scalingEfficiency;
+        if (baseline === null || efficiency === null) return [];
+        const relativeHalfWidth = Math.hypot(
+          errorHalfWidth(point.throughput) / point.throughput.mean,
+          errorHalfWidth(baseline.throughput) / baseline.throughput.mean,
+        );
+        const halfWidth = efficiency * relativeHalfWidth;
+        if (efficiency - 1 <= halfWidth) return [];
+        return [
+          {
+            kind: "efficiency-above-ideal" as const,
+            subject: pointSubject(config, series, point),
+            runIds: point.runIds,
+            reason:
+              `scaling efficiency ${percent(efficiency)} ± ${(100 * halfWidth).toFixed(1)} points is above 100% by more than its 95% interval ` +
+              `(delta method: the point's ${measurementText(point.throughput, rateUnit(config.unit))} and the baseline's ${measurementText(baseline.throughput, rateUnit(config.unit))}, ` +
+              "relative half-widths combined in quadrature); more than ideal scaling usually means the baseline ran slow.",
+          },
+        ];
+      }),
+    ),
+  );
 }
 
 /** Per probe series, its message sizes whose bus bandwidth exceeds link × 1.02 + their 95% half-width; the worst named. */
@@ -153,15 +197,27 @@ function probeAboveLink(data: Pick<ReportData, "probes">): Flag[] {
     const limitOf = (interval: Interval) => linkGbps * (1 + PROBE_LINK_MARGIN) + interval.halfWidth95;
     const above = probe.rows.filter((row) => row.busBandwidthGbps.mean > limitOf(row.busBandwidthGbps));
     if (above.length === 0) return [];
-    const worst = above.reduce((a, b) => (b.busBandwidthGbps.mean - limitOf(b.busBandwidthGbps) > a.busBandwidthGbps.mean - limitOf(a.busBandwidthGbps) ? b : a));
+    const worst = above.reduce((a, b) =>
+      b.busBandwidthGbps.mean - limitOf(b.busBandwidthGbps) > a.busBandwidthGbps.mean - limitOf(a.busBandwidthGbps)
+        ? b
+        : a,
+    );
     const busbw = worst.busBandwidthGbps;
-    const noise = busbw.n > 1 ? `± ${gbps(busbw.halfWidth95)}, Student's t over ${busbw.n} repeats` : "one repeat, no interval: the margin alone";
-    return [{
-      kind: "probe-above-link" as const, subject: `all-reduce probe · ${probeLinkLabel(probe)} · ${probe.nodes} nodes`, runIds: probe.runIds,
-      reason: `bus bandwidth ${gbps(busbw.mean)} Gbit/s at ${formatBytes(worst.sizeBytes)} (${noise}) is above the ${gbps(linkGbps)} Gbit/s link ` +
-        `by more than its 95% interval plus ${Math.round(PROBE_LINK_MARGIN * 100)}% (limit ${gbps(limitOf(busbw))} Gbit/s)` +
-        `${above.length > 1 ? `, as at ${above.length - 1} more of its ${probe.rows.length} message sizes` : ""}: the shaping did not hold, or the probe's times are wrong.`,
-    }];
+    const noise =
+      busbw.n > 1
+        ? `± ${gbps(busbw.halfWidth95)}, Student's t over ${busbw.n} repeats`
+        : "one repeat, no interval: the margin alone";
+    return [
+      {
+        kind: "probe-above-link" as const,
+        subject: `all-reduce probe · ${probeLinkLabel(probe)} · ${probe.nodes} nodes`,
+        runIds: probe.runIds,
+        reason:
+          `bus bandwidth ${gbps(busbw.mean)} Gbit/s at ${formatBytes(worst.sizeBytes)} (${noise}) is above the ${gbps(linkGbps)} Gbit/s link ` +
+          `by more than its 95% interval plus ${Math.round(PROBE_LINK_MARGIN * 100)}% (limit ${gbps(limitOf(busbw))} Gbit/s)` +
+          `${above.length > 1 ? `, as at ${above.length - 1} more of its ${probe.rows.length} message sizes` : ""}: the shaping did not hold, or the probe's times are wrong.`,
+      },
+    ];
   });
 }
 
@@ -179,7 +235,10 @@ function outlierRepeats(sets: readonly RepeatSet[], records: ReadonlyMap<string,
     });
     if (measured.length < OUTLIER_MIN_REPEATS) return [];
     return measured.flatMap(({ runId, value }) => {
-      const others = measured.filter((other) => other.runId !== runId).map((other) => other.value).sort((a, b) => a - b);
+      const others = measured
+        .filter((other) => other.runId !== runId)
+        .map((other) => other.value)
+        .sort((a, b) => a - b);
       const lowerQuartile = quantile(others, 0.25);
       const upperQuartile = quantile(others, 0.75);
       const range = upperQuartile - lowerQuartile;
@@ -187,11 +246,16 @@ function outlierRepeats(sets: readonly RepeatSet[], records: ReadonlyMap<string,
       const high = upperQuartile + OUTLIER_FENCE_IQRS * range;
       if (value >= low && value <= high) return [];
       const format = (x: number) => measure(x, set.unit);
-      return [{
-        kind: "outlier-repeat" as const, subject: set.subject, runIds: [runId],
-        reason: `repeat ${runId} measured ${format(value)} ${set.unit}, outside the far-out fence ${format(low)} – ${format(high)} of the other ` +
-          `${others.length} repeats (quartiles ${format(lowerQuartile)} and ${format(upperQuartile)}, ${OUTLIER_FENCE_IQRS} interquartile ranges beyond them: Tukey).`,
-      }];
+      return [
+        {
+          kind: "outlier-repeat" as const,
+          subject: set.subject,
+          runIds: [runId],
+          reason:
+            `repeat ${runId} measured ${format(value)} ${set.unit}, outside the far-out fence ${format(low)} – ${format(high)} of the other ` +
+            `${others.length} repeats (quartiles ${format(lowerQuartile)} and ${format(upperQuartile)}, ${OUTLIER_FENCE_IQRS} interquartile ranges beyond them: Tukey).`,
+        },
+      ];
     });
   });
 }
@@ -203,11 +267,16 @@ function wideIntervals(sets: readonly RepeatSet[]): Flag[] {
     if (interval === undefined || interval.n < 2) return [];
     const share = (2 * interval.halfWidth95) / interval.mean;
     if (share <= WIDE_INTERVAL_SHARE) return [];
-    return [{
-      kind: "wide-interval" as const, subject: set.subject, runIds: set.runIds,
-      reason: `the 95% interval of the mean, ${measure(interval.mean, set.unit)} ± ${measure(interval.halfWidth95, set.unit)} ${set.unit} over ${interval.n} repeats ` +
-        `(Student's t), is ${percent(share)} of the mean wide, more than ${Math.round(WIDE_INTERVAL_SHARE * 100)}%: the mean is not known well enough to compare; more repeats narrow it.`,
-    }];
+    return [
+      {
+        kind: "wide-interval" as const,
+        subject: set.subject,
+        runIds: set.runIds,
+        reason:
+          `the 95% interval of the mean, ${measure(interval.mean, set.unit)} ± ${measure(interval.halfWidth95, set.unit)} ${set.unit} over ${interval.n} repeats ` +
+          `(Student's t), is ${percent(share)} of the mean wide, more than ${Math.round(WIDE_INTERVAL_SHARE * 100)}%: the mean is not known well enough to compare; more repeats narrow it.`,
+      },
+    ];
   });
 }
 
@@ -220,31 +289,37 @@ function wideIntervals(sets: readonly RepeatSet[]): Flag[] {
 function fasterLinkSlower(training: readonly TrainingConfig[]): Flag[] {
   return training.flatMap((config) => {
     const linked = config.series.filter((series) => series.link !== IN_ONE_NODE);
-    return linked.flatMap((slow) => linked.flatMap((fast) => {
-      if (fast.processesPerNode !== slow.processesPerNode || rateOf(fast) <= rateOf(slow)) return [];
-      return fast.points.flatMap((fastPoint) => {
-        const slowPoint = slow.points.find((point) => point.nodes === fastPoint.nodes);
-        if (slowPoint === undefined) return [];
-        const fastRate = fastPoint.throughput;
-        const slowRate = slowPoint.throughput;
-        const judgedByIntervals = hasNoiseEstimate(fastRate) && hasNoiseEstimate(slowRate);
-        const drop = 1 - fastRate.mean / slowRate.mean;
-        const clearlySlower = judgedByIntervals
-          ? fastRate.mean + errorHalfWidth(fastRate) < slowRate.mean - errorHalfWidth(slowRate)
-          : drop > FASTER_LINK_DROP;
-        if (!clearlySlower) return [];
-        const why = judgedByIntervals
-          ? "and the two 95% intervals do not overlap"
-          : `${percent(drop)} fewer, more than ${Math.round(FASTER_LINK_DROP * 100)}% (without a noise estimate on both sides the drop alone decides)`;
-        return [{
-          kind: "faster-link-slower" as const, subject: `${config.label} · ${fastPoint.nodes} nodes · ${fast.bandwidth} against ${slow.bandwidth}`,
-          runIds: [...fastPoint.runIds, ...slowPoint.runIds],
-          reason: `at ${fastPoint.nodes} nodes the faster link ${fast.bandwidth} gave ${measurementText(fastRate, rateUnit(config.unit))}, ` +
-            `fewer than ${slow.bandwidth}'s ${measurementText(slowRate, rateUnit(config.unit))}, ${why}: ` +
-            "a faster link cannot make a step slower; look for a busy machine or a slow run.",
-        }];
-      });
-    }));
+    return linked.flatMap((slow) =>
+      linked.flatMap((fast) => {
+        if (fast.processesPerNode !== slow.processesPerNode || rateOf(fast) <= rateOf(slow)) return [];
+        return fast.points.flatMap((fastPoint) => {
+          const slowPoint = slow.points.find((point) => point.nodes === fastPoint.nodes);
+          if (slowPoint === undefined) return [];
+          const fastRate = fastPoint.throughput;
+          const slowRate = slowPoint.throughput;
+          const judgedByIntervals = hasNoiseEstimate(fastRate) && hasNoiseEstimate(slowRate);
+          const drop = 1 - fastRate.mean / slowRate.mean;
+          const clearlySlower = judgedByIntervals
+            ? fastRate.mean + errorHalfWidth(fastRate) < slowRate.mean - errorHalfWidth(slowRate)
+            : drop > FASTER_LINK_DROP;
+          if (!clearlySlower) return [];
+          const why = judgedByIntervals
+            ? "and the two 95% intervals do not overlap"
+            : `${percent(drop)} fewer, more than ${Math.round(FASTER_LINK_DROP * 100)}% (without a noise estimate on both sides the drop alone decides)`;
+          return [
+            {
+              kind: "faster-link-slower" as const,
+              subject: `${config.label} · ${fastPoint.nodes} nodes · ${fast.bandwidth} against ${slow.bandwidth}`,
+              runIds: [...fastPoint.runIds, ...slowPoint.runIds],
+              reason:
+                `at ${fastPoint.nodes} nodes the faster link ${fast.bandwidth} gave ${measurementText(fastRate, rateUnit(config.unit))}, ` +
+                `fewer than ${slow.bandwidth}'s ${measurementText(slowRate, rateUnit(config.unit))}, ${why}: ` +
+                "a faster link cannot make a step slower; look for a busy machine or a slow run.",
+            },
+          ];
+        });
+      }),
+    );
   });
 }
 
@@ -261,14 +336,20 @@ function machineBusy(latest: readonly RunRecord[], sets: readonly RepeatSet[]): 
   return latest.flatMap((record) => {
     const load = record.hostLoad;
     if (load?.busy !== true) return [];
-    const pressure = load.cpuPressureShare === undefined ? "" : `; some task waited for a CPU ${percent(load.cpuPressureShare)} of the time`;
-    return [{
-      kind: "machine-busy" as const,
-      subject: subjectOf(record.runId, sets),
-      runIds: [record.runId],
-      reason: `run ${record.runId}: ${percent(load.outsideShare)} of the machine's CPU capacity went to work outside the testbed while its benchmark ran, ` +
-        `above the ${percent(load.busyThreshold)} that marks the machine busy${pressure}: its numbers may be the machine's, not the testbed's.`,
-    }];
+    const pressure =
+      load.cpuPressureShare === undefined
+        ? ""
+        : `; some task waited for a CPU ${percent(load.cpuPressureShare)} of the time`;
+    return [
+      {
+        kind: "machine-busy" as const,
+        subject: subjectOf(record.runId, sets),
+        runIds: [record.runId],
+        reason:
+          `run ${record.runId}: ${percent(load.outsideShare)} of the machine's CPU capacity went to work outside the testbed while its benchmark ran, ` +
+          `above the ${percent(load.busyThreshold)} that marks the machine busy${pressure}: its numbers may be the machine's, not the testbed's.`,
+      },
+    ];
   });
 }
 
@@ -282,21 +363,25 @@ function unsteadyRuns(latest: readonly RunRecord[], sets: readonly RepeatSet[]):
   return latest.flatMap((record) => {
     const shift = unsteadiness(record);
     if (shift === undefined) return [];
-    return [{
-      kind: "unsteady-run" as const,
-      subject: subjectOf(record.runId, sets),
-      runIds: [record.runId],
-      reason: `run ${record.runId} changed speed while it ran: ${describeUnsteadiness(shift)}, ${percent(shift.shift)} apart, more than ` +
-        `${percent(UNSTEADY_SHIFT)}: its throughput mixes two speeds. Something slowed the machine for part of the run, or its warm-up ` +
-        "(numWarmupBatches) was too short if every run shows it.",
-    }];
+    return [
+      {
+        kind: "unsteady-run" as const,
+        subject: subjectOf(record.runId, sets),
+        runIds: [record.runId],
+        reason:
+          `run ${record.runId} changed speed while it ran: ${describeUnsteadiness(shift)}, ${percent(shift.shift)} apart, more than ` +
+          `${percent(UNSTEADY_SHIFT)}: its throughput mixes two speeds. Something slowed the machine for part of the run, or its warm-up ` +
+          "(numWarmupBatches) was too short if every run shows it.",
+      },
+    ];
   });
 }
 
 /** "206.0 img/s (± 14.9, Student's t over 3 repeats)", or one run's spread over iterations, or no noise estimate at all. */
 function measurementText(interval: Interval, unit: string): string {
   const value = `${measure(interval.mean, unit)} ${unit}`;
-  if (interval.n > 1) return `${value} (± ${measure(interval.halfWidth95, unit)}, Student's t over ${interval.n} repeats)`;
+  if (interval.n > 1)
+    return `${value} (± ${measure(interval.halfWidth95, unit)}, Student's t over ${interval.n} repeats)`;
   const spread = interval.iterationSpread95 ?? 0;
   if (spread > 0) return `${value} (± ${measure(spread, unit)}, one run's spread over iterations)`;
   return `${value} (one run without a spread over iterations: no noise estimate)`;

@@ -22,7 +22,8 @@ export function readableSpan(fromIso: string, toIso: string): string {
   const to = readableTime(toIso);
   const [fromDay, fromClock] = from.split(", ");
   const [toDay, toClock] = to.split(", ");
-  if (fromClock !== undefined && toClock !== undefined && fromDay === toDay) return `${fromDay}, ${fromClock.replace(" UTC", "")} – ${toClock}`;
+  if (fromClock !== undefined && toClock !== undefined && fromDay === toDay)
+    return `${fromDay}, ${fromClock.replace(" UTC", "")} – ${toClock}`;
   return `${from} – ${to}`;
 }
 

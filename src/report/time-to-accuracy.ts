@@ -42,16 +42,21 @@ export interface StrategyRace {
 
 /** Real-data runs that differ only in their strategy (and repeat), grouped: every group with two strategies or more. */
 export function strategyRaces(runs: readonly RealDataRun[]): StrategyRace[] {
-  return [...groupBy(runs, (run) => run.comparedWith).values()].filter((group) => new Set(group.map((run) => run.strategy)).size > 1).map((group) => {
-    const byStrategy = groupBy(group, (run) => run.strategy);
-    const order = (repeats: readonly RealDataRun[]) => REDUCTIONS.indexOf(repeats[0]!.reduction);
-    return {
-      context: group[0]!.context,
-      linkGbps: group[0]!.linkGbps,
-      targetAccuracy: group[0]!.targetAccuracy,
-      outcomes: [...byStrategy.values()].sort((a, b) => order(a) - order(b) || a[0]!.strategy.localeCompare(b[0]!.strategy)).map(outcome),
-    };
-  }).sort((a, b) => (a.linkGbps ?? Infinity) - (b.linkGbps ?? Infinity) || a.context.localeCompare(b.context));
+  return [...groupBy(runs, (run) => run.comparedWith).values()]
+    .filter((group) => new Set(group.map((run) => run.strategy)).size > 1)
+    .map((group) => {
+      const byStrategy = groupBy(group, (run) => run.strategy);
+      const order = (repeats: readonly RealDataRun[]) => REDUCTIONS.indexOf(repeats[0]!.reduction);
+      return {
+        context: group[0]!.context,
+        linkGbps: group[0]!.linkGbps,
+        targetAccuracy: group[0]!.targetAccuracy,
+        outcomes: [...byStrategy.values()]
+          .sort((a, b) => order(a) - order(b) || a[0]!.strategy.localeCompare(b[0]!.strategy))
+          .map(outcome),
+      };
+    })
+    .sort((a, b) => (a.linkGbps ?? Infinity) - (b.linkGbps ?? Infinity) || a.context.localeCompare(b.context));
 }
 
 function outcome(repeats: readonly RealDataRun[]): StrategyOutcome {
@@ -75,7 +80,9 @@ function outcome(repeats: readonly RealDataRun[]): StrategyOutcome {
 
 function stalenessOf(repeats: readonly RealDataRun[]): StrategyOutcome["staleness"] {
   const measured = repeats.flatMap((run) => (run.staleness === null ? [] : [run.staleness]));
-  return measured.length === 0 ? null : { mean: mean(measured.map((s) => s.mean))!, max: maximum(measured.map((s) => s.max))! };
+  return measured.length === 0
+    ? null
+    : { mean: mean(measured.map((s) => s.mean))!, max: maximum(measured.map((s) => s.max))! };
 }
 
 /**
@@ -86,23 +93,33 @@ function stalenessOf(repeats: readonly RealDataRun[]): StrategyOutcome["stalenes
 export function raceVerdict(race: StrategyRace): string {
   const where = race.context;
   if (race.targetAccuracy === null) {
-    const best = race.outcomes.filter((o) => o.finalAccuracy !== null).sort((a, b) => b.finalAccuracy! - a.finalAccuracy!)[0];
-    return best === undefined ? `${where}: no held-out accuracy recorded.`
+    const best = race.outcomes
+      .filter((o) => o.finalAccuracy !== null)
+      .sort((a, b) => b.finalAccuracy! - a.finalAccuracy!)[0];
+    return best === undefined
+      ? `${where}: no held-out accuracy recorded.`
       : `${where}: no target accuracy set (train.targetAccuracy); ${best.strategy} ended with the highest held-out accuracy, ${percent(best.finalAccuracy!)}.`;
   }
   const target = percent(race.targetAccuracy);
-  const always = race.outcomes.filter((o) => o.reached === o.repeats && o.timeToTargetSeconds !== null)
+  const always = race.outcomes
+    .filter((o) => o.reached === o.repeats && o.timeToTargetSeconds !== null)
     .sort((a, b) => a.timeToTargetSeconds! - b.timeToTargetSeconds!);
-  const missed = race.outcomes.filter((o) => o.reached < o.repeats).map((o) => o.reached === 0
-    ? `${o.strategy} never reached it (best ${o.bestAccuracy === null ? "not recorded" : percent(o.bestAccuracy)})`
-    : `${o.strategy} reached it in ${o.reached} of ${o.repeats} repeats only (best ${percent(o.bestAccuracy!)})`);
+  const missed = race.outcomes
+    .filter((o) => o.reached < o.repeats)
+    .map((o) =>
+      o.reached === 0
+        ? `${o.strategy} never reached it (best ${o.bestAccuracy === null ? "not recorded" : percent(o.bestAccuracy)})`
+        : `${o.strategy} reached it in ${o.reached} of ${o.repeats} repeats only (best ${percent(o.bestAccuracy!)})`,
+    );
   const tail = missed.length === 0 ? "." : `; ${missed.join("; ")}.`;
   const [first] = always;
   if (first === undefined) return `${where}: no strategy reached ${target} in every repeat${tail}`;
   const ring = always.find((o) => o.strategy === "ring");
   const against = ring !== undefined && ring !== first ? ring : always[1];
-  const lead = against === undefined ? "the only one to reach it in every repeat"
-    : `${(against.timeToTargetSeconds! / first.timeToTargetSeconds!).toFixed(2)}× sooner than ${against.strategy} (${seconds(against.timeToTargetSeconds!)})`;
+  const lead =
+    against === undefined
+      ? "the only one to reach it in every repeat"
+      : `${(against.timeToTargetSeconds! / first.timeToTargetSeconds!).toFixed(2)}× sooner than ${against.strategy} (${seconds(against.timeToTargetSeconds!)})`;
   return `${where}: ${first.strategy} reached ${target} first, in ${seconds(first.timeToTargetSeconds!)} (${epochs(first.epochsToTarget!)}), ${lead}${tail}`;
 }
 

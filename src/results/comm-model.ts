@@ -46,7 +46,11 @@ export function collectiveShape(op: CollectiveOp, ranks: number): { steps: numbe
  * (no latency can be negative) is refitted through the origin: the constrained least-squares optimum then lies
  * on α = 0. Null with fewer than two distinct sizes or one rank, which determine no line.
  */
-export function fitAlphaBeta(samples: readonly ProbeSample[], ranks: number, op: CollectiveOp = "all_reduce"): AlphaBetaFit | null {
+export function fitAlphaBeta(
+  samples: readonly ProbeSample[],
+  ranks: number,
+  op: CollectiveOp = "all_reduce",
+): AlphaBetaFit | null {
   if (ranks < 2 || new Set(samples.map((sample) => sample.sizeBytes)).size < 2) return null;
   const line = leastSquaresLine(samples);
   const { intercept, slope } = line.intercept >= 0 ? line : { intercept: 0, slope: slopeThroughOrigin(samples) };
@@ -62,7 +66,11 @@ export function fitAlphaBeta(samples: readonly ProbeSample[], ranks: number, op:
 }
 
 /** The fitted time of one all-reduce of `bytes` over `ranks` ranks. */
-export function allReduceSeconds(fit: Pick<AlphaBetaFit, "alphaSeconds" | "betaSecondsPerByte">, bytes: number, ranks: number): number {
+export function allReduceSeconds(
+  fit: Pick<AlphaBetaFit, "alphaSeconds" | "betaSecondsPerByte">,
+  bytes: number,
+  ranks: number,
+): number {
   if (ranks < 2) return 0;
   const steps = ringSteps(ranks);
   return steps * fit.alphaSeconds + (steps / ranks) * bytes * fit.betaSecondsPerByte;
@@ -124,12 +132,20 @@ export interface TrainingStepPrediction {
 }
 
 /** One data-parallel step under the fitted model, at both overlap bounds. */
-export function predictTrainingStep(fit: Pick<AlphaBetaFit, "alphaSeconds" | "betaSecondsPerByte">, input: TrainingStepInput): TrainingStepPrediction {
+export function predictTrainingStep(
+  fit: Pick<AlphaBetaFit, "alphaSeconds" | "betaSecondsPerByte">,
+  input: TrainingStepInput,
+): TrainingStepPrediction {
   const { gradientBytes, ranks } = input;
   const buckets = bucketsOf(input);
   // The buckets' sizes add up to the gradient: the bandwidth term is paid once, the latency term per bucket.
   const latencySeconds = ranks < 2 ? 0 : (input.allReduces ?? buckets) * ringSteps(ranks) * fit.alphaSeconds;
-  return stepOf(input.computeSeconds, buckets, latencySeconds + allReduceSeconds({ alphaSeconds: 0, betaSecondsPerByte: fit.betaSecondsPerByte }, gradientBytes, ranks));
+  return stepOf(
+    input.computeSeconds,
+    buckets,
+    latencySeconds +
+      allReduceSeconds({ alphaSeconds: 0, betaSecondsPerByte: fit.betaSecondsPerByte }, gradientBytes, ranks),
+  );
 }
 
 export interface HierarchicalStepInput extends Omit<TrainingStepInput, "ranks"> {
@@ -144,13 +160,20 @@ export interface HierarchicalStepInput extends Omit<TrainingStepInput, "ranks"> 
  * 1/G share (G rings at once through the node's network, together 2(N−1)/N · S per node), all-gather inside the node:
  * 2(G−1)α_in + 2(G−1)/G · S·β_in + 2(N−1)α_net + 2(N−1)/N · S·β_net, the latency per bucket.
  */
-export function predictHierarchicalStep(inside: Pick<AlphaBetaFit, "alphaSeconds" | "betaSecondsPerByte">, between: Pick<AlphaBetaFit, "alphaSeconds" | "betaSecondsPerByte">,
-  input: HierarchicalStepInput): TrainingStepPrediction {
+export function predictHierarchicalStep(
+  inside: Pick<AlphaBetaFit, "alphaSeconds" | "betaSecondsPerByte">,
+  between: Pick<AlphaBetaFit, "alphaSeconds" | "betaSecondsPerByte">,
+  input: HierarchicalStepInput,
+): TrainingStepPrediction {
   const { gradientBytes, nodes, perNode } = input;
   const buckets = bucketsOf(input);
-  const latencySeconds = buckets * ((perNode < 2 ? 0 : ringSteps(perNode) * inside.alphaSeconds) + (nodes < 2 ? 0 : ringSteps(nodes) * between.alphaSeconds));
-  const bandwidthSeconds = allReduceSeconds({ alphaSeconds: 0, betaSecondsPerByte: inside.betaSecondsPerByte }, gradientBytes, perNode)
-    + allReduceSeconds({ alphaSeconds: 0, betaSecondsPerByte: between.betaSecondsPerByte }, gradientBytes, nodes);
+  const latencySeconds =
+    buckets *
+    ((perNode < 2 ? 0 : ringSteps(perNode) * inside.alphaSeconds) +
+      (nodes < 2 ? 0 : ringSteps(nodes) * between.alphaSeconds));
+  const bandwidthSeconds =
+    allReduceSeconds({ alphaSeconds: 0, betaSecondsPerByte: inside.betaSecondsPerByte }, gradientBytes, perNode) +
+    allReduceSeconds({ alphaSeconds: 0, betaSecondsPerByte: between.betaSecondsPerByte }, gradientBytes, nodes);
   return stepOf(input.computeSeconds, buckets, latencySeconds + bandwidthSeconds);
 }
 
@@ -163,7 +186,10 @@ function stepOf(computeSeconds: number, buckets: number, allReduce: number): Tra
   const noOverlapStepSeconds = computeSeconds + allReduce;
   const fullOverlapStepSeconds = Math.max(computeSeconds, allReduce);
   return {
-    buckets, allReduceSeconds: allReduce, noOverlapStepSeconds, fullOverlapStepSeconds,
+    buckets,
+    allReduceSeconds: allReduce,
+    noOverlapStepSeconds,
+    fullOverlapStepSeconds,
     noOverlapEfficiency: computeSeconds / noOverlapStepSeconds,
     fullOverlapEfficiency: computeSeconds / fullOverlapStepSeconds,
   };

@@ -13,7 +13,12 @@ export function gbpsToBytesPerSecond(gbps: number): number {
  * Lower bound on one ring all-reduce of `bytes` over `ranks` ranks on links of `linkGbps`, latency `latencySeconds`
  * per hop: t >= 2(N-1)·a + 2(N-1)/N · S/B (Patarasuk & Yuan 2009). Zero for a single rank.
  */
-export function ringAllReduceLowerBoundSeconds(bytes: number, ranks: number, linkGbps: number, latencySeconds = 0): number {
+export function ringAllReduceLowerBoundSeconds(
+  bytes: number,
+  ranks: number,
+  linkGbps: number,
+  latencySeconds = 0,
+): number {
   if (ranks <= 1) return 0;
   const steps = 2 * (ranks - 1);
   return steps * latencySeconds + ((steps / ranks) * bytes) / gbpsToBytesPerSecond(linkGbps);

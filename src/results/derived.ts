@@ -16,24 +16,54 @@ function peakMemoryBytes(metrics: TrainResult["metrics"] | undefined): number | 
 }
 
 /** Rewrites runs.jsonl and summary.csv from every attempt's record, in plan order (unplanned runs last). */
-export function writeDerivedFiles(layout: ResultsLayout, records: readonly RunRecord[], planOrder: readonly string[] = []): void {
+export function writeDerivedFiles(
+  layout: ResultsLayout,
+  records: readonly RunRecord[],
+  planOrder: readonly string[] = [],
+): void {
   const position = new Map(planOrder.map((id, index) => [id, index]));
-  const ordered = latestAttempts(records)
-    .sort((a, b) => (position.get(a.record.runId) ?? Infinity) - (position.get(b.record.runId) ?? Infinity));
+  const ordered = latestAttempts(records).sort(
+    (a, b) => (position.get(a.record.runId) ?? Infinity) - (position.get(b.record.runId) ?? Infinity),
+  );
   const lines = ordered.map(({ record }) => `${JSON.stringify(record)}\n`);
   writeFileAtomic(layout.runsJsonl, lines.join(""));
   writeFileAtomic(layout.summaryCsv, summaryCsv(ordered));
 }
 
 export const SUMMARY_COLUMNS = [
-  "run_id", "status", "attempts", "job", "nodes", "bandwidth", "model", "batch_size", "repeat", "workers",
+  "run_id",
+  "status",
+  "attempts",
+  "job",
+  "nodes",
+  "bandwidth",
+  "model",
+  "batch_size",
+  "repeat",
+  "workers",
   // Training throughput in the run's unit (images/s for the CNNs, tokens/s for the language models), its layout, and
   // the peak memory of its largest rank (the worker's measure: resident set on CPUs, the allocator's on GPUs).
-  "unit", "parallelism", "throughput_total", "throughput_total_spread95", "throughput_per_worker", "peak_memory_bytes",
-  "peak_busbw_gbps", "wall_seconds", "benchmark_seconds", "error",
+  "unit",
+  "parallelism",
+  "throughput_total",
+  "throughput_total_spread95",
+  "throughput_per_worker",
+  "peak_memory_bytes",
+  "peak_busbw_gbps",
+  "wall_seconds",
+  "benchmark_seconds",
+  "error",
   // The run's configuration over its successful repeats (see configurationKey), the same on each of its rows.
-  "repeats", "throughput_total_mean", "throughput_total_median", "throughput_total_ci95_low", "throughput_total_ci95_high",
-  "peak_busbw_gbps_mean", "peak_busbw_gbps_median", "peak_busbw_gbps_ci95_low", "peak_busbw_gbps_ci95_high", "cv",
+  "repeats",
+  "throughput_total_mean",
+  "throughput_total_median",
+  "throughput_total_ci95_low",
+  "throughput_total_ci95_high",
+  "peak_busbw_gbps_mean",
+  "peak_busbw_gbps_median",
+  "peak_busbw_gbps_ci95_low",
+  "peak_busbw_gbps_ci95_high",
+  "cv",
 ] as const;
 
 /**
@@ -49,7 +79,9 @@ export function configurationKey(record: RunRecord): string {
 /** A successful run's headline number: total throughput for training (images/s or tokens/s), peak bus bandwidth for the probe; undefined otherwise. */
 export function headlineValue(record: RunRecord): number | undefined {
   if (record.status !== "ok" || record.result === undefined) return undefined;
-  return record.result.job === "train" ? throughputOf(record.result.metrics).total.mean : record.result.metrics.peakBusbwGbps;
+  return record.result.job === "train"
+    ? throughputOf(record.result.metrics).total.mean
+    : record.result.metrics.peakBusbwGbps;
 }
 
 /** Mean, 95% interval (Student's t), median and CV of every configuration's successful repeats, by configurationKey. */
@@ -75,15 +107,27 @@ export function summaryCsv(runs: readonly LatestAttempt[]): string {
     const probe = result?.job === "allreduce" ? result.metrics : undefined;
     const throughput = train === undefined ? undefined : throughputOf(train);
     const cells: Partial<SummaryCells> = {
-      run_id: record.runId, status: record.status, attempts, job: record.params.job, nodes: record.params.nodes,
-      bandwidth: record.params.bandwidth ?? "", model: record.params.model, batch_size: record.params.batchSize,
-      repeat: record.params.repeat, workers: result?.world.size,
-      unit: throughput?.unit, parallelism: train === undefined ? undefined : String(record.params.knobs["parallelism"] ?? "ddp"),
+      run_id: record.runId,
+      status: record.status,
+      attempts,
+      job: record.params.job,
+      nodes: record.params.nodes,
+      bandwidth: record.params.bandwidth ?? "",
+      model: record.params.model,
+      batch_size: record.params.batchSize,
+      repeat: record.params.repeat,
+      workers: result?.world.size,
+      unit: throughput?.unit,
+      parallelism: train === undefined ? undefined : String(record.params.knobs["parallelism"] ?? "ddp"),
       throughput_total: throughput?.total.mean,
       // The worker's `ci95`: 1.96 × std over its iterations, a spread, not a confidence interval.
       throughput_total_spread95: throughput?.total.ci95,
-      throughput_per_worker: throughput?.perWorker.mean, peak_memory_bytes: peakMemoryBytes(train), peak_busbw_gbps: probe?.peakBusbwGbps,
-      wall_seconds: record.wallSeconds, benchmark_seconds: record.benchmarkSeconds, error: record.error,
+      throughput_per_worker: throughput?.perWorker.mean,
+      peak_memory_bytes: peakMemoryBytes(train),
+      peak_busbw_gbps: probe?.peakBusbwGbps,
+      wall_seconds: record.wallSeconds,
+      benchmark_seconds: record.benchmarkSeconds,
+      error: record.error,
       ...configurationCells(record.params.job, statistics.get(configurationKey(record))),
     };
     return SUMMARY_COLUMNS.map((column) => csvCell(cells[column])).join(",");
@@ -96,15 +140,30 @@ export function summaryCsv(runs: readonly LatestAttempt[]): string {
  * bandwidth for the probe). One repeat has no interval and no CV: those cells stay empty rather than claim a
  * precision nobody measured; no successful repeat leaves every one empty but `repeats` (0).
  */
-function configurationCells(job: RunRecord["params"]["job"], statistics: MeanWithInterval | undefined): Partial<SummaryCells> {
+function configurationCells(
+  job: RunRecord["params"]["job"],
+  statistics: MeanWithInterval | undefined,
+): Partial<SummaryCells> {
   if (statistics === undefined) return { repeats: 0 };
   const { mean, median, n } = statistics;
   const low = n > 1 ? mean - statistics.halfWidth95 : undefined;
   const high = n > 1 ? mean + statistics.halfWidth95 : undefined;
   const shared = { repeats: n, cv: statistics.coefficientOfVariation ?? undefined };
   return job === "train"
-    ? { ...shared, throughput_total_mean: mean, throughput_total_median: median, throughput_total_ci95_low: low, throughput_total_ci95_high: high }
-    : { ...shared, peak_busbw_gbps_mean: mean, peak_busbw_gbps_median: median, peak_busbw_gbps_ci95_low: low, peak_busbw_gbps_ci95_high: high };
+    ? {
+        ...shared,
+        throughput_total_mean: mean,
+        throughput_total_median: median,
+        throughput_total_ci95_low: low,
+        throughput_total_ci95_high: high,
+      }
+    : {
+        ...shared,
+        peak_busbw_gbps_mean: mean,
+        peak_busbw_gbps_median: median,
+        peak_busbw_gbps_ci95_low: low,
+        peak_busbw_gbps_ci95_high: high,
+      };
 }
 
 /** RFC 4180 quoting; text a spreadsheet would run as a formula gets a leading `'` (OWASP's CSV injection advice). */

@@ -39,7 +39,12 @@ export function collectiveSeconds(collective: StepCollective, link: LinkCoeffici
 }
 
 /** α and β of a collective from a probe of it: t = a + b·S per call gives α = a / steps, β = b / share. */
-export function coefficientsOfCollective(op: CollectiveOp, ranks: number, intercept: number, slope: number): LinkCoefficients {
+export function coefficientsOfCollective(
+  op: CollectiveOp,
+  ranks: number,
+  intercept: number,
+  slope: number,
+): LinkCoefficients {
   const { steps, share } = collectiveShape(op, ranks);
   return { alphaSeconds: intercept / steps, betaSecondsPerByte: slope / share };
 }
@@ -58,7 +63,12 @@ export interface LayoutStepInput {
    * A pipeline: its stages, micro-batches, and the slowest stage's share of the compute; `measuredSeconds`, where a run
    * of the same pipeline measured its compute over all its slots (bubble included), replaces the model's of it.
    */
-  readonly pipeline?: { readonly stages: number; readonly microBatches: number; readonly slowestStageShare: number; readonly measuredSeconds?: number };
+  readonly pipeline?: {
+    readonly stages: number;
+    readonly microBatches: number;
+    readonly slowestStageShare: number;
+    readonly measuredSeconds?: number;
+  };
 }
 
 export interface LayoutStep {
@@ -72,7 +82,8 @@ export interface LayoutStep {
 }
 
 export function predictLayoutStep(input: LayoutStepInput): LayoutStep {
-  const timed = (op: CollectiveOp) => input.collectives.filter((c) => c.op === op).reduce((sum, c) => sum + collectiveSeconds(c, input.linkOf(op)), 0);
+  const timed = (op: CollectiveOp) =>
+    input.collectives.filter((c) => c.op === op).reduce((sum, c) => sum + collectiveSeconds(c, input.linkOf(op)), 0);
   const sends = input.collectives.filter((c) => c.op === "send");
   const others = timed("all_reduce") + timed("all_gather") + timed("reduce_scatter");
   if (input.pipeline !== undefined) {
@@ -80,14 +91,29 @@ export function predictLayoutStep(input: LayoutStepInput): LayoutStep {
     const slots = microBatches + stages - 1;
     const perMicroBatch = (input.computeSeconds / microBatches) * slowestStageShare;
     // Each slot sends one micro-batch's activations forward and receives one's gradients: two messages.
-    const message = sends.reduce((sum, c) => sum + collectiveSeconds({ ...c, calls: 1, bytes: c.bytes / c.calls }, input.linkOf("send")), 0);
+    const message = sends.reduce(
+      (sum, c) => sum + collectiveSeconds({ ...c, calls: 1, bytes: c.bytes / c.calls }, input.linkOf("send")),
+      0,
+    );
     const computeSeconds = input.pipeline.measuredSeconds ?? slots * perMicroBatch;
     const communicationSeconds = slots * 2 * message + others;
-    return { computeSeconds, communicationSeconds, stepSeconds: overlappedStepSeconds(computeSeconds, communicationSeconds, input.overlapShare), bubbleShare: (stages - 1) / slots };
+    return {
+      computeSeconds,
+      communicationSeconds,
+      stepSeconds: overlappedStepSeconds(computeSeconds, communicationSeconds, input.overlapShare),
+      bubbleShare: (stages - 1) / slots,
+    };
   }
-  const computeSeconds = input.tensor === undefined ? input.computeSeconds
-    : input.computeSeconds * (1 - input.tensor.splitShare * (1 - 1 / input.tensor.degree));
-  return { computeSeconds, communicationSeconds: others, stepSeconds: overlappedStepSeconds(computeSeconds, others, input.overlapShare), bubbleShare: 0 };
+  const computeSeconds =
+    input.tensor === undefined
+      ? input.computeSeconds
+      : input.computeSeconds * (1 - input.tensor.splitShare * (1 - 1 / input.tensor.degree));
+  return {
+    computeSeconds,
+    communicationSeconds: others,
+    stepSeconds: overlappedStepSeconds(computeSeconds, others, input.overlapShare),
+    bubbleShare: 0,
+  };
 }
 
 /**

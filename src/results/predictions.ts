@@ -13,22 +13,30 @@ export const PREDICTIONS_SCHEMA = "ringlab.predictions/v2";
 /** Written before ringlab recorded what the predictions had seen: read, never written. */
 export const PREDICTIONS_SCHEMA_V1 = "ringlab.predictions/v1";
 
-const predictionSchema = z.looseObject({
-  runId: z.string(),
-  stepSeconds: z.number(),
-  /** Over every worker, in `unit` (files before language models: `imagesPerSecond`, images). */
-  throughput: z.number().optional(),
-  imagesPerSecond: z.number().optional(),
-  unit: z.enum(["images", "tokens"]).optional(),
-  scalingEfficiency: z.looseObject({ value: z.number(), low: z.number(), high: z.number() }),
-  overlapShare: z.number().optional(),
-  noOverlapEfficiency: z.number().optional(),
-  fullOverlapEfficiency: z.number(),
-  sources: z.looseObject({ compute: z.string(), link: z.string(), overlap: z.string().optional() }),
-  memory: z.looseObject({ rankBytes: z.number(), nodeBytes: z.number(), source: z.string() }).optional(),
-  cpuCheckGflops: z.number().optional(),
-}).refine((prediction) => prediction.throughput !== undefined || prediction.imagesPerSecond !== undefined, { error: "a prediction holds its throughput" })
-  .transform(({ imagesPerSecond, throughput, unit, ...rest }) => ({ ...rest, throughput: (throughput ?? imagesPerSecond)!, unit: unit ?? "images" as const }));
+const predictionSchema = z
+  .looseObject({
+    runId: z.string(),
+    stepSeconds: z.number(),
+    /** Over every worker, in `unit` (files before language models: `imagesPerSecond`, images). */
+    throughput: z.number().optional(),
+    imagesPerSecond: z.number().optional(),
+    unit: z.enum(["images", "tokens"]).optional(),
+    scalingEfficiency: z.looseObject({ value: z.number(), low: z.number(), high: z.number() }),
+    overlapShare: z.number().optional(),
+    noOverlapEfficiency: z.number().optional(),
+    fullOverlapEfficiency: z.number(),
+    sources: z.looseObject({ compute: z.string(), link: z.string(), overlap: z.string().optional() }),
+    memory: z.looseObject({ rankBytes: z.number(), nodeBytes: z.number(), source: z.string() }).optional(),
+    cpuCheckGflops: z.number().optional(),
+  })
+  .refine((prediction) => prediction.throughput !== undefined || prediction.imagesPerSecond !== undefined, {
+    error: "a prediction holds its throughput",
+  })
+  .transform(({ imagesPerSecond, throughput, unit, ...rest }) => ({
+    ...rest,
+    throughput: (throughput ?? imagesPerSecond)!,
+    unit: unit ?? ("images" as const),
+  }));
 
 const v1Fields = {
   /** The calibration the predictions came from (a file or a results folder). */
@@ -136,7 +144,9 @@ export function parsePredictions(json: unknown): { file: AnyPredictionsFile } | 
   const parsed = (v1 ? v1FileSchema : predictionsFileSchema).safeParse(json);
   if (parsed.success) return { file: parsed.data as AnyPredictionsFile };
   const issue = parsed.error.issues[0]!;
-  return { problem: `not a ${v1 ? PREDICTIONS_SCHEMA_V1 : PREDICTIONS_SCHEMA} file at ${issue.path.join(".") || "(top)"}: ${issue.message}` };
+  return {
+    problem: `not a ${v1 ? PREDICTIONS_SCHEMA_V1 : PREDICTIONS_SCHEMA} file at ${issue.path.join(".") || "(top)"}: ${issue.message}`,
+  };
 }
 
 /** What decidePredictions needs of a planned run. */
@@ -176,18 +186,28 @@ export type PredictionsDecision =
  */
 export function decidePredictions(question: PredictionsQuestion): PredictionsDecision {
   const planned = new Set(question.planned.map((run) => run.id));
-  const runsDone = [...new Set(question.recorded.filter((record) => record.status === "ok" && planned.has(record.runId)).map((record) => record.runId))].sort();
+  const runsDone = [
+    ...new Set(
+      question.recorded
+        .filter((record) => record.status === "ok" && planned.has(record.runId))
+        .map((record) => record.runId),
+    ),
+  ].sort();
   if (runsDone.length > 0) return { save: false, runsDone };
   const reasons: string[] = [];
   const fromHere = question.calibrationInputs.filter((input) => input.folder === question.resultsFolder);
   if (fromHere.length > 0) {
-    reasons.push(`${fromHere.length} of its ${question.calibrationInputs.length} inputs came from this campaign's results folder ${question.resultsFolder} (${fromHere.map((input) => input.entry).join("; ")})`);
+    reasons.push(
+      `${fromHere.length} of its ${question.calibrationInputs.length} inputs came from this campaign's results folder ${question.resultsFolder} (${fromHere.map((input) => input.entry).join("; ")})`,
+    );
   }
   const measuredFingerprints = new Set(question.calibrationInputs.flatMap((input) => input.fingerprints ?? []));
   const sameConfiguration = question.planned.filter((run) => measuredFingerprints.has(run.fingerprint));
   if (sameConfiguration.length > 0) {
-    reasons.push(`it measured the configuration of ${sameConfiguration.length} of this campaign's ${question.planned.length} runs ` +
-      `(same fingerprint: ${sameConfiguration.map((run) => run.id).join(", ")})`);
+    reasons.push(
+      `it measured the configuration of ${sameConfiguration.length} of this campaign's ${question.planned.length} runs ` +
+        `(same fingerprint: ${sameConfiguration.map((run) => run.id).join(", ")})`,
+    );
   }
   return { save: true, sample: reasons.length === 0 ? { kind: "out-of-sample" } : { kind: "in-sample", reasons } };
 }

@@ -136,17 +136,19 @@ export const runRecordSchema: z.ZodType<RunRecord> = z.looseObject({
   testbed: z.looseObject({ name: z.string(), target: z.string().min(1), instanceType: z.string().optional() }),
   logsDir: z.string(),
   result: workerResultSchema.optional(),
-  hostLoad: z.looseObject({
-    seconds: z.number(),
-    cores: z.number(),
-    machineCpuSeconds: z.number(),
-    testbedCpuSeconds: z.number(),
-    outsideShare: z.number(),
-    cpuPressureShare: z.number().optional(),
-    workersThrottledSeconds: z.number().optional(),
-    busy: z.boolean(),
-    busyThreshold: z.number(),
-  }).optional(),
+  hostLoad: z
+    .looseObject({
+      seconds: z.number(),
+      cores: z.number(),
+      machineCpuSeconds: z.number(),
+      testbedCpuSeconds: z.number(),
+      outsideShare: z.number(),
+      cpuPressureShare: z.number().optional(),
+      workersThrottledSeconds: z.number().optional(),
+      busy: z.boolean(),
+      busyThreshold: z.number(),
+    })
+    .optional(),
 });
 
 /** A record, or why it is not one: the first field that does not fit. */
@@ -176,7 +178,11 @@ export function latestAttempts(records: readonly RunRecord[]): LatestAttempt[] {
   for (const record of records) {
     const seen = byRun.get(record.runId);
     if (seen === undefined) byRun.set(record.runId, { record, count: 1 });
-    else byRun.set(record.runId, { record: attemptOf(record) > attemptOf(seen.record) ? record : seen.record, count: seen.count + 1 });
+    else
+      byRun.set(record.runId, {
+        record: attemptOf(record) > attemptOf(seen.record) ? record : seen.record,
+        count: seen.count + 1,
+      });
   }
   return [...byRun.values()].map(({ record, count }) => ({ record, attempts: Math.max(count, attemptOf(record)) }));
 }

@@ -17,7 +17,8 @@ export interface MeanWithInterval {
 
 export function meanWithInterval(samples: readonly number[]): MeanWithInterval {
   const n = samples.length;
-  if (n === 0) return { mean: Number.NaN, halfWidth95: Number.NaN, n, median: Number.NaN, coefficientOfVariation: null };
+  if (n === 0)
+    return { mean: Number.NaN, halfWidth95: Number.NaN, n, median: Number.NaN, coefficientOfVariation: null };
   const mean = samples.reduce((a, b) => a + b, 0) / n;
   const sorted = [...samples].sort((a, b) => a - b);
   const middle = Math.floor(n / 2);
@@ -25,15 +26,20 @@ export function meanWithInterval(samples: readonly number[]): MeanWithInterval {
   if (n === 1) return { mean, halfWidth95: 0, n, median, coefficientOfVariation: null };
   const variance = samples.reduce((sum, x) => sum + (x - mean) ** 2, 0) / (n - 1);
   return {
-    mean, halfWidth95: studentT975(n - 1) * Math.sqrt(variance / n), n, median,
+    mean,
+    halfWidth95: studentT975(n - 1) * Math.sqrt(variance / n),
+    n,
+    median,
     coefficientOfVariation: mean === 0 ? null : Math.sqrt(variance) / mean,
   };
 }
 
 /** Two-sided 95% quantile of Student's t for `df` degrees of freedom. */
 export function studentT975(df: number): number {
-  const table = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131,
-    2.12, 2.11, 2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042];
+  const table = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11,
+    2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
+  ];
   return df <= table.length ? table[df - 1]! : 1.96;
 }
 

@@ -18,7 +18,9 @@ export const UNSTEADY_SHIFT = 0.2;
 export const STEADINESS_MIN_STEPS = 9;
 
 /** What the check needs of a run record. */
-export type StepsOfRecord = Pick<RunRecord, "status" | "result"> & { readonly params: Pick<RunRecord["params"], "knobs"> };
+export type StepsOfRecord = Pick<RunRecord, "status" | "result"> & {
+  readonly params: Pick<RunRecord["params"], "knobs">;
+};
 
 export interface Unsteadiness {
   /** Timed steps the run recorded. */
@@ -56,13 +58,16 @@ function judgedSteps(record: StepsOfRecord): readonly number[] | undefined {
   const steps = record.result?.job === "train" ? record.result.metrics.stepSeconds : undefined;
   const reduction = record.params.knobs["reduction"];
   if (record.status !== "ok" || steps === undefined || steps.length < STEADINESS_MIN_STEPS) return undefined;
-  if (record.params.knobs["epochs"] !== undefined || STRATEGIES.some((strategy) => strategy === reduction)) return undefined;
+  if (record.params.knobs["epochs"] !== undefined || STRATEGIES.some((strategy) => strategy === reduction))
+    return undefined;
   return steps;
 }
 
 /** The median of each third of the steps, in order (a third's bounds rounded: 20 steps give 7, 6 and 7). */
 export function medianOfThirds(steps: readonly number[]): readonly [number, number, number] {
-  const third = (index: number) => meanWithInterval(steps.slice(Math.round((index * steps.length) / 3), Math.round(((index + 1) * steps.length) / 3))).median;
+  const third = (index: number) =>
+    meanWithInterval(steps.slice(Math.round((index * steps.length) / 3), Math.round(((index + 1) * steps.length) / 3)))
+      .median;
   return [third(0), third(1), third(2)];
 }
 
@@ -78,8 +83,10 @@ export function disturbance(record: StepsOfRecord & Pick<RunRecord, "hostLoad">)
 /** "the first third's median step took 0.502 s, the last third's 0.380 s (20 timed steps)": the shift in words. */
 export function describeUnsteadiness(shift: Unsteadiness): string {
   const seconds = (index: 0 | 1 | 2) => `${shift.thirdMedians[index].toFixed(3)} s`;
-  return `the ${THIRDS[shift.slowest]} third's median step took ${seconds(shift.slowest)}, the ${THIRDS[shift.fastest]} third's ${seconds(shift.fastest)} ` +
-    `(${shift.steps} timed steps)`;
+  return (
+    `the ${THIRDS[shift.slowest]} third's median step took ${seconds(shift.slowest)}, the ${THIRDS[shift.fastest]} third's ${seconds(shift.fastest)} ` +
+    `(${shift.steps} timed steps)`
+  );
 }
 
 const THIRDS = ["first", "middle", "last"] as const;

@@ -26,7 +26,11 @@ export class ResultsStore {
     return new ResultsStore(layout, records, highestAttempt);
   }
 
-  private constructor(readonly layout: ResultsLayout, records: RunRecord[], highestAttempt: Map<string, number>) {
+  private constructor(
+    readonly layout: ResultsLayout,
+    records: RunRecord[],
+    highestAttempt: Map<string, number>,
+  ) {
     this.all = records;
     this.highestAttempt = highestAttempt;
   }
@@ -93,7 +97,9 @@ function readRecordFile(path: string, named: { runId: string; attempt: number },
   }
   const { record } = parsed;
   if (record.runId !== named.runId || attemptOf(record) !== named.attempt) {
-    warn(`run record ${path} holds attempt ${attemptOf(record)} of run ${record.runId}, not what its name says; ${LEFT_OUT}`);
+    warn(
+      `run record ${path} holds attempt ${attemptOf(record)} of run ${record.runId}, not what its name says; ${LEFT_OUT}`,
+    );
     return undefined;
   }
   // Records from before attempts were kept carry no number: give them theirs in memory, never on disk.

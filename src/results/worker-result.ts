@@ -18,7 +18,10 @@ export type ThroughputUnit = (typeof THROUGHPUT_UNITS)[number];
 
 /** One collective of a layout's step (the worker's parallel/*.py traffic()): the bytes of all its calls, how many calls, over which mesh dimension. */
 const collectiveSchema = z.looseObject({
-  op: z.enum(["all_reduce", "all_gather", "reduce_scatter", "send"]), bytes: z.number(), calls: z.number(), group: z.string(),
+  op: z.enum(["all_reduce", "all_gather", "reduce_scatter", "send"]),
+  bytes: z.number(),
+  calls: z.number(),
+  group: z.string(),
   /** send: the pipeline's stage boundaries (each carries `count` sends of `bytes`). */
   boundaries: z.number().optional(),
 });
@@ -30,58 +33,83 @@ const collectiveSchema = z.looseObject({
 const memorySchema = z.looseObject({
   method: z.enum(["cuda-allocator", "resident-set"]),
   peakSince: z.enum(["model", "process"]),
-  perRank: z.array(z.looseObject({ peakBytes: z.number(), baselineBytes: z.number(), peakReservedBytes: z.number().optional() })),
+  perRank: z.array(
+    z.looseObject({ peakBytes: z.number(), baselineBytes: z.number(), peakReservedBytes: z.number().optional() }),
+  ),
 });
 
-export const trainMetricsSchema = z.looseObject({
-  /** Absent in records before language models: images. */
-  unit: z.enum(THROUGHPUT_UNITS).optional(),
-  imagesPerSecondPerWorker: meanWithSpread.optional(),
-  imagesPerSecondTotal: meanWithSpread.optional(),
-  tokensPerSecondPerWorker: meanWithSpread.optional(),
-  tokensPerSecondTotal: meanWithSpread.optional(),
-  stepSeconds: z.array(z.number()),
-  parameterCount: z.number(),
-  gradientBytes: z.number(),
-  /** Bytes one rank sends into the ring per step by its reduction (absent in older records: the gradient, halved by fp16). */
-  wireBytesPerStep: z.number().optional(),
-  /** Largest difference of a parameter from rank 0's at the end (absent in older records). */
-  replicaDivergence: z.number().optional(),
-  /** reduction local-sgd: at each averaging, the largest difference of a parameter from the average (over ranks). */
-  averagingDrift: z.array(z.number()).optional(),
-  /** reduction async-parameter-server: the staleness of every update the server applied (updates since the gradient's parameters). */
-  staleness: z.object({ bound: z.number(), updates: z.number(), max: z.number(), mean: z.number(), histogram: z.record(z.string(), z.number()) }).optional(),
-  finalLoss: z.number(),
-  /** Real data (train --data): where the batches came from and, per timed step, the wait for its batch. */
-  data: z.looseObject({ kind: z.string() }).optional(),
-  dataWaitSeconds: z.array(z.number()).optional(),
-  /** Time to train (train --epochs): each epoch's wall time and held-out accuracy, restarts and what they cost. */
-  timeToTrainSeconds: z.number().optional(),
-  targetAccuracy: z.number().nullable().optional(),
-  reachedTargetAtEpoch: z.number().nullable().optional(),
-  epochs: z.array(z.looseObject({ epoch: z.number(), seconds: z.number(), heldOutAccuracy: z.number() })).optional(),
-  restarts: z.number().optional(),
-  stepsRedone: z.number().optional(),
-  secondsLost: z.number().optional(),
-  /** Elastic runs (train --min-nodes): the nodes the run started with; world.nodes is what it ended with. */
-  nodesAtStart: z.number().optional(),
-  /** How the model was laid out (absent in older records: ddp): the parallelism, its degrees and its collectives per step. */
-  layout: z.looseObject({ parallelism: z.string(), dims: z.record(z.string(), z.number()), traffic: z.array(collectiveSchema) }).optional(),
-  memory: memorySchema.optional(),
-  /** Every step's loss, warm-up included (absent in older records). */
-  losses: z.array(z.number().nullable()).optional(),
-}).refine((metrics) => throughputFields(metrics.unit ?? "images").every((field) => metrics[field] !== undefined), {
-  error: "a train result holds its unit's throughput: imagesPerSecondTotal and imagesPerSecondPerWorker, or tokensPerSecondTotal and tokensPerSecondPerWorker with unit tokens",
-});
+export const trainMetricsSchema = z
+  .looseObject({
+    /** Absent in records before language models: images. */
+    unit: z.enum(THROUGHPUT_UNITS).optional(),
+    imagesPerSecondPerWorker: meanWithSpread.optional(),
+    imagesPerSecondTotal: meanWithSpread.optional(),
+    tokensPerSecondPerWorker: meanWithSpread.optional(),
+    tokensPerSecondTotal: meanWithSpread.optional(),
+    stepSeconds: z.array(z.number()),
+    parameterCount: z.number(),
+    gradientBytes: z.number(),
+    /** Bytes one rank sends into the ring per step by its reduction (absent in older records: the gradient, halved by fp16). */
+    wireBytesPerStep: z.number().optional(),
+    /** Largest difference of a parameter from rank 0's at the end (absent in older records). */
+    replicaDivergence: z.number().optional(),
+    /** reduction local-sgd: at each averaging, the largest difference of a parameter from the average (over ranks). */
+    averagingDrift: z.array(z.number()).optional(),
+    /** reduction async-parameter-server: the staleness of every update the server applied (updates since the gradient's parameters). */
+    staleness: z
+      .object({
+        bound: z.number(),
+        updates: z.number(),
+        max: z.number(),
+        mean: z.number(),
+        histogram: z.record(z.string(), z.number()),
+      })
+      .optional(),
+    finalLoss: z.number(),
+    /** Real data (train --data): where the batches came from and, per timed step, the wait for its batch. */
+    data: z.looseObject({ kind: z.string() }).optional(),
+    dataWaitSeconds: z.array(z.number()).optional(),
+    /** Time to train (train --epochs): each epoch's wall time and held-out accuracy, restarts and what they cost. */
+    timeToTrainSeconds: z.number().optional(),
+    targetAccuracy: z.number().nullable().optional(),
+    reachedTargetAtEpoch: z.number().nullable().optional(),
+    epochs: z.array(z.looseObject({ epoch: z.number(), seconds: z.number(), heldOutAccuracy: z.number() })).optional(),
+    restarts: z.number().optional(),
+    stepsRedone: z.number().optional(),
+    secondsLost: z.number().optional(),
+    /** Elastic runs (train --min-nodes): the nodes the run started with; world.nodes is what it ended with. */
+    nodesAtStart: z.number().optional(),
+    /** How the model was laid out (absent in older records: ddp): the parallelism, its degrees and its collectives per step. */
+    layout: z
+      .looseObject({
+        parallelism: z.string(),
+        dims: z.record(z.string(), z.number()),
+        traffic: z.array(collectiveSchema),
+      })
+      .optional(),
+    memory: memorySchema.optional(),
+    /** Every step's loss, warm-up included (absent in older records). */
+    losses: z.array(z.number().nullable()).optional(),
+  })
+  .refine((metrics) => throughputFields(metrics.unit ?? "images").every((field) => metrics[field] !== undefined), {
+    error:
+      "a train result holds its unit's throughput: imagesPerSecondTotal and imagesPerSecondPerWorker, or tokensPerSecondTotal and tokensPerSecondPerWorker with unit tokens",
+  });
 
 function throughputFields(unit: ThroughputUnit) {
-  return unit === "tokens" ? ["tokensPerSecondTotal", "tokensPerSecondPerWorker"] as const : ["imagesPerSecondTotal", "imagesPerSecondPerWorker"] as const;
+  return unit === "tokens"
+    ? (["tokensPerSecondTotal", "tokensPerSecondPerWorker"] as const)
+    : (["imagesPerSecondTotal", "imagesPerSecondPerWorker"] as const);
 }
 
 type MeanWithSpread = z.output<typeof meanWithSpread>;
 
 /** A training run's throughput in its unit (images/s, or tokens/s): over all workers, and per worker. */
-export function throughputOf(metrics: TrainResult["metrics"]): { readonly unit: ThroughputUnit; readonly total: MeanWithSpread; readonly perWorker: MeanWithSpread } {
+export function throughputOf(metrics: TrainResult["metrics"]): {
+  readonly unit: ThroughputUnit;
+  readonly total: MeanWithSpread;
+  readonly perWorker: MeanWithSpread;
+} {
   const unit = metrics.unit ?? "images";
   const [total, perWorker] = throughputFields(unit);
   return { unit, total: metrics[total]!, perWorker: metrics[perWorker]! };
@@ -132,12 +160,22 @@ const common = {
    * Every rank's GFLOP/s at a fixed compute micro-benchmark just before the job (absent in older results): per second
    * of CPU time on CPU nodes (clock "cpu": free of the quota's periods), of wall time on GPUs.
    */
-  calibration: z.looseObject({ seconds: z.number(), clock: z.enum(["cpu", "wall"]).optional(), computeGflops: z.array(z.number()) }).optional(),
+  calibration: z
+    .looseObject({ seconds: z.number(), clock: z.enum(["cpu", "wall"]).optional(), computeGflops: z.array(z.number()) })
+    .optional(),
 };
 
 export const workerResultSchema = z.discriminatedUnion("job", [
   z.looseObject({ ...common, job: z.literal("train"), metrics: trainMetricsSchema }),
-  z.looseObject({ ...common, job: z.literal("allreduce"), metrics: z.looseObject({ rows: z.array(allReduceRowSchema), peakBusbwGbps: z.number(), referenceGbps: z.number().optional() }) }),
+  z.looseObject({
+    ...common,
+    job: z.literal("allreduce"),
+    metrics: z.looseObject({
+      rows: z.array(allReduceRowSchema),
+      peakBusbwGbps: z.number(),
+      referenceGbps: z.number().optional(),
+    }),
+  }),
 ]);
 
 export type WorkerResult = z.output<typeof workerResultSchema>;
@@ -150,5 +188,7 @@ export function parseWorkerResult(json: unknown): WorkerResult {
   const parsed = workerResultSchema.safeParse(json);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
-  throw new Error(`worker result does not match ringlab.result/v1 at ${issue.path.join(".") || "(top)"}: ${issue.message}`);
+  throw new Error(
+    `worker result does not match ringlab.result/v1 at ${issue.path.join(".") || "(top)"}: ${issue.message}`,
+  );
 }

@@ -9,7 +9,9 @@ export interface Ipv4Range {
   readonly prefixLength: number;
 }
 
-export type ParsedCidr = { readonly ok: true; readonly range: Ipv4Range } | { readonly ok: false; readonly problem: string };
+export type ParsedCidr =
+  | { readonly ok: true; readonly range: Ipv4Range }
+  | { readonly ok: false; readonly problem: string };
 
 export interface CidrOptions {
   /** Shown in the problem text. @default "10.0.0.0/16" */
@@ -33,7 +35,10 @@ export function parseIpv4Cidr(text: string, options: CidrOptions = {}): ParsedCi
   const size = 2 ** (32 - prefixLength);
   const network = address - (address % size);
   if (network !== address && options.allowHostBits !== true) {
-    return { ok: false, problem: `expected a network address with no host bits set, such as ${formatIpv4(network)}/${prefixLength}` };
+    return {
+      ok: false,
+      problem: `expected a network address with no host bits set, such as ${formatIpv4(network)}/${prefixLength}`,
+    };
   }
   return { ok: true, range: { network, prefixLength } };
 }
@@ -49,8 +54,11 @@ export function rangeSize(range: Ipv4Range): number {
 }
 
 export function cidrContains(outer: Ipv4Range, inner: Ipv4Range): boolean {
-  return inner.prefixLength >= outer.prefixLength &&
-    inner.network >= outer.network && inner.network < outer.network + rangeSize(outer);
+  return (
+    inner.prefixLength >= outer.prefixLength &&
+    inner.network >= outer.network &&
+    inner.network < outer.network + rangeSize(outer)
+  );
 }
 
 export function formatIpv4(address: number): string {
@@ -64,7 +72,9 @@ export function addressInSubnet(cidr: string, offset: number): string {
   const size = rangeSize(parsed.range);
   // The last address is the broadcast address.
   if (offset >= size - 1) {
-    throw new Error(`subnet ${cidr} has ${size} addresses, too few for a node at offset ${offset}; use a larger subnet (e.g. /24)`);
+    throw new Error(
+      `subnet ${cidr} has ${size} addresses, too few for a node at offset ${offset}; use a larger subnet (e.g. /24)`,
+    );
   }
   return formatIpv4(parsed.range.network + offset);
 }
@@ -117,9 +127,12 @@ export function checkSshSource(cidr: string, options: SshSourceOptions = {}): st
   const minPrefixLength = Math.max(asked, SSH_SOURCE_PREFIX_FLOOR);
   if (options.allowSshFromAnywhere === true || parsed.range.prefixLength >= minPrefixLength) return undefined;
   const reach = parsed.range.prefixLength === 0 ? "the whole internet" : `${rangeSize(parsed.range)} addresses`;
-  const limit = asked >= SSH_SOURCE_PREFIX_FLOOR
-    ? `/${minPrefixLength} (sshSourceMinPrefix)`
-    : `/${SSH_SOURCE_PREFIX_FLOOR}, the widest sshSourceMinPrefix can allow`;
-  return `${cidr} opens SSH to ${reach}, wider than ${limit}; use your own address ` +
-    "(e.g. 203.0.113.7/32) or set allowSshFromAnywhere: true if that is really meant";
+  const limit =
+    asked >= SSH_SOURCE_PREFIX_FLOOR
+      ? `/${minPrefixLength} (sshSourceMinPrefix)`
+      : `/${SSH_SOURCE_PREFIX_FLOOR}, the widest sshSourceMinPrefix can allow`;
+  return (
+    `${cidr} opens SSH to ${reach}, wider than ${limit}; use your own address ` +
+    "(e.g. 203.0.113.7/32) or set allowSshFromAnywhere: true if that is really meant"
+  );
 }

@@ -29,7 +29,8 @@ export function checkLabelKey(key: string): string | undefined {
   const slash = key.lastIndexOf("/");
   const prefix = slash < 0 ? undefined : key.slice(0, slash);
   const name = slash < 0 ? key : key.slice(slash + 1);
-  if (prefix !== undefined && checkDnsSubdomain(prefix) !== undefined) return `expected a label key's prefix to be a DNS subdomain, found ${JSON.stringify(prefix)}`;
+  if (prefix !== undefined && checkDnsSubdomain(prefix) !== undefined)
+    return `expected a label key's prefix to be a DNS subdomain, found ${JSON.stringify(prefix)}`;
   if (name.length > 63 || !LABEL_NAME.test(name)) {
     return "expected a label key: [prefix/]name, the name at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit";
   }

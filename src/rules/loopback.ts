@@ -21,9 +21,15 @@ export function checkLoopbackUrl(text: string): string | undefined {
     return "expected a URL such as http://127.0.0.1:5000";
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") return `expected http or https, got ${url.protocol}`;
-  if (!isLoopbackHost(url.hostname)) return `host ${url.hostname} is not a loopback address (127.0.0.0/8, ::1, localhost)`;
+  if (!isLoopbackHost(url.hostname))
+    return `host ${url.hostname} is not a loopback address (127.0.0.0/8, ::1, localhost)`;
   if (url.port === "") return "expected an explicit port, e.g. http://127.0.0.1:5000";
-  if (url.username !== "" || url.password !== "" || (url.pathname !== "/" && url.pathname !== "") || url.search !== "") {
+  if (
+    url.username !== "" ||
+    url.password !== "" ||
+    (url.pathname !== "/" && url.pathname !== "") ||
+    url.search !== ""
+  ) {
     return "expected only scheme, host and port, e.g. http://127.0.0.1:5000";
   }
   return undefined;

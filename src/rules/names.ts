@@ -7,8 +7,7 @@ import { basename, extname } from "node:path";
 /** Testbed names end up in AWS resource names (32-character limits with prefixes) and Docker names. */
 export const RESOURCE_NAME_MAX_LENGTH = 24;
 const RESOURCE_NAME_PATTERN = /^[a-z]([a-z0-9-]{0,22}[a-z0-9])?$/;
-const RESOURCE_NAME_RULE =
-  `expected 1-${RESOURCE_NAME_MAX_LENGTH} lower-case letters, digits or dashes, starting with a letter and not ending with a dash (it names resources)`;
+const RESOURCE_NAME_RULE = `expected 1-${RESOURCE_NAME_MAX_LENGTH} lower-case letters, digits or dashes, starting with a letter and not ending with a dash (it names resources)`;
 
 /** A testbed name: `testbed.name` in the file, `--testbed` on the command line. */
 export function checkResourceName(name: string): string | undefined {

@@ -34,12 +34,16 @@ function described(facts: PathFacts): string {
 export function ownFolderProblem(facts: PathFacts, callerUid: number): string | undefined {
   if (facts.kind !== "folder") return `${facts.path} is not a folder; expected a folder you own`;
   if (facts.uid !== callerUid) {
-    return `${described(facts)} is not owned by you (uid ${callerUid}), so its owner can change what ringlab finds there; ` +
-      "pick a folder you own";
+    return (
+      `${described(facts)} is not owned by you (uid ${callerUid}), so its owner can change what ringlab finds there; ` +
+      "pick a folder you own"
+    );
   }
   if ((facts.mode & GROUP_OR_OTHER_WRITE) !== 0) {
-    return `${described(facts)} can be written by other users, who could then replace what ringlab finds there; ` +
-      `fix it with \`chmod go-w ${facts.path}\`, or pick a folder you own that only you can write`;
+    return (
+      `${described(facts)} can be written by other users, who could then replace what ringlab finds there; ` +
+      `fix it with \`chmod go-w ${facts.path}\`, or pick a folder you own that only you can write`
+    );
   }
   return undefined;
 }
@@ -49,7 +53,11 @@ export function ownFolderProblem(facts: PathFacts, callerUid: number): string | 
  * (the path's next component inside it; undefined when it does not exist yet, and ringlab creates it). A folder
  * others may write is fine only with the sticky bit (like /tmp) and `next` absent or owned by the caller or root.
  */
-export function parentFolderProblem(folder: PathFacts, next: PathFacts | undefined, callerUid: number): string | undefined {
+export function parentFolderProblem(
+  folder: PathFacts,
+  next: PathFacts | undefined,
+  callerUid: number,
+): string | undefined {
   const below = next === undefined ? "what ringlab creates in it" : next.path;
   if (folder.uid !== ROOT && folder.uid !== callerUid) {
     return `${described(folder)} is owned by another user, who could replace ${below}; pick a folder whose parents only you or root own`;
@@ -60,15 +68,19 @@ export function parentFolderProblem(folder: PathFacts, next: PathFacts | undefin
   const why = sticky
     ? `${next!.path} in it is owned by uid ${next!.uid}, not by you (uid ${callerUid})`
     : `other users can write it and so replace ${below}`;
-  return `${described(folder)}: ${why}; fix it with \`chmod go-w ${folder.path}\` (or \`chmod +t\` for a shared folder like /tmp), ` +
-    "or pick a folder you own";
+  return (
+    `${described(folder)}: ${why}; fix it with \`chmod go-w ${folder.path}\` (or \`chmod +t\` for a shared folder like /tmp), ` +
+    "or pick a folder you own"
+  );
 }
 
 /** A folder only its owner, the caller, may use at all (SSH control sockets): no symbolic link, no group or other bits. */
 export function privateFolderProblem(facts: PathFacts, callerUid: number): string | undefined {
-  if (facts.kind === "symlink") return `${facts.path} is a symbolic link; expected a folder ringlab created for you alone`;
+  if (facts.kind === "symlink")
+    return `${facts.path} is a symbolic link; expected a folder ringlab created for you alone`;
   if (facts.kind !== "folder") return `${facts.path} is not a folder; expected a folder ringlab created for you alone`;
   if (facts.uid !== callerUid) return `${described(facts)} is not owned by you (uid ${callerUid})`;
-  if ((facts.mode & GROUP_OR_OTHER_ANY) !== 0) return `${described(facts)} can be used by other users; expected mode 0700`;
+  if ((facts.mode & GROUP_OR_OTHER_ANY) !== 0)
+    return `${described(facts)} can be used by other users; expected mode 0700`;
   return undefined;
 }

@@ -52,7 +52,21 @@ export function checkSafeResolvedPath(path: string, options: ResolvedPathOptions
 }
 
 /** System folders: a node container, root inside, must never write into them through a bind mount. */
-const SYSTEM_TREES = ["/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/usr"];
+const SYSTEM_TREES = [
+  "/bin",
+  "/boot",
+  "/dev",
+  "/etc",
+  "/lib",
+  "/lib32",
+  "/lib64",
+  "/libx32",
+  "/proc",
+  "/run",
+  "/sbin",
+  "/sys",
+  "/usr",
+];
 /** Folders that may hold a shared directory, but are never one: mounting them would hand the nodes their siblings. */
 const SYSTEM_PARENTS = ["/", "/home", "/root", "/var", "/var/lib", "/tmp", "/opt", "/srv", "/mnt", "/media"];
 
@@ -62,10 +76,12 @@ const SYSTEM_PARENTS = ["/", "/home", "/root", "/var", "/var/lib", "/tmp", "/opt
  * the user's home). `path` is absolute, with symbolic links resolved; `home` is the user's home directory.
  */
 export function checkSharedDirLocation(path: string, home: string): string | undefined {
-  const rule = "expected a folder of its own for the nodes' shared files, such as /data/ringlab-shared or ~/ringlab-shared";
+  const rule =
+    "expected a folder of its own for the nodes' shared files, such as /data/ringlab-shared or ~/ringlab-shared";
   const inside = SYSTEM_TREES.find((tree) => path === tree || path.startsWith(`${tree}/`));
   if (inside !== undefined) return `${rule}, not inside the system folder ${inside}`;
-  if (SYSTEM_PARENTS.includes(path) || path === home) return `${rule}, not ${path} itself, which every node could then write`;
+  if (SYSTEM_PARENTS.includes(path) || path === home)
+    return `${rule}, not ${path} itself, which every node could then write`;
   return undefined;
 }
 
@@ -84,8 +100,10 @@ const IMAGE_REFERENCE_PATTERN = new RegExp(
 export function checkDockerImageReference(value: string): string | undefined {
   const match = IMAGE_REFERENCE_PATTERN.exec(value);
   if (match === null) {
-    return "expected a Docker image reference such as ringlab/worker:gpu or registry.example.com:5000/team/worker:1.2 " +
-      "(lower-case name, optional :tag and @sha256:digest)";
+    return (
+      "expected a Docker image reference such as ringlab/worker:gpu or registry.example.com:5000/team/worker:1.2 " +
+      "(lower-case name, optional :tag and @sha256:digest)"
+    );
   }
   return match[1]!.length > 255 ? "expected a Docker image name of at most 255 characters" : undefined;
 }
@@ -103,9 +121,11 @@ const S3_BUCKET_PATTERN = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 
 /** S3 general-purpose bucket naming rules, without the reserved prefixes and suffixes. */
 export function checkS3BucketName(value: string): string | undefined {
-  const rule = "expected an S3 bucket name: 3-63 lower-case letters, digits, dots or dashes, starting and ending with a letter or digit";
+  const rule =
+    "expected an S3 bucket name: 3-63 lower-case letters, digits, dots or dashes, starting and ending with a letter or digit";
   if (!S3_BUCKET_PATTERN.test(value)) return rule;
-  if (value.includes("..") || /^\d+\.\d+\.\d+\.\d+$/.test(value)) return `${rule}, without ".." and not shaped like an IP address`;
+  if (value.includes("..") || /^\d+\.\d+\.\d+\.\d+$/.test(value))
+    return `${rule}, without ".." and not shaped like an IP address`;
   return undefined;
 }
 
@@ -131,7 +151,9 @@ export function checkTagKey(key: string): string | undefined {
 
 export function checkTagValue(value: string): string | undefined {
   if (value.length > 256) return "expected a tag value of at most 256 characters";
-  return TAG_TEXT_PATTERN.test(value) ? undefined : "expected a tag value of letters, digits, spaces and _ . : / = + - @";
+  return TAG_TEXT_PATTERN.test(value)
+    ? undefined
+    : "expected a tag value of letters, digits, spaces and _ . : / = + - @";
 }
 
 const WORKER_ARG_PATTERN = /^[A-Za-z0-9_.:=/+@-]{1,256}$/;
@@ -141,9 +163,12 @@ const WORKER_ARG_PATTERN = /^[A-Za-z0-9_.:=/+@-]{1,256}$/;
  * and `docker run`, so only option names and plain values are let through.
  */
 export function checkSafeWorkerArg(value: string): string | undefined {
-  if (!WORKER_ARG_PATTERN.test(value)) return "expected a worker argument of 1-256 letters, digits or _ . : = / + @ - (such as --batch-size or 32)";
+  if (!WORKER_ARG_PATTERN.test(value))
+    return "expected a worker argument of 1-256 letters, digits or _ . : = / + @ - (such as --batch-size or 32)";
   // mpirun and srun read a word of colons as the start of another program to launch (as root, on the nodes).
-  return /^:+$/.test(value) ? "expected a worker argument, not a bare ':' (mpirun and srun read it as the start of another program)" : undefined;
+  return /^:+$/.test(value)
+    ? "expected a worker argument, not a bare ':' (mpirun and srun read it as the start of another program)"
+    : undefined;
 }
 
 function hasControlCharacter(value: string): boolean {

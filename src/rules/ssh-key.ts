@@ -26,7 +26,8 @@ export function checkSshPublicKey(text: string): string | undefined {
   }
   if (!KEY_BODY_PATTERN.test(body)) return `${EXAMPLE}; the part after "${type}" is not a base64 key body`;
   // The key goes into Terraform JSON (where "${" interpolates) and authorized_keys on every node.
-  if (/[\p{Cc}{}$%]/u.test(comment.join(" "))) return `${EXAMPLE}; the comment holds control characters or any of { } $ %`;
+  if (/[\p{Cc}{}$%]/u.test(comment.join(" ")))
+    return `${EXAMPLE}; the comment holds control characters or any of { } $ %`;
   return undefined;
 }
 
@@ -36,12 +37,14 @@ export interface NodeHostKey {
   readonly publicKey: string;
 }
 
-const OPENSSH_PRIVATE_KEY = /^-----BEGIN OPENSSH PRIVATE KEY-----\n[A-Za-z0-9+/=\n]+-----END OPENSSH PRIVATE KEY-----\n?$/;
+const OPENSSH_PRIVATE_KEY =
+  /^-----BEGIN OPENSSH PRIVATE KEY-----\n[A-Za-z0-9+/=\n]+-----END OPENSSH PRIVATE KEY-----\n?$/;
 
 /** A host key the nodes' cloud-init can install: ed25519, the private half in OpenSSH's format. Returns the problem. */
 export function checkNodeHostKey(key: NodeHostKey): string | undefined {
   if (!OPENSSH_PRIVATE_KEY.test(key.privateKey)) return "expected an OpenSSH private key (ssh-keygen -t ed25519)";
-  if (!key.publicKey.startsWith("ssh-ed25519 ")) return `expected an ssh-ed25519 public key, found ${JSON.stringify(key.publicKey.slice(0, 20))}`;
+  if (!key.publicKey.startsWith("ssh-ed25519 "))
+    return `expected an ssh-ed25519 public key, found ${JSON.stringify(key.publicKey.slice(0, 20))}`;
   return checkSshPublicKey(key.publicKey);
 }
 

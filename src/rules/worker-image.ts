@@ -15,7 +15,10 @@ export type WorkerImageSource = "present" | "tarball" | "build" | "registry";
 const RINGLAB_IMAGE_PATTERN = /^ringlab\/worker(:[\w.-]+)?$/;
 
 /** How nodes that do not have the image get it: copied, built on them, or pulled. */
-export function workerImageSourceOf(workerImage: string, workerImageTarball: string | null | undefined): Exclude<WorkerImageSource, "present"> {
+export function workerImageSourceOf(
+  workerImage: string,
+  workerImageTarball: string | null | undefined,
+): Exclude<WorkerImageSource, "present"> {
   if (workerImageTarball !== null && workerImageTarball !== undefined) return "tarball";
   return RINGLAB_IMAGE_PATTERN.test(workerImage) ? "build" : "registry";
 }

@@ -56,9 +56,19 @@ export interface RunOutcome {
 }
 
 /** Sets the egress limit of every node's cluster link; a no-op on nodes already at that rate. */
-export async function shapeLinks(ctx: Context, record: TestbedRecord, bandwidth: string, limit?: readonly string[]): Promise<void> {
+export async function shapeLinks(
+  ctx: Context,
+  record: TestbedRecord,
+  bandwidth: string,
+  limit?: readonly string[],
+): Promise<void> {
   await ctx.reporter.step(`shape links to ${bandwidth}`, (detail) =>
-    runPlaybook(ctx, record, "shape.yml", { extraVars: { net_shaping_rate: bandwidth }, onTask: detail, ...(limit === undefined ? {} : { limit }) }));
+    runPlaybook(ctx, record, "shape.yml", {
+      extraVars: { net_shaping_rate: bandwidth },
+      onTask: detail,
+      ...(limit === undefined ? {} : { limit }),
+    }),
+  );
 }
 
 /** Removes every worker container of the testbed (idempotent). */
@@ -85,7 +95,10 @@ export interface BatchEnd {
  * launcher (a campaign's runs share them).
  */
 export async function executeRuns(
-  ctx: Context, record: TestbedRecord, requests: readonly RunRequest[], onOutcome: (request: RunRequest, outcome: RunOutcome) => void,
+  ctx: Context,
+  record: TestbedRecord,
+  requests: readonly RunRequest[],
+  onOutcome: (request: RunRequest, outcome: RunOutcome) => void,
 ): Promise<BatchEnd> {
   const first = requests[0];
   if (first === undefined) return { done: 0 };
@@ -95,20 +108,22 @@ export async function executeRuns(
   const outcomes = new OutcomeWatch(requests, onOutcome);
   let failure: unknown;
   try {
-    await ctx.reporter.step(describeBatch(requests), (detail) => runPlaybook(ctx, record, "run.yml", {
-      extraVars: {
-        worker_jobs: requests.map(jobOf),
-        worker_timeout_seconds: first.timeoutSeconds,
-        // run.yml includes this role's tasks/job.yml for each job.
-        worker_launcher_role: launcherOf(first.launcher).role,
-      },
-      // The inventory is the CLI's own and site.yml checked it (a skipped task would still cost a round per node).
-      skipTags: ["inventory_checks"],
-      // Ansible's own work (start, poll, collect) on top of each job's limit.
-      timeoutMs: requests.reduce((sum, request) => sum + request.timeoutSeconds + 60, 120) * 1000,
-      onTask: detail,
-      ...(first.limit === undefined ? {} : { limit: first.limit }),
-    }));
+    await ctx.reporter.step(describeBatch(requests), (detail) =>
+      runPlaybook(ctx, record, "run.yml", {
+        extraVars: {
+          worker_jobs: requests.map(jobOf),
+          worker_timeout_seconds: first.timeoutSeconds,
+          // run.yml includes this role's tasks/job.yml for each job.
+          worker_launcher_role: launcherOf(first.launcher).role,
+        },
+        // The inventory is the CLI's own and site.yml checked it (a skipped task would still cost a round per node).
+        skipTags: ["inventory_checks"],
+        // Ansible's own work (start, poll, collect) on top of each job's limit.
+        timeoutMs: requests.reduce((sum, request) => sum + request.timeoutSeconds + 60, 120) * 1000,
+        onTask: detail,
+        ...(first.limit === undefined ? {} : { limit: first.limit }),
+      }),
+    );
   } catch (error) {
     failure = error;
   } finally {
@@ -135,7 +150,10 @@ class OutcomeWatch {
     }
   }, 200);
 
-  constructor(private readonly requests: readonly RunRequest[], private readonly onOutcome: (request: RunRequest, outcome: RunOutcome) => void) {}
+  constructor(
+    private readonly requests: readonly RunRequest[],
+    private readonly onOutcome: (request: RunRequest, outcome: RunOutcome) => void,
+  ) {}
 
   /** Stops polling and collects what arrived since; throws what collecting threw. */
   stop(): void {
@@ -145,7 +163,11 @@ class OutcomeWatch {
   }
 
   private collect(): void {
-    for (let next = this.requests[this.done]; next !== undefined && existsSync(outcomeFile(next)); next = this.requests[this.done]) {
+    for (
+      let next = this.requests[this.done];
+      next !== undefined && existsSync(outcomeFile(next));
+      next = this.requests[this.done]
+    ) {
       const outcome = readOutcome(next, this.since);
       this.since = new Date(outcome.endedAt);
       this.lastFailed = outcome.status === "failed";
@@ -156,7 +178,13 @@ class OutcomeWatch {
 }
 
 /** The end of a batch whose playbook failed: a failed run ended it, or a node or a tool failed under a run. */
-async function endFailedBatch(ctx: Context, record: TestbedRecord, requests: readonly RunRequest[], outcomes: OutcomeWatch, failure: unknown): Promise<BatchEnd> {
+async function endFailedBatch(
+  ctx: Context,
+  record: TestbedRecord,
+  requests: readonly RunRequest[],
+  outcomes: OutcomeWatch,
+  failure: unknown,
+): Promise<BatchEnd> {
   const { done } = outcomes;
   // run.yml fails on purpose after a failed run's outcome, whose workers are gone: that run is recorded, the batch
   // is over.
@@ -168,14 +196,19 @@ async function endFailedBatch(ctx: Context, record: TestbedRecord, requests: rea
   const inFlight = requests[done];
   if (inFlight === undefined) return { done };
   const nodeLost = (await unreachableNodes(record)).length > 0;
-  const outcome = endedNow(inFlight.collectDir, outcomes.since, { status: "failed", error: describeRunFailure(failure, inFlight) });
+  const outcome = endedNow(inFlight.collectDir, outcomes.since, {
+    status: "failed",
+    error: describeRunFailure(failure, inFlight),
+  });
   return { done, cutShort: { outcome, nodeLost } };
 }
 
 /** Runs one job: a batch of one. */
 export async function executeRun(ctx: Context, record: TestbedRecord, request: RunRequest): Promise<RunOutcome> {
   let outcome: RunOutcome | undefined;
-  const end = await executeRuns(ctx, record, [request], (_, ended) => { outcome = ended; });
+  const end = await executeRuns(ctx, record, [request], (_, ended) => {
+    outcome = ended;
+  });
   return outcome ?? end.cutShort!.outcome;
 }
 
@@ -189,7 +222,11 @@ export function freshCollectDir(dir: string): void {
   mkdirSync(dir, { recursive: true });
 }
 
-export function endedNow(collectDir: string, since: Date, fields: Pick<RunOutcome, "status" | "result" | "error">): RunOutcome {
+export function endedNow(
+  collectDir: string,
+  since: Date,
+  fields: Pick<RunOutcome, "status" | "result" | "error">,
+): RunOutcome {
   const ended = new Date();
   return {
     ...fields,
@@ -219,17 +256,21 @@ function jobOf(request: RunRequest): Record<string, unknown> {
     collect_dir: request.collectDir,
     ...(processes === undefined ? {} : { procs_per_node: processes }),
     // Docker's --cpus takes two decimals; the product of two such numbers may carry float noise.
-    ...(request.cpusPerNode === undefined ? {} : { cpus: Math.round(request.cpusPerNode * (processes ?? 1) * 100) / 100 }),
+    ...(request.cpusPerNode === undefined
+      ? {}
+      : { cpus: Math.round(request.cpusPerNode * (processes ?? 1) * 100) / 100 }),
     ...(request.memoryPerNodeBytes === undefined ? {} : { memory_bytes: request.memoryPerNodeBytes }),
     ...(lostNode === undefined ? {} : { lost_node: lostNode }),
   };
 }
 
 function describeBatch(requests: readonly RunRequest[]): string {
-  if (requests.length > 1) return `run ${requests.length} jobs in one playbook (${requests[0]!.runId} .. ${requests.at(-1)!.runId})`;
+  if (requests.length > 1)
+    return `run ${requests.length} jobs in one playbook (${requests[0]!.runId} .. ${requests.at(-1)!.runId})`;
   const { runId, job, nodes, processesPerNode: processes } = requests[0]!;
   const onNodes = `${nodes} node${nodes === 1 ? "" : "s"}`;
-  const placement = processes === undefined ? onNodes : `${onNodes} × ${processes} process${processes === 1 ? "" : "es"}`;
+  const placement =
+    processes === undefined ? onNodes : `${onNodes} × ${processes} process${processes === 1 ? "" : "es"}`;
   return `run ${runId} (${job} on ${placement})`;
 }
 
@@ -252,7 +293,8 @@ const JobOutcome = z.looseObject({ ranks: z.array(RankOutcome) });
  * outcome: ok when every rank exited 0 and the head's result reads as a worker result.
  */
 export function readOutcome(request: RunRequest, since: Date): RunOutcome {
-  const finish = (fields: Pick<RunOutcome, "status" | "result" | "error">) => endedNow(request.collectDir, since, fields);
+  const finish = (fields: Pick<RunOutcome, "status" | "result" | "error">) =>
+    endedNow(request.collectDir, since, fields);
   const file = outcomeFile(request);
   let job: z.infer<typeof JobOutcome>;
   try {
@@ -273,16 +315,26 @@ export function readOutcome(request: RunRequest, since: Date): RunOutcome {
   }
   const logs = `worker logs: ${request.collectDir}/worker-*.log`;
   const failed = ranks.filter((rank) => !rank.ok);
-  const explained = added.map((outcome) => outcome.failure?.(failed.map((rank) => rank.host))).find((text) => text !== undefined);
+  const explained = added
+    .map((outcome) => outcome.failure?.(failed.map((rank) => rank.host)))
+    .find((text) => text !== undefined);
   if (explained !== undefined) return finish({ status: "failed", error: `${explained}; ${logs}` });
   if (failed.length > 0) {
-    const what = failed.map((rank) => `${rank.host} failed: Worker rank ${rank.rank} on ${rank.host} ${rank.outcome}` +
-      (rank.outcome === "exited with code 0" ? ` but wrote no result (${rank.result_file}: ${rank.result_error})` : ""));
+    const what = failed.map(
+      (rank) =>
+        `${rank.host} failed: Worker rank ${rank.rank} on ${rank.host} ${rank.outcome}` +
+        (rank.outcome === "exited with code 0"
+          ? ` but wrote no result (${rank.result_file}: ${rank.result_error})`
+          : ""),
+    );
     return finish({ status: "failed", error: `${what.join("; ")}; ${logs}` });
   }
   const head = ranks.find((rank) => rank.rank === 0);
   if (head?.result === undefined || head.result === "") {
-    return finish({ status: "failed", error: `the workers exited cleanly but the head's result was not read; ${logs}` });
+    return finish({
+      status: "failed",
+      error: `the workers exited cleanly but the head's result was not read; ${logs}`,
+    });
   }
   const resultFile = join(request.collectDir, "result.json");
   const text = Buffer.from(head.result, "base64").toString("utf8");
@@ -296,7 +348,8 @@ export function readOutcome(request: RunRequest, since: Date): RunOutcome {
 
 function describeRunFailure(error: RinglabError, request: RunRequest): string {
   const logs = `worker logs: ${request.collectDir}/worker-*.log`;
-  if (error instanceof ToolError && error.details.timedOut) return `ansible did not finish within the run's limit; ${logs}`;
+  if (error instanceof ToolError && error.details.timedOut)
+    return `ansible did not finish within the run's limit; ${logs}`;
   return `${error.message}; ${logs}`;
 }
 
@@ -316,7 +369,11 @@ export interface RunOnceOptions {
 }
 
 /** `ringlab run`: shape, run, and a human summary of the result. */
-export async function runOnce(ctx: Context, record: TestbedRecord, options: RunOnceOptions): Promise<RunOutcome & { summary: string }> {
+export async function runOnce(
+  ctx: Context,
+  record: TestbedRecord,
+  options: RunOnceOptions,
+): Promise<RunOutcome & { summary: string }> {
   const stamp = new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "");
   const runId = `${options.job}-n${options.nodes}-${options.bandwidth}-${stamp}`;
   await shapeLinks(ctx, record, options.bandwidth);
@@ -350,5 +407,9 @@ export function summarize(outcome: RunOutcome, bandwidth: string): string {
     const ofLink = link ? `${((100 * row.busbwGbps) / link).toFixed(0).padStart(4)} %` : "";
     return `  ${formatBytes(row.sizeBytes).padStart(9)}  ${(row.timeSeconds * 1e3).toFixed(2).padStart(10)} ms  ${row.algbwGbps.toFixed(3).padStart(8)}  ${row.busbwGbps.toFixed(3).padStart(8)}  ${ofLink}${row.wrong > 0 ? `  ${row.wrong} WRONG` : ""}`;
   });
-  return [header, `       size        time     algbw    busbw  (Gbit/s${link ? ", busbw as % of link" : ""})`, ...rows].join("\n");
+  return [
+    header,
+    `       size        time     algbw    busbw  (Gbit/s${link ? ", busbw as % of link" : ""})`,
+    ...rows,
+  ].join("\n");
 }

@@ -7,12 +7,24 @@ import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { bandwidthGbps } from "../rules/bandwidth.ts";
-import { checkEfaInstanceType, checkShapedRate, EFA_SHAPING_PROBLEM, instanceTypeFacts } from "../catalogue/aws-instance-types.ts";
+import {
+  checkEfaInstanceType,
+  checkShapedRate,
+  EFA_SHAPING_PROBLEM,
+  instanceTypeFacts,
+} from "../catalogue/aws-instance-types.ts";
 import { ruled, safePath, tags, testbedCommon, type IssueAt } from "../config/fields.ts";
 import type { CampaignSection } from "../config/schema.ts";
 import { ConfigError, UsageError } from "../util/errors.ts";
 import { checkAmiId, checkRootVolumeGiB } from "../rules/ami.ts";
-import { checkIpv4Cidr, checkSshSource, checkSubnetCidr, checkVpcCidr, DEFAULT_SSH_SOURCE_MIN_PREFIX, SSH_SOURCE_PREFIX_FLOOR } from "../rules/cidr.ts";
+import {
+  checkIpv4Cidr,
+  checkSshSource,
+  checkSubnetCidr,
+  checkVpcCidr,
+  DEFAULT_SSH_SOURCE_MIN_PREFIX,
+  SSH_SOURCE_PREFIX_FLOOR,
+} from "../rules/cidr.ts";
 import { stackName } from "../rules/names.ts";
 import { checkDockerImageReference, checkS3BucketName, checkS3Key, checkUnixUserName } from "../rules/safe-text.ts";
 import { checkSshPublicKey } from "../rules/ssh-key.ts";
@@ -56,44 +68,110 @@ const s3State = z.strictObject({
   key: ruled(checkS3Key).describe("The state's object key in the bucket."),
   region: z.string().regex(AWS_REGION_PATTERN).optional().describe("The bucket's region; default: testbed.region."),
 });
-const localState = z.strictObject({ backend: z.literal("local").describe("local: Terraform's state file in the testbed's state folder.") });
+const localState = z.strictObject({
+  backend: z.literal("local").describe("local: Terraform's state file in the testbed's state folder."),
+});
 
 export const awsSection = z.strictObject({
-  target: z.literal("aws").describe("aws: GPU instances in a VPC of their own, deployed by terraform from a cdktf stack, reached by Ansible over SSH."),
+  target: z
+    .literal("aws")
+    .describe(
+      "aws: GPU instances in a VPC of their own, deployed by terraform from a cdktf stack, reached by Ansible over SSH.",
+    ),
   ...testbedCommon,
-  region: z.string().regex(AWS_REGION_PATTERN, { error: "expected an AWS region such as us-east-1" }).default(AWS_DEFAULTS.region)
+  region: z
+    .string()
+    .regex(AWS_REGION_PATTERN, { error: "expected an AWS region such as us-east-1" })
+    .default(AWS_DEFAULTS.region)
     .describe("The AWS region of every resource."),
-  availabilityZone: z.string().regex(AVAILABILITY_ZONE_PATTERN, { error: "expected an availability zone such as us-east-1a" }).optional()
-    .describe("Default: the region's \"a\" zone."),
-  instanceType: z.string().regex(/^[a-z][a-z0-9-]*\.[a-z0-9-]+$/, { error: "expected an EC2 instance type such as g4dn.xlarge" })
-    .default(AWS_DEFAULTS.instanceType).describe("The EC2 instance type of every node."),
-  ami: ruled(checkAmiId).optional().describe("Default: the newest AWS Deep Learning Base GPU AMI (Ubuntu 22.04), looked up at deploy time."),
-  rootVolumeGiB: z.int().superRefine((size, ctx) => {
-    const problem = checkRootVolumeGiB(size);
-    if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
-  }).default(AWS_DEFAULTS.rootVolumeGiB).describe("Each node's root volume, GiB."),
-  sshPublicKeyFile: safePath().optional().describe("Path to an OpenSSH public key; relative paths are relative to the campaign file."),
+  availabilityZone: z
+    .string()
+    .regex(AVAILABILITY_ZONE_PATTERN, { error: "expected an availability zone such as us-east-1a" })
+    .optional()
+    .describe('Default: the region\'s "a" zone.'),
+  instanceType: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]*\.[a-z0-9-]+$/, { error: "expected an EC2 instance type such as g4dn.xlarge" })
+    .default(AWS_DEFAULTS.instanceType)
+    .describe("The EC2 instance type of every node."),
+  ami: ruled(checkAmiId)
+    .optional()
+    .describe("Default: the newest AWS Deep Learning Base GPU AMI (Ubuntu 22.04), looked up at deploy time."),
+  rootVolumeGiB: z
+    .int()
+    .superRefine((size, ctx) => {
+      const problem = checkRootVolumeGiB(size);
+      if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+    })
+    .default(AWS_DEFAULTS.rootVolumeGiB)
+    .describe("Each node's root volume, GiB."),
+  sshPublicKeyFile: safePath()
+    .optional()
+    .describe("Path to an OpenSSH public key; relative paths are relative to the campaign file."),
   sshPublicKey: z.string().min(1).optional().describe("The public key text itself, instead of sshPublicKeyFile."),
-  sshPrivateKeyFile: safePath().optional().describe("Default: sshPublicKeyFile without \".pub\"."),
+  sshPrivateKeyFile: safePath().optional().describe('Default: sshPublicKeyFile without ".pub".'),
   sshUser: ruled(checkUnixUserName).default(AWS_DEFAULTS.sshUser).describe("The user Ansible logs in as on the nodes."),
-  adminCidr: ruled((cidr) => checkIpv4Cidr(cidr, { example: "203.0.113.7/32" })).describe("Who may reach the nodes over SSH, e.g. your address as 203.0.113.7/32."),
-  sshSourceMinPrefix: z.int().min(SSH_SOURCE_PREFIX_FLOOR).max(32).default(DEFAULT_SSH_SOURCE_MIN_PREFIX)
-    .describe("The widest adminCidr accepted (as a prefix length) unless allowSshFromAnywhere; 16 lets a /16 through, never wider than a /8."),
-  allowSshFromAnywhere: z.boolean().default(false).describe("An adminCidr wider than sshSourceMinPrefix or a /8 (0.0.0.0/0 included) is refused unless this says so."),
-  sharedStorage: z.enum(["nfs", "efs"]).default(AWS_DEFAULTS.sharedStorage).describe("The nodes' shared folder: NFS served by the head node, or an EFS file system."),
-  spot: z.boolean().default(false).describe("One-time spot instances instead of on-demand ones, terminated on interruption."),
-  efa: z.boolean().default(false).describe("An Elastic Fabric Adapter on every node (instance types that have one; tc cannot shape its traffic)."),
-  placementGroup: z.boolean().default(true).describe("A cluster placement group for the nodes; turn off where none can be had (capacity, an emulator)."),
-  ttlHours: z.number().positive().max(24 * 30).default(AWS_DEFAULTS.ttlHours).describe("Written into the ringlab:expires-at tag so a sweeper can find leftovers."),
-  tags: tags.default({}).describe("Your own tags on every resource, beside ringlab's; the ringlab: and aws: prefixes are reserved."),
+  adminCidr: ruled((cidr) => checkIpv4Cidr(cidr, { example: "203.0.113.7/32" })).describe(
+    "Who may reach the nodes over SSH, e.g. your address as 203.0.113.7/32.",
+  ),
+  sshSourceMinPrefix: z
+    .int()
+    .min(SSH_SOURCE_PREFIX_FLOOR)
+    .max(32)
+    .default(DEFAULT_SSH_SOURCE_MIN_PREFIX)
+    .describe(
+      "The widest adminCidr accepted (as a prefix length) unless allowSshFromAnywhere; 16 lets a /16 through, never wider than a /8.",
+    ),
+  allowSshFromAnywhere: z
+    .boolean()
+    .default(false)
+    .describe(
+      "An adminCidr wider than sshSourceMinPrefix or a /8 (0.0.0.0/0 included) is refused unless this says so.",
+    ),
+  sharedStorage: z
+    .enum(["nfs", "efs"])
+    .default(AWS_DEFAULTS.sharedStorage)
+    .describe("The nodes' shared folder: NFS served by the head node, or an EFS file system."),
+  spot: z
+    .boolean()
+    .default(false)
+    .describe("One-time spot instances instead of on-demand ones, terminated on interruption."),
+  efa: z
+    .boolean()
+    .default(false)
+    .describe("An Elastic Fabric Adapter on every node (instance types that have one; tc cannot shape its traffic)."),
+  placementGroup: z
+    .boolean()
+    .default(true)
+    .describe("A cluster placement group for the nodes; turn off where none can be had (capacity, an emulator)."),
+  ttlHours: z
+    .number()
+    .positive()
+    .max(24 * 30)
+    .default(AWS_DEFAULTS.ttlHours)
+    .describe("Written into the ringlab:expires-at tag so a sweeper can find leftovers."),
+  tags: tags
+    .default({})
+    .describe("Your own tags on every resource, beside ringlab's; the ringlab: and aws: prefixes are reserved."),
   vpcCidr: ruled(checkVpcCidr).default(AWS_DEFAULTS.vpcCidr).describe("The address range of the testbed's own VPC."),
-  subnetCidr: ruled((cidr) => checkIpv4Cidr(cidr, { example: AWS_DEFAULTS.subnetCidr })).default(AWS_DEFAULTS.subnetCidr)
+  subnetCidr: ruled((cidr) => checkIpv4Cidr(cidr, { example: AWS_DEFAULTS.subnetCidr }))
+    .default(AWS_DEFAULTS.subnetCidr)
     .describe("Must lie inside vpcCidr (checked with the testbed)."),
-  state: z.discriminatedUnion("backend", [localState, s3State]).default({ backend: "local" }).describe("Where Terraform keeps the stack's state."),
-  workerImage: ruled(checkDockerImageReference).default(AWS_DEFAULTS.workerImage)
-    .describe("The image every node's worker runs: ringlab/worker:<tag> is built on each node (unless workerImageTarball), any other name pulled."),
-  workerImageTarball: safePath().optional().describe("A `docker save` tarball copied to every node; without it nodes pull workerImage from its registry."),
-  terraformBinary: z.enum(TERRAFORM_BINARIES, { error: "expected terraform or tofu" }).optional()
+  state: z
+    .discriminatedUnion("backend", [localState, s3State])
+    .default({ backend: "local" })
+    .describe("Where Terraform keeps the stack's state."),
+  workerImage: ruled(checkDockerImageReference)
+    .default(AWS_DEFAULTS.workerImage)
+    .describe(
+      "The image every node's worker runs: ringlab/worker:<tag> is built on each node (unless workerImageTarball), any other name pulled.",
+    ),
+  workerImageTarball: safePath()
+    .optional()
+    .describe("A `docker save` tarball copied to every node; without it nodes pull workerImage from its registry."),
+  terraformBinary: z
+    .enum(TERRAFORM_BINARIES, { error: "expected terraform or tofu" })
+    .optional()
     .describe("What deploys and destroys the stack. Default: $TERRAFORM_BINARY_NAME, else terraform."),
 });
 
@@ -102,7 +180,12 @@ export type AwsSection = z.output<typeof awsSection>;
 const terraformState = z.discriminatedUnion("backend", [
   /** Terraform's state file: under the testbed's own state folder, whatever the working directory. */
   z.strictObject({ backend: z.literal("local"), path: z.string().min(1) }),
-  z.strictObject({ backend: z.literal("s3"), bucket: z.string().min(1), key: z.string().min(1), region: z.string().min(1) }),
+  z.strictObject({
+    backend: z.literal("s3"),
+    bucket: z.string().min(1),
+    key: z.string().min(1),
+    region: z.string().min(1),
+  }),
 ]);
 
 export const awsSpec = z.strictObject({
@@ -175,7 +258,8 @@ function resolveKeys(tb: AwsSection, where: FileContext): AwsSection {
   let sshPublicKeyFile = tb.sshPublicKeyFile;
   let sshPrivateKeyFile = tb.sshPrivateKeyFile === undefined ? undefined : resolvePath(tb.sshPrivateKeyFile, baseDir);
   let keyField = "testbed.sshPublicKey";
-  const workerImageTarball = tb.workerImageTarball === undefined ? undefined : resolvePath(tb.workerImageTarball, baseDir);
+  const workerImageTarball =
+    tb.workerImageTarball === undefined ? undefined : resolvePath(tb.workerImageTarball, baseDir);
   if (readKeys && workerImageTarball !== undefined) checkTarball(workerImageTarball, displayName);
   if (sshPublicKeyFile !== undefined) {
     keyField = "testbed.sshPublicKeyFile";
@@ -185,14 +269,18 @@ function resolveKeys(tb: AwsSection, where: FileContext): AwsSection {
     try {
       sshPublicKey = readFileSync(sshPublicKeyFile, "utf8").trim();
     } catch {
-      throw new ConfigError(displayName, [{
-        path: keyField,
-        message: `cannot read ${sshPublicKeyFile}; expected an OpenSSH public key file ` +
-          "(create one with: ssh-keygen -t ed25519 -f ~/.ssh/ringlab)",
-      }]);
+      throw new ConfigError(displayName, [
+        {
+          path: keyField,
+          message:
+            `cannot read ${sshPublicKeyFile}; expected an OpenSSH public key file ` +
+            "(create one with: ssh-keygen -t ed25519 -f ~/.ssh/ringlab)",
+        },
+      ]);
     }
   }
-  const keyProblem = sshPublicKey === undefined ? "missing: expected an OpenSSH public key" : checkSshPublicKey(sshPublicKey);
+  const keyProblem =
+    sshPublicKey === undefined ? "missing: expected an OpenSSH public key" : checkSshPublicKey(sshPublicKey);
   if (keyProblem !== undefined) throw new ConfigError(displayName, [{ path: keyField, message: keyProblem }]);
   return { ...tb, sshPublicKey, sshPublicKeyFile, sshPrivateKeyFile, workerImageTarball };
 }
@@ -202,8 +290,10 @@ function checkProcessesPerGpu(instanceType: string, processesPerNode: readonly n
   const gpus = instanceTypeFacts(instanceType)?.gpus;
   const most = Math.max(0, ...processesPerNode);
   if (gpus === undefined || gpus === 0 || most <= gpus) return;
-  issue(["campaign", "matrix", "processesPerNode"],
-    `found ${most}, but ${instanceType} has ${gpus} GPU${gpus === 1 ? "" : "s"}: use at most ${gpus} process${gpus === 1 ? "" : "es"} per node, or an instance type with more GPUs`);
+  issue(
+    ["campaign", "matrix", "processesPerNode"],
+    `found ${most}, but ${instanceType} has ${gpus} GPU${gpus === 1 ? "" : "s"}: use at most ${gpus} process${gpus === 1 ? "" : "es"} per node, or an instance type with more GPUs`,
+  );
 }
 
 /** Shaped rates the AWS instances can carry: tc only slows links down, and EFA traffic does not pass through it. */
@@ -230,7 +320,8 @@ export const awsTarget: Target = {
     "node-recovery": "a lost instance is not replaced: the runs that need it are skipped",
     "reuse-configured": "a cloud node may have rebooted since it was configured",
     "host-load": "its nodes are machines of their own, which no other work of this machine disturbs",
-    "rerun-disturbed": "a rerun costs instance time that `ringlab plan` did not estimate: the report flags the run and `--rerun-flagged` does it",
+    "rerun-disturbed":
+      "a rerun costs instance time that `ringlab plan` did not estimate: the report flags the run and `--rerun-flagged` does it",
     "found-by-label": "its stack is destroyed from its stored spec, one testbed at a time (`ringlab down <name>`)",
   },
 
@@ -239,7 +330,13 @@ export const awsTarget: Target = {
     const problemAt = (field: string, message: string | undefined): void => {
       if (message !== undefined) issue([field], message);
     };
-    problemAt("adminCidr", checkSshSource(tb.adminCidr, { allowSshFromAnywhere: tb.allowSshFromAnywhere, minPrefixLength: tb.sshSourceMinPrefix }));
+    problemAt(
+      "adminCidr",
+      checkSshSource(tb.adminCidr, {
+        allowSshFromAnywhere: tb.allowSshFromAnywhere,
+        minPrefixLength: tb.sshSourceMinPrefix,
+      }),
+    );
     if (tb.sshPublicKeyFile === undefined && tb.sshPublicKey === undefined) {
       problemAt("sshPublicKeyFile", "missing: expected sshPublicKeyFile (a path) or sshPublicKey (the key text)");
     }
@@ -248,9 +345,13 @@ export const awsTarget: Target = {
     }
     if (tb.efa) problemAt("efa", checkEfaInstanceType(tb.instanceType));
     const subnetProblem = checkSubnetCidr(tb.subnetCidr, tb.vpcCidr);
-    if (subnetProblem !== undefined) problemAt("subnetCidr", `found ${JSON.stringify(tb.subnetCidr)}, ${subnetProblem}`);
+    if (subnetProblem !== undefined)
+      problemAt("subnetCidr", `found ${JSON.stringify(tb.subnetCidr)}, ${subnetProblem}`);
     if (tb.availabilityZone !== undefined && !tb.availabilityZone.startsWith(tb.region)) {
-      problemAt("availabilityZone", `found "${tb.availabilityZone}", expected a zone of region ${tb.region} (such as ${tb.region}a)`);
+      problemAt(
+        "availabilityZone",
+        `found "${tb.availabilityZone}", expected a zone of region ${tb.region} (such as ${tb.region}a)`,
+      );
     }
   },
 
@@ -265,7 +366,9 @@ export const awsTarget: Target = {
   resolveSpec(section, inputs) {
     const testbed = narrowed("aws", section);
     if (testbed.sshPublicKey === undefined || testbed.sshPrivateKeyFile === undefined) {
-      throw new UsageError(`testbed ${testbed.name}: the SSH key was not read; expected sshPublicKeyFile (or sshPublicKey with sshPrivateKeyFile)`);
+      throw new UsageError(
+        `testbed ${testbed.name}: the SSH key was not read; expected sshPublicKeyFile (or sshPublicKey with sshPrivateKeyFile)`,
+      );
     }
     return {
       ...commonSpecOf(testbed, inputs),
@@ -291,9 +394,15 @@ export const awsTarget: Target = {
       ttlHours: testbed.ttlHours,
       expiresAt: expiresAt(inputs.createdAt, testbed.ttlHours),
       tags: testbed.tags,
-      state: testbed.state.backend === "s3"
-        ? { backend: "s3", bucket: testbed.state.bucket, key: testbed.state.key, region: testbed.state.region ?? testbed.region }
-        : { backend: "local", path: join(inputs.testbedDir, "terraform.tfstate") },
+      state:
+        testbed.state.backend === "s3"
+          ? {
+              backend: "s3",
+              bucket: testbed.state.bucket,
+              key: testbed.state.key,
+              region: testbed.state.region ?? testbed.region,
+            }
+          : { backend: "local", path: join(inputs.testbedDir, "terraform.tfstate") },
       workerImageTarball: testbed.workerImageTarball ?? null,
       terraformBinary: testbed.terraformBinary ?? null,
     };
@@ -309,9 +418,12 @@ export const awsTarget: Target = {
 
   async down(ctx, name, spec, options) {
     if (spec === undefined) {
-      throw new UsageError(`testbed ${name} has a record but no spec in ${ctx.stateDir}, so its stack cannot be destroyed from here`, {
-        hint: `destroy it by hand (terraform destroy in its cdktf.out/stacks/${stackName(name)} folder) or in the AWS console (tag ringlab:testbed=${name})`,
-      });
+      throw new UsageError(
+        `testbed ${name} has a record but no spec in ${ctx.stateDir}, so its stack cannot be destroyed from here`,
+        {
+          hint: `destroy it by hand (terraform destroy in its cdktf.out/stacks/${stackName(name)} folder) or in the AWS console (tag ringlab:testbed=${name})`,
+        },
+      );
     }
     const { downAws } = await import("../testbed/aws.ts");
     await ctx.reporter.step(`destroy stack ${stackName(name)}`, () => downAws(ctx, narrowed("aws", spec), options.aws));

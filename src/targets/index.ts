@@ -10,7 +10,17 @@ import { kubernetesSection, kubernetesTarget } from "./kubernetes.ts";
 import { localSection, localSpec, localTarget } from "./local.ts";
 import { gapOf, type Capability, type Target, type TestbedSection } from "./target.ts";
 
-export { CAPABILITIES, gapOf, type Capability, type CampaignTestbed, type Gaps, type Target, type TargetEstimate, type TargetOptions, type TestbedSection } from "./target.ts";
+export {
+  CAPABILITIES,
+  gapOf,
+  type Capability,
+  type CampaignTestbed,
+  type Gaps,
+  type Target,
+  type TargetEstimate,
+  type TargetOptions,
+  type TestbedSection,
+} from "./target.ts";
 
 /** Each target's campaign-file section, in the order a wrong `testbed.target` lists them. */
 const SECTIONS = { local: localSection, aws: awsSection, kubernetes: kubernetesSection } as const;
@@ -36,7 +46,10 @@ type Specs = (typeof SPECS)[SpecTargetName];
 /** The campaign file's `testbed`: one section per target, told apart by `target`. */
 export const TESTBED_SECTIONS = Object.values(SECTIONS) as unknown as readonly [Sections, ...Sections[]];
 /** A stored testbed spec: one schema per target that has one, told apart by `target`. */
-export const testbedSpecSchema = z.discriminatedUnion("target", Object.values(SPECS) as unknown as readonly [Specs, ...Specs[]]);
+export const testbedSpecSchema = z.discriminatedUnion(
+  "target",
+  Object.values(SPECS) as unknown as readonly [Specs, ...Specs[]],
+);
 
 /** The target of a testbed section, spec or record (each names its own). */
 export function targetOf(testbed: { readonly target: TargetName }): Target {

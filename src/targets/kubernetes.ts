@@ -7,7 +7,13 @@
 import { z } from "zod";
 import { bandwidthGbps } from "../rules/bandwidth.ts";
 import { ruled, testbedCommon } from "../config/fields.ts";
-import { checkDnsLabel, checkDnsSubdomain, checkKubeContext, checkLabelKey, checkLabelValue } from "../rules/kubernetes.ts";
+import {
+  checkDnsLabel,
+  checkDnsSubdomain,
+  checkKubeContext,
+  checkLabelKey,
+  checkLabelValue,
+} from "../rules/kubernetes.ts";
 import { checkDockerImageReference } from "../rules/safe-text.ts";
 import { NO_MPI4PY } from "./aws.ts";
 import { narrowed, type Target } from "./target.ts";
@@ -28,27 +34,59 @@ export const KUBERNETES_DEFAULTS = {
 } as const;
 
 export const kubernetesSection = z.strictObject({
-  target: z.literal("kubernetes").describe("kubernetes: a cluster you already have; each run is an Indexed Job there, ringlab provisions and configures nothing."),
+  target: z
+    .literal("kubernetes")
+    .describe(
+      "kubernetes: a cluster you already have; each run is an Indexed Job there, ringlab provisions and configures nothing.",
+    ),
   ...testbedCommon,
-  context: ruled(checkKubeContext).optional().describe("The kubeconfig's context to use; default: its current context."),
+  context: ruled(checkKubeContext)
+    .optional()
+    .describe("The kubeconfig's context to use; default: its current context."),
   namespace: ruled(checkDnsLabel).describe("The namespace the runs' objects go in."),
-  workerImage: ruled(checkDockerImageReference)
-    .describe("The worker image every pod runs, in a registry the cluster pulls from (GPU: ringlab/worker:gpu, tagged and pushed)."),
-  gpusPerPod: z.int().min(0).max(16).default(KUBERNETES_DEFAULTS.gpusPerPod).describe("`nvidia.com/gpu` each pod asks for (0: a CPU pod)."),
-  nodeSelector: z.record(ruled(checkLabelKey), ruled(checkLabelValue)).default({})
-    .describe("Where the pods may run, e.g. {\"node.kubernetes.io/instance-type\": \"p4d.24xlarge\"}."),
-  sharedClaim: ruled(checkDnsSubdomain).describe("The PersistentVolumeClaim (ReadWriteMany: EFS, NFS) mounted in every pod at /ringlab."),
-  hostNetwork: z.boolean().default(false).describe("The pods use their nodes' network (EFA, RDMA): one ringlab pod per node then."),
-  shapeInPod: z.boolean().default(false).describe("Each pod shapes its own egress with tc before the worker starts (needs the NET_ADMIN capability there)."),
-  runAsUser: z.int().min(0).max(2147483647).default(KUBERNETES_DEFAULTS.runAsUser).describe(
-    "The user id (and group id, and fsGroup) the pods' worker runs as; 0 is root, which Pod Security \"restricted\" refuses (\"baseline\" " +
-    "allows it). The shared claim must be writable by that user (fsGroup helps where the volume supports it). Kubernetes takes 0 to 2147483647."),
+  workerImage: ruled(checkDockerImageReference).describe(
+    "The worker image every pod runs, in a registry the cluster pulls from (GPU: ringlab/worker:gpu, tagged and pushed).",
+  ),
+  gpusPerPod: z
+    .int()
+    .min(0)
+    .max(16)
+    .default(KUBERNETES_DEFAULTS.gpusPerPod)
+    .describe("`nvidia.com/gpu` each pod asks for (0: a CPU pod)."),
+  nodeSelector: z
+    .record(ruled(checkLabelKey), ruled(checkLabelValue))
+    .default({})
+    .describe('Where the pods may run, e.g. {"node.kubernetes.io/instance-type": "p4d.24xlarge"}.'),
+  sharedClaim: ruled(checkDnsSubdomain).describe(
+    "The PersistentVolumeClaim (ReadWriteMany: EFS, NFS) mounted in every pod at /ringlab.",
+  ),
+  hostNetwork: z
+    .boolean()
+    .default(false)
+    .describe("The pods use their nodes' network (EFA, RDMA): one ringlab pod per node then."),
+  shapeInPod: z
+    .boolean()
+    .default(false)
+    .describe(
+      "Each pod shapes its own egress with tc before the worker starts (needs the NET_ADMIN capability there).",
+    ),
+  runAsUser: z
+    .int()
+    .min(0)
+    .max(2147483647)
+    .default(KUBERNETES_DEFAULTS.runAsUser)
+    .describe(
+      'The user id (and group id, and fsGroup) the pods\' worker runs as; 0 is root, which Pod Security "restricted" refuses ("baseline" ' +
+        "allows it). The shared claim must be writable by that user (fsGroup helps where the volume supports it). Kubernetes takes 0 to 2147483647.",
+    ),
 });
 
 export type KubernetesSection = z.output<typeof kubernetesSection>;
 
 /** A campaign file whose testbed is a Kubernetes cluster: what `ringlab manifests` writes the objects of. */
-export function isKubernetesTestbed<T extends { readonly target: string }>(testbed: T): testbed is Extract<T, { readonly target: "kubernetes" }> {
+export function isKubernetesTestbed<T extends { readonly target: string }>(
+  testbed: T,
+): testbed is Extract<T, { readonly target: "kubernetes" }> {
   return testbed.target === "kubernetes";
 }
 
@@ -58,19 +96,22 @@ export const kubernetesTarget: Target = {
   name: "kubernetes",
   title: "Kubernetes",
   gaps: {
-    provision: "on a Kubernetes cluster `ringlab plan <file>` lists the runs, `ringlab campaign <file>` runs them (each a Job), `ringlab manifests <file>` " +
+    provision:
+      "on a Kubernetes cluster `ringlab plan <file>` lists the runs, `ringlab campaign <file>` runs them (each a Job), `ringlab manifests <file>` " +
       "writes their objects for `kubectl apply -f` and `ringlab down <file>` deletes what a killed campaign left",
     "cpu-quota": "where every pod asks the cluster for its own resources",
     "mpi-probe": NO_MPI4PY,
     launchers: "on Kubernetes every run is a Job of the cluster's own",
     "node-loss": "a lost node on Kubernetes fails the whole Job (backoffLimit 0), so the others could not go on",
     "repeat-until": "which ringlab does not do on Kubernetes yet",
-    "dataset-generate": "ringlab writes a dataset onto a testbed it configures, not onto a claim: copy it onto sharedClaim under datasets/<name> and set generate: false",
+    "dataset-generate":
+      "ringlab writes a dataset onto a testbed it configures, not onto a claim: copy it onto sharedClaim under datasets/<name> and set generate: false",
     "node-recovery": "a pod that is lost fails its Job; the cluster reschedules nothing for ringlab",
     "reuse-configured": NOT_CONFIGURED,
     "host-load": "its pods run on the cluster's machines, which ringlab does not watch",
     "rerun-disturbed": "its runs' objects are deleted as each run ends; `ringlab campaign` does every run once",
-    "simultaneous-start": "its pods start when the cluster schedules them and their nodes have pulled the image, which can be minutes apart",
+    "simultaneous-start":
+      "its pods start when the cluster schedules them and their nodes have pulled the image, which can be minutes apart",
     "found-by-label": "what a campaign left is deleted by its label in its namespace (`ringlab down <file>`)",
     keep: "its runs' objects are always deleted",
     predictions: "ringlab does not know the cluster's machines",
@@ -86,18 +127,30 @@ export const kubernetesTarget: Target = {
     const shaped = campaign.matrix.bandwidth.filter((rate) => bandwidthGbps(rate) !== null);
     const multiNode = campaign.matrix.nodes.some((nodes) => nodes > 1);
     if (multiNode && shaped.length > 0 && !tb.shapeInPod) {
-      issue(["campaign", "matrix", "bandwidth"], `found ${shaped.join(", ")}: on Kubernetes a link is shaped only inside the pods; set testbed.shapeInPod: true where the cluster ` +
-        "lets pods have the NET_ADMIN capability, or measure the cluster's own network with bandwidth: [unlimited]");
+      issue(
+        ["campaign", "matrix", "bandwidth"],
+        `found ${shaped.join(", ")}: on Kubernetes a link is shaped only inside the pods; set testbed.shapeInPod: true where the cluster ` +
+          "lets pods have the NET_ADMIN capability, or measure the cluster's own network with bandwidth: [unlimited]",
+      );
     }
     if (tb.shapeInPod && tb.hostNetwork) {
-      issue(["testbed", "shapeInPod"], "with hostNetwork the pods share their nodes' network: shaping there would shape the node itself; turn one of them off");
+      issue(
+        ["testbed", "shapeInPod"],
+        "with hostNetwork the pods share their nodes' network: shaping there would shape the node itself; turn one of them off",
+      );
     }
     if (tb.gpusPerPod > 0 && /:cpu$/.test(tb.workerImage)) {
-      issue(["testbed", "gpusPerPod"], `found ${tb.gpusPerPod} with workerImage ${tb.workerImage}, which has no CUDA: use the GPU image (ringlab/worker:gpu, pushed where the cluster pulls from) or gpusPerPod: 0`);
+      issue(
+        ["testbed", "gpusPerPod"],
+        `found ${tb.gpusPerPod} with workerImage ${tb.workerImage}, which has no CUDA: use the GPU image (ringlab/worker:gpu, pushed where the cluster pulls from) or gpusPerPod: 0`,
+      );
     }
     const processes = campaign.matrix.processesPerNode ?? [];
     if (tb.gpusPerPod > 0 && processes.some((count) => count > tb.gpusPerPod)) {
-      issue(["campaign", "matrix", "processesPerNode"], `found ${Math.max(...processes)}, expected at most testbed.gpusPerPod (${tb.gpusPerPod}): each process trains on a GPU of its pod's`);
+      issue(
+        ["campaign", "matrix", "processesPerNode"],
+        `found ${Math.max(...processes)}, expected at most testbed.gpusPerPod (${tb.gpusPerPod}): each process trains on a GPU of its pod's`,
+      );
     }
   },
 

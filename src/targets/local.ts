@@ -25,22 +25,44 @@ export const LOCAL_DEFAULTS = {
 } as const;
 
 export const localSection = z.strictObject({
-  target: z.literal("local").describe("local: the nodes are Docker containers on this machine, reached by Ansible over SSH, their links shaped with tc."),
+  target: z
+    .literal("local")
+    .describe(
+      "local: the nodes are Docker containers on this machine, reached by Ansible over SSH, their links shaped with tc.",
+    ),
   ...testbedCommon,
-  subnet: ruled((cidr) => checkIpv4Cidr(cidr, { example: LOCAL_DEFAULTS.subnet })).default(LOCAL_DEFAULTS.subnet)
+  subnet: ruled((cidr) => checkIpv4Cidr(cidr, { example: LOCAL_DEFAULTS.subnet }))
+    .default(LOCAL_DEFAULTS.subnet)
     .describe("The Docker network of the node containers."),
-  sharedDir: safePath().optional()
-    .describe("Host directory shared by all nodes, bind-mounted at the same path; default .ringlab/testbeds/<name>/shared."),
-  workerImage: ruled(checkDockerImageReference).default(LOCAL_DEFAULTS.workerImage)
-    .describe("The image every node's worker runs, from this machine's Docker engine (docker/worker/build.sh builds ringlab/worker:cpu)."),
-  cpusPerNode: z.number().min(SMALLEST_CPU_QUOTA).optional().describe(
-    "CPU cores every worker process may use (a CFS quota of its node's container in 10 ms periods, src/rules/cpu-quota-limits.ts, times the processes there), " +
-    "so that compute is fixed per node (per GPU) as on a real cluster. Default: (this machine's cores - 0.5) / the most processes that run " +
-    "at once (src/testbed/cpu-quota.ts); more than that is refused."),
-  memoryPerNodeGiB: z.number().min(0.25).max(1024).optional().describe(
-    "Memory of every node's worker (GiB, swap included: a cgroup limit of its container), shared by its processes, as a real node has its " +
-    "own memory: a run whose ranks need more is killed by the kernel, and `ringlab plan` refuses one the memory model predicts will not fit " +
-    "before anything starts. Absent: no limit."),
+  sharedDir: safePath()
+    .optional()
+    .describe(
+      "Host directory shared by all nodes, bind-mounted at the same path; default .ringlab/testbeds/<name>/shared.",
+    ),
+  workerImage: ruled(checkDockerImageReference)
+    .default(LOCAL_DEFAULTS.workerImage)
+    .describe(
+      "The image every node's worker runs, from this machine's Docker engine (docker/worker/build.sh builds ringlab/worker:cpu).",
+    ),
+  cpusPerNode: z
+    .number()
+    .min(SMALLEST_CPU_QUOTA)
+    .optional()
+    .describe(
+      "CPU cores every worker process may use (a CFS quota of its node's container in 10 ms periods, src/rules/cpu-quota-limits.ts, times the processes there), " +
+        "so that compute is fixed per node (per GPU) as on a real cluster. Default: (this machine's cores - 0.5) / the most processes that run " +
+        "at once (src/testbed/cpu-quota.ts); more than that is refused.",
+    ),
+  memoryPerNodeGiB: z
+    .number()
+    .min(0.25)
+    .max(1024)
+    .optional()
+    .describe(
+      "Memory of every node's worker (GiB, swap included: a cgroup limit of its container), shared by its processes, as a real node has its " +
+        "own memory: a run whose ranks need more is killed by the kernel, and `ringlab plan` refuses one the memory model predicts will not fit " +
+        "before anything starts. Absent: no limit.",
+    ),
 });
 
 export const localSpec = z.strictObject({
@@ -98,13 +120,17 @@ export const localTarget: Target = {
     if (!parsed.ok) return;
     const addresses = 2 ** (32 - parsed.range.prefixLength);
     // Nodes take .10 and up (src/testbed/local-plan.ts); the last address is the broadcast address.
-    if (10 + testbed.nodes > addresses - 1) issue(["subnet"], `found ${testbed.subnet}, too small for ${testbed.nodes} nodes; use a /24`);
+    if (10 + testbed.nodes > addresses - 1)
+      issue(["subnet"], `found ${testbed.subnet}, too small for ${testbed.nodes} nodes; use a /24`);
   },
 
   checkCampaign(section, campaign, issue) {
     const testbed = narrowed("local", section);
     if (testbed.memoryPerNodeGiB !== undefined && campaign.launcher !== DEFAULT_LAUNCHER) {
-      issue(["testbed", "memoryPerNodeGiB"], `launcher ${campaign.launcher} starts its workers with a CPU limit alone: memoryPerNodeGiB is applied by launcher ${DEFAULT_LAUNCHER}`);
+      issue(
+        ["testbed", "memoryPerNodeGiB"],
+        `launcher ${campaign.launcher} starts its workers with a CPU limit alone: memoryPerNodeGiB is applied by launcher ${DEFAULT_LAUNCHER}`,
+      );
     }
   },
 
@@ -112,19 +138,29 @@ export const localTarget: Target = {
     const testbed = narrowed("local", section);
     if (testbed.sharedDir === undefined) return testbed;
     const sharedDir = resolvePath(testbed.sharedDir, where.baseDir);
-    const problem = checkSharedDirLocation(realLocation(sharedDir), homedir()) ?? (where.checkFolders ? checkSafeResolvedPath(sharedDir) : undefined);
+    const problem =
+      checkSharedDirLocation(realLocation(sharedDir), homedir()) ??
+      (where.checkFolders ? checkSafeResolvedPath(sharedDir) : undefined);
     if (problem !== undefined) {
-      throw new ConfigError(where.displayName, [{ path: "testbed.sharedDir", message: `found ${JSON.stringify(testbed.sharedDir)}, ${problem}` }]);
+      throw new ConfigError(where.displayName, [
+        { path: "testbed.sharedDir", message: `found ${JSON.stringify(testbed.sharedDir)}, ${problem}` },
+      ]);
     }
     // Every node mounts it read-write as root: whoever else can write it, or a folder above it, decides what they read.
     const ownership = where.checkFolders ? unsafeFolderProblem(sharedDir) : undefined;
-    if (ownership !== undefined) throw new ConfigError(where.displayName, [{ path: "testbed.sharedDir", message: ownership }]);
+    if (ownership !== undefined)
+      throw new ConfigError(where.displayName, [{ path: "testbed.sharedDir", message: ownership }]);
     return { ...testbed, sharedDir };
   },
 
   memoryOf(section) {
     const { memoryPerNodeGiB } = narrowed("local", section);
-    return { device: "cpu", ...(memoryPerNodeGiB === undefined ? {} : { perNode: { gib: memoryPerNodeGiB, what: "testbed.memoryPerNodeGiB" } }) };
+    return {
+      device: "cpu",
+      ...(memoryPerNodeGiB === undefined
+        ? {}
+        : { perNode: { gib: memoryPerNodeGiB, what: "testbed.memoryPerNodeGiB" } }),
+    };
   },
   resolveSpec(section, inputs) {
     const testbed = narrowed("local", section);
@@ -152,7 +188,11 @@ export const localTarget: Target = {
   async runningNodes(ctx, record) {
     const { localNodeContainers } = await import("../testbed/local.ts");
     const containers = await localNodeContainers(ctx, record.name);
-    return new Set(record.nodes.filter((node) => containers.some((c) => c.running && c.name === nodeContainerName(record.name, node.rank))).map((node) => node.name));
+    return new Set(
+      record.nodes
+        .filter((node) => containers.some((c) => c.running && c.name === nodeContainerName(record.name, node.rank)))
+        .map((node) => node.name),
+    );
   },
 
   async recreateNodes(ctx, spec, ranks) {

@@ -6,7 +6,9 @@ import { z } from "zod";
 
 export const TESTBED_SPEC_SCHEMA = "ringlab.testbed-spec/v1";
 
-export const isoTime = z.string().refine((text) => !Number.isNaN(Date.parse(text)), { error: "expected an ISO-8601 time" });
+export const isoTime = z
+  .string()
+  .refine((text) => !Number.isNaN(Date.parse(text)), { error: "expected an ISO-8601 time" });
 
 export const specCommon = {
   schema: z.literal(TESTBED_SPEC_SCHEMA),
@@ -19,7 +21,10 @@ export const specCommon = {
 };
 
 /** The common fields' values, from a testbed section and the inputs of `up`. */
-export function commonSpecOf(testbed: { readonly name: string; readonly nodes: number; readonly workerImage: string }, inputs: { readonly campaign: string; readonly createdAt: Date }) {
+export function commonSpecOf(
+  testbed: { readonly name: string; readonly nodes: number; readonly workerImage: string },
+  inputs: { readonly campaign: string; readonly createdAt: Date },
+) {
   return {
     schema: TESTBED_SPEC_SCHEMA,
     name: testbed.name,

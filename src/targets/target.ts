@@ -34,8 +34,9 @@ export type TestbedSection = AnyCampaignFile["testbed"];
 
 /** Everything a target may be able to do that another cannot; each says what it is. */
 export const CAPABILITIES = {
-  provision: "ringlab brings the testbed up from a spec it stores, configures its nodes with Ansible and tears it down from that spec "
-    + "(up, configure, run, status, synth, dataset, down by name)",
+  provision:
+    "ringlab brings the testbed up from a spec it stores, configures its nodes with Ansible and tears it down from that spec " +
+    "(up, configure, run, status, synth, dataset, down by name)",
   "cpu-quota": "every worker process under a CPU quota (testbed.cpusPerNode, `ringlab run --cpus`)",
   gpu: "training on GPUs (precision amp)",
   horovod: "engine horovod (Horovod in the worker image)",
@@ -49,7 +50,8 @@ export const CAPABILITIES = {
   "host-load": "this machine's load sampled while the runs measure (the testbed shares it)",
   "rerun-disturbed": "the runs whose measurement was disturbed run once more at the end of the campaign",
   "simultaneous-start": "a run's workers start within seconds of each other",
-  "found-by-label": "its testbeds found by their label on this machine, spec or not (`ringlab down --all`, a name this state folder never knew)",
+  "found-by-label":
+    "its testbeds found by their label on this machine, spec or not (`ringlab down --all`, a name this state folder never knew)",
   keep: "kept after the campaign (campaign.keep, --keep)",
   predictions: "each run's throughput and memory predicted before it runs (a calibration, the catalogue)",
   stack: "a cdktf stack to synthesize and deploy by hand (`ringlab synth`, `ringlab inventory`)",
@@ -89,11 +91,20 @@ export interface TargetEstimate {
 /** What a target brings for AWS-style hand deployment: a cdktf stack, and the inventory from its outputs. */
 export interface TargetStack {
   /** Synthesizes the stack from the spec into `outDir` (undefined: cdktf's own output folder); returns the stack's file. */
-  synthesize(spec: TestbedSpec, outDir: string | undefined, hostKeys: readonly NodeHostKey[] | undefined): Promise<{ file: string }>;
+  synthesize(
+    spec: TestbedSpec,
+    outDir: string | undefined,
+    hostKeys: readonly NodeHostKey[] | undefined,
+  ): Promise<{ file: string }>;
   /** The terraform (or tofu) that deploys it. */
   deployer(spec: TestbedSpec): Promise<string>;
   /** The Ansible inventory of a stack deployed by hand, from its outputs (`terraform output -json`); throws on outputs that do not fit. */
-  inventory(outputs: unknown, spec: TestbedSpec, knownHostsFile: string, hostKeys: readonly NodeHostKey[] | undefined): Promise<Inventory>;
+  inventory(
+    outputs: unknown,
+    spec: TestbedSpec,
+    knownHostsFile: string,
+    hostKeys: readonly NodeHostKey[] | undefined,
+  ): Promise<Inventory>;
 }
 
 /** The device a target's workers compute on, and what bounds their memory where the target knows it. */
@@ -197,7 +208,10 @@ export function gapOf(target: Target, capability: Capability, testbed?: TestbedS
  * A section or spec handed to the target it names, typed as that target's own: every method of a target gets its own
  * kind (the table picks the target by the value's `target`), and anything else is a bug.
  */
-export function narrowed<N extends string, T extends { readonly target: string }>(name: N, value: T): Extract<T, { readonly target: N }> {
+export function narrowed<N extends string, T extends { readonly target: string }>(
+  name: N,
+  value: T,
+): Extract<T, { readonly target: N }> {
   if (value.target !== name) throw new InternalError(`the ${name} target was handed a ${value.target} testbed`);
   return value as Extract<T, { readonly target: N }>;
 }

@@ -56,7 +56,12 @@ function terraformFor(ctx: Context, spec: AwsTestbedSpec, options: AwsOptions): 
  * `terraform init` there. The cdktf library is loaded only here: the local testbed never pays for it. `hostKeys`:
  * the nodes' SSH host keys, for their user data (teardown passes whatever keys the deploy had, if any).
  */
-async function synthAndInit(stateDir: string, spec: AwsTestbedSpec, terraform: Terraform, hostKeys: readonly NodeHostKey[] | undefined): Promise<string> {
+async function synthAndInit(
+  stateDir: string,
+  spec: AwsTestbedSpec,
+  terraform: Terraform,
+  hostKeys: readonly NodeHostKey[] | undefined,
+): Promise<string> {
   const { synthesizeStack } = await import("../../stacks/synth.ts");
   const { dir } = synthesizeStack(spec, testbedPaths(stateDir, spec.name).cdktfOut, hostKeys);
   await terraform.init(dir);
@@ -71,8 +76,10 @@ export async function upAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOpti
   // A test endpoint override that is not loopback stops here (exit 2), before anything is created.
   testAwsEndpoint();
   if (options.preflight !== null) {
-    const report = await ctx.reporter.step(`check ${spec.instanceType} in ${spec.availabilityZone} and the vCPU quota`, () =>
-      preflightAws(spec, options.preflight ?? {}));
+    const report = await ctx.reporter.step(
+      `check ${spec.instanceType} in ${spec.availabilityZone} and the vCPU quota`,
+      () => preflightAws(spec, options.preflight ?? {}),
+    );
     for (const warning of report.warnings) ctx.reporter.warn(warning);
   }
   const terraform = terraformFor(ctx, spec, options);
@@ -81,35 +88,59 @@ export async function upAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOpti
     return await deployAndReach(ctx, spec, terraform, options, earlier !== undefined);
   } catch (error) {
     if (earlier !== undefined) {
-      ctx.reporter.warn(`testbed ${spec.name} existed before this deploy and was left as it is; \`ringlab down ${spec.name}\` removes it`);
+      ctx.reporter.warn(
+        `testbed ${spec.name} existed before this deploy and was left as it is; \`ringlab down ${spec.name}\` removes it`,
+      );
       throw error;
     }
     // Paid machines must not outlive a failed `up`. A failing destroy must not hide why `up` failed. Like `down`:
     // the stack, then what carries this deploy's tags but Terraform's state missed (a create retried under load
     // can leave one), and nothing of a same-named testbed another state folder runs.
-    await ctx.reporter.step(`roll back: ${terraform.binary} destroy ${stackName(spec.name)}`, () => downAws(ctx, spec, options))
-      .catch((rollback: unknown) => ctx.reporter.warn(`the rollback failed too (${(rollback as Error).message}); run \`ringlab down ${spec.name}\``));
+    await ctx.reporter
+      .step(`roll back: ${terraform.binary} destroy ${stackName(spec.name)}`, () => downAws(ctx, spec, options))
+      .catch((rollback: unknown) =>
+        ctx.reporter.warn(
+          `the rollback failed too (${(rollback as Error).message}); run \`ringlab down ${spec.name}\``,
+        ),
+      );
     throw error;
   }
 }
 
 /** `deployedBefore`: the stack exists already (a kept or resumed testbed), with the nodes' user data it has. */
-async function deployAndReach(ctx: Context, spec: AwsTestbedSpec, terraform: Terraform, options: AwsOptions, deployedBefore: boolean): Promise<TestbedRecord> {
+async function deployAndReach(
+  ctx: Context,
+  spec: AwsTestbedSpec,
+  terraform: Terraform,
+  options: AwsOptions,
+  deployedBefore: boolean,
+): Promise<TestbedRecord> {
   const paths = testbedPaths(ctx.stateDir, spec.name);
   const stack = stackName(spec.name);
   // Nodes deployed before ringlab gave them host keys keep theirs (cloud-init installs keys at first boot only, and
   // new user data would restart them): they stay trusted on first use.
-  const hostKeys = deployedBefore && !hostKeysStarted(paths.dir) ? undefined
-    : await ctx.reporter.step("make the nodes' SSH host keys", () => ensureHostKeys(paths.dir, spec.nodes, spec.name));
-  const dir = await ctx.reporter.step(`synthesize ${stack} and ${terraform.binary} init`, () => synthAndInit(ctx.stateDir, spec, terraform, hostKeys));
-  await ctx.reporter.step(`${terraform.binary} apply ${stack} (${spec.nodes} × ${spec.instanceType} in ${spec.region})`, () => terraform.apply(dir));
+  const hostKeys =
+    deployedBefore && !hostKeysStarted(paths.dir)
+      ? undefined
+      : await ctx.reporter.step("make the nodes' SSH host keys", () =>
+          ensureHostKeys(paths.dir, spec.nodes, spec.name),
+        );
+  const dir = await ctx.reporter.step(`synthesize ${stack} and ${terraform.binary} init`, () =>
+    synthAndInit(ctx.stateDir, spec, terraform, hostKeys),
+  );
+  await ctx.reporter.step(
+    `${terraform.binary} apply ${stack} (${spec.nodes} × ${spec.instanceType} in ${spec.region})`,
+    () => terraform.apply(dir),
+  );
   const outputs = await terraform.outputs(dir, stack);
   writePrivateFile(paths.stackOutputs, `${JSON.stringify(outputs, null, 2)}\n`);
   let inventory: ReturnType<typeof awsInventory>;
   try {
     inventory = awsInventory(outputs, spec, paths.knownHosts, hostKeys);
   } catch (error) {
-    throw new ToolError("terraform", `the deployed stack's outputs are incomplete: ${(error as Error).message}`, { cause: error });
+    throw new ToolError("terraform", `the deployed stack's outputs are incomplete: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   // Pinned before the first connection (the inventory makes ssh refuse any other key): written afresh, since a
   // redeployed node may have an address another node had.
@@ -119,8 +150,14 @@ async function deployAndReach(ctx: Context, spec: AwsTestbedSpec, terraform: Ter
   // Under the test-only endpoint override the addresses are an emulator's inventions: probe none of them.
   const loopbackOnly = testAwsEndpoint() !== undefined;
   await ctx.reporter.step("wait for SSH on every node", (detail) =>
-    waitForSsh(Object.values(hosts).map((h) => String(h["ansible_host"])), options.sshWaitMs ?? SSH_WAIT_MS, ctx.signal,
-      (pending) => detail(`waiting for ${pending.join(", ")}`), { loopbackOnly }));
+    waitForSsh(
+      Object.values(hosts).map((h) => String(h["ansible_host"])),
+      options.sshWaitMs ?? SSH_WAIT_MS,
+      ctx.signal,
+      (pending) => detail(`waiting for ${pending.join(", ")}`),
+      { loopbackOnly },
+    ),
+  );
   const record: TestbedRecord = {
     schema: "ringlab.testbed/v2",
     name: spec.name,
@@ -128,7 +165,10 @@ async function deployAndReach(ctx: Context, spec: AwsTestbedSpec, terraform: Ter
     inventory: paths.inventory,
     sharedDir: String(inventory.all.vars["ringlab_shared_dir"]),
     nodes: Object.entries(hosts).map(([name, vars]) => ({
-      name, rank: Number(vars["ringlab_node_rank"]), sshAddress: String(vars["ansible_host"]), privateIp: String(vars["ringlab_private_ip"]),
+      name,
+      rank: Number(vars["ringlab_node_rank"]),
+      sshAddress: String(vars["ansible_host"]),
+      privateIp: String(vars["ringlab_private_ip"]),
     })),
     createdAt: spec.createdAt,
     // A redeploy of the same stack keeps its machines, and what they were configured for (Slurm's services) with them.
@@ -148,32 +188,53 @@ export async function downAws(ctx: Context, spec: AwsTestbedSpec, options: AwsOp
   const steady = uninterruptible(ctx);
   const terraform = terraformFor(steady, spec, options);
   await terraform.assertInstalled();
-  const dir = await synthAndInit(steady.stateDir, spec, terraform, readHostKeys(testbedPaths(steady.stateDir, spec.name).dir, spec.nodes));
+  const dir = await synthAndInit(
+    steady.stateDir,
+    spec,
+    terraform,
+    readHostKeys(testbedPaths(steady.stateDir, spec.name).dir, spec.nodes),
+  );
   await terraform.destroy(dir);
   const state = spec.state;
   const left = state.backend === "local" ? resourcesInState(state.path) : [];
   if (left.length > 0 && state.backend === "local") {
-    throw new ToolError("terraform", `${terraform.binary} destroy finished, but Terraform's state ${state.path} still lists ${left.length} resources (${left.slice(0, 5).join(", ")})`, {
-      hint: `the testbed's state is kept; run \`ringlab down ${spec.name}\` again, or look at the AWS console for resources tagged ringlab:testbed=${spec.name}`,
-    });
+    throw new ToolError(
+      "terraform",
+      `${terraform.binary} destroy finished, but Terraform's state ${state.path} still lists ${left.length} resources (${left.slice(0, 5).join(", ")})`,
+      {
+        hint: `the testbed's state is kept; run \`ringlab down ${spec.name}\` again, or look at the AWS console for resources tagged ringlab:testbed=${spec.name}`,
+      },
+    );
   }
   // A deploy stopped between creating a resource and recording it (the controller killed mid-deploy) leaves
   // something Terraform does not know of; its tags still name the testbed and this deploy's expires-at.
   const clientsFor = options.leftoverClients === undefined ? sweepClients : options.leftoverClients;
   if (clientsFor === null) return;
-  const removed = await deleteTestbedLeftovers(clientsFor(spec.region), spec.name, spec.expiresAt, (line) => ctx.reporter.info(line)).catch((error: unknown) => {
+  const removed = await deleteTestbedLeftovers(clientsFor(spec.region), spec.name, spec.expiresAt, (line) =>
+    ctx.reporter.info(line),
+  ).catch((error: unknown) => {
     if (error instanceof ToolError) throw error;
-    throw new ToolError("aws", `the stack was destroyed, but looking for resources tagged ringlab:testbed=${spec.name} failed: ${(error as Error).message}`, {
-      cause: error, hint: `run \`ringlab down ${spec.name}\` again once AWS answers`,
-    });
+    throw new ToolError(
+      "aws",
+      `the stack was destroyed, but looking for resources tagged ringlab:testbed=${spec.name} failed: ${(error as Error).message}`,
+      {
+        cause: error,
+        hint: `run \`ringlab down ${spec.name}\` again once AWS answers`,
+      },
+    );
   });
-  if (removed.length > 0) ctx.reporter.warn(`removed ${removed.length} resources tagged ringlab:testbed=${spec.name} that Terraform's state did not list`);
+  if (removed.length > 0)
+    ctx.reporter.warn(
+      `removed ${removed.length} resources tagged ringlab:testbed=${spec.name} that Terraform's state did not list`,
+    );
 }
 
 /** `type.name` of every resource a Terraform state file lists; none when the file does not exist. */
 export function resourcesInState(stateFile: string): string[] {
   if (!existsSync(stateFile)) return [];
-  const state = JSON.parse(readFileSync(stateFile, "utf8")) as { resources?: { mode?: string; type: string; name: string }[] };
+  const state = JSON.parse(readFileSync(stateFile, "utf8")) as {
+    resources?: { mode?: string; type: string; name: string }[];
+  };
   return (state.resources ?? []).filter((r) => r.mode !== "data").map((r) => `${r.type}.${r.name}`);
 }
 

@@ -39,8 +39,12 @@ export function configurationFingerprint(inputs: ConfigurationInputs): string {
 export function readPlaybookFiles(dir: string): [string, Buffer][] {
   return readdirSync(dir, { recursive: true, withFileTypes: true })
     .map((entry) => ({ entry, path: relative(dir, join(folderOf(entry), entry.name)) }))
-    .filter(({ entry, path }) => entry.isFile() && !path.endsWith(".pyc")
-      && !path.split("/").some((part) => part === "__pycache__" || part.startsWith(".")))
+    .filter(
+      ({ entry, path }) =>
+        entry.isFile() &&
+        !path.endsWith(".pyc") &&
+        !path.split("/").some((part) => part === "__pycache__" || part.startsWith(".")),
+    )
     .map(({ path }) => [path, readFileSync(join(dir, path))]);
 }
 

@@ -47,14 +47,20 @@ export function planCpuQuota(request: CpuQuotaRequest): CpuQuotaPlan {
   const what = slots > nodes ? `${slots} worker processes (nodes × processesPerNode)` : `${nodes} nodes`;
   const largestThatFits = largestCpuQuota(cores, slots);
   if (largestThatFits < SMALLEST_CPU_QUOTA) {
-    return { ok: false, largestThatFits, problem: `${what} do not fit on ${cores} cores (${HOST_HEADROOM_CORES} kept for dockerd, sshd and Ansible); use fewer` };
+    return {
+      ok: false,
+      largestThatFits,
+      problem: `${what} do not fit on ${cores} cores (${HOST_HEADROOM_CORES} kept for dockerd, sshd and Ansible); use fewer`,
+    };
   }
   if (requested === undefined) return { ok: true, cpusPerNode: largestThatFits };
   // A hundredth of a core of slack: 0.75 × 2 must fit in 1.5 whatever floating point makes of it.
   if (requested * slots > cores - HOST_HEADROOM_CORES + 1e-9) {
     return {
-      ok: false, largestThatFits,
-      problem: `found ${requested} × ${what} = ${roundCores(requested * slots)} cores, more than this machine's ${cores} cores less ` +
+      ok: false,
+      largestThatFits,
+      problem:
+        `found ${requested} × ${what} = ${roundCores(requested * slots)} cores, more than this machine's ${cores} cores less ` +
         `${HOST_HEADROOM_CORES} for dockerd, sshd and Ansible; the largest value that fits is ${largestThatFits}`,
     };
   }
@@ -74,26 +80,40 @@ export function resolveCpuQuota(file: CpuQuotaFile, cores: number): number | und
   const { testbed } = file;
   if (gapOf(targetOf(testbed), "cpu-quota") !== undefined || !("nodes" in testbed)) return undefined;
   const matrix = file.campaign?.matrix;
-  const workers = matrix === undefined ? undefined : mostWorkersAtOnce(matrix.nodes, matrix.processesPerNode ?? [1], file.campaign?.maxWorkers);
+  const workers =
+    matrix === undefined
+      ? undefined
+      : mostWorkersAtOnce(matrix.nodes, matrix.processesPerNode ?? [1], file.campaign?.maxWorkers);
   const plan = planCpuQuota({ cores, nodes: testbed.nodes, requested: testbed.cpusPerNode, workers });
   if (plan.ok) return plan.cpusPerNode;
   throw new ConfigError(file.sourceFile, [{ path: "testbed.cpusPerNode", message: plan.problem }]);
 }
 
 /** The largest nodes × processes per node the matrix runs: every combination, less those above maxWorkers. */
-export function mostWorkersAtOnce(nodes: readonly number[], processesPerNode: readonly number[], maxWorkers: number | undefined): number {
-  const products = nodes.flatMap((n) => processesPerNode.map((p) => n * p)).filter((workers) => maxWorkers === undefined || workers <= maxWorkers);
+export function mostWorkersAtOnce(
+  nodes: readonly number[],
+  processesPerNode: readonly number[],
+  maxWorkers: number | undefined,
+): number {
+  const products = nodes
+    .flatMap((n) => processesPerNode.map((p) => n * p))
+    .filter((workers) => maxWorkers === undefined || workers <= maxWorkers);
   return Math.max(0, ...products);
 }
 
 interface CpuQuotaFile {
   readonly sourceFile: string;
   readonly testbed: CpuQuotaTestbed;
-  readonly campaign?: {
-    readonly matrix: { readonly nodes: readonly number[]; readonly processesPerNode?: readonly number[] | undefined };
-    /** Combinations above this many workers are not run. */
-    readonly maxWorkers?: number | undefined;
-  } | undefined;
+  readonly campaign?:
+    | {
+        readonly matrix: {
+          readonly nodes: readonly number[];
+          readonly processesPerNode?: readonly number[] | undefined;
+        };
+        /** Combinations above this many workers are not run. */
+        readonly maxWorkers?: number | undefined;
+      }
+    | undefined;
 }
 
 /** A testbed section: its nodes and its cpusPerNode where its target takes one. */

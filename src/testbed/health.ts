@@ -41,7 +41,11 @@ export function runnableWith(nodes: number, lost: readonly NodeRecord[]): boolea
 export class NodeKeeper {
   private readonly recoveries = new Map<string, number>();
 
-  constructor(private readonly ctx: Context, private readonly record: TestbedRecord, private readonly configureOptions: ConfigureOptions = {}) {}
+  constructor(
+    private readonly ctx: Context,
+    private readonly record: TestbedRecord,
+    private readonly configureOptions: ConfigureOptions = {},
+  ) {}
 
   async check(): Promise<HealthCheck> {
     const lost = await unreachableNodes(this.record);
@@ -51,15 +55,22 @@ export class NodeKeeper {
     const recreate = spec === undefined ? undefined : targetOf(spec).recreateNodes;
     const exhausted = lost.filter((node) => (this.recoveries.get(node.name) ?? 0) >= MAX_RECOVERIES_PER_NODE);
     if (spec === undefined || recreate === undefined || exhausted.length > 0) {
-      this.ctx.reporter.warn(`node${lost.length > 1 ? "s" : ""} ${names} do${lost.length > 1 ? "" : "es"} not answer over SSH` +
-        (exhausted.length > 0 ? ` (lost ${MAX_RECOVERIES_PER_NODE} times already)` : "") + ": runs that need them are skipped");
+      this.ctx.reporter.warn(
+        `node${lost.length > 1 ? "s" : ""} ${names} do${lost.length > 1 ? "" : "es"} not answer over SSH` +
+          (exhausted.length > 0 ? ` (lost ${MAX_RECOVERIES_PER_NODE} times already)` : "") +
+          ": runs that need them are skipped",
+      );
       return { lost };
     }
     const started = Date.now();
     try {
       await this.ctx.reporter.step(`recreate lost node${lost.length > 1 ? "s" : ""} ${names}`, async () => {
         for (const node of lost) this.recoveries.set(node.name, (this.recoveries.get(node.name) ?? 0) + 1);
-        await recreate(this.ctx, spec, lost.map((node) => node.rank));
+        await recreate(
+          this.ctx,
+          spec,
+          lost.map((node) => node.rank),
+        );
         // Shared SSH connections to the old containers are dead; new ones are opened on the next playbook.
         forgetConnections(this.record);
       });
@@ -69,7 +80,9 @@ export class NodeKeeper {
       await configure(this.ctx, this.record, { ...this.configureOptions, launchers });
     } catch (error) {
       this.ctx.signal.throwIfAborted();
-      this.ctx.reporter.warn(`could not bring back ${names}: ${(error as Error).message}; runs that need them are skipped`);
+      this.ctx.reporter.warn(
+        `could not bring back ${names}: ${(error as Error).message}; runs that need them are skipped`,
+      );
       return { lost: await unreachableNodes(this.record) };
     }
     return { lost: [], recovery: { recreated: lost.map((node) => node.name), seconds: (Date.now() - started) / 1000 } };

@@ -29,13 +29,25 @@ export function firewallComment(testbed: string): string {
 export async function guardSubnet(docker: Docker, testbed: string, subnet: string): Promise<void> {
   const uid = process.getuid?.() ?? 0;
   const gid = socketGroup();
-  const args = ["guard", firewallChain(testbed), subnet, firewallComment(testbed), String(uid), ...(gid === undefined ? [] : [String(gid)])];
+  const args = [
+    "guard",
+    firewallChain(testbed),
+    subnet,
+    firewallComment(testbed),
+    String(uid),
+    ...(gid === undefined ? [] : [String(gid)]),
+  ];
   await docker.runOnHostNetwork(NODE_IMAGE, [TOOL, ...args]).catch((error: unknown) => {
-    throw new ToolError("iptables", `could not keep the host's other users away from testbed ${testbed}'s subnet ${subnet}: ${(error as RinglabError).message}`, {
-      hint: "the host firewall needs iptables' owner and conntrack matches in this kernel (modprobe xt_owner xt_conntrack) "
-        + "and a Docker engine that may start a container with --network host and NET_ADMIN",
-      cause: error,
-    });
+    throw new ToolError(
+      "iptables",
+      `could not keep the host's other users away from testbed ${testbed}'s subnet ${subnet}: ${(error as RinglabError).message}`,
+      {
+        hint:
+          "the host firewall needs iptables' owner and conntrack matches in this kernel (modprobe xt_owner xt_conntrack) " +
+          "and a Docker engine that may start a container with --network host and NET_ADMIN",
+        cause: error,
+      },
+    );
   });
 }
 
@@ -43,10 +55,14 @@ export async function guardSubnet(docker: Docker, testbed: string, subnet: strin
 export async function unguardSubnet(docker: Docker, testbed: string): Promise<void> {
   const chain = firewallChain(testbed);
   await docker.runOnHostNetwork(NODE_IMAGE, [TOOL, "unguard", chain]).catch((error: unknown) => {
-    throw new ToolError("iptables", `could not remove the host firewall's rules for testbed ${testbed}: ${(error as RinglabError).message}`, {
-      hint: `as root: iptables -D OUTPUT <the line of \`iptables -L OUTPUT --line-numbers\` that jumps to ${chain}>, then iptables -F ${chain} && iptables -X ${chain}`,
-      cause: error,
-    });
+    throw new ToolError(
+      "iptables",
+      `could not remove the host firewall's rules for testbed ${testbed}: ${(error as RinglabError).message}`,
+      {
+        hint: `as root: iptables -D OUTPUT <the line of \`iptables -L OUTPUT --line-numbers\` that jumps to ${chain}>, then iptables -F ${chain} && iptables -X ${chain}`,
+        cause: error,
+      },
+    );
   });
 }
 

@@ -26,9 +26,12 @@ function keyFile(specDir: string, rank: number): string {
 export async function ensureHostKeys(specDir: string, nodes: number, testbed: string): Promise<NodeHostKey[]> {
   const problem = ensurePrivateFolder(hostKeysDir(specDir));
   if (problem !== undefined) {
-    throw new ToolError("ssh-keygen", `cannot keep the nodes' host keys: ${problem}`, { hint: `remove ${hostKeysDir(specDir)} and run the command again` });
+    throw new ToolError("ssh-keygen", `cannot keep the nodes' host keys: ${problem}`, {
+      hint: `remove ${hostKeysDir(specDir)} and run the command again`,
+    });
   }
-  for (let rank = 0; rank < nodes; rank++) await ensureKeyPair(keyFile(specDir, rank), `${testbed}-node-${rank} host key (ringlab)`);
+  for (let rank = 0; rank < nodes; rank++)
+    await ensureKeyPair(keyFile(specDir, rank), `${testbed}-node-${rank} host key (ringlab)`);
   return readHostKeys(specDir, nodes)!;
 }
 
@@ -44,5 +47,8 @@ export function hostKeysStarted(specDir: string): boolean {
 export function readHostKeys(specDir: string, nodes: number): NodeHostKey[] | undefined {
   const files = Array.from({ length: nodes }, (_, rank) => keyFile(specDir, rank));
   if (!files.every((file) => existsSync(file) && existsSync(`${file}.pub`))) return undefined;
-  return files.map((file) => ({ privateKey: readFileSync(file, "utf8"), publicKey: readFileSync(`${file}.pub`, "utf8").trim() }));
+  return files.map((file) => ({
+    privateKey: readFileSync(file, "utf8"),
+    publicKey: readFileSync(`${file}.pub`, "utf8").trim(),
+  }));
 }

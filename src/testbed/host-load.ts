@@ -28,7 +28,10 @@ export interface HostSample {
   /** /proc/pressure/cpu "some" total; undefined without PSI. */
   readonly cpuPressureSeconds: number | undefined;
   /** Per container id: CPU seconds used and seconds throttled so far. */
-  readonly containers: ReadonlyMap<string, { readonly cpuSeconds: number; readonly throttledSeconds: number; readonly worker: boolean }>;
+  readonly containers: ReadonlyMap<
+    string,
+    { readonly cpuSeconds: number; readonly throttledSeconds: number; readonly worker: boolean }
+  >;
 }
 
 /** /proc/stat's aggregate line: busy is everything but idle and iowait; cores are the cpuN lines. */
@@ -37,7 +40,11 @@ export function parseProcStat(text: string): { busySeconds: number; cores: numbe
   const total = lines.find((line) => line.startsWith("cpu "));
   if (total === undefined) throw new Error("/proc/stat has no aggregate cpu line");
   // user nice system idle iowait irq softirq steal guest guest_nice; guest time is already inside user and nice.
-  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = total.trim().split(/\s+/).slice(1).map(Number);
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = total
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
   return {
     busySeconds: (user + nice + system + irq + softirq + steal) / CLOCK_TICKS_PER_SECOND,
     cores: lines.filter((line) => /^cpu\d+ /.test(line)).length,
@@ -63,17 +70,29 @@ function readNumberField(file: string, field: string): number {
 
 /** Folders where Docker puts a container's cgroup, by hierarchy (v2: unified; v1: cpuacct and cpu). */
 function cgroupFolders(root: string, id: string): { unified: string[]; cpuacct: string[]; cpu: string[] } {
-  const under = (hierarchy: string) => [join(root, hierarchy, "docker", id), join(root, hierarchy, "system.slice", `docker-${id}.scope`)];
-  return { unified: under(""), cpuacct: [...under("cpuacct"), ...under("cpu,cpuacct")], cpu: [...under("cpu"), ...under("cpu,cpuacct")] };
+  const under = (hierarchy: string) => [
+    join(root, hierarchy, "docker", id),
+    join(root, hierarchy, "system.slice", `docker-${id}.scope`),
+  ];
+  return {
+    unified: under(""),
+    cpuacct: [...under("cpuacct"), ...under("cpu,cpuacct")],
+    cpu: [...under("cpu"), ...under("cpu,cpuacct")],
+  };
 }
 
 /** The counters of container `id` under the cgroup file system at `root`; undefined when it has no cgroup (yet). */
 export function containerCgroup(root: string, id: string): ContainerCgroup | undefined {
   const folders = cgroupFolders(root, id);
-  const v2 = folders.unified.find((dir) => existsSync(join(dir, "cpu.stat")) && !existsSync(join(dir, "cpuacct.usage")));
+  const v2 = folders.unified.find(
+    (dir) => existsSync(join(dir, "cpu.stat")) && !existsSync(join(dir, "cpuacct.usage")),
+  );
   if (v2 !== undefined) {
     const stat = join(v2, "cpu.stat");
-    return { cpuSeconds: () => readNumberField(stat, "usage_usec") / 1e6, throttledSeconds: () => readNumberField(stat, "throttled_usec") / 1e6 };
+    return {
+      cpuSeconds: () => readNumberField(stat, "usage_usec") / 1e6,
+      throttledSeconds: () => readNumberField(stat, "throttled_usec") / 1e6,
+    };
   }
   const usage = folders.cpuacct.map((dir) => join(dir, "cpuacct.usage")).find(existsSync);
   if (usage === undefined) return undefined;
@@ -86,7 +105,9 @@ export function containerCgroup(root: string, id: string): ContainerCgroup | und
 
 /** The folders whose entries change when Docker starts or removes a container. */
 function containerParents(root: string): string[] {
-  return ["", "cpuacct", "cpu,cpuacct"].flatMap((hierarchy) => [join(root, hierarchy, "docker"), join(root, hierarchy, "system.slice")]).filter(existsSync);
+  return ["", "cpuacct", "cpu,cpuacct"]
+    .flatMap((hierarchy) => [join(root, hierarchy, "docker"), join(root, hierarchy, "system.slice")])
+    .filter(existsSync);
 }
 
 export interface HostLoadSources {
@@ -95,7 +116,9 @@ export interface HostLoadSources {
   /** Where the cgroup file systems are mounted. @default "/sys/fs/cgroup" */
   readonly cgroupRoot?: string;
   /** The testbed's containers now: full ids, which are workers (label ringlab.role=worker), which are running. */
-  readonly testbedContainers: () => Promise<ReadonlyMap<string, { readonly worker: boolean; readonly running: boolean }>>;
+  readonly testbedContainers: () => Promise<
+    ReadonlyMap<string, { readonly worker: boolean; readonly running: boolean }>
+  >;
   readonly now?: () => number;
   /**
    * Told once when a running container of the testbed has no cgroup where the sampler looks (rootless Docker, a custom
@@ -149,7 +172,9 @@ export class HostLoadSampler {
 
   /** Looks the testbed's containers up again if one came or went, then reads every counter once. */
   async sample(): Promise<void> {
-    const entries = containerParents(this.cgroupRoot).map((dir) => readdirSync(dir).join(",")).join(";");
+    const entries = containerParents(this.cgroupRoot)
+      .map((dir) => readdirSync(dir).join(","))
+      .join(";");
     if (entries !== this.parentEntries) {
       this.parentEntries = entries;
       await this.refreshContainers();
@@ -186,8 +211,10 @@ export class HostLoadSampler {
       if (cgroup !== undefined) known.set(id, { cgroup, worker });
       else if (running && !this.blind) {
         this.blind = true;
-        this.sources.onBlind?.(`container ${id.slice(0, 12)} of the testbed has no cgroup under ${this.cgroupRoot} ` +
-          "(rootless Docker, a custom cgroup parent, or ringlab in a container?): runs get no hostLoad, and none is marked busy");
+        this.sources.onBlind?.(
+          `container ${id.slice(0, 12)} of the testbed has no cgroup under ${this.cgroupRoot} ` +
+            "(rootless Docker, a custom cgroup parent, or ringlab in a container?): runs get no hostLoad, and none is marked busy",
+        );
       }
     }
     this.known = known;
@@ -212,7 +239,11 @@ export class HostLoadSampler {
 }
 
 /** A cumulative counter at time t, linearly between the samples around it; undefined outside them. */
-function counterAt(samples: readonly HostSample[], t: number, read: (sample: HostSample) => number | undefined): number | undefined {
+function counterAt(
+  samples: readonly HostSample[],
+  t: number,
+  read: (sample: HostSample) => number | undefined,
+): number | undefined {
   const after = samples.findIndex((sample) => sample.atMs >= t);
   if (after === -1) return undefined;
   const next = samples[after]!;
@@ -225,7 +256,12 @@ function counterAt(samples: readonly HostSample[], t: number, read: (sample: Hos
 }
 
 /** The load over a window, from cumulative samples. */
-export function hostLoadOver(samples: readonly HostSample[], startMs: number, endMs: number, busyThreshold: number): HostLoad | undefined {
+export function hostLoadOver(
+  samples: readonly HostSample[],
+  startMs: number,
+  endMs: number,
+  busyThreshold: number,
+): HostLoad | undefined {
   if (!(endMs > startMs)) return undefined;
   const delta = (read: (sample: HostSample) => number | undefined) => {
     const start = counterAt(samples, startMs, read);
@@ -244,7 +280,11 @@ export function hostLoadOver(samples: readonly HostSample[], startMs: number, en
     // Before its first sample the container had not started (its cgroup's counters start at 0); after its last it
     // was gone. A container is found within a sample of its start, long before a worker's benchmark begins.
     const at = (t: number, read: (c: { cpuSeconds: number; throttledSeconds: number }) => number) =>
-      t < first.atMs ? 0 : t >= last.atMs ? read(last.containers.get(id)!) : counterAt(seen, t, (sample) => read(sample.containers.get(id)!))!;
+      t < first.atMs
+        ? 0
+        : t >= last.atMs
+          ? read(last.containers.get(id)!)
+          : counterAt(seen, t, (sample) => read(sample.containers.get(id)!))!;
     const cpu = (c: { cpuSeconds: number }) => c.cpuSeconds;
     testbedCpuSeconds += Math.max(0, at(endMs, cpu) - at(startMs, cpu));
     if (first.containers.get(id)!.worker) {

@@ -34,8 +34,10 @@ export async function buildLocalImages(ctx: Context, docker: Docker, workerImage
       hint: `build or load it first, or drop testbed.workerImage to use ${DEFAULTS.local.workerImage}, built from docker/worker`,
     });
   }
-  const builds = SIDE_BY_SIDE_BUILDS.filter((b) => b.name === "node" || !ownWorkerImage)
-    .map((b) => ({ ...b, tag: b.name === "node" ? NODE_IMAGE : workerImage }));
+  const builds = SIDE_BY_SIDE_BUILDS.filter((b) => b.name === "node" || !ownWorkerImage).map((b) => ({
+    ...b,
+    tag: b.name === "node" ? NODE_IMAGE : workerImage,
+  }));
   // Both build on the base image and not on each other: side by side, each showing the Dockerfile step it is at.
   await ctx.reporter.step(`${builds.map((b) => `${b.name} image ${b.tag}`).join(" and ")}`, async (detail) => {
     const at = new Map<string, string>();
@@ -48,12 +50,17 @@ export async function buildLocalImages(ctx: Context, docker: Docker, workerImage
       // installs from without reaching an index: fetched once, then found there.
       show("worker", "Python wheels into docker/worker/wheels (PyTorch's CPU build, once)");
       await docker.runScript(docker_("worker/wheels.sh"), [docker_("worker/wheels")]);
-      if (!(await docker.imageExists(workerImage))) show("worker", "installing PyTorch from its wheels (about a minute, once)");
+      if (!(await docker.imageExists(workerImage)))
+        show("worker", "installing PyTorch from its wheels (about a minute, once)");
     }
-    await Promise.all(builds.map((b) => docker.build(docker_(b.dir), b.tag, {
-      ...(b.target === undefined ? {} : { target: b.target }),
-      buildArgs: { BASE_IMAGE },
-      onStep: (step) => show(b.name, step),
-    })));
+    await Promise.all(
+      builds.map((b) =>
+        docker.build(docker_(b.dir), b.tag, {
+          ...(b.target === undefined ? {} : { target: b.target }),
+          buildArgs: { BASE_IMAGE },
+          onStep: (step) => show(b.name, step),
+        }),
+      ),
+    );
   });
 }

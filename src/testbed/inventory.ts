@@ -60,7 +60,8 @@ export function buildInventory(spec: InventorySpec): Inventory {
   if (spec.nodes.length === 0) throw new Error("an inventory needs at least one node");
   const byRank = [...spec.nodes].sort((a, b) => a.rank - b.rank);
   byRank.forEach((node, index) => {
-    if (node.rank !== index) throw new Error(`node ranks must be 0..${byRank.length - 1}; found rank ${node.rank} at position ${index}`);
+    if (node.rank !== index)
+      throw new Error(`node ranks must be 0..${byRank.length - 1}; found rank ${node.rank} at position ${index}`);
   });
 
   const vars: HostVars = {
@@ -129,9 +130,13 @@ export interface StackOutputs {
 export function stackOutputsFrom(outputsJson: unknown, stackName: string): StackOutputs {
   const json = outputsJson as Record<string, unknown> | null;
   const terraformForm = (json?.["nodes"] as { value?: unknown } | undefined)?.value !== undefined;
-  const stack = (terraformForm
-    ? Object.fromEntries(Object.entries(json!).map(([name, output]) => [name, (output as { value?: unknown } | null)?.value]))
-    : json?.[stackName]) as Record<string, unknown> | undefined;
+  const stack = (
+    terraformForm
+      ? Object.fromEntries(
+          Object.entries(json!).map(([name, output]) => [name, (output as { value?: unknown } | null)?.value]),
+        )
+      : json?.[stackName]
+  ) as Record<string, unknown> | undefined;
   if (stack === undefined || stack === null || typeof stack !== "object") {
     throw new Error(`the outputs hold no stack named ${stackName}; was it deployed?`);
   }
@@ -170,7 +175,12 @@ export const AWS_SHARED_DIR = "/shared";
  * `hostKeys`: the keys the nodes were given (src/testbed/host-keys.ts); knownHostsFile must then hold
  * pinnedKnownHosts(...) before the inventory is used, and ssh accepts no other key.
  */
-export function awsInventory(outputsJson: unknown, testbed: AwsTestbedSpec, knownHostsFile: string, hostKeys?: readonly NodeHostKey[]): Inventory {
+export function awsInventory(
+  outputsJson: unknown,
+  testbed: AwsTestbedSpec,
+  knownHostsFile: string,
+  hostKeys?: readonly NodeHostKey[],
+): Inventory {
   const outputs = stackOutputsFrom(outputsJson, stackName(testbed.name));
   return buildInventory({
     testbed: testbed.name,
@@ -193,9 +203,11 @@ export function awsInventory(outputsJson: unknown, testbed: AwsTestbedSpec, know
 /** The testbed's known_hosts: each node's addresses (public and private) with the host key it was given. */
 export function pinnedKnownHosts(inventory: Inventory, hostKeys: readonly NodeHostKey[]): string {
   const hosts = { ...inventory.all.children.head.hosts, ...inventory.all.children.workers.hosts };
-  return Object.values(hosts).map((vars) => {
-    const key = hostKeys[Number(vars["ringlab_node_rank"])];
-    if (key === undefined) throw new Error(`no host key for node ${String(vars["ringlab_node_rank"])}`);
-    return `${knownHostsLine([String(vars["ansible_host"]), String(vars["ringlab_private_ip"])], key.publicKey)}\n`;
-  }).join("");
+  return Object.values(hosts)
+    .map((vars) => {
+      const key = hostKeys[Number(vars["ringlab_node_rank"])];
+      if (key === undefined) throw new Error(`no host key for node ${String(vars["ringlab_node_rank"])}`);
+      return `${knownHostsLine([String(vars["ansible_host"]), String(vars["ringlab_private_ip"])], key.publicKey)}\n`;
+    })
+    .join("");
 }

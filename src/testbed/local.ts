@@ -11,7 +11,17 @@ import { buildInventory, renderInventory } from "./inventory.ts";
 import { writePrivateFile } from "../util/fs.ts";
 import { guardSubnet, unguardSubnet } from "./host-firewall.ts";
 import { buildLocalImages } from "./images.ts";
-import { localInventorySpec, NODE_IMAGE, planLocalTestbed, STATE_DIR_LABEL, STATE_PATH_LABEL, stateDirId, TESTBED_LABEL, type LocalNodePlan, type LocalTestbedPlan } from "./local-plan.ts";
+import {
+  localInventorySpec,
+  NODE_IMAGE,
+  planLocalTestbed,
+  STATE_DIR_LABEL,
+  STATE_PATH_LABEL,
+  stateDirId,
+  TESTBED_LABEL,
+  type LocalNodePlan,
+  type LocalTestbedPlan,
+} from "./local-plan.ts";
 import { testbedPaths } from "./paths.ts";
 import { loadRecord, saveRecord, type TestbedRecord } from "./record.ts";
 import { waitForSsh } from "./reachability.ts";
@@ -32,25 +42,39 @@ export async function upLocal(ctx: Context, spec: LocalTestbedSpec): Promise<Tes
   }
   try {
     await guardStep(ctx, docker, plan);
-    await ctx.reporter.step(`start ${plan.nodes.length} node containers on ${plan.subnet}`, (detail) => startNodes(ctx, docker, plan, detail));
+    await ctx.reporter.step(`start ${plan.nodes.length} node containers on ${plan.subnet}`, (detail) =>
+      startNodes(ctx, docker, plan, detail),
+    );
     return await finishUp(ctx, plan, spec);
   } catch (error) {
     // A failing rollback is reported after, not instead of, the error that caused it.
-    await ctx.reporter.step(`roll back: remove what was created for ${plan.name}`, async () => {
-      await removeResources(docker, plan.name);
-      await unguardSubnet(docker, plan.name);
-    })
-      .catch((rollback: unknown) => ctx.reporter.warn(`the rollback failed too (${(rollback as Error).message}); run \`ringlab down ${plan.name}\``));
+    await ctx.reporter
+      .step(`roll back: remove what was created for ${plan.name}`, async () => {
+        await removeResources(docker, plan.name);
+        await unguardSubnet(docker, plan.name);
+      })
+      .catch((rollback: unknown) =>
+        ctx.reporter.warn(
+          `the rollback failed too (${(rollback as Error).message}); run \`ringlab down ${plan.name}\``,
+        ),
+      );
     throw error;
   }
 }
 
 /** Before the nodes listen, and again on reuse: a reboot since `up` took the host's firewall rules with it. */
 function guardStep(ctx: Context, docker: Docker, plan: LocalTestbedPlan): Promise<void> {
-  return ctx.reporter.step(`keep this machine's other users off ${plan.subnet} (host firewall)`, () => guardSubnet(docker, plan.name, plan.subnet));
+  return ctx.reporter.step(`keep this machine's other users off ${plan.subnet} (host firewall)`, () =>
+    guardSubnet(docker, plan.name, plan.subnet),
+  );
 }
 
-async function startNodes(ctx: Context, docker: Docker, plan: LocalTestbedPlan, detail: (text: string) => void): Promise<void> {
+async function startNodes(
+  ctx: Context,
+  docker: Docker,
+  plan: LocalTestbedPlan,
+  detail: (text: string) => void,
+): Promise<void> {
   const paths = testbedPaths(ctx.stateDir, plan.name);
   mkdirSync(paths.dir, { recursive: true });
   mkdirSync(plan.sharedDir, { recursive: true });
@@ -62,10 +86,12 @@ async function startNodes(ctx: Context, docker: Docker, plan: LocalTestbedPlan, 
   // Side by side (each `docker run` is mostly the engine's round trips: 0.4 s a node one after the other), and all
   // of them settled before an error is thrown, so that the rollback cannot miss a container still being created.
   let started = 0;
-  const outcomes = await Promise.allSettled(plan.nodes.map(async (node) => {
-    await startNode(ctx, docker, plan, node);
-    detail(`${++started} of ${plan.nodes.length} started`);
-  }));
+  const outcomes = await Promise.allSettled(
+    plan.nodes.map(async (node) => {
+      await startNode(ctx, docker, plan, node);
+      detail(`${++started} of ${plan.nodes.length} started`);
+    }),
+  );
   const failed = outcomes.find((outcome) => outcome.status === "rejected");
   if (failed !== undefined) throw failed.reason;
 }
@@ -94,7 +120,11 @@ async function startNode(ctx: Context, docker: Docker, plan: LocalTestbedPlan, n
  * Replaces lost node containers (killed, crashed) with fresh ones on the same names and addresses, and waits
  * until they answer over SSH. Their old host keys are forgotten: the new containers have new ones.
  */
-export async function recreateLocalNodes(ctx: Context, spec: LocalTestbedSpec, ranks: readonly number[]): Promise<void> {
+export async function recreateLocalNodes(
+  ctx: Context,
+  spec: LocalTestbedSpec,
+  ranks: readonly number[],
+): Promise<void> {
   const docker = dockerFor(ctx);
   const plan = planLocalTestbed(spec, ctx.stateDir);
   const nodes = plan.nodes.filter((node) => ranks.includes(node.rank));
@@ -103,10 +133,20 @@ export async function recreateLocalNodes(ctx: Context, spec: LocalTestbedSpec, r
     await startNode(ctx, docker, plan, node);
     await forgetHostKey(testbedPaths(ctx.stateDir, plan.name).knownHosts, node.ip);
   }
-  await waitForSsh(nodes.map((node) => node.ip), SSH_WAIT_MS, ctx.signal);
+  await waitForSsh(
+    nodes.map((node) => node.ip),
+    SSH_WAIT_MS,
+    ctx.signal,
+  );
 }
 
-async function reuse(ctx: Context, docker: Docker, plan: LocalTestbedPlan, containerIds: string[], spec: LocalTestbedSpec) {
+async function reuse(
+  ctx: Context,
+  docker: Docker,
+  plan: LocalTestbedPlan,
+  containerIds: string[],
+  spec: LocalTestbedSpec,
+) {
   const containers = (await docker.inspectContainers(containerIds)).filter((c) => c.labels["ringlab.role"] === "node");
   // Another state folder's testbed has another SSH key: adopting it would end in "no such identity" half-way.
   const foreign = containers.find((c) => c.labels[STATE_DIR_LABEL] !== plan.labels[STATE_DIR_LABEL]);
@@ -114,11 +154,16 @@ async function reuse(ctx: Context, docker: Docker, plan: LocalTestbedPlan, conta
     const owner = foreign.labels[STATE_PATH_LABEL] ?? "<the folder it was brought up from>";
     throw new UsageError(
       `a testbed named ${plan.name} already runs on this Docker engine, brought up from state folder ${owner}, not from this one (${ctx.stateDir})`,
-      { hint: `remove it with \`ringlab --state-dir ${owner} down ${plan.name}\`, or give this campaign another testbed name` },
+      {
+        hint: `remove it with \`ringlab --state-dir ${owner} down ${plan.name}\`, or give this campaign another testbed name`,
+      },
     );
   }
-  const complete = containers.length === plan.nodes.length
-    && plan.nodes.every((node) => containers.some((c) => c.name === node.container && c.addresses[plan.network] === node.ip));
+  const complete =
+    containers.length === plan.nodes.length &&
+    plan.nodes.every((node) =>
+      containers.some((c) => c.name === node.container && c.addresses[plan.network] === node.ip),
+    );
   if (!complete) {
     throw new UsageError(
       `a testbed named ${plan.name} already exists but does not match this file (${containers.length} containers; the file asks for ${plan.nodes.length} nodes on ${plan.subnet})`,
@@ -136,11 +181,22 @@ async function reuse(ctx: Context, docker: Docker, plan: LocalTestbedPlan, conta
   return finishUp(ctx, plan, spec, earlier?.launchers, configuredSince ? earlier?.configured : undefined);
 }
 
-async function finishUp(ctx: Context, plan: LocalTestbedPlan, spec: LocalTestbedSpec, launchers?: TestbedRecord["launchers"],
-  configured?: TestbedRecord["configured"]): Promise<TestbedRecord> {
+async function finishUp(
+  ctx: Context,
+  plan: LocalTestbedPlan,
+  spec: LocalTestbedSpec,
+  launchers?: TestbedRecord["launchers"],
+  configured?: TestbedRecord["configured"],
+): Promise<TestbedRecord> {
   const paths = testbedPaths(ctx.stateDir, plan.name);
   await ctx.reporter.step("wait for SSH on every node", (detail) =>
-    waitForSsh(plan.nodes.map((node) => node.ip), SSH_WAIT_MS, ctx.signal, (pending) => detail(`waiting for ${pending.join(", ")}`)));
+    waitForSsh(
+      plan.nodes.map((node) => node.ip),
+      SSH_WAIT_MS,
+      ctx.signal,
+      (pending) => detail(`waiting for ${pending.join(", ")}`),
+    ),
+  );
   writePrivateFile(paths.inventory, renderInventory(buildInventory(localInventorySpec(plan, paths, spec.workerImage))));
   const record: TestbedRecord = {
     schema: "ringlab.testbed/v2",
@@ -185,16 +241,23 @@ export async function downLocal(ctx: Context, name: string): Promise<LocalResour
   const docker = dockerFor(ctx);
   await docker.assertAvailable();
   const removed = await removeResources(docker, name);
-  await unguardSubnet(docker, name).catch((error: RinglabError) => ctx.reporter.warn(`${error.message}; ${error.hint}`));
+  await unguardSubnet(docker, name).catch((error: RinglabError) =>
+    ctx.reporter.warn(`${error.message}; ${error.hint}`),
+  );
   return removed;
 }
 
 /** Names of the local testbeds whose nodes run on this engine: of this state folder, or of every one. */
-export async function localTestbedNames(ctx: Context, scope: "this state folder" | "every state folder"): Promise<string[]> {
+export async function localTestbedNames(
+  ctx: Context,
+  scope: "this state folder" | "every state folder",
+): Promise<string[]> {
   const docker = dockerFor(ctx);
   await docker.assertAvailable();
   const label = scope === "every state folder" ? TESTBED_LABEL : `${STATE_DIR_LABEL}=${stateDirId(ctx.stateDir)}`;
-  const names = await Promise.all((["container", "network"] as const).map((kind) => docker.labelValues(kind, label, TESTBED_LABEL)));
+  const names = await Promise.all(
+    (["container", "network"] as const).map((kind) => docker.labelValues(kind, label, TESTBED_LABEL)),
+  );
   return [...new Set(names.flat())].sort();
 }
 

@@ -37,7 +37,12 @@ export function resultsLockFile(resultsDir: string): string {
 }
 
 /** Runs `work` holding the lock; `what` names the locked thing in messages ("testbed smoke"). */
-export async function withLock<T>(file: string, what: string, warn: (message: string) => void, work: () => Promise<T>): Promise<T> {
+export async function withLock<T>(
+  file: string,
+  what: string,
+  warn: (message: string) => void,
+  work: () => Promise<T>,
+): Promise<T> {
   acquire(file, what, warn);
   try {
     return await work();
@@ -57,13 +62,21 @@ export function acquire(file: string, what: string, warn: (message: string) => v
   if (!tryCreate(file)) {
     const holder = readHolder(file);
     if (holder !== undefined && isAlive(holder.pid)) {
-      throw new UsageError(`${what} is in use by \`${holder.command}\` (pid ${holder.pid}, since ${holder.startedAt})`, {
-        hint: `wait for it to finish or stop it (kill ${holder.pid}); only one ringlab command may change ${what} at a time`,
-      });
+      throw new UsageError(
+        `${what} is in use by \`${holder.command}\` (pid ${holder.pid}, since ${holder.startedAt})`,
+        {
+          hint: `wait for it to finish or stop it (kill ${holder.pid}); only one ringlab command may change ${what} at a time`,
+        },
+      );
     }
-    warn(`${what} was locked by ${holder === undefined ? "an unreadable lock" : `pid ${holder.pid} (\`${holder.command}\`), which is no longer running`}: taking the lock over`);
+    warn(
+      `${what} was locked by ${holder === undefined ? "an unreadable lock" : `pid ${holder.pid} (\`${holder.command}\`), which is no longer running`}: taking the lock over`,
+    );
     unlinkSync(file);
-    if (!tryCreate(file)) throw new UsageError(`${what} was locked again by another ringlab command just now`, { hint: "retry in a moment" });
+    if (!tryCreate(file))
+      throw new UsageError(`${what} was locked again by another ringlab command just now`, {
+        hint: "retry in a moment",
+      });
   }
   held.set(file, 1);
 }
@@ -92,7 +105,11 @@ function tryCreate(file: string): boolean {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
     throw error;
   }
-  const holder: LockHolder = { pid: process.pid, command: `ringlab ${process.argv.slice(2).join(" ")}`.trim(), startedAt: new Date().toISOString() };
+  const holder: LockHolder = {
+    pid: process.pid,
+    command: `ringlab ${process.argv.slice(2).join(" ")}`.trim(),
+    startedAt: new Date().toISOString(),
+  };
   writeSync(fd, `${JSON.stringify(holder)}\n`);
   closeSync(fd);
   return true;

@@ -21,7 +21,12 @@ export interface PlaybookCall {
   readonly onTask?: (task: string) => void;
 }
 
-export function runPlaybook(ctx: Context, testbed: TestbedRecord, playbook: string, call: PlaybookCall = {}): Promise<PlaybookResult> {
+export function runPlaybook(
+  ctx: Context,
+  testbed: TestbedRecord,
+  playbook: string,
+  call: PlaybookCall = {},
+): Promise<PlaybookResult> {
   return ansibleFor(ctx).playbook(playbook, {
     inventory: testbed.inventory,
     controlPathDir: preparedControlPathDir(testbed),
@@ -66,15 +71,22 @@ export function preparedControlPathDir(testbed: TestbedRecord): string {
   const dir = controlPathDir(testbed);
   const hint = "set TMPDIR to a short folder of your own, or /tmp";
   const pathProblem = checkSafeResolvedPath(dir, { sshOption: true });
-  if (pathProblem !== undefined) throw new UsageError(`SSH connection folder ${JSON.stringify(dir)}: ${pathProblem}`, { hint });
+  if (pathProblem !== undefined)
+    throw new UsageError(`SSH connection folder ${JSON.stringify(dir)}: ${pathProblem}`, { hint });
   if (dir.length > CONTROL_PATH_DIR_MAX_LENGTH) {
-    throw new UsageError(`SSH connection folder ${dir} is ${dir.length} characters long; ssh's socket paths in it need it at most ` +
-      `${CONTROL_PATH_DIR_MAX_LENGTH}`, { hint });
+    throw new UsageError(
+      `SSH connection folder ${dir} is ${dir.length} characters long; ssh's socket paths in it need it at most ` +
+        `${CONTROL_PATH_DIR_MAX_LENGTH}`,
+      { hint },
+    );
   }
   const problem = ensurePrivateFolder(dir);
   if (problem !== undefined) {
-    throw new UsageError(`SSH connection folder for testbed ${testbed.name}: ${problem}; whoever controls it can reach the nodes over ` +
-      "ringlab's SSH connections", { hint: `remove it if it is yours (rm -r ${dir}); if it is not, find out who made it` });
+    throw new UsageError(
+      `SSH connection folder for testbed ${testbed.name}: ${problem}; whoever controls it can reach the nodes over ` +
+        "ringlab's SSH connections",
+      { hint: `remove it if it is yours (rm -r ${dir}); if it is not, find out who made it` },
+    );
   }
   return dir;
 }
@@ -88,5 +100,6 @@ export function forgetConnections(testbed: TestbedRecord): void {
   const dir = controlPathDir(testbed);
   const facts = pathFacts(dir);
   const uid = callerUid();
-  if (facts?.kind === "folder" && (uid === undefined || facts.uid === uid)) rmSync(dir, { recursive: true, force: true });
+  if (facts?.kind === "folder" && (uid === undefined || facts.uid === uid))
+    rmSync(dir, { recursive: true, force: true });
 }

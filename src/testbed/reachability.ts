@@ -27,9 +27,14 @@ export interface SshWaitOptions {
 
 /** Waits until every host answers; throws naming the ones that never did. */
 export async function waitForSsh(
-  hosts: readonly string[], timeoutMs: number, signal?: AbortSignal, onWaiting?: (pending: string[]) => void, options: SshWaitOptions = {},
+  hosts: readonly string[],
+  timeoutMs: number,
+  signal?: AbortSignal,
+  onWaiting?: (pending: string[]) => void,
+  options: SshWaitOptions = {},
 ): Promise<void> {
-  const probe = (host: string) => (options.loopbackOnly === true && !isLoopbackHost(host) ? Promise.resolve(false) : sshAnswers(host));
+  const probe = (host: string) =>
+    options.loopbackOnly === true && !isLoopbackHost(host) ? Promise.resolve(false) : sshAnswers(host);
   const deadline = Date.now() + timeoutMs;
   let pending = [...hosts];
   while (pending.length > 0) {
@@ -39,9 +44,13 @@ export async function waitForSsh(
     if (pending.length === 0) return;
     onWaiting?.(pending);
     if (Date.now() > deadline) {
-      throw new ToolError("ssh", `SSH did not answer within ${Math.round(timeoutMs / 1000)} s on ${pending.join(", ")}`, {
-        hint: "check that the nodes run (`ringlab status`); on AWS, that testbed.adminCidr holds your current address",
-      });
+      throw new ToolError(
+        "ssh",
+        `SSH did not answer within ${Math.round(timeoutMs / 1000)} s on ${pending.join(", ")}`,
+        {
+          hint: "check that the nodes run (`ringlab status`); on AWS, that testbed.adminCidr holds your current address",
+        },
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 500));
   }

@@ -22,25 +22,28 @@ const nodeRecordSchema = z.object({
   privateIp: z.string(),
 });
 
-const testbedRecordSchema = z.preprocess(fromSlurmFlag, z.object({
-  schema: z.literal(TESTBED_RECORD_SCHEMA),
-  name: z.string(),
-  target: z.enum(SPEC_TARGET_NAMES),
-  inventory: z.string(),
-  sharedDir: z.string(),
-  nodes: z.array(nodeRecordSchema),
-  createdAt: z.string(),
-  /**
-   * The launchers site.yml configured it for (src/launchers/), the default's included; absent: the default alone.
-   * `ringlab status` shows each one's view (Slurm's nodes and queue).
-   */
-  launchers: z.array(z.enum(LAUNCHER_NAMES)).optional(),
-  /**
-   * What site.yml last converged every node from (configured.ts), and when; a campaign reusing the testbed with the
-   * same fingerprint skips configure. Dropped when a node container had to be started again.
-   */
-  configured: z.object({ fingerprint: z.string(), at: z.string() }).optional(),
-}));
+const testbedRecordSchema = z.preprocess(
+  fromSlurmFlag,
+  z.object({
+    schema: z.literal(TESTBED_RECORD_SCHEMA),
+    name: z.string(),
+    target: z.enum(SPEC_TARGET_NAMES),
+    inventory: z.string(),
+    sharedDir: z.string(),
+    nodes: z.array(nodeRecordSchema),
+    createdAt: z.string(),
+    /**
+     * The launchers site.yml configured it for (src/launchers/), the default's included; absent: the default alone.
+     * `ringlab status` shows each one's view (Slurm's nodes and queue).
+     */
+    launchers: z.array(z.enum(LAUNCHER_NAMES)).optional(),
+    /**
+     * What site.yml last converged every node from (configured.ts), and when; a campaign reusing the testbed with the
+     * same fingerprint skips configure. Dropped when a node container had to be started again.
+     */
+    configured: z.object({ fingerprint: z.string(), at: z.string() }).optional(),
+  }),
+);
 
 /** A record written before the launcher table said `slurm: true` for a testbed made a Slurm cluster. */
 function fromSlurmFlag(record: unknown): unknown {
@@ -70,7 +73,10 @@ export function checkedTestbedName(name: string, where = "testbed name"): string
 }
 
 export function saveRecord(stateDir: string, record: TestbedRecord): void {
-  writePrivateFile(testbedPaths(stateDir, checkedTestbedName(record.name)).record, `${JSON.stringify(record, null, 2)}\n`);
+  writePrivateFile(
+    testbedPaths(stateDir, checkedTestbedName(record.name)).record,
+    `${JSON.stringify(record, null, 2)}\n`,
+  );
   writePrivateFile(currentTestbedFile(stateDir), `${record.name}\n`);
 }
 
@@ -79,9 +85,12 @@ export function loadRecord(stateDir: string, name: string): TestbedRecord | unde
   if (!existsSync(file)) return undefined;
   const parsed = testbedRecordSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
   if (!parsed.success) {
-    throw new UsageError(`${file} is not a ${TESTBED_RECORD_SCHEMA} testbed record (written by another ringlab version?)`, {
-      hint: `remove the testbed with \`ringlab down ${name}\` and bring it up again`,
-    });
+    throw new UsageError(
+      `${file} is not a ${TESTBED_RECORD_SCHEMA} testbed record (written by another ringlab version?)`,
+      {
+        hint: `remove the testbed with \`ringlab down ${name}\` and bring it up again`,
+      },
+    );
   }
   return parsed.data;
 }
@@ -96,7 +105,9 @@ export function loadSpec(stateDir: string, name: string): TestbedSpec | undefine
 export function requireRecord(stateDir: string, name?: string): TestbedRecord {
   const chosen = name ?? currentTestbedName(stateDir);
   if (chosen === undefined) {
-    throw new UsageError("no testbed is up here", { hint: "create one with `ringlab up <campaign.yaml>` (or pass --testbed NAME)" });
+    throw new UsageError("no testbed is up here", {
+      hint: "create one with `ringlab up <campaign.yaml>` (or pass --testbed NAME)",
+    });
   }
   const record = loadRecord(stateDir, chosen);
   if (record === undefined) {
@@ -122,17 +133,26 @@ export function forgetTestbed(stateDir: string, name: string): void {
   try {
     rmSync(dir, { recursive: true, force: true });
   } catch (error) {
-    throw new UsageError(`testbed ${name} is gone, but ${dir} could not be removed (${(error as NodeJS.ErrnoException).code})`, {
-      hint: `workers write the shared directory as root: remove it with sudo rm -rf ${dir}`,
-    });
+    throw new UsageError(
+      `testbed ${name} is gone, but ${dir} could not be removed (${(error as NodeJS.ErrnoException).code})`,
+      {
+        hint: `workers write the shared directory as root: remove it with sudo rm -rf ${dir}`,
+      },
+    );
   }
 }
 
 function testbedDirInside(stateDir: string, name: string): string {
   const parent = resolve(testbedsDir(stateDir));
   const dir = resolve(testbedPaths(stateDir, name).dir);
-  if (checkResourceName(name) !== undefined || !dir.startsWith(parent + sep) || dir.slice(parent.length + 1).includes(sep)) {
-    throw new InternalError(`refusing to remove ${dir}: not a testbed folder directly inside ${parent} (testbed name ${JSON.stringify(name)})`);
+  if (
+    checkResourceName(name) !== undefined ||
+    !dir.startsWith(parent + sep) ||
+    dir.slice(parent.length + 1).includes(sep)
+  ) {
+    throw new InternalError(
+      `refusing to remove ${dir}: not a testbed folder directly inside ${parent} (testbed name ${JSON.stringify(name)})`,
+    );
   }
   return dir;
 }
@@ -141,8 +161,13 @@ function testbedDirInside(stateDir: string, name: string): string {
 export function knownTestbeds(stateDir: string): string[] {
   const dir = testbedsDir(stateDir);
   if (!existsSync(dir)) return [];
-  return readdirSync(dir).filter((name) => checkResourceName(name) === undefined
-    && (existsSync(testbedPaths(stateDir, name).record) || existsSync(testbedPaths(stateDir, name).spec))).sort();
+  return readdirSync(dir)
+    .filter(
+      (name) =>
+        checkResourceName(name) === undefined &&
+        (existsSync(testbedPaths(stateDir, name).record) || existsSync(testbedPaths(stateDir, name).spec)),
+    )
+    .sort();
 }
 
 export function knownHint(stateDir: string): string {

@@ -40,7 +40,8 @@ export interface SpecInputs {
  */
 export function resolveTestbedSpec(testbed: Testbed, inputs: SpecInputs): TestbedSpec {
   const target = targetOf(testbed);
-  if (target.resolveSpec === undefined) throw new InternalError(`a ${target.name} testbed has no spec: ringlab does not bring it up`);
+  if (target.resolveSpec === undefined)
+    throw new InternalError(`a ${target.name} testbed has no spec: ringlab does not bring it up`);
   return target.resolveSpec(testbed, inputs);
 }
 
@@ -62,7 +63,9 @@ export function readSpec(file: string): TestbedSpec {
   const parsed = testbedSpecSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new UsageError(`${file}: ${issue.path.join(".") || "(top)"}: ${issue.message}; expected a ${TESTBED_SPEC_SCHEMA} spec`);
+    throw new UsageError(
+      `${file}: ${issue.path.join(".") || "(top)"}: ${issue.message}; expected a ${TESTBED_SPEC_SCHEMA} spec`,
+    );
   }
   return parsed.data;
 }

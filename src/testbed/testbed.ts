@@ -23,13 +23,27 @@ import { forgetConnections, runPlaybook } from "./playbook.ts";
 import { testbedPaths } from "./paths.ts";
 import { sshAnswers } from "./reachability.ts";
 import {
-  checkedTestbedName, configuredLaunchers, forgetTestbed, isConfiguredFor, knownHint, knownTestbeds, loadRecord, loadSpec, saveRecord, type TestbedRecord,
+  checkedTestbedName,
+  configuredLaunchers,
+  forgetTestbed,
+  isConfiguredFor,
+  knownHint,
+  knownTestbeds,
+  loadRecord,
+  loadSpec,
+  saveRecord,
+  type TestbedRecord,
 } from "./record.ts";
 import { resolveTestbedSpec, writeSpec, type TestbedSpec } from "./spec.ts";
 
 /** Runs `work` holding testbed `name`'s lock. */
 export function withTestbedLock<T>(ctx: Context, name: string, work: () => Promise<T>): Promise<T> {
-  return withLock(testbedLockFile(ctx.stateDir, checkedTestbedName(name)), `testbed ${name}`, (m) => ctx.reporter.warn(m), work);
+  return withLock(
+    testbedLockFile(ctx.stateDir, checkedTestbedName(name)),
+    `testbed ${name}`,
+    (m) => ctx.reporter.warn(m),
+    work,
+  );
 }
 
 /**
@@ -47,7 +61,11 @@ export function specFor(ctx: Context, campaign: LoadedCampaignFile): TestbedSpec
 }
 
 /** `options`: what tests hand a target in place of the real world (src/targets/target.ts). */
-export async function up(ctx: Context, campaign: LoadedCampaignFile, options: TargetOptions = {}): Promise<TestbedRecord> {
+export async function up(
+  ctx: Context,
+  campaign: LoadedCampaignFile,
+  options: TargetOptions = {},
+): Promise<TestbedRecord> {
   const spec = specFor(ctx, campaign);
   return withTestbedLock(ctx, spec.name, async () => {
     // Stored before anything is created: teardown needs nothing else, even after a crash mid-deploy.
@@ -58,7 +76,8 @@ export async function up(ctx: Context, campaign: LoadedCampaignFile, options: Ta
 
 /** A target that has a spec has the verbs that act on it; one without them here is a bug. */
 function verb<K extends "up" | "down">(target: Target, name: K): Target & Required<Pick<Target, K>> {
-  if (target[name] === undefined) throw new InternalError(`the ${target.name} target has no ${name}: ringlab does not bring its testbeds up`);
+  if (target[name] === undefined)
+    throw new InternalError(`the ${target.name} target has no ${name}: ringlab does not bring its testbeds up`);
   return target as Target & Required<Pick<Target, K>>;
 }
 
@@ -79,8 +98,12 @@ export async function synth(ctx: Context, campaign: LoadedCampaignFile, outDir: 
   const stack = targetOf(spec).stack;
   if (stack === undefined) return { specFile };
   // The nodes' host keys beside the spec: `ringlab inventory` pins them for a deploy by hand.
-  const hostKeys = await ctx.reporter.step("make the nodes' SSH host keys", () => ensureHostKeys(outDir, spec.nodes, spec.name));
-  const { file } = await ctx.reporter.step(`synthesize ${stackName(spec.name)}`, () => stack.synthesize(spec, outDir, hostKeys));
+  const hostKeys = await ctx.reporter.step("make the nodes' SSH host keys", () =>
+    ensureHostKeys(outDir, spec.nodes, spec.name),
+  );
+  const { file } = await ctx.reporter.step(`synthesize ${stackName(spec.name)}`, () =>
+    stack.synthesize(spec, outDir, hostKeys),
+  );
   return { specFile, stackFile: file, deployer: await stack.deployer(spec) };
 }
 
@@ -98,9 +121,15 @@ export interface ConfigureOptions {
 }
 
 /** Converges every node with ansible/site.yml. A second run reports changed = 0. */
-export async function configure(ctx: Context, record: TestbedRecord, options: ConfigureOptions = {}): Promise<ConfigureResult> {
+export async function configure(
+  ctx: Context,
+  record: TestbedRecord,
+  options: ConfigureOptions = {},
+): Promise<ConfigureResult> {
   return withTestbedLock(ctx, record.name, async () => {
-    const setups = (options.launchers ?? []).map((name) => LAUNCHERS[name]).filter((launcher) => launcher.setup !== undefined);
+    const setups = (options.launchers ?? [])
+      .map((name) => LAUNCHERS[name])
+      .filter((launcher) => launcher.setup !== undefined);
     const what = setups.map((launcher) => ` as ${launcher.setup!.makes}`).join(",");
     const fingerprint = await fingerprintOf(ctx, record);
     // Before it starts: a converge that fails or is stopped half-way leaves no fingerprint behind, and a node container
@@ -108,8 +137,16 @@ export async function configure(ctx: Context, record: TestbedRecord, options: Co
     const startedAt = new Date().toISOString();
     const { configured: _earlier, ...unconfigured } = record;
     saveRecord(ctx.stateDir, unconfigured);
-    const result = await ctx.reporter.step(`configure ${record.nodes.length} nodes${what} (ansible/site.yml)`, (detail) =>
-      runPlaybook(ctx, record, "site.yml", { onTask: detail, ...(setups.length === 0 ? {} : { extraVars: { ringlab_launcher_roles: setups.map((launcher) => launcher.role) } }) }));
+    const result = await ctx.reporter.step(
+      `configure ${record.nodes.length} nodes${what} (ansible/site.yml)`,
+      (detail) =>
+        runPlaybook(ctx, record, "site.yml", {
+          onTask: detail,
+          ...(setups.length === 0
+            ? {}
+            : { extraVars: { ringlab_launcher_roles: setups.map((launcher) => launcher.role) } }),
+        }),
+    );
     const launchers = [...new Set([...configuredLaunchers(record), ...setups.map((launcher) => launcher.name)])];
     saveRecord(ctx.stateDir, {
       ...unconfigured,
@@ -127,17 +164,26 @@ export async function configure(ctx: Context, record: TestbedRecord, options: Co
  * (stop-workers.yml). Other testbeds are always converged (AWS: a cloud node may have rebooted since). Returns whether
  * it converged.
  */
-export async function configureUnlessCurrent(ctx: Context, record: TestbedRecord, options: ConfigureOptions = {}): Promise<boolean> {
+export async function configureUnlessCurrent(
+  ctx: Context,
+  record: TestbedRecord,
+  options: ConfigureOptions = {},
+): Promise<boolean> {
   const fingerprint = record.configured === undefined ? undefined : await fingerprintOf(ctx, record);
   const launchersReady = (options.launchers ?? []).every((launcher) => isConfiguredFor(record, launcher));
   if (fingerprint === undefined || fingerprint !== record.configured?.fingerprint || !launchersReady) {
     await configure(ctx, record, options);
     return true;
   }
-  ctx.reporter.info(`testbed ${record.name}: configured at ${record.configured.at} from the same playbooks, inventory and worker image; ` +
-    "not configuring again (`ringlab configure` would)");
-  await withTestbedLock(ctx, record.name, () => ctx.reporter.step("remove workers an interrupted run left (ansible/stop-workers.yml)", () =>
-    runPlaybook(ctx, record, "stop-workers.yml")));
+  ctx.reporter.info(
+    `testbed ${record.name}: configured at ${record.configured.at} from the same playbooks, inventory and worker image; ` +
+      "not configuring again (`ringlab configure` would)",
+  );
+  await withTestbedLock(ctx, record.name, () =>
+    ctx.reporter.step("remove workers an interrupted run left (ansible/stop-workers.yml)", () =>
+      runPlaybook(ctx, record, "stop-workers.yml"),
+    ),
+  );
   return false;
 }
 
@@ -163,19 +209,32 @@ async function fingerprintOf(ctx: Context, record: TestbedRecord): Promise<strin
  * Writes a campaign's dataset to the testbed's shared storage (ansible/dataset.yml: the worker image's `dataset` job
  * on the head node), unless the same dataset is there already. Returns whether it wrote.
  */
-export async function prepareDataset(ctx: Context, record: TestbedRecord, dataset: DatasetSection): Promise<{ wrote: boolean; path: string }> {
+export async function prepareDataset(
+  ctx: Context,
+  record: TestbedRecord,
+  dataset: DatasetSection,
+): Promise<{ wrote: boolean; path: string }> {
   const path = `${record.sharedDir}/datasets/${dataset.name}`;
-  const what = dataset.kind === "text" ? "a byte-level text corpus (the worker's Python standard library source)"
-    : `${dataset.classes} classes x ${dataset.imagesPerClass} images of ${dataset.imageSize} px`;
-  const result = await withTestbedLock(ctx, record.name, () => ctx.reporter.step(
-    `dataset ${dataset.name}: ${what} on the shared storage (ansible/dataset.yml)`,
-    (detail) => runPlaybook(ctx, record, "dataset.yml", {
-      onTask: detail,
-      extraVars: {
-        dataset_name: dataset.name, dataset_kind: dataset.kind, dataset_classes: dataset.classes, dataset_images_per_class: dataset.imagesPerClass,
-        dataset_image_size: dataset.imageSize, dataset_held_out: dataset.heldOut, dataset_seed: dataset.seed,
-      },
-    })));
+  const what =
+    dataset.kind === "text"
+      ? "a byte-level text corpus (the worker's Python standard library source)"
+      : `${dataset.classes} classes x ${dataset.imagesPerClass} images of ${dataset.imageSize} px`;
+  const result = await withTestbedLock(ctx, record.name, () =>
+    ctx.reporter.step(`dataset ${dataset.name}: ${what} on the shared storage (ansible/dataset.yml)`, (detail) =>
+      runPlaybook(ctx, record, "dataset.yml", {
+        onTask: detail,
+        extraVars: {
+          dataset_name: dataset.name,
+          dataset_kind: dataset.kind,
+          dataset_classes: dataset.classes,
+          dataset_images_per_class: dataset.imagesPerClass,
+          dataset_image_size: dataset.imageSize,
+          dataset_held_out: dataset.heldOut,
+          dataset_seed: dataset.seed,
+        },
+      }),
+    ),
+  );
   return { wrote: totalChanged(result.recap) > 0, path };
 }
 
@@ -200,13 +259,15 @@ export interface NodeStatus {
 
 export async function status(ctx: Context, record: TestbedRecord): Promise<NodeStatus[]> {
   const running = await targetOf(record).runningNodes?.(ctx, record);
-  return Promise.all(record.nodes.map(async (node) => ({
-    name: node.name,
-    rank: node.rank,
-    address: node.sshAddress,
-    running: running?.has(node.name),
-    sshAnswers: await sshAnswers(node.sshAddress),
-  })));
+  return Promise.all(
+    record.nodes.map(async (node) => ({
+      name: node.name,
+      rank: node.rank,
+      address: node.sshAddress,
+      running: running?.has(node.name),
+      sshAnswers: await sshAnswers(node.sshAddress),
+    })),
+  );
 }
 
 export interface DownResult {
@@ -229,9 +290,15 @@ export async function down(ctx: Context, name: string, options: TargetOptions = 
   return withTestbedLock(ctx, name, async () => {
     const spec = loadSpec(ctx.stateDir, name);
     const known = spec?.target ?? loadRecord(ctx.stateDir, name)?.target;
-    const result = await verb(known === undefined ? labelFinder() : TARGETS[known], "down").down!(teardown, name, spec, options);
+    const result = await verb(known === undefined ? labelFinder() : TARGETS[known], "down").down!(
+      teardown,
+      name,
+      spec,
+      options,
+    );
     const removed = result.removed;
-    const nothing = removed !== undefined && removed.containers.length + removed.networks.length + removed.volumes.length === 0;
+    const nothing =
+      removed !== undefined && removed.containers.length + removed.networks.length + removed.volumes.length === 0;
     if (nothing && known === undefined) return unknownTestbed(ctx, name);
     forgetAndRemember(ctx, name);
     return result;
@@ -240,7 +307,9 @@ export async function down(ctx: Context, name: string, options: TargetOptions = 
 
 /** The target that finds its testbeds by their label alone ("found-by-label"): where an unknown name is looked for. */
 function labelFinder(): Target {
-  const finder = Object.values(TARGETS).find((target) => gapOf(target, "found-by-label") === undefined && target.testbedsByLabel !== undefined);
+  const finder = Object.values(TARGETS).find(
+    (target) => gapOf(target, "found-by-label") === undefined && target.testbedsByLabel !== undefined,
+  );
   if (finder === undefined) throw new InternalError("no target finds its testbeds by their label");
   return finder;
 }
@@ -248,11 +317,19 @@ function labelFinder(): Target {
 /** A testbed removed earlier gets "nothing left"; a name never known here gets exit 2 and the names that are. */
 async function unknownTestbed(ctx: Context, name: string): Promise<DownResult> {
   const removedAt = removedEarlier(ctx.stateDir, name);
-  if (removedAt !== undefined) return { target: labelFinder().name, removed: { containers: [], networks: [], volumes: [] }, removedEarlierAt: removedAt };
+  if (removedAt !== undefined)
+    return {
+      target: labelFinder().name,
+      removed: { containers: [], networks: [], volumes: [] },
+      removedEarlierAt: removedAt,
+    };
   const running = await labelFinder().testbedsByLabel!(ctx, "this state folder").catch(() => []);
   const known = [...new Set([...knownTestbeds(ctx.stateDir), ...running])].sort();
   throw new UsageError(`no testbed named ${name} is known in ${ctx.stateDir} or runs on this Docker engine`, {
-    hint: known.length === 0 ? knownHint(ctx.stateDir) : `known testbeds: ${known.join(", ")} (a testbed's name is testbed.name in its campaign file)`,
+    hint:
+      known.length === 0
+        ? knownHint(ctx.stateDir)
+        : `known testbeds: ${known.join(", ")} (a testbed's name is testbed.name in its campaign file)`,
   });
 }
 
@@ -286,11 +363,22 @@ function removedEarlier(stateDir: string, name: string): string | undefined {
  * Docker engine) and forgets the ones it knew. The testbeds of a target that cannot be found so (AWS) are never
  * touched: `down <name>` removes those one by one.
  */
-export async function downAllLocal(ctx: Context, scope: "this state folder" | "every state folder" = "this state folder"): Promise<{ testbeds: string[]; removed: LocalResources }> {
+export async function downAllLocal(
+  ctx: Context,
+  scope: "this state folder" | "every state folder" = "this state folder",
+): Promise<{ testbeds: string[]; removed: LocalResources }> {
   const teardown = uninterruptible(ctx);
-  const foundByLabel = (target: TargetName | undefined) => target === undefined || gapOf(TARGETS[target], "found-by-label") === undefined;
-  const names = [...new Set([...await labelFinder().testbedsByLabel!(teardown, scope),
-    ...knownTestbeds(ctx.stateDir).filter((name) => foundByLabel(loadSpec(ctx.stateDir, name)?.target) && foundByLabel(loadRecord(ctx.stateDir, name)?.target))])].sort();
+  const foundByLabel = (target: TargetName | undefined) =>
+    target === undefined || gapOf(TARGETS[target], "found-by-label") === undefined;
+  const names = [
+    ...new Set([
+      ...(await labelFinder().testbedsByLabel!(teardown, scope)),
+      ...knownTestbeds(ctx.stateDir).filter(
+        (name) =>
+          foundByLabel(loadSpec(ctx.stateDir, name)?.target) && foundByLabel(loadRecord(ctx.stateDir, name)?.target),
+      ),
+    ]),
+  ].sort();
   const removed: LocalResources = { containers: [], networks: [], volumes: [] };
   for (const name of names) {
     const result = await down(teardown, name);

@@ -1,6 +1,23 @@
-import { accessSync, chmodSync, constants, existsSync, lstatSync, mkdirSync, readlinkSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  accessSync,
+  chmodSync,
+  constants,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname, join, basename, resolve, sep } from "node:path";
-import { ownFolderProblem, parentFolderProblem, privateFolderProblem as privateFolderRule, type PathFacts } from "../rules/ownership.ts";
+import {
+  ownFolderProblem,
+  parentFolderProblem,
+  privateFolderProblem as privateFolderRule,
+  type PathFacts,
+} from "../rules/ownership.ts";
 
 /** Files of ringlab's state are its user's alone: records, specs and logs hold paths, addresses and keys. */
 export const PRIVATE_FILE_MODE = 0o600;
@@ -53,7 +70,12 @@ export function callerUid(): number | undefined {
 export function pathFacts(path: string): PathFacts | undefined {
   try {
     const stats = lstatSync(path);
-    return { path, uid: stats.uid, mode: stats.mode, kind: stats.isSymbolicLink() ? "symlink" : stats.isDirectory() ? "folder" : "other" };
+    return {
+      path,
+      uid: stats.uid,
+      mode: stats.mode,
+      kind: stats.isSymbolicLink() ? "symlink" : stats.isDirectory() ? "folder" : "other",
+    };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") return undefined;
@@ -81,7 +103,8 @@ function chainProblem(absolute: string, uid: number, linksFollowed: number): str
     const problem = parentFolderProblem(current, next, uid);
     if (problem !== undefined || next === undefined) return problem;
     if (next.kind === "symlink") {
-      if (linksFollowed >= MAX_LINKS_FOLLOWED) return `${absolute}: more than ${MAX_LINKS_FOLLOWED} symbolic links on the way`;
+      if (linksFollowed >= MAX_LINKS_FOLLOWED)
+        return `${absolute}: more than ${MAX_LINKS_FOLLOWED} symbolic links on the way`;
       const target = resolve(current.path, readlinkSync(next.path));
       return chainProblem(join(target, ...parts.slice(index + 1)), uid, linksFollowed + 1);
     }
@@ -128,7 +151,9 @@ export function prepareStateFolder(dir: string, uid: number | undefined = caller
   try {
     mkdirSync(dir, { recursive: true, mode: PRIVATE_FOLDER_MODE });
   } catch (error) {
-    return { problem: `cannot create ${dir}: ${(error as NodeJS.ErrnoException).code ?? String(error)}; expected a folder ringlab can make` };
+    return {
+      problem: `cannot create ${dir}: ${(error as NodeJS.ErrnoException).code ?? String(error)}; expected a folder ringlab can make`,
+    };
   }
   if (uid === undefined) return {};
   const problem = unsafeFolderProblem(dir, uid);

@@ -13,9 +13,14 @@ export interface ParallelDims {
   readonly tp: number;
 }
 
-export type DimsResult = { readonly ok: true; readonly dims: ParallelDims } | { readonly ok: false; readonly problem: string };
+export type DimsResult =
+  | { readonly ok: true; readonly dims: ParallelDims }
+  | { readonly ok: false; readonly problem: string };
 
-const dims = (partial: Partial<ParallelDims>): DimsResult => ({ ok: true, dims: { pp: 1, dpReplicate: 1, dpShard: 1, tp: 1, ...partial } });
+const dims = (partial: Partial<ParallelDims>): DimsResult => ({
+  ok: true,
+  dims: { pp: 1, dpReplicate: 1, dpShard: 1, tp: 1, ...partial },
+});
 
 /** Replicas of the model that see different batches: global batch = this × batchSize. */
 export function dataParallel(layout: ParallelDims): number {
@@ -32,17 +37,24 @@ export function dimsOf(knobs: Readonly<Record<string, unknown>>, workers: number
   const pipelineStages = typeof knobs["pipelineStages"] === "number" ? knobs["pipelineStages"] : undefined;
   const degree = (flag: string, value: number | undefined, fallback: number): number | string => {
     const chosen = value ?? fallback;
-    return chosen < 1 || workers % chosen !== 0 ? `${flag} ${chosen} does not divide the run's ${workers} workers` : chosen;
+    return chosen < 1 || workers % chosen !== 0
+      ? `${flag} ${chosen} does not divide the run's ${workers} workers`
+      : chosen;
   };
   if ((parallelism === "ddp" || parallelism === "pipeline") && tensorDegree !== undefined && tensorDegree !== 1) {
-    return { ok: false, problem: `tensorDegree with parallelism ${parallelism}: tensor parallelism goes with fsdp (FSDP x tensor, the 2-D layout torch supports) or parallelism tensor` };
+    return {
+      ok: false,
+      problem: `tensorDegree with parallelism ${parallelism}: tensor parallelism goes with fsdp (FSDP x tensor, the 2-D layout torch supports) or parallelism tensor`,
+    };
   }
   if (parallelism === "ddp") return dims({ dpReplicate: workers });
   if (parallelism === "fsdp") {
     const tp = degree("tensorDegree", tensorDegree, 1);
     if (typeof tp === "string") return { ok: false, problem: tp };
     if (knobs["fsdpSharding"] === "none") {
-      return tp > 1 ? { ok: false, problem: "fsdpSharding none with tensorDegree: the control shards nothing; use full" } : dims({ dpReplicate: workers });
+      return tp > 1
+        ? { ok: false, problem: "fsdpSharding none with tensorDegree: the control shards nothing; use full" }
+        : dims({ dpReplicate: workers });
     }
     return dims({ dpShard: workers / tp, tp });
   }
@@ -50,7 +62,10 @@ export function dimsOf(knobs: Readonly<Record<string, unknown>>, workers: number
     const tp = degree("tensorDegree", tensorDegree, workers);
     if (typeof tp === "string") return { ok: false, problem: tp };
     if (tp < workers) {
-      return { ok: false, problem: `parallelism tensor with tensorDegree ${tp} of ${workers} workers: the other dimension would be data-parallel; use parallelism fsdp with tensorDegree ${tp} (FSDP x tensor, the 2-D layout torch supports)` };
+      return {
+        ok: false,
+        problem: `parallelism tensor with tensorDegree ${tp} of ${workers} workers: the other dimension would be data-parallel; use parallelism fsdp with tensorDegree ${tp} (FSDP x tensor, the 2-D layout torch supports)`,
+      };
     }
     return dims({ tp });
   }
@@ -66,10 +81,15 @@ export function dimsOf(knobs: Readonly<Record<string, unknown>>, workers: number
  * Why a pipeline's micro-batches cannot run on `stages` stages at `batchSize`, or undefined: the worker's own checks
  * (parallel/pipeline.py), message for message, so that plan refuses the run before anything starts.
  */
-export function pipelineProblem(knobs: Readonly<Record<string, unknown>>, batchSize: number, stages: number): string | undefined {
+export function pipelineProblem(
+  knobs: Readonly<Record<string, unknown>>,
+  batchSize: number,
+  stages: number,
+): string | undefined {
   if (String(knobs["parallelism"] ?? "ddp") !== "pipeline") return undefined;
   const microBatches = Number(knobs["microBatches"] ?? TRAIN_KNOBS.microBatches.default);
-  if (batchSize % microBatches !== 0) return `batchSize ${batchSize} must be a multiple of microBatches ${microBatches}`;
+  if (batchSize % microBatches !== 0)
+    return `batchSize ${batchSize} must be a multiple of microBatches ${microBatches}`;
   if (String(knobs["pipelineSchedule"] ?? TRAIN_KNOBS.pipelineSchedule.default) === "1f1b" && microBatches < stages) {
     return `pipelineSchedule 1f1b needs at least as many micro-batches as stages: microBatches ${microBatches} < ${stages} stages (torch's Schedule1F1B refuses it)`;
   }

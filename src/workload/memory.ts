@@ -112,7 +112,6 @@ function tokensInFlight(question: MemoryQuestion, stage: number): number {
   return (batchSize / microBatches) * held * perSample;
 }
 
-
 function languageParts(question: MemoryQuestion, stage: number): Parts | undefined {
   const shape = shapeOf(question.model, question.knobs);
   if (shape === undefined) return undefined;
@@ -130,32 +129,56 @@ function languageParts(question: MemoryQuestion, stage: number): Parts | undefin
   const prefetch = typeof question.knobs["fsdpPrefetch"] === "number" ? question.knobs["fsdpPrefetch"] : 0;
   const blocks = stageBlocks(shape.layers, pp, stage);
   // A block's matrices (q, k, v, the projections, the MLP's two layers: 12h², split by tp), and the head's (last stage).
-  const matrices = blocks * (12 * h * h) / tp + (last ? h * shape.vocab : 0);
+  const matrices = (blocks * (12 * h * h)) / tp + (last ? h * shape.vocab : 0);
   return {
-    own, whole, gatheredUnit: embeddings + final + (1 + prefetch) * block,
+    own,
+    whole,
+    gatheredUnit: embeddings + final + (1 + prefetch) * block,
     activationPerToken: languageActivationPerToken(shape, question.knobs, blocks, tp, first, last),
-    transientPerToken: last ? 2 * BYTES * shape.vocab : 0, matrices,
+    transientPerToken: last ? 2 * BYTES * shape.vocab : 0,
+    matrices,
   };
 }
 
 /** Bytes autograd keeps per token on a rank with `blocks` blocks (the census, split by tensor parallelism). */
-export function languageActivationPerToken(shape: TransformerShape, knobs: Readonly<Record<string, unknown>>, blocks: number, tp: number, first: boolean, last: boolean): number {
+export function languageActivationPerToken(
+  shape: TransformerShape,
+  knobs: Readonly<Record<string, unknown>>,
+  blocks: number,
+  tp: number,
+  first: boolean,
+  last: boolean,
+): number {
   const coefficients = knobs["precision"] === "bf16" || knobs["precision"] === "amp" ? census.bf16 : census.fp32;
-  const perBlock = coefficients.layersTimesWidth * shape.width * (1 - TENSOR_SPLIT_SHARE + TENSOR_SPLIT_SHARE / tp) +
-    coefficients.layersTimesHeads * shape.heads / tp;
+  const perBlock =
+    coefficients.layersTimesWidth * shape.width * (1 - TENSOR_SPLIT_SHARE + TENSOR_SPLIT_SHARE / tp) +
+    (coefficients.layersTimesHeads * shape.heads) / tp;
   // Checkpointed blocks keep their input (fp32) and compute one block's activations again in backward at a time.
   const kept = knobs["activationCheckpointing"] === true ? blocks * BYTES * shape.width + perBlock : blocks * perBlock;
-  return kept + (first ? coefficients.constant : 0) + (last ? coefficients.width * shape.width + coefficients.vocab * shape.vocab : 0);
+  return (
+    kept +
+    (first ? coefficients.constant : 0) +
+    (last ? coefficients.width * shape.width + coefficients.vocab * shape.vocab : 0)
+  );
 }
 
 function imageParts(question: MemoryQuestion): Parts {
   const model = question.model as Model;
   const parameters = PARAMETER_COUNT[model];
-  const imageSize = typeof question.knobs["imageSize"] === "number" ? question.knobs["imageSize"] : NATIVE_IMAGE_SIZE[model]!;
+  const imageSize =
+    typeof question.knobs["imageSize"] === "number" ? question.knobs["imageSize"] : NATIVE_IMAGE_SIZE[model]!;
   const precision = question.knobs["precision"] === "amp" || question.knobs["precision"] === "bf16" ? "amp" : "fp32";
   // Every image model of the registry has its figure (src/config/registry.ts does not load without it); a model the
   // registry does not know has none, nor a parameter count or image size.
-  const perImage = (PLANNING[model]?.activationMibPerImage[precision] ?? 0) * MIB * (imageSize / NATIVE_IMAGE_SIZE[model]!) ** 2;
+  const perImage =
+    (PLANNING[model]?.activationMibPerImage[precision] ?? 0) * MIB * (imageSize / NATIVE_IMAGE_SIZE[model]!) ** 2;
   // The image models' census (planning.activationMibPerImage) was taken under autocast: its 16-bit weight copies are in it.
-  return { own: parameters, whole: parameters, gatheredUnit: parameters, activationPerToken: perImage, transientPerToken: 0, matrices: 0 };
+  return {
+    own: parameters,
+    whole: parameters,
+    gatheredUnit: parameters,
+    activationPerToken: perImage,
+    transientPerToken: 0,
+    matrices: 0,
+  };
 }

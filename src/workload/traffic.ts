@@ -37,18 +37,31 @@ export function stepTraffic(question: TrafficQuestion): Collective[] {
   const { knobs, dims } = question;
   const parallelism = String(knobs["parallelism"] ?? "ddp");
   const shape = shapeOf(question.model, knobs);
-  const units = shape === undefined ? [BYTES * PARAMETER_COUNT[question.model as Model]] : unitBytes(shape, question.model, dims.tp);
+  const units =
+    shape === undefined
+      ? [BYTES * PARAMETER_COUNT[question.model as Model]]
+      : unitBytes(shape, question.model, dims.tp);
   const whole = units.reduce((sum, bytes) => sum + bytes, 0);
   if (parallelism === "ddp") {
     const bucketBytes = (typeof knobs["bucketCapMb"] === "number" ? knobs["bucketCapMb"] : DDP_BUCKET_MIB) * 2 ** 20;
-    return [{ op: "all_reduce", bytes: whole, calls: Math.max(1, Math.ceil(whole / bucketBytes)), ranks: dims.dpReplicate }];
+    return [
+      { op: "all_reduce", bytes: whole, calls: Math.max(1, Math.ceil(whole / bucketBytes)), ranks: dims.dpReplicate },
+    ];
   }
   if (parallelism === "fsdp") {
     const sharding = String(knobs["fsdpSharding"] ?? "full");
-    const traffic: Collective[] = sharding === "none"
-      ? [{ op: "all_reduce", bytes: whole, calls: units.length, ranks: dims.dpReplicate }]
-      : [{ op: "all_gather", bytes: (sharding === "full" ? 2 : 1) * whole, calls: (sharding === "full" ? 2 : 1) * units.length, ranks: dims.dpShard },
-        { op: "reduce_scatter", bytes: whole, calls: units.length, ranks: dims.dpShard }];
+    const traffic: Collective[] =
+      sharding === "none"
+        ? [{ op: "all_reduce", bytes: whole, calls: units.length, ranks: dims.dpReplicate }]
+        : [
+            {
+              op: "all_gather",
+              bytes: (sharding === "full" ? 2 : 1) * whole,
+              calls: (sharding === "full" ? 2 : 1) * units.length,
+              ranks: dims.dpShard,
+            },
+            { op: "reduce_scatter", bytes: whole, calls: units.length, ranks: dims.dpShard },
+          ];
     return dims.tp > 1 && shape !== undefined ? [...traffic, tensorTraffic(question, shape)] : traffic;
   }
   if (parallelism === "tensor" && shape !== undefined) return [tensorTraffic(question, shape)];
@@ -74,16 +87,43 @@ export function activationBytes(shape: TransformerShape, samples: number, precis
 function tensorTraffic(question: TrafficQuestion, shape: TransformerShape): Collective {
   const perBlock = 4 + (question.knobs["activationCheckpointing"] === true ? 2 : 0);
   const calls = perBlock * shape.layers;
-  return { op: "all_reduce", bytes: calls * activationBytes(shape, question.batchSize, question.knobs["precision"]), calls, ranks: question.dims.tp };
+  return {
+    op: "all_reduce",
+    bytes: calls * activationBytes(shape, question.batchSize, question.knobs["precision"]),
+    calls,
+    ranks: question.dims.tp,
+  };
 }
 
 /** Each micro-batch's activations forward and their gradients back, across a boundary; each stage's gradients averaged over its replicas (parallel/pipeline.py, in DDP's bucket sizes). */
 function pipelineTraffic(question: TrafficQuestion, shape: TransformerShape): Collective[] {
   const { dims, knobs } = question;
   const microBatches = typeof knobs["microBatches"] === "number" ? knobs["microBatches"] : 4;
-  const sends: Collective[] = dims.pp < 2 ? [] : [{ op: "send", bytes: 2 * microBatches * activationBytes(shape, question.batchSize / microBatches, knobs["precision"]), calls: 2 * microBatches, ranks: 2 }];
+  const sends: Collective[] =
+    dims.pp < 2
+      ? []
+      : [
+          {
+            op: "send",
+            bytes: 2 * microBatches * activationBytes(shape, question.batchSize / microBatches, knobs["precision"]),
+            calls: 2 * microBatches,
+            ranks: 2,
+          },
+        ];
   if (dims.dpReplicate < 2) return sends;
   const positions = shapeOf(question.model, {})!.sequenceLength;
-  const stage = BYTES * (stageBlocks(shape.layers, dims.pp, 0) * blockParameters(shape) + shape.vocab * shape.width + positions * shape.width);
-  return [...sends, { op: "all_reduce", bytes: stage, calls: Math.max(1, Math.ceil(stage / (DDP_BUCKET_MIB * 2 ** 20))), ranks: dims.dpReplicate }];
+  const stage =
+    BYTES *
+    (stageBlocks(shape.layers, dims.pp, 0) * blockParameters(shape) +
+      shape.vocab * shape.width +
+      positions * shape.width);
+  return [
+    ...sends,
+    {
+      op: "all_reduce",
+      bytes: stage,
+      calls: Math.max(1, Math.ceil(stage / (DDP_BUCKET_MIB * 2 ** 20))),
+      ranks: dims.dpReplicate,
+    },
+  ];
 }

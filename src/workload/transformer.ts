@@ -13,10 +13,13 @@ export type { TransformerShape };
 export function shapeOf(model: string, knobs: Readonly<Record<string, unknown>>): TransformerShape | undefined {
   const registered = (LANGUAGE_SHAPE as Readonly<Record<string, TransformerShape>>)[model];
   if (registered === undefined) return undefined;
-  const pick = (knob: string, fallback: number) => typeof knobs[knob] === "number" ? knobs[knob] : fallback;
+  const pick = (knob: string, fallback: number) => (typeof knobs[knob] === "number" ? knobs[knob] : fallback);
   return {
-    layers: pick("layers", registered.layers), width: pick("width", registered.width), heads: pick("heads", registered.heads),
-    sequenceLength: pick("sequenceLength", registered.sequenceLength), vocab: registered.vocab,
+    layers: pick("layers", registered.layers),
+    width: pick("width", registered.width),
+    heads: pick("heads", registered.heads),
+    sequenceLength: pick("sequenceLength", registered.sequenceLength),
+    vocab: registered.vocab,
   };
 }
 
@@ -31,9 +34,16 @@ export function blockParameters(shape: TransformerShape): number {
  * and the final LayerNorm with the head (2h + h V: its last stage). The learned positions count for the model's
  * longest sequence, the registry's, whatever sequence a run trains on.
  */
-export function parameterParts(shape: TransformerShape, positions: number): { blocks: number; embeddings: number; final: number } {
+export function parameterParts(
+  shape: TransformerShape,
+  positions: number,
+): { blocks: number; embeddings: number; final: number } {
   const h = shape.width;
-  return { blocks: shape.layers * blockParameters(shape), embeddings: shape.vocab * h + positions * h, final: 2 * h + h * shape.vocab };
+  return {
+    blocks: shape.layers * blockParameters(shape),
+    embeddings: shape.vocab * h + positions * h,
+    final: 2 * h + h * shape.vocab,
+  };
 }
 
 export function parameterCount(shape: TransformerShape, positions = shape.sequenceLength): number {
@@ -58,11 +68,22 @@ export function unitsPerSample(model: string, knobs: Readonly<Record<string, unk
 
 /** The knobs besides model, batch and precision that set a language model's compute on one worker, by their defaults. */
 const COMPUTE_KNOBS: Readonly<Record<string, unknown>> = {
-  optimizer: "sgd", momentum: 0, activationCheckpointing: false, parallelism: "ddp", fsdpSharding: "full", fsdpPrefetch: 0,
-  microBatches: 4, pipelineSchedule: "gpipe",
+  optimizer: "sgd",
+  momentum: 0,
+  activationCheckpointing: false,
+  parallelism: "ddp",
+  fsdpSharding: "full",
+  fsdpPrefetch: 0,
+  microBatches: 4,
+  pipelineSchedule: "gpipe",
 };
 /** The layout knobs that only a parallelism's own runs have (registry.json's belongsTo): left out of the others' workload. */
-const LAYOUT_OWNED: Readonly<Record<string, string>> = { fsdpSharding: "fsdp", fsdpPrefetch: "fsdp", microBatches: "pipeline", pipelineSchedule: "pipeline" };
+const LAYOUT_OWNED: Readonly<Record<string, string>> = {
+  fsdpSharding: "fsdp",
+  fsdpPrefetch: "fsdp",
+  microBatches: "pipeline",
+  pipelineSchedule: "pipeline",
+};
 
 /**
  * What a language model's single-node compute depends on beyond model, batch and precision: its shape and the knobs that
@@ -70,11 +91,19 @@ const LAYOUT_OWNED: Readonly<Record<string, string>> = { fsdpSharding: "fsdp", f
  * default filled in, so that a calibration's entry and a question compare as the worker ran them. Undefined for an image
  * model, whose entries have always been model, batch and precision alone.
  */
-export function computeWorkload(model: string, knobs: Readonly<Record<string, unknown>>): Readonly<Record<string, string | number | boolean>> | undefined {
+export function computeWorkload(
+  model: string,
+  knobs: Readonly<Record<string, unknown>>,
+): Readonly<Record<string, string | number | boolean>> | undefined {
   const shape = shapeOf(model, knobs);
   if (shape === undefined) return undefined;
   const parallelism = String(knobs["parallelism"] ?? "ddp");
-  const workload: Record<string, string | number | boolean> = { sequenceLength: shape.sequenceLength, layers: shape.layers, width: shape.width, heads: shape.heads };
+  const workload: Record<string, string | number | boolean> = {
+    sequenceLength: shape.sequenceLength,
+    layers: shape.layers,
+    width: shape.width,
+    heads: shape.heads,
+  };
   for (const [knob, fallback] of Object.entries(COMPUTE_KNOBS)) {
     if (LAYOUT_OWNED[knob] !== undefined && LAYOUT_OWNED[knob] !== parallelism) continue;
     workload[knob] = (knobs[knob] ?? fallback) as string | number | boolean;
@@ -87,10 +116,17 @@ export function computeWorkload(model: string, knobs: Readonly<Record<string, un
  * (every block's matrices and attention) and the slowest of `stages` pipeline stages' share (its blocks, and the head
  * on the last).
  */
-export function computeShares(shape: TransformerShape, stages: number): { readonly split: number; readonly slowestStage: number } {
+export function computeShares(
+  shape: TransformerShape,
+  stages: number,
+): { readonly split: number; readonly slowestStage: number } {
   const perBlock = 6 * 12 * shape.width * shape.width + 12 * shape.width * shape.sequenceLength;
   const head = 6 * shape.width * shape.vocab;
   const total = shape.layers * perBlock + head;
-  const stage = (index: number) => (stageBlocks(shape.layers, stages, index) * perBlock + (index === stages - 1 ? head : 0)) / total;
-  return { split: (shape.layers * perBlock) / total, slowestStage: Math.max(...Array.from({ length: stages }, (_, index) => stage(index))) };
+  const stage = (index: number) =>
+    (stageBlocks(shape.layers, stages, index) * perBlock + (index === stages - 1 ? head : 0)) / total;
+  return {
+    split: (shape.layers * perBlock) / total,
+    slowestStage: Math.max(...Array.from({ length: stages }, (_, index) => stage(index))),
+  };
 }

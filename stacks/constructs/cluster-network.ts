@@ -40,7 +40,8 @@ export class ClusterNetwork extends Construct {
     const vpcProblem = checkVpcCidr(props.vpcCidr);
     if (vpcProblem !== undefined) throw new Error(`ClusterNetwork: vpcCidr "${props.vpcCidr}": ${vpcProblem}`);
     const subnetProblem = checkSubnetCidr(props.subnetCidr, props.vpcCidr);
-    if (subnetProblem !== undefined) throw new Error(`ClusterNetwork: subnetCidr "${props.subnetCidr}": ${subnetProblem}`);
+    if (subnetProblem !== undefined)
+      throw new Error(`ClusterNetwork: subnetCidr "${props.subnetCidr}": ${subnetProblem}`);
     if (props.availabilityZone.trim() === "") throw new Error("ClusterNetwork: availabilityZone must not be empty");
 
     // DNS hostnames and support let nodes resolve an EFS mount target's DNS name.

@@ -108,24 +108,33 @@ export class ClusterNodes extends Construct {
   constructor(scope: Construct, id: string, props: ClusterNodesProps) {
     super(scope, id);
     validate(props);
-    const placementGroup = (props.placementGroup ?? true)
-      ? new PlacementGroup(this, "placement-group", { name: stackName(props.name), strategy: "cluster" })
-      : undefined;
+    const placementGroup =
+      (props.placementGroup ?? true)
+        ? new PlacementGroup(this, "placement-group", { name: stackName(props.name), strategy: "cluster" })
+        : undefined;
     const keyPair = new KeyPair(this, "key-pair", {
       keyName: stackName(props.name),
       publicKey: props.sshPublicKey,
     });
-    const ami = props.ami ?? new DataAwsAmi(this, "ami", {
-      mostRecent: true,
-      owners: [DEFAULTS.aws.amiOwner],
-      filter: [
-        { name: "name", values: [DEFAULTS.aws.amiNamePattern] },
-        { name: "architecture", values: ["x86_64"] },
-      ],
-    }).id;
+    const ami =
+      props.ami ??
+      new DataAwsAmi(this, "ami", {
+        mostRecent: true,
+        owners: [DEFAULTS.aws.amiOwner],
+        filter: [
+          { name: "name", values: [DEFAULTS.aws.amiNamePattern] },
+          { name: "architecture", values: ["x86_64"] },
+        ],
+      }).id;
     const launchTemplate = this.createLaunchTemplate(props);
     this.nodes = Array.from({ length: props.nodeCount }, (_, rank) =>
-      this.createNode(props, rank, { ami, keyName: keyPair.keyName, placementGroup: placementGroup?.name, launchTemplate }));
+      this.createNode(props, rank, {
+        ami,
+        keyName: keyPair.keyName,
+        placementGroup: placementGroup?.name,
+        launchTemplate,
+      }),
+    );
   }
 
   private createLaunchTemplate(props: ClusterNodesProps): LaunchTemplate {
@@ -133,21 +142,26 @@ export class ClusterNodes extends Construct {
     return new LaunchTemplate(this, "launch-template", {
       name: `${stackName(props.name)}-node`,
       description: `Network interface and launch-time tags of the nodes of testbed ${props.name}`,
-      networkInterfaces: [{
-        deviceIndex: 0,
-        subnetId: props.subnetId,
-        securityGroups: [props.securityGroupId],
-        associatePublicIpAddress: "true",
-        deleteOnTermination: "true",
-        interfaceType: props.efa === true ? "efa" : undefined,
-      }],
+      networkInterfaces: [
+        {
+          deviceIndex: 0,
+          subnetId: props.subnetId,
+          securityGroups: [props.securityGroupId],
+          associatePublicIpAddress: "true",
+          deleteOnTermination: "true",
+          interfaceType: props.efa === true ? "efa" : undefined,
+        },
+      ],
       // The instances set the same; stated here too so that the template alone never allows IMDSv1.
       metadataOptions: { httpEndpoint: "enabled", httpTokens: "required", httpPutResponseHopLimit: METADATA_HOP_LIMIT },
       // EC2 refuses a tag specification without tags.
-      tagSpecifications: Object.keys(launchTags).length === 0 ? undefined : [
-        { resourceType: "network-interface", tags: launchTags },
-        ...(props.spot === true ? [{ resourceType: "spot-instances-request", tags: launchTags }] : []),
-      ],
+      tagSpecifications:
+        Object.keys(launchTags).length === 0
+          ? undefined
+          : [
+              { resourceType: "network-interface", tags: launchTags },
+              ...(props.spot === true ? [{ resourceType: "spot-instances-request", tags: launchTags }] : []),
+            ],
     });
   }
 
@@ -160,15 +174,24 @@ export class ClusterNodes extends Construct {
       keyName: shared.keyName,
       placementGroup: shared.placementGroup,
       launchTemplate: { id: shared.launchTemplate.id, version: Token.asString(shared.launchTemplate.latestVersion) },
-      rootBlockDevice: { volumeType: "gp3", volumeSize: props.rootVolumeGiB, encrypted: true, deleteOnTermination: true },
+      rootBlockDevice: {
+        volumeType: "gp3",
+        volumeSize: props.rootVolumeGiB,
+        encrypted: true,
+        deleteOnTermination: true,
+      },
       ebsOptimized: true,
       monitoring: false,
       instanceInitiatedShutdownBehavior: "terminate",
       userData: nodeUserData(props.expiresAt, props.hostKeys?.[rank]),
       metadataOptions: { httpEndpoint: "enabled", httpTokens: "required", httpPutResponseHopLimit: METADATA_HOP_LIMIT },
-      instanceMarketOptions: props.spot === true
-        ? { marketType: "spot", spotOptions: { spotInstanceType: "one-time", instanceInterruptionBehavior: "terminate" } }
-        : undefined,
+      instanceMarketOptions:
+        props.spot === true
+          ? {
+              marketType: "spot",
+              spotOptions: { spotInstanceType: "one-time", instanceInterruptionBehavior: "terminate" },
+            }
+          : undefined,
       volumeTags: { ...props.launchTags, Name: name },
       tags: { Name: name, [TAG_KEYS.role]: role },
       // A new template version (a later synth moves the expires-at tag in it) must not replace running nodes.
@@ -191,15 +214,18 @@ function validate(props: ClusterNodesProps): void {
     if (problem !== undefined) fail(`${field} ${JSON.stringify(value)}: ${problem}`);
   };
   check("name", props.name, checkResourceName(props.name));
-  if (!Number.isInteger(props.nodeCount) || props.nodeCount < 1) fail(`nodeCount must be a whole number >= 1, got ${props.nodeCount}`);
+  if (!Number.isInteger(props.nodeCount) || props.nodeCount < 1)
+    fail(`nodeCount must be a whole number >= 1, got ${props.nodeCount}`);
   check("rootVolumeGiB", props.rootVolumeGiB, checkRootVolumeGiB(props.rootVolumeGiB));
   if (props.ami !== undefined) check("ami", props.ami, checkAmiId(props.ami));
   if (props.efa === true) check("efa", props.efa, checkEfaInstanceType(props.instanceType));
-  if (Number.isNaN(Date.parse(props.expiresAt))) fail(`expiresAt ${JSON.stringify(props.expiresAt)}: expected an ISO-8601 time`);
+  if (Number.isNaN(Date.parse(props.expiresAt)))
+    fail(`expiresAt ${JSON.stringify(props.expiresAt)}: expected an ISO-8601 time`);
   const keyProblem = checkSshPublicKey(props.sshPublicKey);
   if (keyProblem !== undefined) fail(`sshPublicKey: ${keyProblem}`);
   if (props.hostKeys !== undefined) {
-    if (props.hostKeys.length !== props.nodeCount) fail(`hostKeys: ${props.hostKeys.length} keys for ${props.nodeCount} nodes`);
+    if (props.hostKeys.length !== props.nodeCount)
+      fail(`hostKeys: ${props.hostKeys.length} keys for ${props.nodeCount} nodes`);
     props.hostKeys.forEach((key, rank) => {
       const problem = checkNodeHostKey(key);
       if (problem !== undefined) fail(`hostKeys[${rank}]: ${problem}`);

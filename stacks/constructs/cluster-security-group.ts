@@ -50,7 +50,8 @@ export class ClusterSecurityGroup extends Construct {
       allowSshFromAnywhere: props.allowSshFromAnywhere,
       minPrefixLength: props.sshSourceMinPrefix ?? DEFAULT_SSH_SOURCE_MIN_PREFIX,
     });
-    if (sourceProblem !== undefined) throw new Error(`ClusterSecurityGroup: adminCidr "${props.adminCidr}": ${sourceProblem}`);
+    if (sourceProblem !== undefined)
+      throw new Error(`ClusterSecurityGroup: adminCidr "${props.adminCidr}": ${sourceProblem}`);
 
     this.securityGroup = new SecurityGroup(this, "security-group", {
       name: `${stackName(props.name)}-cluster`,

@@ -21,7 +21,15 @@ t-node-1                   : ok=4    changed=2    unreachable=1    failed=0    s
 describe("reading ansible-playbook output", () => {
   it("reads the PLAY RECAP per host", () => {
     const recap = parseRecap(OUTPUT);
-    expect(recap["t-node-1"]).toEqual({ ok: 4, changed: 2, unreachable: 1, failed: 0, skipped: 3, rescued: 0, ignored: 0 });
+    expect(recap["t-node-1"]).toEqual({
+      ok: 4,
+      changed: 2,
+      unreachable: 1,
+      failed: 0,
+      skipped: 3,
+      rescued: 0,
+      ignored: 0,
+    });
     expect(totalChanged(recap)).toBe(2);
   });
 
@@ -53,17 +61,19 @@ describe("reading ansible-playbook output", () => {
     ].join("\n");
     expect(describeFailures(yamlFormat)).toBe(
       "t-node-0 failed: Inventory variable 'ringlab_shared_dir' is missing or empty for host t-node-0; " +
-      "t-node-1 failed: Worker rank 1 on t-node-1 exited with code 3;; " +
-      // A long quoted message that Ansible wrapped over two lines comes back whole.
-      "t-node-2 failed: Worker rank 0 on t-node-2 exited with code 0 but wrote no result (/shared/runs/r1/result.json: " +
-      "the remote file does not exist, not transferring, ignored)",
+        "t-node-1 failed: Worker rank 1 on t-node-1 exited with code 3;; " +
+        // A long quoted message that Ansible wrapped over two lines comes back whole.
+        "t-node-2 failed: Worker rank 0 on t-node-2 exited with code 0 but wrote no result (/shared/runs/r1/result.json: " +
+        "the remote file does not exist, not transferring, ignored)",
     );
   });
 });
 
 describe("Ansible adapter", () => {
   it("says Ansible is not installed when ansible-playbook is missing", async () => {
-    const error = await new Ansible(ansibleDir, "ansible-playbook-that-does-not-exist").playbook("site.yml", { inventory: "/dev/null" }).catch((e) => e);
+    const error = await new Ansible(ansibleDir, "ansible-playbook-that-does-not-exist")
+      .playbook("site.yml", { inventory: "/dev/null" })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(PrerequisiteError);
     expect(error.hint).toMatch(/apt-get install ansible/);
   });
@@ -72,20 +82,25 @@ describe("Ansible adapter", () => {
   function inventoryWithoutSharedDir(): { dir: string; inventory: string } {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-ansible-"));
     const inventory = join(dir, "inventory.yml");
-    writeFileSync(inventory, `all:
+    writeFileSync(
+      inventory,
+      `all:
   vars: {ringlab_testbed: t, ringlab_target: local, ringlab_shared_storage: bind, ringlab_cluster_cidr: 10.9.0.0/24,
          ringlab_worker_image: w, ansible_user: root, ansible_ssh_private_key_file: ${dir}/key}
   children:
     head: {hosts: {t-node-0: {ansible_host: 192.0.2.1, ringlab_private_ip: 10.9.0.10, ringlab_node_rank: 0, ringlab_node_container: c0}}}
     workers: {hosts: {}}
-`);
+`,
+    );
     return { dir, inventory };
   }
 
   it("fails fast, naming the missing inventory variable, before connecting to any node", async () => {
     const { dir, inventory } = inventoryWithoutSharedDir();
     const started = Date.now();
-    const error = await new Ansible(ansibleDir).playbook("site.yml", { inventory, factCacheDir: join(dir, "facts") }).catch((e) => e);
+    const error = await new Ansible(ansibleDir)
+      .playbook("site.yml", { inventory, factCacheDir: join(dir, "facts") })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(ToolError);
     expect(error.message).toMatch(/^ansible-playbook site\.yml failed: .*ringlab_shared_dir/);
     expect(Date.now() - started).toBeLessThan(30_000);
@@ -97,7 +112,9 @@ describe("Ansible adapter", () => {
     const checked = await ansible.playbook("run.yml", { inventory, factCacheDir: join(dir, "facts") }).catch((e) => e);
     expect(checked.message).toMatch(/^ansible-playbook run\.yml failed: .*ringlab_shared_dir/);
     // Left out, the checks cost no round per node, and the play goes on to its own first task (the jobs' check).
-    const unchecked = await ansible.playbook("run.yml", { inventory, factCacheDir: join(dir, "facts"), skipTags: ["inventory_checks"] }).catch((e) => e);
+    const unchecked = await ansible
+      .playbook("run.yml", { inventory, factCacheDir: join(dir, "facts"), skipTags: ["inventory_checks"] })
+      .catch((e) => e);
     expect(unchecked).toBeInstanceOf(ToolError);
     expect(unchecked.message).not.toMatch(/ringlab_shared_dir/);
     expect(unchecked.message).toMatch(/worker_jobs/);
@@ -111,12 +128,24 @@ describe("values ringlab passes to Ansible", () => {
   it("reach a playbook as literal text, never as templates run on the controller", async () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-literal-"));
     const inventory = join(dir, "inventory.yml");
-    writeFileSync(inventory, renderInventory(buildInventory({
-      testbed: "lit", target: "local", sshUser: "root", sshPrivateKeyFile: join(dir, "id_ed25519"),
-      knownHostsFile: join(dir, "known_hosts"), sharedStorage: "bind", sharedDir: injection(join(dir, "from-inventory")),
-      clusterCidr: "10.77.0.0/24", workerImage: "ringlab/worker:cpu", workerImageSource: "present",
-      nodes: [{ name: "lit-node-0", rank: 0, sshAddress: "127.0.0.1", privateIp: "10.77.0.10", container: "c0" }],
-    })));
+    writeFileSync(
+      inventory,
+      renderInventory(
+        buildInventory({
+          testbed: "lit",
+          target: "local",
+          sshUser: "root",
+          sshPrivateKeyFile: join(dir, "id_ed25519"),
+          knownHostsFile: join(dir, "known_hosts"),
+          sharedStorage: "bind",
+          sharedDir: injection(join(dir, "from-inventory")),
+          clusterCidr: "10.77.0.0/24",
+          workerImage: "ringlab/worker:cpu",
+          workerImageSource: "present",
+          nodes: [{ name: "lit-node-0", rank: 0, sshAddress: "127.0.0.1", privateIp: "10.77.0.10", container: "c0" }],
+        }),
+      ),
+    );
     const out = join(dir, "out.txt");
     await new Ansible(ansibleDir).playbook("../test/fixtures/literal-vars.yml", {
       inventory,
@@ -135,7 +164,8 @@ describe("values ringlab passes to Ansible", () => {
       injection(join(dir, "from-list")),
       "",
     ]);
-    for (const marker of ["from-extra-var", "from-inventory", "from-list"]) expect(existsSync(join(dir, marker))).toBe(false);
+    for (const marker of ["from-extra-var", "from-inventory", "from-list"])
+      expect(existsSync(join(dir, marker))).toBe(false);
   });
 
   it("leave no vars file behind", async () => {
@@ -149,7 +179,9 @@ describe("values ringlab passes to Ansible", () => {
     process.env["TMPDIR"] = privateTmp;
     // What appears in it while the playbook runs: the adapter's vars folder must be among it.
     const appeared: string[] = [];
-    const watcher = watch(privateTmp, (_event, name) => { if (name !== null) appeared.push(String(name)); });
+    const watcher = watch(privateTmp, (_event, name) => {
+      if (name !== null) appeared.push(String(name));
+    });
     try {
       await new Ansible(ansibleDir).playbook("../test/fixtures/literal-vars.yml", {
         inventory,

@@ -19,7 +19,9 @@ describe("Docker adapter", () => {
     const docker = new Docker({ env: { DOCKER_HOST: "unix:///tmp/ringlab-no-such-docker.sock" } });
     const error = await docker.assertAvailable().catch((e) => e);
     expect(error).toBeInstanceOf(PrerequisiteError);
-    expect(error.message).toMatch(/^Docker is installed but its engine is not reachable: .*Cannot connect to the Docker daemon/);
+    expect(error.message).toMatch(
+      /^Docker is installed but its engine is not reachable: .*Cannot connect to the Docker daemon/,
+    );
     expect(error.hint).toMatch(/dockerd/);
   });
 
@@ -33,7 +35,9 @@ describe("Docker adapter", () => {
     expect(error).toBeInstanceOf(ToolError);
     expect(error.details.toolExitCode).toBe(1);
     expect(error.details.outputTail).toMatch(/ringlab-no-such-network/);
-    expect(readFileSync(log, "utf8")).toMatch(/\$ docker network rm ringlab-no-such-network\n.*ringlab-no-such-network/);
+    expect(readFileSync(log, "utf8")).toMatch(
+      /\$ docker network rm ringlab-no-such-network\n.*ringlab-no-such-network/,
+    );
   });
 
   it("lists nothing for a label no resource carries", async () => {

@@ -65,7 +65,10 @@ describe("runProgram", () => {
   it("kills a group that ignores SIGTERM after the grace period", async () => {
     const pidFile = join(mkdtempSync(join(tmpdir(), "ringlab-proc-")), "pids");
     const abort = new AbortController();
-    const running = runProgram("test", "bash", sleepers(pidFile, "trap '' TERM;"), { signal: abort.signal, allowFailure: true });
+    const running = runProgram("test", "bash", sleepers(pidFile, "trap '' TERM;"), {
+      signal: abort.signal,
+      allowFailure: true,
+    });
     const pids = await childPids(pidFile);
     abort.abort();
     await running;
@@ -81,7 +84,13 @@ describe("runProgram", () => {
       void runProgram("test", "bash", ${JSON.stringify(sleepers(pidFile))});
       const poll = setInterval(() => { if (existsSync(${JSON.stringify(pidFile)})) { clearInterval(poll); process.exit(130); } }, 50);
     `;
-    const exited = await promisify(execFile)(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script]).catch((e) => e);
+    const exited = await promisify(execFile)(process.execPath, [
+      "--import",
+      "tsx",
+      "--input-type=module",
+      "-e",
+      script,
+    ]).catch((e) => e);
     expect(exited.code).toBe(130);
     const pids = await childPids(pidFile);
     expect(await waitFor(() => !pids.some(isRunning), 3_000)).toBe(true);
@@ -89,7 +98,10 @@ describe("runProgram", () => {
 
   it("still streams every line and reports the exit code", async () => {
     const lines: string[] = [];
-    const result = await runProgram("test", "bash", ["-c", "echo one; echo two >&2; exit 3"], { allowFailure: true, onLine: (line) => lines.push(line) });
+    const result = await runProgram("test", "bash", ["-c", "echo one; echo two >&2; exit 3"], {
+      allowFailure: true,
+      onLine: (line) => lines.push(line),
+    });
     expect(lines).toEqual(["one", "two"]);
     expect(result).toMatchObject({ exitCode: 3, canceled: false, timedOut: false });
   });

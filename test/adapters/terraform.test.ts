@@ -28,13 +28,21 @@ interface FakeCall {
 /** A terraform double: an executable in `dir` that runs fake-terraform.mjs with the given environment. */
 function fakeTerraform(dir: string, extraEnv: Record<string, string> = {}) {
   const calls = join(dir, "calls.jsonl");
-  const env = Object.entries({ FAKE_TERRAFORM_CALLS: calls, FAKE_TERRAFORM_OUTPUTS: OUTPUTS, ...extraEnv }).map(([k, v]) => `${k}='${v}'`);
+  const env = Object.entries({ FAKE_TERRAFORM_CALLS: calls, FAKE_TERRAFORM_OUTPUTS: OUTPUTS, ...extraEnv }).map(
+    ([k, v]) => `${k}='${v}'`,
+  );
   const binary = join(dir, "terraform");
   writeFileSync(binary, `#!/bin/sh\nexec env ${env.join(" ")} '${process.execPath}' '${FAKE}' "$@"\n`);
   chmodSync(binary, 0o755);
   return {
     binary,
-    calls: (): FakeCall[] => existsSync(calls) ? readFileSync(calls, "utf8").trim().split("\n").map((line) => JSON.parse(line) as FakeCall) : [],
+    calls: (): FakeCall[] =>
+      existsSync(calls)
+        ? readFileSync(calls, "utf8")
+            .trim()
+            .split("\n")
+            .map((line) => JSON.parse(line) as FakeCall)
+        : [],
   };
 }
 
@@ -65,7 +73,9 @@ describe("terraform adapter", () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-terraform-"));
     const fake = fakeTerraform(dir);
     await new Terraform({ binary: fake.binary }).destroy(dir);
-    expect(fake.calls().map((call) => call.args)).toEqual([["destroy", "-input=false", "-no-color", "-lock-timeout=300s", "-auto-approve"]]);
+    expect(fake.calls().map((call) => call.args)).toEqual([
+      ["destroy", "-input=false", "-no-color", "-lock-timeout=300s", "-auto-approve"],
+    ]);
   });
 
   it("removes the saved plan after applying it, and after a failed apply too (it holds the values the state holds)", async () => {
@@ -73,7 +83,9 @@ describe("terraform adapter", () => {
       const dir = mkdtempSync(join(tmpdir(), "ringlab-terraform-"));
       // The double writes no plan: one is put there as `plan -out` would have.
       writeFileSync(join(dir, "ringlab.tfplan"), "plan");
-      await new Terraform({ binary: fakeTerraform(dir, { FAKE_TERRAFORM_FAIL: fail }).binary }).apply(dir).catch(() => undefined);
+      await new Terraform({ binary: fakeTerraform(dir, { FAKE_TERRAFORM_FAIL: fail }).binary })
+        .apply(dir)
+        .catch(() => undefined);
       expect(existsSync(join(dir, "ringlab.tfplan")), fail).toBe(false);
     }
   });
@@ -108,10 +120,25 @@ describe("AWS testbed up and down through the terraform double", () => {
     mkdirSync(join(dir, "keys"));
     writeFileSync(join(dir, "keys", "ringlab.pub"), `${PUBLIC_KEY}\n`);
     const file = join(dir, "scale.yaml");
-    writeFileSync(file, "testbed: {target: aws, name: scale, nodes: 3, adminCidr: 203.0.113.7/32, sshPublicKeyFile: keys/ringlab.pub}\n");
-    const ctx: Context = { repoDir: dir, stateDir: join(dir, "state"), reporter: silentReporter, logFile: join(dir, "log"), signal: new AbortController().signal };
+    writeFileSync(
+      file,
+      "testbed: {target: aws, name: scale, nodes: 3, adminCidr: 203.0.113.7/32, sshPublicKeyFile: keys/ringlab.pub}\n",
+    );
+    const ctx: Context = {
+      repoDir: dir,
+      stateDir: join(dir, "state"),
+      reporter: silentReporter,
+      logFile: join(dir, "log"),
+      signal: new AbortController().signal,
+    };
     const fake = fakeTerraform(dir, { FAKE_TERRAFORM_OUTPUTS: LOOPBACK_OUTPUTS, ...extraEnv });
-    return { dir, file, ctx, fake, aws: { terraformBinary: fake.binary, sshWaitMs: 1, leftoverClients: null, preflight: null } };
+    return {
+      dir,
+      file,
+      ctx,
+      fake,
+      aws: { terraformBinary: fake.binary, sshWaitMs: 1, leftoverClients: null, preflight: null },
+    };
   }
 
   it("stores the resolved spec before deploying, and deploys the stack synthesized from it: key text inline, state in the testbed's folder", async () => {
@@ -119,14 +146,20 @@ describe("AWS testbed up and down through the terraform double", () => {
     await up(ctx, loadCampaignFile(file), { aws }).catch(() => undefined);
     const paths = testbedPaths(ctx.stateDir, "scale");
     expect(readSpec(paths.spec)).toMatchObject({
-      schema: "ringlab.testbed-spec/v1", target: "aws", name: "scale", campaign: "scale", sshPublicKey: PUBLIC_KEY,
+      schema: "ringlab.testbed-spec/v1",
+      target: "aws",
+      name: "scale",
+      campaign: "scale",
+      sshPublicKey: PUBLIC_KEY,
       state: { backend: "local", path: join(paths.dir, "terraform.tfstate") },
     });
     const [init, plan] = fake.calls();
     expect([init!.args[0], plan!.args[0]]).toEqual(["init", "plan"]);
     expect(plan!.cwd).toBe(join(paths.cdktfOut, "stacks", "ringlab-scale"));
     expect(plan!.stack!["terraform"]["backend"]).toEqual({ local: { path: join(paths.dir, "terraform.tfstate") } });
-    expect(Object.values(plan!.stack!["resource"]["aws_key_pair"]).map((pair: any) => pair.public_key)).toEqual([PUBLIC_KEY]);
+    expect(Object.values(plan!.stack!["resource"]["aws_key_pair"]).map((pair: any) => pair.public_key)).toEqual([
+      PUBLIC_KEY,
+    ]);
   });
 
   it("destroys what a failed deploy may have created, so no paid machine outlives it", async () => {
@@ -134,21 +167,31 @@ describe("AWS testbed up and down through the terraform double", () => {
     const error = await up(ctx, loadCampaignFile(file), { aws }).catch((e) => e);
     expect(error).toBeInstanceOf(ToolError);
     expect(fake.calls().map((call) => call.args[0])).toEqual(["init", "plan", "apply", "init", "destroy"]);
-    expect(fake.calls().at(-1)!.cwd).toBe(join(testbedPaths(ctx.stateDir, "scale").cdktfOut, "stacks", "ringlab-scale"));
+    expect(fake.calls().at(-1)!.cwd).toBe(
+      join(testbedPaths(ctx.stateDir, "scale").cdktfOut, "stacks", "ringlab-scale"),
+    );
   });
 
   it("leaves a testbed deployed earlier alone when a new deploy of it fails, and keeps its creation time", async () => {
     const { file, ctx, fake, aws } = setUp();
     await up(ctx, loadCampaignFile(file), { aws }).catch(() => undefined);
-    const expiresAt = (call: FakeCall) => call.stack!["provider"]["aws"][0]["default_tags"][0]["tags"]["ringlab:expires-at"];
+    const expiresAt = (call: FakeCall) =>
+      call.stack!["provider"]["aws"][0]["default_tags"][0]["tags"]["ringlab:expires-at"];
     const firstExpiry = expiresAt(fake.calls().find((call) => call.args[0] === "apply")!);
     const created = readSpec(testbedPaths(ctx.stateDir, "scale").spec).createdAt;
     saveRecord(ctx.stateDir, {
-      schema: "ringlab.testbed/v2", name: "scale", target: "aws", inventory: join(ctx.stateDir, "inventory.yml"),
-      sharedDir: "/shared", nodes: [], createdAt: created,
+      schema: "ringlab.testbed/v2",
+      name: "scale",
+      target: "aws",
+      inventory: join(ctx.stateDir, "inventory.yml"),
+      sharedDir: "/shared",
+      nodes: [],
+      createdAt: created,
     });
     const failing = setUp({ FAKE_TERRAFORM_FAIL: "apply" });
-    const error = await up(ctx, loadCampaignFile(file), { aws: { ...aws, terraformBinary: failing.fake.binary } }).catch((e) => e);
+    const error = await up(ctx, loadCampaignFile(file), {
+      aws: { ...aws, terraformBinary: failing.fake.binary },
+    }).catch((e) => e);
     expect(error).toBeInstanceOf(ToolError);
     expect(failing.fake.calls().map((call) => call.args[0])).toEqual(["init", "plan", "apply"]);
     expect(expiresAt(failing.fake.calls().at(-1)!)).toBe(firstExpiry);
@@ -158,11 +201,14 @@ describe("AWS testbed up and down through the terraform double", () => {
   it("stops before anything is created when the zone does not offer the instance type or the vCPU quota is short", async () => {
     const { file, ctx, fake, aws } = setUp();
     const ec2 = (offered: boolean) => ({ offeredInZone: async () => offered, vcpus: async () => 4 });
-    const notOffered = await up(ctx, loadCampaignFile(file), { aws: { ...aws, preflight: { ec2: ec2(false) } } }).catch((e) => e);
+    const notOffered = await up(ctx, loadCampaignFile(file), { aws: { ...aws, preflight: { ec2: ec2(false) } } }).catch(
+      (e) => e,
+    );
     expect(notOffered).toBeInstanceOf(UsageError);
     expect(notOffered.message).toBe("the availability zone us-east-1a does not offer g4dn.xlarge");
-    const shortQuota = await up(ctx, loadCampaignFile(file), { aws: { ...aws, preflight: { ec2: ec2(true), quotas: { quota: async () => ({ vcpus: 8 }) } } } })
-      .catch((e) => e);
+    const shortQuota = await up(ctx, loadCampaignFile(file), {
+      aws: { ...aws, preflight: { ec2: ec2(true), quotas: { quota: async () => ({ vcpus: 8 }) } } },
+    }).catch((e) => e);
     expect(shortQuota).toBeInstanceOf(PrerequisiteError);
     expect(shortQuota.hint).toMatch(/request at least 12 vCPUs/);
     expect(fake.calls()).toEqual([]);
@@ -170,7 +216,9 @@ describe("AWS testbed up and down through the terraform double", () => {
 
   it("refuses to start when terraform is missing, before synthesizing or running anything", async () => {
     const { file, ctx, fake, aws } = setUp();
-    const error = await up(ctx, loadCampaignFile(file), { aws: { ...aws, terraformBinary: "no-terraform-here" } }).catch((e) => e);
+    const error = await up(ctx, loadCampaignFile(file), {
+      aws: { ...aws, terraformBinary: "no-terraform-here" },
+    }).catch((e) => e);
     expect(error).toBeInstanceOf(PrerequisiteError);
     expect(fake.calls()).toEqual([]);
     expect(existsSync(testbedPaths(ctx.stateDir, "scale").cdktfOut)).toBe(false);
@@ -186,9 +234,16 @@ describe("AWS testbed up and down through the terraform double", () => {
     const before = fake.calls().length;
     const result = await down(ctx, "scale", { aws });
     expect(result.target).toBe("aws");
-    expect(fake.calls().slice(before).map((call) => call.args[0])).toEqual(["init", "destroy"]);
+    expect(
+      fake
+        .calls()
+        .slice(before)
+        .map((call) => call.args[0]),
+    ).toEqual(["init", "destroy"]);
     const destroy = fake.calls().at(-1)!;
-    expect(Object.values(destroy.stack!["resource"]["aws_key_pair"]).map((pair: any) => pair.public_key)).toEqual([PUBLIC_KEY]);
+    expect(Object.values(destroy.stack!["resource"]["aws_key_pair"]).map((pair: any) => pair.public_key)).toEqual([
+      PUBLIC_KEY,
+    ]);
     expect(existsSync(testbedPaths(ctx.stateDir, "scale").dir)).toBe(false);
   });
 

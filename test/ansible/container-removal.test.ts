@@ -17,19 +17,30 @@ function yamlFiles(dir: string): string[] {
 
 function tasksIn(tasks: unknown): Task[] {
   if (!Array.isArray(tasks)) return [];
-  return tasks.flatMap((task: Task) => [task, ...tasksIn(task.block), ...tasksIn(task.rescue), ...tasksIn(task.always),
-    ...tasksIn(task.tasks)]);
+  return tasks.flatMap((task: Task) => [
+    task,
+    ...tasksIn(task.block),
+    ...tasksIn(task.rescue),
+    ...tasksIn(task.always),
+    ...tasksIn(task.tasks),
+  ]);
 }
 
 describe("container removal", () => {
   const removals = yamlFiles("ansible").flatMap((file) =>
     tasksIn(load(readFileSync(file, "utf8"))).flatMap((task) => {
-      const module = (task["community.docker.docker_container"] ?? task.docker_container) as Record<string, unknown> | undefined;
+      const module = (task["community.docker.docker_container"] ?? task.docker_container) as
+        | Record<string, unknown>
+        | undefined;
       return module?.state === "absent" && module.force_kill ? [{ file, task }] : [];
-    }));
+    }),
+  );
 
   it("finds the playbooks' forced removals", () => {
-    expect(removals.map(({ file }) => file).sort()).toEqual(["ansible/roles/worker/tasks/job.yml", "ansible/roles/worker/tasks/stop.yml"]);
+    expect(removals.map(({ file }) => file).sort()).toEqual([
+      "ansible/roles/worker/tasks/job.yml",
+      "ansible/roles/worker/tasks/stop.yml",
+    ]);
   });
 
   it("asks again when the worker exited between the look-up and the kill", () => {

@@ -9,9 +9,18 @@ import { ToolError } from "../../src/util/errors.ts";
 /** Makes `count` signing keys in a throw-away keyring; returns their fingerprints and an export of all of them. */
 function makeKeys(dir: string, count: number): { fingerprints: string[]; armored: string } {
   const env = { ...process.env, GNUPGHOME: mkdtempSync(join(dir, "gnupg-")) };
-  const gpg = (...args: string[]) => execFileSync("gpg", ["--batch", "--passphrase", "", ...args], { env, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
-  for (let index = 0; index < count; index++) gpg("--quick-gen-key", `key${index} <k${index}@example.org>`, "ed25519", "sign", "never");
-  const fingerprints = gpg("--with-colons", "--list-keys").split("\n").filter((line) => line.startsWith("fpr:")).map((line) => line.split(":")[9]!);
+  const gpg = (...args: string[]) =>
+    execFileSync("gpg", ["--batch", "--passphrase", "", ...args], {
+      env,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+  for (let index = 0; index < count; index++)
+    gpg("--quick-gen-key", `key${index} <k${index}@example.org>`, "ed25519", "sign", "never");
+  const fingerprints = gpg("--with-colons", "--list-keys")
+    .split("\n")
+    .filter((line) => line.startsWith("fpr:"))
+    .map((line) => line.split(":")[9]!);
   const armored = gpg("--armor", "--export");
   // Generating keys started a gpg-agent for this keyring; it would outlive the test (and the suite).
   execFileSync("gpgconf", ["--kill", "gpg-agent"], { env, stdio: "ignore" });
@@ -27,7 +36,11 @@ async function installKey(dir: string, armored: string, allowed: readonly string
   await new Ansible(resolve("ansible")).playbook("../test/fixtures/nvidia-key.yml", {
     inventory,
     factCacheDir: join(dir, "facts"),
-    extraVars: { docker_nvidia_toolkit_key_url: `file://${keyUrlFile}`, docker_nvidia_toolkit_key_file: keyFile, docker_nvidia_toolkit_key_fingerprints: allowed },
+    extraVars: {
+      docker_nvidia_toolkit_key_url: `file://${keyUrlFile}`,
+      docker_nvidia_toolkit_key_file: keyFile,
+      docker_nvidia_toolkit_key_fingerprints: allowed,
+    },
   });
   return keyFile;
 }

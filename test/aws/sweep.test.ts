@@ -7,18 +7,46 @@ import { spawnSync } from "node:child_process";
 import { createServer, type AddressInfo } from "node:net";
 import { resolve } from "node:path";
 import {
-  AssociateRouteTableCommand, AttachInternetGatewayCommand, CreateInternetGatewayCommand, CreateKeyPairCommand,
-  CreateLaunchTemplateCommand, CreateRouteTableCommand, CreateSecurityGroupCommand, CreateSubnetCommand, CreateVpcCommand,
-  DescribeInstancesCommand, DescribeInternetGatewaysCommand, DescribeKeyPairsCommand, DescribeLaunchTemplatesCommand,
-  DescribeRouteTablesCommand, DescribeSecurityGroupsCommand, DescribeSubnetsCommand, DescribeVpcsCommand, RunInstancesCommand,
-  EC2Client, type ResourceType,
+  AssociateRouteTableCommand,
+  AttachInternetGatewayCommand,
+  CreateInternetGatewayCommand,
+  CreateKeyPairCommand,
+  CreateLaunchTemplateCommand,
+  CreateRouteTableCommand,
+  CreateSecurityGroupCommand,
+  CreateSubnetCommand,
+  CreateVpcCommand,
+  DescribeInstancesCommand,
+  DescribeInternetGatewaysCommand,
+  DescribeKeyPairsCommand,
+  DescribeLaunchTemplatesCommand,
+  DescribeRouteTablesCommand,
+  DescribeSecurityGroupsCommand,
+  DescribeSubnetsCommand,
+  DescribeVpcsCommand,
+  RunInstancesCommand,
+  EC2Client,
+  type ResourceType,
 } from "@aws-sdk/client-ec2";
-import { EFSClient, CreateFileSystemCommand, CreateMountTargetCommand, DescribeFileSystemsCommand, DescribeMountTargetsCommand } from "@aws-sdk/client-efs";
+import {
+  EFSClient,
+  CreateFileSystemCommand,
+  CreateMountTargetCommand,
+  DescribeFileSystemsCommand,
+  DescribeMountTargetsCommand,
+} from "@aws-sdk/client-efs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TEST_AWS_ENDPOINT_ENV } from "../../src/aws/clients.ts";
 import { PrerequisiteError } from "../../src/util/errors.ts";
 import {
-  deleteTestbedLeftovers, findTaggedResources, planSweep, SWEEP_ORDER, sweep, sweepClients, type SweepClients, type TaggedResource,
+  deleteTestbedLeftovers,
+  findTaggedResources,
+  planSweep,
+  SWEEP_ORDER,
+  sweep,
+  sweepClients,
+  type SweepClients,
+  type TaggedResource,
 } from "../../src/aws/sweep.ts";
 import { startMoto, type Moto } from "./moto.ts";
 
@@ -50,56 +78,120 @@ function tags(testbed: string | undefined, expiresAt: string | undefined) {
     { Key: "Name", Value: testbed ?? "someone-else" },
   ];
 }
-const spec = (type: ResourceType, testbed: string | undefined, expiresAt: string | undefined) =>
-  [{ ResourceType: type, Tags: tags(testbed, expiresAt) }];
+const spec = (type: ResourceType, testbed: string | undefined, expiresAt: string | undefined) => [
+  { ResourceType: type, Tags: tags(testbed, expiresAt) },
+];
 
 /** A whole testbed the way the stack builds one; returns the VPC id. */
-async function createTestbed(ec2: EC2Client, testbed: string | undefined, expiresAt: string | undefined, cidr: string): Promise<string> {
-  const vpcId = (await ec2.send(new CreateVpcCommand({ CidrBlock: `${cidr}.0.0/16`, TagSpecifications: spec("vpc", testbed, expiresAt) }))).Vpc!.VpcId!;
-  const subnetId = (await ec2.send(new CreateSubnetCommand({
-    VpcId: vpcId, CidrBlock: `${cidr}.1.0/24`, AvailabilityZone: `${REGION}a`, TagSpecifications: spec("subnet", testbed, expiresAt),
-  }))).Subnet!.SubnetId!;
-  const igwId = (await ec2.send(new CreateInternetGatewayCommand({ TagSpecifications: spec("internet-gateway", testbed, expiresAt) })))
-    .InternetGateway!.InternetGatewayId!;
+async function createTestbed(
+  ec2: EC2Client,
+  testbed: string | undefined,
+  expiresAt: string | undefined,
+  cidr: string,
+): Promise<string> {
+  const vpcId = (
+    await ec2.send(
+      new CreateVpcCommand({ CidrBlock: `${cidr}.0.0/16`, TagSpecifications: spec("vpc", testbed, expiresAt) }),
+    )
+  ).Vpc!.VpcId!;
+  const subnetId = (
+    await ec2.send(
+      new CreateSubnetCommand({
+        VpcId: vpcId,
+        CidrBlock: `${cidr}.1.0/24`,
+        AvailabilityZone: `${REGION}a`,
+        TagSpecifications: spec("subnet", testbed, expiresAt),
+      }),
+    )
+  ).Subnet!.SubnetId!;
+  const igwId = (
+    await ec2.send(
+      new CreateInternetGatewayCommand({ TagSpecifications: spec("internet-gateway", testbed, expiresAt) }),
+    )
+  ).InternetGateway!.InternetGatewayId!;
   await ec2.send(new AttachInternetGatewayCommand({ InternetGatewayId: igwId, VpcId: vpcId }));
-  const routeTableId = (await ec2.send(new CreateRouteTableCommand({ VpcId: vpcId, TagSpecifications: spec("route-table", testbed, expiresAt) })))
-    .RouteTable!.RouteTableId!;
+  const routeTableId = (
+    await ec2.send(
+      new CreateRouteTableCommand({ VpcId: vpcId, TagSpecifications: spec("route-table", testbed, expiresAt) }),
+    )
+  ).RouteTable!.RouteTableId!;
   await ec2.send(new AssociateRouteTableCommand({ RouteTableId: routeTableId, SubnetId: subnetId }));
-  const groupId = (await ec2.send(new CreateSecurityGroupCommand({
-    GroupName: `${testbed ?? "other"}-cluster`, Description: "test", VpcId: vpcId, TagSpecifications: spec("security-group", testbed, expiresAt),
-  }))).GroupId!;
-  await ec2.send(new CreateKeyPairCommand({ KeyName: `${testbed ?? "other"}-${cidr}`, TagSpecifications: spec("key-pair", testbed, expiresAt) }));
-  await ec2.send(new CreateLaunchTemplateCommand({
-    LaunchTemplateName: `${testbed ?? "other"}-${cidr}-node`, LaunchTemplateData: {}, TagSpecifications: spec("launch-template", testbed, expiresAt),
-  }));
-  await ec2.send(new RunInstancesCommand({
-    ImageId: MOTO_AMI, InstanceType: "t3.micro", MinCount: 2, MaxCount: 2, SubnetId: subnetId, SecurityGroupIds: [groupId],
-    TagSpecifications: spec("instance", testbed, expiresAt),
-  }));
-  const fileSystemId = (await clients.efs.send(new CreateFileSystemCommand({
-    CreationToken: `${testbed ?? "other"}-${cidr}`, Encrypted: true, Tags: tags(testbed, expiresAt),
-  }))).FileSystemId!;
-  await clients.efs.send(new CreateMountTargetCommand({ FileSystemId: fileSystemId, SubnetId: subnetId, SecurityGroups: [groupId] }));
+  const groupId = (
+    await ec2.send(
+      new CreateSecurityGroupCommand({
+        GroupName: `${testbed ?? "other"}-cluster`,
+        Description: "test",
+        VpcId: vpcId,
+        TagSpecifications: spec("security-group", testbed, expiresAt),
+      }),
+    )
+  ).GroupId!;
+  await ec2.send(
+    new CreateKeyPairCommand({
+      KeyName: `${testbed ?? "other"}-${cidr}`,
+      TagSpecifications: spec("key-pair", testbed, expiresAt),
+    }),
+  );
+  await ec2.send(
+    new CreateLaunchTemplateCommand({
+      LaunchTemplateName: `${testbed ?? "other"}-${cidr}-node`,
+      LaunchTemplateData: {},
+      TagSpecifications: spec("launch-template", testbed, expiresAt),
+    }),
+  );
+  await ec2.send(
+    new RunInstancesCommand({
+      ImageId: MOTO_AMI,
+      InstanceType: "t3.micro",
+      MinCount: 2,
+      MaxCount: 2,
+      SubnetId: subnetId,
+      SecurityGroupIds: [groupId],
+      TagSpecifications: spec("instance", testbed, expiresAt),
+    }),
+  );
+  const fileSystemId = (
+    await clients.efs.send(
+      new CreateFileSystemCommand({
+        CreationToken: `${testbed ?? "other"}-${cidr}`,
+        Encrypted: true,
+        Tags: tags(testbed, expiresAt),
+      }),
+    )
+  ).FileSystemId!;
+  await clients.efs.send(
+    new CreateMountTargetCommand({ FileSystemId: fileSystemId, SubnetId: subnetId, SecurityGroups: [groupId] }),
+  );
   return vpcId;
 }
 
 /** What is left per kind, as "<testbed or ->:<id>" of everything with a Name tag (the test's resources). */
 async function inventory(): Promise<Record<string, string[]>> {
   const { ec2, efs } = clients;
-  const label = (t?: { Key?: string; Value?: string }[]) => t?.find((tag) => tag.Key === "ringlab:testbed")?.Value ?? "-";
+  const label = (t?: { Key?: string; Value?: string }[]) =>
+    t?.find((tag) => tag.Key === "ringlab:testbed")?.Value ?? "-";
   const named = <T extends { Tags?: { Key?: string; Value?: string }[] }>(items: T[] | undefined) =>
-    (items ?? []).filter((item) => item.Tags?.some((tag) => tag.Key === "Name")).map((item) => label(item.Tags)).sort();
-  const instances = (await ec2.send(new DescribeInstancesCommand({}))).Reservations?.flatMap((r) => r.Instances ?? [])
-    .filter((i) => i.State?.Name !== "terminated");
+    (items ?? [])
+      .filter((item) => item.Tags?.some((tag) => tag.Key === "Name"))
+      .map((item) => label(item.Tags))
+      .sort();
+  const instances = (await ec2.send(new DescribeInstancesCommand({}))).Reservations?.flatMap(
+    (r) => r.Instances ?? [],
+  ).filter((i) => i.State?.Name !== "terminated");
   const fileSystems = (await efs.send(new DescribeFileSystemsCommand({}))).FileSystems;
-  const mountTargets = (await Promise.all((fileSystems ?? []).map((fs) =>
-    efs.send(new DescribeMountTargetsCommand({ FileSystemId: fs.FileSystemId }))))).flatMap((r) => r.MountTargets ?? []);
+  const mountTargets = (
+    await Promise.all(
+      (fileSystems ?? []).map((fs) => efs.send(new DescribeMountTargetsCommand({ FileSystemId: fs.FileSystemId }))),
+    )
+  ).flatMap((r) => r.MountTargets ?? []);
   return {
     vpc: named((await ec2.send(new DescribeVpcsCommand({}))).Vpcs),
     subnet: named((await ec2.send(new DescribeSubnetsCommand({}))).Subnets),
     "internet-gateway": named((await ec2.send(new DescribeInternetGatewaysCommand({}))).InternetGateways),
     "route-table": named((await ec2.send(new DescribeRouteTablesCommand({}))).RouteTables),
-    "security-group": named((await ec2.send(new DescribeSecurityGroupsCommand({}))).SecurityGroups?.filter((g) => g.GroupName !== "default")),
+    "security-group": named(
+      (await ec2.send(new DescribeSecurityGroupsCommand({}))).SecurityGroups?.filter((g) => g.GroupName !== "default"),
+    ),
     "key-pair": named((await ec2.send(new DescribeKeyPairsCommand({}))).KeyPairs),
     "launch-template": named((await ec2.send(new DescribeLaunchTemplatesCommand({}))).LaunchTemplates),
     instance: named(instances),
@@ -109,8 +201,16 @@ async function inventory(): Promise<Record<string, string[]>> {
 }
 
 const everyKind = (labels: string[], mountTargets: number) => ({
-  vpc: labels, subnet: labels, "internet-gateway": labels, "route-table": labels, "security-group": labels, "key-pair": labels,
-  "launch-template": labels, instance: labels.flatMap((l) => [l, l]), "efs-file-system": labels, "efs-mount-target": [String(mountTargets)],
+  vpc: labels,
+  subnet: labels,
+  "internet-gateway": labels,
+  "route-table": labels,
+  "security-group": labels,
+  "key-pair": labels,
+  "launch-template": labels,
+  instance: labels.flatMap((l) => [l, l]),
+  "efs-file-system": labels,
+  "efs-mount-target": [String(mountTargets)],
 });
 
 describe("ringlab sweep against moto", () => {
@@ -139,9 +239,15 @@ describe("ringlab sweep against moto", () => {
   }, 120_000);
 
   it("runs as `ringlab sweep --dry-run` through the CLI, printing what it finds", () => {
-    const result = spawnSync(process.execPath, [resolve("src/bin/ringlab.mjs"), "sweep", "--region", REGION, "--dry-run"], {
-      encoding: "utf8", timeout: 60_000, env: { ...process.env, [TEST_AWS_ENDPOINT_ENV]: moto.url },
-    });
+    const result = spawnSync(
+      process.execPath,
+      [resolve("src/bin/ringlab.mjs"), "sweep", "--region", REGION, "--dry-run"],
+      {
+        encoding: "utf8",
+        timeout: 60_000,
+        env: { ...process.env, [TEST_AWS_ENDPOINT_ENV]: moto.url },
+      },
+    );
     expect(result.status, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/not expired: vpc vpc-\w+ \(testbed fresh, expires-at 2999-01-01T00:00:00Z\)/);
     expect(result.stdout).toMatch(/left alone, no readable ringlab:expires-at tag: vpc vpc-\w+ \(testbed undated/);
@@ -157,7 +263,12 @@ describe("ringlab sweep against moto", () => {
     const kinds = new Set(before.map((r) => r.kind));
     const removed = await deleteTestbedLeftovers(clients, "twin", ours, () => undefined);
     expect(new Set(removed.map((r) => r.kind))).toEqual(kinds);
-    expect(removed.map((r) => r.id).sort()).toEqual(before.filter((r) => r.expiresAt === ours).map((r) => r.id).sort());
+    expect(removed.map((r) => r.id).sort()).toEqual(
+      before
+        .filter((r) => r.expiresAt === ours)
+        .map((r) => r.id)
+        .sort(),
+    );
     const left = await twins();
     expect(new Set(left.map((r) => r.kind))).toEqual(kinds);
     expect(left.every((r) => r.expiresAt === FUTURE)).toBe(true);
@@ -167,9 +278,15 @@ describe("ringlab sweep against moto", () => {
   }, 120_000);
 
   it("refuses to run with a test endpoint that is not loopback (exit 2), before any call", () => {
-    const result = spawnSync(process.execPath, [resolve("src/bin/ringlab.mjs"), "sweep", "--region", REGION, "--dry-run"], {
-      encoding: "utf8", timeout: 60_000, env: { ...process.env, [TEST_AWS_ENDPOINT_ENV]: "https://ec2.eu-west-1.amazonaws.com" },
-    });
+    const result = spawnSync(
+      process.execPath,
+      [resolve("src/bin/ringlab.mjs"), "sweep", "--region", REGION, "--dry-run"],
+      {
+        encoding: "utf8",
+        timeout: 60_000,
+        env: { ...process.env, [TEST_AWS_ENDPOINT_ENV]: "https://ec2.eu-west-1.amazonaws.com" },
+      },
+    );
     expect(result.status).toBe(2);
     expect(result.stderr).toContain("is not a loopback address");
   }, 60_000);
@@ -187,36 +304,49 @@ async function closedPort(): Promise<number> {
 describe("sweep when AWS cannot be asked", () => {
   it("fails with exit 4 naming the region, not the SDK's stack trace, when the endpoint does not answer (CLI)", async () => {
     const result = spawnSync(process.execPath, [resolve("src/bin/ringlab.mjs"), "sweep", "--region", REGION], {
-      encoding: "utf8", timeout: 60_000, env: { ...process.env, [TEST_AWS_ENDPOINT_ENV]: `http://127.0.0.1:${await closedPort()}` },
+      encoding: "utf8",
+      timeout: 60_000,
+      env: { ...process.env, [TEST_AWS_ENDPOINT_ENV]: `http://127.0.0.1:${await closedPort()}` },
     });
     expect(result.status, result.stderr).toBe(4);
     expect(result.stderr).toContain(`error: cannot list the resources tagged ringlab:testbed in ${REGION}:`);
     expect(result.stderr).toContain("hint: check the network, the region and the AWS credentials");
     expect(result.stderr).not.toMatch(/^\s+at /m);
-    expect(result.stderr, "the SDK's Node version notice between ringlab's lines").not.toContain("NodeVersionSupportWarning");
+    expect(result.stderr, "the SDK's Node version notice between ringlab's lines").not.toContain(
+      "NodeVersionSupportWarning",
+    );
   }, 60_000);
 
   it("fails with exit 3 and how to give credentials when the SDK finds none", async () => {
     const noCredentials = async () => {
-      throw Object.assign(new Error("Could not load credentials from any providers"), { name: "CredentialsProviderError" });
+      throw Object.assign(new Error("Could not load credentials from any providers"), {
+        name: "CredentialsProviderError",
+      });
     };
     const endpoint = `http://127.0.0.1:${await closedPort()}`;
     const clients = {
       ec2: new EC2Client({ region: REGION, endpoint, credentials: noCredentials, maxAttempts: 1 }),
       efs: new EFSClient({ region: REGION, endpoint, credentials: noCredentials, maxAttempts: 1 }),
     };
-    const failure = await sweep(clients, { dryRun: true, now: new Date() }, () => undefined).catch((error: unknown) => error);
+    const failure = await sweep(clients, { dryRun: true, now: new Date() }, () => undefined).catch(
+      (error: unknown) => error,
+    );
     expect(failure).toBeInstanceOf(PrerequisiteError);
     expect((failure as PrerequisiteError).exitCode).toBe(3);
     expect((failure as PrerequisiteError).message).toBe(
-      `cannot list the resources tagged ringlab:testbed in ${REGION}: no AWS credentials (Could not load credentials from any providers)`);
+      `cannot list the resources tagged ringlab:testbed in ${REGION}: no AWS credentials (Could not load credentials from any providers)`,
+    );
     expect((failure as PrerequisiteError).hint).toContain("AWS_PROFILE");
   });
 });
 
 describe("planSweep", () => {
-  const resource = (kind: TaggedResource["kind"], id: string, expiresAt: string | undefined, testbed = "a"): TaggedResource =>
-    ({ kind, id, testbed, expiresAt });
+  const resource = (
+    kind: TaggedResource["kind"],
+    id: string,
+    expiresAt: string | undefined,
+    testbed = "a",
+  ): TaggedResource => ({ kind, id, testbed, expiresAt });
 
   it("orders expired resources so that nothing is deleted before what depends on it", () => {
     const found = [...SWEEP_ORDER].reverse().map((kind, index) => resource(kind, `id-${index}`, PAST));
@@ -225,13 +355,16 @@ describe("planSweep", () => {
 
   it("keeps resources that expire later, and those whose expiry cannot be read", () => {
     const now = new Date("2025-03-01T12:00:00Z");
-    const plan = planSweep([
-      resource("vpc", "expired", "2025-03-01T11:59:59Z"),
-      resource("vpc", "exactly-now", "2025-03-01T12:00:00Z"),
-      resource("vpc", "later", "2025-03-01T12:00:01Z"),
-      resource("vpc", "missing", undefined),
-      resource("vpc", "garbled", "next tuesday"),
-    ], now);
+    const plan = planSweep(
+      [
+        resource("vpc", "expired", "2025-03-01T11:59:59Z"),
+        resource("vpc", "exactly-now", "2025-03-01T12:00:00Z"),
+        resource("vpc", "later", "2025-03-01T12:00:01Z"),
+        resource("vpc", "missing", undefined),
+        resource("vpc", "garbled", "next tuesday"),
+      ],
+      now,
+    );
     expect(plan.expired.map((r) => r.id)).toEqual(["exactly-now", "expired"]);
     expect(plan.current.map((r) => r.id)).toEqual(["later"]);
     expect(plan.undated.map((r) => r.id)).toEqual(["missing", "garbled"]);

@@ -34,8 +34,16 @@ sys.path.insert(0, os.path.join(REPO, "docker", "worker"))
 from ringlab_worker.models.transformer import Transformer, TransformerShape, language_model_loss  # noqa: E402
 
 OUTPUT = os.path.join(REPO, "src", "catalogue", "transformer-activations.json")
-SHAPES = [(1, 64, 4, 256), (2, 64, 4, 256), (3, 64, 2, 256), (1, 128, 4, 256), (2, 128, 8, 512), (1, 256, 8, 1024),
-          (2, 96, 3, 2048), (3, 160, 5, 256)]
+SHAPES = [
+    (1, 64, 4, 256),
+    (2, 64, 4, 256),
+    (3, 64, 2, 256),
+    (1, 128, 4, 256),
+    (2, 128, 8, 512),
+    (1, 256, 8, 1024),
+    (2, 96, 3, 2048),
+    (3, 160, 5, 256),
+]
 SEQUENCE, SMALL, LARGE = 32, 2, 6
 TERMS = ("layersTimesWidth", "layersTimesHeads", "width", "vocab", "constant")
 
@@ -74,14 +82,21 @@ def fit(precision: str) -> dict:
     y = np.array([bytes_per_token(shape, precision) for shape in SHAPES])
     coefficients = np.linalg.lstsq(x, y, rcond=None)[0]
     worst = float(np.max(np.abs(x @ coefficients - y) / y))
-    return {**{term: round(float(value), 3) for term, value in zip(TERMS, coefficients)}, "worstRelativeError": round(worst, 5)}
+    return {
+        **{term: round(float(value), 3) for term, value in zip(TERMS, coefficients)},
+        "worstRelativeError": round(worst, 5),
+    }
 
 
 def main():
-    census = {"$comment": "Written by test/bench/activation-census.py (read its docstring): bytes autograd keeps per token, "
-                          "= layersTimesWidth·L·h + layersTimesHeads·L·H + width·h + vocab·V + constant, fitted over "
-                          f"{len(SHAPES)} shapes of the worker's transformer with torch {torch.__version__}.",
-              "torch": torch.__version__, "fp32": fit("fp32"), "bf16": fit("bf16")}
+    census = {
+        "$comment": "Written by test/bench/activation-census.py (read its docstring): bytes autograd keeps per token, "
+        "= layersTimesWidth·L·h + layersTimesHeads·L·H + width·h + vocab·V + constant, fitted over "
+        f"{len(SHAPES)} shapes of the worker's transformer with torch {torch.__version__}.",
+        "torch": torch.__version__,
+        "fp32": fit("fp32"),
+        "bf16": fit("bf16"),
+    }
     print(json.dumps(census, indent=2))
     if "--write" in sys.argv:
         with open(OUTPUT, "w", encoding="utf-8") as out:

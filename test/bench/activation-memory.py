@@ -7,6 +7,7 @@ saves (parameters excluded), at two batch sizes; the difference per image is the
 fp32 as is; amp as autocast to a 16-bit type (bfloat16 on the CPU, float16 on a GPU: both 2 bytes, and the same
 operations run in 16 bits). Runs on a CPU in about a minute: /usr/bin/python3 test/bench/activation-memory.py
 """
+
 import os
 import sys
 

@@ -17,7 +17,12 @@ import { parseArgs } from "node:util";
 
 // The SDK's Node-version notice is for whoever upgrades it (README), not part of what is measured.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
-const { values } = parseArgs({ options: { repo: { type: "string", default: resolve(import.meta.dirname, "../..") }, repetitions: { type: "string", default: "2" } } });
+const { values } = parseArgs({
+  options: {
+    repo: { type: "string", default: resolve(import.meta.dirname, "../..") },
+    repetitions: { type: "string", default: "2" },
+  },
+});
 const repo = resolve(values.repo);
 const { up } = await import(join(repo, "src/testbed/testbed.ts"));
 const { loadCampaignFile } = await import(join(repo, "src/config/load.ts"));
@@ -25,13 +30,23 @@ const { startMoto } = await import(join(repo, "test/aws/moto.ts"));
 
 const work = mkdtempSync(join(tmpdir(), "ringlab-bench-aws-"));
 mkdirSync(join(work, "plugin-cache"));
-writeFileSync(join(work, "terraform.rc"), `plugin_cache_dir = "${work}/plugin-cache"\n` +
-  `provider_installation {\n  filesystem_mirror {\n    path    = "/opt/tf-plugins"\n    include = ["registry.terraform.io/hashicorp/aws"]\n  }\n}\n`);
+writeFileSync(
+  join(work, "terraform.rc"),
+  `plugin_cache_dir = "${work}/plugin-cache"\n` +
+    `provider_installation {\n  filesystem_mirror {\n    path    = "/opt/tf-plugins"\n    include = ["registry.terraform.io/hashicorp/aws"]\n  }\n}\n`,
+);
 const moto = await startMoto();
 Object.assign(process.env, {
-  RINGLAB_TEST_AWS_ENDPOINT: moto.url, TF_CLI_CONFIG_FILE: join(work, "terraform.rc"), TERRAFORM_BINARY_NAME: "terraform",
-  CHECKPOINT_DISABLE: "1", AWS_ACCESS_KEY_ID: "testing", AWS_SECRET_ACCESS_KEY: "testing", AWS_EC2_METADATA_DISABLED: "true",
-  AWS_ENDPOINT_URL: "http://127.0.0.1:9", AWS_CONFIG_FILE: "/dev/null", AWS_SHARED_CREDENTIALS_FILE: "/dev/null",
+  RINGLAB_TEST_AWS_ENDPOINT: moto.url,
+  TF_CLI_CONFIG_FILE: join(work, "terraform.rc"),
+  TERRAFORM_BINARY_NAME: "terraform",
+  CHECKPOINT_DISABLE: "1",
+  AWS_ACCESS_KEY_ID: "testing",
+  AWS_SECRET_ACCESS_KEY: "testing",
+  AWS_EC2_METADATA_DISABLED: "true",
+  AWS_ENDPOINT_URL: "http://127.0.0.1:9",
+  AWS_CONFIG_FILE: "/dev/null",
+  AWS_SHARED_CREDENTIALS_FILE: "/dev/null",
 });
 
 /** Records every step's seconds, nested steps included, in the order they end. */
@@ -55,16 +70,29 @@ try {
   for (let repetition = 1; repetition <= Number(values.repetitions); repetition++) {
     const name = `bench${repetition}`;
     const file = join(work, `${name}.yaml`);
-    writeFileSync(file, `testbed: {target: aws, name: ${name}, nodes: 2, region: eu-west-1, instanceType: g4dn.xlarge, ami: ami-1e749f67, ` +
-      `adminCidr: 203.0.113.7/32, sshPublicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIN937XpgEQ7l3cW/d53arO8Uv8YoKTpYc42yTOnJ6Amg bench", ` +
-      `sshPrivateKeyFile: /nonexistent/ringlab, ttlHours: 2, placementGroup: false}\n`);
+    writeFileSync(
+      file,
+      `testbed: {target: aws, name: ${name}, nodes: 2, region: eu-west-1, instanceType: g4dn.xlarge, ami: ami-1e749f67, ` +
+        `adminCidr: 203.0.113.7/32, sshPublicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIN937XpgEQ7l3cW/d53arO8Uv8YoKTpYc42yTOnJ6Amg bench", ` +
+        `sshPrivateKeyFile: /nonexistent/ringlab, ttlHours: 2, placementGroup: false}\n`,
+    );
     const steps: [string, number][] = [];
     const stateDir = join(work, `state-${repetition}`);
-    const ctx = { repoDir: repo, stateDir, reporter: timingReporter(steps), logFile: join(stateDir, "log"), signal: new AbortController().signal };
+    const ctx = {
+      repoDir: repo,
+      stateDir,
+      reporter: timingReporter(steps),
+      logFile: join(stateDir, "log"),
+      signal: new AbortController().signal,
+    };
     const started = performance.now();
-    const error = await up(ctx, loadCampaignFile(file), { aws: { sshWaitMs: 1000 } }).then(() => undefined, (e: Error) => e);
+    const error = await up(ctx, loadCampaignFile(file), { aws: { sshWaitMs: 1000 } }).then(
+      () => undefined,
+      (e: Error) => e,
+    );
     const total = (performance.now() - started) / 1000;
-    if (error === undefined || !/SSH did not answer/.test(error.message)) throw new Error(`expected the SSH wait to fail, got: ${error?.message}`);
+    if (error === undefined || !/SSH did not answer/.test(error.message))
+      throw new Error(`expected the SSH wait to fail, got: ${error?.message}`);
     console.log(`repetition ${repetition}: up, failed SSH wait and rollback ${total.toFixed(1)} s`);
     for (const [title, seconds] of steps) console.log(`  ${seconds.toFixed(1).padStart(6)} s  ${title}`);
   }

@@ -12,7 +12,10 @@ export function timed(stateDir: string, args: readonly string[]): number {
 /** Runs the CLI; returns seconds taken and its progress output (stderr); throws with it when the CLI fails. */
 export function timedWithProgress(stateDir: string, args: readonly string[]): { seconds: number; progress: string } {
   const started = process.hrtime.bigint();
-  const result = spawnSync(process.execPath, [resolve(REPO, "src/bin/ringlab.mjs"), "--state-dir", stateDir, ...args], { cwd: REPO, encoding: "utf8" });
+  const result = spawnSync(process.execPath, [resolve(REPO, "src/bin/ringlab.mjs"), "--state-dir", stateDir, ...args], {
+    cwd: REPO,
+    encoding: "utf8",
+  });
   if (result.status !== 0) throw new Error(`ringlab ${args.join(" ")} exited ${result.status}:\n${result.stderr}`);
   return { seconds: Number(process.hrtime.bigint() - started) / 1e9, progress: result.stderr };
 }

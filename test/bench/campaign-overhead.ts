@@ -15,7 +15,10 @@ const dir = mkdtempSync(join(tmpdir(), "ringlab-overhead-"));
 const results = join(dir, "results");
 
 const { seconds: wall, progress } = timedWithProgress(join(dir, "state"), ["campaign", campaign, "--results", results]);
-const records = readFileSync(join(results, "runs.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line));
+const records = readFileSync(join(results, "runs.jsonl"), "utf8")
+  .trim()
+  .split("\n")
+  .map((line) => JSON.parse(line));
 const seconds = (from: string, to: string) => (Date.parse(to) - Date.parse(from)) / 1000;
 
 let jobs = 0;
@@ -35,9 +38,15 @@ console.log(`campaign ${campaign}: ${records.length} runs`);
 console.log(`wall time                         ${wall.toFixed(1)} s`);
 console.log(`inside benchmark jobs             ${jobs.toFixed(1)} s`);
 console.log(`overhead                          ${overhead.toFixed(1)} s (${pct(overhead)} of wall time)`);
-console.log(`  per run, before workers launch  ${(before / records.length).toFixed(1)} s x ${records.length} = ${before.toFixed(1)} s (${pct(before)})`);
-console.log(`  per run, after workers end      ${(after / records.length).toFixed(1)} s x ${records.length} = ${after.toFixed(1)} s (${pct(after)})`);
-console.log(`  once: up, configure, shape, down, report, CLI start  ${(wall - runWall).toFixed(1)} s (${pct(wall - runWall)})`);
+console.log(
+  `  per run, before workers launch  ${(before / records.length).toFixed(1)} s x ${records.length} = ${before.toFixed(1)} s (${pct(before)})`,
+);
+console.log(
+  `  per run, after workers end      ${(after / records.length).toFixed(1)} s x ${records.length} = ${after.toFixed(1)} s (${pct(after)})`,
+);
+console.log(
+  `  once: up, configure, shape, down, report, CLI start  ${(wall - runWall).toFixed(1)} s (${pct(wall - runWall)})`,
+);
 // The steps the CLI reported done ("✓ configure 3 nodes (ansible/site.yml) (14.2 s)"), other than the runs.
 for (const [, title, seconds] of progress.matchAll(/^✓ (.+) \((\d+\.\d) s\)$/gm)) {
   if (!/^run /.test(title!)) console.log(`    ${title}`.padEnd(60) + ` ${seconds} s`);

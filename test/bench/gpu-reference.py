@@ -6,6 +6,7 @@ Usage (on a machine with an NVIDIA GPU, torch and torchvision): python3 test/ben
 Writes OUT_DIR/reference.json (img/s and peak memory per setting) and OUT_DIR/profile.txt (the profiler's
 kernels by CUDA time). About a minute on an H200.
 """
+
 import json
 import os
 import sys
@@ -18,8 +19,14 @@ from torch.profiler import ProfilerActivity, profile
 
 # (precision, batch, cudnn.benchmark, channels-last): AMP with and without channels-last and cuDNN's autotuner,
 # fp32 with and without the autotuner, and a batch twice gpu.sh's largest.
-SETTINGS = [("amp", 256, True, True), ("amp", 256, False, True), ("amp", 256, True, False),
-            ("fp32", 256, True, False), ("fp32", 256, False, False), ("amp", 512, True, True)]
+SETTINGS = [
+    ("amp", 256, True, True),
+    ("amp", 256, False, True),
+    ("amp", 256, True, False),
+    ("fp32", 256, True, False),
+    ("fp32", 256, False, False),
+    ("amp", 512, True, True),
+]
 
 
 def training_step(precision: str, batch: int, channels_last: bool):
@@ -39,6 +46,7 @@ def training_step(precision: str, batch: int, channels_last: bool):
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
+
     return step
 
 
@@ -53,9 +61,14 @@ def measure(precision: str, batch: int, benchmark: bool, channels_last: bool, wa
         step()
     torch.cuda.synchronize()
     seconds = time.perf_counter() - started
-    row = {"precision": precision, "batch": batch, "cudnnBenchmark": benchmark, "channelsLast": channels_last,
-           "imagesPerSecond": round(batch * steps / seconds, 1),
-           "maxMemoryGiB": round(torch.cuda.max_memory_allocated() / 2**30, 2)}
+    row = {
+        "precision": precision,
+        "batch": batch,
+        "cudnnBenchmark": benchmark,
+        "channelsLast": channels_last,
+        "imagesPerSecond": round(batch * steps / seconds, 1),
+        "maxMemoryGiB": round(torch.cuda.max_memory_allocated() / 2**30, 2),
+    }
     del step
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()

@@ -14,6 +14,7 @@ The published figures are src/catalogue/published-throughput.ts's, read from tes
 (generated from it; test/bench/gpu-published.test.ts fails when the two differ). A GPU is known by the whole name
 torch gives it, through the table's deviceNames: a card of another name (a GH200, an H100 PCIe) is compared with
 nothing rather than with a near name."""
+
 import csv
 import json
 import os
@@ -43,22 +44,36 @@ def gather(out_dir, device, max_batch, probe_status):
         record = read_record(out_dir, row["name"])
         provenance = provenance or (record or {}).get("provenance")
         rate = record["metrics"]["imagesPerSecondPerWorker"] if record else None
-        runs.append({"model": row["model"], "precision": row["precision"], "batchSize": int(row["batch"]),
-                     "channelsLast": bool(record and record["knobs"].get("channelsLast")), "status": row["status"],
-                     "exitCode": int(row["exitCode"]), "imagesPerSecond": rate,
-                     "record": f"records/{row['name']}.json" if record else None, "log": f"logs/{row['name']}.log"})
+        runs.append(
+            {
+                "model": row["model"],
+                "precision": row["precision"],
+                "batchSize": int(row["batch"]),
+                "channelsLast": bool(record and record["knobs"].get("channelsLast")),
+                "status": row["status"],
+                "exitCode": int(row["exitCode"]),
+                "imagesPerSecond": rate,
+                "record": f"records/{row['name']}.json" if record else None,
+                "log": f"logs/{row['name']}.log",
+            }
+        )
 
     largest = []
     for key in dict.fromkeys((run["model"], run["precision"]) for run in runs):
         tried = [run for run in runs if (run["model"], run["precision"]) == key]
         fitted = [run for run in tried if run["status"] == "ok"]
         best = max(fitted, key=lambda run: run["imagesPerSecond"]["mean"], default=None)
-        largest.append({"model": key[0], "precision": key[1],
-                        "largestBatch": fitted[-1]["batchSize"] if fitted else None,
-                        # no out-of-memory seen: a larger batch may fit too
-                        "stoppedBy": tried[-1]["status"] if tried[-1]["status"] != "ok" else "maxBatch",
-                        "bestImagesPerSecond": best["imagesPerSecond"]["mean"] if best else None,
-                        "bestBatch": best["batchSize"] if best else None})
+        largest.append(
+            {
+                "model": key[0],
+                "precision": key[1],
+                "largestBatch": fitted[-1]["batchSize"] if fitted else None,
+                # no out-of-memory seen: a larger batch may fit too
+                "stoppedBy": tried[-1]["status"] if tried[-1]["status"] != "ok" else "maxBatch",
+                "bestImagesPerSecond": best["imagesPerSecond"]["mean"] if best else None,
+                "bestBatch": best["batchSize"] if best else None,
+            }
+        )
 
     probe = read_record(out_dir, "allreduce")
     provenance = provenance or (probe or {}).get("provenance") or {}
@@ -70,9 +85,13 @@ def gather(out_dir, device, max_batch, probe_status):
         "provenance": provenance,
         "runs": runs,
         "largestBatch": largest,
-        "allreduce": {"status": probe_status, "record": "records/allreduce.json" if probe else None,
-                      "peakAlgbwGbps": max((row["algbwGbps"] for row in probe["metrics"]["rows"]), default=None)
-                      if probe else None},
+        "allreduce": {
+            "status": probe_status,
+            "record": "records/allreduce.json" if probe else None,
+            "peakAlgbwGbps": max((row["algbwGbps"] for row in probe["metrics"]["rows"]), default=None)
+            if probe
+            else None,
+        },
         "published": None,
     }
 
@@ -87,16 +106,33 @@ def compare_with_published(results, table):
     comparisons = []
     for entry in results["largestBatch"] if gpu_model else []:
         for row in table["rows"]:
-            if (row["gpuModel"], row["model"], row["precision"]) == (gpu_model, entry["model"], entry["precision"]) \
-                    and row["framework"].startswith("PyTorch") and entry["bestImagesPerSecond"] is not None:
-                comparisons.append({
-                    "model": entry["model"], "precision": entry["precision"],
-                    "measuredImagesPerSecond": entry["bestImagesPerSecond"], "measuredBatch": entry["bestBatch"],
-                    "publishedImagesPerSecond": row["imagesPerSecond"], "publishedBatch": row["batchSize"],
-                    "ratio": entry["bestImagesPerSecond"] / row["imagesPerSecond"],
-                    "card": row["card"], "framework": row["framework"], "conditions": row["conditions"],
-                    "at": row["at"], "batchAt": row["batchAt"]})
-    return {"deviceName": device_name, "gpuModel": gpu_model, "table": table["generatedFrom"], "comparisons": comparisons}
+            if (
+                (row["gpuModel"], row["model"], row["precision"]) == (gpu_model, entry["model"], entry["precision"])
+                and row["framework"].startswith("PyTorch")
+                and entry["bestImagesPerSecond"] is not None
+            ):
+                comparisons.append(
+                    {
+                        "model": entry["model"],
+                        "precision": entry["precision"],
+                        "measuredImagesPerSecond": entry["bestImagesPerSecond"],
+                        "measuredBatch": entry["bestBatch"],
+                        "publishedImagesPerSecond": row["imagesPerSecond"],
+                        "publishedBatch": row["batchSize"],
+                        "ratio": entry["bestImagesPerSecond"] / row["imagesPerSecond"],
+                        "card": row["card"],
+                        "framework": row["framework"],
+                        "conditions": row["conditions"],
+                        "at": row["at"],
+                        "batchAt": row["batchAt"],
+                    }
+                )
+    return {
+        "deviceName": device_name,
+        "gpuModel": gpu_model,
+        "table": table["generatedFrom"],
+        "comparisons": comparisons,
+    }
 
 
 def fmt(value, digits=1):
@@ -106,46 +142,82 @@ def fmt(value, digits=1):
 def render_markdown(results, table):
     provenance, published = results["provenance"], results["published"]
     lines = [f"# ringlab GPU benchmark: {provenance.get('deviceModel', 'unknown device')}", ""]
-    lines.append(" · ".join(f"{label} {provenance.get(field) or '-'}" for label, field in (
-        ("torch", "torch"), ("torchvision", "torchvision"), ("CUDA", "cuda"), ("cuDNN", "cudnn"), ("NCCL", "nccl"),
-        ("driver", "nvidiaDriver"), ("python", "python"))))
-    lines += ["", f"One process, torchrun + {'NCCL' if results['device'] == 'cuda' else 'Gloo'} as on a cluster node; "
-              "synthetic data; img/s as mean ± 1.96 std over the timed iterations; amp runs use channels-last.", "",
-              "| model | precision | batch | img/s | ± | status |", "|---|---|---:|---:|---:|---|"]
+    lines.append(
+        " · ".join(
+            f"{label} {provenance.get(field) or '-'}"
+            for label, field in (
+                ("torch", "torch"),
+                ("torchvision", "torchvision"),
+                ("CUDA", "cuda"),
+                ("cuDNN", "cudnn"),
+                ("NCCL", "nccl"),
+                ("driver", "nvidiaDriver"),
+                ("python", "python"),
+            )
+        )
+    )
+    lines += [
+        "",
+        f"One process, torchrun + {'NCCL' if results['device'] == 'cuda' else 'Gloo'} as on a cluster node; "
+        "synthetic data; img/s as mean ± 1.96 std over the timed iterations; amp runs use channels-last.",
+        "",
+        "| model | precision | batch | img/s | ± | status |",
+        "|---|---|---:|---:|---:|---|",
+    ]
     for run in results["runs"]:
         rate = run["imagesPerSecond"] or {}
-        lines.append(f"| {run['model']} | {run['precision']} | {run['batchSize']} | {fmt(rate.get('mean'))} | "
-                     f"{fmt(rate.get('ci95'))} | {run['status']} |")
-    lines += ["", "| model | precision | largest batch that fit | stopped by | best img/s (batch) |",
-              "|---|---|---:|---|---:|"]
+        lines.append(
+            f"| {run['model']} | {run['precision']} | {run['batchSize']} | {fmt(rate.get('mean'))} | "
+            f"{fmt(rate.get('ci95'))} | {run['status']} |"
+        )
+    lines += [
+        "",
+        "| model | precision | largest batch that fit | stopped by | best img/s (batch) |",
+        "|---|---|---:|---|---:|",
+    ]
     for entry in results["largestBatch"]:
         best = f"{fmt(entry['bestImagesPerSecond'])} ({entry['bestBatch']})" if entry["bestBatch"] else "-"
-        lines.append(f"| {entry['model']} | {entry['precision']} | {entry['largestBatch'] or '-'} | "
-                     f"{entry['stoppedBy']} | {best} |")
+        lines.append(
+            f"| {entry['model']} | {entry['precision']} | {entry['largestBatch'] or '-'} | "
+            f"{entry['stoppedBy']} | {best} |"
+        )
     probe = results["allreduce"]
-    lines += ["", f"All-reduce probe, one rank: {probe['status']}. It checks the collective's path and its sums; one "
-              f"rank sends nothing, so its peak algbw ({fmt(probe['peakAlgbwGbps'], 2)} Gbit/s) is no link's rate and "
-              "busbw is 0 by definition.", ""]
+    lines += [
+        "",
+        f"All-reduce probe, one rank: {probe['status']}. It checks the collective's path and its sums; one "
+        f"rank sends nothing, so its peak algbw ({fmt(probe['peakAlgbwGbps'], 2)} Gbit/s) is no link's rate and "
+        "busbw is 0 by definition.",
+        "",
+    ]
     if published is None:
         lines.append("CPU run (no GPU visible): the tiny model checks the script; figures are not comparable.")
     elif not published["comparisons"]:
         known = ", ".join(f"'{name}'" for name in table["deviceNames"])
-        lines.append(f"No published PyTorch figure for '{published['deviceName']}' in {published['table']} (a device "
-                     f"is matched by its whole name; known: {known}).")
+        lines.append(
+            f"No published PyTorch figure for '{published['deviceName']}' in {published['table']} (a device "
+            f"is matched by its whole name; known: {known})."
+        )
     else:
-        lines += [f"Against the published figures for the {published['gpuModel']} ({published['table']}; the device "
-                  f"matched by its whole name, '{published['deviceName']}'):", "",
-                  "| model | precision | best img/s (batch) | published img/s (batch) | card | measured / published |",
-                  "|---|---|---:|---:|---|---:|"]
+        lines += [
+            f"Against the published figures for the {published['gpuModel']} ({published['table']}; the device "
+            f"matched by its whole name, '{published['deviceName']}'):",
+            "",
+            "| model | precision | best img/s (batch) | published img/s (batch) | card | measured / published |",
+            "|---|---|---:|---:|---|---:|",
+        ]
         for each in published["comparisons"]:
-            lines.append(f"| {each['model']} | {each['precision']} | {fmt(each['measuredImagesPerSecond'])} "
-                         f"({each['measuredBatch']}) | {each['publishedImagesPerSecond']} ({each['publishedBatch']}) | "
-                         f"{each['card']} | {each['ratio']:.0%} |")
+            lines.append(
+                f"| {each['model']} | {each['precision']} | {fmt(each['measuredImagesPerSecond'])} "
+                f"({each['measuredBatch']}) | {each['publishedImagesPerSecond']} ({each['publishedBatch']}) | "
+                f"{each['card']} | {each['ratio']:.0%} |"
+            )
         lines.append("")
         for each in published["comparisons"]:
-            lines.append(f"- {each['model']} {each['precision']}, {each['publishedImagesPerSecond']} img/s "
-                         f"({each['framework']}): {each['at']}; batch {each['publishedBatch']}: {each['batchAt']}. "
-                         f"{each['conditions']}.")
+            lines.append(
+                f"- {each['model']} {each['precision']}, {each['publishedImagesPerSecond']} img/s "
+                f"({each['framework']}): {each['at']}; batch {each['publishedBatch']}: {each['batchAt']}. "
+                f"{each['conditions']}."
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -15,25 +15,42 @@ import { join } from "node:path";
 import { ASSUMED_MEMORY, isMemoryPrediction, predictMemory, type MemoryPrediction } from "../../src/predict/memory.ts";
 import { parameterCount, shapeOf } from "../../src/workload/transformer.ts";
 
-interface ConfigRun { readonly name: string; readonly model: string; readonly batchSize: number; readonly knobs: Record<string, unknown> }
+interface ConfigRun {
+  readonly name: string;
+  readonly model: string;
+  readonly batchSize: number;
+  readonly knobs: Record<string, unknown>;
+}
 
 const [folder, memoryText] = process.argv.slice(2);
-if (folder === undefined || memoryText === undefined) throw new Error("usage: gpu-transformer-predict.ts <card folder> <GPU memory bytes>");
+if (folder === undefined || memoryText === undefined)
+  throw new Error("usage: gpu-transformer-predict.ts <card folder> <GPU memory bytes>");
 const cardBytes = Number(memoryText);
-const configs = JSON.parse(readFileSync(join(import.meta.dirname, "gpu", "transformer-configs.json"), "utf8")) as { steps: Record<string, number>; runs: ConfigRun[] };
+const configs = JSON.parse(readFileSync(join(import.meta.dirname, "gpu", "transformer-configs.json"), "utf8")) as {
+  steps: Record<string, number>;
+  runs: ConfigRun[];
+};
 const constants = ASSUMED_MEMORY.cuda;
 /** What a process can fill with tensors: the card less the CUDA context and libraries (about 1 GiB), and 5 % for the caching allocator's blocks. */
 const usableBytes = (cardBytes - 2 ** 30) * 0.95;
 
 function predicted(run: ConfigRun): MemoryPrediction {
-  const prediction = predictMemory({ model: run.model, batchSize: run.batchSize, nodes: 1, knobs: { optimizer: "adamw", ...run.knobs } }, constants);
+  const prediction = predictMemory(
+    { model: run.model, batchSize: run.batchSize, nodes: 1, knobs: { optimizer: "adamw", ...run.knobs } },
+    constants,
+  );
   if (!isMemoryPrediction(prediction)) throw new Error(`${run.name}: ${prediction.problem}`);
   return prediction;
 }
 
 // The largest layer count of a gpt2-xl shape whose run fits: the model's answer, and the first whose tensors alone the model
 // puts past the whole card, to show the edge.
-const xl = (layers: number): ConfigRun => ({ name: `gpt2-xl-layers${layers}-bf16-b1`, model: "gpt2-xl", batchSize: 1, knobs: { precision: "bf16", layers } });
+const xl = (layers: number): ConfigRun => ({
+  name: `gpt2-xl-layers${layers}-bf16-b1`,
+  model: "gpt2-xl",
+  batchSize: 1,
+  knobs: { precision: "bf16", layers },
+});
 let layers = 48;
 while (predicted(xl(layers + 1)).rankBytes <= usableBytes) layers++;
 let past = layers + 1;
@@ -46,7 +63,12 @@ const out = {
   cardBytes,
   usableBytes,
   constants: constants.source,
-  largestFit: { model: "gpt2-xl", layers, parameters: parameterCount(shapeOf("gpt2-xl", { layers })!), predictedToFail: past },
+  largestFit: {
+    model: "gpt2-xl",
+    layers,
+    parameters: parameterCount(shapeOf("gpt2-xl", { layers })!),
+    predictedToFail: past,
+  },
   steps: configs.steps,
   runs: runs.map((run) => {
     const prediction = predicted(run);
@@ -55,5 +77,8 @@ const out = {
   }),
 };
 writeFileSync(join(folder, "transformer-predictions.json"), `${JSON.stringify(out, null, 2)}\n`);
-console.log(`${runs.length} runs predicted; largest gpt2-xl shape that fits at batch 1: ${layers} layers (${(out.largestFit.parameters / 1e9).toFixed(2)} G parameters)`);
-for (const run of out.runs) console.log(`${run.name.padEnd(34)} ${(run.predictedPeakBytes / 2 ** 30).toFixed(2).padStart(8)} GiB`);
+console.log(
+  `${runs.length} runs predicted; largest gpt2-xl shape that fits at batch 1: ${layers} layers (${(out.largestFit.parameters / 1e9).toFixed(2)} G parameters)`,
+);
+for (const run of out.runs)
+  console.log(`${run.name.padEnd(34)} ${(run.predictedPeakBytes / 2 ** 30).toFixed(2).padStart(8)} GiB`);

@@ -31,20 +31,39 @@ sys.path.insert(0, os.path.join(REPO, "docker", "worker"))
 
 # Published dense peaks (no sparsity), FLOP/s, with their source; by torch's exact device name.
 PEAKS = {
-    "NVIDIA H200": {"bf16": 989e12, "fp32": 67e12,
-                    "source": "NVIDIA H200 Tensor Core GPU datasheet (H200 SXM: BF16 Tensor Core 1,979 TFLOPS with "
-                              "sparsity, i.e. 989 dense; FP32 67 TFLOPS)"},
-    "NVIDIA H100 80GB HBM3": {"bf16": 989e12, "fp32": 67e12,
-                              "source": "NVIDIA H100 Tensor Core GPU datasheet (H100 SXM: BF16 1,979 TFLOPS with "
-                                        "sparsity, 989 dense; FP32 67 TFLOPS)"},
+    "NVIDIA H200": {
+        "bf16": 989e12,
+        "fp32": 67e12,
+        "source": "NVIDIA H200 Tensor Core GPU datasheet (H200 SXM: BF16 Tensor Core 1,979 TFLOPS with "
+        "sparsity, i.e. 989 dense; FP32 67 TFLOPS)",
+    },
+    "NVIDIA H100 80GB HBM3": {
+        "bf16": 989e12,
+        "fp32": 67e12,
+        "source": "NVIDIA H100 Tensor Core GPU datasheet (H100 SXM: BF16 1,979 TFLOPS with "
+        "sparsity, 989 dense; FP32 67 TFLOPS)",
+    },
 }
 
 
 def argv_of(run: dict, steps: dict, output: str) -> list:
     from ringlab_worker.registry import TRAIN_KNOBS
 
-    argv = ["train", "--model", run["model"], "--batch-size", str(run["batchSize"]), "--device", "cuda",
-            "--calibration-seconds", "0", "--timeout-seconds", "900", "--output", output]
+    argv = [
+        "train",
+        "--model",
+        run["model"],
+        "--batch-size",
+        str(run["batchSize"]),
+        "--device",
+        "cuda",
+        "--calibration-seconds",
+        "0",
+        "--timeout-seconds",
+        "900",
+        "--output",
+        output,
+    ]
     for name, value in {**steps, **run["knobs"]}.items():
         flag = TRAIN_KNOBS[name]["flag"]
         argv += [flag] if value is True else [] if value is False else [flag, str(value)]
@@ -72,8 +91,12 @@ def measure(run: dict, steps: dict, records: str) -> dict:
             torch.distributed.destroy_process_group()
         gc.collect()
         torch.cuda.empty_cache()
-    row = {"name": run["name"], "status": status, "seconds": time.perf_counter() - started,
-           "predictedPeakBytes": run["predictedPeakBytes"]}
+    row = {
+        "name": run["name"],
+        "status": status,
+        "seconds": time.perf_counter() - started,
+        "predictedPeakBytes": run["predictedPeakBytes"],
+    }
     if status == "ok":
         row.update(read_record(output, run))
     return row
@@ -92,9 +115,13 @@ def read_record(path: str, run: dict) -> dict:
     precision = "bf16" if knobs["precision"] == "bf16" else "fp32"
     measured = rank["peakBytes"] - rank["baselineBytes"]
     return {
-        "deviceModel": provenance["deviceModel"], "torch": provenance["torch"], "parameters": parameters,
-        "tokensPerSecond": tokens, "tokensPerSecondSpread95": metrics["tokensPerSecondTotal"]["ci95"],
-        "peakAllocatedBytes": measured, "peakReservedBytes": rank.get("peakReservedBytes"),
+        "deviceModel": provenance["deviceModel"],
+        "torch": provenance["torch"],
+        "parameters": parameters,
+        "tokensPerSecond": tokens,
+        "tokensPerSecondSpread95": metrics["tokensPerSecondTotal"]["ci95"],
+        "peakAllocatedBytes": measured,
+        "peakReservedBytes": rank.get("peakReservedBytes"),
         "memoryError": run["predictedPeakBytes"] / measured - 1,
         "mfu": None if peak is None else 6 * parameters * tokens / peak[precision],
         "mfuWithAttention": None if peak is None else (6 * parameters + attention) * tokens / peak[precision],
@@ -103,21 +130,27 @@ def read_record(path: str, run: dict) -> dict:
 
 
 def markdown(results: dict) -> str:
-    gib = lambda value: "-" if value is None else f"{value / 2 ** 30:.2f}"  # noqa: E731
+    gib = lambda value: "-" if value is None else f"{value / 2**30:.2f}"  # noqa: E731
     pct = lambda value: "-" if value is None else f"{100 * value:+.1f} %"  # noqa: E731
-    lines = [f"# Language models on one {results['deviceModel']}", "",
-             f"Predicted before the run: {results['predictionsMadeAt']} ({results['constants']}). "
-             f"MFU against {results['peakSource']}.", "",
-             "| run | status | tokens/s | predicted GiB | allocated GiB | error | reserved GiB | MFU | with attention |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Language models on one {results['deviceModel']}",
+        "",
+        f"Predicted before the run: {results['predictionsMadeAt']} ({results['constants']}). "
+        f"MFU against {results['peakSource']}.",
+        "",
+        "| run | status | tokens/s | predicted GiB | allocated GiB | error | reserved GiB | MFU | with attention |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     share = lambda value: "-" if value is None else f"{100 * value:.1f} %"  # noqa: E731
     for row in results["runs"]:
         ok = row["status"] == "ok"
         tokens = f"{row['tokensPerSecond']:.0f}" if ok else "-"
         error = pct(row.get("memoryError")) if ok else "-"
-        lines.append(f"| {row['name']} | {row['status']} | {tokens} | {gib(row['predictedPeakBytes'])} | "
-                     f"{gib(row.get('peakAllocatedBytes'))} | {error} | {gib(row.get('peakReservedBytes'))} | "
-                     f"{share(row.get('mfu'))} | {share(row.get('mfuWithAttention'))} |")
+        lines.append(
+            f"| {row['name']} | {row['status']} | {tokens} | {gib(row['predictedPeakBytes'])} | "
+            f"{gib(row.get('peakAllocatedBytes'))} | {error} | {gib(row.get('peakReservedBytes'))} | "
+            f"{share(row.get('mfu'))} | {share(row.get('mfuWithAttention'))} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -136,11 +169,18 @@ def main() -> int:
     device = torch.cuda.get_device_name(0)
     print(f"# {device}, torch {torch.__version__}, {len(predictions['runs'])} runs", flush=True)
     peak = PEAKS.get(device, {})
-    results = {"schema": "ringlab.gpu-transformer/v1", "deviceModel": device, "torch": torch.__version__,
-               "python": platform.python_version(), "gpuMemoryBytes": torch.cuda.get_device_properties(0).total_memory,
-               "predictionsMadeAt": predictions["madeAt"], "constants": predictions["constants"],
-               "largestFit": predictions["largestFit"], "peakSource": peak.get("source", "no published peak known"),
-               "runs": []}
+    results = {
+        "schema": "ringlab.gpu-transformer/v1",
+        "deviceModel": device,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "gpuMemoryBytes": torch.cuda.get_device_properties(0).total_memory,
+        "predictionsMadeAt": predictions["madeAt"],
+        "constants": predictions["constants"],
+        "largestFit": predictions["largestFit"],
+        "peakSource": peak.get("source", "no published peak known"),
+        "runs": [],
+    }
     for run in predictions["runs"]:
         row = measure(run, predictions["steps"], records)
         results["runs"].append(row)
@@ -151,8 +191,10 @@ def main() -> int:
 
 
 def write(out: str, results: dict) -> None:
-    for name, text in (("transformer-results.json", json.dumps(results, indent=2) + "\n"),
-                       ("transformer-results.md", markdown(results))):
+    for name, text in (
+        ("transformer-results.json", json.dumps(results, indent=2) + "\n"),
+        ("transformer-results.md", markdown(results)),
+    ):
         with open(os.path.join(out, name), "w", encoding="utf-8") as handle:
             handle.write(text)
 

@@ -11,11 +11,27 @@ import { ASSUMED_MEMORY, isMemoryPrediction, predictMemory } from "../../src/pre
 
 const FOLDER = "test/bench/gpu/nvidia-h200";
 const GIB = 2 ** 30;
-interface PredictedRun { name: string; model: string; batchSize: number; knobs: Record<string, unknown>; predictedPeakBytes: number }
-const predictions = JSON.parse(readFileSync(join(FOLDER, "transformer-predictions.json"), "utf8")) as { madeAt: string; runs: PredictedRun[]; largestFit: { layers: number; predictedToFail: number } };
-const results = JSON.parse(readFileSync(join(FOLDER, "transformer-results.json"), "utf8")) as { runs: { name: string; status: string }[] };
-const records = new Map(readdirSync(join(FOLDER, "transformer-records")).map((file) =>
-  [file.replace(/\.json$/, ""), JSON.parse(readFileSync(join(FOLDER, "transformer-records", file), "utf8"))]));
+interface PredictedRun {
+  name: string;
+  model: string;
+  batchSize: number;
+  knobs: Record<string, unknown>;
+  predictedPeakBytes: number;
+}
+const predictions = JSON.parse(readFileSync(join(FOLDER, "transformer-predictions.json"), "utf8")) as {
+  madeAt: string;
+  runs: PredictedRun[];
+  largestFit: { layers: number; predictedToFail: number };
+};
+const results = JSON.parse(readFileSync(join(FOLDER, "transformer-results.json"), "utf8")) as {
+  runs: { name: string; status: string }[];
+};
+const records = new Map(
+  readdirSync(join(FOLDER, "transformer-records")).map((file) => [
+    file.replace(/\.json$/, ""),
+    JSON.parse(readFileSync(join(FOLDER, "transformer-records", file), "utf8")),
+  ]),
+);
 
 /** A run's peak allocated memory over its baseline, from its record. */
 function measured(name: string): number {
@@ -27,12 +43,16 @@ const error = (run: PredictedRun) => run.predictedPeakBytes / measured(run.name)
 
 describe("the language models on one H200 (test/bench/README.md)", () => {
   it("predicted every run before it ran", () => {
-    for (const run of ok) expect(Date.parse(records.get(run.name).provenance.startedAt)).toBeGreaterThan(Date.parse(predictions.madeAt));
+    for (const run of ok)
+      expect(Date.parse(records.get(run.name).provenance.startedAt)).toBeGreaterThan(Date.parse(predictions.madeAt));
   });
 
   it("still predicts what it predicted then", () => {
     for (const run of predictions.runs) {
-      const prediction = predictMemory({ model: run.model, batchSize: run.batchSize, nodes: 1, knobs: run.knobs }, ASSUMED_MEMORY.cuda);
+      const prediction = predictMemory(
+        { model: run.model, batchSize: run.batchSize, nodes: 1, knobs: run.knobs },
+        ASSUMED_MEMORY.cuda,
+      );
       expect(isMemoryPrediction(prediction) && prediction.rankBytes, run.name).toBeCloseTo(run.predictedPeakBytes, -3);
     }
   });
@@ -43,7 +63,10 @@ describe("the language models on one H200 (test/bench/README.md)", () => {
     const worst = ok.reduce((a, b) => (Math.abs(error(a)) > Math.abs(error(b)) ? a : b));
     expect([worst.name, (100 * error(worst)).toFixed(1)]).toEqual(["gpt2-medium-bf16-b8-seq512", "-10.5"]);
     const others = ok.filter((run) => run !== worst).map(error);
-    expect([Math.min(...others), Math.max(...others)].map((value) => (100 * value).toFixed(1))).toEqual(["-7.3", "9.7"]);
+    expect([Math.min(...others), Math.max(...others)].map((value) => (100 * value).toFixed(1))).toEqual([
+      "-7.3",
+      "9.7",
+    ]);
     expect(others.filter((value) => Math.abs(value) <= 0.011)).toHaveLength(7);
   });
 
@@ -56,7 +79,9 @@ describe("the language models on one H200 (test/bench/README.md)", () => {
 
 describe("tokens per second on one H200 (test/bench/README.md)", () => {
   const mfu = (name: string) => {
-    const result = (results as unknown as { runs: { name: string; mfu?: number }[] }).runs.find((run) => run.name === name)!;
+    const result = (results as unknown as { runs: { name: string; mfu?: number }[] }).runs.find(
+      (run) => run.name === name,
+    )!;
     const record = records.get(name);
     const peak = record.knobs.precision === "bf16" ? 989e12 : 67e12;
     const recomputed = (6 * record.metrics.parameterCount * record.metrics.tokensPerSecondTotal.mean) / peak;
@@ -69,13 +94,24 @@ describe("tokens per second on one H200 (test/bench/README.md)", () => {
     const bf16 = ok.filter((run) => run.knobs.precision === "bf16").map((run) => mfu(run.name));
     expect([Math.min(...fp32), Math.max(...fp32)].map((v) => (100 * v).toFixed(1))).toEqual(["55.6", "70.7"]);
     expect([Math.min(...bf16), Math.max(...bf16)].map((v) => (100 * v).toFixed(1))).toEqual(["4.7", "26.5"]);
-    expect([mfu("gpt2-large-bf16-b4"), mfu("gpt2-large-bf16-b16-ac")].map((v) => (100 * v).toFixed(1))).toEqual(["11.7", "26.5"]);
+    expect([mfu("gpt2-large-bf16-b4"), mfu("gpt2-large-bf16-b16-ac")].map((v) => (100 * v).toFixed(1))).toEqual([
+      "11.7",
+      "26.5",
+    ]);
   });
 
   it("measured 36 bytes a parameter in the first run's large models, the replica-divergence check's copies", () => {
-    const first = JSON.parse(readFileSync(join(FOLDER, "transformer-results-first-run.json"), "utf8")) as { runs: { name: string; status: string; peakAllocatedBytes?: number }[] };
+    const first = JSON.parse(readFileSync(join(FOLDER, "transformer-results-first-run.json"), "utf8")) as {
+      runs: { name: string; status: string; peakAllocatedBytes?: number }[];
+    };
     const parameters = (name: string) => records.get(name).metrics.parameterCount;
-    for (const name of ["gpt2-large-fp32-b4", "gpt2-large-bf16-b4", "gpt2-xl-fp32-b4", "gpt2-xl-bf16-b4", "gpt2-xl-bf16-b8-ac"]) {
+    for (const name of [
+      "gpt2-large-fp32-b4",
+      "gpt2-large-bf16-b4",
+      "gpt2-xl-fp32-b4",
+      "gpt2-xl-bf16-b4",
+      "gpt2-xl-bf16-b8-ac",
+    ]) {
       const run = first.runs.find((entry) => entry.name === name)!;
       expect(run.peakAllocatedBytes! / parameters(name), name).toBeCloseTo(36, 0);
     }

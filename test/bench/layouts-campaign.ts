@@ -24,21 +24,35 @@ export const NODES = [2, 3] as const;
 export const round1 = (value: number) => Math.round(10 * value) / 10;
 export const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
 /** "n2-300mbit-pipeline ×3 1f1b": a run id without what every run of the campaign shares. */
-export const short = (runId: string) => runId.replace("train-gpt-mini-b6-", "").replace("parallelism-", "").replace("-microbatches-", " ×")
-  .replace("-pipelineschedule-", " ").replace(/-r1$/, "");
+export const short = (runId: string) =>
+  runId
+    .replace("train-gpt-mini-b6-", "")
+    .replace("parallelism-", "")
+    .replace("-microbatches-", " ×")
+    .replace("-pipelineschedule-", " ")
+    .replace(/-r1$/, "");
 
 /** The calibration `ringlab calibrate` makes of the two calibration campaigns' records, their folders named as it was given them. */
 export function calibrationFrom(baselines: readonly RunRecord[], links: readonly RunRecord[]): Calibration {
-  return calibrationOfCampaigns([{ records: baselines, resultsDir: RAN_IN.baselines, folder: whole(RAN_IN.baselines) },
-    { records: links, resultsDir: RAN_IN.links, folder: whole(RAN_IN.links) }]);
+  return calibrationOfCampaigns([
+    { records: baselines, resultsDir: RAN_IN.baselines, folder: whole(RAN_IN.baselines) },
+    { records: links, resultsDir: RAN_IN.links, folder: whole(RAN_IN.links) },
+  ]);
 }
 
 /** `predict --recommend`'s layouts for the campaigns' gpt-mini at batch 6, best first, on `nodes` nodes at `link`. */
-export function recommendedBy(campaign: CampaignFile, calibration: Calibration): (nodes: number, link: string) => string[] {
+export function recommendedBy(
+  campaign: CampaignFile,
+  calibration: Calibration,
+): (nodes: number, link: string) => string[] {
   const context = predictionContextFor(campaign, 0.5, calibration)!;
   const knobs = { optimizer: "adamw", layers: 6, width: 384, heads: 12, sequenceLength: 64, precision: "fp32" };
-  return (nodes, link) => recommend({ model: "gpt-mini", batchSize: 6, nodes, processesPerNode: 1, bandwidth: link, knobs }, context,
-    memoryConstantsFor(campaign, 0.5, calibration)).map((entry) => entry.candidate.name);
+  return (nodes, link) =>
+    recommend(
+      { model: "gpt-mini", batchSize: 6, nodes, processesPerNode: 1, bandwidth: link, knobs },
+      context,
+      memoryConstantsFor(campaign, 0.5, calibration),
+    ).map((entry) => entry.candidate.name);
 }
 
 /** `inputs`: the folder with the calibration campaigns' records, where a second campaign shares another's. */
@@ -48,15 +62,27 @@ export function layoutsCampaign(folder: string, inputs = folder) {
   const attempts = recordsOf(`${folder}/attempts.jsonl`);
   const latest = latestOf(attempts);
   const { calibration, predictions } = committedPredictions(`${folder}/calibration.json`, `${folder}/predictions.json`);
-  const campaign = parseCampaign(readFileSync(`${folder}/campaign.yaml`, "utf8"), "campaign.yaml", undefined, { checkFolders: false });
+  const campaign = parseCampaign(readFileSync(`${folder}/campaign.yaml`, "utf8"), "campaign.yaml", undefined, {
+    checkFolders: false,
+  });
   const data = reportData(latest);
   const score = scorePredictions(predictions, data, attempts);
   const counted = score.scored.filter((row) => row.counted);
   return {
-    baselines, links, attempts, latest, calibration, predictions, campaign, data, score, counted,
+    baselines,
+    links,
+    attempts,
+    latest,
+    calibration,
+    predictions,
+    campaign,
+    data,
+    score,
+    counted,
     /** measured step / predicted step − 1, in %: a step trains the same tokens, so predicted / measured throughput − 1. */
     stepError: (row: (typeof counted)[number]) => round1(100 * (row.predictedThroughput / row.measuredThroughput - 1)),
     /** The layouts at one link and node count, fastest first, as the report's Layouts section has them. */
-    comparisonAt: (link: string, nodes: number) => layoutComparisons(data.training).find((candidate) => candidate.context.endsWith(` · ${link} · ${nodes} nodes`))!,
+    comparisonAt: (link: string, nodes: number) =>
+      layoutComparisons(data.training).find((candidate) => candidate.context.endsWith(` · ${link} · ${nodes} nodes`))!,
   };
 }

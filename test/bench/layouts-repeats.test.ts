@@ -20,14 +20,35 @@ import { LINKS, NODES, calibrationFrom, layoutsCampaign, mean, recommendedBy, ro
 import { rounded } from "./records.ts";
 
 const FOLDER = "test/bench/data/layouts-repeats";
-const { baselines, links, attempts, latest, calibration, predictions, campaign, data, score, counted, stepError, comparisonAt } =
-  layoutsCampaign(FOLDER, "test/bench/data/layouts-newer-cpu");
+const {
+  baselines,
+  links,
+  attempts,
+  latest,
+  calibration,
+  predictions,
+  campaign,
+  data,
+  score,
+  counted,
+  stepError,
+  comparisonAt,
+} = layoutsCampaign(FOLDER, "test/bench/data/layouts-newer-cpu");
 /** "n2-1gbit-pipeline ×6 gpipe r2": a run without what every run of the campaign shares. */
-const named = (runId: string) => runId.replace("train-gpt-mini-b6-", "").replace("parallelism-", "").replace("-microbatches-", " ×")
-  .replace("-pipelineschedule-", " ").replace(/-r(\d)$/, " r$1");
+const named = (runId: string) =>
+  runId
+    .replace("train-gpt-mini-b6-", "")
+    .replace("parallelism-", "")
+    .replace("-microbatches-", " ×")
+    .replace("-pipelineschedule-", " ")
+    .replace(/-r(\d)$/, " r$1");
 const configurationOf = (runId: string) => named(runId).replace(/ r\d$/, "");
 const shaped = counted.filter((row) => !row.runId.includes("-unlimited-"));
-const figures = (errors: readonly number[]) => [Math.min(...errors), Math.max(...errors), round1(mean(errors.map(Math.abs)))];
+const figures = (errors: readonly number[]) => [
+  Math.min(...errors),
+  Math.max(...errors),
+  round1(mean(errors.map(Math.abs))),
+];
 
 describe("every layout on 2 and 3 CPU nodes, every run 3 times, predicted before the run (test/bench/README.md)", () => {
   it("ran 153 runs, all ok, none run again, in rounds of every layout once, predicted at 04:45:35 before the first, out of sample", () => {
@@ -35,26 +56,36 @@ describe("every layout on 2 and 3 CPU nodes, every run 3 times, predicted before
     expect(latest).toHaveLength(153);
     expect(attempts.every((record) => record.status === "ok" && record.attempt === 1)).toBe(true);
     const times = attempts.flatMap((record) => [Date.parse(record.startedAt), Date.parse(record.endedAt)]);
-    expect([Math.min(...times), Math.max(...times)].map((time) => new Date(time).toISOString().slice(11, 16))).toEqual(["04:45", "05:43"]);
+    expect([Math.min(...times), Math.max(...times)].map((time) => new Date(time).toISOString().slice(11, 16))).toEqual([
+      "04:45",
+      "05:43",
+    ]);
     expect(predictions.madeAt.slice(11, 19)).toBe("04:45:35");
     expect(predictions.sample).toEqual({ kind: "out-of-sample" });
     for (const record of attempts) expect(Date.parse(record.startedAt)).toBeGreaterThan(Date.parse(predictions.madeAt));
     // 51 configurations, the done-when campaign's, 3 repeats each.
     const repeats = new Map<string, number>();
-    for (const record of attempts) repeats.set(configurationOf(record.runId), (repeats.get(configurationOf(record.runId)) ?? 0) + 1);
+    for (const record of attempts)
+      repeats.set(configurationOf(record.runId), (repeats.get(configurationOf(record.runId)) ?? 0) + 1);
     expect([repeats.size, [...new Set(repeats.values())]]).toEqual([51, [3]]);
     // The campaign file is campaigns/local-layouts.yaml's matrix and training, 3 repeats.
-    const done = parseCampaign(readFileSync("campaigns/local-layouts.yaml", "utf8"), "local-layouts.yaml", undefined, { checkFolders: false });
+    const done = parseCampaign(readFileSync("campaigns/local-layouts.yaml", "utf8"), "local-layouts.yaml", undefined, {
+      checkFolders: false,
+    });
     expect({ ...campaign.campaign, repeats: 1 }).toEqual({ ...done.campaign, repeats: 1 });
     expect(campaign.campaign?.repeats).toBe(3);
-    expect(readFileSync(`${FOLDER}/campaign.yaml`, "utf8")).toBe(readFileSync("test/bench/layouts-repeats.yaml", "utf8"));
+    expect(readFileSync(`${FOLDER}/campaign.yaml`, "utf8")).toBe(
+      readFileSync("test/bench/layouts-repeats.yaml", "utf8"),
+    );
   });
 
   it("took 57.4 minutes; plan estimates 58.0 from the predicted steps, where its coarse figures say 4.5 hours", () => {
     const times = attempts.flatMap((record) => [Date.parse(record.startedAt), Date.parse(record.endedAt)]);
     expect(round1((Math.max(...times) - Math.min(...times)) / 60_000)).toBe(57.4);
     const plan = planCampaign(campaign, "layouts-repeats");
-    const predictedStepSeconds = new Map(predictions.predictions.map((prediction) => [prediction.runId, prediction.stepSeconds]));
+    const predictedStepSeconds = new Map(
+      predictions.predictions.map((prediction) => [prediction.runId, prediction.stepSeconds]),
+    );
     expect(predictedStepSeconds.size).toBe(153);
     const estimate = estimateCampaign(plan, campaign, { localCores: 2, predictedStepSeconds });
     expect([round1(estimate.seconds / 60), estimate.predictedSteps]).toEqual([58, { runs: 153, of: 153 }]);
@@ -63,29 +94,41 @@ describe("every layout on 2 and 3 CPU nodes, every run 3 times, predicted before
 
   it("was predicted from the calibration the single-repeat campaign had, recomputed from the calibration campaigns' records", () => {
     expect(rounded(calibrationFrom(baselines, links))).toEqual(rounded(calibration));
-    expect(readFileSync(`${FOLDER}/calibration.json`, "utf8")).toBe(readFileSync("test/bench/data/layouts-newer-cpu-split/calibration.json", "utf8"));
+    expect(readFileSync(`${FOLDER}/calibration.json`, "utf8")).toBe(
+      readFileSync("test/bench/data/layouts-newer-cpu-split/calibration.json", "utf8"),
+    );
   });
 
   it("had predict --recommend put the measured winner, the mean of three runs, first at all 6 rates", () => {
     const ranked = recommendedBy(campaign, calibration);
-    const rows = NODES.flatMap((nodes) => LINKS.map((link) => {
-      const [best, next] = comparisonAt(link, nodes).entries;
-      const tokens = (entry: typeof best) => `${entry!.throughput.mean.toFixed(1)} ± ${entry!.throughput.halfWidth95.toFixed(1)}`;
-      return `${nodes} ${link}: ${best!.layout} ${tokens(best)} (${next!.layout} ${tokens(next)}); recommend ${ranked(nodes, link).slice(0, 2).join(" > ")}`;
-    }));
+    const rows = NODES.flatMap((nodes) =>
+      LINKS.map((link) => {
+        const [best, next] = comparisonAt(link, nodes).entries;
+        const tokens = (entry: typeof best) =>
+          `${entry!.throughput.mean.toFixed(1)} ± ${entry!.throughput.halfWidth95.toFixed(1)}`;
+        return `${nodes} ${link}: ${best!.layout} ${tokens(best)} (${next!.layout} ${tokens(next)}); recommend ${ranked(nodes, link).slice(0, 2).join(" > ")}`;
+      }),
+    );
     expect(rows).toEqual([
       "2 300mbit: pipeline 1f1b, 6 micro-batches 944.1 ± 26.2 (pipeline gpipe, 3 micro-batches 910.8 ± 18.9); recommend pipeline 1f1b, 6 micro-batches > pipeline 1f1b, 3 micro-batches",
       "2 1gbit: pipeline 1f1b, 6 micro-batches 930.8 ± 90.6 (pipeline 1f1b, 3 micro-batches 926.9 ± 73.5); recommend pipeline 1f1b, 6 micro-batches > pipeline 1f1b, 3 micro-batches",
       "2 unlimited: ddp 1160.8 ± 49.0 (pipeline 1f1b, 3 micro-batches 940.6 ± 80.9); recommend ddp > fsdp grad-op",
       "3 300mbit: pipeline 1f1b, 6 micro-batches 1211.3 ± 113.3 (pipeline 1f1b, 3 micro-batches 1151.3 ± 44.2); recommend pipeline 1f1b, 6 micro-batches > pipeline gpipe, 6 micro-batches",
       "3 1gbit: pipeline 1f1b, 6 micro-batches 1229.6 ± 55.3 (ddp 1171.8 ± 66.2); recommend pipeline 1f1b, 6 micro-batches > ddp",
-      "3 unlimited: ddp 1632.9 ± 148.7 (fsdp full 1312.2 ± 75.4); recommend ddp > fsdp grad-op"]);
-    const first = NODES.flatMap((nodes) => LINKS.map((link) => comparisonAt(link, nodes).entries[0]!.layout === ranked(nodes, link)[0]));
+      "3 unlimited: ddp 1632.9 ± 148.7 (fsdp full 1312.2 ± 75.4); recommend ddp > fsdp grad-op",
+    ]);
+    const first = NODES.flatMap((nodes) =>
+      LINKS.map((link) => comparisonAt(link, nodes).entries[0]!.layout === ranked(nodes, link)[0]),
+    );
     expect(first).toEqual([true, true, true, true, true, true]);
   });
 
   it("has the report say so: at each rate the prediction saved before the run ranked the winner first; at four the runs do not tell it from the next", () => {
-    const verdicts = layoutComparisons(data.training, score).map((comparison) => layoutVerdict(comparison).replace(/^.* · (\w+ · \d nodes): /, "$1: ").replace(/\. Peak memory.*$/, ""));
+    const verdicts = layoutComparisons(data.training, score).map((comparison) =>
+      layoutVerdict(comparison)
+        .replace(/^.* · (\w+ · \d nodes): /, "$1: ")
+        .replace(/\. Peak memory.*$/, ""),
+    );
     const apart = ", but their 95 % intervals over 3 repeats overlap: the runs do not tell them apart";
     const first = "; the prediction saved before the run ranked it first too";
     expect(verdicts).toEqual([
@@ -94,7 +137,8 @@ describe("every layout on 2 and 3 CPU nodes, every run 3 times, predicted before
       `unlimited · 2 nodes: ddp was fastest (1160.8 tok/s), 23 % more than pipeline 1f1b, 3 micro-batches (940.6 tok/s)${first}`,
       `300mbit · 3 nodes: pipeline 1f1b, 6 micro-batches was fastest (1211.3 tok/s), 5 % more than pipeline 1f1b, 3 micro-batches (1151.3 tok/s)${apart}${first}`,
       `1gbit · 3 nodes: pipeline 1f1b, 6 micro-batches was fastest (1229.6 tok/s), 5 % more than ddp (1171.8 tok/s)${apart}${first}`,
-      `unlimited · 3 nodes: ddp was fastest (1632.9 tok/s), 24 % more than fsdp full (1312.2 tok/s)${first}`]);
+      `unlimited · 3 nodes: ddp was fastest (1632.9 tok/s), 24 % more than fsdp full (1312.2 tok/s)${first}`,
+    ]);
   });
 
   it("put 101 of 102 shaped-link runs' steps within 15 % of the prediction; the miss's two repeats came within 2.1 %", () => {
@@ -102,37 +146,74 @@ describe("every layout on 2 and 3 CPU nodes, every run 3 times, predicted before
     const errors = shaped.map(stepError);
     expect([errors.filter((error) => Math.abs(error) <= 15).length, ...figures(errors)]).toEqual([101, -9.1, 18.4, 3]);
     const misses = shaped.filter((row) => Math.abs(stepError(row)) > 15);
-    expect(misses.map((row) => [named(row.runId), stepError(row), round1(100 * row.cpuCheckShift!)])).toEqual([["n2-1gbit-pipeline ×6 gpipe r2", 18.4, -4.2]]);
+    expect(misses.map((row) => [named(row.runId), stepError(row), round1(100 * row.cpuCheckShift!)])).toEqual([
+      ["n2-1gbit-pipeline ×6 gpipe r2", 18.4, -4.2],
+    ]);
     const same = shaped.filter((row) => configurationOf(row.runId) === "n2-1gbit-pipeline ×6 gpipe");
     expect(same.map((row) => [named(row.runId), stepError(row)])).toEqual([
-      ["n2-1gbit-pipeline ×6 gpipe r1", -2.1], ["n2-1gbit-pipeline ×6 gpipe r2", 18.4], ["n2-1gbit-pipeline ×6 gpipe r3", 2]]);
+      ["n2-1gbit-pipeline ×6 gpipe r1", -2.1],
+      ["n2-1gbit-pipeline ×6 gpipe r2", 18.4],
+      ["n2-1gbit-pipeline ×6 gpipe r3", 2],
+    ]);
     // Each configuration's mean of its three: all 34 within 15 %, the widest +8.3 %.
     const configurations = [...new Set(shaped.map((row) => configurationOf(row.runId)))];
-    const meanErrors = configurations.map((configuration) => round1(mean(shaped.filter((row) => configurationOf(row.runId) === configuration).map(stepError))));
+    const meanErrors = configurations.map((configuration) =>
+      round1(mean(shaped.filter((row) => configurationOf(row.runId) === configuration).map(stepError))),
+    );
     expect([meanErrors.length, Math.min(...meanErrors), Math.max(...meanErrors)]).toEqual([34, -5.8, 8.3]);
     // Unshaped (no target).
-    expect(figures(counted.filter((row) => row.runId.includes("-unlimited-")).map(stepError))).toEqual([-4.9, 17.9, 3.9]);
+    expect(figures(counted.filter((row) => row.runId.includes("-unlimited-")).map(stepError))).toEqual([
+      -4.9, 17.9, 3.9,
+    ]);
   });
 
   it("the miss ran slow from its first step to its last, with both ranks' CPU checks and the machine's load as its repeats'", () => {
-    const run = (repeat: number) => latest.find((record) => record.runId === `train-gpt-mini-b6-n2-1gbit-parallelism-pipeline-microbatches-6-pipelineschedule-gpipe-r${repeat}`)!;
-    const steps = (repeat: number) => (run(repeat).result as { metrics: { stepSeconds: number[] } }).metrics.stepSeconds;
+    const run = (repeat: number) =>
+      latest.find(
+        (record) =>
+          record.runId ===
+          `train-gpt-mini-b6-n2-1gbit-parallelism-pipeline-microbatches-6-pipelineschedule-gpipe-r${repeat}`,
+      )!;
+    const steps = (repeat: number) =>
+      (run(repeat).result as { metrics: { stepSeconds: number[] } }).metrics.stepSeconds;
     const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
     expect([1, 2, 3].map((repeat) => median(steps(repeat)).toFixed(3))).toEqual(["0.408", "0.509", "0.422"]);
     // Its fastest step slower than its repeats' medians; its steps lengthened while it ran (thirds 0.459, 0.511, 0.509 s: under the 20 % of an unsteady run).
     expect([Math.min(...steps(2)).toFixed(3), Math.max(...steps(2)).toFixed(3)]).toEqual(["0.450", "0.528"]);
-    expect([1, 2, 3].map((repeat) => (run(repeat).result as { calibration: { computeGflops: number[] } }).calibration.computeGflops.map(Math.round))).toEqual([[109, 110], [106, 107], [107, 106]]);
-    expect([1, 2, 3].map((repeat) => [run(repeat).hostLoad!.busy, run(repeat).hostLoad!.outsideShare])).toEqual([[false, 0.138], [false, 0.069], [false, 0.051]]);
+    expect(
+      [1, 2, 3].map((repeat) =>
+        (run(repeat).result as { calibration: { computeGflops: number[] } }).calibration.computeGflops.map(Math.round),
+      ),
+    ).toEqual([
+      [109, 110],
+      [106, 107],
+      [107, 106],
+    ]);
+    expect([1, 2, 3].map((repeat) => [run(repeat).hostLoad!.busy, run(repeat).hostLoad!.outsideShare])).toEqual([
+      [false, 0.138],
+      [false, 0.069],
+      [false, 0.051],
+    ]);
   });
 
   it("put every run's peak memory per rank within 10 % of the prediction saved before it", () => {
     expect(counted).toHaveLength(153);
-    expect([Math.min(...counted.map((row) => row.memoryError!)), Math.max(...counted.map((row) => row.memoryError!))].map((error) => round1(100 * error))).toEqual([-3.3, 7.2]);
-    expect(scoreSummary(score)).toBe("146 of 153 runs within 10 % of the predicted throughput, 153 of 153 runs' peak memory per rank within 10 % of the predicted");
+    expect(
+      [Math.min(...counted.map((row) => row.memoryError!)), Math.max(...counted.map((row) => row.memoryError!))].map(
+        (error) => round1(100 * error),
+      ),
+    ).toEqual([-3.3, 7.2]);
+    expect(scoreSummary(score)).toBe(
+      "146 of 153 runs within 10 % of the predicted throughput, 153 of 153 runs' peak memory per rank within 10 % of the predicted",
+    );
   });
 
   it("said of one run that its CPU check read 26 % low (2-node GPipe ×3 at 1 Gbit/s, second repeat)", () => {
-    expect(machineCaveat(score)).toMatch(/^1 of 153 runs' CPU check \(.*\) read 26 % slower than the calibration runs' that measured its compute/);
-    expect(counted.filter((row) => Math.abs(row.cpuCheckShift!) > 0.15).map((row) => named(row.runId))).toEqual(["n2-1gbit-pipeline ×3 gpipe r2"]);
+    expect(machineCaveat(score)).toMatch(
+      /^1 of 153 runs' CPU check \(.*\) read 26 % slower than the calibration runs' that measured its compute/,
+    );
+    expect(counted.filter((row) => Math.abs(row.cpuCheckShift!) > 0.15).map((row) => named(row.runId))).toEqual([
+      "n2-1gbit-pipeline ×3 gpipe r2",
+    ]);
   });
 });

@@ -24,7 +24,9 @@ for (const config of data.training) {
   for (const series of config.series.filter((s) => s.linkGbps === null)) {
     const largest = series.points.at(-1);
     if (largest?.scalingEfficiency == null) continue;
-    console.log(`   ${config.label}, ${largest.nodes} nodes: ${pct(largest.scalingEfficiency)}  ${verdict(largest.scalingEfficiency >= 0.9)}`);
+    console.log(
+      `   ${config.label}, ${largest.nodes} nodes: ${pct(largest.scalingEfficiency)}  ${verdict(largest.scalingEfficiency >= 0.9)}`,
+    );
   }
 }
 
@@ -36,9 +38,11 @@ for (const config of data.training) {
       const p = point.prediction;
       if (p === null || point.scalingEfficiency === null) continue;
       const best = Math.min(Math.abs(p.errorPoints.noOverlap), Math.abs(p.errorPoints.perfectOverlap));
-      console.log(`   ${config.label.padEnd(33)} ${series.bandwidth.padEnd(9)} ${String(point.nodes).padStart(5)}  ` +
-        `${pct(point.scalingEfficiency).padStart(8)}  ${pct(p.efficiency.noOverlap).padStart(10)}  ${p.errorPoints.noOverlap.toFixed(1).padStart(5)}  ` +
-        `${pct(p.efficiency.perfectOverlap).padStart(12)}  ${p.errorPoints.perfectOverlap.toFixed(1).padStart(5)}  ${verdict(best <= 5)}`);
+      console.log(
+        `   ${config.label.padEnd(33)} ${series.bandwidth.padEnd(9)} ${String(point.nodes).padStart(5)}  ` +
+          `${pct(point.scalingEfficiency).padStart(8)}  ${pct(p.efficiency.noOverlap).padStart(10)}  ${p.errorPoints.noOverlap.toFixed(1).padStart(5)}  ` +
+          `${pct(p.efficiency.perfectOverlap).padStart(12)}  ${p.errorPoints.perfectOverlap.toFixed(1).padStart(5)}  ${verdict(best <= 5)}`,
+      );
     }
   }
 }
@@ -47,6 +51,8 @@ console.log("\n3. probe alpha-beta fits (target R^2 >= 0.98)");
 for (const probe of data.probes) {
   if (probe.fit === null) continue;
   const { alphaSeconds, effectiveGbps, rSquared, samples } = probe.fit;
-  console.log(`   ${probe.bandwidth.padEnd(9)} ${probe.nodes} nodes: alpha ${(alphaSeconds * 1e3).toFixed(2)} ms, ` +
-    `beta as ${effectiveGbps.toFixed(3)} Gbit/s, R^2 ${rSquared.toFixed(4)} over ${samples} sizes  ${verdict(rSquared >= 0.98)}`);
+  console.log(
+    `   ${probe.bandwidth.padEnd(9)} ${probe.nodes} nodes: alpha ${(alphaSeconds * 1e3).toFixed(2)} ms, ` +
+      `beta as ${effectiveGbps.toFixed(3)} Gbit/s, R^2 ${rSquared.toFixed(4)} over ${samples} sizes  ${verdict(rSquared >= 0.98)}`,
+  );
 }

@@ -18,18 +18,23 @@ for (const dir of process.argv.slice(2).map((arg) => resolve(arg))) {
     for (const series of config.series) {
       if (series.linkGbps === null) continue;
       for (const point of series.points) {
-        if (point.prediction === null || point.computeSecondsPerStep === null || point.scalingEfficiency === null) continue;
+        if (point.prediction === null || point.computeSecondsPerStep === null || point.scalingEfficiency === null)
+          continue;
         const computeSeconds = point.computeSecondsPerStep;
         const allReduceSeconds = point.prediction.allReduceSeconds;
         const stepSeconds = computeSeconds / point.scalingEfficiency;
         const phi = overlapShare(computeSeconds, allReduceSeconds, stepSeconds);
         byNodes.set(point.nodes, [...(byNodes.get(point.nodes) ?? []), phi]);
-        console.log(`${dir}: ${config.label} · ${series.bandwidth} · ${point.nodes} nodes: measured ${(point.scalingEfficiency * 100).toFixed(1)} %, ` +
-          `no overlap ${(point.prediction.efficiency.noOverlap * 100).toFixed(1)} %, t_c ${computeSeconds.toFixed(3)} s, t_ar ${allReduceSeconds.toFixed(3)} s, φ ${phi.toFixed(2)}`);
+        console.log(
+          `${dir}: ${config.label} · ${series.bandwidth} · ${point.nodes} nodes: measured ${(point.scalingEfficiency * 100).toFixed(1)} %, ` +
+            `no overlap ${(point.prediction.efficiency.noOverlap * 100).toFixed(1)} %, t_c ${computeSeconds.toFixed(3)} s, t_ar ${allReduceSeconds.toFixed(3)} s, φ ${phi.toFixed(2)}`,
+        );
       }
     }
   }
 }
 for (const [nodes, phis] of [...byNodes].sort(([a], [b]) => a - b)) {
-  console.log(`${nodes} nodes: mean φ ${(phis.reduce((sum, phi) => sum + phi, 0) / phis.length).toFixed(3)} over ${phis.length} points`);
+  console.log(
+    `${nodes} nodes: mean φ ${(phis.reduce((sum, phi) => sum + phi, 0) / phis.length).toFixed(3)} over ${phis.length} points`,
+  );
 }

@@ -32,38 +32,65 @@ describe("predictions checked on a second day (test/bench/README.md)", () => {
   const predictions = saved.file;
 
   it("calibrated from the seed campaign's records alone, as committed", () => {
-    const again = calibrationFromRecords(seed, "/root/evidence/seed-2026-11-27", () => {}, "/root/evidence/seed-2026-11-27");
+    const again = calibrationFromRecords(
+      seed,
+      "/root/evidence/seed-2026-11-27",
+      () => {},
+      "/root/evidence/seed-2026-11-27",
+    );
     // The same numbers, summed in another order (calibrate reads the records one file each): equal to 12 digits.
     expect(rounded(comparableWithBefore(again))).toEqual(rounded(comparableWithBefore(calibration)));
   });
 
   it("was predicted on a later calendar day than every input of the calibration was measured, before any run, out of sample", () => {
-    const measured = [...calibration.compute, ...calibration.links, ...calibration.overlap].map((entry) => entry.source.kind === "measured" ? entry.source.date : "");
+    const measured = [...calibration.compute, ...calibration.links, ...calibration.overlap].map((entry) =>
+      entry.source.kind === "measured" ? entry.source.date : "",
+    );
     expect(new Set(measured)).toEqual(new Set(["2026-11-27"]));
     expect(predictions.madeAt.slice(0, 10)).toBe("2026-11-28");
-    expect("schema" in predictions && predictions.schema === "ringlab.predictions/v2" && predictions.runsDoneBefore).toEqual([]);
+    expect(
+      "schema" in predictions && predictions.schema === "ringlab.predictions/v2" && predictions.runsDoneBefore,
+    ).toEqual([]);
     expect("sample" in predictions && predictions.sample).toEqual({ kind: "out-of-sample" });
-    for (const record of predicted) expect(Date.parse(record.startedAt)).toBeGreaterThan(Date.parse(predictions.madeAt));
+    for (const record of predicted)
+      expect(Date.parse(record.startedAt)).toBeGreaterThan(Date.parse(predictions.madeAt));
   });
 
   it("put 11 of 11 multi-node runs within 5 points of the predicted scaling efficiency, mean |error| 2.7 points", () => {
     const score = scorePredictions(predictions, reportData(predicted), predicted);
-    expect(scoreSummary(score)).toMatch(/^11 of 11 multi-node runs within 5 points of the predicted scaling efficiency \(mean \|error\| 2\.7 points\), the mean of each configuration's repeats within 5 points for 4 of 4 configurations, 11 of 18 runs within 10 % of the predicted throughput$/);
+    expect(scoreSummary(score)).toMatch(
+      /^11 of 11 multi-node runs within 5 points of the predicted scaling efficiency \(mean \|error\| 2\.7 points\), the mean of each configuration's repeats within 5 points for 4 of 4 configurations, 11 of 18 runs within 10 % of the predicted throughput$/,
+    );
   });
 
   it("after the fact, with the compute as a straight line between the seed's batches, would have put 16 of 18 runs within 10 % of the throughput (11 of 18 as predicted) and the efficiencies within 0.9 points on average", () => {
     // Not a test of the model (the derivation changed after these runs were seen): what the change does on them.
     // Batch 24's compute from batch 32's per sample predicted 176.7 img/s for the baseline, measured 137-165.
-    const campaign = parseCampaign(readFileSync(`${FOLDER}/predict-campaign.yaml`, "utf8"), "predict-campaign.yaml", undefined, { checkFolders: false });
+    const campaign = parseCampaign(
+      readFileSync(`${FOLDER}/predict-campaign.yaml`, "utf8"),
+      "predict-campaign.yaml",
+      undefined,
+      { checkFolders: false },
+    );
     const plan = planCampaign(campaign, "predict");
     const context = predictionContextFor(campaign, 0.5, calibration)!;
-    const again = predictionsToSave({ plan, campaignFile: "predict-campaign.yaml", recorded: [], resultsDir: "/nowhere", context,
-      from: "seed-calibration.json", calibrationInputs: [], madeAt: predictions.madeAt });
+    const again = predictionsToSave({
+      plan,
+      campaignFile: "predict-campaign.yaml",
+      recorded: [],
+      resultsDir: "/nowhere",
+      context,
+      from: "seed-calibration.json",
+      calibrationInputs: [],
+      madeAt: predictions.madeAt,
+    });
     if ("refused" in again) throw new Error(again.refused);
     const baseline = again.file.predictions.find((prediction) => prediction.runId === "train-small-b24-n1-r1")!;
     expect(baseline.throughput).toBeCloseTo(159.2, 1);
     expect(baseline.sources.compute).toMatch(/^derived: a straight line through batch 16's and 32's compute/);
     const score = scorePredictions(again.file, reportData(predicted), predicted);
-    expect(scoreSummary(score)).toMatch(/^11 of 11 multi-node runs within 5 points of the predicted scaling efficiency \(mean \|error\| 0\.9 points\), .*, 16 of 18 runs within 10 % of the predicted throughput$/);
+    expect(scoreSummary(score)).toMatch(
+      /^11 of 11 multi-node runs within 5 points of the predicted scaling efficiency \(mean \|error\| 0\.9 points\), .*, 16 of 18 runs within 10 % of the predicted throughput$/,
+    );
   });
 });

@@ -7,6 +7,7 @@ Each line: the UTC time, then up to 8 `name:pid=seconds` of CPU (user + system, 
 process used since the line before, 0.1 s or more; a new process (`name*`) counts all its time. Put a run's slow
 steps (its result's stepSeconds, from provenance.startedAt) beside the lines of that time (test/bench/README.md, "The
 CPU quota's period")."""
+
 import os
 import sys
 import time
@@ -24,8 +25,8 @@ def cpu_by_process():
                 stat = handle.read()
         except OSError:
             continue  # ended between the listing and the read
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2:].split()
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
         # A process is its pid and start time: a kernel worker renames itself with every work item it takes.
         seen[pid] = (name, fields[19], (int(fields[11]) + int(fields[12])) / TICKS)
     return seen
@@ -40,7 +41,9 @@ def main(path):
             rows = []
             for pid, (name, started, seconds) in now.items():
                 earlier = before.get(pid)
-                used, label = (seconds - earlier[2], name) if earlier and earlier[1] == started else (seconds, name + "*")
+                used, label = (
+                    (seconds - earlier[2], name) if earlier and earlier[1] == started else (seconds, name + "*")
+                )
                 if used >= SHOWN:
                     rows.append((used, label, pid))
             rows.sort(reverse=True)

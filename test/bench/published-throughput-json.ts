@@ -8,21 +8,38 @@
 import { renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describeCitation, PUBLISHED_THROUGHPUT, TORCH_DEVICE_NAMES } from "../../src/catalogue/published-throughput.ts";
+import {
+  describeCitation,
+  PUBLISHED_THROUGHPUT,
+  TORCH_DEVICE_NAMES,
+} from "../../src/catalogue/published-throughput.ts";
 
 export const PUBLISHED_THROUGHPUT_JSON = join(import.meta.dirname, "gpu", "published-throughput.json");
 
 export function publishedThroughputJson(): string {
-  return JSON.stringify({
-    generatedFrom: "src/catalogue/published-throughput.ts",
-    regenerate: "npx tsx test/bench/published-throughput-json.ts",
-    deviceNames: TORCH_DEVICE_NAMES,
-    rows: PUBLISHED_THROUGHPUT.map((row) => ({
-      gpuModel: row.gpuModel, card: row.card, model: row.model, precision: row.precision, framework: row.framework,
-      imagesPerSecond: row.imagesPerSecond, batchSize: row.batchSize, conditions: row.conditions,
-      at: describeCitation(row.throughputAt), batchAt: describeCitation(row.batchAt),
-    })),
-  }, null, 2) + "\n";
+  return (
+    JSON.stringify(
+      {
+        generatedFrom: "src/catalogue/published-throughput.ts",
+        regenerate: "npx tsx test/bench/published-throughput-json.ts",
+        deviceNames: TORCH_DEVICE_NAMES,
+        rows: PUBLISHED_THROUGHPUT.map((row) => ({
+          gpuModel: row.gpuModel,
+          card: row.card,
+          model: row.model,
+          precision: row.precision,
+          framework: row.framework,
+          imagesPerSecond: row.imagesPerSecond,
+          batchSize: row.batchSize,
+          conditions: row.conditions,
+          at: describeCitation(row.throughputAt),
+          batchAt: describeCitation(row.batchAt),
+        })),
+      },
+      null,
+      2,
+    ) + "\n"
+  );
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

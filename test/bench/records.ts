@@ -6,18 +6,22 @@ import { latestAttempts, parseRunRecord, type RunRecord } from "../../src/result
 
 /** Every record of a JSONL file, each through the record schema (a file that does not parse fails the test file). */
 export function recordsOf(file: string): RunRecord[] {
-  return readFileSync(file, "utf8").trim().split("\n").map((line) => {
-    const parsed = parseRunRecord(JSON.parse(line));
-    if ("problem" in parsed) throw new Error(`${file}: ${parsed.problem}`);
-    return parsed.record;
-  });
+  return readFileSync(file, "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => {
+      const parsed = parseRunRecord(JSON.parse(line));
+      if ("problem" in parsed) throw new Error(`${file}: ${parsed.problem}`);
+      return parsed.record;
+    });
 }
 
 /** Every number to 12 significant digits: the same sums added in another order compare equal. */
 export function rounded(value: unknown): unknown {
   if (typeof value === "number") return Number(value.toPrecision(12));
   if (Array.isArray(value)) return value.map(rounded);
-  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, rounded(field)]));
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, rounded(field)]));
   return value;
 }
 
@@ -28,7 +32,8 @@ export function rounded(value: unknown): unknown {
  */
 export function comparableWithBefore(calibration: Calibration): Calibration {
   return {
-    ...calibration, compute: calibration.compute.map(({ cpuCheckGflops: _, ...entry }) => entry),
+    ...calibration,
+    compute: calibration.compute.map(({ cpuCheckGflops: _, ...entry }) => entry),
     splitSteps: calibration.splitSteps.filter((entry) => entry.workload["parallelism"] !== "pipeline"),
     overlap: calibration.overlap.filter((entry) => entry.parallelism !== "pipeline"),
   };
@@ -40,7 +45,10 @@ export function latestOf(attempts: readonly RunRecord[]): RunRecord[] {
 }
 
 /** A committed calibration and the predictions a campaign saved from it, each through its schema. */
-export function committedPredictions(calibrationFile: string, predictionsFile: string): { calibration: Calibration; predictions: PredictionsFile } {
+export function committedPredictions(
+  calibrationFile: string,
+  predictionsFile: string,
+): { calibration: Calibration; predictions: PredictionsFile } {
   const committed = parseCalibration(JSON.parse(readFileSync(calibrationFile, "utf8")));
   const saved = parsePredictions(JSON.parse(readFileSync(predictionsFile, "utf8")));
   if ("problem" in committed || "problem" in saved) throw new Error("the committed files parse");

@@ -17,28 +17,44 @@ import { recordsOf } from "./records.ts";
 const MIB = 2 ** 20;
 const FOLDER = "test/bench/data/sharded-memory";
 const records: RunRecord[] = recordsOf(`${FOLDER}/runs.jsonl`);
-const campaign = parseCampaign(readFileSync(`${FOLDER}/campaign.yaml`, "utf8"), "campaign.yaml", undefined, { checkFolders: false });
+const campaign = parseCampaign(readFileSync(`${FOLDER}/campaign.yaml`, "utf8"), "campaign.yaml", undefined, {
+  checkFolders: false,
+});
 const limit = memoryLimitOf(campaign)!;
 
 describe("FSDP where a node holds the model only sharded (test/bench/README.md)", () => {
   it("is refused with DDP beside it, which the memory model puts above the node's 0.75 GiB", () => {
-    const withDdp = parseCampaign(readFileSync(`${FOLDER}/campaign.yaml`, "utf8").replace("parallelism: fsdp\n", "parallelism: [ddp, fsdp]\n"), "c.yaml", undefined, { checkFolders: false });
+    const withDdp = parseCampaign(
+      readFileSync(`${FOLDER}/campaign.yaml`, "utf8").replace("parallelism: fsdp\n", "parallelism: [ddp, fsdp]\n"),
+      "c.yaml",
+      undefined,
+      { checkFolders: false },
+    );
     const problems = planProblems(planCampaign(withDdp, "c"), withDdp, ASSUMED_MEMORY.cpu);
-    expect(problems).toEqual([expect.stringMatching(/^train-gpt-mini-b4-n3-1gbit-parallelism-ddp does not fit: 0\.34 GiB predicted per rank, 0\.79 GiB per node, 0\.75 GiB per node .*fits with fsdp full shard on 3 nodes: 0\.68 GiB/)]);
+    expect(problems).toEqual([
+      expect.stringMatching(
+        /^train-gpt-mini-b4-n3-1gbit-parallelism-ddp does not fit: 0\.34 GiB predicted per rank, 0\.79 GiB per node, 0\.75 GiB per node .*fits with fsdp full shard on 3 nodes: 0\.68 GiB/,
+      ),
+    ]);
     expect(planProblems(planCampaign(campaign, "c"), campaign, ASSUMED_MEMORY.cpu)).toEqual([]);
   });
 
   it("ran its 4 FSDP runs on tcmalloc within the limit, every rank within 6 % of the memory model (the worst +5.3 %)", () => {
-    expect(records.map((record) => [record.status, record.result?.provenance.allocator])).toEqual(Array(4).fill(["ok", "tcmalloc"]));
+    expect(records.map((record) => [record.status, record.result?.provenance.allocator])).toEqual(
+      Array(4).fill(["ok", "tcmalloc"]),
+    );
     for (const record of records) {
       if (record.result?.job !== "train") throw new Error("training records");
-      const predicted = predictMemory({ model: "gpt-mini", batchSize: 4, nodes: 3, knobs: record.result.knobs }, ASSUMED_MEMORY.cpu);
+      const predicted = predictMemory(
+        { model: "gpt-mini", batchSize: 4, nodes: 3, knobs: record.result.knobs },
+        ASSUMED_MEMORY.cpu,
+      );
       if (!isMemoryPrediction(predicted)) throw new Error(predicted.problem);
       for (const rank of record.result.metrics.memory!.perRank) {
         const peak = rank.peakBytes - rank.baselineBytes;
         expect(Math.abs(peak / predicted.rankBytes - 1), record.runId).toBeLessThan(0.06);
         // A node: its launcher, the rank's baseline and its peak, under the container's limit.
-        expect((rank["launcherPeakBytes"] as number | undefined ?? 0) + rank.peakBytes).toBeLessThan(limit.bytes);
+        expect(((rank["launcherPeakBytes"] as number | undefined) ?? 0) + rank.peakBytes).toBeLessThan(limit.bytes);
       }
     }
   });
@@ -53,8 +69,21 @@ describe("FSDP where a node holds the model only sharded (test/bench/README.md)"
   });
 
   it("peaked at 243-254 MiB a rank for fsdp full and 265-278 for grad-op (the model: 241 and 278)", () => {
-    const peaks = (sharding: string) => records.filter((record) => record.params.knobs["fsdpSharding"] === sharding)
-      .flatMap((record) => record.result?.job === "train" ? record.result.metrics.memory!.perRank.map((rank) => Math.round((rank.peakBytes - rank.baselineBytes) / MIB)) : []);
-    expect([Math.min(...peaks("full")), Math.max(...peaks("full")), Math.min(...peaks("grad-op")), Math.max(...peaks("grad-op"))]).toEqual([243, 254, 265, 278]);
+    const peaks = (sharding: string) =>
+      records
+        .filter((record) => record.params.knobs["fsdpSharding"] === sharding)
+        .flatMap((record) =>
+          record.result?.job === "train"
+            ? record.result.metrics.memory!.perRank.map((rank) =>
+                Math.round((rank.peakBytes - rank.baselineBytes) / MIB),
+              )
+            : [],
+        );
+    expect([
+      Math.min(...peaks("full")),
+      Math.max(...peaks("full")),
+      Math.min(...peaks("grad-op")),
+      Math.max(...peaks("grad-op")),
+    ]).toEqual([243, 254, 265, 278]);
   });
 });

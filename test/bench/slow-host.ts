@@ -23,7 +23,10 @@ import { REPO } from "./bench-cli.ts";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { run: { type: "string", default: "train-small-b32-n2-1gbit-r1" }, "slow-seconds": { type: "string", default: "8" } },
+  options: {
+    run: { type: "string", default: "train-small-b32-n2-1gbit-r1" },
+    "slow-seconds": { type: "string", default: "8" },
+  },
 });
 const campaign = resolve(REPO, positionals[0] ?? "campaigns/local-smoke.yaml");
 const target = values.run;
@@ -43,7 +46,10 @@ const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 async function slowTheRun(campaignRunning: () => boolean): Promise<string> {
   while (campaignRunning()) {
     const rank0 = docker("ps", "-q", "--filter", `label=ringlab.run_id=${target}`, "--filter", "label=ringlab.rank=0");
-    if (rank0 !== "" && spawnSync("docker", ["logs", rank0], { encoding: "utf8" }).stdout.includes("Running benchmark")) {
+    if (
+      rank0 !== "" &&
+      spawnSync("docker", ["logs", rank0], { encoding: "utf8" }).stdout.includes("Running benchmark")
+    ) {
       const workers = docker("ps", "-q", "--filter", `label=ringlab.run_id=${target}`).split("\n");
       const quotas = workers.map((id) => Number(docker("inspect", "-f", "{{.HostConfig.CpuQuota}}", id)));
       workers.forEach((id, i) => docker("update", "--cpu-quota", String(Math.round(quotas[i]! / 3)), id));
@@ -56,38 +62,68 @@ async function slowTheRun(campaignRunning: () => boolean): Promise<string> {
   return `${target} never started its timed steps`;
 }
 
-console.log(`campaign ${campaign}, results ${results}; slowing ${target} for ${slowSeconds} s once its timed steps begin`);
-const child = spawn(process.execPath, [resolve(REPO, "src/bin/ringlab.mjs"), "--state-dir", join(dir, "state"), "campaign", campaign, "--results", results],
-  { cwd: REPO, stdio: ["ignore", "ignore", "pipe"] });
+console.log(
+  `campaign ${campaign}, results ${results}; slowing ${target} for ${slowSeconds} s once its timed steps begin`,
+);
+const child = spawn(
+  process.execPath,
+  [resolve(REPO, "src/bin/ringlab.mjs"), "--state-dir", join(dir, "state"), "campaign", campaign, "--results", results],
+  { cwd: REPO, stdio: ["ignore", "ignore", "pipe"] },
+);
 let stderr = "";
-child.stderr.on("data", (chunk: Buffer) => { stderr += chunk.toString(); });
+child.stderr.on("data", (chunk: Buffer) => {
+  stderr += chunk.toString();
+});
 let running = true;
-const exited = new Promise<number | null>((done) => child.on("exit", (code) => { running = false; done(code); }));
+const exited = new Promise<number | null>((done) =>
+  child.on("exit", (code) => {
+    running = false;
+    done(code);
+  }),
+);
 console.log(await slowTheRun(() => running));
 const code = await exited;
-console.log(stderr.split("\n").filter((line) => /disturbed|^(campaign finished|\d+ runs? done again|\d+ flagged|time:)/.test(line)).join("\n"));
+console.log(
+  stderr
+    .split("\n")
+    .filter((line) => /disturbed|^(campaign finished|\d+ runs? done again|\d+ flagged|time:)/.test(line))
+    .join("\n"),
+);
 if (code !== 0 && code !== 5) throw new Error(`the campaign exited ${code}:\n${stderr}`);
 
-const records: RunRecord[] = readdirSync(join(results, "runs")).filter((file) => file.endsWith(".json"))
+const records: RunRecord[] = readdirSync(join(results, "runs"))
+  .filter((file) => file.endsWith(".json"))
   .map((file) => JSON.parse(readFileSync(join(results, "runs", file), "utf8")) as RunRecord);
-const attempts = records.filter((record) => record.runId === target).sort((a, b) => (a.attempt ?? 1) - (b.attempt ?? 1));
+const attempts = records
+  .filter((record) => record.runId === target)
+  .sort((a, b) => (a.attempt ?? 1) - (b.attempt ?? 1));
 console.log("\nattempt                                  thirds' median step (s)    outside  busy  unsteady");
 for (const record of attempts) {
   const steps = record.result?.job === "train" ? record.result.metrics.stepSeconds : [];
   const medians = medianOfThirds(steps).map((seconds) => seconds.toFixed(3));
   const shift = unsteadiness(record);
-  console.log(`${`${record.runId}#${record.attempt ?? 1}`.padEnd(40)} ${medians.join(" ").padEnd(26)} ${((record.hostLoad?.outsideShare ?? 0) * 100).toFixed(1).padStart(5)} %  ` +
-    `${record.hostLoad?.busy === true ? "yes " : "no  "}  ${shift === undefined ? "no" : `yes, ${(shift.shift * 100).toFixed(0)} %`}`);
+  console.log(
+    `${`${record.runId}#${record.attempt ?? 1}`.padEnd(40)} ${medians.join(" ").padEnd(26)} ${((record.hostLoad?.outsideShare ?? 0) * 100).toFixed(1).padStart(5)} %  ` +
+      `${record.hostLoad?.busy === true ? "yes " : "no  "}  ${shift === undefined ? "no" : `yes, ${(shift.shift * 100).toFixed(0)} %`}`,
+  );
 }
 const latest = latestAttempts(records).map(({ record }) => record);
 const flags = reportFlags(reportData(latest), latest);
-console.log(`\nflags on the latest attempts: ${flags.length === 0 ? "none" : flags.map((flag) => `${flag.kind} (${flag.subject})`).join("; ")}`);
+console.log(
+  `\nflags on the latest attempts: ${flags.length === 0 ? "none" : flags.map((flag) => `${flag.kind} (${flag.subject})`).join("; ")}`,
+);
 const [first, second] = attempts;
 const problems = [
-  ...(first === undefined || unsteadiness(first) === undefined ? [`${target}'s slowed attempt was not found unsteady`] : []),
-  ...(first?.hostLoad?.busy === true ? [`${target}'s slowed attempt was marked machine busy, though nothing else ran`] : []),
+  ...(first === undefined || unsteadiness(first) === undefined
+    ? [`${target}'s slowed attempt was not found unsteady`]
+    : []),
+  ...(first?.hostLoad?.busy === true
+    ? [`${target}'s slowed attempt was marked machine busy, though nothing else ran`]
+    : []),
   ...(second === undefined ? [`${target} was not run again`] : []),
-  ...(second !== undefined && unsteadiness(second) !== undefined ? [`${target}'s second attempt changed speed too`] : []),
+  ...(second !== undefined && unsteadiness(second) !== undefined
+    ? [`${target}'s second attempt changed speed too`]
+    : []),
 ];
 if (problems.length > 0) {
   console.log(problems.join("\n"));

@@ -35,13 +35,24 @@ const cliRepetitions = Number(options["cli-repetitions"]);
 const workDir = mkdtempSync(join(tmpdir(), "ringlab-bench-synth-"));
 
 function testbedFields(nodes: number): Record<string, unknown> {
-  return { target: "aws", name: `bench-${nodes}`, nodes, adminCidr: "203.0.113.7/32", sshPublicKey: PUBLIC_KEY, sshPrivateKeyFile: "/k/bench" };
+  return {
+    target: "aws",
+    name: `bench-${nodes}`,
+    nodes,
+    adminCidr: "203.0.113.7/32",
+    sshPublicKey: PUBLIC_KEY,
+    sshPrivateKeyFile: "/k/bench",
+  };
 }
 
 function awsSpec(nodes: number): AwsTestbedSpec {
   const result = validateCampaign({ testbed: testbedFields(nodes) });
   if (!result.ok || result.value.testbed.target === "kubernetes") throw new Error("benchmark testbed is invalid");
-  const spec = resolveTestbedSpec(result.value.testbed, { campaign: "bench", testbedDir: join(workDir, "state"), createdAt: new Date() });
+  const spec = resolveTestbedSpec(result.value.testbed, {
+    campaign: "bench",
+    testbedDir: join(workDir, "state"),
+    createdAt: new Date(),
+  });
   if (spec.target !== "aws") throw new Error("benchmark testbed is not aws");
   return spec;
 }
@@ -78,22 +89,43 @@ function median(values: number[]): number {
 }
 
 function row(mode: string, nodes: number, samples: number[]): string {
-  return [mode.padEnd(12), String(nodes).padStart(5), String(samples.length).padStart(5),
-    median(samples).toFixed(1).padStart(10), Math.min(...samples).toFixed(1).padStart(9)].join(" ");
+  return [
+    mode.padEnd(12),
+    String(nodes).padStart(5),
+    String(samples.length).padStart(5),
+    median(samples).toFixed(1).padStart(10),
+    Math.min(...samples)
+      .toFixed(1)
+      .padStart(9),
+  ].join(" ");
 }
 
 try {
   console.log(`# ringlab testbed stack synthesis, node ${process.version}, ${new Date().toISOString()}`);
-  console.log(`# ${"mode".padEnd(10)} ${"nodes".padStart(5)} ${"reps".padStart(5)} ${"median_ms".padStart(10)} ${"min_ms".padStart(9)}`);
+  console.log(
+    `# ${"mode".padEnd(10)} ${"nodes".padStart(5)} ${"reps".padStart(5)} ${"median_ms".padStart(10)} ${"min_ms".padStart(9)}`,
+  );
   for (const nodes of nodeCounts) {
     const spec = awsSpec(nodes);
-    console.log(row("in-process", nodes, time(repetitions, () => synthInProcess(spec))));
+    console.log(
+      row(
+        "in-process",
+        nodes,
+        time(repetitions, () => synthInProcess(spec)),
+      ),
+    );
   }
   if (cliRepetitions > 0) {
     for (const nodes of nodeCounts) {
       const specFile = join(workDir, `bench-${nodes}.json`);
       writeSpec(specFile, awsSpec(nodes));
-      console.log(row("cdktf-synth", nodes, time(cliRepetitions, () => synthWithCli(specFile))));
+      console.log(
+        row(
+          "cdktf-synth",
+          nodes,
+          time(cliRepetitions, () => synthWithCli(specFile)),
+        ),
+      );
     }
   }
 } finally {

@@ -10,7 +10,9 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { timed } from "./bench-cli.ts";
 
-const { values } = parseArgs({ options: { nodes: { type: "string", default: "3,10" }, repetitions: { type: "string", default: "1" } } });
+const { values } = parseArgs({
+  options: { nodes: { type: "string", default: "3,10" }, repetitions: { type: "string", default: "1" } },
+});
 const sizes = values.nodes.split(",").map(Number);
 const repetitions = Number(values.repetitions);
 const dir = mkdtempSync(join(tmpdir(), "ringlab-bench-"));
@@ -18,7 +20,10 @@ const state = join(dir, "state");
 
 function campaignFile(nodes: number): string {
   const file = join(dir, `bench${nodes}.yaml`);
-  writeFileSync(file, `testbed: {target: local, name: bench${nodes}, nodes: ${nodes}, subnet: 10.81.${nodes}.0/24, maxNodes: ${nodes}}\n`);
+  writeFileSync(
+    file,
+    `testbed: {target: local, name: bench${nodes}, nodes: ${nodes}, subnet: 10.81.${nodes}.0/24, maxNodes: ${nodes}}\n`,
+  );
   return file;
 }
 

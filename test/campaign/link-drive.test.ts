@@ -4,10 +4,19 @@ import { checkLinkDrive, drivableGbps, GLOO_GBPS_PER_CORE } from "../../src/camp
 import { planCampaign } from "../../src/campaign/plan.ts";
 import { parseCampaign } from "../../src/config/load.ts";
 
-const plan = (bandwidth: string, nodes = "[1, 2, 3]") => planCampaign(parseCampaign(`
+const plan = (bandwidth: string, nodes = "[1, 2, 3]") =>
+  planCampaign(
+    parseCampaign(
+      `
 testbed: {target: local, name: s, nodes: 3}
 campaign: {matrix: {nodes: ${nodes}, model: tiny, batchSize: 8, bandwidth: ${bandwidth}}}
-`, "c.yaml", "/c/c.yaml", { readKeys: false }), "c");
+`,
+      "c.yaml",
+      "/c/c.yaml",
+      { readKeys: false },
+    ),
+    "c",
+  );
 
 describe("links the CPU quota can drive", () => {
   it("scales with the quota", () => {
@@ -19,7 +28,9 @@ describe("links the CPU quota can drive", () => {
     const tooFast = `${Math.ceil(drivableGbps(0.5) * 2)}gbit`;
     const warnings = checkLinkDrive(plan(`[100mbit, ${tooFast}]`), 0.5);
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toMatch(new RegExp(`^links shaped to ${tooFast} are faster than a worker under a CPU quota of 0.5 cores`));
+    expect(warnings[0]).toMatch(
+      new RegExp(`^links shaped to ${tooFast} are faster than a worker under a CPU quota of 0.5 cores`),
+    );
     expect(warnings[0]).toMatch(/measure the CPU, not the link/);
     const fastest = Math.floor(drivableGbps(0.5) * 100) * 10;
     expect(warnings[0]).toContain(`${fastest / 10}mbit and ${fastest}mbit`);
@@ -29,7 +40,9 @@ describe("links the CPU quota can drive", () => {
     // 3 Gbit/s under 0.5 cores: 86 % of the 3.5 Gbit/s they drive; 2 Gbit/s: 57 %.
     const warnings = checkLinkDrive(plan("[1gbit, 2gbit, 3gbit]"), 0.5);
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toMatch(/^links shaped to 3gbit need 86 % of what a worker under 0.5 cores drives with Gloo \(about 3.5 Gbit\/s\)/);
+    expect(warnings[0]).toMatch(
+      /^links shaped to 3gbit need 86 % of what a worker under 0.5 cores drives with Gloo \(about 3.5 Gbit\/s\)/,
+    );
     expect(warnings[0]).toMatch(/Below 2.1 Gbit\/s no such loss has been measured/);
     expect(checkLinkDrive(plan("3gbit"), 1)).toEqual([]);
   });

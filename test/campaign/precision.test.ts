@@ -1,16 +1,27 @@
 import { describe, expect, it } from "vitest";
 import { planCampaign } from "../../src/campaign/plan.ts";
-import { isPrecise, runsStillNeeded, throughputsByConfiguration, withoutRoundsNotNeeded } from "../../src/campaign/precision.ts";
+import {
+  isPrecise,
+  runsStillNeeded,
+  throughputsByConfiguration,
+  withoutRoundsNotNeeded,
+} from "../../src/campaign/precision.ts";
 import type { RunRecord } from "../../src/results/record.ts";
 import { parseCampaign } from "../../src/config/load.ts";
 import { trainRecord } from "../report/fixtures/records.ts";
 
-const plan = planCampaign(parseCampaign(`testbed: {target: local, name: t, nodes: 3}
+const plan = planCampaign(
+  parseCampaign(
+    `testbed: {target: local, name: t, nodes: 3}
 campaign:
   matrix: {nodes: [1, 2, 3], model: resnet50, batchSize: 64, bandwidth: 1gbit}
   repeatUntil: {halfWidth: 0.05, minRepeats: 2, maxRepeats: 4}
   probe: {enabled: false}
-`, "c.yaml"), "c");
+`,
+    "c.yaml",
+  ),
+  "c",
+);
 const round3 = plan.runs.filter((run) => run.round === 3);
 
 /** A record as the campaign writes it for the planned run of the same id (its fingerprint). */
@@ -36,7 +47,9 @@ describe("repeating until the interval is narrow", () => {
       // Another numIters since: not a repeat of what the plan runs now.
       trainRecord({ nodes: 2, repeat: 3, throughput: 400 }),
     ];
-    expect(throughputsByConfiguration(plan.runs, records)).toEqual(new Map([["train-resnet50-b64-n2-1gbit", [150, 160]]]));
+    expect(throughputsByConfiguration(plan.runs, records)).toEqual(
+      new Map([["train-resnet50-b64-n2-1gbit", [150, 160]]]),
+    );
   });
 
   it("leaves out the conditional rounds at the head of the runs to do that the records show are not needed, and no more", () => {
@@ -53,7 +66,10 @@ describe("repeating until the interval is narrow", () => {
     expect(withoutRoundsNotNeeded(conditional, wide, plan.repeatUntil!)).toEqual(conditional);
     // An unconditional run still to do may change every decision after it.
     const unconditional = plan.runs.filter((run) => run.round === 2);
-    expect(withoutRoundsNotNeeded([...unconditional, ...conditional], precise, plan.repeatUntil!)).toEqual([...unconditional, ...conditional]);
+    expect(withoutRoundsNotNeeded([...unconditional, ...conditional], precise, plan.repeatUntil!)).toEqual([
+      ...unconditional,
+      ...conditional,
+    ]);
   });
 
   it("runs a conditional round's points that are still too wide, and their baseline with them", () => {
@@ -62,8 +78,15 @@ describe("repeating until the interval is narrow", () => {
       ["train-resnet50-b64-n2-1gbit", [150, 151]],
       ["train-resnet50-b64-n3-1gbit", [200, 260]],
     ]);
-    expect(round3.map((run) => run.id)).toEqual(["train-resnet50-b64-n1-r3", "train-resnet50-b64-n2-1gbit-r3", "train-resnet50-b64-n3-1gbit-r3"]);
-    expect(runsStillNeeded(round3, measured, plan.repeatUntil!).map((run) => run.id)).toEqual(["train-resnet50-b64-n1-r3", "train-resnet50-b64-n3-1gbit-r3"]);
+    expect(round3.map((run) => run.id)).toEqual([
+      "train-resnet50-b64-n1-r3",
+      "train-resnet50-b64-n2-1gbit-r3",
+      "train-resnet50-b64-n3-1gbit-r3",
+    ]);
+    expect(runsStillNeeded(round3, measured, plan.repeatUntil!).map((run) => run.id)).toEqual([
+      "train-resnet50-b64-n1-r3",
+      "train-resnet50-b64-n3-1gbit-r3",
+    ]);
   });
 
   it("leaves out a round whose configurations are all within the target, and runs a wide baseline alone", () => {
@@ -74,6 +97,8 @@ describe("repeating until the interval is narrow", () => {
     ]);
     expect(runsStillNeeded(round3, precise, plan.repeatUntil!)).toEqual([]);
     const wideBaseline = new Map([...precise, ["train-resnet50-b64-n1", [100, 120]]]);
-    expect(runsStillNeeded(round3, wideBaseline, plan.repeatUntil!).map((run) => run.id)).toEqual(["train-resnet50-b64-n1-r3"]);
+    expect(runsStillNeeded(round3, wideBaseline, plan.repeatUntil!).map((run) => run.id)).toEqual([
+      "train-resnet50-b64-n1-r3",
+    ]);
   });
 });

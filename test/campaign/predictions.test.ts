@@ -12,20 +12,56 @@ import { parsePredictions, PREDICTIONS_SCHEMA } from "../../src/results/predicti
 
 const RESULTS = "/work/results/predict";
 const CAMPAIGN_FILE = "/work/predict.yaml";
-const plan = planCampaign(parseCampaign(`testbed: {target: local, name: t, nodes: 3}
+const plan = planCampaign(
+  parseCampaign(
+    `testbed: {target: local, name: t, nodes: 3}
 campaign:
   matrix: {nodes: [1, 2], model: tiny, batchSize: 8, bandwidth: 1gbit}
-`, "predict.yaml"), "predict");
+`,
+    "predict.yaml",
+  ),
+  "predict",
+);
 
 /** A calibration measured in `folder` from runs of these fingerprints. */
 function calibrationFrom(folder: string, fingerprints: readonly string[]): Calibration {
-  const source: Source = { kind: "measured", resultsDir: "results/seed", date: "2026-11-25", folder, runIds: ["train-tiny-b8-n1-r1", "allreduce-n2-1gbit-r1"], fingerprints };
+  const source: Source = {
+    kind: "measured",
+    resultsDir: "results/seed",
+    date: "2026-11-25",
+    folder,
+    runIds: ["train-tiny-b8-n1-r1", "allreduce-n2-1gbit-r1"],
+    fingerprints,
+  };
   return {
     schema: CALIBRATION_SCHEMA,
-    compute: [{ model: "tiny", batchSize: 8, precision: "fp32", device: "cpu", deviceModel: "test CPU", cpusPerNode: 0.5,
-      computeSeconds: { mean: 0.1, halfWidth95: 0.01, repeats: 3 }, gradientBytes: 1e6, source }],
+    compute: [
+      {
+        model: "tiny",
+        batchSize: 8,
+        precision: "fp32",
+        device: "cpu",
+        deviceModel: "test CPU",
+        cpusPerNode: 0.5,
+        computeSeconds: { mean: 0.1, halfWidth95: 0.01, repeats: 3 },
+        gradientBytes: 1e6,
+        source,
+      },
+    ],
     splitSteps: [],
-    links: [{ bandwidth: "1gbit", nodes: 2, processesPerNode: 1, reduction: "ring", cpusPerNode: 0.5, alphaSeconds: 0.001, betaSecondsPerByte: 8e-9, rSquared: 0.99, source }],
+    links: [
+      {
+        bandwidth: "1gbit",
+        nodes: 2,
+        processesPerNode: 1,
+        reduction: "ring",
+        cpusPerNode: 0.5,
+        alphaSeconds: 0.001,
+        betaSecondsPerByte: 8e-9,
+        rSquared: 0.99,
+        source,
+      },
+    ],
     overlap: [],
     memory: [],
   };
@@ -33,8 +69,15 @@ function calibrationFrom(folder: string, fingerprints: readonly string[]): Calib
 
 function question(calibration: Calibration, fields: Partial<PredictionsToSave> = {}): PredictionsToSave {
   return {
-    plan, campaignFile: CAMPAIGN_FILE, recorded: [], resultsDir: RESULTS, context: { calibration, cpusPerNode: 0.5 }, from: "/state/calibration.json",
-    calibrationInputs: calibrationInputs(calibration), madeAt: "2026-11-27T09:00:00.000Z", ...fields,
+    plan,
+    campaignFile: CAMPAIGN_FILE,
+    recorded: [],
+    resultsDir: RESULTS,
+    context: { calibration, cpusPerNode: 0.5 },
+    from: "/state/calibration.json",
+    calibrationInputs: calibrationInputs(calibration),
+    madeAt: "2026-11-27T09:00:00.000Z",
+    ...fields,
   };
 }
 
@@ -43,17 +86,34 @@ const seed = calibrationFrom("/work/results/seed", ["1111111111111111", "2222222
 describe("the predictions a campaign saves", () => {
   it("are made before any run, say when, that no run was done, every calibration input with its runs and hash, and out-of-sample", () => {
     const saved = predictionsToSave(question(seed));
-    expect(saved).toMatchObject({ said: "predicted 2 training runs from /state/calibration.json before they ran, out-of-sample: the calibration holds none of this campaign's runs" });
+    expect(saved).toMatchObject({
+      said: "predicted 2 training runs from /state/calibration.json before they ran, out-of-sample: the calibration holds none of this campaign's runs",
+    });
     if (!("file" in saved)) throw new Error("not saved");
     expect(saved.file).toMatchObject({
-      schema: PREDICTIONS_SCHEMA, calibration: "/state/calibration.json", madeAt: "2026-11-27T09:00:00.000Z", runsDoneBefore: [], sample: { kind: "out-of-sample" },
+      schema: PREDICTIONS_SCHEMA,
+      calibration: "/state/calibration.json",
+      madeAt: "2026-11-27T09:00:00.000Z",
+      runsDoneBefore: [],
+      sample: { kind: "out-of-sample" },
     });
     expect(saved.file.calibrationInputs).toEqual(calibrationInputs(seed));
     expect(saved.file.calibrationInputs.map((input) => [input.entry, input.folder, input.runIds])).toEqual([
-      ["compute tiny batch 8 fp32 on test CPU at 0.5 cores", "/work/results/seed", ["train-tiny-b8-n1-r1", "allreduce-n2-1gbit-r1"]],
-      ["link 1gbit, 2 nodes × 1, ring at 0.5 cores", "/work/results/seed", ["train-tiny-b8-n1-r1", "allreduce-n2-1gbit-r1"]],
+      [
+        "compute tiny batch 8 fp32 on test CPU at 0.5 cores",
+        "/work/results/seed",
+        ["train-tiny-b8-n1-r1", "allreduce-n2-1gbit-r1"],
+      ],
+      [
+        "link 1gbit, 2 nodes × 1, ring at 0.5 cores",
+        "/work/results/seed",
+        ["train-tiny-b8-n1-r1", "allreduce-n2-1gbit-r1"],
+      ],
     ]);
-    expect(saved.file.predictions.map((prediction) => prediction.runId)).toEqual(["train-tiny-b8-n1-r1", "train-tiny-b8-n2-1gbit-r1"]);
+    expect(saved.file.predictions.map((prediction) => prediction.runId)).toEqual([
+      "train-tiny-b8-n1-r1",
+      "train-tiny-b8-n2-1gbit-r1",
+    ]);
     // What the report reads back.
     expect(parsePredictions(JSON.parse(JSON.stringify(saved.file)))).toEqual({ file: saved.file });
   });
@@ -61,36 +121,62 @@ describe("the predictions a campaign saves", () => {
   it("hold each run's peak memory as the memory model put it before the run, where the campaign's constants are given", () => {
     const saved = predictionsToSave(question(seed, { memory: ASSUMED_MEMORY.cpu }));
     if (!("file" in saved)) throw new Error("not saved");
-    const twoNodes = predictMemory({ model: "tiny", batchSize: 8, nodes: 2, knobs: plan.runs.find((run) => run.nodes === 2)!.knobs }, ASSUMED_MEMORY.cpu);
+    const twoNodes = predictMemory(
+      { model: "tiny", batchSize: 8, nodes: 2, knobs: plan.runs.find((run) => run.nodes === 2)!.knobs },
+      ASSUMED_MEMORY.cpu,
+    );
     if (!isMemoryPrediction(twoNodes)) throw new Error(twoNodes.problem);
-    expect(saved.file.predictions[1]!.memory).toEqual({ rankBytes: twoNodes.rankBytes, nodeBytes: twoNodes.nodeBytes, source: ASSUMED_MEMORY.cpu.source });
+    expect(saved.file.predictions[1]!.memory).toEqual({
+      rankBytes: twoNodes.rankBytes,
+      nodeBytes: twoNodes.nodeBytes,
+      source: ASSUMED_MEMORY.cpu.source,
+    });
     expect(saved.file.predictions.every((prediction) => prediction.memory!.rankBytes > 0)).toBe(true);
     expect(parsePredictions(JSON.parse(JSON.stringify(saved.file)))).toEqual({ file: saved.file });
     // Without constants (a caller that has none) no memory is claimed.
     const without = predictionsToSave(question(seed));
-    expect("file" in without && without.file.predictions.map((prediction) => prediction.memory)).toEqual([undefined, undefined]);
+    expect("file" in without && without.file.predictions.map((prediction) => prediction.memory)).toEqual([
+      undefined,
+      undefined,
+    ]);
   });
 
   it("are not saved once the campaign's runs are done, saying so and which command shows them without running", () => {
     const recorded = plan.runs.map((run) => ({ runId: run.id, status: "ok" }));
     // The e2e case: calibrated from the campaign's own folder, run again with nothing left to run.
     expect(predictionsToSave(question(calibrationFrom(RESULTS, []), { recorded }))).toEqual({
-      refused: `predictions not saved: 3 of the campaign's 3 runs are done already in ${RESULTS}, so predictions made now would not come before them; ` +
+      refused:
+        `predictions not saved: 3 of the campaign's 3 runs are done already in ${RESULTS}, so predictions made now would not come before them; ` +
         `\`ringlab plan ${CAMPAIGN_FILE} --calibration /state/calibration.json\` prints them without running anything, and a campaign into a new results ` +
         "folder (--results) saves them before its first run",
     });
     // One run done is enough; without a calibration (AWS: published figures) plan needs none either.
     const refused = predictionsToSave(question(seed, { recorded: recorded.slice(1, 2), from: undefined }));
-    expect(refused).toMatchObject({ refused: expect.stringMatching(/^predictions not saved: 1 of the campaign's 3 runs are done already .*; `ringlab plan \/work\/predict\.yaml` prints them/) });
+    expect(refused).toMatchObject({
+      refused: expect.stringMatching(
+        /^predictions not saved: 1 of the campaign's 3 runs are done already .*; `ringlab plan \/work\/predict\.yaml` prints them/,
+      ),
+    });
   });
 
   it("are saved as in-sample, never said to be before the run, where the calibration holds runs of the campaign", () => {
     const fromHere = predictionsToSave(question(calibrationFrom(RESULTS, [])));
-    expect(fromHere).toMatchObject({ file: { sample: { kind: "in-sample", reasons: [`2 of its 2 inputs came from this campaign's results folder ${RESULTS} (compute tiny batch 8 fp32 on test CPU at 0.5 cores; link 1gbit, 2 nodes × 1, ring at 0.5 cores)`] } } });
+    expect(fromHere).toMatchObject({
+      file: {
+        sample: {
+          kind: "in-sample",
+          reasons: [
+            `2 of its 2 inputs came from this campaign's results folder ${RESULTS} (compute tiny batch 8 fp32 on test CPU at 0.5 cores; link 1gbit, 2 nodes × 1, ring at 0.5 cores)`,
+          ],
+        },
+      },
+    });
     const sameRuns = predictionsToSave(question(calibrationFrom("/work/results/seed", [plan.runs[1]!.fingerprint])));
     expect(sameRuns).toMatchObject({ file: { sample: { kind: "in-sample" } } });
     for (const saved of [fromHere, sameRuns]) {
-      expect("said" in saved && saved.said).toMatch(/^predicted 2 training runs from \/state\/calibration\.json, in-sample: .*; the report scores them as in-sample, no test of the model$/);
+      expect("said" in saved && saved.said).toMatch(
+        /^predicted 2 training runs from \/state\/calibration\.json, in-sample: .*; the report scores them as in-sample, no test of the model$/,
+      );
       expect("said" in saved && saved.said).not.toMatch(/before/);
     }
   });

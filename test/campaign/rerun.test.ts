@@ -8,17 +8,26 @@ const disturbed = (id: string, why: DisturbedRun["why"]): DisturbedRun => ({ run
 /** What toRunAgain picks of these disturbed runs, among `judgedRuns` ok runs that steadiness judged. */
 function decide(runs: readonly DisturbedRun[], judgedRuns: number): { again: string[]; warnings: string[] } {
   const warnings: string[] = [];
-  return { again: toRunAgain(runs, judgedRuns, (message) => warnings.push(message)).map(({ run }) => run.id), warnings };
+  return {
+    again: toRunAgain(runs, judgedRuns, (message) => warnings.push(message)).map(({ run }) => run.id),
+    warnings,
+  };
 }
 
 describe("running disturbed runs once more", () => {
   it("does every busy and unsteady run again, saying how many of each and why", () => {
-    expect(decide([disturbed("a", "machine busy"), disturbed("b", "unsteady run"), disturbed("c", "unsteady run")], 24)).toEqual({
+    expect(
+      decide([disturbed("a", "machine busy"), disturbed("b", "unsteady run"), disturbed("c", "unsteady run")], 24),
+    ).toEqual({
       again: ["a", "b", "c"],
-      warnings: ["3 runs were disturbed: 1 ran while other work took more than 25 % of the machine (machine busy; see each record's hostLoad); " +
-        "2 changed speed by more than 20 % while they ran (unsteady run): running them once more"],
+      warnings: [
+        "3 runs were disturbed: 1 ran while other work took more than 25 % of the machine (machine busy; see each record's hostLoad); " +
+          "2 changed speed by more than 20 % while they ran (unsteady run): running them once more",
+      ],
     });
-    expect(decide([disturbed("b", "unsteady run")], 1).warnings).toEqual(["1 run was disturbed: 1 changed speed by more than 20 % while it ran (unsteady run): running it once more"]);
+    expect(decide([disturbed("b", "unsteady run")], 1).warnings).toEqual([
+      "1 run was disturbed: 1 changed speed by more than 20 % while it ran (unsteady run): running it once more",
+    ]);
     expect(decide([], 24)).toEqual({ again: [], warnings: [] });
   });
 

@@ -6,7 +6,13 @@ interface BenchResults {
   schema: string;
   writtenAt: string;
   provenance: { deviceModel: string; torch: string };
-  runs: { model: string; precision: string; batchSize: number; status: string; imagesPerSecond: { mean: number } | null }[];
+  runs: {
+    model: string;
+    precision: string;
+    batchSize: number;
+    status: string;
+    imagesPerSecond: { mean: number } | null;
+  }[];
 }
 
 describe("ringlab's measured GPU throughput", () => {
@@ -17,8 +23,21 @@ describe("ringlab's measured GPU throughput", () => {
     expect(results.schema).toBe("ringlab.gpu-bench/v2");
     const rows = MEASURED_THROUGHPUT.filter((row) => row.results === file);
     const runs = results.runs.filter((run) => run.status === "ok");
-    expect(rows.map(({ model, precision, batchSize, imagesPerSecond }) => ({ model, precision, batchSize, imagesPerSecond })))
-      .toEqual(runs.map((run) => ({ model: run.model, precision: run.precision, batchSize: run.batchSize, imagesPerSecond: Math.round(run.imagesPerSecond!.mean * 10) / 10 })));
+    expect(
+      rows.map(({ model, precision, batchSize, imagesPerSecond }) => ({
+        model,
+        precision,
+        batchSize,
+        imagesPerSecond,
+      })),
+    ).toEqual(
+      runs.map((run) => ({
+        model: run.model,
+        precision: run.precision,
+        batchSize: run.batchSize,
+        imagesPerSecond: Math.round(run.imagesPerSecond!.mean * 10) / 10,
+      })),
+    );
     for (const row of rows) {
       expect(row.gpuModel).toBe(results.provenance.deviceModel);
       expect(row.torch).toBe(results.provenance.torch);
@@ -27,7 +46,11 @@ describe("ringlab's measured GPU throughput", () => {
   });
 
   it("relates a model to ResNet-50 at the largest batch both were measured at, and knows nothing it did not measure", () => {
-    expect(modelRatio("resnet101", "fp32")).toMatchObject({ ratio: 1399.1 / 2139.7, model: { batchSize: 256 }, resnet50: { batchSize: 256 } });
+    expect(modelRatio("resnet101", "fp32")).toMatchObject({
+      ratio: 1399.1 / 2139.7,
+      model: { batchSize: 256 },
+      resnet50: { batchSize: 256 },
+    });
     expect(modelRatio("resnet50", "amp")?.ratio).toBe(1);
     expect(modelRatio("resnet152", "amp")).toBeUndefined();
     expect(modelRatio("resnet101", "bf16")).toBeUndefined();

@@ -7,8 +7,23 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import {
-  KNOB_OWNERS, LANGUAGE_SHAPE, MODEL_KIND, MODELS, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, PLAIN_STEPS_KNOB, PLANNING, STRATEGY_KNOBS, planningFigures, planningOf, REDUCTIONS, TRAIN_KNOB_NAMES, TRAIN_KNOBS,
-  type Reduction, type TrainKnob, type TrainKnobName,
+  KNOB_OWNERS,
+  LANGUAGE_SHAPE,
+  MODEL_KIND,
+  MODELS,
+  NATIVE_IMAGE_SIZE,
+  PARAMETER_COUNT,
+  PLAIN_STEPS_KNOB,
+  PLANNING,
+  STRATEGY_KNOBS,
+  planningFigures,
+  planningOf,
+  REDUCTIONS,
+  TRAIN_KNOB_NAMES,
+  TRAIN_KNOBS,
+  type Reduction,
+  type TrainKnob,
+  type TrainKnobName,
 } from "../../src/config/registry.ts";
 import { TRAIN_KNOB_NAMES as SCHEMA_KNOB_NAMES, validateCampaign } from "../../src/config/schema.ts";
 import registry from "../../docker/worker/ringlab_worker/registry.json" with { type: "json" };
@@ -32,10 +47,15 @@ const LANGUAGE_MODEL = "gpt-nano";
 /** The model and node count a knob is tried with: its owner's (registry.json's belongsTo). */
 function matrixOf(knob: TrainKnobName): Axes {
   const owner = KNOB_OWNERS[knob];
-  const language = knob === "parallelism" || owner?.axis === "model" && owner.values.includes("language") ||
-    owner?.axis === "parallelism" && !owner.values.includes("fsdp");
+  const language =
+    knob === "parallelism" ||
+    (owner?.axis === "model" && owner.values.includes("language")) ||
+    (owner?.axis === "parallelism" && !owner.values.includes("fsdp"));
   // Pipeline stages divide the workers: 2 stages, 2 nodes.
-  return { ...(language ? { model: LANGUAGE_MODEL } : {}), ...(owner?.axis === "parallelism" && owner.values.includes("pipeline") ? { nodes: [2] } : {}) };
+  return {
+    ...(language ? { model: LANGUAGE_MODEL } : {}),
+    ...(owner?.axis === "parallelism" && owner.values.includes("pipeline") ? { nodes: [2] } : {}),
+  };
 }
 
 /** The knob's owner as a train knob: the reduction or parallelism it belongs to (fsdp where it is one of several). */
@@ -48,7 +68,11 @@ function ownerKnobs(knob: TrainKnobName): Knobs {
 function document(train: Knobs, axes: Axes = {}): unknown {
   return {
     testbed: TESTBED,
-    campaign: { matrix: { nodes: [3], model: "tiny", batchSize: 8, bandwidth: "1gbit", ...axes }, train, dataset: { name: "shapes" } },
+    campaign: {
+      matrix: { nodes: [3], model: "tiny", batchSize: 8, bandwidth: "1gbit", ...axes },
+      train,
+      dataset: { name: "shapes" },
+    },
   };
 }
 
@@ -61,7 +85,7 @@ function needsOf(knob: TrainKnobName): TrainKnobName[] {
 /** A valid value of a knob: its default, else the smallest value its range allows, else its first choice. */
 function validValue(knob: TrainKnob): Value {
   if (knob.default !== null) return knob.default;
-  return knob.type === "switch" ? true : knob.choices?.[0] ?? knob.min ?? (knob.gt ?? 0) + 1;
+  return knob.type === "switch" ? true : (knob.choices?.[0] ?? knob.min ?? (knob.gt ?? 0) + 1);
 }
 
 /** The other knobs a campaign that sets `knob` needs for the schema to accept it: the registry's needs and the schema's own. */
@@ -80,16 +104,29 @@ function rangeCases(knob: TrainKnob): { inside: number[]; outside: number[] } {
   const step = knob.type === "int" ? 1 : 0.001;
   const inside: number[] = [];
   const outside: number[] = [];
-  if (knob.min !== undefined) { inside.push(knob.min); outside.push(knob.min - step); }
-  if (knob.gt !== undefined) { inside.push(knob.gt + step); outside.push(knob.gt); }
-  if (knob.max !== undefined) { inside.push(knob.max); outside.push(knob.max + step); }
-  if (knob.lt !== undefined) { inside.push(knob.lt - step); outside.push(knob.lt); }
+  if (knob.min !== undefined) {
+    inside.push(knob.min);
+    outside.push(knob.min - step);
+  }
+  if (knob.gt !== undefined) {
+    inside.push(knob.gt + step);
+    outside.push(knob.gt);
+  }
+  if (knob.max !== undefined) {
+    inside.push(knob.max);
+    outside.push(knob.max + step);
+  }
+  if (knob.lt !== undefined) {
+    inside.push(knob.lt - step);
+    outside.push(knob.lt);
+  }
   if (knob.type === "int") outside.push((knob.min ?? knob.max ?? 0) + 0.5);
   return { inside, outside };
 }
 
 function acceptedValues(knob: TrainKnob): Value[] {
-  const values: Value[] = knob.type === "enum" ? [...knob.choices!] : knob.type === "switch" ? [true, false] : rangeCases(knob).inside;
+  const values: Value[] =
+    knob.type === "enum" ? [...knob.choices!] : knob.type === "switch" ? [true, false] : rangeCases(knob).inside;
   return knob.default === null ? values : [...values, knob.default];
 }
 
@@ -125,26 +162,36 @@ describe("the registry's names", () => {
       const entry = registry.models[model] as { readonly planning?: unknown };
       expect(() => planningFigures(model, entry.planning), model).not.toThrow();
     }
-    expect(() => planningOf("gpt-nano")).toThrow("registry.json has no planning figures for gpt-nano: only image models have them");
+    expect(() => planningOf("gpt-nano")).toThrow(
+      "registry.json has no planning figures for gpt-nano: only image models have them",
+    );
   });
 
   it("refuses an image model's planning without a figure or its source, naming each", () => {
     const complete = {
-      cpuImagesPerSecond: { value: 190, source: "measured" }, t4Fp32ImagesPerSecond: { value: 4000, source: "a guess" },
+      cpuImagesPerSecond: { value: 190, source: "measured" },
+      t4Fp32ImagesPerSecond: { value: 4000, source: "a guess" },
       activationMibPerImage: { fp32: 0.3, amp: 0.2, source: "measured" },
     };
-    expect(planningFigures("small2", complete)).toEqual({ cpuImagesPerSecond: 190, t4Fp32ImagesPerSecond: 4000, activationMibPerImage: { fp32: 0.3, amp: 0.2 } });
+    expect(planningFigures("small2", complete)).toEqual({
+      cpuImagesPerSecond: 190,
+      t4Fp32ImagesPerSecond: 4000,
+      activationMibPerImage: { fp32: 0.3, amp: 0.2 },
+    });
     const { cpuImagesPerSecond: _, ...withoutCpu } = complete;
     expect(() => planningFigures("small2", withoutCpu)).toThrow(
       "registry.json: image model small2 lacks planning.cpuImagesPerSecond.value, planning.cpuImagesPerSecond.source: " +
-      "`ringlab plan` sizes its estimate and GPU memory check with them (each figure a number above 0, beside where it came from)");
+        "`ringlab plan` sizes its estimate and GPU memory check with them (each figure a number above 0, beside where it came from)",
+    );
     const noAmp = { ...complete, activationMibPerImage: { fp32: 0.3, source: "measured" } };
     expect(() => planningFigures("small2", noAmp)).toThrow(/ lacks planning\.activationMibPerImage\.amp: /);
     const zero = { ...complete, cpuImagesPerSecond: { value: 0, source: "measured" } };
     expect(() => planningFigures("small2", zero)).toThrow(/ lacks planning\.cpuImagesPerSecond\.value: /);
     const unsourced = { ...complete, t4Fp32ImagesPerSecond: { value: 4000, source: " " } };
     expect(() => planningFigures("small2", unsourced)).toThrow(/ lacks planning\.t4Fp32ImagesPerSecond\.source: /);
-    expect(() => planningFigures("small2", undefined)).toThrow(/ lacks planning\.cpuImagesPerSecond\.value, .*, planning\.activationMibPerImage\.source: /);
+    expect(() => planningFigures("small2", undefined)).toThrow(
+      / lacks planning\.cpuImagesPerSecond\.value, .*, planning\.activationMibPerImage\.source: /,
+    );
   });
 
   it("names as a strategy's plain steps an integer knob of that strategy", () => {
@@ -157,7 +204,8 @@ describe("the registry's names", () => {
 
   it("names only known knobs in needs and excludes, and gives every knob a flag of its own", () => {
     for (const knob of TRAIN_KNOB_NAMES) {
-      for (const other of [...TRAIN_KNOBS[knob].needs, ...TRAIN_KNOBS[knob].excludes]) expect(TRAIN_KNOB_NAMES).toContain(other);
+      for (const other of [...TRAIN_KNOBS[knob].needs, ...TRAIN_KNOBS[knob].excludes])
+        expect(TRAIN_KNOB_NAMES).toContain(other);
     }
     const flags = TRAIN_KNOB_NAMES.map((knob) => TRAIN_KNOBS[knob].flag);
     expect(new Set(flags).size).toBe(flags.length);
@@ -179,22 +227,33 @@ describe.each(TRAIN_KNOB_NAMES)("train knob %s", (name) => {
 
   it("is refused just outside them, at its own path", () => {
     for (const value of refusedValues(knob)) {
-      expect(problemsOf({ ...context, [name]: value }), `train ${name}: ${value}`)
-        .toEqual(expect.arrayContaining([expect.stringMatching(new RegExp(`^campaign\\.train\\.${name}\\b`))]));
-      expect(problemsOf(context, { [name]: value }), `matrix ${name}: ${value}`)
-        .toEqual(expect.arrayContaining([expect.stringMatching(new RegExp(`^campaign\\.matrix\\.${name}\\b`))]));
+      expect(problemsOf({ ...context, [name]: value }), `train ${name}: ${value}`).toEqual(
+        expect.arrayContaining([expect.stringMatching(new RegExp(`^campaign\\.train\\.${name}\\b`))]),
+      );
+      expect(problemsOf(context, { [name]: value }), `matrix ${name}: ${value}`).toEqual(
+        expect.arrayContaining([expect.stringMatching(new RegExp(`^campaign\\.matrix\\.${name}\\b`))]),
+      );
     }
   });
 
   it.each(knob.needs.map((needed) => [needed]))("is refused without %s, which it needs", (needed) => {
     const without = { ...context, [name]: validValue(knob) };
     delete without[needed];
-    expect(problemsOf(without)).toEqual(expect.arrayContaining([expect.stringMatching(new RegExp(`^campaign\\.train\\.${name}: .*${needed}`))]));
+    expect(problemsOf(without)).toEqual(
+      expect.arrayContaining([expect.stringMatching(new RegExp(`^campaign\\.train\\.${name}: .*${needed}`))]),
+    );
   });
 
   it.each(knob.excludes.map((excluded) => [excluded]))("is refused with %s, which it excludes", (excluded) => {
-    const both = { ...contextOf(excluded), ...context, [excluded]: validValue(TRAIN_KNOBS[excluded]), [name]: validValue(knob) };
-    expect(problemsOf(both)).toEqual(expect.arrayContaining([expect.stringMatching(new RegExp(`(${name}.*${excluded})|(${excluded}.*${name})`))]));
+    const both = {
+      ...contextOf(excluded),
+      ...context,
+      [excluded]: validValue(TRAIN_KNOBS[excluded]),
+      [name]: validValue(knob),
+    };
+    expect(problemsOf(both)).toEqual(
+      expect.arrayContaining([expect.stringMatching(new RegExp(`(${name}.*${excluded})|(${excluded}.*${name})`))]),
+    );
   });
 
   it("reaches the worker as the registry's flag", () => {

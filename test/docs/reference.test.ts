@@ -45,7 +45,9 @@ describe("the campaign file's JSON Schema against ringlab's loader", () => {
     validate = ajv.compile(schema);
   });
 
-  for (const name of readdirSync("campaigns").filter((file) => file.endsWith(".yaml")).sort()) {
+  for (const name of readdirSync("campaigns")
+    .filter((file) => file.endsWith(".yaml"))
+    .sort()) {
     it(`campaigns/${name} is valid, and names the schema on its first line for editors`, () => {
       const text = readFileSync(`campaigns/${name}`, "utf8");
       const valid = validate(loadYaml(text));
@@ -63,10 +65,18 @@ campaign:
   const BROKEN = [
     { what: "an unknown field", text: VALID.replace("iters: 3", "itres: 3"), path: "campaign.probe.itres" },
     { what: "a wrong choice", text: VALID.replace("launcher: ansible", "launcher: pbs"), path: "campaign.launcher" },
-    { what: "a wrong choice in a list", text: VALID.replace("model: tiny", "model: [tiny, resnet5]"), path: "campaign.matrix.model.1" },
+    {
+      what: "a wrong choice in a list",
+      text: VALID.replace("model: tiny", "model: [tiny, resnet5]"),
+      path: "campaign.matrix.model.1",
+    },
     { what: "a number out of range", text: VALID.replace("iters: 3", "iters: 0"), path: "campaign.probe.iters" },
     { what: "a missing field", text: VALID.replace("batchSize: 32, ", ""), path: "campaign.matrix.batchSize" },
-    { what: "an unknown field of a target's section", text: VALID.replace("nodes: 2}", "nodes: 2, subnett: 10.1.0.0/24}"), path: "testbed.subnett" },
+    {
+      what: "an unknown field of a target's section",
+      text: VALID.replace("nodes: 2}", "nodes: 2, subnett: 10.1.0.0/24}"),
+      path: "testbed.subnett",
+    },
   ];
 
   it("the campaign the broken ones start from is valid to both", () => {
@@ -86,8 +96,12 @@ campaign:
 
 /** ajv's error as a dotted field path, the loader's way: a missing or unknown key at the key itself. */
 function errorPath(error: ErrorObject): string {
-  const key = error.keyword === "additionalProperties" ? (error.params as { additionalProperty: string }).additionalProperty
-    : error.keyword === "required" ? (error.params as { missingProperty: string }).missingProperty : undefined;
+  const key =
+    error.keyword === "additionalProperties"
+      ? (error.params as { additionalProperty: string }).additionalProperty
+      : error.keyword === "required"
+        ? (error.params as { missingProperty: string }).missingProperty
+        : undefined;
   const steps = error.instancePath.split("/").slice(1);
   return [...steps, ...(key === undefined ? [] : [key])].join(".");
 }

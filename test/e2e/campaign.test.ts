@@ -18,10 +18,14 @@ const args = ["campaign", "campaigns/local-smoke.yaml", "--results", results];
 function records(): Map<string, { status: string; startedAt: string }> {
   const runs = join(results, "runs");
   if (!existsSync(runs)) return new Map();
-  return new Map(readdirSync(runs).filter((f) => f.endsWith(".json") && !f.startsWith(".")).map((file) => {
-    const record = JSON.parse(readFileSync(join(runs, file), "utf8"));
-    return [record.runId, { status: record.status, startedAt: record.startedAt }];
-  }));
+  return new Map(
+    readdirSync(runs)
+      .filter((f) => f.endsWith(".json") && !f.startsWith("."))
+      .map((file) => {
+        const record = JSON.parse(readFileSync(join(runs, file), "utf8"));
+        return [record.runId, { status: record.status, startedAt: record.startedAt }];
+      }),
+  );
 }
 
 async function waitForRecords(count: number, child: { output: () => string }): Promise<void> {
@@ -68,7 +72,9 @@ describe("a campaign on the local testbed", { timeout: 25 * 60_000 }, () => {
     expect(run.stderr).toMatch(/testbed smoke already exists with 3 nodes: reusing it/);
     // Configured by the killed invocation from the same playbooks and image: not converged again, but the workers
     // the kill left behind are removed.
-    expect(run.stderr).toMatch(/testbed smoke: configured at \S+ from the same playbooks, inventory and worker image; not configuring again/);
+    expect(run.stderr).toMatch(
+      /testbed smoke: configured at \S+ from the same playbooks, inventory and worker image; not configuring again/,
+    );
     expect(run.stderr).toMatch(/remove workers an interrupted run left/);
     expect(run.stderr).toMatch(/testbed: torn down/);
 
@@ -82,7 +88,9 @@ describe("a campaign on the local testbed", { timeout: 25 * 60_000 }, () => {
     const jsonl = readFileSync(join(results, "runs.jsonl"), "utf8").trim().split("\n");
     expect(jsonl).toHaveLength(10);
     expect(readFileSync(join(results, "summary.csv"), "utf8").trim().split("\n")).toHaveLength(11);
-    expect(readFileSync(join(results, "campaign.yaml"), "utf8")).toBe(readFileSync("campaigns/local-smoke.yaml", "utf8"));
+    expect(readFileSync(join(results, "campaign.yaml"), "utf8")).toBe(
+      readFileSync("campaigns/local-smoke.yaml", "utf8"),
+    );
     const html = readFileSync(join(results, "report.html"), "utf8");
     // Throughput, efficiency, bus bandwidth, and the probe's fitted model against the training measurements.
     expect(html.match(/<svg/g)?.length).toBe(4);

@@ -30,8 +30,16 @@ export function writeFile(dir: string, name: string, text: string): string {
  * Runs `ringlab --state-dir <stateDir> ...args` to completion. Asynchronous: a blocked event loop would
  * starve the test runner's own messages during minutes-long commands.
  */
-export function ringlab(stateDir: string, args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
-  const child = spawn(process.execPath, [BIN, "--state-dir", stateDir, ...args], { cwd: REPO, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+export function ringlab(
+  stateDir: string,
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<CliResult> {
+  const child = spawn(process.execPath, [BIN, "--state-dir", stateDir, ...args], {
+    cwd: REPO,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk) => (stdout += chunk));
@@ -43,8 +51,17 @@ export function ringlab(stateDir: string, args: readonly string[], env: Record<s
  * Runs a script of the repository with bash to completion, its stdout and stderr as one text. One that runs past
  * `timeoutMs` is stopped (SIGTERM to its process group: the script's own trap cleans up) and ends with code null.
  */
-export function runScript(script: string, env: Record<string, string> = {}, timeoutMs = 12 * 60_000): Promise<{ code: number | null; output: string }> {
-  const child = spawn("bash", [join(REPO, script)], { cwd: REPO, env: { ...process.env, ...env }, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+export function runScript(
+  script: string,
+  env: Record<string, string> = {},
+  timeoutMs = 12 * 60_000,
+): Promise<{ code: number | null; output: string }> {
+  const child = spawn("bash", [join(REPO, script)], {
+    cwd: REPO,
+    env: { ...process.env, ...env },
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   child.stdout.on("data", (chunk) => (output += chunk));
   child.stderr.on("data", (chunk) => (output += chunk));
@@ -52,15 +69,21 @@ export function runScript(script: string, env: Record<string, string> = {}, time
     output += `\n(runScript: ${script} still running after ${timeoutMs / 1000} s: stopped)\n`;
     process.kill(-child.pid!, "SIGTERM");
   }, timeoutMs);
-  return new Promise((done) => child.once("close", (code) => {
-    clearTimeout(timer);
-    done({ code, output });
-  }));
+  return new Promise((done) =>
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      done({ code, output });
+    }),
+  );
 }
 
 /** Starts `ringlab` in its own process group, so a test can kill it as a terminal or machine would. */
 export function startRingLab(stateDir: string, args: readonly string[]): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, [BIN, "--state-dir", stateDir, ...args], { cwd: REPO, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [BIN, "--state-dir", stateDir, ...args], {
+    cwd: REPO,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   child.stdout!.on("data", (chunk) => (output += chunk));
   child.stderr!.on("data", (chunk) => (output += chunk));
@@ -75,11 +98,14 @@ export function exited(child: ChildProcess): Promise<{ code: number | null; sign
 export function labeled(kind: "container" | "network" | "volume", testbed: string): string[] {
   const args = kind === "container" ? ["ps", "-aq"] : [kind, "ls", "-q"];
   return execFileSync("docker", [...args, "--filter", `label=ringlab.testbed=${testbed}`], { encoding: "utf8" })
-    .split("\n").filter((line) => line.trim() !== "");
+    .split("\n")
+    .filter((line) => line.trim() !== "");
 }
 
 export function everythingLabeled(testbed: string): string[] {
-  return (["container", "network", "volume"] as const).flatMap((kind) => labeled(kind, testbed).map((id) => `${kind} ${id}`));
+  return (["container", "network", "volume"] as const).flatMap((kind) =>
+    labeled(kind, testbed).map((id) => `${kind} ${id}`),
+  );
 }
 
 /**
@@ -87,16 +113,27 @@ export function everythingLabeled(testbed: string): string[] {
  * killed run left): Docker refuses a second network on an address range in use ("Pool overlaps").
  */
 export function freeSubnet(): string {
-  const used = docker(["network", "ls", "-q"]).split("\n").filter(Boolean).flatMap((id) =>
-    docker(["network", "inspect", "--format", "{{range .IPAM.Config}}{{.Subnet}} {{end}}", id]).trim().split(/\s+/).filter(Boolean));
-  const overlaps = (second: number) => used.some((cidr) => {
-    const [a, b] = cidr.split(/[./]/).map(Number);
-    const prefix = Number(cidr.split("/")[1]);
-    // A /8 or /12 (Docker's defaults are 172.17-31.x.x/16) covers 10.x only when it starts at 10.
-    return a === 10 && (prefix <= 8 || b === second);
-  });
+  const used = docker(["network", "ls", "-q"])
+    .split("\n")
+    .filter(Boolean)
+    .flatMap((id) =>
+      docker(["network", "inspect", "--format", "{{range .IPAM.Config}}{{.Subnet}} {{end}}", id])
+        .trim()
+        .split(/\s+/)
+        .filter(Boolean),
+    );
+  const overlaps = (second: number) =>
+    used.some((cidr) => {
+      const [a, b] = cidr.split(/[./]/).map(Number);
+      const prefix = Number(cidr.split("/")[1]);
+      // A /8 or /12 (Docker's defaults are 172.17-31.x.x/16) covers 10.x only when it starts at 10.
+      return a === 10 && (prefix <= 8 || b === second);
+    });
   const second = [79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89].find((candidate) => !overlaps(candidate));
-  if (second === undefined) throw new Error("no free 10.79-89.0.0/24 for the test testbed: remove the Docker networks left on them (docker network ls)");
+  if (second === undefined)
+    throw new Error(
+      "no free 10.79-89.0.0/24 for the test testbed: remove the Docker networks left on them (docker network ls)",
+    );
   return `10.${second}.0.0/24`;
 }
 
@@ -106,7 +143,10 @@ export function docker(args: readonly string[]): string {
 
 /** The records a campaign wrote to <resultsDir>/runs.jsonl, in order. */
 export function runsJsonl(resultsDir: string): any[] {
-  return readFileSync(join(resultsDir, "runs.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line));
+  return readFileSync(join(resultsDir, "runs.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line));
 }
 
 export function sleep(ms: number): Promise<void> {
@@ -114,10 +154,29 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Runs `args` in a throw-away node-image container on the host's network namespace (NET_ADMIN for iptables). */
-function onHostNetwork(args: readonly string[], options: { user?: string; entrypoint: string }): { code: number; output: string } {
-  const result = spawnSync("docker", ["run", "--rm", "--pull", "never", "--network", "host", "--cap-add", "NET_ADMIN",
-    ...(options.user === undefined ? [] : ["--user", options.user]), "--entrypoint", options.entrypoint, NODE_IMAGE, ...args],
-  { encoding: "utf8", timeout: 30_000 });
+function onHostNetwork(
+  args: readonly string[],
+  options: { user?: string; entrypoint: string },
+): { code: number; output: string } {
+  const result = spawnSync(
+    "docker",
+    [
+      "run",
+      "--rm",
+      "--pull",
+      "never",
+      "--network",
+      "host",
+      "--cap-add",
+      "NET_ADMIN",
+      ...(options.user === undefined ? [] : ["--user", options.user]),
+      "--entrypoint",
+      options.entrypoint,
+      NODE_IMAGE,
+      ...args,
+    ],
+    { encoding: "utf8", timeout: 30_000 },
+  );
   return { code: result.status ?? -1, output: `${result.stdout}${result.stderr}` };
 }
 
@@ -127,7 +186,10 @@ function onHostNetwork(args: readonly string[], options: { user?: string; entryp
  * kernel: its socket belongs to `uid`, as another user's would.
  */
 export function connectsAs(uid: number, address: string, port: number): boolean {
-  return onHostNetwork(["-c", `exec 3<>/dev/tcp/${address}/${port}`], { user: `${uid}:${uid}`, entrypoint: "bash" }).code === 0;
+  return (
+    onHostNetwork(["-c", `exec 3<>/dev/tcp/${address}/${port}`], { user: `${uid}:${uid}`, entrypoint: "bash" }).code ===
+    0
+  );
 }
 
 /** The host's iptables rules of a testbed: its chain, the chain's rules and OUTPUT's jump to it. */

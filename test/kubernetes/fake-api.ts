@@ -43,7 +43,11 @@ export interface PodState {
  * as an old cluster says it (Failed or Complete); `jobController` makes a current cluster's sequence of it.
  */
 export type Scenario = (look: number, job: Json) => ScenarioLook;
-export interface ScenarioLook { readonly conditions?: readonly Json[]; readonly pods: readonly PodState[]; readonly failedCreate?: readonly string[] }
+export interface ScenarioLook {
+  readonly conditions?: readonly Json[];
+  readonly pods: readonly PodState[];
+  readonly failedCreate?: readonly string[];
+}
 
 /**
  * How the Job controller says that a Job ended.
@@ -71,7 +75,11 @@ export interface FakeClusterOptions {
   readonly hang?: boolean;
   /** Objects already in the namespace (another testbed's, a killed run's), by kind; `logs`: an existing pod's logs by container. */
   readonly existing?: {
-    readonly jobs?: readonly Json[]; readonly services?: readonly Json[]; readonly pods?: readonly Json[]; readonly networkPolicies?: readonly Json[]; readonly secrets?: readonly Json[];
+    readonly jobs?: readonly Json[];
+    readonly services?: readonly Json[];
+    readonly pods?: readonly Json[];
+    readonly networkPolicies?: readonly Json[];
+    readonly secrets?: readonly Json[];
     readonly logs?: Readonly<Record<string, Readonly<Record<string, string>>>>;
   };
   /** How the Job controller says a Job ended. @default "current" */
@@ -98,7 +106,15 @@ export interface FakeCluster {
 }
 
 export const completesAtThirdLook: Scenario = (look, job) => {
-  const pods = Array.from({ length: job.spec.completions }, (): PodState => look === 0 ? { phase: "Pending" } : look === 1 ? { phase: "Running" } : { phase: "Succeeded", worker: { terminated: { exitCode: 0, reason: "Completed" } }, log: "ok\n" });
+  const pods = Array.from(
+    { length: job.spec.completions },
+    (): PodState =>
+      look === 0
+        ? { phase: "Pending" }
+        : look === 1
+          ? { phase: "Running" }
+          : { phase: "Succeeded", worker: { terminated: { exitCode: 0, reason: "Completed" } }, log: "ok\n" },
+  );
   return look < 2 ? { pods } : { conditions: [{ type: "Complete", status: "True" }], pods };
 };
 
@@ -109,12 +125,22 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
   const unexpected: string[] = [];
   const created: Json[] = [];
   const jobs = new Map<string, Json>((options.existing?.jobs ?? []).map((job) => [job.metadata.name, job]));
-  const services = new Map<string, Json>((options.existing?.services ?? []).map((service) => [service.metadata.name, service]));
+  const services = new Map<string, Json>(
+    (options.existing?.services ?? []).map((service) => [service.metadata.name, service]),
+  );
   const pods = new Map<string, Json>((options.existing?.pods ?? []).map((pod) => [pod.metadata.name, pod]));
-  const networkPolicies = new Map<string, Json>((options.existing?.networkPolicies ?? []).map((policy) => [policy.metadata.name, policy]));
-  const secrets = new Map<string, Json>((options.existing?.secrets ?? []).map((secret) => [secret.metadata.name, secret]));
+  const networkPolicies = new Map<string, Json>(
+    (options.existing?.networkPolicies ?? []).map((policy) => [policy.metadata.name, policy]),
+  );
+  const secrets = new Map<string, Json>(
+    (options.existing?.secrets ?? []).map((secret) => [secret.metadata.name, secret]),
+  );
   /** Logs by pod and container. */
-  const logs = new Map<string, string>(Object.entries(options.existing?.logs ?? {}).flatMap(([pod, byContainer]) => Object.entries(byContainer).map(([container, text]) => [`${pod}/${container}`, text] as const)));
+  const logs = new Map<string, string>(
+    Object.entries(options.existing?.logs ?? {}).flatMap(([pod, byContainer]) =>
+      Object.entries(byContainer).map(([container, text]) => [`${pod}/${container}`, text] as const),
+    ),
+  );
   const looks = new Map<string, number>();
   const jobController = options.jobController ?? "current";
   /** Per Job (by uid), on a current cluster: the interim condition once sent, and the scenario's look that ended it, held for the next look. */
@@ -125,16 +151,33 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
   const terminating = new Map<string, number>();
   const seen = new Map<string, number>();
 
-  const status = (code: number, reason: string, message: string) => ({ kind: "Status", apiVersion: "v1", metadata: {}, status: code < 400 ? "Success" : "Failure", message, reason, code });
-  const matches = (object: Json, labelSelector: string | null) => (labelSelector ?? "").split(",").filter((term) => term !== "").every((term) => {
-    const [key, value] = term.split("=");
-    return object.metadata?.labels?.[key!] === value;
+  const status = (code: number, reason: string, message: string) => ({
+    kind: "Status",
+    apiVersion: "v1",
+    metadata: {},
+    status: code < 400 ? "Success" : "Failure",
+    message,
+    reason,
+    code,
   });
+  const matches = (object: Json, labelSelector: string | null) =>
+    (labelSelector ?? "")
+      .split(",")
+      .filter((term) => term !== "")
+      .every((term) => {
+        const [key, value] = term.split("=");
+        return object.metadata?.labels?.[key!] === value;
+      });
   // The API server lists in key order, that is by name within a namespace: etcd's range reads are, and so are lists
   // from its watch cache (k8s.io/apiserver pkg/storage/cacher, sortableStoreElements). Not in the order of creation.
-  const byName = (a: Json, b: Json) => (a.metadata?.name < b.metadata?.name ? -1 : a.metadata?.name > b.metadata?.name ? 1 : 0);
-  const list = (kind: string, apiVersion: string, objects: Iterable<Json>, labelSelector: string | null) =>
-    ({ kind, apiVersion, metadata: { resourceVersion: "1" }, items: [...objects].filter((object) => matches(object, labelSelector)).sort(byName) });
+  const byName = (a: Json, b: Json) =>
+    a.metadata?.name < b.metadata?.name ? -1 : a.metadata?.name > b.metadata?.name ? 1 : 0;
+  const list = (kind: string, apiVersion: string, objects: Iterable<Json>, labelSelector: string | null) => ({
+    kind,
+    apiVersion,
+    metadata: { resourceVersion: "1" },
+    items: [...objects].filter((object) => matches(object, labelSelector)).sort(byName),
+  });
 
   /** The scenario's look as the Job controller says it (see JobController): its conditions, and whether the pods it stopped are still terminating. */
   function asController(uid: string, state: ScenarioLook): { conditions: Json[]; stoppedTerminate: boolean } {
@@ -143,7 +186,10 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
     if (jobController === "before-1.31" || ended === undefined) return { conditions, stoppedTerminate: false };
     const interimType = ended.type === "Failed" ? "FailureTarget" : "SuccessCriteriaMet";
     if (conditions.some((c) => c.type === interimType)) return { conditions, stoppedTerminate: false };
-    const terminal = ended.type === "Complete" ? { reason: "CompletionsReached", message: "Reached expected number of succeeded pods", ...ended } : ended;
+    const terminal =
+      ended.type === "Complete"
+        ? { reason: "CompletionsReached", message: "Reached expected number of succeeded pods", ...ended }
+        : ended;
     const others = conditions.filter((c) => c !== ended);
     if (!interim.has(uid)) {
       interim.set(uid, { ...terminal, type: interimType });
@@ -164,7 +210,17 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
       state = scenario(look, job);
     } else heldBack.delete(uid);
     const { conditions, stoppedTerminate } = asController(uid, state);
-    job.status = { ...(conditions.length === 0 ? {} : { conditions: conditions.map((c) => ({ lastProbeTime: "2026-11-26T00:00:00Z", lastTransitionTime: "2026-11-26T00:00:00Z", ...c })) }) };
+    job.status = {
+      ...(conditions.length === 0
+        ? {}
+        : {
+            conditions: conditions.map((c) => ({
+              lastProbeTime: "2026-11-26T00:00:00Z",
+              lastTransitionTime: "2026-11-26T00:00:00Z",
+              ...c,
+            })),
+          }),
+    };
     failedCreate.set(name, state.failedCreate ?? []);
     const template = job.spec.template.spec;
     const podName = (pod: PodState, place: number) => `${name}-${pod.index ?? place}-x${pod.index ?? place}k`;
@@ -173,33 +229,63 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
     // cluster, a Job's end first shows the pods it stopped still there, terminating.
     for (const [listed, pod] of pods) {
       if (pod.metadata.labels?.["job-name"] !== name || terminating.has(listed)) continue;
-      if (stoppedTerminate && !now.has(listed) && (pod.status.phase === "Pending" || pod.status.phase === "Running")) pod.metadata.deletionTimestamp = "2026-11-26T00:00:30Z";
+      if (stoppedTerminate && !now.has(listed) && (pod.status.phase === "Pending" || pod.status.phase === "Running"))
+        pod.metadata.deletionTimestamp = "2026-11-26T00:00:30Z";
       else pods.delete(listed);
     }
     state.pods.forEach((pod, place) => {
       const index = pod.index ?? place;
       const started = !(pod.phase === "Pending" && pod.worker === undefined && pod.init === undefined);
       const status = (container: Json, containerState: Json | undefined) => ({
-        name: container.name, image: container.image, ready: pod.phase === "Running" && containerState?.running !== undefined, restartCount: 0, ...(containerState === undefined ? {} : { state: containerState }),
+        name: container.name,
+        image: container.image,
+        ready: pod.phase === "Running" && containerState?.running !== undefined,
+        restartCount: 0,
+        ...(containerState === undefined ? {} : { state: containerState }),
       });
       const inits: Json[] = template.initContainers ?? [];
       pods.set(podName(pod, place), {
-        apiVersion: "v1", kind: "Pod",
+        apiVersion: "v1",
+        kind: "Pod",
         metadata: {
-          name: podName(pod, place), namespace: ns,
-          labels: { ...job.spec.template.metadata.labels, "batch.kubernetes.io/job-completion-index": String(index), "job-name": name },
+          name: podName(pod, place),
+          namespace: ns,
+          labels: {
+            ...job.spec.template.metadata.labels,
+            "batch.kubernetes.io/job-completion-index": String(index),
+            "job-name": name,
+          },
           annotations: { "batch.kubernetes.io/job-completion-index": String(index) },
-          ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name, uid: job.metadata.uid, controller: true, blockOwnerDeletion: true }],
+          ownerReferences: [
+            {
+              apiVersion: "batch/v1",
+              kind: "Job",
+              name,
+              uid: job.metadata.uid,
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
         },
         spec: template,
         status: {
-          phase: pod.phase, conditions: [...(pod.conditions ?? [])],
-          ...(inits.length === 0 || !started ? {} : { initContainerStatuses: inits.map((init) => status(init, pod.init ?? { terminated: { exitCode: 0, reason: "Completed" } })) }),
-          containerStatuses: started ? [status(template.containers[0], pod.worker ?? (pod.phase === "Running" ? { running: {} } : undefined))] : [],
+          phase: pod.phase,
+          conditions: [...(pod.conditions ?? [])],
+          ...(inits.length === 0 || !started
+            ? {}
+            : {
+                initContainerStatuses: inits.map((init) =>
+                  status(init, pod.init ?? { terminated: { exitCode: 0, reason: "Completed" } }),
+                ),
+              }),
+          containerStatuses: started
+            ? [status(template.containers[0], pod.worker ?? (pod.phase === "Running" ? { running: {} } : undefined))]
+            : [],
         },
       });
       if (pod.log !== undefined) logs.set(`${podName(pod, place)}/${template.containers[0].name}`, pod.log);
-      if (pod.initLog !== undefined && inits[0] !== undefined) logs.set(`${podName(pod, place)}/${inits[0].name}`, pod.initLog);
+      if (pod.initLog !== undefined && inits[0] !== undefined)
+        logs.set(`${podName(pod, place)}/${inits[0].name}`, pod.initLog);
     });
   }
 
@@ -212,17 +298,32 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
     const name = pod.metadata.name;
     const containers: string[] = (pod.spec?.containers ?? []).map((c: Json) => c.name);
     const inits: string[] = (pod.spec?.initContainers ?? []).map((c: Json) => c.name);
-    if (asked === null && containers.length !== 1) return { code: 400, text: `a container name must be specified for pod ${name}, choose one of: [${[...inits, ...containers].join(" ")}]` };
+    if (asked === null && containers.length !== 1)
+      return {
+        code: 400,
+        text: `a container name must be specified for pod ${name}, choose one of: [${[...inits, ...containers].join(" ")}]`,
+      };
     const container = asked ?? containers[0]!;
-    if (![...containers, ...inits].includes(container)) return { code: 400, text: `container ${container} is not valid for pod ${name}` };
+    if (![...containers, ...inits].includes(container))
+      return { code: 400, text: `container ${container} is not valid for pod ${name}` };
     const text = logs.get(`${name}/${container}`);
     if (text !== undefined) return { code: 200, text };
-    if (pod.status?.conditions?.some((c: Json) => c.type === "PodScheduled" && c.status === "False")) return { code: 200, text: "" };
-    const status = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find((s: Json) => s.name === container);
+    if (pod.status?.conditions?.some((c: Json) => c.type === "PodScheduled" && c.status === "False"))
+      return { code: 200, text: "" };
+    const status = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find(
+      (s: Json) => s.name === container,
+    );
     const state = status?.state ?? {};
     if (state.running !== undefined || state.terminated !== undefined) return { code: 200, text: "" };
-    const reason = state.waiting?.reason ?? (inits.includes(container) || inits.length === 0 ? "ContainerCreating" : "PodInitializing");
-    const why = reason === "ErrImagePull" ? "image can't be pulled" : reason === "ImagePullBackOff" ? "trying and failing to pull image" : reason;
+    const reason =
+      state.waiting?.reason ??
+      (inits.includes(container) || inits.length === 0 ? "ContainerCreating" : "PodInitializing");
+    const why =
+      reason === "ErrImagePull"
+        ? "image can't be pulled"
+        : reason === "ImagePullBackOff"
+          ? "trying and failing to pull image"
+          : reason;
     return { code: 400, text: `container "${container}" in pod "${name}" is waiting to start: ${why}` };
   }
 
@@ -259,8 +360,16 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
       return void response.end(JSON.stringify(status(401, "Unauthorized", "Unauthorized")));
     }
     if (failure !== undefined) {
-      const reasons: Record<number, string> = { 403: "Forbidden", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable" };
-      const message = failure === 403 ? `jobs.batch is forbidden: User "tester" cannot get resource "${path.split("/").at(-2)}" in API group "" in the namespace "${ns}"` : `${reasons[failure] ?? "Error"}`;
+      const reasons: Record<number, string> = {
+        403: "Forbidden",
+        429: "TooManyRequests",
+        500: "InternalError",
+        503: "ServiceUnavailable",
+      };
+      const message =
+        failure === 403
+          ? `jobs.batch is forbidden: User "tester" cannot get resource "${path.split("/").at(-2)}" in API group "" in the namespace "${ns}"`
+          : `${reasons[failure] ?? "Error"}`;
       return send(failure, status(failure, reasons[failure] ?? "Unknown", message));
     }
     const selector = url.searchParams.get("labelSelector");
@@ -270,21 +379,31 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
     let match: RegExpMatchArray | null;
 
     if (/^\/api\/v1\/namespaces\/[^/]+$/.test(path) && method === "GET") {
-      return path === core ? send(200, { kind: "Namespace", apiVersion: "v1", metadata: { name: ns }, status: { phase: "Active" } }) : notFound(`namespaces "${path.split("/").at(-1)}"`);
+      return path === core
+        ? send(200, { kind: "Namespace", apiVersion: "v1", metadata: { name: ns }, status: { phase: "Active" } })
+        : notFound(`namespaces "${path.split("/").at(-1)}"`);
     }
     if ((match = path.match(/^\/api\/v1\/namespaces\/[^/]+\/persistentvolumeclaims\/([^/]+)$/)) && method === "GET") {
       return path.startsWith(core) && (options.claims ?? []).includes(match[1]!)
-        ? send(200, { kind: "PersistentVolumeClaim", apiVersion: "v1", metadata: { name: match[1], namespace: ns }, spec: { accessModes: ["ReadWriteMany"] }, status: { phase: "Bound" } })
+        ? send(200, {
+            kind: "PersistentVolumeClaim",
+            apiVersion: "v1",
+            metadata: { name: match[1], namespace: ns },
+            spec: { accessModes: ["ReadWriteMany"] },
+            status: { phase: "Bound" },
+          })
         : notFound(`persistentvolumeclaims "${match[1]}"`);
     }
     if (path === `${core}/services` && method === "POST") {
       const service = JSON.parse(body);
       created.push(service);
-      if (services.has(service.metadata.name)) return send(409, status(409, "AlreadyExists", `services "${service.metadata.name}" already exists`));
+      if (services.has(service.metadata.name))
+        return send(409, status(409, "AlreadyExists", `services "${service.metadata.name}" already exists`));
       services.set(service.metadata.name, service);
       return send(201, service);
     }
-    if (path === `${core}/services` && method === "GET") return send(200, list("ServiceList", "v1", services.values(), selector));
+    if (path === `${core}/services` && method === "GET")
+      return send(200, list("ServiceList", "v1", services.values(), selector));
     if ((match = path.match(new RegExp(`^${core}/services/([^/]+)$`))) && method === "DELETE") {
       const service = services.get(match[1]!);
       if (service === undefined) return notFound(`services "${match[1]}"`);
@@ -293,24 +412,58 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
     }
     // NetworkPolicies and Secrets: created, listed by label, deleted by name, as Services are.
     for (const [collection, kind, apiVersion, objects, stored] of [
-      [`${networking}/networkpolicies`, "NetworkPolicy", "networking.k8s.io/v1", networkPolicies, (policy: Json) => ({ ...policy, metadata: { ...policy.metadata, uid: randomUUID() } })],
+      [
+        `${networking}/networkpolicies`,
+        "NetworkPolicy",
+        "networking.k8s.io/v1",
+        networkPolicies,
+        (policy: Json) => ({ ...policy, metadata: { ...policy.metadata, uid: randomUUID() } }),
+      ],
       // The API server keeps stringData as data (base64), and gives back no stringData.
-      [`${core}/secrets`, "Secret", "v1", secrets, ({ stringData, ...secret }: Json) => ({
-        ...secret, metadata: { ...secret.metadata, uid: randomUUID() },
-        data: { ...secret.data, ...Object.fromEntries(Object.entries(stringData ?? {}).map(([key, value]) => [key, Buffer.from(String(value)).toString("base64")])) },
-      })],
+      [
+        `${core}/secrets`,
+        "Secret",
+        "v1",
+        secrets,
+        ({ stringData, ...secret }: Json) => ({
+          ...secret,
+          metadata: { ...secret.metadata, uid: randomUUID() },
+          data: {
+            ...secret.data,
+            ...Object.fromEntries(
+              Object.entries(stringData ?? {}).map(([key, value]) => [
+                key,
+                Buffer.from(String(value)).toString("base64"),
+              ]),
+            ),
+          },
+        }),
+      ],
     ] as const) {
       // As the API names them in its messages: networkpolicies.networking.k8s.io "x", secrets "x".
-      const resource = apiVersion === "v1" ? collection.split("/").at(-1)! : `${collection.split("/").at(-1)}.${apiVersion.split("/")[0]}`;
+      const resource =
+        apiVersion === "v1"
+          ? collection.split("/").at(-1)!
+          : `${collection.split("/").at(-1)}.${apiVersion.split("/")[0]}`;
       if (path === collection && method === "POST") {
         const object = JSON.parse(body);
         created.push(object);
-        if (object.kind !== kind || object.apiVersion !== apiVersion) return send(400, status(400, "BadRequest", `the object is a ${object.apiVersion}/${object.kind}, not a ${apiVersion}/${kind}`));
-        if (objects.has(object.metadata.name)) return send(409, status(409, "AlreadyExists", `${resource} "${object.metadata.name}" already exists`));
+        if (object.kind !== kind || object.apiVersion !== apiVersion)
+          return send(
+            400,
+            status(
+              400,
+              "BadRequest",
+              `the object is a ${object.apiVersion}/${object.kind}, not a ${apiVersion}/${kind}`,
+            ),
+          );
+        if (objects.has(object.metadata.name))
+          return send(409, status(409, "AlreadyExists", `${resource} "${object.metadata.name}" already exists`));
         objects.set(object.metadata.name, stored(object));
         return send(201, objects.get(object.metadata.name));
       }
-      if (path === collection && method === "GET") return send(200, list(`${kind}List`, apiVersion, objects.values(), selector));
+      if (path === collection && method === "GET")
+        return send(200, list(`${kind}List`, apiVersion, objects.values(), selector));
       if ((match = path.match(new RegExp(`^${collection}/([^/]+)$`))) && method === "DELETE") {
         const object = objects.get(match[1]!);
         if (object === undefined) return notFound(`${resource} "${match[1]}"`);
@@ -321,17 +474,20 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
     if (path === `${batch}/jobs` && method === "POST") {
       const job = JSON.parse(body);
       created.push(job);
-      if (jobs.has(job.metadata.name)) return send(409, status(409, "AlreadyExists", `jobs.batch "${job.metadata.name}" already exists`));
+      if (jobs.has(job.metadata.name))
+        return send(409, status(409, "AlreadyExists", `jobs.batch "${job.metadata.name}" already exists`));
       jobs.set(job.metadata.name, { ...job, metadata: { ...job.metadata, uid: randomUUID() }, status: {} });
       return send(201, jobs.get(job.metadata.name));
     }
-    if (path === `${batch}/jobs` && method === "GET") return send(200, list("JobList", "batch/v1", jobs.values(), selector));
+    if (path === `${batch}/jobs` && method === "GET")
+      return send(200, list("JobList", "batch/v1", jobs.values(), selector));
     if (path === `${batch}/jobs` && method === "DELETE") {
       const doomed = [...jobs.values()].filter((job) => matches(job, selector));
       for (const job of doomed) {
         jobs.delete(job.metadata.name);
         // Background propagation: the garbage collector deletes the Job's pods, which terminate for a while.
-        if (url.searchParams.get("propagationPolicy") === "Background") for (const [name, pod] of pods) if (pod.metadata.labels?.["job-name"] === job.metadata.name) terminate(name);
+        if (url.searchParams.get("propagationPolicy") === "Background")
+          for (const [name, pod] of pods) if (pod.metadata.labels?.["job-name"] === job.metadata.name) terminate(name);
       }
       return send(200, status(200, "", ""));
     }
@@ -361,8 +517,14 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
       const name = /involvedObject\.name=([^,]+)/.exec(url.searchParams.get("fieldSelector") ?? "")?.[1] ?? "";
       const job = jobs.get(name);
       const items = (failedCreate.get(name) ?? []).map((message, index) => ({
-        apiVersion: "v1", kind: "Event", metadata: { name: `${name}.${index}`, namespace: ns }, type: "Warning", reason: "FailedCreate", message,
-        involvedObject: { apiVersion: "batch/v1", kind: "Job", name, namespace: ns, uid: job?.metadata.uid }, source: { component: "job-controller" },
+        apiVersion: "v1",
+        kind: "Event",
+        metadata: { name: `${name}.${index}`, namespace: ns },
+        type: "Warning",
+        reason: "FailedCreate",
+        message,
+        involvedObject: { apiVersion: "batch/v1", kind: "Job", name, namespace: ns, uid: job?.metadata.uid },
+        source: { component: "job-controller" },
       }));
       return send(200, { kind: "EventList", apiVersion: "v1", metadata: {}, items });
     }
@@ -392,17 +554,27 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
   const url = `https://127.0.0.1:${port}`;
   const dir = mkdtempSync(join(tmpdir(), "ringlab-kubeconfig-"));
   return {
-    url, requests, unexpected, created,
-    left: () => ({ jobs: [...jobs.keys()], services: [...services.keys()], networkPolicies: [...networkPolicies.keys()], secrets: [...secrets.keys()], pods: [...pods.keys()] }),
+    url,
+    requests,
+    unexpected,
+    created,
+    left: () => ({
+      jobs: [...jobs.keys()],
+      services: [...services.keys()],
+      networkPolicies: [...networkPolicies.keys()],
+      secrets: [...secrets.keys()],
+      pods: [...pods.keys()],
+    }),
     kubeconfig(context = "fake", namespace = ns) {
       const file = join(dir, `${context.replace(/[^a-z0-9-]/gi, "_")}.yaml`);
       writeFileSync(file, kubeconfigText(url, context, namespace, tls.cert));
       return file;
     },
-    close: () => new Promise<void>((done) => {
-      server.closeAllConnections();
-      server.close(() => done());
-    }),
+    close: () =>
+      new Promise<void>((done) => {
+        server.closeAllConnections();
+        server.close(() => done());
+      }),
   };
 }
 
@@ -412,8 +584,29 @@ let generated: { key: string; cert: string } | undefined;
 function certificate(): { key: string; cert: string } {
   if (generated !== undefined) return generated;
   const dir = mkdtempSync(join(tmpdir(), "ringlab-fake-apiserver-"));
-  execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
-    "-subj", "/CN=fake-kube-apiserver", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stdio: "pipe" });
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-days",
+      "2",
+      "-subj",
+      "/CN=fake-kube-apiserver",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+      "-keyout",
+      join(dir, "key.pem"),
+      "-out",
+      join(dir, "cert.pem"),
+    ],
+    { stdio: "pipe" },
+  );
   generated = { key: readFileSync(join(dir, "key.pem"), "utf8"), cert: readFileSync(join(dir, "cert.pem"), "utf8") };
   return generated;
 }
@@ -422,9 +615,18 @@ function certificate(): { key: string; cert: string } {
 export function kubeconfigText(server: string, context: string, namespace: string, caPem: string): string {
   const ca = Buffer.from(caPem).toString("base64");
   return [
-    "apiVersion: v1", "kind: Config", `current-context: ${JSON.stringify(context)}`,
-    "clusters:", `- name: fake`, `  cluster: {server: ${JSON.stringify(server)}, certificate-authority-data: ${ca}}`,
-    "users:", "- name: tester", "  user: {token: test-token}",
-    "contexts:", `- name: ${JSON.stringify(context)}`, `  context: {cluster: fake, user: tester, namespace: ${namespace}}`, "",
+    "apiVersion: v1",
+    "kind: Config",
+    `current-context: ${JSON.stringify(context)}`,
+    "clusters:",
+    `- name: fake`,
+    `  cluster: {server: ${JSON.stringify(server)}, certificate-authority-data: ${ca}}`,
+    "users:",
+    "- name: tester",
+    "  user: {token: test-token}",
+    "contexts:",
+    `- name: ${JSON.stringify(context)}`,
+    `  context: {cluster: fake, user: tester, namespace: ${namespace}}`,
+    "",
   ].join("\n");
 }

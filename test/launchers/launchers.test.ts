@@ -31,7 +31,10 @@ describe("the launcher table (src/launchers/)", () => {
 
   it("cancels through every launcher role's tasks/cancel.yml, and only launchers' (stop-workers.yml includes each)", () => {
     const cancelling = readdirSync(ROLES).filter((role) => existsSync(join(ROLES, role, "tasks", "cancel.yml")));
-    expect(cancelling.every((role) => Object.values(LAUNCHERS).some((launcher) => launcher.role === role)), cancelling.join(", ")).toBe(true);
+    expect(
+      cancelling.every((role) => Object.values(LAUNCHERS).some((launcher) => launcher.role === role)),
+      cancelling.join(", "),
+    ).toBe(true);
     const stop = readFileSync(join(ROLES, "..", "stop-workers.yml"), "utf8");
     const included = [...stop.matchAll(/name: (\S+)\n\s+tasks_from: cancel\.yml/g)].map((match) => match[1]);
     expect(included.sort()).toEqual(cancelling.sort());
@@ -39,14 +42,24 @@ describe("the launcher table (src/launchers/)", () => {
 
   it("hands the runner a Slurm job's script and Slurm's account to keep beside the logs, and explains a job that did not complete", () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-launcher-"));
-    const slurm = { state: "TIMEOUT", description: "ran as Slurm job 7, which ended TIMEOUT", batch_log: "CANCELLED\n" };
+    const slurm = {
+      state: "TIMEOUT",
+      description: "ran as Slurm job 7, which ended TIMEOUT",
+      batch_log: "CANCELLED\n",
+    };
     const read = LAUNCHERS.slurm.readOutcome!({ ranks: [], slurm, job_script: "#!/bin/bash\n" }, dir)!;
     expect(read.files).toEqual({ "job.sbatch": "#!/bin/bash\n", "slurm.out": "CANCELLED\n" });
     // A job script alone is kept too (the job never reached Slurm's queue).
-    expect(LAUNCHERS.slurm.readOutcome!({ ranks: [], job_script: "#!/bin/bash\n" }, dir)).toEqual({ files: { "job.sbatch": "#!/bin/bash\n" } });
-    expect(read.failure!(["n-0"])).toBe(`n-0: the run ran as Slurm job 7, which ended TIMEOUT; Slurm's output: ${dir}/slurm.out`);
+    expect(LAUNCHERS.slurm.readOutcome!({ ranks: [], job_script: "#!/bin/bash\n" }, dir)).toEqual({
+      files: { "job.sbatch": "#!/bin/bash\n" },
+    });
+    expect(read.failure!(["n-0"])).toBe(
+      `n-0: the run ran as Slurm job 7, which ended TIMEOUT; Slurm's output: ${dir}/slurm.out`,
+    );
     expect(read.failure!([])).toBeUndefined();
-    expect(LAUNCHERS.slurm.readOutcome!({ ranks: [] }, mkdtempSync(join(tmpdir(), "ringlab-launcher-")))).toBeUndefined();
+    expect(
+      LAUNCHERS.slurm.readOutcome!({ ranks: [] }, mkdtempSync(join(tmpdir(), "ringlab-launcher-"))),
+    ).toBeUndefined();
     expect(LAUNCHERS.slurm.refuses!(["--fail-node=1"])?.message).toBe("--fail-node runs with --launcher ansible only");
     expect(LAUNCHERS.ansible.refuses).toBeUndefined();
     expect(launchersWithSetup().map((launcher) => launcher.name)).toEqual(["slurm", "mpi"]);
@@ -54,17 +67,33 @@ describe("the launcher table (src/launchers/)", () => {
 
   it("hands the runner mpirun's command, hostfile and output to keep beside the logs, and explains a job mpirun ended in its words", () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-launcher-"));
-    const description = "ran under mpirun, which exited with code 3; rank 1 (n-1) was the first to fail, with exit code 3";
-    const mpi = { exit_code: 3, timed_out: false, description, output: "[1,1]<stdout>:boom\n", hostfile: "10.0.0.10 slots=1\n", job_script: "#!/bin/bash\nexec mpirun\n" };
+    const description =
+      "ran under mpirun, which exited with code 3; rank 1 (n-1) was the first to fail, with exit code 3";
+    const mpi = {
+      exit_code: 3,
+      timed_out: false,
+      description,
+      output: "[1,1]<stdout>:boom\n",
+      hostfile: "10.0.0.10 slots=1\n",
+      job_script: "#!/bin/bash\nexec mpirun\n",
+    };
     const read = LAUNCHERS.mpi.readOutcome!({ ranks: [], mpi }, dir)!;
-    expect(read.files).toEqual({ "mpirun.sh": "#!/bin/bash\nexec mpirun\n", hostfile: "10.0.0.10 slots=1\n", "mpirun.out": "[1,1]<stdout>:boom\n" });
+    expect(read.files).toEqual({
+      "mpirun.sh": "#!/bin/bash\nexec mpirun\n",
+      hostfile: "10.0.0.10 slots=1\n",
+      "mpirun.out": "[1,1]<stdout>:boom\n",
+    });
     // The launcher writes nothing itself: the runner does, never through a link (test/runner/outcome.test.ts).
     expect(readdirSync(dir)).toEqual([]);
     expect(read.failure!(["n-0", "n-1"])).toBe(`n-0, n-1: the run ${description}; mpirun's output: ${dir}/mpirun.out`);
     expect(read.failure!([])).toBeUndefined();
     // Exited 0: a head without a result is the runner's to word, as with every launcher.
-    expect(LAUNCHERS.mpi.readOutcome!({ ranks: [], mpi: { ...mpi, exit_code: 0 } }, dir)!.failure!(["n-0"])).toBeUndefined();
-    expect(LAUNCHERS.mpi.readOutcome!({ ranks: [], mpi: { ...mpi, exit_code: 0, timed_out: true } }, dir)!.failure!(["n-0"])).toMatch(/^n-0: the run /);
+    expect(
+      LAUNCHERS.mpi.readOutcome!({ ranks: [], mpi: { ...mpi, exit_code: 0 } }, dir)!.failure!(["n-0"]),
+    ).toBeUndefined();
+    expect(
+      LAUNCHERS.mpi.readOutcome!({ ranks: [], mpi: { ...mpi, exit_code: 0, timed_out: true } }, dir)!.failure!(["n-0"]),
+    ).toMatch(/^n-0: the run /);
     // Another launcher's outcome is not mpirun's, and mpirun's script is not taken for Slurm's job.sbatch.
     const other = mkdtempSync(join(tmpdir(), "ringlab-launcher-"));
     expect(LAUNCHERS.mpi.readOutcome!({ ranks: [], job_script: "#!/bin/bash\n" }, other)).toBeUndefined();
@@ -78,9 +107,19 @@ describe("the launchers a testbed record says it is configured for", () => {
   const record = (fields: Record<string, unknown>): TestbedRecord => {
     const state = mkdtempSync(join(tmpdir(), "ringlab-state-"));
     mkdirSync(join(state, "testbeds", "lab"), { recursive: true });
-    writeFileSync(join(state, "testbeds", "lab", "testbed.json"), JSON.stringify({
-      schema: "ringlab.testbed/v2", name: "lab", target: "local", inventory: "/i", sharedDir: "/s", nodes: [], createdAt: "2026-01-01T00:00:00Z", ...fields,
-    }));
+    writeFileSync(
+      join(state, "testbeds", "lab", "testbed.json"),
+      JSON.stringify({
+        schema: "ringlab.testbed/v2",
+        name: "lab",
+        target: "local",
+        inventory: "/i",
+        sharedDir: "/s",
+        nodes: [],
+        createdAt: "2026-01-01T00:00:00Z",
+        ...fields,
+      }),
+    );
     return loadRecord(state, "lab")!;
   };
 

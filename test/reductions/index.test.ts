@@ -1,18 +1,29 @@
 import { readdirSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { REDUCTIONS } from "../../src/config/registry.ts";
-import { allReducesPerStep, exchangeShare, isReduction, reductionLowerBoundSeconds, wireBytesPerStep } from "../../src/reductions/index.ts";
+import {
+  allReducesPerStep,
+  exchangeShare,
+  isReduction,
+  reductionLowerBoundSeconds,
+  wireBytesPerStep,
+} from "../../src/reductions/index.ts";
 
 describe("the reduction units", () => {
   it("are one module per reduction of the registry, named after it, and no other", () => {
-    const modules = readdirSync("src/reductions").filter((file) => !["index.ts", "unit.ts"].includes(file)).map((file) => file.replace(/\.ts$/, ""));
+    const modules = readdirSync("src/reductions")
+      .filter((file) => !["index.ts", "unit.ts"].includes(file))
+      .map((file) => file.replace(/\.ts$/, ""));
     expect(modules.sort()).toEqual([...REDUCTIONS].sort());
   });
 
   it("each bound an exchange on two nodes and nothing on one, and say what a step sends or why only a run can", () => {
     for (const reduction of REDUCTIONS) {
       expect(reductionLowerBoundSeconds(reduction, 1e8, { nodes: 1, processesPerNode: 2 }, 1, true), reduction).toBe(0);
-      expect(reductionLowerBoundSeconds(reduction, 1e8, { nodes: 2, processesPerNode: 1 }, 1, true), reduction).toBeGreaterThan(0);
+      expect(
+        reductionLowerBoundSeconds(reduction, 1e8, { nodes: 2, processesPerNode: 1 }, 1, true),
+        reduction,
+      ).toBeGreaterThan(0);
       const wire = wireBytesPerStep(reduction, 1e8, {});
       expect(typeof wire === "number" ? wire > 0 && wire <= 1e8 : wire.missing.length > 0, reduction).toBe(true);
     }

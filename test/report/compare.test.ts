@@ -17,15 +17,26 @@ function afterCampaign() {
     trainRecord({ nodes: 2, bandwidth: "10gbit", repeat: 3, throughput: 312 }),
     trainRecord({ nodes: 4, bandwidth: "1gbit", repeat: 1, throughput: 190, ci95: 8 }),
     failedTrainRecord({ nodes: 4, bandwidth: "10gbit", error: "rendezvous timed out" }),
-    probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[4096, 0.25], [67_108_864, 0.93]] }),
+    probeRecord({
+      nodes: 2,
+      bandwidth: "1gbit",
+      busbw: [
+        [4096, 0.25],
+        [67_108_864, 0.93],
+      ],
+    }),
     trainRecord({ batchSize: 128, nodes: 1, throughput: 90 }),
   ];
 }
 
-const comparison = compareResults({ name: "before", records: scalingCampaign() }, { name: "after", records: afterCampaign() });
+const comparison = compareResults(
+  { name: "before", records: scalingCampaign() },
+  { name: "after", records: afterCampaign() },
+);
 const row = (label: string) => {
   const found = comparison.matched.find((matched) => matched.label === label);
-  if (found === undefined) throw new Error(`no matched configuration ${label}: ${comparison.matched.map((m) => m.label).join("; ")}`);
+  if (found === undefined)
+    throw new Error(`no matched configuration ${label}: ${comparison.matched.map((m) => m.label).join("; ")}`);
   return found;
 };
 
@@ -97,15 +108,29 @@ describe("compareResults", () => {
 
   it("tells placements apart: 2 nodes × 2 processes is not a repeat of 2 nodes × 1", () => {
     const placements = compareResults(
-      { name: "a", records: [trainRecord({ nodes: 2, throughput: 100, ci95: 2 }), trainRecord({ nodes: 2, processesPerNode: 2, throughput: 180, ci95: 2 })] },
+      {
+        name: "a",
+        records: [
+          trainRecord({ nodes: 2, throughput: 100, ci95: 2 }),
+          trainRecord({ nodes: 2, processesPerNode: 2, throughput: 180, ci95: 2 }),
+        ],
+      },
       { name: "b", records: [trainRecord({ nodes: 2, throughput: 101, ci95: 2 })] },
     );
-    expect(placements.matched.map((m) => [m.label, m.a.mean])).toEqual([["train · resnet50 · batch 64 · 2 nodes · 1gbit", 100]]);
+    expect(placements.matched.map((m) => [m.label, m.a.mean])).toEqual([
+      ["train · resnet50 · batch 64 · 2 nodes · 1gbit", 100],
+    ]);
     expect(placements.onlyInA.map((only) => only.label)).toEqual(["train · resnet50 · batch 64 · 2 nodes × 2 · 1gbit"]);
   });
 
   it("summarises each side: campaign, runs and time span", () => {
-    expect(comparison.a).toMatchObject({ name: "before", campaigns: ["scaling-test"], okRuns: 13, runs: 14, cpusPerNode: [] });
+    expect(comparison.a).toMatchObject({
+      name: "before",
+      campaigns: ["scaling-test"],
+      okRuns: 13,
+      runs: 14,
+      cpusPerNode: [],
+    });
     expect(comparison.b).toMatchObject({ name: "after", okRuns: 8, runs: 9 });
   });
 });
@@ -125,25 +150,36 @@ describe("compare never flags a difference inside the combined noise", () => {
       [106, 110, 114].map((throughput, i) => trainRecord({ nodes: 2, repeat: i + 1, throughput })),
     );
     expect(row.ratio!.ratio).toBeCloseTo(110 / 104, 12);
-    expect(row.ratio!.lower).toBeCloseTo((110 / 104) * Math.exp(-Math.hypot(4.303 * 4 / Math.sqrt(3) / 104, 4.303 * 4 / Math.sqrt(3) / 110)), 9);
+    expect(row.ratio!.lower).toBeCloseTo(
+      (110 / 104) * Math.exp(-Math.hypot((4.303 * 4) / Math.sqrt(3) / 104, (4.303 * 4) / Math.sqrt(3) / 110)),
+      9,
+    );
     expect(row.ratio!.lower).toBeLessThan(1);
     expect(row.beyondNoise).toBe(false);
   });
 
   it("one repeat a side: each run's spread over iterations stands in, and 6% inside it is not flagged while 8% beyond it is", () => {
     // h = √((5/100)² + (5/106)²) = 0.0687 > ln 1.06 = 0.0583; with 108: ln 1.08 = 0.0770 > √((5/100)² + (5/108)²) = 0.0681.
-    const inside = compareOne([trainRecord({ nodes: 2, throughput: 100, ci95: 5 })], [trainRecord({ nodes: 2, throughput: 106, ci95: 5 })]);
+    const inside = compareOne(
+      [trainRecord({ nodes: 2, throughput: 100, ci95: 5 })],
+      [trainRecord({ nodes: 2, throughput: 106, ci95: 5 })],
+    );
     expect([inside.a.noise, inside.b.noise]).toEqual(["iterations", "iterations"]);
     expect(inside.ratio!.lower).toBeLessThan(1);
     expect(inside.beyondNoise).toBe(false);
-    const beyond = compareOne([trainRecord({ nodes: 2, throughput: 100, ci95: 5 })], [trainRecord({ nodes: 2, throughput: 108, ci95: 5 })]);
+    const beyond = compareOne(
+      [trainRecord({ nodes: 2, throughput: 100, ci95: 5 })],
+      [trainRecord({ nodes: 2, throughput: 108, ci95: 5 })],
+    );
     expect(beyond.ratio!.lower).toBeGreaterThan(1);
     expect(beyond.beyondNoise).toBe(true);
   });
 
   it("a probe run once, without a spread, is not judged against tight repeats, however far apart: its noise is unknown", () => {
     // A's two repeats agree to 0.1%, so A's interval alone (± 0.7%) would call B's 5.5% a real difference.
-    const tight = [0.9, 0.901].map((busbw, i) => probeRecord({ nodes: 2, bandwidth: "1gbit", repeat: i + 1, busbw: [[67_108_864, busbw]] }));
+    const tight = [0.9, 0.901].map((busbw, i) =>
+      probeRecord({ nodes: 2, bandwidth: "1gbit", repeat: i + 1, busbw: [[67_108_864, busbw]] }),
+    );
     const once = [probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[67_108_864, 0.95]] })];
     const result = compareResults({ name: "a", records: tight }, { name: "b", records: once });
     const [probe] = result.matched;
@@ -152,9 +188,13 @@ describe("compare never flags a difference inside the combined noise", () => {
     expect(probe!.ratio).toBeNull();
     expect(probe!.beyondNoise).toBeNull();
     const markdown = renderComparisonMarkdown(result);
-    expect(markdown).toContain("| 1.055 (no interval) | not judged: no noise estimate on B (one run without a spread) |");
+    expect(markdown).toContain(
+      "| 1.055 (no interval) | not judged: no noise estimate on B (one run without a spread) |",
+    );
     expect(markdown).not.toContain("beyond noise:");
-    expect(renderComparisonHtml(result, new Date())).toContain("1 configurations on both sides, 0 of them differ beyond the noise, 1 not judged (no noise estimate);");
+    expect(renderComparisonHtml(result, new Date())).toContain(
+      "1 configurations on both sides, 0 of them differ beyond the noise, 1 not judged (no noise estimate);",
+    );
   });
 });
 
@@ -164,8 +204,12 @@ describe("the comparison page", () => {
   it("shows both sides, the ratio with its interval and a flag where the difference is beyond the noise", () => {
     expect(html).toContain("<h1>after against before</h1>");
     expect(html).toContain("Page generated 23 Nov 2026, 09:15 UTC");
-    expect(html).toContain("4 configurations on both sides, 1 of them differ beyond the noise, 1 not judged (no noise estimate); 3 only in A, 1 only in B.");
-    const faster = html.split("\n").find((line) => line.includes("<td>train · resnet50 · batch 64 · 2 nodes · 10gbit</td>"))!;
+    expect(html).toContain(
+      "4 configurations on both sides, 1 of them differ beyond the noise, 1 not judged (no noise estimate); 3 only in A, 1 only in B.",
+    );
+    const faster = html
+      .split("\n")
+      .find((line) => line.includes("<td>train · resnet50 · batch 64 · 2 nodes · 10gbit</td>"))!;
     expect(faster).toContain("<td>206.0 ± 14.9 (3 repeats)</td><td>306.0 ± 14.9 (3 repeats)</td><td>1.485 [");
     expect(faster).toContain(`<span class="flag">beyond noise: B higher by 48.5%</span>`);
     expect(html).toContain("<td>200.0 ± 8.0¹ (1 repeat)</td>");

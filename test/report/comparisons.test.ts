@@ -23,23 +23,35 @@ describe("placements: the same workers on fewer or more nodes", () => {
   });
 
   it("measures a step as every worker's batch and predicts compute plus what crosses the links", () => {
-    expect(placement!.entries.map((e) => e.stepSeconds)).toEqual([256 / 250, 256 / 300, 256 / 380].map((v) => expect.closeTo(v, 12)));
+    expect(placement!.entries.map((e) => e.stepSeconds)).toEqual(
+      [256 / 250, 256 / 300, 256 / 380].map((v) => expect.closeTo(v, 12)),
+    );
     // Ring of 4 ranks: 2·3/4 · 0.8 s = 1.2 s for 4 × 1 and 2 × 2; nothing for one node.
-    expect(placement!.entries.map((e) => e.predictedStepSeconds)).toEqual([T_C + 1.2, T_C + 1.2, T_C].map((v) => expect.closeTo(v, 12)));
+    expect(placement!.entries.map((e) => e.predictedStepSeconds)).toEqual(
+      [T_C + 1.2, T_C + 1.2, T_C].map((v) => expect.closeTo(v, 12)),
+    );
     expect(placement!.entries.map((e) => e.predictedFrom)).toEqual(["lower bound", "lower bound", "lower bound"]);
-    expect(ratios(placement!).map((r) => r.predicted)).toEqual([1, 1, T_C / (T_C + 1.2)].map((v) => expect.closeTo(v, 12)));
+    expect(ratios(placement!).map((r) => r.predicted)).toEqual(
+      [1, 1, T_C / (T_C + 1.2)].map((v) => expect.closeTo(v, 12)),
+    );
   });
 
   it("says in one sentence which was fastest, what the model predicted and whether the ratios agree", () => {
-    expect(verdict(placement!)).toBe("1 node × 4 was fastest (380.0 img/s); the model predicted 1 node × 4 fastest too. " +
-      "Step time against 4 nodes × 1: 2 nodes × 2 0.83 measured, 1.00 predicted; 1 node × 4 0.66 measured, 0.35 predicted, " +
-      "not as the model predicted (within 15%: no, largest difference 89%).");
+    expect(verdict(placement!)).toBe(
+      "1 node × 4 was fastest (380.0 img/s); the model predicted 1 node × 4 fastest too. " +
+        "Step time against 4 nodes × 1: 2 nodes × 2 0.83 measured, 1.00 predicted; 1 node × 4 0.66 measured, 0.35 predicted, " +
+        "not as the model predicted (within 15%: no, largest difference 89%).",
+    );
   });
 
   it("leaves other placements out of the charts' node-count series, which hold the baseline's placement", () => {
     const [config] = data.training;
     expect(config!.baseline!.workers).toBe(1);
-    expect(config!.series.map((s) => [s.bandwidth, s.processesPerNode])).toEqual([["1gbit", 1], ["1gbit · 2 per node", 2], ["in one node · 4 per node", 4]]);
+    expect(config!.series.map((s) => [s.bandwidth, s.processesPerNode])).toEqual([
+      ["1gbit", 1],
+      ["1gbit · 2 per node", 2],
+      ["in one node · 4 per node", 4],
+    ]);
     // Ideal: workers × the baseline's per-worker throughput.
     expect(config!.series[1]!.points[0]!.idealThroughput).toBe(400);
     expect(config!.series[1]!.points[0]!.scalingEfficiency).toBeCloseTo(0.75, 12);
@@ -47,10 +59,12 @@ describe("placements: the same workers on fewer or more nodes", () => {
 });
 
 describe("reductions: the same placement, gradients summed another way", () => {
-  const data = reportData(["ring", "parameter-server"].flatMap((reduction) => [
-    trainRecord({ nodes: 1, throughput: 100, knobs: { reduction } }),
-    trainRecord({ nodes: 4, bandwidth: "1gbit", throughput: reduction === "ring" ? 300 : 150, knobs: { reduction } }),
-  ]));
+  const data = reportData(
+    ["ring", "parameter-server"].flatMap((reduction) => [
+      trainRecord({ nodes: 1, throughput: 100, knobs: { reduction } }),
+      trainRecord({ nodes: 4, bandwidth: "1gbit", throughput: reduction === "ring" ? 300 : 150, knobs: { reduction } }),
+    ]),
+  );
   const [comparison] = comparisons(data.training);
 
   it("pairs the points across configurations that differ in the reduction alone, ring first", () => {
@@ -64,11 +78,17 @@ describe("reductions: the same placement, gradients summed another way", () => {
     // Server, egress-shaped: 4 · 0.8 s; ring 1.2 s. Measured ratio 2.0, predicted (0.64 + 3.2) / (0.64 + 1.2) = 2.087.
     expect(ratios(comparison!)[1]!.measured).toBeCloseTo(2, 12);
     expect(ratios(comparison!)[1]!.predicted).toBeCloseTo((T_C + 3.2) / (T_C + 1.2), 12);
-    expect(verdict(comparison!)).toBe("ring was fastest (300.0 img/s); the model predicted ring fastest too. " +
-      "Step time against ring: parameter-server 2.00 measured, 2.09 predicted, as the model predicted (within 15%: yes, largest difference 4%).");
+    expect(verdict(comparison!)).toBe(
+      "ring was fastest (300.0 img/s); the model predicted ring fastest too. " +
+        "Step time against ring: parameter-server 2.00 measured, 2.09 predicted, as the model predicted (within 15%: yes, largest difference 4%).",
+    );
   });
 
   it("finds nothing to compare in a campaign of one reduction and one placement", () => {
-    expect(comparisons(reportData([trainRecord({ nodes: 1, throughput: 100 }), trainRecord({ nodes: 2, throughput: 150 })]).training)).toEqual([]);
+    expect(
+      comparisons(
+        reportData([trainRecord({ nodes: 1, throughput: 100 }), trainRecord({ nodes: 2, throughput: 150 })]).training,
+      ),
+    ).toEqual([]);
   });
 });

@@ -1,6 +1,12 @@
 import type { RunRecord } from "../../src/results/record.ts";
 import { describe, expect, it } from "vitest";
-import { probeLinkLabel, reportData, reportMeta, type ScalingPoint, type TrainingConfig } from "../../src/report/data.ts";
+import {
+  probeLinkLabel,
+  reportData,
+  reportMeta,
+  type ScalingPoint,
+  type TrainingConfig,
+} from "../../src/report/data.ts";
 import { probeRecord, scalingCampaign, trainRecord } from "./fixtures/records.ts";
 import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
 import { libraryComparisons } from "../../src/report/libraries.ts";
@@ -45,17 +51,22 @@ describe("reportData: training series", () => {
     expect(point(resnet50, "10gbit", 2).throughput.coefficientOfVariation).toBeCloseTo(6 / 206, 12);
     // One slow repeat of four drags the mean, not the median: (100, 101, 103, 120) has mean 106, median 102,
     // deviations -6, -5, -3, 14, so sample variance 266 / 3 and a Student-t half-width with 3 degrees of freedom.
-    const skewed = reportData([100, 120, 101, 103].map((throughput, i) => trainRecord({ nodes: 2, repeat: i + 1, throughput })));
+    const skewed = reportData(
+      [100, 120, 101, 103].map((throughput, i) => trainRecord({ nodes: 2, repeat: i + 1, throughput })),
+    );
     const throughput = skewed.training[0]!.series[0]!.points[0]!.throughput;
     expect(throughput.mean).toBe(106);
     expect(throughput.median).toBe(102);
     expect(throughput.coefficientOfVariation).toBeCloseTo(Math.sqrt(266 / 3) / 106, 12);
-    expect(throughput.halfWidth95).toBeCloseTo(3.182 * Math.sqrt(266 / 3) / 2, 9);
+    expect(throughput.halfWidth95).toBeCloseTo((3.182 * Math.sqrt(266 / 3)) / 2, 9);
   });
 
   it("says per point whether its interval came within the campaign's repeatUntil target, and shows it beside n", () => {
     const target = { halfWidth: 0.05, minRepeats: 2, maxRepeats: 4 };
-    const withTarget = (record: RunRecord): RunRecord => ({ ...record, params: { ...record.params, repeatUntil: target } });
+    const withTarget = (record: RunRecord): RunRecord => ({
+      ...record,
+      params: { ...record.params, repeatUntil: target },
+    });
     const records = [
       // Baseline 100 and 100.4: t = 12.706 × 0.2 = 2.5 img/s, within ±5 %.
       ...[100, 100.4].map((throughput, i) => withTarget(trainRecord({ nodes: 1, repeat: i + 1, throughput }))),
@@ -69,13 +80,18 @@ describe("reportData: training series", () => {
     expect(markdown).toContain("| none (baseline) | 1 | 100.2 ± 2.5 | 2 (±5.0%: reached) |");
     expect(markdown).toContain("| 1gbit | 2 | 155.0 ± 20.5 | 4 (±5.0%: not reached) |");
     // Without repeatUntil, n alone.
-    expect(reportData([trainRecord({ nodes: 1, throughput: 100 })]).training[0]!.baseline!.throughput.precisionTarget).toBeUndefined();
+    expect(
+      reportData([trainRecord({ nodes: 1, throughput: 100 })]).training[0]!.baseline!.throughput.precisionTarget,
+    ).toBeUndefined();
   });
 
   it("gives one series per link, slowest first, each with its multi-node points in node order", () => {
     expect(resnet50.series.map((s) => s.bandwidth)).toEqual(["1gbit", "10gbit"]);
     expect(resnet50.series.map((s) => s.linkGbps)).toEqual([1, 10]);
-    expect(resnet50.series.map((s) => s.points.map((p) => p.nodes))).toEqual([[2, 4], [2, 4]]);
+    expect(resnet50.series.map((s) => s.points.map((p) => p.nodes))).toEqual([
+      [2, 4],
+      [2, 4],
+    ]);
   });
 
   it("compares each point with n × the single-node throughput", () => {
@@ -93,7 +109,7 @@ describe("reportData: training series", () => {
     expect(twoNodes.allReduceLowerBoundSeconds).toBeCloseTo(0.8, 12);
     expect(twoNodes.efficiencyCeiling!.noOverlap).toBeCloseTo(COMPUTE_SECONDS / (COMPUTE_SECONDS + 0.8), 12);
     expect(twoNodes.efficiencyCeiling!.perfectOverlap).toBeCloseTo(COMPUTE_SECONDS / 0.8, 12);
-    expect(twoNodes.throughputCeiling!.noOverlap).toBeCloseTo(210 * COMPUTE_SECONDS / (COMPUTE_SECONDS + 0.8), 9);
+    expect(twoNodes.throughputCeiling!.noOverlap).toBeCloseTo((210 * COMPUTE_SECONDS) / (COMPUTE_SECONDS + 0.8), 9);
 
     const fourNodesFast = point(resnet50, "10gbit", 4);
     // 1.5 · 1e8 / 1.25e9
@@ -102,11 +118,18 @@ describe("reportData: training series", () => {
   });
 
   it("has no interval for one repeat but keeps the worker's spread over iterations, and uses Student's t over three", () => {
-    expect(point(resnet50, "1gbit", 4).throughput).toEqual({ mean: 200, halfWidth95: 0, n: 1, median: 200, coefficientOfVariation: null, iterationSpread95: 8 });
+    expect(point(resnet50, "1gbit", 4).throughput).toEqual({
+      mean: 200,
+      halfWidth95: 0,
+      n: 1,
+      median: 200,
+      coefficientOfVariation: null,
+      iterationSpread95: 8,
+    });
     const threeRepeats = point(resnet50, "10gbit", 2).throughput;
     expect(threeRepeats.mean).toBe(206);
     // sd of (200, 206, 212) = 6
-    expect(threeRepeats.halfWidth95).toBeCloseTo(T2 * 6 / Math.sqrt(3), 9);
+    expect(threeRepeats.halfWidth95).toBeCloseTo((T2 * 6) / Math.sqrt(3), 9);
     expect(threeRepeats.n).toBe(3);
   });
 
@@ -120,7 +143,14 @@ describe("reportData: training series", () => {
     const resnet152 = config(data.training, "resnet152 · batch 32");
     expect(resnet152.baseline).toBeNull();
     const twoNodes = point(resnet152, "1gbit", 2);
-    expect(twoNodes.throughput).toEqual({ mean: 40, halfWidth95: 0, n: 1, median: 40, coefficientOfVariation: null, iterationSpread95: 2 });
+    expect(twoNodes.throughput).toEqual({
+      mean: 40,
+      halfWidth95: 0,
+      n: 1,
+      median: 40,
+      coefficientOfVariation: null,
+      iterationSpread95: 2,
+    });
     expect(twoNodes.idealThroughput).toBeNull();
     expect(twoNodes.scalingEfficiency).toBeNull();
     expect(twoNodes.computeSecondsPerStep).toBeNull();
@@ -130,10 +160,21 @@ describe("reportData: training series", () => {
   });
 
   it("names a strategy's knob only on the configurations that set it (not \"powersgdRank=undefined\" on the ring's)", () => {
-    const strategies: Record<string, string | number>[] = [{ reduction: "ring" }, { reduction: "powersgd", powersgdRank: 1 }, { reduction: "powersgd", powersgdRank: 4 }];
+    const strategies: Record<string, string | number>[] = [
+      { reduction: "ring" },
+      { reduction: "powersgd", powersgdRank: 1 },
+      { reduction: "powersgd", powersgdRank: 4 },
+    ];
     const records = strategies.map((knobs) => trainRecord({ nodes: 2, bandwidth: "1gbit", throughput: 150, knobs }));
-    expect(reportData(records).training.map((c) => c.label).sort()).toEqual([
-      "resnet50 · batch 64 · powersgdRank=1 · reduction=powersgd", "resnet50 · batch 64 · powersgdRank=4 · reduction=powersgd", "resnet50 · batch 64 · reduction=ring"]);
+    expect(
+      reportData(records)
+        .training.map((c) => c.label)
+        .sort(),
+    ).toEqual([
+      "resnet50 · batch 64 · powersgdRank=1 · reduction=powersgd",
+      "resnet50 · batch 64 · powersgdRank=4 · reduction=powersgd",
+      "resnet50 · batch 64 · reduction=ring",
+    ]);
   });
 
   it("halves the all-reduce bytes when gradients travel as fp16, and names the knob that tells panels apart", () => {
@@ -142,7 +183,10 @@ describe("reportData: training series", () => {
       trainRecord({ nodes: 2, bandwidth: "1gbit", throughput: 150, knobs: { fp16Allreduce } }),
     ]);
     const { training } = reportData(records);
-    expect(training.map((c) => c.label)).toEqual(["resnet50 · batch 64 · fp16Allreduce=false", "resnet50 · batch 64 · fp16Allreduce=true"]);
+    expect(training.map((c) => c.label)).toEqual([
+      "resnet50 · batch 64 · fp16Allreduce=false",
+      "resnet50 · batch 64 · fp16Allreduce=true",
+    ]);
     expect(point(training[0]!, "1gbit", 2).allReduceLowerBoundSeconds).toBeCloseTo(0.8, 12);
     expect(point(training[1]!, "1gbit", 2).allReduceBytes).toBe(5e7);
     expect(point(training[1]!, "1gbit", 2).allReduceLowerBoundSeconds).toBeCloseTo(0.4, 12);
@@ -186,14 +230,29 @@ describe("reportData: probe, failures, counts", () => {
 
   it("lists every failed run with its error and logs directory, and counts runs", () => {
     expect(data.runCounts).toEqual({ total: 14, ok: 13, failed: 1, doneAgain: 0 });
-    expect(data.failures).toEqual([{
-      runId: "train-resnet50-b64-n4-10gbit-r3", attempts: 1, job: "train", nodes: 4, bandwidth: "10gbit", model: "resnet50", batchSize: 64,
-      error: "rendezvous timed out after 120 s <node3>", logsDir: "logs/train-resnet50-b64-n4-10gbit-r3",
-    }]);
+    expect(data.failures).toEqual([
+      {
+        runId: "train-resnet50-b64-n4-10gbit-r3",
+        attempts: 1,
+        job: "train",
+        nodes: 4,
+        bandwidth: "10gbit",
+        model: "resnet50",
+        batchSize: 64,
+        error: "rendezvous timed out after 120 s <node3>",
+        logsDir: "logs/train-resnet50-b64-n4-10gbit-r3",
+      },
+    ]);
   });
 
   it("is empty, not NaN, without records", () => {
-    expect(reportData([])).toEqual({ runCounts: { total: 0, ok: 0, failed: 0, doneAgain: 0 }, training: [], probes: [], failures: [], realData: [] });
+    expect(reportData([])).toEqual({
+      runCounts: { total: 0, ok: 0, failed: 0, doneAgain: 0 },
+      training: [],
+      probes: [],
+      failures: [],
+      realData: [],
+    });
   });
 });
 
@@ -205,7 +264,7 @@ describe("reportData: the model fitted from the probe", () => {
     expect(fit.samples).toBe(2);
     expect(fit.rSquared).toBeCloseTo(1, 12);
     // At 64 MiB the mean time is mean(8·2^26 / 0.9e9, 8·2^26 / 0.94e9) s on 2 ranks, where t = 2α + S·β.
-    const time64MiB = (8 * 2 ** 26 / 0.9e9 + 8 * 2 ** 26 / 0.94e9) / 2;
+    const time64MiB = ((8 * 2 ** 26) / 0.9e9 + (8 * 2 ** 26) / 0.94e9) / 2;
     expect(2 * fit.alphaSeconds + 2 ** 26 * fit.betaSecondsPerByte).toBeCloseTo(time64MiB, 12);
   });
 
@@ -216,7 +275,10 @@ describe("reportData: the model fitted from the probe", () => {
     const prediction = point.prediction!;
     // 1e8 gradient bytes in 25 MiB buckets: ceil(1e8 / 26 214 400) = 4.
     expect(prediction.buckets).toBe(4);
-    expect(prediction.efficiency.noOverlap).toBeCloseTo(point.computeSecondsPerStep! / (point.computeSecondsPerStep! + prediction.allReduceSeconds), 12);
+    expect(prediction.efficiency.noOverlap).toBeCloseTo(
+      point.computeSecondsPerStep! / (point.computeSecondsPerStep! + prediction.allReduceSeconds),
+      12,
+    );
     expect(prediction.errorPoints.noOverlap).toBeCloseTo(100 * (155 / 210 - prediction.efficiency.noOverlap), 9);
     expect(prediction.throughput.perfectOverlap).toBeCloseTo(210 * prediction.efficiency.perfectOverlap, 9);
     // No probe at 4 nodes or at 10gbit: no prediction rather than one borrowed from another link.
@@ -230,12 +292,29 @@ describe("reportData: reductions", () => {
   const records = ["ring", "parameter-server"].flatMap((reduction) => [
     trainRecord({ nodes: 1, throughput: 100, knobs: { reduction } }),
     trainRecord({ nodes: 4, throughput: reduction === "ring" ? 300 : 150, knobs: { reduction } }),
-    probeRecord({ nodes: 4, bandwidth: "1gbit", reduction: reduction === "ring" ? undefined : reduction, busbw: reduction === "ring" ? [[2 ** 20, 0.5], [2 ** 26, 0.9]] : [[2 ** 20, 0.2], [2 ** 26, 0.3]] }),
+    probeRecord({
+      nodes: 4,
+      bandwidth: "1gbit",
+      reduction: reduction === "ring" ? undefined : reduction,
+      busbw:
+        reduction === "ring"
+          ? [
+              [2 ** 20, 0.5],
+              [2 ** 26, 0.9],
+            ]
+          : [
+              [2 ** 20, 0.2],
+              [2 ** 26, 0.3],
+            ],
+    }),
   ]);
   const data = reportData(records);
 
   it("keeps one probe series per reduction and labels them apart", () => {
-    expect(data.probes.map((probe) => [probe.reduction, probeLinkLabel(probe)])).toEqual([["ring", "1gbit"], ["parameter-server", "1gbit, parameter-server"]]);
+    expect(data.probes.map((probe) => [probe.reduction, probeLinkLabel(probe)])).toEqual([
+      ["ring", "1gbit"],
+      ["parameter-server", "1gbit, parameter-server"],
+    ]);
   });
 
   it("bounds each point with its reduction's model and predicts it from the probe of the same reduction", () => {
@@ -257,26 +336,50 @@ describe("reportData: reductions", () => {
 describe("reportData: strategies that send fewer bytes over the ring's link", () => {
   // 3 nodes at 1 Gbit/s; ring sends the whole 1e8-byte gradient, PowerSGD 2e6 bytes of factors, local SGD 1e8 / 4.
   const records = [
-    ...["ring", "powersgd", "local-sgd"].map((reduction) => trainRecord({ nodes: 1, throughput: 100, knobs: { reduction } })),
+    ...["ring", "powersgd", "local-sgd"].map((reduction) =>
+      trainRecord({ nodes: 1, throughput: 100, knobs: { reduction } }),
+    ),
     trainRecord({ nodes: 3, throughput: 120, knobs: { reduction: "ring" }, wireBytesPerStep: 1e8 }),
     trainRecord({ nodes: 3, throughput: 270, knobs: { reduction: "powersgd" }, wireBytesPerStep: 2e6 }),
     trainRecord({ nodes: 3, throughput: 220, knobs: { reduction: "local-sgd" }, wireBytesPerStep: 2.5e7 }),
-    probeRecord({ nodes: 3, bandwidth: "1gbit", busbw: [[2 ** 20, 0.5], [2 ** 26, 0.9]] }),
+    probeRecord({
+      nodes: 3,
+      bandwidth: "1gbit",
+      busbw: [
+        [2 ** 20, 0.5],
+        [2 ** 26, 0.9],
+      ],
+    }),
   ];
   const data = reportData(records);
-  const at = (reduction: string) => point(config(data.training, `resnet50 · batch 64 · reduction=${reduction}`), "1gbit", 3);
+  const at = (reduction: string) =>
+    point(config(data.training, `resnet50 · batch 64 · reduction=${reduction}`), "1gbit", 3);
 
   it("bounds and predicts each from the ring's probe with the bytes the worker says it sent", () => {
     expect(data.probes.map((probe) => probe.reduction)).toEqual(["ring"]);
-    expect([at("ring").allReduceBytes, at("powersgd").allReduceBytes, at("local-sgd").allReduceBytes]).toEqual([1e8, 2e6, 2.5e7]);
+    expect([at("ring").allReduceBytes, at("powersgd").allReduceBytes, at("local-sgd").allReduceBytes]).toEqual([
+      1e8, 2e6, 2.5e7,
+    ]);
     // The ring's bound on 3 ranks, 2(N-1)/N · S/B, for each strategy's S.
-    expect(at("powersgd").allReduceLowerBoundSeconds).toBeCloseTo((4 / 3) * 2e6 * 8 / 1e9, 12);
+    expect(at("powersgd").allReduceLowerBoundSeconds).toBeCloseTo(((4 / 3) * 2e6 * 8) / 1e9, 12);
     const fit = data.probes[0]!.fit!;
     // Local SGD: one flat all-reduce every 4 steps (the default period); PowerSGD: three per DDP bucket of the whole gradient.
-    expect(at("local-sgd").prediction!.allReduceSeconds).toBeCloseTo(predictTrainingStep(fit, { computeSeconds: COMPUTE_SECONDS, gradientBytes: 2.5e7, ranks: 3, allReduces: 1 / 4 }).allReduceSeconds, 12);
-    expect(at("powersgd").prediction!.allReduceSeconds).toBeCloseTo(predictTrainingStep(fit, { computeSeconds: COMPUTE_SECONDS, gradientBytes: 2e6, ranks: 3, allReduces: 3 * 4 }).allReduceSeconds, 12);
-    expect(at("powersgd").prediction!.efficiency.noOverlap).toBeGreaterThan(at("local-sgd").prediction!.efficiency.noOverlap);
-    expect(at("local-sgd").prediction!.efficiency.noOverlap).toBeGreaterThan(at("ring").prediction!.efficiency.noOverlap);
+    expect(at("local-sgd").prediction!.allReduceSeconds).toBeCloseTo(
+      predictTrainingStep(fit, { computeSeconds: COMPUTE_SECONDS, gradientBytes: 2.5e7, ranks: 3, allReduces: 1 / 4 })
+        .allReduceSeconds,
+      12,
+    );
+    expect(at("powersgd").prediction!.allReduceSeconds).toBeCloseTo(
+      predictTrainingStep(fit, { computeSeconds: COMPUTE_SECONDS, gradientBytes: 2e6, ranks: 3, allReduces: 3 * 4 })
+        .allReduceSeconds,
+      12,
+    );
+    expect(at("powersgd").prediction!.efficiency.noOverlap).toBeGreaterThan(
+      at("local-sgd").prediction!.efficiency.noOverlap,
+    );
+    expect(at("local-sgd").prediction!.efficiency.noOverlap).toBeGreaterThan(
+      at("ring").prediction!.efficiency.noOverlap,
+    );
   });
 });
 
@@ -285,23 +388,47 @@ describe("reportData: the communication library", () => {
   const records = [
     trainRecord({ nodes: 1, throughput: 100 }),
     trainRecord({ nodes: 2, throughput: 150 }),
-    probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[2 ** 20, 0.6], [2 ** 26, 0.95]] }),
-    probeRecord({ nodes: 2, bandwidth: "1gbit", library: "mpi", busbw: [[2 ** 20, 0.8], [2 ** 26, 0.9]] }),
+    probeRecord({
+      nodes: 2,
+      bandwidth: "1gbit",
+      busbw: [
+        [2 ** 20, 0.6],
+        [2 ** 26, 0.95],
+      ],
+    }),
+    probeRecord({
+      nodes: 2,
+      bandwidth: "1gbit",
+      library: "mpi",
+      busbw: [
+        [2 ** 20, 0.8],
+        [2 ** 26, 0.9],
+      ],
+    }),
   ];
   const data = reportData(records);
 
   it("keeps one probe series per library, labelled apart, and predicts training from torch.distributed's only", () => {
-    expect(data.probes.map((probe) => [probe.library, probe.backend, probeLinkLabel(probe)])).toEqual([["torch", "gloo", "1gbit"], ["mpi", "gloo", "1gbit, Open MPI"]]);
+    expect(data.probes.map((probe) => [probe.library, probe.backend, probeLinkLabel(probe)])).toEqual([
+      ["torch", "gloo", "1gbit"],
+      ["mpi", "gloo", "1gbit, Open MPI"],
+    ]);
     expect(data.probes[1]!.libraryVersion).toBe("Open MPI v4.1.4, package: Debian OpenMPI");
     const gloo = data.probes[0]!.fit!;
-    expect(point(config(data.training, "resnet50 · batch 64"), "1gbit", 2).prediction!.allReduceSeconds)
-      .toBeCloseTo(predictTrainingStep(gloo, { computeSeconds: COMPUTE_SECONDS, gradientBytes: 1e8, ranks: 2 }).allReduceSeconds, 12);
+    expect(point(config(data.training, "resnet50 · batch 64"), "1gbit", 2).prediction!.allReduceSeconds).toBeCloseTo(
+      predictTrainingStep(gloo, { computeSeconds: COMPUTE_SECONDS, gradientBytes: 1e8, ranks: 2 }).allReduceSeconds,
+      12,
+    );
   });
 
   it("says which library gets closer to the link, by how much, and which starts a step sooner", () => {
     const [sentence] = libraryComparisons(data.probes);
-    expect(sentence).toMatch(/^1gbit, 2 nodes: torch\.distributed \(gloo\) moves its bytes at 8\/β = [\d.]+ Gbit\/s \([\d.]+ % of the link\) and pays α = \d+ µs per ring step; Open MPI moves/);
-    expect(sentence).toMatch(/torch\.distributed \(gloo\) gets closer to the link, by [\d.]+ % in large messages; Open MPI starts a step sooner, which small messages feel\.$/);
+    expect(sentence).toMatch(
+      /^1gbit, 2 nodes: torch\.distributed \(gloo\) moves its bytes at 8\/β = [\d.]+ Gbit\/s \([\d.]+ % of the link\) and pays α = \d+ µs per ring step; Open MPI moves/,
+    );
+    expect(sentence).toMatch(
+      /torch\.distributed \(gloo\) gets closer to the link, by [\d.]+ % in large messages; Open MPI starts a step sooner, which small messages feel\.$/,
+    );
     expect(renderMarkdown(data, reportMeta(records, new Date("2025-05-02T00:00:00Z")), [])).toContain(sentence);
     // Without both libraries on a link there is nothing to compare.
     expect(libraryComparisons(reportData(records.slice(0, 3)).probes)).toEqual([]);
@@ -309,22 +436,78 @@ describe("reportData: the communication library", () => {
 
   it("sets each library's rate against iperf3's one TCP stream on the same link, where the probe measured it", () => {
     const withReference = reportData([
-      probeRecord({ nodes: 2, bandwidth: "1gbit", repeat: 1, referenceGbps: 0.95, busbw: [[2 ** 20, 0.6], [2 ** 26, 0.95]] }),
-      probeRecord({ nodes: 2, bandwidth: "1gbit", repeat: 2, referenceGbps: 0.96, busbw: [[2 ** 20, 0.6], [2 ** 26, 0.95]] }),
-      probeRecord({ nodes: 2, bandwidth: "1gbit", library: "mpi", busbw: [[2 ** 20, 0.8], [2 ** 26, 0.9]] }),
+      probeRecord({
+        nodes: 2,
+        bandwidth: "1gbit",
+        repeat: 1,
+        referenceGbps: 0.95,
+        busbw: [
+          [2 ** 20, 0.6],
+          [2 ** 26, 0.95],
+        ],
+      }),
+      probeRecord({
+        nodes: 2,
+        bandwidth: "1gbit",
+        repeat: 2,
+        referenceGbps: 0.96,
+        busbw: [
+          [2 ** 20, 0.6],
+          [2 ** 26, 0.95],
+        ],
+      }),
+      probeRecord({
+        nodes: 2,
+        bandwidth: "1gbit",
+        library: "mpi",
+        busbw: [
+          [2 ** 20, 0.8],
+          [2 ** 26, 0.9],
+        ],
+      }),
     ]);
     expect(withReference.probes[0]!.referenceGbps).toMatchObject({ mean: 0.955, n: 2 });
     expect(withReference.probes[1]!.referenceGbps).toBeNull();
     const [sentence] = libraryComparisons(withReference.probes);
     // Like against like: the bus bandwidth of the largest message (64 MiB: 0.95 and 0.9 Gbit/s) against iperf3's 0.955.
-    expect(sentence).toMatch(/iperf3's one TCP stream on the same link just before: 0\.955 Gbit\/s, the most any library can move; the bus bandwidth at 64 MiB reaches of it torch\.distributed \(gloo\) 99\.5 %, Open MPI 94\.2 %\.$/);
+    expect(sentence).toMatch(
+      /iperf3's one TCP stream on the same link just before: 0\.955 Gbit\/s, the most any library can move; the bus bandwidth at 64 MiB reaches of it torch\.distributed \(gloo\) 99\.5 %, Open MPI 94\.2 %\.$/,
+    );
     // The reference alone, without Open MPI's probe, still gets its sentence.
-    expect(libraryComparisons(reportData([probeRecord({ nodes: 2, bandwidth: "1gbit", referenceGbps: 0.95, busbw: [[2 ** 20, 0.6], [2 ** 26, 0.95]] })]).probes))
-      .toEqual([expect.stringMatching(/^1gbit, 2 nodes: torch\.distributed \(gloo\) moves its bytes .* iperf3's one TCP stream on the same link just before: 0\.950 Gbit\/s/)]);
+    expect(
+      libraryComparisons(
+        reportData([
+          probeRecord({
+            nodes: 2,
+            bandwidth: "1gbit",
+            referenceGbps: 0.95,
+            busbw: [
+              [2 ** 20, 0.6],
+              [2 ** 26, 0.95],
+            ],
+          }),
+        ]).probes,
+      ),
+    ).toEqual([
+      expect.stringMatching(
+        /^1gbit, 2 nodes: torch\.distributed \(gloo\) moves its bytes .* iperf3's one TCP stream on the same link just before: 0\.950 Gbit\/s/,
+      ),
+    ]);
   });
 
   it("takes a probe result without the field (older records) for torch.distributed", () => {
-    expect(reportData([probeRecord({ nodes: 2, bandwidth: "1gbit", busbw: [[4096, 0.1], [2 ** 20, 0.9]] })]).probes[0]!.library).toBe("torch");
+    expect(
+      reportData([
+        probeRecord({
+          nodes: 2,
+          bandwidth: "1gbit",
+          busbw: [
+            [4096, 0.1],
+            [2 ** 20, 0.9],
+          ],
+        }),
+      ]).probes[0]!.library,
+    ).toBe("torch");
   });
 });
 
@@ -335,28 +518,47 @@ describe("reportMeta", () => {
       trainRecord({ nodes: 2, throughput: 150, startedAt: "2025-05-01T09:00:00.000Z" }),
     ];
     expect(reportMeta(records, new Date("2025-05-03T00:00:00Z"))).toEqual({
-      campaign: "scaling-test", testbed: "lab (local)",
-      firstStartedAt: "2025-05-01T09:00:00.000Z", lastEndedAt: "2025-05-02T08:01:00.000Z", generatedAt: "2025-05-03T00:00:00.000Z",
-      sharedMachine: true, cpusPerNode: [], severalProcessesPerNode: false, leftOut: [],
+      campaign: "scaling-test",
+      testbed: "lab (local)",
+      firstStartedAt: "2025-05-01T09:00:00.000Z",
+      lastEndedAt: "2025-05-02T08:01:00.000Z",
+      generatedAt: "2025-05-03T00:00:00.000Z",
+      sharedMachine: true,
+      cpusPerNode: [],
+      severalProcessesPerNode: false,
+      leftOut: [],
     });
   });
 
   it("says when the runs were Slurm jobs, or ran under mpirun", () => {
     const slurm = (record: RunRecord): RunRecord => ({ ...record, params: { ...record.params, launcher: "slurm" } });
-    expect(reportMeta([slurm(trainRecord({ nodes: 1, throughput: 100 }))], new Date()).testbed).toBe("lab (local, runs as Slurm jobs)");
+    expect(reportMeta([slurm(trainRecord({ nodes: 1, throughput: 100 }))], new Date()).testbed).toBe(
+      "lab (local, runs as Slurm jobs)",
+    );
     const mpi = (record: RunRecord): RunRecord => ({ ...record, params: { ...record.params, launcher: "mpi" } });
-    expect(reportMeta([mpi(trainRecord({ nodes: 1, throughput: 100 }))], new Date()).testbed).toBe("lab (local, runs under mpirun)");
+    expect(reportMeta([mpi(trainRecord({ nodes: 1, throughput: 100 }))], new Date()).testbed).toBe(
+      "lab (local, runs under mpirun)",
+    );
   });
 
   it("names the CPU quota the runs had; local runs under a quota no longer count as sharing the machine", () => {
-    const quota = (record: RunRecord, cpusPerNode: number): RunRecord => ({ ...record, params: { ...record.params, cpusPerNode } });
-    const meta = reportMeta([quota(trainRecord({ nodes: 1, throughput: 100 }), 0.5), quota(trainRecord({ nodes: 2, throughput: 150 }), 0.5)], new Date());
+    const quota = (record: RunRecord, cpusPerNode: number): RunRecord => ({
+      ...record,
+      params: { ...record.params, cpusPerNode },
+    });
+    const meta = reportMeta(
+      [quota(trainRecord({ nodes: 1, throughput: 100 }), 0.5), quota(trainRecord({ nodes: 2, throughput: 150 }), 0.5)],
+      new Date(),
+    );
     expect(meta.cpusPerNode).toEqual([0.5]);
     expect(meta.sharedMachine).toBe(false);
   });
 
   it("flags results from machines that are not shared only when no run was on the local testbed", () => {
-    const aws = { ...trainRecord({ nodes: 2, throughput: 150 }), testbed: { name: "seed", target: "aws" as const, instanceType: "g4dn.8xlarge" } };
+    const aws = {
+      ...trainRecord({ nodes: 2, throughput: 150 }),
+      testbed: { name: "seed", target: "aws" as const, instanceType: "g4dn.8xlarge" },
+    };
     expect(reportMeta([aws], new Date()).sharedMachine).toBe(false);
   });
 });
@@ -365,32 +567,89 @@ describe("real data and time to train", () => {
   it("lists the runs that read a dataset with their wait for data, time to train and restarts, and leaves synthetic runs out", () => {
     const synthetic = trainRecord({ model: "small", batchSize: 16, nodes: 1, throughput: 100 });
     // The same configuration on synthetic data, two repeats: the real-data row is compared with their mean.
-    const syntheticTwoNodes = [160, 170].map((throughput, i) => trainRecord({ model: "small", batchSize: 16, nodes: 2, throughput, repeat: i + 1, knobs: { data: "synthetic" } }));
+    const syntheticTwoNodes = [160, 170].map((throughput, i) =>
+      trainRecord({ model: "small", batchSize: 16, nodes: 2, throughput, repeat: i + 1, knobs: { data: "synthetic" } }),
+    );
     const real = trainRecord({ model: "small", batchSize: 16, nodes: 2, throughput: 150, knobs: { data: "dataset" } });
-    const metrics = { ...real.result!.metrics, data: { kind: "folder", path: "/s/datasets/x" }, stepSeconds: [0.2, 0.2], dataWaitSeconds: [0.01, 0.03],
-      timeToTrainSeconds: 42.5, targetAccuracy: 0.9, reachedTargetAtEpoch: 3, restarts: 1, stepsRedone: 4, secondsLost: 6.5,
-      epochs: [1, 2, 3].map((epoch) => ({ epoch, seconds: 14, heldOutAccuracy: 0.3 * epoch, steps: 10 * epoch })) };
-    const data = reportData([synthetic, ...syntheticTwoNodes, { ...real, result: { ...real.result!, metrics } } as RunRecord]);
-    expect(data.realData).toEqual([{
-      runId: "train-small-b16-n2-1gbit-data-dataset-r1", label: "small · batch 16 · 2 nodes × 1 · 1gbit", workers: 2, throughput: 150,
-      syntheticThroughput: 165,
-      dataWaitFraction: expect.closeTo(0.1, 12), timeToTrainSeconds: 42.5, epochs: 3, heldOutAccuracy: 0.3 * 3, targetAccuracy: 0.9, reachedTargetAtEpoch: 3,
-      restarts: 1, stepsRedone: 4, secondsLost: 6.5, nodesAtStart: 2, nodesAtEnd: 2,
-      strategy: "ring", reduction: "ring", comparedWith: expect.any(String), context: "small · batch 16 · 2 nodes × 1 · 1gbit", linkGbps: 1,
-      stepsToTarget: 30, bestAccuracy: 0.3 * 3, replicaDivergence: null, averagingDrift: null, staleness: null,
-    }]);
+    const metrics = {
+      ...real.result!.metrics,
+      data: { kind: "folder", path: "/s/datasets/x" },
+      stepSeconds: [0.2, 0.2],
+      dataWaitSeconds: [0.01, 0.03],
+      timeToTrainSeconds: 42.5,
+      targetAccuracy: 0.9,
+      reachedTargetAtEpoch: 3,
+      restarts: 1,
+      stepsRedone: 4,
+      secondsLost: 6.5,
+      epochs: [1, 2, 3].map((epoch) => ({ epoch, seconds: 14, heldOutAccuracy: 0.3 * epoch, steps: 10 * epoch })),
+    };
+    const data = reportData([
+      synthetic,
+      ...syntheticTwoNodes,
+      { ...real, result: { ...real.result!, metrics } } as RunRecord,
+    ]);
+    expect(data.realData).toEqual([
+      {
+        runId: "train-small-b16-n2-1gbit-data-dataset-r1",
+        label: "small · batch 16 · 2 nodes × 1 · 1gbit",
+        workers: 2,
+        throughput: 150,
+        syntheticThroughput: 165,
+        dataWaitFraction: expect.closeTo(0.1, 12),
+        timeToTrainSeconds: 42.5,
+        epochs: 3,
+        heldOutAccuracy: 0.3 * 3,
+        targetAccuracy: 0.9,
+        reachedTargetAtEpoch: 3,
+        restarts: 1,
+        stepsRedone: 4,
+        secondsLost: 6.5,
+        nodesAtStart: 2,
+        nodesAtEnd: 2,
+        strategy: "ring",
+        reduction: "ring",
+        comparedWith: expect.any(String),
+        context: "small · batch 16 · 2 nodes × 1 · 1gbit",
+        linkGbps: 1,
+        stepsToTarget: 30,
+        bestAccuracy: 0.3 * 3,
+        replicaDivergence: null,
+        averagingDrift: null,
+        staleness: null,
+      },
+    ]);
   });
 
   it("says when a run lost a node and went on with fewer (elastic), in the data and on the page, and leaves it out of scaling", () => {
-    const real = trainRecord({ model: "small", batchSize: 16, nodes: 3, throughput: 90, knobs: { data: "dataset", failNode: 2, minNodes: 2 } });
-    const result = { ...real.result!, world: { ...real.result!.world, nodes: 2, size: 2 },
-      metrics: { ...real.result!.metrics, data: { kind: "folder", path: "/s/datasets/x" }, timeToTrainSeconds: 30, restarts: 1, stepsRedone: 0, secondsLost: 19.2, nodesAtStart: 3 } };
+    const real = trainRecord({
+      model: "small",
+      batchSize: 16,
+      nodes: 3,
+      throughput: 90,
+      knobs: { data: "dataset", failNode: 2, minNodes: 2 },
+    });
+    const result = {
+      ...real.result!,
+      world: { ...real.result!.world, nodes: 2, size: 2 },
+      metrics: {
+        ...real.result!.metrics,
+        data: { kind: "folder", path: "/s/datasets/x" },
+        timeToTrainSeconds: 30,
+        restarts: 1,
+        stepsRedone: 0,
+        secondsLost: 19.2,
+        nodesAtStart: 3,
+      },
+    };
     const data = reportData([{ ...real, result } as RunRecord]);
     expect(data.realData.map((run) => [run.nodesAtStart, run.nodesAtEnd, run.workers])).toEqual([[3, 2, 2]]);
     expect(data.training).toEqual([]); // no point of a scaling curve: it ran at 3 nodes and at 2
     const page = renderMarkdown(data, reportMeta([{ ...real, result } as RunRecord], new Date()), []);
     expect(page).toContain("| 1 (lost 1 of 3 nodes, went on with 2) | 0 | 19.2 s |");
-    expect(renderHtml(data, {}, reportMeta([{ ...real, result } as RunRecord], new Date()), [])).toContain("No training run to draw a scaling curve from: a run that lost a node ran at two node counts");
+    expect(renderHtml(data, {}, reportMeta([{ ...real, result } as RunRecord], new Date()), [])).toContain(
+      "No training run to draw a scaling curve from: a run that lost a node ran at two node counts",
+    );
   });
 });
 
@@ -427,11 +686,22 @@ describe("reportData: the nodes' compute speed (calibration)", () => {
     const old = reportData(scalingCampaign());
     const resnet50 = config(old.training, "resnet50 · batch 64");
     expect(resnet50.baseline!.calibrationGflops).toBeNull();
-    expect(resnet50.series.flatMap((series) => series.points).map((p) => p.calibrationGflops)).toEqual([null, null, null, null]);
-    const pointOnly = reportData([trainRecord({ nodes: 1, throughput: 100 }), trainRecord({ nodes: 2, throughput: 150, computeGflops: [3.0, 3.4] })]);
+    expect(resnet50.series.flatMap((series) => series.points).map((p) => p.calibrationGflops)).toEqual([
+      null,
+      null,
+      null,
+      null,
+    ]);
+    const pointOnly = reportData([
+      trainRecord({ nodes: 1, throughput: 100 }),
+      trainRecord({ nodes: 2, throughput: 150, computeGflops: [3.0, 3.4] }),
+    ]);
     expect(pointOnly.training[0]!.baseline!.calibrationGflops).toBeNull();
     expect(point(pointOnly.training[0]!, "1gbit", 2).calibrationGflops!.mean).toBeCloseTo(3.2, 12);
-    const baselineOnly = reportData([trainRecord({ nodes: 1, throughput: 100, computeGflops: [4.0] }), trainRecord({ nodes: 2, throughput: 150 })]);
+    const baselineOnly = reportData([
+      trainRecord({ nodes: 1, throughput: 100, computeGflops: [4.0] }),
+      trainRecord({ nodes: 2, throughput: 150 }),
+    ]);
     expect(baselineOnly.training[0]!.baseline!.calibrationGflops!.mean).toBeCloseTo(4.0, 12);
     expect(point(baselineOnly.training[0]!, "1gbit", 2).calibrationGflops).toBeNull();
   });

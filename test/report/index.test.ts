@@ -25,7 +25,9 @@ describe("writeReport", () => {
     const html = readFileSync(written.html, "utf8");
     expect(html).toContain("<h1>Campaign scaling-test</h1>");
     expect(html.match(/<svg /g)).toHaveLength(4);
-    expect(readFileSync(written.markdown, "utf8")).toContain("| resnet50 · batch 64 (img/s) | 10gbit | 4 | 402.0 ± 25.4 |");
+    expect(readFileSync(written.markdown, "utf8")).toContain(
+      "| resnet50 · batch 64 (img/s) | 10gbit | 4 | 402.0 ± 25.4 |",
+    );
     // Written through a temp file and a rename: nothing half-written is left behind.
     expect(readdirSync(dir).filter((name) => name.endsWith(".tmp"))).toEqual([]);
   });
@@ -37,7 +39,9 @@ describe("writeReport", () => {
     await expect(writeReport(missing, none)).rejects.toThrow(missing);
 
     mkdirSync(join(dir, "runs"));
-    await expect(writeReport(dir, ResultsStore.open(dir, (message) => expect.fail(message)).records())).rejects.toThrow(`results directory ${dir}`);
+    await expect(writeReport(dir, ResultsStore.open(dir, (message) => expect.fail(message)).records())).rejects.toThrow(
+      `results directory ${dir}`,
+    );
     expect(existsSync(join(dir, "report.html"))).toBe(false);
   });
 

@@ -46,14 +46,20 @@ describe("renderHtml", () => {
   });
 
   it("embeds the throughput chart with its axis title and the Ideal legend entry", () => {
-    const figure = /<figure><figcaption><b>Training throughput against node count\.<\/b>[^<]*<\/figcaption>(<svg[\s\S]*?<\/svg>)<\/figure>/.exec(html);
+    const figure =
+      /<figure><figcaption><b>Training throughput against node count\.<\/b>[^<]*<\/figcaption>(<svg[\s\S]*?<\/svg>)<\/figure>/.exec(
+        html,
+      );
     expect(figure).not.toBeNull();
     expect(figure![1]).toContain(">Throughput (images/s)</text>");
     expect(figure![1]).toContain(">Ideal</text>");
   });
 
   it("puts the probe's fitted model next to every training point it can predict, with the error in points", () => {
-    const model = html.slice(html.indexOf("<h2>Communication model fitted from the probe</h2>"), html.indexOf('<section id="failures">'));
+    const model = html.slice(
+      html.indexOf("<h2>Communication model fitted from the probe</h2>"),
+      html.indexOf('<section id="failures">'),
+    );
     expect(model).toContain("<td>1gbit</td><td>2</td>");
     expect(model).toContain("<td>1.0000</td><td>2</td>");
     const point = data.training[1]!.series[0]!.points[0]!;
@@ -64,7 +70,9 @@ describe("renderHtml", () => {
   });
 
   it("names the CPU quota per node in the header", () => {
-    expect(renderHtml(data, svgs, { ...meta, cpusPerNode: [0.5], sharedMachine: false }, [])).toContain("Testbed lab (local) · every node's worker limited to 0.5 CPU cores");
+    expect(renderHtml(data, svgs, { ...meta, cpusPerNode: [0.5], sharedMachine: false }, [])).toContain(
+      "Testbed lab (local) · every node's worker limited to 0.5 CPU cores",
+    );
   });
 
   it("heads the page with campaign, testbed, dates and run counts", () => {
@@ -80,14 +88,52 @@ describe("renderHtml", () => {
     // records predate it), t_c, t_ar, ceilings, throughput ceiling, peak memory (n/a: none recorded).
     // CV: (150, 160) sample sd √50 over 155; (200, 206, 212) sd 6 over 206; (100, 110) √50 over 105.
     expect(cellsOf(rowStartingWith(resnet50, "1gbit", "2"))).toEqual([
-      "1gbit", "2", "2", "155.0 ± 63.5", "2", "155.0", "4.6%", "210.0", `73.8%<br><span class="flag">⚑ wide interval</span>`, "n/a",
-      "0.610", "0.800", "43.2%", "76.2%", "90.8 – 160.0", "n/a",
+      "1gbit",
+      "2",
+      "2",
+      "155.0 ± 63.5",
+      "2",
+      "155.0",
+      "4.6%",
+      "210.0",
+      `73.8%<br><span class="flag">⚑ wide interval</span>`,
+      "n/a",
+      "0.610",
+      "0.800",
+      "43.2%",
+      "76.2%",
+      "90.8 – 160.0",
+      "n/a",
     ]);
     expect(cellsOf(rowStartingWith(resnet50, "10gbit", "2"))).toEqual([
-      "10gbit", "2", "2", "206.0 ± 14.9", "3", "206.0", "2.9%", "210.0", "98.1%", "n/a", "0.610", "0.0800", "88.4%", "100.0%", "185.6 – 210.0", "n/a",
+      "10gbit",
+      "2",
+      "2",
+      "206.0 ± 14.9",
+      "3",
+      "206.0",
+      "2.9%",
+      "210.0",
+      "98.1%",
+      "n/a",
+      "0.610",
+      "0.0800",
+      "88.4%",
+      "100.0%",
+      "185.6 – 210.0",
+      "n/a",
     ]);
     expect(cellsOf(rowStartingWith(resnet50, "none (baseline)", "1")).slice(0, 10)).toEqual([
-      "none (baseline)", "1", "1", "105.0 ± 63.5", "2", "105.0", "6.7%", "105.0", `100.0%<br><span class="flag">⚑ wide interval</span>`, "n/a",
+      "none (baseline)",
+      "1",
+      "1",
+      "105.0 ± 63.5",
+      "2",
+      "105.0",
+      "6.7%",
+      "105.0",
+      `100.0%<br><span class="flag">⚑ wide interval</span>`,
+      "n/a",
     ]);
   });
 
@@ -95,8 +141,12 @@ describe("renderHtml", () => {
     expect(html).toContain("14 runs: 13 ok, 1 failed; 2 flagged (see Flags)");
     const section = html.slice(html.indexOf('<section id="flags">'), html.indexOf('<section id="training">'));
     expect(section).toContain("<h2>Flags (2: 2 wide intervals)</h2>");
-    expect(section).toContain(`<li><span class="flag">⚑ wide interval</span> · <b>resnet50 · batch 64 · 1 node (baseline)</b>: the 95% interval of the mean, 105.0 ± 63.5 img/s over 2 repeats`);
-    expect(section).toContain("<code>train-resnet50-b64-n2-1gbit-r1</code>, <code>train-resnet50-b64-n2-1gbit-r2</code>");
+    expect(section).toContain(
+      `<li><span class="flag">⚑ wide interval</span> · <b>resnet50 · batch 64 · 1 node (baseline)</b>: the 95% interval of the mean, 105.0 ± 63.5 img/s over 2 repeats`,
+    );
+    expect(section).toContain(
+      "<code>train-resnet50-b64-n2-1gbit-r1</code>, <code>train-resnet50-b64-n2-1gbit-r2</code>",
+    );
     expect(html.indexOf('<section id="flags">')).toBeLessThan(html.indexOf('<section id="training">'));
   });
 
@@ -105,22 +155,48 @@ describe("renderHtml", () => {
     expect(clean).toContain(`<section id="flags"><h2>Flags</h2><p>None: `);
     expect(clean).not.toContain("flagged (see Flags)");
     expect(clean).not.toContain("⚑ wide interval");
-    const probeFlag = { kind: "probe-above-link" as const, subject: "all-reduce probe · 1gbit · 2 nodes", runIds: ["allreduce-n2-1gbit-r2"], reason: "r" };
-    expect(renderHtml(data, svgs, meta, [probeFlag])).toContain(`<h3>1gbit, 2 nodes (2 ranks, 2 repeats) <span class="flag">⚑ probe above link</span></h3>`);
+    const probeFlag = {
+      kind: "probe-above-link" as const,
+      subject: "all-reduce probe · 1gbit · 2 nodes",
+      runIds: ["allreduce-n2-1gbit-r2"],
+      reason: "r",
+    };
+    expect(renderHtml(data, svgs, meta, [probeFlag])).toContain(
+      `<h3>1gbit, 2 nodes (2 ranks, 2 repeats) <span class="flag">⚑ probe above link</span></h3>`,
+    );
   });
 
   it("explains each flag's rule with its threshold, and the interval as Student's t over repeats", () => {
     const howToRead = html.slice(html.indexOf('<section id="how-to-read">'));
     expect(howToRead).toContain("95 % interval: Student's t over repeats");
     expect(howToRead).toContain("by more than its 95% interval plus 2%");
-    expect(howToRead).toContain("more than 3 interquartile ranges outside the quartiles of the other repeats (Tukey's far-out fence), judged from 4 repeats on");
+    expect(howToRead).toContain(
+      "more than 3 interquartile ranges outside the quartiles of the other repeats (Tukey's far-out fence), judged from 4 repeats on",
+    );
     expect(howToRead).toContain("wider in full than 20% of the mean");
     expect(howToRead).toContain("by more than 10% where one side has no noise estimate");
   });
 
   it("says n/a where there is no baseline instead of inventing an efficiency", () => {
     const resnet152 = sectionOf(html, "<h3>resnet152 · batch 32</h3>");
-    expect(cellsOf(rowStartingWith(resnet152, "1gbit", "2"))).toEqual(["1gbit", "2", "2", "40.0 (± 2.0 over iterations)", "1", "40.0", "n/a", "n/a", "n/a", "n/a", "n/a", "1.92", "n/a", "n/a", "n/a", "n/a"]);
+    expect(cellsOf(rowStartingWith(resnet152, "1gbit", "2"))).toEqual([
+      "1gbit",
+      "2",
+      "2",
+      "40.0 (± 2.0 over iterations)",
+      "1",
+      "40.0",
+      "n/a",
+      "n/a",
+      "n/a",
+      "n/a",
+      "n/a",
+      "1.92",
+      "n/a",
+      "n/a",
+      "n/a",
+      "n/a",
+    ]);
     expect(html).not.toMatch(/NaN|Infinity/);
   });
 
@@ -131,7 +207,16 @@ describe("renderHtml", () => {
   });
 
   it("says 1 repeat, not 1 repeats, for a probe run once", () => {
-    const single = reportData([probeRecord({ nodes: 3, bandwidth: "1gbit", busbw: [[4096, 0.01], [67108864, 0.953]] })]);
+    const single = reportData([
+      probeRecord({
+        nodes: 3,
+        bandwidth: "1gbit",
+        busbw: [
+          [4096, 0.01],
+          [67108864, 0.953],
+        ],
+      }),
+    ]);
     expect(renderHtml(single, svgs, meta, [])).toContain("<h3>1gbit, 3 nodes (3 ranks, 1 repeat)</h3>");
   });
 
@@ -162,34 +247,61 @@ describe("renderMarkdown", () => {
     expect(markdown).toContain("# ringlab report: scaling-test");
     expect(markdown).toContain("14 runs: 13 ok, 1 failed; 2 flagged (see Flags)");
     // Throughput, n, median, CV ((400, 404): sample sd 2√2 over 402), ideal, efficiency, calibration (none recorded: n/a), ceilings.
-    expect(markdown).toContain("| resnet50 · batch 64 (img/s) | 1gbit | 4 | 200.0 (± 8.0 over iterations) | 1 | 200.0 | n/a | 420.0 | 47.6% | n/a | 33.7% – 50.8% |");
-    expect(markdown).toContain("| resnet50 · batch 64 (img/s) | 10gbit | 4 | 402.0 ± 25.4 | 2 | 402.0 | 0.7% | 420.0 | 95.7% | n/a | 83.6% – 100.0% |");
-    expect(markdown).toContain("| resnet152 · batch 32 (img/s) | 1gbit | 2 | 40.0 (± 2.0 over iterations) | 1 | 40.0 | n/a | n/a | n/a | n/a | n/a |");
+    expect(markdown).toContain(
+      "| resnet50 · batch 64 (img/s) | 1gbit | 4 | 200.0 (± 8.0 over iterations) | 1 | 200.0 | n/a | 420.0 | 47.6% | n/a | 33.7% – 50.8% |",
+    );
+    expect(markdown).toContain(
+      "| resnet50 · batch 64 (img/s) | 10gbit | 4 | 402.0 ± 25.4 | 2 | 402.0 | 0.7% | 420.0 | 95.7% | n/a | 83.6% – 100.0% |",
+    );
+    expect(markdown).toContain(
+      "| resnet152 · batch 32 (img/s) | 1gbit | 2 | 40.0 (± 2.0 over iterations) | 1 | 40.0 | n/a | n/a | n/a | n/a | n/a |",
+    );
   });
 
   it("gives each configuration's single-node baseline a row, flagged where its interval is wide", () => {
-    expect(markdown).toContain("| resnet50 · batch 64 (img/s) | none (baseline) | 1 | 105.0 ± 63.5 | 2 | 105.0 | 6.7% | 105.0 | 100.0% ⚑ wide interval | n/a | n/a |");
+    expect(markdown).toContain(
+      "| resnet50 · batch 64 (img/s) | none (baseline) | 1 | 105.0 ± 63.5 | 2 | 105.0 | 6.7% | 105.0 | 100.0% ⚑ wide interval | n/a | n/a |",
+    );
   });
 
   it("lists the flags with their reasons, or says none", () => {
-    expect(markdown).toContain("## Flags\n\n- ⚑ wide interval: resnet50 · batch 64 · 1 node (baseline): the 95% interval of the mean, 105.0 ± 63.5 img/s over 2 repeats (Student's t), is 121.0% of the mean wide");
+    expect(markdown).toContain(
+      "## Flags\n\n- ⚑ wide interval: resnet50 · batch 64 · 1 node (baseline): the 95% interval of the mean, 105.0 ± 63.5 img/s over 2 repeats (Student's t), is 121.0% of the mean wide",
+    );
     expect(markdown).toMatch(/## Flags\n\n- .*\n- ⚑ wide interval: resnet50 · batch 64 · 1gbit · 2 nodes: /);
     expect(renderMarkdown(data, meta, [])).toMatch(/## Flags\n\nNone: /);
   });
 
   it("summarises the probe against the link and lists the failed runs", () => {
     expect(markdown).toContain("| 1gbit | 2 | 64 MiB | 0.920 ± 0.254 | 92.0% |");
-    expect(markdown).toContain("- train-resnet50-b64-n4-10gbit-r3 (1 attempt): rendezvous timed out after 120 s &lt;node3&gt; (logs: logs/train-resnet50-b64-n4-10gbit-r3)");
+    expect(markdown).toContain(
+      "- train-resnet50-b64-n4-10gbit-r3 (1 attempt): rendezvous timed out after 120 s &lt;node3&gt; (logs: logs/train-resnet50-b64-n4-10gbit-r3)",
+    );
   });
 
   it("shows a single probe run without an interval it never measured", () => {
-    const single = renderMarkdown(reportData([probeRecord({ nodes: 3, bandwidth: "1gbit", busbw: [[4096, 0.01], [67108864, 0.953]] })]), meta, []);
+    const single = renderMarkdown(
+      reportData([
+        probeRecord({
+          nodes: 3,
+          bandwidth: "1gbit",
+          busbw: [
+            [4096, 0.01],
+            [67108864, 0.953],
+          ],
+        }),
+      ]),
+      meta,
+      [],
+    );
     expect(single).toContain("| 1gbit | 3 | 64 MiB | 0.953 | 95.3% |");
   });
 
   it("warns that local-testbed nodes share one machine's cores", () => {
     expect(markdown).toContain("> The local testbed's nodes are containers sharing one machine's CPU cores");
-    expect(renderMarkdown(reportData(records), { ...meta, sharedMachine: false }, [])).not.toContain("sharing one machine's CPU cores");
+    expect(renderMarkdown(reportData(records), { ...meta, sharedMachine: false }, [])).not.toContain(
+      "sharing one machine's CPU cores",
+    );
   });
 
   it("says so when nothing failed", () => {
@@ -221,14 +333,19 @@ describe("the calibration column", () => {
     expect(cellsOf(rowStartingWith(page, "1gbit", "2")).slice(8, 10)).toEqual(["75.0%", "3.20"]);
     expect(cellsOf(rowStartingWith(page, "10gbit", "2")).slice(8, 10)).toEqual(["80.0%", "n/a"]);
     const markdown = renderMarkdown(calibratedData, calibratedMeta, calibratedFlags);
-    expect(markdown).toContain("| Ideal (per s) | Scaling efficiency | Calibration (GFLOP/s) | Ceiling, no overlap – perfect overlap |");
+    expect(markdown).toContain(
+      "| Ideal (per s) | Scaling efficiency | Calibration (GFLOP/s) | Ceiling, no overlap – perfect overlap |",
+    );
     expect(markdown).toContain("| 100.0 | 100.0% | 4.00 | n/a |");
     expect(markdown).toContain("| 200.0 | 75.0% | 3.20 | 44.4% – 80.0% |");
     expect(markdown).toContain("| 200.0 | 80.0% | n/a | 88.9% – 100.0% |");
   });
 
   it("prints a GPU's tens of thousands of GFLOP/s whole, without an exponent", () => {
-    const gpus = [trainRecord({ nodes: 1, throughput: 100, computeGflops: [51_234.4] }), trainRecord({ nodes: 2, throughput: 150, computeGflops: [48_000, 49_000] })];
+    const gpus = [
+      trainRecord({ nodes: 1, throughput: 100, computeGflops: [51_234.4] }),
+      trainRecord({ nodes: 2, throughput: 150, computeGflops: [48_000, 49_000] }),
+    ];
     const gpuData = reportData(gpus);
     const markdown = renderMarkdown(gpuData, reportMeta(gpus, new Date("2025-05-03T12:00:00Z")), []);
     expect(markdown).toContain("| 100.0% | 51234 | n/a |");
@@ -236,17 +353,29 @@ describe("the calibration column", () => {
   });
 
   it("says what the calibration is and why ringlab neither flags nor corrects on it, in How to read this and report.md", () => {
-    const howToRead = renderHtml(calibratedData, {}, calibratedMeta, calibratedFlags).split('<section id="how-to-read">')[1]!;
-    expect(howToRead).toContain("<b>Calibration (GFLOP/s)</b> is every rank's speed at fixed fp32 matrix products for 0.6 s just before the job " +
-      "(per second of CPU time on CPU nodes, of wall time on GPUs), the mean over the ranks and the runs");
-    expect(howToRead).toContain("ringlab neither flags nor corrects on it, because in two seed campaigns a run's calibration did not track its throughput " +
-      "(correlation −0.02 and 0.18); what stands against drift is the order of the runs (every round has the baseline and every point once).");
-    expect(renderMarkdown(calibratedData, calibratedMeta, calibratedFlags)).toContain("\nCalibration (GFLOP/s) is every rank's speed at fixed fp32 matrix products");
+    const howToRead = renderHtml(calibratedData, {}, calibratedMeta, calibratedFlags).split(
+      '<section id="how-to-read">',
+    )[1]!;
+    expect(howToRead).toContain(
+      "<b>Calibration (GFLOP/s)</b> is every rank's speed at fixed fp32 matrix products for 0.6 s just before the job " +
+        "(per second of CPU time on CPU nodes, of wall time on GPUs), the mean over the ranks and the runs",
+    );
+    expect(howToRead).toContain(
+      "ringlab neither flags nor corrects on it, because in two seed campaigns a run's calibration did not track its throughput " +
+        "(correlation −0.02 and 0.18); what stands against drift is the order of the runs (every round has the baseline and every point once).",
+    );
+    expect(renderMarkdown(calibratedData, calibratedMeta, calibratedFlags)).toContain(
+      "\nCalibration (GFLOP/s) is every rank's speed at fixed fp32 matrix products",
+    );
   });
 });
 
 describe("runs done more than once", () => {
-  const first = { ...failedTrainRecord({ nodes: 2, bandwidth: "1gbit", repeat: 5, error: "peer gone" }), attempt: 1, logsDir: "logs/x/attempt-1" };
+  const first = {
+    ...failedTrainRecord({ nodes: 2, bandwidth: "1gbit", repeat: 5, error: "peer gone" }),
+    attempt: 1,
+    logsDir: "logs/x/attempt-1",
+  };
   const second = { ...first, attempt: 2, error: "timed out again", logsDir: "logs/x/attempt-2" };
   const twice = [...records.filter((record) => record.status === "ok"), first, second];
   const twiceMeta = reportMeta(twice, new Date("2025-05-03T12:00:00Z"));
@@ -256,15 +385,27 @@ describe("runs done more than once", () => {
     expect(twiceData.runCounts).toEqual({ total: 14, ok: 13, failed: 1, doneAgain: 1 });
     const page = renderHtml(twiceData, {}, twiceMeta, []);
     expect(cellsOf(rowStartingWith(page, "<code>train-resnet50-b64-n2-1gbit-r5</code>"))).toEqual([
-      "<code>train-resnet50-b64-n2-1gbit-r5</code>", "2 attempts", "<pre>timed out again</pre>", "<code>logs/x/attempt-2</code>",
+      "<code>train-resnet50-b64-n2-1gbit-r5</code>",
+      "2 attempts",
+      "<pre>timed out again</pre>",
+      "<code>logs/x/attempt-2</code>",
     ]);
     expect(page).not.toContain("peer gone");
-    expect(renderMarkdown(twiceData, twiceMeta, [])).toContain("- train-resnet50-b64-n2-1gbit-r5 (2 attempts): timed out again (logs: logs/x/attempt-2)");
+    expect(renderMarkdown(twiceData, twiceMeta, [])).toContain(
+      "- train-resnet50-b64-n2-1gbit-r5 (2 attempts): timed out again (logs: logs/x/attempt-2)",
+    );
   });
 });
 
 describe("text from records in report.md", () => {
-  const hostile = [failedTrainRecord({ nodes: 2, bandwidth: "1gbit", model: "<b>m</b>|x", error: "<script>alert(1)</script> a|b & `c` *d*" })];
+  const hostile = [
+    failedTrainRecord({
+      nodes: 2,
+      bandwidth: "1gbit",
+      model: "<b>m</b>|x",
+      error: "<script>alert(1)</script> a|b & `c` *d*",
+    }),
+  ];
   const markdown = renderMarkdown(reportData(hostile), reportMeta(hostile, new Date("2025-05-03T12:00:00Z")), []);
 
   it("passes no raw HTML and breaks no table row", () => {
@@ -274,13 +415,19 @@ describe("text from records in report.md", () => {
   });
 
   it("names record files that were left out", () => {
-    const withLeftOut = renderMarkdown(reportData(records), { ...meta, leftOut: ["run record /r/runs/a.attempt-1.json is unreadable (<eof>)"] }, []);
+    const withLeftOut = renderMarkdown(
+      reportData(records),
+      { ...meta, leftOut: ["run record /r/runs/a.attempt-1.json is unreadable (<eof>)"] },
+      [],
+    );
     expect(withLeftOut).toContain("> - run record /r/runs/a.attempt-1.json is unreadable (&lt;eof&gt;)");
     expect(renderHtml(reportData(records), {}, { ...meta, leftOut: ["a <b>"] }, [])).toContain("<li>a &lt;b&gt;</li>");
   });
 
   it("tells a confidence interval over repeats from one run's spread over iterations", () => {
-    expect(renderMarkdown(data, meta, flags)).toContain("± is the 95% confidence interval of the mean (95 % interval: Student's t over repeats)");
+    expect(renderMarkdown(data, meta, flags)).toContain(
+      "± is the 95% confidence interval of the mean (95 % interval: Student's t over repeats)",
+    );
     expect(renderMarkdown(data, meta, flags)).toContain("200.0 (± 8.0 over iterations)");
     expect(renderMarkdown(data, meta, flags)).toContain("402.0 ± 25.4");
   });

@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { allReduceSeconds, fitAlphaBeta, overlappedStepSeconds, overlapShare, predictHierarchicalStep, predictTrainingStep, type ProbeSample } from "../../src/results/comm-model.ts";
+import {
+  allReduceSeconds,
+  fitAlphaBeta,
+  overlappedStepSeconds,
+  overlapShare,
+  predictHierarchicalStep,
+  predictTrainingStep,
+  type ProbeSample,
+} from "../../src/results/comm-model.ts";
 
 /** 1 Gbit/s is 1.25e8 bytes/s, so β = 8e-9 s per byte. */
 const ONE_GBIT_BETA = 8e-9;
@@ -7,7 +15,10 @@ const SIZES = [4096, 65_536, 1_048_576, 16_777_216, 67_108_864];
 
 /** Exact ring times for a known α and β. */
 function exactSamples(alphaSeconds: number, betaSecondsPerByte: number, ranks: number): ProbeSample[] {
-  return SIZES.map((sizeBytes) => ({ sizeBytes, timeSeconds: 2 * (ranks - 1) * alphaSeconds + ((2 * (ranks - 1)) / ranks) * sizeBytes * betaSecondsPerByte }));
+  return SIZES.map((sizeBytes) => ({
+    sizeBytes,
+    timeSeconds: 2 * (ranks - 1) * alphaSeconds + ((2 * (ranks - 1)) / ranks) * sizeBytes * betaSecondsPerByte,
+  }));
 }
 
 describe("fitAlphaBeta", () => {
@@ -24,28 +35,52 @@ describe("fitAlphaBeta", () => {
 
   it("gives R² below 1 for noisy times, by the textbook formula", () => {
     // t = 1, 2, 2 at S = 0, 1, 2: least squares t = 7/6 + S/2; residuals -1/6, 1/3, -1/6; SS_res = 1/6, SS_tot = 2/3.
-    const fit = fitAlphaBeta([{ sizeBytes: 0, timeSeconds: 1 }, { sizeBytes: 1, timeSeconds: 2 }, { sizeBytes: 2, timeSeconds: 2 }], 2)!;
-    expect(fit.rSquared).toBeCloseTo(1 - (1 / 6) / (2 / 3), 12);
+    const fit = fitAlphaBeta(
+      [
+        { sizeBytes: 0, timeSeconds: 1 },
+        { sizeBytes: 1, timeSeconds: 2 },
+        { sizeBytes: 2, timeSeconds: 2 },
+      ],
+      2,
+    )!;
+    expect(fit.rSquared).toBeCloseTo(1 - 1 / 6 / (2 / 3), 12);
     expect(fit.alphaSeconds).toBeCloseTo(7 / 6 / 2, 12);
     expect(fit.betaSecondsPerByte).toBeCloseTo(0.5, 12);
   });
 
   it("refits through the origin rather than report a negative latency", () => {
     // t = 2S - 1 exactly would need α < 0; through the origin, b = Σ S·t / Σ S² = (1·1 + 2·3) / (1 + 4) = 7/5.
-    const fit = fitAlphaBeta([{ sizeBytes: 1, timeSeconds: 1 }, { sizeBytes: 2, timeSeconds: 3 }], 2)!;
+    const fit = fitAlphaBeta(
+      [
+        { sizeBytes: 1, timeSeconds: 1 },
+        { sizeBytes: 2, timeSeconds: 3 },
+      ],
+      2,
+    )!;
     expect(fit.alphaSeconds).toBe(0);
     expect(fit.betaSecondsPerByte).toBeCloseTo(7 / 5, 12);
   });
 
   it("fits nothing from one message size or one rank", () => {
-    expect(fitAlphaBeta([{ sizeBytes: 4096, timeSeconds: 1 }, { sizeBytes: 4096, timeSeconds: 2 }], 2)).toBeNull();
+    expect(
+      fitAlphaBeta(
+        [
+          { sizeBytes: 4096, timeSeconds: 1 },
+          { sizeBytes: 4096, timeSeconds: 2 },
+        ],
+        2,
+      ),
+    ).toBeNull();
     expect(fitAlphaBeta(exactSamples(1e-4, ONE_GBIT_BETA, 2), 1)).toBeNull();
   });
 });
 
 describe("predictTrainingStep", () => {
   it("works the 3-node example by hand: 1e8 gradient bytes, 25 MiB buckets, α = 0.1 ms, 1 Gbit/s, t_c = 0.5 s", () => {
-    const prediction = predictTrainingStep({ alphaSeconds: 1e-4, betaSecondsPerByte: ONE_GBIT_BETA }, { computeSeconds: 0.5, gradientBytes: 1e8, ranks: 3 });
+    const prediction = predictTrainingStep(
+      { alphaSeconds: 1e-4, betaSecondsPerByte: ONE_GBIT_BETA },
+      { computeSeconds: 0.5, gradientBytes: 1e8, ranks: 3 },
+    );
     // ceil(1e8 / 26 214 400) = 4 buckets; Σ t_ar = 4 buckets · 4 steps · 1e-4 s + 4/3 · 1e8 B · 8e-9 s/B = 0.0016 + 1.0666… s.
     expect(prediction.buckets).toBe(4);
     expect(prediction.allReduceSeconds).toBeCloseTo(1.0682666667, 9);
@@ -80,10 +115,20 @@ describe("predictHierarchicalStep", () => {
   it("adds the ring inside the node (G ranks) and the ring between nodes (N ranks, the node's whole gradient through its network)", () => {
     const step = predictHierarchicalStep(nvlink, network, { ...input, nodes: 4, perNode: 8 });
     // 100e6 bytes in 100 MiB buckets: one bucket, each level's latency once.
-    expect(step.allReduceSeconds).toBeCloseTo(allReduceSeconds(nvlink, 100e6, 8) + allReduceSeconds(network, 100e6, 4), 12);
+    expect(step.allReduceSeconds).toBeCloseTo(
+      allReduceSeconds(nvlink, 100e6, 8) + allReduceSeconds(network, 100e6, 4),
+      12,
+    );
     // A free link inside the node leaves the flat ring over the nodes.
-    const free = predictHierarchicalStep({ alphaSeconds: 0, betaSecondsPerByte: 0 }, network, { ...input, nodes: 4, perNode: 8 });
-    expect(free.allReduceSeconds).toBeCloseTo(predictTrainingStep(network, { ...input, ranks: 4 }).allReduceSeconds, 12);
+    const free = predictHierarchicalStep({ alphaSeconds: 0, betaSecondsPerByte: 0 }, network, {
+      ...input,
+      nodes: 4,
+      perNode: 8,
+    });
+    expect(free.allReduceSeconds).toBeCloseTo(
+      predictTrainingStep(network, { ...input, ranks: 4 }).allReduceSeconds,
+      12,
+    );
   });
 
   it("beats one ring over every GPU on the network when the node's own link is fast: 2(N−1) latencies instead of 2(NG−1)", () => {
@@ -107,6 +152,8 @@ describe("the overlap share", () => {
 describe("predictTrainingStep's allReduces", () => {
   it("charges each all-reduce of a step its 2(N-1)·α, a fraction of one too (local SGD's one per period)", () => {
     const fit = { alphaSeconds: 1e-3, betaSecondsPerByte: 0 };
-    expect(predictTrainingStep(fit, { computeSeconds: 1, gradientBytes: 1e6, ranks: 3, allReduces: 0.5 }).allReduceSeconds).toBeCloseTo(0.5 * 4 * 1e-3, 15);
+    expect(
+      predictTrainingStep(fit, { computeSeconds: 1, gradientBytes: 1e6, ranks: 3, allReduces: 0.5 }).allReduceSeconds,
+    ).toBeCloseTo(0.5 * 4 * 1e-3, 15);
   });
 });

@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
 import {
-  algorithmBandwidthGbps, busBandwidthGbps, efficiencyCeiling, ringAllReduceLowerBoundSeconds, scalingEfficiency,
+  algorithmBandwidthGbps,
+  busBandwidthGbps,
+  efficiencyCeiling,
+  ringAllReduceLowerBoundSeconds,
+  scalingEfficiency,
 } from "../../src/results/cost-model.ts";
 import { exchangeShare, reductionLowerBoundSeconds } from "../../src/reductions/index.ts";
 import { estimateCampaign } from "../../src/campaign/estimate.ts";
@@ -27,8 +31,14 @@ describe("lower bound per reduction", () => {
 
   it("the ring and the sharded parameter server load every link with 2(N-1)/N of the gradient", () => {
     expect(reductionLowerBoundSeconds("ring", resnet50Bytes, fourNodes, 1, true)).toBeCloseTo(1.2268, 3);
-    expect(reductionLowerBoundSeconds("sharded-parameter-server", resnet50Bytes, fourNodes, 1, true)).toBeCloseTo(1.2268, 3);
-    expect(reductionLowerBoundSeconds("sharded-parameter-server", resnet50Bytes, fourNodes, 1, false)).toBeCloseTo(1.2268, 3);
+    expect(reductionLowerBoundSeconds("sharded-parameter-server", resnet50Bytes, fourNodes, 1, true)).toBeCloseTo(
+      1.2268,
+      3,
+    );
+    expect(reductionLowerBoundSeconds("sharded-parameter-server", resnet50Bytes, fourNodes, 1, false)).toBeCloseTo(
+      1.2268,
+      3,
+    );
   });
 
   it("a central server's link carries (N-1) gradients each way; shaped on egress only, N in all", () => {
@@ -36,19 +46,26 @@ describe("lower bound per reduction", () => {
     expect(reductionLowerBoundSeconds("parameter-server", resnet50Bytes, fourNodes, 1, false)).toBeCloseTo(4.9067, 3);
     expect(reductionLowerBoundSeconds("parameter-server", resnet50Bytes, fourNodes, 1, true)).toBeCloseTo(3.2711, 3);
     // Two nodes, full duplex: the server gets S in 1 s, then sends S back in 1 s.
-    expect(reductionLowerBoundSeconds("parameter-server", 125_000_000, { nodes: 2, processesPerNode: 1 }, 1, false)).toBeCloseTo(2, 12);
+    expect(
+      reductionLowerBoundSeconds("parameter-server", 125_000_000, { nodes: 2, processesPerNode: 1 }, 1, false),
+    ).toBeCloseTo(2, 12);
   });
 
   it("the asynchronous server's step pays its own exchange, 2·S/B, not every rank's, but no less than the server's link sending the others theirs", () => {
     const S = 125_000_000; // 1 s at 1 Gbit/s
     // 3 ranks, egress-shaped: the parameter server's round is 3 s; one asynchronous step waits for S in and S out, 2 s.
     expect(exchangeShare("async-parameter-server", 3)).toBeCloseTo(2 / 3, 12);
-    expect(reductionLowerBoundSeconds("async-parameter-server", S, { nodes: 3, processesPerNode: 1 }, 1, true)).toBeCloseTo(2, 12);
+    expect(
+      reductionLowerBoundSeconds("async-parameter-server", S, { nodes: 3, processesPerNode: 1 }, 1, true),
+    ).toBeCloseTo(2, 12);
     // 6 ranks: the server's link sends 5 ranks their parameters a round, 5 s, more than one rank's own 2 s.
-    expect(reductionLowerBoundSeconds("async-parameter-server", S, { nodes: 6, processesPerNode: 1 }, 1, true)).toBeCloseTo(5, 12);
+    expect(
+      reductionLowerBoundSeconds("async-parameter-server", S, { nodes: 6, processesPerNode: 1 }, 1, true),
+    ).toBeCloseTo(5, 12);
     // 2 ranks: the one remote rank's exchange is the whole of it.
     expect(exchangeShare("async-parameter-server", 2)).toBe(1);
-    for (const reduction of ["ring", "parameter-server", "powersgd"] as const) expect(exchangeShare(reduction, 3)).toBe(1);
+    for (const reduction of ["ring", "parameter-server", "powersgd"] as const)
+      expect(exchangeShare(reduction, 3)).toBe(1);
   });
 
   it("counts only what crosses the links when nodes run several processes", () => {
@@ -61,10 +78,21 @@ describe("lower bound per reduction", () => {
     expect(reductionLowerBoundSeconds("ring", S, { nodes: 2, processesPerNode: 2 }, 1, true)).toBeCloseTo(1.5, 12);
     expect(reductionLowerBoundSeconds("ring", S, fourNodes, 1, true)).toBeCloseTo(1.5, 12);
     // sharded: 2·(1/2)·2 = 2 s; server, egress-shaped: the other node pushes 2 S (2 s), the server sends 2 S back (2 s).
-    expect(reductionLowerBoundSeconds("sharded-parameter-server", S, { nodes: 2, processesPerNode: 2 }, 1, true)).toBeCloseTo(2, 12);
-    expect(reductionLowerBoundSeconds("parameter-server", S, { nodes: 2, processesPerNode: 2 }, 1, true)).toBeCloseTo(4, 12);
-    expect(reductionLowerBoundSeconds("parameter-server", S, { nodes: 2, processesPerNode: 2 }, 1, false)).toBeCloseTo(4, 12);
-    expect(reductionLowerBoundSeconds("parameter-server", S, { nodes: 3, processesPerNode: 2 }, 1, false)).toBeCloseTo(8, 12);
+    expect(
+      reductionLowerBoundSeconds("sharded-parameter-server", S, { nodes: 2, processesPerNode: 2 }, 1, true),
+    ).toBeCloseTo(2, 12);
+    expect(reductionLowerBoundSeconds("parameter-server", S, { nodes: 2, processesPerNode: 2 }, 1, true)).toBeCloseTo(
+      4,
+      12,
+    );
+    expect(reductionLowerBoundSeconds("parameter-server", S, { nodes: 2, processesPerNode: 2 }, 1, false)).toBeCloseTo(
+      4,
+      12,
+    );
+    expect(reductionLowerBoundSeconds("parameter-server", S, { nodes: 3, processesPerNode: 2 }, 1, false)).toBeCloseTo(
+      8,
+      12,
+    );
   });
 });
 
@@ -93,10 +121,13 @@ describe("efficiency", () => {
 
 describe("campaign estimate", () => {
   it("prices an AWS campaign from instance-hours of every node it provisions, idle or not", () => {
-    const file = parseCampaign(`
+    const file = parseCampaign(
+      `
 testbed: {target: aws, name: s, nodes: 4, adminCidr: 203.0.113.7/32, sshPublicKey: "ssh-ed25519 AAAAC3Nza"}
 campaign: {matrix: {nodes: [1, 2], model: resnet50, batchSize: 64, bandwidth: 1gbit}}
-`, "c.yaml");
+`,
+      "c.yaml",
+    );
     const plan = planCampaign(file, "c");
     const estimate = estimateCampaign(plan, file);
     // The testbed is provisioned as described (4 nodes), even though no run uses more than 2.

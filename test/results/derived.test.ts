@@ -7,14 +7,36 @@ import { resultsLayout } from "../../src/results/folder-layout.ts";
 import { latestAttempts, RUN_RECORD_SCHEMA, type RunRecord } from "../../src/results/record.ts";
 import { failedTrainRecord, probeRecord, trainRecord } from "../report/fixtures/records.ts";
 
-function record(runId: string, status: "ok" | "failed", options: { error?: string; attempt?: number; model?: string } = {}): RunRecord {
+function record(
+  runId: string,
+  status: "ok" | "failed",
+  options: { error?: string; attempt?: number; model?: string } = {},
+): RunRecord {
   const { error, attempt = 1, model = "tiny" } = options;
   return {
-    schema: RUN_RECORD_SCHEMA, campaign: "c", runId, attempt, fingerprint: "f",
-    params: { job: "train", nodes: 2, bandwidth: "1gbit", linkGbps: 1, repeat: 1, model, batchSize: 32, knobs: {}, workerArgs: [] },
-    status, ...(error === undefined ? {} : { error }),
-    startedAt: "2026-01-01T00:00:00.000Z", endedAt: "2026-01-01T00:00:10.000Z", wallSeconds: 10,
-    testbed: { name: "t", target: "local" }, logsDir: `logs/${runId}/attempt-${attempt}`,
+    schema: RUN_RECORD_SCHEMA,
+    campaign: "c",
+    runId,
+    attempt,
+    fingerprint: "f",
+    params: {
+      job: "train",
+      nodes: 2,
+      bandwidth: "1gbit",
+      linkGbps: 1,
+      repeat: 1,
+      model,
+      batchSize: 32,
+      knobs: {},
+      workerArgs: [],
+    },
+    status,
+    ...(error === undefined ? {} : { error }),
+    startedAt: "2026-01-01T00:00:00.000Z",
+    endedAt: "2026-01-01T00:00:10.000Z",
+    wallSeconds: 10,
+    testbed: { name: "t", target: "local" },
+    logsDir: `logs/${runId}/attempt-${attempt}`,
   };
 }
 
@@ -27,8 +49,14 @@ describe("derived files", () => {
       record("a", "failed", { error: 'exit 3, "peer gone"', attempt: 2 }),
     ];
     writeDerivedFiles(layout, records, ["b", "a"]);
-    const lines = readFileSync(layout.runsJsonl, "utf8").trim().split("\n").map((line) => JSON.parse(line));
-    expect(lines.map((r) => [r.runId, r.attempt])).toEqual([["b", 1], ["a", 2]]);
+    const lines = readFileSync(layout.runsJsonl, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(lines.map((r) => [r.runId, r.attempt])).toEqual([
+      ["b", 1],
+      ["a", 2],
+    ]);
     const csv = readFileSync(layout.summaryCsv, "utf8").trim().split("\n");
     expect(csv[0]).toMatch(/^run_id,status,attempts,job,nodes,bandwidth,/);
     // No successful repeat of its configuration: 0 repeats, and no statistics.
@@ -36,8 +64,12 @@ describe("derived files", () => {
   });
 
   it("summary.csv neutralizes text a spreadsheet would run as a formula, and leaves numbers alone", () => {
-    const csv = summaryCsv([{ record: record("a", "failed", { error: '=HYPERLINK("http://x")', model: "@SUM(A1)" }), attempts: 1 }]);
-    expect(csv.split("\n")[1]).toBe(`a,failed,1,train,2,1gbit,'@SUM(A1),32,1,,,,,,,,,10,,"'=HYPERLINK(""http://x"")",0,,,,,,,,,`);
+    const csv = summaryCsv([
+      { record: record("a", "failed", { error: '=HYPERLINK("http://x")', model: "@SUM(A1)" }), attempts: 1 },
+    ]);
+    expect(csv.split("\n")[1]).toBe(
+      `a,failed,1,train,2,1gbit,'@SUM(A1),32,1,,,,,,,,,10,,"'=HYPERLINK(""http://x"")",0,,,,,,,,,`,
+    );
     expect(["+1", "-1+2", "\tx", "\rx"].map(csvCell)).toEqual(["'+1", "'-1+2", "'\tx", `"'\rx"`]);
     expect([-1.5, -3, 0].map(csvCell)).toEqual(["-1.50000", "-3", "0"]);
     expect(csvCell("a=b")).toBe("a=b");
@@ -49,10 +81,12 @@ describe("summary.csv: each configuration over its repeats", () => {
   function summaryRows(records: readonly RunRecord[]): Map<string, Record<string, string>> {
     const [header, ...lines] = summaryCsv(latestAttempts(records)).trim().split("\n");
     const columns = header!.split(",");
-    return new Map(lines.map((line) => {
-      const cells = line.split(",");
-      return [cells[0]!, Object.fromEntries(columns.map((column, i) => [column, cells[i] ?? ""]))];
-    }));
+    return new Map(
+      lines.map((line) => {
+        const cells = line.split(",");
+        return [cells[0]!, Object.fromEntries(columns.map((column, i) => [column, cells[i] ?? ""]))];
+      }),
+    );
   }
 
   // 2 nodes at 1gbit: (150, 160, 170) and a failed fourth repeat; 2 nodes × 2 processes once; the probe twice.
@@ -60,15 +94,40 @@ describe("summary.csv: each configuration over its repeats", () => {
     ...[150, 160, 170].map((throughput, i) => trainRecord({ nodes: 2, repeat: i + 1, throughput, ci95: 4 })),
     failedTrainRecord({ nodes: 2, bandwidth: "1gbit", repeat: 4, error: "peer gone" }),
     trainRecord({ nodes: 2, processesPerNode: 2, throughput: 280, ci95: 6 }),
-    probeRecord({ nodes: 2, bandwidth: "1gbit", repeat: 1, busbw: [[4096, 0.2], [67_108_864, 0.9]] }),
-    probeRecord({ nodes: 2, bandwidth: "1gbit", repeat: 2, busbw: [[4096, 0.3], [67_108_864, 0.94]] }),
+    probeRecord({
+      nodes: 2,
+      bandwidth: "1gbit",
+      repeat: 1,
+      busbw: [
+        [4096, 0.2],
+        [67_108_864, 0.9],
+      ],
+    }),
+    probeRecord({
+      nodes: 2,
+      bandwidth: "1gbit",
+      repeat: 2,
+      busbw: [
+        [4096, 0.3],
+        [67_108_864, 0.94],
+      ],
+    }),
   ];
   const rows = summaryRows(records);
 
   it("adds the configuration's columns after the run's own, in this order", () => {
     expect(SUMMARY_COLUMNS.slice(SUMMARY_COLUMNS.indexOf("error"))).toEqual([
-      "error", "repeats", "throughput_total_mean", "throughput_total_median", "throughput_total_ci95_low", "throughput_total_ci95_high",
-      "peak_busbw_gbps_mean", "peak_busbw_gbps_median", "peak_busbw_gbps_ci95_low", "peak_busbw_gbps_ci95_high", "cv",
+      "error",
+      "repeats",
+      "throughput_total_mean",
+      "throughput_total_median",
+      "throughput_total_ci95_low",
+      "throughput_total_ci95_high",
+      "peak_busbw_gbps_mean",
+      "peak_busbw_gbps_median",
+      "peak_busbw_gbps_ci95_low",
+      "peak_busbw_gbps_ci95_high",
+      "cv",
     ]);
   });
 
@@ -79,8 +138,8 @@ describe("summary.csv: each configuration over its repeats", () => {
       expect(row["repeats"]).toBe("3");
       expect(Number(row["throughput_total_mean"])).toBe(160);
       expect(Number(row["throughput_total_median"])).toBe(160);
-      expect(Number(row["throughput_total_ci95_low"])).toBeCloseTo(160 - 4.303 * 10 / Math.sqrt(3), 3);
-      expect(Number(row["throughput_total_ci95_high"])).toBeCloseTo(160 + 4.303 * 10 / Math.sqrt(3), 3);
+      expect(Number(row["throughput_total_ci95_low"])).toBeCloseTo(160 - (4.303 * 10) / Math.sqrt(3), 3);
+      expect(Number(row["throughput_total_ci95_high"])).toBeCloseTo(160 + (4.303 * 10) / Math.sqrt(3), 3);
       expect(Number(row["cv"])).toBeCloseTo(0.0625, 6);
       expect(row["peak_busbw_gbps_mean"]).toBe("");
     }

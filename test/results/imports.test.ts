@@ -12,19 +12,27 @@ import { describe, expect, it } from "vitest";
 import { TARGET_NAMES } from "../../src/targets/index.ts";
 
 function importsOf(dir: string): { file: string; from: string }[] {
-  return readdirSync(dir).filter((file) => file.endsWith(".ts")).flatMap((file) =>
-    [...readFileSync(join(dir, file), "utf8").matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+"([^"]+)"/gms)]
-      .map((match) => ({ file: `${dir}/${file}`, from: match[1]! })));
+  return readdirSync(dir)
+    .filter((file) => file.endsWith(".ts"))
+    .flatMap((file) =>
+      [...readFileSync(join(dir, file), "utf8").matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+"([^"]+)"/gms)].map(
+        (match) => ({ file: `${dir}/${file}`, from: match[1]! }),
+      ),
+    );
 }
 
 describe("module boundaries", () => {
   it("src/ holds folders only: every source file sits in a folder named for its concern", () => {
-    const loose = readdirSync("src", { withFileTypes: true }).filter((entry) => !entry.isDirectory()).map((entry) => entry.name);
+    const loose = readdirSync("src", { withFileTypes: true })
+      .filter((entry) => !entry.isDirectory())
+      .map((entry) => entry.name);
     expect(loose).toEqual([]);
   });
 
   it("src/results imports neither the campaign nor the report", () => {
-    const offending = importsOf("src/results").filter(({ from }) => /\/(campaign|report)\//.test(from) || /^\.\.\/(campaign|report)/.test(from));
+    const offending = importsOf("src/results").filter(
+      ({ from }) => /\/(campaign|report)\//.test(from) || /^\.\.\/(campaign|report)/.test(from),
+    );
     expect(offending).toEqual([]);
   });
 
@@ -43,7 +51,9 @@ describe("module boundaries", () => {
 
   it("src/config imports nothing from the testbed, and the planner nothing from the runner", () => {
     expect(importsOf("src/config").filter(({ from }) => from.includes("testbed/"))).toEqual([]);
-    expect(importsOf("src/campaign").filter(({ file, from }) => file.endsWith("plan.ts") && /runner|testbed\//.test(from))).toEqual([]);
+    expect(
+      importsOf("src/campaign").filter(({ file, from }) => file.endsWith("plan.ts") && /runner|testbed\//.test(from)),
+    ).toEqual([]);
   });
 
   it("only src/targets/ branches on a testbed target's name; the rest asks the table (and these, not yet moved, are listed)", () => {
@@ -51,15 +61,28 @@ describe("module boundaries", () => {
   });
 
   it("the target table loads nothing that runs a tool, types aside (a target's verbs load theirs when they run)", () => {
-    const offending = readdirSync("src/targets").flatMap((file) =>
-      [...readFileSync(join("src/targets", file), "utf8").matchAll(/^(?:import|export) (?!type )[^;]*?from "(\.\.\/[^"]+)"/gm)].map((match) => `${file}: ${match[1]}`))
-      .filter((line) => /: \.\.\/(?:\.\.\/stacks\/|(?:testbed|adapters|kubernetes|aws|campaign|cli|report|results|predict|runner|context)\/)/.test(line));
+    const offending = readdirSync("src/targets")
+      .flatMap((file) =>
+        [
+          ...readFileSync(join("src/targets", file), "utf8").matchAll(
+            /^(?:import|export) (?!type )[^;]*?from "(\.\.\/[^"]+)"/gm,
+          ),
+        ].map((match) => `${file}: ${match[1]}`),
+      )
+      .filter((line) =>
+        /: \.\.\/(?:\.\.\/stacks\/|(?:testbed|adapters|kubernetes|aws|campaign|cli|report|results|predict|runner|context)\/)/.test(
+          line,
+        ),
+      );
     expect(offending).toEqual([]);
   });
 
   it("the launcher table loads no ringlab module outside it, types aside (a launcher's tools load when it runs)", () => {
     const offending = readdirSync("src/launchers").flatMap((file) =>
-      [...readFileSync(join("src/launchers", file), "utf8").matchAll(/^import (?!type )[^;]*?from "(\.\.\/[^"]+)"/gm)].map((match) => `${file}: ${match[1]}`));
+      [
+        ...readFileSync(join("src/launchers", file), "utf8").matchAll(/^import (?!type )[^;]*?from "(\.\.\/[^"]+)"/gm),
+      ].map((match) => `${file}: ${match[1]}`),
+    );
     expect(offending).toEqual([]);
   });
 });
@@ -73,7 +96,10 @@ const NOT_YET_MOVED: Record<string, number> = {};
 /** Every `target === "<name>"` (or !==, or the name first, or `case "<name>":`) outside src/targets/, by file. */
 function targetNameBranches(): Record<string, number> {
   const names = TARGET_NAMES.join("|");
-  const branch = new RegExp(`\\btarget\\s*[!=]==?\\s*["'](?:${names})["']|["'](?:${names})["']\\s*[!=]==?\\s*[\\w.?]*\\btarget\\b|\\bcase\\s+["'](?:${names})["']\\s*:`, "g");
+  const branch = new RegExp(
+    `\\btarget\\s*[!=]==?\\s*["'](?:${names})["']|["'](?:${names})["']\\s*[!=]==?\\s*[\\w.?]*\\btarget\\b|\\bcase\\s+["'](?:${names})["']\\s*:`,
+    "g",
+  );
   const counts: Record<string, number> = {};
   for (const file of sourceFiles(["src", "stacks"])) {
     if (file.startsWith("src/targets/")) continue;
@@ -84,5 +110,11 @@ function targetNameBranches(): Record<string, number> {
 }
 
 function sourceFiles(dirs: readonly string[]): string[] {
-  return dirs.flatMap((dir) => readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((file) => file.endsWith(".ts")).map((file) => `${dir}/${file}`)).sort();
+  return dirs
+    .flatMap((dir) =>
+      readdirSync(dir, { recursive: true, encoding: "utf8" })
+        .filter((file) => file.endsWith(".ts"))
+        .map((file) => `${dir}/${file}`),
+    )
+    .sort();
 }

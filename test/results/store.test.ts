@@ -9,11 +9,29 @@ import { ResultsStore } from "../../src/results/store.ts";
 
 function record(runId: string, status: "ok" | "failed", attempt: number, fingerprint = "f"): RunRecord {
   return {
-    schema: RUN_RECORD_SCHEMA, campaign: "c", runId, attempt, fingerprint,
-    params: { job: "train", nodes: 2, bandwidth: "1gbit", linkGbps: 1, repeat: 1, model: "tiny", batchSize: 32, knobs: {}, workerArgs: [] },
-    status, ...(status === "failed" ? { error: `attempt ${attempt} failed` } : {}),
-    startedAt: "2026-01-01T00:00:00.000Z", endedAt: "2026-01-01T00:00:10.000Z", wallSeconds: 10,
-    testbed: { name: "t", target: "local" }, logsDir: `logs/${runId}/attempt-${attempt}`,
+    schema: RUN_RECORD_SCHEMA,
+    campaign: "c",
+    runId,
+    attempt,
+    fingerprint,
+    params: {
+      job: "train",
+      nodes: 2,
+      bandwidth: "1gbit",
+      linkGbps: 1,
+      repeat: 1,
+      model: "tiny",
+      batchSize: 32,
+      knobs: {},
+      workerArgs: [],
+    },
+    status,
+    ...(status === "failed" ? { error: `attempt ${attempt} failed` } : {}),
+    startedAt: "2026-01-01T00:00:00.000Z",
+    endedAt: "2026-01-01T00:00:10.000Z",
+    wallSeconds: 10,
+    testbed: { name: "t", target: "local" },
+    logsDir: `logs/${runId}/attempt-${attempt}`,
   };
 }
 
@@ -27,7 +45,14 @@ describe("ResultsStore", () => {
     store.save(record("b", "ok", 1));
     store.save(record("a", "failed", 1));
     expect(readdirSync(join(dir, "runs"))).toEqual(["a.attempt-1.json", "b.attempt-1.json"]);
-    expect(ResultsStore.open(dir, noWarnings).records().map((r) => [r.runId, r.status])).toEqual([["a", "failed"], ["b", "ok"]]);
+    expect(
+      ResultsStore.open(dir, noWarnings)
+        .records()
+        .map((r) => [r.runId, r.status]),
+    ).toEqual([
+      ["a", "failed"],
+      ["b", "ok"],
+    ]);
   });
 
   it("keeps every attempt of a run done again: records, logs folders, the latest attempt and the count", () => {
@@ -44,20 +69,35 @@ describe("ResultsStore", () => {
     again.save(record("a", "ok", 2));
 
     const reread = ResultsStore.open(dir, noWarnings);
-    expect(reread.records().map((r) => [r.attempt, r.status])).toEqual([[1, "failed"], [2, "ok"]]);
-    expect(reread.latestRecords().map(({ record: r, attempts }) => [r.runId, r.attempt, r.status, attempts])).toEqual([["a", 2, "ok", 2]]);
+    expect(reread.records().map((r) => [r.attempt, r.status])).toEqual([
+      [1, "failed"],
+      [2, "ok"],
+    ]);
+    expect(reread.latestRecords().map(({ record: r, attempts }) => [r.runId, r.attempt, r.status, attempts])).toEqual([
+      ["a", 2, "ok", 2],
+    ]);
     expect(readFileSync(join(dir, "logs", "a", "attempt-1", "worker-0.log"), "utf8")).toBe("peer gone\n");
     expect(reread.nextAttempt("a")).toBe(3);
   });
 
   it("lets a resumed campaign see each run's latest attempt", () => {
-    const plan = planCampaign(parseCampaign(
-      "testbed: {target: local, name: t, nodes: 2}\ncampaign: {matrix: {nodes: [1], model: tiny, batchSize: 8, bandwidth: 1gbit}}", "c.yaml"), "c");
+    const plan = planCampaign(
+      parseCampaign(
+        "testbed: {target: local, name: t, nodes: 2}\ncampaign: {matrix: {nodes: [1], model: tiny, batchSize: 8, bandwidth: 1gbit}}",
+        "c.yaml",
+      ),
+      "c",
+    );
     const [run] = plan.runs;
     const dir = scratch();
     const store = ResultsStore.open(dir, noWarnings);
     store.save(record(run!.id, "failed", 1, run!.fingerprint));
-    const latest = () => new Map(ResultsStore.open(dir, noWarnings).latestRecords().map(({ record: r }) => [r.runId, r]));
+    const latest = () =>
+      new Map(
+        ResultsStore.open(dir, noWarnings)
+          .latestRecords()
+          .map(({ record: r }) => [r.runId, r]),
+      );
     expect(remainingRuns(plan, latest()).map((r) => r.id)).toEqual([run!.id]);
     store.save(record(run!.id, "ok", 2, run!.fingerprint));
     expect(remainingRuns(plan, latest())).toEqual([]);
@@ -77,7 +117,9 @@ describe("ResultsStore", () => {
     expect(reread.records().map((r) => r.runId)).toEqual(["a"]);
     expect(warnings).toHaveLength(2);
     expect(warnings[0]).toMatch(new RegExp(`^run record ${truncated} is unreadable \\(`));
-    expect(warnings[1]).toContain(`run record ${join(dir, "runs", "c.attempt-1.json")} is not a ringlab.run/v1 record at schema`);
+    expect(warnings[1]).toContain(
+      `run record ${join(dir, "runs", "c.attempt-1.json")} is not a ringlab.run/v1 record at schema`,
+    );
     expect(reread.nextAttempt("b")).toBe(2);
   });
 
@@ -96,7 +138,9 @@ describe("ResultsStore", () => {
   it("never overwrites an attempt already on disk", () => {
     const dir = scratch();
     ResultsStore.open(dir, noWarnings).save(record("a", "failed", 1));
-    expect(() => ResultsStore.open(dir, noWarnings).save(record("a", "ok", 1))).toThrow(/attempt 1 of a is recorded already/);
+    expect(() => ResultsStore.open(dir, noWarnings).save(record("a", "ok", 1))).toThrow(
+      /attempt 1 of a is recorded already/,
+    );
     expect(existsSync(join(dir, "runs", "a.attempt-1.json"))).toBe(true);
     expect(JSON.parse(readFileSync(join(dir, "runs", "a.attempt-1.json"), "utf8")).status).toBe("failed");
   });

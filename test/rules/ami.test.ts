@@ -8,7 +8,13 @@ describe("checkAmiId", () => {
   });
 
   it("refuses names, upper case and other lengths", () => {
-    for (const ami of ["ubuntu-22.04", "ami-0123456789ABCDEF0", "ami-123", "ami-0123456789abcdef", "ami-0123456789abcdef0 "]) {
+    for (const ami of [
+      "ubuntu-22.04",
+      "ami-0123456789ABCDEF0",
+      "ami-123",
+      "ami-0123456789abcdef",
+      "ami-0123456789abcdef0 ",
+    ]) {
       expect(checkAmiId(ami), ami).toBe("expected an AMI id such as ami-0123456789abcdef0");
     }
   });
@@ -21,6 +27,7 @@ describe("checkRootVolumeGiB", () => {
   });
 
   it("refuses sizes gp3 or the AMI cannot take", () => {
-    for (const size of [7, 16385, 8.5, Number.NaN]) expect(checkRootVolumeGiB(size)).toBe("expected a whole number of GiB from 8 to 16384");
+    for (const size of [7, 16385, 8.5, Number.NaN])
+      expect(checkRootVolumeGiB(size)).toBe("expected a whole number of GiB from 8 to 16384");
   });
 });

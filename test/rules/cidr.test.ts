@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import {
-  addressInSubnet, checkIpv4Cidr, checkSshSource, checkSubnetCidr, checkVpcCidr, cidrContains, parseIpv4Cidr,
+  addressInSubnet,
+  checkIpv4Cidr,
+  checkSshSource,
+  checkSubnetCidr,
+  checkVpcCidr,
+  cidrContains,
+  parseIpv4Cidr,
 } from "../../src/rules/cidr.ts";
 
 const range = (cidr: string) => {
@@ -17,13 +23,26 @@ describe("parseIpv4Cidr", () => {
   });
 
   it("refuses malformed text with an example", () => {
-    for (const text of ["10.77.0.0", "203.0.113.7/33", "10.78.1.300/24", "10.0.0/8", "010.0.0.0/8", " 10.0.0.0/8", "10.0.0.0/8,0.0.0.0/0", ""]) {
-      expect(checkIpv4Cidr(text, { example: "203.0.113.7/32" }), text).toBe("expected an IPv4 CIDR such as 203.0.113.7/32");
+    for (const text of [
+      "10.77.0.0",
+      "203.0.113.7/33",
+      "10.78.1.300/24",
+      "10.0.0/8",
+      "010.0.0.0/8",
+      " 10.0.0.0/8",
+      "10.0.0.0/8,0.0.0.0/0",
+      "",
+    ]) {
+      expect(checkIpv4Cidr(text, { example: "203.0.113.7/32" }), text).toBe(
+        "expected an IPv4 CIDR such as 203.0.113.7/32",
+      );
     }
   });
 
   it("refuses host bits unless asked to clear them", () => {
-    expect(checkIpv4Cidr("10.78.1.7/24")).toBe("expected a network address with no host bits set, such as 10.78.1.0/24");
+    expect(checkIpv4Cidr("10.78.1.7/24")).toBe(
+      "expected a network address with no host bits set, such as 10.78.1.0/24",
+    );
     expect(parseIpv4Cidr("10.77.1.99/23", { allowHostBits: true })).toEqual({ ok: true, range: range("10.77.0.0/23") });
   });
 });
@@ -75,7 +94,9 @@ describe("checkSshSource", () => {
   });
 
   it("refuses anything wider than /8 without allowSshFromAnywhere, whatever the configured limit says", () => {
-    expect(checkSshSource("0.0.0.0/0", { minPrefixLength: 0 })).toMatch(/^0\.0\.0\.0\/0 opens SSH to the whole internet, wider than \/8, the widest sshSourceMinPrefix can allow/);
+    expect(checkSshSource("0.0.0.0/0", { minPrefixLength: 0 })).toMatch(
+      /^0\.0\.0\.0\/0 opens SSH to the whole internet, wider than \/8, the widest sshSourceMinPrefix can allow/,
+    );
     expect(checkSshSource("10.0.0.0/7", { minPrefixLength: 4 })).toMatch(/wider than \/8.*allowSshFromAnywhere: true/);
     expect(checkSshSource("10.0.0.0/8", { minPrefixLength: 0 })).toBeUndefined();
     expect(checkSshSource("0.0.0.0/0", { minPrefixLength: 0, allowSshFromAnywhere: true })).toBeUndefined();

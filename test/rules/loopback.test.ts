@@ -5,8 +5,17 @@ import { checkLoopbackUrl, isLoopbackHost } from "../../src/rules/loopback.ts";
 
 describe("loopback rule", () => {
   it("knows loopback hosts", () => {
-    for (const host of ["127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]"]) expect(isLoopbackHost(host), host).toBe(true);
-    for (const host of ["10.0.0.1", "128.0.0.1", "54.1.2.3", "127.0.0.256", "ec2.amazonaws.com", "127.0.0.1.nip.io", ""]) {
+    for (const host of ["127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]"])
+      expect(isLoopbackHost(host), host).toBe(true);
+    for (const host of [
+      "10.0.0.1",
+      "128.0.0.1",
+      "54.1.2.3",
+      "127.0.0.256",
+      "ec2.amazonaws.com",
+      "127.0.0.1.nip.io",
+      "",
+    ]) {
       expect(isLoopbackHost(host), host).toBe(false);
     }
   });
@@ -30,12 +39,17 @@ describe("AWS client configuration", () => {
 
   it("sends every client to the loopback emulator with fake credentials under the override", () => {
     expect(awsClientConfig("eu-west-1", { RINGLAB_TEST_AWS_ENDPOINT: "http://127.0.0.1:5000/" })).toEqual({
-      region: "eu-west-1", endpoint: "http://127.0.0.1:5000", credentials: { accessKeyId: "testing", secretAccessKey: "testing" },
-      forcePathStyle: true, maxAttempts: 1,
+      region: "eu-west-1",
+      endpoint: "http://127.0.0.1:5000",
+      credentials: { accessKeyId: "testing", secretAccessKey: "testing" },
+      forcePathStyle: true,
+      maxAttempts: 1,
     });
   });
 
   it("refuses an override that is not loopback with a UsageError (exit 2)", () => {
-    expect(() => testAwsEndpoint({ RINGLAB_TEST_AWS_ENDPOINT: "https://ec2.eu-west-1.amazonaws.com" })).toThrow(UsageError);
+    expect(() => testAwsEndpoint({ RINGLAB_TEST_AWS_ENDPOINT: "https://ec2.eu-west-1.amazonaws.com" })).toThrow(
+      UsageError,
+    );
   });
 });

@@ -1,11 +1,17 @@
 import { describe, expect, it } from "vitest";
 import {
-  campaignNameOf, checkCampaignName, checkResourceName, nodeContainerName, nodeName, stackName,
+  campaignNameOf,
+  checkCampaignName,
+  checkResourceName,
+  nodeContainerName,
+  nodeName,
+  stackName,
 } from "../../src/rules/names.ts";
 
 describe("checkResourceName", () => {
   it("accepts 1-24 lower-case letters, digits and dashes starting with a letter", () => {
-    for (const name of ["a", "smoke", "scale-16", "a".repeat(24), "g5-12xl-run2"]) expect(checkResourceName(name)).toBeUndefined();
+    for (const name of ["a", "smoke", "scale-16", "a".repeat(24), "g5-12xl-run2"])
+      expect(checkResourceName(name)).toBeUndefined();
   });
 
   it("refuses names that cannot name AWS resources or Docker containers", () => {
@@ -30,7 +36,8 @@ describe("derived names", () => {
 
 describe("checkCampaignName", () => {
   it("accepts file-derived names up to 64 characters", () => {
-    for (const name of ["local-smoke", "2025-scaling", "c", "a".repeat(64)]) expect(checkCampaignName(name)).toBeUndefined();
+    for (const name of ["local-smoke", "2025-scaling", "c", "a".repeat(64)])
+      expect(checkCampaignName(name)).toBeUndefined();
   });
 
   it("refuses names that would be unsafe as a results directory or tag value", () => {

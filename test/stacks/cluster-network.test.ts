@@ -18,11 +18,13 @@ function synth(overrides: Partial<ClusterNetworkProps> = {}): string {
 
 describe("ClusterNetwork", () => {
   it("creates a VPC with DNS support (EFS mount target names resolve)", () => {
-    expect(Testing.toHaveResourceWithProperties(synth(), "aws_vpc", {
-      cidr_block: "10.78.0.0/16",
-      enable_dns_support: true,
-      enable_dns_hostnames: true,
-    })).toBe(true);
+    expect(
+      Testing.toHaveResourceWithProperties(synth(), "aws_vpc", {
+        cidr_block: "10.78.0.0/16",
+        enable_dns_support: true,
+        enable_dns_hostnames: true,
+      }),
+    ).toBe(true);
   });
 
   it("creates one subnet in the chosen zone that gives nodes public addresses", () => {
@@ -42,20 +44,28 @@ describe("ClusterNetwork", () => {
     const [routeTableId] = Object.keys(resourcesOf(json, "aws_route_table"));
     const [subnetId] = Object.keys(resourcesOf(json, "aws_subnet"));
     expect(gatewayId && routeTableId && subnetId).toBeTruthy();
-    expect(Object.values(resourcesOf(json, "aws_route"))).toEqual([expect.objectContaining({
-      destination_cidr_block: "0.0.0.0/0",
-      gateway_id: `\${aws_internet_gateway.${gatewayId}.id}`,
-      route_table_id: `\${aws_route_table.${routeTableId}.id}`,
-    })]);
-    expect(Object.values(resourcesOf(json, "aws_route_table_association"))).toEqual([expect.objectContaining({
-      subnet_id: `\${aws_subnet.${subnetId}.id}`,
-      route_table_id: `\${aws_route_table.${routeTableId}.id}`,
-    })]);
+    expect(Object.values(resourcesOf(json, "aws_route"))).toEqual([
+      expect.objectContaining({
+        destination_cidr_block: "0.0.0.0/0",
+        gateway_id: `\${aws_internet_gateway.${gatewayId}.id}`,
+        route_table_id: `\${aws_route_table.${routeTableId}.id}`,
+      }),
+    ]);
+    expect(Object.values(resourcesOf(json, "aws_route_table_association"))).toEqual([
+      expect.objectContaining({
+        subnet_id: `\${aws_subnet.${subnetId}.id}`,
+        route_table_id: `\${aws_route_table.${routeTableId}.id}`,
+      }),
+    ]);
   });
 
   it("rejects a subnet outside the VPC", () => {
-    expect(() => synth({ subnetCidr: "10.79.1.0/24" })).toThrow(/subnetCidr "10.79.1.0\/24": expected a range inside vpcCidr 10.78.0.0\/16/);
-    expect(() => synth({ vpcCidr: "10.78.0.0/24", subnetCidr: "10.78.0.0/16" })).toThrow(/expected a range inside vpcCidr/);
+    expect(() => synth({ subnetCidr: "10.79.1.0/24" })).toThrow(
+      /subnetCidr "10.79.1.0\/24": expected a range inside vpcCidr 10.78.0.0\/16/,
+    );
+    expect(() => synth({ vpcCidr: "10.78.0.0/24", subnetCidr: "10.78.0.0/16" })).toThrow(
+      /expected a range inside vpcCidr/,
+    );
   });
 
   it("rejects malformed ranges, VPC sizes AWS refuses and an empty zone", () => {

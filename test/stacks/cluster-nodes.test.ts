@@ -92,17 +92,27 @@ describe("ClusterNodes", () => {
         ssh_genkeytypes: [],
         ssh_keys: { ed25519_private: keys[rank]!.privateKey, ed25519_public: keys[rank]!.publicKey },
       });
-      expect(config["runcmd"]).toEqual((load(expiryUserData("2025-03-01T18:00:00Z")) as Record<string, unknown>)["runcmd"]);
+      expect(config["runcmd"]).toEqual(
+        (load(expiryUserData("2025-03-01T18:00:00Z")) as Record<string, unknown>)["runcmd"],
+      );
     });
   });
 
   it("refuses host keys that are not one ed25519 key in OpenSSH's format per node", () => {
     const key = hostKey("node");
     expect(() => synth({ hostKeys: [key, key] })).toThrow("ClusterNodes: hostKeys: 2 keys for 3 nodes");
-    expect(() => synth({ hostKeys: [key, key, { ...key, privateKey: "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n" }] }))
-      .toThrow("ClusterNodes: hostKeys[2]: expected an OpenSSH private key");
-    expect(() => synth({ hostKeys: [key, { ...key, publicKey: PUBLIC_KEY.replace("ssh-ed25519", "ssh-rsa") }, key] }))
-      .toThrow("ClusterNodes: hostKeys[1]: expected an ssh-ed25519 public key");
+    expect(() =>
+      synth({
+        hostKeys: [
+          key,
+          key,
+          { ...key, privateKey: "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n" },
+        ],
+      }),
+    ).toThrow("ClusterNodes: hostKeys[2]: expected an OpenSSH private key");
+    expect(() =>
+      synth({ hostKeys: [key, { ...key, publicKey: PUBLIC_KEY.replace("ssh-ed25519", "ssh-rsa") }, key] }),
+    ).toThrow("ClusterNodes: hostKeys[1]: expected an ssh-ed25519 public key");
   });
 
   it("gives every node an encrypted gp3 root volume of rootVolumeGiB", () => {
@@ -120,12 +130,14 @@ describe("ClusterNodes", () => {
   it("launches nodes in the subnet and group with a public address, through the launch template", () => {
     const json = synth();
     const [templateId] = Object.keys(resourcesOf(json, "aws_launch_template"));
-    expect(launchTemplate(json)["network_interfaces"]).toEqual([expect.objectContaining({
-      device_index: 0,
-      subnet_id: props.subnetId,
-      security_groups: [props.securityGroupId],
-      associate_public_ip_address: "true",
-    })]);
+    expect(launchTemplate(json)["network_interfaces"]).toEqual([
+      expect.objectContaining({
+        device_index: 0,
+        subnet_id: props.subnetId,
+        security_groups: [props.securityGroupId],
+        associate_public_ip_address: "true",
+      }),
+    ]);
     for (const instance of instances(json)) {
       expect(instance["launch_template"]).toMatchObject({ id: `\${aws_launch_template.${templateId}.id}` });
       // The template's interface carries subnet and group; EC2 refuses them twice in one request.
@@ -144,14 +156,17 @@ describe("ClusterNodes", () => {
 
   it("requests spot instances only when asked, and tags their spot requests", () => {
     for (const instance of instances(synth())) expect(instance).not.toHaveProperty("instance_market_options");
-    expect(launchTemplate(synth())["tag_specifications"].map((s: Block) => s["resource_type"])).toEqual(["network-interface"]);
+    expect(launchTemplate(synth())["tag_specifications"].map((s: Block) => s["resource_type"])).toEqual([
+      "network-interface",
+    ]);
 
     const spot = synth({ spot: true });
     for (const instance of instances(spot)) {
       expect(instance["instance_market_options"]).toMatchObject({ market_type: "spot" });
     }
     expect(launchTemplate(spot)["tag_specifications"]).toContainEqual({
-      resource_type: "spot-instances-request", tags: { "ringlab:testbed": "tb" },
+      resource_type: "spot-instances-request",
+      tags: { "ringlab:testbed": "tb" },
     });
   });
 
@@ -161,14 +176,16 @@ describe("ClusterNodes", () => {
       expect(instance["volume_tags"]).toEqual({ "ringlab:testbed": "tb", team: "ml", Name: `tb-node-${rank}` });
     });
     expect(launchTemplate(json)["tag_specifications"]).toContainEqual({
-      resource_type: "network-interface", tags: { "ringlab:testbed": "tb", team: "ml" },
+      resource_type: "network-interface",
+      tags: { "ringlab:testbed": "tb", team: "ml" },
     });
   });
 
   it("leaves tag specifications out when there are no launch tags", () => {
     const json = synth({ launchTags: undefined, spot: true });
     expect(launchTemplate(json)["tag_specifications"]).toBeUndefined();
-    for (const instance of instances(json)) expect(instance["volume_tags"]).toEqual({ Name: expect.stringMatching(/^tb-node-/) });
+    for (const instance of instances(json))
+      expect(instance["volume_tags"]).toEqual({ Name: expect.stringMatching(/^tb-node-/) });
   });
 
   it("uses an explicit AMI as given, without a lookup", () => {
@@ -179,14 +196,16 @@ describe("ClusterNodes", () => {
 
   it("looks up the newest Deep Learning Base AMI when no AMI is given", () => {
     const synthesized = synthString();
-    expect(Testing.toHaveDataSourceWithProperties(synthesized, "aws_ami", {
-      most_recent: true,
-      owners: [DEFAULTS.aws.amiOwner],
-      filter: [
-        { name: "name", values: [DEFAULTS.aws.amiNamePattern] },
-        { name: "architecture", values: ["x86_64"] },
-      ],
-    })).toBe(true);
+    expect(
+      Testing.toHaveDataSourceWithProperties(synthesized, "aws_ami", {
+        most_recent: true,
+        owners: [DEFAULTS.aws.amiOwner],
+        filter: [
+          { name: "name", values: [DEFAULTS.aws.amiNamePattern] },
+          { name: "architecture", values: ["x86_64"] },
+        ],
+      }),
+    ).toBe(true);
     const [amiId] = Object.keys(parse(synthesized).data?.["aws_ami"] ?? {});
     for (const instance of instances(parse(synthesized))) expect(instance["ami"]).toBe(`\${data.aws_ami.${amiId}.id}`);
   });
@@ -200,11 +219,15 @@ describe("ClusterNodes", () => {
   it("rejects invalid props before creating anything", () => {
     expect(() => synth({ nodeCount: 0 })).toThrow(/nodeCount must be a whole number >= 1, got 0/);
     expect(() => synth({ nodeCount: 1.5 })).toThrow(/nodeCount/);
-    expect(() => synth({ rootVolumeGiB: 4 })).toThrow(/rootVolumeGiB 4: expected a whole number of GiB from 8 to 16384/);
+    expect(() => synth({ rootVolumeGiB: 4 })).toThrow(
+      /rootVolumeGiB 4: expected a whole number of GiB from 8 to 16384/,
+    );
     expect(() => synth({ rootVolumeGiB: 16385 })).toThrow(/rootVolumeGiB 16385/);
     expect(() => synth({ efa: true, instanceType: "g4dn.xlarge" })).toThrow(/instance type g4dn.xlarge has no EFA/);
     expect(() => synth({ ami: "ubuntu-22.04" })).toThrow(/ami "ubuntu-22.04": expected an AMI id/);
-    expect(() => synth({ sshPublicKey: "-----BEGIN OPENSSH PRIVATE KEY-----" })).toThrow(/sshPublicKey: expected an OpenSSH public key/);
+    expect(() => synth({ sshPublicKey: "-----BEGIN OPENSSH PRIVATE KEY-----" })).toThrow(
+      /sshPublicKey: expected an OpenSSH public key/,
+    );
     expect(() => synth({ sshPublicKey: "ssh-ed25519" })).toThrow(/sshPublicKey: expected an OpenSSH public key/);
     expect(() => synth({ name: "" })).toThrow(/name "": expected 1-24 lower-case letters/);
     expect(() => synth({ name: "tb-{{x}}" })).toThrow(/name "tb-\{\{x\}\}"/);

@@ -1,14 +1,19 @@
 import { Testing } from "cdktf";
 import { describe, expect, it } from "vitest";
-import { ClusterSecurityGroup, type ClusterSecurityGroupProps } from "../../stacks/constructs/cluster-security-group.ts";
+import {
+  ClusterSecurityGroup,
+  type ClusterSecurityGroupProps,
+} from "../../stacks/constructs/cluster-security-group.ts";
 import { parse, resourcesOf, type Block, type TerraformJson } from "./fixtures.ts";
 
 const props: ClusterSecurityGroupProps = { name: "tb", vpcId: "vpc-0123456789abcdef0", adminCidr: "203.0.113.7/32" };
 
 function synth(overrides: Partial<ClusterSecurityGroupProps> = {}): TerraformJson {
-  return parse(Testing.synthScope((scope) => {
-    new ClusterSecurityGroup(scope, "security-group", { ...props, ...overrides });
-  }));
+  return parse(
+    Testing.synthScope((scope) => {
+      new ClusterSecurityGroup(scope, "security-group", { ...props, ...overrides });
+    }),
+  );
 }
 
 function rules(json: TerraformJson): { ingress: Block[]; egress: Block[] } {
@@ -38,9 +43,14 @@ describe("ClusterSecurityGroup", () => {
 
   it("admits SSH only from adminCidr", () => {
     const fromAddresses = ingress.filter((rule) => rule["cidr_ipv4"] !== undefined || rule["cidr_ipv6"] !== undefined);
-    expect(fromAddresses).toEqual([expect.objectContaining({
-      cidr_ipv4: "203.0.113.7/32", ip_protocol: "tcp", from_port: 22, to_port: 22,
-    })]);
+    expect(fromAddresses).toEqual([
+      expect.objectContaining({
+        cidr_ipv4: "203.0.113.7/32",
+        ip_protocol: "tcp",
+        from_port: 22,
+        to_port: 22,
+      }),
+    ]);
   });
 
   it("allows all traffic from and to the group itself, as EFA requires", () => {
@@ -49,16 +59,23 @@ describe("ClusterSecurityGroup", () => {
   });
 
   it("admits NFS (2049) from cluster members only", () => {
-    const nfs = ingress.filter((rule) => rule["ip_protocol"] === "-1" ||
-      (rule["from_port"] as number) <= 2049 && (rule["to_port"] as number) >= 2049);
+    const nfs = ingress.filter(
+      (rule) =>
+        rule["ip_protocol"] === "-1" || ((rule["from_port"] as number) <= 2049 && (rule["to_port"] as number) >= 2049),
+    );
     expect(nfs.length).toBeGreaterThanOrEqual(1);
     for (const rule of nfs) {
       expect(rule).toMatchObject({ referenced_security_group_id: self });
       expect(rule).not.toHaveProperty("cidr_ipv4");
     }
-    expect(ingress).toContainEqual(expect.objectContaining({
-      ip_protocol: "tcp", from_port: 2049, to_port: 2049, referenced_security_group_id: self,
-    }));
+    expect(ingress).toContainEqual(
+      expect.objectContaining({
+        ip_protocol: "tcp",
+        from_port: 2049,
+        to_port: 2049,
+        referenced_security_group_id: self,
+      }),
+    );
   });
 
   it("lets nodes reach the internet for packages", () => {

@@ -19,7 +19,13 @@ afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true 
 /** Every variant that adds a resource type: EFS, EFA and spot, the placement group, the AMI lookup. */
 const VARIANTS: Record<string, Record<string, unknown>> = {
   "nfs, AMI lookup, placement group": { nodes: 2 },
-  "efs + efa + spot, explicit AMI": { sharedStorage: "efs", efa: true, spot: true, instanceType: "g5.12xlarge", ami: "ami-1e749f67" },
+  "efs + efa + spot, explicit AMI": {
+    sharedStorage: "efs",
+    efa: true,
+    spot: true,
+    instanceType: "g5.12xlarge",
+    ami: "ami-1e749f67",
+  },
 };
 
 function typesOf(json: TerraformJson): string[] {
@@ -34,11 +40,17 @@ describe("test-only endpoint override of the stack's provider", () => {
     expect(endpoints).toEqual(Object.fromEntries(OVERRIDDEN_SERVICES.map((service) => [service, ENDPOINT])));
     for (const type of typesOf(json)) {
       expect(SERVICE_OF_TYPE, `${type} has no service in stacks/endpoints.ts`).toHaveProperty([type]);
-      expect(endpoints[SERVICE_OF_TYPE[type]!], `${type}'s service ${SERVICE_OF_TYPE[type]} has no endpoint`).toBe(ENDPOINT);
+      expect(endpoints[SERVICE_OF_TYPE[type]!], `${type}'s service ${SERVICE_OF_TYPE[type]} has no endpoint`).toBe(
+        ENDPOINT,
+      );
     }
     expect(provider).toMatchObject({
-      access_key: "testing", secret_key: "testing", skip_credentials_validation: true, skip_requesting_account_id: true,
-      skip_metadata_api_check: "true", s3_use_path_style: true,
+      access_key: "testing",
+      secret_key: "testing",
+      skip_credentials_validation: true,
+      skip_requesting_account_id: true,
+      skip_metadata_api_check: "true",
+      s3_use_path_style: true,
     });
   });
 
@@ -49,14 +61,21 @@ describe("test-only endpoint override of the stack's provider", () => {
 
   it("leaves a stack without the override on AWS itself with the standard credential chain", () => {
     const provider = synthTestbed().json.provider?.["aws"]?.[0] ?? {};
-    for (const key of ["endpoints", "access_key", "secret_key", "skip_credentials_validation", "skip_requesting_account_id"]) {
+    for (const key of [
+      "endpoints",
+      "access_key",
+      "secret_key",
+      "skip_credentials_validation",
+      "skip_requesting_account_id",
+    ]) {
       expect(provider).not.toHaveProperty([key]);
     }
   });
 
   it("refuses the override with an S3 state backend, which would still reach AWS", () => {
-    expect(() => synthTestbed({ state: { backend: "s3", bucket: "ringlab-state", key: "k" } }, { testAwsEndpoint: ENDPOINT }))
-      .toThrow(/works with the local state backend only/);
+    expect(() =>
+      synthTestbed({ state: { backend: "s3", bucket: "ringlab-state", key: "k" } }, { testAwsEndpoint: ENDPOINT }),
+    ).toThrow(/works with the local state backend only/);
   });
 
   it("stacks/main.ts exits 2 for an override that is not a loopback URL, before synthesizing anything", () => {
@@ -65,8 +84,15 @@ describe("test-only endpoint override of the stack's provider", () => {
     writeSpec(join(dir, "spec.json"), awsSpec());
     for (const endpoint of ["https://ec2.us-east-1.amazonaws.com", "http://10.0.0.5:5000"]) {
       const result = spawnSync("npx", ["tsx", "stacks/main.ts"], {
-        cwd: PROJECT_DIR, encoding: "utf8", timeout: 60_000,
-        env: { ...process.env, RINGLAB_SPEC: join(dir, "spec.json"), RINGLAB_TEST_AWS_ENDPOINT: endpoint, CDKTF_OUTDIR: join(dir, "out") },
+        cwd: PROJECT_DIR,
+        encoding: "utf8",
+        timeout: 60_000,
+        env: {
+          ...process.env,
+          RINGLAB_SPEC: join(dir, "spec.json"),
+          RINGLAB_TEST_AWS_ENDPOINT: endpoint,
+          CDKTF_OUTDIR: join(dir, "out"),
+        },
       });
       expect(result.status, endpoint).toBe(2);
       expect(result.stderr).toContain(`RINGLAB_TEST_AWS_ENDPOINT=${endpoint}: `);

@@ -20,8 +20,13 @@ function cloudConfig(expiresAt: string): CloudConfig {
 
 /** The service's ExecStart as the shell would get it from systemd, with the power-off replaced. */
 function execStart(expiresAt: string): string {
-  const unit = cloudConfig(expiresAt).write_files.find((file) => file.path === `/etc/systemd/system/${EXPIRY_SERVICE}`)!.content;
-  const line = unit.split("\n").find((l) => l.startsWith("ExecStart="))!.slice("ExecStart=".length);
+  const unit = cloudConfig(expiresAt).write_files.find(
+    (file) => file.path === `/etc/systemd/system/${EXPIRY_SERVICE}`,
+  )!.content;
+  const line = unit
+    .split("\n")
+    .find((l) => l.startsWith("ExecStart="))!
+    .slice("ExecStart=".length);
   const script = /^\/bin\/sh -c '(.*)'$/.exec(line)![1]!;
   return script.replaceAll("%%", "%").replace("exec /bin/systemctl poweroff", "echo poweroff");
 }
@@ -37,7 +42,10 @@ const isoIn = (seconds: number) => new Date(Date.now() + seconds * 1000).toISOSt
 describe("expiry user data", () => {
   it("enables the expiry service at first boot and starts it at every boot", () => {
     const config = cloudConfig("2025-03-01T18:00:00Z");
-    expect(config.runcmd).toEqual([["systemctl", "daemon-reload"], ["systemctl", "enable", "--now", EXPIRY_SERVICE]]);
+    expect(config.runcmd).toEqual([
+      ["systemctl", "daemon-reload"],
+      ["systemctl", "enable", "--now", EXPIRY_SERVICE],
+    ]);
     const unit = config.write_files[0]!.content;
     expect(unit).toContain("WantedBy=multi-user.target");
     expect(unit).toContain(`left=$((${epochSeconds("2025-03-01T18:00:00Z")} - $(date +%%s)))`);

@@ -11,7 +11,15 @@ export const CREATED_AT = new Date("2025-03-01T10:00:00Z");
 /** A testbed as loadCampaignFile returns it: schema defaults applied, the public key read. */
 export function awsTestbed(fields: Record<string, unknown> = {}): AwsTestbed {
   const result = validateCampaign({
-    testbed: { target: "aws", name: "tb", nodes: 2, adminCidr: "203.0.113.7/32", sshPublicKey: PUBLIC_KEY, sshPrivateKeyFile: "/k/ringlab", ...fields },
+    testbed: {
+      target: "aws",
+      name: "tb",
+      nodes: 2,
+      adminCidr: "203.0.113.7/32",
+      sshPublicKey: PUBLIC_KEY,
+      sshPrivateKeyFile: "/k/ringlab",
+      ...fields,
+    },
   });
   if (!result.ok) throw new Error(`invalid test testbed: ${JSON.stringify(result.problems)}`);
   if (result.value.testbed.target !== "aws") throw new Error("expected an aws testbed");
@@ -27,12 +35,19 @@ export interface StackFixture {
 
 /** The spec `ringlab up` would store for such a testbed, in state folder /state/testbeds/tb. */
 export function awsSpec(fields: Record<string, unknown> = {}): AwsTestbedSpec {
-  const spec = resolveTestbedSpec(awsTestbed(fields), { campaign: "scaling", testbedDir: "/state/testbeds/tb", createdAt: CREATED_AT });
+  const spec = resolveTestbedSpec(awsTestbed(fields), {
+    campaign: "scaling",
+    testbedDir: "/state/testbeds/tb",
+    createdAt: CREATED_AT,
+  });
   if (spec.target !== "aws") throw new Error("expected an aws spec");
   return spec;
 }
 
-export function synthTestbed(fields: Record<string, unknown> = {}, props: Partial<TestbedStackProps> = {}): StackFixture {
+export function synthTestbed(
+  fields: Record<string, unknown> = {},
+  props: Partial<TestbedStackProps> = {},
+): StackFixture {
   const spec = awsSpec(fields);
   const stack = new TestbedStack(Testing.app(), `ringlab-${spec.name}`, { ...stackPropsFromSpec(spec), ...props });
   const synthesized = Testing.synth(stack);

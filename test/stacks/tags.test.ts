@@ -13,11 +13,16 @@ describe("testbedTags", () => {
   });
 
   it("adds the user's tags", () => {
-    expect(testbedTags({ ...base, userTags: { team: "ml", cost_center: "42" } })).toMatchObject({ team: "ml", cost_center: "42" });
+    expect(testbedTags({ ...base, userTags: { team: "ml", cost_center: "42" } })).toMatchObject({
+      team: "ml",
+      cost_center: "42",
+    });
   });
 
   it("refuses user tags with the reserved ringlab: and aws: prefixes", () => {
-    expect(() => testbedTags({ ...base, userTags: { "ringlab:testbed": "other" } })).toThrow(/reserved prefix "ringlab:"/);
+    expect(() => testbedTags({ ...base, userTags: { "ringlab:testbed": "other" } })).toThrow(
+      /reserved prefix "ringlab:"/,
+    );
     expect(() => testbedTags({ ...base, userTags: { "AWS:x": "y" } })).toThrow(/reserved prefix "aws:"/);
   });
 

@@ -23,25 +23,36 @@ let workDir = "";
 let env: NodeJS.ProcessEnv = {};
 
 beforeAll(() => {
-  expect(existsSync(join(MIRROR, "registry.terraform.io/hashicorp/aws/5.100.0")), `the provider mirror in ${MIRROR}`).toBe(true);
+  expect(
+    existsSync(join(MIRROR, "registry.terraform.io/hashicorp/aws/5.100.0")),
+    `the provider mirror in ${MIRROR}`,
+  ).toBe(true);
   workDir = mkdtempSync(join(tmpdir(), "ringlab-terraform-"));
   const cache = join(workDir, "plugin-cache");
   mkdirSync(cache);
   // Only the mirror: no direct installation, so init cannot go to the registry. The cache lets the second and
   // later inits link the 700 MB provider instead of copying it.
-  writeFileSync(join(workDir, "terraform.rc"), [
-    `plugin_cache_dir = "${cache}"`,
-    `provider_installation {`,
-    `  filesystem_mirror {`,
-    `    path    = "${MIRROR}"`,
-    `    include = ["registry.terraform.io/hashicorp/aws"]`,
-    `  }`,
-    `}`,
-    "",
-  ].join("\n"));
+  writeFileSync(
+    join(workDir, "terraform.rc"),
+    [
+      `plugin_cache_dir = "${cache}"`,
+      `provider_installation {`,
+      `  filesystem_mirror {`,
+      `    path    = "${MIRROR}"`,
+      `    include = ["registry.terraform.io/hashicorp/aws"]`,
+      `  }`,
+      `}`,
+      "",
+    ].join("\n"),
+  );
   env = {
-    ...process.env, TF_CLI_CONFIG_FILE: join(workDir, "terraform.rc"), TF_IN_AUTOMATION: "1", CHECKPOINT_DISABLE: "1",
-    AWS_ACCESS_KEY_ID: "testing", AWS_SECRET_ACCESS_KEY: "testing", AWS_EC2_METADATA_DISABLED: "true",
+    ...process.env,
+    TF_CLI_CONFIG_FILE: join(workDir, "terraform.rc"),
+    TF_IN_AUTOMATION: "1",
+    CHECKPOINT_DISABLE: "1",
+    AWS_ACCESS_KEY_ID: "testing",
+    AWS_SECRET_ACCESS_KEY: "testing",
+    AWS_EC2_METADATA_DISABLED: "true",
   };
   for (const key of ["AWS_PROFILE", "AWS_SESSION_TOKEN", "TF_PLUGIN_CACHE_DIR"]) delete env[key];
 });
@@ -50,7 +61,11 @@ afterAll(() => rmSync(workDir, { recursive: true, force: true }));
 /** Runs terraform without blocking the test worker (a plan takes seconds); resolves with its exit code and output. */
 function terraform(dir: string, args: string[]): Promise<{ status: number | null; output: string }> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn("terraform", [`-chdir=${dir}`, ...args], { env, stdio: ["ignore", "pipe", "pipe"], timeout: CASE_TIMEOUT_MS });
+    const child = spawn("terraform", [`-chdir=${dir}`, ...args], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: CASE_TIMEOUT_MS,
+    });
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -66,7 +81,10 @@ async function succeeds(dir: string, args: string[]): Promise<string> {
 }
 
 const hclString = (text: string) => JSON.stringify(text);
-const hclMap = (map: Record<string, string>) => `{ ${Object.entries(map).map(([k, v]) => `${hclString(k)} = ${hclString(v)}`).join(", ")} }`;
+const hclMap = (map: Record<string, string>) =>
+  `{ ${Object.entries(map)
+    .map(([k, v]) => `${hclString(k)} = ${hclString(v)}`)
+    .join(", ")} }`;
 
 /**
  * The test file: the stack's own provider settings (region, default tags) plus fake credentials and endpoints
@@ -77,14 +95,18 @@ function testFile(json: TerraformJson): string {
   const tags = provider["default_tags"][0]["tags"] as Record<string, string>;
   const amiLookups = Object.keys(json.data?.["aws_ami"] ?? {});
   const instances = Object.entries(resourcesOf(json, "aws_instance"));
-  const expectedAmi = (instance: Record<string, any>) => (String(instance["ami"]).startsWith("${") ? LOOKED_UP_AMI : String(instance["ami"]));
+  const expectedAmi = (instance: Record<string, any>) =>
+    String(instance["ami"]).startsWith("${") ? LOOKED_UP_AMI : String(instance["ami"]);
   const asserts = instances.flatMap(([id, instance]) => [
     [`aws_instance.${id}.metadata_options[0].http_tokens == "required"`, `${id}: IMDSv2 required`],
     [`aws_instance.${id}.root_block_device[0].encrypted == true`, `${id}: root volume encrypted`],
     [`aws_instance.${id}.instance_initiated_shutdown_behavior == "terminate"`, `${id}: powering off terminates`],
     [`aws_instance.${id}.ami == ${hclString(expectedAmi(instance))}`, `${id}: AMI`],
     [`aws_instance.${id}.tags_all["ringlab:testbed"] == ${hclString(tags["ringlab:testbed"]!)}`, `${id}: testbed tag`],
-    [`aws_instance.${id}.tags_all["ringlab:expires-at"] == ${hclString(tags["ringlab:expires-at"]!)}`, `${id}: expiry tag`],
+    [
+      `aws_instance.${id}.tags_all["ringlab:expires-at"] == ${hclString(tags["ringlab:expires-at"]!)}`,
+      `${id}: expiry tag`,
+    ],
   ]);
   return [
     `provider "aws" {`,
@@ -101,10 +123,15 @@ function testFile(json: TerraformJson): string {
     `    tags = ${hclMap(tags)}`,
     `  }`,
     `}`,
-    ...amiLookups.map((id) => `override_data {\n  target = data.aws_ami.${id}\n  values = { id = ${hclString(LOOKED_UP_AMI)} }\n}`),
+    ...amiLookups.map(
+      (id) => `override_data {\n  target = data.aws_ami.${id}\n  values = { id = ${hclString(LOOKED_UP_AMI)} }\n}`,
+    ),
     `run "plan" {`,
     `  command = plan`,
-    ...asserts.map(([condition, message]) => `  assert {\n    condition     = ${condition}\n    error_message = ${hclString(message!)}\n  }`),
+    ...asserts.map(
+      ([condition, message]) =>
+        `  assert {\n    condition     = ${condition}\n    error_message = ${hclString(message!)}\n  }`,
+    ),
     `}`,
     "",
   ].join("\n");
@@ -112,7 +139,11 @@ function testFile(json: TerraformJson): string {
 
 /** The four stacks of the issue in three runs: the 1-node stack keeps its state in S3 (each run costs ~15 s). */
 const CASES: Record<string, Record<string, unknown>> = {
-  "1 node, AMI lookup, s3 backend": { nodes: 1, region: "eu-west-1", state: { backend: "s3", bucket: "ringlab-state", key: "testbeds/tb.tfstate" } },
+  "1 node, AMI lookup, s3 backend": {
+    nodes: 1,
+    region: "eu-west-1",
+    state: { backend: "s3", bucket: "ringlab-state", key: "testbeds/tb.tfstate" },
+  },
   "10 nodes": { nodes: 10, ami: "ami-0abcdef1234567890" },
   "efs + efa + spot": { nodes: 2, sharedStorage: "efs", efa: true, spot: true, instanceType: "g5.12xlarge" },
 };
@@ -127,27 +158,31 @@ function writeCase(name: string, fields: Record<string, unknown>): { dir: string
 }
 
 describe("synthesized stacks through terraform init, validate and a test plan (offline)", () => {
-  it.each(Object.entries(CASES))("%s", async (name, fields) => {
-    const { dir, json } = writeCase(name, fields);
-    if (name.startsWith("1 node")) {
-      expect(json.terraform?.["backend"]).toHaveProperty("s3");
-      expect(json.data?.["aws_ami"]).toBeDefined();
-      // A second test file whose assertion cannot hold: it must fail, so the passes mean something.
-      writeFileSync(join(dir, "tests", "broken.tftest.hcl"), testFile(json).replace('== "terminate"', '== "stop"'));
-    }
-    await succeeds(dir, ["init", "-backend=false", "-input=false", "-no-color"]);
-    expect(await succeeds(dir, ["validate", "-no-color"])).toContain("Success! The configuration is valid.");
-    const { status, output } = await terraform(dir, ["test", "-no-color"]);
-    // Terraform may print the broken file's error between these lines: assert the verdicts, not the layout.
-    expect(output).toMatch(/^tests\/plan\.tftest\.hcl\.\.\. pass$/m);
-    if (name.startsWith("1 node")) {
-      expect(status).not.toBe(0);
-      expect(output).toMatch(/^tests\/broken\.tftest\.hcl\.\.\. fail$/m);
-      expect(output).toContain("powering off terminates");
-      expect(output).toContain("1 passed, 1 failed");
-    } else {
-      expect(status, output).toBe(0);
-      expect(output).toContain("1 passed, 0 failed");
-    }
-  }, CASE_TIMEOUT_MS * 3);
+  it.each(Object.entries(CASES))(
+    "%s",
+    async (name, fields) => {
+      const { dir, json } = writeCase(name, fields);
+      if (name.startsWith("1 node")) {
+        expect(json.terraform?.["backend"]).toHaveProperty("s3");
+        expect(json.data?.["aws_ami"]).toBeDefined();
+        // A second test file whose assertion cannot hold: it must fail, so the passes mean something.
+        writeFileSync(join(dir, "tests", "broken.tftest.hcl"), testFile(json).replace('== "terminate"', '== "stop"'));
+      }
+      await succeeds(dir, ["init", "-backend=false", "-input=false", "-no-color"]);
+      expect(await succeeds(dir, ["validate", "-no-color"])).toContain("Success! The configuration is valid.");
+      const { status, output } = await terraform(dir, ["test", "-no-color"]);
+      // Terraform may print the broken file's error between these lines: assert the verdicts, not the layout.
+      expect(output).toMatch(/^tests\/plan\.tftest\.hcl\.\.\. pass$/m);
+      if (name.startsWith("1 node")) {
+        expect(status).not.toBe(0);
+        expect(output).toMatch(/^tests\/broken\.tftest\.hcl\.\.\. fail$/m);
+        expect(output).toContain("powering off terminates");
+        expect(output).toContain("1 passed, 1 failed");
+      } else {
+        expect(status, output).toBe(0);
+        expect(output).toContain("1 passed, 0 failed");
+      }
+    },
+    CASE_TIMEOUT_MS * 3,
+  );
 });

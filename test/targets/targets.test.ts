@@ -6,17 +6,42 @@ import { describe, expect, it } from "vitest";
 import { parseCampaign } from "../../src/config/load.ts";
 import { validateCampaign } from "../../src/config/schema.ts";
 import { planCampaign } from "../../src/campaign/plan.ts";
-import { CAPABILITIES, gapOf, TARGET_NAMES, TARGETS, targetsThatCan, type Capability, type Target } from "../../src/targets/index.ts";
+import {
+  CAPABILITIES,
+  gapOf,
+  TARGET_NAMES,
+  TARGETS,
+  targetsThatCan,
+  type Capability,
+  type Target,
+} from "../../src/targets/index.ts";
 import { resolveCpuQuota } from "../../src/testbed/cpu-quota.ts";
 
 const TESTBEDS: Record<string, Record<string, unknown>> = {
   local: { target: "local", name: "t", nodes: 2 },
-  aws: { target: "aws", name: "t", nodes: 2, adminCidr: "203.0.113.7/32", sshPublicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHx2Jm3ZpG5a0xV8y3Qb1ZrjQ5k6m0z2b7Vt3nq2XaBc" },
-  kubernetes: { target: "kubernetes", name: "t", nodes: 2, namespace: "ringlab", sharedClaim: "shared", workerImage: "registry.example/ringlab/worker:gpu" },
+  aws: {
+    target: "aws",
+    name: "t",
+    nodes: 2,
+    adminCidr: "203.0.113.7/32",
+    sshPublicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHx2Jm3ZpG5a0xV8y3Qb1ZrjQ5k6m0z2b7Vt3nq2XaBc",
+  },
+  kubernetes: {
+    target: "kubernetes",
+    name: "t",
+    nodes: 2,
+    namespace: "ringlab",
+    sharedClaim: "shared",
+    workerImage: "registry.example/ringlab/worker:gpu",
+  },
 };
 
 /** The problems of a campaign on `target`'s testbed (with `testbed` fields over it) and `campaign`'s fields over a plain matrix. */
-function problems(target: string, campaign: Record<string, unknown> = {}, testbed: Record<string, unknown> = {}): string[] {
+function problems(
+  target: string,
+  campaign: Record<string, unknown> = {},
+  testbed: Record<string, unknown> = {},
+): string[] {
   const result = validateCampaign({
     testbed: { ...TESTBEDS[target], ...testbed },
     campaign: { matrix: { nodes: [1, 2], model: "tiny", batchSize: 8, bandwidth: ["unlimited"] }, ...campaign },
@@ -29,7 +54,11 @@ const ACTIONS: [Capability, (target: Target) => unknown][] = [
   ["node-recovery", (target) => target.recreateNodes],
   ["found-by-label", (target) => target.testbedsByLabel],
   ["stack", (target) => target.stack],
-  ["provision", (target) => target.up !== undefined && target.down !== undefined && target.resolveSpec !== undefined ? true : undefined],
+  [
+    "provision",
+    (target) =>
+      target.up !== undefined && target.down !== undefined && target.resolveSpec !== undefined ? true : undefined,
+  ],
 ];
 
 describe("the target table (src/targets/)", () => {
@@ -37,7 +66,11 @@ describe("the target table (src/targets/)", () => {
     expect(Object.keys(TARGETS)).toEqual(TARGET_NAMES);
     for (const name of TARGET_NAMES) expect(TARGETS[name].name).toBe(name);
     const wrong = validateCampaign({ testbed: { target: "moon", name: "t", nodes: 1 } });
-    expect(wrong.ok ? [] : wrong.problems.map((problem) => problem.message)).toEqual([`found "moon", expected ${TARGET_NAMES.map((name) => `"${name}"`).join(", ").replace(/, ([^,]*)$/, " or $1")}`]);
+    expect(wrong.ok ? [] : wrong.problems.map((problem) => problem.message)).toEqual([
+      `found "moon", expected ${TARGET_NAMES.map((name) => `"${name}"`)
+        .join(", ")
+        .replace(/, ([^,]*)$/, " or $1")}`,
+    ]);
   });
 
   it("names each gap by a known capability, with a reason to end a message with", () => {
@@ -51,32 +84,46 @@ describe("the target table (src/targets/)", () => {
 
   it.each(ACTIONS)("has the %s action exactly where it has no gap of that name", (capability, action) => {
     for (const target of Object.values(TARGETS)) {
-      expect(action(target) !== undefined, `${target.name}: ${capability}`).toBe(gapOf(target, capability) === undefined);
+      expect(action(target) !== undefined, `${target.name}: ${capability}`).toBe(
+        gapOf(target, capability) === undefined,
+      );
     }
   });
 
   it("runs every target's campaigns: a target ringlab does not bring up brings its own run path", () => {
-    for (const target of Object.values(TARGETS)) expect(gapOf(target, "provision") === undefined || target.ownRunPath !== undefined, target.name).toBe(true);
+    for (const target of Object.values(TARGETS))
+      expect(gapOf(target, "provision") === undefined || target.ownRunPath !== undefined, target.name).toBe(true);
   });
 });
 
 describe("callers ask the table, not the target's name", () => {
   it("refuses amp and horovod where the target has no GPU or no Horovod, with the target's reason", () => {
-    expect(problems("local", { train: { precision: "amp" } })).toEqual(["campaign: precision amp needs a GPU; the local testbed runs on CPU (use fp32)"]);
+    expect(problems("local", { train: { precision: "amp" } })).toEqual([
+      "campaign: precision amp needs a GPU; the local testbed runs on CPU (use fp32)",
+    ]);
     expect(problems("aws", { train: { precision: "amp" } })).toEqual([]);
     // A gap that depends on the settings: pods that ask for no GPU.
-    expect(problems("kubernetes", { train: { precision: "amp" } }, { gpusPerPod: 0, workerImage: "r/w:cpu" }))
-      .toEqual(["campaign: precision amp needs a GPU; the pods ask for none (testbed.gpusPerPod: 0)"]);
+    expect(problems("kubernetes", { train: { precision: "amp" } }, { gpusPerPod: 0, workerImage: "r/w:cpu" })).toEqual([
+      "campaign: precision amp needs a GPU; the pods ask for none (testbed.gpusPerPod: 0)",
+    ]);
     expect(problems("kubernetes", { train: { precision: "amp" } })).toEqual([]);
-    expect(problems("local", { train: { engine: "horovod" } })).toEqual([`campaign: engine horovod needs Horovod, ${TARGETS.local.gaps.horovod}`]);
+    expect(problems("local", { train: { engine: "horovod" } })).toEqual([
+      `campaign: engine horovod needs Horovod, ${TARGETS.local.gaps.horovod}`,
+    ]);
   });
 
   it("names the targets that can do what another cannot, from the table", () => {
     expect(targetsThatCan("launchers").map((target) => target.name)).toEqual(["local", "aws"]);
-    expect(problems("kubernetes", { launcher: "slurm" }))
-      .toEqual(["campaign.launcher: found slurm: on Kubernetes every run is a Job of the cluster's own; slurm needs a testbed ringlab configures (local, aws)"]);
-    expect(() => parseCampaign(`testbed: ${JSON.stringify(TESTBEDS.kubernetes)}\n`, "k8s.yaml", "/c/k8s.yaml", { readKeys: false }))
-      .toThrow(/^k8s\.yaml: testbed\.target: kubernetes: this command works on a testbed ringlab brings up \(local, aws\); on a Kubernetes cluster/);
+    expect(problems("kubernetes", { launcher: "slurm" })).toEqual([
+      "campaign.launcher: found slurm: on Kubernetes every run is a Job of the cluster's own; slurm needs a testbed ringlab configures (local, aws)",
+    ]);
+    expect(() =>
+      parseCampaign(`testbed: ${JSON.stringify(TESTBEDS.kubernetes)}\n`, "k8s.yaml", "/c/k8s.yaml", {
+        readKeys: false,
+      }),
+    ).toThrow(
+      /^k8s\.yaml: testbed\.target: kubernetes: this command works on a testbed ringlab brings up \(local, aws\); on a Kubernetes cluster/,
+    );
   });
 
   it("holds workers to a CPU quota only where the target can", () => {
@@ -89,7 +136,13 @@ describe("callers ask the table, not the target's name", () => {
 
   it("lets a run's workers wait as long as the run where its target does not start them together", () => {
     const timeout = (target: string) => {
-      const result = validateCampaign({ testbed: TESTBEDS[target], campaign: { matrix: { nodes: [2], model: "tiny", batchSize: 8, bandwidth: ["unlimited"] }, runTimeoutSeconds: 600 } });
+      const result = validateCampaign({
+        testbed: TESTBEDS[target],
+        campaign: {
+          matrix: { nodes: [2], model: "tiny", batchSize: 8, bandwidth: ["unlimited"] },
+          runTimeoutSeconds: 600,
+        },
+      });
       if (!result.ok) throw new Error(JSON.stringify(result.problems));
       return planCampaign(result.value, "c").runs[0]!.workerArgs.join(" ");
     };

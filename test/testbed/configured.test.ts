@@ -5,7 +5,10 @@ import { describe, expect, it } from "vitest";
 import { configurationFingerprint, readPlaybookFiles, type ConfigurationInputs } from "../../src/testbed/configured.ts";
 
 const INPUTS: ConfigurationInputs = {
-  playbookFiles: [["site.yml", "- hosts: all\n"], ["roles/common/tasks/main.yml", "- name: a task\n"]],
+  playbookFiles: [
+    ["site.yml", "- hosts: all\n"],
+    ["roles/common/tasks/main.yml", "- name: a task\n"],
+  ],
   inventory: "all:\n  children: {}\n",
   workerImageId: "sha256:1111",
 };
@@ -20,10 +23,19 @@ describe("the configuration fingerprint a campaign compares before skipping conf
   it("changes with an edited or added role file, the inventory and another worker image", () => {
     const base = configurationFingerprint(INPUTS);
     const variants: ConfigurationInputs[] = [
-      { ...INPUTS, playbookFiles: [INPUTS.playbookFiles[0]!, ["roles/common/tasks/main.yml", "- name: another task\n"]] },
+      {
+        ...INPUTS,
+        playbookFiles: [INPUTS.playbookFiles[0]!, ["roles/common/tasks/main.yml", "- name: another task\n"]],
+      },
       { ...INPUTS, playbookFiles: [...INPUTS.playbookFiles, ["roles/common/defaults/main.yml", ""]] },
       // The same bytes split differently between two files is another set of files.
-      { ...INPUTS, playbookFiles: [["site.yml", "- hosts: all\n- name: a task\n"], ["roles/common/tasks/main.yml", ""]] },
+      {
+        ...INPUTS,
+        playbookFiles: [
+          ["site.yml", "- hosts: all\n- name: a task\n"],
+          ["roles/common/tasks/main.yml", ""],
+        ],
+      },
       { ...INPUTS, inventory: "all:\n  children: {workers: {}}\n" },
       { ...INPUTS, workerImageId: "sha256:2222" },
     ];
@@ -42,8 +54,14 @@ describe("the configuration fingerprint a campaign compares before skipping conf
     mkdirSync(join(dir, ".ringlab", "ansible-facts"), { recursive: true });
     writeFileSync(join(dir, ".ringlab", "ansible-facts", "node-0"), "{}");
     writeFileSync(join(dir, "roles", "x", "tasks", ".main.yml.swp"), "editor");
-    expect(readPlaybookFiles(dir).map(([path, content]) => [path, content.toString()]).sort()).toEqual([
-      ["action_plugins/plugin.py", "x = 1\n"], ["roles/x/tasks/main.yml", "[]\n"], ["site.yml", "- hosts: all\n"],
+    expect(
+      readPlaybookFiles(dir)
+        .map(([path, content]) => [path, content.toString()])
+        .sort(),
+    ).toEqual([
+      ["action_plugins/plugin.py", "x = 1\n"],
+      ["roles/x/tasks/main.yml", "[]\n"],
+      ["site.yml", "- hosts: all\n"],
     ]);
   });
 });

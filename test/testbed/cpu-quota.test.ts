@@ -2,7 +2,14 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { validateCampaign } from "../../src/config/schema.ts";
 import { ConfigError } from "../../src/util/errors.ts";
-import { CPU_PERIOD_MS, HOST_HEADROOM_CORES, mostWorkersAtOnce, planCpuQuota, resolveCpuQuota, underQuota } from "../../src/testbed/cpu-quota.ts";
+import {
+  CPU_PERIOD_MS,
+  HOST_HEADROOM_CORES,
+  mostWorkersAtOnce,
+  planCpuQuota,
+  resolveCpuQuota,
+  underQuota,
+} from "../../src/testbed/cpu-quota.ts";
 
 describe("planCpuQuota", () => {
   it("defaults to the machine's cores less the headroom, shared by the nodes and rounded down to 0.01", () => {
@@ -21,7 +28,8 @@ describe("planCpuQuota", () => {
     const plan = planCpuQuota({ cores: 2, nodes: 3, requested: 1 });
     expect(plan).toMatchObject({ ok: false, largestThatFits: 0.5 });
     expect(!plan.ok && plan.problem).toBe(
-      "found 1 × 3 nodes = 3 cores, more than this machine's 2 cores less 0.5 for dockerd, sshd and Ansible; the largest value that fits is 0.5");
+      "found 1 × 3 nodes = 3 cores, more than this machine's 2 cores less 0.5 for dockerd, sshd and Ansible; the largest value that fits is 0.5",
+    );
   });
 
   it("refuses more nodes than the machine can give a hundredth of a core each", () => {
@@ -44,7 +52,9 @@ describe("resolveCpuQuota", () => {
     }
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).exitCode).toBe(2);
-    expect((error as ConfigError).message).toMatch(/^\/x\/lab\.yaml: testbed\.cpusPerNode: found 1 × 3 nodes .* the largest value that fits is 0\.5$/);
+    expect((error as ConfigError).message).toMatch(
+      /^\/x\/lab\.yaml: testbed\.cpusPerNode: found 1 × 3 nodes .* the largest value that fits is 0\.5$/,
+    );
   });
 });
 
@@ -53,12 +63,18 @@ describe("with several processes per node", () => {
     // 2 nodes × 2 processes on 2 cores: 4 slots of (2 - 0.5) / 4 = 0.375 cores.
     expect(planCpuQuota({ cores: 2, nodes: 3, workers: 4 })).toEqual({ ok: true, cpusPerNode: 0.37 });
     const plan = planCpuQuota({ cores: 2, nodes: 3, workers: 4, requested: 0.5 });
-    expect(!plan.ok && plan.problem).toBe("found 0.5 × 4 worker processes (nodes × processesPerNode) = 2 cores, more than this machine's 2 cores " +
-      "less 0.5 for dockerd, sshd and Ansible; the largest value that fits is 0.37");
+    expect(!plan.ok && plan.problem).toBe(
+      "found 0.5 × 4 worker processes (nodes × processesPerNode) = 2 cores, more than this machine's 2 cores " +
+        "less 0.5 for dockerd, sshd and Ansible; the largest value that fits is 0.37",
+    );
   });
 
   it("reads the most nodes and processes per node from the campaign's matrix", () => {
-    const file = { sourceFile: "s.yaml", testbed: { target: "local" as const, nodes: 4 }, campaign: { matrix: { nodes: [1, 2, 4], processesPerNode: [1, 2] } } };
+    const file = {
+      sourceFile: "s.yaml",
+      testbed: { target: "local" as const, nodes: 4 },
+      campaign: { matrix: { nodes: [1, 2, 4], processesPerNode: [1, 2] } },
+    };
     // 4 nodes × 2 processes: (2 - 0.5) / 8, rounded down.
     expect(resolveCpuQuota(file, 2)).toBe(0.18);
     expect(resolveCpuQuota({ ...file, campaign: { matrix: { nodes: [1, 2] } } }, 2)).toBe(0.37);
@@ -86,12 +102,18 @@ describe("testbed.cpusPerNode in the campaign file", () => {
 describe("the quota's CFS period", () => {
   it("is the 10 ms the worker role gives every worker container", () => {
     expect(CPU_PERIOD_MS).toBe(10);
-    expect(readFileSync("ansible/roles/worker/defaults/main.yml", "utf8")).toMatch(new RegExp(`^worker_cpu_period_us: ${CPU_PERIOD_MS * 1000}$`, "m"));
+    expect(readFileSync("ansible/roles/worker/defaults/main.yml", "utf8")).toMatch(
+      new RegExp(`^worker_cpu_period_us: ${CPU_PERIOD_MS * 1000}$`, "m"),
+    );
   });
 
   it("keeps a record as measured under the quota only at the same quota and period: Docker's 100 ms (no period recorded) ran faster after waits", () => {
-    const params = (cpusPerNode?: number, cpuPeriodMs?: number) =>
-      ({ params: { ...(cpusPerNode === undefined ? {} : { cpusPerNode }), ...(cpuPeriodMs === undefined ? {} : { cpuPeriodMs }) } });
+    const params = (cpusPerNode?: number, cpuPeriodMs?: number) => ({
+      params: {
+        ...(cpusPerNode === undefined ? {} : { cpusPerNode }),
+        ...(cpuPeriodMs === undefined ? {} : { cpuPeriodMs }),
+      },
+    });
     expect(underQuota(params(0.5, 10), 0.5)).toBe(true);
     expect(underQuota(params(0.5), 0.5)).toBe(false);
     expect(underQuota(params(0.75, 10), 0.5)).toBe(false);

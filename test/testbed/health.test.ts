@@ -6,11 +6,21 @@ import type { Context } from "../../src/context/context.ts";
 import { NodeKeeper, runnableWith, unreachableNodes } from "../../src/testbed/health.ts";
 import type { TestbedRecord } from "../../src/testbed/record.ts";
 
-const node = (rank: number, address: string) => ({ name: `tb-node-${rank}`, rank, sshAddress: address, privateIp: address });
+const node = (rank: number, address: string) => ({
+  name: `tb-node-${rank}`,
+  rank,
+  sshAddress: address,
+  privateIp: address,
+});
 /** Loopback addresses no server listens on: asking them sends nothing off this machine and gets no answer. */
 const record: TestbedRecord = {
-  schema: "ringlab.testbed/v2", name: "tb", target: "aws", inventory: "/x/inventory.yml", sharedDir: "/shared",
-  nodes: [node(0, "127.255.255.10"), node(1, "127.255.255.11")], createdAt: "2026-11-23T08:00:00.000Z",
+  schema: "ringlab.testbed/v2",
+  name: "tb",
+  target: "aws",
+  inventory: "/x/inventory.yml",
+  sharedDir: "/shared",
+  nodes: [node(0, "127.255.255.10"), node(1, "127.255.255.11")],
+  createdAt: "2026-11-23T08:00:00.000Z",
 };
 
 describe("node health between runs", () => {
@@ -28,8 +38,16 @@ describe("node health between runs", () => {
   it("does not try to bring back nodes of a testbed it cannot recreate: they are reported lost, with a warning", async () => {
     const warnings: string[] = [];
     const ctx: Context = {
-      repoDir: ".", stateDir: mkdtempSync(join(tmpdir(), "ringlab-health-")), logFile: "/dev/null", signal: new AbortController().signal,
-      reporter: { step: (_t, work) => work(() => {}), info: () => {}, warn: (m) => warnings.push(m), toolLine: () => {} },
+      repoDir: ".",
+      stateDir: mkdtempSync(join(tmpdir(), "ringlab-health-")),
+      logFile: "/dev/null",
+      signal: new AbortController().signal,
+      reporter: {
+        step: (_t, work) => work(() => {}),
+        info: () => {},
+        warn: (m) => warnings.push(m),
+        toolLine: () => {},
+      },
     };
     const check = await new NodeKeeper(ctx, record).check();
     expect(check.lost.map((n) => n.name)).toEqual(["tb-node-0", "tb-node-1"]);

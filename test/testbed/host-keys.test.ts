@@ -16,7 +16,9 @@ describe("the nodes' SSH host keys", () => {
     expect(made.map(checkNodeHostKey)).toEqual([undefined, undefined]);
     expect(made[0]!.publicKey).toMatch(/^ssh-ed25519 AAAA\S+ tb-node-0 host key \(ringlab\)$/);
     expect(made[0]!.publicKey).not.toBe(made[1]!.publicKey);
-    expect([statSync(hostKeysDir(dir)).mode & 0o777, statSync(join(hostKeysDir(dir), "node-1")).mode & 0o777]).toEqual([0o700, 0o600]);
+    expect([statSync(hostKeysDir(dir)).mode & 0o777, statSync(join(hostKeysDir(dir), "node-1")).mode & 0o777]).toEqual([
+      0o700, 0o600,
+    ]);
     // A redeploy of the same testbed keeps them: the synthesized user data must not change under running nodes.
     expect(await ensureHostKeys(dir, 2, "tb")).toEqual(made);
     expect(readHostKeys(dir, 2)).toEqual(made);

@@ -3,7 +3,14 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { containerCgroup, HostLoadSampler, hostLoadOver, parsePressureSome, parseProcStat, type HostSample } from "../../src/testbed/host-load.ts";
+import {
+  containerCgroup,
+  HostLoadSampler,
+  hostLoadOver,
+  parsePressureSome,
+  parseProcStat,
+  type HostSample,
+} from "../../src/testbed/host-load.ts";
 
 const ID = "a".repeat(64);
 
@@ -12,23 +19,43 @@ function procStat(busy: number, idle = 1000): string {
   return `cpu  ${busy - 20} 0 10 ${idle} 5 0 10 0 0 0\ncpu0 1 0 0 1 0 0 0 0 0 0\ncpu1 1 0 0 1 0 0 0 0 0 0\nintr 1\n`;
 }
 
-function sample(atMs: number, machineBusySeconds: number, containers: Record<string, [cpu: number, throttled: number, worker: boolean]>, pressure?: number): HostSample {
+function sample(
+  atMs: number,
+  machineBusySeconds: number,
+  containers: Record<string, [cpu: number, throttled: number, worker: boolean]>,
+  pressure?: number,
+): HostSample {
   return {
-    atMs, machineBusySeconds, cores: 2, cpuPressureSeconds: pressure,
-    containers: new Map(Object.entries(containers).map(([id, [cpuSeconds, throttledSeconds, worker]]) => [id, { cpuSeconds, throttledSeconds, worker }])),
+    atMs,
+    machineBusySeconds,
+    cores: 2,
+    cpuPressureSeconds: pressure,
+    containers: new Map(
+      Object.entries(containers).map(([id, [cpuSeconds, throttledSeconds, worker]]) => [
+        id,
+        { cpuSeconds, throttledSeconds, worker },
+      ]),
+    ),
   };
 }
 
 describe("the machine's counters", () => {
   it("reads /proc/stat's busy time (all but idle and iowait) in seconds and counts the cores", () => {
     expect(parseProcStat(procStat(250))).toEqual({ busySeconds: 2.5, cores: 2 });
-    expect(parsePressureSome("some avg10=0.61 avg60=9.19 avg300=17.96 total=135698032\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")).toBeCloseTo(135.698032);
+    expect(
+      parsePressureSome(
+        "some avg10=0.61 avg60=9.19 avg300=17.96 total=135698032\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+      ),
+    ).toBeCloseTo(135.698032);
   });
 
   it("finds a container's counters under cgroup v2 (cgroupfs and systemd drivers) and v1 (cpuacct and cpu)", () => {
     const v2 = mkdtempSync(join(tmpdir(), "ringlab-cg2-"));
     mkdirSync(join(v2, "system.slice", `docker-${ID}.scope`), { recursive: true });
-    writeFileSync(join(v2, "system.slice", `docker-${ID}.scope`, "cpu.stat"), "usage_usec 2500000\nuser_usec 2000000\nnr_throttled 3\nthrottled_usec 400000\n");
+    writeFileSync(
+      join(v2, "system.slice", `docker-${ID}.scope`, "cpu.stat"),
+      "usage_usec 2500000\nuser_usec 2000000\nnr_throttled 3\nthrottled_usec 400000\n",
+    );
     const counters = containerCgroup(v2, ID)!;
     expect([counters.cpuSeconds(), counters.throttledSeconds()]).toEqual([2.5, 0.4]);
 
@@ -36,7 +63,10 @@ describe("the machine's counters", () => {
     mkdirSync(join(v1, "cpuacct", "docker", ID), { recursive: true });
     mkdirSync(join(v1, "cpu", "docker", ID), { recursive: true });
     writeFileSync(join(v1, "cpuacct", "docker", ID, "cpuacct.usage"), "1500000000\n");
-    writeFileSync(join(v1, "cpu", "docker", ID, "cpu.stat"), "nr_periods 10\nnr_throttled 2\nthrottled_time 250000000\n");
+    writeFileSync(
+      join(v1, "cpu", "docker", ID, "cpu.stat"),
+      "nr_periods 10\nnr_throttled 2\nthrottled_time 250000000\n",
+    );
     const old = containerCgroup(v1, ID)!;
     expect([old.cpuSeconds(), old.throttledSeconds()]).toEqual([1.5, 0.25]);
     expect(containerCgroup(v1, "b".repeat(64))).toBeUndefined();
@@ -52,8 +82,15 @@ describe("a run's host load from the samples", () => {
     ];
     const load = hostLoadOver(samples, 0, 10_000, 0.2)!;
     expect(load).toEqual({
-      seconds: 10, cores: 2, machineCpuSeconds: 14, testbedCpuSeconds: 9, outsideShare: 0.25, cpuPressureShare: 0.3,
-      workersThrottledSeconds: 2, busy: true, busyThreshold: 0.2,
+      seconds: 10,
+      cores: 2,
+      machineCpuSeconds: 14,
+      testbedCpuSeconds: 9,
+      outsideShare: 0.25,
+      cpuPressureShare: 0.3,
+      workersThrottledSeconds: 2,
+      busy: true,
+      busyThreshold: 0.2,
     });
     expect(hostLoadOver(samples, 0, 10_000, 0.3)!.busy).toBe(false);
   });
@@ -79,7 +116,11 @@ describe("a run's host load from the samples", () => {
     const told: string[] = [];
     const sampler = new HostLoadSampler({
       cgroupRoot: root,
-      testbedContainers: async () => new Map([[ID, { worker: true, running: true }], ["c".repeat(64), { worker: false, running: false }]]),
+      testbedContainers: async () =>
+        new Map([
+          [ID, { worker: true, running: true }],
+          ["c".repeat(64), { worker: false, running: false }],
+        ]),
       onBlind: (message) => told.push(message),
     });
     mkdirSync(join(root, "docker"));
@@ -90,7 +131,9 @@ describe("a run's host load from the samples", () => {
     await sampler.sample();
     expect(sampler.loadOver(Date.now() - 15, Date.now() - 5)).toBeUndefined();
     expect(told).toHaveLength(1);
-    expect(told[0]).toMatch(/^container aaaaaaaaaaaa of the testbed has no cgroup under .*: runs get no hostLoad, and none is marked busy$/);
+    expect(told[0]).toMatch(
+      /^container aaaaaaaaaaaa of the testbed has no cgroup under .*: runs get no hostLoad, and none is marked busy$/,
+    );
   });
 
   it("sees a CPU-bound program beside the (empty) testbed on this very machine", async () => {

@@ -7,14 +7,23 @@ const REPO = join(import.meta.dirname, "..", "..");
 
 /** A Dockerfile's instructions: continuation lines joined, comments and blank lines left out. */
 function instructions(dockerfile: string): string[] {
-  return dockerfile.replace(/\\\n/g, " ").split("\n").map((line) => line.trim()).filter((line) => line !== "" && !line.startsWith("#"));
+  return dockerfile
+    .replace(/\\\n/g, " ")
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !line.startsWith("#"));
 }
 
 /** The instruction right after the FROM of a stage (the first FROM when no stage is named). */
 function firstAfterFrom(dir: string, target?: string): string {
   const lines = instructions(readFileSync(join(REPO, "docker", dir, "Dockerfile"), "utf8"));
-  const from = lines.findIndex((line) => /^FROM\s/i.test(line) && (target === undefined || new RegExp(`\\sAS\\s+${target}$`, "i").test(line)));
-  expect(from, `docker/${dir}/Dockerfile has a FROM${target === undefined ? "" : ` ... AS ${target}`}`).toBeGreaterThanOrEqual(0);
+  const from = lines.findIndex(
+    (line) => /^FROM\s/i.test(line) && (target === undefined || new RegExp(`\\sAS\\s+${target}$`, "i").test(line)),
+  );
+  expect(
+    from,
+    `docker/${dir}/Dockerfile has a FROM${target === undefined ? "" : ` ... AS ${target}`}`,
+  ).toBeGreaterThanOrEqual(0);
   return lines[from + 1]!;
 }
 

@@ -7,7 +7,11 @@ import { resolveTestbedSpec, type LocalTestbedSpec } from "../../src/testbed/spe
 describe("local testbed plan", () => {
   const testbed = (extra = "") => {
     const tb = parseCampaign(`testbed: {target: local, name: smoke, nodes: 3${extra}}\n`, "c.yaml").testbed;
-    const spec = resolveTestbedSpec(tb, { campaign: "c", testbedDir: testbedPaths("/state", "smoke").dir, createdAt: new Date() });
+    const spec = resolveTestbedSpec(tb, {
+      campaign: "c",
+      testbedDir: testbedPaths("/state", "smoke").dir,
+      createdAt: new Date(),
+    });
     if (spec.target !== "local") throw new Error("fixture is local");
     return spec as LocalTestbedSpec;
   };
@@ -15,7 +19,11 @@ describe("local testbed plan", () => {
   it("names containers, hostnames and addresses so that up, down and status agree", () => {
     const plan = planLocalTestbed(testbed(), "/state");
     expect(plan.network).toBe("ringlab-smoke");
-    expect(plan.labels).toEqual({ "ringlab.testbed": "smoke", "ringlab.state-dir": stateDirId("/state"), "ringlab.state-path": "/state" });
+    expect(plan.labels).toEqual({
+      "ringlab.testbed": "smoke",
+      "ringlab.state-dir": stateDirId("/state"),
+      "ringlab.state-path": "/state",
+    });
     expect(plan.sharedDir).toBe("/state/testbeds/smoke/shared");
     expect(plan.nodes).toEqual([
       { rank: 0, name: "smoke-node-0", container: "ringlab-smoke-node-0", ip: "10.77.0.10" },
@@ -43,6 +51,8 @@ describe("addresses in a subnet", () => {
   });
 
   it("refuses an address the subnet cannot hold", () => {
-    expect(() => addressInSubnet("10.0.0.0/28", 15)).toThrowError(/subnet 10\.0\.0\.0\/28 has 16 addresses, too few for a node at offset 15/);
+    expect(() => addressInSubnet("10.0.0.0/28", 15)).toThrowError(
+      /subnet 10\.0\.0\.0\/28 has 16 addresses, too few for a node at offset 15/,
+    );
   });
 });

@@ -28,7 +28,9 @@ describe("waitForSsh with loopbackOnly (the test-only AWS endpoint override)", (
   it("never connects to a host off loopback, and fails after the bound naming it", async () => {
     connected.length = 0;
     const started = Date.now();
-    const error = await waitForSsh(["192.0.2.10", "198.51.100.7"], 1_000, undefined, undefined, { loopbackOnly: true }).catch((e: unknown) => e);
+    const error = await waitForSsh(["192.0.2.10", "198.51.100.7"], 1_000, undefined, undefined, {
+      loopbackOnly: true,
+    }).catch((e: unknown) => e);
     expect((error as Error).message).toBe("SSH did not answer within 1 s on 192.0.2.10, 198.51.100.7");
     expect(Date.now() - started).toBeGreaterThanOrEqual(1_000);
     expect(connected).toEqual([]);

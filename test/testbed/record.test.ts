@@ -22,7 +22,9 @@ describe("testbed state folder", () => {
 
   it("checks names from the command line and the current file against the testbed name rule (exit 2)", () => {
     expect(() => checkedTestbedName("../..")).toThrow(UsageError);
-    expect(() => requireRecord(mkdtempSync(join(tmpdir(), "ringlab-state-")), "..")).toThrow(/testbed name "\.\.": expected 1-24 lower-case/);
+    expect(() => requireRecord(mkdtempSync(join(tmpdir(), "ringlab-state-")), "..")).toThrow(
+      /testbed name "\.\.": expected 1-24 lower-case/,
+    );
     const state = mkdtempSync(join(tmpdir(), "ringlab-state-"));
     writeFileSync(join(state, "current"), "../../etc\n");
     expect(() => currentTestbedName(state)).toThrow(UsageError);

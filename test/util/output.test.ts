@@ -25,8 +25,11 @@ describe("printable", () => {
   });
 
   it("is the one way ringlab writes to the terminal: no other module writes to stdout or stderr itself", () => {
-    const writers = sourcesUnder("src").filter((file) => file !== join("src", "util", "output.ts"))
-      .filter((file) => /process\.(stdout|stderr)\.write\(|console\.(log|error|warn|info)\(/.test(readFileSync(file, "utf8")));
+    const writers = sourcesUnder("src")
+      .filter((file) => file !== join("src", "util", "output.ts"))
+      .filter((file) =>
+        /process\.(stdout|stderr)\.write\(|console\.(log|error|warn|info)\(/.test(readFileSync(file, "utf8")),
+      );
     expect(writers).toEqual([]);
   });
 });

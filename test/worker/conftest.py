@@ -27,10 +27,12 @@ sys.path.insert(0, str(WORKER_DIR))  # unit tests import ringlab_worker directly
 # (filter added below) and in every worker process they start (PYTHONWARNINGS; it matches a module by its
 # exact name, hence one entry per module). Warnings torch raises about its own internals stay warnings.
 DEPRECATION_CATEGORIES = ("DeprecationWarning", "FutureWarning")
-WORKER_MODULES = ["ringlab_worker"] + [f"ringlab_worker.{module.name}"
-                                       for module in pkgutil.iter_modules([str(WORKER_DIR / "ringlab_worker")])]
-OWN_DEPRECATIONS_AS_ERRORS = ",".join(f"error::{category}:{module}"
-                                      for category in DEPRECATION_CATEGORIES for module in WORKER_MODULES)
+WORKER_MODULES = ["ringlab_worker"] + [
+    f"ringlab_worker.{module.name}" for module in pkgutil.iter_modules([str(WORKER_DIR / "ringlab_worker")])
+]
+OWN_DEPRECATIONS_AS_ERRORS = ",".join(
+    f"error::{category}:{module}" for category in DEPRECATION_CATEGORIES for module in WORKER_MODULES
+)
 
 
 def pytest_configure(config):
@@ -79,9 +81,15 @@ def rdzv_secret(run_id: str) -> str:
 
 
 def node_env(node_rank: int, num_nodes: int, port: int, run_id: str) -> dict:
-    return base_env(RINGLAB_NUM_NODES=num_nodes, RINGLAB_NODE_RANK=node_rank, RINGLAB_HEAD_ADDR="127.0.0.1",
-                    RINGLAB_RDZV_PORT=port, RINGLAB_RUN_ID=run_id, RINGLAB_RDZV_SECRET=rdzv_secret(run_id),
-                    RINGLAB_SOCKET_IFNAME="lo")
+    return base_env(
+        RINGLAB_NUM_NODES=num_nodes,
+        RINGLAB_NODE_RANK=node_rank,
+        RINGLAB_HEAD_ADDR="127.0.0.1",
+        RINGLAB_RDZV_PORT=port,
+        RINGLAB_RUN_ID=run_id,
+        RINGLAB_RDZV_SECRET=rdzv_secret(run_id),
+        RINGLAB_SOCKET_IFNAME="lo",
+    )
 
 
 NODE_TAG_ENV = "RINGLAB_TEST_NODE"
@@ -113,9 +121,16 @@ class Nodes:
 
     def start(self, args, env):
         env = {**env, NODE_TAG_ENV: f"{os.getpid()}-{len(self.procs)}"}
-        proc = subprocess.Popen([sys.executable, "-m", "ringlab_worker", *args], env=env, cwd=str(REPO),
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ringlab_worker", *args],
+            env=env,
+            cwd=str(REPO),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
         proc.node_tag = env[NODE_TAG_ENV]
         proc.lines = []
         proc.reader = threading.Thread(target=self._read, args=(proc,), daemon=True)
@@ -178,8 +193,10 @@ class Nodes:
         if proc.reader.is_alive():
             self.kill(proc)
             proc.reader.join(10)
-            pytest.fail(f"a process of node {proc.node_tag} held its output open {grace} s after its launcher ended:\n"
-                        f"{self.output(proc)}")
+            pytest.fail(
+                f"a process of node {proc.node_tag} held its output open {grace} s after its launcher ended:\n"
+                f"{self.output(proc)}"
+            )
         proc.stdout.close()
         return proc.returncode, self.output(proc)
 
@@ -208,8 +225,14 @@ def nodes():
 
 def run_worker(args, env=None, timeout=60):
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "ringlab_worker", *args], env=env or base_env(), cwd=str(REPO),
-                          capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-m", "ringlab_worker", *args],
+        env=env or base_env(),
+        cwd=str(REPO),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     return done.returncode, done.stdout + done.stderr, time.monotonic() - started
 
 

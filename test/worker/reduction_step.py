@@ -19,8 +19,9 @@ from ringlab_worker.models import build_model
 
 def main(rank: int, size: int, port: int, out_dir: str) -> None:
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=size,
-                            timeout=timedelta(seconds=60))
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=size, timeout=timedelta(seconds=60)
+    )
     saved = {}
     for reduction in PROBED_REDUCTIONS:
         for fp16 in (False, True):
@@ -28,7 +29,9 @@ def main(rank: int, size: int, port: int, out_dir: str) -> None:
             model, classes = build_model("small")
             # Small buckets: several per step, so bucket order and the exchange thread are exercised.
             ddp = DistributedDataParallel(model, bucket_cap_mb=1)
-            optimizer = install(ddp, torch.optim.SGD(ddp.parameters(), lr=0.1), Namespace(reduction=reduction, fp16_allreduce=fp16))
+            optimizer = install(
+                ddp, torch.optim.SGD(ddp.parameters(), lr=0.1), Namespace(reduction=reduction, fp16_allreduce=fp16)
+            )
             generator = torch.Generator().manual_seed(100 + rank)
             data = torch.randn(4, 3, 32, 32, generator=generator)
             target = torch.randint(0, classes, (4,), generator=generator)
@@ -46,8 +49,14 @@ def main(rank: int, size: int, port: int, out_dir: str) -> None:
     # The strategies, with the worker's own defaults of their knobs but a short warm-up: PowerSGD compresses from
     # step 2, local SGD steps alone from step 2 and averages every 3 steps.
     for strategy in ("ring", "powersgd", "local-sgd"):
-        args = Namespace(reduction=strategy, fp16_allreduce=False, powersgd_rank=1, powersgd_start_iter=2,
-                         local_sgd_period=3, local_sgd_warmup=2)
+        args = Namespace(
+            reduction=strategy,
+            fp16_allreduce=False,
+            powersgd_rank=1,
+            powersgd_start_iter=2,
+            local_sgd_period=3,
+            local_sgd_warmup=2,
+        )
         torch.manual_seed(0)
         model, classes = build_model("small")
         ddp = DistributedDataParallel(model, bucket_cap_mb=1)

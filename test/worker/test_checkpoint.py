@@ -54,8 +54,12 @@ def plant(directory, step, payload, name):
     with open(os.path.join(directory, genuine[-1]), encoding="utf-8") as handle:
         described = json.load(handle)
     described["step"] = step
-    described["tensors"] = {**described["tensors"], "file": tensor_file,
-                            "sha256": hashlib.sha256(payload).hexdigest(), "bytes": len(payload)}
+    described["tensors"] = {
+        **described["tensors"],
+        "file": tensor_file,
+        "sha256": hashlib.sha256(payload).hexdigest(),
+        "bytes": len(payload),
+    }
     with open(_json_beside(directory, step), "w", encoding="utf-8") as out:
         json.dump(described, out)
     return tensor_file
@@ -90,7 +94,8 @@ def no_unpickler(monkeypatch):
 @pytest.mark.parametrize("payload", [pickle_payload, torchscript_payload])
 @pytest.mark.parametrize("name", ["pt", "safetensors"])
 def test_a_planted_pickle_or_torchscript_checkpoint_reaches_no_loader_and_the_genuine_one_is_resumed(
-        tmp_path, no_unpickler, payload, name):
+    tmp_path, no_unpickler, payload, name
+):
     directory = str(tmp_path / "checkpoints")
     checkpoint.save(directory, 4, genuine_state(4))
     marker = tmp_path / "pwned"
@@ -105,11 +110,29 @@ def test_a_planted_pickle_or_torchscript_checkpoint_reaches_no_loader_and_the_ge
 
 def test_a_restarted_run_does_not_run_a_planted_checkpoint_and_resumes_from_its_own(tmp_path):
     dataset = str(tmp_path / "shared" / "datasets" / "shapes")
-    data.write_dataset(dataset, DatasetSpec(classes=2, images_per_class=10, image_size=16, held_out=0.2, seed=0),
-                       **QUIET)
+    data.write_dataset(
+        dataset, DatasetSpec(classes=2, images_per_class=10, image_size=16, held_out=0.2, seed=0), **QUIET
+    )
     output = tmp_path / "run" / "result.json"
-    args = ["train", "--model", "tiny", "--batch-size", "4", "--loader-workers", "0", "--data", f"folder:{dataset}",
-            "--epochs", "1", "--checkpoint-every", "2", "--fail-at-step", "3", "--output", str(output)]
+    args = [
+        "train",
+        "--model",
+        "tiny",
+        "--batch-size",
+        "4",
+        "--loader-workers",
+        "0",
+        "--data",
+        f"folder:{dataset}",
+        "--epochs",
+        "1",
+        "--checkpoint-every",
+        "2",
+        "--fail-at-step",
+        "3",
+        "--output",
+        str(output),
+    ]
     code, log, _ = run_worker(args, timeout=120)
     assert code == -9, log
     directory = str(tmp_path / "run" / "checkpoints")
@@ -141,7 +164,9 @@ def test_a_checkpoint_whose_tensor_file_alone_is_a_link_is_not_read(tmp_path):
     checkpoint.save(directory, 6, genuine_state(6))
     newest = checkpoint.path_of(directory, 6)
     os.rename(newest, str(tmp_path / "moved.safetensors"))
-    os.symlink(str(tmp_path / "moved.safetensors"), newest)  # the same bytes, the JSON's hash matches: only the link differs
+    os.symlink(
+        str(tmp_path / "moved.safetensors"), newest
+    )  # the same bytes, the JSON's hash matches: only the link differs
     state, warnings = newest_readable(directory)
     assert state["step"] == 3
     assert len(warnings) == 1 and "step-000000006.safetensors" in warnings[0]
@@ -164,10 +189,17 @@ def test_the_tensor_file_holds_tensors_only_and_the_rest_is_json(tmp_path):
     import torch
 
     directory = str(tmp_path)
-    state = {"step": 5, "config": {"model": "tiny", "momentum": 0.9, "worldSize": None}, "lossCurve": [[1, 2.5]],
-             "optimizer": {"state": {0: {"momentum_buffer": torch.ones(3)}, 1: {"momentum_buffer": None}},
-                           "param_groups": [{"lr": 0.1, "betas": (0.9, 0.99), "nesterov": False, "params": [0, 1]}]},
-             "scaler": {}, "model": {"w": torch.arange(4), "flag": torch.tensor(True)}}
+    state = {
+        "step": 5,
+        "config": {"model": "tiny", "momentum": 0.9, "worldSize": None},
+        "lossCurve": [[1, 2.5]],
+        "optimizer": {
+            "state": {0: {"momentum_buffer": torch.ones(3)}, 1: {"momentum_buffer": None}},
+            "param_groups": [{"lr": 0.1, "betas": (0.9, 0.99), "nesterov": False, "params": [0, 1]}],
+        },
+        "scaler": {},
+        "model": {"w": torch.arange(4), "flag": torch.tensor(True)},
+    }
     checkpoint.save(directory, 5, state)
     from safetensors.torch import load_file
 
@@ -182,8 +214,9 @@ def test_the_tensor_file_holds_tensors_only_and_the_rest_is_json(tmp_path):
     assert loaded["optimizer"]["state"][1] == {"momentum_buffer": None}  # int keys stay ints
     assert loaded["optimizer"]["param_groups"][0]["betas"] == (0.9, 0.99)
     assert loaded["model"]["w"].tolist() == [0, 1, 2, 3] and loaded["model"]["flag"].item() is True
-    assert {key: loaded[key] for key in ("config", "lossCurve", "scaler")} == \
-        {key: state[key] for key in ("config", "lossCurve", "scaler")}
+    assert {key: loaded[key] for key in ("config", "lossCurve", "scaler")} == {
+        key: state[key] for key in ("config", "lossCurve", "scaler")
+    }
 
 
 def test_a_trainers_state_round_trips_through_a_checkpoint(tmp_path):
@@ -210,6 +243,7 @@ def test_a_trainers_state_round_trips_through_a_checkpoint(tmp_path):
 
 # What the worker writes in the shared folder does not follow a link planted at its path.
 
+
 def _outside(tmp_path):
     target = tmp_path / "outside" / "precious"
     target.parent.mkdir()
@@ -232,8 +266,23 @@ def test_a_run_writes_its_result_in_place_of_a_link_planted_at_output(tmp_path):
     output = tmp_path / "run" / "result.json"
     output.parent.mkdir()
     output.symlink_to(target)
-    code, printed, _ = run_worker(["train", "--model", "tiny", "--batch-size", "2", "--num-warmup-batches", "0",
-                                   "--num-batches-per-iter", "1", "--num-iters", "1", "--output", str(output)])
+    code, printed, _ = run_worker(
+        [
+            "train",
+            "--model",
+            "tiny",
+            "--batch-size",
+            "2",
+            "--num-warmup-batches",
+            "0",
+            "--num-batches-per-iter",
+            "1",
+            "--num-iters",
+            "1",
+            "--output",
+            str(output),
+        ]
+    )
     assert code == 0, printed
     assert target.read_text() == "do not overwrite\n"
     assert not output.is_symlink() and json.loads(output.read_text())["metrics"]
@@ -268,8 +317,10 @@ def test_checkpoints_are_not_written_into_a_linked_folder(tmp_path):
     directory = tmp_path / "run" / "checkpoints"
     directory.parent.mkdir()
     directory.symlink_to(elsewhere)
-    for write in (lambda: checkpoint.save(str(directory), 4, genuine_state(4)),
-                  lambda: checkpoint.write_progress(str(directory), {"step": 4})):
+    for write in (
+        lambda: checkpoint.save(str(directory), 4, genuine_state(4)),
+        lambda: checkpoint.write_progress(str(directory), {"step": 4}),
+    ):
         with pytest.raises(BadArguments, match="is a symbolic link; ringlab does not follow links"):
             write()
     assert list(elsewhere.iterdir()) == []
@@ -287,7 +338,8 @@ def test_a_dataset_is_not_written_through_a_link_planted_where_it_is_written_fir
     root.parent.mkdir(parents=True)
     for pid in range(os.getpid() - 2, os.getpid() + 3):  # the names the old code used
         (root.parent / f"shapes.partial-{pid}").symlink_to(elsewhere)
-    data.write_dataset(str(root), DatasetSpec(classes=2, images_per_class=3, image_size=8, held_out=0.34, seed=0),
-                       **QUIET)
+    data.write_dataset(
+        str(root), DatasetSpec(classes=2, images_per_class=3, image_size=8, held_out=0.34, seed=0), **QUIET
+    )
     assert list(elsewhere.iterdir()) == []
     assert not root.is_symlink() and data.check_dataset(str(root))["trainImages"] == 4

@@ -41,4 +41,4 @@ def test_a_quota_slows_the_wall_clock_but_not_the_speed_per_cpu_second(monkeypat
     monkeypatch.setattr(compute_speed_module.time, "process_time", lambda: wall["now"] / 2)
     monkeypatch.setattr(compute_speed_module.torch, "mm", mm)
     gflops = compute_gflops(torch.device("cpu"), 0.5)
-    assert abs(gflops - 2 * 256 ** 3 / 0.005 / 1e9) < 1e-6
+    assert abs(gflops - 2 * 256**3 / 0.005 / 1e9) < 1e-6

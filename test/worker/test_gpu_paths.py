@@ -23,8 +23,10 @@ from ringlab_worker.world import World, cuda_device_index, pick_device
 H100 = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", total_memory=85_045_164_032, major=9, minor=0)
 
 
-@pytest.mark.parametrize("text, expected", [("1.13.0a0", (1, 13)), ("2.13.0+cpu", (2, 13)), ("2.14.1", (2, 14)),
-                                            ("2.8.0a0+5228986c39.nv25.06", (2, 8))])
+@pytest.mark.parametrize(
+    "text, expected",
+    [("1.13.0a0", (1, 13)), ("2.13.0+cpu", (2, 13)), ("2.14.1", (2, 14)), ("2.8.0a0+5228986c39.nv25.06", (2, 8))],
+)
 def test_torch_release_reads_major_and_minor_from_every_version_style(text, expected):
     assert compat.release(text) == expected
 
@@ -36,10 +38,20 @@ def test_the_grad_scaler_is_torch_amp_s_device_generic_one_and_warns_nothing():
     assert type(scaler) is torch.amp.GradScaler and not scaler.is_enabled()
 
 
-@pytest.mark.parametrize("version, refused, warned", [
-    ("1.13.1", True, False), ("2.0.0a0+1767026", True, False), ("2.9.1", True, False),
-    ("2.10.0", False, True), ("2.11.0a0+gitabc", False, True), ("2.12.1", False, True),
-    ("2.13.0+cpu", False, False), ("2.14.1", False, False), ("3.0.0", False, False)])
+@pytest.mark.parametrize(
+    "version, refused, warned",
+    [
+        ("1.13.1", True, False),
+        ("2.0.0a0+1767026", True, False),
+        ("2.9.1", True, False),
+        ("2.10.0", False, True),
+        ("2.11.0a0+gitabc", False, True),
+        ("2.12.1", False, True),
+        ("2.13.0+cpu", False, False),
+        ("2.14.1", False, False),
+        ("3.0.0", False, False),
+    ],
+)
 def test_torch_below_2_10_is_refused_and_2_10_to_2_12_run_with_a_warning(version, refused, warned):
     refusal, warning = compat.support_problem(version)
     assert (refusal is not None, warning is not None) == (refused, warned)
@@ -55,8 +67,20 @@ def test_a_worker_on_an_unsupported_torch_exits_2_before_anything_starts(monkeyp
 
 
 def test_train_arguments_for_a_gpu_run_parse_into_the_recorded_knobs():
-    args = build_parser().parse_args(["train", "--model", "resnet50", "--precision", "amp", "--channels-last",
-                                      "--device", "cuda", "--batch-size", "96"])
+    args = build_parser().parse_args(
+        [
+            "train",
+            "--model",
+            "resnet50",
+            "--precision",
+            "amp",
+            "--channels-last",
+            "--device",
+            "cuda",
+            "--batch-size",
+            "96",
+        ]
+    )
     check_arguments(args)
     knobs = result.knobs_of(args)
     assert knobs["precision"] == "amp" and knobs["channelsLast"] is True and knobs["batchSize"] == 96
@@ -112,47 +136,75 @@ def test_cudnn_versions_read_as_torch_encodes_them(version, expected):
 
 def test_gpu_provenance_names_the_gpu_its_memory_and_every_library_version():
     assert result.gpu_provenance(H100, 90100, (2, 21, 5), "550.54.15") == {
-        "deviceModel": "NVIDIA H100 80GB HBM3", "gpuMemoryBytes": 85_045_164_032, "gpuComputeCapability": "9.0",
-        "cudnn": "9.1.0", "nccl": "2.21.5", "nvidiaDriver": "550.54.15"}
+        "deviceModel": "NVIDIA H100 80GB HBM3",
+        "gpuMemoryBytes": 85_045_164_032,
+        "gpuComputeCapability": "9.0",
+        "cudnn": "9.1.0",
+        "nccl": "2.21.5",
+        "nvidiaDriver": "550.54.15",
+    }
     assert result.gpu_provenance(H100, None, None, None)["nccl"] is None  # a torch built without NCCL
 
 
 def _fake_nvidia_smi(folder, driver):
     script = folder / "nvidia-smi"
-    script.write_text(f"#!/bin/sh\n[ \"$1\" = --query-gpu=driver_version ] && echo {driver}\n")
+    script.write_text(f'#!/bin/sh\n[ "$1" = --query-gpu=driver_version ] && echo {driver}\n')
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return str(folder)
 
 
-def test_a_record_from_a_gpu_run_carries_the_gpu_fields_and_matches_the_schema(monkeypatch, tmp_path,
-                                                                              validate_result):
+def test_a_record_from_a_gpu_run_carries_the_gpu_fields_and_matches_the_schema(monkeypatch, tmp_path, validate_result):
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: H100)
     monkeypatch.setattr(torch.backends.cudnn, "version", lambda: 90100)
     monkeypatch.setattr(torch.distributed, "is_nccl_available", lambda: True)
     monkeypatch.setattr(torch.cuda.nccl, "version", lambda: (2, 21, 5))
     monkeypatch.setattr(torch.version, "cuda", "12.4")
     monkeypatch.setenv("PATH", _fake_nvidia_smi(tmp_path, "550.54.15") + os.pathsep + os.environ["PATH"])
-    world = World(rank=0, local_rank=0, size=1, nodes=1, procs_per_node=1, device=torch.device("cuda", 0),
-                  backend="nccl", hostnames=["gpu-node"])
+    world = World(
+        rank=0,
+        local_rank=0,
+        size=1,
+        nodes=1,
+        procs_per_node=1,
+        device=torch.device("cuda", 0),
+        backend="nccl",
+        hostnames=["gpu-node"],
+    )
     args = build_parser().parse_args(["train", "--model", "tiny", "--precision", "amp", "--channels-last"])
     args.image_size = 32
-    record = result.build_record("train", args, world, "ddp", result.utc_now(), {
-        "imagesPerSecondPerWorker": {"mean": 10.0, "ci95": 0.5}, "imagesPerSecondTotal": {"mean": 10.0, "ci95": 0.5},
-        "stepSeconds": [0.1], "parameterCount": 10, "gradientBytes": 40, "finalLoss": 2.3})
+    record = result.build_record(
+        "train",
+        args,
+        world,
+        "ddp",
+        result.utc_now(),
+        {
+            "imagesPerSecondPerWorker": {"mean": 10.0, "ci95": 0.5},
+            "imagesPerSecondTotal": {"mean": 10.0, "ci95": 0.5},
+            "stepSeconds": [0.1],
+            "parameterCount": 10,
+            "gradientBytes": 40,
+            "finalLoss": 2.3,
+        },
+    )
     path = tmp_path / "gpu.json"
     result.write_atomically(str(path), record)
     provenance = validate_result(path)["provenance"]
     assert provenance["device"] == "cuda" and provenance["deviceModel"] == "NVIDIA H100 80GB HBM3"
     assert (provenance["cuda"], provenance["cudnn"], provenance["nccl"], provenance["nvidiaDriver"]) == (
-        "12.4", "9.1.0", "2.21.5", "550.54.15")
+        "12.4",
+        "9.1.0",
+        "2.21.5",
+        "550.54.15",
+    )
     assert provenance["gpuComputeCapability"] == "9.0" and provenance["gpuMemoryBytes"] == 85_045_164_032
 
 
 def test_a_cpu_record_has_the_gpu_fields_as_null():
     fields = result.cpu_provenance()
-    assert {name: fields[name] for name in ("gpuMemoryBytes", "gpuComputeCapability", "cudnn", "nccl",
-                                            "nvidiaDriver")} == dict.fromkeys(
-        ("gpuMemoryBytes", "gpuComputeCapability", "cudnn", "nccl", "nvidiaDriver"))
+    assert {
+        name: fields[name] for name in ("gpuMemoryBytes", "gpuComputeCapability", "cudnn", "nccl", "nvidiaDriver")
+    } == dict.fromkeys(("gpuMemoryBytes", "gpuComputeCapability", "cudnn", "nccl", "nvidiaDriver"))
     assert fields["deviceModel"]
 
 
@@ -163,8 +215,12 @@ def test_the_schema_accepts_records_written_before_the_gpu_fields_existed():
 
 def test_nccl_uses_the_cluster_interface_the_launcher_was_given_and_logs_its_warnings():
     env = network_env({"RINGLAB_SOCKET_IFNAME": "ens5"})
-    assert env == {"GLOO_SOCKET_IFNAME": "ens5", "NCCL_SOCKET_IFNAME": "ens5", "NCCL_DEBUG": "WARN",
-                   "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}
+    assert env == {
+        "GLOO_SOCKET_IFNAME": "ens5",
+        "NCCL_SOCKET_IFNAME": "ens5",
+        "NCCL_DEBUG": "WARN",
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
+    }
     # The interface ringlab was told wins over a stale NCCL_SOCKET_IFNAME; other NCCL settings of the user stay.
     env = network_env({"RINGLAB_SOCKET_IFNAME": "ens5", "NCCL_SOCKET_IFNAME": "eth0", "NCCL_DEBUG": "INFO"})
     assert env["NCCL_SOCKET_IFNAME"] == "ens5" and "NCCL_DEBUG" not in env
@@ -183,13 +239,16 @@ def test_amp_steps_use_fp16_autocast_for_cuda():
     assert context.device == "cuda"
 
 
-@pytest.mark.parametrize("backend, device, expected", [
-    ("nccl", torch.device("cuda", 1), {"device_ids": [1]}), ("gloo", torch.device("cpu"), {})])
+@pytest.mark.parametrize(
+    "backend, device, expected",
+    [("nccl", torch.device("cuda", 1), {"device_ids": [1]}), ("gloo", torch.device("cpu"), {})],
+)
 def test_a_barrier_under_nccl_names_the_rank_s_gpu(monkeypatch, backend, device, expected):
     # torch 2.11 on the first GPU run warned "barrier(): using the device under current context" for the probe's
     # barrier: NCCL had to guess the device.
     calls = []
     monkeypatch.setattr(torch.distributed, "barrier", lambda **kwargs: calls.append(kwargs))
-    World(rank=0, local_rank=1, size=2, nodes=1, procs_per_node=2, device=device, backend=backend,
-          hostnames=["a", "a"]).barrier()
+    World(
+        rank=0, local_rank=1, size=2, nodes=1, procs_per_node=2, device=device, backend=backend, hostnames=["a", "a"]
+    ).barrier()
     assert calls == [expected]

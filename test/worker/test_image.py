@@ -20,8 +20,9 @@ def docker(*args, timeout=120, check=True):
 
 @pytest.fixture(scope="module")
 def image():
-    built = subprocess.run([str(REPO / "docker" / "worker" / "build.sh"), "cpu"], capture_output=True, text=True,
-                           timeout=1800)
+    built = subprocess.run(
+        [str(REPO / "docker" / "worker" / "build.sh"), "cpu"], capture_output=True, text=True, timeout=1800
+    )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     assert f"built {IMAGE}" in built.stdout and " MB" in built.stdout
     return IMAGE
@@ -41,9 +42,29 @@ def cleanup():
 def test_the_image_runs_the_smoke_training_job_and_writes_a_valid_record(image, tmp_path, cleanup, validate_result):
     name = f"rlw-test-smoke-{uuid.uuid4().hex[:8]}"
     cleanup["containers"].append(name)
-    run = docker("run", "--rm", "--name", name, "-v", f"{tmp_path}:/out", image, "train", "--model", "tiny",
-                 "--batch-size", "8", "--num-warmup-batches", "1", "--num-batches-per-iter", "2", "--num-iters", "2",
-                 "--output", "/out/smoke.json", check=False)
+    run = docker(
+        "run",
+        "--rm",
+        "--name",
+        name,
+        "-v",
+        f"{tmp_path}:/out",
+        image,
+        "train",
+        "--model",
+        "tiny",
+        "--batch-size",
+        "8",
+        "--num-warmup-batches",
+        "1",
+        "--num-batches-per-iter",
+        "2",
+        "--num-iters",
+        "2",
+        "--output",
+        "/out/smoke.json",
+        check=False,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     record = validate_result(tmp_path / "smoke.json")
     assert record["provenance"]["image"] == image and record["provenance"]["torch"].startswith("2.13")
@@ -57,11 +78,22 @@ def test_the_image_writes_a_dataset_and_trains_a_step_on_it(image, tmp_path, cle
     torch's own wheel; the e2e campaign found it missing)."""
     name = f"rlw-test-data-{uuid.uuid4().hex[:8]}"
     cleanup["containers"].append(name)
-    run = docker("run", "--rm", "--name", name, "-v", f"{tmp_path}:/out", "--entrypoint", "bash", image, "-c",
-                 "ringlab-worker dataset --out /out/shapes --classes 2 --images-per-class 5 --image-size 16 "
-                 "&& ringlab-worker train --model tiny --batch-size 2 --data folder:/out/shapes --loader-workers 0 "
-                 "--num-warmup-batches 0 --num-batches-per-iter 1 --num-iters 1 --output /out/data.json",
-                 check=False)
+    run = docker(
+        "run",
+        "--rm",
+        "--name",
+        name,
+        "-v",
+        f"{tmp_path}:/out",
+        "--entrypoint",
+        "bash",
+        image,
+        "-c",
+        "ringlab-worker dataset --out /out/shapes --classes 2 --images-per-class 5 --image-size 16 "
+        "&& ringlab-worker train --model tiny --batch-size 2 --data folder:/out/shapes --loader-workers 0 "
+        "--num-warmup-batches 0 --num-batches-per-iter 1 --num-iters 1 --output /out/data.json",
+        check=False,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert json.loads((tmp_path / "data.json").read_text())["knobs"]["data"] == "folder:/out/shapes"
 
@@ -79,14 +111,37 @@ def test_two_containers_rendezvous_by_hostname_and_all_reduce(image, tmp_path, c
     cleanup["containers"].extend(nodes)
     docker("network", "create", network)
     for rank, name in enumerate(nodes):
-        docker("run", "-d", "--name", name, "--hostname", name, "--network", network, "--cap-add", "NET_ADMIN",
-               "-v", f"{tmp_path}:/out", "-e", "RINGLAB_NUM_NODES=2", "-e", f"RINGLAB_NODE_RANK={rank}",
-               "-e", f"RINGLAB_HEAD_ADDR={nodes[0]}", "-e", f"RINGLAB_RUN_ID=image-{tag}",
-               "-e", f"RINGLAB_RDZV_SECRET={rdzv_secret(tag)}",
-               "--entrypoint", "bash", image, "-c",
-               "tc qdisc add dev eth0 root tbf rate 1gbit burst 256kb latency 50ms && exec ringlab-worker allreduce "
-               "--min-bytes 64K --max-bytes 1M --step-factor 4 --warmup-iters 1 --iters 2 --timeout-seconds 60 "
-               "--output /out/probe.json")
+        docker(
+            "run",
+            "-d",
+            "--name",
+            name,
+            "--hostname",
+            name,
+            "--network",
+            network,
+            "--cap-add",
+            "NET_ADMIN",
+            "-v",
+            f"{tmp_path}:/out",
+            "-e",
+            "RINGLAB_NUM_NODES=2",
+            "-e",
+            f"RINGLAB_NODE_RANK={rank}",
+            "-e",
+            f"RINGLAB_HEAD_ADDR={nodes[0]}",
+            "-e",
+            f"RINGLAB_RUN_ID=image-{tag}",
+            "-e",
+            f"RINGLAB_RDZV_SECRET={rdzv_secret(tag)}",
+            "--entrypoint",
+            "bash",
+            image,
+            "-c",
+            "tc qdisc add dev eth0 root tbf rate 1gbit burst 256kb latency 50ms && exec ringlab-worker allreduce "
+            "--min-bytes 64K --max-bytes 1M --step-factor 4 --warmup-iters 1 --iters 2 --timeout-seconds 60 "
+            "--output /out/probe.json",
+        )
     codes = [int(docker("wait", name, timeout=180).stdout.strip()) for name in nodes]
     logs = "\n".join(docker("logs", name).stdout + docker("logs", name).stderr for name in nodes)
     assert codes == [0, 0], logs

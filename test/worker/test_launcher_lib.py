@@ -14,8 +14,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ansible" / "roles"
 import ringlab_launcher_lib as lib  # noqa: E402
 
 CONFIG = {
-    "image": "ringlab-worker:cpu", "container_name": "ringlab-lab-worker-1", "network_mode": "container:lab-node-1",
-    "shared_dir": "/srv/ringlab", "shm_size": "1g", "cpu_period_us": "10000", "gpus": "0", "rdzv_port": "29400",
+    "image": "ringlab-worker:cpu",
+    "container_name": "ringlab-lab-worker-1",
+    "network_mode": "container:lab-node-1",
+    "shared_dir": "/srv/ringlab",
+    "shm_size": "1g",
+    "cpu_period_us": "10000",
+    "gpus": "0",
+    "rdzv_port": "29400",
     "env": {"GLOO_SOCKET_IFNAME": "eth0"},
     "labels": {"ringlab.testbed": "lab", "ringlab.role": "worker", "ringlab.rank": "1", "ringlab.launcher": "mpi"},
 }
@@ -74,6 +80,7 @@ def fake_docker(monkeypatch):
         # The handlers that remove the container on SIGTERM are not installed in the test's own process.
         monkeypatch.setattr(signal, "signal", lambda *_args: None)
         return fake
+
     return install
 
 
@@ -89,9 +96,15 @@ def test_the_worker_container_gets_the_ansible_launchers_settings_and_is_removed
     _, image, command, options = fake.calls[1]
     assert (image, command) == ("ringlab-worker:cpu", ["train", "--model", "tiny"])
     assert options == {
-        "name": "ringlab-lab-worker-1", "detach": True, "environment": env, "network_mode": "container:lab-node-1",
-        "mounts": [("Mount", {"target": "/srv/ringlab", "source": "/srv/ringlab", "type": "bind"})], "shm_size": "1g",
-        "labels": dict(CONFIG["labels"], **{"ringlab.run_id": "r1"}), "cpu_period": 10_000, "cpu_quota": 5_000,
+        "name": "ringlab-lab-worker-1",
+        "detach": True,
+        "environment": env,
+        "network_mode": "container:lab-node-1",
+        "mounts": [("Mount", {"target": "/srv/ringlab", "source": "/srv/ringlab", "type": "bind"})],
+        "shm_size": "1g",
+        "labels": dict(CONFIG["labels"], **{"ringlab.run_id": "r1"}),
+        "cpu_period": 10_000,
+        "cpu_quota": 5_000,
     }
 
 
@@ -113,8 +126,16 @@ def test_the_cpu_quota_comes_in_the_roles_period_not_dockers_100_ms():
 
 
 def test_the_environment_is_the_nodes_then_the_placement_then_the_run():
-    env = lib.container_environment(CONFIG, {"RINGLAB_NUM_NODES": "2", "RINGLAB_NODE_RANK": "1", "RINGLAB_HEAD_ADDR": "10.0.0.10"},
-                                    "r1", 2, 1.5)
-    assert env == {"GLOO_SOCKET_IFNAME": "eth0", "RINGLAB_NUM_NODES": "2", "RINGLAB_NODE_RANK": "1",
-                   "RINGLAB_HEAD_ADDR": "10.0.0.10", "RINGLAB_RDZV_PORT": "29400", "RINGLAB_RUN_ID": "r1",
-                   "RINGLAB_NPROC_PER_NODE": "2", "OMP_NUM_THREADS": "1"}
+    env = lib.container_environment(
+        CONFIG, {"RINGLAB_NUM_NODES": "2", "RINGLAB_NODE_RANK": "1", "RINGLAB_HEAD_ADDR": "10.0.0.10"}, "r1", 2, 1.5
+    )
+    assert env == {
+        "GLOO_SOCKET_IFNAME": "eth0",
+        "RINGLAB_NUM_NODES": "2",
+        "RINGLAB_NODE_RANK": "1",
+        "RINGLAB_HEAD_ADDR": "10.0.0.10",
+        "RINGLAB_RDZV_PORT": "29400",
+        "RINGLAB_RUN_ID": "r1",
+        "RINGLAB_NPROC_PER_NODE": "2",
+        "OMP_NUM_THREADS": "1",
+    }

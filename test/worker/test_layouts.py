@@ -17,16 +17,38 @@ from conftest import WORKER_DIR, free_port, node_env
 
 REPLICA_SHIM = Path(__file__).parent / "replica_shim"
 
-MODEL = ["--model", "gpt-nano", "--sequence-length", "32", "--batch-size", "4", "--optimizer", "adamw",
-         "--learning-rate", "0.01", "--num-warmup-batches", "1", "--num-batches-per-iter", "2", "--num-iters", "2",
-         "--calibration-seconds", "0", "--timeout-seconds", "60"]
+MODEL = [
+    "--model",
+    "gpt-nano",
+    "--sequence-length",
+    "32",
+    "--batch-size",
+    "4",
+    "--optimizer",
+    "adamw",
+    "--learning-rate",
+    "0.01",
+    "--num-warmup-batches",
+    "1",
+    "--num-batches-per-iter",
+    "2",
+    "--num-iters",
+    "2",
+    "--calibration-seconds",
+    "0",
+    "--timeout-seconds",
+    "60",
+]
 STEPS = 1 + 2 * 2
 
 
 def run_layout(nodes, tmp_path, validate_result, processes, layout_args, name, extra_env=None):
     output = tmp_path / f"{name}.json"
-    env = {**node_env(0, 1, free_port(), f"test-{uuid.uuid4().hex[:8]}"), "RINGLAB_NPROC_PER_NODE": str(processes),
-           **(extra_env or {})}
+    env = {
+        **node_env(0, 1, free_port(), f"test-{uuid.uuid4().hex[:8]}"),
+        "RINGLAB_NPROC_PER_NODE": str(processes),
+        **(extra_env or {}),
+    }
     proc = nodes.start(["train", *MODEL, *layout_args, "--output", str(output)], env)
     code, printed = nodes.finish(proc, timeout=180)
     assert code == 0, printed
@@ -50,8 +72,9 @@ def reference(tmp_path_factory):
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_every_layout_trains_the_transformer_to_the_single_worker_s_losses(layout, nodes, tmp_path, validate_result,
-                                                                          reference):
+def test_every_layout_trains_the_transformer_to_the_single_worker_s_losses(
+    layout, nodes, tmp_path, validate_result, reference
+):
     if "single" not in reference:
         reference["single"] = run_layout(nodes, tmp_path, validate_result, 1, [], "single")["metrics"]["losses"]
     expected = reference["single"]
@@ -75,13 +98,16 @@ TWO_D_LAYOUTS = {
 }
 
 
-TWO_D_DIMS = {"fsdp-x-tensor": {"pp": 1, "dp_replicate": 1, "dp_shard": 2, "tp": 2},
-              "pipeline-x-ddp": {"pp": 2, "dp_replicate": 2, "dp_shard": 1, "tp": 1}}
+TWO_D_DIMS = {
+    "fsdp-x-tensor": {"pp": 1, "dp_replicate": 1, "dp_shard": 2, "tp": 2},
+    "pipeline-x-ddp": {"pp": 2, "dp_replicate": 2, "dp_shard": 1, "tp": 1},
+}
 
 
 @pytest.mark.parametrize("layout", sorted(TWO_D_LAYOUTS))
-def test_the_two_dimensional_layouts_train_on_four_ranks_to_the_single_worker_s_losses(layout, nodes, tmp_path,
-                                                                                      validate_result, reference):
+def test_the_two_dimensional_layouts_train_on_four_ranks_to_the_single_worker_s_losses(
+    layout, nodes, tmp_path, validate_result, reference
+):
     if "single" not in reference:
         reference["single"] = run_layout(nodes, tmp_path, validate_result, 1, [], "single")["metrics"]["losses"]
     record = run_layout(nodes, tmp_path, validate_result, 4, TWO_D_LAYOUTS[layout], layout)
@@ -97,8 +123,15 @@ def test_a_pipeline_s_replicas_stay_equal_when_their_batches_differ(nodes, tmp_p
     too (torch's DDP around a stage left those apart)."""
     sums = tmp_path / "sums"
     sums.mkdir()
-    run_layout(nodes, tmp_path, validate_result, 4, TWO_D_LAYOUTS["pipeline-x-ddp"], "replicas",
-               {"PYTHONPATH": f"{REPLICA_SHIM}:{WORKER_DIR}", "REPLICA_SHIM_OUT": str(sums), "REPLICA_SHIM_REPLICAS": "2"})
+    run_layout(
+        nodes,
+        tmp_path,
+        validate_result,
+        4,
+        TWO_D_LAYOUTS["pipeline-x-ddp"],
+        "replicas",
+        {"PYTHONPATH": f"{REPLICA_SHIM}:{WORKER_DIR}", "REPLICA_SHIM_OUT": str(sums), "REPLICA_SHIM_REPLICAS": "2"},
+    )
     batch = {rank: (sums / f"batch-{rank}.txt").read_text() for rank in range(4)}
     assert batch[0] == batch[2] != batch[1] == batch[3], "the replicas did not draw batches of their own"
     after = {rank: (sums / f"rank-{rank}.txt").read_text().split() for rank in range(4)}

@@ -12,7 +12,6 @@ import pytest
 from conftest import free_port, node_env
 
 
-
 def start_two_nodes(nodes, args, tmp_path):
     port, run_id = free_port(), f"test-{uuid.uuid4().hex[:8]}"
     return [nodes.start(args, node_env(rank, 2, port, run_id)) for rank in (0, 1)], run_id
@@ -20,8 +19,23 @@ def start_two_nodes(nodes, args, tmp_path):
 
 def test_allreduce_across_two_nodes_sums_correctly_and_reports_nccl_tests_bandwidths(nodes, tmp_path, validate_result):
     output = tmp_path / "out" / "allreduce.json"  # parent does not exist yet: the worker creates it
-    args = ["allreduce", "--min-bytes", "4K", "--max-bytes", "1M", "--step-factor", "4",
-            "--warmup-iters", "1", "--iters", "3", "--timeout-seconds", "60", "--output", str(output)]
+    args = [
+        "allreduce",
+        "--min-bytes",
+        "4K",
+        "--max-bytes",
+        "1M",
+        "--step-factor",
+        "4",
+        "--warmup-iters",
+        "1",
+        "--iters",
+        "3",
+        "--timeout-seconds",
+        "60",
+        "--output",
+        str(output),
+    ]
     procs, run_id = start_two_nodes(nodes, args, tmp_path)
     results = [nodes.finish(proc, timeout=120) for proc in procs]
     assert [code for code, _ in results] == [0, 0], results
@@ -54,20 +68,54 @@ def test_allreduce_across_two_nodes_sums_correctly_and_reports_nccl_tests_bandwi
 def test_the_probe_first_measures_the_link_with_iperf3_from_node_1_to_node_0(nodes, tmp_path, validate_result):
     assert shutil.which("iperf3"), "iperf3 is missing: npm run setup:test installs it"
     output = tmp_path / "allreduce.json"
-    args = ["allreduce", "--reference", "iperf3", "--min-bytes", "4K", "--max-bytes", "64K", "--step-factor", "4",
-            "--warmup-iters", "1", "--iters", "2", "--timeout-seconds", "60", "--output", str(output)]
+    args = [
+        "allreduce",
+        "--reference",
+        "iperf3",
+        "--min-bytes",
+        "4K",
+        "--max-bytes",
+        "64K",
+        "--step-factor",
+        "4",
+        "--warmup-iters",
+        "1",
+        "--iters",
+        "2",
+        "--timeout-seconds",
+        "60",
+        "--output",
+        str(output),
+    ]
     procs, _ = start_two_nodes(nodes, args, tmp_path)
     results = [nodes.finish(proc, timeout=120) for proc in procs]
     assert [code for code, _ in results] == [0, 0], results
     metrics = validate_result(output)["metrics"]
     # Loopback has no shaping: one TCP stream moves gigabits a second, far more than any shaped link here.
-    assert metrics["referenceGbps"] > 1 and metrics["reference"].startswith("iperf3, one TCP stream from node 1 to node 0")
+    assert metrics["referenceGbps"] > 1 and metrics["reference"].startswith(
+        "iperf3, one TCP stream from node 1 to node 0"
+    )
 
 
 def test_training_across_two_nodes_reports_throughput_and_a_finite_loss(nodes, tmp_path, validate_result):
     output = tmp_path / "train.json"
-    args = ["train", "--model", "tiny", "--batch-size", "8", "--num-warmup-batches", "1",
-            "--num-batches-per-iter", "2", "--num-iters", "3", "--timeout-seconds", "60", "--output", str(output)]
+    args = [
+        "train",
+        "--model",
+        "tiny",
+        "--batch-size",
+        "8",
+        "--num-warmup-batches",
+        "1",
+        "--num-batches-per-iter",
+        "2",
+        "--num-iters",
+        "3",
+        "--timeout-seconds",
+        "60",
+        "--output",
+        str(output),
+    ]
     procs, _ = start_two_nodes(nodes, args, tmp_path)
     results = [nodes.finish(proc, timeout=120) for proc in procs]
     assert [code for code, _ in results] == [0, 0], results
@@ -93,8 +141,24 @@ def test_training_across_two_nodes_reports_throughput_and_a_finite_loss(nodes, t
 
 def test_fp16_gradient_compression_trains_over_gloo(nodes, tmp_path, validate_result):
     output = tmp_path / "train-fp16.json"
-    args = ["train", "--model", "tiny", "--batch-size", "8", "--num-warmup-batches", "1", "--num-batches-per-iter",
-            "1", "--num-iters", "2", "--fp16-allreduce", "--timeout-seconds", "60", "--output", str(output)]
+    args = [
+        "train",
+        "--model",
+        "tiny",
+        "--batch-size",
+        "8",
+        "--num-warmup-batches",
+        "1",
+        "--num-batches-per-iter",
+        "1",
+        "--num-iters",
+        "2",
+        "--fp16-allreduce",
+        "--timeout-seconds",
+        "60",
+        "--output",
+        str(output),
+    ]
     procs, _ = start_two_nodes(nodes, args, tmp_path)
     results = [nodes.finish(proc, timeout=120) for proc in procs]
     assert [code for code, _ in results] == [0, 0], results
@@ -105,8 +169,25 @@ def test_fp16_gradient_compression_trains_over_gloo(nodes, tmp_path, validate_re
 @pytest.mark.parametrize("name", ["parameter-server", "sharded-parameter-server"])
 def test_the_probe_and_training_run_over_each_parameter_server_and_record_which(name, nodes, tmp_path, validate_result):
     probe_output, train_output = tmp_path / "probe.json", tmp_path / "train.json"
-    probe = ["allreduce", "--reduction", name, "--min-bytes", "4", "--max-bytes", "256K", "--step-factor", "16",
-             "--warmup-iters", "1", "--iters", "2", "--timeout-seconds", "60", "--output", str(probe_output)]
+    probe = [
+        "allreduce",
+        "--reduction",
+        name,
+        "--min-bytes",
+        "4",
+        "--max-bytes",
+        "256K",
+        "--step-factor",
+        "16",
+        "--warmup-iters",
+        "1",
+        "--iters",
+        "2",
+        "--timeout-seconds",
+        "60",
+        "--output",
+        str(probe_output),
+    ]
     procs, _ = start_two_nodes(nodes, probe, tmp_path)
     results = [nodes.finish(proc, timeout=120) for proc in procs]
     assert [code for code, _ in results] == [0, 0], results
@@ -116,8 +197,25 @@ def test_the_probe_and_training_run_over_each_parameter_server_and_record_which(
     assert [row["sizeBytes"] for row in record["metrics"]["rows"]] == [4, 64, 1024, 16384, 262144]
     assert all(row["wrong"] == 0 for row in record["metrics"]["rows"])
 
-    train = ["train", "--model", "tiny", "--reduction", name, "--batch-size", "8", "--num-warmup-batches", "1",
-             "--num-batches-per-iter", "1", "--num-iters", "2", "--timeout-seconds", "60", "--output", str(train_output)]
+    train = [
+        "train",
+        "--model",
+        "tiny",
+        "--reduction",
+        name,
+        "--batch-size",
+        "8",
+        "--num-warmup-batches",
+        "1",
+        "--num-batches-per-iter",
+        "1",
+        "--num-iters",
+        "2",
+        "--timeout-seconds",
+        "60",
+        "--output",
+        str(train_output),
+    ]
     procs, _ = start_two_nodes(nodes, train, tmp_path)
     results = [nodes.finish(proc, timeout=120) for proc in procs]
     assert [code for code, _ in results] == [0, 0], results
@@ -126,11 +224,31 @@ def test_the_probe_and_training_run_over_each_parameter_server_and_record_which(
     assert f"engine ddp, {name}, fp32" in "".join(out for _, out in results)
 
 
-def test_the_asynchronous_server_applies_every_gradient_alone_and_counts_each_one_s_staleness(nodes, tmp_path, validate_result):
+def test_the_asynchronous_server_applies_every_gradient_alone_and_counts_each_one_s_staleness(
+    nodes, tmp_path, validate_result
+):
     output = tmp_path / "async.json"
-    args = ["train", "--model", "tiny", "--reduction", "async-parameter-server", "--async-staleness", "0",
-            "--batch-size", "8", "--num-warmup-batches", "1", "--num-batches-per-iter", "2", "--num-iters", "3",
-            "--timeout-seconds", "60", "--output", str(output)]
+    args = [
+        "train",
+        "--model",
+        "tiny",
+        "--reduction",
+        "async-parameter-server",
+        "--async-staleness",
+        "0",
+        "--batch-size",
+        "8",
+        "--num-warmup-batches",
+        "1",
+        "--num-batches-per-iter",
+        "2",
+        "--num-iters",
+        "3",
+        "--timeout-seconds",
+        "60",
+        "--output",
+        str(output),
+    ]
     procs, _ = start_two_nodes(nodes, args, tmp_path)
     results = [nodes.finish(proc, timeout=120) for proc in procs]
     assert [code for code, _ in results] == [0, 0], results
@@ -141,8 +259,13 @@ def test_the_asynchronous_server_applies_every_gradient_alone_and_counts_each_on
     # Staleness bound 0 on 2 ranks: both compute step t on the parameters after every step t - 1, and the server
     # applies the two gradients one after the other, so of each pair the first is fresh and the second 1 update stale.
     steps = 1 + 2 * 3
-    assert metrics["staleness"] == {"bound": 0, "updates": 2 * steps, "max": 1, "mean": 0.5,
-                                    "histogram": {"0": steps, "1": steps}}
+    assert metrics["staleness"] == {
+        "bound": 0,
+        "updates": 2 * steps,
+        "max": 1,
+        "mean": 0.5,
+        "histogram": {"0": steps, "1": steps},
+    }
     assert "engine ddp, async-parameter-server, fp32" in "".join(out for _, out in results)
 
 
@@ -150,12 +273,33 @@ def test_the_asynchronous_server_s_model_is_what_every_rank_evaluates_after_an_e
     from ringlab_worker.data import DatasetSpec, write_dataset
 
     dataset = str(tmp_path / "shapes")
-    write_dataset(dataset, DatasetSpec(classes=4, images_per_class=30, image_size=32, held_out=0.2, seed=0),
-                  log=lambda *args, **kwargs: None)
+    write_dataset(
+        dataset,
+        DatasetSpec(classes=4, images_per_class=30, image_size=32, held_out=0.2, seed=0),
+        log=lambda *args, **kwargs: None,
+    )
     output = tmp_path / "async-fit.json"
-    args = ["train", "--model", "tiny", "--reduction", "async-parameter-server", "--batch-size", "16",
-            "--data", f"folder:{dataset}", "--loader-workers", "0", "--epochs", "2", "--learning-rate", "0.02",
-            "--timeout-seconds", "60", "--output", str(output)]
+    args = [
+        "train",
+        "--model",
+        "tiny",
+        "--reduction",
+        "async-parameter-server",
+        "--batch-size",
+        "16",
+        "--data",
+        f"folder:{dataset}",
+        "--loader-workers",
+        "0",
+        "--epochs",
+        "2",
+        "--learning-rate",
+        "0.02",
+        "--timeout-seconds",
+        "60",
+        "--output",
+        str(output),
+    ]
     procs, _ = start_two_nodes(nodes, args, tmp_path)
     results = [nodes.finish(proc, timeout=120) for proc in procs]
     assert [code for code, _ in results] == [0, 0], results
@@ -171,8 +315,22 @@ def test_a_launcher_killed_with_sigkill_takes_its_ranks_with_it(nodes):
     """torchrun puts each rank in a session of its own, and a SIGKILLed launcher cannot pass anything on: without
     the parent-death signal its ranks trained on, outside a container, until their own end."""
     env = {**node_env(0, 1, free_port(), f"test-{uuid.uuid4().hex[:8]}"), "RINGLAB_NPROC_PER_NODE": "2"}
-    launcher = nodes.start(["train", "--model", "tiny", "--batch-size", "8", "--num-warmup-batches", "1",
-                            "--num-iters", "100000", "--timeout-seconds", "60"], env)
+    launcher = nodes.start(
+        [
+            "train",
+            "--model",
+            "tiny",
+            "--batch-size",
+            "8",
+            "--num-warmup-batches",
+            "1",
+            "--num-iters",
+            "100000",
+            "--timeout-seconds",
+            "60",
+        ],
+        env,
+    )
     nodes.wait_for([launcher], "Iter #1", timeout=120)  # rank 0 prints progress: both ranks are training
     assert len(nodes.workers(launcher)) == 2, nodes.output(launcher)
     os.kill(launcher.pid, signal.SIGKILL)
@@ -202,8 +360,19 @@ def test_a_node_without_its_head_fails_with_exit_3_naming_the_head(nodes):
 
 
 def test_a_peer_killed_mid_run_fails_the_survivor_with_exit_4_within_the_timeout(nodes, tmp_path):
-    args = ["train", "--model", "tiny", "--batch-size", "8", "--num-warmup-batches", "1",
-            "--num-iters", "100000", "--timeout-seconds", "10"]
+    args = [
+        "train",
+        "--model",
+        "tiny",
+        "--batch-size",
+        "8",
+        "--num-warmup-batches",
+        "1",
+        "--num-iters",
+        "100000",
+        "--timeout-seconds",
+        "10",
+    ]
     (head, peer), _ = start_two_nodes(nodes, args, tmp_path)
     nodes.wait_for([head], "Iter #1", timeout=120)  # rank 0 prints progress: training is under way on both nodes
     killed_at = time.monotonic()
@@ -216,10 +385,30 @@ def test_a_peer_killed_mid_run_fails_the_survivor_with_exit_4_within_the_timeout
 
 @pytest.mark.parametrize("collective, factor", [("all-gather", 0.5), ("reduce-scatter", 0.5), ("sendrecv", 1.0)])
 def test_the_probe_times_the_layouts_collectives_with_nccl_tests_bus_factors_and_checks_their_results(
-        collective, factor, nodes, tmp_path, validate_result):
+    collective, factor, nodes, tmp_path, validate_result
+):
     output = tmp_path / f"{collective}.json"
-    args = ["allreduce", "--collective", collective, "--min-bytes", "4K", "--max-bytes", "256K", "--step-factor", "8",
-            "--warmup-iters", "1", "--iters", "2", "--calibration-seconds", "0", "--timeout-seconds", "60", "--output", str(output)]
+    args = [
+        "allreduce",
+        "--collective",
+        collective,
+        "--min-bytes",
+        "4K",
+        "--max-bytes",
+        "256K",
+        "--step-factor",
+        "8",
+        "--warmup-iters",
+        "1",
+        "--iters",
+        "2",
+        "--calibration-seconds",
+        "0",
+        "--timeout-seconds",
+        "60",
+        "--output",
+        str(output),
+    ]
     procs, _ = start_two_nodes(nodes, args, tmp_path)
     results = [nodes.finish(proc, timeout=120) for proc in procs]
     assert [code for code, _ in results] == [0, 0], results

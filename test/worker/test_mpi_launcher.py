@@ -42,31 +42,65 @@ def results_from(files):
 
 
 def outcome_of(exit_code, output, timed_out=False, files=None):
-    return ringlab_mpi.build_outcome("r", ["n-0", "n-1"], exit_code, timed_out, 600.0, output, RESULT,
-                                     results_from(files or {}), "10.0.0.10 slots=1\n10.0.0.11 slots=1\n")
+    return ringlab_mpi.build_outcome(
+        "r",
+        ["n-0", "n-1"],
+        exit_code,
+        timed_out,
+        600.0,
+        output,
+        RESULT,
+        results_from(files or {}),
+        "10.0.0.10 slots=1\n10.0.0.11 slots=1\n",
+    )
 
 
 def test_the_workers_place_comes_from_open_mpis_environment_and_the_head_from_the_hostfile():
     ompi = {"OMPI_COMM_WORLD_SIZE": "3", "OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0"}
-    assert ringlab_mpi.placement(ompi, "10.0.0.10") == \
-        {"RINGLAB_NUM_NODES": "3", "RINGLAB_NODE_RANK": "2", "RINGLAB_HEAD_ADDR": "10.0.0.10"}
+    assert ringlab_mpi.placement(ompi, "10.0.0.10") == {
+        "RINGLAB_NUM_NODES": "3",
+        "RINGLAB_NODE_RANK": "2",
+        "RINGLAB_HEAD_ADDR": "10.0.0.10",
+    }
 
 
 def test_the_container_gets_open_mpis_and_pmixs_settings_and_nothing_else_of_the_ranks_environment():
-    env = {"OMPI_COMM_WORLD_RANK": "1", "PMIX_SERVER_URI4": "1.0;tcp4://127.0.0.1:5000", "OPAL_PREFIX": "/usr",
-           "PMIX_MCA_gds": "ds21", "HOME": "/root", "SSH_AUTH_SOCK": "/tmp/agent", "RINGLAB_NODE_RANK": "9"}
+    env = {
+        "OMPI_COMM_WORLD_RANK": "1",
+        "PMIX_SERVER_URI4": "1.0;tcp4://127.0.0.1:5000",
+        "OPAL_PREFIX": "/usr",
+        "PMIX_MCA_gds": "ds21",
+        "HOME": "/root",
+        "SSH_AUTH_SOCK": "/tmp/agent",
+        "RINGLAB_NODE_RANK": "9",
+    }
     assert ringlab_mpi.mpi_environment(env) == {
-        "OMPI_COMM_WORLD_RANK": "1", "PMIX_SERVER_URI4": "1.0;tcp4://127.0.0.1:5000", "OPAL_PREFIX": "/usr",
+        "OMPI_COMM_WORLD_RANK": "1",
+        "PMIX_SERVER_URI4": "1.0;tcp4://127.0.0.1:5000",
+        "OPAL_PREFIX": "/usr",
         # PMIx's shared-memory store is in the daemon's session folder, which the container does not see.
-        "PMIX_MCA_gds": "hash"}
+        "PMIX_MCA_gds": "hash",
+    }
 
 
-@pytest.mark.parametrize("env, problem", [
-    ({}, "runs as a process that mpirun starts; OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_LOCAL_RANK unset"),
-    ({"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0"}, "is not a place in the job"),
-    # Two ranks on one node would start the same container.
-    ({"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_LOCAL_RANK": "1"}, "every node runs one"),
-])
+@pytest.mark.parametrize(
+    "env, problem",
+    [
+        (
+            {},
+            "runs as a process that mpirun starts; OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_LOCAL_RANK unset",
+        ),
+        (
+            {"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0"},
+            "is not a place in the job",
+        ),
+        # Two ranks on one node would start the same container.
+        (
+            {"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_LOCAL_RANK": "1"},
+            "every node runs one",
+        ),
+    ],
+)
 def test_a_worker_not_placed_one_per_node_by_mpirun_refuses_to_start(env, problem):
     with pytest.raises(SystemExit, match=problem):
         ringlab_mpi.placement(env, "10.0.0.10")
@@ -79,19 +113,53 @@ def test_the_hostfile_lists_each_node_once_with_one_slot_in_rank_order():
 
 
 def test_nodes_are_names_with_addresses_and_nothing_else():
-    assert ringlab_mpi.parse_args(["launch", "/var/lib/ringlab-mpi/r/mpirun.sh", "--run-id", "r", "--result", RESULT,
-                                   "--timeout", "60", "--nodes", "n-0=10.0.0.10", "n-1=10.0.0.11"]).nodes == \
-        [("n-0", "10.0.0.10"), ("n-1", "10.0.0.11")]
+    assert ringlab_mpi.parse_args(
+        [
+            "launch",
+            "/var/lib/ringlab-mpi/r/mpirun.sh",
+            "--run-id",
+            "r",
+            "--result",
+            RESULT,
+            "--timeout",
+            "60",
+            "--nodes",
+            "n-0=10.0.0.10",
+            "n-1=10.0.0.11",
+        ]
+    ).nodes == [("n-0", "10.0.0.10"), ("n-1", "10.0.0.11")]
     for bad in ["n-0", "n-0=", "=10.0.0.10", "n 0=10.0.0.10", "n-0=10.0.0.10 slots=4", "n-0=-oProxyCommand=x"]:
         with pytest.raises(SystemExit):
-            ringlab_mpi.parse_args(["launch", "s", "--run-id", "r", "--result", RESULT, "--timeout", "1", "--nodes", bad])
+            ringlab_mpi.parse_args(
+                ["launch", "s", "--run-id", "r", "--result", RESULT, "--timeout", "1", "--nodes", bad]
+            )
 
 
 def test_the_worker_command_line_passes_the_jobs_own_options_through():
-    args = ringlab_mpi.parse_args(["worker", "--run-id", "r1", "--head-addr", "10.0.0.10", "--cpus", "0.5",
-                                   "train", "--model", "tiny", "--output", "/s/r.json"])
-    assert (args.run_id, args.head_addr, args.cpus, args.procs_per_node, args.job, args.job_args) == \
-        ("r1", "10.0.0.10", 0.5, None, "train", ["--model", "tiny", "--output", "/s/r.json"])
+    args = ringlab_mpi.parse_args(
+        [
+            "worker",
+            "--run-id",
+            "r1",
+            "--head-addr",
+            "10.0.0.10",
+            "--cpus",
+            "0.5",
+            "train",
+            "--model",
+            "tiny",
+            "--output",
+            "/s/r.json",
+        ]
+    )
+    assert (args.run_id, args.head_addr, args.cpus, args.procs_per_node, args.job, args.job_args) == (
+        "r1",
+        "10.0.0.10",
+        0.5,
+        None,
+        "train",
+        ["--model", "tiny", "--output", "/s/r.json"],
+    )
     with pytest.raises(SystemExit):
         ringlab_mpi.parse_args(["worker", "--run-id", "r1", "--head-addr", "h", "rm", "-rf"])
 
@@ -104,12 +172,14 @@ def test_mpiruns_output_is_split_into_each_ranks_lines_by_its_tags():
 
 def test_a_line_that_came_in_parts_between_other_ranks_pieces_is_put_together():
     # As mpirun printed two ranks writing "partial " and "rest\n" apart, and a print() in several writes.
-    text = ("[1,0]<stdout>:partial [1,1]<stdout>:rank 1 size 2\n"
-            "[1,1]<stdout>:partial [1,0]<stdout>:rest\n"
-            "[1,1]<stdout>:rest\n"
-            "[1,0]<stdout>:worker [1,0]<stderr>:to stderr\n"
-            "[1,0]<stdout>:size 1\r50%\n"
-            "[1,1]<stdout>:killed mid-line")
+    text = (
+        "[1,0]<stdout>:partial [1,1]<stdout>:rank 1 size 2\n"
+        "[1,1]<stdout>:partial [1,0]<stdout>:rest\n"
+        "[1,1]<stdout>:rest\n"
+        "[1,0]<stdout>:worker [1,0]<stderr>:to stderr\n"
+        "[1,0]<stdout>:size 1\r50%\n"
+        "[1,1]<stdout>:killed mid-line"
+    )
     logs, own = ringlab_mpi.split_tagged_output(text, 2)
     assert logs[0] == "partial rest\nto stderr\nworker size 1\r50%\n"
     assert logs[1] == "rank 1 size 2\npartial rest\nkilled mid-line"
@@ -117,7 +187,9 @@ def test_a_line_that_came_in_parts_between_other_ranks_pieces_is_put_together():
 
 
 def test_a_rank_mpirun_does_not_know_and_untagged_lines_are_mpiruns_own():
-    logs, own = ringlab_mpi.split_tagged_output("ssh: connect to host 10.0.0.11 port 22: Connection refused\n[1,7]<stdout>:x\n", 2)
+    logs, own = ringlab_mpi.split_tagged_output(
+        "ssh: connect to host 10.0.0.11 port 22: Connection refused\n[1,7]<stdout>:x\n", 2
+    )
     assert logs == {0: "", 1: ""}
     assert own == "ssh: connect to host 10.0.0.11 port 22: Connection refused\nx\n"
 
@@ -125,15 +197,32 @@ def test_a_rank_mpirun_does_not_know_and_untagged_lines_are_mpiruns_own():
 def test_a_completed_job_gives_every_rank_ok_and_the_heads_result():
     output = "[1,0]<stdout>:head log\n[1,1]<stdout>:worker log\n"
     outcome = outcome_of(0, output, files={RESULT: '{"job": "train"}'})
-    assert [(rank["rank"], rank["host"], rank["ok"], rank["outcome"], rank["log"]) for rank in outcome["ranks"]] == \
-        [(0, "n-0", True, "exited with code 0", "head log\n"), (1, "n-1", True, "exited with code 0", "worker log\n")]
+    assert [(rank["rank"], rank["host"], rank["ok"], rank["outcome"], rank["log"]) for rank in outcome["ranks"]] == [
+        (0, "n-0", True, "exited with code 0", "head log\n"),
+        (1, "n-1", True, "exited with code 0", "worker log\n"),
+    ]
     assert base64.b64decode(outcome["ranks"][0]["result"]).decode() == '{"job": "train"}'
     assert outcome["ranks"][1]["result"] == "" and outcome["ranks"][1]["result_file"] == ""
-    assert outcome["mpi"] == {"exit_code": 0, "timed_out": False, "nodes": ["n-0", "n-1"],
-                              "hostfile": "10.0.0.10 slots=1\n10.0.0.11 slots=1\n",
-                              "description": "ran under mpirun, which exited with code 0", "output": output}
+    assert outcome["mpi"] == {
+        "exit_code": 0,
+        "timed_out": False,
+        "nodes": ["n-0", "n-1"],
+        "hostfile": "10.0.0.10 slots=1\n10.0.0.11 slots=1\n",
+        "description": "ran under mpirun, which exited with code 0",
+        "output": output,
+    }
     # The keys every launcher's outcome.json has for a rank (roles/worker/tasks/job.yml).
-    assert set(outcome["ranks"][0]) == {"run_id", "rank", "host", "ok", "outcome", "log", "result", "result_error", "result_file"}
+    assert set(outcome["ranks"][0]) == {
+        "run_id",
+        "rank",
+        "host",
+        "ok",
+        "outcome",
+        "log",
+        "result",
+        "result_error",
+        "result_file",
+    }
 
 
 def test_a_completed_job_without_a_result_fails_on_the_head_only():
@@ -150,20 +239,25 @@ def test_a_failed_rank_is_named_in_mpiruns_words_and_fails_the_job_on_every_rank
     assert outcome["mpi"]["description"] == (
         "ran under mpirun, which exited with code 3; rank 1 (n-1) was the first to fail, with exit code 3 "
         "(mpirun: Primary job terminated normally, but 1 process returned a non-zero exit code. Per user-direction, "
-        "the job has been aborted.)")
+        "the job has been aborted.)"
+    )
     assert head["outcome"] == outcome["mpi"]["description"]
     # A stale result of an earlier attempt is not read for a job that did not complete.
     assert head["result"] == "" and head["result_error"] == f"{RESULT} was not read"
 
 
 def test_mpirun_that_could_not_reach_a_node_is_explained_by_ssh_and_mpirun():
-    output = ("ssh: connect to host 10.0.0.11 port 22: Connection refused\n"
-              "--------------------------------------------------------------------------\n"
-              "ORTE was unable to reliably start one or more daemons.\n"
-              "This usually is caused by:\n\n* not finding the required libraries\n")
+    output = (
+        "ssh: connect to host 10.0.0.11 port 22: Connection refused\n"
+        "--------------------------------------------------------------------------\n"
+        "ORTE was unable to reliably start one or more daemons.\n"
+        "This usually is caused by:\n\n* not finding the required libraries\n"
+    )
     outcome = outcome_of(1, output)
-    assert outcome["mpi"]["description"] == \
-        "ran under mpirun, which exited with code 1 (mpirun: ssh: connect to host 10.0.0.11 port 22: Connection refused)"
+    assert (
+        outcome["mpi"]["description"]
+        == "ran under mpirun, which exited with code 1 (mpirun: ssh: connect to host 10.0.0.11 port 22: Connection refused)"
+    )
     assert [rank["log"] for rank in outcome["ranks"]] == ["", ""]
 
 
@@ -219,8 +313,14 @@ def test_mpirun_past_the_time_limit_gets_sigterm_and_one_that_ignores_it_sigkill
     script = tmp_path / "mpirun.sh"
     script.write_text("trap 'echo got TERM; exit 143' TERM\necho started\nsleep 60 & wait\n")
     with open(out, "wb") as handle:
-        assert ringlab_mpi.run_until_done(["/bin/bash", str(script)], str(tmp_path), handle.fileno(), 0.2, grace=5) == (143, True, None)
+        assert ringlab_mpi.run_until_done(["/bin/bash", str(script)], str(tmp_path), handle.fileno(), 0.2, grace=5) == (
+            143,
+            True,
+            None,
+        )
     assert out.read_text() == "started\ngot TERM\n"
     script.write_text("trap '' TERM\nsleep 60\n")
     with open(out, "wb") as handle:
-        assert ringlab_mpi.run_until_done(["/bin/bash", str(script)], str(tmp_path), handle.fileno(), 0.2, grace=0.5) == (-9, True, None)
+        assert ringlab_mpi.run_until_done(
+            ["/bin/bash", str(script)], str(tmp_path), handle.fileno(), 0.2, grace=0.5
+        ) == (-9, True, None)

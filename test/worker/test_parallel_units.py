@@ -28,8 +28,9 @@ def refusal(*extra) -> str:
 def test_each_language_model_has_the_parameters_registry_json_says(name):
     shape = LANGUAGE_SHAPE[name]
     with torch.device("meta"):  # GPT-2 XL's 1.6 G parameters take no memory here
-        model = Transformer(TransformerShape(shape["layers"], shape["width"], shape["heads"], shape["sequenceLength"],
-                                             shape["vocab"]))
+        model = Transformer(
+            TransformerShape(shape["layers"], shape["width"], shape["heads"], shape["sequenceLength"], shape["vocab"])
+        )
     counted = sum(parameter.numel() for parameter in model.parameters())
     assert counted == PARAMETER_COUNT[name] == parameter_count(model.shape)
 
@@ -43,42 +44,60 @@ def test_degrees_place_ranks_with_tensor_parallelism_innermost():
     assert [dims.data_parallel_rank(rank) for rank in range(8)] == [0, 0, 1, 1, 0, 0, 1, 1]
 
 
-@pytest.mark.parametrize("flags, world, nodes, expected", [
-    ([], 4, 4, ParallelDims(dp_replicate=4)),
-    (["--parallelism", "fsdp"], 4, 2, ParallelDims(dp_shard=4)),
-    (["--parallelism", "fsdp", "--tensor-degree", "2"], 4, 2, ParallelDims(dp_shard=2, tp=2)),
-    (["--parallelism", "fsdp", "--fsdp-sharding", "none"], 3, 3, ParallelDims(dp_replicate=3)),
-    (["--parallelism", "tensor"], 3, 3, ParallelDims(tp=3)),
-    (["--parallelism", "pipeline"], 3, 3, ParallelDims(pp=3)),
-    (["--parallelism", "pipeline"], 4, 2, ParallelDims(pp=2, dp_replicate=2)),
-    (["--parallelism", "pipeline", "--pipeline-stages", "4"], 4, 2, ParallelDims(pp=4)),
-    (["--parallelism", "pipeline"], 1, 1, ParallelDims(pp=1)),
-])
+@pytest.mark.parametrize(
+    "flags, world, nodes, expected",
+    [
+        ([], 4, 4, ParallelDims(dp_replicate=4)),
+        (["--parallelism", "fsdp"], 4, 2, ParallelDims(dp_shard=4)),
+        (["--parallelism", "fsdp", "--tensor-degree", "2"], 4, 2, ParallelDims(dp_shard=2, tp=2)),
+        (["--parallelism", "fsdp", "--fsdp-sharding", "none"], 3, 3, ParallelDims(dp_replicate=3)),
+        (["--parallelism", "tensor"], 3, 3, ParallelDims(tp=3)),
+        (["--parallelism", "pipeline"], 3, 3, ParallelDims(pp=3)),
+        (["--parallelism", "pipeline"], 4, 2, ParallelDims(pp=2, dp_replicate=2)),
+        (["--parallelism", "pipeline", "--pipeline-stages", "4"], 4, 2, ParallelDims(pp=4)),
+        (["--parallelism", "pipeline"], 1, 1, ParallelDims(pp=1)),
+    ],
+)
 def test_each_parallelism_divides_the_world_as_its_degrees_say(flags, world, nodes, expected):
     assert dims_of(train_args(*flags), world, nodes) == expected
 
 
-@pytest.mark.parametrize("flags, world, expected", [
-    (["--parallelism", "fsdp", "--tensor-degree", "3"], 4, "--tensor-degree 3 does not divide the run's 4 workers"),
-    (["--parallelism", "tensor", "--tensor-degree", "2"], 4, "use --parallelism fsdp --tensor-degree 2"),
-    (["--parallelism", "pipeline", "--pipeline-stages", "3"], 4, "--pipeline-stages 3 does not divide"),
-])
+@pytest.mark.parametrize(
+    "flags, world, expected",
+    [
+        (["--parallelism", "fsdp", "--tensor-degree", "3"], 4, "--tensor-degree 3 does not divide the run's 4 workers"),
+        (["--parallelism", "tensor", "--tensor-degree", "2"], 4, "use --parallelism fsdp --tensor-degree 2"),
+        (["--parallelism", "pipeline", "--pipeline-stages", "3"], 4, "--pipeline-stages 3 does not divide"),
+    ],
+)
 def test_degrees_that_do_not_divide_the_world_are_refused(flags, world, expected):
     with pytest.raises(BadArguments, match=expected.replace("-", r"\-")):
         dims_of(train_args(*flags), world, 2)
 
 
-@pytest.mark.parametrize("flags, expected", [
-    (["--fsdp-sharding", "grad-op"], "--fsdp-sharding belongs to --parallelism fsdp"),
-    (["--micro-batches", "2"], "--micro-batches belongs to --parallelism pipeline"),
-    (["--tensor-degree", "2"], "--tensor-degree belongs to --parallelism tensor or fsdp"),
-    (["--parallelism", "fsdp", "--reduction", "powersgd"], "--reduction powersgd with --parallelism fsdp: the reductions are DDP's"),
-    (["--parallelism", "tensor", "--fp16-allreduce"], "--fp16-allreduce with --parallelism tensor: fp16Allreduce compresses"),
-    (["--parallelism", "pipeline", "--batch-size", "6", "--micro-batches", "4"], "must be a multiple of --micro-batches 4"),
-    (["--image-size", "64"], "--image-size belongs to image models; this run's model is language"),
-    (["--sequence-length", "4096"], "more than gpt-nano's 128 learned positions"),
-    (["--width", "66"], "--width 66 must be a multiple of --heads 4"),
-])
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        (["--fsdp-sharding", "grad-op"], "--fsdp-sharding belongs to --parallelism fsdp"),
+        (["--micro-batches", "2"], "--micro-batches belongs to --parallelism pipeline"),
+        (["--tensor-degree", "2"], "--tensor-degree belongs to --parallelism tensor or fsdp"),
+        (
+            ["--parallelism", "fsdp", "--reduction", "powersgd"],
+            "--reduction powersgd with --parallelism fsdp: the reductions are DDP's",
+        ),
+        (
+            ["--parallelism", "tensor", "--fp16-allreduce"],
+            "--fp16-allreduce with --parallelism tensor: fp16Allreduce compresses",
+        ),
+        (
+            ["--parallelism", "pipeline", "--batch-size", "6", "--micro-batches", "4"],
+            "must be a multiple of --micro-batches 4",
+        ),
+        (["--image-size", "64"], "--image-size belongs to image models; this run's model is language"),
+        (["--sequence-length", "4096"], "more than gpt-nano's 128 learned positions"),
+        (["--width", "66"], "--width 66 must be a multiple of --heads 4"),
+    ],
+)
 def test_knobs_a_layout_or_model_cannot_take_are_refused_naming_the_flag(flags, expected):
     assert expected in refusal(*flags)
 
@@ -86,7 +105,9 @@ def test_knobs_a_layout_or_model_cannot_take_are_refused_naming_the_flag(flags, 
 def test_tensor_and_pipeline_parallelism_refuse_an_image_model_saying_why():
     for layout in ("tensor", "pipeline"):
         args = build_parser().parse_args(["train", "--model", "small", "--parallelism", layout])
-        with pytest.raises(BadArguments, match=f"--parallelism {layout} with a image model: tensor and pipeline parallelism split"):
+        with pytest.raises(
+            BadArguments, match=f"--parallelism {layout} with a image model: tensor and pipeline parallelism split"
+        ):
             check_arguments(args)
     with pytest.raises(BadArguments, match="--layers belongs to language models"):
         check_arguments(build_parser().parse_args(["train", "--model", "small", "--layers", "2"]))
@@ -113,8 +134,12 @@ def test_the_worker_divides_the_world_as_the_campaign_side_does():
 
     from conftest import REPO
 
-    names = {"parallelism": "--parallelism", "tensorDegree": "--tensor-degree", "pipelineStages": "--pipeline-stages",
-             "fsdpSharding": "--fsdp-sharding"}
+    names = {
+        "parallelism": "--parallelism",
+        "tensorDegree": "--tensor-degree",
+        "pipelineStages": "--pipeline-stages",
+        "fsdpSharding": "--fsdp-sharding",
+    }
     cases = json.loads((REPO / "test" / "fixtures" / "layout-dims.json").read_text())["cases"]
     for case in cases:
         flags = [part for knob, value in case["knobs"].items() for part in (names[knob], str(value))]
@@ -125,4 +150,5 @@ def test_the_worker_divides_the_world_as_the_campaign_side_does():
         else:
             expected = case["dims"]
             assert dims_of(config, case["workers"], case["nodes"]) == ParallelDims(
-                pp=expected["pp"], dp_replicate=expected["dpReplicate"], dp_shard=expected["dpShard"], tp=expected["tp"]), case
+                pp=expected["pp"], dp_replicate=expected["dpReplicate"], dp_shard=expected["dpShard"], tp=expected["tp"]
+            ), case

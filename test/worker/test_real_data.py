@@ -65,46 +65,59 @@ def test_writing_the_same_dataset_again_changes_nothing_and_another_one_is_refus
     assert not [name for name in os.listdir(tmp_path) if ".partial-" in name]
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"held_out": 0}, "--held-out must be above 0"),
-    ({"images_per_class": 2}, "holds out no image per class"),
-    ({"images_per_class": 1, "held_out": 0.9}, "leaves no training image per class"),
-    ({"classes": 1}, "--classes must be 2 to 1000"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"held_out": 0}, "--held-out must be above 0"),
+        ({"images_per_class": 2}, "holds out no image per class"),
+        ({"images_per_class": 1, "held_out": 0.9}, "leaves no training image per class"),
+        ({"classes": 1}, "--classes must be 2 to 1000"),
+    ],
+)
 def test_a_dataset_without_images_in_either_split_is_refused_before_writing(tmp_path, changes, message):
     with pytest.raises(BadArguments, match=message):
         write_dataset(str(tmp_path / "x"), DatasetSpec(**{**SPEC.__dict__, **changes}), **QUIET)
     assert os.listdir(tmp_path) == []
 
 
-@pytest.mark.parametrize("text, expected", [("synthetic", None), ("folder:/data/x/", "/data/x"),
-                                            ("dataset:shapes", "/srv/shared/datasets/shapes")])
+@pytest.mark.parametrize(
+    "text, expected",
+    [("synthetic", None), ("folder:/data/x/", "/data/x"), ("dataset:shapes", "/srv/shared/datasets/shapes")],
+)
 def test_data_sources(text, expected):
     assert parse_data_source(text, {"RINGLAB_SHARED_DIR": "/srv/shared/"}) == expected
 
 
-@pytest.mark.parametrize("text, env, message", [
-    ("dataset:shapes", {}, "needs RINGLAB_SHARED_DIR"),
-    ("dataset:../../etc", {"RINGLAB_SHARED_DIR": "/srv"}, "a dataset's name is lower-case letters"),
-    ("dataset:", {"RINGLAB_SHARED_DIR": "/srv"}, "a dataset's name is lower-case letters"),
-])
+@pytest.mark.parametrize(
+    "text, env, message",
+    [
+        ("dataset:shapes", {}, "needs RINGLAB_SHARED_DIR"),
+        ("dataset:../../etc", {"RINGLAB_SHARED_DIR": "/srv"}, "a dataset's name is lower-case letters"),
+        ("dataset:", {"RINGLAB_SHARED_DIR": "/srv"}, "a dataset's name is lower-case letters"),
+    ],
+)
 def test_a_dataset_name_never_leaves_the_shared_storage(text, env, message):
     with pytest.raises(BadArguments, match=message):
         parse_data_source(text, env)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["train", "--data", "s3://bucket"], "--data must be 'synthetic', 'folder:<path>' or 'dataset:<name>'"),
-    (["train", "--data", "folder:data/x"], "the path must be absolute"),
-    (["train", "--data", "folder:/no/such/dataset"], "no folder /no/such/dataset (on this node)"),
-    (["train", "--data", "folder:/tmp", "--epochs", "1", "--checkpoint-every", "3"],
-     "--checkpoint-every needs --checkpoint-dir (or --output"),
-    (["train", "--epochs", "2"], "--epochs trains over a dataset: add --data folder:PATH"),
-    (["train", "--checkpoint-dir", "/tmp/x"], "--checkpoint-dir needs --epochs"),
-    (["train", "--fail-at-step", "3"], "--fail-at-step needs --epochs"),
-    (["train", "--target-accuracy", "1.5"], "--target-accuracy: must be between 0 and 1"),
-    (["dataset", "--out", "relative/path"], "the path must be absolute"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["train", "--data", "s3://bucket"], "--data must be 'synthetic', 'folder:<path>' or 'dataset:<name>'"),
+        (["train", "--data", "folder:data/x"], "the path must be absolute"),
+        (["train", "--data", "folder:/no/such/dataset"], "no folder /no/such/dataset (on this node)"),
+        (
+            ["train", "--data", "folder:/tmp", "--epochs", "1", "--checkpoint-every", "3"],
+            "--checkpoint-every needs --checkpoint-dir (or --output",
+        ),
+        (["train", "--epochs", "2"], "--epochs trains over a dataset: add --data folder:PATH"),
+        (["train", "--checkpoint-dir", "/tmp/x"], "--checkpoint-dir needs --epochs"),
+        (["train", "--fail-at-step", "3"], "--fail-at-step needs --epochs"),
+        (["train", "--target-accuracy", "1.5"], "--target-accuracy: must be between 0 and 1"),
+        (["dataset", "--out", "relative/path"], "the path must be absolute"),
+    ],
+)
 def test_bad_data_arguments_exit_2_before_training(args, message):
     code, output, _ = run_worker(args)
     assert code == 2, output
@@ -114,16 +127,25 @@ def test_bad_data_arguments_exit_2_before_training(args, message):
 EPOCH_ON_TMP = ["train", "--data", "folder:/tmp", "--epochs", "1"]
 
 
-@pytest.mark.parametrize("args, nodes, message", [
-    ([*EPOCH_ON_TMP, "--fail-node", "1"], "2", "--fail-node needs --fail-at-step"),
-    ([*EPOCH_ON_TMP, "--fail-at-step", "2", "--fail-node", "1", "--fail-rank", "0"], "2",
-     "--fail-rank and --fail-node exclude each other: set one"),
-    ([*EPOCH_ON_TMP, "--fail-at-step", "2", "--fail-node", "1"], "", "--fail-node needs a multi-node run"),
-    ([*EPOCH_ON_TMP, "--fail-at-step", "2", "--fail-node", "2"], "2",
-     "--fail-node 2: this run has nodes 0 to 1, and node 0 holds the rendezvous"),
-    ([*EPOCH_ON_TMP, "--min-nodes", "3"], "2", "--min-nodes 3 is more than this run's 2 nodes"),
-    ([*EPOCH_ON_TMP, "--min-nodes", "1"], "2", "add --max-restarts 1 (or more) and --checkpoint-every"),
-])
+@pytest.mark.parametrize(
+    "args, nodes, message",
+    [
+        ([*EPOCH_ON_TMP, "--fail-node", "1"], "2", "--fail-node needs --fail-at-step"),
+        (
+            [*EPOCH_ON_TMP, "--fail-at-step", "2", "--fail-node", "1", "--fail-rank", "0"],
+            "2",
+            "--fail-rank and --fail-node exclude each other: set one",
+        ),
+        ([*EPOCH_ON_TMP, "--fail-at-step", "2", "--fail-node", "1"], "", "--fail-node needs a multi-node run"),
+        (
+            [*EPOCH_ON_TMP, "--fail-at-step", "2", "--fail-node", "2"],
+            "2",
+            "--fail-node 2: this run has nodes 0 to 1, and node 0 holds the rendezvous",
+        ),
+        ([*EPOCH_ON_TMP, "--min-nodes", "3"], "2", "--min-nodes 3 is more than this run's 2 nodes"),
+        ([*EPOCH_ON_TMP, "--min-nodes", "1"], "2", "add --max-restarts 1 (or more) and --checkpoint-every"),
+    ],
+)
 def test_bad_fault_and_elastic_arguments_exit_2_before_starting(args, nodes, message):
     code, output, _ = run_worker(args, env=base_env(RINGLAB_NUM_NODES=nodes))
     assert code == 2, output
@@ -137,11 +159,14 @@ def make_bad_dataset(root, layout):
             open(os.path.join(root, path), "wb").close()
 
 
-@pytest.mark.parametrize("layout, args, message", [
-    ([], [], "no folder"),
-    (["train/", "val/"], [], "has no class folders"),
-    (["train/a/readme.txt", "val/a/"], [], "has 1 class folders but no images"),
-])
+@pytest.mark.parametrize(
+    "layout, args, message",
+    [
+        ([], [], "no folder"),
+        (["train/", "val/"], [], "has no class folders"),
+        (["train/a/readme.txt", "val/a/"], [], "has 1 class folders but no images"),
+    ],
+)
 def test_a_folder_that_is_not_an_imagefolder_dataset_fails_with_exit_2(tmp_path, layout, args, message):
     root = str(tmp_path / "bad")
     os.makedirs(root)
@@ -151,9 +176,12 @@ def test_a_folder_that_is_not_an_imagefolder_dataset_fails_with_exit_2(tmp_path,
     assert message in output
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--batch-size", "128"], "fewer than one batch for every rank (1 ranks x batch size 128 = 128)"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--batch-size", "128"], "fewer than one batch for every rank (1 ranks x batch size 128 = 128)"),
+    ],
+)
 def test_too_few_images_for_the_batch_fails_with_exit_2(dataset, args, message):
     code, output, _ = run_worker(["train", "--model", "tiny", "--data", f"folder:{dataset}", *args])
     assert code == 2, output
@@ -172,27 +200,65 @@ def test_throughput_on_real_data_records_the_wait_for_data_of_every_step(dataset
     output = tmp_path / "real.json"
     # By name on the shared storage, as a campaign's runs find it.
     shared = os.path.dirname(os.path.dirname(dataset))
-    code, log, _ = run_worker(["train", "--model", "tiny", "--batch-size", "16", "--data", "dataset:shapes",
-                               "--loader-workers", "1", "--num-warmup-batches", "1", "--num-batches-per-iter", "4",
-                               "--num-iters", "2", "--output", str(output)], env=base_env(RINGLAB_SHARED_DIR=shared),
-                              timeout=120)
+    code, log, _ = run_worker(
+        [
+            "train",
+            "--model",
+            "tiny",
+            "--batch-size",
+            "16",
+            "--data",
+            "dataset:shapes",
+            "--loader-workers",
+            "1",
+            "--num-warmup-batches",
+            "1",
+            "--num-batches-per-iter",
+            "4",
+            "--num-iters",
+            "2",
+            "--output",
+            str(output),
+        ],
+        env=base_env(RINGLAB_SHARED_DIR=shared),
+        timeout=120,
+    )
     assert code == 0, log
     metrics = validate_result(output)["metrics"]
-    assert metrics["data"] == {"kind": "folder", "path": dataset, "classes": 4, "trainImages": 96, "valImages": 24,
-                               "loaderWorkers": 1}
+    assert metrics["data"] == {
+        "kind": "folder",
+        "path": dataset,
+        "classes": 4,
+        "trainImages": 96,
+        "valImages": 24,
+        "loaderWorkers": 1,
+    }
     assert len(metrics["dataWaitSeconds"]) == len(metrics["stepSeconds"]) == 8
     assert all(0 <= wait < step for wait, step in zip(metrics["dataWaitSeconds"], metrics["stepSeconds"]))
     assert "Waiting for data:" in log
 
 
-FIT = ["train", "--model", "small", "--batch-size", "16", "--learning-rate", "0.02", "--momentum", "0.9",
-       "--loader-workers", "0"]
+FIT = [
+    "train",
+    "--model",
+    "small",
+    "--batch-size",
+    "16",
+    "--learning-rate",
+    "0.02",
+    "--momentum",
+    "0.9",
+    "--loader-workers",
+    "0",
+]
 
 
 def test_time_to_train_stops_at_the_target_accuracy_and_records_each_epoch(dataset, tmp_path, validate_result):
     output = tmp_path / "fit.json"
-    code, log, _ = run_worker([*FIT, "--data", f"folder:{dataset}", "--epochs", "10", "--target-accuracy", "0.75",
-                               "--output", str(output)], timeout=240)
+    code, log, _ = run_worker(
+        [*FIT, "--data", f"folder:{dataset}", "--epochs", "10", "--target-accuracy", "0.75", "--output", str(output)],
+        timeout=240,
+    )
     assert code == 0, log
     record = validate_result(output)
     metrics = record["metrics"]
@@ -211,12 +277,14 @@ def test_time_to_train_stops_at_the_target_accuracy_and_records_each_epoch(datas
     assert f"target reached at epoch {len(epochs)}" in log
 
 
-def test_a_run_killed_mid_epoch_resumes_from_its_checkpoint_with_the_same_steps_and_losses(dataset, tmp_path,
-                                                                                             validate_result):
+def test_a_run_killed_mid_epoch_resumes_from_its_checkpoint_with_the_same_steps_and_losses(
+    dataset, tmp_path, validate_result
+):
     common = [*FIT, "--data", f"folder:{dataset}", "--epochs", "3", "--checkpoint-every", "4"]
     straight = tmp_path / "straight.json"
-    code, log, _ = run_worker([*common, "--checkpoint-dir", str(tmp_path / "ck-straight"), "--output", str(straight)],
-                              timeout=240)
+    code, log, _ = run_worker(
+        [*common, "--checkpoint-dir", str(tmp_path / "ck-straight"), "--output", str(straight)], timeout=240
+    )
     assert code == 0, log
 
     resumed = tmp_path / "run" / "result.json"
@@ -239,20 +307,40 @@ def test_a_run_killed_mid_epoch_resumes_from_its_checkpoint_with_the_same_steps_
     assert second["checkpoints"]["resumedFromStep"] == 8
     # The same data order and optimizer state: the resumed run's losses are the uninterrupted run's.
     assert [step for step, _ in second["lossCurve"]] == [step for step, _ in first["lossCurve"]]
-    assert [loss for _, loss in second["lossCurve"]] == pytest.approx([loss for _, loss in first["lossCurve"]],
-                                                                      rel=1e-4)
+    assert [loss for _, loss in second["lossCurve"]] == pytest.approx(
+        [loss for _, loss in first["lossCurve"]], rel=1e-4
+    )
     assert [e["heldOutAccuracy"] for e in second["epochs"]] == [e["heldOutAccuracy"] for e in first["epochs"]]
     # A finished run's folder is not resumed by a new run.
     code, log, _ = run_worker(again, timeout=120)
     assert code == 2 and "holds a run that has finished" in log
 
 
-def test_a_killed_rank_is_restarted_by_torchrun_and_the_record_counts_one_restart(dataset, tmp_path, nodes,
-                                                                                 validate_result):
+def test_a_killed_rank_is_restarted_by_torchrun_and_the_record_counts_one_restart(
+    dataset, tmp_path, nodes, validate_result
+):
     output = tmp_path / "elastic.json"
-    args = [*FIT, "--data", f"folder:{dataset}", "--epochs", "2", "--checkpoint-dir", str(tmp_path / "ck"),
-            "--checkpoint-every", "2", "--max-restarts", "1", "--fail-at-step", "5", "--fail-rank", "1",
-            "--timeout-seconds", "60", "--output", str(output)]
+    args = [
+        *FIT,
+        "--data",
+        f"folder:{dataset}",
+        "--epochs",
+        "2",
+        "--checkpoint-dir",
+        str(tmp_path / "ck"),
+        "--checkpoint-every",
+        "2",
+        "--max-restarts",
+        "1",
+        "--fail-at-step",
+        "5",
+        "--fail-rank",
+        "1",
+        "--timeout-seconds",
+        "60",
+        "--output",
+        str(output),
+    ]
     port, run_id = free_port(), f"test-{uuid.uuid4().hex[:8]}"
     procs = [nodes.start(args, node_env(rank, 2, port, run_id)) for rank in (0, 1)]
     results = [nodes.finish(proc, timeout=240) for proc in procs]
@@ -266,11 +354,34 @@ def test_a_killed_rank_is_restarted_by_torchrun_and_the_record_counts_one_restar
 
 
 def test_a_lost_node_ends_its_launcher_and_the_others_go_on_at_fewer_nodes_when_min_nodes_allows(
-        dataset, tmp_path, nodes, validate_result):
+    dataset, tmp_path, nodes, validate_result
+):
     output = tmp_path / "elastic.json"
-    args = [*FIT, "--data", f"folder:{dataset}", "--epochs", "2", "--checkpoint-dir", str(tmp_path / "ck"),
-            "--checkpoint-every", "1", "--max-restarts", "1", "--min-nodes", "2", "--fail-at-step", "2",
-            "--fail-node", "2", "--timeout-seconds", "60", "--output", str(output), "--batch-size", "8"]
+    args = [
+        *FIT,
+        "--data",
+        f"folder:{dataset}",
+        "--epochs",
+        "2",
+        "--checkpoint-dir",
+        str(tmp_path / "ck"),
+        "--checkpoint-every",
+        "1",
+        "--max-restarts",
+        "1",
+        "--min-nodes",
+        "2",
+        "--fail-at-step",
+        "2",
+        "--fail-node",
+        "2",
+        "--timeout-seconds",
+        "60",
+        "--output",
+        str(output),
+        "--batch-size",
+        "8",
+    ]
     port, run_id = free_port(), f"test-{uuid.uuid4().hex[:8]}"
     procs = [nodes.start(args, node_env(rank, 3, port, run_id)) for rank in (0, 1, 2)]
     results = [nodes.finish(proc, timeout=240) for proc in procs]
@@ -279,7 +390,12 @@ def test_a_lost_node_ends_its_launcher_and_the_others_go_on_at_fewer_nodes_when_
     metrics = validate_result(output)["metrics"]
     event = metrics["recovery"][0]
     assert metrics["restarts"] == 1 and metrics["nodesAtStart"] == 3
-    assert (event["nodesBefore"], event["nodesAfter"], event["worldSizeBefore"], event["worldSizeAfter"]) == (3, 2, 3, 2)
+    assert (event["nodesBefore"], event["nodesAfter"], event["worldSizeBefore"], event["worldSizeAfter"]) == (
+        3,
+        2,
+        3,
+        2,
+    )
     assert (event["failedAfterStep"], event["resumedFromStep"]) == (2, 2)
     assert event["recoverySeconds"] < 30  # the bound (no work redone: a checkpoint every step)
     # 96 images an epoch: 2 steps of 3 x 8 (48 images), then 2 x 8 a step from the epoch's 49th image on: 3 more
@@ -289,17 +405,34 @@ def test_a_lost_node_ends_its_launcher_and_the_others_go_on_at_fewer_nodes_when_
 
 
 @pytest.mark.parametrize("saved_world, world, expected", [(3, 3, 10), (3, 2, 15), (3, 4, 7), (2, 3, 6)])
-def test_a_run_resumed_at_another_world_size_skips_the_images_the_checkpoint_had_trained_on(saved_world, world,
-                                                                                            expected):
+def test_a_run_resumed_at_another_world_size_skips_the_images_the_checkpoint_had_trained_on(
+    saved_world, world, expected
+):
     state = {"batchInEpoch": 10, "worldSize": saved_world, "config": {}}
     assert time_to_train.resumed_batch_in_epoch(state, 32, world) == expected
 
 
-def test_an_elastic_run_waits_for_a_node_that_starts_late_instead_of_training_without_it(dataset, tmp_path, nodes,
-                                                                                        validate_result):
+def test_an_elastic_run_waits_for_a_node_that_starts_late_instead_of_training_without_it(
+    dataset, tmp_path, nodes, validate_result
+):
     output = tmp_path / "late.json"
-    args = [*FIT, "--data", f"folder:{dataset}", "--epochs", "1", "--checkpoint-every", "1", "--max-restarts", "1",
-            "--min-nodes", "2", "--timeout-seconds", "60", "--output", str(output)]
+    args = [
+        *FIT,
+        "--data",
+        f"folder:{dataset}",
+        "--epochs",
+        "1",
+        "--checkpoint-every",
+        "1",
+        "--max-restarts",
+        "1",
+        "--min-nodes",
+        "2",
+        "--timeout-seconds",
+        "60",
+        "--output",
+        str(output),
+    ]
     port, run_id = free_port(), f"test-{uuid.uuid4().hex[:8]}"
     procs = [nodes.start(args, node_env(rank, 3, port, run_id)) for rank in (0, 1)]
     # Node 2 starts only once nodes 0 and 1 have formed a round of their own (past its last call) and said they

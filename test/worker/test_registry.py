@@ -25,13 +25,19 @@ def subparser(job: str) -> argparse.ArgumentParser:
 
 def options(job: str) -> dict:
     """Flag -> its argparse action, for every option of `job` but --help."""
-    return {flag: action for action in subparser(job)._actions for flag in action.option_strings
-            if not isinstance(action, argparse._HelpAction)}
+    return {
+        flag: action
+        for action in subparser(job)._actions
+        for flag in action.option_strings
+        if not isinstance(action, argparse._HelpAction)
+    }
 
 
 def test_the_registry_and_the_command_line_load_without_torch():
-    check = ("import sys; from ringlab_worker import cli; cli.build_parser().parse_args(['train']); "
-             "assert 'torch' not in sys.modules, 'torch imported'")
+    check = (
+        "import sys; from ringlab_worker import cli; cli.build_parser().parse_args(['train']); "
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
     done = subprocess.run([sys.executable, "-c", check], env=base_env(), capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
 
@@ -39,7 +45,11 @@ def test_the_registry_and_the_command_line_load_without_torch():
 def test_the_registry_is_the_file_beside_the_package_and_lists_models_and_reductions_in_its_order():
     data = json.loads((WORKER_DIR / "ringlab_worker" / "registry.json").read_text())
     assert registry.MODELS == tuple(data["models"]) and registry.REDUCTIONS == tuple(data["reductions"])
-    assert set(registry.NATIVE_IMAGE_SIZE) | set(registry.LANGUAGE_SHAPE) == set(registry.MODELS) == set(registry.PARAMETER_COUNT)
+    assert (
+        set(registry.NATIVE_IMAGE_SIZE) | set(registry.LANGUAGE_SHAPE)
+        == set(registry.MODELS)
+        == set(registry.PARAMETER_COUNT)
+    )
     assert not set(registry.NATIVE_IMAGE_SIZE) & set(registry.LANGUAGE_SHAPE)
     assert registry.TRAIN_KNOBS == data["trainKnobs"] and registry.WORKER_ONLY == data["workerOnly"]
 
@@ -96,15 +106,17 @@ def _inside(knob: dict) -> list:
     return [str(number(end)) for end in ends] or ["1"]
 
 
-@pytest.mark.parametrize("name", [name for name, knob in KNOBS.items() if knob["type"] in ("int", "number", "enum")
-                                  and name != "data"])
+@pytest.mark.parametrize(
+    "name", [name for name, knob in KNOBS.items() if knob["type"] in ("int", "number", "enum") and name != "data"]
+)
 def test_the_worker_takes_every_value_of_the_campaign_s_range(name):
     knob = KNOBS[name]
     values = list(registry.knob_choices(name)) if knob["type"] == "enum" else _inside(knob)
     for value in values:
         args = cli.build_parser().parse_args(["train", knob["flag"], value])
         assert getattr(args, options("train")[knob["flag"]].dest) == (
-            value if knob["type"] == "enum" else (int if knob["type"] == "int" else float)(value))
+            value if knob["type"] == "enum" else (int if knob["type"] == "int" else float)(value)
+        )
 
 
 def _sample(name: str, data_folder: str) -> list:
@@ -181,7 +193,11 @@ def _violating(rule) -> list:
     """Command-line arguments that meet a rule's `if` and break its `then` (the first allowed-elsewhere value)."""
     argv = ["train", "--device", "cpu"]
     for axis, values in rule["if"].items():
-        argv += ["--model", "small" if values == ["image"] else "gpt-nano"] if axis == "model" else _sample_value(axis, values[-1])
+        argv += (
+            ["--model", "small" if values == ["image"] else "gpt-nano"]
+            if axis == "model"
+            else _sample_value(axis, values[-1])
+        )
     knob, allowed = next(iter(rule["then"].items()))
     candidates = {"switch": [True], "int": [3]}.get(KNOBS[knob]["type"]) or list(registry.knob_choices(knob))
     value = next(candidate for candidate in candidates if candidate not in allowed)
@@ -193,7 +209,9 @@ def _sample_value(knob: str, value) -> list:
     return [flag] if value is True else [flag, str(value)]
 
 
-@pytest.mark.parametrize("rule", registry.RULES, ids=lambda rule: f"{next(iter(rule['if']))}->{next(iter(rule['then']))}")
+@pytest.mark.parametrize(
+    "rule", registry.RULES, ids=lambda rule: f"{next(iter(rule['if']))}->{next(iter(rule['then']))}"
+)
 def test_every_rule_of_the_registry_is_refused_with_its_reason(rule, monkeypatch, capsys):
     argv = _violating(rule)
     if "--model" not in argv:

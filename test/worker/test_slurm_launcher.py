@@ -19,8 +19,10 @@ ringlab_slurm = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ringlab_slurm)
 
 # As `scontrol show job -o 3` printed it for a job stopped at its time limit (shortened).
-TIMED_OUT = ("JobId=3 JobName=ringlab-r2 UserId=root(0) JobState=TIMEOUT Reason=TimeLimit Dependency=(null) "
-             "ExitCode=143:0 RunTime=00:01:24 TimeLimit=00:01:00 NodeList=n-[0-1] BatchHost=n-0 NumNodes=2")
+TIMED_OUT = (
+    "JobId=3 JobName=ringlab-r2 UserId=root(0) JobState=TIMEOUT Reason=TimeLimit Dependency=(null) "
+    "ExitCode=143:0 RunTime=00:01:24 TimeLimit=00:01:00 NodeList=n-[0-1] BatchHost=n-0 NumNodes=2"
+)
 COMPLETED = "JobId=1 JobName=ringlab-r1 JobState=COMPLETED Reason=None ExitCode=0:0 NodeList=n-[0-1]"
 
 
@@ -39,8 +41,10 @@ def results_from(files):
 def test_a_timed_out_job_is_described_in_slurms_words():
     fields = ringlab_slurm.parse_scontrol_record(TIMED_OUT)
     assert ringlab_slurm.job_state(fields) == "TIMEOUT"
-    assert ringlab_slurm.describe_job("3", fields) == \
-        "ran as Slurm job 3, which ended TIMEOUT (reason: TimeLimit, exit code 143:0 (code:signal))"
+    assert (
+        ringlab_slurm.describe_job("3", fields)
+        == "ran as Slurm job 3, which ended TIMEOUT (reason: TimeLimit, exit code 143:0 (code:signal))"
+    )
 
 
 def test_a_completing_job_is_waited_for_and_a_cancelled_one_is_over():
@@ -51,8 +55,10 @@ def test_a_completing_job_is_waited_for_and_a_cancelled_one_is_over():
 
 def test_the_batch_output_is_split_into_each_ranks_lines_by_sruns_labels():
     # As srun --label writes it with 12 tasks (labels padded to two digits), and slurmstepd's own line unlabelled.
-    text = (" 0: node 0 of 12\n 1: node 1 of 12\n11: node 11 of 12\n 0: Iter #1: 3.1 img/sec\n"
-            "slurmstepd: error: *** JOB 3 ON n-0 CANCELLED AT 2026-11-25T10:00:00 DUE TO TIME LIMIT ***\n 0:\n 1: no newline")
+    text = (
+        " 0: node 0 of 12\n 1: node 1 of 12\n11: node 11 of 12\n 0: Iter #1: 3.1 img/sec\n"
+        "slurmstepd: error: *** JOB 3 ON n-0 CANCELLED AT 2026-11-25T10:00:00 DUE TO TIME LIMIT ***\n 0:\n 1: no newline"
+    )
     logs = ringlab_slurm.split_labelled_output(text, 12)
     assert logs[0] == "node 0 of 12\nIter #1: 3.1 img/sec\n\n"
     assert logs[1] == "node 1 of 12\nno newline"
@@ -71,9 +77,13 @@ def test_a_carriage_return_inside_a_ranks_line_stays_in_that_ranks_log():
 def test_a_completed_job_gives_every_rank_ok_and_the_heads_result():
     files = {"/var/lib/ringlab-slurm/r/slurm-1.out": "0: head log\n1: worker log\n"}
     shared = {"/shared/runs/r/result.json": '{"job": "train"}'}
-    outcome = ringlab_slurm.build_outcome("r", "1", fields_of(COMPLETED), 2, ["n-0", "n-1"], files.get, results_from(shared))
-    assert [(rank["rank"], rank["host"], rank["ok"], rank["log"]) for rank in outcome["ranks"]] == \
-        [(0, "n-0", True, "head log\n"), (1, "n-1", True, "worker log\n")]
+    outcome = ringlab_slurm.build_outcome(
+        "r", "1", fields_of(COMPLETED), 2, ["n-0", "n-1"], files.get, results_from(shared)
+    )
+    assert [(rank["rank"], rank["host"], rank["ok"], rank["log"]) for rank in outcome["ranks"]] == [
+        (0, "n-0", True, "head log\n"),
+        (1, "n-1", True, "worker log\n"),
+    ]
     assert base64.b64decode(outcome["ranks"][0]["result"]).decode() == '{"job": "train"}'
     assert outcome["ranks"][1]["result"] == ""
     assert outcome["slurm"]["state"] == "COMPLETED"
@@ -82,16 +92,21 @@ def test_a_completed_job_gives_every_rank_ok_and_the_heads_result():
 
 def test_a_completed_job_without_a_result_fails_on_the_head_only():
     files = {"/var/lib/ringlab-slurm/r/slurm-1.out": ""}
-    outcome = ringlab_slurm.build_outcome("r", "1", fields_of(COMPLETED), 2, ["n-0", "n-1"], files.get, results_from({}))
+    outcome = ringlab_slurm.build_outcome(
+        "r", "1", fields_of(COMPLETED), 2, ["n-0", "n-1"], files.get, results_from({})
+    )
     head, other = outcome["ranks"]
     assert (head["ok"], other["ok"]) == (False, True)
     assert head["result_error"] == "file not found: /shared/runs/r/result.json"
 
 
 def test_a_timed_out_job_fails_every_rank_with_slurms_reason_and_keeps_the_logs():
-    files = {"/var/lib/ringlab-slurm/r/slurm-3.out": "0: Iter #1\nslurmstepd: error: *** JOB 3 CANCELLED DUE TO TIME LIMIT ***\n"}
-    outcome = ringlab_slurm.build_outcome("r", "3", fields_of(TIMED_OUT), 2, ["n-0", "n-1"], files.get,
-                                          results_from({"/shared/runs/r/result.json": "{}"}))
+    files = {
+        "/var/lib/ringlab-slurm/r/slurm-3.out": "0: Iter #1\nslurmstepd: error: *** JOB 3 CANCELLED DUE TO TIME LIMIT ***\n"
+    }
+    outcome = ringlab_slurm.build_outcome(
+        "r", "3", fields_of(TIMED_OUT), 2, ["n-0", "n-1"], files.get, results_from({"/shared/runs/r/result.json": "{}"})
+    )
     assert [rank["ok"] for rank in outcome["ranks"]] == [False, False]
     assert all("TIMEOUT (reason: TimeLimit" in rank["outcome"] for rank in outcome["ranks"])
     # A stale result of an earlier attempt is not read for a job that did not complete.
@@ -104,8 +119,10 @@ def test_a_timed_out_job_fails_every_rank_with_slurms_reason_and_keeps_the_logs(
 
 def test_a_batch_output_that_is_missing_says_where_the_batch_step_ran():
     outcome = ringlab_slurm.build_outcome("r", "3", fields_of(TIMED_OUT), 2, ["n-0", "n-1"], {}.get, results_from({}))
-    assert outcome["ranks"][1]["log"] == \
-        "(no output: /var/lib/ringlab-slurm/r/slurm-3.out could not be read (the batch step ran on n-0))\n"
+    assert (
+        outcome["ranks"][1]["log"]
+        == "(no output: /var/lib/ringlab-slurm/r/slurm-3.out could not be read (the batch step ran on n-0))\n"
+    )
 
 
 def test_the_result_is_read_only_when_it_is_a_regular_file_of_its_own(tmp_path):
@@ -137,9 +154,17 @@ def test_the_workers_rendezvous_comes_from_slurms_environment():
     config = {"env": {"GLOO_SOCKET_IFNAME": "eth0"}, "rdzv_port": 29400}
     slurm = {"SLURM_NNODES": "3", "SLURM_NODEID": "2", "SLURM_JOB_ID": "17", "SLURM_JOB_NODELIST": "n-[0-2]"}
     env = ringlab_slurm.worker_environment(config, slurm, "r1", 2, 1.5, "10.0.0.10")
-    assert env == {"GLOO_SOCKET_IFNAME": "eth0", "RINGLAB_NUM_NODES": "3", "RINGLAB_NODE_RANK": "2",
-                   "RINGLAB_HEAD_ADDR": "10.0.0.10", "RINGLAB_RDZV_PORT": "29400", "RINGLAB_RUN_ID": "r1",
-                   "RINGLAB_SLURM_JOB_ID": "17", "RINGLAB_NPROC_PER_NODE": "2", "OMP_NUM_THREADS": "1"}
+    assert env == {
+        "GLOO_SOCKET_IFNAME": "eth0",
+        "RINGLAB_NUM_NODES": "3",
+        "RINGLAB_NODE_RANK": "2",
+        "RINGLAB_HEAD_ADDR": "10.0.0.10",
+        "RINGLAB_RDZV_PORT": "29400",
+        "RINGLAB_RUN_ID": "r1",
+        "RINGLAB_SLURM_JOB_ID": "17",
+        "RINGLAB_NPROC_PER_NODE": "2",
+        "OMP_NUM_THREADS": "1",
+    }
     # As the Ansible launcher: threads per process are the quota's share, rounded up.
     assert ringlab_slurm.worker_environment(config, slurm, "r1", None, 2.5, "h")["OMP_NUM_THREADS"] == "3"
     assert ringlab_slurm.worker_environment(config, slurm, "r1", None, 2.01, "h")["OMP_NUM_THREADS"] == "3"
@@ -158,15 +183,25 @@ def test_the_runs_rendezvous_secret_reaches_the_worker_from_sbatchs_environment_
 
 def test_the_head_is_the_first_node_of_the_job():
     expanded = {"n-[3,1]": ["n-3", "n-1"], "": []}
-    assert ringlab_slurm.head_address("n-[3,1]", resolve=lambda name: f"ip-of-{name}", hostnames=expanded.get) == "ip-of-n-3"
+    assert (
+        ringlab_slurm.head_address("n-[3,1]", resolve=lambda name: f"ip-of-{name}", hostnames=expanded.get)
+        == "ip-of-n-3"
+    )
     with pytest.raises(SystemExit, match="names no node"):
         ringlab_slurm.head_address("", hostnames=expanded.get)
 
 
 def test_the_worker_command_line_passes_the_jobs_own_options_through():
-    args = ringlab_slurm.parse_args(["worker", "--run-id", "r1", "--cpus", "0.5", "train", "--model", "tiny", "--output", "/s/r.json"])
-    assert (args.run_id, args.cpus, args.procs_per_node, args.job, args.job_args) == \
-        ("r1", 0.5, None, "train", ["--model", "tiny", "--output", "/s/r.json"])
+    args = ringlab_slurm.parse_args(
+        ["worker", "--run-id", "r1", "--cpus", "0.5", "train", "--model", "tiny", "--output", "/s/r.json"]
+    )
+    assert (args.run_id, args.cpus, args.procs_per_node, args.job, args.job_args) == (
+        "r1",
+        0.5,
+        None,
+        "train",
+        ["--model", "tiny", "--output", "/s/r.json"],
+    )
     with pytest.raises(SystemExit):
         ringlab_slurm.parse_args(["worker", "--run-id", "r1", "rm", "-rf"])
 
@@ -207,9 +242,16 @@ def test_no_job_script_is_written_under_a_folder_others_could_write_to(tmp_path,
     elif how != "missing":
         root.mkdir()
         root.chmod(0o770 if how == "group-writable" else 0o777)
-    with pytest.raises(SystemExit, match="refusing to write the job script: .*" +
-                       {"group-writable": "can be written by others", "world-writable": "can be written by others",
-                        "link": "not a folder", "missing": "does not exist"}[how]):
+    with pytest.raises(
+        SystemExit,
+        match="refusing to write the job script: .*"
+        + {
+            "group-writable": "can be written by others",
+            "world-writable": "can be written by others",
+            "link": "not a folder",
+            "missing": "does not exist",
+        }[how],
+    ):
         ringlab_slurm.make_job_folder(str(root / "r1"))
     assert not (tmp_path / "real" / "r1").exists()
 

@@ -25,8 +25,13 @@ def test_bus_bandwidth_is_nccl_tests_2_n_minus_1_over_n(ranks, factor):
 
 
 def test_torchrun_arguments_make_node_0_the_rendezvous_host_and_bound_every_wait():
-    env = {"RINGLAB_NUM_NODES": "3", "RINGLAB_NODE_RANK": "0", "RINGLAB_HEAD_ADDR": "node-a", "RINGLAB_RUN_ID": "r7",
-           "RINGLAB_RDZV_SECRET": SECRET}
+    env = {
+        "RINGLAB_NUM_NODES": "3",
+        "RINGLAB_NODE_RANK": "0",
+        "RINGLAB_HEAD_ADDR": "node-a",
+        "RINGLAB_RUN_ID": "r7",
+        "RINGLAB_RDZV_SECRET": SECRET,
+    }
     rdzv = rendezvous_from_env(env, gpu_count=0)
     assert (rdzv.port, rdzv.nproc_per_node, rdzv.run_id) == (29400, 1, "r7")
     assert SECRET not in repr(rdzv)
@@ -44,13 +49,16 @@ def test_torchrun_arguments_make_node_0_the_rendezvous_host_and_bound_every_wait
 
 
 def test_an_elastic_run_lets_the_rendezvous_go_on_with_min_nodes_and_notice_a_lost_node_within_seconds():
-    rdzv = rendezvous_from_env({"RINGLAB_NUM_NODES": "4", "RINGLAB_NODE_RANK": "1", "RINGLAB_HEAD_ADDR": "h",
-                                "RINGLAB_RDZV_SECRET": SECRET}, 0)
+    rdzv = rendezvous_from_env(
+        {"RINGLAB_NUM_NODES": "4", "RINGLAB_NODE_RANK": "1", "RINGLAB_HEAD_ADDR": "h", "RINGLAB_RDZV_SECRET": SECRET}, 0
+    )
     argv = torchrun_argv(rdzv, 30, ["train"], max_restarts=2, min_nodes=2)
     pairs = dict(zip(argv[:-3:2], argv[1:-3:2]))
     assert pairs["--nnodes"] == "2:4" and pairs["--max_restarts"] == "2"
-    assert pairs["--rdzv_conf"] == ("is_host=false,join_timeout=30,read_timeout=30,last_call_timeout=5,"
-                                    "keep_alive_interval=1,keep_alive_max_attempt=3")
+    assert pairs["--rdzv_conf"] == (
+        "is_host=false,join_timeout=30,read_timeout=30,last_call_timeout=5,"
+        "keep_alive_interval=1,keep_alive_max_attempt=3"
+    )
 
 
 @pytest.mark.parametrize("secret", [None, "", "r7", "0123456789abcdef", "0123456789ABCDEF0123456789ABCDEF", "g" * 32])
@@ -77,8 +85,9 @@ def test_socket_interface_applies_to_gloo_and_nccl_and_nccl_avoids_docker0_by_de
 
 
 def test_collective_errors_are_told_apart_by_what_happened_to_the_peer():
-    gone = classify_collective_error(RuntimeError("[pair.cc:589] Read error [10.0.0.2]:4: Connection reset by peer"),
-                                     "x")
+    gone = classify_collective_error(
+        RuntimeError("[pair.cc:589] Read error [10.0.0.2]:4: Connection reset by peer"), "x"
+    )
     late = classify_collective_error(RuntimeError("[pair.cc:598] Timed out waiting 10000ms for recv operation"), "x")
     assert isinstance(gone, PeerFailed) and gone.exit_code == 4
     assert isinstance(late, PeerTimeout) and late.exit_code == 3
@@ -104,6 +113,6 @@ def test_the_result_in_the_log_is_one_line_of_strict_json_behind_its_prefix():
     record = {"schema": "ringlab.result/v1", "job": "train", "metrics": {"note": "two\nlines"}}
     line = result_log_line(record)
     assert "\n" not in line and line.startswith(RESULT_LOG_PREFIX)
-    assert json.loads(line[len(RESULT_LOG_PREFIX):]) == record
+    assert json.loads(line[len(RESULT_LOG_PREFIX) :]) == record
     with pytest.raises(ValueError):
         result_log_line({"metrics": {"mean": float("nan")}})

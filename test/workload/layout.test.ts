@@ -11,18 +11,24 @@ const { cases } = JSON.parse(readFileSync("test/fixtures/layout-dims.json", "utf
 };
 
 describe("layout degrees", () => {
-  it.each(cases.map((entry) => [JSON.stringify(entry.knobs), entry.workers, entry.nodes, entry] as const))("%s on %i workers, %i nodes", (_knobs, workers, nodes, entry) => {
-    const result = dimsOf(entry.knobs, workers, nodes);
-    if (entry.dims === null) {
-      expect(result.ok).toBe(false);
-    } else {
-      expect(result).toEqual({ ok: true, dims: entry.dims });
-      expect(entry.dims.pp * dataParallel(entry.dims) * entry.dims.tp).toBe(workers);
-    }
-  });
+  it.each(cases.map((entry) => [JSON.stringify(entry.knobs), entry.workers, entry.nodes, entry] as const))(
+    "%s on %i workers, %i nodes",
+    (_knobs, workers, nodes, entry) => {
+      const result = dimsOf(entry.knobs, workers, nodes);
+      if (entry.dims === null) {
+        expect(result.ok).toBe(false);
+      } else {
+        expect(result).toEqual({ ok: true, dims: entry.dims });
+        expect(entry.dims.pp * dataParallel(entry.dims) * entry.dims.tp).toBe(workers);
+      }
+    },
+  );
 
   it("names the knob and the workers when it refuses", () => {
-    expect(dimsOf({ parallelism: "pipeline", pipelineStages: 3 }, 4, 2)).toEqual({ ok: false, problem: "pipelineStages 3 does not divide the run's 4 workers" });
+    expect(dimsOf({ parallelism: "pipeline", pipelineStages: 3 }, 4, 2)).toEqual({
+      ok: false,
+      problem: "pipelineStages 3 does not divide the run's 4 workers",
+    });
   });
 
   it("cuts blocks into stages as even as they divide, earlier stages taking one more", () => {

@@ -17,17 +17,30 @@ const dims = (knobs: Record<string, unknown>, workers: number): ParallelDims => 
   if (!result.ok) throw new Error(result.problem);
   return result.dims;
 };
-const memory = (knobs: Record<string, unknown>, workers = 1) => rankMemory({ model: "gpt-nano", batchSize: 4, knobs: { ...base, ...knobs }, dims: dims(knobs, workers) });
+const memory = (knobs: Record<string, unknown>, workers = 1) =>
+  rankMemory({ model: "gpt-nano", batchSize: 4, knobs: { ...base, ...knobs }, dims: dims(knobs, workers) });
 
 /** The census per token for gpt-nano's 2 blocks of width 64, 4 heads, vocabulary 256, with the embeddings and the head. */
 function censusPerToken(coefficients: typeof census.fp32, blocks = 2): number {
-  return blocks * (coefficients.layersTimesWidth * 64 + coefficients.layersTimesHeads * 4) + coefficients.constant + coefficients.width * 64 + coefficients.vocab * 256;
+  return (
+    blocks * (coefficients.layersTimesWidth * 64 + coefficients.layersTimesHeads * 4) +
+    coefficients.constant +
+    coefficients.width * 64 +
+    coefficients.vocab * 256
+  );
 }
 
 describe("a rank's memory", () => {
   it("holds DDP's replica: fp32 parameters, gradients and buckets, the census's activations and the loss's two gradients", () => {
     const [rank] = memory({});
-    expect(rank).toMatchObject({ parameters: 4 * P, gradients: 4 * P, buckets: 4 * P, optimizer: 0, gathered: 0, casts: 0 });
+    expect(rank).toMatchObject({
+      parameters: 4 * P,
+      gradients: 4 * P,
+      buckets: 4 * P,
+      optimizer: 0,
+      gathered: 0,
+      casts: 0,
+    });
     expect(rank!.activations).toBeCloseTo(TOKENS * censusPerToken(census.fp32), 6);
     expect(rank!.transient).toBe(TOKENS * 2 * 4 * 256);
     // Forward's activations outweigh backward's gradients here: the peak is at the start of backward.
@@ -45,7 +58,11 @@ describe("a rank's memory", () => {
     // The root (embeddings, final LayerNorm and head) and one block of 12h² + 13h.
     expect(full!.gathered).toBe(4 * (256 * 64 + 128 * 64 + 2 * 64 + 64 * 256 + 12 * 64 * 64 + 13 * 64));
     expect(memory({ parallelism: "fsdp", fsdpSharding: "grad-op" }, 2)[0]!.gathered).toBe(4 * P);
-    expect(memory({ parallelism: "fsdp", fsdpSharding: "none" }, 2)[0]).toMatchObject({ parameters: 4 * P, gathered: 0, buckets: 0 });
+    expect(memory({ parallelism: "fsdp", fsdpSharding: "none" }, 2)[0]).toMatchObject({
+      parameters: 4 * P,
+      gathered: 0,
+      buckets: 0,
+    });
   });
 
   it("gives each pipeline stage its blocks, the embeddings to the first and the head to the last", () => {

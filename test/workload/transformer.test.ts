@@ -5,11 +5,19 @@
  */
 import { describe, expect, it } from "vitest";
 import { LANGUAGE_SHAPE, PARAMETER_COUNT, type Model } from "../../src/config/registry.ts";
-import { computeShares, computeWorkload, parameterCount, shapeOf, trainingFlopsPerToken, unitsPerSample } from "../../src/workload/transformer.ts";
+import {
+  computeShares,
+  computeWorkload,
+  parameterCount,
+  shapeOf,
+  trainingFlopsPerToken,
+  unitsPerSample,
+} from "../../src/workload/transformer.ts";
 
 describe("the transformer's numbers", () => {
   it("counts every registry language model's parameters as the registry does", () => {
-    for (const model of Object.keys(LANGUAGE_SHAPE) as Model[]) expect(parameterCount(shapeOf(model, {})!), model).toBe(PARAMETER_COUNT[model]);
+    for (const model of Object.keys(LANGUAGE_SHAPE) as Model[])
+      expect(parameterCount(shapeOf(model, {})!), model).toBe(PARAMETER_COUNT[model]);
   });
 
   it("takes a run's shape knobs over the registry's, keeping the learned positions' count for the embeddings", () => {
@@ -33,8 +41,14 @@ describe("the transformer's numbers", () => {
   });
 
   it("matches a calibration's compute on the workload as it ran, defaults filled in and other layouts' knobs left out", () => {
-    expect(computeWorkload("gpt-nano", {})).toEqual(computeWorkload("gpt-nano", { optimizer: "sgd", parallelism: "ddp", microBatches: 8 }));
-    expect(computeWorkload("gpt-nano", { parallelism: "pipeline" })).toMatchObject({ parallelism: "pipeline", microBatches: 4, pipelineSchedule: "gpipe" });
+    expect(computeWorkload("gpt-nano", {})).toEqual(
+      computeWorkload("gpt-nano", { optimizer: "sgd", parallelism: "ddp", microBatches: 8 }),
+    );
+    expect(computeWorkload("gpt-nano", { parallelism: "pipeline" })).toMatchObject({
+      parallelism: "pipeline",
+      microBatches: 4,
+      pipelineSchedule: "gpipe",
+    });
     expect(computeWorkload("gpt-nano", { optimizer: "adamw" })).not.toEqual(computeWorkload("gpt-nano", {}));
     expect(computeWorkload("small", { optimizer: "adamw" })).toBeUndefined();
   });

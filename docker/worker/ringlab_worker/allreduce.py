@@ -41,8 +41,12 @@ def bus_bandwidth_gbps(algbw_gbps: float, world_size: int, collective: str = "al
 
 
 # nccl-tests' bus bandwidth factors (doc/PERFORMANCE.md), by collective.
-BUS_FACTOR = {"all-reduce": lambda n: 2 * (n - 1) / n, "all-gather": lambda n: (n - 1) / n,
-              "reduce-scatter": lambda n: (n - 1) / n, "sendrecv": lambda n: 1.0}
+BUS_FACTOR = {
+    "all-reduce": lambda n: 2 * (n - 1) / n,
+    "all-gather": lambda n: (n - 1) / n,
+    "reduce-scatter": lambda n: (n - 1) / n,
+    "sendrecv": lambda n: 1.0,
+}
 
 
 class Gathered:
@@ -69,7 +73,7 @@ class Gathered:
         share = self.mine.numel()
         wrong = 0
         for rank in range(self.world.size):
-            segment = self.output[rank * share:(rank + 1) * share]
+            segment = self.output[rank * share : (rank + 1) * share]
             _fill_subtract(segment, self.tile, rank + 1)
             wrong += int(torch.count_nonzero(segment).item())
         return wrong
@@ -92,14 +96,14 @@ class Scattered(Gathered):
     def fill(self, rank: int):
         share = self.mine.numel()
         for part in range(self.world.size):
-            _fill_check_pattern(self.input[part * share:(part + 1) * share], self.tile, rank + 1)
+            _fill_check_pattern(self.input[part * share : (part + 1) * share], self.tile, rank + 1)
 
     def wrong(self) -> int:
         """The sum over ranks r of (pattern + r + 1): n × pattern + n(n+1)/2."""
         rank_sum = self.world.size * (self.world.size + 1) / 2
         for start in range(0, self.mine.numel(), self.tile.numel()):
-            chunk = self.mine[start:start + self.tile.numel()]
-            chunk.sub_(self.tile[:chunk.numel()], alpha=self.world.size).sub_(rank_sum)
+            chunk = self.mine[start : start + self.tile.numel()]
+            chunk.sub_(self.tile[: chunk.numel()], alpha=self.world.size).sub_(rank_sum)
         return int(torch.count_nonzero(self.mine).item())
 
     def clear(self):
@@ -113,8 +117,10 @@ class SendReceive(Gathered):
         self.output = self.whole[:numbers]
         self.mine = torch.empty(numbers, dtype=self.whole.dtype, device=self.whole.device)
         size, rank = self.world.size, self.world.rank
-        self.ops = lambda: [dist.P2POp(dist.isend, self.mine, (rank + 1) % size),
-                            dist.P2POp(dist.irecv, self.output, (rank - 1) % size)]
+        self.ops = lambda: [
+            dist.P2POp(dist.isend, self.mine, (rank + 1) % size),
+            dist.P2POp(dist.irecv, self.output, (rank - 1) % size),
+        ]
         return self.output
 
     def run(self):
@@ -129,8 +135,8 @@ class SendReceive(Gathered):
 
 def _fill_subtract(view: torch.Tensor, tile: torch.Tensor, offset: float) -> None:
     for start in range(0, view.numel(), tile.numel()):
-        chunk = view[start:start + tile.numel()]
-        chunk.sub_(tile[:chunk.numel()]).sub_(offset)
+        chunk = view[start : start + tile.numel()]
+        chunk.sub_(tile[: chunk.numel()]).sub_(offset)
 
 
 PATTERNS = {"all-gather": Gathered, "reduce-scatter": Scattered, "sendrecv": SendReceive}
@@ -138,16 +144,16 @@ PATTERNS = {"all-gather": Gathered, "reduce-scatter": Scattered, "sendrecv": Sen
 
 def _fill_check_pattern(view: torch.Tensor, tile: torch.Tensor, offset: float) -> None:
     for start in range(0, view.numel(), tile.numel()):
-        chunk = view[start:start + tile.numel()]
-        chunk.copy_(tile[:chunk.numel()]).add_(offset)
+        chunk = view[start : start + tile.numel()]
+        chunk.copy_(tile[: chunk.numel()]).add_(offset)
 
 
 def _count_wrong(view: torch.Tensor, tile: torch.Tensor, world_size: int) -> int:
     """Elements that differ from sum over ranks r of (pattern + r + 1); the data is destroyed."""
     rank_sum = world_size * (world_size + 1) / 2
     for start in range(0, view.numel(), tile.numel()):
-        chunk = view[start:start + tile.numel()]
-        chunk.sub_(tile[:chunk.numel()], alpha=world_size).sub_(rank_sum)
+        chunk = view[start : start + tile.numel()]
+        chunk.sub_(tile[: chunk.numel()], alpha=world_size).sub_(rank_sum)
     # Small integers only, so float32 sums are exact and any difference is an error.
     return int(torch.count_nonzero(view).item())
 
@@ -186,16 +192,23 @@ def run_allreduce(args, world) -> dict:
         sum_, library_version, finish = mpi_sum(world)
     else:
         sum_, library_version, finish = (lambda view: sum_over_ranks(view, args.reduction)), None, (lambda: None)
-    pattern = (Summed(buffer, tile, world, sum_) if collective == "all-reduce"
-               else PATTERNS[collective](buffer, tile, world))
+    pattern = (
+        Summed(buffer, tile, world, sum_) if collective == "all-reduce" else PATTERNS[collective](buffer, tile, world)
+    )
     redop = "sum" if collective in ("all-reduce", "reduce-scatter") else "none"
     say = print if world.is_reporter else (lambda *a, **k: None)
-    say(f"# ringlab-worker allreduce: {collective}, {world.size} ranks on {world.nodes} node(s), "
-        f"{library_version or world.backend} on {device.type}, {args.reduction}, warmup {args.warmup_iters}, iters {args.iters}")
-    say("# time in us; algbw and busbw in Gbit/s (bits; nccl-tests prints GB/s); "
-        "#wrong = wrong elements summed over ranks")
-    say(f"# {'size':>10} {'count':>12} {'type':>6} {'redop':>6} {'time':>12} {'algbw':>9} {'busbw':>9} {'#wrong':>7}",
-        flush=True)
+    say(
+        f"# ringlab-worker allreduce: {collective}, {world.size} ranks on {world.nodes} node(s), "
+        f"{library_version or world.backend} on {device.type}, {args.reduction}, warmup {args.warmup_iters}, iters {args.iters}"
+    )
+    say(
+        "# time in us; algbw and busbw in Gbit/s (bits; nccl-tests prints GB/s); "
+        "#wrong = wrong elements summed over ranks"
+    )
+    say(
+        f"# {'size':>10} {'count':>12} {'type':>6} {'redop':>6} {'time':>12} {'algbw':>9} {'busbw':>9} {'#wrong':>7}",
+        flush=True,
+    )
 
     rows = []
     # An all-gather's or a reduce-scatter's whole buffer holds one equal share per rank.
@@ -229,19 +242,41 @@ def run_allreduce(args, world) -> dict:
         seconds, wrong, cpu_seconds = float(stats[0].item()), int(stats[1].item()), float(stats[2].item()) / world.size
 
         algbw = size * 8 / seconds / 1e9
-        row = {"sizeBytes": size, "count": numbers, "dtype": "float32", "redop": redop,
-               "timeSeconds": seconds, "algbwGbps": algbw,
-               "busbwGbps": bus_bandwidth_gbps(algbw, world.size, collective), "wrong": wrong, "cpuSeconds": cpu_seconds}
+        row = {
+            "sizeBytes": size,
+            "count": numbers,
+            "dtype": "float32",
+            "redop": redop,
+            "timeSeconds": seconds,
+            "algbwGbps": algbw,
+            "busbwGbps": bus_bandwidth_gbps(algbw, world.size, collective),
+            "wrong": wrong,
+            "cpuSeconds": cpu_seconds,
+        }
         rows.append(row)
-        say(f"  {size:>10} {numbers:>12} {'float':>6} {redop:>6} {seconds * 1e6:>12.1f} "
-            f"{algbw:>9.3f} {row['busbwGbps']:>9.3f} {wrong:>7}", flush=True)
+        say(
+            f"  {size:>10} {numbers:>12} {'float':>6} {redop:>6} {seconds * 1e6:>12.1f} "
+            f"{algbw:>9.3f} {row['busbwGbps']:>9.3f} {wrong:>7}",
+            flush=True,
+        )
 
     finish()
     peak = max(row["busbwGbps"] for row in rows)
     total_wrong = sum(row["wrong"] for row in rows)
     say(f"# peak busbw: {peak:.3f} Gbit/s; wrong elements: {total_wrong}", flush=True)
     # Which library summed: torch.distributed's backend (world.backend in the record) or Open MPI, with its version.
-    return {"rows": rows, "peakBusbwGbps": peak, "library": library, "collective": collective,
-            **({"libraryVersion": library_version} if library_version else {}),
-            **({"referenceGbps": reference, "reference": f"iperf3, one TCP stream from node 1 to node 0 for {REFERENCE_SECONDS} s"}
-               if reference is not None else {})}
+    return {
+        "rows": rows,
+        "peakBusbwGbps": peak,
+        "library": library,
+        "collective": collective,
+        **({"libraryVersion": library_version} if library_version else {}),
+        **(
+            {
+                "referenceGbps": reference,
+                "reference": f"iperf3, one TCP stream from node 1 to node 0 for {REFERENCE_SECONDS} s",
+            }
+            if reference is not None
+            else {}
+        ),
+    }

@@ -63,8 +63,10 @@ class AsyncParameterServerOptimizer:
 
     def step(self, closure=None):
         self.message[0], self.message[1] = float(self.version), 0.0
-        torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1).cpu() for p in self.params],
-                  out=self.message[2:])
+        torch.cat(
+            [(p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1).cpu() for p in self.params],
+            out=self.message[2:],
+        )
         if self.server is not None:
             self.reply.copy_(self.server.local_update(self.message))
         else:
@@ -87,7 +89,7 @@ class AsyncParameterServerOptimizer:
         with torch.no_grad():
             offset = 1
             for p in self.params:
-                p.copy_(state[offset:offset + p.numel()].view_as(p))
+                p.copy_(state[offset : offset + p.numel()].view_as(p))
                 offset += p.numel()
 
     def finish(self) -> dict:
@@ -121,8 +123,10 @@ class _Server:
         self.inbox = queue.Queue()  # (rank, message); message None: rank 0's worker is done
         self.local_reply = queue.Queue()
         self.error = None
-        self.threads = [threading.Thread(target=self._guarded, args=(work,), name=f"ringlab-async-{name}", daemon=True)
-                        for name, work in (("server", self._serve), ("receiver", self._receive))]
+        self.threads = [
+            threading.Thread(target=self._guarded, args=(work,), name=f"ringlab-async-{name}", daemon=True)
+            for name, work in (("server", self._serve), ("receiver", self._receive))
+        ]
         for thread in self.threads:
             thread.start()
 
@@ -145,10 +149,13 @@ class _Server:
 
     def staleness(self) -> dict:
         updates = sum(self.counts.values())
-        return {"bound": self.bound, "updates": updates,
-                "max": max(self.counts) if self.counts else 0,
-                "mean": sum(s * n for s, n in self.counts.items()) / updates if updates else 0.0,
-                "histogram": {str(s): self.counts[s] for s in sorted(self.counts)}}
+        return {
+            "bound": self.bound,
+            "updates": updates,
+            "max": max(self.counts) if self.counts else 0,
+            "mean": sum(s * n for s, n in self.counts.items()) / updates if updates else 0.0,
+            "histogram": {str(s): self.counts[s] for s in sorted(self.counts)},
+        }
 
     def _guarded(self, work) -> None:
         try:

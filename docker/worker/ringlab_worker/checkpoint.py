@@ -76,14 +76,17 @@ def json_path_of(directory: str, step: int) -> str:
 
 # Files in the shared folder, never through a link.
 
+
 def _open_folder(directory: str, create: bool) -> int:
     """A descriptor of `directory` (made first when `create`), which must not be a symbolic link itself (the links
     on the way there are the user's own choice)."""
     if create:
         os.makedirs(directory, exist_ok=True)
     if os.path.islink(directory):
-        raise BadArguments(f"{directory} is a symbolic link; ringlab does not follow links in the shared folder "
-                           "(another user could have planted it): give the folder it points to instead")
+        raise BadArguments(
+            f"{directory} is a symbolic link; ringlab does not follow links in the shared folder "
+            "(another user could have planted it): give the folder it points to instead"
+        )
     return os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
 
 
@@ -122,6 +125,7 @@ def _write_new(folder: int, name: str, write, mode: int) -> None:
 
 # A checkpoint's state: tensors apart, the rest JSON.
 
+
 def split(state, tensors: dict, path: str = ""):
     """`state` as JSON values, each tensor replaced by {"__tensor__": name} and put in `tensors` under that name."""
     import torch
@@ -137,8 +141,12 @@ def split(state, tensors: dict, path: str = ""):
         if all(isinstance(key, str) for key in state) and not _MARKERS.intersection(state):
             plain = {key: split(value, tensors, f"{path}/{key}" if path else key) for key, value in state.items()}
         else:
-            plain = {_ITEMS: [[_json_key(key, path), split(value, tensors, f"{path}/{key}" if path else str(key))]
-                              for key, value in state.items()]}
+            plain = {
+                _ITEMS: [
+                    [_json_key(key, path), split(value, tensors, f"{path}/{key}" if path else str(key))]
+                    for key, value in state.items()
+                ]
+            }
         metadata = getattr(state, "_metadata", None)
         if metadata is not None:
             return {_DICT: plain, _METADATA: split(dict(metadata), {}, f"{path}/_metadata")}
@@ -185,8 +193,9 @@ def save(directory: str, step: int, state: dict) -> str:
     plain = split(state, tensors)
     json.dumps(plain)  # a TypeError (not JSON) before anything is written
     # safetensors stores each tensor's own bytes: a copy on the CPU, contiguous and sharing no storage.
-    payload = safetensors_bytes({name: tensor.detach().to("cpu", copy=True).contiguous()
-                                 for name, tensor in tensors.items()})
+    payload = safetensors_bytes(
+        {name: tensor.detach().to("cpu", copy=True).contiguous() for name, tensor in tensors.items()}
+    )
     tensor_name = os.path.basename(path_of(directory, step))
     written = {"sha256": hashlib.sha256(payload).hexdigest(), "bytes": len(payload)}
     folder = _open_folder(directory, create=True)
@@ -215,8 +224,10 @@ def load(directory: str, step: int) -> dict:
     folder = _open_folder(directory, create=False)
     try:
         if not _exists(tensor_name, folder) and _exists(os.path.basename(old_path_of(directory, step)), folder):
-            raise ValueError("a checkpoint in the format of ringlab before 2026-11-27 (torch.save's pickle), which is "
-                             "never loaded: the run starts from an older checkpoint or from the beginning")
+            raise ValueError(
+                "a checkpoint in the format of ringlab before 2026-11-27 (torch.save's pickle), which is "
+                "never loaded: the run starts from an older checkpoint or from the beginning"
+            )
         with _open_for_reading(os.path.basename(json_path_of(directory, step)), folder) as handle:
             described = json.loads(handle.read().decode("utf-8"))
         if not isinstance(described, dict) or described.get("format") != FORMAT or described.get("step") != step:
@@ -257,8 +268,10 @@ def load_newest(directory: str, warn=None) -> Optional[dict]:
         except BadArguments:
             raise
         except Exception as error:  # truncated, corrupt, planted, or not ours: the next older one may do
-            warn(f"ringlab-worker: warning: skipping unreadable checkpoint {path} ({type(error).__name__}: "
-                 f"{str(error).splitlines()[0] if str(error) else ''})")
+            warn(
+                f"ringlab-worker: warning: skipping unreadable checkpoint {path} ({type(error).__name__}: "
+                f"{str(error).splitlines()[0] if str(error) else ''})"
+            )
     return None
 
 

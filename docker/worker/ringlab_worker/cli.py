@@ -13,7 +13,17 @@ from . import compat, torchrun
 from .data import import_pil, parse_data_source, run_dataset
 from .errors import EXIT_BAD_ARGUMENTS, BadArguments, WorkerError
 from .mpi_library import LIBRARIES, check_started_by_mpirun
-from .registry import COLLECTIVES, MODEL_KIND, MODELS, PROBED_REDUCTIONS, REDUCTION_ENTRIES, RULES, TRAIN_KNOBS, knob_choices, language_shape
+from .registry import (
+    COLLECTIVES,
+    MODEL_KIND,
+    MODELS,
+    PROBED_REDUCTIONS,
+    REDUCTION_ENTRIES,
+    RULES,
+    TRAIN_KNOBS,
+    knob_choices,
+    language_shape,
+)
 from .result import LAUNCHED_AT_ENV, utc_now
 
 
@@ -102,17 +112,40 @@ def _knob(parser, name: str, **options):
 def _common_options() -> argparse.ArgumentParser:
     """The options of both jobs that run on the process group, train and allreduce."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                        help="cuda uses NCCL, cpu uses Gloo; auto picks cuda when a GPU is present")
-    common.add_argument("--timeout-seconds", type=positive_float, default=300.0,
-                        help="bounds rendezvous and every collective; a silent peer fails the run after this")
+    common.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="cuda uses NCCL, cpu uses Gloo; auto picks cuda when a GPU is present",
+    )
+    common.add_argument(
+        "--timeout-seconds",
+        type=positive_float,
+        default=300.0,
+        help="bounds rendezvous and every collective; a silent peer fails the run after this",
+    )
     common.add_argument("--output", default=None, help="path of the JSON result (written by global rank 0)")
-    common.add_argument("--calibration-seconds", type=non_negative_float, default=0.6,
-                        help="before the job, every rank times fixed matrix products for this long (the node's "
-                        "compute speed at that moment, in the result's calibration); 0: none")
-    _knob(common, "reduction", help="how gradients (probe: the buffer) are summed: " + "; ".join(
-        f"{name}, {entry['about']}" + ("" if entry["probedAs"] == name else f" (trains only: the probe measures its link with {entry['probedAs']})")
-        for name, entry in REDUCTION_ENTRIES.items()))
+    common.add_argument(
+        "--calibration-seconds",
+        type=non_negative_float,
+        default=0.6,
+        help="before the job, every rank times fixed matrix products for this long (the node's "
+        "compute speed at that moment, in the result's calibration); 0: none",
+    )
+    _knob(
+        common,
+        "reduction",
+        help="how gradients (probe: the buffer) are summed: "
+        + "; ".join(
+            f"{name}, {entry['about']}"
+            + (
+                ""
+                if entry["probedAs"] == name
+                else f" (trains only: the probe measures its link with {entry['probedAs']})"
+            )
+            for name, entry in REDUCTION_ENTRIES.items()
+        ),
+    )
     return common
 
 
@@ -123,19 +156,35 @@ def _add_train(jobs, common) -> None:
     _knob(train, "numWarmupBatches", type=non_negative_int, help="untimed")
     _knob(train, "numBatchesPerIter", type=positive_int)
     _knob(train, "numIters", type=positive_int)
-    _knob(train, "imageSize", type=positive_int,
-          help="image models; default: the model's native size (32 tiny and small, 299 inception_v3, 224 resnets)")
+    _knob(
+        train,
+        "imageSize",
+        type=positive_int,
+        help="image models; default: the model's native size (32 tiny and small, 299 inception_v3, 224 resnets)",
+    )
     _knob(train, "precision", help="amp: fp16 autocast with a gradient scaler, needs a GPU; bf16: bfloat16 autocast")
-    _knob(train, "channelsLast", help="NHWC memory format for the model and the batch (faster convolutions with amp on GPUs)")
+    _knob(
+        train,
+        "channelsLast",
+        help="NHWC memory format for the model and the batch (faster convolutions with amp on GPUs)",
+    )
     _knob(train, "bucketCapMb", type=positive_float, help="DDP gradient bucket size (Horovod: tensor fusion threshold)")
     _knob(train, "fp16Allreduce", help="compress gradients to fp16 for the all-reduce")
     _knob(train, "powersgdRank", type=positive_int, help="--reduction powersgd: rank of each matrix's factors")
-    _knob(train, "powersgdStartIter", type=positive_int,
-          help="--reduction powersgd: plain all-reduce steps first (at least 2, with error feedback and warm start)")
+    _knob(
+        train,
+        "powersgdStartIter",
+        type=positive_int,
+        help="--reduction powersgd: plain all-reduce steps first (at least 2, with error feedback and warm start)",
+    )
     _knob(train, "localSgdPeriod", type=positive_int, help="--reduction local-sgd: steps between averagings (H)")
     _knob(train, "localSgdWarmup", type=positive_int, help="--reduction local-sgd: synchronous steps first")
-    _knob(train, "asyncStaleness", type=non_negative_int,
-          help="--reduction async-parameter-server: steps a rank may run ahead of the slowest (0: none)")
+    _knob(
+        train,
+        "asyncStaleness",
+        type=non_negative_int,
+        help="--reduction async-parameter-server: steps a rank may run ahead of the slowest (0: none)",
+    )
     _knob(train, "ncclAlgoRing", help="set NCCL_ALGO=Ring (NCCL only)")
     _knob(train, "engine")
     _knob(train, "optimizer", help="sgd (with --momentum) or adamw")
@@ -148,25 +197,36 @@ def _add_train(jobs, common) -> None:
 
 def _add_language_options(train) -> None:
     language = train.add_argument_group(
-        "language models", "The transformer's shape (default: the named model's, registry.json) and memory.")
+        "language models", "The transformer's shape (default: the named model's, registry.json) and memory."
+    )
     _knob(language, "sequenceLength", type=positive_int, help="tokens per sequence (at most the model's)")
     _knob(language, "layers", type=positive_int, help="transformer blocks")
     _knob(language, "width", type=positive_int, help="hidden width (a multiple of --heads)")
     _knob(language, "heads", type=positive_int, help="attention heads")
-    _knob(language, "activationCheckpointing", help="recompute each block's activations in backward instead of keeping them")
+    _knob(
+        language,
+        "activationCheckpointing",
+        help="recompute each block's activations in backward instead of keeping them",
+    )
 
 
 def _add_layout_options(train) -> None:
     layout = train.add_argument_group(
-        "layout", "How the model is laid out over the workers (parallel/): ddp, a full replica each; fsdp, its state "
+        "layout",
+        "How the model is laid out over the workers (parallel/): ddp, a full replica each; fsdp, its state "
         "sharded; tensor, each block's matrices split; pipeline, its blocks cut into stages. Tensor and pipeline "
-        "parallelism split language models only.")
+        "parallelism split language models only.",
+    )
     _knob(layout, "parallelism")
     _knob(layout, "fsdpSharding", help="fsdp: full (ZeRO-3), grad-op (ZeRO-2) or none (the control: all-reduce)")
     _knob(layout, "fsdpPrefetch", type=non_negative_int, help="fsdp: blocks whose all-gathers are issued ahead")
     _knob(layout, "fsdpCpuOffload", help="fsdp on GPUs: shards in host memory")
-    _knob(layout, "tensorDegree", type=positive_int,
-          help="workers per tensor-parallel group (tensor: default all; fsdp: default 1, more makes FSDP x tensor)")
+    _knob(
+        layout,
+        "tensorDegree",
+        type=positive_int,
+        help="workers per tensor-parallel group (tensor: default all; fsdp: default 1, more makes FSDP x tensor)",
+    )
     _knob(layout, "pipelineStages", type=positive_int, help="pipeline: stages (default: the run's nodes)")
     _knob(layout, "microBatches", type=positive_int, help="pipeline: micro-batches per batch")
     _knob(layout, "pipelineSchedule", help="pipeline: gpipe or 1f1b")
@@ -177,49 +237,84 @@ def _add_real_data_options(train) -> None:
         "real data and time to train",
         "Read an ImageFolder dataset (PATH/train/<class>/*.jpg and PATH/val/<class>/*.jpg, ImageNet's layout; "
         "`ringlab-worker dataset` writes one) instead of synthetic tensors. With --epochs the job trains to a "
-        "result and records time to train, the loss curve and held-out accuracy per epoch.")
+        "result and records time to train, the loss curve and held-out accuracy per epoch.",
+    )
     # The campaign's data knob is synthetic or dataset; the worker takes a source, checked by parse_data_source.
-    _knob(real, "data", choices=None, metavar="synthetic|folder:PATH|dataset:NAME",
-          help="where batches come from (default synthetic: one random batch, as Horovod's benchmark); "
-          "dataset:NAME is $RINGLAB_SHARED_DIR/datasets/NAME, the testbed's shared storage")
-    _knob(real, "loaderWorkers", type=non_negative_int,
-          help="DataLoader worker processes per rank (0: load in the training process)")
+    _knob(
+        real,
+        "data",
+        choices=None,
+        metavar="synthetic|folder:PATH|dataset:NAME",
+        help="where batches come from (default synthetic: one random batch, as Horovod's benchmark); "
+        "dataset:NAME is $RINGLAB_SHARED_DIR/datasets/NAME, the testbed's shared storage",
+    )
+    _knob(
+        real,
+        "loaderWorkers",
+        type=non_negative_int,
+        help="DataLoader worker processes per rank (0: load in the training process)",
+    )
     _knob(real, "epochs", type=positive_int, help="train this many epochs over the dataset (needs --data folder:PATH)")
-    _knob(real, "targetAccuracy", type=fraction,
-          help="stop at the first epoch whose held-out accuracy reaches this (0-1; needs --epochs, the most epochs "
-          "to try)")
-    real.add_argument("--checkpoint-dir", default=None,
-                      help="rank 0 checkpoints here (storage every node shares); a restarted run resumes from the "
-                      "newest readable checkpoint (needs --epochs; default with --checkpoint-every: a folder "
-                      "checkpoints beside --output)")
+    _knob(
+        real,
+        "targetAccuracy",
+        type=fraction,
+        help="stop at the first epoch whose held-out accuracy reaches this (0-1; needs --epochs, the most epochs "
+        "to try)",
+    )
+    real.add_argument(
+        "--checkpoint-dir",
+        default=None,
+        help="rank 0 checkpoints here (storage every node shares); a restarted run resumes from the "
+        "newest readable checkpoint (needs --epochs; default with --checkpoint-every: a folder "
+        "checkpoints beside --output)",
+    )
     _knob(real, "checkpointEvery", type=positive_int, help="steps between checkpoints")
-    _knob(real, "maxRestarts", type=non_negative_int,
-          help="torchrun restarts every worker this many times after one fails (multi-node runs)")
+    _knob(
+        real,
+        "maxRestarts",
+        type=non_negative_int,
+        help="torchrun restarts every worker this many times after one fails (multi-node runs)",
+    )
     _add_fault_options(real)
 
 
 def _add_fault_options(real) -> None:
-    _knob(real, "failAtStep", type=positive_int,
-          help="fault injection: rank --fail-rank's process kills itself (SIGKILL) after this step, once (needs "
-          "--epochs)")
+    _knob(
+        real,
+        "failAtStep",
+        type=positive_int,
+        help="fault injection: rank --fail-rank's process kills itself (SIGKILL) after this step, once (needs "
+        "--epochs)",
+    )
     _knob(real, "failRank", type=non_negative_int, help="the rank --fail-at-step kills (default 0)")
-    _knob(real, "failNode", type=positive_int,
-          help="fault injection: instead of one rank, node FAIL_NODE (RINGLAB_NODE_RANK; not node 0, which holds "
-          "the rendezvous) is lost after --fail-at-step, as a machine that dies: its launcher and every rank on it "
-          "are SIGKILLed, so its worker container exits")
-    _knob(real, "minNodes", type=positive_int,
-          help="elastic node count (torchrun --nnodes MIN_NODES:RINGLAB_NUM_NODES): after a node is lost the others "
-          "restart (--max-restarts) without it and go on from the newest checkpoint, as long as MIN_NODES remain")
+    _knob(
+        real,
+        "failNode",
+        type=positive_int,
+        help="fault injection: instead of one rank, node FAIL_NODE (RINGLAB_NODE_RANK; not node 0, which holds "
+        "the rendezvous) is lost after --fail-at-step, as a machine that dies: its launcher and every rank on it "
+        "are SIGKILLed, so its worker container exits",
+    )
+    _knob(
+        real,
+        "minNodes",
+        type=positive_int,
+        help="elastic node count (torchrun --nnodes MIN_NODES:RINGLAB_NUM_NODES): after a node is lost the others "
+        "restart (--max-restarts) without it and go on from the newest checkpoint, as long as MIN_NODES remain",
+    )
 
 
 def _add_dataset(jobs) -> None:
     dataset = jobs.add_parser(
-        "dataset", help="write a deterministic, learnable ImageFolder dataset of JPEG files, or a text corpus",
+        "dataset",
+        help="write a deterministic, learnable ImageFolder dataset of JPEG files, or a text corpus",
         description="--kind images writes OUT/train/<class>/*.jpg, OUT/val/<class>/*.jpg (the held-out split) and "
         "OUT/ringlab-dataset.json; each class is a colour and a stripe pattern under noise. --kind text writes "
         "OUT/train.bin and OUT/val.bin, the bytes of this Python's standard library source (a byte-level corpus for "
         "the language models; --held-out applies, the image options do not). The same arguments give the same "
-        "files; a dataset already there with the same arguments is left as it is.")
+        "files; a dataset already there with the same arguments is left as it is.",
+    )
     dataset.add_argument("--out", required=True, help="absolute path of the dataset folder (created)")
     dataset.add_argument("--kind", choices=("images", "text"), default="images")
     dataset.add_argument("--classes", type=positive_int, default=10)
@@ -237,15 +332,27 @@ def _add_allreduce(jobs, common) -> None:
     probe.add_argument("--warmup-iters", type=non_negative_int, default=5)
     probe.add_argument("--iters", type=positive_int, default=20)
     probe.add_argument("--nccl-algo-ring", action="store_true", help="set NCCL_ALGO=Ring (NCCL only)")
-    probe.add_argument("--library", choices=LIBRARIES, default="torch",
-                       help="what sums: torch (torch.distributed: Gloo on CPU, NCCL on GPUs) or mpi (Open MPI's "
-                            "MPI_Allreduce through mpi4py; the process must be started by mpirun, one per node, on CPU)")
-    probe.add_argument("--collective", choices=COLLECTIVES, default="all-reduce",
-                       help="what is timed: the all-reduce (default), or the all-gather, reduce-scatter or sendrecv (every "
-                            "rank sending to the next) a sharded or pipelined layout's step is made of, as nccl-tests has them")
-    probe.add_argument("--reference", choices=("iperf3",), default=None,
-                       help="first measure one TCP stream from node 1 to node 0 with iperf3 (3 s), the rate no library "
-                            "can beat on this link; recorded as metrics.referenceGbps")
+    probe.add_argument(
+        "--library",
+        choices=LIBRARIES,
+        default="torch",
+        help="what sums: torch (torch.distributed: Gloo on CPU, NCCL on GPUs) or mpi (Open MPI's "
+        "MPI_Allreduce through mpi4py; the process must be started by mpirun, one per node, on CPU)",
+    )
+    probe.add_argument(
+        "--collective",
+        choices=COLLECTIVES,
+        default="all-reduce",
+        help="what is timed: the all-reduce (default), or the all-gather, reduce-scatter or sendrecv (every "
+        "rank sending to the next) a sharded or pipelined layout's step is made of, as nccl-tests has them",
+    )
+    probe.add_argument(
+        "--reference",
+        choices=("iperf3",),
+        default=None,
+        help="first measure one TCP stream from node 1 to node 0 with iperf3 (3 s), the rate no library "
+        "can beat on this link; recorded as metrics.referenceGbps",
+    )
 
 
 def check_arguments(args) -> None:
@@ -256,18 +363,26 @@ def check_arguments(args) -> None:
         if args.step_factor < 2:
             raise BadArguments("--step-factor must be 2 or more")
         if args.collective != "all-reduce" and (args.library != "torch" or args.reduction != "ring"):
-            raise BadArguments(f"--collective {args.collective} runs on torch.distributed's own collective: use it with "
-                               "--library torch and --reduction ring (the reductions and Open MPI are all-reduces)")
+            raise BadArguments(
+                f"--collective {args.collective} runs on torch.distributed's own collective: use it with "
+                "--library torch and --reduction ring (the reductions and Open MPI are all-reduces)"
+            )
         if args.library == "mpi" and args.reduction != "ring":
-            raise BadArguments(f"--library mpi sums with MPI_Allreduce (Open MPI picks its algorithm): --reduction {args.reduction} "
-                               "is one of ringlab's own over torch.distributed; use --library torch with it")
+            raise BadArguments(
+                f"--library mpi sums with MPI_Allreduce (Open MPI picks its algorithm): --reduction {args.reduction} "
+                "is one of ringlab's own over torch.distributed; use --library torch with it"
+            )
         if args.library == "mpi":
             if args.device == "cuda":
-                raise BadArguments("--library mpi sums host memory: run it with --device cpu (mpi4py here is not CUDA-aware)")
+                raise BadArguments(
+                    "--library mpi sums host memory: run it with --device cpu (mpi4py here is not CUDA-aware)"
+                )
             check_started_by_mpirun()
     if args.job == "allreduce" and args.reduction not in PROBED_REDUCTIONS:
-        raise BadArguments(f"--reduction {args.reduction} is a training strategy, not a sum of one buffer: the probe "
-                           "measures its link with --reduction ring")
+        raise BadArguments(
+            f"--reduction {args.reduction} is a training strategy, not a sum of one buffer: the probe "
+            "measures its link with --reduction ring"
+        )
     if args.job == "train":
         check_registry_rules(args)
     if args.job == "train" and args.reduction not in PROBED_REDUCTIONS:
@@ -287,8 +402,9 @@ def check_model_arguments(args) -> None:
         return
     length = args.sequence_length or shape["sequenceLength"]
     if length > shape["sequenceLength"]:
-        raise BadArguments(f"--sequence-length {length} is more than {args.model}'s {shape['sequenceLength']} "
-                           "learned positions")
+        raise BadArguments(
+            f"--sequence-length {length} is more than {args.model}'s {shape['sequenceLength']} learned positions"
+        )
     width, heads = args.width or shape["width"], args.heads or shape["heads"]
     if width % heads:
         raise BadArguments(f"--width {width} must be a multiple of --heads {heads}")
@@ -301,11 +417,16 @@ def check_layout_arguments(args) -> None:
 
 
 # What a knob's belongsTo names (registry.json): the run's value on each axis, and how a message names the owners.
-_AXES = {"model": lambda args: MODEL_KIND[args.model], "parallelism": lambda args: args.parallelism,
-         "reduction": lambda args: args.reduction}
-_OWNERS = {"model": lambda owners: f"{' and '.join(owners)} models",
-           "parallelism": lambda owners: f"--parallelism {' or '.join(owners)}",
-           "reduction": lambda owners: f"--reduction {' or '.join(owners)}"}
+_AXES = {
+    "model": lambda args: MODEL_KIND[args.model],
+    "parallelism": lambda args: args.parallelism,
+    "reduction": lambda args: args.reduction,
+}
+_OWNERS = {
+    "model": lambda owners: f"{' and '.join(owners)} models",
+    "parallelism": lambda owners: f"--parallelism {' or '.join(owners)}",
+    "reduction": lambda owners: f"--reduction {' or '.join(owners)}",
+}
 
 
 def knob_is_set(args, name: str) -> bool:
@@ -358,12 +479,16 @@ def check_strategy_arguments(args) -> None:
     """PowerSGD, local SGD and the asynchronous server: what torch 1.13's hooks accept, and what ringlab does not do
     with them yet."""
     if args.reduction == "powersgd" and args.powersgd_start_iter < 2:
-        raise BadArguments("--powersgd-start-iter must be 2 or more: torch's PowerSGD with error feedback and warm "
-                           "start compresses from its second step at the earliest")
+        raise BadArguments(
+            "--powersgd-start-iter must be 2 or more: torch's PowerSGD with error feedback and warm "
+            "start compresses from its second step at the earliest"
+        )
     if args.checkpoint_dir is not None:
-        raise BadArguments(f"--reduction {args.reduction} keeps state of its own (PowerSGD's error feedback, local "
-                           "SGD's step count, the server's parameters) that ringlab's checkpoints do not hold yet: run "
-                           "it without checkpoints")
+        raise BadArguments(
+            f"--reduction {args.reduction} keeps state of its own (PowerSGD's error feedback, local "
+            "SGD's step count, the server's parameters) that ringlab's checkpoints do not hold yet: run "
+            "it without checkpoints"
+        )
 
 
 def check_training_arguments(args) -> None:
@@ -383,9 +508,11 @@ def check_training_arguments(args) -> None:
         args.checkpoint_dir = os.path.normpath(args.checkpoint_dir)
     check_fault_arguments(args, os.environ)
     if args.data_folder is not None and not os.path.isdir(args.data_folder):
-        raise BadArguments(f"--data {args.data}: no folder {args.data_folder} (on this node); is the shared "
-                           "storage mounted, and is the dataset there? Write one with `ringlab dataset <campaign>` "
-                           "(or `ringlab-worker dataset --out PATH`), or copy yours there in ImageNet's layout")
+        raise BadArguments(
+            f"--data {args.data}: no folder {args.data_folder} (on this node); is the shared "
+            "storage mounted, and is the dataset there? Write one with `ringlab dataset <campaign>` "
+            "(or `ringlab-worker dataset --out PATH`), or copy yours there in ImageNet's layout"
+        )
 
 
 def check_fault_arguments(args, env) -> None:
@@ -398,14 +525,18 @@ def check_fault_arguments(args, env) -> None:
         raise BadArguments(f"{flag} needs a multi-node run (RINGLAB_NUM_NODES, set by the launcher)")
     nodes = int(nodes_text)
     if args.fail_node is not None and args.fail_node >= nodes:
-        raise BadArguments(f"--fail-node {args.fail_node}: this run has nodes 0 to {nodes - 1}, and node 0 holds "
-                           "the rendezvous (its loss ends the run); choose 1 or more")
+        raise BadArguments(
+            f"--fail-node {args.fail_node}: this run has nodes 0 to {nodes - 1}, and node 0 holds "
+            "the rendezvous (its loss ends the run); choose 1 or more"
+        )
     if args.min_nodes is not None:
         if args.min_nodes > nodes:
             raise BadArguments(f"--min-nodes {args.min_nodes} is more than this run's {nodes} nodes")
         if args.max_restarts < 1 or args.checkpoint_dir is None:
-            raise BadArguments("--min-nodes: the nodes left go on only by restarting from a checkpoint; add "
-                               "--max-restarts 1 (or more) and --checkpoint-every")
+            raise BadArguments(
+                "--min-nodes: the nodes left go on only by restarting from a checkpoint; add "
+                "--max-restarts 1 (or more) and --checkpoint-every"
+            )
 
 
 def check_machine(args) -> None:

@@ -39,12 +39,16 @@ def support_problem(version_text: str) -> Tuple[Optional[str], Optional[str]]:
     """(refusal, warning) for this torch: a refusal below MINIMUM, a warning from MINIMUM up to TESTED_FROM."""
     version = release(version_text)
     if version < MINIMUM:
-        return (f"torch {version_text} is older than {_text(MINIMUM)}, the oldest ringlab supports (older releases' "
-                "weights-only loader can be made to run code: CVE-2025-32434, CVE-2026-24747); use the cpu image, "
-                f"or a GPU image on torch {_text(MINIMUM)} or newer (docker/worker/README.md)"), None
+        return (
+            f"torch {version_text} is older than {_text(MINIMUM)}, the oldest ringlab supports (older releases' "
+            "weights-only loader can be made to run code: CVE-2025-32434, CVE-2026-24747); use the cpu image, "
+            f"or a GPU image on torch {_text(MINIMUM)} or newer (docker/worker/README.md)"
+        ), None
     if version < TESTED_FROM:
-        return None, (f"ringlab-worker: warning: torch {version_text} is supported but not tested; CI tests "
-                      f"{_text(TESTED_FROM)} and newer")
+        return None, (
+            f"ringlab-worker: warning: torch {version_text} is supported but not tested; CI tests "
+            f"{_text(TESTED_FROM)} and newer"
+        )
     return None, None
 
 

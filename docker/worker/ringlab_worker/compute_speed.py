@@ -38,7 +38,7 @@ def compute_gflops(device: torch.device, seconds: float, synchronize=lambda: Non
         if products % 8 == 0:
             synchronize()
             if time.perf_counter() - wall_started >= seconds:
-                return products * 2 * _SIZE ** 3 / (clock() - started) / 1e9
+                return products * 2 * _SIZE**3 / (clock() - started) / 1e9
 
 
 def measure_compute_speed(world, seconds: float):

@@ -82,9 +82,13 @@ class TrainConfig:
         shape = language_shape(config.model)
         if shape is None:
             return replace(config, image_size=config.image_size or NATIVE_IMAGE_SIZE[config.model])
-        return replace(config, sequence_length=config.sequence_length or shape["sequenceLength"],
-                       layers=config.layers or shape["layers"], width=config.width or shape["width"],
-                       heads=config.heads or shape["heads"])
+        return replace(
+            config,
+            sequence_length=config.sequence_length or shape["sequenceLength"],
+            layers=config.layers or shape["layers"],
+            width=config.width or shape["width"],
+            heads=config.heads or shape["heads"],
+        )
 
     @property
     def technique(self) -> str:

@@ -42,8 +42,10 @@ def parse_data_source(text: str, env=None):
         if not _DATASET_NAME.fullmatch(value):
             raise BadArguments(f"--data dataset:{value}: a dataset's name is lower-case letters, digits and '-'")
         if not os.path.isabs(shared):
-            raise BadArguments(f"--data dataset:{value} needs {SHARED_DIR_ENV}, the shared storage's absolute path "
-                               "(ringlab's launchers set it); elsewhere use --data folder:PATH")
+            raise BadArguments(
+                f"--data dataset:{value} needs {SHARED_DIR_ENV}, the shared storage's absolute path "
+                "(ringlab's launchers set it); elsewhere use --data folder:PATH"
+            )
         return os.path.join(os.path.normpath(shared), "datasets", value)
     if kind != "folder" or not value:
         raise BadArguments(f"--data must be 'synthetic', 'folder:<path>' or 'dataset:<name>', got '{text}'")
@@ -54,6 +56,7 @@ def parse_data_source(text: str, env=None):
 
 # --- generating ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class DatasetSpec:
     classes: int
@@ -63,10 +66,16 @@ class DatasetSpec:
     seed: int
 
     def manifest(self) -> dict:
-        return {"format": DATASET_FORMAT, "classes": self.classes, "imagesPerClass": self.images_per_class,
-                "imageSize": self.image_size, "heldOut": self.held_out, "seed": self.seed,
-                "trainImages": self.classes * (self.images_per_class - self.val_per_class()),
-                "valImages": self.classes * self.val_per_class()}
+        return {
+            "format": DATASET_FORMAT,
+            "classes": self.classes,
+            "imagesPerClass": self.images_per_class,
+            "imageSize": self.image_size,
+            "heldOut": self.held_out,
+            "seed": self.seed,
+            "trainImages": self.classes * (self.images_per_class - self.val_per_class()),
+            "valImages": self.classes * self.val_per_class(),
+        }
 
     def val_per_class(self) -> int:
         return round(self.images_per_class * self.held_out)
@@ -79,11 +88,15 @@ class DatasetSpec:
         if not 0 < self.held_out < 1:
             raise BadArguments(f"--held-out must be above 0 and below 1, got {self.held_out}")
         if self.val_per_class() < 1:
-            raise BadArguments(f"--images-per-class {self.images_per_class} with --held-out {self.held_out} holds out "
-                               "no image per class (time to train measures accuracy on them); raise either")
+            raise BadArguments(
+                f"--images-per-class {self.images_per_class} with --held-out {self.held_out} holds out "
+                "no image per class (time to train measures accuracy on them); raise either"
+            )
         if self.images_per_class - self.val_per_class() < 1:
-            raise BadArguments(f"--images-per-class {self.images_per_class} with --held-out {self.held_out} leaves "
-                               "no training image per class")
+            raise BadArguments(
+                f"--images-per-class {self.images_per_class} with --held-out {self.held_out} leaves "
+                "no training image per class"
+            )
 
 
 def class_image(spec: DatasetSpec, label: int, index: int):
@@ -108,8 +121,10 @@ def import_pil():
     try:
         from PIL import Image
     except ImportError as error:
-        raise BadArguments(f"JPEG files need Pillow, but `from PIL import Image` failed ({error}); install Pillow "
-                           "(Debian: python3-pil; pip: pillow)") from error
+        raise BadArguments(
+            f"JPEG files need Pillow, but `from PIL import Image` failed ({error}); install Pillow "
+            "(Debian: python3-pil; pip: pillow)"
+        ) from error
     return Image
 
 
@@ -123,16 +138,22 @@ def write_dataset(root: str, spec: DatasetSpec, log=print) -> bool:
     if os.path.exists(root):
         existing = _read_manifest(manifest_path)
         if existing == wanted:
-            log(f"dataset: {root} is already there ({wanted['trainImages']} training and {wanted['valImages']} "
-                "held-out images)")
+            log(
+                f"dataset: {root} is already there ({wanted['trainImages']} training and {wanted['valImages']} "
+                "held-out images)"
+            )
             return False
         if existing is None:
-            raise BadArguments(f"{root} exists and is not a dataset ringlab wrote (no {MANIFEST}); choose another "
-                               "path, or remove it yourself")
-        differences = ", ".join(f"{key} {existing.get(key)} -> {value}" for key, value in wanted.items()
-                                if existing.get(key) != value)
-        raise BadArguments(f"{root} holds another dataset ({differences}); give this one another name, or remove "
-                           "the old one yourself")
+            raise BadArguments(
+                f"{root} exists and is not a dataset ringlab wrote (no {MANIFEST}); choose another "
+                "path, or remove it yourself"
+            )
+        differences = ", ".join(
+            f"{key} {existing.get(key)} -> {value}" for key, value in wanted.items() if existing.get(key) != value
+        )
+        raise BadArguments(
+            f"{root} holds another dataset ({differences}); give this one another name, or remove the old one yourself"
+        )
     # Written in a new folder of its own (mkdtemp: never one that exists, nor through a link someone planted in
     # the shared folder at a name they could guess), then renamed into place.
     os.makedirs(os.path.dirname(os.path.abspath(root)), exist_ok=True)
@@ -145,7 +166,8 @@ def write_dataset(root: str, spec: DatasetSpec, log=print) -> bool:
                 folder = os.path.join(partial, split, f"class{label:03d}")
                 os.makedirs(folder, exist_ok=True)
                 Image.fromarray(class_image(spec, label, index)).save(
-                    os.path.join(folder, f"{index:06d}.jpg"), quality=JPEG_QUALITY)
+                    os.path.join(folder, f"{index:06d}.jpg"), quality=JPEG_QUALITY
+                )
             if (label + 1) % max(1, spec.classes // 10) == 0 or label + 1 == spec.classes:
                 log(f"dataset: {label + 1}/{spec.classes} classes written", flush=True)
         with open(os.path.join(partial, MANIFEST), "w", encoding="utf-8") as out:
@@ -156,8 +178,10 @@ def write_dataset(root: str, spec: DatasetSpec, log=print) -> bool:
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    log(f"dataset: wrote {root} ({wanted['trainImages']} training and {wanted['valImages']} held-out images of "
-        f"{spec.image_size}x{spec.image_size} pixels, {spec.classes} classes)")
+    log(
+        f"dataset: wrote {root} ({wanted['trainImages']} training and {wanted['valImages']} held-out images of "
+        f"{spec.image_size}x{spec.image_size} pixels, {spec.classes} classes)"
+    )
     return True
 
 
@@ -176,32 +200,45 @@ def run_dataset(args) -> int:
 
         write_corpus(out, args.held_out)
         return 0
-    write_dataset(out, DatasetSpec(classes=args.classes, images_per_class=args.images_per_class,
-                                   image_size=args.image_size, held_out=args.held_out, seed=args.seed))
+    write_dataset(
+        out,
+        DatasetSpec(
+            classes=args.classes,
+            images_per_class=args.images_per_class,
+            image_size=args.image_size,
+            held_out=args.held_out,
+            seed=args.seed,
+        ),
+    )
     return 0
 
 
 # --- reading ------------------------------------------------------------------------------------------------
+
 
 def list_image_folder(folder: str) -> Tuple[List[str], List[Tuple[str, int]]]:
     """(class names, [(path, label)]) of one split, as torchvision's ImageFolder lists it: classes are the
     sorted subfolders, images the files with an image suffix inside them. Raises BadArguments when the folder
     is missing, has no class folders or no images."""
     if not os.path.isdir(folder):
-        raise BadArguments(f"no folder {folder}: a dataset needs train/ and val/ folders of class folders "
-                           "(ImageNet's layout); make one with `ringlab-worker dataset --out <path>`")
+        raise BadArguments(
+            f"no folder {folder}: a dataset needs train/ and val/ folders of class folders "
+            "(ImageNet's layout); make one with `ringlab-worker dataset --out <path>`"
+        )
     classes = sorted(entry.name for entry in os.scandir(folder) if entry.is_dir())
     if not classes:
         raise BadArguments(f"{folder} has no class folders: expected {folder}/<class>/<image>.jpg (ImageNet's layout)")
     samples = []
     for label, name in enumerate(classes):
         with os.scandir(os.path.join(folder, name)) as entries:
-            files = sorted(entry.name for entry in entries
-                           if entry.is_file() and entry.name.lower().endswith(IMAGE_SUFFIXES))
+            files = sorted(
+                entry.name for entry in entries if entry.is_file() and entry.name.lower().endswith(IMAGE_SUFFIXES)
+            )
         samples.extend((os.path.join(folder, name, file), label) for file in files)
     if not samples:
-        raise BadArguments(f"{folder} has {len(classes)} class folders but no images in them "
-                           f"({', '.join(IMAGE_SUFFIXES)})")
+        raise BadArguments(
+            f"{folder} has {len(classes)} class folders but no images in them ({', '.join(IMAGE_SUFFIXES)})"
+        )
     return classes, samples
 
 
@@ -210,8 +247,10 @@ def check_dataset(root: str) -> dict:
     train_classes, train = list_image_folder(os.path.join(root, "train"))
     val_classes, val = list_image_folder(os.path.join(root, "val"))
     if val_classes != train_classes:
-        raise BadArguments(f"{root}: val/ has classes {val_classes[:5]}..., train/ {train_classes[:5]}...; both "
-                           "splits need the same class folders")
+        raise BadArguments(
+            f"{root}: val/ has classes {val_classes[:5]}..., train/ {train_classes[:5]}...; both "
+            "splits need the same class folders"
+        )
     return {"path": root, "classes": len(train_classes), "trainImages": len(train), "valImages": len(val)}
 
 
@@ -258,13 +297,17 @@ def describe_folder_data(info: dict, args) -> dict:
 def check_dataset_trainable(info: dict, num_classes: int, args, world) -> None:
     """A dataset this run can train on: labels the model can output, one full batch per rank at least."""
     if info["classes"] > num_classes:
-        raise BadArguments(f"{info['path']} has {info['classes']} classes, but --model {args.model} has "
-                           f"{num_classes} outputs; use a dataset with at most {num_classes} classes or another model")
+        raise BadArguments(
+            f"{info['path']} has {info['classes']} classes, but --model {args.model} has "
+            f"{num_classes} outputs; use a dataset with at most {num_classes} classes or another model"
+        )
     needed = world.size * args.batch_size
     if info["trainImages"] < needed:
-        raise BadArguments(f"{info['path']}/train has {info['trainImages']} images, fewer than one batch for every "
-                           f"rank ({world.size} ranks x batch size {args.batch_size} = {needed}); use a larger "
-                           "dataset or a smaller --batch-size")
+        raise BadArguments(
+            f"{info['path']}/train has {info['trainImages']} images, fewer than one batch for every "
+            f"rank ({world.size} ranks x batch size {args.batch_size} = {needed}); use a larger "
+            "dataset or a smaller --batch-size"
+        )
 
 
 def make_loader(dataset, world, batch_size: int, workers: int, shuffle: bool, drop_last: bool):
@@ -274,11 +317,19 @@ def make_loader(dataset, world, batch_size: int, workers: int, shuffle: bool, dr
     import torch
     from torch.utils.data import DataLoader
 
-    sampler = _resumable_sampler()(dataset, num_replicas=world.size, rank=world.rank, shuffle=shuffle, seed=0,
-                                   drop_last=drop_last)
-    return DataLoader(dataset, batch_size=batch_size, sampler=sampler, num_workers=workers,
-                      pin_memory=world.device.type == "cuda", drop_last=drop_last,
-                      persistent_workers=workers > 0, generator=torch.Generator().manual_seed(0))
+    sampler = _resumable_sampler()(
+        dataset, num_replicas=world.size, rank=world.rank, shuffle=shuffle, seed=0, drop_last=drop_last
+    )
+    return DataLoader(
+        dataset,
+        batch_size=batch_size,
+        sampler=sampler,
+        num_workers=workers,
+        pin_memory=world.device.type == "cuda",
+        drop_last=drop_last,
+        persistent_workers=workers > 0,
+        generator=torch.Generator().manual_seed(0),
+    )
 
 
 @functools.lru_cache(maxsize=None)

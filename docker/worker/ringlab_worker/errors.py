@@ -6,8 +6,12 @@ EXIT_BAD_ARGUMENTS = 2  # also: a combination this machine cannot run (amp witho
 EXIT_TIMEOUT = 3  # rendezvous did not complete, or a peer stopped answering, within --timeout-seconds
 EXIT_PEER_FAILED = 4  # a rank crashed, was killed, or dropped its connection
 
-MEANING = {EXIT_OTHER: "failed", EXIT_BAD_ARGUMENTS: "bad arguments", EXIT_TIMEOUT: "a peer did not answer in time",
-           EXIT_PEER_FAILED: "a peer failed"}
+MEANING = {
+    EXIT_OTHER: "failed",
+    EXIT_BAD_ARGUMENTS: "bad arguments",
+    EXIT_TIMEOUT: "a peer did not answer in time",
+    EXIT_PEER_FAILED: "a peer failed",
+}
 
 
 class WorkerError(Exception):

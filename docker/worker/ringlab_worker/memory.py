@@ -69,13 +69,23 @@ class PeakMemory:
     def _mine(self) -> dict:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-            return {"peakBytes": torch.cuda.max_memory_allocated(self.device),
-                    "peakReservedBytes": torch.cuda.max_memory_reserved(self.device), "baselineBytes": self.baseline}
-        return {"peakBytes": _status_bytes("VmHWM"), "baselineBytes": self.baseline,
-                "residentAnonymousBytes": _status_bytes("RssAnon"), **_launcher()}
+            return {
+                "peakBytes": torch.cuda.max_memory_allocated(self.device),
+                "peakReservedBytes": torch.cuda.max_memory_reserved(self.device),
+                "baselineBytes": self.baseline,
+            }
+        return {
+            "peakBytes": _status_bytes("VmHWM"),
+            "baselineBytes": self.baseline,
+            "residentAnonymousBytes": _status_bytes("RssAnon"),
+            **_launcher(),
+        }
 
     def result(self) -> dict:
         ranks = [None] * dist.get_world_size()
         dist.all_gather_object(ranks, self._mine())
-        return {"method": "cuda-allocator" if self.device.type == "cuda" else "resident-set", "peakSince": self.since,
-                "perRank": ranks}
+        return {
+            "method": "cuda-allocator" if self.device.type == "cuda" else "resident-set",
+            "peakSince": self.since,
+            "perRank": ranks,
+        }

@@ -17,8 +17,10 @@ LIBRARIES = ("torch", "mpi")
 def check_started_by_mpirun(env=os.environ) -> None:
     """Before MPI_Init, which outside mpirun would make a world of one and hang the others at the first sum."""
     if not env.get("OMPI_COMM_WORLD_SIZE"):
-        raise BadArguments("--library mpi: this process was not started by mpirun (OMPI_COMM_WORLD_SIZE is unset); "
-                           "run the probe with ringlab's mpi launcher (campaign.launcher: mpi)")
+        raise BadArguments(
+            "--library mpi: this process was not started by mpirun (OMPI_COMM_WORLD_SIZE is unset); "
+            "run the probe with ringlab's mpi launcher (campaign.launcher: mpi)"
+        )
 
 
 def mpi_sum(world):
@@ -32,8 +34,10 @@ def mpi_sum(world):
 
     comm = MPI.COMM_WORLD
     if (comm.Get_rank(), comm.Get_size()) != (world.rank, world.size):
-        raise BadArguments(f"--library mpi: MPI rank {comm.Get_rank()} of {comm.Get_size()} is torch rank {world.rank} of "
-                           f"{world.size}; the probe through MPI runs one process per node")
+        raise BadArguments(
+            f"--library mpi: MPI rank {comm.Get_rank()} of {comm.Get_size()} is torch rank {world.rank} of "
+            f"{world.size}; the probe through MPI runs one process per node"
+        )
 
     def sum_(tensor):
         comm.Allreduce(MPI.IN_PLACE, tensor.numpy(), op=MPI.SUM)

@@ -44,8 +44,11 @@ def measure_reference(world, env=os.environ):
 def _start_server():
     try:
         # Its output is not read: piped, iperf3 holds "Server listening" in its buffer. The socket table says instead.
-        server = subprocess.Popen(["iperf3", "--server", "--one-off", "--port", str(PORT)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            ["iperf3", "--server", "--one-off", "--port", str(PORT)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     except FileNotFoundError:
         raise WorkerError(_NOT_INSTALLED) from None
     deadline = time.monotonic() + _START_TIMEOUT
@@ -55,8 +58,10 @@ def _start_server():
         time.sleep(0.05)
     server.kill()
     server.wait()
-    raise WorkerError(f"iperf3's server on port {PORT} did not start listening within {_START_TIMEOUT} s "
-                      f"(exit code {server.returncode}; is the port taken?)")
+    raise WorkerError(
+        f"iperf3's server on port {PORT} did not start listening within {_START_TIMEOUT} s "
+        f"(exit code {server.returncode}; is the port taken?)"
+    )
 
 
 def _listening(port: int) -> bool:
@@ -76,8 +81,12 @@ def _listening(port: int) -> bool:
 
 def _send(head: str) -> float:
     try:
-        done = subprocess.run(["iperf3", "--client", head, "--port", str(PORT), "--time", str(SECONDS), "--json"],
-                              capture_output=True, text=True, timeout=SECONDS + 30)
+        done = subprocess.run(
+            ["iperf3", "--client", head, "--port", str(PORT), "--time", str(SECONDS), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=SECONDS + 30,
+        )
     except FileNotFoundError:
         raise WorkerError(_NOT_INSTALLED) from None
     try:

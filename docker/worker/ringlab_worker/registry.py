@@ -20,16 +20,22 @@ with PATH.open(encoding="utf-8") as _file:
 MODELS = tuple(_REGISTRY["models"])
 MODEL_KIND = {name: model["kind"] for name, model in _REGISTRY["models"].items()}
 PARAMETER_COUNT = {name: model["parameters"] for name, model in _REGISTRY["models"].items()}
-NATIVE_IMAGE_SIZE = {name: model["imageSize"] for name, model in _REGISTRY["models"].items() if model["kind"] == "image"}
+NATIVE_IMAGE_SIZE = {
+    name: model["imageSize"] for name, model in _REGISTRY["models"].items() if model["kind"] == "image"
+}
 _SHAPE_FIELDS = ("layers", "width", "heads", "sequenceLength", "vocab")
-LANGUAGE_SHAPE = {name: {field: model[field] for field in _SHAPE_FIELDS}
-                  for name, model in _REGISTRY["models"].items() if model["kind"] == "language"}
+LANGUAGE_SHAPE = {
+    name: {field: model[field] for field in _SHAPE_FIELDS}
+    for name, model in _REGISTRY["models"].items()
+    if model["kind"] == "language"
+}
 
 
 def language_shape(model: str):
     """A language model's shape as registry.json gives it ({layers, width, heads, sequenceLength, vocab}); None for an
     image model."""
     return LANGUAGE_SHAPE.get(model)
+
 
 # How gradients are summed (communication strategies), in the file's order.
 REDUCTIONS = tuple(_REGISTRY["reductions"])

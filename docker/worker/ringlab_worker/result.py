@@ -16,24 +16,61 @@ LAUNCHED_AT_ENV = "RINGLAB_LAUNCHED_AT"
 
 # CLI destinations -> the camelCase names the record uses.
 _KNOB_NAMES = {
-    "device": "device", "timeout_seconds": "timeoutSeconds", "output": "output",
-    "model": "model", "batch_size": "batchSize", "num_warmup_batches": "numWarmupBatches",
-    "num_batches_per_iter": "numBatchesPerIter", "num_iters": "numIters", "image_size": "imageSize",
-    "precision": "precision", "bucket_cap_mb": "bucketCapMb", "fp16_allreduce": "fp16Allreduce",
-    "nccl_algo_ring": "ncclAlgoRing", "engine": "engine", "channels_last": "channelsLast",
-    "min_bytes": "minBytes", "max_bytes": "maxBytes", "step_factor": "stepFactor",
-    "warmup_iters": "warmupIters", "iters": "iters", "reduction": "reduction",
-    "learning_rate": "learningRate", "momentum": "momentum", "data": "data", "loader_workers": "loaderWorkers",
-    "epochs": "epochs", "target_accuracy": "targetAccuracy", "checkpoint_dir": "checkpointDir",
-    "checkpoint_every": "checkpointEvery", "max_restarts": "maxRestarts", "fail_at_step": "failAtStep",
-    "fail_rank": "failRank", "fail_node": "failNode", "min_nodes": "minNodes", "library": "library", "reference": "reference",
+    "device": "device",
+    "timeout_seconds": "timeoutSeconds",
+    "output": "output",
+    "model": "model",
+    "batch_size": "batchSize",
+    "num_warmup_batches": "numWarmupBatches",
+    "num_batches_per_iter": "numBatchesPerIter",
+    "num_iters": "numIters",
+    "image_size": "imageSize",
+    "precision": "precision",
+    "bucket_cap_mb": "bucketCapMb",
+    "fp16_allreduce": "fp16Allreduce",
+    "nccl_algo_ring": "ncclAlgoRing",
+    "engine": "engine",
+    "channels_last": "channelsLast",
+    "min_bytes": "minBytes",
+    "max_bytes": "maxBytes",
+    "step_factor": "stepFactor",
+    "warmup_iters": "warmupIters",
+    "iters": "iters",
+    "reduction": "reduction",
+    "learning_rate": "learningRate",
+    "momentum": "momentum",
+    "data": "data",
+    "loader_workers": "loaderWorkers",
+    "epochs": "epochs",
+    "target_accuracy": "targetAccuracy",
+    "checkpoint_dir": "checkpointDir",
+    "checkpoint_every": "checkpointEvery",
+    "max_restarts": "maxRestarts",
+    "fail_at_step": "failAtStep",
+    "fail_rank": "failRank",
+    "fail_node": "failNode",
+    "min_nodes": "minNodes",
+    "library": "library",
+    "reference": "reference",
     "collective": "collective",
-    "powersgd_rank": "powersgdRank", "powersgd_start_iter": "powersgdStartIter", "local_sgd_period": "localSgdPeriod",
-    "local_sgd_warmup": "localSgdWarmup", "async_staleness": "asyncStaleness",
-    "sequence_length": "sequenceLength", "layers": "layers", "width": "width", "heads": "heads",
-    "optimizer": "optimizer", "activation_checkpointing": "activationCheckpointing", "parallelism": "parallelism",
-    "fsdp_sharding": "fsdpSharding", "fsdp_prefetch": "fsdpPrefetch", "fsdp_cpu_offload": "fsdpCpuOffload",
-    "tensor_degree": "tensorDegree", "pipeline_stages": "pipelineStages", "micro_batches": "microBatches",
+    "powersgd_rank": "powersgdRank",
+    "powersgd_start_iter": "powersgdStartIter",
+    "local_sgd_period": "localSgdPeriod",
+    "local_sgd_warmup": "localSgdWarmup",
+    "async_staleness": "asyncStaleness",
+    "sequence_length": "sequenceLength",
+    "layers": "layers",
+    "width": "width",
+    "heads": "heads",
+    "optimizer": "optimizer",
+    "activation_checkpointing": "activationCheckpointing",
+    "parallelism": "parallelism",
+    "fsdp_sharding": "fsdpSharding",
+    "fsdp_prefetch": "fsdpPrefetch",
+    "fsdp_cpu_offload": "fsdpCpuOffload",
+    "tensor_degree": "tensorDegree",
+    "pipeline_stages": "pipelineStages",
+    "micro_batches": "microBatches",
     "pipeline_schedule": "pipelineSchedule",
 }
 
@@ -65,8 +102,13 @@ def _nvidia_driver() -> Optional[str]:
     if shutil.which("nvidia-smi") is None:
         return None
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20, check=True).stdout
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
         return out.strip().splitlines()[0] if out.strip() else None
     except (OSError, subprocess.SubprocessError):
         return None  # a broken driver is reported by the GPU job itself; provenance stays best effort
@@ -96,8 +138,14 @@ def gpu_provenance(properties, cudnn_version: Optional[int], nccl_version, drive
 
 def cpu_provenance() -> dict:
     """The same fields on a CPU run: the GPU's are null, so every record has the same shape."""
-    return {"deviceModel": _cpu_model(), "gpuMemoryBytes": None, "gpuComputeCapability": None, "cudnn": None,
-            "nccl": None, "nvidiaDriver": None}
+    return {
+        "deviceModel": _cpu_model(),
+        "gpuMemoryBytes": None,
+        "gpuComputeCapability": None,
+        "cudnn": None,
+        "nccl": None,
+        "nvidiaDriver": None,
+    }
 
 
 def allocator() -> str:
@@ -116,8 +164,9 @@ def provenance(device, started_at: str) -> dict:
 
     if device.type == "cuda":
         nccl = torch.cuda.nccl.version() if torch.distributed.is_nccl_available() else None
-        hardware = gpu_provenance(torch.cuda.get_device_properties(device), torch.backends.cudnn.version(), nccl,
-                                  _nvidia_driver())
+        hardware = gpu_provenance(
+            torch.cuda.get_device_properties(device), torch.backends.cudnn.version(), nccl, _nvidia_driver()
+        )
     else:
         hardware = cpu_provenance()
     return {

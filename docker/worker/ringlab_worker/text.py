@@ -34,7 +34,9 @@ def stdlib_files(root: str):
     """The standard library's *.py files under `root`, relative paths in sorted order (installed packages left out)."""
     found = []
     for folder, subfolders, files in os.walk(root):
-        subfolders[:] = sorted(name for name in subfolders if name not in ("site-packages", "dist-packages", "__pycache__"))
+        subfolders[:] = sorted(
+            name for name in subfolders if name not in ("site-packages", "dist-packages", "__pycache__")
+        )
         found.extend(os.path.relpath(os.path.join(folder, name), root) for name in files if name.endswith(".py"))
     return sorted(found)
 
@@ -56,17 +58,25 @@ def write_corpus(out: str, held_out: float, log=print) -> bool:
     text, file_count = corpus_bytes(root)
     cut = len(text) - round(len(text) * held_out)
     splits = {"train.bin": text[:cut], "val.bin": text[cut:]}
-    manifest = {"format": CORPUS_FORMAT, "source": SOURCE, "python": platform.python_version(), "files": file_count,
-                "heldOut": held_out, "vocabulary": BYTE_VOCABULARY,
-                "tokens": {name: len(data) for name, data in splits.items()},
-                "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in splits.items()}}
+    manifest = {
+        "format": CORPUS_FORMAT,
+        "source": SOURCE,
+        "python": platform.python_version(),
+        "files": file_count,
+        "heldOut": held_out,
+        "vocabulary": BYTE_VOCABULARY,
+        "tokens": {name: len(data) for name, data in splits.items()},
+        "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in splits.items()},
+    }
     existing = _read_manifest(os.path.join(out, MANIFEST))
     if os.path.exists(out):
         if existing == manifest:
             log(f"corpus: {out} is already there ({manifest['tokens']['train.bin']} training tokens)")
             return False
-        raise BadArguments(f"{out} exists and holds another dataset or corpus; give this one another name, or remove "
-                           "the old one yourself")
+        raise BadArguments(
+            f"{out} exists and holds another dataset or corpus; give this one another name, or remove "
+            "the old one yourself"
+        )
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     partial = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(out)), prefix=f"{os.path.basename(out)}.partial-")
     try:
@@ -81,8 +91,10 @@ def write_corpus(out: str, held_out: float, log=print) -> bool:
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    log(f"corpus: wrote {out} ({file_count} files of Python {manifest['python']}'s standard library, "
-        f"{manifest['tokens']['train.bin']} training and {manifest['tokens']['val.bin']} held-out byte tokens)")
+    log(
+        f"corpus: wrote {out} ({file_count} files of Python {manifest['python']}'s standard library, "
+        f"{manifest['tokens']['train.bin']} training and {manifest['tokens']['val.bin']} held-out byte tokens)"
+    )
     return True
 
 
@@ -102,13 +114,19 @@ def is_corpus(root: str) -> bool:
 def check_corpus(root: str, sequence_length: int) -> dict:
     manifest = _read_manifest(os.path.join(root, MANIFEST))
     if not isinstance(manifest, dict) or manifest.get("format") != CORPUS_FORMAT:
-        raise BadArguments(f"{root} is not a text corpus (no {MANIFEST} of format {CORPUS_FORMAT}); a language model "
-                           "reads one written by `ringlab-worker dataset --kind text --out PATH`")
+        raise BadArguments(
+            f"{root} is not a text corpus (no {MANIFEST} of format {CORPUS_FORMAT}); a language model "
+            "reads one written by `ringlab-worker dataset --kind text --out PATH`"
+        )
     tokens = os.path.getsize(os.path.join(root, "train.bin"))
     if tokens <= sequence_length + 1:
         raise BadArguments(f"{root}/train.bin holds {tokens} tokens, fewer than one sequence of {sequence_length + 1}")
-    return {"path": root, "source": manifest.get("source"), "trainTokens": tokens,
-            "sha256": manifest.get("sha256", {}).get("train.bin")}
+    return {
+        "path": root,
+        "source": manifest.get("source"),
+        "trainTokens": tokens,
+        "sha256": manifest.get("sha256", {}).get("train.bin"),
+    }
 
 
 class TokenBatches:
@@ -132,7 +150,7 @@ class TokenBatches:
         rng = np.random.default_rng([0, self.replica, self.step])
         self.step += 1
         starts = rng.integers(0, len(self.tokens) - length, size=config.batch_size)
-        windows = np.stack([self.tokens[start:start + length] for start in starts]).astype(np.int64)
+        windows = np.stack([self.tokens[start : start + length] for start in starts]).astype(np.int64)
         batch = torch.from_numpy(windows).to(self.trainer.world.device)
         return batch[:, :-1].contiguous(), batch[:, 1:].contiguous()
 

@@ -65,14 +65,31 @@ class TimeToTrainState:
 
     def saved_state(self, world, trainer) -> dict:
         """What rank 0 saves every --checkpoint-every steps (the file format: keys and their order)."""
-        return {"step": self.step, "epoch": self.epoch, "batchInEpoch": self.batch_in_epoch, "worldSize": world.size,
-                "config": self.config, **trainer.checkpoint_state(), "epochs": self.epochs, "lossCurve": self.curve,
-                "firstStartedAt": self.first_started_at, "epochStartedAt": self.epoch_started_at}
+        return {
+            "step": self.step,
+            "epoch": self.epoch,
+            "batchInEpoch": self.batch_in_epoch,
+            "worldSize": world.size,
+            "config": self.config,
+            **trainer.checkpoint_state(),
+            "epochs": self.epochs,
+            "lossCurve": self.curve,
+            "firstStartedAt": self.first_started_at,
+            "epochStartedAt": self.epoch_started_at,
+        }
 
     def progress_record(self, world, now: float, **extra) -> dict:
         """progress.json: how far this attempt got and when, for the accounting of the next one."""
-        return {"attempt": self.attempt, "step": self.step, "time": now, "firstStartedAt": self.first_started_at,
-                "restarts": self.restarts, "nodes": world.nodes, "worldSize": world.size, **extra}
+        return {
+            "attempt": self.attempt,
+            "step": self.step,
+            "time": now,
+            "firstStartedAt": self.first_started_at,
+            "restarts": self.restarts,
+            "nodes": world.nodes,
+            "worldSize": world.size,
+            **extra,
+        }
 
 
 def run_time_to_train(args, world, trainer) -> dict:
@@ -81,9 +98,12 @@ def run_time_to_train(args, world, trainer) -> dict:
     val_set = data.ImageFolderDataset(os.path.join(root, "val"), args.image_size)
     log = print if world.is_reporter else (lambda *a, **k: None)
     run = _resume(args, world, trainer, log)
-    log(trainer.describe() + f", data {root} ({info['trainImages']} training images, {len(loader)} steps per "
-        f"epoch), {args.epochs} epochs" + (f" or {100 * args.target_accuracy:g} % held-out accuracy"
-                                           if args.target_accuracy else ""), flush=True)
+    log(
+        trainer.describe() + f", data {root} ({info['trainImages']} training images, {len(loader)} steps per "
+        f"epoch), {args.epochs} epochs"
+        + (f" or {100 * args.target_accuracy:g} % held-out accuracy" if args.target_accuracy else ""),
+        flush=True,
+    )
     curve_every = max(1, len(loader) // CURVE_POINTS_PER_EPOCH)
     for record in run.epochs:
         if args.target_accuracy is not None and record["heldOutAccuracy"] >= args.target_accuracy:
@@ -96,8 +116,11 @@ def run_time_to_train(args, world, trainer) -> dict:
     if run.progress and world.is_reporter:
         run.progress.write(run.progress_record(world, ended_at, finished=True), now=True)
     time_to_train = ended_at - run.first_started_at
-    log(f"Time to train: {time_to_train:.1f} s" + (f" (target reached at epoch {run.reached_at_epoch})"
-                                                   if run.reached_at_epoch else ""), flush=True)
+    log(
+        f"Time to train: {time_to_train:.1f} s"
+        + (f" (target reached at epoch {run.reached_at_epoch})" if run.reached_at_epoch else ""),
+        flush=True,
+    )
     return _metrics(args, world, trainer, info, run, time_to_train)
 
 
@@ -106,8 +129,14 @@ def _resume(args, world, trainer, log) -> TimeToTrainState:
     the restart accounted for."""
     # A checkpoint of another configuration is refused rather than resumed (train longer: more epochs is allowed;
     # an elastic run, --min-nodes, goes on at another world size).
-    config = {"model": args.model, "batchSize": args.batch_size, "data": args.data_folder,
-              "imageSize": args.image_size, "learningRate": args.learning_rate, "momentum": args.momentum}
+    config = {
+        "model": args.model,
+        "batchSize": args.batch_size,
+        "data": args.data_folder,
+        "imageSize": args.image_size,
+        "learningRate": args.learning_rate,
+        "momentum": args.momentum,
+    }
     if args.min_nodes is None:
         config["worldSize"] = world.size
     attempt = attempt_number()
@@ -117,9 +146,15 @@ def _resume(args, world, trainer, log) -> TimeToTrainState:
     progress = checkpoint.ProgressWriter(args.checkpoint_dir, PROGRESS_EVERY_SECONDS) if args.checkpoint_dir else None
     state = _restore(args, world, trainer, config) if args.checkpoint_dir else None
     first_started_at = previous["firstStartedAt"] if previous else checkpoint.now()
-    run = TimeToTrainState(config=config, attempt=attempt, first_started_at=first_started_at,
-                   epoch_started_at=state["epochStartedAt"] if state else first_started_at, progress=progress,
-                   restarts=list(previous["restarts"]) if previous else [], resumed=state)
+    run = TimeToTrainState(
+        config=config,
+        attempt=attempt,
+        first_started_at=first_started_at,
+        epoch_started_at=state["epochStartedAt"] if state else first_started_at,
+        progress=progress,
+        restarts=list(previous["restarts"]) if previous else [],
+        resumed=state,
+    )
     if state:
         run.step, run.epoch = state["step"], state["epoch"]
         run.batch_in_epoch = resumed_batch_in_epoch(state, args.batch_size, world.size)
@@ -133,16 +168,31 @@ def _count_restart(previous: dict, run: TimeToTrainState, world, log) -> None:
     """Adds this restart to run.restarts: where the last attempt stopped, where this one resumes, what it cost."""
     resumed_at = checkpoint.now()
     recovery = round(resumed_at - previous["time"], 3)
-    run.restarts.append({
-        "restart": len(run.restarts) + 1, "failedAfterStep": previous["step"], "resumedFromStep": run.step,
-        "stepsRedone": max(0, previous["step"] - run.step), "stoppedAt": previous["time"],
-        "recoverySeconds": recovery, "secondsLost": recovery if run.step >= previous["step"] else None,
-        "nodesBefore": previous.get("nodes"), "nodesAfter": world.nodes,
-        "worldSizeBefore": previous.get("worldSize"), "worldSizeAfter": world.size})
-    fewer = (f"; {previous['nodes'] - world.nodes} node(s) lost, going on with {world.nodes}"
-             if previous.get("nodes", world.nodes) > world.nodes else "")
-    log(f"Restart {len(run.restarts)}: the last attempt reached step {previous['step']}; resuming from step "
-        f"{run.step} ({recovery:.1f} s after it stopped){fewer}", flush=True)
+    run.restarts.append(
+        {
+            "restart": len(run.restarts) + 1,
+            "failedAfterStep": previous["step"],
+            "resumedFromStep": run.step,
+            "stepsRedone": max(0, previous["step"] - run.step),
+            "stoppedAt": previous["time"],
+            "recoverySeconds": recovery,
+            "secondsLost": recovery if run.step >= previous["step"] else None,
+            "nodesBefore": previous.get("nodes"),
+            "nodesAfter": world.nodes,
+            "worldSizeBefore": previous.get("worldSize"),
+            "worldSizeAfter": world.size,
+        }
+    )
+    fewer = (
+        f"; {previous['nodes'] - world.nodes} node(s) lost, going on with {world.nodes}"
+        if previous.get("nodes", world.nodes) > world.nodes
+        else ""
+    )
+    log(
+        f"Restart {len(run.restarts)}: the last attempt reached step {previous['step']}; resuming from step "
+        f"{run.step} ({recovery:.1f} s after it stopped){fewer}",
+        flush=True,
+    )
 
 
 def _train_epoch(args, world, trainer, loader, run: TimeToTrainState, curve_every: int):
@@ -182,17 +232,26 @@ def _end_epoch(args, world, trainer, val_set, run: TimeToTrainState, loss_sum, l
     accuracy, held_out_loss = evaluate(trainer, val_set, args, world)
     ended_at = checkpoint.now()
     run.epoch += 1
-    record = {"epoch": run.epoch, "seconds": round(ended_at - run.epoch_started_at, 3),
-              "trainingSeconds": round(training_seconds, 3),
-              # This attempt's steps of the epoch (a restart may have cut it), rank 0's.
-              "imagesPerSecondPerWorker": (losses_counted * args.batch_size / training_seconds
-                                           if training_seconds > 0 else None),
-              "trainLoss": finite_or_none(loss_sum / losses_counted) if losses_counted else None,
-              "heldOutAccuracy": accuracy, "heldOutLoss": finite_or_none(held_out_loss), "steps": run.step}
+    record = {
+        "epoch": run.epoch,
+        "seconds": round(ended_at - run.epoch_started_at, 3),
+        "trainingSeconds": round(training_seconds, 3),
+        # This attempt's steps of the epoch (a restart may have cut it), rank 0's.
+        "imagesPerSecondPerWorker": (
+            losses_counted * args.batch_size / training_seconds if training_seconds > 0 else None
+        ),
+        "trainLoss": finite_or_none(loss_sum / losses_counted) if losses_counted else None,
+        "heldOutAccuracy": accuracy,
+        "heldOutLoss": finite_or_none(held_out_loss),
+        "steps": run.step,
+    }
     run.epochs.append(record)
-    log(f"Epoch {run.epoch}/{args.epochs}: {record['seconds']:.1f} s, training loss "
+    log(
+        f"Epoch {run.epoch}/{args.epochs}: {record['seconds']:.1f} s, training loss "
         f"{record['trainLoss'] if record['trainLoss'] is None else round(record['trainLoss'], 4)}, held-out "
-        f"accuracy {100 * accuracy:.1f} %", flush=True)
+        f"accuracy {100 * accuracy:.1f} %",
+        flush=True,
+    )
     if args.target_accuracy is not None and accuracy >= args.target_accuracy:
         run.reached_at_epoch = run.epoch
     run.epoch_started_at, run.batch_in_epoch = ended_at, 0
@@ -224,8 +283,11 @@ def _metrics(args, world, trainer, info, run: TimeToTrainState, time_to_train: f
         "secondsLost": round(sum(event["secondsLost"] or 0 for event in restarts), 3),
         # Nodes this run started with and lost (elastic runs, --min-nodes, go on without them).
         "nodesAtStart": next((event["nodesBefore"] for event in restarts if event.get("nodesBefore")), world.nodes),
-        "checkpoints": {"directory": args.checkpoint_dir, "every": args.checkpoint_every,
-                        "resumedFromStep": run.resumed["step"] if run.resumed else None},
+        "checkpoints": {
+            "directory": args.checkpoint_dir,
+            "every": args.checkpoint_every,
+            "resumedFromStep": run.resumed["step"] if run.resumed else None,
+        },
     }
 
 
@@ -237,12 +299,17 @@ def _wait_for_every_node(args, world, log) -> None:
     expected = int(os.environ.get("RINGLAB_NUM_NODES") or world.nodes)
     if world.nodes >= expected:
         return
-    log(f"Elastic run: {world.nodes} of {expected} nodes joined the first rendezvous; waiting for the others "
-        "(torchrun restarts the round to let them in)", flush=True)
+    log(
+        f"Elastic run: {world.nodes} of {expected} nodes joined the first rendezvous; waiting for the others "
+        "(torchrun restarts the round to let them in)",
+        flush=True,
+    )
     time.sleep(args.timeout_seconds)
-    raise PeerTimeout(f"only {world.nodes} of {expected} nodes joined within {args.timeout_seconds:g} s; an elastic "
-                      "run (--min-nodes) starts with every node: check that all were started with the same "
-                      "RINGLAB_RUN_ID and RINGLAB_RDZV_SECRET and reach node 0")
+    raise PeerTimeout(
+        f"only {world.nodes} of {expected} nodes joined within {args.timeout_seconds:g} s; an elastic "
+        "run (--min-nodes) starts with every node: check that all were started with the same "
+        "RINGLAB_RUN_ID and RINGLAB_RDZV_SECRET and reach node 0"
+    )
 
 
 def _unfinished_attempt(directory: str):
@@ -272,19 +339,27 @@ def _restore(args, world, trainer, config):
             unreadable[0] = 1
     dist.all_reduce(unreadable)  # every rank fails together, none waits for the others
     if unreadable.item():
-        raise BadArguments(f"rank 0 resumes from {checkpoint.path_of(args.checkpoint_dir, chosen[0])}, but "
-                           f"{int(unreadable.item())} other rank(s) cannot read it; --checkpoint-dir must be on "
-                           "storage every node shares")
-    differences = {key: (state["config"].get(key), value) for key, value in config.items()
-                   if state["config"].get(key) != value}
+        raise BadArguments(
+            f"rank 0 resumes from {checkpoint.path_of(args.checkpoint_dir, chosen[0])}, but "
+            f"{int(unreadable.item())} other rank(s) cannot read it; --checkpoint-dir must be on "
+            "storage every node shares"
+        )
+    differences = {
+        key: (state["config"].get(key), value) for key, value in config.items() if state["config"].get(key) != value
+    }
     if differences:
         described = ", ".join(f"{key} {old} -> {new}" for key, (old, new) in differences.items())
-        raise BadArguments(f"{args.checkpoint_dir} holds checkpoints of another run ({described}); use an empty "
-                           "--checkpoint-dir for this one")
+        raise BadArguments(
+            f"{args.checkpoint_dir} holds checkpoints of another run ({described}); use an empty "
+            "--checkpoint-dir for this one"
+        )
     trainer.restore(state)
     if world.is_reporter:
-        print(f"Resuming from checkpoint at step {state['step']} (epoch {state['epoch'] + 1}, batch "
-              f"{state['batchInEpoch']})", flush=True)
+        print(
+            f"Resuming from checkpoint at step {state['step']} (epoch {state['epoch'] + 1}, batch "
+            f"{state['batchInEpoch']})",
+            flush=True,
+        )
     return state
 
 
@@ -323,14 +398,21 @@ def _maybe_fail(args, world, step, restarts) -> None:
         return
     if args.fail_node is not None:
         if world.local_rank == 0 and os.environ.get("RINGLAB_NODE_RANK") == str(args.fail_node):
-            print(f"ringlab-worker [rank {world.rank}]: fault injection: node {args.fail_node} is lost after step "
-                  f"{step}: killing its launcher and its {world.procs_per_node} rank(s) (--fail-node)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"ringlab-worker [rank {world.rank}]: fault injection: node {args.fail_node} is lost after step "
+                f"{step}: killing its launcher and its {world.procs_per_node} rank(s) (--fail-node)",
+                file=sys.stderr,
+                flush=True,
+            )
             _kill_node()
         return
     if (args.fail_rank or 0) == world.rank:
-        print(f"ringlab-worker [rank {world.rank}]: fault injection: killing this process after step {step} "
-              "(--fail-at-step)", file=sys.stderr, flush=True)
+        print(
+            f"ringlab-worker [rank {world.rank}]: fault injection: killing this process after step {step} "
+            "(--fail-at-step)",
+            file=sys.stderr,
+            flush=True,
+        )
         os.kill(os.getpid(), signal.SIGKILL)
 
 

@@ -76,8 +76,9 @@ def rendezvous_from_env(env: Mapping[str, str], gpu_count: int) -> Optional[Rend
         raise BadArguments(
             f"{RDZV_SECRET_ENV} must be set to the same unguessable value on every node of the run (32 to 128 "
             "lowercase hex digits, e.g. `openssl rand -hex 16`); it is the rendezvous id: anyone who reaches node 0's "
-            "rendezvous port and knows the id can make every node run code" + ("" if secret == "" else
-                                                                               f" (it holds {len(secret)} characters that are not that)"))
+            "rendezvous port and knows the id can make every node run code"
+            + ("" if secret == "" else f" (it holds {len(secret)} characters that are not that)")
+        )
     return Rendezvous(
         head_addr=head_addr,
         port=_env_int(env, "RINGLAB_RDZV_PORT", DEFAULT_RDZV_PORT, 1),
@@ -100,8 +101,13 @@ ELASTIC_KEEP_ALIVE_SECONDS = 1
 ELASTIC_KEEP_ALIVE_ATTEMPTS = 3
 
 
-def torchrun_argv(rdzv: Rendezvous, timeout_seconds: float, job_argv: List[str], max_restarts: int = 0,
-                  min_nodes: Optional[int] = None) -> List[str]:
+def torchrun_argv(
+    rdzv: Rendezvous,
+    timeout_seconds: float,
+    job_argv: List[str],
+    max_restarts: int = 0,
+    min_nodes: Optional[int] = None,
+) -> List[str]:
     timeout = str(max(1, math.ceil(timeout_seconds)))
     # is_host is explicit: torch guesses it by matching hostnames, which fails in containers.
     # join_timeout bounds the wait for all nodes, read_timeout a non-head node's wait for the head.
@@ -109,23 +115,34 @@ def torchrun_argv(rdzv: Rendezvous, timeout_seconds: float, job_argv: List[str],
     nnodes = str(rdzv.num_nodes)
     if min_nodes is not None:
         nnodes = f"{min_nodes}:{rdzv.num_nodes}"
-        rdzv_conf += (f",last_call_timeout={ELASTIC_LAST_CALL_SECONDS}"
-                      f",keep_alive_interval={ELASTIC_KEEP_ALIVE_SECONDS}"
-                      f",keep_alive_max_attempt={ELASTIC_KEEP_ALIVE_ATTEMPTS}")
+        rdzv_conf += (
+            f",last_call_timeout={ELASTIC_LAST_CALL_SECONDS}"
+            f",keep_alive_interval={ELASTIC_KEEP_ALIVE_SECONDS}"
+            f",keep_alive_max_attempt={ELASTIC_KEEP_ALIVE_ATTEMPTS}"
+        )
     return [
-        "--nnodes", nnodes,
-        "--nproc_per_node", str(rdzv.nproc_per_node),
-        "--rdzv_backend", "c10d",
-        "--rdzv_endpoint", f"{rdzv.head_addr}:{rdzv.port}",
-        "--rdzv_id", rdzv.rdzv_id,
-        "--rdzv_conf", rdzv_conf,
+        "--nnodes",
+        nnodes,
+        "--nproc_per_node",
+        str(rdzv.nproc_per_node),
+        "--rdzv_backend",
+        "c10d",
+        "--rdzv_endpoint",
+        f"{rdzv.head_addr}:{rdzv.port}",
+        "--rdzv_id",
+        rdzv.rdzv_id,
+        "--rdzv_conf",
+        rdzv_conf,
         # After a worker fails, every node's agent stops its workers and starts them again this many times
         # (train --max-restarts; they resume from the newest checkpoint).
-        "--max_restarts", str(max_restarts),
+        "--max_restarts",
+        str(max_restarts),
         # How often the agent polls its workers: a finished or dead worker is noticed within a tenth of a second
         # (torch's default, 5 s, would add 2.5 s to every run on average); a poll is a waitpid, nearly free.
-        "--monitor_interval", "0.1",
-        "-m", "ringlab_worker",
+        "--monitor_interval",
+        "0.1",
+        "-m",
+        "ringlab_worker",
         *job_argv,
     ]
 
@@ -177,12 +194,16 @@ def launch(args, job_argv: List[str]) -> int:
     for name, value in compat.TORCHRUN_ENV.items():
         os.environ.setdefault(name, value)
     os.environ[LAUNCHER_PID_ENV] = str(os.getpid())
-    torchrun = torchrun_argv(rdzv, args.timeout_seconds, job_argv, getattr(args, "max_restarts", 0),
-                             getattr(args, "min_nodes", None))
+    torchrun = torchrun_argv(
+        rdzv, args.timeout_seconds, job_argv, getattr(args, "max_restarts", 0), getattr(args, "min_nodes", None)
+    )
     shown = " ".join(f"${RDZV_SECRET_ENV}" if word == rdzv.rdzv_id else word for word in torchrun)
-    print(f"ringlab-worker: node {rdzv.node_rank} of {rdzv.num_nodes}: "
-          f"{os.path.basename(sys.executable)} -m torch.distributed.run {shown}",
-          file=sys.stderr, flush=True)
+    print(
+        f"ringlab-worker: node {rdzv.node_rank} of {rdzv.num_nodes}: "
+        f"{os.path.basename(sys.executable)} -m torch.distributed.run {shown}",
+        file=sys.stderr,
+        flush=True,
+    )
     _run_torchrun(torchrun, rdzv, args.timeout_seconds)
     return 0
 
@@ -194,7 +215,11 @@ def _run_torchrun(torchrun: List[str], rdzv: Rendezvous, timeout_seconds: float)
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher import api as launcher_api
     from torch.distributed.elastic.rendezvous import (
-        RendezvousClosedError, RendezvousConnectionError, RendezvousError, RendezvousTimeoutError)
+        RendezvousClosedError,
+        RendezvousConnectionError,
+        RendezvousError,
+        RendezvousTimeoutError,
+    )
 
     endpoint = f"{rdzv.head_addr}:{rdzv.port}"
     try:
@@ -203,7 +228,8 @@ def _run_torchrun(torchrun: List[str], rdzv: Rendezvous, timeout_seconds: float)
         # After its workers end, an agent waits for the other nodes' agents (the "exit barrier"), 300 s
         # in torch and not settable from the command line: a dead peer would hold this node for 5 min.
         launcher_api.LocalElasticAgent = functools.partial(
-            LocalElasticAgent, exit_barrier_timeout=max(1.0, timeout_seconds))
+            LocalElasticAgent, exit_barrier_timeout=max(1.0, timeout_seconds)
+        )
         launcher_api.elastic_launch(config=config, entrypoint=entrypoint)(*entrypoint_args)
     except RendezvousTimeoutError as error:
         raise PeerTimeout(
@@ -230,8 +256,9 @@ def _run_torchrun(torchrun: List[str], rdzv: Rendezvous, timeout_seconds: float)
     except ChildFailedError as error:
         raise _child_failure(error.failures) from None
     except SignalException as error:
-        raise WorkerError(f"interrupted by {signal.Signals(error.sigval).name}",
-                          exit_code=128 + int(error.sigval)) from None
+        raise WorkerError(
+            f"interrupted by {signal.Signals(error.sigval).name}", exit_code=128 + int(error.sigval)
+        ) from None
 
 
 def _child_failure(failures) -> WorkerError:
@@ -245,12 +272,14 @@ def _child_failure(failures) -> WorkerError:
     code = failures[rank].exitcode
     if code > 0:
         meaning = MEANING.get(code, "failed")
-        return WorkerError(f"rank {rank} on this node exited with code {code}, {meaning} (its error is above)",
-                           exit_code=code)
+        return WorkerError(
+            f"rank {rank} on this node exited with code {code}, {meaning} (its error is above)", exit_code=code
+        )
     try:
         name = signal.Signals(-code).name
     except ValueError:
         return WorkerError(f"rank {rank} on this node ended with status {code}", exit_code=EXIT_OTHER)
     return WorkerError(
-        f"rank {rank} on this node was killed by {name}; out of memory? (check `dmesg`, "
-        "`docker inspect` OOMKilled)", exit_code=EXIT_PEER_FAILED)
+        f"rank {rank} on this node was killed by {name}; out of memory? (check `dmesg`, `docker inspect` OOMKilled)",
+        exit_code=EXIT_PEER_FAILED,
+    )

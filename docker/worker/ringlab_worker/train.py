@@ -24,6 +24,8 @@ from .text import TokenBatches
 
 # At most this many step losses in the record (every step's, warm-up included, from the first).
 MOST_LOSSES = 1000
+
+
 class Trainer:
     """The run's model laid out over the workers (parallel.Layout) and what the throughput benchmark and time to train
     (time_to_train.py) share: batches on the device, one step, and what the record says of the model and its layout."""
@@ -70,27 +72,39 @@ class Trainer:
         what the strategy measured itself, its own threads ended first (Layout.finish)."""
         measured = self.layout.finish()
         divergence = self.layout.replica_divergence()
-        return {"wireBytesPerStep": self.layout.wire_bytes_per_step(),
-                **({} if divergence is None else {"replicaDivergence": divergence}), **measured}
+        return {
+            "wireBytesPerStep": self.layout.wire_bytes_per_step(),
+            **({} if divergence is None else {"replicaDivergence": divergence}),
+            **measured,
+        }
 
     def layout_metrics(self) -> dict:
         """The record's `layout` and `memory` (collective)."""
         layout = self.layout
-        return {"layout": {"parallelism": self.config.parallelism, "dims": layout.dims.describe(),
-                           "traffic": layout.traffic()},
-                "memory": self.memory.result()}
+        return {
+            "layout": {
+                "parallelism": self.config.parallelism,
+                "dims": layout.dims.describe(),
+                "traffic": layout.traffic(),
+            },
+            "memory": self.memory.result(),
+        }
 
     def describe(self) -> str:
         config, world = self.config, self.world
         if self.spec.kind == "image":
             model = f"{config.model}, image size {config.image_size}, batch size {config.batch_size} per worker"
         else:
-            model = (f"{config.model} ({config.layers} layers, width {config.width}, {config.heads} heads), sequence "
-                     f"length {config.sequence_length}, batch size {config.batch_size} per replica")
+            model = (
+                f"{config.model} ({config.layers} layers, width {config.width}, {config.heads} heads), sequence "
+                f"length {config.sequence_length}, batch size {config.batch_size} per replica"
+            )
         layout = "" if config.parallelism == "ddp" else f", {config.parallelism} {self.layout.dims.describe()}"
-        return (f"Model: {model}, {world.size} {self.unit}(s), engine {config.engine}{layout}, {config.reduction}, "
-                f"{config.precision}{', channels-last' if config.channels_last else ''}"
-                f"{', adamw' if config.optimizer == 'adamw' else ''}")
+        return (
+            f"Model: {model}, {world.size} {self.unit}(s), engine {config.engine}{layout}, {config.reduction}, "
+            f"{config.precision}{', channels-last' if config.channels_last else ''}"
+            f"{', adamw' if config.optimizer == 'adamw' else ''}"
+        )
 
     @property
     def unit(self) -> str:
@@ -152,8 +166,9 @@ def run_train(config, world) -> dict:
     step_seconds, data_wait_seconds, rates = [], [], []
     # What throughput counts on one worker: its replica's samples (images, or sequences' tokens) shared by the ranks
     # that compute them together (a tensor group, a pipeline), so that total = world size x per worker.
-    units_per_step = (config.batch_size * trainer.spec.units_per_sample(config) * trainer.layout.dims.data_parallel
-                      / world.size)
+    units_per_step = (
+        config.batch_size * trainer.spec.units_per_sample(config) * trainer.layout.dims.data_parallel / world.size
+    )
     name = "img" if trainer.spec.unit == "images" else "tok"
     for iteration in range(config.num_iters):
         for _ in range(config.num_batches_per_iter):
@@ -164,14 +179,17 @@ def run_train(config, world) -> dict:
             world.synchronize()
             step_seconds.append(time.perf_counter() - started)
             data_wait_seconds.append(loaded - started)
-        rate = units_per_step * config.num_batches_per_iter / sum(step_seconds[-config.num_batches_per_iter:])
+        rate = units_per_step * config.num_batches_per_iter / sum(step_seconds[-config.num_batches_per_iter :])
         rates.append(rate)
         log(f"Iter #{iteration}: {rate:.1f} {name}/sec per {trainer.unit}", flush=True)
 
     mean = statistics.fmean(rates)
     ci95 = 1.96 * statistics.pstdev(rates)  # numpy's std, as Horovod computes it
     log(f"{name.capitalize()}/sec per {trainer.unit}: {mean:.1f} +-{ci95:.1f}")
-    log(f"Total {name}/sec on {world.size} {trainer.unit}(s): {world.size * mean:.1f} +-{world.size * ci95:.1f}", flush=True)
+    log(
+        f"Total {name}/sec on {world.size} {trainer.unit}(s): {world.size * mean:.1f} +-{world.size * ci95:.1f}",
+        flush=True,
+    )
     if real_data:
         waited = sum(data_wait_seconds) / sum(step_seconds)
         log(f"Waiting for data: {100 * waited:.1f} % of step time", flush=True)
@@ -199,8 +217,11 @@ def run_train(config, world) -> dict:
 def reported_losses(losses, loss_rank: int, world) -> list:
     """Every step's loss as the rank that computes it has it (rank 0, or a pipeline's last stage), on every rank; read
     after the clock stopped (reading a loss waits for the GPU)."""
-    values = torch.tensor([float("nan") if loss is None else float(loss.detach()) for loss in losses],
-                          dtype=torch.float64, device=world.device)
+    values = torch.tensor(
+        [float("nan") if loss is None else float(loss.detach()) for loss in losses],
+        dtype=torch.float64,
+        device=world.device,
+    )
     if loss_rank != 0:
         dist.broadcast(values, src=loss_rank)
     return [finite_or_none(value) for value in values.tolist()]

@@ -22,35 +22,72 @@ import { parseSafePath } from "../options.ts";
 import type { CommandHost } from "../host.ts";
 
 export function registerCampaign(program: Command, host: CommandHost): void {
-  program.command("campaign")
-    .description("run a whole campaign: up, configure, every run of the matrix, results, report, down (resumes if rerun)")
-    .argument("<campaign>", "campaign YAML file (see campaigns/); on a Kubernetes cluster (testbed.target: kubernetes) each run is a Job there")
+  program
+    .command("campaign")
+    .description(
+      "run a whole campaign: up, configure, every run of the matrix, results, report, down (resumes if rerun)",
+    )
+    .argument(
+      "<campaign>",
+      "campaign YAML file (see campaigns/); on a Kubernetes cluster (testbed.target: kubernetes) each run is a Job there",
+    )
     .option("--keep", "keep the testbed afterwards (default: the file's `keep`, normally false)")
-    .option("--results <dir>", "results directory (default: the file's campaign.resultsDir, else results/<campaign file name>)", parseSafePath)
-    .option("--rerun-flagged", "also run again the runs of earlier invocations whose measurement was disturbed (flagged \"machine busy\" or \"unsteady run\" in the report)")
-    .option("--no-rerun-disturbed", `local testbed: do not run again, at the end, the runs during which other work took more than ${percentOf(DEFAULT_BUSY_THRESHOLD)} ` +
-      `of the machine or whose steps changed speed by more than ${percentOf(UNSTEADY_SHIFT)} (default: once; not when more than a quarter changed speed, a warm-up too short)`)
-    .addOption(new Option("--no-rerun-busy", "the same as --no-rerun-disturbed (its name before unsteady runs were rerun too)").hideHelp())
-    .option("--calibration <file-or-results-dir>", "predict every training run before it runs and save it for the report to score " +
-      "(default: <state-dir>/calibration.json when there is one; see `ringlab calibrate`)", parseSafePath)
-    .action(host.action(async (file: string, options: CampaignCliOptions, command: Command) => {
-      const campaign = loadAnyCampaignFile(file);
-      const target = targetOf(campaign.testbed);
-      const machineCores = availableParallelism();
-      // A quota the machine cannot give is bad input: refused (exit 2) before the testbed is touched.
-      resolveCpuQuota(campaign, machineCores);
-      const ctx = host.contextFor(command, "campaign");
-      warnIgnored(ctx, target, options);
-      // Read before anything starts: a corrupt calibration is bad input (exit 2), not a surprise after the testbed is up.
-      const calibrationFile = options.calibration ?? defaultCalibrationFile(ctx.stateDir);
-      const predicts = gapOf(target, "predictions") === undefined;
-      const calibration = predicts && (options.calibration !== undefined || existsSync(calibrationFile))
-        ? { calibration: loadCalibration(calibrationFile, (message) => ctx.reporter.warn(message)), from: resolve(calibrationFile) } : undefined;
-      return lockedCampaign(ctx, campaign, options.results, (resultsDir) => runCampaign(ctx, campaign, {
-        resultsDir, machineCores, ...rerunChoices(options), ...(calibration === undefined ? {} : { calibration }),
-        ...(options.keep === undefined ? {} : { keep: options.keep }),
-      }));
-    }));
+    .option(
+      "--results <dir>",
+      "results directory (default: the file's campaign.resultsDir, else results/<campaign file name>)",
+      parseSafePath,
+    )
+    .option(
+      "--rerun-flagged",
+      'also run again the runs of earlier invocations whose measurement was disturbed (flagged "machine busy" or "unsteady run" in the report)',
+    )
+    .option(
+      "--no-rerun-disturbed",
+      `local testbed: do not run again, at the end, the runs during which other work took more than ${percentOf(DEFAULT_BUSY_THRESHOLD)} ` +
+        `of the machine or whose steps changed speed by more than ${percentOf(UNSTEADY_SHIFT)} (default: once; not when more than a quarter changed speed, a warm-up too short)`,
+    )
+    .addOption(
+      new Option(
+        "--no-rerun-busy",
+        "the same as --no-rerun-disturbed (its name before unsteady runs were rerun too)",
+      ).hideHelp(),
+    )
+    .option(
+      "--calibration <file-or-results-dir>",
+      "predict every training run before it runs and save it for the report to score " +
+        "(default: <state-dir>/calibration.json when there is one; see `ringlab calibrate`)",
+      parseSafePath,
+    )
+    .action(
+      host.action(async (file: string, options: CampaignCliOptions, command: Command) => {
+        const campaign = loadAnyCampaignFile(file);
+        const target = targetOf(campaign.testbed);
+        const machineCores = availableParallelism();
+        // A quota the machine cannot give is bad input: refused (exit 2) before the testbed is touched.
+        resolveCpuQuota(campaign, machineCores);
+        const ctx = host.contextFor(command, "campaign");
+        warnIgnored(ctx, target, options);
+        // Read before anything starts: a corrupt calibration is bad input (exit 2), not a surprise after the testbed is up.
+        const calibrationFile = options.calibration ?? defaultCalibrationFile(ctx.stateDir);
+        const predicts = gapOf(target, "predictions") === undefined;
+        const calibration =
+          predicts && (options.calibration !== undefined || existsSync(calibrationFile))
+            ? {
+                calibration: loadCalibration(calibrationFile, (message) => ctx.reporter.warn(message)),
+                from: resolve(calibrationFile),
+              }
+            : undefined;
+        return lockedCampaign(ctx, campaign, options.results, (resultsDir) =>
+          runCampaign(ctx, campaign, {
+            resultsDir,
+            machineCores,
+            ...rerunChoices(options),
+            ...(calibration === undefined ? {} : { calibration }),
+            ...(options.keep === undefined ? {} : { keep: options.keep }),
+          }),
+        );
+      }),
+    );
 }
 
 /** What commander gives the campaign command's action. */
@@ -65,7 +102,10 @@ export interface CampaignCliOptions {
 }
 
 /** The reruns a campaign does: disturbed runs of this invocation unless either --no-rerun-* says not, and with --rerun-flagged those of earlier ones. */
-export function rerunChoices(options: Pick<CampaignCliOptions, "rerunFlagged" | "rerunDisturbed" | "rerunBusy">): { rerunDisturbed: boolean; redoDisturbed: boolean } {
+export function rerunChoices(options: Pick<CampaignCliOptions, "rerunFlagged" | "rerunDisturbed" | "rerunBusy">): {
+  rerunDisturbed: boolean;
+  redoDisturbed: boolean;
+} {
   return { rerunDisturbed: options.rerunDisturbed && options.rerunBusy, redoDisturbed: options.rerunFlagged === true };
 }
 
@@ -77,16 +117,30 @@ function percentOf(share: number): string {
  * Runs a campaign holding its testbed's and its results folder's locks (a second campaign on either would remove
  * the first one's workers or mix its records), then says how it went; returns the exit code.
  */
-async function lockedCampaign(ctx: Context, campaign: AnyLoadedCampaignFile, results: string | undefined,
-  run: (resultsDir: string) => Promise<CampaignOutcome>): Promise<number> {
+async function lockedCampaign(
+  ctx: Context,
+  campaign: AnyLoadedCampaignFile,
+  results: string | undefined,
+  run: (resultsDir: string) => Promise<CampaignOutcome>,
+): Promise<number> {
   const resultsDir = resultsDirFor(campaign, results);
   const problem = writableDirProblem(resultsDir);
-  if (problem !== undefined) throw new UsageError(`results folder ${resultsDir}: ${problem}`, { hint: "pick another with --results DIR" });
+  if (problem !== undefined)
+    throw new UsageError(`results folder ${resultsDir}: ${problem}`, { hint: "pick another with --results DIR" });
   // As the shared folder: whoever else can write the folder, or one above it, could forge records or plant links.
   const unsafe = unsafeFolderProblem(resultsDir);
-  if (unsafe !== undefined) throw new UsageError(`results folder ${resultsDir}: ${unsafe}`, { hint: "pick a folder only you can write with --results DIR" });
+  if (unsafe !== undefined)
+    throw new UsageError(`results folder ${resultsDir}: ${unsafe}`, {
+      hint: "pick a folder only you can write with --results DIR",
+    });
   const outcome = await withTestbedLock(ctx, campaign.testbed.name, () =>
-    withLock(resultsLockFile(resultsDir), `results folder ${resultsDir}`, (m) => ctx.reporter.warn(m), () => run(resultsDir)));
+    withLock(
+      resultsLockFile(resultsDir),
+      `results folder ${resultsDir}`,
+      (m) => ctx.reporter.warn(m),
+      () => run(resultsDir),
+    ),
+  );
   ctx.reporter.info(formatOutcome(outcome, flagsOf(outcome.resultsDir)));
   return exitCodeOf(outcome);
 }
@@ -97,7 +151,8 @@ function warnIgnored(ctx: Context, target: Target, options: Pick<CampaignCliOpti
     ...(options.keep === true ? [{ option: "--keep", why: gapOf(target, "keep") }] : []),
     ...(options.calibration !== undefined ? [{ option: "--calibration", why: gapOf(target, "predictions") }] : []),
   ];
-  for (const { option, why } of ignored) if (why !== undefined) ctx.reporter.warn(`${option}: a ${target.title} campaign ignores it (${why})`);
+  for (const { option, why } of ignored)
+    if (why !== undefined) ctx.reporter.warn(`${option}: a ${target.title} campaign ignores it (${why})`);
 }
 
 /** 4 when teardown failed, 5 when a run's latest record is not ok (a disturbed run's rerun included), else 0. */
@@ -122,14 +177,19 @@ function flagsOf(resultsDir: string): Flag[] {
  * flagged number without having seen the flag; nothing is said when there are none.
  */
 export function formatOutcome(outcome: CampaignOutcome, flags: readonly Pick<Flag, "kind">[]): string {
-  const share = (seconds: number) => `${outcome.wallSeconds > 0 ? ((100 * seconds) / outcome.wallSeconds).toFixed(0) : 0} %`;
+  const share = (seconds: number) =>
+    `${outcome.wallSeconds > 0 ? ((100 * seconds) / outcome.wallSeconds).toFixed(0) : 0} %`;
   const rest = Math.max(0, outcome.wallSeconds - outcome.benchmarkSeconds - outcome.upSeconds);
   return [
     `campaign finished: ${outcome.ok} ok, ${outcome.failed} failed, ${outcome.alreadyDone} already done` +
       `${outcome.notRun > 0 ? `, ${outcome.notRun} not run (a node was lost; rerun to do them)` : ""} (of ${outcome.planned})`,
-    ...(outcome.rerun.runs === 0 ? [] : [`${outcome.rerun.runs} run${outcome.rerun.runs === 1 ? "" : "s"} done again because ${outcome.rerun.runs === 1 ? "its" : "their"} measurement was disturbed (machine busy or unsteady run` +
-      `${outcome.rerun.stillDisturbed > 0 ? `; ${outcome.rerun.stillDisturbed} disturbed again: find what else runs on this machine, see report.md's Flags` : ""})` +
-      `${outcome.rerun.failed > 0 ? `; ${outcome.rerun.failed} of them failed or could not run this time, and that record is now the run's: rerun the campaign to do ${outcome.rerun.failed === 1 ? "it" : "them"}` : ""}`]),
+    ...(outcome.rerun.runs === 0
+      ? []
+      : [
+          `${outcome.rerun.runs} run${outcome.rerun.runs === 1 ? "" : "s"} done again because ${outcome.rerun.runs === 1 ? "its" : "their"} measurement was disturbed (machine busy or unsteady run` +
+            `${outcome.rerun.stillDisturbed > 0 ? `; ${outcome.rerun.stillDisturbed} disturbed again: find what else runs on this machine, see report.md's Flags` : ""})` +
+            `${outcome.rerun.failed > 0 ? `; ${outcome.rerun.failed} of them failed or could not run this time, and that record is now the run's: rerun the campaign to do ${outcome.rerun.failed === 1 ? "it" : "them"}` : ""}`,
+        ]),
     ...(flags.length === 0 ? [] : [`${flags.length} flagged: ${flagTally(flags)} (see report.md, Flags)`]),
     `time: ${outcome.wallSeconds.toFixed(0)} s`,
     `  ${outcome.benchmarkSeconds.toFixed(0)} s inside benchmark jobs (${share(outcome.benchmarkSeconds)})`,

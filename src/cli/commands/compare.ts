@@ -11,27 +11,41 @@ import { parseSafePath } from "../options.ts";
 import type { CommandHost } from "../host.ts";
 
 export function registerCompare(program: Command, host: CommandHost): void {
-  program.command("compare")
-    .description("compare two results directories configuration by configuration (B / A with a 95% interval) into an HTML page and its markdown")
+  program
+    .command("compare")
+    .description(
+      "compare two results directories configuration by configuration (B / A with a 95% interval) into an HTML page and its markdown",
+    )
     .argument("<results-a>", "the reference, e.g. results/before")
     .argument("<results-b>", "compared with A, e.g. results/after")
-    .option("--out <file>", "the HTML page; the markdown goes beside it as .md (default: <results-b>/compare-<name of A>.html)", parseSafePath)
-    .action(host.action((dirA: string, dirB: string, options: { out?: string }, command: Command) => {
-      const ctx = host.contextFor(command, "compare");
-      const warn: Warn = (message) => ctx.reporter.warn(message);
-      const a = { name: basename(resolve(dirA)), records: recordsOf(dirA, warn) };
-      const b = { name: basename(resolve(dirB)), records: recordsOf(dirB, warn) };
-      const html = resolve(options.out ?? join(dirB, `compare-${a.name}.html`));
-      const markdown = html.replace(/\.html?$/i, "") + ".md";
-      const problem = writableDirProblem(resolve(html, ".."));
-      if (problem !== undefined) throw new UsageError(`--out ${html}: ${problem}`, { hint: "pick a file in a folder you can write with --out FILE" });
-      const comparison = compareResults(a, b);
-      writeFileAtomic(html, renderComparisonHtml(comparison, new Date()));
-      writeFileAtomic(markdown, renderComparisonMarkdown(comparison));
-      const beyond = comparison.matched.filter((row) => row.beyondNoise === true).length;
-      ctx.reporter.info(`${comparison.matched.length} configurations on both sides (${beyond} beyond the noise), ` +
-        `${comparison.onlyInA.length} only in A, ${comparison.onlyInB.length} only in B; wrote ${html} and ${markdown}`);
-    }));
+    .option(
+      "--out <file>",
+      "the HTML page; the markdown goes beside it as .md (default: <results-b>/compare-<name of A>.html)",
+      parseSafePath,
+    )
+    .action(
+      host.action((dirA: string, dirB: string, options: { out?: string }, command: Command) => {
+        const ctx = host.contextFor(command, "compare");
+        const warn: Warn = (message) => ctx.reporter.warn(message);
+        const a = { name: basename(resolve(dirA)), records: recordsOf(dirA, warn) };
+        const b = { name: basename(resolve(dirB)), records: recordsOf(dirB, warn) };
+        const html = resolve(options.out ?? join(dirB, `compare-${a.name}.html`));
+        const markdown = html.replace(/\.html?$/i, "") + ".md";
+        const problem = writableDirProblem(resolve(html, ".."));
+        if (problem !== undefined)
+          throw new UsageError(`--out ${html}: ${problem}`, {
+            hint: "pick a file in a folder you can write with --out FILE",
+          });
+        const comparison = compareResults(a, b);
+        writeFileAtomic(html, renderComparisonHtml(comparison, new Date()));
+        writeFileAtomic(markdown, renderComparisonMarkdown(comparison));
+        const beyond = comparison.matched.filter((row) => row.beyondNoise === true).length;
+        ctx.reporter.info(
+          `${comparison.matched.length} configurations on both sides (${beyond} beyond the noise), ` +
+            `${comparison.onlyInA.length} only in A, ${comparison.onlyInB.length} only in B; wrote ${html} and ${markdown}`,
+        );
+      }),
+    );
 }
 
 /** A side's records; a folder without any is bad input, named, since a comparison against nothing says nothing. */

@@ -13,7 +13,14 @@ import { PUBLISHED_ONLY, type PredictionContext } from "../../predict/inputs.ts"
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
 import { AWS_INSTANCE_TYPES, instanceTypeFacts } from "../../catalogue/aws-instance-types.ts";
 import { formatTable } from "../format.ts";
-import { parseBandwidth, parseCpuQuota, parseNodeCounts, parsePositiveInt, parsePositiveNumber, parseSafePath } from "../options.ts";
+import {
+  parseBandwidth,
+  parseCpuQuota,
+  parseNodeCounts,
+  parsePositiveInt,
+  parsePositiveNumber,
+  parseSafePath,
+} from "../options.ts";
 import { ASSUMED_MEMORY, constantsOf, isMemoryPrediction, type MemoryConstants } from "../../predict/memory.ts";
 import { recommend, type Recommendation } from "../../predict/recommend.ts";
 import type { Calibration } from "../../predict/calibration.ts";
@@ -51,38 +58,100 @@ interface PredictOptions {
 
 /** `ringlab predict`: its options, and an action that checks them, then prints the curve or, with --recommend, the layouts. */
 export function registerPredict(program: Command, host: CommandHost): void {
-  program.command("predict")
-    .description("predict a training configuration's throughput and scaling efficiency over node counts from a calibration, and where communication overtakes compute")
+  program
+    .command("predict")
+    .description(
+      "predict a training configuration's throughput and scaling efficiency over node counts from a calibration, and where communication overtakes compute",
+    )
     .addOption(new Option("--model <model>", "the model").choices([...MODELS]).makeOptionMandatory())
     .requiredOption("--batch <n>", "batch size per worker", parsePositiveInt)
-    .requiredOption("--bandwidth <rate>", "the link, as a campaign's bandwidth (1gbit, 300mbit, unlimited)", parseBandwidth)
-    .option("--nodes <counts>", "node counts: 1..64 or 1,2,4,8 (at most 1024)", parseNodeCounts, parseNodeCounts("1..10"))
+    .requiredOption(
+      "--bandwidth <rate>",
+      "the link, as a campaign's bandwidth (1gbit, 300mbit, unlimited)",
+      parseBandwidth,
+    )
+    .option(
+      "--nodes <counts>",
+      "node counts: 1..64 or 1,2,4,8 (at most 1024)",
+      parseNodeCounts,
+      parseNodeCounts("1..10"),
+    )
     .option("--processes-per-node <p>", "worker processes per node", parsePositiveInt, 1)
-    .addOption(new Option("--reduction <reduction>", "how gradients are summed").choices([...REDUCTIONS]).default("ring"))
-    .addOption(new Option("--precision <precision>", "fp32, amp (mixed precision, GPUs only) or bf16").choices([...TRAIN_KNOBS.precision.choices!]).default("fp32"))
-    .addOption(new Option("--parallelism <layout>", "how the model is laid out over the workers").choices([...TRAIN_KNOBS.parallelism.choices!]).default("ddp"))
-    .addOption(new Option("--fsdp-sharding <sharding>", "parallelism fsdp: full (ZeRO-3), grad-op (ZeRO-2) or none").choices([...TRAIN_KNOBS.fsdpSharding.choices!]))
+    .addOption(
+      new Option("--reduction <reduction>", "how gradients are summed").choices([...REDUCTIONS]).default("ring"),
+    )
+    .addOption(
+      new Option("--precision <precision>", "fp32, amp (mixed precision, GPUs only) or bf16")
+        .choices([...TRAIN_KNOBS.precision.choices!])
+        .default("fp32"),
+    )
+    .addOption(
+      new Option("--parallelism <layout>", "how the model is laid out over the workers")
+        .choices([...TRAIN_KNOBS.parallelism.choices!])
+        .default("ddp"),
+    )
+    .addOption(
+      new Option("--fsdp-sharding <sharding>", "parallelism fsdp: full (ZeRO-3), grad-op (ZeRO-2) or none").choices([
+        ...TRAIN_KNOBS.fsdpSharding.choices!,
+      ]),
+    )
     .option("--micro-batches <m>", "parallelism pipeline: micro-batches per batch", parsePositiveInt)
-    .addOption(new Option("--pipeline-schedule <schedule>", "parallelism pipeline: gpipe or 1f1b").choices([...TRAIN_KNOBS.pipelineSchedule.choices!]))
-    .addOption(new Option("--optimizer <optimizer>", "sgd or adamw").choices([...TRAIN_KNOBS.optimizer.choices!]).default("sgd"))
+    .addOption(
+      new Option("--pipeline-schedule <schedule>", "parallelism pipeline: gpipe or 1f1b").choices([
+        ...TRAIN_KNOBS.pipelineSchedule.choices!,
+      ]),
+    )
+    .addOption(
+      new Option("--optimizer <optimizer>", "sgd or adamw").choices([...TRAIN_KNOBS.optimizer.choices!]).default("sgd"),
+    )
     .option("--sequence-length <s>", "language models: tokens per sequence (default: the model's)", parsePositiveInt)
     .option("--layers <n>", "language models: blocks (default: the model's)", parsePositiveInt)
     .option("--width <h>", "language models: hidden width (default: the model's)", parsePositiveInt)
     .option("--heads <n>", "language models: attention heads (default: the model's)", parsePositiveInt)
     .option("--activation-checkpointing", "language models: recompute each block's activations in backward", false)
-    .option("--memory-per-node <GiB>", "what one node may hold (a local testbed's memoryPerNodeGiB): says which layouts fit", parsePositiveNumber)
-    .option("--recommend", "every layout ringlab knows at each node count, those that fit ranked by predicted throughput, and on the local testbed the campaign that would check the top two", false)
-    .option("--cpus <cores>", "the CPU quota per worker the calibration was measured at (local testbed; default: the calibration's, when it has one for this model and batch)", parseCpuQuota)
-    .option("--instance-type <type>", "an AWS instance type of the catalogue: its GPU's published throughput and its network's baseline answer where the calibration does not (each said so)", parseInstanceType)
-    .option("--hierarchical", "a two-level all-reduce (inside each node, then between nodes: Horovod's hierarchical all-reduce, NCCL's rings) instead of one ring over every worker; needs --processes-per-node 2 or more", false)
-    .option("--intra-node-bandwidth <rate>", "with --hierarchical: the link between a node's GPUs (2400gbit for 300 GB/s of NVLink per direction), where no probe of one node measured it", parseBandwidth)
-    .option("--calibration <file-or-results-dir>", "default: <state-dir>/calibration.json (see `ringlab calibrate`); optional with --instance-type", parseSafePath)
+    .option(
+      "--memory-per-node <GiB>",
+      "what one node may hold (a local testbed's memoryPerNodeGiB): says which layouts fit",
+      parsePositiveNumber,
+    )
+    .option(
+      "--recommend",
+      "every layout ringlab knows at each node count, those that fit ranked by predicted throughput, and on the local testbed the campaign that would check the top two",
+      false,
+    )
+    .option(
+      "--cpus <cores>",
+      "the CPU quota per worker the calibration was measured at (local testbed; default: the calibration's, when it has one for this model and batch)",
+      parseCpuQuota,
+    )
+    .option(
+      "--instance-type <type>",
+      "an AWS instance type of the catalogue: its GPU's published throughput and its network's baseline answer where the calibration does not (each said so)",
+      parseInstanceType,
+    )
+    .option(
+      "--hierarchical",
+      "a two-level all-reduce (inside each node, then between nodes: Horovod's hierarchical all-reduce, NCCL's rings) instead of one ring over every worker; needs --processes-per-node 2 or more",
+      false,
+    )
+    .option(
+      "--intra-node-bandwidth <rate>",
+      "with --hierarchical: the link between a node's GPUs (2400gbit for 300 GB/s of NVLink per direction), where no probe of one node measured it",
+      parseBandwidth,
+    )
+    .option(
+      "--calibration <file-or-results-dir>",
+      "default: <state-dir>/calibration.json (see `ringlab calibrate`); optional with --instance-type",
+      parseSafePath,
+    )
     .option("--format <format>", "text, or json for scripts", "text")
-    .action(host.action((options: PredictOptions, command: Command) => {
-      const basis = basisOf(options, String(command.optsWithGlobals()["stateDir"]));
-      if (options.recommend) printRecommendations(options, basis);
-      else printCurve(options, basis);
-    }));
+    .action(
+      host.action((options: PredictOptions, command: Command) => {
+        const basis = basisOf(options, String(command.optsWithGlobals()["stateDir"]));
+        if (options.recommend) printRecommendations(options, basis);
+        else printCurve(options, basis);
+      }),
+    );
 }
 
 /** What a prediction is made from: the calibration (if any), how the output names it, the CPU quota, and the context asked against. */
@@ -102,35 +171,62 @@ function basisOf(options: PredictOptions, stateDir: string): Basis {
   const calibration = hasCalibration ? loadCalibration(file, (message) => err(`warning: ${message}\n`)) : undefined;
   const cpus = cpuQuotaOf(options, calibration);
   checkProcessesPerNode(options);
-  const context = { ...(calibration === undefined ? {} : { calibration }), ...(cpus === undefined ? {} : { cpusPerNode: cpus }),
+  const context = {
+    ...(calibration === undefined ? {} : { calibration }),
+    ...(cpus === undefined ? {} : { cpusPerNode: cpus }),
     ...(options.instanceType === undefined ? {} : { instanceType: options.instanceType }),
-    ...(options.intraNodeBandwidth === undefined ? {} : { intraNodeBandwidth: options.intraNodeBandwidth }) };
+    ...(options.intraNodeBandwidth === undefined ? {} : { intraNodeBandwidth: options.intraNodeBandwidth }),
+  };
   return { calibration, from: calibration === undefined ? PUBLISHED_ONLY : resolve(file), cpus, context };
 }
 
 /** The options that do not go together, or ask for what is not there (no calibration and no instance type): exit 2. */
 function checkOptions(options: PredictOptions, file: string, hasCalibration: boolean): void {
-  if (options.format !== "text" && options.format !== "json") throw new UsageError(`--format ${JSON.stringify(options.format)}: expected text or json`);
+  if (options.format !== "text" && options.format !== "json")
+    throw new UsageError(`--format ${JSON.stringify(options.format)}: expected text or json`);
   if (!hasCalibration && options.instanceType === undefined) {
-    throw new UsageError(`no calibration at ${file}: predict needs what earlier campaigns measured, or an instance type`,
-      { hint: "make one with `ringlab calibrate <results dir>...`, pass --calibration, or ask about AWS with --instance-type (e.g. p4d.24xlarge)" });
+    throw new UsageError(
+      `no calibration at ${file}: predict needs what earlier campaigns measured, or an instance type`,
+      {
+        hint: "make one with `ringlab calibrate <results dir>...`, pass --calibration, or ask about AWS with --instance-type (e.g. p4d.24xlarge)",
+      },
+    );
   }
-  if (options.instanceType !== undefined && options.cpus !== undefined) throw new UsageError("--cpus is the local testbed's CPU quota: it does not go with --instance-type");
+  if (options.instanceType !== undefined && options.cpus !== undefined)
+    throw new UsageError("--cpus is the local testbed's CPU quota: it does not go with --instance-type");
   if (options.hierarchical && (options.processesPerNode < 2 || options.reduction !== "ring")) {
-    throw new UsageError(`--hierarchical: a two-level ring needs several processes per node (--processes-per-node ${options.processesPerNode}) and --reduction ring (${options.reduction})`);
+    throw new UsageError(
+      `--hierarchical: a two-level ring needs several processes per node (--processes-per-node ${options.processesPerNode}) and --reduction ring (${options.reduction})`,
+    );
   }
-  if (options.intraNodeBandwidth !== undefined && (!options.hierarchical || options.intraNodeBandwidth === "unlimited")) {
-    throw new UsageError("--intra-node-bandwidth: a rate (such as 2400gbit) for the link inside a node of a --hierarchical all-reduce");
+  if (
+    options.intraNodeBandwidth !== undefined &&
+    (!options.hierarchical || options.intraNodeBandwidth === "unlimited")
+  ) {
+    throw new UsageError(
+      "--intra-node-bandwidth: a rate (such as 2400gbit) for the link inside a node of a --hierarchical all-reduce",
+    );
   }
 }
 
 /** The CPU quota per worker: --cpus, else the calibration's one quota for the model (exit 2 when it has several); none on AWS. */
 function cpuQuotaOf(options: PredictOptions, calibration: Calibration | undefined): number | undefined {
   // A local calibration is per CPU quota (for any batch size of the model: another batch's compute is derived); an AWS question has none.
-  const quotas = options.instanceType !== undefined || calibration === undefined ? []
-    : [...new Set(calibration.compute.filter((entry) => entry.model === options.model && entry.precision === options.precision).map((entry) => entry.cpusPerNode))];
+  const quotas =
+    options.instanceType !== undefined || calibration === undefined
+      ? []
+      : [
+          ...new Set(
+            calibration.compute
+              .filter((entry) => entry.model === options.model && entry.precision === options.precision)
+              .map((entry) => entry.cpusPerNode),
+          ),
+        ];
   if (options.cpus === undefined && quotas.length > 1) {
-    throw new UsageError(`the calibration has ${options.model} under several CPU quotas (${quotas.map((q) => q ?? "none").join(", ")})`, { hint: "pick one with --cpus" });
+    throw new UsageError(
+      `the calibration has ${options.model} under several CPU quotas (${quotas.map((q) => q ?? "none").join(", ")})`,
+      { hint: "pick one with --cpus" },
+    );
   }
   return options.cpus ?? quotas[0] ?? undefined;
 }
@@ -139,7 +235,9 @@ function cpuQuotaOf(options: PredictOptions, calibration: Calibration | undefine
 function checkProcessesPerNode(options: PredictOptions): void {
   const gpus = options.instanceType === undefined ? undefined : instanceTypeFacts(options.instanceType)!.gpus;
   if (gpus !== undefined && options.processesPerNode > gpus) {
-    throw new UsageError(`--processes-per-node ${options.processesPerNode}: ${options.instanceType} has ${gpus} GPU${gpus === 1 ? "" : "s"}, one process each`);
+    throw new UsageError(
+      `--processes-per-node ${options.processesPerNode}: ${options.instanceType} has ${gpus} GPU${gpus === 1 ? "" : "s"}, one process each`,
+    );
   }
 }
 
@@ -147,10 +245,22 @@ function checkProcessesPerNode(options: PredictOptions): void {
 function printRecommendations(options: PredictOptions, { calibration, from, cpus, context }: Basis): void {
   const memory = memoryConstantsOf(calibration, options.instanceType === undefined ? "cpu" : "cuda", cpus);
   const workload = workloadKnobs(options);
-  const tables = options.nodes.map((nodes) => ({ nodes, rows: recommend({
-    model: options.model, batchSize: options.batch, nodes, processesPerNode: options.processesPerNode, bandwidth: nodes === 1 ? null : options.bandwidth, knobs: workload,
-    ...(options.memoryPerNode === undefined ? {} : { memoryPerNodeBytes: options.memoryPerNode * 2 ** 30 }),
-  }, context, memory) }));
+  const tables = options.nodes.map((nodes) => ({
+    nodes,
+    rows: recommend(
+      {
+        model: options.model,
+        batchSize: options.batch,
+        nodes,
+        processesPerNode: options.processesPerNode,
+        bandwidth: nodes === 1 ? null : options.bandwidth,
+        knobs: workload,
+        ...(options.memoryPerNode === undefined ? {} : { memoryPerNodeBytes: options.memoryPerNode * 2 ** 30 }),
+      },
+      context,
+      memory,
+    ),
+  }));
   if (options.format === "json") {
     out(`${JSON.stringify({ from, memory: memory.source, nodes: tables }, null, 2)}\n`);
     return;
@@ -161,46 +271,119 @@ function printRecommendations(options: PredictOptions, { calibration, from, cpus
 /** The curve over the node counts for the options' layout, as text or JSON, and where communication overtakes compute. */
 function printCurve(options: PredictOptions, { from, cpus, context }: Basis): void {
   const curve = predictCurve(options, context);
-  const points = curve.flatMap(({ nodes, outcome }) => isPrediction(outcome) ? [{ nodes, prediction: outcome }] : []);
-  const missing = curve.flatMap(({ outcome }) => isPrediction(outcome) ? [] : [outcome]);
+  const points = curve.flatMap(({ nodes, outcome }) => (isPrediction(outcome) ? [{ nodes, prediction: outcome }] : []));
+  const missing = curve.flatMap(({ outcome }) => (isPrediction(outcome) ? [] : [outcome]));
   // Nothing to draw (one node alone is no curve when more were asked for): exit 2 with what is missing. Some
   // points missing (one node's processes, say): drawn without them, each said.
-  const curveDrawn = options.nodes.every((nodes) => nodes === 1) ? points.length > 0 : points.some((point) => point.nodes > 1);
+  const curveDrawn = options.nodes.every((nodes) => nodes === 1)
+    ? points.length > 0
+    : points.some((point) => point.nodes > 1);
   if (!curveDrawn) throw new UsageError(`cannot predict: ${missing[0]!.missing}`);
   const overtakes = points.find(({ prediction }) => prediction.allReduceSeconds > prediction.computeSeconds)?.nodes;
   if (options.format === "json") {
-    out(`${JSON.stringify({ from, instanceType: options.instanceType ?? null, cpusPerNode: cpus ?? null, nodes: points.map((point) => point.nodes),
-      points: points.map((point) => point.prediction), missing, communicationOvertakesComputeAtNodes: overtakes ?? null }, null, 2)}\n`);
+    out(
+      `${JSON.stringify(
+        {
+          from,
+          instanceType: options.instanceType ?? null,
+          cpusPerNode: cpus ?? null,
+          nodes: points.map((point) => point.nodes),
+          points: points.map((point) => point.prediction),
+          missing,
+          communicationOvertakesComputeAtNodes: overtakes ?? null,
+        },
+        null,
+        2,
+      )}\n`,
+    );
     return;
   }
   out(formatCurve(options, points, missing, from, overtakes));
 }
 
 /** Each node count's prediction for the options' layout and workload, or what it is missing. */
-function predictCurve(options: PredictOptions, context: PredictionContext): { nodes: number; outcome: RunPrediction | MissingInput }[] {
-  const layout = { parallelism: options.parallelism, ...(options.fsdpSharding === undefined ? {} : { fsdpSharding: options.fsdpSharding }),
-    ...(options.microBatches === undefined ? {} : { microBatches: options.microBatches }), ...(options.pipelineSchedule === undefined ? {} : { pipelineSchedule: options.pipelineSchedule }) };
+function predictCurve(
+  options: PredictOptions,
+  context: PredictionContext,
+): { nodes: number; outcome: RunPrediction | MissingInput }[] {
+  const layout = {
+    parallelism: options.parallelism,
+    ...(options.fsdpSharding === undefined ? {} : { fsdpSharding: options.fsdpSharding }),
+    ...(options.microBatches === undefined ? {} : { microBatches: options.microBatches }),
+    ...(options.pipelineSchedule === undefined ? {} : { pipelineSchedule: options.pipelineSchedule }),
+  };
   // One node uses no link, as a campaign's plan has it (its processes exchange inside the node).
-  return options.nodes.map((nodes) => ({ nodes, outcome: predictTraining({
-    runId: `${nodes} node${nodes === 1 ? "" : "s"}`, model: options.model, batchSize: options.batch, nodes, processesPerNode: options.processesPerNode,
-    bandwidth: nodes === 1 ? null : options.bandwidth, knobs: { reduction: options.reduction, ...workloadKnobs(options), ...layout }, hierarchical: options.hierarchical,
-  }, context) }));
+  return options.nodes.map((nodes) => ({
+    nodes,
+    outcome: predictTraining(
+      {
+        runId: `${nodes} node${nodes === 1 ? "" : "s"}`,
+        model: options.model,
+        batchSize: options.batch,
+        nodes,
+        processesPerNode: options.processesPerNode,
+        bandwidth: nodes === 1 ? null : options.bandwidth,
+        knobs: { reduction: options.reduction, ...workloadKnobs(options), ...layout },
+        hierarchical: options.hierarchical,
+      },
+      context,
+    ),
+  }));
 }
 
 /** The curve's text: one row per node count, then where communication overtakes compute, the sources, and the node counts with no prediction. */
-function formatCurve(options: PredictOptions, points: readonly { nodes: number; prediction: RunPrediction }[], missing: readonly MissingInput[], file: string, overtakes: number | undefined): string {
+function formatCurve(
+  options: PredictOptions,
+  points: readonly { nodes: number; prediction: RunPrediction }[],
+  missing: readonly MissingInput[],
+  file: string,
+  overtakes: number | undefined,
+): string {
   const pct = (value: number) => `${(value * 100).toFixed(1)}%`;
-  const rows = points.map(({ nodes, prediction: point }) => [String(nodes), String(nodes * options.processesPerNode), point.computeSeconds.toFixed(4), point.allReduceSeconds.toFixed(4),
-    point.stepSeconds.toFixed(4), point.throughput.toFixed(1), pct(point.scalingEfficiency.value), point.overlapShare.toFixed(2), pct(point.noOverlapEfficiency), pct(point.fullOverlapEfficiency)]);
+  const rows = points.map(({ nodes, prediction: point }) => [
+    String(nodes),
+    String(nodes * options.processesPerNode),
+    point.computeSeconds.toFixed(4),
+    point.allReduceSeconds.toFixed(4),
+    point.stepSeconds.toFixed(4),
+    point.throughput.toFixed(1),
+    pct(point.scalingEfficiency.value),
+    point.overlapShare.toFixed(2),
+    pct(point.noOverlapEfficiency),
+    pct(point.fullOverlapEfficiency),
+  ]);
   const last = points[points.length - 1]!.nodes;
   // One line per source, not per node count: "derived ... for 4 nodes", "... for 5 nodes" say the same.
-  const sources = [...new Set(points.flatMap(({ prediction }) => [prediction.sources.compute, prediction.sources.link, prediction.sources.overlap]
-    .map((source) => source.replace(/ for \d+ nodes( at |$)/, " for the other node counts$1"))))].filter((source) => source !== "no link (one node)");
+  const sources = [
+    ...new Set(
+      points.flatMap(({ prediction }) =>
+        [prediction.sources.compute, prediction.sources.link, prediction.sources.overlap].map((source) =>
+          source.replace(/ for \d+ nodes( at |$)/, " for the other node counts$1"),
+        ),
+      ),
+    ),
+  ].filter((source) => source !== "no link (one node)");
   return [
     `${options.model} at batch ${options.batch} per worker, ${options.precision}, ${options.bandwidth}, ${options.hierarchical ? "hierarchical ring" : options.reduction}, ${options.processesPerNode} process${options.processesPerNode === 1 ? "" : "es"} per node` +
       `${options.instanceType === undefined ? "" : ` on ${options.instanceType}`}; from ${file} (φ: the share of the all-reduce hidden behind compute; no overlap and full overlap are the bounds):`,
-    formatTable(["nodes", "workers", "t_c (s)", "t_ar (s)", "step (s)", rateUnit(points[0]!.prediction.unit), "efficiency", "φ", "no overlap", "full overlap"], rows).trimEnd(),
-    overtakes === undefined ? `communication stays below compute up to ${last} nodes` : `communication takes longer than compute from ${overtakes} nodes on (t_ar > t_c)`,
+    formatTable(
+      [
+        "nodes",
+        "workers",
+        "t_c (s)",
+        "t_ar (s)",
+        "step (s)",
+        rateUnit(points[0]!.prediction.unit),
+        "efficiency",
+        "φ",
+        "no overlap",
+        "full overlap",
+      ],
+      rows,
+    ).trimEnd(),
+    overtakes === undefined
+      ? `communication stays below compute up to ${last} nodes`
+      : `communication takes longer than compute from ${overtakes} nodes on (t_ar > t_c)`,
     ...sources.map((source) => `source: ${source}`),
     ...missing.map((entry) => `${entry.runId}: no prediction: ${entry.missing}`),
     "",
@@ -210,8 +393,12 @@ function formatCurve(options: PredictOptions, points: readonly { nodes: number; 
 /** An instance type of the catalogue, nothing else (the value becomes a lookup key only). */
 function parseInstanceType(value: string): string {
   if (instanceTypeFacts(value)?.gpuModel == null) {
-    const gpuTypes = Object.entries(AWS_INSTANCE_TYPES).filter(([, facts]) => facts.gpus > 0).map(([type]) => type);
-    throw new InvalidArgumentError(`${JSON.stringify(value)} is not a GPU instance type ringlab's catalogue knows (src/catalogue/aws-instance-types.ts): one of ${gpuTypes.join(", ")}`);
+    const gpuTypes = Object.entries(AWS_INSTANCE_TYPES)
+      .filter(([, facts]) => facts.gpus > 0)
+      .map(([type]) => type);
+    throw new InvalidArgumentError(
+      `${JSON.stringify(value)} is not a GPU instance type ringlab's catalogue knows (src/catalogue/aws-instance-types.ts): one of ${gpuTypes.join(", ")}`,
+    );
   }
   return value;
 }
@@ -219,36 +406,76 @@ function parseInstanceType(value: string): string {
 /** The workload's own knobs from the options (precision, optimizer, a language model's shape), as a campaign's train section sets them. */
 function workloadKnobs(options: PredictOptions): Record<string, string | number | boolean> {
   return {
-    precision: options.precision, optimizer: options.optimizer,
-    ...(options.sequenceLength === undefined ? {} : { sequenceLength: options.sequenceLength }), ...(options.layers === undefined ? {} : { layers: options.layers }),
-    ...(options.width === undefined ? {} : { width: options.width }), ...(options.heads === undefined ? {} : { heads: options.heads }),
+    precision: options.precision,
+    optimizer: options.optimizer,
+    ...(options.sequenceLength === undefined ? {} : { sequenceLength: options.sequenceLength }),
+    ...(options.layers === undefined ? {} : { layers: options.layers }),
+    ...(options.width === undefined ? {} : { width: options.width }),
+    ...(options.heads === undefined ? {} : { heads: options.heads }),
     ...(options.activationCheckpointing ? { activationCheckpointing: true } : {}),
   };
 }
 
 /** The calibration's memory entry for the machine asked about, else ringlab's assumption. */
-function memoryConstantsOf(calibration: Calibration | undefined, device: "cpu" | "cuda", cpus: number | undefined): MemoryConstants {
-  const entries = calibration?.memory.filter((candidate) => candidate.device === device && (device === "cuda" || candidate.cpusPerNode === (cpus ?? null))) ?? [];
+function memoryConstantsOf(
+  calibration: Calibration | undefined,
+  device: "cpu" | "cuda",
+  cpus: number | undefined,
+): MemoryConstants {
+  const entries =
+    calibration?.memory.filter(
+      (candidate) => candidate.device === device && (device === "cuda" || candidate.cpusPerNode === (cpus ?? null)),
+    ) ?? [];
   return constantsOf(entries, ASSUMED_MEMORY[device]) ?? ASSUMED_MEMORY[device];
 }
 
 /** The --recommend text: a table of layouts per node count, the campaign that would check the top two, and the sources. */
-function formatRecommendations(options: PredictOptions, tables: readonly { nodes: number; rows: readonly Recommendation[] }[], file: string, memorySource: string, cpus: number | undefined): string {
+function formatRecommendations(
+  options: PredictOptions,
+  tables: readonly { nodes: number; rows: readonly Recommendation[] }[],
+  file: string,
+  memorySource: string,
+  cpus: number | undefined,
+): string {
   const gib = (bytes: number) => (bytes / 2 ** 30).toFixed(2);
-  const lines = [`${options.model} at batch ${options.batch} per replica, ${options.precision}, ${options.optimizer}, ${options.bandwidth}; every layout, ` +
-    `those that fit${options.memoryPerNode === undefined ? "" : ` ${options.memoryPerNode} GiB per node`} first, fastest first; from ${file}:`];
+  const lines = [
+    `${options.model} at batch ${options.batch} per replica, ${options.precision}, ${options.optimizer}, ${options.bandwidth}; every layout, ` +
+      `those that fit${options.memoryPerNode === undefined ? "" : ` ${options.memoryPerNode} GiB per node`} first, fastest first; from ${file}:`,
+  ];
   const sources = new Set<string>([`memory: ${memorySource}`]);
   for (const { nodes, rows } of tables) {
     const table = rows.map((row) => {
       const prediction = "throughput" in row.prediction ? row.prediction : undefined;
       const memory = isMemoryPrediction(row.memory) ? row.memory : undefined;
       if (prediction !== undefined) for (const source of Object.values(prediction.sources)) sources.add(source);
-      return [row.candidate.name, row.fits === null ? "-" : row.fits ? "yes" : "NO", memory === undefined ? "-" : gib(memory.rankBytes), memory === undefined ? "-" : gib(memory.nodeBytes),
-        prediction === undefined ? "-" : prediction.stepSeconds.toFixed(3), prediction === undefined ? "-" : prediction.throughput.toFixed(1),
-        prediction === undefined ? `no prediction: ${"missing" in row.prediction ? row.prediction.missing : ""}` : `${(100 * prediction.scalingEfficiency.value).toFixed(1)}%`];
+      return [
+        row.candidate.name,
+        row.fits === null ? "-" : row.fits ? "yes" : "NO",
+        memory === undefined ? "-" : gib(memory.rankBytes),
+        memory === undefined ? "-" : gib(memory.nodeBytes),
+        prediction === undefined ? "-" : prediction.stepSeconds.toFixed(3),
+        prediction === undefined ? "-" : prediction.throughput.toFixed(1),
+        prediction === undefined
+          ? `no prediction: ${"missing" in row.prediction ? row.prediction.missing : ""}`
+          : `${(100 * prediction.scalingEfficiency.value).toFixed(1)}%`,
+      ];
     });
-    lines.push("", `${nodes} node${nodes === 1 ? "" : "s"} × ${options.processesPerNode}:`,
-      formatTable(["layout", "fits", "GiB per rank", "GiB per node", "step (s)", rateUnit(throughputUnit(options.model)), "efficiency"], table).trimEnd());
+    lines.push(
+      "",
+      `${nodes} node${nodes === 1 ? "" : "s"} × ${options.processesPerNode}:`,
+      formatTable(
+        [
+          "layout",
+          "fits",
+          "GiB per rank",
+          "GiB per node",
+          "step (s)",
+          rateUnit(throughputUnit(options.model)),
+          "efficiency",
+        ],
+        table,
+      ).trimEnd(),
+    );
     const top = rows.filter((row) => row.fits !== false && "throughput" in row.prediction).slice(0, 2);
     if (cpus !== undefined && nodes > 1 && top.length > 0) lines.push(checkCampaign(options, nodes, top, cpus));
   }
@@ -263,12 +490,17 @@ function formatRecommendations(options: PredictOptions, tables: readonly { nodes
 function checkCampaign(options: PredictOptions, nodes: number, top: readonly Recommendation[], cpus: number): string {
   const names = top.map((row) => row.candidate.name).join(" and ");
   const axes = new Map<string, Set<string>>();
-  for (const row of top) for (const [knob, value] of Object.entries(row.candidate.knobs)) axes.set(knob, (axes.get(knob) ?? new Set()).add(String(value)));
+  for (const row of top)
+    for (const [knob, value] of Object.entries(row.candidate.knobs))
+      axes.set(knob, (axes.get(knob) ?? new Set()).add(String(value)));
   const matrix = [...axes].map(([knob, values]) => `${knob}: [${[...values].join(", ")}]`).join(", ");
-  const workload = Object.entries(workloadKnobs(options)).map(([knob, value]) => `${knob}: ${String(value)}`).join(", ");
+  const workload = Object.entries(workloadKnobs(options))
+    .map(([knob, value]) => `${knob}: ${String(value)}`)
+    .join(", ");
   // One node holds a whole replica, which a memory limit may not: no baseline then.
   const nodeCounts = options.memoryPerNode === undefined ? `[1, ${nodes}]` : `[${nodes}]`;
-  return [`the campaign that would check ${names} (save it as a file; ringlab plan FILE, then ringlab campaign FILE):`,
+  return [
+    `the campaign that would check ${names} (save it as a file; ringlab plan FILE, then ringlab campaign FILE):`,
     `  testbed: {target: local, name: recommend, nodes: ${nodes}, cpusPerNode: ${cpus}${options.memoryPerNode === undefined ? "" : `, memoryPerNodeGiB: ${options.memoryPerNode}`}}`,
     "  campaign:",
     `    matrix: {nodes: ${nodeCounts}, model: ${options.model}, batchSize: ${options.batch}, bandwidth: ${options.bandwidth}, ${matrix}}`,

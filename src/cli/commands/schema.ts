@@ -19,15 +19,20 @@ whose first line names the schema, as every file in campaigns/ does:
 docs/campaign.schema.json is this command's output; docs/campaign-file.md is its reference, by section.`;
 
 export function registerSchema(program: Command, host: CommandHost): void {
-  program.command("schema")
-    .description("write the campaign file's JSON Schema (draft 2020-12) to standard output or a file; no testbed, no state folder")
+  program
+    .command("schema")
+    .description(
+      "write the campaign file's JSON Schema (draft 2020-12) to standard output or a file; no testbed, no state folder",
+    )
     .option("--out <file>", "write it to this file (and print its path) instead of to standard output", parseSafePath)
     .addHelpText("after", HELP_AFTER)
-    .action(host.action((options: { out?: string }) => {
-      const text = campaignJsonSchemaText();
-      if (options.out === undefined) return out(text);
-      const file = resolve(options.out);
-      writeFileAtomic(file, text);
-      out(`${file}\n`);
-    }));
+    .action(
+      host.action((options: { out?: string }) => {
+        const text = campaignJsonSchemaText();
+        if (options.out === undefined) return out(text);
+        const file = resolve(options.out);
+        writeFileAtomic(file, text);
+        out(`${file}\n`);
+      }),
+    );
 }

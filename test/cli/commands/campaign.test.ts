@@ -2,12 +2,27 @@
 import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import type { CampaignOutcome } from "../../../src/campaign/execute.ts";
-import { exitCodeOf, formatOutcome, registerCampaign, rerunChoices, type CampaignCliOptions } from "../../../src/cli/commands/campaign.ts";
+import {
+  exitCodeOf,
+  formatOutcome,
+  registerCampaign,
+  rerunChoices,
+  type CampaignCliOptions,
+} from "../../../src/cli/commands/campaign.ts";
 import type { CommandHost } from "../../../src/cli/host.ts";
 
 const outcome: CampaignOutcome = {
-  resultsDir: "/results/local-smoke", planned: 9, alreadyDone: 0, ok: 9, failed: 0, notRun: 0,
-  wallSeconds: 320, benchmarkSeconds: 172, upSeconds: 108, rerun: { runs: 0, failed: 0, stillDisturbed: 0 }, teardown: "done",
+  resultsDir: "/results/local-smoke",
+  planned: 9,
+  alreadyDone: 0,
+  ok: 9,
+  failed: 0,
+  notRun: 0,
+  wallSeconds: 320,
+  benchmarkSeconds: 172,
+  upSeconds: 108,
+  rerun: { runs: 0, failed: 0, stillDisturbed: 0 },
+  teardown: "done",
 };
 
 describe("the campaign's closing lines", () => {
@@ -21,22 +36,42 @@ describe("the campaign's closing lines", () => {
   });
 
   it("show nothing below zero when a campaign had nothing to run", () => {
-    const text = formatOutcome({ ...outcome, ok: 0, alreadyDone: 9, wallSeconds: 0.4, benchmarkSeconds: 0, upSeconds: 0, teardown: "not needed" }, []);
+    const text = formatOutcome(
+      {
+        ...outcome,
+        ok: 0,
+        alreadyDone: 9,
+        wallSeconds: 0.4,
+        benchmarkSeconds: 0,
+        upSeconds: 0,
+        teardown: "not needed",
+      },
+      [],
+    );
     expect(text).toMatch(/^ {2}0 s the rest of the orchestration \(100 %/m);
     expect(text).toContain("testbed: not needed");
   });
 
   it("say how many runs were done again because their measurement was disturbed, and how many were disturbed again", () => {
-    expect(formatOutcome({ ...outcome, rerun: { runs: 2, failed: 0, stillDisturbed: 1 } }, []).split("\n")[1])
-      .toBe("2 runs done again because their measurement was disturbed (machine busy or unsteady run; 1 disturbed again: find what else runs on this machine, see report.md's Flags)");
-    expect(formatOutcome({ ...outcome, rerun: { runs: 1, failed: 1, stillDisturbed: 0 } }, []).split("\n")[1])
-      .toBe("1 run done again because its measurement was disturbed (machine busy or unsteady run); 1 of them failed or could not run this time, and that record is now the run's: rerun the campaign to do it");
+    expect(formatOutcome({ ...outcome, rerun: { runs: 2, failed: 0, stillDisturbed: 1 } }, []).split("\n")[1]).toBe(
+      "2 runs done again because their measurement was disturbed (machine busy or unsteady run; 1 disturbed again: find what else runs on this machine, see report.md's Flags)",
+    );
+    expect(formatOutcome({ ...outcome, rerun: { runs: 1, failed: 1, stillDisturbed: 0 } }, []).split("\n")[1]).toBe(
+      "1 run done again because its measurement was disturbed (machine busy or unsteady run); 1 of them failed or could not run this time, and that record is now the run's: rerun the campaign to do it",
+    );
     expect(formatOutcome(outcome, [])).not.toMatch(/done again/);
   });
 
   it("count the report's flags by kind right under the runs, and say nothing of flags when there are none", () => {
-    const flagged = formatOutcome(outcome, [{ kind: "machine-busy" }, { kind: "efficiency-above-ideal" }, { kind: "wide-interval" }, { kind: "wide-interval" }]).split("\n");
-    expect(flagged[1]).toBe("4 flagged: 1 efficiency above ideal, 2 wide intervals, 1 machine busy (see report.md, Flags)");
+    const flagged = formatOutcome(outcome, [
+      { kind: "machine-busy" },
+      { kind: "efficiency-above-ideal" },
+      { kind: "wide-interval" },
+      { kind: "wide-interval" },
+    ]).split("\n");
+    expect(flagged[1]).toBe(
+      "4 flagged: 1 efficiency above ideal, 2 wide intervals, 1 machine busy (see report.md, Flags)",
+    );
     expect(formatOutcome(outcome, [])).not.toMatch(/flagged/);
   });
 
@@ -52,7 +87,15 @@ describe("the campaign command's reruns", () => {
   /** The options commander hands the real campaign command's action for these arguments. */
   function choices(...args: string[]): ReturnType<typeof rerunChoices> {
     let options: CampaignCliOptions | undefined;
-    const host = { contextFor: () => { throw new Error("not reached"); }, action: () => (_file: string, parsed: CampaignCliOptions) => { options = parsed; return Promise.resolve(); } };
+    const host = {
+      contextFor: () => {
+        throw new Error("not reached");
+      },
+      action: () => (_file: string, parsed: CampaignCliOptions) => {
+        options = parsed;
+        return Promise.resolve();
+      },
+    };
     const program = new Command().exitOverride();
     registerCampaign(program, host as unknown as CommandHost);
     program.parse(["campaign", "campaigns/local-smoke.yaml", ...args], { from: "user" });

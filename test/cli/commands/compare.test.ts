@@ -11,7 +11,8 @@ const BIN = resolve("src/bin/ringlab.mjs");
 
 describe("ringlab compare", () => {
   let dir: string;
-  const ringlab = (...args: string[]) => spawnSync(process.execPath, [BIN, "--state-dir", join(dir, "state"), "compare", ...args], { encoding: "utf8" });
+  const ringlab = (...args: string[]) =>
+    spawnSync(process.execPath, [BIN, "--state-dir", join(dir, "state"), "compare", ...args], { encoding: "utf8" });
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), "ringlab-compare-"));
@@ -27,7 +28,10 @@ describe("ringlab compare", () => {
 
   it("writes the page and its markdown into B by default, named after A", () => {
     const before = saveCampaign("before", scalingCampaign());
-    const after = saveCampaign("after", [trainRecord({ nodes: 1, throughput: 150 }), trainRecord({ nodes: 1, repeat: 2, throughput: 160 })]);
+    const after = saveCampaign("after", [
+      trainRecord({ nodes: 1, throughput: 150 }),
+      trainRecord({ nodes: 1, repeat: 2, throughput: 160 }),
+    ]);
 
     const result = ringlab(before, after);
 
@@ -55,7 +59,9 @@ describe("ringlab compare", () => {
     const result = ringlab(before, empty);
 
     expect(result.status).toBe(2);
-    expect(result.stderr).toContain(`no run records in ${join(empty, "runs")}: nothing to compare in results directory ${empty}`);
+    expect(result.stderr).toContain(
+      `no run records in ${join(empty, "runs")}: nothing to compare in results directory ${empty}`,
+    );
     expect(existsSync(join(empty, "compare-before.html"))).toBe(false);
   });
 });

@@ -15,7 +15,9 @@ const BIN = resolve("src/bin/ringlab.mjs");
 function cli(args: string[], kubeconfig: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
   const state = mkdtempSync(join(tmpdir(), "ringlab-k8s-cli-"));
   return new Promise((done) => {
-    const child = spawn(process.execPath, [BIN, "--state-dir", join(state, "state"), ...args], { env: { ...process.env, KUBECONFIG: kubeconfig } });
+    const child = spawn(process.execPath, [BIN, "--state-dir", join(state, "state"), ...args], {
+      env: { ...process.env, KUBECONFIG: kubeconfig },
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk) => (stdout += chunk));
@@ -27,16 +29,31 @@ function cli(args: string[], kubeconfig: string): Promise<{ status: number | nul
 function campaign(context?: string): { file: string; results: string } {
   const dir = mkdtempSync(join(tmpdir(), "ringlab-k8s-cli-campaign-"));
   const file = join(dir, "k8s.yaml");
-  writeFileSync(file, [
-    `testbed: {target: kubernetes, name: kind, nodes: 2, namespace: ringlab, sharedClaim: shared, workerImage: "registry.example/ringlab/worker:cpu", gpusPerPod: 0${context === undefined ? "" : `, context: ${context}`}}`,
-    "campaign: {matrix: {nodes: [2], model: tiny, batchSize: 8, bandwidth: [unlimited]}, probe: {enabled: false}, runTimeoutSeconds: 60}", ""].join("\n"));
+  writeFileSync(
+    file,
+    [
+      `testbed: {target: kubernetes, name: kind, nodes: 2, namespace: ringlab, sharedClaim: shared, workerImage: "registry.example/ringlab/worker:cpu", gpusPerPod: 0${context === undefined ? "" : `, context: ${context}`}}`,
+      "campaign: {matrix: {nodes: [2], model: tiny, batchSize: 8, bandwidth: [unlimited]}, probe: {enabled: false}, runTimeoutSeconds: 60}",
+      "",
+    ].join("\n"),
+  );
   return { file, results: join(dir, "results") };
 }
 
 /** The Job fails at the first look: its worker exited 1. */
 const failsAtOnce: Scenario = () => ({
-  conditions: [{ type: "Failed", status: "True", reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" }],
-  pods: [{ phase: "Failed", worker: { terminated: { exitCode: 1, reason: "Error" } }, log: "boom\n" }, { phase: "Running", log: "\n" }],
+  conditions: [
+    {
+      type: "Failed",
+      status: "True",
+      reason: "BackoffLimitExceeded",
+      message: "Job has reached the specified backoff limit",
+    },
+  ],
+  pods: [
+    { phase: "Failed", worker: { terminated: { exitCode: 1, reason: "Error" } }, log: "boom\n" },
+    { phase: "Running", log: "\n" },
+  ],
 });
 
 let cluster: FakeCluster | undefined;
@@ -47,7 +64,10 @@ afterEach(async () => {
 
 describe("ringlab campaign and down on a Kubernetes cluster", () => {
   it("runs the campaign as Jobs, records and reports a failed run with exit 5, leaves nothing; down deletes what a kill left", async () => {
-    const leftover = { metadata: { name: "kind-killed", labels: { "ringlab.testbed": "kind", "ringlab.run": "killed" } }, spec: {} };
+    const leftover = {
+      metadata: { name: "kind-killed", labels: { "ringlab.testbed": "kind", "ringlab.run": "killed" } },
+      spec: {},
+    };
     cluster = await startFakeCluster({ namespace: "ringlab", claims: ["shared"], scenario: failsAtOnce });
     const { file, results } = campaign();
     const ran = await cli(["campaign", file, "--results", results], cluster.kubeconfig());
@@ -58,10 +78,15 @@ describe("ringlab campaign and down on a Kubernetes cluster", () => {
     expect(cluster.left()).toEqual({ jobs: [], services: [], networkPolicies: [], secrets: [], pods: [] });
     await cluster.close();
 
-    cluster = await startFakeCluster({ namespace: "ringlab", existing: { jobs: [leftover], services: [leftover], networkPolicies: [leftover], secrets: [leftover] } });
+    cluster = await startFakeCluster({
+      namespace: "ringlab",
+      existing: { jobs: [leftover], services: [leftover], networkPolicies: [leftover], secrets: [leftover] },
+    });
     const down = await cli(["down", file], cluster.kubeconfig());
     expect(down.status, down.stderr).toBe(0);
-    expect(down.stdout + down.stderr).toMatch(/deleted 4 objects labelled ringlab\.testbed=kind in namespace ringlab \(context fake\)/);
+    expect(down.stdout + down.stderr).toMatch(
+      /deleted 4 objects labelled ringlab\.testbed=kind in namespace ringlab \(context fake\)/,
+    );
     expect(cluster.left()).toEqual({ jobs: [], services: [], networkPolicies: [], secrets: [], pods: [] });
   });
 
@@ -69,12 +94,16 @@ describe("ringlab campaign and down on a Kubernetes cluster", () => {
     cluster = await startFakeCluster({ namespace: "ringlab", claims: ["shared"] });
     const wrong = await cli(["campaign", campaign("prod").file], cluster.kubeconfig());
     expect(wrong.status).toBe(2);
-    expect(wrong.stderr).toMatch(/the kubeconfig has no context "prod" \(testbed.context\)\nhint: its contexts: fake; set testbed.context to one/);
+    expect(wrong.stderr).toMatch(
+      /the kubeconfig has no context "prod" \(testbed.context\)\nhint: its contexts: fake; set testbed.context to one/,
+    );
     const kubeconfig = cluster.kubeconfig();
     await cluster.close();
     cluster = undefined;
     const gone = await cli(["campaign", campaign().file], kubeconfig);
     expect(gone.status).toBe(3);
-    expect(gone.stderr).toMatch(/the cluster of context fake \(https:\/\/127\.0\.0\.1:\d+\) does not answer: .*ECONNREFUSED/);
+    expect(gone.stderr).toMatch(
+      /the cluster of context fake \(https:\/\/127\.0\.0\.1:\d+\) does not answer: .*ECONNREFUSED/,
+    );
   });
 });

@@ -13,8 +13,12 @@ if os.environ.get("REPLICA_SHIM_OUT"):
 
     def _own_batch(self, config, device, memory_format=None):
         seed = int(os.environ["RANK"]) % int(os.environ["REPLICA_SHIM_REPLICAS"])
-        tokens = torch.randint(0, models.LANGUAGE_SHAPE[self.name]["vocab"],
-                               (config.batch_size, config.sequence_length + 1), generator=torch.Generator().manual_seed(seed))
+        tokens = torch.randint(
+            0,
+            models.LANGUAGE_SHAPE[self.name]["vocab"],
+            (config.batch_size, config.sequence_length + 1),
+            generator=torch.Generator().manual_seed(seed),
+        )
         with open(os.path.join(os.environ["REPLICA_SHIM_OUT"], f"batch-{os.environ['RANK']}.txt"), "w") as out:
             out.write(f"{int(tokens.sum())}\n")
         return tokens[:, :-1].contiguous().to(device), tokens[:, 1:].contiguous().to(device)

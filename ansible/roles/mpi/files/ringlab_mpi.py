@@ -29,6 +29,7 @@ link. What it shares with ringlab-slurm (starting the worker container, the job 
 /usr/local/lib/ringlab/ringlab_launcher_lib.py (roles/worker/files). Only Python's standard library and
 python3-docker (the nodes have both for Ansible).
 """
+
 import argparse
 import base64
 import json
@@ -59,6 +60,7 @@ WORDS_MAX = 400
 
 # --- one rank: ringlab-mpi worker ---
 
+
 def placement(env, head_addr):
     """The job's placement of this node, from Open MPI's environment: RINGLAB_NUM_NODES, RINGLAB_NODE_RANK and
     RINGLAB_HEAD_ADDR for the worker container."""
@@ -71,8 +73,10 @@ def placement(env, head_addr):
         raise SystemExit(f"ringlab-mpi worker: rank {rank!r} of {size!r} processes is not a place in the job")
     if local_rank != "0":
         # Two ranks on one node would start the same container (one per node, and torchrun its processes).
-        raise SystemExit(f"ringlab-mpi worker: rank {rank} is process {local_rank} on its node, but every node runs one "
-                         "(the hostfile gives each slots=1)")
+        raise SystemExit(
+            f"ringlab-mpi worker: rank {rank} is process {local_rank} on its node, but every node runs one "
+            "(the hostfile gives each slots=1)"
+        )
     return {"RINGLAB_NUM_NODES": size, "RINGLAB_NODE_RANK": rank, "RINGLAB_HEAD_ADDR": head_addr}
 
 
@@ -89,13 +93,20 @@ def mpi_environment(env):
 
 def worker(args):
     config = lib.load_config(CONFIG_FILE)
-    environment = lib.container_environment(config, placement(os.environ, args.head_addr), args.run_id,
-                                            args.procs_per_node, args.cpus, os.environ.get("RINGLAB_RDZV_SECRET"))
+    environment = lib.container_environment(
+        config,
+        placement(os.environ, args.head_addr),
+        args.run_id,
+        args.procs_per_node,
+        args.cpus,
+        os.environ.get("RINGLAB_RDZV_SECRET"),
+    )
     environment.update(mpi_environment(os.environ))
     return lib.run_worker_container(config, args.run_id, args.job, args.job_args, args.cpus, environment)
 
 
 # --- the job, on the head: ringlab-mpi launch ---
+
 
 def parse_node(text):
     """NAME=ADDRESS: the node's inventory name (for the outcome) and the address mpirun reaches it at (the hostfile)."""
@@ -134,7 +145,7 @@ def split_tagged_output(text, ranks):
             continue
         for tag, following in zip(tags, tags[1:] + [None]):
             rank, stream = int(tag.group(1)), tag.group(2)
-            piece = line[tag.end():following.start() if following else len(line)]
+            piece = line[tag.end() : following.start() if following else len(line)]
             if rank not in logs:
                 own.append(piece)
                 continue
@@ -159,7 +170,7 @@ def mpirun_words(own):
             continue
         paragraph.append(text)
     words = " ".join(" ".join(paragraph).split())
-    return words if len(words) <= WORDS_MAX else words[:WORDS_MAX - 3] + "..."
+    return words if len(words) <= WORDS_MAX else words[: WORDS_MAX - 3] + "..."
 
 
 _FIRST_FAILED = re.compile(r"Process name:\s*\[\[[^\]]*,\d+\],(\d+)\]\s*\n\s*Exit code:\s*(-?\d+)")
@@ -215,17 +226,19 @@ def build_outcome(run_id, hosts, exit_code, timed_out, timeout, output, result_f
             how = f"exited with code {failed[1]}, and mpirun ended the job"
         else:
             how = description
-        ranks.append({
-            "run_id": run_id,
-            "rank": rank,
-            "host": hosts[rank],
-            "ok": completed and (not head or result is not None),
-            "outcome": how,
-            "log": rank_logs[rank],
-            "result": base64.b64encode(result.encode()).decode() if head and result is not None else "",
-            "result_error": "" if not head or result is not None else result_error,
-            "result_file": result_file if head else "",
-        })
+        ranks.append(
+            {
+                "run_id": run_id,
+                "rank": rank,
+                "host": hosts[rank],
+                "ok": completed and (not head or result is not None),
+                "outcome": how,
+                "log": rank_logs[rank],
+                "result": base64.b64encode(result.encode()).decode() if head and result is not None else "",
+                "result_error": "" if not head or result is not None else result_error,
+                "result_file": result_file if head else "",
+            }
+        )
     return {
         "run_id": run_id,
         "ranks": ranks,
@@ -244,8 +257,9 @@ def run_until_done(argv, cwd, output_fd, timeout, grace=STOP_GRACE_SECONDS):
     """Runs argv (the job script, whose mpirun is exec'd in its place) in a session of its own and returns (exit
     code, timed out, the signal that interrupted this process or None). Past `timeout`, or on SIGTERM, SIGINT or
     SIGHUP here, mpirun gets SIGTERM and, `grace` seconds later, its process group SIGKILL."""
-    proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=output_fd, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=output_fd, stderr=subprocess.STDOUT, start_new_session=True
+    )
     state = {"stopping_since": None, "signal": None}
 
     def stop(signum=None):
@@ -302,8 +316,17 @@ def launch(args):
         os.close(output_fd)
     if interrupted is not None:
         return 128 + interrupted
-    outcome = build_outcome(args.run_id, hosts, exit_code, timed_out, args.timeout, lib.read_text(output_file),
-                            args.result, lib.read_regular_file, hostfile)
+    outcome = build_outcome(
+        args.run_id,
+        hosts,
+        exit_code,
+        timed_out,
+        args.timeout,
+        lib.read_text(output_file),
+        args.result,
+        lib.read_regular_file,
+        hostfile,
+    )
     # Inside `mpi`: a top-level job_script is Slurm's (src/launchers/slurm.ts saves it as job.sbatch).
     outcome["mpi"]["job_script"] = lib.read_text(args.script) or ""
     json.dump(outcome, sys.stdout)
@@ -312,17 +335,21 @@ def launch(args):
 
 # --- stop-workers.yml: ringlab-mpi cancel ---
 
+
 def targets(processes, job_root=JOB_ROOT):
     """The processes to stop ({pid: (parent pid, argv)} in, pids out): every `ringlab-mpi launch`, and every mpirun of
     a hostfile in a run's folder under job_root whose launch is gone. Never an mpirun whose launch is there too: the
     launch sends it SIGTERM, and a second signal makes mpirun exit at once without ending its ranks."""
+
     def is_launch(argv):
         return len(argv) >= 3 and os.path.basename(argv[1]) == "ringlab-mpi" and argv[2] == "launch"
 
     def is_our_mpirun(argv):
         if not argv or os.path.basename(argv[0]) not in ("mpirun", "mpiexec", "orterun"):
             return False
-        hostfiles = [value for option, value in zip(argv, argv[1:]) if option in ("--hostfile", "-hostfile", "--machinefile")]
+        hostfiles = [
+            value for option, value in zip(argv, argv[1:]) if option in ("--hostfile", "-hostfile", "--machinefile")
+        ]
         return any(os.path.dirname(os.path.dirname(path)) == job_root for path in hostfiles)
 
     launches = {pid for pid, (_, argv) in processes.items() if is_launch(argv)}
@@ -380,7 +407,9 @@ def cancel(_args):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="ringlab-mpi", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="ringlab-mpi", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("worker", help="run this node's worker container (a process mpirun starts)")
     run.add_argument("--run-id", required=True)
@@ -389,13 +418,21 @@ def parse_args(argv=None):
     run.add_argument("--procs-per-node", type=int, default=None, help="worker processes on this node")
     run.add_argument("job", choices=["train", "allreduce"])
     run.add_argument("job_args", nargs=argparse.REMAINDER)
-    start = commands.add_parser("launch", help="write mpirun.sh (stdin) and the hostfile, run it, print its outcome (JSON)")
+    start = commands.add_parser(
+        "launch", help="write mpirun.sh (stdin) and the hostfile, run it, print its outcome (JSON)"
+    )
     start.add_argument("script")
     start.add_argument("--run-id", required=True)
     start.add_argument("--result", required=True, help="the result file the head's worker writes")
     start.add_argument("--timeout", type=float, required=True, help="stop mpirun if it has not ended by then (seconds)")
-    start.add_argument("--nodes", type=parse_node, nargs="+", required=True, metavar="NAME=ADDRESS",
-                       help="the job's nodes in rank order, the head first")
+    start.add_argument(
+        "--nodes",
+        type=parse_node,
+        nargs="+",
+        required=True,
+        metavar="NAME=ADDRESS",
+        help="the job's nodes in rank order, the head first",
+    )
     commands.add_parser("cancel", help="stop ringlab's mpirun jobs on this node")
     args = parser.parse_args(argv)
     if args.command == "worker" and args.job_args[:1] == ["--"]:

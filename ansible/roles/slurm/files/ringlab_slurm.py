@@ -24,6 +24,7 @@ What it shares with ringlab-mpi (starting the worker container, the job folder, 
 /usr/local/lib/ringlab/ringlab_launcher_lib.py (roles/worker/files). Only Python's standard library and
 python3-docker (the nodes have both for Ansible).
 """
+
 import argparse
 import base64
 import json
@@ -44,7 +45,17 @@ import ringlab_launcher_lib as lib  # noqa: E402
 
 CONFIG_FILE = "/etc/ringlab/slurm-worker.json"
 # Job states after which nothing more happens (squeue/scontrol man pages); COMPLETING is not one of them.
-FINAL_STATES = {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "TIMEOUT"}
+FINAL_STATES = {
+    "BOOT_FAIL",
+    "CANCELLED",
+    "COMPLETED",
+    "DEADLINE",
+    "FAILED",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "PREEMPTED",
+    "TIMEOUT",
+}
 POLL_SECONDS = 0.2
 # After scancel: slurm.conf's KillWait (5 s) and Slurm's own bookkeeping.
 CANCEL_WAIT_SECONDS = 60
@@ -116,17 +127,19 @@ def build_outcome(run_id, job_id, fields, nodes, hosts, read_text, read_result):
     ranks = []
     for rank in range(nodes):
         head = rank == 0
-        ranks.append({
-            "run_id": run_id,
-            "rank": rank,
-            "host": hosts[rank] if rank < len(hosts) else f"rank {rank}",
-            "ok": completed and (not head or result is not None),
-            "outcome": describe_job(job_id, fields) if not completed else "exited with code 0",
-            "log": rank_logs[rank],
-            "result": base64.b64encode(result.encode()).decode() if head and result is not None else "",
-            "result_error": "" if not head or result is not None else result_error,
-            "result_file": result_file if head else "",
-        })
+        ranks.append(
+            {
+                "run_id": run_id,
+                "rank": rank,
+                "host": hosts[rank] if rank < len(hosts) else f"rank {rank}",
+                "ok": completed and (not head or result is not None),
+                "outcome": describe_job(job_id, fields) if not completed else "exited with code 0",
+                "log": rank_logs[rank],
+                "result": base64.b64encode(result.encode()).decode() if head and result is not None else "",
+                "result_error": "" if not head or result is not None else result_error,
+                "result_file": result_file if head else "",
+            }
+        )
     return {
         "run_id": run_id,
         "ranks": ranks,
@@ -171,8 +184,12 @@ def _hostnames(nodelist):
 
 def answering_nodes(partition):
     """Nodes of the partition that slurmctld hears from (sinfo --responding)."""
-    done = subprocess.run(["sinfo", "--noheader", "--responding", "--partition", partition, "--format", "%D"],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["sinfo", "--noheader", "--responding", "--partition", partition, "--format", "%D"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         raise SystemExit(f"sinfo failed: {done.stderr.strip()} (is slurmctld running on the head?)")
     return sum(int(count) for count in done.stdout.split())
@@ -197,8 +214,10 @@ def submit(args):
     if args.partition is not None:
         answering = answering_nodes(args.partition)
         if answering < args.nodes:
-            sys.stderr.write(f"the job needs {args.nodes} nodes, but partition {args.partition} has {answering} answering "
-                             "(sinfo shows which are down)\n")
+            sys.stderr.write(
+                f"the job needs {args.nodes} nodes, but partition {args.partition} has {answering} answering "
+                "(sinfo shows which are down)\n"
+            )
             return 2
     submitted = subprocess.run(["sbatch", "--parsable", args.script], capture_output=True, text=True, check=False)
     if submitted.returncode != 0:
@@ -217,12 +236,16 @@ def submit(args):
     if fields is None or job_state(fields) not in FINAL_STATES:
         # Still not over: cancelled, and waited for until its steps (and so its containers) are gone.
         subprocess.run(["scancel", job_id], check=False)
-        fields = dict(wait_for_end(job_id, time.monotonic() + CANCEL_WAIT_SECONDS) or fields or {},
-                      JobState="CANCELLED", Reason=f"not_ended_within_{args.timeout:g}_s")
+        fields = dict(
+            wait_for_end(job_id, time.monotonic() + CANCEL_WAIT_SECONDS) or fields or {},
+            JobState="CANCELLED",
+            Reason=f"not_ended_within_{args.timeout:g}_s",
+        )
     fields["_job_dir"] = os.path.dirname(args.script)
     fields["_result_file"] = args.result
-    outcome = build_outcome(args.run_id, job_id, fields, args.nodes, _hostnames(fields.get("NodeList", "")), _read_text,
-                            read_regular_file)
+    outcome = build_outcome(
+        args.run_id, job_id, fields, args.nodes, _hostnames(fields.get("NodeList", "")), _read_text, read_regular_file
+    )
     outcome["job_script"] = _read_text(args.script) or ""
     json.dump(outcome, sys.stdout)
     return 0
@@ -238,12 +261,19 @@ def head_address(nodelist, resolve=socket.gethostbyname, hostnames=_hostnames):
 
 def worker_environment(config, env, run_id, procs_per_node, cpus, head_addr):
     """The worker container's environment: the node's settings, then the job's placement from Slurm."""
-    return lib.container_environment(config, {
-        "RINGLAB_NUM_NODES": env["SLURM_NNODES"],
-        "RINGLAB_NODE_RANK": env["SLURM_NODEID"],
-        "RINGLAB_HEAD_ADDR": head_addr,
-        "RINGLAB_SLURM_JOB_ID": env.get("SLURM_JOB_ID", ""),
-    }, run_id, procs_per_node, cpus, env.get("RINGLAB_RDZV_SECRET"))
+    return lib.container_environment(
+        config,
+        {
+            "RINGLAB_NUM_NODES": env["SLURM_NNODES"],
+            "RINGLAB_NODE_RANK": env["SLURM_NODEID"],
+            "RINGLAB_HEAD_ADDR": head_addr,
+            "RINGLAB_SLURM_JOB_ID": env.get("SLURM_JOB_ID", ""),
+        },
+        run_id,
+        procs_per_node,
+        cpus,
+        env.get("RINGLAB_RDZV_SECRET"),
+    )
 
 
 write_whole_lines = lib.write_whole_lines
@@ -255,13 +285,17 @@ def worker(args):
     missing = [name for name in ("SLURM_NNODES", "SLURM_NODEID", "SLURM_JOB_NODELIST") if not env.get(name)]
     if missing:
         raise SystemExit(f"ringlab-slurm worker runs as a task of a Slurm job step (srun); {', '.join(missing)} unset")
-    environment = worker_environment(config, env, args.run_id, args.procs_per_node, args.cpus, head_address(env["SLURM_JOB_NODELIST"]))
+    environment = worker_environment(
+        config, env, args.run_id, args.procs_per_node, args.cpus, head_address(env["SLURM_JOB_NODELIST"])
+    )
     # Slurm ends a step with SIGTERM (then SIGKILL after KillWait): the container is removed on it.
     return lib.run_worker_container(config, args.run_id, args.job, args.job_args, args.cpus, environment)
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="ringlab-slurm", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="ringlab-slurm", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("worker", help="run this node's worker container (a task of srun)")
     run.add_argument("--run-id", required=True)
@@ -274,9 +308,14 @@ def parse_args(argv=None):
     sub.add_argument("--run-id", required=True)
     sub.add_argument("--nodes", type=int, required=True)
     sub.add_argument("--result", required=True, help="the result file the head's worker writes")
-    sub.add_argument("--timeout", type=float, required=True, help="cancel the job if it has not ended by then (seconds)")
-    sub.add_argument("--script-from-stdin", action="store_true",
-                     help="make SCRIPT's folder afresh (its parent must be root's alone) and write SCRIPT from stdin first")
+    sub.add_argument(
+        "--timeout", type=float, required=True, help="cancel the job if it has not ended by then (seconds)"
+    )
+    sub.add_argument(
+        "--script-from-stdin",
+        action="store_true",
+        help="make SCRIPT's folder afresh (its parent must be root's alone) and write SCRIPT from stdin first",
+    )
     sub.add_argument("--partition", default=None, help="check first that this partition has --nodes nodes answering")
     args = parser.parse_args(argv)
     if args.command == "worker" and args.job_args[:1] == ["--"]:

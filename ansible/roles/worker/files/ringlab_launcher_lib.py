@@ -14,6 +14,7 @@ which also writes the node's /etc/ringlab/<launcher>-worker.json that `run_worke
 
 Only Python's standard library, and python3-docker in `run_worker_container` (the nodes have both for Ansible).
 """
+
 import errno
 import json
 import math
@@ -37,10 +38,12 @@ def container_environment(config, placement, run_id, procs_per_node, cpus, rdzv_
     their environment: sbatch's, which srun passes on, or mpirun's -x), the worker's rendezvous id."""
     worker_env = dict(config.get("env", {}))
     worker_env.update(placement)
-    worker_env.update({
-        "RINGLAB_RDZV_PORT": str(config.get("rdzv_port", 29400)),
-        "RINGLAB_RUN_ID": run_id,
-    })
+    worker_env.update(
+        {
+            "RINGLAB_RDZV_PORT": str(config.get("rdzv_port", 29400)),
+            "RINGLAB_RUN_ID": run_id,
+        }
+    )
     if rdzv_secret:
         worker_env["RINGLAB_RDZV_SECRET"] = rdzv_secret
     if procs_per_node:

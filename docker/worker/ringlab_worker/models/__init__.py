@@ -42,8 +42,10 @@ class ImageModel:
     def synthetic_batch(self, config, device, memory_format=torch.contiguous_format):
         """One random batch, as Horovod's benchmark has it (drawn after the model's initialisation, under its seed)."""
         data = torch.randn(config.batch_size, 3, config.image_size, config.image_size, device=device)
-        return (data.contiguous(memory_format=memory_format),
-                torch.randint(0, self.classes, (config.batch_size,), device=device))
+        return (
+            data.contiguous(memory_format=memory_format),
+            torch.randint(0, self.classes, (config.batch_size,), device=device),
+        )
 
     @staticmethod
     def loss(output, targets):
@@ -60,16 +62,20 @@ class ImageModel:
 
     @staticmethod
     def tensor_parallel_plan(model, config):
-        raise BadArguments(f"--parallelism tensor splits a transformer's matrices (Megatron's column- and row-parallel "
-                           f"attention and MLP); ringlab has no plan for {config.model}'s convolutions: use ddp or fsdp, "
-                           "or a language model (gpt-*)")
+        raise BadArguments(
+            f"--parallelism tensor splits a transformer's matrices (Megatron's column- and row-parallel "
+            f"attention and MLP); ringlab has no plan for {config.model}'s convolutions: use ddp or fsdp, "
+            "or a language model (gpt-*)"
+        )
 
     @staticmethod
     def pipeline_stage(model, stage: int, stages: int, config):
-        raise BadArguments(f"--parallelism pipeline splits a transformer's blocks; ringlab does not split "
-                           f"{config.model}: a CNN's early stage boundaries carry its largest activations (ResNet-50's "
-                           "first: 256x56x56 floats, 3.2 MB per image, 103 MB per batch of 32, as much as its whole "
-                           "gradient), so a pipeline sends more than DDP would: use ddp or fsdp, or a language model")
+        raise BadArguments(
+            f"--parallelism pipeline splits a transformer's blocks; ringlab does not split "
+            f"{config.model}: a CNN's early stage boundaries carry its largest activations (ResNet-50's "
+            "first: 256x56x56 floats, 3.2 MB per image, 103 MB per batch of 32, as much as its whole "
+            "gradient), so a pipeline sends more than DDP would: use ddp or fsdp, or a language model"
+        )
 
 
 class LanguageModel:
@@ -83,8 +89,13 @@ class LanguageModel:
 
     def shape(self, config) -> TransformerShape:
         registered = LANGUAGE_SHAPE[self.name]
-        return TransformerShape(layers=config.layers, width=config.width, heads=config.heads,
-                                sequence_length=config.sequence_length, vocab=registered["vocab"])
+        return TransformerShape(
+            layers=config.layers,
+            width=config.width,
+            heads=config.heads,
+            sequence_length=config.sequence_length,
+            vocab=registered["vocab"],
+        )
 
     def build(self, config) -> nn.Module:
         return Transformer(self.shape(config))
@@ -115,9 +126,14 @@ class LanguageModel:
         LayerNorms and the head stay whole on every rank."""
         from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
 
-        layer_plan = {"attention.q": ColwiseParallel(), "attention.k": ColwiseParallel(),
-                      "attention.v": ColwiseParallel(), "attention.proj": RowwiseParallel(),
-                      "mlp.fc": ColwiseParallel(), "mlp.proj": RowwiseParallel()}
+        layer_plan = {
+            "attention.q": ColwiseParallel(),
+            "attention.k": ColwiseParallel(),
+            "attention.v": ColwiseParallel(),
+            "attention.proj": RowwiseParallel(),
+            "mlp.fc": ColwiseParallel(),
+            "mlp.proj": RowwiseParallel(),
+        }
         return {f"blocks.{index}.{layer}": style for index in model.blocks for layer, style in layer_plan.items()}
 
     @staticmethod
@@ -129,7 +145,7 @@ class LanguageModel:
             raise BadArguments(f"--pipeline-stages {stages} is more than the model's {len(names)} blocks")
         per_stage, extra = divmod(len(names), stages)
         start = stage * per_stage + min(stage, extra)
-        mine = names[start:start + per_stage + (1 if stage < extra else 0)]
+        mine = names[start : start + per_stage + (1 if stage < extra else 0)]
         part = copy.deepcopy(model)
         for name in names:
             if name not in mine:
@@ -152,8 +168,10 @@ def _spec(name: str):
     if MODEL_KIND[name] == "language":
         return LanguageModel(name)
     if name not in BUILDERS:
-        raise ImportError(f"registry.json lists image model {name}, but no module of models/ defines it "
-                          f"(an entry in its IMAGE_MODELS, a module named in _FAMILIES)")
+        raise ImportError(
+            f"registry.json lists image model {name}, but no module of models/ defines it "
+            f"(an entry in its IMAGE_MODELS, a module named in _FAMILIES)"
+        )
     build, classes = BUILDERS[name]
     return ImageModel(build, classes)
 

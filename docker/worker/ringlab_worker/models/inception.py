@@ -41,9 +41,15 @@ class BlockA(nn.Module):
         self.branch_pool = Conv(in_channels, pool_features, 1)
 
     def forward(self, x):
-        return torch.cat([self.branch1x1(x), _chain(self, ("branch5x5_1", "branch5x5_2"), x),
-                          _chain(self, ("branch3x3dbl_1", "branch3x3dbl_2", "branch3x3dbl_3"), x),
-                          self.branch_pool(_avg_pool_same(x))], 1)
+        return torch.cat(
+            [
+                self.branch1x1(x),
+                _chain(self, ("branch5x5_1", "branch5x5_2"), x),
+                _chain(self, ("branch3x3dbl_1", "branch3x3dbl_2", "branch3x3dbl_3"), x),
+                self.branch_pool(_avg_pool_same(x)),
+            ],
+            1,
+        )
 
 
 class ReductionB(nn.Module):
@@ -56,8 +62,14 @@ class ReductionB(nn.Module):
         self.branch3x3dbl_2, self.branch3x3dbl_3 = Conv(64, 96, 3, padding=1), Conv(96, 96, 3, stride=2)
 
     def forward(self, x):
-        return torch.cat([self.branch3x3(x), _chain(self, ("branch3x3dbl_1", "branch3x3dbl_2", "branch3x3dbl_3"), x),
-                          F.max_pool2d(x, kernel_size=3, stride=2)], 1)
+        return torch.cat(
+            [
+                self.branch3x3(x),
+                _chain(self, ("branch3x3dbl_1", "branch3x3dbl_2", "branch3x3dbl_3"), x),
+                F.max_pool2d(x, kernel_size=3, stride=2),
+            ],
+            1,
+        )
 
 
 class BlockC(nn.Module):
@@ -76,8 +88,15 @@ class BlockC(nn.Module):
 
     def forward(self, x):
         double = [f"branch7x7dbl_{index}" for index in range(1, 6)]
-        return torch.cat([self.branch1x1(x), _chain(self, ("branch7x7_1", "branch7x7_2", "branch7x7_3"), x),
-                          _chain(self, double, x), self.branch_pool(_avg_pool_same(x))], 1)
+        return torch.cat(
+            [
+                self.branch1x1(x),
+                _chain(self, ("branch7x7_1", "branch7x7_2", "branch7x7_3"), x),
+                _chain(self, double, x),
+                self.branch_pool(_avg_pool_same(x)),
+            ],
+            1,
+        )
 
 
 class ReductionD(nn.Module):
@@ -93,8 +112,14 @@ class ReductionD(nn.Module):
 
     def forward(self, x):
         seven = [f"branch7x7x3_{index}" for index in range(1, 5)]
-        return torch.cat([_chain(self, ("branch3x3_1", "branch3x3_2"), x), _chain(self, seven, x),
-                          F.max_pool2d(x, kernel_size=3, stride=2)], 1)
+        return torch.cat(
+            [
+                _chain(self, ("branch3x3_1", "branch3x3_2"), x),
+                _chain(self, seven, x),
+                F.max_pool2d(x, kernel_size=3, stride=2),
+            ],
+            1,
+        )
 
 
 class BlockE(nn.Module):
@@ -113,18 +138,36 @@ class BlockE(nn.Module):
     def forward(self, x):
         single = self.branch3x3_1(x)
         double = _chain(self, ("branch3x3dbl_1", "branch3x3dbl_2"), x)
-        return torch.cat([self.branch1x1(x), self.branch3x3_2a(single), self.branch3x3_2b(single),
-                          self.branch3x3dbl_3a(double), self.branch3x3dbl_3b(double),
-                          self.branch_pool(_avg_pool_same(x))], 1)
+        return torch.cat(
+            [
+                self.branch1x1(x),
+                self.branch3x3_2a(single),
+                self.branch3x3_2b(single),
+                self.branch3x3dbl_3a(double),
+                self.branch3x3dbl_3b(double),
+                self.branch_pool(_avg_pool_same(x)),
+            ],
+            1,
+        )
 
 
 class InceptionV3(nn.Module):
     """Input at least 75x75 (299x299 native)."""
 
-    STEM = ("Conv2d_1a_3x3", "Conv2d_2a_3x3", "Conv2d_2b_3x3", "maxpool1", "Conv2d_3b_1x1", "Conv2d_4a_3x3",
-            "maxpool2")
-    MIXED = ("Mixed_5b", "Mixed_5c", "Mixed_5d", "Mixed_6a", "Mixed_6b", "Mixed_6c", "Mixed_6d", "Mixed_6e",
-             "Mixed_7a", "Mixed_7b", "Mixed_7c")
+    STEM = ("Conv2d_1a_3x3", "Conv2d_2a_3x3", "Conv2d_2b_3x3", "maxpool1", "Conv2d_3b_1x1", "Conv2d_4a_3x3", "maxpool2")
+    MIXED = (
+        "Mixed_5b",
+        "Mixed_5c",
+        "Mixed_5d",
+        "Mixed_6a",
+        "Mixed_6b",
+        "Mixed_6c",
+        "Mixed_6d",
+        "Mixed_6e",
+        "Mixed_7a",
+        "Mixed_7b",
+        "Mixed_7c",
+    )
 
     def __init__(self, classes: int = 1000):
         super().__init__()

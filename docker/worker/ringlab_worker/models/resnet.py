@@ -22,8 +22,9 @@ class Bottleneck(nn.Module):
         self.relu = nn.ReLU(inplace=True)
         self.downsample = None
         if stride != 1 or in_channels != out_channels:
-            self.downsample = nn.Sequential(nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False),
-                                            nn.BatchNorm2d(out_channels))
+            self.downsample = nn.Sequential(
+                nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False), nn.BatchNorm2d(out_channels)
+            )
 
     def forward(self, x):
         shortcut = x if self.downsample is None else self.downsample(x)
@@ -41,7 +42,7 @@ class ResNet(nn.Module):
         self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
         channels = 64
         for stage, count in enumerate(blocks):
-            width = 64 * 2 ** stage
+            width = 64 * 2**stage
             layers = []
             for index in range(count):
                 layers.append(Bottleneck(channels, width, stride=2 if stage > 0 and index == 0 else 1))

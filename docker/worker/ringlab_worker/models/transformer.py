@@ -52,7 +52,9 @@ class Attention(nn.Module):
 
     def forward(self, x):
         batch, length, _ = x.shape
-        q, k, v = (layer(x).view(batch, length, -1, self.head_dim).transpose(1, 2) for layer in (self.q, self.k, self.v))
+        q, k, v = (
+            layer(x).view(batch, length, -1, self.head_dim).transpose(1, 2) for layer in (self.q, self.k, self.v)
+        )
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.proj(y.transpose(1, 2).reshape(batch, length, -1))
 

@@ -27,8 +27,13 @@ from .layout import Layout
 from .pipeline import apply_pipeline
 from .tensor import apply_tensor
 
-TECHNIQUES = {"ddp": apply_ddp, "horovod": apply_horovod, "fsdp": apply_fsdp, "tensor": apply_tensor,
-              "pipeline": apply_pipeline}
+TECHNIQUES = {
+    "ddp": apply_ddp,
+    "horovod": apply_horovod,
+    "fsdp": apply_fsdp,
+    "tensor": apply_tensor,
+    "pipeline": apply_pipeline,
+}
 
 TORCH_NEEDS = {"fsdp": fsdp.torch_needs, "tensor": tensor.torch_needs, "pipeline": pipeline.torch_needs}
 

@@ -14,8 +14,9 @@ class DataParallel(Layout):
 
     def __init__(self, config, world, dims, spec, model):
         on_gpu = world.device.type == "cuda"
-        ddp = DistributedDataParallel(model, device_ids=[world.device.index] if on_gpu else None,
-                                      bucket_cap_mb=config.bucket_cap_mb)
+        ddp = DistributedDataParallel(
+            model, device_ids=[world.device.index] if on_gpu else None, bucket_cap_mb=config.bucket_cap_mb
+        )
         super().__init__(config, world, dims, spec, ddp, model)
         self.optimizer = reduction.install(ddp, self.optimizer, config)  # local SGD wraps it
 
@@ -26,8 +27,14 @@ class DataParallel(Layout):
         # The reduction's bytes as all-reduces (PowerSGD's factors, local SGD's 1/H): what the ring model takes; one call
         # per gradient bucket.
         wire = reduction.wire_bytes_per_step(self.model.parameters(), self.config)
-        return [{"op": "all_reduce", "bytes": wire, "calls": buckets(self.gradient_bytes(), self.config.bucket_cap_mb),
-                 "group": "dp_replicate"}]
+        return [
+            {
+                "op": "all_reduce",
+                "bytes": wire,
+                "calls": buckets(self.gradient_bytes(), self.config.bucket_cap_mb),
+                "group": "dp_replicate",
+            }
+        ]
 
     def synchronize_replicas(self) -> None:
         reduction.synchronize_replicas(self.optimizer)
@@ -45,7 +52,7 @@ class DataParallel(Layout):
 def buckets(gradient_bytes: int, bucket_cap_mb: float) -> int:
     """DDP's gradient buckets: the gradient in bucket_cap_mb MiB pieces (its first bucket is smaller, 1 MiB; the count
     is what the latency term needs)."""
-    return max(1, math.ceil(gradient_bytes / (bucket_cap_mb * 2 ** 20)))
+    return max(1, math.ceil(gradient_bytes / (bucket_cap_mb * 2**20)))
 
 
 def apply_ddp(config, world, dims, spec, model) -> Layout:

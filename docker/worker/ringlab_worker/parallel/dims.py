@@ -53,8 +53,9 @@ class ParallelDims:
         """The device mesh of every degree (size-1 dimensions included: each layout takes the ones it needs)."""
         from torch.distributed.device_mesh import init_device_mesh
 
-        return init_device_mesh(device_type, tuple(getattr(self, name) for name in MESH_DIMENSIONS),
-                                mesh_dim_names=MESH_DIMENSIONS)
+        return init_device_mesh(
+            device_type, tuple(getattr(self, name) for name in MESH_DIMENSIONS), mesh_dim_names=MESH_DIMENSIONS
+        )
 
 
 def _degree(flag: str, value: Optional[int], default: int, world_size: int) -> int:
@@ -68,8 +69,10 @@ def dims_of(config, world_size: int, nodes: int) -> ParallelDims:
     """The layout a run's parallelism and degrees ask for, checked against its world size."""
     parallelism = config.parallelism
     if parallelism in ("ddp", "pipeline") and config.tensor_degree not in (None, 1):
-        raise BadArguments(f"--tensor-degree with --parallelism {parallelism}: tensor parallelism goes with fsdp "
-                           "(FSDP x tensor, the 2-D layout torch supports) or --parallelism tensor")
+        raise BadArguments(
+            f"--tensor-degree with --parallelism {parallelism}: tensor parallelism goes with fsdp "
+            "(FSDP x tensor, the 2-D layout torch supports) or --parallelism tensor"
+        )
     if parallelism != "pipeline" and config.pipeline_stages is not None:
         raise BadArguments("--pipeline-stages belongs to --parallelism pipeline")
     if parallelism == "ddp":
@@ -84,9 +87,11 @@ def dims_of(config, world_size: int, nodes: int) -> ParallelDims:
     if parallelism == "tensor":
         tp = _degree("--tensor-degree", config.tensor_degree, world_size, world_size)
         if tp < world_size:
-            raise BadArguments(f"--parallelism tensor with --tensor-degree {tp} of {world_size} workers: the other "
-                               "dimension would be data-parallel; use --parallelism fsdp --tensor-degree "
-                               f"{tp} (FSDP x tensor, the 2-D layout torch supports)")
+            raise BadArguments(
+                f"--parallelism tensor with --tensor-degree {tp} of {world_size} workers: the other "
+                "dimension would be data-parallel; use --parallelism fsdp --tensor-degree "
+                f"{tp} (FSDP x tensor, the 2-D layout torch supports)"
+            )
         return ParallelDims(tp=tp)
     if parallelism == "pipeline":
         pp = _degree("--pipeline-stages", config.pipeline_stages, max(nodes, 2) if world_size > 1 else 1, world_size)

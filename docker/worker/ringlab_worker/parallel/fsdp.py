@@ -21,8 +21,10 @@ from .layout import Layout, gradient_bytes, local_bytes
 def torch_needs(config):
     """What FSDP's options ask of torch (torch_api.py)."""
     sharding = f"--parallelism fsdp --fsdp-sharding {config.fsdp_sharding}"
-    needs = [(sharding, "torch.distributed.fsdp", "fully_shard", "reshard_after_forward"),
-             (sharding, "torch.distributed.device_mesh", "init_device_mesh", None)]
+    needs = [
+        (sharding, "torch.distributed.fsdp", "fully_shard", "reshard_after_forward"),
+        (sharding, "torch.distributed.device_mesh", "init_device_mesh", None),
+    ]
     if config.fsdp_cpu_offload:
         needs.append(("--fsdp-cpu-offload", "torch.distributed.fsdp", "CPUOffloadPolicy", None))
     if (config.tensor_degree or 1) > 1:
@@ -39,8 +41,10 @@ class FullyShardedDataParallel(Layout):
         from torch.distributed.fsdp import CPUOffloadPolicy, OffloadPolicy, fully_shard
 
         if config.fsdp_cpu_offload and world.device.type != "cuda":
-            raise BadArguments("--fsdp-cpu-offload moves a GPU's shards into host memory; on CPU workers they are "
-                               "there already: leave it out")
+            raise BadArguments(
+                "--fsdp-cpu-offload moves a GPU's shards into host memory; on CPU workers they are "
+                "there already: leave it out"
+            )
         self.full_bytes = gradient_bytes([model])  # before sharding: the whole model's
         blocks = spec.blocks(model)
         # FSDP's units: each block, then the root with what no block holds (bytes of this rank's part, before sharding).
@@ -49,8 +53,11 @@ class FullyShardedDataParallel(Layout):
         self.unit_bytes.append(local_bytes([model]) - sum(self.unit_bytes))
         self.gathers = 2 if config.fsdp_sharding == "full" else 1
         shard_mesh = mesh["dp_replicate", "dp_shard"] if config.fsdp_sharding == "none" else mesh["dp_shard"]
-        options = {"mesh": shard_mesh, "reshard_after_forward": config.fsdp_sharding == "full",
-                   "offload_policy": CPUOffloadPolicy() if config.fsdp_cpu_offload else OffloadPolicy()}
+        options = {
+            "mesh": shard_mesh,
+            "reshard_after_forward": config.fsdp_sharding == "full",
+            "offload_policy": CPUOffloadPolicy() if config.fsdp_cpu_offload else OffloadPolicy(),
+        }
         for block in blocks:
             fully_shard(block, **options)
         fully_shard(model, **options)
@@ -61,10 +68,14 @@ class FullyShardedDataParallel(Layout):
     def traffic(self):
         # Under tensor parallelism FSDP shards each rank's part of the matrices: the unit's bytes on this rank.
         units, whole = len(self.units), sum(self.unit_bytes)
-        collectives = ([{"op": "all_reduce", "bytes": whole, "calls": units, "group": "dp_replicate"}]
-                       if self.config.fsdp_sharding == "none" else
-                       [{"op": "all_gather", "bytes": self.gathers * whole, "calls": self.gathers * units, "group": "dp_shard"},
-                        {"op": "reduce_scatter", "bytes": whole, "calls": units, "group": "dp_shard"}])
+        collectives = (
+            [{"op": "all_reduce", "bytes": whole, "calls": units, "group": "dp_replicate"}]
+            if self.config.fsdp_sharding == "none"
+            else [
+                {"op": "all_gather", "bytes": self.gathers * whole, "calls": self.gathers * units, "group": "dp_shard"},
+                {"op": "reduce_scatter", "bytes": whole, "calls": units, "group": "dp_shard"},
+            ]
+        )
         return collectives + (self.tensor_traffic if self.dims.tp > 1 else [])
 
     def gradient_bytes(self) -> int:
@@ -80,8 +91,8 @@ class FullyShardedDataParallel(Layout):
 def _prefetch(blocks, ahead: int) -> None:
     """Each block asks for the all-gathers of the next `ahead` blocks in forward and the previous ones in backward."""
     for index, block in enumerate(blocks):
-        following = blocks[index + 1:index + 1 + ahead]
-        preceding = blocks[max(0, index - ahead):index][::-1]
+        following = blocks[index + 1 : index + 1 + ahead]
+        preceding = blocks[max(0, index - ahead) : index][::-1]
         if following:
             block.set_modules_to_forward_prefetch(following)
         if preceding:

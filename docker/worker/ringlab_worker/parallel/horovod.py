@@ -47,24 +47,30 @@ def _distributed_optimizer(config, world, model, optimizer):
         server.init(plan)
     dist.broadcast_object_list(port, src=0)
     slot = plan[world.rank]
-    os.environ.update({
-        "HOROVOD_GLOO_RENDEZVOUS_ADDR": os.environ.get("MASTER_ADDR", "127.0.0.1"),
-        "HOROVOD_GLOO_RENDEZVOUS_PORT": str(port[0]),
-        "HOROVOD_GLOO_TIMEOUT_SECONDS": str(int(config.timeout_seconds)),
-        "HOROVOD_CONTROLLER": "gloo",
-        "HOROVOD_CPU_OPERATIONS": "gloo",
-        "HOROVOD_FUSION_THRESHOLD": str(int(config.bucket_cap_mb * 1024 * 1024)),  # DDP buckets' analogue
-        "HOROVOD_HOSTNAME": slot.hostname,
-        "HOROVOD_RANK": str(slot.rank), "HOROVOD_SIZE": str(slot.size),
-        "HOROVOD_LOCAL_RANK": str(slot.local_rank), "HOROVOD_LOCAL_SIZE": str(slot.local_size),
-        "HOROVOD_CROSS_RANK": str(slot.cross_rank), "HOROVOD_CROSS_SIZE": str(slot.cross_size),
-    })
+    os.environ.update(
+        {
+            "HOROVOD_GLOO_RENDEZVOUS_ADDR": os.environ.get("MASTER_ADDR", "127.0.0.1"),
+            "HOROVOD_GLOO_RENDEZVOUS_PORT": str(port[0]),
+            "HOROVOD_GLOO_TIMEOUT_SECONDS": str(int(config.timeout_seconds)),
+            "HOROVOD_CONTROLLER": "gloo",
+            "HOROVOD_CPU_OPERATIONS": "gloo",
+            "HOROVOD_FUSION_THRESHOLD": str(int(config.bucket_cap_mb * 1024 * 1024)),  # DDP buckets' analogue
+            "HOROVOD_HOSTNAME": slot.hostname,
+            "HOROVOD_RANK": str(slot.rank),
+            "HOROVOD_SIZE": str(slot.size),
+            "HOROVOD_LOCAL_RANK": str(slot.local_rank),
+            "HOROVOD_LOCAL_SIZE": str(slot.local_size),
+            "HOROVOD_CROSS_RANK": str(slot.cross_rank),
+            "HOROVOD_CROSS_SIZE": str(slot.cross_size),
+        }
+    )
     if os.environ.get("GLOO_SOCKET_IFNAME"):
         os.environ["HOROVOD_GLOO_IFACE"] = os.environ["GLOO_SOCKET_IFNAME"]
     hvd.init()
     if hvd.rank() != world.rank or hvd.size() != world.size:
-        raise WorkerError(f"Horovod placed this process at rank {hvd.rank()} of {hvd.size()}, "
-                          f"torch at {world.rank} of {world.size}")
+        raise WorkerError(
+            f"Horovod placed this process at rank {hvd.rank()} of {hvd.size()}, torch at {world.rank} of {world.size}"
+        )
     compression = hvd.Compression.fp16 if config.fp16_allreduce else hvd.Compression.none
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(), compression=compression)
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)

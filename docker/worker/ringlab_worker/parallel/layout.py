@@ -42,8 +42,12 @@ def gradient_bytes(modules) -> int:
 
 def local_bytes(modules) -> int:
     """The same of this rank's part: a tensor-parallel DTensor's local shard, a plain tensor whole."""
-    return sum((p.to_local() if hasattr(p, "to_local") else p).numel() * p.element_size()
-               for module in modules for p in module.parameters() if p.requires_grad)
+    return sum(
+        (p.to_local() if hasattr(p, "to_local") else p).numel() * p.element_size()
+        for module in modules
+        for p in module.parameters()
+        if p.requires_grad
+    )
 
 
 class Layout:
@@ -113,7 +117,11 @@ class Layout:
     # DDP hooks and fp16 compression keep no state of their own (reductions/ registers them with state=None); a
     # strategy that did would save and restore it here, under a key of its own.
     def checkpoint_state(self) -> dict:
-        return {"model": self.state_dict(), "optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict()}
+        return {
+            "model": self.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scaler": self.scaler.state_dict(),
+        }
 
     def restore(self, state: dict) -> None:
         self.load_state_dict(state["model"])

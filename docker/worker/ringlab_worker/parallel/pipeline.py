@@ -26,8 +26,15 @@ SCHEDULES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B"}
 
 def torch_needs(config):
     """What a pipeline and its schedule ask of torch (torch_api.py)."""
-    return [("--parallelism pipeline", "torch.distributed.pipelining", "PipelineStage", None),
-            (f"--pipeline-schedule {config.pipeline_schedule}", "torch.distributed.pipelining", SCHEDULES[config.pipeline_schedule], None)]
+    return [
+        ("--parallelism pipeline", "torch.distributed.pipelining", "PipelineStage", None),
+        (
+            f"--pipeline-schedule {config.pipeline_schedule}",
+            "torch.distributed.pipelining",
+            SCHEDULES[config.pipeline_schedule],
+            None,
+        ),
+    ]
 
 
 class Pipeline(Layout):
@@ -38,10 +45,14 @@ class Pipeline(Layout):
 
         stages, micro_batches = dims.pp, config.micro_batches
         if config.batch_size % micro_batches:
-            raise BadArguments(f"--batch-size {config.batch_size} must be a multiple of --micro-batches {micro_batches}")
+            raise BadArguments(
+                f"--batch-size {config.batch_size} must be a multiple of --micro-batches {micro_batches}"
+            )
         if config.pipeline_schedule == "1f1b" and micro_batches < stages:
-            raise BadArguments(f"--pipeline-schedule 1f1b needs at least as many micro-batches as stages: "
-                               f"--micro-batches {micro_batches} < {stages} stages (torch's Schedule1F1B refuses it)")
+            raise BadArguments(
+                f"--pipeline-schedule 1f1b needs at least as many micro-batches as stages: "
+                f"--micro-batches {micro_batches} < {stages} stages (torch's Schedule1F1B refuses it)"
+            )
         self.full_bytes = gradient_bytes([model])
         self.stage_index = dims.coordinates(world.rank)["pp"]
         part = spec.pipeline_stage(model, self.stage_index, stages, config)
@@ -79,13 +90,13 @@ class Pipeline(Layout):
 
         grads = [p.grad for p in self.model.parameters() if p.grad is not None]
         flat = torch.cat([grad.reshape(-1) for grad in grads])
-        piece = max(1, int(self.config.bucket_cap_mb * 2 ** 20) // flat.element_size())
+        piece = max(1, int(self.config.bucket_cap_mb * 2**20) // flat.element_size())
         for part in flat.split(piece):
             dist.all_reduce(part, group=self.replicas)
         flat /= self.dims.dp_replicate
         offset = 0
         for grad in grads:
-            grad.copy_(flat[offset:offset + grad.numel()].view_as(grad))
+            grad.copy_(flat[offset : offset + grad.numel()].view_as(grad))
             offset += grad.numel()
 
     @property
@@ -100,14 +111,30 @@ class Pipeline(Layout):
         """Across each of the pp - 1 boundaries, every micro-batch's activations forward and their gradients back; DDP
         of each stage over its replicas (the first stage's, as ringlab's model counts it)."""
         calls = 2 * self.config.micro_batches
-        sends = ([] if self.dims.pp < 2 else
-                 [{"op": "send", "bytes": calls * activation_bytes(self.config, self.config.micro_batches),
-                   "calls": calls, "group": "pp", "boundaries": self.dims.pp - 1}])
+        sends = (
+            []
+            if self.dims.pp < 2
+            else [
+                {
+                    "op": "send",
+                    "bytes": calls * activation_bytes(self.config, self.config.micro_batches),
+                    "calls": calls,
+                    "group": "pp",
+                    "boundaries": self.dims.pp - 1,
+                }
+            ]
+        )
         if self.dims.dp_replicate == 1:
             return sends
         stage_bytes = gradient_bytes([self.model])
-        return sends + [{"op": "all_reduce", "bytes": stage_bytes, "calls": buckets(stage_bytes, self.config.bucket_cap_mb),
-                         "group": "dp_replicate"}]
+        return sends + [
+            {
+                "op": "all_reduce",
+                "bytes": stage_bytes,
+                "calls": buckets(stage_bytes, self.config.bucket_cap_mb),
+                "group": "dp_replicate",
+            }
+        ]
 
     def state_dict(self):
         raise BadArguments("a pipeline's stages hold different blocks: ringlab does not gather them into one model")

@@ -15,8 +15,10 @@ from .layout import Layout, gradient_bytes
 
 def torch_needs(config):
     """What tensor parallelism asks of torch (torch_api.py)."""
-    return [("--parallelism tensor", "torch.distributed.tensor.parallel", name, None)
-            for name in ("parallelize_module", "ColwiseParallel", "RowwiseParallel", "PrepareModuleInput")]
+    return [
+        ("--parallelism tensor", "torch.distributed.tensor.parallel", name, None)
+        for name in ("parallelize_module", "ColwiseParallel", "RowwiseParallel", "PrepareModuleInput")
+    ]
 
 
 def split_matrices(config, spec, model, tp_mesh) -> None:
@@ -26,12 +28,14 @@ def split_matrices(config, spec, model, tp_mesh) -> None:
 
     plan = spec.tensor_parallel_plan(model, config)
     if config.heads % tp_mesh.size():
-        raise BadArguments(f"{tp_mesh.size()} tensor-parallel workers must divide the model's {config.heads} attention "
-                           "heads: set --tensor-degree (or the run's workers) to a divisor, or --heads to a multiple")
+        raise BadArguments(
+            f"{tp_mesh.size()} tensor-parallel workers must divide the model's {config.heads} attention "
+            "heads: set --tensor-degree (or the run's workers) to a divisor, or --heads to a multiple"
+        )
     for index in model.blocks:
-        plan[f"blocks.{index}.attention"] = PrepareModuleInput(input_layouts=(Replicate(),),
-                                                               desired_input_layouts=(Replicate(),),
-                                                               use_local_output=False)
+        plan[f"blocks.{index}.attention"] = PrepareModuleInput(
+            input_layouts=(Replicate(),), desired_input_layouts=(Replicate(),), use_local_output=False
+        )
     parallelize_module(model, tp_mesh, plan)
 
 

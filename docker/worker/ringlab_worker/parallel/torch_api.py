@@ -26,8 +26,10 @@ def missing(needs: Iterable[Need], torch_version: str) -> Optional[str]:
         if found is not None and parameter is not None and not _accepts(found, parameter):
             found = None
         if found is None:
-            return (f"{asked_by} needs {what}, which the installed torch {torch_version} lacks: run it on a torch that "
-                    "has it (the cpu image's does), or choose another layout")
+            return (
+                f"{asked_by} needs {what}, which the installed torch {torch_version} lacks: run it on a torch that "
+                "has it (the cpu image's does), or choose another layout"
+            )
     return None
 
 

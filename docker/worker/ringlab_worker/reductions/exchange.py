@@ -55,8 +55,10 @@ def register_one_bucket_at_a_time(ddp, name: str, exchange_bucket) -> None:
     device = next(ddp.parameters()).device
     on_gpu = device.type == "cuda"
     executor = concurrent.futures.ThreadPoolExecutor(
-        max_workers=1, thread_name_prefix=f"ringlab-{name}",
-        **({"initializer": torch.cuda.set_device, "initargs": (device,)} if on_gpu else {}))
+        max_workers=1,
+        thread_name_prefix=f"ringlab-{name}",
+        **({"initializer": torch.cuda.set_device, "initargs": (device,)} if on_gpu else {}),
+    )
 
     def run(bucket, done: torch.futures.Future) -> None:
         try:

@@ -46,8 +46,9 @@ def install(ddp, optimizer, config):
     # After the warm-up DDP sums over this rank's own group (no traffic): torch builds its default intra-node
     # subgroups only with CUDA, so every rank makes every one-rank group (new_group is collective).
     groups = [dist.new_group([rank]) for rank in range(dist.get_world_size())]
-    state = post_localSGD_hook.PostLocalSGDState(process_group=None, subgroup=groups[dist.get_rank()],
-                                                 start_localSGD_iter=config.local_sgd_warmup)
+    state = post_localSGD_hook.PostLocalSGDState(
+        process_group=None, subgroup=groups[dist.get_rank()], start_localSGD_iter=config.local_sgd_warmup
+    )
     ddp.register_comm_hook(state, post_localSGD_hook.post_localSGD_hook)
     averager = DriftRecordingAverager(period=config.local_sgd_period, warmup_steps=config.local_sgd_warmup)
     return LocalSGDOptimizer(optim=optimizer, averager=averager)

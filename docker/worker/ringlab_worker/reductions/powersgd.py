@@ -9,9 +9,13 @@ from .exchange import register_one_bucket_at_a_time
 def install(ddp, optimizer, config):
     from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook
 
-    state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=config.powersgd_rank,
-                                        start_powerSGD_iter=config.powersgd_start_iter,
-                                        use_error_feedback=True, warm_start=True)
+    state = powerSGD_hook.PowerSGDState(
+        process_group=None,
+        matrix_approximation_rank=config.powersgd_rank,
+        start_powerSGD_iter=config.powersgd_start_iter,
+        use_error_feedback=True,
+        warm_start=True,
+    )
     # torch's hook, one bucket at a time (see register_one_bucket_at_a_time).
     register_one_bucket_at_a_time(ddp, "powersgd", lambda bucket: powerSGD_hook.powerSGD_hook(state, bucket).wait())
     return optimizer
