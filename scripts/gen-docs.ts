@@ -2,8 +2,8 @@
  * Writes the reference docs from the code they describe, never by hand: docs/campaign.schema.json (what `ringlab
  * schema` prints), docs/campaign-file.md (every field of that schema, by section) and docs/cli.md (commander's own
  * help of every command), and the registry's lists in the worker's result schema (docker/worker/result.schema.json's
- * knob enums; the rest of that file is written by hand). Run `npx tsx scripts/gen-docs.ts`; test/docs/reference.test.ts fails when a committed file
- * differs from what this writes.
+ * knob enums; the rest of that file is written by hand). Run `npx tsx scripts/gen-docs.ts`; test/docs/reference.test.ts
+ * fails when a committed file differs from what this writes.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -31,7 +31,9 @@ export function referenceDocs(): Record<string, string> {
 
 const RESULT_SCHEMA = "docker/worker/result.schema.json";
 
-/** The schema's text with each registry-listed knob's `"<knob>": { "enum": [...] }` line set to the registry's values. */
+/**
+ * The schema's text with each registry-listed knob's `"<knob>": { "enum": [...] }` line set to the registry's values.
+ */
 export function resultSchemaText(text: string): string {
   const lists: Record<string, readonly string[]> = {
     model: MODELS,
@@ -239,7 +241,9 @@ function helpOf(command: Command): string {
   return text;
 }
 
-/** The program's defaults as a user without this environment variable sees them (--state-dir reads RINGLAB_STATE_DIR). */
+/**
+ * The program's defaults as a user without this environment variable sees them (--state-dir reads RINGLAB_STATE_DIR).
+ */
 function withoutEnvironment<T>(name: string, build: () => T): T {
   const saved = process.env[name];
   delete process.env[name];

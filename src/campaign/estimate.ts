@@ -16,7 +16,10 @@ import { targetOf, type TargetEstimate } from "../targets/index.ts";
 import { computeInput, inputQuestionOf, isMissing } from "../predict/inputs.ts";
 import type { CampaignPlan, PlannedRun } from "./plan.ts";
 
-/** fp32 parameter counts of the worker's models (its registry: torchvision's counts, which its own definitions match; inception_v3 without the aux head). */
+/**
+ * fp32 parameter counts of the worker's models (its registry: torchvision's counts, which its own definitions match;
+ * inception_v3 without the aux head).
+ */
 export { PARAMETER_COUNT };
 
 /**
@@ -67,7 +70,9 @@ const WORKER_DEFAULTS = {
  * operator's uplink once per node (Ansible copies to all nodes at once, so they share it).
  */
 const IMAGE_DELIVERY_SECONDS = { build: 8 * 60, registry: 5 * 60, present: 0 } as const;
-/** A `docker save` of the gpu worker image (NVIDIA's PyTorch base and ringlab's layer), when the file is not at hand. */
+/**
+ * A `docker save` of the gpu worker image (NVIDIA's PyTorch base and ringlab's layer), when the file is not at hand.
+ */
 export const ASSUMED_TARBALL_BYTES = 18e9;
 /** The operator's upload rate to AWS, when not given: a typical office or home uplink. */
 export const ASSUMED_ADMIN_UPLINK_GBPS = 0.1;
@@ -92,7 +97,10 @@ export interface CampaignEstimate {
   /** Undefined when the instance type's price is not in the catalogue (src/catalogue/aws-instance-types.ts). */
   readonly costUsd?: number;
   readonly hourlyPriceUsd?: number;
-  /** Training runs whose steps were timed at the calibration's predicted step (EstimateOptions.predictedStepSeconds), of how many. */
+  /**
+   * Training runs whose steps were timed at the calibration's predicted step (EstimateOptions.predictedStepSeconds), of
+   * how many.
+   */
   readonly predictedSteps?: { readonly runs: number; readonly of: number };
 }
 
@@ -132,7 +140,9 @@ export function estimateImageDelivery(file: CampaignFile, options: EstimateOptio
   };
 }
 
-/** One process per node unless the run says more (GPU nodes may run one per GPU by default: the estimate ignores that). */
+/**
+ * One process per node unless the run says more (GPU nodes may run one per GPU by default: the estimate ignores that).
+ */
 function placementOf(run: PlannedRun): Placement {
   return { nodes: run.nodes, processesPerNode: run.processesPerNode ?? 1 };
 }
@@ -189,7 +199,9 @@ function gpuComputeSeconds(run: PlannedRun, instanceType: string): number {
   return isMissing(input) ? run.batchSize! / planningOf(run.model!).t4Fp32ImagesPerSecond : input.seconds.mean;
 }
 
-/** Time to train: the steps of one epoch over the campaign's dataset (every epoch, as if the target were never reached). */
+/**
+ * Time to train: the steps of one epoch over the campaign's dataset (every epoch, as if the target were never reached).
+ */
 function epochSteps(file: CampaignFile, run: PlannedRun): number {
   const dataset = file.campaign?.dataset;
   if (dataset === undefined) return 0;

@@ -64,7 +64,10 @@ export interface CampaignOptions {
   readonly keep?: boolean;
   /** Default: the file's resultsDir, or results/<campaign name>. */
   readonly resultsDir?: string;
-  /** This machine's cores, for the local testbed's CPU quota (src/testbed/cpu-quota.ts). @default os.availableParallelism() */
+  /**
+   * This machine's cores, for the local testbed's CPU quota (src/testbed/cpu-quota.ts). @default
+   * os.availableParallelism()
+   */
   readonly machineCores?: number;
   /**
    * Where the target can ("rerun-disturbed": the local testbed): run once more, at the end, each run whose measurement
@@ -73,7 +76,9 @@ export interface CampaignOptions {
    * the run and `--rerun-flagged` does it). @default true
    */
   readonly rerunDisturbed?: boolean;
-  /** Also do again the runs of earlier invocations whose latest record was disturbed (`--rerun-flagged`). @default false */
+  /**
+   * Also do again the runs of earlier invocations whose latest record was disturbed (`--rerun-flagged`). @default false
+   */
   readonly redoDisturbed?: boolean;
   /**
    * Predict every training run from this calibration and save the predictions in the results folder before the
@@ -197,7 +202,10 @@ export async function runCampaign(
   };
 }
 
-/** A run that cannot be laid out on its workers, or that the memory model says will not fit, is refused before anything starts. */
+/**
+ * A run that cannot be laid out on its workers, or that the memory model says will not fit, is refused before anything
+ * starts.
+ */
 function refuseWhatCannotFit(
   plan: CampaignPlan,
   file: LoadedCampaignFile,
@@ -214,21 +222,26 @@ function refuseWhatCannotFit(
   });
 }
 
-/** The planned runs the results folder does not hold yet (with `redoDisturbed`, also those whose latest record was disturbed). */
+/**
+ * The planned runs the results folder does not hold yet (with `redoDisturbed`, also those whose latest record was
+ * disturbed).
+ */
 function runsToDo(
   plan: CampaignPlan,
   store: ResultsStore,
   cpusPerNode: number | undefined,
   redoDisturbed: boolean,
 ): PlannedRun[] {
-  // A record made under another CPU quota (or none, or Docker's 100 ms period) measured something else: its run is done again.
+  // A record made under another CPU quota (or none, or Docker's 100 ms period) measured something else: its run is done
+  // again.
   const sameQuota = store.latestRecords().filter(({ record }) => underQuota(record, cpusPerNode));
   const remaining = remainingRuns(
     plan,
     new Map(sameQuota.map(({ record }) => [record.runId, record])),
     redoDisturbed ? { redo: (record) => disturbance(record) !== undefined } : {},
   );
-  // A repeatUntil campaign run again: the rounds its records show are not needed are not counted, nor a testbed brought up for them.
+  // A repeatUntil campaign run again: the rounds its records show are not needed are not counted, nor a testbed brought
+  // up for them.
   return plan.repeatUntil === undefined
     ? remaining
     : withoutRoundsNotNeeded(
@@ -298,7 +311,9 @@ export interface CampaignRuns {
   readonly todo: readonly PlannedRun[];
   readonly scope: RecordScope;
   readonly tally: Tally;
-  /** CampaignOptions.rerunDisturbed: the run path runs disturbed runs again where its target can ("rerun-disturbed"). */
+  /**
+   * CampaignOptions.rerunDisturbed: the run path runs disturbed runs again where its target can ("rerun-disturbed").
+   */
   readonly rerunDisturbed: boolean;
 }
 
@@ -311,7 +326,10 @@ export interface RecordScope {
   readonly instanceType: string | undefined;
   /** Where the target holds workers to a CPU quota (local): the cores every worker may use; undefined elsewhere. */
   readonly cpusPerNode: number | undefined;
-  /** Where the testbed section limits it (local: testbed.memoryPerNodeGiB): the memory of every node's worker container; undefined: no limit. */
+  /**
+   * Where the testbed section limits it (local: testbed.memoryPerNodeGiB): the memory of every node's worker container;
+   * undefined: no limit.
+   */
   readonly memoryPerNodeGiB?: number | undefined;
 }
 
@@ -420,7 +438,10 @@ function disturbedRuns(saved: readonly RunRecord[], todo: readonly PlannedRun[])
   });
 }
 
-/** A testbed that shares this machine (local, "host-load"): a sampler of how busy the machine is besides the testbed's containers. */
+/**
+ * A testbed that shares this machine (local, "host-load"): a sampler of how busy the machine is besides the testbed's
+ * containers.
+ */
 function hostLoadSampler(ctx: Context, testbed: string): HostLoadSampler | undefined {
   const docker = dockerFor(ctx);
   const sampler = new HostLoadSampler({
@@ -729,9 +750,9 @@ export async function makeReport(ctx: Context, store: ResultsStore, leftOut: rea
 }
 
 /**
- * Every training run's prediction and peak memory, saved once, before the first run; `calibration.from` names the calibration (none: published
- * figures and the catalogue). A calibration made before ringlab recorded its folders' absolute paths names them as
- * given to `calibrate`: they are read from here.
+ * Every training run's prediction and peak memory, saved once, before the first run; `calibration.from` names the
+ * calibration (none: published figures and the catalogue). A calibration made before ringlab recorded its folders'
+ * absolute paths names them as given to `calibrate`: they are read from here.
  */
 function savePredictions(
   ctx: Context,
@@ -786,8 +807,9 @@ export interface PredictionsToSave {
 }
 
 /**
- * The predictions.json to write and the line that says so, or, once runs of the campaign are done in its results folder,
- * the line that says why none is written and which command shows the predictions without running (decidePredictions).
+ * The predictions.json to write and the line that says so, or, once runs of the campaign are done in its results
+ * folder, the line that says why none is written and which command shows the predictions without running
+ * (decidePredictions).
  */
 export function predictionsToSave(
   question: PredictionsToSave,

@@ -98,7 +98,10 @@ function alternatives(run: PlannedRun, testbedNodes: number): { readonly name: s
   return options;
 }
 
-/** Why nothing fits: the node's processes before any model are over the limit already, or the model is too big for every layout. */
+/**
+ * Why nothing fits: the node's processes before any model are over the limit already, or the model is too big for every
+ * layout.
+ */
 function noLayoutFits(run: PlannedRun, constants: MemoryConstants, limit: MemoryLimit): string {
   const before = constants.launcherBytes + (run.processesPerNode ?? 1) * constants.baselineBytes;
   if (limit.per === "node" && before > limit.bytes) {

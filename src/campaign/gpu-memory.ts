@@ -16,7 +16,9 @@ import type { CampaignPlan } from "./plan.ts";
 
 export type Precision = "fp32" | "amp";
 
-/** The worker's default image sizes (its registry, docker/worker/ringlab_worker/registry.json: each model's imageSize). */
+/**
+ * The worker's default image sizes (its registry, docker/worker/ringlab_worker/registry.json: each model's imageSize).
+ */
 export { NATIVE_IMAGE_SIZE };
 
 /** Backward-pass peak over the saved activations: activation gradients and temporaries (an allowance, not measured). */

@@ -19,7 +19,8 @@ export const GLOO_GBPS_PER_CORE = 7;
  * shaped points have left the regime the model reproduces on some days: on the 2-core build machine the 3 Gbit/s
  * points (86 % of the 3.5 Gbit/s 0.5 cores drive) measured 14-19 points below the model fitted from the probe on
  * 2026-11-23 and in one idle run of 2026-11-25, and within 6 points on 2026-11-24 and in three runs of 2026-11-25;
- * at 300 Mbit/s and 1 Gbit/s (9-29 %) no point has measured more than 5 below it (test/bench/README.md, "The 3 Gbit/s gap").
+ * at 300 Mbit/s and 1 Gbit/s (9-29 %) no point has measured more than 5 below it (test/bench/README.md, "The 3 Gbit/s
+ * gap").
  */
 export const RELIABLE_SHARE_OF_DRIVABLE = 0.6;
 

@@ -38,7 +38,9 @@ export interface PlannedRun {
   readonly repeat: number;
   /** The run's configuration: its id without the repeat; every repeat of it has the same. */
   readonly configuration: string;
-  /** The round of its bandwidth group it belongs to (1-based): one run of every configuration of the group per round. */
+  /**
+   * The round of its bandwidth group it belongs to (1-based): one run of every configuration of the group per round.
+   */
   readonly round: number;
   /**
    * With repeatUntil, a round past minRepeats: the run takes place only if its configuration's interval is still
@@ -119,7 +121,10 @@ export function planCampaign(file: Pick<AnyCampaignFile, "testbed" | "campaign">
   };
 }
 
-/** Where a run goes: its nodes, its processes per node (undefined: the worker's default) and its link rate (null: one node). */
+/**
+ * Where a run goes: its nodes, its processes per node (undefined: the worker's default) and its link rate (null: one
+ * node).
+ */
 interface Slot {
   readonly nodes: number;
   readonly processesPerNode: number | undefined;
@@ -258,8 +263,8 @@ function runMakers(section: CampaignSection, workerTimeout: number): RunMakers {
  * minute of the machine falls on all configurations of a round instead of biasing one, and the baseline is measured
  * next to the points it normalizes (in every group, so at least as often as any point). The single-node probes of
  * several processes per node (their exchange inside the node) run in the first group only. With repeatUntil, the
- * rounds past minRepeats are conditional (PlannedRun.conditional) and hold no probes. Placements of more workers than maxWorkers are
- * left out.
+ * rounds past minRepeats are conditional (PlannedRun.conditional) and hold no probes. Placements of more workers than
+ * maxWorkers are left out.
  */
 function orderRuns(section: CampaignSection, make: RunMakers): PlannedRun[] {
   const matrix = section.matrix;
@@ -381,7 +386,10 @@ function trainConfigsOf(section: CampaignSection): TrainConfig[] {
   });
 }
 
-/** The reductions the probes measure: the training runs' (PowerSGD and local SGD train over the ring's link, so the ring's). */
+/**
+ * The reductions the probes measure: the training runs' (PowerSGD and local SGD train over the ring's link, so the
+ * ring's).
+ */
 function probedReductions(section: CampaignSection): Reduction[] {
   return unique((section.matrix.reduction ?? [section.train.reduction ?? "ring"]).map(probedAs));
 }
@@ -457,7 +465,10 @@ function knobArgs(knobs: PlannedRun["knobs"], datasetName: string | undefined): 
   });
 }
 
-/** "p4" in a run's id for 4 processes per node; nothing for 1 or the default, so ids of campaigns without the axis stay as they were. */
+/**
+ * "p4" in a run's id for 4 processes per node; nothing for 1 or the default, so ids of campaigns without the axis stay
+ * as they were.
+ */
 function placementPart(processesPerNode: number | undefined): string[] {
   return processesPerNode === undefined || processesPerNode === 1 ? [] : [`p${processesPerNode}`];
 }
@@ -467,9 +478,9 @@ function placementField(processesPerNode: number | undefined): { processesPerNod
 }
 
 function withFingerprint(run: Omit<PlannedRun, "fingerprint">): PlannedRun {
-  // Neither where the run falls in the order (round, conditional) nor its configuration's name changes what it measures.
-  // Processes per node only when the matrix sets them (on GPU nodes an explicit 1 differs from the default), so
-  // records made before the axis existed keep their fingerprints.
+  // Neither where the run falls in the order (round, conditional) nor its configuration's name changes what it
+  // measures. Processes per node only when the matrix sets them (on GPU nodes an explicit 1 differs from the default),
+  // so records made before the axis existed keep their fingerprints.
   const placement = run.processesPerNode === undefined ? [] : [run.processesPerNode];
   const essence = JSON.stringify([run.job, run.nodes, ...placement, run.bandwidth, run.workerArgs]);
   return { ...run, fingerprint: createHash("sha256").update(essence).digest("hex").slice(0, 16) };

@@ -36,7 +36,9 @@ export function throughputsByConfiguration(
   return values;
 }
 
-/** Whether the 95 % interval (Student's t) of the values is within ±halfWidth of their mean; never with fewer than 2. */
+/**
+ * Whether the 95 % interval (Student's t) of the values is within ±halfWidth of their mean; never with fewer than 2.
+ */
 export function isPrecise(values: readonly number[], halfWidth: number): boolean {
   if (values.length < 2) return false;
   const { mean, halfWidth95 } = meanWithInterval(values);

@@ -13,7 +13,9 @@
  */
 import type { Model } from "../config/schema.ts";
 
-/** A figure's place: the file at a commit, and the cell (a markdown table under a heading, a CSV row, or a log line). */
+/**
+ * A figure's place: the file at a commit, and the cell (a markdown table under a heading, a CSV row, or a log line).
+ */
 export interface Citation {
   readonly repo: string;
   readonly commit: string;
@@ -32,7 +34,10 @@ export interface PublishedThroughput {
   /** The card that was measured, as its source names it. */
   readonly card: string;
   readonly model: Model;
-  /** amp: mixed precision (PyTorch AMP, or TensorFlow's --use_fp16); fp32 is TF32 on an A100 or H100 where the source says so. */
+  /**
+   * amp: mixed precision (PyTorch AMP, or TensorFlow's --use_fp16); fp32 is TF32 on an A100 or H100 where the source
+   * says so.
+   */
   readonly precision: "fp32" | "amp";
   readonly framework: string;
   /** Images per second on one GPU, as printed. */

@@ -15,7 +15,9 @@ export function formatDuration(seconds: number): string {
   return minutes < 90 ? `${minutes} min` : `${(minutes / 60).toFixed(1)} h`;
 }
 
-/** A path or word as a POSIX shell reads it back unchanged: as it is when it needs no quoting, else in single quotes. */
+/**
+ * A path or word as a POSIX shell reads it back unchanged: as it is when it needs no quoting, else in single quotes.
+ */
 export function shellWord(text: string): string {
   return /^[\w./:=@%+-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }

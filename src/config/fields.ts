@@ -22,7 +22,10 @@ export const safePath = () => ruled(checkSafePath);
 export const nodeCount = z.int().min(1);
 export const tags = z.record(ruled(checkTagKey), ruled(checkTagValue));
 
-/** The fields of every target's testbed section; their descriptions are the campaign file's reference (`ringlab schema`). */
+/**
+ * The fields of every target's testbed section; their descriptions are the campaign file's reference (`ringlab
+ * schema`).
+ */
 export const testbedCommon = {
   name: ruled(checkResourceName).describe(
     "Used in resource names and tags: lower case letters, digits and dashes, at most 24 characters.",

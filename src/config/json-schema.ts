@@ -78,7 +78,10 @@ function refinedPaths(root: z.ZodType): string[] {
   return [...found];
 }
 
-/** A schema's children, each with the key it adds to the path (undefined: the same path, as an option or a wrapped schema). */
+/**
+ * A schema's children, each with the key it adds to the path (undefined: the same path, as an option or a wrapped
+ * schema).
+ */
 function childrenOf(def: z.core.$ZodTypeDef & Record<string, unknown>): [string | undefined, z.ZodType][] {
   if (def.type === "object") return Object.entries(def["shape"] as Record<string, z.ZodType>);
   if (def.type === "union") return (def["options"] as z.ZodType[]).map((option) => [undefined, option]);

@@ -30,7 +30,9 @@ export interface KnobRuleProblem {
   readonly message: string;
 }
 
-/** The values a campaign's runs take on an owner axis: its models' kinds, or the knob's values (its default if unset). */
+/**
+ * The values a campaign's runs take on an owner axis: its models' kinds, or the knob's values (its default if unset).
+ */
 function axisValues(axis: OwnerAxis, settings: KnobSettings): string[] {
   if (axis === "model") return [...new Set(settings.models.map((model) => MODEL_KIND[model]))];
   const set = settings.values(axis).map(String);
@@ -83,7 +85,9 @@ function shown(axis: string, value: unknown): string {
   return value === null ? `${axis} unset` : value === true ? axis : `${axis} ${String(value)}`;
 }
 
-/** The values a run of the campaign can take on an axis of a rule: the model kinds, or a knob's values (null: unset). */
+/**
+ * The values a run of the campaign can take on an axis of a rule: the model kinds, or a knob's values (null: unset).
+ */
 function ruleAxisValues(axis: string, settings: KnobSettings): unknown[] {
   if (axis === "model") return [...new Set(settings.models.map((model) => MODEL_KIND[model]))];
   const set = settings.values(axis as TrainKnobName);

@@ -62,7 +62,10 @@ function mapValues<K extends string, V, T>(
 
 /** The models the worker trains, in the registry's order. */
 export const MODELS = keysOf(registry.models);
-/** What a model does: image (a CNN classifying images, throughput in images) or language (a transformer predicting the next token, in tokens). */
+/**
+ * What a model does: image (a CNN classifying images, throughput in images) or language (a transformer predicting the
+ * next token, in tokens).
+ */
 export type ModelKind = "image" | "language";
 export const MODEL_KIND: Readonly<Record<Model, ModelKind>> = mapValues(
   registry.models,
@@ -83,13 +86,21 @@ export const NATIVE_IMAGE_SIZE: Readonly<Partial<Record<Model, number>>> = Objec
 export interface PlanningFigures {
   /** Images per second of one local testbed worker with 2 cores to itself. */
   readonly cpuImagesPerSecond: number;
-  /** Images per second of one worker on a T4 in fp32: what plan and predict assume where nothing measured, published or scaled answers. */
+  /**
+   * Images per second of one worker on a T4 in fp32: what plan and predict assume where nothing measured, published or
+   * scaled answers.
+   */
   readonly t4Fp32ImagesPerSecond: number;
-  /** MiB autograd keeps per image for the backward pass at the model's native image size, fp32 and amp (16-bit activations). */
+  /**
+   * MiB autograd keeps per image for the backward pass at the model's native image size, fp32 and amp (16-bit
+   * activations).
+   */
   readonly activationMibPerImage: Readonly<Record<"fp32" | "amp", number>>;
 }
 
-/** Where an image model's planning entry holds each number (each must be above 0) and each figure's source (a sentence). */
+/**
+ * Where an image model's planning entry holds each number (each must be above 0) and each figure's source (a sentence).
+ */
 const PLANNING_NUMBERS = [
   "cpuImagesPerSecond.value",
   "t4Fp32ImagesPerSecond.value",
@@ -135,14 +146,20 @@ export function planningFigures(model: string, planning: unknown): PlanningFigur
   };
 }
 
-/** Every image model's planning figures, by name. A registry whose image model lacks one does not load (planningFigures). */
+/**
+ * Every image model's planning figures, by name. A registry whose image model lacks one does not load
+ * (planningFigures).
+ */
 export const PLANNING: Readonly<Partial<Record<Model, PlanningFigures>>> = Object.fromEntries(
   Object.entries(registry.models).flatMap(([name, model]) =>
     model.kind === "image" ? [[name, planningFigures(name, (model as { readonly planning?: unknown }).planning)]] : [],
   ),
 );
 
-/** An image model's planning figures. A language model has none (plan takes its FLOPs): asking for them is a bug, said so. */
+/**
+ * An image model's planning figures. A language model has none (plan takes its FLOPs): asking for them is a bug, said
+ * so.
+ */
 export function planningOf(model: string): PlanningFigures {
   const figures = Object.hasOwn(PLANNING, model)
     ? (PLANNING as Readonly<Record<string, PlanningFigures>>)[model]
@@ -191,7 +208,10 @@ export const REDUCTIONS = keysOf(registry.reductions);
 export const DDP_HOOK_REDUCTIONS: readonly Reduction[] = REDUCTIONS.filter(
   (reduction) => registry.reductions[reduction].ddpHook,
 );
-/** The reduction whose probe measures a reduction's link: itself, or ring for strategies that are ring all-reduces of fewer bytes (PowerSGD, local SGD). */
+/**
+ * The reduction whose probe measures a reduction's link: itself, or ring for strategies that are ring all-reduces of
+ * fewer bytes (PowerSGD, local SGD).
+ */
 export function probedAs(reduction: Reduction): Reduction {
   return registry.reductions[reduction].probedAs as Reduction;
 }

@@ -38,7 +38,10 @@ export { describeValue, type ConfigProblem } from "./problems.ts";
 /** The testbed sections' own pieces live with their targets (src/targets/); these names stay for their callers. */
 export { availabilityZoneOf, TERRAFORM_BINARIES } from "../targets/aws.ts";
 
-/** Defaults, documented once (each target's own in its module, src/targets/); docs/campaign-file.md is generated from the schema. */
+/**
+ * Defaults, documented once (each target's own in its module, src/targets/); docs/campaign-file.md is generated from
+ * the schema.
+ */
 export const DEFAULTS = {
   maxNodes: DEFAULT_MAX_NODES,
   local: LOCAL_DEFAULTS,
@@ -75,12 +78,17 @@ export { MODELS, type Model, type TrainKnobName };
 /** Where a train run's batches come from (the `data` knob). */
 export const DATA_SOURCES = TRAIN_KNOBS.data.choices!;
 
-/** The worker's train knobs by campaign name (its registry's trainKnobs); each becomes its `flag` on the worker's command line. */
+/**
+ * The worker's train knobs by campaign name (its registry's trainKnobs); each becomes its `flag` on the worker's
+ * command line.
+ */
 export const TRAIN_KNOB_NAMES: TrainKnobName[] = [...KNOB_NAMES];
 
 type TrainKnobSchemas = { readonly [K in TrainKnobName]: z.ZodType<TrainKnobValue<K>> };
 
-/** A knob's own rule, from its registry entry: an integer or a number within its range, one of its choices, or a switch. */
+/**
+ * A knob's own rule, from its registry entry: an integer or a number within its range, one of its choices, or a switch.
+ */
 function knobSchema(knob: TrainKnob): z.ZodType {
   switch (knob.type) {
     case "int":
@@ -110,8 +118,8 @@ const trainKnobs = Object.fromEntries(
 
 /**
  * Each knob's field with its registry line (`about`) as its description and the worker's default as its default, in
- * train and in the matrix alike; at the field, not on the knob's own schema, so that a matrix axis (a value or a list of
- * them) says it once. The default is what JSON Schema's is, a note for readers: the knob stays unset, and the worker
+ * train and in the matrix alike; at the field, not on the knob's own schema, so that a matrix axis (a value or a list
+ * of them) says it once. The default is what JSON Schema's is, a note for readers: the knob stays unset, and the worker
  * uses its own.
  */
 function describedKnobs<S extends Readonly<Record<TrainKnobName, z.ZodType>>>(fields: S): S {
@@ -449,7 +457,9 @@ function checkTargetGaps(testbed: TestbedSection, campaign: CampaignOutput, ctx:
     issue(["campaign", "dataset", "generate"], noDataset);
 }
 
-/** Each matrix.exclude entry names axes the matrix varies, with values it has: anything else would leave out nothing. */
+/**
+ * Each matrix.exclude entry names axes the matrix varies, with values it has: anything else would leave out nothing.
+ */
 function checkExcludes(campaign: CampaignOutput, ctx: RefinementContext): void {
   const axes = campaign.matrix as unknown as Readonly<Record<string, readonly unknown[] | undefined>>;
   (campaign.matrix.exclude ?? []).forEach((entry, index) => {
@@ -639,7 +649,8 @@ export type AnyCampaignFile = z.output<typeof campaignFileSchema>;
 export type KubernetesTestbed = Extract<AnyCampaignFile["testbed"], { target: "kubernetes" }>;
 /**
  * A campaign on a testbed ringlab brings up, configures and runs (its target can "provision": the local testbed, AWS):
- * what up, configure, run and synth take. A Kubernetes campaign (KubernetesCampaignFile) runs on a cluster the user has.
+ * what up, configure, run and synth take. A Kubernetes campaign (KubernetesCampaignFile) runs on a cluster the user
+ * has.
  */
 export type CampaignFile = Omit<AnyCampaignFile, "testbed"> & {
   readonly testbed: Exclude<AnyCampaignFile["testbed"], KubernetesTestbed>;

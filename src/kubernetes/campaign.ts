@@ -30,7 +30,10 @@ export interface KubernetesCampaignOptions extends ClusterRunOptions {
   readonly resultsDir?: string;
 }
 
-/** A Kubernetes campaign through the campaign's flow, with the cluster's options (what `ringlab campaign` does, for tests). */
+/**
+ * A Kubernetes campaign through the campaign's flow, with the cluster's options (what `ringlab campaign` does, for
+ * tests).
+ */
 export function runKubernetesCampaign(
   ctx: Context,
   file: LoadedKubernetesCampaignFile,
@@ -104,7 +107,10 @@ async function runJobs(
   }
 }
 
-/** Deletes everything labelled with the testbed in the namespace (each run deleted its own already) and waits until it is gone. */
+/**
+ * Deletes everything labelled with the testbed in the namespace (each run deleted its own already) and waits until it
+ * is gone.
+ */
 async function tearDown(ctx: Context, cluster: Cluster, testbed: string): Promise<"done" | "failed"> {
   try {
     await cluster.deleteLabelled({ "ringlab.testbed": testbed }, { waitUntilGone: true });

@@ -36,11 +36,16 @@ import type { RunManifests } from "./manifests.ts";
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 /** While a run is followed, how long a cluster may fail to answer (a blip, a 429, a 5xx) before the run is given up. */
 const FOLLOW_PATIENCE_MS = 60_000;
-/** How long deleted objects may take to be gone (pods have a 30 s grace period) before a Job of the same name is created. */
+/**
+ * How long deleted objects may take to be gone (pods have a 30 s grace period) before a Job of the same name is
+ * created.
+ */
 const GONE_WAIT_MS = 90_000;
 
 export interface ClusterOptions {
-  /** Where the kubeconfig is looked for: $KUBECONFIG (files joined by ":"), else ~/.kube/config. @default process.env */
+  /**
+   * Where the kubeconfig is looked for: $KUBECONFIG (files joined by ":"), else ~/.kube/config. @default process.env
+   */
   readonly env?: NodeJS.ProcessEnv;
   /** @default DEFAULT_REQUEST_TIMEOUT_MS */
   readonly requestTimeoutMs?: number;
@@ -118,7 +123,10 @@ export class Cluster {
     return cluster;
   }
 
-  /** Refuses, before anything is created, a cluster that does not answer, a missing namespace or claim, or a user who may not read them. */
+  /**
+   * Refuses, before anything is created, a cluster that does not answer, a missing namespace or claim, or a user who
+   * may not read them.
+   */
   private async check(testbed: KubernetesTestbed, purpose: "run" | "delete"): Promise<void> {
     try {
       await this.call("read the namespace", (options) => this.core.readNamespace({ name: this.namespace }, options));
@@ -223,7 +231,9 @@ export class Cluster {
     });
   }
 
-  /** Why the Job controller could not create the Job's pods (its FailedCreate events: admission, quota), newest last. */
+  /**
+   * Why the Job controller could not create the Job's pods (its FailedCreate events: admission, quota), newest last.
+   */
   async podCreationFailures(jobName: string, jobUid: string): Promise<string[]> {
     const events = await this.patiently(undefined, () =>
       this.call(`list Job ${jobName}'s events`, (options) =>
@@ -412,7 +422,10 @@ export class Cluster {
     }
   }
 
-  /** One API call under the request deadline; its failure as a ToolError that says what was asked and what the API answered. */
+  /**
+   * One API call under the request deadline; its failure as a ToolError that says what was asked and what the API
+   * answered.
+   */
   private async call<T>(what: string, request: (options: RequestOptions) => Promise<T>): Promise<T> {
     const signal = AbortSignal.timeout(this.requestTimeoutMs);
     try {
@@ -481,7 +494,9 @@ class Settled<T> {
   }
 }
 
-/** The kubeconfig kubectl would read: $KUBECONFIG's files, else ~/.kube/config; a missing or unreadable one is exit 2. */
+/**
+ * The kubeconfig kubectl would read: $KUBECONFIG's files, else ~/.kube/config; a missing or unreadable one is exit 2.
+ */
 function loadKubeconfig(env: NodeJS.ProcessEnv): KubeConfig {
   const listed = env["KUBECONFIG"]
     ? env["KUBECONFIG"].split(delimiter).filter((file) => file !== "")
@@ -540,7 +555,9 @@ function networkFailure(error: unknown): Error | undefined {
   return name === "TypeError" && message === "fetch failed" && cause instanceof Error ? cause : undefined;
 }
 
-/** A certificate that does not verify, or a server that does not speak TLS, fails as the network does; its code says so. */
+/**
+ * A certificate that does not verify, or a server that does not speak TLS, fails as the network does; its code says so.
+ */
 function isTlsFailure(error: Error): boolean {
   const { code } = error as { code?: unknown };
   return (

@@ -9,7 +9,10 @@ import type { V1Job, V1Pod } from "@kubernetes/client-node";
 import { parseWorkerResult, type WorkerResult } from "../results/worker-result.ts";
 
 export type RunState =
-  /** `unscheduled`: the scheduler's reason while a pod waits for a machine; `pullFailing`: a pull the kubelet is retrying. */
+  /**
+   * `unscheduled`: the scheduler's reason while a pod waits for a machine; `pullFailing`: a pull the kubelet is
+   * retrying.
+   */
   | { readonly kind: "running"; readonly unscheduled?: string; readonly pullFailing?: string }
   | { readonly kind: "succeeded" }
   | { readonly kind: "failed"; readonly reason: string };
@@ -21,7 +24,10 @@ const HOPELESS_WAITS = new Set([
   "CreateContainerConfigError",
   "CreateContainerError",
 ]);
-/** A pull that failed, which the kubelet tries again with back-off: a registry's 429 can clear, a wrong name cannot (./run.ts waits a while). */
+/**
+ * A pull that failed, which the kubelet tries again with back-off: a registry's 429 can clear, a wrong name cannot
+ * (./run.ts waits a while).
+ */
 const RETRIED_WAITS = new Set(["ErrImagePull", "ImagePullBackOff"]);
 
 /** The completion index of a pod of an Indexed Job: its node rank. */
@@ -45,7 +51,8 @@ export function judgeRun(job: V1Job | undefined, pods: readonly V1Pod[], lastUns
         "the Job was deleted before it ended (kubectl delete, `ringlab down` from elsewhere, or a policy that removes finished Jobs at once)",
     };
   }
-  // A pod placed since an earlier look clears the reason: a pod that waited for a new node was not the deadline's cause.
+  // A pod placed since an earlier look clears the reason: a pod that waited for a new node was not the deadline's
+  // cause.
   const unscheduled = pods.length > 0 ? unscheduledReason(pods) : lastUnscheduled;
   const conditions = job.status?.conditions ?? [];
   const holds = (type: string) =>
@@ -83,7 +90,10 @@ function unscheduledReason(pods: readonly V1Pod[]): string | undefined {
   return undefined;
 }
 
-/** "pod x: container worker cannot start (image y): <reason>: <kubelet's message>" for the first container waiting for one of `reasons`. */
+/**
+ * "pod x: container worker cannot start (image y): <reason>: <kubelet's message>" for the first container waiting for
+ * one of `reasons`.
+ */
 function waitingFor(pods: readonly V1Pod[], reasons: ReadonlySet<string>): string | undefined {
   for (const pod of pods) {
     for (const status of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) {

@@ -49,12 +49,16 @@ export interface RunManifests {
   readonly runId: string;
   /**
    * The NetworkPolicy first, then the Service, then the Job: `kubectl apply -f` creates them in this order. The
-   * run's Secret (rendezvousSecret) is not among them: it is created through the API, before the Job, and never written.
+   * run's Secret (rendezvousSecret) is not among them: it is created through the API, before the Job, and never
+   * written.
    */
   readonly objects: readonly [NetworkPolicy, Service, Job];
 }
 
-/** The labels every object and pod of a run carries: its Service, its pods' anti-affinity and its removal select by them. */
+/**
+ * The labels every object and pod of a run carries: its Service, its pods' anti-affinity and its removal select by
+ * them.
+ */
 export function runLabels(testbed: KubernetesTestbed, run: PlannedRun): Record<string, string> {
   return { "ringlab.testbed": testbed.name, "ringlab.run": labelSafe(run.id) };
 }
@@ -203,7 +207,8 @@ function workerEnv(run: PlannedRun, testbed: KubernetesTestbed, name: string): I
  * With shapeInPod, an init container shapes the pod's egress with tc before the worker starts (the pod's
  * containers share one network namespace), as the local testbed shapes each node's; it needs NET_ADMIN, and root
  * (a capability a container adds is effective for root only: Kubernetes sets no ambient capabilities), which the
- * cluster must allow: Pod Security "privileged", as no other level lets a container add NET_ADMIN. The campaign refuses a shaped rate without shapeInPod, and shapeInPod with hostNetwork.
+ * cluster must allow: Pod Security "privileged", as no other level lets a container add NET_ADMIN. The campaign refuses
+ * a shaped rate without shapeInPod, and shapeInPod with hostNetwork.
  */
 function shapingContainer(run: PlannedRun, testbed: KubernetesTestbed): IContainer | undefined {
   const gbps = run.bandwidth === null ? null : bandwidthGbps(run.bandwidth);
@@ -329,7 +334,10 @@ export function campaignPodSecurity(
   );
 }
 
-/** "pods need the namespace's Pod Security level 'privileged': shapeInPod's init container shape-link adds NET_ADMIN ...". */
+/**
+ * "pods need the namespace's Pod Security level 'privileged': shapeInPod's init container shape-link adds NET_ADMIN
+ * ...".
+ */
 export function podSecurityLine(security: RunsPodSecurity): string {
   const some =
     security.runs === security.of ? "" : ` (the pods of ${security.runs} of the ${security.of} runs; the others less)`;

@@ -47,7 +47,9 @@ export const BASELINE_CAPABILITIES: readonly string[] = [
   "SETUID",
   "SYS_CHROOT",
 ];
-/** The one capability restricted lets a container add, after dropping ALL ("Capabilities (v1.22+)" under Restricted). */
+/**
+ * The one capability restricted lets a container add, after dropping ALL ("Capabilities (v1.22+)" under Restricted).
+ */
 export const RESTRICTED_CAPABILITIES: readonly string[] = ["NET_BIND_SERVICE"];
 /** The volume types restricted allows ("Volume Types" under Restricted). */
 export const RESTRICTED_VOLUME_TYPES: readonly string[] = [

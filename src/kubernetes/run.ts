@@ -167,7 +167,10 @@ function describePods(pods: readonly V1Pod[], unscheduled: string | undefined): 
   return `${pods.length} pod${pods.length === 1 ? "" : "s"}${counts === "" ? "" : `: ${counts}`}${unscheduled === undefined ? "" : ` (${unscheduled})`}`;
 }
 
-/** Every pod's worker log as worker-<node rank>.log (a pod with no index, by name); returns node rank 0's ("" without one). */
+/**
+ * Every pod's worker log as worker-<node rank>.log (a pod with no index, by name); returns node rank 0's ("" without
+ * one).
+ */
 async function collectLogs(cluster: Cluster, pods: readonly V1Pod[], collectDir: string): Promise<string> {
   let head = "";
   for (const pod of pods) {

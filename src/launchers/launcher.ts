@@ -13,7 +13,10 @@ import type { Context } from "../context/context.ts";
 import type { TestbedRecord } from "../testbed/record.ts";
 import type { LauncherName } from "./names.ts";
 
-/** Why a job cannot start with a launcher, worded for `ringlab run` (the campaign schema words its own check: src/config/schema.ts). */
+/**
+ * Why a job cannot start with a launcher, worded for `ringlab run` (the campaign schema words its own check:
+ * src/config/schema.ts).
+ */
 export interface Refusal {
   readonly message: string;
   readonly hint: string;
@@ -23,7 +26,10 @@ export interface Launcher {
   readonly name: LauncherName;
   /** How it starts a job, for `--help`. */
   readonly summary: string;
-  /** The Ansible role holding its tasks/job.yml (and tasks/main.yml when it has a `setup`, tasks/cancel.yml when it queues jobs). */
+  /**
+   * The Ansible role holding its tasks/job.yml (and tasks/main.yml when it has a `setup`, tasks/cancel.yml when it
+   * queues jobs).
+   */
   readonly role: string;
   /** What configuring a testbed for it adds; absent: every configured testbed serves it. */
   readonly setup?: {
@@ -50,6 +56,8 @@ export interface Launcher {
 export interface LauncherOutcome {
   /** Why the job failed, when the launcher knows (given the hosts of the ranks that failed); undefined: it does not. */
   readonly failure?: (failedHosts: readonly string[]) => string | undefined;
-  /** Files to keep in the run's folder, name -> text: the runner writes them (without following a link planted there). */
+  /**
+   * Files to keep in the run's folder, name -> text: the runner writes them (without following a link planted there).
+   */
   readonly files?: Readonly<Record<string, string>>;
 }

@@ -7,7 +7,9 @@ import { z } from "zod";
 import type { Launcher } from "./launcher.ts";
 import { refuseNodeLoss } from "./node-loss.ts";
 
-/** What ansible/roles/mpi/files/ringlab_mpi.py adds to outcome.json: the job script, its hostfile and how mpirun ended. */
+/**
+ * What ansible/roles/mpi/files/ringlab_mpi.py adds to outcome.json: the job script, its hostfile and how mpirun ended.
+ */
 const MpiOutcome = z.object({
   mpi: z.object({
     exit_code: z.int(),

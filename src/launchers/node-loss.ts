@@ -21,7 +21,10 @@ export function plannedLostNode(workerArgs: readonly string[]): number | undefin
   return Number.isInteger(node) && node > 0 ? node : undefined;
 }
 
-/** A launcher's `refuses` for --fail-node, whatever its value, when its jobs end every node as one node's process is killed. */
+/**
+ * A launcher's `refuses` for --fail-node, whatever its value, when its jobs end every node as one node's process is
+ * killed.
+ */
 export function refuseNodeLoss(hint: string): NonNullable<Launcher["refuses"]> {
   return (workerArgs) =>
     failNodeAt(workerArgs) < 0 ? undefined : { message: "--fail-node runs with --launcher ansible only", hint };

@@ -59,9 +59,14 @@ export interface ComputeEntry {
   readonly batchSize: number;
   /** fp32 or amp (the precision knob; fp32 when the campaign did not set it). */
   readonly precision: string;
-  /** Present (true) when the runs used channelsLast: NHWC trains twice as fast under AMP on a GPU (test/bench/README.md). */
+  /**
+   * Present (true) when the runs used channelsLast: NHWC trains twice as fast under AMP on a GPU
+   * (test/bench/README.md).
+   */
   readonly channelsLast?: true;
-  /** Language models: the shape and knobs that set one worker's compute (src/workload/transformer.ts computeWorkload). */
+  /**
+   * Language models: the shape and knobs that set one worker's compute (src/workload/transformer.ts computeWorkload).
+   */
   readonly workload?: Readonly<Record<string, string | number | boolean>>;
   readonly device: string;
   /** CPU model or GPU name, as the worker's provenance gives it. */
@@ -75,7 +80,8 @@ export interface ComputeEntry {
   /**
    * The worker's CPU check over the baseline's runs: GFLOP/s at its fixed fp32 matrix products, timed just before each
    * run (result.calibration). A run whose own check reads far from it ran on another machine than the one calibrated
-   * (src/report/predictions.ts machineCaveat). Absent in calibrations made before ringlab kept it, and on GPUs' runs without one.
+   * (src/report/predictions.ts machineCaveat). Absent in calibrations made before ringlab kept it, and on GPUs' runs
+   * without one.
    */
   readonly cpuCheckGflops?: number;
   readonly source: Source;
@@ -151,7 +157,10 @@ export interface Calibration {
   readonly links: readonly LinkEntry[];
   /** Absent from files written before ringlab fitted it: read as none. */
   readonly overlap: readonly OverlapEntry[];
-  /** What the process adds to the memory model's bytes, per device and CPU quota (src/predict/memory.ts); absent from older files: none. */
+  /**
+   * What the process adds to the memory model's bytes, per device and CPU quota (src/predict/memory.ts); absent from
+   * older files: none.
+   */
   readonly memory: readonly MemoryEntry[];
 }
 
@@ -367,7 +376,10 @@ export function calibrationFromRecords(
   };
 }
 
-/** The records a calibration counts (in the current CPU period, on a supported torch, undisturbed), their report, and each entry's source. */
+/**
+ * The records a calibration counts (in the current CPU period, on a supported torch, undisturbed), their report, and
+ * each entry's source.
+ */
 export function calibratingRecords(
   everyRecord: readonly RunRecord[],
   resultsDir: string,

@@ -36,7 +36,10 @@ export interface PredictionContext {
   readonly cpusPerNode?: number;
   /** AWS: the instance type, whose GPU the published table and whose network the catalogue describe. */
   readonly instanceType?: string;
-  /** The link inside a node as the user states it (`ringlab predict --intra-node-bandwidth`), where no probe measured it. */
+  /**
+   * The link inside a node as the user states it (`ringlab predict --intra-node-bandwidth`), where no probe measured
+   * it.
+   */
   readonly intraNodeBandwidth?: string;
 }
 
@@ -53,7 +56,10 @@ export interface InputQuestion {
   readonly reduction: string;
   /** The collective whose link is asked (a layout's all-gather, reduce-scatter or sends); absent: the all-reduce. */
   readonly collective?: string;
-  /** Language models: the shape and knobs that set one worker's compute (computeWorkload); an entry counts only for the same. */
+  /**
+   * Language models: the shape and knobs that set one worker's compute (computeWorkload); an entry counts only for the
+   * same.
+   */
   readonly workload?: Readonly<Record<string, string | number | boolean>>;
 }
 
@@ -62,7 +68,10 @@ export interface ComputeInput {
   readonly seconds: { readonly mean: number; readonly halfWidth95: number };
   readonly gradientBytes: number;
   readonly source: string;
-  /** The calibration's CPU check on the runs that measured it (ComputeEntry.cpuCheckGflops); absent where they had none, or nothing measured it. */
+  /**
+   * The calibration's CPU check on the runs that measured it (ComputeEntry.cpuCheckGflops); absent where they had none,
+   * or nothing measured it.
+   */
   readonly cpuCheckGflops?: number;
 }
 
@@ -82,7 +91,10 @@ export interface Missing {
   readonly missing: string;
 }
 
-/** Published figures of one GPU differ (DeepLearningExamples' A100 AMP 2470 img/s, Lambda's on a p4d 1313): one figure alone gets ±30 %. */
+/**
+ * Published figures of one GPU differ (DeepLearningExamples' A100 AMP 2470 img/s, Lambda's on a p4d 1313): one figure
+ * alone gets ±30 %.
+ */
 export const ONE_FIGURE_HALF_WIDTH = 0.3;
 /** ringlab's planning figures are coarse guesses: ±50 %. */
 export const ASSUMED_HALF_WIDTH = 0.5;
@@ -136,11 +148,11 @@ export function isMissing(value: object | null): value is Missing {
 }
 
 /**
- * A batch size between two measured ones: a step's compute is a fixed part (optimizer step, launches, the loader) plus a
- * part a sample, so the straight line through the two nearest measured batches on either side (t = a + b·B). Scaling
- * one batch's compute per sample leaves the fixed part out: batch 24 from batch 32's per-sample time predicted
- * 177 img/s where the second-day check measured 142-157 (test/bench/README.md, "Predictions"). Outside the
- * measured batches, or with a negative fixed part, undefined: the nearest batch's compute per sample.
+ * A batch size between two measured ones: a step's compute is a fixed part (optimizer step, launches, the loader) plus
+ * a part a sample, so the straight line through the two nearest measured batches on either side (t = a + b·B). Scaling
+ * one batch's compute per sample leaves the fixed part out: batch 24 from batch 32's per-sample time predicted 177
+ * img/s where the second-day check measured 142-157 (test/bench/README.md, "Predictions"). Outside the measured
+ * batches, or with a negative fixed part, undefined: the nearest batch's compute per sample.
  */
 function computeLine(
   entries: readonly ComputeEntry[],
@@ -226,7 +238,10 @@ function calibratedCandidates(
   return { candidates: exact.length > 0 ? exact : fromDdp, layoutNote };
 }
 
-/** From the calibration's entries: measured at this batch size, else a straight line through the batches either side, else the nearest batch per sample; undefined without any. */
+/**
+ * From the calibration's entries: measured at this batch size, else a straight line through the batches either side,
+ * else the nearest batch per sample; undefined without any.
+ */
 function fromCalibration(
   candidates: readonly ComputeEntry[],
   batchSize: number,
@@ -272,7 +287,10 @@ function cpuCheckOf(entries: readonly ComputeEntry[]): Pick<ComputeInput, "cpuCh
     : { cpuCheckGflops: checks.reduce((sum, value) => sum + value, 0) / checks.length };
 }
 
-/** From figures for the instance type's GPU, in order of trust: published for the model, ResNet-50's scaled, ringlab's T4 assumption; else missing. */
+/**
+ * From figures for the instance type's GPU, in order of trust: published for the model, ResNet-50's scaled, ringlab's
+ * T4 assumption; else missing.
+ */
 function fromGpuFigures(
   question: InputQuestion,
   context: PredictionContext,
@@ -309,7 +327,8 @@ function publishedCompute(question: InputQuestion, gpu: string, gradientBytes: n
 
 /**
  * No figure for this model on this GPU: the GPU's published ResNet-50 figures, scaled by how much slower ringlab
- * measured the model than ResNet-50 on a GPU of its own (src/catalogue/measured-throughput.ts); undefined without either.
+ * measured the model than ResNet-50 on a GPU of its own (src/catalogue/measured-throughput.ts); undefined without
+ * either.
  */
 function scaledCompute(question: InputQuestion, gpu: string, gradientBytes: number): ComputeInput | undefined {
   const resnet50 = publishedThroughput(gpu, "resnet50", question.precision);
@@ -330,7 +349,10 @@ function scaledCompute(question: InputQuestion, gpu: string, gradientBytes: numb
   );
 }
 
-/** A T4 with no published figure: ringlab's planning figure for the model, ±50 %; undefined on another GPU or without one. */
+/**
+ * A T4 with no published figure: ringlab's planning figure for the model, ±50 %; undefined on another GPU or without
+ * one.
+ */
 function assumedCompute(question: InputQuestion, gpu: string, gradientBytes: number): ComputeInput | undefined {
   const imagesPerSecond = (ASSUMED_T4_FP32_IMAGES_PER_SECOND as Readonly<Record<string, number>>)[question.model];
   if (gpu !== T4 || imagesPerSecond === undefined) return undefined;
@@ -548,7 +570,10 @@ export function insideNodeInput(question: InputQuestion, context: PredictionCont
   };
 }
 
-/** The calibration's probe of the question's link (and collective), measured or derived from another probe; undefined without one. */
+/**
+ * The calibration's probe of the question's link (and collective), measured or derived from another probe; undefined
+ * without one.
+ */
 export function probedLinkInput(question: InputQuestion, context: PredictionContext): LinkInput | undefined {
   return context.calibration === undefined
     ? undefined
@@ -567,7 +592,8 @@ function measuredLink(
 ): LinkInput | undefined {
   const bandwidth = question.bandwidth ?? "in one node";
   const ppn = question.processesPerNode ?? 1;
-  // Probes of this placement, reduction and quota, on this instance type (an AWS probe says nothing of another type's network).
+  // Probes of this placement, reduction and quota, on this instance type (an AWS probe says nothing of another type's
+  // network).
   const comparable = calibration.links.filter(
     (entry) =>
       entry.reduction === question.reduction &&
@@ -585,8 +611,8 @@ function measuredLink(
       nearest,
       `derived: α and β of the ${nearest.nodes}-node probe at ${bandwidth} (${describeSource(nearest.source)}) for ${question.nodes} nodes`,
     );
-  // Another shaped rate: its β scaled by the rates (the shaped link, not the workers' CPU, taken to set the pace), never
-  // above the fastest rate probed, past which the CPU may set it instead.
+  // Another shaped rate: its β scaled by the rates (the shaped link, not the workers' CPU, taken to set the pace),
+  // never above the fastest rate probed, past which the CPU may set it instead.
   const rate = question.bandwidth === null ? null : (bandwidthGbps(question.bandwidth) ?? null);
   if (rate === null) return undefined;
   const shaped = comparable.filter((entry) => (bandwidthGbps(entry.bandwidth) ?? null) !== null);
@@ -616,7 +642,10 @@ function linkOf(entry: LinkEntry, source: string): LinkInput {
   return { alphaSeconds: entry.alphaSeconds, betaSecondsPerByte: entry.betaSecondsPerByte, source };
 }
 
-/** Whether a measured entry ran on this catalogue GPU ("NVIDIA V100" and torch's "Tesla V100-SXM2-16GB"; L4 is not L40S). */
+/**
+ * Whether a measured entry ran on this catalogue GPU ("NVIDIA V100" and torch's "Tesla V100-SXM2-16GB"; L4 is not
+ * L40S).
+ */
 function runsOn(entry: ComputeEntry, gpuModel: string): boolean {
   const name = gpuModel.replace(/^NVIDIA /, "");
   return entry.device === "cuda" && new RegExp(`\\b${name}\\b`).test(entry.deviceModel);

@@ -101,7 +101,8 @@ export function layoutOverlapEntries(campaign: CampaignRecords, against: Calibra
         };
         const [none, full] = [at(0), at(1)];
         if (none === undefined || full === undefined || !(none.stepSeconds - full.stepSeconds > 0)) continue;
-        // The measured step trains what the predicted one does: its length is the prediction's, scaled by the throughputs.
+        // The measured step trains what the predicted one does: its length is the prediction's, scaled by the
+        // throughputs.
         const measuredStep = none.stepSeconds * (none.throughput / point.throughput.mean);
         const id = JSON.stringify(key);
         const group = groups.get(id) ?? { key, shares: [], runIds: [] };

@@ -37,7 +37,10 @@ export interface MemoryConstants {
   /** What the process adds to the model's bytes: peak over baseline = overheadBytes + scale × the model's. */
   readonly overheadBytes: number;
   readonly scale: number;
-  /** A worker process's memory before its model (on a CPU: torch, Python and the process group; on a GPU: none of the allocator's). */
+  /**
+   * A worker process's memory before its model (on a CPU: torch, Python and the process group; on a GPU: none of the
+   * allocator's).
+   */
   readonly baselineBytes: number;
   /** The node's launcher process (torchrun's agent); 0 on a GPU, whose memory it does not use. */
   readonly launcherBytes: number;
@@ -49,10 +52,11 @@ export interface MemoryConstants {
 const MIB = 2 ** 20;
 /**
  * Without a calibration, on a CPU: the fit of ringlab's own runs of gpt-mini under tcmalloc, as the CPU image runs
- * them (test/bench/cpu-memory.sh on 2026-11-28; test/bench/data/cpu-memory/, recomputed by test/bench/cpu-memory.test.ts):
- * single workers give the overhead and scale, the baseline and the launcher; FSDP's runs on 3 ranks its own overhead
- * at the same scale (its gathered units and collective buffers). On a GPU: the tensors alone (the caching allocator's
- * peak allocated is the tensors', and its reserved memory and the CUDA context are apart).
+ * them (test/bench/cpu-memory.sh on 2026-11-28; test/bench/data/cpu-memory/, recomputed by
+ * test/bench/cpu-memory.test.ts): single workers give the overhead and scale, the baseline and the launcher; FSDP's
+ * runs on 3 ranks its own overhead at the same scale (its gathered units and collective buffers). On a GPU: the tensors
+ * alone (the caching allocator's peak allocated is the tensors', and its reserved memory and the CUDA context are
+ * apart).
  */
 export const ASSUMED_MEMORY: Readonly<Record<"cpu" | "cuda", MemoryConstants>> = {
   cpu: {
@@ -128,11 +132,16 @@ export interface MemoryRun {
 }
 
 export interface MemoryPrediction {
-  /** Each pipeline stage's rank (one entry without a pipeline): predicted peak over its baseline, and the model's parts. */
+  /**
+   * Each pipeline stage's rank (one entry without a pipeline): predicted peak over its baseline, and the model's parts.
+   */
   readonly perRank: readonly { readonly stage: number; readonly bytes: number; readonly parts: RankMemory }[];
   /** The largest rank's. */
   readonly rankBytes: number;
-  /** What one node holds at the peak: its launcher, and each of its processes' baseline and the largest rank's peak over it. */
+  /**
+   * What one node holds at the peak: its launcher, and each of its processes' baseline and the largest rank's peak over
+   * it.
+   */
   readonly nodeBytes: number;
   readonly source: string;
 }

@@ -3,8 +3,8 @@
  * the best source there is (inputs.ts: the user's calibration, published figures, the catalogue), one step
  * as the report's model has it (results/comm-model.ts: every DDP bucket pays its latency), less the share φ of
  * min(t_c, Σ t_ar) that the calibration's own runs hid behind backward (none where no run measured it); no overlap
- * and full overlap stay beside it as the bounds. Pure. Every input names its source; a run whose inputs the calibration lacks is not guessed
- * at: the prediction says what is missing and how to get it.
+ * and full overlap stay beside it as the bounds. Pure. Every input names its source; a run whose inputs the calibration
+ * lacks is not guessed at: the prediction says what is missing and how to get it.
  */
 import type { PlannedRun } from "../campaign/plan.ts";
 import {
@@ -65,14 +65,19 @@ export interface RunPrediction {
   readonly bubbleShare?: number;
   /** φ, the share of min(t_c, Σ t_ar) the step hides (0 on one worker, or where no run measured it). */
   readonly overlapShare: number;
-  /** Against workers × one worker alone, with φ's overlap: the prediction, with its 95 % interval from t_c's and φ's. */
+  /**
+   * Against workers × one worker alone, with φ's overlap: the prediction, with its 95 % interval from t_c's and φ's.
+   */
   readonly scalingEfficiency: { readonly value: number; readonly low: number; readonly high: number };
   /** The bounds: compute then communication (the slowest the model allows), and everything hidden that can be. */
   readonly noOverlapEfficiency: number;
   readonly fullOverlapEfficiency: number;
   /** Where each input came from. */
   readonly sources: { readonly compute: string; readonly link: string; readonly overlap: string };
-  /** The CPU check of the runs that measured the compute (ComputeInput.cpuCheckGflops), for the report to compare the run's own with. */
+  /**
+   * The CPU check of the runs that measured the compute (ComputeInput.cpuCheckGflops), for the report to compare the
+   * run's own with.
+   */
   readonly cpuCheckGflops?: number;
 }
 
@@ -127,14 +132,15 @@ export function predictTraining(run: TrainingQuestion, context: PredictionContex
   if (typeof wireBytes !== "number") return { runId: run.runId, missing: wireBytes.missing };
   const ranks = run.nodes * (run.processesPerNode ?? 1);
   const twoLevel = run.hierarchical === true && run.nodes > 1 && (run.processesPerNode ?? 1) > 1;
-  // Two levels: the network between nodes carries one flow per node (the probe of one process per node), the link inside a node its own.
-  // Local SGD all-reduces over the ring's link: the ring's probe measures it.
+  // Two levels: the network between nodes carries one flow per node (the probe of one process per node), the link
+  // inside a node its own. Local SGD all-reduces over the ring's link: the ring's probe measures it.
   const linkQuestion = { ...question, reduction: probedAs(reduction) };
   const link = linkInput(twoLevel ? { ...linkQuestion, processesPerNode: 1 } : linkQuestion, context);
   if (link !== null && isMissing(link)) return { runId: run.runId, missing: link.missing };
   const inside = twoLevel ? insideNodeInput(question, context) : null;
   if (inside !== null && isMissing(inside)) return { runId: run.runId, missing: inside.missing };
-  // What a step sends (local SGD: the parameters every H steps), of which a step pays its share (the asynchronous server's).
+  // What a step sends (local SGD: the parameters every H steps), of which a step pays its share (the asynchronous
+  // server's).
   const gradientBytes = wireBytes * exchangeShare(reduction, ranks);
   const bucketCapMb = numericKnob(run.knobs, "bucketCapMb");
   const allReduces = allReducesPerStep(reduction, compute.gradientBytes, run.knobs);
@@ -210,7 +216,9 @@ export function isPrediction(value: RunPrediction | MissingInput | null): value 
   return value !== null && "stepSeconds" in value;
 }
 
-/** The probe's name of a layout's collective (registry.json "collectives"): all_gather → all-gather, send → sendrecv. */
+/**
+ * The probe's name of a layout's collective (registry.json "collectives"): all_gather → all-gather, send → sendrecv.
+ */
 const COLLECTIVE_OF_OP = Object.fromEntries(COLLECTIVES.map((name) => [COLLECTIVE_OP[name], name])) as Readonly<
   Record<CollectiveOp, Collective>
 >;
@@ -252,7 +260,8 @@ function predictLayoutTraining(
   const stages = pipeline
     ? { stages: dims.pp, microBatches: Number(run.knobs.microBatches ?? 4), slowestStageShare: shares.slowestStage }
     : undefined;
-  // Where the calibration measured this tensor group's or pipeline's step, its compute is that step's; else the model's split of it.
+  // Where the calibration measured this tensor group's or pipeline's step, its compute is that step's; else the model's
+  // split of it.
   const split =
     dims.tp > 1 || pipeline ? measuredSplitCompute(run, collectives, dims.tp, phi.mean, context, stages) : undefined;
   const stepAt = (computeSeconds: number, overlapShare: number) => {
@@ -319,7 +328,10 @@ function cpuCheckOf(compute: ComputeInput): Pick<RunPrediction, "cpuCheckGflops"
   return compute.cpuCheckGflops === undefined ? {} : { cpuCheckGflops: compute.cpuCheckGflops };
 }
 
-/** Each collective (not the all-reduce) on its own probe where the calibration has one at the question's rate (probe.collective). */
+/**
+ * Each collective (not the all-reduce) on its own probe where the calibration has one at the question's rate
+ * (probe.collective).
+ */
 function ownLinks(
   question: InputQuestion,
   ops: readonly CollectiveOp[],
@@ -336,8 +348,8 @@ function ownLinks(
 /**
  * Tensor parallelism's compute on its group, or a pipeline's over its slots (bubble included), where the calibration
  * measured the same layout's step over an unshaped link (inputs.ts splitStepInput): that step less its collectives at
- * that link, timed on the unshaped probes' α and β. On this machine's CPU quota a split matrix computes at less than 1/tp
- * of the whole's time less often than the model's share says (test/bench/README.md, "Layouts, predicted before the
+ * that link, timed on the unshaped probes' α and β. On this machine's CPU quota a split matrix computes at less than
+ * 1/tp of the whole's time less often than the model's share says (test/bench/README.md, "Layouts, predicted before the
  * run"), and GPipe's many micro-batches cost more than the bubble that the model gives both schedules ("Layouts on a
  * newer CPU"). Undefined where nothing was measured.
  */

@@ -23,10 +23,10 @@ export interface LayoutCandidate {
 
 /**
  * The layouts of a workload on `workers` workers: DDP, FSDP's two shardings, tensor parallelism over every worker (a
- * language model, heads divisible), and a pipeline of one stage per node under both schedules with every micro-batch count
- * that divides the batch from one per stage up to four per stage (a language model; pipelineProblem says what the worker
- * takes). Counts that only the stage count suggests (2 and 4 on 2 stages) missed the measured winner at batch 6, which
- * was 3 micro-batches (test/bench/README.md, "Layouts on 2 and 3 CPU nodes").
+ * language model, heads divisible), and a pipeline of one stage per node under both schedules with every micro-batch
+ * count that divides the batch from one per stage up to four per stage (a language model; pipelineProblem says what the
+ * worker takes). Counts that only the stage count suggests (2 and 4 on 2 stages) missed the measured winner at batch 6,
+ * which was 3 micro-batches (test/bench/README.md, "Layouts on 2 and 3 CPU nodes").
  */
 export function layoutCandidates(
   model: string,

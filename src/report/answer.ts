@@ -85,7 +85,10 @@ function largestPoints(training: readonly TrainingConfig[]): Map<string, AtLarge
   return byLink;
 }
 
-/** Each configuration's label without the parts every label shares ("gpt-mini · batch 4 · parallelism=ddp" -> "parallelism=ddp"). */
+/**
+ * Each configuration's label without the parts every label shares ("gpt-mini · batch 4 · parallelism=ddp" ->
+ * "parallelism=ddp").
+ */
 function distinctNames(training: readonly TrainingConfig[]): string[] {
   const parts = training.map((config) => config.label.split(" · "));
   if (parts.length === 0) return [];
@@ -96,7 +99,10 @@ function distinctNames(training: readonly TrainingConfig[]): string[] {
   });
 }
 
-/** What the model fitted to the campaign's probe predicts for the best configuration on one link, and whether that explains the loss. */
+/**
+ * What the model fitted to the campaign's probe predicts for the best configuration on one link, and whether that
+ * explains the loss.
+ */
 function limitText(link: string, best: AtLargest): string {
   const { prediction, computeSecondsPerStep, scalingEfficiency } = best.point;
   if (prediction === null || computeSecondsPerStep === null) return `${link}: no probe of the link to fit`;

@@ -77,7 +77,10 @@ export async function renderCharts(data: ReportData): Promise<ChartSvgs> {
   return svgs;
 }
 
-/** Vega's SVG for one vega-lite spec. Clip and gradient ids come from a process-wide counter, so inlined charts never clash. */
+/**
+ * Vega's SVG for one vega-lite spec. Clip and gradient ids come from a process-wide counter, so inlined charts never
+ * clash.
+ */
 export async function renderSvg(spec: TopLevelSpec): Promise<string> {
   const view = new View(parse(compile(spec).spec), { renderer: "none" });
   try {

@@ -83,7 +83,10 @@ function reductionComparisons(training: readonly TrainingConfig[]): Comparison[]
     });
 }
 
-/** Entries of a reduction comparison in the worker registry's order: ring, the sharded parameter server, the parameter server. */
+/**
+ * Entries of a reduction comparison in the worker registry's order: ring, the sharded parameter server, the parameter
+ * server.
+ */
 const REDUCTION_ORDER: readonly Reduction[] = REDUCTIONS;
 
 /**

@@ -63,7 +63,10 @@ export interface Baseline {
   readonly computeSecondsPerStep: number;
   readonly workers: number;
   readonly runIds: readonly string[];
-  /** The nodes' compute speed while the baseline ran (runCalibrationGflops over its repeats); null when no repeat has one. */
+  /**
+   * The nodes' compute speed while the baseline ran (runCalibrationGflops over its repeats); null when no repeat has
+   * one.
+   */
   readonly calibrationGflops: Interval | null;
 }
 
@@ -89,15 +92,23 @@ export interface ScalingPoint {
   readonly allReduceBytes: number;
   /** How the gradients were summed (ring unless the campaign chose another reduction). */
   readonly reduction: Reduction;
-  /** Lower bound of that reduction at the link rate (results/cost-model.ts); null for an unlimited link, which gives no bound. */
+  /**
+   * Lower bound of that reduction at the link rate (results/cost-model.ts); null for an unlimited link, which gives no
+   * bound.
+   */
   readonly allReduceLowerBoundSeconds: number | null;
   /** Best scaling efficiency the cost model allows; null when t_c or t_ar is unknown. */
   readonly efficiencyCeiling: EfficiencyCeiling | null;
   /** The same as throughput: ideal × ceiling. */
   readonly throughputCeiling: EfficiencyCeiling | null;
-  /** The probe's fitted model at this link and node count, against the measurement; null without a fit or a baseline. */
+  /**
+   * The probe's fitted model at this link and node count, against the measurement; null without a fit or a baseline.
+   */
   readonly prediction: ModelPrediction | null;
-  /** The largest rank's measured peak memory over its process's baseline, over the repeats (the worker's measure); null in older records. */
+  /**
+   * The largest rank's measured peak memory over its process's baseline, over the repeats (the worker's measure); null
+   * in older records.
+   */
   readonly peakMemoryBytes: Interval | null;
 }
 
@@ -162,7 +173,9 @@ export interface ProbeSeries {
   readonly collective: Collective;
   readonly backend: string;
   readonly libraryVersion: string | null;
-  /** iperf3's one TCP stream on the same link just before the probe (probe.reference), over the repeats; null without. */
+  /**
+   * iperf3's one TCP stream on the same link just before the probe (probe.reference), over the repeats; null without.
+   */
   readonly referenceGbps: Interval | null;
   readonly processesPerNode: number;
   readonly linkGbps: number | null;
@@ -211,7 +224,10 @@ export interface RealDataRun {
   /** The nodes the run started and ended with: fewer at the end when it lost one and went on (elastic). */
   readonly nodesAtStart: number;
   readonly nodesAtEnd: number;
-  /** How the gradients were summed, with the strategy's own knobs: "ring", "ring + fp16", "powersgd (powersgdRank 1, powersgdStartIter 2)". */
+  /**
+   * How the gradients were summed, with the strategy's own knobs: "ring", "ring + fp16", "powersgd (powersgdRank 1,
+   * powersgdStartIter 2)".
+   */
   readonly strategy: string;
   readonly reduction: Reduction;
   /** What the runs a strategy comparison puts side by side share: everything but the strategy and the repeat. */
@@ -462,7 +478,10 @@ function realDataRun(record: TrainRecord, all: readonly TrainRecord[]): RealData
 /** Knobs that say how gradients are summed: the reduction, fp16 on the wire, and the strategies' own knobs. */
 const STRATEGY_DEFINING = new Set<string>(["reduction", "fp16Allreduce", ...Object.keys(STRATEGY_KNOBS)]);
 
-/** "ring", "ring + fp16", "local-sgd (localSgdPeriod 4, localSgdWarmup 2)": the reduction and its own knobs' values (the worker's defaults where unset). */
+/**
+ * "ring", "ring + fp16", "local-sgd (localSgdPeriod 4, localSgdWarmup 2)": the reduction and its own knobs' values (the
+ * worker's defaults where unset).
+ */
 function strategyOf(record: RunRecord): string {
   const reduction = reductionOf(record);
   const own = (Object.entries(STRATEGY_KNOBS) as [TrainKnobName, Reduction][])
@@ -592,8 +611,8 @@ function trainingConfigs(records: readonly TrainRecord[], fitFor: FitLookup): Tr
 }
 
 /**
- * A point of a configuration: `unitsPerStep` is what one worker's step counts on one node (batch × sequence length for a
- * language model, the batch for an image model), which over the baseline's throughput per worker is its compute t_c.
+ * A point of a configuration: `unitsPerStep` is what one worker's step counts on one node (batch × sequence length for
+ * a language model, the batch for an image model), which over the baseline's throughput per worker is its compute t_c.
  */
 function scalingPoint(
   repeats: readonly TrainRecord[],
@@ -773,14 +792,20 @@ function peakMemoryInterval(repeats: readonly TrainRecord[]): Interval | null {
   return peaks.length === 0 ? null : meanWithInterval(peaks);
 }
 
-/** A run's largest rank's peak memory over its process's baseline (the worker's measure); null where no rank measured it. */
+/**
+ * A run's largest rank's peak memory over its process's baseline (the worker's measure); null where no rank measured
+ * it.
+ */
 export function largestRankPeak(
   ranks: readonly { readonly peakBytes: number; readonly baselineBytes: number }[],
 ): number | null {
   return ranks.length === 0 ? null : Math.max(...ranks.map((rank) => rank.peakBytes - rank.baselineBytes));
 }
 
-/** "ddp", "fsdp full", "fsdp grad-op", "tensor", "pipeline gpipe, 4 micro-batches": a configuration's layout as its knobs say. */
+/**
+ * "ddp", "fsdp full", "fsdp grad-op", "tensor", "pipeline gpipe, 4 micro-batches": a configuration's layout as its
+ * knobs say.
+ */
 export function layoutOf(knobs: Readonly<Record<string, unknown>>): string {
   const parallelism = String(knobs["parallelism"] ?? "ddp");
   if (parallelism === "fsdp")
@@ -824,7 +849,9 @@ function modelPrediction(
   };
 }
 
-/** Mean over repeats with Student's t; one repeat has no interval, so it keeps the worker's spread over its iterations. */
+/**
+ * Mean over repeats with Student's t; one repeat has no interval, so it keeps the worker's spread over its iterations.
+ */
 function repeatsInterval(repeats: readonly TrainRecord[]): Interval {
   const totals = repeats.map((record) => throughputOf(record.result.metrics).total);
   // The worker calls its spread ci95 (ringlab.result/v1); see worker-result.ts.

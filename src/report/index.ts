@@ -45,7 +45,9 @@ export async function writeReport(
   return { html: layout.reportHtml, markdown: layout.reportMarkdown };
 }
 
-/** The saved predictions scored, when the campaign made some; a file that cannot be read is said in the report's place. */
+/**
+ * The saved predictions scored, when the campaign made some; a file that cannot be read is said in the report's place.
+ */
 function predictionsOf(
   file: string,
   data: ReturnType<typeof reportData>,

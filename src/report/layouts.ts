@@ -1,11 +1,11 @@
 /**
  * The layouts of one workload side by side (issue #52, #53): the same model, batch and other knobs on the same link and
- * node count, laid out differently (DDP, FSDP's shardings, tensor parallelism, a pipeline's schedules and micro-batches).
- * For each: the throughput measured, the peak memory per rank, the model's prediction from the campaign's own probe,
- * and the prediction saved before the run (predictions.json) where the campaign has one; and one sentence per link and
- * node count naming the fastest layout, by how much it beat the next and whether their 95 % intervals over repeats
- * overlap, and which layout the prediction ranked first. Every layout here ran, so every one fitted its nodes (a
- * campaign's plan refuses one the memory model says will not). Pure.
+ * node count, laid out differently (DDP, FSDP's shardings, tensor parallelism, a pipeline's schedules and
+ * micro-batches). For each: the throughput measured, the peak memory per rank, the model's prediction from the
+ * campaign's own probe, and the prediction saved before the run (predictions.json) where the campaign has one; and one
+ * sentence per link and node count naming the fastest layout, by how much it beat the next and whether their 95 %
+ * intervals over repeats overlap, and which layout the prediction ranked first. Every layout here ran, so every one
+ * fitted its nodes (a campaign's plan refuses one the memory model says will not). Pure.
  */
 import { ASSUMED_MEMORY, isMemoryPrediction, predictMemory } from "../predict/memory.ts";
 import { rateUnit } from "../results/worker-result.ts";
@@ -34,7 +34,10 @@ export interface LayoutEntry {
    * `ringlab plan` predicts it without a calibration; null where it has none (an image model's layout it cannot split).
    */
   readonly predictedMemoryBytes: number | null;
-  /** The model's throughput from the campaign's own probe, no overlap to perfect overlap; null without a probe fit or a baseline. */
+  /**
+   * The model's throughput from the campaign's own probe, no overlap to perfect overlap; null without a probe fit or a
+   * baseline.
+   */
   readonly predicted: { readonly noOverlap: number; readonly perfectOverlap: number } | null;
   /**
    * The prediction saved before the run (predictions.json, from a calibration) of the point's runs: the mean over its
@@ -52,7 +55,9 @@ export interface LayoutComparison {
   readonly entries: readonly LayoutEntry[];
 }
 
-/** `saved`: the campaign's saved predictions, scored against its runs (src/report/predictions.ts), where it has them. */
+/**
+ * `saved`: the campaign's saved predictions, scored against its runs (src/report/predictions.ts), where it has them.
+ */
 export function layoutComparisons(training: readonly TrainingConfig[], saved?: PredictionScore): LayoutComparison[] {
   const savedOf = savedPredictions(saved);
   const groups = new Map<string, { context: string; unit: string; entries: LayoutEntry[] }>();
@@ -125,7 +130,9 @@ export function layoutVerdict(comparison: LayoutComparison): string {
   );
 }
 
-/** Whether the comparison's entries all have the prediction saved before the run: then the table and verdict quote it. */
+/**
+ * Whether the comparison's entries all have the prediction saved before the run: then the table and verdict quote it.
+ */
 function savedForEvery(comparison: LayoutComparison): boolean {
   return comparison.entries.every((entry) => entry.predictedBefore !== null);
 }

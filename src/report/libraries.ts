@@ -12,7 +12,10 @@ export function libraryName(probe: Pick<ProbeSeries, "library" | "backend">): st
   return probe.library === "mpi" ? "Open MPI" : `torch.distributed (${probe.backend})`;
 }
 
-/** One sentence per link, node count and placement whose torch.distributed probe has a fit and a partner: Open MPI's probe, or iperf3's rate. */
+/**
+ * One sentence per link, node count and placement whose torch.distributed probe has a fit and a partner: Open MPI's
+ * probe, or iperf3's rate.
+ */
 export function libraryComparisons(probes: readonly ProbeSeries[]): string[] {
   const fitted = probes.filter(
     (probe) => probe.fit !== null && probe.reduction === "ring" && probe.collective === "all-reduce",

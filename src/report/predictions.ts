@@ -38,7 +38,10 @@ export interface ScoredPrediction {
   readonly measuredEfficiency: number | null;
   /** Measured − predicted, in percentage points; null without a baseline. */
   readonly errorPoints: number | null;
-  /** The largest rank's peak memory over its baseline as predicted before the run (predictions.json), and as measured; null where either is absent. */
+  /**
+   * The largest rank's peak memory over its baseline as predicted before the run (predictions.json), and as measured;
+   * null where either is absent.
+   */
   readonly predictedMemoryBytes: number | null;
   readonly measuredMemoryBytes: number | null;
   /** measured / predicted − 1; null where either is absent. */
@@ -50,9 +53,14 @@ export interface ScoredPrediction {
   readonly cpuCheckShift: number | null;
 }
 
-/** What the predictions can claim: whether any run they predict was measured first, and whether the calibration held runs of this campaign. */
+/**
+ * What the predictions can claim: whether any run they predict was measured first, and whether the calibration held
+ * runs of this campaign.
+ */
 export interface PredictionClaim {
-  /** Predicted runs measured before the predictions were made: as the file says, or an ok attempt that started earlier. */
+  /**
+   * Predicted runs measured before the predictions were made: as the file says, or an ok attempt that started earlier.
+   */
   readonly measuredBefore: readonly string[];
   /** "unknown" for a v1 file, which did not record the calibration's inputs. */
   readonly sample: PredictionSample | { readonly kind: "unknown" };
@@ -219,7 +227,10 @@ export function predictionClaim(file: AnyPredictionsFile, records: readonly RunR
   };
 }
 
-/** Whether the score may be called predicted before the run: nothing measured first, from a calibration that holds none of the campaign's runs. */
+/**
+ * Whether the score may be called predicted before the run: nothing measured first, from a calibration that holds none
+ * of the campaign's runs.
+ */
 export function predictedBefore(score: PredictionScore): boolean {
   return (
     score.claim !== undefined && score.claim.measuredBefore.length === 0 && score.claim.sample.kind === "out-of-sample"

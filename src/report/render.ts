@@ -167,7 +167,10 @@ function markdownTraining(training: readonly TrainingConfig[], flags: readonly F
   return lines;
 }
 
-/** " ⚑ wide interval, machine busy" after a cell whose runs are flagged; nothing otherwise. Plain text, safe in both pages. */
+/**
+ * " ⚑ wide interval, machine busy" after a cell whose runs are flagged; nothing otherwise. Plain text, safe in both
+ * pages.
+ */
 function flagMark(flags: readonly Flag[], runIds: readonly string[]): string {
   const kinds = flagKindsOf(flags, runIds);
   return kinds.length === 0 ? "" : ` ⚑ ${kinds.map(flagKindName).join(", ")}`;
@@ -398,7 +401,9 @@ function memoryText(peak: Interval | null): string {
   return peak === null ? NOT_AVAILABLE : (peak.mean / 2 ** 30).toFixed(2);
 }
 
-/** The mean over the runs: three significant digits, whole GFLOP/s from 100 on (a GPU's tens of thousands, no exponent). */
+/**
+ * The mean over the runs: three significant digits, whole GFLOP/s from 100 on (a GPU's tens of thousands, no exponent).
+ */
 function calibrationText(calibration: Interval | null): string {
   return calibration === null
     ? NOT_AVAILABLE
@@ -857,7 +862,9 @@ function ceilingText(point: ScalingPoint): string {
     : `${percent(point.efficiencyCeiling.noOverlap)} – ${percent(point.efficiencyCeiling.perfectOverlap)}`;
 }
 
-/** The throughput, its repeats, median and coefficient of variation: the cells every training table puts side by side. */
+/**
+ * The throughput, its repeats, median and coefficient of variation: the cells every training table puts side by side.
+ */
 function variabilityCells(value: Interval, digits: number): string[] {
   return [
     interval(value, digits),
@@ -901,7 +908,10 @@ function oneLine(text: string): string {
   return line.length > 200 ? `${line.slice(0, 199)}…` : line;
 }
 
-/** Says "before the first run" only where the predictions were (predictedBefore): nothing measured first, and out-of-sample. */
+/**
+ * Says "before the first run" only where the predictions were (predictedBefore): nothing measured first, and
+ * out-of-sample.
+ */
 function predictionsIntro(score: PredictionScore): string {
   return (
     `${predictedBefore(score) ? "Made before the first run, from a calibration that holds none of this campaign's runs, with" : "Made with"} ringlab plan's model ` +
@@ -944,7 +954,10 @@ function predictionRows(
   ]);
 }
 
-/** Whether the predictions saved the memory model's peak (files before 2026-11-28 did not): then the table shows it beside the measured. */
+/**
+ * Whether the predictions saved the memory model's peak (files before 2026-11-28 did not): then the table shows it
+ * beside the measured.
+ */
 function hasMemory(score: PredictionScore): boolean {
   return score.scored.some((row) => row.predictedMemoryBytes !== null);
 }

@@ -45,7 +45,9 @@ export interface Flag {
   readonly reason: string;
 }
 
-/** A probe may read this much above its link before its interval is even considered: TCP framing, rounding of tc's rate. */
+/**
+ * A probe may read this much above its link before its interval is even considered: TCP framing, rounding of tc's rate.
+ */
 export const PROBE_LINK_MARGIN = 0.02;
 /** Tukey's far-out fence: this many interquartile ranges beyond the quartiles. */
 export const OUTLIER_FENCE_IQRS = 3;
@@ -66,7 +68,9 @@ const KIND_NAMES: Readonly<Record<FlagKind, { readonly one: string; readonly man
   "unsteady-run": { one: "unsteady run", many: "unsteady runs" },
 };
 
-/** The kinds that concern one run's measurement, not a configuration's or a pair's: what a table of single runs marks. */
+/**
+ * The kinds that concern one run's measurement, not a configuration's or a pair's: what a table of single runs marks.
+ */
 export const RUN_FLAG_KINDS: readonly FlagKind[] = ["outlier-repeat", "machine-busy", "unsteady-run"];
 
 export function runFlags(flags: readonly Flag[]): Flag[] {
@@ -189,7 +193,9 @@ function efficiencyAboveIdeal(training: readonly TrainingConfig[]): Flag[] {
   );
 }
 
-/** Per probe series, its message sizes whose bus bandwidth exceeds link × 1.02 + their 95% half-width; the worst named. */
+/**
+ * Per probe series, its message sizes whose bus bandwidth exceeds link × 1.02 + their 95% half-width; the worst named.
+ */
 function probeAboveLink(data: Pick<ReportData, "probes">): Flag[] {
   return data.probes.flatMap((probe) => {
     const linkGbps = probe.linkGbps;
@@ -260,7 +266,10 @@ function outlierRepeats(sets: readonly RepeatSet[], records: ReadonlyMap<string,
   });
 }
 
-/** Training points and baselines whose 95% interval of the mean (two or more repeats) is wider in full than 20% of the mean. */
+/**
+ * Training points and baselines whose 95% interval of the mean (two or more repeats) is wider in full than 20% of the
+ * mean.
+ */
 function wideIntervals(sets: readonly RepeatSet[]): Flag[] {
   return sets.flatMap((set) => {
     const interval = set.throughput;
@@ -358,7 +367,10 @@ function subjectOf(runId: string, sets: readonly RepeatSet[]): string {
   return sets.find((set) => set.runIds.includes(runId))?.subject ?? `run ${runId}`;
 }
 
-/** Runs (latest attempts) whose step times shifted by more than UNSTEADY_SHIFT between thirds of the run (results/steadiness.ts). */
+/**
+ * Runs (latest attempts) whose step times shifted by more than UNSTEADY_SHIFT between thirds of the run
+ * (results/steadiness.ts).
+ */
 function unsteadyRuns(latest: readonly RunRecord[], sets: readonly RepeatSet[]): Flag[] {
   return latest.flatMap((record) => {
     const shift = unsteadiness(record);
@@ -377,7 +389,9 @@ function unsteadyRuns(latest: readonly RunRecord[], sets: readonly RepeatSet[]):
   });
 }
 
-/** "206.0 img/s (± 14.9, Student's t over 3 repeats)", or one run's spread over iterations, or no noise estimate at all. */
+/**
+ * "206.0 img/s (± 14.9, Student's t over 3 repeats)", or one run's spread over iterations, or no noise estimate at all.
+ */
 function measurementText(interval: Interval, unit: string): string {
   const value = `${measure(interval.mean, unit)} ${unit}`;
   if (interval.n > 1)

@@ -25,7 +25,9 @@ export interface StrategyOutcome {
   readonly bestAccuracy: number | null;
   /** The largest replica divergence at the end of any repeat (null: not recorded). */
   readonly replicaDivergence: number | null;
-  /** Local SGD: the largest drift of a replica from the average at any averaging of any repeat (null: none recorded). */
+  /**
+   * Local SGD: the largest drift of a replica from the average at any averaging of any repeat (null: none recorded).
+   */
   readonly averagingDrift: number | null;
   /** The asynchronous server's updates: mean staleness over the repeats, and the largest of any (null: synchronous). */
   readonly staleness: { readonly mean: number; readonly max: number } | null;

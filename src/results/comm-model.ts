@@ -114,7 +114,10 @@ export interface TrainingStepInput {
   readonly ranks: number;
   /** @default DDP_DEFAULT_BUCKET_CAP_MB */
   readonly bucketCapMb?: number;
-  /** Ring all-reduces per step, each paying its 2(N-1)·α (allReducesPerStep); default: one per DDP bucket of gradientBytes. */
+  /**
+   * Ring all-reduces per step, each paying its 2(N-1)·α (allReducesPerStep); default: one per DDP bucket of
+   * gradientBytes.
+   */
   readonly allReduces?: number;
 }
 
@@ -209,7 +212,10 @@ export function boundedShare(phi: number): number {
   return Math.min(1, Math.max(0, phi));
 }
 
-/** One step with a share φ (bounded to 0..1) of the hideable time hidden: between the no-overlap and full-overlap bounds. */
+/**
+ * One step with a share φ (bounded to 0..1) of the hideable time hidden: between the no-overlap and full-overlap
+ * bounds.
+ */
 export function overlappedStepSeconds(computeSeconds: number, allReduceSeconds: number, phi: number): number {
   return computeSeconds + allReduceSeconds - boundedShare(phi) * Math.min(computeSeconds, allReduceSeconds);
 }

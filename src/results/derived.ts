@@ -76,7 +76,10 @@ export function configurationKey(record: RunRecord): string {
   return JSON.stringify([job, model ?? null, batchSize ?? null, nodes, processesPerNode ?? 1, bandwidth, sortedKnobs]);
 }
 
-/** A successful run's headline number: total throughput for training (images/s or tokens/s), peak bus bandwidth for the probe; undefined otherwise. */
+/**
+ * A successful run's headline number: total throughput for training (images/s or tokens/s), peak bus bandwidth for the
+ * probe; undefined otherwise.
+ */
 export function headlineValue(record: RunRecord): number | undefined {
   if (record.status !== "ok" || record.result === undefined) return undefined;
   return record.result.job === "train"

@@ -76,7 +76,9 @@ export interface SavedPrediction {
   /** Over every worker, in `unit`. */
   readonly throughput: number;
   readonly unit: "images" | "tokens";
-  /** With the calibration's overlap share φ (none in files written before ringlab fitted it), with its 95 % interval. */
+  /**
+   * With the calibration's overlap share φ (none in files written before ringlab fitted it), with its 95 % interval.
+   */
   readonly scalingEfficiency: { readonly value: number; readonly low: number; readonly high: number };
   /** Absent in files written before ringlab fitted the overlap, whose prediction was the no-overlap one. */
   readonly overlapShare?: number;
@@ -88,11 +90,17 @@ export interface SavedPrediction {
    * (launcher and processes); absent in files written before ringlab saved it (the report recomputed it).
    */
   readonly memory?: { readonly rankBytes: number; readonly nodeBytes: number; readonly source: string };
-  /** The CPU check of the calibration runs that measured its compute (predict.ts RunPrediction); absent in files before ringlab saved it. */
+  /**
+   * The CPU check of the calibration runs that measured its compute (predict.ts RunPrediction); absent in files before
+   * ringlab saved it.
+   */
   readonly cpuCheckGflops?: number;
 }
 
-/** One entry of the calibration the predictions came from: where it was measured, from which runs, and its content's hash. */
+/**
+ * One entry of the calibration the predictions came from: where it was measured, from which runs, and its content's
+ * hash.
+ */
 export interface CalibrationInput {
   /** "compute tiny batch 8 fp32 at 0.5 cores", "link 1gbit, 2 nodes × 1, ring", "overlap 2 nodes × 1, ring". */
   readonly entry: string;
@@ -106,7 +114,10 @@ export interface CalibrationInput {
   readonly runIds: readonly string[] | null;
   /** Those runs' fingerprints (campaign/plan.ts: what a run measures, whatever its name); null as runIds. */
   readonly fingerprints: readonly string[] | null;
-  /** SHA-256 of the entry's canonical JSON (keys sorted): the numbers the predictions used, checkable against the calibration file. */
+  /**
+   * SHA-256 of the entry's canonical JSON (keys sorted): the numbers the predictions used, checkable against the
+   * calibration file.
+   */
   readonly sha256: string;
 }
 
@@ -119,7 +130,10 @@ export interface PredictionsFile {
   readonly schema: typeof PREDICTIONS_SCHEMA;
   readonly calibration: string;
   readonly madeAt: string;
-  /** The campaign's runs with a measurement in the results folder when the predictions were made: none, or the file is not written. */
+  /**
+   * The campaign's runs with a measurement in the results folder when the predictions were made: none, or the file is
+   * not written.
+   */
   readonly runsDoneBefore: readonly string[];
   readonly calibrationInputs: readonly CalibrationInput[];
   readonly sample: PredictionSample;

@@ -39,14 +39,20 @@ export interface RunRecord {
     /** Train knobs the campaign set, by name. */
     readonly knobs: Readonly<Record<string, string | number | boolean>>;
     readonly workerArgs: readonly string[];
-    /** Local testbed: the CPU cores every node's worker was limited to (Docker's --cpus); absent on AWS and in older records. */
+    /**
+     * Local testbed: the CPU cores every node's worker was limited to (Docker's --cpus); absent on AWS and in older
+     * records.
+     */
     readonly cpusPerNode?: number;
     /**
      * With cpusPerNode: the CFS period of that quota, ms (src/rules/cpu-quota-limits.ts CPU_PERIOD_MS). Absent where it
      * was Docker's 100 ms (records before 2026-11-26), under which a worker ran faster after every wait.
      */
     readonly cpuPeriodMs?: number;
-    /** Local testbed: the memory every node's worker container was limited to, GiB (testbed.memoryPerNodeGiB); absent: none. */
+    /**
+     * Local testbed: the memory every node's worker container was limited to, GiB (testbed.memoryPerNodeGiB); absent:
+     * none.
+     */
     readonly memoryPerNodeGiB?: number;
     /**
      * The launcher that started it (src/launchers/; slurm: one Slurm job, its job.sbatch in logsDir; mpi: one mpirun,
@@ -74,7 +80,10 @@ export interface RunRecord {
   readonly logsDir: string;
   /** The worker's result as it wrote it. */
   readonly result?: WorkerResult;
-  /** Local testbed: what else the machine did while the run's benchmark ran (src/testbed/host-load.ts); absent on AWS and in older records. */
+  /**
+   * Local testbed: what else the machine did while the run's benchmark ran (src/testbed/host-load.ts); absent on AWS
+   * and in older records.
+   */
   readonly hostLoad?: HostLoad;
 }
 
@@ -93,7 +102,9 @@ export interface HostLoad {
   readonly testbedCpuSeconds: number;
   /** (machine − testbed) / (cores × seconds): the share of the machine's capacity that went to anything else. */
   readonly outsideShare: number;
-  /** Share of the window in which some runnable task waited for a CPU (/proc/pressure/cpu "some"); absent without PSI. */
+  /**
+   * Share of the window in which some runnable task waited for a CPU (/proc/pressure/cpu "some"); absent without PSI.
+   */
   readonly cpuPressureShare?: number;
   /** Seconds the workers' quotas held them back (their cgroups' throttled_usec, summed over workers). */
   readonly workersThrottledSeconds?: number;

@@ -49,7 +49,10 @@ export function unsteadiness(record: StepsOfRecord): Unsteadiness | undefined {
   return shift > UNSTEADY_SHIFT ? { steps: steps.length, thirdMedians, slowest, fastest, shift } : undefined;
 }
 
-/** Whether unsteadiness judges this run at all (see there): an ok throughput run of enough steps, no strategy, no epochs. */
+/**
+ * Whether unsteadiness judges this run at all (see there): an ok throughput run of enough steps, no strategy, no
+ * epochs.
+ */
 export function judged(record: StepsOfRecord): boolean {
   return judgedSteps(record) !== undefined;
 }
@@ -71,7 +74,10 @@ export function medianOfThirds(steps: readonly number[]): readonly [number, numb
   return [third(0), third(1), third(2)];
 }
 
-/** Why an ok run's measurement is in doubt, as the report's flags name it: the machine was busy (local testbed), or the run changed speed. */
+/**
+ * Why an ok run's measurement is in doubt, as the report's flags name it: the machine was busy (local testbed), or the
+ * run changed speed.
+ */
 export type Disturbance = "machine busy" | "unsteady run";
 
 export function disturbance(record: StepsOfRecord & Pick<RunRecord, "hostLoad">): Disturbance | undefined {

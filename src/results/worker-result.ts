@@ -6,8 +6,8 @@ import { z } from "zod";
 
 /**
  * A throughput over the timed iterations of one run. `ci95` is a spread, not a confidence interval: 1.96 ×
- * the (population) standard deviation of the per-iteration throughput (Horovod's synthetic benchmark prints the same), which
- * says how steady the run was. The name is the file format's (ringlab.result/v1) and stays; the report's
+ * the (population) standard deviation of the per-iteration throughput (Horovod's synthetic benchmark prints the same),
+ * which says how steady the run was. The name is the file format's (ringlab.result/v1) and stays; the report's
  * confidence intervals come from repeats (report/data.ts).
  */
 const meanWithSpread = z.object({ mean: z.number(), ci95: z.number() });
@@ -16,7 +16,10 @@ const meanWithSpread = z.object({ mean: z.number(), ci95: z.number() });
 export const THROUGHPUT_UNITS = ["images", "tokens"] as const;
 export type ThroughputUnit = (typeof THROUGHPUT_UNITS)[number];
 
-/** One collective of a layout's step (the worker's parallel/*.py traffic()): the bytes of all its calls, how many calls, over which mesh dimension. */
+/**
+ * One collective of a layout's step (the worker's parallel/*.py traffic()): the bytes of all its calls, how many calls,
+ * over which mesh dimension.
+ */
 const collectiveSchema = z.looseObject({
   op: z.enum(["all_reduce", "all_gather", "reduce_scatter", "send"]),
   bytes: z.number(),
@@ -49,13 +52,19 @@ export const trainMetricsSchema = z
     stepSeconds: z.array(z.number()),
     parameterCount: z.number(),
     gradientBytes: z.number(),
-    /** Bytes one rank sends into the ring per step by its reduction (absent in older records: the gradient, halved by fp16). */
+    /**
+     * Bytes one rank sends into the ring per step by its reduction (absent in older records: the gradient, halved by
+     * fp16).
+     */
     wireBytesPerStep: z.number().optional(),
     /** Largest difference of a parameter from rank 0's at the end (absent in older records). */
     replicaDivergence: z.number().optional(),
     /** reduction local-sgd: at each averaging, the largest difference of a parameter from the average (over ranks). */
     averagingDrift: z.array(z.number()).optional(),
-    /** reduction async-parameter-server: the staleness of every update the server applied (updates since the gradient's parameters). */
+    /**
+     * reduction async-parameter-server: the staleness of every update the server applied (updates since the gradient's
+     * parameters).
+     */
     staleness: z
       .object({
         bound: z.number(),
@@ -79,7 +88,10 @@ export const trainMetricsSchema = z
     secondsLost: z.number().optional(),
     /** Elastic runs (train --min-nodes): the nodes the run started with; world.nodes is what it ended with. */
     nodesAtStart: z.number().optional(),
-    /** How the model was laid out (absent in older records: ddp): the parallelism, its degrees and its collectives per step. */
+    /**
+     * How the model was laid out (absent in older records: ddp): the parallelism, its degrees and its collectives per
+     * step.
+     */
     layout: z
       .looseObject({
         parallelism: z.string(),

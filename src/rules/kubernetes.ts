@@ -37,7 +37,9 @@ export function checkLabelKey(key: string): string | undefined {
   return undefined;
 }
 
-/** A label's value: empty, or at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit. */
+/**
+ * A label's value: empty, or at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit.
+ */
 export function checkLabelValue(value: string): string | undefined {
   if (value === "") return undefined;
   if (value.length > 63 || !LABEL_NAME.test(value)) {

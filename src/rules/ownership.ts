@@ -74,7 +74,9 @@ export function parentFolderProblem(
   );
 }
 
-/** A folder only its owner, the caller, may use at all (SSH control sockets): no symbolic link, no group or other bits. */
+/**
+ * A folder only its owner, the caller, may use at all (SSH control sockets): no symbolic link, no group or other bits.
+ */
 export function privateFolderProblem(facts: PathFacts, callerUid: number): string | undefined {
   if (facts.kind === "symlink")
     return `${facts.path} is a symbolic link; expected a folder ringlab created for you alone`;

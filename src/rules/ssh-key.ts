@@ -31,7 +31,9 @@ export function checkSshPublicKey(text: string): string | undefined {
   return undefined;
 }
 
-/** A node's SSH host key as ringlab makes it (src/testbed/host-keys.ts): OpenSSH's private key file and its .pub line. */
+/**
+ * A node's SSH host key as ringlab makes it (src/testbed/host-keys.ts): OpenSSH's private key file and its .pub line.
+ */
 export interface NodeHostKey {
   readonly privateKey: string;
   readonly publicKey: string;

@@ -33,9 +33,15 @@ export interface RunRequest {
   readonly collectDir: string;
   /** Only these nodes are contacted (the others are lost); every node when absent. */
   readonly limit?: readonly string[];
-  /** CPU cores each worker process may use; its node's container gets this × processesPerNode (Docker's --cpus). No limit when absent. */
+  /**
+   * CPU cores each worker process may use; its node's container gets this × processesPerNode (Docker's --cpus). No
+   * limit when absent.
+   */
   readonly cpusPerNode?: number;
-  /** Memory of each node's worker container, swap included (local testbed: testbed.memoryPerNodeGiB); no limit when absent. */
+  /**
+   * Memory of each node's worker container, swap included (local testbed: testbed.memoryPerNodeGiB); no limit when
+   * absent.
+   */
   readonly memoryPerNodeBytes?: number;
   /** Worker processes on each node (torchrun's nproc_per_node); absent: one per GPU on GPU nodes, one on CPU nodes. */
   readonly processesPerNode?: number;

@@ -219,7 +219,10 @@ export const awsSpec = z.strictObject({
   tags: z.record(z.string(), z.string()),
   state: terraformState,
   workerImageTarball: z.string().min(1).nullable(),
-  /** What runs the stack: terraform or tofu; absent or null (specs written before the field existed): $TERRAFORM_BINARY_NAME, else terraform. */
+  /**
+   * What runs the stack: terraform or tofu; absent or null (specs written before the field existed):
+   * $TERRAFORM_BINARY_NAME, else terraform.
+   */
   terraformBinary: z.enum(TERRAFORM_BINARIES).nullable().optional(),
 });
 

@@ -56,7 +56,10 @@ export function targetOf(testbed: { readonly target: TargetName }): Target {
   return TARGETS[testbed.target];
 }
 
-/** The target a record names (a record's target is the name it was written with), or undefined for a name this ringlab does not know. */
+/**
+ * The target a record names (a record's target is the name it was written with), or undefined for a name this ringlab
+ * does not know.
+ */
 export function targetNamed(name: string): Target | undefined {
   return (TARGET_NAMES as readonly string[]).includes(name) ? TARGETS[name as TargetName] : undefined;
 }

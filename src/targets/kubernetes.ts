@@ -20,7 +20,10 @@ import { narrowed, type Target } from "./target.ts";
 
 declare module "./target.ts" {
   interface TargetOptions {
-    /** Where the kubeconfig is read, how often a Job is looked at, how long a pull may fail (src/kubernetes/campaign.ts). */
+    /**
+     * Where the kubeconfig is read, how often a Job is looked at, how long a pull may fail
+     * (src/kubernetes/campaign.ts).
+     */
     readonly kubernetes?: import("../kubernetes/campaign.ts").ClusterRunOptions;
   }
 }
@@ -154,7 +157,10 @@ export const kubernetesTarget: Target = {
     }
   },
 
-  /** Every Job, Service, NetworkPolicy, Secret and pod labelled ringlab.testbed=<name> (a campaign deletes each run's own; this is for what a kill left). */
+  /**
+   * Every Job, Service, NetworkPolicy, Secret and pod labelled ringlab.testbed=<name> (a campaign deletes each run's
+   * own; this is for what a kill left).
+   */
   async downFromSection(ctx, section) {
     const testbed = narrowed("kubernetes", section);
     const { Cluster } = await import("../kubernetes/cluster.ts");

@@ -84,13 +84,17 @@ export interface TargetEstimate {
   workerImageSource(testbed: TestbedSection): WorkerImageSource;
   /** The image tarball its nodes are sent, whose size the upload estimate wants when the file is here. */
   workerImageTarball?(testbed: TestbedSection): string | undefined;
-  /** Said after the on-demand cost, where the section asks for a cheaper kind of machine ("spot is usually cheaper"). */
+  /**
+   * Said after the on-demand cost, where the section asks for a cheaper kind of machine ("spot is usually cheaper").
+   */
   priceNote?(testbed: TestbedSection): string | undefined;
 }
 
 /** What a target brings for AWS-style hand deployment: a cdktf stack, and the inventory from its outputs. */
 export interface TargetStack {
-  /** Synthesizes the stack from the spec into `outDir` (undefined: cdktf's own output folder); returns the stack's file. */
+  /**
+   * Synthesizes the stack from the spec into `outDir` (undefined: cdktf's own output folder); returns the stack's file.
+   */
   synthesize(
     spec: TestbedSpec,
     outDir: string | undefined,
@@ -98,7 +102,10 @@ export interface TargetStack {
   ): Promise<{ file: string }>;
   /** The terraform (or tofu) that deploys it. */
   deployer(spec: TestbedSpec): Promise<string>;
-  /** The Ansible inventory of a stack deployed by hand, from its outputs (`terraform output -json`); throws on outputs that do not fit. */
+  /**
+   * The Ansible inventory of a stack deployed by hand, from its outputs (`terraform output -json`); throws on outputs
+   * that do not fit.
+   */
   inventory(
     outputs: unknown,
     spec: TestbedSpec,
@@ -216,7 +223,9 @@ export function narrowed<N extends string, T extends { readonly target: string }
   return value as Extract<T, { readonly target: N }>;
 }
 
-/** A path the campaign file names, absolute: `~` is the home folder, a relative path is relative to the file's folder. */
+/**
+ * A path the campaign file names, absolute: `~` is the home folder, a relative path is relative to the file's folder.
+ */
 export function resolvePath(path: string, baseDir: string): string {
   if (path === "~" || path.startsWith("~/")) return resolve(homedir(), path.slice(2));
   return isAbsolute(path) ? path : resolve(baseDir, path);

@@ -24,7 +24,10 @@ import type { AwsTestbedSpec } from "./spec.ts";
 const SSH_WAIT_MS = 10 * 60_000;
 
 export interface AwsOptions {
-  /** terraform, tofu, or a test double's path. @default the spec's terraformBinary, else $TERRAFORM_BINARY_NAME, else terraform */
+  /**
+   * terraform, tofu, or a test double's path. @default the spec's terraformBinary, else $TERRAFORM_BINARY_NAME, else
+   * terraform
+   */
   readonly terraformBinary?: string;
   /** How long to wait for SSH on the nodes. @default 10 minutes */
   readonly sshWaitMs?: number;

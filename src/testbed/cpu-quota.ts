@@ -129,7 +129,9 @@ export function underQuota(record: QuotaOfRecord, cpusPerNode: number | undefine
   return record.params.cpusPerNode === cpusPerNode && inCurrentCpuPeriod(record);
 }
 
-/** Whether a record ran without a quota or in this ringlab's CFS period (one without a period ran in Docker's 100 ms). */
+/**
+ * Whether a record ran without a quota or in this ringlab's CFS period (one without a period ran in Docker's 100 ms).
+ */
 export function inCurrentCpuPeriod(record: QuotaOfRecord): boolean {
   return record.params.cpusPerNode === undefined || record.params.cpuPeriodMs === CPU_PERIOD_MS;
 }

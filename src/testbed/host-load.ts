@@ -1,9 +1,10 @@
 /**
  * How busy the machine is outside the local testbed while runs execute. The nodes and workers of a local testbed
  * are containers on this machine, which other programs share; these VMs report no steal time, so a slow minute of
- * the host shows only as CPU that went elsewhere. A sampler reads the machine's counters (/proc/stat, /proc/pressure/cpu)
- * and the testbed's containers' cgroup counters twice a second; each run's share is then read off the samples over
- * the window its benchmark ran (the worker's own start and end), by interpolating the cumulative counters.
+ * the host shows only as CPU that went elsewhere. A sampler reads the machine's counters (/proc/stat,
+ * /proc/pressure/cpu) and the testbed's containers' cgroup counters twice a second; each run's share is then read off
+ * the samples over the window its benchmark ran (the worker's own start and end), by interpolating the cumulative
+ * counters.
  *
  * cgroup v1 and v2, with Docker's cgroupfs or systemd driver. A container is found by the label
  * ringlab.testbed=<name> when its cgroup folder first appears; its counters are read until it is gone (a worker
@@ -154,7 +155,9 @@ export class HostLoadSampler {
     return existsSync(join(this.procRoot, "stat"));
   }
 
-  /** Starts sampling. A failing read (or `docker ps`) costs a sample, never the campaign: the runs measure without it. */
+  /**
+   * Starts sampling. A failing read (or `docker ps`) costs a sample, never the campaign: the runs measure without it.
+   */
   async start(intervalMs = SAMPLE_INTERVAL_MS): Promise<void> {
     await this.sample().catch(() => {});
     this.timer = setInterval(() => {

@@ -174,7 +174,8 @@ async function reuse(
   await guardStep(ctx, docker, plan);
   await docker.start(containers.filter((c) => !c.running).map((c) => c.name));
   // A launcher's daemons (Slurm's) run on only while every node container did (a restarted one starts with sshd
-  // alone), and so does what site.yml configured: a restarted container gets a new /etc/hosts from Docker, and no daemons.
+  // alone), and so does what site.yml configured: a restarted container gets a new /etc/hosts from Docker, and no
+  // daemons.
   const earlier = containers.every((c) => c.running) ? loadRecord(ctx.stateDir, plan.name) : undefined;
   const configuredAt = Date.parse(earlier?.configured?.at ?? "");
   const configuredSince = containers.every((c) => Date.parse(c.startedAt) <= configuredAt);

@@ -89,7 +89,10 @@ export interface SynthResult {
   readonly deployer?: string;
 }
 
-/** Writes the resolved spec and, for a target with a stack (AWS), the synthesized `cdk.tf.json` into `outDir`; deploys nothing. */
+/**
+ * Writes the resolved spec and, for a target with a stack (AWS), the synthesized `cdk.tf.json` into `outDir`; deploys
+ * nothing.
+ */
 export async function synth(ctx: Context, campaign: LoadedCampaignFile, outDir: string): Promise<SynthResult> {
   const spec = specFor(ctx, campaign);
   const specFile = join(outDir, "spec.json");

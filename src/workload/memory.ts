@@ -8,8 +8,8 @@
  *   gradients       as many; DDP keeps a second copy in its buckets (ddp, and a replicated pipeline stage);
  *   optimizer       SGD with momentum one number per parameter, AdamW two (on the rank's own parameters);
  *   gathered        FSDP's whole parameters for the unit it computes (full: the root and one block, or 1 + prefetch
- *                   blocks; grad-op: every unit from forward to backward) and their gradients before the reduce-scatter;
- *   activations     what autograd keeps for backward, per token in flight (src/catalogue/transformer-activations.json, a
+ * blocks; grad-op: every unit from forward to backward) and their gradients before the reduce-scatter;
+ * activations what autograd keeps for backward, per token in flight (src/catalogue/transformer-activations.json, a
  *                   census of the worker's own model): b × s tokens, a pipeline stage's micro-batches in flight
  *                   (GPipe: all m; 1F1B: at most the stages from it to the last), split by tp inside the blocks;
  *   transient       at the start of backward, the loss's two gradients over the vocabulary (last stage): the gradient
@@ -31,7 +31,10 @@ import { blockParameters, shapeOf, type TransformerShape } from "./transformer.t
 
 const BYTES = 4;
 const MIB = 2 ** 20;
-/** Of a block's activations per token (16 widths in fp32), those tensor parallelism splits: q, k, v, the attention's output and its copy, the MLP's two 4h tensors (13 of 17 widths); the LayerNorms' and the residual's stay whole. */
+/**
+ * Of a block's activations per token (16 widths in fp32), those tensor parallelism splits: q, k, v, the attention's
+ * output and its copy, the MLP's two 4h tensors (13 of 17 widths); the LayerNorms' and the residual's stay whole.
+ */
 const TENSOR_SPLIT_SHARE = 13 / 17;
 
 export interface MemoryQuestion {
@@ -128,7 +131,8 @@ function languageParts(question: MemoryQuestion, stage: number): Parts | undefin
   const whole = shape.layers * block + embeddings + final;
   const prefetch = typeof question.knobs["fsdpPrefetch"] === "number" ? question.knobs["fsdpPrefetch"] : 0;
   const blocks = stageBlocks(shape.layers, pp, stage);
-  // A block's matrices (q, k, v, the projections, the MLP's two layers: 12h², split by tp), and the head's (last stage).
+  // A block's matrices (q, k, v, the projections, the MLP's two layers: 12h², split by tp), and the head's (last
+  // stage).
   const matrices = (blocks * (12 * h * h)) / tp + (last ? h * shape.vocab : 0);
   return {
     own,
@@ -172,7 +176,8 @@ function imageParts(question: MemoryQuestion): Parts {
   // registry does not know has none, nor a parameter count or image size.
   const perImage =
     (PLANNING[model]?.activationMibPerImage[precision] ?? 0) * MIB * (imageSize / NATIVE_IMAGE_SIZE[model]!) ** 2;
-  // The image models' census (planning.activationMibPerImage) was taken under autocast: its 16-bit weight copies are in it.
+  // The image models' census (planning.activationMibPerImage) was taken under autocast: its 16-bit weight copies are in
+  // it.
   return {
     own: parameters,
     whole: parameters,

@@ -69,7 +69,9 @@ export function stepTraffic(question: TrafficQuestion): Collective[] {
   return [];
 }
 
-/** FSDP's units in bytes: each block (its tensor-parallel part), then the root (embeddings, final LayerNorm and head). */
+/**
+ * FSDP's units in bytes: each block (its tensor-parallel part), then the root (embeddings, final LayerNorm and head).
+ */
 function unitBytes(shape: TransformerShape, model: string, tp: number): number[] {
   const h = shape.width;
   const block = tp === 1 ? blockParameters(shape) : (12 * h * h + 7 * h) / tp + 6 * h;
@@ -78,7 +80,9 @@ function unitBytes(shape: TransformerShape, model: string, tp: number): number[]
   return [...Array.from({ length: shape.layers }, () => BYTES * block), BYTES * root];
 }
 
-/** One block boundary's activations: batch × sequence × width numbers, 2 bytes under bf16 or amp autocast, 4 in fp32. */
+/**
+ * One block boundary's activations: batch × sequence × width numbers, 2 bytes under bf16 or amp autocast, 4 in fp32.
+ */
 export function activationBytes(shape: TransformerShape, samples: number, precision: unknown): number {
   return samples * shape.sequenceLength * shape.width * (precision === "bf16" || precision === "amp" ? 2 : BYTES);
 }
@@ -95,7 +99,10 @@ function tensorTraffic(question: TrafficQuestion, shape: TransformerShape): Coll
   };
 }
 
-/** Each micro-batch's activations forward and their gradients back, across a boundary; each stage's gradients averaged over its replicas (parallel/pipeline.py, in DDP's bucket sizes). */
+/**
+ * Each micro-batch's activations forward and their gradients back, across a boundary; each stage's gradients averaged
+ * over its replicas (parallel/pipeline.py, in DDP's bucket sizes).
+ */
 function pipelineTraffic(question: TrafficQuestion, shape: TransformerShape): Collective[] {
   const { dims, knobs } = question;
   const microBatches = typeof knobs["microBatches"] === "number" ? knobs["microBatches"] : 4;

@@ -66,7 +66,9 @@ export function unitsPerSample(model: string, knobs: Readonly<Record<string, unk
   return shapeOf(model, knobs)?.sequenceLength ?? 1;
 }
 
-/** The knobs besides model, batch and precision that set a language model's compute on one worker, by their defaults. */
+/**
+ * The knobs besides model, batch and precision that set a language model's compute on one worker, by their defaults.
+ */
 const COMPUTE_KNOBS: Readonly<Record<string, unknown>> = {
   optimizer: "sgd",
   momentum: 0,
@@ -77,7 +79,10 @@ const COMPUTE_KNOBS: Readonly<Record<string, unknown>> = {
   microBatches: 4,
   pipelineSchedule: "gpipe",
 };
-/** The layout knobs that only a parallelism's own runs have (registry.json's belongsTo): left out of the others' workload. */
+/**
+ * The layout knobs that only a parallelism's own runs have (registry.json's belongsTo): left out of the others'
+ * workload.
+ */
 const LAYOUT_OWNED: Readonly<Record<string, string>> = {
   fsdpSharding: "fsdp",
   fsdpPrefetch: "fsdp",
@@ -86,10 +91,10 @@ const LAYOUT_OWNED: Readonly<Record<string, string>> = {
 };
 
 /**
- * What a language model's single-node compute depends on beyond model, batch and precision: its shape and the knobs that
- * change one worker's step (optimizer, activation checkpointing, the layout and its own knobs), every one with its
- * default filled in, so that a calibration's entry and a question compare as the worker ran them. Undefined for an image
- * model, whose entries have always been model, batch and precision alone.
+ * What a language model's single-node compute depends on beyond model, batch and precision: its shape and the knobs
+ * that change one worker's step (optimizer, activation checkpointing, the layout and its own knobs), every one with its
+ * default filled in, so that a calibration's entry and a question compare as the worker ran them. Undefined for an
+ * image model, whose entries have always been model, batch and precision alone.
  */
 export function computeWorkload(
   model: string,

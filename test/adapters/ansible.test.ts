@@ -78,7 +78,10 @@ describe("Ansible adapter", () => {
     expect(error.hint).toMatch(/apt-get install ansible/);
   });
 
-  /** An inventory without ringlab_shared_dir; its address is unroutable, so a connection attempt would show as a timeout. */
+  /**
+   * An inventory without ringlab_shared_dir; its address is unroutable, so a connection attempt would show as a
+   * timeout.
+   */
   function inventoryWithoutSharedDir(): { dir: string; inventory: string } {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-ansible-"));
     const inventory = join(dir, "inventory.yml");

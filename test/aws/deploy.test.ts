@@ -130,7 +130,9 @@ function context(stateDir: string): Context {
   };
 }
 
-/** What moto holds besides its default VPC and what comes with it: by kind, the ringlab:testbed tag (or "-") of each. */
+/**
+ * What moto holds besides its default VPC and what comes with it: by kind, the ringlab:testbed tag (or "-") of each.
+ */
 async function leftovers(): Promise<Record<string, string[]>> {
   const owner = (tags?: { Key?: string; Value?: string }[]) =>
     tags?.find((t) => t.Key === "ringlab:testbed")?.Value ?? "-";

@@ -1,9 +1,9 @@
 /**
  * The memory model's prediction of every GPU transformer run (test/bench/gpu/transformer-configs.json), written before
  * the runs: each run's peak allocated memory (the tensors; no calibration of the GPU exists, so the model's bytes
- * alone, ASSUMED_MEMORY.cuda), its parts, and the largest gpt2-xl-shaped model (more layers) that fits the card at batch
- * 1 in bf16 with AdamW (its tensors within 95 % of the card less 1 GiB for CUDA's context), with the first the model
- * puts past the whole card, both appended as runs.
+ * alone, ASSUMED_MEMORY.cuda), its parts, and the largest gpt2-xl-shaped model (more layers) that fits the card at
+ * batch 1 in bf16 with AdamW (its tensors within 95 % of the card less 1 GiB for CUDA's context), with the first the
+ * model puts past the whole card, both appended as runs.
  *
  *   npx tsx test/bench/gpu-transformer-predict.ts <card folder> <GPU memory bytes>
  *   e.g. npx tsx test/bench/gpu-transformer-predict.ts test/bench/gpu/nvidia-h200 150109880320
@@ -31,7 +31,10 @@ const configs = JSON.parse(readFileSync(join(import.meta.dirname, "gpu", "transf
   runs: ConfigRun[];
 };
 const constants = ASSUMED_MEMORY.cuda;
-/** What a process can fill with tensors: the card less the CUDA context and libraries (about 1 GiB), and 5 % for the caching allocator's blocks. */
+/**
+ * What a process can fill with tensors: the card less the CUDA context and libraries (about 1 GiB), and 5 % for the
+ * caching allocator's blocks.
+ */
 const usableBytes = (cardBytes - 2 ** 30) * 0.95;
 
 function predicted(run: ConfigRun): MemoryPrediction {
@@ -43,8 +46,8 @@ function predicted(run: ConfigRun): MemoryPrediction {
   return prediction;
 }
 
-// The largest layer count of a gpt2-xl shape whose run fits: the model's answer, and the first whose tensors alone the model
-// puts past the whole card, to show the edge.
+// The largest layer count of a gpt2-xl shape whose run fits: the model's answer, and the first whose tensors alone the
+// model puts past the whole card, to show the edge.
 const xl = (layers: number): ConfigRun => ({
   name: `gpt2-xl-layers${layers}-bf16-b1`,
   model: "gpt2-xl",

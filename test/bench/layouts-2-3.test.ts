@@ -160,7 +160,10 @@ describe("every layout on 2 and 3 CPU nodes, predicted before the run from other
   });
 });
 
-/** test/bench/shaped-faster.yaml: the 2-node tensor and 1F1B ×3 runs again, 3 repeats each, unshaped first, then at 300 Mbit/s. */
+/**
+ * test/bench/shaped-faster.yaml: the 2-node tensor and 1F1B ×3 runs again, 3 repeats each, unshaped first, then at 300
+ * Mbit/s.
+ */
 const rerun = recordsOf("test/bench/data/shaped-faster/attempts.jsonl");
 const rerunLatest = latestOf(rerun);
 const LAYOUTS = ["tensor", "pipeline 1f1b, 3 micro-batches"];
@@ -235,7 +238,8 @@ describe("the controlled rerun: the two 300 Mbit/s misses' layouts, unshaped and
         round1(100 * (predicted("300mbit", knobs).throughput / predicted("unlimited", knobs).throughput - 1)),
       ),
     ).toEqual([-21.3, -6.2]);
-    // Tensor's 24 all-reduces of 576 KiB a step: 0.33 s more at 300 Mbit/s than unshaped, by the link campaign's probes.
+    // Tensor's 24 all-reduces of 576 KiB a step: 0.33 s more at 300 Mbit/s than unshaped, by the link campaign's
+    // probes.
     const traffic = rerunLatest
       .filter((record) => record.params.knobs?.["parallelism"] === "tensor")
       .map((record) => JSON.stringify((record.result!.metrics as { layout: { traffic: unknown } }).layout.traffic));

@@ -1,6 +1,6 @@
 /**
- * A layouts campaign's committed folder (test/bench/data/layouts-*): its records, the calibration and predictions it was
- * run with, the report's scores of them, and the helpers its tests quote figures with.
+ * A layouts campaign's committed folder (test/bench/data/layouts-*): its records, the calibration and predictions it
+ * was run with, the report's scores of them, and the helpers its tests quote figures with.
  */
 import { readFileSync } from "node:fs";
 import { memoryConstantsFor } from "../../src/campaign/fits.ts";
@@ -16,7 +16,10 @@ import { layoutComparisons } from "../../src/report/layouts.ts";
 import { scorePredictions } from "../../src/report/predictions.ts";
 import { committedPredictions, latestOf, recordsOf } from "./records.ts";
 
-/** Where the calibration campaigns wrote their results on the machine that ran them: as `calibrate` was given them, and whole. */
+/**
+ * Where the calibration campaigns wrote their results on the machine that ran them: as `calibrate` was given them, and
+ * whole.
+ */
 export const RAN_IN = { baselines: "results/local-layouts-baselines", links: "results/local-layouts-links" };
 export const whole = (folder: string) => `/work/main/${folder}`;
 export const LINKS = ["300mbit", "1gbit", "unlimited"] as const;
@@ -32,7 +35,10 @@ export const short = (runId: string) =>
     .replace("-pipelineschedule-", " ")
     .replace(/-r1$/, "");
 
-/** The calibration `ringlab calibrate` makes of the two calibration campaigns' records, their folders named as it was given them. */
+/**
+ * The calibration `ringlab calibrate` makes of the two calibration campaigns' records, their folders named as it was
+ * given them.
+ */
 export function calibrationFrom(baselines: readonly RunRecord[], links: readonly RunRecord[]): Calibration {
   return calibrationOfCampaigns([
     { records: baselines, resultsDir: RAN_IN.baselines, folder: whole(RAN_IN.baselines) },
@@ -79,7 +85,9 @@ export function layoutsCampaign(folder: string, inputs = folder) {
     data,
     score,
     counted,
-    /** measured step / predicted step − 1, in %: a step trains the same tokens, so predicted / measured throughput − 1. */
+    /**
+     * measured step / predicted step − 1, in %: a step trains the same tokens, so predicted / measured throughput − 1.
+     */
     stepError: (row: (typeof counted)[number]) => round1(100 * (row.predictedThroughput / row.measuredThroughput - 1)),
     /** The layouts at one link and node count, fastest first, as the report's Layouts section has them. */
     comparisonAt: (link: string, nodes: number) =>

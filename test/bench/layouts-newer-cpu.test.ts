@@ -157,7 +157,8 @@ describe("every layout on 2 and 3 CPU nodes of a newer CPU, predicted before the
       "3 1gbit: pipeline gpipe, 6 micro-batches > pipeline 1f1b, 6 micro-batches",
       "3 unlimited: ddp > fsdp grad-op",
     ]);
-    // Its first at the shaped rates, GPipe ×6, measured third or lower there: the layout every run of which was slower than predicted.
+    // Its first at the shaped rates, GPipe ×6, measured third or lower there: the layout every run of which was slower
+    // than predicted.
     const placeOf = (link: string, nodes: number, layout: string) =>
       comparisonAt(link, nodes).entries.findIndex((entry) => entry.layout === layout) + 1;
     expect(
@@ -312,7 +313,8 @@ describe("the same campaign again, each pipeline's compute its own measured unsh
       "3 1gbit: pipeline 1f1b, 6 micro-batches 1215.9 (pipeline 1f1b, 3 micro-batches 1161.5); recommend pipeline 1f1b, 6 micro-batches > ddp",
       "3 unlimited: ddp 1633.6 (fsdp full 1298.2); recommend ddp > fsdp grad-op",
     ]);
-    // recommend's first there, 1F1B ×6, measured 849.5 tok/s, its step 11.2 % longer than predicted: the campaign before put it first (928.2).
+    // recommend's first there, 1F1B ×6, measured 849.5 tok/s, its step 11.2 % longer than predicted: the campaign
+    // before put it first (928.2).
     const sixThere = againShaped.find((row) => short(row.runId) === "n2-300mbit-pipeline ×6 1f1b")!;
     expect([round1(sixThere.measuredThroughput), again.stepError(sixThere)]).toEqual([849.5, 11.2]);
   });

@@ -8,7 +8,7 @@
  *   npx ringlab campaign campaigns/local-layouts-baselines.yaml
  *   npx ringlab campaign campaigns/local-layouts-links.yaml
  *   npx ringlab calibrate results/local-layouts-baselines results/local-layouts-links --out calibration.json
- *   npx ringlab campaign campaigns/local-layouts.yaml --calibration calibration.json --results results/local-layouts-phi
+ * npx ringlab campaign campaigns/local-layouts.yaml --calibration calibration.json --results results/local-layouts-phi
  */
 import { describe, expect, it } from "vitest";
 import { reportData } from "../../src/report/data.ts";
@@ -45,7 +45,10 @@ const {
   comparisonAt,
 } = layoutsCampaign(FOLDER);
 
-/** The mean of the worker's own CPU check (result.calibration.computeGflops: a matmul timed before the run) over records. */
+/**
+ * The mean of the worker's own CPU check (result.calibration.computeGflops: a matmul timed before the run) over
+ * records.
+ */
 const gflopsOf = (records: readonly RunRecord[]) =>
   mean(records.flatMap((record) => record.result?.calibration?.computeGflops ?? []));
 
@@ -131,7 +134,8 @@ describe("every layout on 2 and 3 CPU nodes, predicted before the run with each 
       "60.0",
       "61.3",
     ]);
-    // The 2-node 1 Gbit/s runs alone: every layout slower than predicted, by 10.1 % on average; on 3 nodes, 2.0 % faster.
+    // The 2-node 1 Gbit/s runs alone: every layout slower than predicted, by 10.1 % on average; on 3 nodes, 2.0 %
+    // faster.
     const meanAt = (nodes: number, link: string) =>
       round1(mean(shaped.filter((row) => short(row.runId).startsWith(`n${nodes}-${link}-`)).map(stepError)));
     expect([meanAt(2, "1gbit"), meanAt(3, "1gbit")]).toEqual([10.1, -2]);
@@ -174,7 +178,8 @@ describe("every layout on 2 and 3 CPU nodes, predicted before the run with each 
       "3 1gbit: ddp",
       "3 unlimited: ddp",
     ]);
-    // At 2 nodes and 300 Mbit/s its first is a layout the campaign did not run; of those it ran, it ranked the winner first.
+    // At 2 nodes and 300 Mbit/s its first is a layout the campaign did not run; of those it ran, it ranked the winner
+    // first.
     const ran = new Set(comparisonAt("300mbit", 2).entries.map((entry) => entry.layout));
     expect(ranked(2, "300mbit").filter((name) => ran.has(name))[0]).toBe("pipeline 1f1b, 3 micro-batches");
   });
@@ -217,14 +222,16 @@ describe("recommend's first at 2 nodes and 300 Mbit/s, checked (test/bench/recom
       "pipeline 1f1b, 2 micro-batches: 390.1 ± 19.0",
       "pipeline gpipe, 2 micro-batches: 375.4 ± 52.4",
     ]);
-    // Against the predictions saved before the run: GPipe ×2 measured slower than predicted on average, 1F1B ×3 faster on every repeat.
+    // Against the predictions saved before the run: GPipe ×2 measured slower than predicted on average, 1F1B ×3 faster
+    // on every repeat.
     const errors = (layout: string) =>
       scorePredictions(saved, checked, records)
         .scored.filter((row) => row.runId.includes(layout))
         .map((row) => round1(100 * (row.predictedThroughput / row.measuredThroughput - 1)));
     expect(errors("microbatches-2-pipelineschedule-gpipe")).toEqual([0.2, 5.2, 12.1]);
     expect(errors("microbatches-3-pipelineschedule-1f1b")).toEqual([-9.4, -6.2, -10.2]);
-    // GPipe ×2's one-stage compute was not measured (the baselines' run of it left out, disturbed): derived from DDP's; 1F1B ×3's measured.
+    // GPipe ×2's one-stage compute was not measured (the baselines' run of it left out, disturbed): derived from DDP's;
+    // 1F1B ×3's measured.
     const computeOf = (layout: string) =>
       saved.predictions.find((prediction) => prediction.runId.includes(layout))!.sources.compute;
     expect(computeOf("microbatches-2-pipelineschedule-gpipe")).toMatch(

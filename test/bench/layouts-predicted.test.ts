@@ -78,7 +78,8 @@ describe("every layout on 2 CPU nodes, predicted before the run from other campa
       ["1gbit-pipeline-microbatches-4-pipelineschedule-gpipe-r1", 20.7],
       ["1gbit-pipeline-microbatches-4-pipelineschedule-1f1b-r1", 19.5],
     ]);
-    // Tensor took 37-39 % longer than predicted on 1 Gbit/s and unshaped alike: not the link (test/bench/layouts.test.ts: 0.72x, not 0.51x).
+    // Tensor took 37-39 % longer than predicted on 1 Gbit/s and unshaped alike: not the link
+    // (test/bench/layouts.test.ts: 0.72x, not 0.51x).
     expect(counted.filter((row) => row.runId.includes("-tensor-")).map(stepError)).toEqual([12.8, 39.1, 37.4]);
   });
 

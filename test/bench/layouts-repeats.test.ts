@@ -7,7 +7,8 @@
  * is recomputed here.
  *
  *   npx ringlab calibrate results/local-layouts-baselines results/local-layouts-links --out calibration.json
- *   npx ringlab campaign test/bench/layouts-repeats.yaml --calibration calibration.json --results results/local-layouts-r3
+ * npx ringlab campaign test/bench/layouts-repeats.yaml --calibration calibration.json --results
+ * results/local-layouts-r3
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
@@ -178,7 +179,8 @@ describe("every layout on 2 and 3 CPU nodes, every run 3 times, predicted before
       (run(repeat).result as { metrics: { stepSeconds: number[] } }).metrics.stepSeconds;
     const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
     expect([1, 2, 3].map((repeat) => median(steps(repeat)).toFixed(3))).toEqual(["0.408", "0.509", "0.422"]);
-    // Its fastest step slower than its repeats' medians; its steps lengthened while it ran (thirds 0.459, 0.511, 0.509 s: under the 20 % of an unsteady run).
+    // Its fastest step slower than its repeats' medians; its steps lengthened while it ran (thirds 0.459, 0.511, 0.509
+    // s: under the 20 % of an unsteady run).
     expect([Math.min(...steps(2)).toFixed(3), Math.max(...steps(2)).toFixed(3)]).toEqual(["0.450", "0.528"]);
     expect(
       [1, 2, 3].map((repeat) =>

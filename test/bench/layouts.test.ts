@@ -1,8 +1,9 @@
 /**
- * A language model split across 2 CPU nodes (test/bench/README.md, "Layouts on CPU nodes"): campaigns/local-layouts.yaml
- * run on 2026-11-28, 02:03-02:24 UTC, with the predictions it saved before its first run from the calibration of another
- * campaign (campaigns/local-sharded.yaml's records, test/bench/data/sharded/). Records, predictions and that calibration
- * in test/bench/data/layouts/; every figure the README quotes of it is recomputed here.
+ * A language model split across 2 CPU nodes (test/bench/README.md, "Layouts on CPU nodes"):
+ * campaigns/local-layouts.yaml run on 2026-11-28, 02:03-02:24 UTC, with the predictions it saved before its first run
+ * from the calibration of another campaign (campaigns/local-sharded.yaml's records, test/bench/data/sharded/). Records,
+ * predictions and that calibration in test/bench/data/layouts/; every figure the README quotes of it is recomputed
+ * here.
  *
  *   npx ringlab calibrate <sharded results> --out sharded-calibration.json
  *   npx ringlab campaign campaigns/local-layouts.yaml --calibration sharded-calibration.json --results <folder>
@@ -28,7 +29,10 @@ import { recordsOf, rounded, comparableWithBefore } from "./records.ts";
 
 const FOLDER = "test/bench/data/layouts";
 const layouts = recordsOf(`${FOLDER}/runs.jsonl`);
-/** The sharded campaign's every attempt, as `ringlab calibrate` reads its runs/ folder: runs.jsonl holds each run's latest. */
+/**
+ * The sharded campaign's every attempt, as `ringlab calibrate` reads its runs/ folder: runs.jsonl holds each run's
+ * latest.
+ */
 const sharded = [
   ...recordsOf("test/bench/data/sharded/earlier-attempts.jsonl"),
   ...recordsOf("test/bench/data/sharded/runs.jsonl"),
@@ -86,7 +90,8 @@ describe("a language model split across 2 CPU nodes (test/bench/README.md)", () 
     expect(rounded({ ...comparableWithBefore(again), overlap: [] })).toEqual(
       rounded({ ...comparableWithBefore(calibration), overlap: [] }),
     );
-    // The committed φ took the fsdp runs' points for DDP's; since each layout has its own φ (layout-overlap.ts), DDP's counts its own 2.
+    // The committed φ took the fsdp runs' points for DDP's; since each layout has its own φ (layout-overlap.ts), DDP's
+    // counts its own 2.
     const points = (entries: typeof calibration.overlap) =>
       entries.map((entry) => `${entry.parallelism ?? "ddp"} ${entry.nodes}: ${entry.share.points}`);
     expect([points(calibration.overlap), points(again.overlap)]).toEqual([["ddp 3: 6"], ["ddp 3: 2"]]);
@@ -97,7 +102,8 @@ describe("a language model split across 2 CPU nodes (test/bench/README.md)", () 
     expect("runsDoneBefore" in predictions && predictions.runsDoneBefore).toEqual([]);
     for (const record of layouts) expect(Date.parse(record.startedAt)).toBeGreaterThan(Date.parse(predictions.madeAt));
     expect("sample" in predictions && predictions.sample.kind).toBe("in-sample");
-    // The sharded campaign ran no layout of this one on more than one node, no tensor, no pipeline and no sendrecv probe.
+    // The sharded campaign ran no layout of this one on more than one node, no tensor, no pipeline and no sendrecv
+    // probe.
     const shardedConfigurations = new Set(
       sharded.map((record) => `${record.params.nodes}:${String(record.params.knobs?.parallelism ?? "")}`),
     );
@@ -110,7 +116,8 @@ describe("a language model split across 2 CPU nodes (test/bench/README.md)", () 
       /^In-sample, no test of the model: 10 of 16 multi-node runs within 5 points of the predicted scaling efficiency \(mean \|error\| 5\.9 points\), the mean of each configuration's repeats within 5 points for 6 of 8 configurations, 18 of 32 runs within 10 % of the predicted throughput$/,
     );
     const twoNodes = score.scored.filter((row) => row.nodes === 2);
-    // A step's time is the tokens it trains over the throughput: measured step / predicted step − 1 = predicted / measured throughput − 1.
+    // A step's time is the tokens it trains over the throughput: measured step / predicted step − 1 = predicted /
+    // measured throughput − 1.
     const stepError = (row: (typeof twoNodes)[number]) => 100 * (row.predictedThroughput / row.measuredThroughput - 1);
     expect(twoNodes).toHaveLength(16);
     expect(

@@ -6,7 +6,7 @@
  *
  *   npx ringlab campaign campaigns/local-seed.yaml --results <seed>                      # 2026-11-27, 22:38-23:39 UTC
  *   npx ringlab calibrate <seed> --out <calibration>
- *   npx ringlab campaign campaigns/local-predict.yaml --calibration <calibration> --results <predict>   # 2026-11-28, 00:00
+ * npx ringlab campaign campaigns/local-predict.yaml --calibration <calibration> --results <predict> # 2026-11-28, 00:00
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";

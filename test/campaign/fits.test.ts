@@ -86,7 +86,8 @@ describe("what plan refuses before anything starts", () => {
   });
 
   it("refuses a pipeline whose micro-batches the worker would refuse: 1F1B with fewer than its stages, or not dividing the batch", () => {
-    // The worker exited 2 on the third node's run of campaigns/local-layouts-baselines.yaml (1f1b, 2 micro-batches, 3 stages) after plan had taken it.
+    // The worker exited 2 on the third node's run of campaigns/local-layouts-baselines.yaml (1f1b, 2 micro-batches, 3
+    // stages) after plan had taken it.
     expect(
       problemsOf(campaign("", "parallelism: pipeline, pipelineSchedule: 1f1b, microBatches: 2", "[2, 3]")),
     ).toEqual([

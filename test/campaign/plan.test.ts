@@ -17,7 +17,8 @@ const smoke = file(`
 describe("the campaign files shipped in campaigns/", () => {
   for (const name of readdirSync("campaigns").filter((entry) => entry.endsWith(".yaml"))) {
     it(`${name} is valid and plans at least one run per node count it names`, () => {
-      // Planning needs no SSH key (`ringlab plan` works before one exists). A Kubernetes campaign is `ringlab manifests`'.
+      // Planning needs no SSH key (`ringlab plan` works before one exists). A Kubernetes campaign is `ringlab
+      // manifests`'.
       const file = `campaigns/${name}`;
       const parsed = /^\s+target: kubernetes$/m.test(readFileSync(file, "utf8"))
         ? loadKubernetesCampaignFile(file)
@@ -329,7 +330,8 @@ describe("expanding the matrix", () => {
     const ids = (exclude: string) => planCampaign(layouts(exclude), "layouts").runs.map((run) => run.id);
     const all = ids("");
     const kept = ids(", exclude: [{nodes: 3, pipelineSchedule: 1f1b, microBatches: 2}]");
-    // 1F1B x2 on 3 nodes at both rates, nothing else: not on 1 or 2 nodes, not GPipe, not ddp (which has no micro-batches).
+    // 1F1B x2 on 3 nodes at both rates, nothing else: not on 1 or 2 nodes, not GPipe, not ddp (which has no
+    // micro-batches).
     expect(all.filter((id) => !kept.includes(id))).toEqual([
       "train-gpt-mini-b6-n3-300mbit-parallelism-pipeline-microbatches-2-pipelineschedule-1f1b-r1",
       "train-gpt-mini-b6-n3-1gbit-parallelism-pipeline-microbatches-2-pipelineschedule-1f1b-r1",
@@ -341,7 +343,8 @@ describe("expanding the matrix", () => {
         ids(", exclude: [{nodes: 3, pipelineSchedule: 1f1b, microBatches: 2}, {bandwidth: 300mbit, parallelism: ddp}]")
           .length,
     ).toBe(2 + 2);
-    // A single-node run has no link rate: this entry matches no run, and would otherwise leave the 1-node runs in unnoticed.
+    // A single-node run has no link rate: this entry matches no run, and would otherwise leave the 1-node runs in
+    // unnoticed.
     expect(() => planCampaign(layouts(", exclude: [{nodes: 1, bandwidth: 300mbit}]"), "layouts")).toThrow(
       'campaign.matrix.exclude entry 1 ({"nodes":1,"bandwidth":"300mbit"}) leaves out no training run',
     );

@@ -88,7 +88,10 @@ function validValue(knob: TrainKnob): Value {
   return knob.type === "switch" ? true : (knob.choices?.[0] ?? knob.min ?? (knob.gt ?? 0) + 1);
 }
 
-/** The other knobs a campaign that sets `knob` needs for the schema to accept it: the registry's needs and the schema's own. */
+/**
+ * The other knobs a campaign that sets `knob` needs for the schema to accept it: the registry's needs and the schema's
+ * own.
+ */
 function contextOf(knob: TrainKnobName): Record<string, Value> {
   const needs = needsOf(knob);
   const timeToTrain = knob === "epochs" || needs.includes("epochs") || SCHEMA_TIME_TO_TRAIN.includes(knob);

@@ -87,7 +87,8 @@ campaign:
   for (const { what, text, path } of BROKEN) {
     it(`${what} is refused by both, at ${path}`, () => {
       expect(validate(loadYaml(text))).toBe(false);
-      // A union (the testbed's target, a value or a list) fails in each of its branches: the loader's path is among them.
+      // A union (the testbed's target, a value or a list) fails in each of its branches: the loader's path is among
+      // them.
       expect(validate.errors!.map(errorPath)).toContain(path);
       expect(loaderPaths(text)).toEqual([path]);
     });

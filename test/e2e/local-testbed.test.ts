@@ -47,7 +47,9 @@ const NOT_CONFIGURED_AGAIN = new RegExp(
   `testbed ${NAME}: configured at \\S+ from the same playbooks, inventory and worker image; not configuring again`,
 );
 
-/** Runs a campaign on this testbed, kept afterwards; returns the CLI result, the results folder and the scratch folder. */
+/**
+ * Runs a campaign on this testbed, kept afterwards; returns the CLI result, the results folder and the scratch folder.
+ */
 async function keptCampaign(name: string, campaign: string): Promise<{ run: CliResult; out: string; work: string }> {
   const work = scratch(name);
   const file = writeFile(work, `${name}.yaml`, `${TESTBED_LINE}\ncampaign:\n  keep: true\n${campaign}`);
@@ -369,7 +371,8 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
 
   it("records a failed run with its error and logs, goes on with the rest, and exits 5", async () => {
     // The run that times out comes first: the one after it must still run. The limit is for both, and the quick run
-    // takes 8-14 s here (worker start and rendezvous), more on a busy machine: 30 s, not 15, so that it never times out.
+    // takes 8-14 s here (worker start and rendezvous), more on a busy machine: 30 s, not 15, so that it never times
+    // out.
     const { run, out } = await keptCampaign(
       "failing",
       `

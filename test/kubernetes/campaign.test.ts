@@ -27,7 +27,10 @@ const NAMESPACE = "ringlab";
 const TESTBED = `testbed: {target: kubernetes, name: kind, nodes: 2, namespace: ${NAMESPACE}, sharedClaim: shared, workerImage: "registry.example/ringlab/worker:cpu", gpusPerPod: 0}`;
 const CAMPAIGN =
   "campaign: {matrix: {nodes: [2], model: tiny, batchSize: 8, bandwidth: [unlimited]}, runTimeoutSeconds: 60}";
-/** One train run, no probe, a 10 s deadline: a run that ought to fail at once and does not fails at its deadline (and 30 s of grace), with its own words, within the test's time. */
+/**
+ * One train run, no probe, a 10 s deadline: a run that ought to fail at once and does not fails at its deadline (and 30
+ * s of grace), with its own words, within the test's time.
+ */
 const ONE_RUN =
   "campaign: {matrix: {nodes: [2], model: tiny, batchSize: 8, bandwidth: [unlimited]}, probe: {enabled: false}, runTimeoutSeconds: 10}";
 
@@ -119,7 +122,8 @@ describe("a Kubernetes campaign", () => {
         /^# ringlab run train-tiny-b8-n2-unlimited-r1: kubectl apply -f this file/,
       );
       expect(readFileSync(join(logs, "worker-1.log"), "utf8")).toBe("rank 1 done\n");
-      // The NetworkPolicy before any pod can exist, the Secret before the Job, each run; the objects are the manifests'.
+      // The NetworkPolicy before any pod can exist, the Secret before the Job, each run; the objects are the
+      // manifests'.
       const names = ["kind-allreduce-n2-unlimited-r1", "kind-train-tiny-b8-n2-unlimited-r1"];
       expect(cluster.created.map((object) => `${object.kind} ${object.metadata.name}`)).toEqual(
         names.flatMap((name) => ["NetworkPolicy", "Secret", "Service", "Job"].map((kind) => `${kind} ${name}`)),
@@ -203,7 +207,8 @@ describe("a Kubernetes campaign", () => {
         phase: "Pending",
         conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: reason }],
       };
-      // The scheduler's reason shows while the pods wait; at the deadline the Job controller fails the Job and removes them.
+      // The scheduler's reason shows while the pods wait; at the deadline the Job controller fails the Job and removes
+      // them.
       const cluster = await fake({
         jobController,
         scenario: (look) =>
@@ -406,8 +411,8 @@ describe("a Kubernetes campaign", () => {
   });
 
   it("fails a run whose image is not in the registry after a while, naming the image and why the pull failed (ErrImagePull and back-off in turn)", async () => {
-    // What containerd says of a tag the registry does not have; a kubelet of 1.32 or later repeats it while it backs off
-    // (kubernetes/kubernetes#127918; an older one says only "Back-off pulling image").
+    // What containerd says of a tag the registry does not have; a kubelet of 1.32 or later repeats it while it backs
+    // off (kubernetes/kubernetes#127918; an older one says only "Back-off pulling image").
     const notFound =
       'rpc error: code = NotFound desc = failed to pull and unpack image "registry.example/ringlab/worker:cpu": failed to resolve reference "registry.example/ringlab/worker:cpu": registry.example/ringlab/worker:cpu: not found';
     const pullFailed: PodState = {
@@ -423,7 +428,8 @@ describe("a Kubernetes campaign", () => {
         },
       },
     };
-    // The kubelet's tries and back-offs, a look each: a run that counted only the back-offs would start counting anew at every try.
+    // The kubelet's tries and back-offs, a look each: a run that counted only the back-offs would start counting anew
+    // at every try.
     const cluster = await fake({
       scenario: (look) => ({
         pods:
@@ -453,7 +459,8 @@ describe("a Kubernetes campaign", () => {
   });
 
   it("fails a run at once when its container cannot be made, naming the configuration the kubelet lacks and no image (CreateContainerConfigError)", async () => {
-    // The run's Secret gone before the pods started (a policy, `ringlab down` from elsewhere): the kubelet cannot fill secretKeyRef.
+    // The run's Secret gone before the pods started (a policy, `ringlab down` from elsewhere): the kubelet cannot fill
+    // secretKeyRef.
     const noSecret: PodState = {
       phase: "Pending",
       worker: {

@@ -31,7 +31,10 @@ export interface PodState {
   readonly worker?: Json;
   /** The worker container's log. */
   readonly log?: string;
-  /** The init container's state (the Job's template has one with shapeInPod), as status.initContainerStatuses[0].state. @default terminated with 0 once the worker container has a state */
+  /**
+   * The init container's state (the Job's template has one with shapeInPod), as status.initContainerStatuses[0].state.
+   * @default terminated with 0 once the worker container has a state
+   */
   readonly init?: Json;
   /** The init container's log (GET .../log?container=<its name>). */
   readonly initLog?: string;
@@ -73,7 +76,10 @@ export interface FakeClusterOptions {
   readonly scenario?: Scenario;
   /** Accept connections but never answer (a cluster that hangs). */
   readonly hang?: boolean;
-  /** Objects already in the namespace (another testbed's, a killed run's), by kind; `logs`: an existing pod's logs by container. */
+  /**
+   * Objects already in the namespace (another testbed's, a killed run's), by kind; `logs`: an existing pod's logs by
+   * container.
+   */
   readonly existing?: {
     readonly jobs?: readonly Json[];
     readonly services?: readonly Json[];
@@ -143,7 +149,10 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
   );
   const looks = new Map<string, number>();
   const jobController = options.jobController ?? "current";
-  /** Per Job (by uid), on a current cluster: the interim condition once sent, and the scenario's look that ended it, held for the next look. */
+  /**
+   * Per Job (by uid), on a current cluster: the interim condition once sent, and the scenario's look that ended it,
+   * held for the next look.
+   */
   const interim = new Map<string, Json>();
   const heldBack = new Map<string, ScenarioLook>();
   const failedCreate = new Map<string, readonly string[]>();
@@ -179,7 +188,10 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
     items: [...objects].filter((object) => matches(object, labelSelector)).sort(byName),
   });
 
-  /** The scenario's look as the Job controller says it (see JobController): its conditions, and whether the pods it stopped are still terminating. */
+  /**
+   * The scenario's look as the Job controller says it (see JobController): its conditions, and whether the pods it
+   * stopped are still terminating.
+   */
   function asController(uid: string, state: ScenarioLook): { conditions: Json[]; stoppedTerminate: boolean } {
     const conditions = [...(state.conditions ?? [])];
     const ended = conditions.find((c) => (c.type === "Failed" || c.type === "Complete") && c.status === "True");

@@ -1,7 +1,7 @@
 /**
  * The probe of a layout's own collectives (probe.collective: all-gather, reduce-scatter, sendrecv, as nccl-tests'
- * all_gather_perf, reduce_scatter_perf and sendrecv_perf): each fitted with its own ring shape, kept apart in the report
- * and the calibration, and used for the layout's prediction in place of the all-reduce's α and β, saying so.
+ * all_gather_perf, reduce_scatter_perf and sendrecv_perf): each fitted with its own ring shape, kept apart in the
+ * report and the calibration, and used for the layout's prediction in place of the all-reduce's α and β, saying so.
  */
 import { describe, expect, it } from "vitest";
 import { calibrationFromRecords, type Calibration, type ComputeEntry } from "../../src/predict/calibration.ts";
@@ -11,7 +11,8 @@ import { computeWorkload } from "../../src/workload/transformer.ts";
 import { probeRecord } from "../report/fixtures/records.ts";
 
 const sizes = [1 << 20, 1 << 22, 1 << 24];
-// 3 nodes at 1gbit: the all-reduce's bus bandwidth 0.9 Gbit/s, the all-gather's 0.45 (a slower collective on the same link).
+// 3 nodes at 1gbit: the all-reduce's bus bandwidth 0.9 Gbit/s, the all-gather's 0.45 (a slower collective on the same
+// link).
 const probes = [
   probeRecord({ nodes: 3, bandwidth: "1gbit", busbw: sizes.map((size) => [size, 0.9] as const) }),
   probeRecord({

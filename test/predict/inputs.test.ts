@@ -1,4 +1,7 @@
-/** Where an AWS prediction's inputs come from when no calibration has them: published figures, the catalogue, or said to be assumed. */
+/**
+ * Where an AWS prediction's inputs come from when no calibration has them: published figures, the catalogue, or said to
+ * be assumed.
+ */
 import { describe, expect, it } from "vitest";
 import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../../src/catalogue/assumed-throughput.ts";
 import { PARAMETER_COUNT } from "../../src/config/registry.ts";

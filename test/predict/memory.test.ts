@@ -17,7 +17,9 @@ import { trainRecord } from "../report/fixtures/records.ts";
 
 const MIB = 2 ** 20;
 
-/** A single-node gpt-nano run whose rank measured `overBaseline` bytes over a 225 MiB baseline, its launcher 250 MiB. */
+/**
+ * A single-node gpt-nano run whose rank measured `overBaseline` bytes over a 225 MiB baseline, its launcher 250 MiB.
+ */
 function nanoRecord(batchSize: number, overBaseline: number, runId = `nano-b${batchSize}`): RunRecord {
   const record = trainRecord({ model: "gpt-nano", batchSize, nodes: 1, throughput: 1000 });
   const result = record.result!;

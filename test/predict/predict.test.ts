@@ -391,7 +391,8 @@ describe("deriving what the calibration did not measure, said so", () => {
   });
 
   it("between two measured batches, the straight line through them (a fixed part a step and a part a sample), not one's compute per sample", () => {
-    // Batch 64 at 0.6 s a step, batch 128 at 1.0 s: 0.2 s fixed and 6.25 ms a sample, so batch 96 at 0.8 s (per sample from 64: 0.9 s).
+    // Batch 64 at 0.6 s a step, batch 128 at 1.0 s: 0.2 s fixed and 6.25 ms a sample, so batch 96 at 0.8 s (per sample
+    // from 64: 0.9 s).
     const compute = calibration.compute[0]!;
     const two: Calibration = {
       ...calibration,

@@ -60,7 +60,8 @@ describe("recommending a layout", () => {
       "pipeline 1f1b, 12 micro-batches",
     ]);
     expect(layoutCandidates("gpt-mini", 4, knobs, 2, 2).map((candidate) => candidate.name)).toContain("tensor");
-    // Every count that divides the batch, one to four a stage: batch 6 on 2 stages is 2, 3 and 6 (3 won at 300 Mbit/s), not 2 and 4.
+    // Every count that divides the batch, one to four a stage: batch 6 on 2 stages is 2, 3 and 6 (3 won at 300 Mbit/s),
+    // not 2 and 4.
     expect(
       layoutCandidates("gpt-mini", 6, knobs, 2, 2)
         .filter((candidate) => candidate.knobs["parallelism"] === "pipeline")

@@ -1,4 +1,7 @@
-/** The report's first lines (src/report/answer.ts): the campaign's question answered before any table, on real campaigns' records. */
+/**
+ * The report's first lines (src/report/answer.ts): the campaign's question answered before any table, on real
+ * campaigns' records.
+ */
 import { describe, expect, it } from "vitest";
 import { answerSentences } from "../../src/report/answer.ts";
 import { reportData, reportMeta } from "../../src/report/data.ts";
@@ -36,7 +39,8 @@ describe("the report's answer in three sentences", () => {
     expect(flags).toBe(
       "10 flags (1 outlier repeat, 9 wide intervals): read the points marked ⚑ with care (see Flags).",
     );
-    // The same runs with the 2-node 300 Mbit/s pipeline's throughput 1.2 times: above even the perfect overlap, said so.
+    // The same runs with the 2-node 300 Mbit/s pipeline's throughput 1.2 times: above even the perfect overlap, said
+    // so.
     const faster = recordsOf("test/bench/data/layouts/runs.jsonl").map((record) => {
       if (
         record.params.nodes !== 2 ||

@@ -90,7 +90,8 @@ describe("chart specs", () => {
       layer: { mark: { type: string; clip?: boolean }; encoding: { y: { scale: { domain: number[] } } } }[];
     };
     const [line, bars] = spec.layer;
-    // Two repeats 0.9 and 0.1 apart: the bar reaches 0.5 + 12.706 × 0.4 / √2 · √2 = 5.6 Gbit/s; the axis stops at 1.15 × 1 Gbit/s.
+    // Two repeats 0.9 and 0.1 apart: the bar reaches 0.5 + 12.706 × 0.4 / √2 · √2 = 5.6 Gbit/s; the axis stops at 1.15
+    // × 1 Gbit/s.
     expect(line!.encoding.y.scale.domain).toEqual([0, BUS_BANDWIDTH_HEADROOM * 1]);
     expect(bars!.mark).toMatchObject({ type: "errorbar", clip: true });
   });

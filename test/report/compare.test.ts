@@ -159,7 +159,8 @@ describe("compare never flags a difference inside the combined noise", () => {
   });
 
   it("one repeat a side: each run's spread over iterations stands in, and 6% inside it is not flagged while 8% beyond it is", () => {
-    // h = √((5/100)² + (5/106)²) = 0.0687 > ln 1.06 = 0.0583; with 108: ln 1.08 = 0.0770 > √((5/100)² + (5/108)²) = 0.0681.
+    // h = √((5/100)² + (5/106)²) = 0.0687 > ln 1.06 = 0.0583; with 108: ln 1.08 = 0.0770 > √((5/100)² + (5/108)²) =
+    // 0.0681.
     const inside = compareOne(
       [trainRecord({ nodes: 2, throughput: 100, ci95: 5 })],
       [trainRecord({ nodes: 2, throughput: 106, ci95: 5 })],

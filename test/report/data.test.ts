@@ -363,7 +363,8 @@ describe("reportData: strategies that send fewer bytes over the ring's link", ()
     // The ring's bound on 3 ranks, 2(N-1)/N · S/B, for each strategy's S.
     expect(at("powersgd").allReduceLowerBoundSeconds).toBeCloseTo(((4 / 3) * 2e6 * 8) / 1e9, 12);
     const fit = data.probes[0]!.fit!;
-    // Local SGD: one flat all-reduce every 4 steps (the default period); PowerSGD: three per DDP bucket of the whole gradient.
+    // Local SGD: one flat all-reduce every 4 steps (the default period); PowerSGD: three per DDP bucket of the whole
+    // gradient.
     expect(at("local-sgd").prediction!.allReduceSeconds).toBeCloseTo(
       predictTrainingStep(fit, { computeSeconds: COMPUTE_SECONDS, gradientBytes: 2.5e7, ranks: 3, allReduces: 1 / 4 })
         .allReduceSeconds,
@@ -658,7 +659,8 @@ describe("reportData: the nodes' compute speed (calibration)", () => {
     const data = reportData([
       trainRecord({ nodes: 1, repeat: 1, throughput: 100, computeGflops: [4.0] }),
       trainRecord({ nodes: 1, repeat: 2, throughput: 100, computeGflops: [3.8] }),
-      // Each run counts once, whatever its rank count: (3.6, 3.8) → 3.7 and (3.4, 3.6) → 3.5; the third predates the calibration.
+      // Each run counts once, whatever its rank count: (3.6, 3.8) → 3.7 and (3.4, 3.6) → 3.5; the third predates the
+      // calibration.
       trainRecord({ nodes: 2, repeat: 1, throughput: 150, computeGflops: [3.6, 3.8] }),
       trainRecord({ nodes: 2, repeat: 2, throughput: 150, computeGflops: [3.4, 3.6] }),
       trainRecord({ nodes: 2, repeat: 3, throughput: 150 }),

@@ -88,8 +88,8 @@ describe("the report's layouts", () => {
         "pipeline gpipe, 4 micro-batches 0.15 (predicted 0.09) GiB.",
     );
     // The memory model's figure with ringlab's assumed CPU constants (94 MiB over the baseline, then 1.04 × the model's
-    // bytes; FSDP across workers 140 MiB), as plan gives it: gpt-nano's state is small, so the overheads dominate, FSDP's
-    // the larger; the pipeline's stage holds less than a replica.
+    // bytes; FSDP across workers 140 MiB), as plan gives it: gpt-nano's state is small, so the overheads dominate,
+    // FSDP's the larger; the pipeline's stage holds less than a replica.
     const [ddp, fsdp, pipeline] = comparison!.entries.map((entry) => entry.predictedMemoryBytes!);
     expect(fsdp).toBeGreaterThan(ddp!);
     expect(ddp).toBeGreaterThan(pipeline!);

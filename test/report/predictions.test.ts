@@ -218,7 +218,8 @@ describe("the prediction made before the run, scored", () => {
   });
 
   it("says where runs' CPU checks read far from the calibration runs': they ran on another machine than the one calibrated", () => {
-    // The worker's CPU check before each run (GFLOP/s per rank); the calibration runs that measured the compute read 60.
+    // The worker's CPU check before each run (GFLOP/s per rank); the calibration runs that measured the compute read
+    // 60.
     const checked = (gflops: Readonly<Record<string, readonly number[]>>) =>
       records.map((record) =>
         gflops[record.runId] === undefined || record.result === undefined
@@ -424,7 +425,8 @@ describe("every measurement of a predicted run, scored", () => {
     busy: true,
     busyThreshold: 0.25,
   };
-  // The 4-node run at 1gbit: its first attempt (200 img/s) ran on a busy machine, the campaign ran it again at its end (230 img/s).
+  // The 4-node run at 1gbit: its first attempt (200 img/s) ran on a busy machine, the campaign ran it again at its end
+  // (230 img/s).
   const withRerun: RunRecord[] = [
     ...records.map((record) =>
       record.runId === "train-resnet50-b64-n4-1gbit-r1" ? { ...record, attempt: 1, hostLoad: busy } : record,

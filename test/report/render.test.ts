@@ -84,9 +84,9 @@ describe("renderHtml", () => {
 
   it("puts every training number next to its measurement, as the data computed it", () => {
     const resnet50 = sectionOf(html, "<h3>resnet50 · batch 64</h3>");
-    // Link, nodes, workers, throughput ± CI, n, median, CV, ideal, efficiency (and its flags), calibration (n/a: the fixture's
-    // records predate it), t_c, t_ar, ceilings, throughput ceiling, peak memory (n/a: none recorded).
-    // CV: (150, 160) sample sd √50 over 155; (200, 206, 212) sd 6 over 206; (100, 110) √50 over 105.
+    // Link, nodes, workers, throughput ± CI, n, median, CV, ideal, efficiency (and its flags), calibration (n/a: the
+    // fixture's records predate it), t_c, t_ar, ceilings, throughput ceiling, peak memory (n/a: none recorded). CV:
+    // (150, 160) sample sd √50 over 155; (200, 206, 212) sd 6 over 206; (100, 110) √50 over 105.
     expect(cellsOf(rowStartingWith(resnet50, "1gbit", "2"))).toEqual([
       "1gbit",
       "2",
@@ -246,7 +246,8 @@ describe("renderMarkdown", () => {
   it("gives the headline per link at the largest node count", () => {
     expect(markdown).toContain("# ringlab report: scaling-test");
     expect(markdown).toContain("14 runs: 13 ok, 1 failed; 2 flagged (see Flags)");
-    // Throughput, n, median, CV ((400, 404): sample sd 2√2 over 402), ideal, efficiency, calibration (none recorded: n/a), ceilings.
+    // Throughput, n, median, CV ((400, 404): sample sd 2√2 over 402), ideal, efficiency, calibration (none recorded:
+    // n/a), ceilings.
     expect(markdown).toContain(
       "| resnet50 · batch 64 (img/s) | 1gbit | 4 | 200.0 (± 8.0 over iterations) | 1 | 200.0 | n/a | 420.0 | 47.6% | n/a | 33.7% – 50.8% |",
     );
@@ -311,8 +312,9 @@ describe("renderMarkdown", () => {
 });
 
 describe("the calibration column", () => {
-  // The 1gbit point's nodes computed 20% slower than the baseline's; its efficiency stays the measured 150 / 200 and nothing is flagged.
-  // t_c = 64 / 100 = 0.64 s; t_ar = 0.8 s at 1gbit, 0.08 s at 10gbit: ceilings 44.4% – 80.0% and 88.9% – 100.0%.
+  // The 1gbit point's nodes computed 20% slower than the baseline's; its efficiency stays the measured 150 / 200 and
+  // nothing is flagged. t_c = 64 / 100 = 0.64 s; t_ar = 0.8 s at 1gbit, 0.08 s at 10gbit: ceilings 44.4% – 80.0% and
+  // 88.9% – 100.0%.
   const calibrated = [
     trainRecord({ nodes: 1, throughput: 100, computeGflops: [4.0] }),
     // Run means 3.0 and 3.4 (each over its ranks), 3.20 over the runs.

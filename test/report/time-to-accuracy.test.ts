@@ -116,7 +116,8 @@ describe("time to accuracy per strategy", () => {
         averagingDrift: null,
         staleness: null,
       },
-      // The worker's defaults fill in the knobs the campaign left unset (PowerSGD's start iteration, local SGD's warm-up).
+      // The worker's defaults fill in the knobs the campaign left unset (PowerSGD's start iteration, local SGD's
+      // warm-up).
       {
         strategy: "powersgd (powersgdRank 1, powersgdStartIter 2)",
         repeats: 2,

@@ -81,7 +81,8 @@ describe("predictTrainingStep", () => {
       { alphaSeconds: 1e-4, betaSecondsPerByte: ONE_GBIT_BETA },
       { computeSeconds: 0.5, gradientBytes: 1e8, ranks: 3 },
     );
-    // ceil(1e8 / 26 214 400) = 4 buckets; Σ t_ar = 4 buckets · 4 steps · 1e-4 s + 4/3 · 1e8 B · 8e-9 s/B = 0.0016 + 1.0666… s.
+    // ceil(1e8 / 26 214 400) = 4 buckets; Σ t_ar = 4 buckets · 4 steps · 1e-4 s + 4/3 · 1e8 B · 8e-9 s/B = 0.0016 +
+    // 1.0666… s.
     expect(prediction.buckets).toBe(4);
     expect(prediction.allReduceSeconds).toBeCloseTo(1.0682666667, 9);
     expect(prediction.noOverlapStepSeconds).toBeCloseTo(1.5682666667, 9);

@@ -77,7 +77,8 @@ describe("lower bound per reduction", () => {
     // 2 nodes × 2: a ring of 4 ranks, 2·3/4 = 1.5 s; 4 nodes × 1 the same; by hand for the servers:
     expect(reductionLowerBoundSeconds("ring", S, { nodes: 2, processesPerNode: 2 }, 1, true)).toBeCloseTo(1.5, 12);
     expect(reductionLowerBoundSeconds("ring", S, fourNodes, 1, true)).toBeCloseTo(1.5, 12);
-    // sharded: 2·(1/2)·2 = 2 s; server, egress-shaped: the other node pushes 2 S (2 s), the server sends 2 S back (2 s).
+    // sharded: 2·(1/2)·2 = 2 s; server, egress-shaped: the other node pushes 2 S (2 s), the server sends 2 S back (2
+    // s).
     expect(
       reductionLowerBoundSeconds("sharded-parameter-server", S, { nodes: 2, processesPerNode: 2 }, 1, true),
     ).toBeCloseTo(2, 12);

@@ -1,4 +1,7 @@
-/** One step on any layout (src/results/layout-model.ts): each collective's ring time, tensor parallelism's split, a pipeline's slots. */
+/**
+ * One step on any layout (src/results/layout-model.ts): each collective's ring time, tensor parallelism's split, a
+ * pipeline's slots.
+ */
 import { describe, expect, it } from "vitest";
 import { allReduceSeconds } from "../../src/results/comm-model.ts";
 import {

@@ -1,4 +1,7 @@
-/** Whether a campaign may save predictions "before the run", and whether they are in-sample (src/results/predictions.ts). */
+/**
+ * Whether a campaign may save predictions "before the run", and whether they are in-sample
+ * (src/results/predictions.ts).
+ */
 import { describe, expect, it } from "vitest";
 import {
   decidePredictions,

@@ -6,7 +6,9 @@ import { plannedLostNode } from "../../src/launchers/node-loss.ts";
 import { readOutcome, type RunRequest } from "../../src/runner/runner.ts";
 import { probeRecord } from "../report/fixtures/records.ts";
 
-/** A run's folder holding outcome.json as run.yml writes it (ranks and ok as Ansible renders them: strings, booleans). */
+/**
+ * A run's folder holding outcome.json as run.yml writes it (ranks and ok as Ansible renders them: strings, booleans).
+ */
 function jobFolder(ranks: Record<string, unknown>[]): RunRequest {
   const collectDir = mkdtempSync(join(tmpdir(), "ringlab-outcome-"));
   writeFileSync(join(collectDir, "outcome.json"), JSON.stringify({ run_id: "r1", ranks }));

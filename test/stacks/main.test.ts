@@ -1,4 +1,7 @@
-/** The cdktf app end to end: the real `cdktf synth` from a stored spec, and the app's answers to a missing or wrong spec. */
+/**
+ * The cdktf app end to end: the real `cdktf synth` from a stored spec, and the app's answers to a missing or wrong
+ * spec.
+ */
 import { spawnSync, type SpawnSyncReturns } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

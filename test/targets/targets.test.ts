@@ -36,7 +36,10 @@ const TESTBEDS: Record<string, Record<string, unknown>> = {
   },
 };
 
-/** The problems of a campaign on `target`'s testbed (with `testbed` fields over it) and `campaign`'s fields over a plain matrix. */
+/**
+ * The problems of a campaign on `target`'s testbed (with `testbed` fields over it) and `campaign`'s fields over a plain
+ * matrix.
+ */
 function problems(
   target: string,
   campaign: Record<string, unknown> = {},

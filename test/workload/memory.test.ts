@@ -20,7 +20,9 @@ const dims = (knobs: Record<string, unknown>, workers: number): ParallelDims => 
 const memory = (knobs: Record<string, unknown>, workers = 1) =>
   rankMemory({ model: "gpt-nano", batchSize: 4, knobs: { ...base, ...knobs }, dims: dims(knobs, workers) });
 
-/** The census per token for gpt-nano's 2 blocks of width 64, 4 heads, vocabulary 256, with the embeddings and the head. */
+/**
+ * The census per token for gpt-nano's 2 blocks of width 64, 4 heads, vocabulary 256, with the embeddings and the head.
+ */
 function censusPerToken(coefficients: typeof census.fp32, blocks = 2): number {
   return (
     blocks * (coefficients.layersTimesWidth * 64 + coefficients.layersTimesHeads * 4) +

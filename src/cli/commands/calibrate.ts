@@ -1,4 +1,7 @@
-/** `ringlab calibrate <results dir>...`: what earlier campaigns measured, kept for `plan` to predict runs before they run. */
+/**
+ * `ringlab calibrate <results dir>...`: what earlier campaigns measured, kept for `plan` to predict runs before they
+ * run.
+ */
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { describeSource, overlapLabel, splitLabel } from "../../predict/calibration.ts";

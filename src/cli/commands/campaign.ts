@@ -67,7 +67,8 @@ export function registerCampaign(program: Command, host: CommandHost): void {
         resolveCpuQuota(campaign, machineCores);
         const ctx = host.contextFor(command, "campaign");
         warnIgnored(ctx, target, options);
-        // Read before anything starts: a corrupt calibration is bad input (exit 2), not a surprise after the testbed is up.
+        // Read before anything starts: a corrupt calibration is bad input (exit 2), not a surprise after the testbed is
+        // up.
         const calibrationFile = options.calibration ?? defaultCalibrationFile(ctx.stateDir);
         const predicts = gapOf(target, "predictions") === undefined;
         const calibration =
@@ -101,7 +102,10 @@ export interface CampaignCliOptions {
   readonly calibration?: string;
 }
 
-/** The reruns a campaign does: disturbed runs of this invocation unless either --no-rerun-* says not, and with --rerun-flagged those of earlier ones. */
+/**
+ * The reruns a campaign does: disturbed runs of this invocation unless either --no-rerun-* says not, and with
+ * --rerun-flagged those of earlier ones.
+ */
 export function rerunChoices(options: Pick<CampaignCliOptions, "rerunFlagged" | "rerunDisturbed" | "rerunBusy">): {
   rerunDisturbed: boolean;
   redoDisturbed: boolean;
@@ -145,7 +149,10 @@ async function lockedCampaign(
   return exitCodeOf(outcome);
 }
 
-/** The options the campaign's target cannot serve (a Kubernetes campaign's runs' objects are always deleted), each said with why. */
+/**
+ * The options the campaign's target cannot serve (a Kubernetes campaign's runs' objects are always deleted), each said
+ * with why.
+ */
 function warnIgnored(ctx: Context, target: Target, options: Pick<CampaignCliOptions, "keep" | "calibration">): void {
   const ignored = [
     ...(options.keep === true ? [{ option: "--keep", why: gapOf(target, "keep") }] : []),

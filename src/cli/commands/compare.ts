@@ -1,4 +1,7 @@
-/** `ringlab compare <A> <B>`: two campaigns' results side by side, with the ratio B / A and whether it is beyond the noise. */
+/**
+ * `ringlab compare <A> <B>`: two campaigns' results side by side, with the ratio B / A and whether it is beyond the
+ * noise.
+ */
 import { basename, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { UsageError } from "../../util/errors.ts";

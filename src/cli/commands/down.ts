@@ -55,7 +55,8 @@ async function downOne(ctx: Context, which: string | undefined): Promise<void> {
     which !== undefined && /\.ya?ml$/.test(which)
       ? loadAnyCampaignFile(which, { readKeys: false, checkFolders: false })
       : undefined;
-  // A testbed ringlab does not bring up has no spec here: its target removes what its campaigns left from the file (a Kubernetes namespace's objects).
+  // A testbed ringlab does not bring up has no spec here: its target removes what its campaigns left from the file (a
+  // Kubernetes namespace's objects).
   const fromSection = file === undefined ? undefined : targetOf(file.testbed).downFromSection;
   if (file !== undefined && fromSection !== undefined) {
     ctx.reporter.info(await fromSection(ctx, file.testbed));

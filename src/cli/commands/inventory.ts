@@ -1,4 +1,7 @@
-/** `ringlab inventory <spec> --outputs <json>`: the Ansible inventory of an AWS testbed deployed by hand (terraform or cdktf). */
+/**
+ * `ringlab inventory <spec> --outputs <json>`: the Ansible inventory of an AWS testbed deployed by hand (terraform or
+ * cdktf).
+ */
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";

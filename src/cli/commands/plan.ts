@@ -63,7 +63,8 @@ export function registerPlan(program: Command, host: CommandHost): void {
           predictFrom === undefined
             ? []
             : plan.runs.map((run) => predictRun(run, predictFrom)).filter((p) => p !== null);
-        // Steps as a calibration predicts them: its own machine's measurements. Published-only predictions stay out (GPU figures, not this testbed's).
+        // Steps as a calibration predicts them: its own machine's measurements. Published-only predictions stay out
+        // (GPU figures, not this testbed's).
         const predictedStepSeconds =
           calibration === undefined
             ? undefined
@@ -122,7 +123,9 @@ async function planOnKubernetes(campaign: LoadedKubernetesCampaignFile, format: 
   return EXIT.ok;
 }
 
-/** What Pod Security level the runs' pods need and why (stdout), and where their NetworkPolicy cannot apply (a warning). */
+/**
+ * What Pod Security level the runs' pods need and why (stdout), and where their NetworkPolicy cannot apply (a warning).
+ */
 async function printKubernetesSecurity(
   plan: CampaignPlan,
   testbed: LoadedKubernetesCampaignFile["testbed"],
@@ -282,12 +285,18 @@ export function formatPredictions(predictions: readonly (RunPrediction | Missing
 
 interface MemoryRow {
   readonly configuration: string;
-  /** Predicted peak of the largest rank over its baseline, and of one node (launcher and every process's baseline), in bytes. */
+  /**
+   * Predicted peak of the largest rank over its baseline, and of one node (launcher and every process's baseline), in
+   * bytes.
+   */
   readonly rankBytes: number;
   readonly nodeBytes: number;
 }
 
-/** The memory model's prediction for every training configuration of a language model (image models have the GPU check alone). */
+/**
+ * The memory model's prediction for every training configuration of a language model (image models have the GPU check
+ * alone).
+ */
 function memoryRows(plan: CampaignPlan, constants: MemoryConstants): MemoryRow[] {
   const rows = new Map<string, MemoryRow>();
   for (const run of plan.runs) {

@@ -56,7 +56,10 @@ interface PredictOptions {
   readonly format: string;
 }
 
-/** `ringlab predict`: its options, and an action that checks them, then prints the curve or, with --recommend, the layouts. */
+/**
+ * `ringlab predict`: its options, and an action that checks them, then prints the curve or, with --recommend, the
+ * layouts.
+ */
 export function registerPredict(program: Command, host: CommandHost): void {
   program
     .command("predict")
@@ -154,7 +157,10 @@ export function registerPredict(program: Command, host: CommandHost): void {
     );
 }
 
-/** What a prediction is made from: the calibration (if any), how the output names it, the CPU quota, and the context asked against. */
+/**
+ * What a prediction is made from: the calibration (if any), how the output names it, the CPU quota, and the context
+ * asked against.
+ */
 interface Basis {
   readonly calibration: Calibration | undefined;
   /** The calibration's path, or PUBLISHED_ONLY without one. */
@@ -163,7 +169,10 @@ interface Basis {
   readonly context: PredictionContext;
 }
 
-/** The options checked, the calibration loaded and the CPU quota settled: what the prediction is made from (exit 2 where they do not go together). */
+/**
+ * The options checked, the calibration loaded and the CPU quota settled: what the prediction is made from (exit 2 where
+ * they do not go together).
+ */
 function basisOf(options: PredictOptions, stateDir: string): Basis {
   const file = options.calibration ?? defaultCalibrationFile(resolve(stateDir));
   const hasCalibration = options.calibration !== undefined || existsSync(file);
@@ -209,9 +218,13 @@ function checkOptions(options: PredictOptions, file: string, hasCalibration: boo
   }
 }
 
-/** The CPU quota per worker: --cpus, else the calibration's one quota for the model (exit 2 when it has several); none on AWS. */
+/**
+ * The CPU quota per worker: --cpus, else the calibration's one quota for the model (exit 2 when it has several); none
+ * on AWS.
+ */
 function cpuQuotaOf(options: PredictOptions, calibration: Calibration | undefined): number | undefined {
-  // A local calibration is per CPU quota (for any batch size of the model: another batch's compute is derived); an AWS question has none.
+  // A local calibration is per CPU quota (for any batch size of the model: another batch's compute is derived); an AWS
+  // question has none.
   const quotas =
     options.instanceType !== undefined || calibration === undefined
       ? []
@@ -268,7 +281,9 @@ function printRecommendations(options: PredictOptions, { calibration, from, cpus
   out(formatRecommendations(options, tables, from, memory.source, cpus));
 }
 
-/** The curve over the node counts for the options' layout, as text or JSON, and where communication overtakes compute. */
+/**
+ * The curve over the node counts for the options' layout, as text or JSON, and where communication overtakes compute.
+ */
 function printCurve(options: PredictOptions, { from, cpus, context }: Basis): void {
   const curve = predictCurve(options, context);
   const points = curve.flatMap(({ nodes, outcome }) => (isPrediction(outcome) ? [{ nodes, prediction: outcome }] : []));
@@ -331,7 +346,10 @@ function predictCurve(
   }));
 }
 
-/** The curve's text: one row per node count, then where communication overtakes compute, the sources, and the node counts with no prediction. */
+/**
+ * The curve's text: one row per node count, then where communication overtakes compute, the sources, and the node
+ * counts with no prediction.
+ */
 function formatCurve(
   options: PredictOptions,
   points: readonly { nodes: number; prediction: RunPrediction }[],
@@ -403,7 +421,10 @@ function parseInstanceType(value: string): string {
   return value;
 }
 
-/** The workload's own knobs from the options (precision, optimizer, a language model's shape), as a campaign's train section sets them. */
+/**
+ * The workload's own knobs from the options (precision, optimizer, a language model's shape), as a campaign's train
+ * section sets them.
+ */
 function workloadKnobs(options: PredictOptions): Record<string, string | number | boolean> {
   return {
     precision: options.precision,
@@ -429,7 +450,9 @@ function memoryConstantsOf(
   return constantsOf(entries, ASSUMED_MEMORY[device]) ?? ASSUMED_MEMORY[device];
 }
 
-/** The --recommend text: a table of layouts per node count, the campaign that would check the top two, and the sources. */
+/**
+ * The --recommend text: a table of layouts per node count, the campaign that would check the top two, and the sources.
+ */
 function formatRecommendations(
   options: PredictOptions,
   tables: readonly { nodes: number; rows: readonly Recommendation[] }[],

@@ -129,7 +129,10 @@ function parseProcessesPerNode(text: string): number {
   return value;
 }
 
-/** A quota applies where the target holds workers to one ("cpu-quota": local), and all the run's worker processes at once must fit this machine. */
+/**
+ * A quota applies where the target holds workers to one ("cpu-quota": local), and all the run's worker processes at
+ * once must fit this machine.
+ */
 function checkCpus(record: TestbedRecord, workers: number, cpus: number): void {
   const noQuota = gapOf(targetOf(record), "cpu-quota");
   if (noQuota !== undefined) {

@@ -1,4 +1,6 @@
-/** `ringlab schema [--out FILE]`: the campaign file's JSON Schema, for editors (yaml-language-server) and other tools. */
+/**
+ * `ringlab schema [--out FILE]`: the campaign file's JSON Schema, for editors (yaml-language-server) and other tools.
+ */
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { campaignJsonSchemaText } from "../../config/json-schema.ts";

@@ -1,4 +1,6 @@
-/** `ringlab sweep`: destroy expired ringlab resources in a region, found by their tags, whatever the local state says. */
+/**
+ * `ringlab sweep`: destroy expired ringlab resources in a region, found by their tags, whatever the local state says.
+ */
 import type { Command } from "commander";
 import { DEFAULTS } from "../../config/schema.ts";
 import type { CommandHost } from "../host.ts";

@@ -1,4 +1,6 @@
-/** `ringlab calibrate` and `ringlab plan --calibration` as a user runs them: the real CLI on results written to disk. */
+/**
+ * `ringlab calibrate` and `ringlab plan --calibration` as a user runs them: the real CLI on results written to disk.
+ */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -62,7 +64,8 @@ describe("ringlab calibrate, then plan", () => {
     expect(made.stdout).toMatch(/^link 1gbit, 2 nodes × 1, ring: α [\d.]+ ms, β as [\d.]+ Gbit\/s/m);
     expect(JSON.parse(readFileSync(join(state, "calibration.json"), "utf8")).schema).toBe("ringlab.calibration/v3");
 
-    // The smoke campaign at 0.5 cores: 1gbit probed for 2 nodes (3 derived from it); 3gbit never, and faster than any probe.
+    // The smoke campaign at 0.5 cores: 1gbit probed for 2 nodes (3 derived from it); 3gbit never, and faster than any
+    // probe.
     const plan = cli(state, ["plan", "campaigns/local-smoke.yaml", "--format", "json"]);
     expect(plan.status, plan.stderr).toBe(0);
     const json = JSON.parse(plan.stdout) as {
@@ -361,7 +364,8 @@ describe("ringlab calibrate, then plan", () => {
       expect.stringMatching(/"x;y" is not a GPU instance type ringlab's catalogue knows/),
     ]);
 
-    // Eight processes on a p4d's 8 GPUs: the nodes are drawn, one node's processes (no figure inside a node) said missing.
+    // Eight processes on a p4d's 8 GPUs: the nodes are drawn, one node's processes (no figure inside a node) said
+    // missing.
     const eight = cli(state, [
       "predict",
       "--model",
@@ -380,7 +384,8 @@ describe("ringlab calibrate, then plan", () => {
     expect(eight.status, eight.stderr).toBe(0);
     expect(eight.stdout).toMatch(/^4 +32 /m);
     expect(eight.stdout).toMatch(/^1 node: no prediction: no probe of the link in one node/m);
-    // Hierarchical: the network between nodes from the catalogue, the link inside a node as stated; faster than the flat ring.
+    // Hierarchical: the network between nodes from the catalogue, the link inside a node as stated; faster than the
+    // flat ring.
     const flat = cli(state, [
       "predict",
       "--model",
@@ -512,7 +517,8 @@ describe("ringlab calibrate, then plan", () => {
     const made = cli(join(dir, "state"), ["calibrate", results]);
     expect(made.status, made.stderr).toBe(0);
     const lines = made.stdout.trim().split("\n");
-    // Three compute entries of one model and batch, each with the workload it measured (the layout among its knobs), no two lines alike.
+    // Three compute entries of one model and batch, each with the workload it measured (the layout among its knobs), no
+    // two lines alike.
     const compute = lines.filter((line) => line.startsWith("compute gpt-mini batch 4 fp32 "));
     expect(compute.map((line) => line.match(/ parallelism=\S+( fsdpSharding=\S+)?/)?.[0].trim()).sort()).toEqual([
       "parallelism=ddp",
