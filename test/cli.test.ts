@@ -61,7 +61,7 @@ describe("ringlab CLI", () => {
         `error: ${file}: testbed.nodes: missing: expected a number\\n${file}: testbed.nodez: unknown key "nodez" \\(did you mean "nodes"\\?\\)`,
       ),
     );
-    expect(result.stderr).not.toMatch(/    at /);
+    expect(result.stderr).not.toMatch(/ {4}at /);
   });
 
   it("says what to do when no testbed is up", () => {

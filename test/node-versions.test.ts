@@ -128,6 +128,7 @@ describe("the CLI on a Node.js older than 22.19 (Node.js 20)", () => {
   it("runs it again on node_modules' Node.js 24, with the same options and arguments", () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-relaunch-"));
     const log = join(dir, "versions");
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the preloaded module's own template
     const module = preload(dir, 'log(`${process.version} ${process.env.RINGLAB_RELAUNCHED_FROM ?? "first"}`);');
     const plan = spawnSync(
       old,

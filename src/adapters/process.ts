@@ -65,7 +65,7 @@ export async function runProgram(
     forceKillAfterDelay: false,
   });
   const stopper = child.pid === undefined ? undefined : new GroupStopper(child.pid, options);
-  let result;
+  let result: Awaited<typeof child>;
   try {
     for await (const line of child.iterable({ from: "all" })) {
       if (options.logFile !== undefined) appendFileSync(options.logFile, `${line}\n`);
@@ -151,7 +151,10 @@ class GroupStopper {
     if (this.reason !== undefined) return;
     this.reason = reason;
     clearTimeout(this.timer);
-    if (!signalGroup(this.group, "SIGTERM")) return this.forget();
+    if (!signalGroup(this.group, "SIGTERM")) {
+      this.forget();
+      return;
+    }
     const deadline = Date.now() + KILL_GRACE_MS;
     const poll = setInterval(() => {
       if (Date.now() >= deadline) signalGroup(this.group, "SIGKILL");

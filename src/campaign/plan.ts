@@ -350,14 +350,14 @@ function excludedBy(entries: readonly ExcludeEntry[]): {
   readonly unused: () => number[];
 } {
   const used = new Set<number>();
-  const valueOf = (slot: Slot, config: TrainConfig, axis: string): unknown => {
+  const axisValue = (slot: Slot, config: TrainConfig, axis: string): unknown => {
     if (axis === "nodes" || axis === "processesPerNode" || axis === "bandwidth") return slot[axis];
     if (axis === "model" || axis === "batchSize") return config[axis];
     return config.varied.find(([knob]) => knob === axis)?.[1];
   };
   const excludes = (slot: Slot, config: TrainConfig) => {
     const index = entries.findIndex((entry) =>
-      Object.entries(entry).every(([axis, value]) => valueOf(slot, config, axis) === value),
+      Object.entries(entry).every(([axis, value]) => axisValue(slot, config, axis) === value),
     );
     if (index >= 0) used.add(index);
     return index >= 0;

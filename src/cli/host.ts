@@ -12,6 +12,7 @@ export type ContextFactory = (command: Command, verb: string) => Context;
  * An action's outcome: an exit code for a command that finished but must report failure (some runs failed, a
  * node does not answer); nothing for success. Commands that cannot finish throw a RinglabError instead.
  */
+// biome-ignore lint/suspicious/noConfusingVoidType: an action that returns nothing succeeded
 export type ActionResult = number | void;
 
 export interface CommandHost {

@@ -18,13 +18,11 @@ import { combinationProblems, knobRuleProblems } from "./knob-rules.ts";
 import { describeIssues, type ConfigProblem } from "./problems.ts";
 import {
   COLLECTIVES,
-  DDP_HOOK_REDUCTIONS,
   MODEL_KIND,
   MODELS,
   PLAIN_STEPS_KNOB,
   PROBE_LIBRARIES,
   STRATEGIES,
-  STRATEGY_KNOBS,
   TRAIN_KNOB_NAMES as KNOB_NAMES,
   TRAIN_KNOBS,
   type Model,

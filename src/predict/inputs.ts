@@ -16,7 +16,7 @@ import { modelRatio } from "../catalogue/measured-throughput.ts";
 import { describeCitation, publishedThroughput } from "../catalogue/published-throughput.ts";
 import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../catalogue/assumed-throughput.ts";
 import { PARAMETER_COUNT } from "../config/registry.ts";
-import type { CampaignFile, Model, TrainKnobName } from "../config/schema.ts";
+import type { CampaignFile, TrainKnobName } from "../config/schema.ts";
 import { targetOf } from "../targets/index.ts";
 import { computeWorkload } from "../workload/transformer.ts";
 import {

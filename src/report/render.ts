@@ -598,17 +598,17 @@ ${
 </section>`;
 }
 
-/** `escape` makes record text safe for the page it goes into (HTML or markdown). */
+/** `escapeText` makes record text safe for the page it goes into (HTML or markdown). */
 function predictionRow(
   config: TrainingConfig,
   series: BandwidthSeries,
   point: ScalingPoint,
-  escape = escapeHtml,
+  escapeText = escapeHtml,
 ): string[] {
   const prediction = point.prediction!;
   return [
-    escape(config.label),
-    escape(series.bandwidth),
+    escapeText(config.label),
+    escapeText(series.bandwidth),
     String(point.nodes),
     String(prediction.buckets),
     seconds(prediction.allReduceSeconds),
@@ -930,14 +930,14 @@ function predictionsIntro(score: PredictionScore): string {
 function predictionRows(
   score: PredictionScore,
   flags: readonly Flag[],
-  escape = (text: string) => text,
+  escapeText = (text: string) => text,
   mark = flagMark,
 ): string[][] {
   const signed = (value: number, digits: number) => `${value >= 0 ? "+" : "−"}${Math.abs(value).toFixed(digits)}`;
   const memory = hasMemory(score);
   const gib = (bytes: number) => (bytes / 2 ** 30).toFixed(2);
   return score.scored.map((row) => [
-    `${escape(row.label)}${mark(row.latest ? runFlags(flags) : disturbanceFlags(row), [row.runId])}`,
+    `${escapeText(row.label)}${mark(row.latest ? runFlags(flags) : disturbanceFlags(row), [row.runId])}`,
     row.predictedThroughput.toFixed(1),
     row.measuredThroughput.toFixed(1),
     `${signed(row.throughputError * 100, 1)}%`,

@@ -27,7 +27,7 @@ export function parseIpv4Cidr(text: string, options: CidrOptions = {}): ParsedCi
   const octets = match ? match.slice(1, 5).map(Number) : [];
   const prefixLength = match ? Number(match[5]) : NaN;
   // Leading zeros (010.0.0.0) mean octal to some tools and decimal to others.
-  const ambiguous = match !== null && match.slice(1, 6).some((part) => part.length > 1 && part.startsWith("0"));
+  const ambiguous = match?.slice(1, 6).some((part) => part.length > 1 && part.startsWith("0"));
   if (!match || ambiguous || octets.some((octet) => octet > 255) || prefixLength > 32) {
     return { ok: false, problem: `expected an IPv4 CIDR such as ${options.example ?? "10.0.0.0/16"}` };
   }

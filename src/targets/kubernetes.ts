@@ -161,7 +161,7 @@ export const kubernetesTarget: Target = {
    * Every Job, Service, NetworkPolicy, Secret and pod labelled ringlab.testbed=<name> (a campaign deletes each run's
    * own; this is for what a kill left).
    */
-  async downFromSection(ctx, section) {
+  async downFromSection(_ctx, section) {
     const testbed = narrowed("kubernetes", section);
     const { Cluster } = await import("../kubernetes/cluster.ts");
     const cluster = await Cluster.connect(testbed, {}, "delete");

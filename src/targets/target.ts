@@ -189,6 +189,7 @@ export interface Target {
  * target that takes any, under its name: each target module adds its own entry to this interface (declaration merging)
  * and reads only that one.
  */
+// biome-ignore lint/suspicious/noEmptyInterface: each target module merges its own entry into it
 export interface TargetOptions {}
 
 /**

@@ -6,6 +6,7 @@
  * DEL, and the Unicode marks that reorder what follows them (bidirectional overrides and isolates).
  */
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters it removes
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 /** `text` with every control character written as its \uXXXX escape. */

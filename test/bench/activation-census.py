@@ -83,7 +83,7 @@ def fit(precision: str) -> dict:
     coefficients = np.linalg.lstsq(x, y, rcond=None)[0]
     worst = float(np.max(np.abs(x @ coefficients - y) / y))
     return {
-        **{term: round(float(value), 3) for term, value in zip(TERMS, coefficients)},
+        **{term: round(float(value), 3) for term, value in zip(TERMS, coefficients, strict=True)},
         "worstRelativeError": round(worst, 5),
     }
 

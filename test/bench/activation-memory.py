@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Measures what src/campaign/gpu-memory.ts assumes: the bytes a training step keeps for the backward pass, per image.
 
-For each image model as the worker builds it (docker/worker/ringlab_worker/models/) at its native image size, it runs one
-forward pass in training mode with torch.autograd.graph.saved_tensors_hooks and adds up the distinct tensors autograd
-saves (parameters excluded), at two batch sizes; the difference per image is the activation memory per image.
+For each image model as the worker builds it (docker/worker/ringlab_worker/models/) at its native image size, it runs
+one forward pass in training mode with torch.autograd.graph.saved_tensors_hooks and adds up the distinct tensors
+autograd saves (parameters excluded), at two batch sizes; the difference per image is the activation memory per image.
 fp32 as is; amp as autocast to a 16-bit type (bfloat16 on the CPU, float16 on a GPU: both 2 bytes, and the same
 operations run in 16 bits). Runs on a CPU in about a minute: /usr/bin/python3 test/bench/activation-memory.py
 """

@@ -72,7 +72,6 @@ def argv_of(run: dict, steps: dict, output: str) -> list:
 
 def measure(run: dict, steps: dict, records: str) -> dict:
     import torch
-
     from ringlab_worker import cli
 
     output = os.path.join(records, f"{run['name']}.json")

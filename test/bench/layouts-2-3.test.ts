@@ -40,7 +40,6 @@ const {
   calibration,
   predictions,
   campaign,
-  data,
   score,
   counted,
   stepError,

@@ -38,7 +38,6 @@ const {
   calibration,
   predictions,
   campaign,
-  data,
   score,
   counted,
   stepError,

@@ -44,7 +44,6 @@ const calibration = committed.calibration;
 const predictions = saved.file;
 const data = reportData(layouts);
 const comparisons = layoutComparisons(data.training);
-const LINKS = ["300mbit", "1gbit"] as const;
 const round1 = (value: number) => Math.round(10 * value) / 10;
 /** The calibration's memory fit at 0.5 cores, as `ringlab predict` takes it. */
 const shardedMemory: MemoryConstants = constantsOf(

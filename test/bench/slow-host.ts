@@ -52,9 +52,9 @@ async function slowTheRun(campaignRunning: () => boolean): Promise<string> {
     ) {
       const workers = docker("ps", "-q", "--filter", `label=ringlab.run_id=${target}`).split("\n");
       const quotas = workers.map((id) => Number(docker("inspect", "-f", "{{.HostConfig.CpuQuota}}", id)));
-      workers.forEach((id, i) => docker("update", "--cpu-quota", String(Math.round(quotas[i]! / 3)), id));
+      for (const [i, id] of workers.entries()) docker("update", "--cpu-quota", String(Math.round(quotas[i]! / 3)), id);
       await sleep(slowSeconds * 1000);
-      workers.forEach((id, i) => spawnSync("docker", ["update", "--cpu-quota", String(quotas[i]), id]));
+      for (const [i, id] of workers.entries()) spawnSync("docker", ["update", "--cpu-quota", String(quotas[i]), id]);
       return `slowed ${workers.length} workers of ${target} from quota ${quotas.join(", ")} µs to a third for ${slowSeconds} s`;
     }
     await sleep(200);

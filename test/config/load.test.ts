@@ -529,7 +529,7 @@ ${extra}`;
   });
 
   it("requires a key for aws", () => {
-    expect(problemsOf(awsText("").replace(/  sshPublicKey: .*\n/, ""))).toEqual([
+    expect(problemsOf(awsText("").replace(/ {2}sshPublicKey: .*\n/, ""))).toEqual([
       expect.stringMatching(/^testbed\.sshPublicKeyFile: missing: expected sshPublicKeyFile/),
     ]);
   });

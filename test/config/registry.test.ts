@@ -4,7 +4,7 @@
  * needs or excludes are enforced, and the planner passes each knob with the registry's flag.
  * test/worker/test_registry.py checks the same file against the worker's parser.
  */
-import { describe, expect, expectTypeOf, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import {
   KNOB_OWNERS,
@@ -18,10 +18,8 @@ import {
   STRATEGY_KNOBS,
   planningFigures,
   planningOf,
-  REDUCTIONS,
   TRAIN_KNOB_NAMES,
   TRAIN_KNOBS,
-  type Reduction,
   type TrainKnob,
   type TrainKnobName,
 } from "../../src/config/registry.ts";

@@ -10,6 +10,7 @@
  * name, and a log is the named container's (`?container=`), or the kubelet's reason why there is none.
  * Anything else asked is answered 404 and kept in `unexpected`, for the test to assert there is none.
  */
+// biome-ignore-all lint/suspicious/noAssignInExpressions: a route matches and keeps its match in one condition
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";

@@ -165,6 +165,7 @@ describe("tags", () => {
   });
 
   it("refuses templates, Terraform interpolation and out-of-range lengths", () => {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: Terraform interpolation, refused
     for (const text of ["{{x}}", "{% x %}", "${var.x}", "a\nb", "a,b"]) {
       expect(checkTagKey(text), text).toBeDefined();
       expect(checkTagValue(text), text).toBeDefined();

@@ -14,7 +14,9 @@ import { awsSpec, synthTestbed, type TerraformJson } from "./fixtures.ts";
 const ENDPOINT = "http://127.0.0.1:5999";
 const PROJECT_DIR = resolve(import.meta.dirname, "../..");
 const dirs: string[] = [];
-afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
 
 /** Every variant that adds a resource type: EFS, EFA and spot, the placement group, the AMI lookup. */
 const VARIANTS: Record<string, Record<string, unknown>> = {

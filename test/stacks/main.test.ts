@@ -18,7 +18,9 @@ const PROJECT_DIR = resolve(import.meta.dirname, "../..");
 const TIMEOUT_MS = 120_000;
 
 const tempDirs: string[] = [];
-afterAll(() => tempDirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+afterAll(() => {
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
 
 function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), "ringlab-stack-"));

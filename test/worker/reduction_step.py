@@ -4,17 +4,15 @@ six steps with each training strategy (PowerSGD, local SGD) installed as the wor
 parameters and the replicas' divergence after each step."""
 
 import sys
+from argparse import Namespace
 from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from torch.nn.parallel import DistributedDataParallel
-
-from argparse import Namespace
-
-from ringlab_worker.reduction import PROBED_REDUCTIONS, finish, install, replica_divergence, sum_over_ranks
 from ringlab_worker.models import build_model
+from ringlab_worker.reduction import PROBED_REDUCTIONS, finish, install, replica_divergence, sum_over_ranks
+from torch.nn.parallel import DistributedDataParallel
 
 
 def main(rank: int, size: int, port: int, out_dir: str) -> None:

@@ -8,7 +8,6 @@ import json
 import os
 
 import pytest
-
 from conftest import RunsCode, base_env, run_worker
 from ringlab_worker import checkpoint, data, result
 from ringlab_worker.data import DatasetSpec

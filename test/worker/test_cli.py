@@ -3,7 +3,6 @@
 import math
 
 import pytest
-
 from conftest import base_env, run_worker
 
 
@@ -121,9 +120,8 @@ def _main_refuses(argv, monkeypatch, capsys) -> str:
 def test_a_layout_the_installed_torch_lacks_is_refused_with_exit_2_naming_the_flag(monkeypatch, capsys):
     import torch.distributed.fsdp as fsdp
     import torch.distributed.pipelining as pipelining
-
-    from ringlab_worker.parallel import TORCH_NEEDS, torch_problem
     from ringlab_worker.cli import build_parser
+    from ringlab_worker.parallel import TORCH_NEEDS, torch_problem
 
     language = ["train", "--model", "gpt-nano", "--device", "cpu", "--batch-size", "4"]
     # The installed torch has every layout's needs.

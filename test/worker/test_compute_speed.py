@@ -4,7 +4,6 @@ import time
 from types import SimpleNamespace
 
 import torch
-
 from ringlab_worker.compute_speed import compute_gflops, measure_compute_speed
 
 

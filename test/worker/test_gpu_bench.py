@@ -6,9 +6,7 @@ import os
 import subprocess
 import sys
 
-import pytest
 import torch
-
 from conftest import REPO, base_env
 
 

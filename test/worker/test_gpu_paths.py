@@ -11,14 +11,12 @@ import warnings
 
 import pytest
 import torch
-
 from conftest import SCHEMA_PATH
 from ringlab_worker import compat, result
 from ringlab_worker.cli import build_parser, check_arguments, check_machine
 from ringlab_worker.errors import BadArguments
 from ringlab_worker.torchrun import network_env
 from ringlab_worker.world import World, cuda_device_index, pick_device
-
 
 H100 = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", total_memory=85_045_164_032, major=9, minor=0)
 

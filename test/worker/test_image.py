@@ -8,7 +8,6 @@ import subprocess
 import uuid
 
 import pytest
-
 from conftest import REPO, rdzv_secret
 
 IMAGE = "ringlab/worker:cpu"

@@ -12,7 +12,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from conftest import WORKER_DIR, free_port, node_env
 
 REPLICA_SHIM = Path(__file__).parent / "replica_shim"

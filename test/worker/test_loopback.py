@@ -8,7 +8,6 @@ import time
 import uuid
 
 import pytest
-
 from conftest import free_port, node_env
 
 

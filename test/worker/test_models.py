@@ -7,11 +7,9 @@ import json
 import pytest
 import torch
 import torch.nn.functional as F
-
 from conftest import REPO
 from ringlab_worker.models import BUILDERS, SPECS, build_model
 from ringlab_worker.registry import MODELS, NATIVE_IMAGE_SIZE, PARAMETER_COUNT
-
 
 # Every state-dict tensor's name and shape in torchvision's definitions (torchvision 0.14, inception_v3 without the
 # aux head), written by test/fixtures/torchvision-state-dicts.py: ringlab's must be the same, so published figures

@@ -88,7 +88,8 @@ def test_the_container_gets_open_mpis_and_pmixs_settings_and_nothing_else_of_the
     [
         (
             {},
-            "runs as a process that mpirun starts; OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_LOCAL_RANK unset",
+            "runs as a process that mpirun starts; "
+            "OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_LOCAL_RANK unset",
         ),
         (
             {"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0"},
@@ -255,8 +256,8 @@ def test_mpirun_that_could_not_reach_a_node_is_explained_by_ssh_and_mpirun():
     )
     outcome = outcome_of(1, output)
     assert (
-        outcome["mpi"]["description"]
-        == "ran under mpirun, which exited with code 1 (mpirun: ssh: connect to host 10.0.0.11 port 22: Connection refused)"
+        outcome["mpi"]["description"] == "ran under mpirun, which exited with code 1 "
+        "(mpirun: ssh: connect to host 10.0.0.11 port 22: Connection refused)"
     )
     assert [rank["log"] for rank in outcome["ranks"]] == ["", ""]
 

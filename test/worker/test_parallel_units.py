@@ -3,7 +3,6 @@ its pipeline split (models/), and the command line's refusals of layouts a model
 
 import pytest
 import torch
-
 from ringlab_worker.cli import build_parser, check_arguments
 from ringlab_worker.errors import BadArguments
 from ringlab_worker.models import model_spec
@@ -129,7 +128,9 @@ def test_the_pipeline_stages_together_compute_the_whole_model():
 
 
 def test_the_worker_divides_the_world_as_the_campaign_side_does():
-    """One table for both: test/fixtures/layout-dims.json (src/workload/layout.ts reads it in test/workload/layout.test.ts)."""
+    """One table for both: test/fixtures/layout-dims.json (src/workload/layout.ts reads it in
+    test/workload/layout.test.ts).
+    """
     import json
 
     from conftest import REPO

@@ -7,7 +7,6 @@ import os
 import uuid
 
 import pytest
-
 from conftest import base_env, free_port, node_env, run_worker
 from ringlab_worker import checkpoint, compat, time_to_train
 from ringlab_worker.data import DatasetSpec, check_dataset, list_image_folder, parse_data_source, write_dataset
@@ -234,7 +233,7 @@ def test_throughput_on_real_data_records_the_wait_for_data_of_every_step(dataset
         "loaderWorkers": 1,
     }
     assert len(metrics["dataWaitSeconds"]) == len(metrics["stepSeconds"]) == 8
-    assert all(0 <= wait < step for wait, step in zip(metrics["dataWaitSeconds"], metrics["stepSeconds"]))
+    assert all(0 <= wait < step for wait, step in zip(metrics["dataWaitSeconds"], metrics["stepSeconds"], strict=True))
     assert "Waiting for data:" in log
 
 

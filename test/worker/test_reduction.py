@@ -1,18 +1,16 @@
 """The reduction strategies over real Gloo on loopback: N processes, point-to-point sends and receives."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
-
-import json
-
 from conftest import base_env, free_port, run_worker
 from ringlab_worker import reduction, registry
-from ringlab_worker.reductions.sharded_parameter_server import shards
 from ringlab_worker.models import build_model
+from ringlab_worker.reductions.sharded_parameter_server import shards
 
 HERE = Path(__file__).resolve().parent
 
@@ -45,19 +43,23 @@ def test_every_reduction_leaves_all_ranks_with_the_parameters_the_ring_gives(siz
             for rank, saved in enumerate(ranks):
                 params = saved[f"{name}/fp16={fp16}"]
                 # Same on every rank: bit for bit, as data parallelism needs.
-                assert all(torch.equal(mine, first) for mine, first in zip(params, ranks[0][f"{name}/fp16={fp16}"])), (
+                assert all(
+                    torch.equal(mine, first)
+                    for mine, first in zip(params, ranks[0][f"{name}/fp16={fp16}"], strict=True)
+                ), (
                     name,
                     rank,
                 )
                 # Same as the ring within float rounding (sums in another order; fp16 rounds on the wire).
                 tolerance = 1e-3 if fp16 else 1e-5
                 assert all(
-                    torch.allclose(mine, reference, atol=tolerance, rtol=0) for mine, reference in zip(params, ring)
+                    torch.allclose(mine, reference, atol=tolerance, rtol=0)
+                    for mine, reference in zip(params, ring, strict=True)
                 ), (name, fp16)
         # The step did something: parameters moved away from the seeded start.
         torch.manual_seed(0)
         start = [p.detach() for p in build_model("small")[0].parameters()]
-        assert any(not torch.allclose(a, b) for a, b in zip(ring, start))
+        assert any(not torch.allclose(a, b) for a, b in zip(ring, start, strict=True))
     total = sum(rank + 1 for rank in range(size))
     for count in (1, 3, 10, 1001):
         expected = torch.arange(count, dtype=torch.float32) * total
@@ -70,12 +72,12 @@ def test_every_reduction_leaves_all_ranks_with_the_parameters_the_ring_gives(siz
         assert all(
             torch.equal(mine, first)
             for saved in ranks
-            for mine, first in zip(saved[f"powersgd/{step}"], ranks[0][f"powersgd/{step}"])
+            for mine, first in zip(saved[f"powersgd/{step}"], ranks[0][f"powersgd/{step}"], strict=True)
         ), step
         assert ranks[0][f"powersgd/divergence/{step}"] == 0
         same_as_ring = all(
             torch.allclose(mine, ring, atol=1e-5, rtol=0)
-            for mine, ring in zip(ranks[0][f"powersgd/{step}"], ranks[0][f"ring/{step}"])
+            for mine, ring in zip(ranks[0][f"powersgd/{step}"], ranks[0][f"ring/{step}"], strict=True)
         )
         assert same_as_ring == (step < 2), step
     # Local SGD: synchronous for the warm-up (steps 0 and 1), then each rank steps alone on its own data, and the

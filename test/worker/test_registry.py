@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import WORKER_DIR, base_env
 from ringlab_worker import cli, registry, result
 from ringlab_worker.errors import BadArguments

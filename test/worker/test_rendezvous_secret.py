@@ -1,6 +1,7 @@
 """The rendezvous nobody else can join (issue #49): torchrun's c10d rendezvous keeps its state in node 0's TCPStore,
 which takes writes from anyone who reaches its port, as a pickle every node's agent unpickles about once a second, under
-a key named by the rendezvous id. The id is the run's secret (RINGLAB_RDZV_SECRET), never its run id, and never shown."""
+a key named by the rendezvous id. The id is the run's secret (RINGLAB_RDZV_SECRET), never its run id, and never
+shown."""
 
 import base64
 import pickle

@@ -57,7 +57,8 @@ def test_the_batch_output_is_split_into_each_ranks_lines_by_sruns_labels():
     # As srun --label writes it with 12 tasks (labels padded to two digits), and slurmstepd's own line unlabelled.
     text = (
         " 0: node 0 of 12\n 1: node 1 of 12\n11: node 11 of 12\n 0: Iter #1: 3.1 img/sec\n"
-        "slurmstepd: error: *** JOB 3 ON n-0 CANCELLED AT 2026-11-25T10:00:00 DUE TO TIME LIMIT ***\n 0:\n 1: no newline"
+        "slurmstepd: error: *** JOB 3 ON n-0 CANCELLED AT 2026-11-25T10:00:00 DUE TO TIME LIMIT ***\n"
+        " 0:\n 1: no newline"
     )
     logs = ringlab_slurm.split_labelled_output(text, 12)
     assert logs[0] == "node 0 of 12\nIter #1: 3.1 img/sec\n\n"
@@ -102,7 +103,9 @@ def test_a_completed_job_without_a_result_fails_on_the_head_only():
 
 def test_a_timed_out_job_fails_every_rank_with_slurms_reason_and_keeps_the_logs():
     files = {
-        "/var/lib/ringlab-slurm/r/slurm-3.out": "0: Iter #1\nslurmstepd: error: *** JOB 3 CANCELLED DUE TO TIME LIMIT ***\n"
+        "/var/lib/ringlab-slurm/r/slurm-3.out": (
+            "0: Iter #1\nslurmstepd: error: *** JOB 3 CANCELLED DUE TO TIME LIMIT ***\n"
+        )
     }
     outcome = ringlab_slurm.build_outcome(
         "r", "3", fields_of(TIMED_OUT), 2, ["n-0", "n-1"], files.get, results_from({"/shared/runs/r/result.json": "{}"})

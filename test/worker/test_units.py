@@ -4,11 +4,10 @@ import json
 import os
 
 import pytest
-
 from ringlab_worker.allreduce import bus_bandwidth_gbps, message_sizes
 from ringlab_worker.errors import BadArguments, PeerFailed, PeerTimeout, classify_collective_error
-from ringlab_worker.torchrun import configure_network_env, rendezvous_from_env, torchrun_argv
 from ringlab_worker.result import write_atomically
+from ringlab_worker.torchrun import configure_network_env, rendezvous_from_env, torchrun_argv
 
 SECRET = "0123456789abcdef0123456789abcdef"
 
@@ -37,7 +36,7 @@ def test_torchrun_arguments_make_node_0_the_rendezvous_host_and_bound_every_wait
     assert SECRET not in repr(rdzv)
     argv = torchrun_argv(rdzv, 12.5, ["allreduce", "--iters", "2"])
     assert argv[-5:] == ["-m", "ringlab_worker", "allreduce", "--iters", "2"]
-    pairs = dict(zip(argv[:-5:2], argv[1:-5:2]))
+    pairs = dict(zip(argv[:-5:2], argv[1:-5:2], strict=True))
     assert pairs["--rdzv_backend"] == "c10d" and pairs["--rdzv_endpoint"] == "node-a:29400"
     # The rendezvous id is the run's secret, never its public run id (whoever knows the id can write the state).
     assert pairs["--rdzv_id"] == SECRET and pairs["--max_restarts"] == "0" and pairs["--nnodes"] == "3"
@@ -53,7 +52,7 @@ def test_an_elastic_run_lets_the_rendezvous_go_on_with_min_nodes_and_notice_a_lo
         {"RINGLAB_NUM_NODES": "4", "RINGLAB_NODE_RANK": "1", "RINGLAB_HEAD_ADDR": "h", "RINGLAB_RDZV_SECRET": SECRET}, 0
     )
     argv = torchrun_argv(rdzv, 30, ["train"], max_restarts=2, min_nodes=2)
-    pairs = dict(zip(argv[:-3:2], argv[1:-3:2]))
+    pairs = dict(zip(argv[:-3:2], argv[1:-3:2], strict=True))
     assert pairs["--nnodes"] == "2:4" and pairs["--max_restarts"] == "2"
     assert pairs["--rdzv_conf"] == (
         "is_host=false,join_timeout=30,read_timeout=30,last_call_timeout=5,"

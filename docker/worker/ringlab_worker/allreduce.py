@@ -18,8 +18,9 @@ import torch
 import torch.distributed as dist
 
 from .mpi_library import mpi_sum
-from .reference import SECONDS as REFERENCE_SECONDS, measure_reference
 from .reduction import sum_over_ranks
+from .reference import SECONDS as REFERENCE_SECONDS
+from .reference import measure_reference
 
 FLOAT32_BYTES = 4
 PATTERN_PERIOD = 7
@@ -199,7 +200,8 @@ def run_allreduce(args, world) -> dict:
     say = print if world.is_reporter else (lambda *a, **k: None)
     say(
         f"# ringlab-worker allreduce: {collective}, {world.size} ranks on {world.nodes} node(s), "
-        f"{library_version or world.backend} on {device.type}, {args.reduction}, warmup {args.warmup_iters}, iters {args.iters}"
+        f"{library_version or world.backend} on {device.type}, {args.reduction}, "
+        f"warmup {args.warmup_iters}, iters {args.iters}"
     )
     say(
         "# time in us; algbw and busbw in Gbit/s (bits; nccl-tests prints GB/s); "

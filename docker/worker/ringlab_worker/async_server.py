@@ -4,9 +4,10 @@ Rank 0 serves, on a thread of its own and a Gloo group of its own, a copy of the
 worker's replica. Every rank (rank 0's worker included) sends each step's gradient to the server, which applies
 it alone as it arrives (momentum SGD at the worker's learning rate, the gradient divided by the number of workers as
 DDP's average divides it: without momentum, one update from each worker moves the parameters as far as one
-synchronous step; with it, the momentum decays once per update, N times a round) and sends the parameters back. There is no barrier: a worker waits only for its own reply, and the server holds that
-reply while the worker is more than `staleness` steps ahead of the slowest (the staleness bound s; s = 0: no
-worker starts step t + 1 before every worker has sent step t, yet each gradient is still applied alone).
+synchronous step; with it, the momentum decays once per update, N times a round) and sends the parameters back. There is
+no barrier: a worker waits only for its own reply, and the server holds that reply while the worker is more than
+`staleness` steps ahead of the slowest (the staleness bound s; s = 0: no worker starts step t + 1 before every worker
+has sent step t, yet each gradient is still applied alone).
 
 At each epoch's end (time to train) every rank takes the server's parameters before evaluation (synchronize), so the
 held-out accuracy is the server's model's. BatchNorm's running statistics are not served: each rank keeps its own.

@@ -3,10 +3,10 @@
 Rank 0 writes a checkpoint as two files in DIR: step-<global step>.safetensors, the tensors only (a flat dict of
 name -> tensor in the safetensors format: a JSON header of dtype, shape and offsets, then raw bytes), and
 step-<global step>.json, everything else (step, epoch, counters, optimizer hyperparameters, scaler
-scalars) with, in place of each tensor, its name in the tensor file, and that file's size and SHA-256. Each is written to a
-new temporary file and renamed into place (a reader never sees half a file), the tensor file first; the newest KEEP
-are kept. Every rank restores from the newest readable one; one that is not (truncated, corrupt, a tensor file that
-does not match its JSON, a link, or an older ringlab's step-<step>.pt) is skipped with a warning naming the file.
+scalars) with, in place of each tensor, its name in the tensor file, and that file's size and SHA-256. Each is written
+to a new temporary file and renamed into place (a reader never sees half a file), the tensor file first; the newest KEEP
+are kept. Every rank restores from the newest readable one; one that is not (truncated, corrupt, a tensor file that does
+not match its JSON, a link, or an older ringlab's step-<step>.pt) is skipped with a warning naming the file.
 
 The shared folder may be writable by other users, and the ranks run as root, so nothing read from it can run code:
 no unpickler and no TorchScript loader reads it, whatever torch is installed. Tensors come back through the
@@ -22,8 +22,8 @@ the list of restarts so far, so the attempt after a crash can count the steps it
 cost.
 
 What a checkpoint holds is written in two places only, both of time to train: where training stands
-(time_to_train.TimeToTrainState.saved_state: step, epoch, position in the epoch, records so far) and the training state proper
-(train.Trainer.checkpoint_state and .restore: model, optimizer, gradient scaler; the reductions keep none).
+(time_to_train.TimeToTrainState.saved_state: step, epoch, position in the epoch, records so far) and the training state
+proper (train.Trainer.checkpoint_state and .restore: model, optimizer, gradient scaler; the reductions keep none).
 """
 
 import collections

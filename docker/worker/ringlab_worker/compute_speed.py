@@ -4,9 +4,9 @@ GPU): how fast this node computes at this moment. The local testbed's nodes shar
 
 On a CPU the speed is per second of the process's CPU time, not of the wall clock: under a CPU quota in Docker's CFS
 periods of 100 ms (ringlab's are 10 ms since 2026-11-26) a 0.6 s window holds six or seven periods' worth of running,
-which alone moves a wall-clock rate by up to a sixth, while a slower host (a noisy neighbour, a lower clock) lowers the rate per CPU-second just as well (measured:
-docker --cpus 0.5, 0.6 s windows: 2.7-3.9 GFLOP/s by the wall clock, 7.3 per CPU-second, 5.4-5.8 in a slow minute).
-On a GPU, the wall clock (after synchronizing) is the GPU's time."""
+which alone moves a wall-clock rate by up to a sixth, while a slower host (a noisy neighbour, a lower clock) lowers the
+rate per CPU-second just as well (measured: docker --cpus 0.5, 0.6 s windows: 2.7-3.9 GFLOP/s by the wall clock, 7.3 per
+CPU-second, 5.4-5.8 in a slow minute). On a GPU, the wall clock (after synchronizing) is the GPU's time."""
 
 import time
 

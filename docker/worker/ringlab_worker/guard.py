@@ -1,7 +1,8 @@
 """The launcher-death guard: a rank started by torchrun dies with its launcher (torchrun's agent, its parent).
 
 The launcher sets LAUNCHER_PID_ENV for the ranks it starts (torchrun.py); each rank calls die_with_launcher first
-thing, and a rank that kills its own launcher on purpose (train --fail-node, time_to_train.py) calls outlive_launcher first.
+thing, and a rank that kills its own launcher on purpose (train --fail-node, time_to_train.py) calls outlive_launcher
+first.
 """
 
 import os

@@ -43,7 +43,10 @@ def run_job(args) -> int:
         if wrong:  # as nccl-tests does: a probe that returns wrong sums must not pass
             raise WorkerError(f"all-reduce returned {wrong} wrong elements (see the #wrong column)")
     except RuntimeError as error:
-        raise classify_collective_error(error, f"the {args.job} job") or error
+        classified = classify_collective_error(error, f"the {args.job} job")
+        if classified is None:
+            raise
+        raise classified from error
     finally:
         leave()
     return 0

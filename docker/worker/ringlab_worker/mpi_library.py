@@ -1,10 +1,10 @@
 """The probe's all-reduce through Open MPI (mpi4py) instead of torch.distributed: `allreduce --library mpi`.
 
 The process must be one that mpirun started (ringlab's mpi launcher hands Open MPI's environment into the worker
-container, which shares the node's network, so MPI_Init reaches the node's Open MPI daemon on loopback). torch.distributed
-still forms the world (rendezvous, the barriers and the bookkeeping sums); only the timed sums and the correctness
-check go through MPI_Allreduce, in place on the tensor's host memory. One process per node, so that MPI's ranks are
-torch's.
+container, which shares the node's network, so MPI_Init reaches the node's Open MPI daemon on loopback).
+torch.distributed still forms the world (rendezvous, the barriers and the bookkeeping sums); only the timed sums and the
+correctness check go through MPI_Allreduce, in place on the tensor's host memory. One process per node, so that MPI's
+ranks are torch's.
 """
 
 import os

@@ -92,8 +92,8 @@ def rendezvous_from_env(env: Mapping[str, str], gpu_count: int) -> Optional[Rend
 
 # Elastic runs (--min-nodes): once MIN nodes have joined a rendezvous round, how long it waits for the others before
 # it starts without them. In the first round a node slower to start than this is let in by torchrun restarting the
-# round, which is no failure (time_to_train.py waits for it instead of training); after a node is lost, it is part of the
-# recovery time.
+# round, which is no failure (time_to_train.py waits for it instead of training); after a node is lost, it is part of
+# the recovery time.
 ELASTIC_LAST_CALL_SECONDS = 5
 # A lost node stays a member of the finished round until its heartbeats (every KEEP_ALIVE s) have been missing
 # KEEP_ALIVE_ATTEMPTS times; only then can the others form the next round.
@@ -213,13 +213,13 @@ def _run_torchrun(torchrun: List[str], rdzv: Rendezvous, timeout_seconds: float)
     from torch.distributed.elastic.agent.server.local_elastic_agent import LocalElasticAgent
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.launcher import api as launcher_api
     from torch.distributed.elastic.rendezvous import (
         RendezvousClosedError,
         RendezvousConnectionError,
         RendezvousError,
         RendezvousTimeoutError,
     )
+    from torch.distributed.launcher import api as launcher_api
 
     endpoint = f"{rdzv.head_addr}:{rdzv.port}"
     try:

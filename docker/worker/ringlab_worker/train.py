@@ -4,8 +4,8 @@ Same measurement: untimed warm-up, then --num-iters iterations of --num-batches-
 worker as mean +- 1.96 std over iterations (rank 0's), total = the data-parallel replicas x batch size / step time.
 Throughput counts images for the CNNs and tokens for the language models (models/: each spec's unit). The batches
 are synthetic (one random batch, as Horovod's) or read from an ImageFolder dataset (--data folder:PATH), in which case
-every step's wait for its batch is recorded too. With --epochs the job trains to a result instead (time_to_train.py). How the
-model is laid out over the workers (DDP, FSDP, tensor or pipeline parallelism) is parallel/'s business.
+every step's wait for its batch is recorded too. With --epochs the job trains to a result instead (time_to_train.py).
+How the model is laid out over the workers (DDP, FSDP, tensor or pipeline parallelism) is parallel/'s business.
 """
 
 import statistics
@@ -15,12 +15,12 @@ import torch
 import torch.distributed as dist
 
 from .data import describe_folder_data, open_training_data
-from .time_to_train import run_time_to_train
 from .memory import PeakMemory
 from .models import model_spec
 from .parallel import parallelize
 from .result import finite_or_none
 from .text import TokenBatches
+from .time_to_train import run_time_to_train
 
 # At most this many step losses in the record (every step's, warm-up included, from the first).
 MOST_LOSSES = 1000

@@ -82,7 +82,10 @@ def join(args) -> World:
         hostnames: List[str] = [""] * dist.get_world_size()
         dist.all_gather_object(hostnames, socket.gethostname())
     except RuntimeError as error:
-        raise classify_collective_error(error, "joining the process group") or error
+        classified = classify_collective_error(error, "joining the process group")
+        if classified is None:
+            raise
+        raise classified from error
     return World(
         rank=dist.get_rank(),
         local_rank=local_rank,

@@ -38,7 +38,7 @@ export function registerInventory(program: Command, host: CommandHost): void {
         const knownHosts = join(dirname(resolve(options.out)), "known_hosts");
         // `ringlab synth` made them beside the spec, and the synthesized stack gave them to the nodes.
         const hostKeys = readHostKeys(dirname(resolve(specFile)), spec.nodes);
-        let inventory;
+        let inventory: Awaited<ReturnType<typeof target.stack.inventory>>;
         try {
           inventory = await target.stack.inventory(outputs, spec, knownHosts, hostKeys);
         } catch (error) {

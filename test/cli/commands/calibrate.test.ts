@@ -199,6 +199,7 @@ describe("ringlab calibrate, then plan", () => {
     ]) {
       const shown = cli(state, args);
       expect(shown.status, shown.stderr).toBe(0);
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: no control character reaches the terminal
       expect(shown.stdout + shown.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
       expect(shown.stdout).toContain("/r\\u001b]0;owned\\u0007\\u001b]52;c;ZXZpbA==\\u0007\\u001b[2J\\u000d");
     }

@@ -87,7 +87,7 @@ describe("ringlab manifests", () => {
     };
     const shaped = variant(
       "shaped",
-      /shapeInPod: false\n([^]*)bandwidth: \[unlimited\]/,
+      /shapeInPod: false\n([\s\S]*)bandwidth: \[unlimited\]/,
       "shapeInPod: true\n$1bandwidth: [1gbit]",
     );
     for (const command of ["plan", "manifests"]) {

@@ -1,14 +1,14 @@
 """Loaded by every process of test_layouts.py's replica check (it is first on their PYTHONPATH): each data-parallel
 replica draws a batch of its own (seed = global rank mod REPLICA_SHIM_REPLICAS: in the test's 2 stages x 2 replicas,
 ranks 0 and 2 are replica 0, ranks 1 and 3 replica 1) and writes its sum to REPLICA_SHIM_OUT/batch-<rank>.txt, and
-after every step each rank appends the sum of its parameters to REPLICA_SHIM_OUT/rank-<rank>.txt. Replicas whose batches differ stay equal
-only if their gradients are averaged: the check that the losses' equality with a single worker cannot make."""
+after every step each rank appends the sum of its parameters to REPLICA_SHIM_OUT/rank-<rank>.txt. Replicas whose batches
+differ stay equal only if their gradients are averaged: the check that the losses' equality with a single worker cannot
+make."""
 
 import os
 
 if os.environ.get("REPLICA_SHIM_OUT"):
     import torch
-
     from ringlab_worker import models, train
 
     def _own_batch(self, config, device, memory_format=None):

@@ -143,7 +143,7 @@ def split_tagged_output(text, ranks):
         if not tags or tags[0].start() != 0:
             own.append(line)
             continue
-        for tag, following in zip(tags, tags[1:] + [None]):
+        for tag, following in zip(tags, tags[1:] + [None], strict=True):
             rank, stream = int(tag.group(1)), tag.group(2)
             piece = line[tag.end() : following.start() if following else len(line)]
             if rank not in logs:
@@ -348,7 +348,9 @@ def targets(processes, job_root=JOB_ROOT):
         if not argv or os.path.basename(argv[0]) not in ("mpirun", "mpiexec", "orterun"):
             return False
         hostfiles = [
-            value for option, value in zip(argv, argv[1:]) if option in ("--hostfile", "-hostfile", "--machinefile")
+            value
+            for option, value in zip(argv, argv[1:], strict=False)
+            if option in ("--hostfile", "-hostfile", "--machinefile")
         ]
         return any(os.path.dirname(os.path.dirname(path)) == job_root for path in hostfiles)
 

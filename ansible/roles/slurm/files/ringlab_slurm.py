@@ -7,7 +7,8 @@
       SLURM_JOB_NODELIST: node 0 of the job is the head); what the container needs on this node (image, network,
       shared directory, interface) from /etc/ringlab/slurm-worker.json. Slurm stopping the step (time limit,
       scancel) removes the container.
-  ringlab-slurm submit SCRIPT --run-id ID --nodes N --result FILE --timeout SECONDS [--script-from-stdin] [--partition P]
+  ringlab-slurm submit SCRIPT --run-id ID --nodes N --result FILE --timeout SECONDS
+                [--script-from-stdin] [--partition P]
       (With --script-from-stdin, make SCRIPT's folder afresh and write SCRIPT from stdin; with --partition, check
       that P has N nodes answering.) sbatch SCRIPT, wait until the job has ended, and print how it ended as one JSON
       document in ringlab's outcome.json format: every rank's log, the head's result (base64), the job script, and
@@ -120,7 +121,8 @@ def build_outcome(run_id, job_id, fields, nodes, hosts, read_text, read_result):
     batch_log = read_text(batch_file)
     if batch_log is None:
         batch_host = fields.get("BatchHost", "")
-        missing = f"(no output: {batch_file} could not be read{f' (the batch step ran on {batch_host})' if batch_host else ''})\n"
+        where = f" (the batch step ran on {batch_host})" if batch_host else ""
+        missing = f"(no output: {batch_file} could not be read{where})\n"
         rank_logs = {rank: missing for rank in range(nodes)}
     else:
         rank_logs = split_labelled_output(batch_log, nodes)

@@ -81,8 +81,9 @@ def run_worker_container(config, run_id, job, job_args, cpus, environment, out=N
     """Runs this node's worker container until it exits and returns its exit code; its output goes to `out`
     (default: stdout) a whole line at a time. SIGTERM, SIGINT and SIGHUP (the launcher ending its tasks: Slurm's time
     limit or scancel, mpirun ending the job) remove the container, even one that is still being created."""
-    import docker  # python3-docker; imported here so that the rest of the module works without it
     from docker.types import DeviceRequest, Mount
+
+    import docker  # python3-docker; imported here so that the rest of the module works without it
 
     client = docker.from_env()
     name = config["container_name"]

@@ -18,8 +18,8 @@ DDP does: torch_api.py checks it before the model is built).
 import torch
 
 from ..models import model_spec
-from .ddp import apply_ddp
 from . import fsdp, pipeline, tensor, torch_api
+from .ddp import apply_ddp
 from .dims import ParallelDims, dims_of
 from .fsdp import apply_fsdp
 from .horovod import apply_horovod

@@ -24,8 +24,8 @@ class DataParallel(Layout):
         return reduction.wire_bytes_per_step(self.model.parameters(), self.config)
 
     def traffic(self):
-        # The reduction's bytes as all-reduces (PowerSGD's factors, local SGD's 1/H): what the ring model takes; one call
-        # per gradient bucket.
+        # The reduction's bytes as all-reduces (PowerSGD's factors, local SGD's 1/H): what the ring model takes; one
+        # call per gradient bucket.
         wire = reduction.wire_bytes_per_step(self.model.parameters(), self.config)
         return [
             {

@@ -80,7 +80,9 @@ class Layout:
 
     @property
     def loss_rank(self) -> int:
-        """The global rank whose losses the record reports (rank 0's, except where only a pipeline's last stage has one)."""
+        """The global rank whose losses the record reports (rank 0's, except where only a pipeline's last stage has
+        one).
+        """
         return 0
 
     # --- what the record says of it -------------------------------------------------------------------------
@@ -141,9 +143,11 @@ class Layout:
         return {}
 
     def replica_divergence(self) -> Optional[float]:
-        """The largest difference of a parameter from rank 0's, over all ranks; None where ranks hold different parts."""
+        """The largest difference of a parameter from rank 0's over all ranks; None where ranks hold other parts."""
         return None
 
     def supports_time_to_train(self) -> None:
-        """Raises where time to train (time_to_train.py: checkpoints, evaluation of the plain model) is not written for this layout."""
+        """Raises where time to train (time_to_train.py: checkpoints, evaluation of the plain model) is not written for
+        this layout.
+        """
         raise BadArguments(f"--epochs (time to train) runs with --parallelism ddp only, not {self.name}")

@@ -17,8 +17,8 @@ dimension either.
 """
 
 from ..errors import BadArguments
-from .layout import Layout, gradient_bytes
 from .ddp import buckets
+from .layout import Layout, gradient_bytes
 from .tensor import activation_bytes
 
 SCHEDULES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B"}

@@ -2,8 +2,8 @@
 
 Every torch ringlab supports (compat.MINIMUM, 2.10) has all of it; a torch built without distributed, a vendor's
 fork or a later release that moves an API would otherwise fail deep in the layout's first call, one rank with a
-traceback and the others waiting. Each layout module's torch_needs(config) names the module, the attribute and, where the
-layout depends on one, the parameter; a value of a flag may need more (FSDP's grad-op is fully_shard's
+traceback and the others waiting. Each layout module's torch_needs(config) names the module, the attribute and, where
+the layout depends on one, the parameter; a value of a flag may need more (FSDP's grad-op is fully_shard's
 reshard_after_forward, a pipeline schedule is a class of torch.distributed.pipelining).
 """
 

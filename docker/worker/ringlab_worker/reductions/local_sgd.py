@@ -32,7 +32,9 @@ def install(ddp, optimizer, config):
             before = [p.detach().clone() for p in tensors] if averaging else []
             super().average_parameters(groups)
             if averaging:
-                self.drift.append(max(float((p.detach() - old).abs().max()) for p, old in zip(tensors, before)))
+                self.drift.append(
+                    max(float((p.detach() - old).abs().max()) for p, old in zip(tensors, before, strict=True))
+                )
 
     class LocalSGDOptimizer(PostLocalSGDOptimizer):
         def finish(self) -> dict:

@@ -19,7 +19,9 @@ def sum_over_ranks(tensor: torch.Tensor) -> None:
         return
     others = [peer for peer in range(size) if peer != SERVER_RANK]
     received = [torch.empty_like(tensor) for _ in others]
-    exchange([dist.P2POp(dist.irecv, buffer, peer, tag=GATHER_TAG) for buffer, peer in zip(received, others)])
+    exchange(
+        [dist.P2POp(dist.irecv, buffer, peer, tag=GATHER_TAG) for buffer, peer in zip(received, others, strict=True)]
+    )
     for buffer in received:  # in rank order, so the sum is the same on every run
         tensor.add_(buffer)
     exchange([dist.P2POp(dist.isend, tensor, peer, tag=SCATTER_TAG) for peer in others])

@@ -27,7 +27,9 @@ def sum_over_ranks(tensor: torch.Tensor) -> None:
     peers = [peer for peer in range(size) if peer != rank]
     if mine.numel() > 0:
         received = [torch.empty_like(mine) for _ in peers]
-        gather = [dist.P2POp(dist.irecv, buffer, peer, tag=GATHER_TAG) for buffer, peer in zip(received, peers)]
+        gather = [
+            dist.P2POp(dist.irecv, buffer, peer, tag=GATHER_TAG) for buffer, peer in zip(received, peers, strict=True)
+        ]
     else:
         received, gather = [], []
     gather += [dist.P2POp(dist.isend, parts[peer], peer, tag=GATHER_TAG) for peer in peers if parts[peer].numel() > 0]
