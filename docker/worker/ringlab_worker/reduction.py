@@ -18,7 +18,10 @@ import torch
 import torch.distributed as dist
 
 from .reductions import UNITS
-from .registry import PROBED_REDUCTIONS  # the names, as the command line offers them (registry.json)
+
+# The names, as the command line offers them (registry.json); REDUCTIONS re-exported for the reductions' users.
+from .registry import PROBED_REDUCTIONS
+from .registry import REDUCTIONS as REDUCTIONS
 
 # Each probed reduction's in-place sum over all ranks (test_reduction.py: exactly PROBED_REDUCTIONS).
 SUMS = {name: unit.sum_over_ranks for name, unit in UNITS.items() if hasattr(unit, "sum_over_ranks")}
