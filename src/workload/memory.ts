@@ -25,9 +25,16 @@
  * planning.activationMibPerImage) and FSDP's gathered unit is counted as the whole model (an upper bound).
  */
 import census from "../catalogue/transformer-activations.json" with { type: "json" };
-import { LANGUAGE_SHAPE, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, PLANNING, type Model } from "../config/registry.ts";
+import { NATIVE_IMAGE_SIZE, PARAMETER_COUNT, PLANNING, type Model } from "../config/registry.ts";
 import { stageBlocks, type ParallelDims } from "./layout.ts";
-import { blockParameters, shapeOf, type TransformerShape } from "./transformer.ts";
+import {
+  blockMatrixWeights,
+  blockParametersPerTensorRank,
+  checkpointingOf,
+  parameterParts,
+  shapeOf,
+  type TransformerShape,
+} from "./transformer.ts";
 
 const BYTES = 4;
 const MIB = 2 ** 20;
@@ -119,21 +126,19 @@ function languageParts(question: MemoryQuestion, stage: number): Parts | undefin
   const shape = shapeOf(question.model, question.knobs);
   if (shape === undefined) return undefined;
   const { pp, tp } = question.dims;
-  const positions = (LANGUAGE_SHAPE as Readonly<Record<string, TransformerShape>>)[question.model]!.sequenceLength;
   const h = shape.width;
-  // A block under tensor parallelism: its matrices and their column biases split, the row biases and LayerNorms whole.
-  const block = tp === 1 ? blockParameters(shape) : (12 * h * h + 7 * h) / tp + 6 * h;
-  const embeddings = shape.vocab * h + positions * h;
-  const final = 2 * h + h * shape.vocab;
+  // A block under tensor parallelism: its matrices and their column biases split, the row biases and norms whole.
+  const block = blockParametersPerTensorRank(shape, tp);
+  const { embeddings, final } = parameterParts(shape);
   const first = stage === 0;
   const last = stage === pp - 1;
   const own = stageBlocks(shape.layers, pp, stage) * block + (first ? embeddings : 0) + (last ? final : 0);
   const whole = shape.layers * block + embeddings + final;
   const prefetch = typeof question.knobs["fsdpPrefetch"] === "number" ? question.knobs["fsdpPrefetch"] : 0;
   const blocks = stageBlocks(shape.layers, pp, stage);
-  // A block's matrices (q, k, v, the projections, the MLP's two layers: 12h², split by tp), and the head's (last
+  // A block's matrices (q, k, v, the projections, the MLP's layers: gpt2's 12h², split by tp), and the head's (last
   // stage).
-  const matrices = (blocks * (12 * h * h)) / tp + (last ? h * shape.vocab : 0);
+  const matrices = (blocks * blockMatrixWeights(shape)) / tp + (last ? h * shape.vocab : 0);
   return {
     own,
     whole,
@@ -158,7 +163,7 @@ export function languageActivationPerToken(
     coefficients.layersTimesWidth * shape.width * (1 - TENSOR_SPLIT_SHARE + TENSOR_SPLIT_SHARE / tp) +
     (coefficients.layersTimesHeads * shape.heads) / tp;
   // Checkpointed blocks keep their input (fp32) and compute one block's activations again in backward at a time.
-  const kept = knobs["activationCheckpointing"] === true ? blocks * BYTES * shape.width + perBlock : blocks * perBlock;
+  const kept = checkpointingOf(knobs) === "full" ? blocks * BYTES * shape.width + perBlock : blocks * perBlock;
   return (
     kept +
     (first ? coefficients.constant : 0) +

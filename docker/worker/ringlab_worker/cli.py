@@ -401,9 +401,11 @@ def check_model_arguments(args) -> None:
     if shape is None:
         return
     length = args.sequence_length or shape["sequenceLength"]
-    if length > shape["sequenceLength"]:
+    if length > shape["maxPositions"]:
+        positions = "learned positions" if shape["family"] == "gpt2" else "positions (its trained context)"
         raise BadArguments(
-            f"--sequence-length {length} is more than {args.model}'s {shape['sequenceLength']} learned positions"
+            f"--sequence-length {length} is more than {args.model}'s {shape['maxPositions']} {positions}: "
+            f"set it to {shape['maxPositions']} or less"
         )
     width, heads = args.width or shape["width"], args.heads or shape["heads"]
     if width % heads:
