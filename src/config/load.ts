@@ -174,7 +174,8 @@ function parseAnyCampaign(
   return { ...result.value, testbed, sourceFile, sourceText } as AnyLoadedCampaignFile;
 }
 
-function parseYaml(sourceText: string, displayName: string): unknown {
+/** YAML text as plain data, with the limits every ringlab file gets (size, aliases, depth); problems name the file. */
+export function parseYaml(sourceText: string, displayName: string): unknown {
   // UTF-16 code units: at least one byte each, so a text over the limit is a file over it.
   if (sourceText.length > MAX_CAMPAIGN_FILE_BYTES) {
     throw new ConfigError(displayName, [{ path: "", message: tooBigMessage(Buffer.byteLength(sourceText)) }]);
