@@ -263,3 +263,24 @@ describe("the published set", () => {
     expect(heldOut).toEqual(caseFiles.map(nameOf).filter((_, index) => index % 3 === 2));
   });
 });
+
+describe("docs/published.md", () => {
+  const doc = readFileSync(join(ROOT, "docs", "published.md"), "utf8");
+  const rowOf = (name: string) => doc.split("\n").find((line) => line.startsWith(`| ${name} |`));
+
+  it.each(caseFiles.map((file) => [nameOf(file), file]))("lists case %s with its published figures", (name, file) => {
+    const row = rowOf(name);
+    expect(row).toBeDefined();
+    for (const [figure, value] of Object.entries(read(file).published as Yaml)) {
+      if (figure !== "note") expect(row).toContain(` ${figureValue(value)}`);
+    }
+  });
+
+  it.each([...gpuFiles, ...nodeFiles].map((file) => [nameOf(file), file]))("lists %s", (name, file) => {
+    const entry = read(file);
+    const row = rowOf(name);
+    expect(row).toBeDefined();
+    if (isObject(entry.memoryTBps)) expect(row).toContain(` ${figureValue(entry.memoryTBps)} |`);
+    if (isObject(entry.nics)) expect(row).toContain(`${entry.nics.count} × ${entry.nics.gbitPerNic} Gbit/s`);
+  });
+});
