@@ -4,9 +4,52 @@
  * bias); learned positions beside the token embedding; a final LayerNorm and an untied head without bias. Pure.
  */
 import type { TransformerShape } from "../../config/registry.ts";
-import { type FamilyCounts, sum } from "./family.ts";
+import { type BlockTensor, type FamilyCounts, sum } from "./family.ts";
 
 const blockMatrices = ({ width: h, ffnWidth: f }: TransformerShape) => [h * h, h * h, h * h, h * h, h * f, f * h];
+
+/**
+ * Korthikanti et al.'s GPT block (their sbh(34 + 5as/h) bytes in 16 bits) as the worker's module keeps it: no dropout
+ * (their 2sbh of masks and the 3as²b of the softmax's dropout are not there) and attention through
+ * scaled_dot_product_attention's flash kernel, which keeps its output and a log-sum-exp per head instead of the
+ * as²b scores: 16 widths of h per token, 32sbh bytes in 16 bits. The MLP's second layer and the attention's
+ * projection leave nothing autograd needs (their outputs only join the residual stream).
+ */
+function blockTensors({ width: h, heads, ffnWidth: f }: TransformerShape): BlockTensor[] {
+  return [
+    {
+      name: "the block's input (norm 1's)",
+      numbers: h,
+      kind: "stream",
+      split: false,
+      keptBy: ["none", "selective", "full"],
+    },
+    {
+      name: "norm 1's output (q, k and v's input)",
+      numbers: h,
+      kind: "input",
+      consumers: 3,
+      split: false,
+      keptBy: ["none"],
+    },
+    { name: "q", numbers: h, kind: "output", split: true, keptBy: ["none", "selective"] },
+    { name: "k", numbers: h, kind: "output", split: true, keptBy: ["none"] },
+    { name: "v", numbers: h, kind: "output", split: true, keptBy: ["none", "selective"] },
+    { name: "attention's output", numbers: h, kind: "output", split: true, keptBy: ["none", "selective"] },
+    { name: "attention's log-sum-exp", numbers: heads, kind: "statistic", split: true, keptBy: ["none", "selective"] },
+    { name: "norm 2's input", numbers: h, kind: "stream", split: false, keptBy: ["none"] },
+    {
+      name: "norm 2's output (the MLP's input)",
+      numbers: h,
+      kind: "input",
+      consumers: 1,
+      split: false,
+      keptBy: ["none"],
+    },
+    { name: "the MLP's first layer's output", numbers: f, kind: "output", split: true, keptBy: ["none", "selective"] },
+    { name: "GELU's output", numbers: f, kind: "output", split: true, keptBy: ["none"] },
+  ];
+}
 
 export const gpt2: FamilyCounts = {
   blockMatrices,
@@ -18,4 +61,16 @@ export const gpt2: FamilyCounts = {
     (sum(blockMatrices(shape)) + 3 * shape.width + shape.ffnWidth) / tp + 6 * shape.width,
   embeddingParameters: (shape, positions) => shape.vocab * shape.width + positions * shape.width,
   finalParameters: (shape) => 2 * shape.width + (shape.tiedEmbeddings ? 0 : shape.width * shape.vocab),
+  blockTensors,
+  finalTensors: ({ width: h }) => [
+    { name: "the final norm's input", numbers: h, kind: "stream", split: false, keptBy: ["none"] },
+    {
+      name: "the final norm's output (the head's input)",
+      numbers: h,
+      kind: "input",
+      consumers: 1,
+      split: false,
+      keptBy: ["none"],
+    },
+  ],
 };
