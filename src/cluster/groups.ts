@@ -203,3 +203,53 @@ export function pipelineSends(
     },
   ];
 }
+
+/** A problem with a layout's degrees, at the field (or option) that holds the wrong number. */
+export interface LayoutProblem {
+  readonly field: "tp" | "pp" | "dp" | "cp" | "microBatches" | "virtualStages";
+  readonly message: string;
+}
+
+/**
+ * Why a layout cannot run on `gpus` GPUs of `perNode` a node, or none: its degrees must multiply to the GPU count; a
+ * tensor group wider than a node sends every block's activations over the network, which only an explicit
+ * `allowCrossNodeTensor` accepts; a pipeline needs micro-batches (1F1B: one a stage at least) and blocks to split.
+ */
+export function layoutProblems(
+  layout: LayoutDegrees,
+  gpus: number,
+  perNode: number,
+  layers: number | undefined,
+  allowCrossNodeTensor: boolean,
+): LayoutProblem[] {
+  const problems: LayoutProblem[] = [];
+  const product = layout.tp * layout.pp * layout.dp * layout.cp;
+  if (product !== gpus) {
+    problems.push({
+      field: "dp",
+      message: `tp ${layout.tp} × pp ${layout.pp} × dp ${layout.dp} × cp ${layout.cp} = ${product}, but the cluster has ${gpus} GPUs: the degrees must multiply to the GPU count`,
+    });
+  }
+  if (layout.tp > perNode && !allowCrossNodeTensor) {
+    problems.push({
+      field: "tp",
+      message: `${layout.tp} is more than a node's ${perNode} GPUs: every block's activations would cross the network twice a pass; say so with allowCrossNodeTensor (--allow-cross-node-tensor), or use tp ${perNode} or less`,
+    });
+  }
+  if (layout.pp > 1 && layers !== undefined && layout.pp * layout.virtualStages > layers) {
+    problems.push({
+      field: "pp",
+      message: `${layout.pp} stages × ${layout.virtualStages} virtual stages is more than the model's ${layers} blocks`,
+    });
+  }
+  if (layout.pp > 1 && layout.pipelineSchedule !== "gpipe" && layout.microBatches < layout.pp) {
+    problems.push({
+      field: "microBatches",
+      message: `${layout.microBatches} micro-batches on ${layout.pp} stages: ${layout.pipelineSchedule} needs at least one a stage`,
+    });
+  }
+  if (layout.pipelineSchedule === "interleaved-1f1b" && layout.virtualStages < 2) {
+    problems.push({ field: "virtualStages", message: `interleaved-1f1b needs 2 or more virtual stages a rank` });
+  }
+  return problems;
+}

@@ -27,8 +27,11 @@ import type { Calibration } from "../../predict/calibration.ts";
 import type { CommandHost } from "../host.ts";
 import { rateUnit } from "../../results/worker-result.ts";
 import { err, out } from "../../util/output.ts";
+import { DP_SHARDINGS, PIPELINE_SCHEDULES } from "../../cluster/groups.ts";
+import { predictOnCluster, type ClusterOptions } from "./predict-cluster.ts";
 
-interface PredictOptions {
+interface PredictOptions extends Omit<ClusterOptions, "cluster" | "optimizer" | "bandwidth" | "batch"> {
+  readonly cluster?: string;
   readonly model: string;
   readonly batch: number;
   readonly bandwidth: string;
@@ -67,10 +70,14 @@ export function registerPredict(program: Command, host: CommandHost): void {
       "predict a training configuration's throughput and scaling efficiency over node counts from a calibration, and where communication overtakes compute",
     )
     .addOption(new Option("--model <model>", "the model").choices([...MODELS]).makeOptionMandatory())
-    .requiredOption("--batch <n>", "batch size per worker", parsePositiveInt)
-    .requiredOption(
+    .option(
+      "--batch <n>",
+      "batch size per worker (with --cluster: per GPU and micro-batch, default 1)",
+      parsePositiveInt,
+    )
+    .option(
       "--bandwidth <rate>",
-      "the link, as a campaign's bandwidth (1gbit, 300mbit, unlimited)",
+      "the link, as a campaign's bandwidth (1gbit, 300mbit, unlimited); not with --cluster",
       parseBandwidth,
     )
     .option(
@@ -147,14 +154,91 @@ export function registerPredict(program: Command, host: CommandHost): void {
       "default: <state-dir>/calibration.json (see `ringlab calibrate`); optional with --instance-type",
       parseSafePath,
     )
+    .option(
+      "--cluster <name-or-file>",
+      "a GPU cluster of the catalogue (src/catalogue/clusters/nodes/: p5.48xlarge, dgx-h100, ...) or a cluster file of one's own: predicts from datasheets and published figures, no calibration",
+      parseClusterName,
+    )
+    .option("--tp <n>", "with --cluster: tensor-parallel degree (default 1)", parsePositiveInt)
+    .option("--pp <n>", "with --cluster: pipeline stages (default 1)", parsePositiveInt)
+    .option("--dp <n>", "with --cluster: data-parallel degree (default: the GPUs over tp × pp × cp)", parsePositiveInt)
+    .option("--cp <n>", "with --cluster: context-parallel degree (default 1)", parsePositiveInt)
+    .addOption(
+      new Option(
+        "--dp-sharding <sharding>",
+        "with --cluster: none, optimizer, gradients or full (ZeRO-0 to 3; default full for a language model)",
+      ).choices([...DP_SHARDINGS]),
+    )
+    .addOption(
+      new Option("--schedule <schedule>", "with --cluster and --pp: the pipeline's schedule (default 1f1b)").choices([
+        ...PIPELINE_SCHEDULES,
+      ]),
+    )
+    .option(
+      "--virtual-stages <v>",
+      "with --schedule interleaved-1f1b: stages a rank holds (default 2)",
+      parsePositiveInt,
+    )
+    .option(
+      "--gradient-accumulation <k>",
+      "with --cluster: micro-batches a step accumulates (default 1)",
+      parsePositiveInt,
+    )
+    .addOption(
+      new Option("--checkpointing <mode>", "with --cluster: activation checkpointing, none, selective or full").choices(
+        ["none", "selective", "full"],
+      ),
+    )
+    .option(
+      "--gpu-throughput <per-second>",
+      "with --cluster: one GPU's measured throughput (tokens/s or images/s), which wins over the published figures",
+      parsePositiveNumber,
+    )
+    .option("--allow-cross-node-tensor", "with --cluster: accept a tensor-parallel group wider than a node", false)
     .option("--format <format>", "text, or json for scripts", "text")
     .action(
       host.action((options: PredictOptions, command: Command) => {
+        if (options.format !== "text" && options.format !== "json")
+          throw new UsageError(`--format ${JSON.stringify(options.format)}: expected text or json`);
+        if (options.cluster !== undefined) {
+          const optimizerGiven = command.getOptionValueSource("optimizer") !== "default";
+          const nodesGiven = command.getOptionValueSource("nodes") !== "default";
+          const precisionGiven = command.getOptionValueSource("precision") !== "default";
+          predictOnCluster({
+            ...options,
+            cluster: options.cluster,
+            // A GPU cluster trains in bf16 unless told otherwise; fp32 is the CPU testbed's default.
+            precision: precisionGiven ? options.precision : "bf16",
+            ...(optimizerGiven ? { optimizer: options.optimizer } : {}),
+            nodes: nodesGiven ? options.nodes : [1],
+          } as ClusterOptions);
+          return;
+        }
+        checkWithoutCluster(options);
         const basis = basisOf(options, String(command.optsWithGlobals()["stateDir"]));
         if (options.recommend) printRecommendations(options, basis);
         else printCurve(options, basis);
       }),
     );
+}
+
+/** The options of a calibration's prediction that --cluster does without: exit 2 when they are missing. */
+function checkWithoutCluster(options: PredictOptions): void {
+  if (options.batch === undefined) throw new UsageError("--batch: required (the batch size per worker)");
+  if (options.bandwidth === undefined) {
+    throw new UsageError("--bandwidth: required (the link, as a campaign's bandwidth: 1gbit, 300mbit, unlimited)", {
+      hint: "or ask about a GPU cluster with --cluster (p5.48xlarge, dgx-h100, ...)",
+    });
+  }
+}
+
+/** A catalogue name or a cluster file's path: the name only a lookup key, the path a safe one. */
+function parseClusterName(value: string): string {
+  return /\.ya?ml$/.test(value)
+    ? parseSafePath(value)
+    : value.replace(/[^A-Za-z0-9._-]/g, "") === value
+      ? value
+      : parseSafePath(value);
 }
 
 /**
