@@ -27,11 +27,15 @@ import type { Calibration } from "../../predict/calibration.ts";
 import type { CommandHost } from "../host.ts";
 import { rateUnit } from "../../results/worker-result.ts";
 import { err, out } from "../../util/output.ts";
+import { loadCaseFile } from "../../predict/case-file.ts";
+import { scoreCase, type CaseScore } from "../../predict/case-score.ts";
+import type { CaseFile } from "../../predict/case.ts";
 
 interface PredictOptions {
   readonly model: string;
   readonly batch: number;
   readonly bandwidth: string;
+  readonly case?: string;
   readonly nodes: number[];
   readonly processesPerNode: number;
   readonly reduction: string;
@@ -66,12 +70,17 @@ export function registerPredict(program: Command, host: CommandHost): void {
     .description(
       "predict a training configuration's throughput and scaling efficiency over node counts from a calibration, and where communication overtakes compute",
     )
-    .addOption(new Option("--model <model>", "the model").choices([...MODELS]).makeOptionMandatory())
-    .requiredOption("--batch <n>", "batch size per worker", parsePositiveInt)
-    .requiredOption(
+    .addOption(new Option("--model <model>", "the model (required without --case)").choices([...MODELS]))
+    .option("--batch <n>", "batch size per worker (required without --case)", parsePositiveInt)
+    .option(
       "--bandwidth <rate>",
-      "the link, as a campaign's bandwidth (1gbit, 300mbit, unlimited)",
+      "the link, as a campaign's bandwidth (1gbit, 300mbit, unlimited; required without --case)",
       parseBandwidth,
+    )
+    .option(
+      "--case <file>",
+      "a published case (test/bench/data/published/*.yaml; docs/case.schema.json): the prediction beside each figure it publishes, and the error",
+      parseSafePath,
     )
     .option(
       "--nodes <counts>",
@@ -150,11 +159,75 @@ export function registerPredict(program: Command, host: CommandHost): void {
     .option("--format <format>", "text, or json for scripts", "text")
     .action(
       host.action((options: PredictOptions, command: Command) => {
+        if (options.case !== undefined) {
+          printCase(options);
+          return;
+        }
+        checkCurveOptions(options);
         const basis = basisOf(options, String(command.optsWithGlobals()["stateDir"]));
         if (options.recommend) printRecommendations(options, basis);
         else printCurve(options, basis);
       }),
     );
+}
+
+/** Without --case, the model, batch and link are required: exit 2 naming those missing. */
+function checkCurveOptions(options: PredictOptions): void {
+  const missing = [
+    ...(options.model === undefined ? ["--model"] : []),
+    ...(options.batch === undefined ? ["--batch"] : []),
+    ...(options.bandwidth === undefined ? ["--bandwidth"] : []),
+  ];
+  if (missing.length > 0)
+    throw new UsageError(`required option${missing.length === 1 ? "" : "s"} ${missing.join(", ")} not specified`, {
+      hint: "or ask about a published case with --case FILE",
+    });
+}
+
+/** --case: the case's published figures beside ringlab's predictions, as text or JSON (exit 2 on a bad file). */
+function printCase(options: PredictOptions): void {
+  if (options.format !== "text" && options.format !== "json")
+    throw new UsageError(`--format ${JSON.stringify(options.format)}: expected text or json`);
+  const file = loadCaseFile(options.case!);
+  const score = scoreCase(file);
+  if (options.format === "json") {
+    out(`${JSON.stringify({ case: options.case, ...score }, null, 2)}\n`);
+    return;
+  }
+  out(formatCaseScore(options.case!, file, score));
+}
+
+/**
+ * The case's text: what it is, a row per published figure (published, predicted, error), and the memory model's terms
+ * for the largest rank.
+ */
+function formatCaseScore(path: string, file: CaseFile, score: CaseScore): string {
+  const number = (value: number | null) => (value === null ? "-" : value.toPrecision(4));
+  const rows = score.figures.map((figure) => [
+    figure.figure,
+    number(figure.published),
+    number(figure.predicted),
+    figure.error === null ? "-" : `${(100 * figure.error).toFixed(1)}%`,
+    figure.why ?? figure.note ?? "",
+  ]);
+  const terms =
+    score.terms === null
+      ? []
+      : [
+          `the largest rank's terms (GiB, before the allocator's reserve): ${Object.entries(score.terms)
+            .filter(([, bytes]) => bytes > 0)
+            .map(([term, bytes]) => `${term} ${(bytes / 2 ** 30).toFixed(2)}`)
+            .join(", ")}`,
+        ];
+  return [
+    `${path}${file.about === undefined ? "" : `: ${file.about}`}`,
+    `source: ${score.source}`,
+    `model states counted as ${score.framework}; a peak is the allocator's reserve at the tensors' peak`,
+    formatTable(["figure", "published", "ringlab", "error", "note"], rows).trimEnd(),
+    ...terms,
+    ...(score.problem === null ? [] : [`no memory prediction: ${score.problem}`]),
+    "",
+  ].join("\n");
 }
 
 /**
