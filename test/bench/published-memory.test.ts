@@ -43,10 +43,10 @@ describe("published memory figures (test/bench/README.md)", () => {
     for (const row of deepspeed) expect(Math.abs(row.error!), row.name).toBeLessThan(0.01);
   });
 
-  it("predicts torchtitan's Llama 3.1 8B FSDP peaks 11.1 % under on 8 H100 and 6.9 % under on 128", () => {
-    expect(of("torchtitan-").map((row) => [row.name, percent(row)])).toEqual([
-      ["torchtitan-llama3.1-8b-fsdp-128gpu", "-6.9 %"],
-      ["torchtitan-llama3.1-8b-fsdp-8gpu", "-11.1 %"],
+  it("predicts torchtitan's Llama 3.1 8B FSDP peaks 10.04 % under on 8 H100 (a miss) and 5.6 % under on 128", () => {
+    expect(of("torchtitan-").map((row) => [row.name, (100 * row.error!).toFixed(2)])).toEqual([
+      ["torchtitan-llama3.1-8b-fsdp-128gpu", "-5.58"],
+      ["torchtitan-llama3.1-8b-fsdp-8gpu", "-10.04"],
     ]);
   });
 
