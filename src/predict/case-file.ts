@@ -3,7 +3,7 @@
  * schema (./case.ts), then what the schema cannot know: a model name the registry has, a sequence within the model's
  * positions. Any problem is exit 2 naming the file and the field, before anything is predicted.
  */
-import { LANGUAGE_SHAPE, MODEL_KIND } from "../config/registry.ts";
+import { MODEL_KIND } from "../config/registry.ts";
 import { loadYamlDocument } from "../config/load.ts";
 import { ConfigError, type ConfigProblemAt } from "../util/errors.ts";
 import { type CaseFile, validateCase } from "./case.ts";
@@ -21,20 +21,14 @@ export function loadCaseFile(path: string): CaseFile {
 
 /** The rules across a case's fields and the registry. */
 export function caseProblems(file: CaseFile): ConfigProblemAt[] {
-  if (typeof file.model === "string") {
-    const languageModels = Object.keys(LANGUAGE_SHAPE);
-    if (!(file.model in LANGUAGE_SHAPE)) {
-      const kind = (MODEL_KIND as Readonly<Record<string, string>>)[file.model];
-      return [
-        {
-          path: "model",
-          message:
-            kind === undefined
-              ? `${JSON.stringify(file.model)} is not a model of the registry; expected one of ${languageModels.join(", ")}, a shape, or {parameters}`
-              : `${file.model} is an image model: its memory has no published-case accounting yet; expected a language model (${languageModels.join(", ")})`,
-        },
-      ];
-    }
+  if (typeof file.model === "string" && !(file.model in MODEL_KIND)) {
+    const models = Object.keys(MODEL_KIND).join(", ");
+    return [
+      {
+        path: "model",
+        message: `${JSON.stringify(file.model)} is not a model of the registry; expected one of ${models}, a shape, or {parameters}`,
+      },
+    ];
   }
   const shape = caseShape(file);
   if (shape === undefined) return [];

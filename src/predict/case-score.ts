@@ -35,13 +35,13 @@ export interface CaseScore {
 
 const SIXTEEN_BIT = new Set(["bf16", "fp16", "amp"]);
 
-/** The shape the case names or writes out, at its sequence; undefined for model states alone. */
+/** The shape the case names or writes out, at its sequence; undefined for model states alone and image models. */
 export function caseShape(file: CaseFile): TransformerShape | undefined {
   if (typeof file.model !== "string" && "parameters" in file.model) return undefined;
   const sequenceLength = file.batch?.sequence ?? 0;
   if (typeof file.model === "string") {
-    const registered = (LANGUAGE_SHAPE as Readonly<Record<string, TransformerShape>>)[file.model]!;
-    return { ...registered, sequenceLength: file.batch?.sequence ?? registered.sequenceLength };
+    const registered = (LANGUAGE_SHAPE as Readonly<Record<string, TransformerShape>>)[file.model];
+    return registered && { ...registered, sequenceLength: file.batch?.sequence ?? registered.sequenceLength };
   }
   const model = file.model;
   return {
@@ -122,6 +122,8 @@ function statesOnly(file: CaseFile, parameters: number, largestLayer: number): S
 
 function memoryOf(file: CaseFile): { terms: Record<string, number>; states: number; peak: number | null } | string {
   const shape = caseShape(file);
+  if (typeof file.model === "string" && shape === undefined)
+    return `${file.model} is an image model: its memory on a GPU is not predicted from a case yet`;
   if (shape === undefined) {
     const model = file.model as { parameters: number; largestLayerParameters?: number };
     const question = statesOnly(file, model.parameters, model.largestLayerParameters ?? 0);
