@@ -62,7 +62,7 @@ export interface ThroughputAnswer {
   readonly prediction: ClusterPrediction;
 }
 
-/** torchtitan's default micro-batches for a pipeline: as many as stages (its parallelism.pipeline_parallel_microbatches). */
+/** torchtitan's default micro-batches for a pipeline: as many as stages (pipeline_parallel_microbatches). */
 function microBatchesOf(layout: ThroughputCase["layout"]): number {
   return layout.pp > 1 ? (layout.microBatches ?? layout.pp) : 1;
 }

@@ -69,6 +69,28 @@ function readCampaignText<T>(path: string, parse: (sourceText: string, sourceFil
   return parse(sourceText, sourceFile);
 }
 
+/**
+ * Another YAML file ringlab reads (a published case, src/predict/case-file.ts), through the same limits and the same
+ * parser as a campaign file: the document, or exit 2 naming the file. `expected` says what the file should be.
+ */
+export function loadYamlDocument(path: string, expected: string): unknown {
+  const sourceFile = resolve(path);
+  let sourceText: string;
+  try {
+    const size = statSync(sourceFile).size;
+    if (size > MAX_CAMPAIGN_FILE_BYTES) {
+      const message = `the file is ${size} bytes; expected ${expected} of at most ${MAX_CAMPAIGN_FILE_BYTES} bytes`;
+      throw new ConfigError(path, [{ path: "", message }]);
+    }
+    sourceText = readFileSync(sourceFile, "utf8");
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "file not found" : String(error);
+    throw new ConfigError(path, [{ path: "", message: `${reason}; expected ${expected}` }]);
+  }
+  return parseYaml(sourceText, path);
+}
+
 function tooBigMessage(size: number): string {
   return `the file is ${size} bytes; expected a campaign file of at most ${MAX_CAMPAIGN_FILE_BYTES} bytes`;
 }

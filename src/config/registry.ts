@@ -45,6 +45,11 @@ export interface TrainKnob<Value = string | number | boolean> {
   readonly excludes: readonly TrainKnobName[];
   /** What a message calls the feature the knob turns on ("time to train"), where it has a name of its own. */
   readonly label?: string;
+  /**
+   * enum only: the values older campaign files and records gave it (a switch's true and false, as "true" and "false")
+   * and the choice each now reads as.
+   */
+  readonly legacyValues?: Readonly<Record<string, string>>;
   /** What the knob does, in a line: its description in the campaign file's schema and reference. */
   readonly about?: string;
 }
@@ -364,6 +369,9 @@ function trainKnob(name: TrainKnobName): TrainKnob {
     needs: (entry["needs"] ?? []) as TrainKnobName[],
     excludes: (entry["excludes"] ?? []) as TrainKnobName[],
     ...(typeof entry["label"] === "string" ? { label: entry["label"] } : {}),
+    ...(typeof entry["legacyValues"] === "object" && entry["legacyValues"] !== null
+      ? { legacyValues: entry["legacyValues"] as Readonly<Record<string, string>> }
+      : {}),
     ...(typeof entry["about"] === "string" ? { about: entry["about"] } : {}),
   };
 }
@@ -372,6 +380,17 @@ function trainKnob(name: TrainKnobName): TrainKnob {
 export const TRAIN_KNOBS = Object.fromEntries(TRAIN_KNOB_NAMES.map((name) => [name, trainKnob(name)])) as {
   readonly [K in TrainKnobName]: TrainKnob<TrainKnobValue<K>>;
 };
+
+/**
+ * A knob's value as it reads today: an older campaign file's or record's value (registry.json's legacyValues: true and
+ * false for activationCheckpointing) as the choice it now means, any other value as it is.
+ */
+export function currentKnobValue(name: string, value: unknown): unknown {
+  const legacy = (TRAIN_KNOBS as Readonly<Record<string, TrainKnob>>)[name]?.legacyValues;
+  return legacy !== undefined && (typeof value === "boolean" || value === null)
+    ? (legacy[String(value)] ?? value)
+    : value;
+}
 
 /** A numeric knob as a run has it: its own value, or the worker's default (what the worker then used). */
 export function numericKnob(knobs: Readonly<Record<string, unknown>>, name: TrainKnobName): number | undefined {

@@ -58,7 +58,7 @@ export interface StageActivations {
   readonly recomputed: number;
 }
 
-/** Bytes per token a pipeline stage of `blocks` blocks keeps (its first stage the tokens, its last the loss's input). */
+/** Bytes per token a pipeline stage of `blocks` blocks keeps (the first stage the tokens, the last the loss). */
 export function stageActivationBytes(
   shape: TransformerShape,
   storage: ActivationStorage,

@@ -5,7 +5,7 @@
  * (docker/worker/ringlab_worker/models/); test/workload/transformer.test.ts checks them against the registry's and the
  * published counts, test/worker/test_parallel_units.py the built models against the registry. Pure.
  */
-import { LANGUAGE_SHAPE, TRAIN_KNOBS, type TransformerShape } from "../config/registry.ts";
+import { currentKnobValue, LANGUAGE_SHAPE, type TransformerShape } from "../config/registry.ts";
 import { FAMILIES } from "./families/index.ts";
 import { sum } from "./families/family.ts";
 import { stageBlocks } from "./layout.ts";
@@ -94,18 +94,19 @@ export type ActivationCheckpointing = (typeof CHECKPOINTING_MODES)[number];
  * block recomputed: full) or false (none).
  */
 export function checkpointingOf(knobs: Readonly<Record<string, unknown>>): ActivationCheckpointing {
-  const value = knobs["activationCheckpointing"] ?? TRAIN_KNOBS.activationCheckpointing.default;
-  if (value === true) return "full";
-  if (value === false || value === null) return "none";
+  const value = currentKnobValue("activationCheckpointing", knobs["activationCheckpointing"] ?? "none");
   return (CHECKPOINTING_MODES as readonly unknown[]).includes(value) ? (value as ActivationCheckpointing) : "none";
 }
 
 /**
  * FLOPs per token that activation checkpointing adds to a step, recomputed in backward: none, nothing; full, every
  * block's forward again (2 per weight, and attention's forward 4 L h s); selective, torchtitan's per-op policy, which
- * keeps the outputs of attention and of every other matrix product of a block and recomputes the rest: 2 per weight of
- * every second matrix in the order the block multiplies (gpt2: k, the attention's projection and the MLP's second
- * layer; llama: k, the attention's output and w3), and nothing of attention's.
+ * keeps the outputs of attention and of every other matrix product of a block, in the order the block multiplies,
+ * and recomputes the rest: 2 per weight of every second matrix (gpt2: k and the attention's projection; llama: k, the
+ * attention's output and w3), nothing of attention's. Either way torch's checkpoint stops recomputing once it has what
+ * backward needs, which is before the block's last product (its output only joins the residual sum): that one is
+ * never recomputed (test/worker/test_parallel_units.py counts the built model's recomputation with torch's own FLOP
+ * counter).
  */
 export function recomputeFlopsPerToken(
   shape: TransformerShape,
@@ -113,8 +114,10 @@ export function recomputeFlopsPerToken(
   mode: ActivationCheckpointing,
 ): number {
   if (mode === "none") return 0;
-  if (mode === "full") return shape.layers * (2 * blockParameters(shape) + 4 * shape.width * sequenceLength);
-  const everySecond = FAMILIES[shape.family].blockMatrices(shape).filter((_, index) => index % 2 === 1);
+  const matrices = FAMILIES[shape.family].blockMatrices(shape);
+  const last = matrices.at(-1)!;
+  if (mode === "full") return shape.layers * (2 * (blockParameters(shape) - last) + 4 * shape.width * sequenceLength);
+  const everySecond = matrices.slice(0, -1).filter((_, index) => index % 2 === 1);
   return shape.layers * 2 * sum(everySecond);
 }
 
@@ -129,7 +132,7 @@ export function unitsPerSample(model: string, knobs: Readonly<Record<string, unk
 const COMPUTE_KNOBS: Readonly<Record<string, unknown>> = {
   optimizer: "sgd",
   momentum: 0,
-  activationCheckpointing: false,
+  activationCheckpointing: "none",
   parallelism: "ddp",
   fsdpSharding: "full",
   fsdpPrefetch: 0,
@@ -170,9 +173,21 @@ export function computeWorkload(
   };
   for (const [knob, fallback] of Object.entries(COMPUTE_KNOBS)) {
     if (LAYOUT_OWNED[knob] !== undefined && LAYOUT_OWNED[knob] !== parallelism) continue;
-    workload[knob] = (knobs[knob] ?? fallback) as string | number | boolean;
+    workload[knob] = currentKnobValue(knob, knobs[knob] ?? fallback) as string | number | boolean;
   }
   return workload;
+}
+
+/**
+ * A workload a calibration saved before a knob's values changed, as computeWorkload writes it today (its
+ * activationCheckpointing false as "none"), so that the two still match.
+ */
+export function currentWorkload(
+  workload: Readonly<Record<string, string | number | boolean>>,
+): Readonly<Record<string, string | number | boolean>> {
+  return Object.fromEntries(
+    Object.entries(workload).map(([knob, value]) => [knob, currentKnobValue(knob, value) as string | number | boolean]),
+  );
 }
 
 /**

@@ -4,6 +4,7 @@
  * workload a calibration's compute is matched on.
  */
 import { describe, expect, it } from "vitest";
+import transformerCounts from "../fixtures/transformer-counts.json" with { type: "json" };
 import {
   LANGUAGE_SHAPE,
   languageShape,
@@ -112,12 +113,24 @@ describe("the transformer's numbers", () => {
     const shape = shapeOf("llama3.1-8b", {})!;
     const block = 2 * 4096 ** 2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096;
     expect(recomputeFlopsPerToken(shape, 8192, "none")).toBe(0);
-    expect(recomputeFlopsPerToken(shape, 8192, "full")).toBe(32 * (2 * block + 4 * 4096 * 8192));
+    // All but w2, the last product, whose output backward does not need.
+    expect(recomputeFlopsPerToken(shape, 8192, "full")).toBe(32 * (2 * (block - 4096 * 14336) + 4 * 4096 * 8192));
     // k, the attention's output and w3: the 2nd, 4th and 6th of q, k, v, output, w1, w3, w2.
     expect(recomputeFlopsPerToken(shape, 8192, "selective")).toBe(32 * 2 * (4096 * 1024 + 4096 ** 2 + 4096 * 14336));
     const gpt = shapeOf("gpt2-small", {})!;
-    // k, the attention's projection and the MLP's second layer: half of 12h².
-    expect(recomputeFlopsPerToken(gpt, 1024, "selective")).toBe(12 * 2 * 6 * 768 * 768);
+    // k and the attention's projection; the MLP's second layer, the 6th, is the block's last.
+    expect(recomputeFlopsPerToken(gpt, 1024, "selective")).toBe(12 * 2 * 2 * 768 * 768);
+  });
+
+  it("counts what test/fixtures/transformer-counts.json says, which the worker's built models are held to", () => {
+    for (const counted of transformerCounts.cases) {
+      const shape = shapeOf(counted.model, { sequenceLength: counted.sequenceLength })!;
+      expect(trainingFlopsPerToken(shape, counted.sequenceLength), counted.model).toBe(counted.trainingFlopsPerToken);
+      for (const mode of ["selective", "full"] as const)
+        expect(recomputeFlopsPerToken(shape, counted.sequenceLength, mode), `${counted.model} ${mode}`).toBe(
+          counted.recomputeFlopsPerToken[mode],
+        );
+    }
   });
 
   it("reads old records' and campaign files' true and false as full and none", () => {

@@ -43,6 +43,7 @@ export interface ClusterOptions {
 
 /** The flags of the other mode that mean nothing here: exit 2 rather than ignored. */
 function checkClusterOptions(options: ClusterOptions): void {
+  if (options.model === undefined) throw new UsageError("--model: required with --cluster");
   if (options.bandwidth !== undefined) {
     throw new UsageError(
       "--bandwidth with --cluster: the cluster's NICs set the link (its catalogue entry or cluster file); write a cluster file for another rate",

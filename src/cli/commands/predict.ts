@@ -4,7 +4,7 @@
  * longer than compute.
  */
 import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { InvalidArgumentError, Option, type Command } from "commander";
 import { MODELS, REDUCTIONS, throughputUnit, TRAIN_KNOBS } from "../../config/registry.ts";
 import { UsageError } from "../../util/errors.ts";
@@ -29,12 +29,16 @@ import { rateUnit } from "../../results/worker-result.ts";
 import { err, out } from "../../util/output.ts";
 import { DP_SHARDINGS, PIPELINE_SCHEDULES } from "../../cluster/groups.ts";
 import { predictOnCluster, type ClusterOptions } from "./predict-cluster.ts";
+import { loadCaseFile } from "../../predict/case-file.ts";
+import { scoreCase, type CaseScore } from "../../predict/case-score.ts";
+import type { CaseFile } from "../../predict/case.ts";
 
 interface PredictOptions extends Omit<ClusterOptions, "cluster" | "optimizer" | "bandwidth" | "batch"> {
   readonly cluster?: string;
   readonly model: string;
   readonly batch: number;
   readonly bandwidth: string;
+  readonly case?: string;
   readonly nodes: number[];
   readonly processesPerNode: number;
   readonly reduction: string;
@@ -69,16 +73,21 @@ export function registerPredict(program: Command, host: CommandHost): void {
     .description(
       "predict a training configuration's throughput and scaling efficiency over node counts from a calibration, and where communication overtakes compute",
     )
-    .addOption(new Option("--model <model>", "the model").choices([...MODELS]).makeOptionMandatory())
+    .addOption(new Option("--model <model>", "the model (required without --case)").choices([...MODELS]))
     .option(
       "--batch <n>",
-      "batch size per worker (with --cluster: per GPU and micro-batch, default 1)",
+      "batch size per worker (required without --case; with --cluster: per GPU and micro-batch, default 1)",
       parsePositiveInt,
     )
     .option(
       "--bandwidth <rate>",
-      "the link, as a campaign's bandwidth (1gbit, 300mbit, unlimited); not with --cluster",
+      "the link, as a campaign's bandwidth (1gbit, 300mbit, unlimited; required without --case or --cluster)",
       parseBandwidth,
+    )
+    .option(
+      "--case <file>",
+      "a published case (test/bench/data/published/*.yaml; docs/case.schema.json): the prediction beside each figure it publishes, and the error",
+      parseSafePath,
     )
     .option(
       "--nodes <counts>",
@@ -198,6 +207,10 @@ export function registerPredict(program: Command, host: CommandHost): void {
     .option("--format <format>", "text, or json for scripts", "text")
     .action(
       host.action((options: PredictOptions, command: Command) => {
+        if (options.case !== undefined) {
+          printCase(options);
+          return;
+        }
         if (options.format !== "text" && options.format !== "json")
           throw new UsageError(`--format ${JSON.stringify(options.format)}: expected text or json`);
         if (options.cluster !== undefined) {
@@ -214,22 +227,12 @@ export function registerPredict(program: Command, host: CommandHost): void {
           } as ClusterOptions);
           return;
         }
-        checkWithoutCluster(options);
+        checkCurveOptions(options);
         const basis = basisOf(options, String(command.optsWithGlobals()["stateDir"]));
         if (options.recommend) printRecommendations(options, basis);
         else printCurve(options, basis);
       }),
     );
-}
-
-/** The options of a calibration's prediction that --cluster does without: exit 2 when they are missing. */
-function checkWithoutCluster(options: PredictOptions): void {
-  if (options.batch === undefined) throw new UsageError("--batch: required (the batch size per worker)");
-  if (options.bandwidth === undefined) {
-    throw new UsageError("--bandwidth: required (the link, as a campaign's bandwidth: 1gbit, 300mbit, unlimited)", {
-      hint: "or ask about a GPU cluster with --cluster (p5.48xlarge, dgx-h100, ...)",
-    });
-  }
 }
 
 /** A catalogue name or a cluster file's path: the name only a lookup key, the path a safe one. */
@@ -239,6 +242,78 @@ function parseClusterName(value: string): string {
     : value.replace(/[^A-Za-z0-9._-]/g, "") === value
       ? value
       : parseSafePath(value);
+}
+
+/** Without --case, the model, batch and link are required: exit 2 naming those missing. */
+function checkCurveOptions(options: PredictOptions): void {
+  const missing = [
+    ...(options.model === undefined ? ["--model"] : []),
+    ...(options.batch === undefined ? ["--batch"] : []),
+    ...(options.bandwidth === undefined ? ["--bandwidth"] : []),
+  ];
+  if (missing.length > 0)
+    throw new UsageError(`required option${missing.length === 1 ? "" : "s"} ${missing.join(", ")} not specified`, {
+      hint: "or ask about a published case with --case FILE, or a GPU cluster with --cluster (p5.48xlarge, dgx-h100, ...)",
+    });
+}
+
+/** --case: the case's published figures beside ringlab's predictions, as text or JSON (exit 2 on a bad file). */
+function printCase(options: PredictOptions): void {
+  if (options.format !== "text" && options.format !== "json")
+    throw new UsageError(`--format ${JSON.stringify(options.format)}: expected text or json`);
+  const file = loadCaseFile(options.case!);
+  const score = scoreCase(file, dirname(resolve(options.case!)));
+  if (options.format === "json") {
+    out(`${JSON.stringify({ case: options.case, ...score }, null, 2)}\n`);
+    return;
+  }
+  out(formatCaseScore(options.case!, file, score));
+}
+
+/**
+ * The case's text: what it is, a row per published figure (published, predicted, error), and the memory model's terms
+ * for the largest rank.
+ */
+function formatCaseScore(path: string, file: CaseFile, score: CaseScore): string {
+  const number = (value: number | null) => (value === null ? "-" : value.toPrecision(4));
+  const rows = score.figures.map((figure) => [
+    figure.figure,
+    number(figure.published),
+    number(figure.predicted),
+    figure.error === null ? "-" : `${(100 * figure.error).toFixed(1)}%`,
+    figure.band === undefined
+      ? "-"
+      : `${number(figure.band.low)}-${number(figure.band.high)}${inBand(figure.published, figure.band) ? "" : " (outside)"}`,
+    figure.why ?? figure.note ?? "",
+  ]);
+  const terms =
+    score.terms === null
+      ? []
+      : [
+          `the largest rank's terms (GiB, before the allocator's reserve): ${Object.entries(score.terms)
+            .filter(([, bytes]) => bytes > 0)
+            .map(([term, bytes]) => `${term} ${(bytes / 2 ** 30).toFixed(2)}`)
+            .join(", ")}`,
+        ];
+  const throughput =
+    "problem" in score.throughput
+      ? `no throughput prediction: ${score.throughput.problem}`
+      : `throughput: compute ${score.throughput.basis}: ${score.throughput.source}; the band is the no-overlap and full-overlap steps`;
+  return [
+    `${path}${file.about === undefined ? "" : `: ${file.about}`}`,
+    `source: ${score.source}`,
+    `model states counted as ${score.framework}; a peak is the allocator's reserve at the tensors' peak`,
+    formatTable(["figure", "published", "ringlab", "error", "band", "note"], rows).trimEnd(),
+    ...terms,
+    ...(score.problem === null ? [] : [`no memory prediction: ${score.problem}`]),
+    throughput,
+    "",
+  ].join("\n");
+}
+
+/** Whether a published figure lies between the no-overlap and full-overlap predictions. */
+function inBand(published: number, band: { readonly low: number; readonly high: number }): boolean {
+  return published >= Math.min(band.low, band.high) && published <= Math.max(band.low, band.high);
 }
 
 /**

@@ -15,10 +15,13 @@ function blockMatrices({ width: h, heads, kvHeads, ffnWidth: f }: TransformerSha
 
 /**
  * Llama's block in Korthikanti et al.'s accounting, derived term by term as they derive the GPT block's: the two
- * RMSNorms keep their input and a reciprocal root per token (no mean, no bias); grouped-query attention keeps k and v
- * at kvHeads·headDim each; attention through the flash kernel (its output and a log-sum-exp per head, no scores);
- * SwiGLU keeps w1's and w3's outputs, SiLU's output and their product (w2's input): 4 tensors of ffnWidth where GPT's
- * GELU MLP keeps 2 of 4h; no dropout. Bytes per token in 16 bits: h(12 + 4 kv/h + 8 f/h) + 4 heads + 8. Selective
+ * RMSNorms keep their input, a reciprocal root per token and (torch's composite nn.RMSNorm) the normalized input in
+ * fp32 (no mean, no bias); grouped-query attention keeps k and v at kvHeads·headDim each; attention through the flash
+ * kernel (its output and a log-sum-exp per head, no scores), whose output the output matrix takes as a copy (the
+ * worker rotates q and k after moving the heads forward, so the kernel's output is laid out by head); SwiGLU keeps w1's
+ * and w3's outputs, SiLU's output and their product (w2's input): 4 tensors of ffnWidth where GPT's GELU MLP keeps 2
+ * of 4h; no dropout. Bytes per token in 16 bits: h(14 + 4 kv/h + 8 f/h) + 8h + 4 heads + 8 (the normalized inputs in
+ * fp32); the worker's model measured within 1 % of this (src/catalogue/llama-activations.json). Selective
  * checkpointing (torchtitan's policy) keeps the 1st, 3rd, 5th and 7th products' outputs (q, v, w1, w2) beside
  * attention's, w2's though nothing needs it (the policy saves by operation, not by use).
  */
@@ -35,6 +38,13 @@ function blockTensors(shape: TransformerShape): BlockTensor[] {
     },
     { name: "norm 1's reciprocal root", numbers: 1, kind: "statistic", split: false, keptBy: ["none"] },
     {
+      name: "norm 1's normalized input (nn.RMSNorm's composite, fp32)",
+      numbers: h,
+      kind: "statistic",
+      split: false,
+      keptBy: ["none"],
+    },
+    {
       name: "norm 1's output (q, k and v's input)",
       numbers: h,
       kind: "input",
@@ -47,8 +57,22 @@ function blockTensors(shape: TransformerShape): BlockTensor[] {
     { name: "v", numbers: kv, kind: "output", split: true, keptBy: ["none", "selective"] },
     { name: "attention's output", numbers: h, kind: "output", split: true, keptBy: ["none", "selective"] },
     { name: "attention's log-sum-exp", numbers: heads, kind: "statistic", split: true, keptBy: ["none", "selective"] },
+    {
+      name: "attention's output copied for the output matrix",
+      numbers: h,
+      kind: "output",
+      split: true,
+      keptBy: ["none"],
+    },
     { name: "norm 2's input", numbers: h, kind: "stream", split: false, keptBy: ["none"] },
     { name: "norm 2's reciprocal root", numbers: 1, kind: "statistic", split: false, keptBy: ["none"] },
+    {
+      name: "norm 2's normalized input (nn.RMSNorm's composite, fp32)",
+      numbers: h,
+      kind: "statistic",
+      split: false,
+      keptBy: ["none"],
+    },
     {
       name: "norm 2's output (w1 and w3's input)",
       numbers: h,
@@ -77,6 +101,7 @@ export const llama: FamilyCounts = {
   finalTensors: ({ width: h }) => [
     { name: "the final norm's input", numbers: h, kind: "stream", split: false, keptBy: ["none"] },
     { name: "the final norm's reciprocal root", numbers: 1, kind: "statistic", split: false, keptBy: ["none"] },
+    { name: "the final norm's normalized input (fp32)", numbers: h, kind: "statistic", split: false, keptBy: ["none"] },
     {
       name: "the final norm's output (the head's input)",
       numbers: h,
