@@ -6,9 +6,9 @@ import { describe, expect, it } from "vitest";
 import { collectiveTime, spanOf, tierShares, type GroupCollective } from "../../src/cluster/collectives.ts";
 import { computeOnGpu } from "../../src/cluster/compute.ts";
 import { deviceNetworkGBps, type Cluster } from "../../src/cluster/description.ts";
-import { loadClusterFile, readCatalogue } from "../../src/cluster/load.ts";
+import { clusterCatalogue, loadClusterFile, readCatalogue } from "../../src/cluster/load.ts";
 import { predictClusterStep, type ClusterQuestion } from "../../src/cluster/step.ts";
-import { localTestbedCluster } from "../../src/cluster/testbeds.ts";
+import { awsNodeType, localTestbedCluster } from "../../src/cluster/testbeds.ts";
 import { ConfigError, EXIT } from "../../src/util/errors.ts";
 
 const FIXTURES = fileURLToPath(new URL("catalogue/", import.meta.url));
@@ -227,5 +227,28 @@ describe("a local testbed's cluster", () => {
     expect(cluster.node.device.kind).toBe("cpu");
     expect(cluster.node.nics.gbitPerNic).toBeCloseTo(0.3);
     expect(localTestbedCluster({ nodes: 3, processesPerNode: 1, bandwidth: "unlimited" })).toBeUndefined();
+  });
+});
+
+describe("the catalogue (src/catalogue/clusters/)", () => {
+  const real = clusterCatalogue();
+
+  it("reads every GPU, node type and published bus bandwidth through the one loader", () => {
+    expect(real.gpus.size).toBeGreaterThanOrEqual(11);
+    expect(real.nodes.size).toBeGreaterThanOrEqual(21);
+    expect(real.collectives.length).toBeGreaterThan(0);
+    for (const [name, { type }] of real.nodes) expect(type.devicesPerNode.value, name).toBeGreaterThan(0);
+  });
+
+  it("gives an AWS testbed its instance type's node: the catalogue's entry, else the instance catalogue's figures, said so", () => {
+    const p5 = awsNodeType("p5.48xlarge", real);
+    expect("missing" in p5 ? p5.missing : p5.nics).toMatchObject({ count: 32, gbitPerNic: 100, perGpu: true });
+    const p3 = awsNodeType("p3.16xlarge", real);
+    if ("missing" in p3) throw new Error(p3.missing);
+    expect(p3.devicesPerNode.value).toBe(8);
+    expect(p3.nics).toMatchObject({ count: 1, gbitPerNic: 25, perGpu: false });
+    expect(p3.intraNode.source).toMatch(/^assumed: /);
+    const g4dn = awsNodeType("g4dn.12xlarge", real);
+    expect("missing" in g4dn && g4dn.missing).toContain("no entry in src/catalogue/clusters/gpus/");
   });
 });
