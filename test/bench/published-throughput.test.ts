@@ -52,7 +52,7 @@ function line(row: Row): string {
   return `| ${row.name} | ${row.figure} | ${row.published} | ${row.predicted.toPrecision(4)} | ${errorText(row)} | ${band}${inBand(row) ? "" : " (outside)"} | ${row.basis} |`;
 }
 
-/** The mean |error| of the throughput figures (percent) and of the scaling efficiencies (points), and the band's count. */
+/** Mean |error| of the throughput figures (percent), of the scaling efficiencies (points), and the band's count. */
 function summary(of: readonly Row[]): string {
   const predicted = of.filter((row) => row.predicted !== null);
   const throughput = predicted.filter((row) => row.figure !== "scalingEfficiency" && row.figure !== "mfu");
