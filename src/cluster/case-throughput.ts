@@ -164,8 +164,17 @@ function peakOf(node: NodeType, precision: string): number | undefined {
   return precision === "fp32" ? peaks.fp32?.value : (peaks.bf16 ?? peaks.fp16)?.value;
 }
 
-/** A case that runs fewer GPUs a node than the node has (gpusPerNode) uses that many: its NICs stay the node's. */
-function nodeWithGpus(node: NodeType, gpusPerNode: number | undefined): NodeType {
-  if (gpusPerNode === undefined || gpusPerNode === node.devicesPerNode.value) return node;
-  return { ...node, devicesPerNode: { value: gpusPerNode, source: "the case's gpusPerNode" } };
+/**
+ * A case that runs another number of GPUs a node than the node type has (gpusPerNode): each GPU keeps its own rail's
+ * NICs where they are one per GPU; shared cards stay the node's.
+ */
+export function nodeWithGpus(node: NodeType, gpusPerNode: number | undefined): NodeType {
+  const physical = node.devicesPerNode.value;
+  if (gpusPerNode === undefined || gpusPerNode === physical) return node;
+  const count = node.nics.perGpu ? (node.nics.count / physical) * gpusPerNode : node.nics.count;
+  return {
+    ...node,
+    devicesPerNode: { value: gpusPerNode, source: "the case's gpusPerNode" },
+    nics: { ...node.nics, count },
+  };
 }

@@ -1,6 +1,8 @@
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { predictCaseThroughput, type ThroughputCase } from "../../src/cluster/case-throughput.ts";
+import { nodeWithGpus, predictCaseThroughput, type ThroughputCase } from "../../src/cluster/case-throughput.ts";
+import { deviceNetworkGBps } from "../../src/cluster/description.ts";
+import { clusterCatalogue } from "../../src/cluster/load.ts";
 
 const PUBLISHED = fileURLToPath(new URL("../bench/data/published/", import.meta.url));
 
@@ -57,5 +59,15 @@ describe("a published case's throughput", () => {
       3,
     );
     expect(answer.prediction.bubbleSeconds).toBeGreaterThan(0);
+  });
+});
+
+describe("a case on fewer GPUs a node than its node type has", () => {
+  it("keeps each GPU's rail where the NICs are one per GPU, and the node's cards where they are shared", () => {
+    const p5 = clusterCatalogue().nodes.get("p5.48xlarge")!.type;
+    const four = nodeWithGpus(p5, 4);
+    expect(deviceNetworkGBps(four, 4)).toBe(deviceNetworkGBps(p5, 8));
+    const g6e = clusterCatalogue().nodes.get("g6e.48xlarge")!.type;
+    expect(deviceNetworkGBps(nodeWithGpus(g6e, 4), 4)).toBe(2 * deviceNetworkGBps(g6e, 8));
   });
 });
