@@ -2,7 +2,8 @@
  * Writes the reference docs from the code they describe, never by hand: docs/campaign.schema.json (what `ringlab
  * schema` prints), docs/campaign-file.md (every field of that schema, by section) and docs/cli.md (commander's own
  * help of every command), and the registry's lists in the worker's result schema (docker/worker/result.schema.json's
- * knob enums; the rest of that file is written by hand). Run `npx tsx scripts/gen-docs.ts`; test/docs/reference.test.ts
+ * knob enums; the rest of that file is written by hand), and docs/case.schema.json (a published case, `ringlab predict
+ * --case`). Run `npx tsx scripts/gen-docs.ts`; test/docs/reference.test.ts
  * fails when a committed file differs from what this writes.
  */
 import { readFileSync, writeFileSync } from "node:fs";
@@ -12,6 +13,7 @@ import type { Command } from "commander";
 import { campaignJsonSchema, campaignJsonSchemaText, type JsonSchema } from "../src/config/json-schema.ts";
 import { MODELS, REDUCTIONS, TRAIN_KNOB_NAMES, TRAIN_KNOBS } from "../src/config/registry.ts";
 import { buildProgram } from "../src/cli/program.ts";
+import { caseJsonSchemaText } from "../src/predict/case.ts";
 
 const REPO_DIR = fileURLToPath(new URL("..", import.meta.url));
 const GENERATED =
@@ -23,6 +25,7 @@ export function referenceDocs(): Record<string, string> {
     "docs/campaign.schema.json": campaignJsonSchemaText(),
     "docs/campaign-file.md": campaignFileMarkdown(campaignJsonSchema()),
     "docs/cli.md": cliMarkdown(),
+    "docs/case.schema.json": caseJsonSchemaText(),
     [RESULT_SCHEMA]: resultSchemaText(readFileSync(join(REPO_DIR, RESULT_SCHEMA), "utf8")),
   };
 }

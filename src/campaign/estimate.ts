@@ -4,7 +4,7 @@
  * all-reduce part comes from the ring lower bound.
  */
 import { bandwidthGbps } from "../rules/bandwidth.ts";
-import { shapeOf, trainingFlopsPerToken } from "../workload/transformer.ts";
+import { checkpointingOf, recomputeFlopsPerToken, shapeOf, trainingFlopsPerToken } from "../workload/transformer.ts";
 import { onDemandUsdPerHour } from "../catalogue/aws-instance-types.ts";
 import { PARAMETER_COUNT, planningOf, TRAIN_KNOBS } from "../config/registry.ts";
 import type { CampaignFile } from "../config/schema.ts";
@@ -33,11 +33,17 @@ const CPU_TRAINING_GFLOPS = 12;
 /** Any language model on a GPU, to size estimates only: 30 % of a T4's 8.1 fp32 TFLOP/s. */
 const GPU_TRAINING_GFLOPS = 2_400;
 
-/** One step's compute of a language model at `gflops`; undefined for an image model. */
+/**
+ * One step's compute of a language model at `gflops`, activation checkpointing's recomputation included; undefined for
+ * an image model.
+ */
 function languageStepSeconds(run: PlannedRun, gflops: number): number | undefined {
   const shape = shapeOf(run.model!, run.knobs);
   if (shape === undefined) return undefined;
-  return (run.batchSize! * shape.sequenceLength * trainingFlopsPerToken(shape, shape.sequenceLength)) / (gflops * 1e9);
+  const perToken =
+    trainingFlopsPerToken(shape, shape.sequenceLength) +
+    recomputeFlopsPerToken(shape, shape.sequenceLength, checkpointingOf(run.knobs));
+  return (run.batchSize! * shape.sequenceLength * perToken) / (gflops * 1e9);
 }
 
 /**

@@ -69,6 +69,28 @@ function readCampaignText<T>(path: string, parse: (sourceText: string, sourceFil
   return parse(sourceText, sourceFile);
 }
 
+/**
+ * Another YAML file ringlab reads (a published case, src/predict/case-file.ts), through the same limits and the same
+ * parser as a campaign file: the document, or exit 2 naming the file. `expected` says what the file should be.
+ */
+export function loadYamlDocument(path: string, expected: string): unknown {
+  const sourceFile = resolve(path);
+  let sourceText: string;
+  try {
+    const size = statSync(sourceFile).size;
+    if (size > MAX_CAMPAIGN_FILE_BYTES) {
+      const message = `the file is ${size} bytes; expected ${expected} of at most ${MAX_CAMPAIGN_FILE_BYTES} bytes`;
+      throw new ConfigError(path, [{ path: "", message }]);
+    }
+    sourceText = readFileSync(sourceFile, "utf8");
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "file not found" : String(error);
+    throw new ConfigError(path, [{ path: "", message: `${reason}; expected ${expected}` }]);
+  }
+  return parseYaml(sourceText, path);
+}
+
 function tooBigMessage(size: number): string {
   return `the file is ${size} bytes; expected a campaign file of at most ${MAX_CAMPAIGN_FILE_BYTES} bytes`;
 }
@@ -174,7 +196,8 @@ function parseAnyCampaign(
   return { ...result.value, testbed, sourceFile, sourceText } as AnyLoadedCampaignFile;
 }
 
-function parseYaml(sourceText: string, displayName: string): unknown {
+/** YAML text as plain data, with the limits every ringlab file gets (size, aliases, depth); problems name the file. */
+export function parseYaml(sourceText: string, displayName: string): unknown {
   // UTF-16 code units: at least one byte each, so a text over the limit is a file over it.
   if (sourceText.length > MAX_CAMPAIGN_FILE_BYTES) {
     throw new ConfigError(displayName, [{ path: "", message: tooBigMessage(Buffer.byteLength(sourceText)) }]);

@@ -45,6 +45,11 @@ export interface TrainKnob<Value = string | number | boolean> {
   readonly excludes: readonly TrainKnobName[];
   /** What a message calls the feature the knob turns on ("time to train"), where it has a name of its own. */
   readonly label?: string;
+  /**
+   * enum only: the values older campaign files and records gave it (a switch's true and false, as "true" and "false")
+   * and the choice each now reads as.
+   */
+  readonly legacyValues?: Readonly<Record<string, string>>;
   /** What the knob does, in a line: its description in the campaign file's schema and reference. */
   readonly about?: string;
 }
@@ -169,31 +174,99 @@ export function planningOf(model: string): PlanningFigures {
   return figures;
 }
 
-/** A language model's shape (docker/worker/ringlab_worker/models/transformer.py builds it). */
+/**
+ * The families of language models the worker builds (docker/worker/ringlab_worker/models/): gpt2, GPT-2's decoder
+ * (LayerNorm, a 4x-wide GELU MLP, learned positions); llama, Llama's (RMSNorm, a SwiGLU MLP of its own width, rotary
+ * positions, grouped-query attention). src/workload/families/ holds each one's counts.
+ */
+export const MODEL_FAMILIES = ["gpt2", "llama"] as const;
+export type ModelFamily = (typeof MODEL_FAMILIES)[number];
+
+/**
+ * A language model's shape, registry.json's one description of it, which the worker builds and src/workload/ counts.
+ * A gpt2 entry writes fewer fields: its kvHeads are its heads, its ffnWidth 4 x width, its embeddings untied.
+ */
 export interface TransformerShape {
+  readonly family: ModelFamily;
   readonly layers: number;
   readonly width: number;
+  /** Query heads. */
   readonly heads: number;
-  /** The learned positions: the longest sequence. */
-  readonly sequenceLength: number;
+  /** Key and value heads, each shared by heads / kvHeads query heads (grouped-query attention; heads: none shared). */
+  readonly kvHeads: number;
+  /** The MLP's hidden width. */
+  readonly ffnWidth: number;
   readonly vocab: number;
+  /** The head is the token embedding's matrix (Llama 3.2 1B and 3B). */
+  readonly tiedEmbeddings: boolean;
+  /** Tokens per training sequence: the registry's default, or a run's. */
+  readonly sequenceLength: number;
+  /** The longest sequence the model takes: gpt2's learned positions, llama's trained context. */
+  readonly maxPositions: number;
 }
-/** Each language model's shape, by name. */
+
+const SHAPE_NUMBERS = ["layers", "width", "heads", "sequenceLength", "vocab"] as const;
+const LLAMA_NUMBERS = ["kvHeads", "ffnWidth", "maxPositions", "ropeTheta"] as const;
+
+/**
+ * A language model's shape from its registry entry. Throws naming every field it lacks or has wrong: a shape that did
+ * not divide would otherwise be counted, planned and only refused by the worker.
+ */
+export function languageShape(model: string, entry: Readonly<Record<string, unknown>>): TransformerShape {
+  const family = (entry["family"] ?? "gpt2") as ModelFamily;
+  const problems: string[] = [];
+  if (!MODEL_FAMILIES.includes(family))
+    problems.push(`family ${String(family)} (expected ${MODEL_FAMILIES.join(" or ")})`);
+  const needed = family === "llama" ? [...SHAPE_NUMBERS, ...LLAMA_NUMBERS] : SHAPE_NUMBERS;
+  for (const field of needed) {
+    const value = entry[field];
+    if (typeof value !== "number" || !Number.isInteger(value) || value < 1)
+      problems.push(`${field} (a whole number above 0)`);
+  }
+  if (family === "llama" && typeof entry["tiedEmbeddings"] !== "boolean")
+    problems.push("tiedEmbeddings (true or false)");
+  if (problems.length > 0) throw new Error(`registry.json: language model ${model} lacks ${problems.join(", ")}`);
+  const number = (field: string, fallback?: number) => (entry[field] ?? fallback) as number;
+  const shape: TransformerShape = {
+    family,
+    layers: number("layers"),
+    width: number("width"),
+    heads: number("heads"),
+    kvHeads: number("kvHeads", number("heads")),
+    ffnWidth: number("ffnWidth", 4 * number("width")),
+    vocab: number("vocab"),
+    tiedEmbeddings: entry["tiedEmbeddings"] === true,
+    sequenceLength: number("sequenceLength"),
+    maxPositions: number("maxPositions", number("sequenceLength")),
+  };
+  const wrong = [
+    shape.width % shape.heads === 0 ? [] : [`width ${shape.width} is not a multiple of heads ${shape.heads}`],
+    shape.heads % shape.kvHeads === 0 ? [] : [`kvHeads ${shape.kvHeads} does not divide heads ${shape.heads}`],
+    shape.sequenceLength <= shape.maxPositions
+      ? []
+      : [`sequenceLength ${shape.sequenceLength} is more than maxPositions ${shape.maxPositions}`],
+  ].flat();
+  if (wrong.length > 0) throw new Error(`registry.json: language model ${model}: ${wrong.join("; ")}`);
+  return shape;
+}
+
+/** Each language model's shape, by name. A registry whose language model lacks a field does not load. */
 export const LANGUAGE_SHAPE: Readonly<Partial<Record<Model, TransformerShape>>> = Object.fromEntries(
   Object.entries(registry.models).flatMap(([name, model]) =>
-    "layers" in model
-      ? [
-          [
-            name,
-            {
-              layers: model.layers,
-              width: model.width,
-              heads: model.heads,
-              sequenceLength: model.sequenceLength,
-              vocab: model.vocab,
-            },
-          ],
-        ]
+    model.kind === "language" ? [[name, languageShape(name, model as Readonly<Record<string, unknown>>)]] : [],
+  ),
+);
+
+/**
+ * A published parameter count of a language model, where registry.json quotes one (publishedParameters, with its
+ * parametersSource): what test/workload/transformer.test.ts holds ringlab's count to.
+ */
+export const PUBLISHED_PARAMETERS: Readonly<
+  Partial<Record<Model, { readonly count: number; readonly source: string }>>
+> = Object.fromEntries(
+  Object.entries(registry.models).flatMap(([name, model]) =>
+    "publishedParameters" in model
+      ? [[name, { count: model.publishedParameters as number, source: model.parametersSource as string }]]
       : [],
   ),
 );
@@ -296,6 +369,9 @@ function trainKnob(name: TrainKnobName): TrainKnob {
     needs: (entry["needs"] ?? []) as TrainKnobName[],
     excludes: (entry["excludes"] ?? []) as TrainKnobName[],
     ...(typeof entry["label"] === "string" ? { label: entry["label"] } : {}),
+    ...(typeof entry["legacyValues"] === "object" && entry["legacyValues"] !== null
+      ? { legacyValues: entry["legacyValues"] as Readonly<Record<string, string>> }
+      : {}),
     ...(typeof entry["about"] === "string" ? { about: entry["about"] } : {}),
   };
 }
@@ -304,6 +380,17 @@ function trainKnob(name: TrainKnobName): TrainKnob {
 export const TRAIN_KNOBS = Object.fromEntries(TRAIN_KNOB_NAMES.map((name) => [name, trainKnob(name)])) as {
   readonly [K in TrainKnobName]: TrainKnob<TrainKnobValue<K>>;
 };
+
+/**
+ * A knob's value as it reads today: an older campaign file's or record's value (registry.json's legacyValues: true and
+ * false for activationCheckpointing) as the choice it now means, any other value as it is.
+ */
+export function currentKnobValue(name: string, value: unknown): unknown {
+  const legacy = (TRAIN_KNOBS as Readonly<Record<string, TrainKnob>>)[name]?.legacyValues;
+  return legacy !== undefined && (typeof value === "boolean" || value === null)
+    ? (legacy[String(value)] ?? value)
+    : value;
+}
 
 /** A numeric knob as a run has it: its own value, or the worker's default (what the worker then used). */
 export function numericKnob(knobs: Readonly<Record<string, unknown>>, name: TrainKnobName): number | undefined {

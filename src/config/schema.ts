@@ -16,6 +16,7 @@ import { LOCAL_DEFAULTS } from "../targets/local.ts";
 import { DEFAULT_MAX_NODES, safePath, type IssueAt } from "./fields.ts";
 import { combinationProblems, knobRuleProblems } from "./knob-rules.ts";
 import { describeIssues, type ConfigProblem } from "./problems.ts";
+import { shapeProblems } from "../workload/shape-problems.ts";
 import {
   COLLECTIVES,
   MODEL_KIND,
@@ -93,8 +94,14 @@ function knobSchema(knob: TrainKnob): z.ZodType {
       return withinRange(z.int(), knob);
     case "number":
       return withinRange(z.number(), knob);
-    case "enum":
-      return z.enum(knob.choices!);
+    case "enum": {
+      const choices = z.enum(knob.choices!);
+      const legacy = knob.legacyValues;
+      // A value older campaign files gave the knob (a switch's true and false) reads as the choice it now means.
+      return legacy === undefined
+        ? choices
+        : z.preprocess((value) => (typeof value === "boolean" ? (legacy[String(value)] ?? value) : value), choices);
+    }
     case "switch":
       return z.boolean();
   }
@@ -393,6 +400,7 @@ export const campaignFileSchema = z
       ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message });
     }
     checkDataKnobs(campaign, ctx);
+    checkShapeKnobs(campaign, ctx);
     checkStrategyKnobs(campaign, ctx);
     checkExcludes(campaign, ctx);
     targetOf(file.testbed).checkCampaign?.(file.testbed, campaign, issueAt(ctx));
@@ -550,6 +558,35 @@ function checkDataKnobs(campaign: CampaignOutput, ctx: RefinementContext): void 
     });
   }
   checkNodeLoss(campaign, values("failNode"), values("minNodes"), fewestNodes, ctx);
+}
+
+/** The knobs that shape a language model's runs, each combination the matrix makes (the tensor degree: `plan`'s). */
+const SHAPE_KNOBS = ["sequenceLength", "layers", "width", "heads", "kvHeads", "parallelism"] as const;
+
+/**
+ * Every language model's shape as the campaign's runs would build it: a sequence within the model's positions, heads
+ * that divide the width, key and value heads that divide the heads (src/workload/shape-problems.ts, as the worker).
+ */
+function checkShapeKnobs(campaign: CampaignOutput, ctx: RefinementContext): void {
+  const combinations = SHAPE_KNOBS.reduce<Record<string, unknown>[]>(
+    (combos, knob) => {
+      const values: unknown[] = knobValues(campaign, knob);
+      return combos.flatMap((combo) =>
+        values.length === 0 ? [combo] : values.map((value) => ({ ...combo, [knob]: value })),
+      );
+    },
+    [{}],
+  );
+  const seen = new Set<string>();
+  for (const model of campaign.matrix.model) {
+    for (const knobs of combinations) {
+      for (const { knob, message } of shapeProblems(model, knobs)) {
+        if (seen.has(message)) continue;
+        seen.add(message);
+        ctx.addIssue({ code: "custom", path: ["campaign", "train", knob], message });
+      }
+    }
+  }
 }
 
 /** The strategies (PowerSGD, local SGD): their plain all-reduce steps must fall in the untimed batches. */

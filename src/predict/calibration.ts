@@ -14,7 +14,7 @@ import type { CalibrationInput } from "../results/predictions.ts";
 import { latestAttempts, type RunRecord } from "../results/record.ts";
 import { disturbance } from "../results/steadiness.ts";
 import { inCurrentCpuPeriod } from "../testbed/cpu-quota.ts";
-import { computeWorkload, unitsPerSample } from "../workload/transformer.ts";
+import { computeWorkload, currentWorkload, unitsPerSample } from "../workload/transformer.ts";
 import { memoryEntriesFromRecords, type MemoryEntry } from "./memory.ts";
 
 /**
@@ -176,6 +176,9 @@ const source = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("derived"), how: z.string() }),
 ]);
 
+/** A compute entry's workload, read as computeWorkload writes it today (older files' knob values updated). */
+const savedWorkload = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).transform(currentWorkload);
+
 const calibrationSchema = z.strictObject({
   schema: z.literal(CALIBRATION_SCHEMA),
   compute: z.array(
@@ -184,7 +187,7 @@ const calibrationSchema = z.strictObject({
       batchSize: z.number().int().positive(),
       precision: z.string(),
       channelsLast: z.literal(true).optional(),
-      workload: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+      workload: savedWorkload.optional(),
       device: z.string(),
       deviceModel: z.string(),
       cpusPerNode: z.number().positive().nullable(),
@@ -237,7 +240,7 @@ const calibrationSchema = z.strictObject({
         model: z.string(),
         batchSize: z.number().int().positive(),
         precision: z.string(),
-        workload: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+        workload: savedWorkload,
         nodes: z.number().int().min(1),
         processesPerNode: z.number().int().positive(),
         tensorDegree: z.number().int().min(1),

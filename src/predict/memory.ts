@@ -85,6 +85,19 @@ export const ASSUMED_MEMORY: Readonly<Record<"cpu" | "cuda", MemoryConstants>> =
 };
 
 /**
+ * What a GPU's caching allocator reserves over the tensors it holds at their peak: the affine fit of peak reserved
+ * over peak allocated (each over the run's baseline) of ringlab's 16 language-model runs on one H200 on 2026-11-27
+ * (test/bench/gpu/nvidia-h200/transformer-records/; test/bench/gpu-reserved.test.ts recomputes it), worst fit 7.3 %.
+ * What torchtitan and nvidia-smi-like readings report (torch.cuda's reserved_bytes.all.peak) is this, not the tensors.
+ */
+export const CUDA_RESERVED: Pick<MemoryConstants, "overheadBytes" | "scale" | "source"> = {
+  overheadBytes: 0.81 * 2 ** 30,
+  scale: 1.033,
+  source:
+    "fitted: peak reserved = 0.81 GiB + 1.033 × peak allocated over ringlab's 16 H200 runs of 2026-11-27 (worst 7.3 %; test/bench/README.md)",
+};
+
+/**
  * The constants of a machine's memory entries: DDP's (the entry without a layout) for every run, and each other
  * layout's own where the calibration measured it; a layout it did not measure keeps the assumption's own, if any.
  * Undefined without DDP's entry.

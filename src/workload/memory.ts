@@ -1,41 +1,42 @@
 /**
- * Peak memory of one worker process's training step, by layout (issue #52): the analytic part of ringlab's memory
- * model. Pure.
+ * Peak memory of one worker process's training step, by layout (issues #52, #68): the analytic part of ringlab's
+ * memory model. Pure.
  *
- * What a rank holds (ZeRO's accounting, Rajbhandari et al. 2020, in fp32 as the worker trains: 4 bytes a number):
- *   parameters      its own: all of them (ddp, fsdp none), 1/dpShard (fsdp), 1/tp of each block's matrices (tensor),
+ * What a rank holds, term by term:
+ *   model states    parameters, gradients (and DDP's buckets), master weights, optimizer state, FSDP's gathered units
+ *                   and their gradients, autocast's 16-bit weight copies: ./model-states.ts, one recipe per framework
+ *                   (ringlab's worker, PyTorch's FSDP2 mixed-precision policy, the ZeRO paper, DeepSpeed), on the
+ *                   rank's own parameters: all of them (ddp), its shard (fsdp), 1/tp of each block's matrices (tensor),
  *                   its stage's (pipeline);
- *   gradients       as many; DDP keeps a second copy in its buckets (ddp, and a replicated pipeline stage);
- *   optimizer       SGD with momentum one number per parameter, AdamW two (on the rank's own parameters);
- *   gathered        FSDP's whole parameters for the unit it computes (full: the root and one block, or 1 + prefetch
- * blocks; grad-op: every unit from forward to backward) and their gradients before the reduce-scatter;
- * activations what autograd keeps for backward, per token in flight (src/catalogue/transformer-activations.json, a
- *                   census of the worker's own model): b × s tokens, a pipeline stage's micro-batches in flight
- *                   (GPipe: all m; 1F1B: at most the stages from it to the last), split by tp inside the blocks;
- *   transient       at the start of backward, the loss's two gradients over the vocabulary (last stage): the gradient
- *                   of its log-softmax output and of the logits, 4 bytes a number each, beside the saved log-softmax;
- *   casts           under bf16 or amp autocast, the 16-bit copy of every matrix the rank multiplies by (2 bytes a
- *                   number), made in forward and kept for backward.
- * The step's peak is the state that lives through the step plus the larger of what forward leaves (activations and
- * the loss's gradient) and what backward builds up (the gradients), since backward frees activations as it makes
- * gradients. What the process adds on top (the allocator's caches, threads, communication buffers) is the calibration's
- * affine fit from single-node runs (src/predict/memory.ts): peak = overhead + scale × this.
+ *   activations     what forward keeps for backward, per token in flight (./activations.ts: Korthikanti et al.'s
+ *                   terms for each family's block, checked against a census of the worker's model): b × s tokens, a
+ *                   pipeline stage's micro-batches in flight (GPipe: all m; 1F1B: at most the stages from it to the
+ *                   last), split by tp inside the blocks; under checkpointing, what its mode keeps, and one block's
+ *                   recomputed tensors while its backward runs;
+ *   transient       at the start of backward, the loss's two gradients over the vocabulary (last stage), fp32.
+ * The step's peak is what lives through the step plus the larger of what forward leaves (activations, the loss's
+ * gradients, autocast's copies) and what backward builds up (the gradients), since backward frees activations as it
+ * makes gradients. What the process adds on top (the allocator's caches, threads, communication buffers) is the
+ * calibration's affine fit (src/predict/memory.ts): peak = overhead + scale × this.
  *
- * Image models have no census: their activations are their planning figure in the worker's registry (registry.json:
+ * Image models: their activations are their planning figure in the worker's registry (registry.json:
  * planning.activationMibPerImage) and FSDP's gathered unit is counted as the whole model (an upper bound).
  */
-import census from "../catalogue/transformer-activations.json" with { type: "json" };
-import { LANGUAGE_SHAPE, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, PLANNING, type Model } from "../config/registry.ts";
+import { NATIVE_IMAGE_SIZE, PARAMETER_COUNT, PLANNING, type Model } from "../config/registry.ts";
+import { type ActivationStorage, lossGradientBytes, stageActivationBytes } from "./activations.ts";
 import { stageBlocks, type ParallelDims } from "./layout.ts";
-import { blockParameters, shapeOf, type TransformerShape } from "./transformer.ts";
+import { type DpSharding, STATE_RECIPES, type StateBytes, type StateRecipeName } from "./model-states.ts";
+import {
+  blockMatrixWeights,
+  blockParametersPerTensorRank,
+  checkpointingOf,
+  parameterParts,
+  shapeOf,
+  type TransformerShape,
+} from "./transformer.ts";
 
-const BYTES = 4;
 const MIB = 2 ** 20;
-/**
- * Of a block's activations per token (16 widths in fp32), those tensor parallelism splits: q, k, v, the attention's
- * output and its copy, the MLP's two 4h tensors (13 of 17 widths); the LayerNorms' and the residual's stay whole.
- */
-const TENSOR_SPLIT_SHARE = 13 / 17;
+const SIXTEEN_BIT = new Set(["bf16", "fp16", "amp"]);
 
 export interface MemoryQuestion {
   readonly model: string;
@@ -43,30 +44,29 @@ export interface MemoryQuestion {
   readonly batchSize: number;
   readonly knobs: Readonly<Record<string, unknown>>;
   readonly dims: ParallelDims;
+  /** Whose accounting of the model states (default: ringlab's worker). */
+  readonly recipe?: StateRecipeName;
+  /** A shape given outright (a published case's), instead of the registry's model with the knobs'. */
+  readonly shape?: TransformerShape;
+  /** ZeRO-1 (optimizer), which no worker layout asks for; default: the knobs' layout. */
+  readonly sharding?: DpSharding;
 }
 
 /** One rank's bytes by part (before the calibration's overhead and scale). */
-export interface RankMemory {
+export interface RankMemory extends StateBytes {
   /** The pipeline stage (0 without a pipeline): ranks of one stage hold the same. */
   readonly stage: number;
-  readonly parameters: number;
-  readonly gradients: number;
-  readonly buckets: number;
-  readonly optimizer: number;
-  readonly gathered: number;
   readonly activations: number;
   readonly transient: number;
-  readonly casts: number;
-  /** What lives through the step + max(forward's activations and transient, backward's gradients). */
+  /** What lives through the step + max(forward's activations, transient and casts, backward's gradients). */
   readonly peak: number;
 }
 
 interface Parts {
   /** Numbers of the rank's own parameters, and of the model's largest FSDP unit gathered at once. */
   readonly own: number;
-  readonly whole: number;
   readonly gatheredUnit: number;
-  /** Activation bytes per token in flight, and the loss's gradient per token (last stage). */
+  /** Activation bytes per token in flight, and the loss's gradients per token (last stage). */
   readonly activationPerToken: number;
   readonly transientPerToken: number;
   /** Numbers of the matrices this rank multiplies by (what autocast copies to 16 bits). */
@@ -78,26 +78,37 @@ export function rankMemory(question: MemoryQuestion): RankMemory[] {
   return Array.from({ length: question.dims.pp }, (_, stage) => stageMemory(question, stage));
 }
 
+/** The sharding a run's knobs ask for: FSDP's full (ZeRO-3) or grad-op (ZeRO-2), else none. */
+export function shardingOf(knobs: Readonly<Record<string, unknown>>): DpSharding {
+  if (String(knobs["parallelism"] ?? "ddp") !== "fsdp") return "none";
+  const sharding = String(knobs["fsdpSharding"] ?? "full");
+  return sharding === "grad-op" ? "gradients" : sharding === "none" ? "none" : "full";
+}
+
 function stageMemory(question: MemoryQuestion, stage: number): RankMemory {
   const { knobs, dims } = question;
   const parts = languageParts(question, stage) ?? imageParts(question);
   const parallelism = String(knobs["parallelism"] ?? "ddp");
-  const sharding = String(knobs["fsdpSharding"] ?? "full");
-  const sharded = parallelism === "fsdp" && sharding !== "none";
-  const parameters = BYTES * (sharded ? parts.own / dims.dpShard : parts.own);
-  const gradients = parameters;
-  const ddpBuckets = parallelism === "ddp" || (parallelism === "pipeline" && dims.dpReplicate > 1);
-  const buckets = ddpBuckets ? gradients : 0;
-  const optimizer = parameters * optimizerNumbers(knobs);
-  const gathered = !sharded ? 0 : BYTES * (sharding === "grad-op" ? parts.whole : parts.gatheredUnit);
+  const sharding = question.sharding ?? shardingOf(knobs);
+  const states = STATE_RECIPES[question.recipe ?? "worker"].bytes({
+    parameters: parts.own,
+    // ZeRO-1 shards the optimizer over DDP's replicas; FSDP its states over its shard group.
+    shards: sharding === "optimizer" ? dims.dpReplicate : dims.dpShard,
+    sharding,
+    sixteenBit: SIXTEEN_BIT.has(String(knobs["precision"])),
+    optimizerNumbers: optimizerNumbers(knobs),
+    gatheredUnit: parts.gatheredUnit,
+    matrices: parts.matrices,
+    ddpBuckets: parallelism === "ddp" || (parallelism === "pipeline" && dims.dpReplicate > 1),
+    offload: "none",
+  });
   const tokens = tokensInFlight(question, stage);
   const activations = tokens * parts.activationPerToken;
   const transient = tokens * parts.transientPerToken;
-  const casts = knobs["precision"] === "bf16" || knobs["precision"] === "amp" ? 2 * parts.matrices : 0;
-  // Backward's gradients: the rank's whole (unsharded) gradients, or under FSDP its shards and one unit's whole.
-  const backward = sharded ? gradients + BYTES * parts.gatheredUnit : gradients;
-  const peak = parameters + buckets + optimizer + gathered + Math.max(activations + transient + casts, backward);
-  return { stage, parameters, gradients, buckets, optimizer, gathered, activations, transient, casts, peak };
+  const lives = states.parameters + states.buckets + states.master + states.optimizer + states.gathered;
+  const backward = states.gradients + states.gatheredGradients;
+  const peak = lives + Math.max(activations + transient + states.casts, backward);
+  return { stage, ...states, activations, transient, peak };
 }
 
 function optimizerNumbers(knobs: Readonly<Record<string, unknown>>): number {
@@ -105,65 +116,58 @@ function optimizerNumbers(knobs: Readonly<Record<string, unknown>>): number {
   return typeof knobs["momentum"] === "number" && knobs["momentum"] > 0 ? 1 : 0;
 }
 
+function shapeAsked(question: MemoryQuestion): TransformerShape | undefined {
+  return question.shape ?? shapeOf(question.model, question.knobs);
+}
+
 /** Tokens (or images) whose activations a rank holds at the end of forward. */
 function tokensInFlight(question: MemoryQuestion, stage: number): number {
   const { knobs, dims, batchSize } = question;
-  const perSample = shapeOf(question.model, knobs)?.sequenceLength ?? 1;
+  const perSample = shapeAsked(question)?.sequenceLength ?? 1;
   if (String(knobs["parallelism"] ?? "ddp") !== "pipeline") return batchSize * perSample;
   const microBatches = typeof knobs["microBatches"] === "number" ? knobs["microBatches"] : 4;
   const held = knobs["pipelineSchedule"] === "1f1b" ? Math.min(microBatches, dims.pp - stage) : microBatches;
   return (batchSize / microBatches) * held * perSample;
 }
 
-function languageParts(question: MemoryQuestion, stage: number): Parts | undefined {
-  const shape = shapeOf(question.model, question.knobs);
-  if (shape === undefined) return undefined;
-  const { pp, tp } = question.dims;
-  const positions = (LANGUAGE_SHAPE as Readonly<Record<string, TransformerShape>>)[question.model]!.sequenceLength;
-  const h = shape.width;
-  // A block under tensor parallelism: its matrices and their column biases split, the row biases and LayerNorms whole.
-  const block = tp === 1 ? blockParameters(shape) : (12 * h * h + 7 * h) / tp + 6 * h;
-  const embeddings = shape.vocab * h + positions * h;
-  const final = 2 * h + h * shape.vocab;
-  const first = stage === 0;
-  const last = stage === pp - 1;
-  const own = stageBlocks(shape.layers, pp, stage) * block + (first ? embeddings : 0) + (last ? final : 0);
-  const whole = shape.layers * block + embeddings + final;
-  const prefetch = typeof question.knobs["fsdpPrefetch"] === "number" ? question.knobs["fsdpPrefetch"] : 0;
-  const blocks = stageBlocks(shape.layers, pp, stage);
-  // A block's matrices (q, k, v, the projections, the MLP's two layers: 12h², split by tp), and the head's (last
-  // stage).
-  const matrices = (blocks * (12 * h * h)) / tp + (last ? h * shape.vocab : 0);
-  return {
-    own,
-    whole,
-    gatheredUnit: embeddings + final + (1 + prefetch) * block,
-    activationPerToken: languageActivationPerToken(shape, question.knobs, blocks, tp, first, last),
-    transientPerToken: last ? 2 * BYTES * shape.vocab : 0,
-    matrices,
-  };
+/**
+ * How a run stores its activations: the worker and DDP under autocast; PyTorch's FSDP2 policy casts the weights
+ * themselves to 16 bits, and with them every activation.
+ */
+function storageOf(question: MemoryQuestion): ActivationStorage {
+  if (!SIXTEEN_BIT.has(String(question.knobs["precision"]))) return "fp32";
+  const policy = question.recipe !== undefined && question.recipe !== "worker";
+  const sharded = (question.sharding ?? shardingOf(question.knobs)) !== "none";
+  return policy && (sharded || question.recipe !== "pytorch") ? "16-bit" : "autocast";
 }
 
-/** Bytes autograd keeps per token on a rank with `blocks` blocks (the census, split by tensor parallelism). */
-export function languageActivationPerToken(
-  shape: TransformerShape,
-  knobs: Readonly<Record<string, unknown>>,
-  blocks: number,
-  tp: number,
-  first: boolean,
-  last: boolean,
-): number {
-  const coefficients = knobs["precision"] === "bf16" || knobs["precision"] === "amp" ? census.bf16 : census.fp32;
-  const perBlock =
-    coefficients.layersTimesWidth * shape.width * (1 - TENSOR_SPLIT_SHARE + TENSOR_SPLIT_SHARE / tp) +
-    (coefficients.layersTimesHeads * shape.heads) / tp;
-  // Checkpointed blocks keep their input (fp32) and compute one block's activations again in backward at a time.
-  const kept = knobs["activationCheckpointing"] === true ? blocks * BYTES * shape.width + perBlock : blocks * perBlock;
-  return (
-    kept +
-    (first ? coefficients.constant : 0) +
-    (last ? coefficients.width * shape.width + coefficients.vocab * shape.vocab : 0)
-  );
+function languageParts(question: MemoryQuestion, stage: number): Parts | undefined {
+  const shape = shapeAsked(question);
+  if (shape === undefined) return undefined;
+  const { pp, tp } = question.dims;
+  // A block under tensor parallelism: its matrices and their column biases split, the row biases and norms whole.
+  const block = blockParametersPerTensorRank(shape, tp);
+  const { embeddings, final } = parameterParts(shape);
+  const first = stage === 0;
+  const last = stage === pp - 1;
+  const blocks = stageBlocks(shape.layers, pp, stage);
+  const own = blocks * block + (first ? embeddings : 0) + (last ? final : 0);
+  const prefetch = typeof question.knobs["fsdpPrefetch"] === "number" ? question.knobs["fsdpPrefetch"] : 0;
+  // A block's matrices (split by tp), and the head's (last stage).
+  const matrices = (blocks * blockMatrixWeights(shape)) / tp + (last ? shape.width * shape.vocab : 0);
+  const activations = stageActivationBytes(shape, storageOf(question), checkpointingOf(question.knobs), {
+    blocks,
+    tp,
+    first,
+    last,
+  });
+  return {
+    own,
+    gatheredUnit: embeddings + final + (1 + prefetch) * block,
+    activationPerToken: activations.kept + activations.recomputed,
+    transientPerToken: last ? lossGradientBytes(shape) : 0,
+    matrices,
+  };
 }
 
 function imageParts(question: MemoryQuestion): Parts {
@@ -180,7 +184,6 @@ function imageParts(question: MemoryQuestion): Parts {
   // it.
   return {
     own: parameters,
-    whole: parameters,
     gatheredUnit: parameters,
     activationPerToken: perImage,
     transientPerToken: 0,

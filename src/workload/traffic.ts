@@ -7,7 +7,13 @@
  */
 import { PARAMETER_COUNT, type Model } from "../config/registry.ts";
 import { stageBlocks, type ParallelDims } from "./layout.ts";
-import { blockParameters, shapeOf, type TransformerShape } from "./transformer.ts";
+import {
+  blockParametersPerTensorRank,
+  checkpointingOf,
+  parameterParts,
+  shapeOf,
+  type TransformerShape,
+} from "./transformer.ts";
 
 export type CollectiveOp = "all_reduce" | "all_gather" | "reduce_scatter" | "send";
 
@@ -37,10 +43,7 @@ export function stepTraffic(question: TrafficQuestion): Collective[] {
   const { knobs, dims } = question;
   const parallelism = String(knobs["parallelism"] ?? "ddp");
   const shape = shapeOf(question.model, knobs);
-  const units =
-    shape === undefined
-      ? [BYTES * PARAMETER_COUNT[question.model as Model]]
-      : unitBytes(shape, question.model, dims.tp);
+  const units = shape === undefined ? [BYTES * PARAMETER_COUNT[question.model as Model]] : unitBytes(shape, dims.tp);
   const whole = units.reduce((sum, bytes) => sum + bytes, 0);
   if (parallelism === "ddp") {
     const bucketBytes = (typeof knobs["bucketCapMb"] === "number" ? knobs["bucketCapMb"] : DDP_BUCKET_MIB) * 2 ** 20;
@@ -72,11 +75,10 @@ export function stepTraffic(question: TrafficQuestion): Collective[] {
 /**
  * FSDP's units in bytes: each block (its tensor-parallel part), then the root (embeddings, final LayerNorm and head).
  */
-function unitBytes(shape: TransformerShape, model: string, tp: number): number[] {
-  const h = shape.width;
-  const block = tp === 1 ? blockParameters(shape) : (12 * h * h + 7 * h) / tp + 6 * h;
-  const positions = shapeOf(model, {})!.sequenceLength;
-  const root = shape.vocab * h + positions * h + 2 * h + h * shape.vocab;
+function unitBytes(shape: TransformerShape, tp: number): number[] {
+  const block = blockParametersPerTensorRank(shape, tp);
+  const parts = parameterParts(shape);
+  const root = parts.embeddings + parts.final;
   return [...Array.from({ length: shape.layers }, () => BYTES * block), BYTES * root];
 }
 
@@ -87,9 +89,12 @@ export function activationBytes(shape: TransformerShape, samples: number, precis
   return samples * shape.sequenceLength * shape.width * (precision === "bf16" || precision === "amp" ? 2 : BYTES);
 }
 
-/** Megatron's all-reduces: two per block in forward, two in backward, two more when backward computes forward again. */
+/**
+ * Megatron's all-reduces: two per block in forward, two in backward, two more when backward computes the whole forward
+ * again (full activation checkpointing; selective keeps the collectives' outputs, as torchtitan's policy does).
+ */
 function tensorTraffic(question: TrafficQuestion, shape: TransformerShape): Collective {
-  const perBlock = 4 + (question.knobs["activationCheckpointing"] === true ? 2 : 0);
+  const perBlock = 4 + (checkpointingOf(question.knobs) === "full" ? 2 : 0);
   const calls = perBlock * shape.layers;
   return {
     op: "all_reduce",
@@ -118,12 +123,9 @@ function pipelineTraffic(question: TrafficQuestion, shape: TransformerShape): Co
           },
         ];
   if (dims.dpReplicate < 2) return sends;
-  const positions = shapeOf(question.model, {})!.sequenceLength;
   const stage =
     BYTES *
-    (stageBlocks(shape.layers, dims.pp, 0) * blockParameters(shape) +
-      shape.vocab * shape.width +
-      positions * shape.width);
+    (stageBlocks(shape.layers, dims.pp, 0) * blockParametersPerTensorRank(shape, 1) + parameterParts(shape).embeddings);
   return [
     ...sends,
     {

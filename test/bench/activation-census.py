@@ -19,6 +19,7 @@ fp32, matrix products in 16 bits). The attention's saved tensors are those of th
 kernel (flash attention: output and log-sum-exp, no score matrix), as the GPU's flash and memory-efficient kernels.
 
   .venv-worker/bin/python test/bench/activation-census.py            # prints the fit; --write updates the JSON
+  .venv-worker/bin/python test/bench/activation-census.py --llama    # the Llama decoder's, shape by shape
 test/worker/test_activation_census.py checks the committed coefficients against a fresh census of two shapes.
 """
 
@@ -31,9 +32,13 @@ import torch
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(REPO, "docker", "worker"))
+from ringlab_worker.models.llama import Llama, LlamaShape  # noqa: E402
 from ringlab_worker.models.transformer import Transformer, TransformerShape, language_model_loss  # noqa: E402
 
 OUTPUT = os.path.join(REPO, "src", "catalogue", "transformer-activations.json")
+LLAMA_OUTPUT = os.path.join(REPO, "src", "catalogue", "llama-activations.json")
+# (layers, width, heads, kvHeads, ffnWidth, vocab) of the worker's Llama decoder, grouped-query attention on and off.
+LLAMA_SHAPES = [(1, 64, 4, 2, 192, 256), (2, 64, 4, 2, 192, 256), (2, 128, 8, 2, 384, 512), (1, 256, 8, 8, 512, 1024)]
 SHAPES = [
     (1, 64, 4, 256),
     (2, 64, 4, 256),
@@ -72,6 +77,37 @@ def bytes_per_token(shape, precision: str) -> float:
     return (large - small) / ((LARGE - SMALL) * SEQUENCE)
 
 
+def llama_bytes_per_token(shape, precision: str) -> float:
+    torch.manual_seed(0)
+    layers, width, heads, kv_heads, ffn_width, vocab = shape
+    model = Llama(LlamaShape(layers, width, heads, kv_heads, ffn_width, vocab, False, 10000.0, 512)).train()
+    small, large = (saved_bytes(model, batch, precision, vocab) for batch in (SMALL, LARGE))
+    return (large - small) / ((LARGE - SMALL) * SEQUENCE)
+
+
+def llama_census() -> dict:
+    """The worker's Llama decoder measured shape by shape (no fit): what src/workload/activations.ts's terms for the
+    family must come to (test/workload/activations.test.ts)."""
+    return {
+        "$comment": "Written by test/bench/activation-census.py --llama: bytes autograd keeps per token of the "
+        f"worker's Llama decoder at sequence {SEQUENCE}, with torch {torch.__version__}, checkpointing none.",
+        "torch": torch.__version__,
+        "shapes": [
+            {
+                "layers": shape[0],
+                "width": shape[1],
+                "heads": shape[2],
+                "kvHeads": shape[3],
+                "ffnWidth": shape[4],
+                "vocab": shape[5],
+                "fp32": llama_bytes_per_token(shape, "fp32"),
+                "bf16": llama_bytes_per_token(shape, "bf16"),
+            }
+            for shape in LLAMA_SHAPES
+        ],
+    }
+
+
 def features(shape):
     layers, width, heads, vocab = shape
     return [layers * width, layers * heads, width, vocab, 1]
@@ -89,6 +125,9 @@ def fit(precision: str) -> dict:
 
 
 def main():
+    if "--llama" in sys.argv:
+        write(llama_census(), LLAMA_OUTPUT)
+        return
     census = {
         "$comment": "Written by test/bench/activation-census.py (read its docstring): bytes autograd keeps per token, "
         "= layersTimesWidth·L·h + layersTimesHeads·L·H + width·h + vocab·V + constant, fitted over "
@@ -97,9 +136,13 @@ def main():
         "fp32": fit("fp32"),
         "bf16": fit("bf16"),
     }
+    write(census, OUTPUT)
+
+
+def write(census: dict, path: str) -> None:
     print(json.dumps(census, indent=2))
     if "--write" in sys.argv:
-        with open(OUTPUT, "w", encoding="utf-8") as out:
+        with open(path, "w", encoding="utf-8") as out:
             json.dump(census, out, indent=2, ensure_ascii=False)
             out.write("\n")
 

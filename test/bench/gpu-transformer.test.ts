@@ -47,13 +47,16 @@ describe("the language models on one H200 (test/bench/README.md)", () => {
       expect(Date.parse(records.get(run.name).provenance.startedAt)).toBeGreaterThan(Date.parse(predictions.madeAt));
   });
 
-  it("still predicts what it predicted then", () => {
+  // Issue #68 replaced the census of activations by Korthikanti et al.'s terms (src/workload/activations.ts), which
+  // come within 0.31 % of it here (a block's input not recomputed under checkpointing: the -ac runs move most).
+  it("still predicts what it predicted then, within 0.31 %", () => {
     for (const run of predictions.runs) {
       const prediction = predictMemory(
         { model: run.model, batchSize: run.batchSize, nodes: 1, knobs: run.knobs },
         ASSUMED_MEMORY.cuda,
       );
-      expect(isMemoryPrediction(prediction) && prediction.rankBytes, run.name).toBeCloseTo(run.predictedPeakBytes, -3);
+      const now = isMemoryPrediction(prediction) ? prediction.rankBytes : Number.NaN;
+      expect(Math.abs(now / run.predictedPeakBytes - 1), run.name).toBeLessThan(0.0031);
     }
   });
 

@@ -29,7 +29,7 @@ import {
   short,
   whole,
 } from "./layouts-campaign.ts";
-import { latestOf, recordsOf, rounded, comparableWithBefore } from "./records.ts";
+import { latestOf, recordsOf, rounded, comparableWithBefore, expectMemoryFitsClose } from "./records.ts";
 
 const FOLDER = "test/bench/data/layouts-2-3";
 const {
@@ -74,6 +74,7 @@ describe("every layout on 2 and 3 CPU nodes, predicted before the run from other
       calibrationFromRecords(links, RAN_IN.links, () => {}, whole(RAN_IN.links)),
     ]);
     expect(rounded(comparableWithBefore(again))).toEqual(rounded(comparableWithBefore(calibration)));
+    expectMemoryFitsClose(again, calibration);
     // Each layout's memory constants from its own multi-worker runs, fsdp's from the 2- and 3-node unshaped fsdp runs.
     expect(calibration.memory.map((entry) => [entry.parallelism ?? "ddp", entry.runs])).toEqual([
       ["ddp", 2],

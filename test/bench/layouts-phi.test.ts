@@ -27,7 +27,14 @@ import {
   short,
   whole,
 } from "./layouts-campaign.ts";
-import { committedPredictions, latestOf, recordsOf, rounded, comparableWithBefore } from "./records.ts";
+import {
+  committedPredictions,
+  latestOf,
+  recordsOf,
+  rounded,
+  comparableWithBefore,
+  expectMemoryFitsClose,
+} from "./records.ts";
 
 const FOLDER = "test/bench/data/layouts-phi";
 const {
@@ -73,6 +80,7 @@ describe("every layout on 2 and 3 CPU nodes, predicted before the run with each 
   it("was calibrated from the other campaigns' records alone: each layout's φ from its baselines runs at 300 Mbit/s", () => {
     const again = calibrationFrom(baselines, links);
     expect(rounded(comparableWithBefore(again))).toEqual(rounded(comparableWithBefore(calibration)));
+    expectMemoryFitsClose(again, calibration);
     expect(
       calibration.overlap.map(
         (entry) =>

@@ -25,7 +25,7 @@ import { reportData } from "../../src/report/data.ts";
 import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import { parsePredictions } from "../../src/results/predictions.ts";
-import { recordsOf, rounded, comparableWithBefore } from "./records.ts";
+import { recordsOf, rounded, comparableWithBefore, expectMemoryFitsClose } from "./records.ts";
 
 const FOLDER = "test/bench/data/layouts";
 const layouts = recordsOf(`${FOLDER}/runs.jsonl`);
@@ -89,6 +89,7 @@ describe("a language model split across 2 CPU nodes (test/bench/README.md)", () 
     expect(rounded({ ...comparableWithBefore(again), overlap: [] })).toEqual(
       rounded({ ...comparableWithBefore(calibration), overlap: [] }),
     );
+    expectMemoryFitsClose(again, calibration);
     // The committed φ took the fsdp runs' points for DDP's; since each layout has its own φ (layout-overlap.ts), DDP's
     // counts its own 2.
     const points = (entries: typeof calibration.overlap) =>

@@ -18,7 +18,7 @@ import { predictionContextFor } from "../../src/predict/inputs.ts";
 import { reportData } from "../../src/report/data.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import { parsePredictions } from "../../src/results/predictions.ts";
-import { recordsOf, rounded, comparableWithBefore } from "./records.ts";
+import { recordsOf, rounded, comparableWithBefore, expectMemoryFitsClose } from "./records.ts";
 
 const FOLDER = "test/bench/data/predictions-day2";
 const seed = recordsOf(`${FOLDER}/seed-runs.jsonl`);
@@ -40,6 +40,7 @@ describe("predictions checked on a second day (test/bench/README.md)", () => {
     );
     // The same numbers, summed in another order (calibrate reads the records one file each): equal to 12 digits.
     expect(rounded(comparableWithBefore(again))).toEqual(rounded(comparableWithBefore(calibration)));
+    expectMemoryFitsClose(again, calibration);
   });
 
   it("was predicted on a later calendar day than every input of the calibration was measured, before any run, out of sample", () => {

@@ -20,7 +20,14 @@ import { calibrationFromRecords, mergeCalibrations } from "../../src/predict/cal
 import { reportData } from "../../src/report/data.ts";
 import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
-import { committedPredictions, latestOf, recordsOf, rounded, comparableWithBefore } from "./records.ts";
+import {
+  committedPredictions,
+  latestOf,
+  recordsOf,
+  rounded,
+  comparableWithBefore,
+  expectMemoryFitsClose,
+} from "./records.ts";
 
 const FOLDER = "test/bench/data/sharded-predicted";
 /** Where the three campaigns wrote their results on the machine that ran them (the calibration names these folders). */
@@ -79,6 +86,7 @@ describe("FSDP where a node holds the model only sharded, predicted before the r
       calibrationFromRecords(links, RAN_IN.links, () => {}, RAN_IN.links),
     ]);
     expect(rounded(comparableWithBefore(again))).toEqual(rounded(comparableWithBefore(calibration)));
+    expectMemoryFitsClose(again, calibration);
     // The other campaigns ran one worker, or the small CNN and the probes on 3 nodes: no run of this campaign.
     const configurations = new Set(
       [...baselines, ...links].map(

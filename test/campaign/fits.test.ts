@@ -85,6 +85,21 @@ describe("what plan refuses before anything starts", () => {
     ]);
   });
 
+  it("refuses a tensor degree that does not divide the model's key and value heads, naming the run", () => {
+    const file = parseCampaign(
+      `testbed: {target: local, name: t, nodes: 2}
+campaign:
+  matrix: {nodes: 2, processesPerNode: [1, 2], model: llama-mini, batchSize: 4, bandwidth: 1gbit}
+  train: {parallelism: tensor}
+`,
+      "c.yaml",
+    );
+    // llama-mini's 8 query heads share 2 key and value heads: 2 ranks split them, 4 cannot.
+    expect(problemsOf(file)).toEqual([
+      "train-llama-mini-b4-n2-p2-1gbit: tensorDegree 4 must divide llama-mini's 8 heads and 2 key and value heads (each rank computes whole heads, and the query heads that share them): choose a divisor of both",
+    ]);
+  });
+
   it("refuses a pipeline whose micro-batches the worker would refuse: 1F1B with fewer than its stages, or not dividing the batch", () => {
     // The worker exited 2 on the third node's run of campaigns/local-layouts-baselines.yaml (1f1b, 2 micro-batches, 3
     // stages) after plan had taken it.

@@ -173,6 +173,55 @@ ${extra}`;
     ]);
   });
 
+  it("refuses a language model's shape the worker would refuse, naming the knob, before anything starts", () => {
+    const with_ = (model: string, train: string, matrix = "") => `testbed: {target: local, name: s, nodes: 2}
+campaign:
+  matrix: {nodes: [1, 2], model: ${model}, batchSize: 8, bandwidth: 1gbit${matrix}}
+  train: {${train}}
+`;
+    expect(() => parseCampaign(with_("llama-nano", "kvHeads: 4, sequenceLength: 512"), "c.yaml")).not.toThrow();
+    expect(problemsOf(with_("llama-nano", "kvHeads: 3"))).toEqual([
+      "campaign.train.kvHeads: kvHeads 3 must divide heads 4 (each key and value head serves as many query heads)",
+    ]);
+    // A matrix value too: the sequence past llama-nano's 512 positions, and past gpt-nano's 128 learned ones.
+    expect(problemsOf(with_("[llama-nano, gpt-nano]", "", ", sequenceLength: [128, 1024]"))).toEqual([
+      "campaign.train.sequenceLength: sequenceLength 1024 is more than llama-nano's 512 positions (its trained context): set it to 512 or less",
+      "campaign.train.sequenceLength: sequenceLength 1024 is more than gpt-nano's 128 learned positions: set it to 128 or less",
+    ]);
+    expect(problemsOf(with_("gpt-nano", "kvHeads: 2"))).toEqual([
+      expect.stringMatching(/^campaign\.train\.kvHeads: kvHeads with gpt-nano: a gpt2 model gives every query head/),
+    ]);
+    expect(problemsOf(with_("llama-micro", "parallelism: pipeline"))).toEqual([
+      expect.stringMatching(
+        /^campaign\.train\.parallelism: parallelism pipeline with llama-micro: its head is its token/,
+      ),
+    ]);
+  });
+
+  it("reads a campaign file's activationCheckpointing true and false, from before the modes, as full and none", () => {
+    const file = (value: string) =>
+      parseCampaign(
+        `testbed: {target: local, name: s, nodes: 2}
+campaign:
+  matrix: {nodes: [1, 2], model: llama-nano, batchSize: 8, bandwidth: 1gbit, activationCheckpointing: ${value}}
+`,
+        "c.yaml",
+      ).campaign!.matrix.activationCheckpointing;
+    expect(file("[true, false]")).toEqual(["full", "none"]);
+    expect(file("[none, selective, full]")).toEqual(["none", "selective", "full"]);
+    expect(
+      problemsOf(`testbed: {target: local, name: s, nodes: 2}
+campaign:
+  matrix: {nodes: [1, 2], model: llama-nano, batchSize: 8, bandwidth: 1gbit}
+  train: {activationCheckpointing: some}
+`),
+    ).toEqual([
+      expect.stringMatching(
+        /^campaign\.train\.activationCheckpointing: found "some", expected "none", "selective" or "full"/,
+      ),
+    ]);
+  });
+
   it("keeps PowerSGD's and local SGD's knobs to their reduction, and refuses fp16 and checkpoints with them, naming the field", () => {
     const with_ = (train: string, matrix = "") => `testbed: {target: local, name: s, nodes: 2}
 campaign:

@@ -41,6 +41,15 @@ const SCHEMA_TIME_TO_TRAIN: readonly TrainKnobName[] = ["maxRestarts", "minNodes
 const SCHEMA_EXTRA: Partial<Record<TrainKnobName, Knobs>> = { failNode: { minNodes: 1 } };
 /** A language model, for the knobs that belong to language models or to the layouts that split one. */
 const LANGUAGE_MODEL = "gpt-nano";
+/**
+ * What the schema's shape rules ask for a knob's whole range to be a shape the worker builds: a llama model with 131072
+ * positions for the longest sequence and key and value heads of its own, a width that 512 heads divide.
+ */
+const SHAPE_CONTEXT: Partial<Record<TrainKnobName, { readonly model: string; readonly knobs: Knobs }>> = {
+  sequenceLength: { model: "llama3.1-8b", knobs: {} },
+  heads: { model: LANGUAGE_MODEL, knobs: { width: 65536 } },
+  kvHeads: { model: "llama3.1-8b", knobs: { heads: 512, width: 65536 } },
+};
 
 /** The model and node count a knob is tried with: its owner's (registry.json's belongsTo). */
 function matrixOf(knob: TrainKnobName): Axes {
@@ -51,7 +60,7 @@ function matrixOf(knob: TrainKnobName): Axes {
     (owner?.axis === "parallelism" && !owner.values.includes("fsdp"));
   // Pipeline stages divide the workers: 2 stages, 2 nodes.
   return {
-    ...(language ? { model: LANGUAGE_MODEL } : {}),
+    ...(language ? { model: SHAPE_CONTEXT[knob]?.model ?? LANGUAGE_MODEL } : {}),
     ...(owner?.axis === "parallelism" && owner.values.includes("pipeline") ? { nodes: [2] } : {}),
   };
 }
@@ -95,7 +104,7 @@ function contextOf(knob: TrainKnobName): Record<string, Value> {
   const timeToTrain = knob === "epochs" || needs.includes("epochs") || SCHEMA_TIME_TO_TRAIN.includes(knob);
   const context: Record<string, Value> = timeToTrain ? { ...TIME_TO_TRAIN } : {};
   for (const needed of needs) context[needed] ??= validValue(TRAIN_KNOBS[needed]);
-  Object.assign(context, SCHEMA_EXTRA[knob], ownerKnobs(knob));
+  Object.assign(context, SCHEMA_EXTRA[knob], SHAPE_CONTEXT[knob]?.knobs, ownerKnobs(knob));
   delete context[knob];
   return context;
 }

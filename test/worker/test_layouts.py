@@ -1,6 +1,8 @@
-"""The layouts (parallel/) on loopback: every one trains the transformer through the real launcher, torchrun and Gloo,
-and its loss at every step equals the single worker's on the same batch, to float tolerance. That is what makes a
-layout's throughput comparable with another's: the same training, laid out differently.
+"""The layouts (parallel/) on loopback: every one trains each family's transformer (GPT-2's, and Llama's with grouped-
+query attention: llama-nano's 4 query heads share 2 key and value heads, which tensor parallelism splits one a rank)
+through the real launcher, torchrun and Gloo, and its loss at every step equals the single worker's on the same batch,
+to float tolerance. That is what makes a layout's throughput comparable with another's: the same training, laid out
+differently. So does activation checkpointing's: selective and full recompute exactly what they did not keep.
 
 Two ranks on one "node" (RINGLAB_NPROC_PER_NODE=2). Every rank draws the same synthetic batch, so DDP's and FSDP's
 global batch of two equal halves has the single worker's gradient; a tensor group shares one batch; a pipeline takes
@@ -16,9 +18,9 @@ from conftest import WORKER_DIR, free_port, node_env
 
 REPLICA_SHIM = Path(__file__).parent / "replica_shim"
 
+# One small model of each family (registry.json).
+MODELS = ("gpt-nano", "llama-nano")
 MODEL = [
-    "--model",
-    "gpt-nano",
     "--sequence-length",
     "32",
     "--batch-size",
@@ -41,14 +43,14 @@ MODEL = [
 STEPS = 1 + 2 * 2
 
 
-def run_layout(nodes, tmp_path, validate_result, processes, layout_args, name, extra_env=None):
-    output = tmp_path / f"{name}.json"
+def run_layout(nodes, tmp_path, validate_result, processes, layout_args, name, extra_env=None, model="gpt-nano"):
+    output = tmp_path / f"{model}-{name}.json"
     env = {
         **node_env(0, 1, free_port(), f"test-{uuid.uuid4().hex[:8]}"),
         "RINGLAB_NPROC_PER_NODE": str(processes),
         **(extra_env or {}),
     }
-    proc = nodes.start(["train", *MODEL, *layout_args, "--output", str(output)], env)
+    proc = nodes.start(["train", "--model", model, *MODEL, *layout_args, "--output", str(output)], env)
     code, printed = nodes.finish(proc, timeout=180)
     assert code == 0, printed
     return validate_result(output)
@@ -70,14 +72,20 @@ def reference(tmp_path_factory):
     return {}
 
 
+def single_worker_losses(reference, model, nodes, tmp_path, validate_result):
+    if model not in reference:
+        record = run_layout(nodes, tmp_path, validate_result, 1, [], "single", model=model)
+        reference[model] = record["metrics"]["losses"]
+    return reference[model]
+
+
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("model", MODELS)
 def test_every_layout_trains_the_transformer_to_the_single_worker_s_losses(
-    layout, nodes, tmp_path, validate_result, reference
+    model, layout, nodes, tmp_path, validate_result, reference
 ):
-    if "single" not in reference:
-        reference["single"] = run_layout(nodes, tmp_path, validate_result, 1, [], "single")["metrics"]["losses"]
-    expected = reference["single"]
-    record = run_layout(nodes, tmp_path, validate_result, 2, LAYOUTS[layout], layout)
+    expected = single_worker_losses(reference, model, nodes, tmp_path, validate_result)
+    record = run_layout(nodes, tmp_path, validate_result, 2, LAYOUTS[layout], layout, model=model)
     metrics = record["metrics"]
     assert len(expected) == len(metrics["losses"]) == STEPS
     assert all(math.isfinite(loss) for loss in metrics["losses"])
@@ -87,6 +95,20 @@ def test_every_layout_trains_the_transformer_to_the_single_worker_s_losses(
     assert record["knobs"]["parallelism"] == LAYOUTS[layout][1]
     assert metrics["unit"] == "tokens" and metrics["tokensPerSecondTotal"]["mean"] > 0
     assert len(metrics["memory"]["perRank"]) == 2
+    # AdamW in the fastest implementation the CPU has (torch's fused kernel), on plain tensors and DTensor shards.
+    assert metrics["optimizerImplementation"] == "fused"
+
+
+@pytest.mark.parametrize("mode", ["selective", "full"])
+@pytest.mark.parametrize("layout", ["ddp", "tensor"])
+def test_activation_checkpointing_recomputes_to_the_single_worker_s_losses(
+    mode, layout, nodes, tmp_path, validate_result, reference
+):
+    expected = single_worker_losses(reference, "llama-nano", nodes, tmp_path, validate_result)
+    args = [*LAYOUTS[layout], "--activation-checkpointing", mode]
+    record = run_layout(nodes, tmp_path, validate_result, 2, args, f"{layout}-{mode}", model="llama-nano")
+    assert record["knobs"]["activationCheckpointing"] == mode
+    assert record["metrics"]["losses"] == pytest.approx(expected, rel=2e-5, abs=2e-5)
 
 
 TWO_D_LAYOUTS = {
@@ -107,11 +129,10 @@ TWO_D_DIMS = {
 def test_the_two_dimensional_layouts_train_on_four_ranks_to_the_single_worker_s_losses(
     layout, nodes, tmp_path, validate_result, reference
 ):
-    if "single" not in reference:
-        reference["single"] = run_layout(nodes, tmp_path, validate_result, 1, [], "single")["metrics"]["losses"]
+    expected = single_worker_losses(reference, "gpt-nano", nodes, tmp_path, validate_result)
     record = run_layout(nodes, tmp_path, validate_result, 4, TWO_D_LAYOUTS[layout], layout)
     metrics = record["metrics"]
-    assert metrics["losses"] == pytest.approx(reference["single"], rel=2e-5, abs=2e-5)
+    assert metrics["losses"] == pytest.approx(expected, rel=2e-5, abs=2e-5)
     assert len(metrics["memory"]["perRank"]) == 4
     assert metrics["layout"]["dims"] == TWO_D_DIMS[layout]
 

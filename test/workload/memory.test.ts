@@ -1,7 +1,7 @@
 /**
  * What a rank holds by layout (src/workload/memory.ts), part by part, for gpt-nano (141,056 parameters) at batch 4 of
- * 32 tokens: the accounting ZeRO's paper gives, the census of activations (src/catalogue/transformer-activations.json),
- * and what each layout changes of it.
+ * 32 tokens: the accounting ZeRO's paper gives, Korthikanti et al.'s activations per block
+ * (src/workload/activations.ts), and what each layout changes of it.
  */
 import { describe, expect, it } from "vitest";
 import census from "../../src/catalogue/transformer-activations.json" with { type: "json" };
@@ -21,19 +21,18 @@ const memory = (knobs: Record<string, unknown>, workers = 1) =>
   rankMemory({ model: "gpt-nano", batchSize: 4, knobs: { ...base, ...knobs }, dims: dims(knobs, workers) });
 
 /**
- * The census per token for gpt-nano's 2 blocks of width 64, 4 heads, vocabulary 256, with the embeddings and the head.
+ * Bytes per token for gpt-nano's blocks of width 64, 4 heads, vocabulary 256: per block 16 widths and a log-sum-exp per
+ * head (fp32: 64h + 16; autocast: 40h + 16, q, k and v each casting the norm's output), the final norm's input and
+ * output (fp32 8h, autocast 6h), the fp32 log-softmax (4V), and the census's 52 bytes of tokens and indices.
  */
-function censusPerToken(coefficients: typeof census.fp32, blocks = 2): number {
-  return (
-    blocks * (coefficients.layersTimesWidth * 64 + coefficients.layersTimesHeads * 4) +
-    coefficients.constant +
-    coefficients.width * 64 +
-    coefficients.vocab * 256
-  );
+function perToken(precision: "fp32" | "bf16", blocks = 2): number {
+  const block = precision === "fp32" ? 64 * 64 + 16 : 40 * 64 + 16;
+  const final = precision === "fp32" ? 8 * 64 : 6 * 64;
+  return blocks * block + census.fp32.constant + final + 4 * 256;
 }
 
 describe("a rank's memory", () => {
-  it("holds DDP's replica: fp32 parameters, gradients and buckets, the census's activations and the loss's two gradients", () => {
+  it("holds DDP's replica: fp32 parameters, gradients and buckets, its blocks' activations and the loss's two gradients", () => {
     const [rank] = memory({});
     expect(rank).toMatchObject({
       parameters: 4 * P,
@@ -43,7 +42,7 @@ describe("a rank's memory", () => {
       gathered: 0,
       casts: 0,
     });
-    expect(rank!.activations).toBeCloseTo(TOKENS * censusPerToken(census.fp32), 6);
+    expect(rank!.activations).toBeCloseTo(TOKENS * perToken("fp32"), 6);
     expect(rank!.transient).toBe(TOKENS * 2 * 4 * 256);
     // Forward's activations outweigh backward's gradients here: the peak is at the start of backward.
     expect(rank!.peak).toBeCloseTo(4 * P + 4 * P + rank!.activations + rank!.transient, 6);
@@ -91,13 +90,13 @@ describe("a rank's memory", () => {
 
   it("keeps only each block's input under activation checkpointing, and one block's activations again in backward", () => {
     const kept = memory({ activationCheckpointing: true })[0]!.activations;
-    const perBlock = census.fp32.layersTimesWidth * 64 + census.fp32.layersTimesHeads * 4;
-    expect(kept).toBeCloseTo(TOKENS * (2 * 4 * 64 + perBlock + censusPerToken(census.fp32, 0)), 6);
+    // One block again, less the input it kept: 15 widths and the log-sum-exp.
+    expect(kept).toBeCloseTo(TOKENS * (2 * 4 * 64 + (60 * 64 + 16) + perToken("fp32", 0)), 6);
   });
 
   it("adds autocast's 16-bit copies of the matrices under bf16, and counts its smaller activations", () => {
     const [rank] = memory({ precision: "bf16" });
     expect(rank!.casts).toBe(2 * (2 * 12 * 64 * 64 + 64 * 256));
-    expect(rank!.activations).toBeCloseTo(TOKENS * censusPerToken(census.bf16), 6);
+    expect(rank!.activations).toBeCloseTo(TOKENS * perToken("bf16"), 6);
   });
 });

@@ -104,6 +104,8 @@ def _knob(parser, name: str, **options):
         return parser.add_argument(knob["flag"], action="store_true", **options)
     if knob["type"] == "enum" and "choices" not in options:
         options["choices"] = knob_choices(name)
+    if "legacyValues" in knob:  # the flag alone, as its switch was once given (saved job scripts), is its true
+        options.update(nargs="?", const=knob["legacyValues"]["true"])
     if options.get("choices") is None:
         options.pop("choices", None)
     return parser.add_argument(knob["flag"], default=knob["default"], **options)
@@ -205,8 +207,15 @@ def _add_language_options(train) -> None:
     _knob(language, "heads", type=positive_int, help="attention heads")
     _knob(
         language,
+        "kvHeads",
+        type=positive_int,
+        help="llama models: key and value heads, each shared by heads / kv-heads query heads (a divisor of --heads)",
+    )
+    _knob(
+        language,
         "activationCheckpointing",
-        help="recompute each block's activations in backward instead of keeping them",
+        help="what each block keeps for backward: none; selective (torchtitan's per-op policy: attention's and every "
+        "other matrix product's outputs); full (its input only, the block recomputed)",
     )
 
 
@@ -396,18 +405,48 @@ def check_arguments(args) -> None:
 
 
 def check_model_arguments(args) -> None:
-    """A language model's shape: its sequence within its learned positions, its width a multiple of its heads."""
+    """A language model's shape (src/workload/shape-problems.ts says the same to a campaign): its sequence within its
+    positions, its width a multiple of its heads, its key and value heads a divisor of its heads (llama only), a
+    tensor degree a divisor of both, and no pipeline across tied embeddings."""
     shape = language_shape(args.model)
     if shape is None:
         return
+    for problem in shape_problems(args, shape):
+        raise BadArguments(problem)
+
+
+def shape_problems(args, shape: dict):
+    """Each thing wrong with the run's shape, as a refusal naming the flag and what would work."""
     length = args.sequence_length or shape["sequenceLength"]
-    if length > shape["sequenceLength"]:
-        raise BadArguments(
-            f"--sequence-length {length} is more than {args.model}'s {shape['sequenceLength']} learned positions"
+    if length > shape["maxPositions"]:
+        positions = "learned positions" if shape["family"] == "gpt2" else "positions (its trained context)"
+        yield (
+            f"--sequence-length {length} is more than {args.model}'s {shape['maxPositions']} {positions}: "
+            f"set it to {shape['maxPositions']} or less"
         )
     width, heads = args.width or shape["width"], args.heads or shape["heads"]
     if width % heads:
-        raise BadArguments(f"--width {width} must be a multiple of --heads {heads}")
+        yield f"--width {width} must be a multiple of --heads {heads}"
+    if args.kv_heads is not None and shape["family"] == "gpt2":
+        yield (
+            f"--kv-heads with {args.model}: a gpt2 model gives every query head its own key and value head; "
+            "grouped-query attention is the llama models' (llama-nano, llama-micro, ...)"
+        )
+        return
+    kv_heads = args.kv_heads or (heads if shape["family"] == "gpt2" else shape["kvHeads"])
+    if heads % kv_heads:
+        yield f"--kv-heads {kv_heads} must divide --heads {heads} (each key and value head serves as many query heads)"
+    tensor = args.tensor_degree if args.parallelism in ("tensor", "fsdp") else None
+    if tensor is not None and tensor > 1 and (heads % tensor or kv_heads % tensor):
+        yield (
+            f"--tensor-degree {tensor} must divide the model's {heads} heads and {kv_heads} key and value heads "
+            "(each rank computes whole heads, and the query heads that share them): choose a divisor of both"
+        )
+    if args.parallelism == "pipeline" and shape["tiedEmbeddings"]:
+        yield (
+            f"--parallelism pipeline with {args.model}: its head is its token embedding's matrix (tied), which a "
+            "pipeline's first and last stages would each hold; use an untied model, or ddp, fsdp or tensor"
+        )
 
 
 def check_layout_arguments(args) -> None:

@@ -33,13 +33,14 @@ class TrainConfig:
     layers: Optional[int]
     width: Optional[int]
     heads: Optional[int]
+    kv_heads: Optional[int]  # llama models: resolved to the model's
     # Numbers
     precision: str
     channels_last: bool
     optimizer: str
     learning_rate: float
     momentum: float
-    activation_checkpointing: bool
+    activation_checkpointing: str  # none, selective or full
     # Layout (parallel/)
     parallelism: str
     engine: str
@@ -82,12 +83,15 @@ class TrainConfig:
         shape = language_shape(config.model)
         if shape is None:
             return replace(config, image_size=config.image_size or NATIVE_IMAGE_SIZE[config.model])
+        heads = config.heads or shape["heads"]
         return replace(
             config,
             sequence_length=config.sequence_length or shape["sequenceLength"],
             layers=config.layers or shape["layers"],
             width=config.width or shape["width"],
-            heads=config.heads or shape["heads"],
+            heads=heads,
+            # gpt2: a key and value head per query head.
+            kv_heads=config.kv_heads or (heads if shape["family"] == "gpt2" else shape["kvHeads"]),
         )
 
     @property

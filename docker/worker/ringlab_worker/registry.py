@@ -16,24 +16,38 @@ with PATH.open(encoding="utf-8") as _file:
 
 # Models in the file's order (each built by models/), the kind of each (image: a CNN classifying images; language: a
 # transformer predicting the next token), the parameter count, an image model's native input size and a language
-# model's shape (layers, width, heads, sequenceLength, vocab).
+# model's shape (its family's fields; a gpt2 entry's kvHeads are its heads, its ffnWidth 4 x width, its embeddings
+# untied, its maxPositions its sequenceLength).
 MODELS = tuple(_REGISTRY["models"])
 MODEL_KIND = {name: model["kind"] for name, model in _REGISTRY["models"].items()}
 PARAMETER_COUNT = {name: model["parameters"] for name, model in _REGISTRY["models"].items()}
 NATIVE_IMAGE_SIZE = {
     name: model["imageSize"] for name, model in _REGISTRY["models"].items() if model["kind"] == "image"
 }
-_SHAPE_FIELDS = ("layers", "width", "heads", "sequenceLength", "vocab")
-LANGUAGE_SHAPE = {
-    name: {field: model[field] for field in _SHAPE_FIELDS}
-    for name, model in _REGISTRY["models"].items()
-    if model["kind"] == "language"
-}
+
+
+def _shape(model: dict) -> dict:
+    return {
+        "family": model.get("family", "gpt2"),
+        "layers": model["layers"],
+        "width": model["width"],
+        "heads": model["heads"],
+        "kvHeads": model.get("kvHeads", model["heads"]),
+        "ffnWidth": model.get("ffnWidth", 4 * model["width"]),
+        "vocab": model["vocab"],
+        "tiedEmbeddings": model.get("tiedEmbeddings", False),
+        "ropeTheta": model.get("ropeTheta"),
+        "sequenceLength": model["sequenceLength"],
+        "maxPositions": model.get("maxPositions", model["sequenceLength"]),
+    }
+
+
+LANGUAGE_SHAPE = {name: _shape(model) for name, model in _REGISTRY["models"].items() if model["kind"] == "language"}
 
 
 def language_shape(model: str):
-    """A language model's shape as registry.json gives it ({layers, width, heads, sequenceLength, vocab}); None for an
-    image model."""
+    """A language model's shape as registry.json gives it (family, layers, width, heads, kvHeads, ffnWidth, vocab,
+    tiedEmbeddings, ropeTheta, sequenceLength, maxPositions); None for an image model."""
     return LANGUAGE_SHAPE.get(model)
 
 

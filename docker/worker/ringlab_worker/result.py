@@ -62,6 +62,7 @@ _KNOB_NAMES = {
     "layers": "layers",
     "width": "width",
     "heads": "heads",
+    "kv_heads": "kvHeads",
     "optimizer": "optimizer",
     "activation_checkpointing": "activationCheckpointing",
     "parallelism": "parallelism",

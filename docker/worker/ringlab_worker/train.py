@@ -206,6 +206,7 @@ def run_train(config, world) -> dict:
         "data": batches.describe(),
         "parameterCount": trainer.parameter_count,
         "gradientBytes": trainer.gradient_bytes,
+        **optimizer_metrics(trainer.layout),
         # The layout's and its memory first: the peak is the training's, before what the strategy checks afterwards.
         **layout_metrics,
         **trainer.strategy_metrics(),
@@ -225,3 +226,9 @@ def reported_losses(losses, loss_rank: int, world) -> list:
     if loss_rank != 0:
         dist.broadcast(values, src=loss_rank)
     return [finite_or_none(value) for value in values.tolist()]
+
+
+def optimizer_metrics(layout) -> dict:
+    """Which AdamW implementation stepped (none to say for SGD)."""
+    implementation = layout.optimizer_implementation
+    return {} if implementation is None else {"optimizerImplementation": implementation}

@@ -4,7 +4,7 @@
  * longer than compute.
  */
 import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { InvalidArgumentError, Option, type Command } from "commander";
 import { MODELS, REDUCTIONS, throughputUnit, TRAIN_KNOBS } from "../../config/registry.ts";
 import { UsageError } from "../../util/errors.ts";
@@ -27,11 +27,18 @@ import type { Calibration } from "../../predict/calibration.ts";
 import type { CommandHost } from "../host.ts";
 import { rateUnit } from "../../results/worker-result.ts";
 import { err, out } from "../../util/output.ts";
+import { DP_SHARDINGS, PIPELINE_SCHEDULES } from "../../cluster/groups.ts";
+import { predictOnCluster, type ClusterOptions } from "./predict-cluster.ts";
+import { loadCaseFile } from "../../predict/case-file.ts";
+import { scoreCase, type CaseScore } from "../../predict/case-score.ts";
+import type { CaseFile } from "../../predict/case.ts";
 
-interface PredictOptions {
+interface PredictOptions extends Omit<ClusterOptions, "cluster" | "optimizer" | "bandwidth" | "batch"> {
+  readonly cluster?: string;
   readonly model: string;
   readonly batch: number;
   readonly bandwidth: string;
+  readonly case?: string;
   readonly nodes: number[];
   readonly processesPerNode: number;
   readonly reduction: string;
@@ -66,12 +73,21 @@ export function registerPredict(program: Command, host: CommandHost): void {
     .description(
       "predict a training configuration's throughput and scaling efficiency over node counts from a calibration, and where communication overtakes compute",
     )
-    .addOption(new Option("--model <model>", "the model").choices([...MODELS]).makeOptionMandatory())
-    .requiredOption("--batch <n>", "batch size per worker", parsePositiveInt)
-    .requiredOption(
+    .addOption(new Option("--model <model>", "the model (required without --case)").choices([...MODELS]))
+    .option(
+      "--batch <n>",
+      "batch size per worker (required without --case; with --cluster: per GPU and micro-batch, default 1)",
+      parsePositiveInt,
+    )
+    .option(
       "--bandwidth <rate>",
-      "the link, as a campaign's bandwidth (1gbit, 300mbit, unlimited)",
+      "the link, as a campaign's bandwidth (1gbit, 300mbit, unlimited; required without --case or --cluster)",
       parseBandwidth,
+    )
+    .option(
+      "--case <file>",
+      "a published case (test/bench/data/published/*.yaml; docs/case.schema.json): the prediction beside each figure it publishes, and the error",
+      parseSafePath,
     )
     .option(
       "--nodes <counts>",
@@ -147,14 +163,157 @@ export function registerPredict(program: Command, host: CommandHost): void {
       "default: <state-dir>/calibration.json (see `ringlab calibrate`); optional with --instance-type",
       parseSafePath,
     )
+    .option(
+      "--cluster <name-or-file>",
+      "a GPU cluster of the catalogue (src/catalogue/clusters/nodes/: p5.48xlarge, dgx-h100, ...) or a cluster file of one's own: predicts from datasheets and published figures, no calibration",
+      parseClusterName,
+    )
+    .option("--tp <n>", "with --cluster: tensor-parallel degree (default 1)", parsePositiveInt)
+    .option("--pp <n>", "with --cluster: pipeline stages (default 1)", parsePositiveInt)
+    .option("--dp <n>", "with --cluster: data-parallel degree (default: the GPUs over tp × pp × cp)", parsePositiveInt)
+    .option("--cp <n>", "with --cluster: context-parallel degree (default 1)", parsePositiveInt)
+    .addOption(
+      new Option(
+        "--dp-sharding <sharding>",
+        "with --cluster: none, optimizer, gradients or full (ZeRO-0 to 3; default full for a language model)",
+      ).choices([...DP_SHARDINGS]),
+    )
+    .addOption(
+      new Option("--schedule <schedule>", "with --cluster and --pp: the pipeline's schedule (default 1f1b)").choices([
+        ...PIPELINE_SCHEDULES,
+      ]),
+    )
+    .option(
+      "--virtual-stages <v>",
+      "with --schedule interleaved-1f1b: stages a rank holds (default 2)",
+      parsePositiveInt,
+    )
+    .option(
+      "--gradient-accumulation <k>",
+      "with --cluster: micro-batches a step accumulates (default 1)",
+      parsePositiveInt,
+    )
+    .addOption(
+      new Option("--checkpointing <mode>", "with --cluster: activation checkpointing, none, selective or full").choices(
+        ["none", "selective", "full"],
+      ),
+    )
+    .option(
+      "--gpu-throughput <per-second>",
+      "with --cluster: one GPU's measured throughput (tokens/s or images/s), which wins over the published figures",
+      parsePositiveNumber,
+    )
+    .option("--allow-cross-node-tensor", "with --cluster: accept a tensor-parallel group wider than a node", false)
     .option("--format <format>", "text, or json for scripts", "text")
     .action(
       host.action((options: PredictOptions, command: Command) => {
+        if (options.case !== undefined) {
+          printCase(options);
+          return;
+        }
+        if (options.format !== "text" && options.format !== "json")
+          throw new UsageError(`--format ${JSON.stringify(options.format)}: expected text or json`);
+        if (options.cluster !== undefined) {
+          const optimizerGiven = command.getOptionValueSource("optimizer") !== "default";
+          const nodesGiven = command.getOptionValueSource("nodes") !== "default";
+          const precisionGiven = command.getOptionValueSource("precision") !== "default";
+          predictOnCluster({
+            ...options,
+            cluster: options.cluster,
+            // A GPU cluster trains in bf16 unless told otherwise; fp32 is the CPU testbed's default.
+            precision: precisionGiven ? options.precision : "bf16",
+            ...(optimizerGiven ? { optimizer: options.optimizer } : {}),
+            nodes: nodesGiven ? options.nodes : [1],
+          } as ClusterOptions);
+          return;
+        }
+        checkCurveOptions(options);
         const basis = basisOf(options, String(command.optsWithGlobals()["stateDir"]));
         if (options.recommend) printRecommendations(options, basis);
         else printCurve(options, basis);
       }),
     );
+}
+
+/** A catalogue name or a cluster file's path: the name only a lookup key, the path a safe one. */
+function parseClusterName(value: string): string {
+  return /\.ya?ml$/.test(value)
+    ? parseSafePath(value)
+    : value.replace(/[^A-Za-z0-9._-]/g, "") === value
+      ? value
+      : parseSafePath(value);
+}
+
+/** Without --case, the model, batch and link are required: exit 2 naming those missing. */
+function checkCurveOptions(options: PredictOptions): void {
+  const missing = [
+    ...(options.model === undefined ? ["--model"] : []),
+    ...(options.batch === undefined ? ["--batch"] : []),
+    ...(options.bandwidth === undefined ? ["--bandwidth"] : []),
+  ];
+  if (missing.length > 0)
+    throw new UsageError(`required option${missing.length === 1 ? "" : "s"} ${missing.join(", ")} not specified`, {
+      hint: "or ask about a published case with --case FILE, or a GPU cluster with --cluster (p5.48xlarge, dgx-h100, ...)",
+    });
+}
+
+/** --case: the case's published figures beside ringlab's predictions, as text or JSON (exit 2 on a bad file). */
+function printCase(options: PredictOptions): void {
+  if (options.format !== "text" && options.format !== "json")
+    throw new UsageError(`--format ${JSON.stringify(options.format)}: expected text or json`);
+  const file = loadCaseFile(options.case!);
+  const score = scoreCase(file, dirname(resolve(options.case!)));
+  if (options.format === "json") {
+    out(`${JSON.stringify({ case: options.case, ...score }, null, 2)}\n`);
+    return;
+  }
+  out(formatCaseScore(options.case!, file, score));
+}
+
+/**
+ * The case's text: what it is, a row per published figure (published, predicted, error), and the memory model's terms
+ * for the largest rank.
+ */
+function formatCaseScore(path: string, file: CaseFile, score: CaseScore): string {
+  const number = (value: number | null) => (value === null ? "-" : value.toPrecision(4));
+  const rows = score.figures.map((figure) => [
+    figure.figure,
+    number(figure.published),
+    number(figure.predicted),
+    figure.error === null ? "-" : `${(100 * figure.error).toFixed(1)}%`,
+    figure.band === undefined
+      ? "-"
+      : `${number(figure.band.low)}-${number(figure.band.high)}${inBand(figure.published, figure.band) ? "" : " (outside)"}`,
+    figure.why ?? figure.note ?? "",
+  ]);
+  const terms =
+    score.terms === null
+      ? []
+      : [
+          `the largest rank's terms (GiB, before the allocator's reserve): ${Object.entries(score.terms)
+            .filter(([, bytes]) => bytes > 0)
+            .map(([term, bytes]) => `${term} ${(bytes / 2 ** 30).toFixed(2)}`)
+            .join(", ")}`,
+        ];
+  const throughput =
+    "problem" in score.throughput
+      ? `no throughput prediction: ${score.throughput.problem}`
+      : `throughput: compute ${score.throughput.basis}: ${score.throughput.source}; the band is the no-overlap and full-overlap steps`;
+  return [
+    `${path}${file.about === undefined ? "" : `: ${file.about}`}`,
+    `source: ${score.source}`,
+    `model states counted as ${score.framework}; a peak is the allocator's reserve at the tensors' peak`,
+    formatTable(["figure", "published", "ringlab", "error", "band", "note"], rows).trimEnd(),
+    ...terms,
+    ...(score.problem === null ? [] : [`no memory prediction: ${score.problem}`]),
+    throughput,
+    "",
+  ].join("\n");
+}
+
+/** Whether a published figure lies between the no-overlap and full-overlap predictions. */
+function inBand(published: number, band: { readonly low: number; readonly high: number }): boolean {
+  return published >= Math.min(band.low, band.high) && published <= Math.max(band.low, band.high);
 }
 
 /**

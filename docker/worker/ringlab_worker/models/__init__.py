@@ -5,8 +5,9 @@ specs.
 Image models: the ResNets and Inception v3 have torchvision's architecture, layer for layer and parameter for parameter
 (the counts in registry.json are torchvision's, and test/worker/test_models.py checks them), so results compare with
 published benchmarks that used torchvision's definitions; they are ringlab's own code because no torchvision build
-matches the CPU wheel of current PyTorch the cpu image installs. Language models: GPT-2-shaped decoders
-(transformer.py). Weights are random (seeded the same on every rank), as in Horovod's benchmark.
+matches the CPU wheel of current PyTorch the cpu image installs. Language models: one module per family of
+registry.json's, GPT-2's decoder (transformer.py) and Llama's (llama.py), each with its TENSOR_PLAN. Weights are
+random (seeded the same on every rank), as in Horovod's benchmark.
 
 A spec says how to build the model, what one synthetic batch is, the loss, what throughput counts (images, or
 tokens), the model's blocks (FSDP's units of sharding, and what a pipeline splits), its tensor-parallel plan and its
@@ -24,7 +25,8 @@ import torch.nn.functional as F
 
 from ..errors import BadArguments
 from ..registry import LANGUAGE_SHAPE, MODEL_KIND, MODELS
-from . import cnn, inception, resnet
+from . import cnn, inception, llama, resnet, transformer
+from .llama import Llama, LlamaShape
 from .transformer import Transformer, TransformerShape, language_model_loss
 
 
@@ -87,18 +89,33 @@ class LanguageModel:
     def __init__(self, name: str):
         self.name = name
 
-    def shape(self, config) -> TransformerShape:
+    def shape(self, config):
+        """The shape the run builds: the registry's, with the run's layers, width, heads and key and value heads. A
+        gpt2 model's learned positions are the run's sequence."""
         registered = LANGUAGE_SHAPE[self.name]
-        return TransformerShape(
+        if registered["family"] == "gpt2":
+            return TransformerShape(
+                layers=config.layers,
+                width=config.width,
+                heads=config.heads,
+                sequence_length=config.sequence_length,
+                vocab=registered["vocab"],
+            )
+        return LlamaShape(
             layers=config.layers,
             width=config.width,
             heads=config.heads,
-            sequence_length=config.sequence_length,
+            kv_heads=config.kv_heads,
+            ffn_width=registered["ffnWidth"],
             vocab=registered["vocab"],
+            tied_embeddings=registered["tiedEmbeddings"],
+            rope_theta=registered["ropeTheta"],
+            max_positions=registered["maxPositions"],
         )
 
     def build(self, config) -> nn.Module:
-        return Transformer(self.shape(config))
+        shape = self.shape(config)
+        return Llama(shape) if isinstance(shape, LlamaShape) else Transformer(shape)
 
     def synthetic_batch(self, config, device, memory_format=None):
         """Random tokens from a generator of its own (seed 0, on the CPU): the same batch on every rank and device."""
@@ -118,23 +135,19 @@ class LanguageModel:
     def blocks(model: nn.Module) -> List[nn.Module]:
         return list(model.blocks.values())
 
-    @staticmethod
-    def tensor_parallel_plan(model, config) -> Dict[str, object]:
-        """Megatron's plan per block, as torchtitan writes it: q, k, v and the MLP's first layer split by columns
-        (each rank computes heads / tp heads and 4h / tp hidden units), the attention's and the MLP's projections by
-        rows, whose partial outputs are summed (one all-reduce each in forward, one each in backward). Embeddings,
-        LayerNorms and the head stay whole on every rank."""
+    def tensor_parallel_plan(self, model, config) -> Dict[str, object]:
+        """Megatron's plan per block, as its family's module writes it (TENSOR_PLAN: q, k, v and the MLP's first
+        layers split by columns, the two projections by rows). Embeddings, norms and the head stay whole on every
+        rank."""
         from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
 
-        layer_plan = {
-            "attention.q": ColwiseParallel(),
-            "attention.k": ColwiseParallel(),
-            "attention.v": ColwiseParallel(),
-            "attention.proj": RowwiseParallel(),
-            "mlp.fc": ColwiseParallel(),
-            "mlp.proj": RowwiseParallel(),
+        styles = {"colwise": ColwiseParallel, "rowwise": RowwiseParallel}
+        family = _FAMILY_MODULES[LANGUAGE_SHAPE[self.name]["family"]]
+        return {
+            f"blocks.{index}.{layer}": styles[style]()
+            for index in model.blocks
+            for layer, style in family.TENSOR_PLAN.items()
         }
-        return {f"blocks.{index}.{layer}": style for index in model.blocks for layer, style in layer_plan.items()}
 
     @staticmethod
     def pipeline_stage(model, stage: int, stages: int, config) -> nn.Module:
@@ -151,11 +164,16 @@ class LanguageModel:
             if name not in mine:
                 del part.blocks[name]
         if stage > 0:
-            part.embedding = part.positions = None
+            part.embedding = None
+            if hasattr(part, "positions"):  # gpt2's learned positions
+                part.positions = None
         if stage < stages - 1:
             part.norm = part.head = None
         return part
 
+
+# The module that builds each family of language models (registry.json's family).
+_FAMILY_MODULES = {"gpt2": transformer, "llama": llama}
 
 # The modules that define image models, each with its IMAGE_MODELS: name -> (builder, number of classes).
 _FAMILIES = (cnn, resnet, inception)

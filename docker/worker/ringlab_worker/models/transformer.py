@@ -118,3 +118,16 @@ def _gpt2_init(module):
 def language_model_loss(logits, targets):
     """Mean cross-entropy of every position's next token."""
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
+
+
+# Megatron's split of a block, as torchtitan writes it: q, k, v and the MLP's first layer by columns (each rank computes
+# heads / tp heads and 4h / tp hidden units), the attention's and the MLP's projections by rows, whose partial outputs
+# are summed (one all-reduce each in forward, one each in backward).
+TENSOR_PLAN = {
+    "attention.q": "colwise",
+    "attention.k": "colwise",
+    "attention.v": "colwise",
+    "attention.proj": "rowwise",
+    "mlp.fc": "colwise",
+    "mlp.proj": "rowwise",
+}

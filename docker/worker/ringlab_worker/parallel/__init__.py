@@ -8,17 +8,17 @@ torchtitan/distributed/ and its models' parallelize functions:
     pipeline.py  the blocks cut into stages, batches into micro-batches (torch.distributed.pipelining)
 
 `parallelize` builds the model (seeded, so every rank starts from the same weights), puts it on the device, applies
-what every layout shares (activation checkpointing) and hands it to the technique's `apply_*` function, which returns
-a Layout (layout.py): this rank's part of the model, its optimizer (built after the wrapping, as FSDP needs) and its
-step. dims.py says how the ranks divide among pipeline stages, data-parallel replicas or shards, and tensor groups.
-A new technique is a module here and its line in TECHNIQUES (and in TORCH_NEEDS, where it needs more of torch than
-DDP does: torch_api.py checks it before the model is built).
+what every layout shares (activation checkpointing, checkpointing.py) and hands it to the technique's `apply_*`
+function, which returns a Layout (layout.py): this rank's part of the model, its optimizer (built after the wrapping,
+as FSDP needs) and its step. dims.py says how the ranks divide among pipeline stages, data-parallel replicas or
+shards, and tensor groups. A new technique is a module here and its line in TECHNIQUES (and in TORCH_NEEDS, where it
+needs more of torch than DDP does: torch_api.py checks it before the model is built).
 """
 
 import torch
 
 from ..models import model_spec
-from . import fsdp, pipeline, tensor, torch_api
+from . import checkpointing, fsdp, pipeline, tensor, torch_api
 from .ddp import apply_ddp
 from .dims import ParallelDims, dims_of
 from .fsdp import apply_fsdp
@@ -41,9 +41,11 @@ __all__ = ["Layout", "ParallelDims", "TECHNIQUES", "TORCH_NEEDS", "dims_of", "pa
 
 
 def torch_problem(config):
-    """What the run's layout needs of the installed torch and it lacks (a refusal), or None."""
+    """What the run's layout and its activation checkpointing need of the installed torch and it lacks (a refusal),
+    or None."""
     needs = TORCH_NEEDS.get(config.parallelism)
-    return None if needs is None else torch_api.missing(needs(config), torch.__version__)
+    needs = [*([] if needs is None else needs(config)), *checkpointing.torch_needs(config)]
+    return torch_api.missing(needs, torch.__version__) if needs else None
 
 
 def parallelize(config, world) -> Layout:
@@ -55,19 +57,8 @@ def parallelize(config, world) -> Layout:
         model = spec.build(config)
     memory_format = torch.channels_last if config.channels_last else torch.contiguous_format
     model.to(world.device, memory_format=memory_format)
-    if config.activation_checkpointing:
-        _checkpoint_blocks(spec.blocks(model))
+    checkpointing.apply(spec.blocks(model), config.activation_checkpointing)
     parameter_count = sum(parameter.numel() for parameter in model.parameters())  # before any shards are made
     layout = TECHNIQUES[config.technique](config, world, dims, spec, model)
     layout.memory_format, layout.parameter_count = memory_format, parameter_count
     return layout
-
-
-def _checkpoint_blocks(blocks) -> None:
-    """Each block keeps only its input in forward and computes the rest again in backward (torch.utils.checkpoint,
-    non-reentrant). The block's forward is wrapped in place, so parameter names (and the plans that use them) stay."""
-    from torch.utils.checkpoint import checkpoint
-
-    for block in blocks:
-        forward = block.forward
-        block.forward = lambda *inputs, _forward=forward: checkpoint(_forward, *inputs, use_reentrant=False)

@@ -16,14 +16,37 @@ from .. import compat
 from ..errors import BadArguments
 
 
-def make_optimizer(config, parameters):
+def adamw_implementation(device) -> str:
+    """Which of torch's AdamW implementations the device has, the fastest first: fused (one kernel for every
+    parameter's update: CUDA's, and the CPU's since torch 2.4), foreach (a few kernels over lists of tensors), or the
+    for-loop over parameters. What users run (torch's own default picks foreach on CUDA, and torchtitan fused)."""
+    from torch.utils._foreach_utils import _get_foreach_kernels_supported_devices, _get_fused_kernels_supported_devices
+
+    if device.type in _get_fused_kernels_supported_devices():
+        return "fused"
+    return "foreach" if device.type in _get_foreach_kernels_supported_devices() else "for-loop"
+
+
+def _alike_groups(parameters) -> List[dict]:
+    """The parameters in groups of one kind each, DTensors (tensor parallelism's matrices, FSDP's shards) apart from
+    plain tensors (what tensor parallelism leaves whole): a fused or foreach step takes a group's tensors in one call,
+    which refuses the two kinds mixed."""
+    from torch.distributed.tensor import DTensor
+
+    kinds = [[p for p in parameters if isinstance(p, DTensor)], [p for p in parameters if not isinstance(p, DTensor)]]
+    return [{"params": kind} for kind in kinds if kind]
+
+
+def make_optimizer(config, parameters, device):
     """Built after the model is wrapped (FSDP's parameters are the shards it made): SGD as before, or AdamW, whose two
-    state tensors per parameter are what sharding the optimizer state divides."""
+    state tensors per parameter are what sharding the optimizer state divides, in the device's fastest
+    implementation (the record's optimizerImplementation)."""
     parameters = list(parameters)
     if config.optimizer == "adamw":
-        # foreach=False: the per-parameter loop, which DTensor shards and CPU tensors take alike.
-        return torch.optim.AdamW(parameters, lr=config.learning_rate, foreach=False)
-    return torch.optim.SGD(parameters, lr=config.learning_rate, momentum=config.momentum)
+        implementation = adamw_implementation(device)
+        options = {"fused": True} if implementation == "fused" else {"foreach": implementation == "foreach"}
+        return torch.optim.AdamW(_alike_groups(parameters), lr=config.learning_rate, **options), implementation
+    return torch.optim.SGD(parameters, lr=config.learning_rate, momentum=config.momentum), None
 
 
 def autocast_of(config, device):
@@ -59,7 +82,7 @@ class Layout:
         """`module` is what the step calls (the wrapped model), `model` the model itself as built."""
         self.config, self.world, self.dims, self.spec = config, world, dims, spec
         self.module, self.model = module, model
-        self.optimizer = make_optimizer(config, module.parameters())
+        self.optimizer, self.optimizer_implementation = make_optimizer(config, module.parameters(), world.device)
         self.scaler = compat.make_grad_scaler(enabled=config.precision == "amp")
         self.autocast = autocast_of(config, world.device)
 

@@ -6,7 +6,7 @@ Every rank of a tensor-parallel group takes the same batch. Per block and step: 
 (batch x sequence x width) after the attention's projection and one after the MLP's in forward; in backward one
 for the gradient of the attention's input and one for the MLP's. The attention receives its input as one replicated
 DTensor (PrepareModuleInput), so that the gradients of q, k and v add up before the one all-reduce instead of three.
-With activation checkpointing, backward runs each block's forward again, and its two all-reduces with it.
+With full activation checkpointing, backward runs each block's forward again, and its two all-reduces with it.
 """
 
 from ..errors import BadArguments
@@ -27,10 +27,11 @@ def split_matrices(config, spec, model, tp_mesh) -> None:
     from torch.distributed.tensor.parallel import PrepareModuleInput, parallelize_module
 
     plan = spec.tensor_parallel_plan(model, config)
-    if config.heads % tp_mesh.size():
+    tp = tp_mesh.size()
+    if config.heads % tp or config.kv_heads % tp:
         raise BadArguments(
-            f"{tp_mesh.size()} tensor-parallel workers must divide the model's {config.heads} attention "
-            "heads: set --tensor-degree (or the run's workers) to a divisor, or --heads to a multiple"
+            f"{tp} tensor-parallel workers must divide the model's {config.heads} attention heads and its "
+            f"{config.kv_heads} key and value heads: set --tensor-degree (or the run's workers) to a divisor of both"
         )
     for index in model.blocks:
         plan[f"blocks.{index}.attention"] = PrepareModuleInput(
@@ -47,9 +48,9 @@ def activation_bytes(config, micro_batches: int = 1) -> int:
 
 
 def tensor_parallel_traffic(config) -> list:
-    """Two all-reduces of the activations per block in forward and two in backward (two more with activation
-    checkpointing, whose backward runs the forward again)."""
-    calls = (4 + (2 if config.activation_checkpointing else 0)) * config.layers
+    """Two all-reduces of the activations per block in forward and two in backward (two more with full activation
+    checkpointing, whose backward runs the forward again; selective keeps the all-reduces' outputs)."""
+    calls = (4 + (2 if config.activation_checkpointing == "full" else 0)) * config.layers
     return [{"op": "all_reduce", "bytes": calls * activation_bytes(config), "calls": calls, "group": "tp"}]
 
 
