@@ -49,6 +49,7 @@ import {
 import { runsStillNeeded, throughputsByConfiguration, withoutRoundsNotNeeded } from "./precision.ts";
 import { calibrationInputs, type Calibration } from "../predict/calibration.ts";
 import { predictionContextFor, PUBLISHED_ONLY } from "../predict/inputs.ts";
+import { rankingsOf } from "../predict/ranking.ts";
 import { isMemoryPrediction, predictMemory, type MemoryConstants } from "../predict/memory.ts";
 import {
   isPrediction,
@@ -795,6 +796,16 @@ function savePredictions(
   }
   writeFileAtomic(layout.predictions, `${JSON.stringify(outcome.file, null, 2)}\n`);
   ctx.reporter.info(`${outcome.said} (${layout.predictions})`);
+  const memory = memoryConstantsFor(scope.file, scope.cpusPerNode, calibration?.calibration);
+  const ranking = rankingsOf(scope.plan, context, memory, {
+    madeAt: outcome.file.madeAt,
+    calibration: outcome.file.calibration,
+  });
+  if (ranking === undefined) return;
+  writeFileAtomic(layout.ranking, `${JSON.stringify(ranking, null, 2)}\n`);
+  ctx.reporter.info(
+    `predict --recommend's order of the layouts at ${ranking.rankings.length} slots, before the first run (${layout.ranking})`,
+  );
 }
 
 export interface PredictionsToSave {

@@ -1,7 +1,16 @@
 /** What the benchmark tests read from test/bench/data/: a campaign's runs.jsonl, one checked record a line. */
 import { readFileSync } from "node:fs";
 import { parseCalibration, type Calibration, type Source } from "../../src/predict/calibration.ts";
-import { parsePredictions, PREDICTIONS_SCHEMA, type PredictionsFile } from "../../src/results/predictions.ts";
+import { planCampaign, runsToPredict } from "../../src/campaign/plan.ts";
+import type { CampaignFile } from "../../src/config/schema.ts";
+import { calibrationInputs } from "../../src/predict/calibration.ts";
+import {
+  configurationSeen,
+  parsePredictions,
+  PREDICTIONS_SCHEMA,
+  type ConfigurationSeen,
+  type PredictionsFile,
+} from "../../src/results/predictions.ts";
 import { latestAttempts, parseRunRecord, type RunRecord } from "../../src/results/record.ts";
 
 /** Every record of a JSONL file, each through the record schema (a file that does not parse fails the test file). */
@@ -75,4 +84,25 @@ export function committedPredictions(
   if ("problem" in committed || "problem" in saved) throw new Error("the committed files parse");
   if (saved.file.schema !== PREDICTIONS_SCHEMA) throw new Error("a v2 predictions file");
   return { calibration: committed.calibration, predictions: saved.file };
+}
+
+/**
+ * What the calibration had measured of each predicted run's configuration (src/results/predictions.ts
+ * configurationSeen), recomputed: the committed predictions.json files predate it and decided "out of sample" by
+ * fingerprint, which also changes with the iteration counts. `calibration`: recomputed from the calibration campaigns'
+ * committed records by today's code, whose sources carry the runs' configuration keys.
+ */
+export function seenOf(
+  campaign: CampaignFile,
+  calibration: Calibration,
+  predictions: Pick<PredictionsFile, "predictions">,
+  cpusPerNode = 0.5,
+): Map<string, ConfigurationSeen> {
+  const predicted = new Set(predictions.predictions.map((prediction) => prediction.runId));
+  const inputs = calibrationInputs(calibration);
+  return new Map(
+    runsToPredict(planCampaign(campaign, "campaign"), cpusPerNode)
+      .filter((run) => predicted.has(run.id))
+      .map((run) => [run.id, configurationSeen(run, inputs)] as const),
+  );
 }
