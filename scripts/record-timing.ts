@@ -9,9 +9,9 @@
  * The record: the command, its exit code and seconds, the start (UTC), the CPU model and core count (/proc/cpuinfo),
  * the worker's CPU check on this machine just before the command (GFLOP/s per CPU-second of its fp32 matrix products,
  * docker/worker/ringlab_worker/compute_speed.py, through .venv-worker's Python; null where that is missing), the
- * one-minute load average before and after (others' work on a shared machine lengthens the time), the git
- * commit (and whether the tree had changes) and Node.js's version. A failed command is recorded too, with its exit code:
- * the docs quote only records of exit code 0 (test/docs/timings.test.ts).
+ * one-minute load average before and after (others' work on a shared machine lengthens the time), the git commit
+ * (and whether the tree had changes) and Node.js's version. A failed command is recorded too, with its exit code: the
+ * docs quote only records of exit code 0 (test/docs/timings.test.ts).
  */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
