@@ -38,10 +38,18 @@ import { InternalError, UsageError } from "../util/errors.ts";
 import { memoryConstantsFor, memoryRun, planProblems } from "./fits.ts";
 import { checkGpuMemory } from "./gpu-memory.ts";
 import { checkLinkDrive } from "./link-drive.ts";
-import { campaignName, planCampaign, remainingRuns, type CampaignPlan, type PlannedRun } from "./plan.ts";
+import {
+  campaignName,
+  planCampaign,
+  remainingRuns,
+  runsToPredict,
+  type CampaignPlan,
+  type PlannedRun,
+} from "./plan.ts";
 import { runsStillNeeded, throughputsByConfiguration, withoutRoundsNotNeeded } from "./precision.ts";
 import { calibrationInputs, type Calibration } from "../predict/calibration.ts";
 import { predictionContextFor, PUBLISHED_ONLY } from "../predict/inputs.ts";
+import { rankingsOf } from "../predict/ranking.ts";
 import { isMemoryPrediction, predictMemory, type MemoryConstants } from "../predict/memory.ts";
 import {
   isPrediction,
@@ -51,8 +59,10 @@ import {
   type RunPrediction,
 } from "../predict/predict.ts";
 import {
+  countSeen,
   decidePredictions,
   PREDICTIONS_SCHEMA,
+  seenSentence,
   type CalibrationInput,
   type PredictionsFile,
   type RecordedRun,
@@ -786,6 +796,16 @@ function savePredictions(
   }
   writeFileAtomic(layout.predictions, `${JSON.stringify(outcome.file, null, 2)}\n`);
   ctx.reporter.info(`${outcome.said} (${layout.predictions})`);
+  const memory = memoryConstantsFor(scope.file, scope.cpusPerNode, calibration?.calibration);
+  const ranking = rankingsOf(scope.plan, context, memory, {
+    madeAt: outcome.file.madeAt,
+    calibration: outcome.file.calibration,
+  });
+  if (ranking === undefined) return;
+  writeFileAtomic(layout.ranking, `${JSON.stringify(ranking, null, 2)}\n`);
+  ctx.reporter.info(
+    `predict --recommend's order of the layouts at ${ranking.rankings.length} slots, before the first run (${layout.ranking})`,
+  );
 }
 
 export interface PredictionsToSave {
@@ -816,7 +836,7 @@ export function predictionsToSave(
 ): { readonly file: PredictionsFile; readonly said: string } | { readonly refused: string } {
   const { plan, from } = question;
   const decision = decidePredictions({
-    planned: plan.runs,
+    planned: runsToPredict(plan, question.context.cpusPerNode),
     recorded: question.recorded,
     resultsFolder: question.resultsDir,
     calibrationInputs: question.calibrationInputs,
@@ -829,12 +849,15 @@ export function predictionsToSave(
         "prints them without running anything, and a campaign into a new results folder (--results) saves them before its first run",
     };
   }
-  const outcomes = plan.runs.flatMap((run) => {
+  const predictions: SavedPrediction[] = [];
+  const missing: MissingInput[] = [];
+  for (const run of plan.runs) {
     const outcome = predictRun(run, question.context);
-    return outcome === null ? [] : [isPrediction(outcome) ? withMemory(outcome, run, question.memory) : outcome];
-  });
-  const predictions = outcomes.filter(isPrediction);
-  const missing = outcomes.filter((outcome): outcome is MissingInput => !isPrediction(outcome));
+    if (outcome === null) continue;
+    if (isPrediction(outcome))
+      predictions.push({ ...withMemory(outcome, run, question.memory), seen: decision.seen.get(run.id)! });
+    else missing.push(outcome);
+  }
   const file: PredictionsFile = {
     schema: PREDICTIONS_SCHEMA,
     calibration: from ?? PUBLISHED_ONLY,
@@ -848,7 +871,7 @@ export function predictionsToSave(
   const claim =
     decision.sample.kind === "in-sample"
       ? `, in-sample: ${decision.sample.reasons.join("; ")}; the report scores them as in-sample, no test of the model`
-      : ` before they ran${from === undefined ? "" : ", out-of-sample: the calibration holds none of this campaign's runs"}`;
+      : ` before they ran${from === undefined ? "" : `; ${seenSentence(countSeen(predictions.map((prediction) => prediction.seen!)))}`}`;
   return {
     file,
     said:

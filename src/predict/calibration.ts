@@ -7,6 +7,7 @@
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { configurationKey } from "../campaign/plan.ts";
 import { reportData } from "../report/data.ts";
 import { overlapShare } from "../results/comm-model.ts";
 import { meanWithInterval } from "../results/statistics.ts";
@@ -50,6 +51,11 @@ export type Source =
       readonly folder?: string;
       readonly runIds?: readonly string[];
       readonly fingerprints?: readonly string[];
+      /**
+       * The runs' configuration keys (campaign/plan.ts configurationKey: what a run measures, however long it times
+       * it); absent in calibrations made before ringlab recorded them, for which the fingerprints decide.
+       */
+      readonly configurations?: readonly string[];
     }
   | { readonly kind: "derived"; readonly how: string };
 
@@ -172,6 +178,7 @@ const source = z.discriminatedUnion("kind", [
     folder: z.string().optional(),
     runIds: z.array(z.string()).optional(),
     fingerprints: z.array(z.string()).optional(),
+    configurations: z.array(z.string()).optional(),
   }),
   z.strictObject({ kind: z.literal("derived"), how: z.string() }),
 ]);
@@ -437,6 +444,9 @@ export function calibratingRecords(
     ...(folder === undefined ? {} : { folder }),
     runIds: [...new Set(runIds)].sort(),
     fingerprints: [...new Set(runIds.flatMap((id) => recordOf.get(id)?.fingerprint ?? []))].sort(),
+    configurations: [
+      ...new Set(runIds.flatMap((id) => (recordOf.has(id) ? [configurationKey(recordOf.get(id)!.params)] : []))),
+    ].sort(),
   });
   return { records, data, recordOf, measured };
 }
@@ -650,6 +660,7 @@ export function calibrationInputs(calibration: Calibration): CalibrationInput[] 
   return [
     ...calibration.compute.map((entry) =>
       input(
+        "compute",
         `compute ${entry.model} batch ${entry.batchSize} ${entry.precision}${entry.channelsLast === true ? " channels-last" : ""} ` +
           `on ${entry.deviceModel}${cores(entry.cpusPerNode)}`,
         entry,
@@ -657,6 +668,7 @@ export function calibrationInputs(calibration: Calibration): CalibrationInput[] 
     ),
     ...calibration.splitSteps.map((entry) =>
       input(
+        "split-step",
         `split step ${entry.model} batch ${entry.batchSize} ${entry.precision}, ${splitLabel(entry)} of ` +
           `${entry.nodes} nodes × ${entry.processesPerNode}, unshaped, on ${entry.deviceModel}${cores(entry.cpusPerNode)}`,
         entry,
@@ -664,15 +676,17 @@ export function calibrationInputs(calibration: Calibration): CalibrationInput[] 
     ),
     ...calibration.links.map((entry) =>
       input(
+        "link",
         `link ${entry.bandwidth}, ${entry.nodes} nodes × ${entry.processesPerNode}, ${entry.reduction}${entry.collective === undefined ? "" : `, ${entry.collective}`}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`,
         entry,
       ),
     ),
     ...calibration.overlap.map((entry) =>
-      input(`overlap ${overlapLabel(entry)}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry),
+      input("overlap", `overlap ${overlapLabel(entry)}${cores(entry.cpusPerNode)}${on(entry.instanceType)}`, entry),
     ),
     ...calibration.memory.map((entry) =>
       input(
+        "memory",
         `memory on ${entry.deviceModel}${cores(entry.cpusPerNode)}${entry.parallelism === undefined ? "" : `, ${entry.parallelism}`}`,
         entry,
       ),
@@ -681,18 +695,21 @@ export function calibrationInputs(calibration: Calibration): CalibrationInput[] 
 }
 
 function input(
+  kind: CalibrationInput["kind"],
   entry: string,
   content: ComputeEntry | SplitStepEntry | LinkEntry | OverlapEntry | MemoryEntry,
 ): CalibrationInput {
   const { source } = content;
   const measured = source.kind === "measured" ? source : undefined;
   return {
+    kind,
     entry,
     source: describeSource(source),
     resultsDir: measured?.resultsDir ?? null,
     folder: measured?.folder ?? null,
     runIds: measured?.runIds ?? null,
     fingerprints: measured?.fingerprints ?? null,
+    configurations: measured?.configurations ?? null,
     sha256: createHash("sha256").update(canonicalJson(content)).digest("hex"),
   };
 }

@@ -5,7 +5,12 @@
  * the score counts the first. Whether they were made before the runs, and from a calibration that holds none of
  * them, is said (predictionClaim): only then are they "predicted before the run". Pure.
  */
-import { PREDICTIONS_SCHEMA, type AnyPredictionsFile, type PredictionSample } from "../results/predictions.ts";
+import {
+  PREDICTIONS_SCHEMA,
+  type AnyPredictionsFile,
+  type ConfigurationSeen,
+  type PredictionSample,
+} from "../results/predictions.ts";
 import { attemptOf, type RunRecord } from "../results/record.ts";
 import { disturbance, type Disturbance } from "../results/steadiness.ts";
 import { groupBy, largestRankPeak, runCalibrationGflops, type ReportData } from "./data.ts";
@@ -51,6 +56,8 @@ export interface ScoredPrediction {
    * measured its compute, − 1; null where either has none (files and records before ringlab kept them).
    */
   readonly cpuCheckShift: number | null;
+  /** Whether the calibration had measured the run's configuration; null where the file does not say (before v2's). */
+  readonly seen: ConfigurationSeen | null;
 }
 
 /**
@@ -82,11 +89,16 @@ export interface PredictionScore {
   readonly sources: readonly string[];
 }
 
-/** Scores the predictions against every ok attempt of every predicted run (`records`: every attempt's record). */
+/**
+ * Scores the predictions against every ok attempt of every predicted run (`records`: every attempt's record). `seen`:
+ * what the calibration had measured of each run, where the file does not say it (a test recomputes it for a file made
+ * before ringlab recorded it).
+ */
 export function scorePredictions(
   file: AnyPredictionsFile,
   data: ReportData,
   records: readonly RunRecord[],
+  seen?: ReadonlyMap<string, ConfigurationSeen>,
 ): PredictionScore {
   const attemptsOf = groupBy(
     [...records].sort((a, b) => attemptOf(a) - attemptOf(b)),
@@ -132,6 +144,7 @@ export function scorePredictions(
           measuredEfficiency === null ? null : (measuredEfficiency - prediction.scalingEfficiency.value) * 100,
         ...memoryScore(prediction.memory?.rankBytes ?? null, metrics.memory?.perRank ?? []),
         cpuCheckShift: cpuCheckShift(prediction.cpuCheckGflops, record),
+        seen: prediction.seen ?? seen?.get(prediction.runId) ?? null,
       });
     });
   }
@@ -329,6 +342,35 @@ export function scoreSummary(score: PredictionScore): string {
       : `${within5} of ${withEfficiency.length} multi-node runs within 5 points of the predicted scaling efficiency` +
         `${meanAbs === null ? "" : ` (mean |error| ${meanAbs.toFixed(1)} points)`}${means}, `;
   return `${label}${efficiency}${within10} of ${counted.length} runs within 10 % of the predicted throughput${memory}`;
+}
+
+/**
+ * "The calibration had measured the configuration of 90 of the 153 runs (39 of them replayed ...), 6 partly (...); 57
+ * unseen, the test of the model: 56 of 57 steps within 15 % of the predicted (−9.1 % to +8.3 %, mean |error| 3.0 %)":
+ * the score of the runs whose configuration no calibration run had, apart from those whose step or overlap share it
+ * measured (src/results/predictions.ts ConfigurationSeen). Undefined where no row says (files before ringlab recorded
+ * it); the counts are each run's first measurement, as the summary's.
+ */
+export function seenSummary(score: PredictionScore): string | undefined {
+  const counted = score.scored.filter((row) => row.counted);
+  if (counted.length === 0 || counted.some((row) => row.seen === null)) return undefined;
+  const of = (kind: ConfigurationSeen["kind"]) => counted.filter((row) => row.seen!.kind === kind);
+  const [seen, partly, unseen] = [of("seen"), of("partly"), of("unseen")];
+  const replayed = seen.filter((row) => row.seen!.replayed).length;
+  const stepErrors = unseen.map((row) => 100 * (row.predictedThroughput / row.measuredThroughput - 1));
+  const signed = (value: number) => `${value >= 0 ? "+" : "−"}${Math.abs(value).toFixed(1)} %`;
+  const score15 =
+    unseen.length === 0
+      ? "none to test the model on"
+      : `the test of the model: ${stepErrors.filter((error) => Math.abs(error) <= 15).length} of ${unseen.length} steps within 15 % of the predicted ` +
+        `(${signed(Math.min(...stepErrors))} to ${signed(Math.max(...stepErrors))}, mean |error| ${mean(stepErrors.map(Math.abs)).toFixed(1)} %)`;
+  return (
+    `The calibration had measured the configuration of ${seen.length} of these ${counted.length} runs` +
+    (replayed === 0
+      ? ""
+      : ` (${replayed} of them replayed: their prediction is its measurement of the same configuration)`) +
+    `, ${partly.length} partly (only the memory model's fit had their runs); ${unseen.length} unseen, ${score15}`
+  );
 }
 
 /**

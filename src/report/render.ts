@@ -41,6 +41,7 @@ import {
   predictedBefore,
   predictionsTitle,
   scoreSummary,
+  seenSummary,
   type PredictionScore,
   type ScoredPrediction,
 } from "./predictions.ts";
@@ -914,7 +915,7 @@ function oneLine(text: string): string {
  */
 function predictionsIntro(score: PredictionScore): string {
   return (
-    `${predictedBefore(score) ? "Made before the first run, from a calibration that holds none of this campaign's runs, with" : "Made with"} ringlab plan's model ` +
+    `${predictedBefore(score) ? "Made before the first run, with" : "Made with"} ringlab plan's model ` +
     "(t_c, then the step's communication: DDP's all-reduce in its buckets, or a layout's own collectives, FSDP's gathers and reduce-scatters, tensor " +
     "parallelism's all-reduces, a pipeline's sends and its bubble; less the share φ of it that the calibration's own shaped runs hid behind backward, or none where no " +
     "run measured it; the interval from t_c's and φ's), from the sources listed below it: earlier campaigns' measurements, published figures, the " +
@@ -999,6 +1000,9 @@ function predictionNotes(score: PredictionScore, flags: readonly Flag[]): string
     ...(caveat === undefined ? [] : [caveat]),
     ...(machine === undefined ? [] : [machine]),
     `${scoreSummary(score)}${flagged === undefined ? "" : `; ${flagged}`}. Predicted from ${score.calibration}, ${readableTime(score.madeAt)}.`,
+    seenSummary(score) === undefined
+      ? "Which of these runs' configurations the calibration had measured is not recorded (a predictions.json of an older ringlab): the score may include runs it measured."
+      : `${seenSummary(score)}.`,
     ...(again === 0
       ? []
       : [

@@ -7,6 +7,7 @@
  *   logs/<run id>/attempt-<k>/         that attempt's worker-<rank>.log and result.json
  *   runs.jsonl, summary.csv            derived from the latest attempt of every run
  *   predictions.json                   what the calibration predicted for every training run, before the first
+ *   ranking.json                       predict --recommend's order of the layouts at each slot, saved with it
  *   report.html, report.md             the report
  *
  * Pure: paths only.
@@ -21,6 +22,8 @@ export interface ResultsLayout {
   readonly campaignCopy: string;
   /** ringlab.predictions/v1 (results/predictions.ts), when the campaign had a calibration. */
   readonly predictions: string;
+  /** ringlab.ranking/v1 (predict/ranking.ts), with predictions.json where the campaign compares layouts. */
+  readonly ranking: string;
   readonly reportHtml: string;
   readonly reportMarkdown: string;
   recordFileOf(runId: string, attempt: number): string;
@@ -35,6 +38,7 @@ export function resultsLayout(dir: string): ResultsLayout {
     summaryCsv: join(dir, "summary.csv"),
     campaignCopy: join(dir, "campaign.yaml"),
     predictions: join(dir, "predictions.json"),
+    ranking: join(dir, "ranking.json"),
     reportHtml: join(dir, "report.html"),
     reportMarkdown: join(dir, "report.md"),
     recordFileOf: (runId, attempt) => join(dir, "runs", recordFileName(runId, attempt)),

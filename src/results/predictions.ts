@@ -4,8 +4,9 @@
  * the measurement. Written once: a resumed campaign keeps the predictions made before anything ran. The file says
  * what makes its claim checkable: when it was made, which runs were done by then (none: the campaign does not save
  * predictions once a run is done, see decidePredictions), and every calibration input's folder, runs and content
- * hash, with whether the calibration held runs of this campaign (in-sample). v1 files, which said none of it, are
- * read as such. Pure.
+ * hash, with whether the calibration came from this campaign's own folder (in-sample), and for each prediction whether
+ * the calibration had measured its configuration (`seen`: unseen, partly seen, seen). v1 files, which said none of
+ * it, are read as such; v2 files before `seen` decided in-sample by fingerprint alone. Pure.
  */
 import { z } from "zod";
 
@@ -28,6 +29,13 @@ const predictionSchema = z
     sources: z.looseObject({ compute: z.string(), link: z.string(), overlap: z.string().optional() }),
     memory: z.looseObject({ rankBytes: z.number(), nodeBytes: z.number(), source: z.string() }).optional(),
     cpuCheckGflops: z.number().optional(),
+    seen: z
+      .looseObject({
+        kind: z.enum(["unseen", "partly", "seen"]),
+        measuredIn: z.array(z.string()),
+        replayed: z.boolean(),
+      })
+      .optional(),
   })
   .refine((prediction) => prediction.throughput !== undefined || prediction.imagesPerSecond !== undefined, {
     error: "a prediction holds its throughput",
@@ -37,6 +45,9 @@ const predictionSchema = z
     throughput: (throughput ?? imagesPerSecond)!,
     unit: unit ?? ("images" as const),
   }));
+
+/** The kinds of a calibration's entries (src/predict/calibration.ts). */
+export const CALIBRATION_INPUT_KINDS = ["compute", "split-step", "link", "overlap", "memory"] as const;
 
 const v1Fields = {
   /** The calibration the predictions came from (a file or a results folder). */
@@ -48,12 +59,14 @@ const v1Fields = {
 };
 
 const calibrationInputSchema = z.looseObject({
+  kind: z.enum(CALIBRATION_INPUT_KINDS).optional(),
   entry: z.string(),
   source: z.string(),
   resultsDir: z.string().nullable(),
   folder: z.string().nullable(),
   runIds: z.array(z.string()).nullable(),
   fingerprints: z.array(z.string()).nullable(),
+  configurations: z.array(z.string()).nullable().optional(),
   sha256: z.string().regex(/^[0-9a-f]{64}$/),
 });
 
@@ -95,6 +108,23 @@ export interface SavedPrediction {
    * ringlab saved it.
    */
   readonly cpuCheckGflops?: number;
+  /** Whether the calibration had measured this run's configuration (decidePredictions); absent in files before. */
+  readonly seen?: ConfigurationSeen;
+}
+
+/**
+ * Whether a calibration had measured a predicted run's configuration (campaign/plan.ts configurationKey), and where:
+ * - seen: an input the predicted step rests on was measured on it (a single-node run's compute, an unshaped split step,
+ *   an overlap share fitted on its runs); replayed where that input is its own step (the compute or split step): the
+ *   prediction gives back the calibration's measurement of the same configuration;
+ * - partly: only an input beside the step was (the memory model's fit): the step is out of sample, its memory is not;
+ * - unseen: no calibration run had its configuration.
+ */
+export interface ConfigurationSeen {
+  readonly kind: "unseen" | "partly" | "seen";
+  /** The calibration entries whose runs had its configuration (CalibrationInput.entry). */
+  readonly measuredIn: readonly string[];
+  readonly replayed: boolean;
 }
 
 /**
@@ -102,6 +132,8 @@ export interface SavedPrediction {
  * hash.
  */
 export interface CalibrationInput {
+  /** Which part of the calibration it is; absent in files before ringlab recorded it (read from `entry`'s words). */
+  readonly kind?: (typeof CALIBRATION_INPUT_KINDS)[number];
   /** "compute tiny batch 8 fp32 at 0.5 cores", "link 1gbit, 2 nodes × 1, ring", "overlap 2 nodes × 1, ring". */
   readonly entry: string;
   /** "measured in results/local-seed on 2026-11-25". */
@@ -114,6 +146,11 @@ export interface CalibrationInput {
   readonly runIds: readonly string[] | null;
   /** Those runs' fingerprints (campaign/plan.ts: what a run measures, whatever its name); null as runIds. */
   readonly fingerprints: readonly string[] | null;
+  /**
+   * Those runs' configuration keys (campaign/plan.ts configurationKey); null or absent in calibrations and files made
+   * before ringlab recorded them, where the fingerprints decide what was seen.
+   */
+  readonly configurations?: readonly string[] | null;
   /**
    * SHA-256 of the entry's canonical JSON (keys sorted): the numbers the predictions used, checkable against the
    * calibration file.
@@ -167,6 +204,8 @@ export function parsePredictions(json: unknown): { file: AnyPredictionsFile } | 
 export interface RunToPredict {
   readonly id: string;
   readonly fingerprint: string;
+  /** campaign/plan.ts configurationKey of the run on the campaign's testbed. */
+  readonly configuration: string;
 }
 
 /** What decidePredictions needs of a record in the campaign's results folder (every attempt). */
@@ -187,16 +226,25 @@ export interface PredictionsQuestion {
 }
 
 export type PredictionsDecision =
-  /** Nothing of the campaign measured yet: saved, said to be in-sample where the calibration holds runs of it. */
-  | { readonly save: true; readonly sample: PredictionSample }
+  /**
+   * Nothing of the campaign measured yet: saved, in-sample where the calibration came from this campaign's folder, and
+   * each run's configuration seen or not by the calibration.
+   */
+  | {
+      readonly save: true;
+      readonly sample: PredictionSample;
+      readonly seen: ReadonlyMap<string, ConfigurationSeen>;
+    }
   /** Runs of the campaign measured already: predictions made now would not come before them. */
   | { readonly save: false; readonly runsDone: readonly string[] };
 
 /**
  * Whether a campaign may save its predictions, and what they are. Not once any of its runs has a measurement in the
- * results folder: the predictions would not be made before the run. In-sample where the calibration holds a run of
- * this campaign: an input measured in this results folder, or from a run of the same fingerprint (the same job,
- * nodes, link and worker arguments, wherever it ran): its score says how well the model fits its own measurements.
+ * results folder: the predictions would not be made before the run. In-sample where an input of the calibration was
+ * measured in this results folder. Each run's configuration is seen, partly seen or unseen (ConfigurationSeen) by the
+ * calibration's runs' configuration keys: a calibration that timed the same configuration for fewer iterations has
+ * seen it. An input of a calibration made before ringlab recorded the keys matches by fingerprint, which also changes
+ * with the iteration counts: it can only say too little was seen.
  */
 export function decidePredictions(question: PredictionsQuestion): PredictionsDecision {
   const planned = new Set(question.planned.map((run) => run.id));
@@ -208,20 +256,69 @@ export function decidePredictions(question: PredictionsQuestion): PredictionsDec
     ),
   ].sort();
   if (runsDone.length > 0) return { save: false, runsDone };
-  const reasons: string[] = [];
   const fromHere = question.calibrationInputs.filter((input) => input.folder === question.resultsFolder);
-  if (fromHere.length > 0) {
-    reasons.push(
-      `${fromHere.length} of its ${question.calibrationInputs.length} inputs came from this campaign's results folder ${question.resultsFolder} (${fromHere.map((input) => input.entry).join("; ")})`,
-    );
-  }
-  const measuredFingerprints = new Set(question.calibrationInputs.flatMap((input) => input.fingerprints ?? []));
-  const sameConfiguration = question.planned.filter((run) => measuredFingerprints.has(run.fingerprint));
-  if (sameConfiguration.length > 0) {
-    reasons.push(
-      `it measured the configuration of ${sameConfiguration.length} of this campaign's ${question.planned.length} runs ` +
-        `(same fingerprint: ${sameConfiguration.map((run) => run.id).join(", ")})`,
-    );
-  }
-  return { save: true, sample: reasons.length === 0 ? { kind: "out-of-sample" } : { kind: "in-sample", reasons } };
+  const sample: PredictionSample =
+    fromHere.length === 0
+      ? { kind: "out-of-sample" }
+      : {
+          kind: "in-sample",
+          reasons: [
+            `${fromHere.length} of its ${question.calibrationInputs.length} inputs came from this campaign's results folder ${question.resultsFolder} (${fromHere.map((input) => input.entry).join("; ")})`,
+          ],
+        };
+  const seen = new Map(
+    question.planned.map((run) => [run.id, configurationSeen(run, question.calibrationInputs)] as const),
+  );
+  return { save: true, sample, seen };
+}
+
+/** Which of the calibration's inputs measured the run's configuration, and what that makes of its prediction. */
+export function configurationSeen(run: RunToPredict, inputs: readonly CalibrationInput[]): ConfigurationSeen {
+  const measuring = inputs.filter((input) =>
+    input.configurations !== undefined && input.configurations !== null
+      ? input.configurations.includes(run.configuration)
+      : (input.fingerprints ?? []).includes(run.fingerprint),
+  );
+  const kinds = new Set(measuring.map(inputKind));
+  const replayed = kinds.has("compute") || kinds.has("split-step");
+  const kind = replayed || kinds.has("overlap") ? "seen" : measuring.length > 0 ? "partly" : "unseen";
+  return { kind, measuredIn: measuring.map((input) => input.entry), replayed };
+}
+
+/** An input's kind, from its own field or, in files before it, from its entry's first words. */
+function inputKind(input: CalibrationInput): CalibrationInput["kind"] {
+  return input.kind ?? CALIBRATION_INPUT_KINDS.find((kind) => input.entry.startsWith(kind.replace("-", " ")));
+}
+
+/** "57 unseen, 0 partly seen, 96 seen": the predictions by whether the calibration had measured their configuration. */
+export interface SeenCounts {
+  readonly unseen: number;
+  readonly partly: number;
+  readonly seen: number;
+  /** Of the seen: their step the calibration's own measurement of the configuration. */
+  readonly replayed: number;
+}
+
+export function countSeen(seen: readonly ConfigurationSeen[]): SeenCounts {
+  return {
+    unseen: seen.filter((entry) => entry.kind === "unseen").length,
+    partly: seen.filter((entry) => entry.kind === "partly").length,
+    seen: seen.filter((entry) => entry.kind === "seen").length,
+    replayed: seen.filter((entry) => entry.kind === "seen" && entry.replayed).length,
+  };
+}
+
+/**
+ * "the calibration has seen 96 of these 153 training runs' configurations, 0 partly (13 of them replayed: the
+ * calibration's own measurement); 57 unseen": what plan and campaign print before the first run.
+ */
+export function seenSentence(counts: SeenCounts): string {
+  const total = counts.unseen + counts.partly + counts.seen;
+  return (
+    `the calibration has seen ${counts.seen} of these ${total} training runs' configurations, ${counts.partly} partly` +
+    (counts.replayed === 0
+      ? ""
+      : ` (${counts.replayed} of them replayed: the prediction is the calibration's own measurement of it)`) +
+    `; ${counts.unseen} unseen, the ones whose score tests the model`
+  );
 }

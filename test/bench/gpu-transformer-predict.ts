@@ -12,15 +12,9 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ASSUMED_MEMORY, isMemoryPrediction, predictMemory, type MemoryPrediction } from "../../src/predict/memory.ts";
+import { ASSUMED_MEMORY } from "../../src/predict/memory.ts";
 import { parameterCount, shapeOf } from "../../src/workload/transformer.ts";
-
-interface ConfigRun {
-  readonly name: string;
-  readonly model: string;
-  readonly batchSize: number;
-  readonly knobs: Record<string, unknown>;
-}
+import { largestFit, predictedPeak, usableCardBytes, xl, type ConfigRun } from "./gpu-transformer-fit.ts";
 
 const [folder, memoryText] = process.argv.slice(2);
 if (folder === undefined || memoryText === undefined)
@@ -31,33 +25,8 @@ const configs = JSON.parse(readFileSync(join(import.meta.dirname, "gpu", "transf
   runs: ConfigRun[];
 };
 const constants = ASSUMED_MEMORY.cuda;
-/**
- * What a process can fill with tensors: the card less the CUDA context and libraries (about 1 GiB), and 5 % for the
- * caching allocator's blocks.
- */
-const usableBytes = (cardBytes - 2 ** 30) * 0.95;
-
-function predicted(run: ConfigRun): MemoryPrediction {
-  const prediction = predictMemory(
-    { model: run.model, batchSize: run.batchSize, nodes: 1, knobs: { optimizer: "adamw", ...run.knobs } },
-    constants,
-  );
-  if (!isMemoryPrediction(prediction)) throw new Error(`${run.name}: ${prediction.problem}`);
-  return prediction;
-}
-
-// The largest layer count of a gpt2-xl shape whose run fits: the model's answer, and the first whose tensors alone the
-// model puts past the whole card, to show the edge.
-const xl = (layers: number): ConfigRun => ({
-  name: `gpt2-xl-layers${layers}-bf16-b1`,
-  model: "gpt2-xl",
-  batchSize: 1,
-  knobs: { precision: "bf16", layers },
-});
-let layers = 48;
-while (predicted(xl(layers + 1)).rankBytes <= usableBytes) layers++;
-let past = layers + 1;
-while (predicted(xl(past)).rankBytes <= cardBytes) past++;
+const usableBytes = usableCardBytes(cardBytes);
+const { layers, past } = largestFit(cardBytes);
 const runs = [...configs.runs, xl(layers), xl(past)];
 
 const out = {
@@ -74,7 +43,7 @@ const out = {
   },
   steps: configs.steps,
   runs: runs.map((run) => {
-    const prediction = predicted(run);
+    const prediction = predictedPeak(run);
     const parts = prediction.perRank[0]!.parts;
     return { ...run, knobs: { optimizer: "adamw", ...run.knobs }, predictedPeakBytes: prediction.rankBytes, parts };
   }),

@@ -10,6 +10,7 @@ import type { Calibration } from "../../src/predict/calibration.ts";
 import { predictionContextFor } from "../../src/predict/inputs.ts";
 import { calibrationOfCampaigns } from "../../src/predict/layout-overlap.ts";
 import { recommend } from "../../src/predict/recommend.ts";
+import type { ConfigurationSeen } from "../../src/results/predictions.ts";
 import type { RunRecord } from "../../src/results/record.ts";
 import { reportData } from "../../src/report/data.ts";
 import { layoutComparisons } from "../../src/report/layouts.ts";
@@ -93,4 +94,24 @@ export function layoutsCampaign(folder: string, inputs = folder) {
     comparisonAt: (link: string, nodes: number) =>
       layoutComparisons(data.training).find((candidate) => candidate.context.endsWith(` · ${link} · ${nodes} nodes`))!,
   };
+}
+
+/**
+ * [runs, within 15 %, lowest, highest, mean |error|] of the shaped-link runs whose configuration the calibration had
+ * not measured (records.ts seenOf): the headline a campaign's score rests on.
+ */
+export function unseenShapedSteps(
+  rows: readonly { readonly runId: string }[],
+  seen: ReadonlyMap<string, ConfigurationSeen>,
+  stepError: (row: never) => number,
+): number[] {
+  const unseen = rows.filter((row) => !row.runId.includes("-unlimited-") && seen.get(row.runId)?.kind === "unseen");
+  const errors = unseen.map((row) => stepError(row as never));
+  return [
+    unseen.length,
+    errors.filter((error) => Math.abs(error) <= 15).length,
+    Math.min(...errors),
+    Math.max(...errors),
+    round1(mean(errors.map(Math.abs))),
+  ];
 }

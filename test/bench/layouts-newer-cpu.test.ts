@@ -27,6 +27,7 @@ import {
   recommendedBy,
   round1,
   short,
+  unseenShapedSteps,
 } from "./layouts-campaign.ts";
 import {
   committedPredictions,
@@ -36,7 +37,10 @@ import {
   rounded,
   expectMemoryFitsClose,
   withoutMemoryFits,
+  seenOf,
+  withoutConfigurationKeys,
 } from "./records.ts";
+import { countSeen } from "../../src/results/predictions.ts";
 
 const FOLDER = "test/bench/data/layouts-newer-cpu";
 const OTHER_MACHINE = "test/bench/data/layouts-phi";
@@ -59,6 +63,8 @@ const span = (records: readonly RunRecord[]) => {
   return [Math.min(...times), Math.max(...times)].map((time) => new Date(time).toISOString().slice(11, 16));
 };
 const shaped = counted.filter((row) => !row.runId.includes("-unlimited-"));
+/** What the calibration, recomputed from its campaigns' records, had measured of each run's configuration. */
+const seen = seenOf(campaign, calibrationFrom(baselines, links), predictions);
 
 describe("every layout on 2 and 3 CPU nodes of a newer CPU, predicted before the run (test/bench/README.md)", () => {
   it("ran the calibration campaigns there first (56 and 30 runs, 01:43-02:07 UTC), then 51 runs, all ok, none run again, 02:08-02:28", () => {
@@ -74,7 +80,12 @@ describe("every layout on 2 and 3 CPU nodes of a newer CPU, predicted before the
     expect(latest).toHaveLength(51);
     expect(predictions.madeAt.slice(11, 19)).toBe("02:08:17");
     expect(predictions.runsDoneBefore).toEqual([]);
+    // predictions.json's label, decided by fingerprint: no calibration run had this campaign's worker arguments. By
+    // configuration, recomputed from the calibration campaigns' records, the calibration had measured some.
     expect(predictions.sample).toEqual({ kind: "out-of-sample" });
+    expect(countSeen([...seen.values()])).toEqual({ unseen: 19, partly: 2, seen: 30, replayed: 13 });
+    // The 17 unseen shaped-link runs (the 1 Gbit/s ones): 16 within 15 %.
+    expect(unseenShapedSteps(counted, seen, stepError)).toEqual([17, 16, -3.8, 16, 5.2]);
     for (const record of attempts) expect(Date.parse(record.startedAt)).toBeGreaterThan(Date.parse(predictions.madeAt));
     // 2 micro-batches now too: 1F1B ×2 on 2 nodes only (matrix.exclude), GPipe ×2 on both.
     const pipelines = (nodes: number) =>
@@ -140,7 +151,7 @@ describe("every layout on 2 and 3 CPU nodes of a newer CPU, predicted before the
     expect(scoreSummary(score)).toMatch(/51 of 51 runs' peak memory per rank within 10 % of the predicted$/);
   });
 
-  it("names the fastest layout per link and node count; predict --recommend put it first at the two unshaped rates, second at the four shaped", () => {
+  it("names the fastest layout per link and node count; predict --recommend put it first at the two unshaped rates, second at the four shaped (recommend's order as today's code recomputes it from the committed calibration: the campaign saved none before its first run)", () => {
     const fastest = NODES.flatMap((nodes) =>
       LINKS.map((link) => {
         const [best, next] = comparisonAt(link, nodes).entries;
@@ -258,16 +269,21 @@ describe("the same campaign again, each pipeline's compute its own measured unsh
   const again = layoutsCampaign(SPLIT, FOLDER);
   const againShaped = again.counted.filter((row) => !row.runId.includes("-unlimited-"));
 
-  it("ran 51 runs, all ok, none run again, 02:32-02:51 UTC, predicted at 02:32:02 before the first, out of sample, from the same campaigns' records", () => {
+  it("ran 51 runs, all ok, none run again, 02:32-02:51 UTC, predicted at 02:32:02 before the first from the same campaigns' records, 19 of them unseen", () => {
     expect(again.latest).toHaveLength(51);
     expect(again.attempts.every((record) => record.status === "ok" && record.attempt === 1)).toBe(true);
     expect(span(again.attempts)).toEqual(["02:32", "02:51"]);
     expect(again.predictions.madeAt.slice(11, 19)).toBe("02:32:02");
     expect(again.predictions.sample).toEqual({ kind: "out-of-sample" });
+    const seenAgain = seenOf(again.campaign, calibrationFrom(baselines, links), again.predictions);
+    expect(countSeen([...seenAgain.values()])).toEqual({ unseen: 19, partly: 2, seen: 30, replayed: 13 });
+    expect(unseenShapedSteps(again.counted, seenAgain, again.stepError)).toEqual([17, 17, -6.1, 4.9, 2.6]);
     for (const record of again.attempts)
       expect(Date.parse(record.startedAt)).toBeGreaterThan(Date.parse(again.predictions.madeAt));
     const recomputed = calibrationFrom(baselines, links);
-    expect(rounded(withoutMemoryFits(recomputed))).toEqual(rounded(withoutMemoryFits(again.calibration)));
+    expect(rounded(withoutMemoryFits(withoutConfigurationKeys(recomputed)))).toEqual(
+      rounded(withoutMemoryFits(again.calibration)),
+    );
     expectMemoryFitsClose(recomputed, again.calibration);
     // Each pipeline's unshaped 2- and 3-node step is a split step now: 11 of them beside the 2 tensor groups'.
     expect(again.calibration.splitSteps.map((entry) => String(entry.workload["parallelism"]))).toEqual(
@@ -307,7 +323,7 @@ describe("the same campaign again, each pipeline's compute its own measured unsh
     expect(scoreSummary(again.score)).toMatch(/51 of 51 runs' peak memory per rank within 10 % of the predicted$/);
   });
 
-  it("had predict --recommend put the measured winner first at 5 of 6 rates; at 2 nodes and 300 Mbit/s the winner, 1F1B ×3, second", () => {
+  it("had predict --recommend put the measured winner first at 5 of 6 rates; at 2 nodes and 300 Mbit/s the winner, 1F1B ×3, second (recommend's order as today's code recomputes it from the committed calibration: the campaign saved none before its first run)", () => {
     const ranked = recommendedBy(again.campaign, again.calibration);
     const rows = NODES.flatMap((nodes) =>
       LINKS.map((link) => {

@@ -1,9 +1,18 @@
 /** What the benchmark tests read from test/bench/data/: a campaign's runs.jsonl, one checked record a line. */
 import { readFileSync } from "node:fs";
 import { expect } from "vitest";
-import { parseCalibration, type Calibration } from "../../src/predict/calibration.ts";
 import type { MemoryEntry } from "../../src/predict/memory.ts";
-import { parsePredictions, PREDICTIONS_SCHEMA, type PredictionsFile } from "../../src/results/predictions.ts";
+import { parseCalibration, type Calibration, type Source } from "../../src/predict/calibration.ts";
+import { planCampaign, runsToPredict } from "../../src/campaign/plan.ts";
+import type { CampaignFile } from "../../src/config/schema.ts";
+import { calibrationInputs } from "../../src/predict/calibration.ts";
+import {
+  configurationSeen,
+  parsePredictions,
+  PREDICTIONS_SCHEMA,
+  type ConfigurationSeen,
+  type PredictionsFile,
+} from "../../src/results/predictions.ts";
 import { latestAttempts, parseRunRecord, type RunRecord } from "../../src/results/record.ts";
 
 /** Every record of a JSONL file, each through the record schema (a file that does not parse fails the test file). */
@@ -35,12 +44,32 @@ export function rounded(value: unknown): unknown {
  * them, is left out too, and compared by expectMemoryFitsClose.
  */
 export function comparableWithBefore(calibration: Calibration): Calibration {
+  const bare = withoutMemoryFits(withoutConfigurationKeys(calibration));
+  return {
+    ...bare,
+    compute: bare.compute.map(({ cpuCheckGflops: _, ...entry }) => entry),
+    splitSteps: bare.splitSteps.filter((entry) => entry.workload["parallelism"] !== "pipeline"),
+    overlap: bare.overlap.filter((entry) => entry.parallelism !== "pipeline"),
+  };
+}
+
+/**
+ * A calibration as ringlab wrote it before 2026-12-06: its sources without the runs' configuration keys (which today's
+ * calibrate adds; the bench tests recompute what was seen from them).
+ */
+export function withoutConfigurationKeys(calibration: Calibration): Calibration {
+  const bare = <E extends { readonly source: Source }>(entry: E): E => {
+    if (entry.source.kind !== "measured") return entry;
+    const { configurations: _, ...source } = entry.source;
+    return { ...entry, source };
+  };
   return {
     ...calibration,
-    ...withoutMemoryFits(calibration),
-    compute: calibration.compute.map(({ cpuCheckGflops: _, ...entry }) => entry),
-    splitSteps: calibration.splitSteps.filter((entry) => entry.workload["parallelism"] !== "pipeline"),
-    overlap: calibration.overlap.filter((entry) => entry.parallelism !== "pipeline"),
+    compute: calibration.compute.map(bare),
+    splitSteps: calibration.splitSteps.map(bare),
+    links: calibration.links.map(bare),
+    overlap: calibration.overlap.map(bare),
+    memory: calibration.memory.map(bare),
   };
 }
 
@@ -80,4 +109,25 @@ export function committedPredictions(
   if ("problem" in committed || "problem" in saved) throw new Error("the committed files parse");
   if (saved.file.schema !== PREDICTIONS_SCHEMA) throw new Error("a v2 predictions file");
   return { calibration: committed.calibration, predictions: saved.file };
+}
+
+/**
+ * What the calibration had measured of each predicted run's configuration (src/results/predictions.ts
+ * configurationSeen), recomputed: the committed predictions.json files predate it and decided "out of sample" by
+ * fingerprint, which also changes with the iteration counts. `calibration`: recomputed from the calibration campaigns'
+ * committed records by today's code, whose sources carry the runs' configuration keys.
+ */
+export function seenOf(
+  campaign: CampaignFile,
+  calibration: Calibration,
+  predictions: Pick<PredictionsFile, "predictions">,
+  cpusPerNode = 0.5,
+): Map<string, ConfigurationSeen> {
+  const predicted = new Set(predictions.predictions.map((prediction) => prediction.runId));
+  const inputs = calibrationInputs(calibration);
+  return new Map(
+    runsToPredict(planCampaign(campaign, "campaign"), cpusPerNode)
+      .filter((run) => predicted.has(run.id))
+      .map((run) => [run.id, configurationSeen(run, inputs)] as const),
+  );
 }

@@ -27,7 +27,9 @@ import {
   rounded,
   comparableWithBefore,
   expectMemoryFitsClose,
+  seenOf,
 } from "./records.ts";
+import { countSeen } from "../../src/results/predictions.ts";
 
 const FOLDER = "test/bench/data/sharded-predicted";
 /** Where the three campaigns wrote their results on the machine that ran them (the calibration names these folders). */
@@ -96,9 +98,20 @@ describe("FSDP where a node holds the model only sharded, predicted before the r
     expect([...configurations].sort()).toEqual(["allreduce probe n3", "train gpt-mini n1", "train tiny n3"]);
   });
 
-  it("saved its predictions before the first run, out of sample, with every calibration input's folder another campaign's", () => {
+  it("saved its predictions before the first run, with every calibration input's folder another campaign's, every run unseen", () => {
     expect(predictions.runsDoneBefore).toEqual([]);
     expect(predictions.sample).toEqual({ kind: "out-of-sample" });
+    // By configuration, recomputed from the calibration campaigns' records: none of its runs' configurations.
+    const again = mergeCalibrations([
+      calibrationFromRecords(baselines, RAN_IN.baselines, () => {}, RAN_IN.baselines),
+      calibrationFromRecords(links, RAN_IN.links, () => {}, RAN_IN.links),
+    ]);
+    expect(countSeen([...seenOf(campaign, again, predictions).values()])).toEqual({
+      unseen: 24,
+      partly: 0,
+      seen: 0,
+      replayed: 0,
+    });
     for (const record of attempts) expect(Date.parse(record.startedAt)).toBeGreaterThan(Date.parse(predictions.madeAt));
     expect(new Set(predictions.calibrationInputs.map((input) => input.folder))).toEqual(
       new Set([RAN_IN.baselines, RAN_IN.links]),

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { estimateRunSeconds } from "../../src/campaign/estimate.ts";
-import { planCampaign, remainingRuns, reshapeCount } from "../../src/campaign/plan.ts";
+import { configurationKey, planCampaign, remainingRuns, reshapeCount } from "../../src/campaign/plan.ts";
 import { loadCampaignFile, loadKubernetesCampaignFile, parseCampaign } from "../../src/config/load.ts";
 import { ConfigError } from "../../src/util/errors.ts";
 
@@ -447,6 +447,62 @@ describe("validating the campaign section", () => {
       "campaign.train.precision: precision is also a matrix axis; set it in one place",
       "campaign: precision amp needs a GPU; the local testbed runs on CPU (use fp32)",
     ]);
+  });
+});
+
+describe("a run's configuration key: what it measures, not how long", () => {
+  const keys = (campaign: string, cpusPerNode?: number) =>
+    Object.fromEntries(
+      planCampaign(file(campaign), "c").runs.map((run) => [
+        run.id,
+        configurationKey({ ...run, ...(cpusPerNode === undefined ? {} : { cpusPerNode }) }),
+      ]),
+    );
+  const base = keys(`
+  matrix: {nodes: [1, 2], model: tiny, batchSize: 32, bandwidth: 1gbit}
+  train: {numIters: 3}
+  probe: {maxBytes: 1048576}
+`);
+
+  it("is the same for other iteration counts, warm-ups and probe iterations, and for a knob set to the worker's default", () => {
+    const longer = keys(`
+  matrix: {nodes: [1, 2], model: tiny, batchSize: 32, bandwidth: 1gbit}
+  train: {numIters: 7, numWarmupBatches: 4, numBatchesPerIter: 2, precision: fp32}
+  probe: {maxBytes: 1048576, iters: 50, warmupIters: 9}
+`);
+    expect(Object.keys(longer)).toEqual(Object.keys(base));
+    expect(longer).toEqual(base);
+    // Its fingerprint does change: a resumed campaign reruns such runs.
+    const fingerprints = (campaign: string) => planCampaign(file(campaign), "c").runs.map((run) => run.fingerprint);
+    expect(
+      fingerprints("  matrix: {nodes: [1], model: tiny, batchSize: 32, bandwidth: 1gbit}\n  train: {numIters: 7}\n"),
+    ).not.toEqual(
+      fingerprints("  matrix: {nodes: [1], model: tiny, batchSize: 32, bandwidth: 1gbit}\n  train: {numIters: 3}\n"),
+    );
+  });
+
+  it("differs with the batch, a knob, the link rate, the CPU quota and the probe's message sizes", () => {
+    const values = Object.values(base);
+    expect(new Set(values).size).toBe(values.length);
+    const changed = (campaign: string, which: (runId: string) => boolean, cpusPerNode?: number) =>
+      Object.entries(keys(`  matrix: {nodes: [1, 2], model: tiny, ${campaign}`, cpusPerNode))
+        .filter(([runId]) => which(runId))
+        .map(([, key]) => key);
+    const train = (runId: string) => runId.startsWith("train-");
+    const multiNode = (runId: string) => !runId.includes("-n1-");
+    const every = () => true;
+    for (const [keysOf, count] of [
+      [changed("batchSize: 16, bandwidth: 1gbit}\n  probe: {maxBytes: 1048576}\n", train), 2],
+      [
+        changed("batchSize: 32, bandwidth: 1gbit}\n  train: {optimizer: adamw}\n  probe: {maxBytes: 2097152}\n", every),
+        3,
+      ],
+      [changed("batchSize: 32, bandwidth: 3gbit}\n  probe: {maxBytes: 1048576}\n", multiNode), 2],
+      [changed("batchSize: 32, bandwidth: 1gbit}\n  probe: {maxBytes: 1048576}\n", every, 0.5), 3],
+    ] as const) {
+      expect(keysOf).toHaveLength(count);
+      expect(keysOf.filter((key) => values.includes(key))).toEqual([]);
+    }
   });
 });
 

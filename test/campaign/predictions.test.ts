@@ -6,7 +6,15 @@ import { describe, expect, it } from "vitest";
 import { predictionsToSave, type PredictionsToSave } from "../../src/campaign/execute.ts";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import { parseCampaign } from "../../src/config/load.ts";
-import { calibrationInputs, CALIBRATION_SCHEMA, type Calibration, type Source } from "../../src/predict/calibration.ts";
+import {
+  calibrationFromRecords,
+  calibrationInputs,
+  CALIBRATION_SCHEMA,
+  type Calibration,
+  type Source,
+} from "../../src/predict/calibration.ts";
+import type { RunRecord } from "../../src/results/record.ts";
+import { probeRecord, trainRecord } from "../report/fixtures/records.ts";
 import { ASSUMED_MEMORY, isMemoryPrediction, predictMemory } from "../../src/predict/memory.ts";
 import { parsePredictions, PREDICTIONS_SCHEMA } from "../../src/results/predictions.ts";
 
@@ -87,7 +95,9 @@ describe("the predictions a campaign saves", () => {
   it("are made before any run, say when, that no run was done, every calibration input with its runs and hash, and out-of-sample", () => {
     const saved = predictionsToSave(question(seed));
     expect(saved).toMatchObject({
-      said: "predicted 2 training runs from /state/calibration.json before they ran, out-of-sample: the calibration holds none of this campaign's runs",
+      said:
+        "predicted 2 training runs from /state/calibration.json before they ran; the calibration has seen 0 of these 2 training runs' " +
+        "configurations, 0 partly; 2 unseen, the ones whose score tests the model",
     });
     if (!("file" in saved)) throw new Error("not saved");
     expect(saved.file).toMatchObject({
@@ -159,7 +169,7 @@ describe("the predictions a campaign saves", () => {
     });
   });
 
-  it("are saved as in-sample, never said to be before the run, where the calibration holds runs of the campaign", () => {
+  it("are saved as in-sample, never said to be before the run, where the calibration came from the campaign's own folder", () => {
     const fromHere = predictionsToSave(question(calibrationFrom(RESULTS, [])));
     expect(fromHere).toMatchObject({
       file: {
@@ -171,13 +181,90 @@ describe("the predictions a campaign saves", () => {
         },
       },
     });
+    expect("said" in fromHere && fromHere.said).toMatch(
+      /^predicted 2 training runs from \/state\/calibration\.json, in-sample: .*; the report scores them as in-sample, no test of the model$/,
+    );
+    expect("said" in fromHere && fromHere.said).not.toMatch(/before/);
+  });
+
+  it("say which runs' configurations a calibration made before configuration keys measured, by their fingerprints", () => {
     const sameRuns = predictionsToSave(question(calibrationFrom("/work/results/seed", [plan.runs[1]!.fingerprint])));
-    expect(sameRuns).toMatchObject({ file: { sample: { kind: "in-sample" } } });
-    for (const saved of [fromHere, sameRuns]) {
-      expect("said" in saved && saved.said).toMatch(
-        /^predicted 2 training runs from \/state\/calibration\.json, in-sample: .*; the report scores them as in-sample, no test of the model$/,
+    if (!("file" in sameRuns)) throw new Error(sameRuns.refused);
+    expect(sameRuns.file.sample).toEqual({ kind: "out-of-sample" });
+    expect(sameRuns.file.predictions.map((prediction) => [prediction.runId, prediction.seen?.kind])).toEqual([
+      ["train-tiny-b8-n1-r1", "seen"],
+      ["train-tiny-b8-n2-1gbit-r1", "unseen"],
+    ]);
+    expect(sameRuns.said).toMatch(/the calibration has seen 1 of these 2 training runs' configurations, 0 partly/);
+  });
+
+  it("count a configuration the calibration timed for fewer iterations as seen: its fingerprint differs, what it measures does not", () => {
+    const file = (numIters: number) =>
+      parseCampaign(
+        `testbed: {target: local, name: t, nodes: 2, cpusPerNode: 0.5}
+campaign:
+  matrix: {nodes: [1, 2], model: resnet50, batchSize: 64, bandwidth: [1gbit, 3gbit]}
+  train: {numIters: ${numIters}}
+`,
+        "campaign.yaml",
       );
-      expect("said" in saved && saved.said).not.toMatch(/before/);
-    }
+    const calibrating = planCampaign(file(4), "baselines");
+    const campaign = planCampaign(file(5), "layouts");
+    const fingerprints = new Set(calibrating.runs.map((run) => run.fingerprint));
+    const training = campaign.runs.filter((run) => run.job === "train");
+    expect(training.filter((run) => fingerprints.has(run.fingerprint))).toEqual([]);
+    // The calibration campaign's records (its 3gbit training run left out), each with its planned run's parameters.
+    const measured: RunRecord[] = [
+      trainRecord({ nodes: 1, throughput: 100 }),
+      trainRecord({ nodes: 2, bandwidth: "1gbit", throughput: 150 }),
+      probeRecord({
+        nodes: 2,
+        bandwidth: "1gbit",
+        busbw: [
+          [4096, 0.2],
+          [67_108_864, 0.9],
+        ],
+      }),
+      probeRecord({
+        nodes: 2,
+        bandwidth: "3gbit",
+        busbw: [
+          [4096, 0.5],
+          [67_108_864, 2.7],
+        ],
+      }),
+    ].map((record) => {
+      const run = calibrating.runs.find((planned) => planned.id === record.runId)!;
+      return {
+        ...record,
+        fingerprint: run.fingerprint,
+        params: { ...record.params, knobs: run.knobs, workerArgs: run.workerArgs, cpusPerNode: 0.5, cpuPeriodMs: 10 },
+      };
+    });
+    const calibration = calibrationFromRecords(measured, "results/baselines", () => {}, "/work/results/baselines");
+    const saved = predictionsToSave({
+      ...question(calibration),
+      plan: campaign,
+      context: { calibration, cpusPerNode: 0.5 },
+    });
+    if (!("file" in saved)) throw new Error(saved.refused);
+    expect(saved.file.missing).toEqual([]);
+    expect(saved.file.sample).toEqual({ kind: "out-of-sample" });
+    expect(saved.file.predictions.map((prediction) => [prediction.runId, prediction.seen])).toEqual([
+      [
+        "train-resnet50-b64-n1-r1",
+        { kind: "seen", measuredIn: ["compute resnet50 batch 64 fp32 on test CPU at 0.5 cores"], replayed: true },
+      ],
+      [
+        "train-resnet50-b64-n2-1gbit-r1",
+        { kind: "seen", measuredIn: ["overlap 2 nodes × 1, ring at 0.5 cores"], replayed: false },
+      ],
+      ["train-resnet50-b64-n1-r2", expect.objectContaining({ kind: "seen", replayed: true })],
+      // Its link rate the calibration never ran: unseen, though its compute, link and φ are the calibration's.
+      ["train-resnet50-b64-n2-3gbit-r1", { kind: "unseen", measuredIn: [], replayed: false }],
+    ]);
+    expect(saved.said).toMatch(
+      /before they ran; the calibration has seen 3 of these 4 training runs' configurations, 0 partly \(2 of them replayed: .*\); 1 unseen/,
+    );
   });
 });

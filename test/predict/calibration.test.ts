@@ -4,6 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { configurationKey } from "../../src/campaign/plan.ts";
 import {
   calibrationFromRecords,
   calibrationInputs,
@@ -31,6 +32,8 @@ describe("a calibration's sources", () => {
       folder: "/work/results/earlier",
       runIds: ["train-resnet50-b64-n1-r1", "train-resnet50-b64-n1-r2"],
       fingerprints: ["fp-train-resnet50-b64-n1"],
+      // Both repeats measure one configuration: one key (campaign/plan.ts configurationKey).
+      configurations: [configurationKey(records[0]!.params)],
     });
     expect(calibration.links[0]!.source).toMatchObject({
       runIds: ["allreduce-n2-1gbit-r1", "allreduce-n2-1gbit-r2"],
@@ -96,12 +99,14 @@ describe("the inputs predictions.json records of a calibration", () => {
       ...calibration.overlap.map((entry) => `overlap ${entry.nodes} nodes × 1, ring`),
     ]);
     expect(inputs[0]).toEqual({
+      kind: "compute",
       entry: "compute resnet50 batch 64 fp32 on test CPU",
       source: "measured in results/earlier on 2025-05-01",
       resultsDir: "results/earlier",
       folder: "/work/results/earlier",
       runIds: ["train-resnet50-b64-n1-r1", "train-resnet50-b64-n1-r2"],
       fingerprints: ["fp-train-resnet50-b64-n1"],
+      configurations: [configurationKey(records[0]!.params)],
       sha256: createHash("sha256").update(canonicalJson(calibration.compute[0])).digest("hex"),
     });
   });

@@ -12,6 +12,7 @@ import {
   predictionsTitle,
   scorePredictions,
   scoreSummary,
+  seenSummary,
   type PredictionScore,
 } from "../../src/report/predictions.ts";
 import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
@@ -95,6 +96,37 @@ describe("the prediction made before the run, scored", () => {
       "1 of 2 multi-node runs within 5 points of the predicted scaling efficiency (mean |error| 8.0 points), " +
         "2 of 3 runs within 10 % of the predicted throughput",
     );
+  });
+
+  it("scores the runs whose configuration the calibration never measured apart from those it had, where the file says which", () => {
+    // The file before ringlab recorded it: nothing said, and the page says so.
+    expect(seenSummary(score)).toBeUndefined();
+    expect(renderMarkdown(data, reportMeta(records, new Date("2026-11-25T15:00:00Z")), [], score)).toContain(
+      "Which of these runs' configurations the calibration had measured is not recorded",
+    );
+    const seen = { kind: "seen" as const, measuredIn: ["compute resnet50 batch 64 fp32 on test CPU"], replayed: true };
+    const unseen = { kind: "unseen" as const, measuredIn: [], replayed: false };
+    const partly = { kind: "partly" as const, measuredIn: ["memory on test CPU"], replayed: false };
+    const said = scorePredictions(
+      {
+        ...file,
+        predictions: file.predictions.map((entry) => ({
+          ...entry,
+          seen: entry.runId.includes("-n1-") ? seen : entry.runId.includes("-n4-") ? partly : unseen,
+        })),
+      },
+      data,
+      records,
+    );
+    // The one unseen run (2 nodes, 1gbit): 160 predicted, 150 measured, its step 6.7 % longer than predicted.
+    expect(seenSummary(said)).toBe(
+      "The calibration had measured the configuration of 1 of these 3 runs (1 of them replayed: their prediction is its " +
+        "measurement of the same configuration), 1 partly (only the memory model's fit had their runs); 1 unseen, the test " +
+        "of the model: 1 of 1 steps within 15 % of the predicted (+6.7 % to +6.7 %, mean |error| 6.7 %)",
+    );
+    // A test recomputes it for a file that does not say it.
+    const recomputed = scorePredictions(file, data, records, new Map(said.scored.map((row) => [row.runId, row.seen!])));
+    expect(seenSummary(recomputed)).toBe(seenSummary(said));
   });
 
   it("puts the peak memory per rank predicted before the run beside the measured, where predictions.json saved it, in the predictions' unit", () => {
@@ -185,6 +217,7 @@ describe("the prediction made before the run, scored", () => {
       measuredMemoryBytes: null,
       memoryError: null,
       cpuCheckShift: null,
+      seen: null,
     });
     // 1gbit: +8, −4, +1 points (one run within 5 of 3; their mean +1.7); 600mbit: −7 (its mean −7).
     const repeats = {
@@ -200,9 +233,7 @@ describe("the prediction made before the run, scored", () => {
   it("is a section of both pages, with what could not be predicted and why", () => {
     const meta = reportMeta(records, new Date("2026-11-25T15:00:00Z"));
     const markdown = renderMarkdown(data, meta, [], score);
-    expect(markdown).toContain(
-      "## Predicted before the run\n\nMade before the first run, from a calibration that holds none of this campaign's runs, with ringlab plan's model",
-    );
+    expect(markdown).toContain("## Predicted before the run\n\nMade before the first run, with ringlab plan's model");
     expect(markdown).toContain(
       "| resnet50 · batch 64 · 1gbit · 2 nodes · repeat 1 | 160.0 | 150.0 | −6.3% | 75.0% (74.0% – 76.0%) | 71.4% | −3.6 pt |",
     );

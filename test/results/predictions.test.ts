@@ -4,6 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import {
+  configurationSeen,
+  countSeen,
   decidePredictions,
   parsePredictions,
   PREDICTIONS_SCHEMA,
@@ -11,14 +13,18 @@ import {
   type CalibrationInput,
   type PredictionsFile,
   type PredictionsQuestion,
+  seenSentence,
 } from "../../src/results/predictions.ts";
 
 const RESULTS = "/work/results/local-predict";
 const planned = [
-  { id: "allreduce-n2-1gbit-r1", fingerprint: "aaaa000000000001" },
-  { id: "train-small-b32-n1-r1", fingerprint: "aaaa000000000002" },
-  { id: "train-small-b32-n2-1gbit-r1", fingerprint: "aaaa000000000003" },
+  { id: "allreduce-n2-1gbit-r1", fingerprint: "aaaa000000000001", configuration: "cccc000000000001" },
+  { id: "train-small-b32-n1-r1", fingerprint: "aaaa000000000002", configuration: "cccc000000000002" },
+  { id: "train-small-b32-n2-1gbit-r1", fingerprint: "aaaa000000000003", configuration: "cccc000000000003" },
 ];
+const unseen = { kind: "unseen", measuredIn: [], replayed: false };
+/** Every planned run unseen. */
+const noneSeen = new Map(planned.map((run) => [run.id, unseen]));
 const input = (fields: Partial<CalibrationInput> = {}): CalibrationInput => ({
   entry: "compute small batch 64 fp32 on test CPU at 0.5 cores",
   source: "measured in results/local-seed on 2026-11-25",
@@ -26,6 +32,7 @@ const input = (fields: Partial<CalibrationInput> = {}): CalibrationInput => ({
   folder: "/work/results/local-seed",
   runIds: ["train-small-b64-n1-r1"],
   fingerprints: ["bbbb000000000001"],
+  configurations: ["dddd000000000001"],
   sha256: "0".repeat(64),
   ...fields,
 });
@@ -39,11 +46,12 @@ const question = (fields: Partial<PredictionsQuestion> = {}): PredictionsQuestio
 
 describe("deciding whether a campaign saves its predictions", () => {
   it("saves them as out-of-sample when nothing of the campaign ran and the calibration holds none of its runs", () => {
-    expect(decidePredictions(question())).toEqual({ save: true, sample: { kind: "out-of-sample" } });
+    expect(decidePredictions(question())).toEqual({ save: true, sample: { kind: "out-of-sample" }, seen: noneSeen });
     // Published figures and the catalogue alone (AWS without a calibration) hold no run of anybody's.
     expect(decidePredictions(question({ calibrationInputs: [] }))).toEqual({
       save: true,
       sample: { kind: "out-of-sample" },
+      seen: noneSeen,
     });
   });
 
@@ -69,7 +77,7 @@ describe("deciding whether a campaign saves its predictions", () => {
       { runId: "train-small-b32-n2-1gbit-r1", status: "skipped" },
       { runId: "train-old-r1", status: "ok" },
     ];
-    expect(decidePredictions(question({ recorded }))).toEqual({ save: true, sample: { kind: "out-of-sample" } });
+    expect(decidePredictions(question({ recorded }))).toMatchObject({ save: true, sample: { kind: "out-of-sample" } });
   });
 
   it("says in-sample, and why, where an input of the calibration was measured in the campaign's own results folder", () => {
@@ -81,7 +89,7 @@ describe("deciding whether a campaign saves its predictions", () => {
         ],
       }),
     );
-    expect(decision).toEqual({
+    expect(decision).toMatchObject({
       save: true,
       sample: {
         kind: "in-sample",
@@ -92,26 +100,60 @@ describe("deciding whether a campaign saves its predictions", () => {
     });
   });
 
-  it("says in-sample where the calibration measured a run of the same fingerprint as one of the campaign's, in whatever folder", () => {
+  it("says which runs' configurations the calibration measured, and whether their step replays the measurement", () => {
     const decision = decidePredictions(
-      question({ calibrationInputs: [input({ fingerprints: ["bbbb000000000001", "aaaa000000000002"] })] }),
-    );
-    expect(decision).toEqual({
-      save: true,
-      sample: {
-        kind: "in-sample",
-        reasons: [
-          "it measured the configuration of 1 of this campaign's 3 runs (same fingerprint: train-small-b32-n1-r1)",
+      question({
+        calibrationInputs: [
+          input({ kind: "compute", configurations: ["dddd000000000001", "cccc000000000002"] }),
+          input({ kind: "memory", entry: "memory on test CPU at 0.5 cores", configurations: ["cccc000000000003"] }),
         ],
+      }),
+    );
+    if (!decision.save) throw new Error("not saved");
+    // Seen, not in-sample: the rest of the campaign's predictions still test the model.
+    expect(decision.sample).toEqual({ kind: "out-of-sample" });
+    expect(Object.fromEntries(decision.seen)).toEqual({
+      "allreduce-n2-1gbit-r1": unseen,
+      "train-small-b32-n1-r1": {
+        kind: "seen",
+        measuredIn: ["compute small batch 64 fp32 on test CPU at 0.5 cores"],
+        replayed: true,
+      },
+      // Only the memory model's fit had its runs: its step is out of sample, its memory is not.
+      "train-small-b32-n2-1gbit-r1": {
+        kind: "partly",
+        measuredIn: ["memory on test CPU at 0.5 cores"],
+        replayed: false,
       },
     });
+    const overlap = input({ entry: "overlap 2 nodes × 1, ring at 0.5 cores", configurations: ["cccc000000000003"] });
+    expect(configurationSeen(planned[2]!, [overlap])).toEqual({
+      kind: "seen",
+      measuredIn: ["overlap 2 nodes × 1, ring at 0.5 cores"],
+      replayed: false,
+    });
+    expect(seenSentence(countSeen([...decision.seen.values()]))).toBe(
+      "the calibration has seen 1 of these 3 training runs' configurations, 1 partly (1 of them replayed: the prediction " +
+        "is the calibration's own measurement of it); 1 unseen, the ones whose score tests the model",
+    );
+  });
+
+  it("matches by fingerprint where the calibration predates configuration keys, and by nothing where it predates runs", () => {
+    const byFingerprint = input({ configurations: null, fingerprints: ["aaaa000000000002"] });
+    expect(configurationSeen(planned[1]!, [byFingerprint])).toMatchObject({ kind: "seen", replayed: true });
+    // A key of its own decides where it has one, whatever the fingerprints say.
+    expect(configurationSeen(planned[1]!, [{ ...byFingerprint, configurations: [] }])).toEqual(unseen);
+    expect(configurationSeen(planned[1]!, [input({ runIds: null, fingerprints: null, configurations: null })])).toEqual(
+      unseen,
+    );
   });
 
   it("compares only folders for a calibration made before ringlab recorded its runs", () => {
-    const old = input({ runIds: null, fingerprints: null });
+    const old = input({ runIds: null, fingerprints: null, configurations: null });
     expect(decidePredictions(question({ calibrationInputs: [old] }))).toEqual({
       save: true,
       sample: { kind: "out-of-sample" },
+      seen: noneSeen,
     });
     expect(decidePredictions(question({ calibrationInputs: [{ ...old, folder: RESULTS }] }))).toMatchObject({
       save: true,

@@ -58,11 +58,18 @@ describe("unsteadiness", () => {
 
   it("does not judge what changes speed by design or has too few steps", () => {
     const slowFirst = [...steps(7, 0.5), ...steps(13, 0.3)];
-    expect(unsteadiness(run(slowFirst))).toBeDefined();
+    // The first third's median 0.5 s against 0.3 s: the slowest third first, 67 % slower than the fastest.
+    expect(unsteadiness(run(slowFirst))).toMatchObject({
+      steps: 20,
+      thirdMedians: [0.5, 0.3, 0.3],
+      slowest: 0,
+      fastest: 1,
+    });
+    expect(unsteadiness(run(slowFirst))!.shift).toBeCloseTo(0.5 / 0.3 - 1, 12);
     // PowerSGD and local SGD start with plain all-reduce; the asynchronous server has no step barrier.
     for (const reduction of ["powersgd", "local-sgd", "async-parameter-server"])
       expect(unsteadiness(run(slowFirst, { reduction })), reduction).toBeUndefined();
-    expect(unsteadiness(run(slowFirst, { reduction: "parameter-server" }))).toBeDefined();
+    expect(unsteadiness(run(slowFirst, { reduction: "parameter-server" }))).toEqual(unsteadiness(run(slowFirst)));
     // Time to train: evaluation, checkpoints and restarts sit between its steps.
     expect(unsteadiness(run(slowFirst, { epochs: 3 }))).toBeUndefined();
     expect(unsteadiness(run([...steps(3, 0.5), ...steps(STEADINESS_MIN_STEPS - 4, 0.3)]))).toBeUndefined();

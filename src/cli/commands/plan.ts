@@ -13,7 +13,9 @@ import { checkLinkDrive } from "../../campaign/link-drive.ts";
 import { isMemoryPrediction, predictMemory, type MemoryConstants } from "../../predict/memory.ts";
 import { MODEL_KIND, type Model } from "../../config/registry.ts";
 import { EXIT, UsageError } from "../../util/errors.ts";
-import { campaignName, planCampaign, reshapeCount, type CampaignPlan } from "../../campaign/plan.ts";
+import { campaignName, planCampaign, reshapeCount, runsToPredict, type CampaignPlan } from "../../campaign/plan.ts";
+import { calibrationInputs, type Calibration } from "../../predict/calibration.ts";
+import { configurationSeen, countSeen, seenSentence, type ConfigurationSeen } from "../../results/predictions.ts";
 import {
   isKubernetesCampaign,
   loadAnyCampaignFile,
@@ -78,15 +80,18 @@ export function registerPlan(program: Command, host: CommandHost): void {
         const constants = memoryConstantsFor(campaign, cpusPerNode, calibration);
         const problems = [...checkGpuMemory(plan, campaign), ...planProblems(plan, campaign, constants)];
         const memory = memoryRows(plan, constants);
+        const seen =
+          calibration === undefined ? undefined : seenByCalibration(plan, cpusPerNode, calibration, predictions);
         if (options.format === "json") {
           out(
-            `${JSON.stringify({ runs: plan.runs, predictions, memory, calibration: calibration === undefined ? null : resolve(calibrationFile), predictedFrom: predictions.length === 0 ? null : from, estimate, warnings, problems }, null, 2)}\n`,
+            `${JSON.stringify({ runs: plan.runs, predictions, ...(seen === undefined ? {} : { seen: Object.fromEntries(seen) }), memory, calibration: calibration === undefined ? null : resolve(calibrationFile), predictedFrom: predictions.length === 0 ? null : from, estimate, warnings, problems }, null, 2)}\n`,
           );
           return problems.length === 0 ? EXIT.ok : EXIT.badInput;
         }
         out(formatRuns(plan));
         out(`\n${formatSummary(plan, campaign, estimate, cpusPerNode)}\n`);
         if (predictions.length > 0) out(`\n${formatPredictions(predictions, from)}`);
+        if (seen !== undefined && seen.size > 0) out(`\n${capitalized(seenSentence(countSeen([...seen.values()])))}\n`);
         const layoutSources = Object.entries(constants.layouts ?? {})
           .filter(([layout]) => plan.runs.some((run) => run.knobs.parallelism === layout))
           .map(([layout, own]) => `; ${layout} across workers: ${own.source}`)
@@ -135,6 +140,29 @@ async function printKubernetesSecurity(
   out(`${podSecurityLine(campaignPodSecurity(plan.runs, testbed, plan.name, plan.runTimeoutSeconds))}\n`);
   const unguarded = networkPolicyWarning(testbed);
   if (unguarded !== undefined) err(`\nwarning: ${unguarded}\n`);
+}
+
+/**
+ * Whether the calibration measured each predicted run's configuration (src/results/predictions.ts configurationSeen),
+ * as the campaign will save it in predictions.json.
+ */
+function seenByCalibration(
+  plan: CampaignPlan,
+  cpusPerNode: number | undefined,
+  calibration: Calibration,
+  predictions: readonly (RunPrediction | MissingInput)[],
+): Map<string, ConfigurationSeen> {
+  const predicted = new Set(predictions.filter(isPrediction).map((prediction) => prediction.runId));
+  const inputs = calibrationInputs(calibration);
+  return new Map(
+    runsToPredict(plan, cpusPerNode)
+      .filter((run) => predicted.has(run.id))
+      .map((run) => [run.id, configurationSeen(run, inputs)] as const),
+  );
+}
+
+function capitalized(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 /** The tarball's size for the upload estimate, when the file is here already. */

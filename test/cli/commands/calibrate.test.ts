@@ -6,6 +6,10 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { planCampaign } from "../../../src/campaign/plan.ts";
+import { loadCampaignFile } from "../../../src/config/load.ts";
+import { parseCalibration } from "../../../src/predict/calibration.ts";
+import { isPrediction, predictRun } from "../../../src/predict/predict.ts";
 import { recordFileName } from "../../../src/results/folder-layout.ts";
 import { trainRecord, probeRecord } from "../../report/fixtures/records.ts";
 
@@ -77,7 +81,21 @@ describe("ringlab calibrate, then plan", () => {
       }[];
     };
     const byRun = new Map(json.predictions.map((prediction) => [prediction.runId, prediction]));
-    expect(byRun.get("train-small-b32-n2-1gbit-r1")!.scalingEfficiency!.value).toBeGreaterThan(0);
+    // The efficiency the calibration in the state folder gives at 0.5 cores, as predict.ts has it: t_c 0.314 s over a
+    // step that adds the 2-node ring's all-reduce of the gradient at the probe's α and β (no shaped run measured φ).
+    const saved = parseCalibration(JSON.parse(readFileSync(join(state, "calibration.json"), "utf8")));
+    if ("problem" in saved) throw new Error(saved.problem);
+    const smoke = planCampaign(loadCampaignFile("campaigns/local-smoke.yaml", { readKeys: false }), "local-smoke");
+    const expected = predictRun(smoke.runs.find((run) => run.id === "train-small-b32-n2-1gbit-r1")!, {
+      calibration: saved.calibration,
+      cpusPerNode: 0.5,
+    });
+    if (!isPrediction(expected)) throw new Error("the calibration predicts the run");
+    expect(byRun.get("train-small-b32-n2-1gbit-r1")!.scalingEfficiency!.value).toBeCloseTo(
+      expected.scalingEfficiency.value,
+      12,
+    );
+    expect(expected.scalingEfficiency.value).toBeCloseTo(0.314 / expected.stepSeconds, 2);
     expect(byRun.get("train-small-b32-n3-1gbit-r1")!.sources!.link).toMatch(
       /^derived: α and β of the 2-node probe at 1gbit/,
     );
@@ -87,6 +105,10 @@ describe("ringlab calibrate, then plan", () => {
       /^predicted from .*calibration.json \(φ: the share of the all-reduce hidden behind compute/m,
     );
     expect(text.stdout).toMatch(/^train-small-b32-n2-3gbit-r1: no prediction: no probe of the link 3gbit/m);
+    // The calibration measured the smoke's single-node runs (timed for other iteration counts): seen, replayed.
+    expect(text.stdout).toMatch(
+      /^The calibration has seen 2 of these 4 training runs' configurations, 0 partly \(2 of them replayed: .*\); 2 unseen/m,
+    );
     // The duration takes the predicted steps where there are some (the 3gbit runs have none), and says so.
     const { estimate } = JSON.parse(plan.stdout) as { estimate: { predictedSteps: { runs: number; of: number } } };
     const predicted = json.predictions.filter((prediction) => prediction.missing === undefined).length;
