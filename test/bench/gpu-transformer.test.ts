@@ -76,8 +76,10 @@ describe("the language models on one H200 (test/bench/README.md)", () => {
   });
 
   it("found the largest model that fits at batch 1 where the model said: 223 layers trained at 133.7 GiB, 237 ran out of memory", () => {
-    // Recomputed by the memory model from the card's size, not read from the file that saved it.
-    expect(largestFit(predictions.cardBytes)).toEqual({ layers: 223, past: 237 });
+    // Recomputed by today's memory model from the card's size, not read from the file that saved it: since issue #68's
+    // term-by-term activations (0.31 % smaller here) it puts the first layer count past the card at 238, one later
+    // than the 237 it said before the run (saved below), which ran out of memory.
+    expect(largestFit(predictions.cardBytes)).toEqual({ layers: 223, past: 238 });
     expect(predictions.largestFit).toMatchObject({ layers: 223, predictedToFail: 237 });
     expect((measured("gpt2-xl-layers223-bf16-b1") / GIB).toFixed(1)).toBe("133.7");
     expect(results.runs.find((run) => run.name === "gpt2-xl-layers237-bf16-b1")?.status).toBe("oom");
