@@ -1,6 +1,6 @@
 /**
  * What `ringlab plan` and `ringlab campaign` check of a plan before anything starts (issue #52): every training run's
- * layout divides its workers (src/workload/layout.ts), and its memory fits, as the memory model predicts it
+ * layout divides its workers (src/layouts/), and its memory fits, as the memory model predicts it
  * (src/predict/memory.ts): a local testbed's node within testbed.memoryPerNodeGiB, a GPU's rank within the GPU's
  * memory. A run that does not fit is named with what would: the same run sharded (FSDP full shard), on more nodes,
  * with activation checkpointing. Pure.
@@ -17,7 +17,7 @@ import {
 } from "../predict/memory.ts";
 import { targetOf } from "../targets/index.ts";
 import type { TargetMemory } from "../targets/target.ts";
-import { dimsOf, pipelineProblem } from "../workload/layout.ts";
+import { runLayoutProblem } from "../layouts/index.ts";
 import { usableGpuMemoryGiB } from "./gpu-memory.ts";
 import type { CampaignPlan, PlannedRun } from "./plan.ts";
 
@@ -116,8 +116,7 @@ export function planProblems(plan: CampaignPlan, file: CampaignFile, constants: 
   const problems = new Map<string, string>();
   for (const run of plan.runs) {
     if (run.job !== "train" || run.model === undefined || problems.has(run.configuration)) continue;
-    const layout = dimsOf(run.knobs, run.nodes * (run.processesPerNode ?? 1), run.nodes);
-    const problem = layout.ok ? pipelineProblem(run.knobs, run.batchSize!, layout.dims.pp) : layout.problem;
+    const problem = runLayoutProblem(run.knobs, run.nodes * (run.processesPerNode ?? 1), run.nodes, run.batchSize!);
     if (problem !== undefined) {
       problems.set(run.configuration, `${run.configuration}: ${problem}`);
       continue;

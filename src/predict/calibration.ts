@@ -7,6 +7,7 @@
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { splitLabel as layoutSplitLabel, sumsWithReduction } from "../layouts/index.ts";
 import { reportData } from "../report/data.ts";
 import { overlapShare } from "../results/comm-model.ts";
 import { meanWithInterval } from "../results/statistics.ts";
@@ -511,7 +512,7 @@ function overlapFromReport(
           continue;
         const first = recordOf.get(point.runIds[0]!);
         // Another layout's φ is fitted against predict.ts's model of it (layout-overlap.ts), not the report's.
-        if (String(first?.params.knobs["parallelism"] ?? "ddp") !== "ddp") continue;
+        if (!sumsWithReduction(first?.params.knobs ?? {})) continue;
         const instanceType = first?.testbed.instanceType;
         const key = {
           nodes: point.nodes,
@@ -563,12 +564,15 @@ function linkKey(entry: LinkEntry): string {
   ]);
 }
 
-/** "tensor over 2", "pipeline 1f1b ×6 over 3 stages": how a split step's layout is named. */
-export function splitLabel(entry: Pick<SplitStepEntry, "workload" | "tensorDegree" | "nodes">): string {
-  const { parallelism, pipelineSchedule, microBatches } = entry.workload;
-  return parallelism === "pipeline"
-    ? `pipeline ${String(pipelineSchedule)} ×${String(microBatches)} over ${entry.nodes} stages`
-    : `tensor over ${entry.tensorDegree}`;
+/**
+ * "tensor over 2", "pipeline 1f1b ×6 over 3 stages": how a split step's layout is named (its unit's splitLabel);
+ * `counted`: "tensor over 2 workers".
+ */
+export function splitLabel(
+  entry: Pick<SplitStepEntry, "workload" | "tensorDegree" | "nodes">,
+  counted = false,
+): string {
+  return layoutSplitLabel(entry.workload, entry.tensorDegree, entry.nodes, counted);
 }
 
 function splitStepKey(entry: SplitStepEntry): string {

@@ -30,7 +30,8 @@ import { latestAttempts, type RunRecord } from "../results/record.ts";
 import type { AllReduceResult, TrainResult } from "../results/worker-result.ts";
 import { throughputOf } from "../results/worker-result.ts";
 import { predictLayoutStep } from "../results/layout-model.ts";
-import { computeShares, shapeOf, unitsPerSample } from "../workload/transformer.ts";
+import { layoutLabel, stepShapeOf, sumsWithReduction } from "../layouts/index.ts";
+import { unitsPerSample } from "../workload/transformer.ts";
 import { targetNamed } from "../targets/index.ts";
 
 /**
@@ -600,7 +601,7 @@ function trainingConfigs(records: readonly TrainRecord[], fitFor: FitLookup): Tr
         model,
         batchSize,
         unit: throughputOf(group[0]!.result.metrics).unit,
-        layout: layoutOf(knobs),
+        layout: layoutLabel(knobs),
         knobs,
         device: group[0]!.result.provenance.device,
         baseline,
@@ -621,7 +622,7 @@ function scalingPoint(
   fits: PointFits,
 ): ScalingPoint {
   const { params, result } = repeats[0]!;
-  if (String(params.knobs["parallelism"] ?? "ddp") !== "ddp") return layoutPoint(repeats, unitsPerStep, baseline, fits);
+  if (!sumsWithReduction(params.knobs)) return layoutPoint(repeats, unitsPerStep, baseline, fits);
   const fit = fits("all_reduce");
   const throughput = repeatsInterval(repeats);
   const workers = result.world.size;
@@ -703,11 +704,20 @@ function layoutPoint(
     calls: item.calls,
     ranks: groupSize(item.group),
   }));
-  const pipeline = layout?.parallelism === "pipeline";
-  const stages = dims["pp"] ?? 1;
-  const tp = dims["tp"] ?? 1;
-  const shape = shapeOf(params.model ?? "", result.knobs);
-  const shares = shape === undefined ? { split: 0, slowestStage: 1 } : computeShares(shape, stages);
+  // The step's shape by the layout the worker recorded (its tensor split, its pipeline's slots).
+  const stepShape =
+    layout === undefined
+      ? {}
+      : stepShapeOf(
+          params.model ?? "",
+          { ...result.knobs, parallelism: layout.parallelism },
+          {
+            pp: dims["pp"] ?? 1,
+            dpReplicate: dims["dp_replicate"] ?? 1,
+            dpShard: dims["dp_shard"] ?? 1,
+            tp: dims["tp"] ?? 1,
+          },
+        );
   const ideal = baseline === null ? null : (workers / baseline.workers) * baseline.throughput.mean;
   const computeSecondsPerStep = baseline === null ? null : unitsPerStep / baseline.throughputPerWorker;
   const dataParallel = (dims["dp_replicate"] ?? 1) * (dims["dp_shard"] ?? 1);
@@ -720,16 +730,7 @@ function layoutPoint(
       collectives,
       linkOf,
       overlapShare,
-      ...(tp > 1 ? { tensor: { degree: tp, splitShare: shares.split } } : {}),
-      ...(pipeline
-        ? {
-            pipeline: {
-              stages,
-              microBatches: Number(result.knobs["microBatches"] ?? 4),
-              slowestStageShare: shares.slowestStage,
-            },
-          }
-        : {}),
+      ...stepShape,
     });
   const efficiencyOf = (stepSeconds: number) => (dataParallel * computeSecondsPerStep!) / (workers * stepSeconds);
   const atLinkRate =
@@ -800,19 +801,6 @@ export function largestRankPeak(
   ranks: readonly { readonly peakBytes: number; readonly baselineBytes: number }[],
 ): number | null {
   return ranks.length === 0 ? null : Math.max(...ranks.map((rank) => rank.peakBytes - rank.baselineBytes));
-}
-
-/**
- * "ddp", "fsdp full", "fsdp grad-op", "tensor", "pipeline gpipe, 4 micro-batches": a configuration's layout as its
- * knobs say.
- */
-export function layoutOf(knobs: Readonly<Record<string, unknown>>): string {
-  const parallelism = String(knobs["parallelism"] ?? "ddp");
-  if (parallelism === "fsdp")
-    return `fsdp ${String(knobs["fsdpSharding"] ?? "full")}${knobs["tensorDegree"] === undefined ? "" : ` × tensor ${String(knobs["tensorDegree"])}`}`;
-  if (parallelism === "pipeline")
-    return `pipeline ${String(knobs["pipelineSchedule"] ?? "gpipe")}, ${String(knobs["microBatches"] ?? 4)} micro-batches`;
-  return parallelism;
 }
 
 function modelPrediction(

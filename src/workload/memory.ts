@@ -26,7 +26,8 @@
  */
 import census from "../catalogue/transformer-activations.json" with { type: "json" };
 import { LANGUAGE_SHAPE, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, PLANNING, type Model } from "../config/registry.ts";
-import { stageBlocks, type ParallelDims } from "./layout.ts";
+import { memoryTermsOf } from "../layouts/index.ts";
+import { stageBlocks, type ParallelDims } from "../layouts/dims.ts";
 import { blockParameters, shapeOf, type TransformerShape } from "./transformer.ts";
 
 const BYTES = 4;
@@ -73,24 +74,41 @@ interface Parts {
   readonly matrices: number;
 }
 
-/** The rank's memory at every pipeline stage (one entry without a pipeline). */
-export function rankMemory(question: MemoryQuestion): RankMemory[] {
-  return Array.from({ length: question.dims.pp }, (_, stage) => stageMemory(question, stage));
+/**
+ * What a layout changes in a rank's memory, as its unit (src/layouts/) says: the seam between the layouts and this
+ * model.
+ */
+export interface MemoryTerms {
+  /**
+   * The rank's parameters, gradients and optimizer state sharded over dpShard, and what it gathers of them: "full",
+   * one unit at a time (ZeRO-3); "grad-op", the whole from forward to backward (ZeRO-2); "none", no sharding.
+   */
+  readonly sharding: "none" | "full" | "grad-op";
+  /** DDP's second copy of the gradients, in its buckets. */
+  readonly gradientBuckets: boolean;
+  /** Samples whose activations the rank of `stage` holds at the end of forward, of `batchSize` per replica. */
+  samplesInFlight(batchSize: number, stage: number): number;
 }
 
-function stageMemory(question: MemoryQuestion, stage: number): RankMemory {
+/** The rank's memory at every pipeline stage (one entry without a pipeline); `terms`: its layout unit's. */
+export function rankMemory(
+  question: MemoryQuestion,
+  terms: MemoryTerms = memoryTermsOf(question.knobs, question.dims),
+): RankMemory[] {
+  return Array.from({ length: question.dims.pp }, (_, stage) => stageMemory(question, terms, stage));
+}
+
+function stageMemory(question: MemoryQuestion, terms: MemoryTerms, stage: number): RankMemory {
   const { knobs, dims } = question;
   const parts = languageParts(question, stage) ?? imageParts(question);
-  const parallelism = String(knobs["parallelism"] ?? "ddp");
-  const sharding = String(knobs["fsdpSharding"] ?? "full");
-  const sharded = parallelism === "fsdp" && sharding !== "none";
+  const sharded = terms.sharding !== "none";
   const parameters = BYTES * (sharded ? parts.own / dims.dpShard : parts.own);
   const gradients = parameters;
-  const ddpBuckets = parallelism === "ddp" || (parallelism === "pipeline" && dims.dpReplicate > 1);
-  const buckets = ddpBuckets ? gradients : 0;
+  const buckets = terms.gradientBuckets ? gradients : 0;
   const optimizer = parameters * optimizerNumbers(knobs);
-  const gathered = !sharded ? 0 : BYTES * (sharding === "grad-op" ? parts.whole : parts.gatheredUnit);
-  const tokens = tokensInFlight(question, stage);
+  const gathered = !sharded ? 0 : BYTES * (terms.sharding === "grad-op" ? parts.whole : parts.gatheredUnit);
+  const perSample = shapeOf(question.model, knobs)?.sequenceLength ?? 1;
+  const tokens = terms.samplesInFlight(question.batchSize, stage) * perSample;
   const activations = tokens * parts.activationPerToken;
   const transient = tokens * parts.transientPerToken;
   const casts = knobs["precision"] === "bf16" || knobs["precision"] === "amp" ? 2 * parts.matrices : 0;
@@ -103,16 +121,6 @@ function stageMemory(question: MemoryQuestion, stage: number): RankMemory {
 function optimizerNumbers(knobs: Readonly<Record<string, unknown>>): number {
   if (knobs["optimizer"] === "adamw") return 2;
   return typeof knobs["momentum"] === "number" && knobs["momentum"] > 0 ? 1 : 0;
-}
-
-/** Tokens (or images) whose activations a rank holds at the end of forward. */
-function tokensInFlight(question: MemoryQuestion, stage: number): number {
-  const { knobs, dims, batchSize } = question;
-  const perSample = shapeOf(question.model, knobs)?.sequenceLength ?? 1;
-  if (String(knobs["parallelism"] ?? "ddp") !== "pipeline") return batchSize * perSample;
-  const microBatches = typeof knobs["microBatches"] === "number" ? knobs["microBatches"] : 4;
-  const held = knobs["pipelineSchedule"] === "1f1b" ? Math.min(microBatches, dims.pp - stage) : microBatches;
-  return (batchSize / microBatches) * held * perSample;
 }
 
 function languageParts(question: MemoryQuestion, stage: number): Parts | undefined {

@@ -41,6 +41,14 @@ def test_the_registry_and_the_command_line_load_without_torch():
     assert done.returncode == 0, done.stderr
 
 
+def test_parallelism_takes_the_registrys_layouts_each_with_its_module_in_parallel():
+    from ringlab_worker.parallel import TECHNIQUES
+
+    data = json.loads((WORKER_DIR / "ringlab_worker" / "registry.json").read_text())
+    assert registry.LAYOUTS == tuple(data["layouts"]) == registry.knob_choices("parallelism")
+    assert [layout for layout in registry.LAYOUTS if layout not in TECHNIQUES] == []
+
+
 def test_the_registry_is_the_file_beside_the_package_and_lists_models_and_reductions_in_its_order():
     data = json.loads((WORKER_DIR / "ringlab_worker" / "registry.json").read_text())
     assert registry.MODELS == tuple(data["models"]) and registry.REDUCTIONS == tuple(data["reductions"])

@@ -24,6 +24,7 @@ import { isPrediction, predictRun, type MissingInput, type RunPrediction } from 
 import { rateUnit } from "../../results/worker-result.ts";
 import { predictionContextFor, PUBLISHED_ONLY } from "../../predict/inputs.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
+import { layoutName } from "../../layouts/index.ts";
 import { targetOf } from "../../targets/index.ts";
 import { resolveCpuQuota } from "../../testbed/cpu-quota.ts";
 import { parseSafePath } from "../options.ts";
@@ -88,7 +89,7 @@ export function registerPlan(program: Command, host: CommandHost): void {
         out(`\n${formatSummary(plan, campaign, estimate, cpusPerNode)}\n`);
         if (predictions.length > 0) out(`\n${formatPredictions(predictions, from)}`);
         const layoutSources = Object.entries(constants.layouts ?? {})
-          .filter(([layout]) => plan.runs.some((run) => run.knobs.parallelism === layout))
+          .filter(([layout]) => plan.runs.some((run) => layoutName(run.knobs) === layout))
           .map(([layout, own]) => `; ${layout} across workers: ${own.source}`)
           .join("");
         if (memory.length > 0)
