@@ -15,6 +15,7 @@ export const ddp: LayoutUnit = {
   },
   traffic: (question, parts) => [bucketedAllReduce(question, parts.whole)],
   memory: () => ({ sharding: "none", gradientBuckets: true, samplesInFlight: wholeBatch }),
+  compose: (_knobs, batchSize) => ({ dpSharding: "none", microBatchSize: batchSize }),
   step: () => ({}),
   label: () => "ddp",
   splitLabel: (_knobs, tensorDegree, _nodes, counted) => tensorSplitLabel(tensorDegree, counted),

@@ -4,10 +4,14 @@
  * shards nothing, the control (parallel/fsdp.py).
  */
 import { shardedTraffic, tensorTraffic } from "../workload/traffic.ts";
+import type { DataParallelSharding } from "./composition.ts";
 import { degreeOf, dimsWith, numberKnob, refused } from "./dims.ts";
 import { tensorSplitLabel, wholeBatch, type Knobs, type LayoutUnit } from "./unit.ts";
 
 const shardingOf = (knobs: Knobs) => String(knobs["fsdpSharding"] ?? "full");
+
+/** FSDP's shardings as ZeRO's stages: full shards the parameters too (ZeRO-3), grad-op the gradients (ZeRO-2). */
+const DP_SHARDING: Readonly<Record<string, DataParallelSharding>> = { full: "full", "grad-op": "gradients" };
 
 export const fsdp: LayoutUnit = {
   sumsWithReduction: false,
@@ -35,6 +39,7 @@ export const fsdp: LayoutUnit = {
       samplesInFlight: wholeBatch,
     };
   },
+  compose: (knobs, batchSize) => ({ dpSharding: DP_SHARDING[shardingOf(knobs)] ?? "none", microBatchSize: batchSize }),
   step: (_knobs, dims, shares) => (dims.tp > 1 ? { tensor: { degree: dims.tp, splitShare: shares.split } } : {}),
   label: (knobs) =>
     `fsdp ${shardingOf(knobs)}${knobs["tensorDegree"] === undefined ? "" : ` × tensor ${String(knobs["tensorDegree"])}`}`,

@@ -6,10 +6,11 @@
  */
 import { LAYOUTS, TRAIN_KNOBS, type Parallelism } from "../config/registry.ts";
 import type { MemoryTerms } from "../workload/memory.ts";
+import type { Composition } from "./composition.ts";
 import { trafficParts, type Collective, type TrafficQuestion } from "../workload/traffic.ts";
 import { computeShares, shapeOf } from "../workload/transformer.ts";
 import { ddp } from "./ddp.ts";
-import { refused, type DimsResult, type ParallelDims } from "./dims.ts";
+import { dataParallel, refused, type DimsResult, type ParallelDims } from "./dims.ts";
 import { fsdp } from "./fsdp.ts";
 import { pipeline } from "./pipeline.ts";
 import { tensor } from "./tensor.ts";
@@ -82,6 +83,33 @@ export function stepShapeOf(model: string, knobs: Knobs, dims: ParallelDims): St
   const shape = shapeOf(model, knobs);
   const shares = shape === undefined ? { split: 0, slowestStage: 1 } : computeShares(shape, dims.pp);
   return unitOf(knobs)?.step(knobs, dims, shares) ?? {};
+}
+
+/**
+ * A campaign run's layout as a composition of degrees (composition.ts): its unit's degrees on `workers` workers across
+ * `nodes` nodes, what its data-parallel ranks shard, its pipeline's schedule and micro-batches at `batchSize` per
+ * replica; or why its degrees cannot be.
+ */
+export function compositionOf(
+  knobs: Knobs,
+  workers: number,
+  nodes: number,
+  batchSize: number,
+): Composition | { readonly problem: string } {
+  const layout = dimsOf(knobs, workers, nodes);
+  if (!layout.ok) return { problem: layout.problem };
+  const { dims } = layout;
+  return {
+    tp: dims.tp,
+    cp: 1,
+    pp: dims.pp,
+    dp: dataParallel(dims),
+    dpShard: dims.dpShard,
+    ...unitOf(knobs)!.compose(knobs, batchSize),
+    // A campaign that names a tensor degree (or parallelism tensor) asks for it wherever its workers are: on the local
+    // testbed, one worker a node, always across nodes.
+    allowCrossNodeTensor: dims.tp > 1,
+  };
 }
 
 /** Whether the run's reduction sums its gradients (DDP), or the layout's own collectives do (unit.ts). */

@@ -50,6 +50,15 @@ export const pipeline: LayoutUnit = {
         (knobs["pipelineSchedule"] === "1f1b" ? Math.min(microBatches, dims.pp - stage) : microBatches),
     };
   },
+  compose(knobs, batchSize) {
+    const microBatches = Number(knobs["microBatches"] ?? TRAIN_KNOBS.microBatches.default);
+    return {
+      dpSharding: "none",
+      schedule: scheduleOf(knobs) === "1f1b" ? "1f1b" : "gpipe",
+      microBatches,
+      microBatchSize: batchSize / microBatches,
+    };
+  },
   step: (knobs, dims, shares) => ({
     pipeline: {
       stages: dims.pp,

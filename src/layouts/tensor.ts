@@ -22,6 +22,7 @@ export const tensor: LayoutUnit = {
   },
   traffic: (question, parts) => (parts.shape === undefined ? [] : [tensorTraffic(question, parts.shape)]),
   memory: () => ({ sharding: "none", gradientBuckets: false, samplesInFlight: wholeBatch }),
+  compose: (_knobs, batchSize) => ({ dpSharding: "none", microBatchSize: batchSize }),
   step: (_knobs, dims, shares) => (dims.tp > 1 ? { tensor: { degree: dims.tp, splitShare: shares.split } } : {}),
   label: () => "tensor",
   splitLabel: (_knobs, tensorDegree, _nodes, counted) => tensorSplitLabel(tensorDegree, counted),

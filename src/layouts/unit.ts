@@ -6,6 +6,7 @@
  * Each answer is plain data; the arithmetic they feed lives in workload/ (traffic, memory) and results/layout-model.ts.
  */
 import type { LayoutStepInput } from "../results/layout-model.ts";
+import type { Composition } from "./composition.ts";
 import type { MemoryTerms } from "../workload/memory.ts";
 import type { Collective, TrafficParts, TrafficQuestion } from "../workload/traffic.ts";
 import type { DimsResult, ParallelDims } from "./dims.ts";
@@ -13,7 +14,7 @@ import type { DimsResult, ParallelDims } from "./dims.ts";
 /** A run's train knobs, as a campaign or `predict` gives them (unset: the registry's default). */
 export type Knobs = Readonly<Record<string, unknown>>;
 
-/** What share of a step's compute tensor parallelism splits, and a pipeline's slowest stage's (workload/transformer). */
+/** The share of a step's compute tensor parallelism splits, and a pipeline's slowest stage's (workload/transformer). */
 export interface ComputeShares {
   readonly split: number;
   readonly slowestStage: number;
@@ -48,8 +49,7 @@ export interface LayoutUnit {
    * results/layout-model.ts, and its φ is fitted against that model (predict/layout-overlap.ts).
    */
   readonly sumsWithReduction: boolean;
-  /** The degrees its knobs ask of `workers` workers on `nodes` nodes, or why not (the worker's dims_of, message for
-   * message). */
+  /** The degrees its knobs ask of `workers` workers on `nodes` nodes, or why not (the worker's dims_of's messages). */
   dims(knobs: Knobs, workers: number, nodes: number): DimsResult;
   /** Why the worker would refuse the run at `batchSize` with these degrees, before it starts; undefined: nothing. */
   problem?(knobs: Knobs, batchSize: number, dims: ParallelDims): string | undefined;
@@ -57,6 +57,11 @@ export interface LayoutUnit {
   traffic(question: TrafficQuestion, parts: TrafficParts): Collective[];
   /** What the layout changes in a rank's memory (workload/memory.ts computes the bytes). */
   memory(knobs: Knobs, dims: ParallelDims): MemoryTerms;
+  /**
+   * What its knobs make of the composition (composition.ts) beyond the degrees: what the data-parallel ranks shard, a
+   * pipeline's schedule and micro-batches, at `batchSize` per replica.
+   */
+  compose(knobs: Knobs, batchSize: number): LayoutComposition;
   /** Its step's shape for results/layout-model.ts: nothing for a data-parallel step. */
   step(knobs: Knobs, dims: ParallelDims, shares: ComputeShares): StepShape;
   /** "ddp", "fsdp full × tensor 2", "pipeline gpipe, 4 micro-batches": a configuration's layout as its knobs say. */
@@ -72,6 +77,8 @@ export interface LayoutUnit {
    */
   candidates(question: CandidateQuestion): LayoutCandidate["knobs"][];
 }
+
+export type LayoutComposition = Pick<Composition, "dpSharding" | "microBatchSize" | "microBatches" | "schedule">;
 
 /** A tensor-parallel group's step, as ddp, fsdp and tensor name theirs. */
 export function tensorSplitLabel(tensorDegree: number, counted = false): string {

@@ -6,6 +6,7 @@
  * tensor parallelism, per micro-batch and direction of a pipeline). Pure.
  */
 import { PARAMETER_COUNT, type Model } from "../config/registry.ts";
+import type { MeshDimension } from "../layouts/composition.ts";
 import { stageBlocks, type ParallelDims } from "../layouts/dims.ts";
 import { blockParameters, shapeOf, type TransformerShape } from "./transformer.ts";
 
@@ -19,6 +20,11 @@ export interface Collective {
   readonly calls: number;
   /** Ranks taking part in each call (a send: 2). */
   readonly ranks: number;
+  /**
+   * The mesh dimension whose groups it runs in (a send: between neighbouring stages of "pp"), as the worker's records
+   * name it: where the cluster puts that group's ranks says which links it crosses (composition.ts groupSpans).
+   */
+  readonly group: MeshDimension;
 }
 
 const BYTES = 4;
@@ -58,6 +64,7 @@ export function bucketedAllReduce(question: TrafficQuestion, whole: number): Col
     bytes: whole,
     calls: Math.max(1, Math.ceil(whole / bucketBytes)),
     ranks: dims.dpReplicate,
+    group: "dp_replicate",
   };
 }
 
@@ -70,15 +77,16 @@ export function shardedTraffic(question: TrafficQuestion, parts: TrafficParts): 
   const { units, whole } = parts;
   const sharding = String(knobs["fsdpSharding"] ?? "full");
   return sharding === "none"
-    ? [{ op: "all_reduce", bytes: whole, calls: units.length, ranks: dims.dpReplicate }]
+    ? [{ op: "all_reduce", bytes: whole, calls: units.length, ranks: dims.dpReplicate, group: "dp_replicate" }]
     : [
         {
           op: "all_gather",
           bytes: (sharding === "full" ? 2 : 1) * whole,
           calls: (sharding === "full" ? 2 : 1) * units.length,
           ranks: dims.dpShard,
+          group: "dp_shard",
         },
-        { op: "reduce_scatter", bytes: whole, calls: units.length, ranks: dims.dpShard },
+        { op: "reduce_scatter", bytes: whole, calls: units.length, ranks: dims.dpShard, group: "dp_shard" },
       ];
 }
 
@@ -109,6 +117,7 @@ export function tensorTraffic(question: TrafficQuestion, shape: TransformerShape
     bytes: calls * activationBytes(shape, question.batchSize, question.knobs["precision"]),
     calls,
     ranks: question.dims.tp,
+    group: "tp",
   };
 }
 
@@ -128,6 +137,7 @@ export function pipelineTraffic(question: TrafficQuestion, shape: TransformerSha
             bytes: 2 * microBatches * activationBytes(shape, question.batchSize / microBatches, knobs["precision"]),
             calls: 2 * microBatches,
             ranks: 2,
+            group: "pp",
           },
         ];
   if (dims.dpReplicate < 2) return sends;
@@ -144,6 +154,7 @@ export function pipelineTraffic(question: TrafficQuestion, shape: TransformerSha
       bytes: stage,
       calls: Math.max(1, Math.ceil(stage / (DDP_BUCKET_MIB * 2 ** 20))),
       ranks: dims.dpReplicate,
+      group: "dp_replicate",
     },
   ];
 }
