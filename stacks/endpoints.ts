@@ -1,7 +1,7 @@
 /**
- * The test-only endpoint override of the stack's AWS provider (RINGLAB_TEST_AWS_ENDPOINT, see src/aws/clients.ts):
- * every service the stack's resources belong to is sent to one emulator on loopback, with fake credentials and
- * no calls to STS, IAM or the instance metadata service on the side.
+ * The test-only endpoint override of the stack's AWS provider (RINGLAB_TEST_AWS_ENDPOINT, see
+ * src/targets/aws/clients.ts): every service the stack's resources belong to is sent to one emulator on loopback,
+ * with fake credentials and no calls to STS, IAM or the instance metadata service on the side.
  *
  * SERVICE_OF_TYPE is the contract: a resource type the stack uses must be listed here, and its service must be
  * in OVERRIDDEN_SERVICES; test/stacks/endpoints.test.ts fails otherwise, so a new resource cannot quietly

@@ -2,7 +2,7 @@
  * Runs a campaign: read -> plan -> bring the testbed up -> run what is left -> report -> tear down, on every target
  * (src/targets/): what differs is the testbed the target opens (a CampaignTestbed). By default ringlab brings the
  * testbed up, configures it and runs through Ansible (ansibleTestbed, below); a target with its own run path (a
- * Kubernetes cluster: a Job per run, src/kubernetes/campaign.ts) brings that instead.
+ * Kubernetes cluster: a Job per run, src/targets/kubernetes/campaign.ts) brings that instead.
  * Every finished run is on disk before the next starts, so a kill loses at most the run in flight, and a rerun
  * of the same file resumes. Teardown runs at the end, on failure and on Ctrl-C/SIGTERM, unless asked to keep.
  */

@@ -2,7 +2,7 @@
  * The testbed targets, by name: where a campaign's nodes come from (./target.ts says what a target is). The campaign
  * schema, the spec, the testbed verbs, the campaign's flow and the CLI ask this table and check a target's gaps, never
  * its name; only src/targets/ compares target names (test/results/imports.test.ts holds that). Adding a target is a
- * module here and its line in each list below.
+ * folder here (its <name>/target.ts and the code that is its own) and its line in each list below.
  */
 import { z } from "zod";
 import { awsSection, awsSpec, awsTarget } from "./aws/target.ts";

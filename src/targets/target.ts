@@ -1,7 +1,8 @@
 /**
- * What a testbed target is: where a campaign's nodes come from and how its runs reach them. One module per target
- * (./local.ts: containers on this machine; ./aws.ts: GPU instances; ./kubernetes.ts: a cluster the user has),
- * registered in ./index.ts, in the manner of SkyPilot's clouds: what a target cannot do is data, its `gaps` (each
+ * What a testbed target is: where a campaign's nodes come from and how its runs reach them. One folder per target
+ * holds everything that is its own (./local/: containers on this machine; ./aws/: GPU instances; ./kubernetes/: a
+ * cluster the user has), its entry in the table in <name>/target.ts, registered in ./index.ts, in the manner of
+ * SkyPilot's clouds: what a target cannot do is data, its `gaps` (each
  * capability it lacks, with why), which callers check with `gapOf`, never by its name.
  *
  * A target owns its campaign-file section (the fields, their defaults and its cross-field rules), the paths that

@@ -17,7 +17,7 @@ RESULT_LOG_PREFIX = "ringlab-result: "
 
 
 def result_log_line(record: dict) -> str:
-    """The record as one line of the log (src/kubernetes/follow.ts, resultFromLog, reads it back)."""
+    """The record as one line of the log (src/targets/kubernetes/follow.ts, resultFromLog, reads it back)."""
     return RESULT_LOG_PREFIX + json.dumps(record, separators=(",", ":"), allow_nan=False)
 
 

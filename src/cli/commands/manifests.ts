@@ -1,9 +1,9 @@
 /**
  * `ringlab manifests <file> [--run ID] [--out DIR]`: a Kubernetes campaign's runs as the objects that run them (a
- * NetworkPolicy, a headless Service and an Indexed Job each, src/kubernetes/manifests.ts), for `kubectl apply -f`:
- * the seed's kubetpl, done by the tool. Not the run's Secret: its value is written nowhere; each file's header says
- * how to create it. Says on stderr what Pod Security level the pods need, and warns where a NetworkPolicy cannot
- * apply (hostNetwork). Contacts no cluster.
+ * NetworkPolicy, a headless Service and an Indexed Job each, src/targets/kubernetes/manifests.ts), for `kubectl
+ * apply -f`: the seed's kubetpl, done by the tool. Not the run's Secret: its value is written nowhere; each file's
+ * header says how to create it. Says on stderr what Pod Security level the pods need, and warns where a NetworkPolicy
+ * cannot apply (hostNetwork). Contacts no cluster.
  */
 import { join, resolve } from "node:path";
 import type { Command } from "commander";

@@ -1,6 +1,6 @@
 /**
  * The AWS testbed: GPU instances in a VPC of their own, the stack in stacks/ synthesized from the stored spec and
- * deployed by terraform (src/testbed/aws.ts), reached by Ansible over SSH. Every node is a machine of its own, paid by
+ * deployed by terraform (./testbed.ts), reached by Ansible over SSH. Every node is a machine of its own, paid by
  * the hour: nothing is rerun that `ringlab plan` did not estimate, and nothing is found without its spec.
  */
 import { readFileSync, statSync } from "node:fs";
@@ -34,7 +34,7 @@ import { narrowed, resolvePath, type FileContext, type Target } from "../target.
 
 declare module "../target.ts" {
   interface TargetOptions {
-    /** A terraform double, the SSH wait, the leftover look and the preflight (src/testbed/aws.ts). */
+    /** A terraform double, the SSH wait, the leftover look and the preflight (src/targets/aws/testbed.ts). */
     readonly aws?: import("./testbed.ts").AwsOptions;
   }
 }

@@ -1,5 +1,5 @@
 /**
- * The Kubernetes target's run path (src/targets/kubernetes.ts): how a campaign's runs go on a cluster the user already
+ * The Kubernetes target's run path (./target.ts): how a campaign's runs go on a cluster the user already
  * has, which ringlab neither provisions nor configures. The campaign's flow is the one of every target
  * (src/campaign/execute.ts: plan, resume, record, report); this opens the cluster for it (kubeconfig, context,
  * namespace, claim: nothing is created before these pass, and what a killed earlier invocation left is deleted), runs

@@ -17,7 +17,7 @@
  * entrypoint (ringlab-worker), job and arguments, and the RINGLAB_* environment the launcher reads (its node rank
  * is the pod's completion index). The shared storage is a PersistentVolumeClaim mounted at /ringlab in every pod;
  * the result goes to /ringlab/runs/<run>/result.json there, as on the other testbeds, and into rank 0's log, where
- * `ringlab campaign` reads it (src/kubernetes/run.ts).
+ * `ringlab campaign` reads it (./run.ts).
  */
 import { createHash, randomBytes } from "node:crypto";
 import { dump as dumpYaml } from "js-yaml";

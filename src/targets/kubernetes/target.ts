@@ -1,7 +1,7 @@
 /**
  * A Kubernetes cluster the user already has (issue #38): ringlab provisions and configures nothing there. Each run is
- * an Indexed Job (one pod per node) and a headless Service for torchrun's rendezvous (src/kubernetes/manifests.ts),
- * run by the campaign through this target's own run path (src/kubernetes/campaign.ts) or written by `ringlab
+ * an Indexed Job (one pod per node) and a headless Service for torchrun's rendezvous (./manifests.ts),
+ * run by the campaign through this target's own run path (./campaign.ts) or written by `ringlab
  * manifests` for `kubectl apply -f`. What a testbed ringlab configures offers beyond that is a gap, said with why.
  */
 import { z } from "zod";
@@ -22,7 +22,7 @@ declare module "../target.ts" {
   interface TargetOptions {
     /**
      * Where the kubeconfig is read, how often a Job is looked at, how long a pull may fail
-     * (src/kubernetes/campaign.ts).
+     * (./campaign.ts).
      */
     readonly kubernetes?: import("./campaign.ts").ClusterRunOptions;
   }

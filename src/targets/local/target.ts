@@ -1,6 +1,6 @@
 /**
  * The local testbed: the "nodes" are Docker containers on this machine, on their own network, reached by Ansible over
- * real SSH (src/testbed/local.ts brings them up). It shares this machine, so its workers run under a CPU quota and its
+ * real SSH (./testbed.ts brings them up). It shares this machine, so its workers run under a CPU quota and its
  * load is watched while the runs measure; it trains on CPU, in the CPU worker image built here.
  */
 import { existsSync, realpathSync } from "node:fs";
@@ -119,7 +119,7 @@ export const localTarget: Target = {
     const parsed = parseIpv4Cidr(testbed.subnet);
     if (!parsed.ok) return;
     const addresses = 2 ** (32 - parsed.range.prefixLength);
-    // Nodes take .10 and up (src/testbed/local-plan.ts); the last address is the broadcast address.
+    // Nodes take .10 and up (./plan.ts); the last address is the broadcast address.
     if (10 + testbed.nodes > addresses - 1)
       issue(["subnet"], `found ${testbed.subnet}, too small for ${testbed.nodes} nodes; use a /24`);
   },

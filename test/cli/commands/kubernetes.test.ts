@@ -1,6 +1,7 @@
 /**
  * `ringlab campaign` and `ringlab down` on a Kubernetes campaign as a user runs them: the real CLI, its kubeconfig
- * ($KUBECONFIG) pointing at a loopback server that answers as the Kubernetes API does (test/kubernetes/fake-api.ts).
+ * ($KUBECONFIG) pointing at a loopback server that answers as the Kubernetes API does
+ * (test/targets/kubernetes/fake-api.ts).
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";

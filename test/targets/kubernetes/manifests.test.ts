@@ -1,4 +1,4 @@
-/** A Kubernetes campaign's runs as objects (src/kubernetes/manifests.ts): what `kubectl apply -f` gets. */
+/** A Kubernetes campaign's runs as objects (src/targets/kubernetes/manifests.ts): what `kubectl apply -f` gets. */
 import { load, loadAll } from "js-yaml";
 import { Job } from "kubernetes-models/batch/v1";
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * The Pod Security Standards check (src/kubernetes/pod-security.ts) on hand-written pod specs: each rule of
+ * The Pod Security Standards check (src/targets/kubernetes/pod-security.ts) on hand-written pod specs: each rule of
  * "baseline" and "restricted" it checks, broken alone, and the level that makes the pod need.
  * https://kubernetes.io/docs/concepts/security/pod-security-standards/
  */
