@@ -1,13 +1,13 @@
 /**
  * A calibration: what a prediction needs and where each number came from (issue #35). Built from a campaign's
- * results with the report's own numbers (src/report/data.ts): each single-node baseline gives one step's compute,
+ * results with the numbers the report shows (src/analysis/data.ts): each single-node baseline gives one step's compute,
  * each probe's alpha-beta fit gives a link, and each shaped multi-node training point how much of its all-reduce
  * DDP hid behind backward (the overlap share φ, per node count). Merged calibrations keep the newest entry of each
  * key. Pure: records and plain data in, plain data out; src/cli/commands/calibrate.ts reads and writes the file.
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { reportData } from "../report/data.ts";
+import { reportData } from "../analysis/data.ts";
 import { overlapShare } from "../results/comm-model.ts";
 import { meanWithInterval } from "../results/statistics.ts";
 import type { CalibrationInput } from "../results/predictions.ts";

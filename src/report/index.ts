@@ -9,7 +9,7 @@ import { parsePredictions } from "../results/predictions.ts";
 import { resultsLayout } from "../results/folder-layout.ts";
 import type { RunRecord } from "../results/record.ts";
 import { writeFileAtomic } from "../util/fs.ts";
-import { reportData, reportMeta } from "./data.ts";
+import { reportData, reportMeta } from "../analysis/data.ts";
 import { reportFlags } from "./suspect-figures.ts";
 import { scorePredictions, type PredictionScore } from "./predictions.ts";
 import { renderHtml, renderMarkdown } from "./render.ts";

@@ -14,7 +14,7 @@ import {
   type ReportMeta,
   type ScalingPoint,
   type TrainingConfig,
-} from "./data.ts";
+} from "../analysis/data.ts";
 import { formatBytes } from "../util/format.ts";
 import { comparisons, ratios, verdict } from "./comparisons.ts";
 import { answerSentences } from "./answer.ts";

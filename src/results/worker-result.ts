@@ -8,7 +8,7 @@ import { z } from "zod";
  * A throughput over the timed iterations of one run. `ci95` is a spread, not a confidence interval: 1.96 ×
  * the (population) standard deviation of the per-iteration throughput (Horovod's synthetic benchmark prints the same),
  * which says how steady the run was. The name is the file format's (ringlab.result/v1) and stays; the report's
- * confidence intervals come from repeats (report/data.ts).
+ * confidence intervals come from repeats (analysis/data.ts).
  */
 const meanWithSpread = z.object({ mean: z.number(), ci95: z.number() });
 

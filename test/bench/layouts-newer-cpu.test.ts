@@ -14,7 +14,7 @@ import { describe, expect, it } from "vitest";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import { predictionContextFor } from "../../src/predict/inputs.ts";
 import { isPrediction, predictRun } from "../../src/predict/predict.ts";
-import { reportData, runCalibrationGflops } from "../../src/report/data.ts";
+import { reportData, runCalibrationGflops } from "../../src/analysis/data.ts";
 import { layoutComparisons } from "../../src/report/layouts.ts";
 import { machineCaveat, scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import type { RunRecord } from "../../src/results/record.ts";

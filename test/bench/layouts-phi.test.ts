@@ -11,7 +11,7 @@
  * npx ringlab campaign campaigns/local-layouts.yaml --calibration calibration.json --results results/local-layouts-phi
  */
 import { describe, expect, it } from "vitest";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import { attemptOf, type RunRecord } from "../../src/results/record.ts";

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { renderCharts, type ChartSvgs } from "../../src/report/charts.ts";
-import { reportData, reportMeta, type ReportData, type ReportMeta } from "../../src/report/data.ts";
+import { reportData, reportMeta, type ReportData, type ReportMeta } from "../../src/analysis/data.ts";
 import { reportFlags, type Flag } from "../../src/report/suspect-figures.ts";
 import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
 import { failedTrainRecord, probeRecord, scalingCampaign, trainRecord } from "./fixtures/records.ts";

@@ -13,7 +13,7 @@ import {
   EFA_SHAPING_PROBLEM,
   instanceTypeFacts,
 } from "../../catalogue/aws-instance-types.ts";
-import { ruled, safePath, tags, testbedCommon, type IssueAt } from "../../config/fields.ts";
+import { ruled, safePath, tags, testbedCommon, type IssueAt } from "../section-fields.ts";
 import type { CampaignSection } from "../../config/schema.ts";
 import { ConfigError, UsageError } from "../../util/errors.ts";
 import { checkAmiId, checkRootVolumeGiB } from "../../rules/ami.ts";
@@ -431,6 +431,19 @@ export const awsTarget: Target = {
     const { downAws } = await import("./testbed.ts");
     await ctx.reporter.step(`destroy stack ${stackName(name)}`, () => downAws(ctx, narrowed("aws", spec), options.aws));
     return { target: "aws" };
+  },
+
+  // The AWS SDK is loaded only by the commands that talk to AWS.
+  async sweep(ctx, region, dryRun, print) {
+    const { sweep, sweepClients } = await import("./sweep.ts");
+    const plan = await ctx.reporter.step(`sweep ${region}${dryRun ? " (dry run)" : ""}`, () =>
+      sweep(sweepClients(region), { dryRun, now: new Date() }, print),
+    );
+    const found = plan.expired.length + plan.current.length + plan.undated.length;
+    return (
+      `${region}: ${found} ringlab resources found, ${plan.expired.length} expired` +
+      `${plan.expired.length === 0 ? "" : dryRun ? " (dry run: nothing deleted)" : ", all deleted"}`
+    );
   },
 
   stack: {

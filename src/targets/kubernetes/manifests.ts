@@ -27,7 +27,8 @@ import { Secret, Service } from "kubernetes-models/v1";
 import type { IContainer, IEnvVar, IPodSpec } from "kubernetes-models/v1";
 import { bandwidthGbps } from "../../rules/bandwidth.ts";
 import type { PlannedRun } from "../../campaign/plan.ts";
-import { DEFAULTS, type KubernetesTestbed } from "../../config/schema.ts";
+import type { KubernetesTestbed } from "../../config/schema.ts";
+import { KUBERNETES_DEFAULTS } from "./target.ts";
 import { checkPodSecurity, describeViolation, reasonsForLevel, type PodSecurityLevel } from "./pod-security.ts";
 
 /** torchrun's c10d rendezvous port on pod 0 (the worker role's worker_rdzv_port). */
@@ -125,7 +126,7 @@ export function rendezvousSecret(manifests: RunManifests): Secret {
 }
 
 function podSpec(run: PlannedRun, testbed: KubernetesTestbed, name: string): IPodSpec {
-  const shared = DEFAULTS.kubernetes.sharedMountPath;
+  const shared = KUBERNETES_DEFAULTS.sharedMountPath;
   const shaping = shapingContainer(run, testbed);
   return {
     restartPolicy: "Never",
@@ -190,7 +191,7 @@ function workerEnv(run: PlannedRun, testbed: KubernetesTestbed, name: string): I
     value("RINGLAB_RUN_ID", run.id),
     // The rendezvous id: the run's Secret, which ringlab creates before the Job (the run id is public).
     { name: RDZV_SECRET_ENV, valueFrom: { secretKeyRef: { name, key: RDZV_SECRET_KEY } } },
-    value("RINGLAB_SHARED_DIR", DEFAULTS.kubernetes.sharedMountPath),
+    value("RINGLAB_SHARED_DIR", KUBERNETES_DEFAULTS.sharedMountPath),
     value("RINGLAB_IMAGE", testbed.workerImage),
     // ringlab reads rank 0's result from its pod's log: the claim is the cluster's, not this machine's.
     value("RINGLAB_RESULT_IN_LOG", "1"),

@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { bandwidthGbps } from "../../rules/bandwidth.ts";
-import { ruled, testbedCommon } from "../../config/fields.ts";
+import { ruled, testbedCommon } from "../section-fields.ts";
 import {
   checkDnsLabel,
   checkDnsSubdomain,
@@ -85,13 +85,6 @@ export const kubernetesSection = z.strictObject({
 });
 
 export type KubernetesSection = z.output<typeof kubernetesSection>;
-
-/** A campaign file whose testbed is a Kubernetes cluster: what `ringlab manifests` writes the objects of. */
-export function isKubernetesTestbed<T extends { readonly target: string }>(
-  testbed: T,
-): testbed is Extract<T, { readonly target: "kubernetes" }> {
-  return testbed.target === "kubernetes";
-}
 
 const NOT_CONFIGURED = "ringlab does not configure the cluster's nodes";
 
@@ -174,5 +167,25 @@ export const kubernetesTarget: Target = {
   async ownRunPath(ctx, file, options) {
     const { openCluster } = await import("./campaign.ts");
     return openCluster(ctx, narrowed("kubernetes", file.testbed), options.kubernetes ?? {});
+  },
+
+  // kubernetes-models, which these load, is half the modules a start would otherwise load.
+  async runsNotes(section, { runs, campaign, runTimeoutSeconds }) {
+    const testbed = narrowed("kubernetes", section);
+    const { campaignPodSecurity, networkPolicyWarning, podSecurityLine } = await import("./manifests.ts");
+    const warning = networkPolicyWarning(testbed);
+    return {
+      line: podSecurityLine(campaignPodSecurity(runs, testbed, campaign, runTimeoutSeconds)),
+      ...(warning === undefined ? {} : { warning }),
+    };
+  },
+
+  async manifests(section, { runs, campaign, runTimeoutSeconds }) {
+    const testbed = narrowed("kubernetes", section);
+    const { manifestsYaml, runManifests } = await import("./manifests.ts");
+    return runs.map((run) => ({
+      runId: run.id,
+      yaml: manifestsYaml(runManifests(run, testbed, campaign, runTimeoutSeconds), testbed),
+    }));
   },
 };

@@ -4,7 +4,7 @@
  */
 import { join } from "node:path";
 import type { Docker } from "../../adapters/docker.ts";
-import { DEFAULTS } from "../../config/schema.ts";
+import { LOCAL_DEFAULTS } from "./target.ts";
 import type { Context } from "../../context/context.ts";
 import { PrerequisiteError } from "../../util/errors.ts";
 import { NODE_IMAGE } from "./plan.ts";
@@ -28,10 +28,10 @@ export async function buildLocalImages(ctx: Context, docker: Docker, workerImage
     await docker.runScript(docker_("base/build-base.sh"), [BASE_IMAGE]);
   });
   // An image of the user's own is used as it is, never overwritten with a build from docker/worker.
-  const ownWorkerImage = workerImage !== DEFAULTS.local.workerImage;
+  const ownWorkerImage = workerImage !== LOCAL_DEFAULTS.workerImage;
   if (ownWorkerImage && !(await docker.imageExists(workerImage))) {
     throw new PrerequisiteError(`worker image ${workerImage} (testbed.workerImage) is not in the local Docker engine`, {
-      hint: `build or load it first, or drop testbed.workerImage to use ${DEFAULTS.local.workerImage}, built from docker/worker`,
+      hint: `build or load it first, or drop testbed.workerImage to use ${LOCAL_DEFAULTS.workerImage}, built from docker/worker`,
     });
   }
   const builds = SIDE_BY_SIDE_BUILDS.filter((b) => b.name === "node" || !ownWorkerImage).map((b) => ({

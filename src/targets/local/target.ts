@@ -14,7 +14,7 @@ import { checkIpv4Cidr, parseIpv4Cidr } from "../../rules/cidr.ts";
 import { nodeContainerName } from "../../rules/names.ts";
 import { checkDockerImageReference, checkSafeResolvedPath, checkSharedDirLocation } from "../../rules/safe-text.ts";
 import { unsafeFolderProblem } from "../../util/fs.ts";
-import { ruled, safePath, testbedCommon } from "../../config/fields.ts";
+import { ruled, safePath, testbedCommon } from "../section-fields.ts";
 import { commonSpecOf, specCommon } from "../spec-fields.ts";
 import { narrowed, resolvePath, type Target } from "../target.ts";
 

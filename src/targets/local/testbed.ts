@@ -25,7 +25,9 @@ import {
 import { testbedPaths } from "../../testbed/paths.ts";
 import { loadRecord, saveRecord, type TestbedRecord } from "../../testbed/record.ts";
 import { waitForSsh } from "../../testbed/reachability.ts";
-import { checkLocalSharedDir, type LocalTestbedSpec } from "../../testbed/spec.ts";
+import type { LocalTestbedSpec } from "../../testbed/spec.ts";
+import type { RemovedResources } from "../target.ts";
+import { checkLocalSharedDir } from "./target.ts";
 
 const SSH_WAIT_MS = 60_000;
 
@@ -214,14 +216,8 @@ async function finishUp(
   return record;
 }
 
-export interface LocalResources {
-  readonly containers: string[];
-  readonly networks: string[];
-  readonly volumes: string[];
-}
-
 /** Everything labeled with the testbed's name (all testbeds when `name` is undefined). */
-export async function findResources(docker: Docker, name: string | undefined): Promise<LocalResources> {
+export async function findResources(docker: Docker, name: string | undefined): Promise<RemovedResources> {
   const label = name === undefined ? TESTBED_LABEL : `${TESTBED_LABEL}=${name}`;
   const [containers, networks, volumes] = await Promise.all(
     (["container", "network", "volume"] as const).map((kind) => docker.listByLabel(kind, label)),
@@ -230,7 +226,7 @@ export async function findResources(docker: Docker, name: string | undefined): P
 }
 
 /** Removes every labeled container (nodes and workers), then networks and volumes. Idempotent. */
-export async function removeResources(docker: Docker, name: string | undefined): Promise<LocalResources> {
+export async function removeResources(docker: Docker, name: string | undefined): Promise<RemovedResources> {
   const found = await findResources(docker, name);
   await docker.remove("container", found.containers);
   await docker.remove("network", found.networks);
@@ -238,7 +234,7 @@ export async function removeResources(docker: Docker, name: string | undefined):
   return found;
 }
 
-export async function downLocal(ctx: Context, name: string): Promise<LocalResources> {
+export async function downLocal(ctx: Context, name: string): Promise<RemovedResources> {
   const docker = dockerFor(ctx);
   await docker.assertAvailable();
   const removed = await removeResources(docker, name);

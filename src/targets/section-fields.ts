@@ -1,7 +1,7 @@
 /**
- * The campaign file's building blocks that the schema (./schema.ts) and each testbed target's own section
- * (src/targets/) share: a field that must pass one of the shared rules (src/rules/), and the fields every testbed has.
- * Pure, and below both, so that neither imports the other for them.
+ * The campaign file's building blocks that each testbed target's own section (./<name>/target.ts) and the schema
+ * (src/config/schema.ts) share: a field that must pass one of the shared rules (src/rules/), and the fields every
+ * testbed has. Pure; with the target table, below the schema, which reads the sections from it.
  */
 import { z } from "zod";
 import { checkResourceName } from "../rules/names.ts";

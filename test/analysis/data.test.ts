@@ -6,8 +6,8 @@ import {
   reportMeta,
   type ScalingPoint,
   type TrainingConfig,
-} from "../../src/report/data.ts";
-import { probeRecord, scalingCampaign, trainRecord } from "./fixtures/records.ts";
+} from "../../src/analysis/data.ts";
+import { probeRecord, scalingCampaign, trainRecord } from "../report/fixtures/records.ts";
 import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
 import { libraryComparisons } from "../../src/report/libraries.ts";
 import { predictTrainingStep } from "../../src/results/comm-model.ts";
