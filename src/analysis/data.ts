@@ -64,10 +64,10 @@ export interface Baseline {
   readonly workers: number;
   readonly runIds: readonly string[];
   /**
-   * The nodes' compute speed while the baseline ran (runCalibrationGflops over its repeats); null when no repeat has
+   * The nodes' CPU check while the baseline ran (runCpuCheckGflops over its repeats); null when no repeat has
    * one.
    */
-  readonly calibrationGflops: Interval | null;
+  readonly cpuCheckGflops: Interval | null;
 }
 
 export interface ScalingPoint {
@@ -82,10 +82,10 @@ export interface ScalingPoint {
   readonly idealThroughput: number | null;
   readonly scalingEfficiency: number | null;
   /**
-   * The nodes' compute speed while the point ran (runCalibrationGflops over its repeats); null when no repeat has one.
-   * Shown, never corrected on: in the seed campaigns a run's calibration did not track its throughput.
+   * The nodes' CPU check while the point ran (runCpuCheckGflops over its repeats); null when no repeat has one.
+   * Shown, never corrected on: in the seed campaigns a run's CPU check did not track its throughput.
    */
-  readonly calibrationGflops: Interval | null;
+  readonly cpuCheckGflops: Interval | null;
   /** Compute time of one step, batch size / single-node per-worker throughput; null without a baseline. */
   readonly computeSecondsPerStep: number | null;
   /** Bytes each rank all-reduces per step (gradient bytes, halved when the gradients travel as fp16). */
@@ -569,7 +569,7 @@ function trainingConfigs(records: readonly TrainRecord[], fitFor: FitLookup): Tr
               computeSecondsPerStep: unitsPerStep / perWorker,
               workers: singleNode[0]!.result.world.size,
               runIds: singleNode.map((record) => record.runId),
-              calibrationGflops: calibrationInterval(singleNode),
+              cpuCheckGflops: cpuCheckInterval(singleNode),
             };
       const scaled = group.filter((record) => !singleNode.includes(record));
       const series = [
@@ -653,7 +653,7 @@ function scalingPoint(
     reduction,
     idealThroughput: ideal,
     scalingEfficiency: ideal === null ? null : throughput.mean / ideal,
-    calibrationGflops: calibrationInterval(repeats),
+    cpuCheckGflops: cpuCheckInterval(repeats),
     computeSecondsPerStep,
     allReduceBytes,
     allReduceLowerBoundSeconds,
@@ -772,7 +772,7 @@ function layoutPoint(
     reduction: "ring",
     idealThroughput: ideal,
     scalingEfficiency: measuredEfficiency,
-    calibrationGflops: calibrationInterval(repeats),
+    cpuCheckGflops: cpuCheckInterval(repeats),
     computeSecondsPerStep,
     allReduceBytes: result.metrics.wireBytesPerStep ?? 0,
     allReduceLowerBoundSeconds: bound === null ? null : bound.communicationSeconds,
@@ -867,20 +867,20 @@ function repeatsInterval(repeats: readonly TrainRecord[]): Interval {
 }
 
 /**
- * A run's compute speed just before its job: the mean of its ranks' GFLOP/s at the worker's fixed fp32 matrix
- * products (result.calibration); undefined for records older than the calibration, or one that timed none.
+ * A run's CPU check just before its job: the mean of its ranks' GFLOP/s at the worker's fixed fp32 matrix products
+ * (result.cpuCheck); undefined for records older than the CPU check, or one that timed none.
  */
-export function runCalibrationGflops(record: RunRecord): number | undefined {
-  const perRank = record.result?.calibration?.computeGflops ?? [];
+export function runCpuCheckGflops(record: RunRecord): number | undefined {
+  const perRank = record.result?.cpuCheck?.computeGflops ?? [];
   return perRank.length === 0 ? undefined : sum(perRank) / perRank.length;
 }
 
 /**
- * The repeats' calibrations as an interval (Student's t over the runs that have one); null when none has. One run
+ * The repeats' CPU checks as an interval (Student's t over the runs that have one); null when none has. One run
  * gets no spread: its ranks ran at once on the same machine, so their spread says nothing about the moment.
  */
-function calibrationInterval(repeats: readonly RunRecord[]): Interval | null {
-  const perRun = repeats.flatMap((record) => runCalibrationGflops(record) ?? []);
+function cpuCheckInterval(repeats: readonly RunRecord[]): Interval | null {
+  const perRun = repeats.flatMap((record) => runCpuCheckGflops(record) ?? []);
   return perRun.length === 0 ? null : meanWithInterval(perRun);
 }
 

@@ -79,7 +79,7 @@ export interface ComputeEntry {
   readonly gradientBytes: number;
   /**
    * The worker's CPU check over the baseline's runs: GFLOP/s at its fixed fp32 matrix products, timed just before each
-   * run (result.calibration). A run whose own check reads far from it ran on another machine than the one calibrated
+   * run (result.cpuCheck). A run whose own check reads far from it ran on another machine than the one calibrated
    * (src/report/predictions.ts machineCaveat). Absent in calibrations made before ringlab kept it, and on GPUs' runs
    * without one.
    */
@@ -328,7 +328,7 @@ export function calibrationFromRecords(
         cpusPerNode: first.params.cpusPerNode ?? null,
         computeSeconds: { mean: computeSeconds, halfWidth95, repeats: baseline.throughput.n },
         gradientBytes: first.result.metrics.gradientBytes,
-        ...(baseline.calibrationGflops === null ? {} : { cpuCheckGflops: baseline.calibrationGflops.mean }),
+        ...(baseline.cpuCheckGflops === null ? {} : { cpuCheckGflops: baseline.cpuCheckGflops.mean }),
         source: measured(baseline.runIds),
       },
     ];

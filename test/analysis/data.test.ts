@@ -654,7 +654,7 @@ describe("real data and time to train", () => {
   });
 });
 
-describe("reportData: the nodes' compute speed (calibration)", () => {
+describe("reportData: the nodes' CPU check", () => {
   it("gives every point and baseline the mean over its runs of each run's mean GFLOP/s, with Student's t over the runs that have one", () => {
     const data = reportData([
       trainRecord({ nodes: 1, repeat: 1, throughput: 100, computeGflops: [4.0] }),
@@ -667,9 +667,9 @@ describe("reportData: the nodes' compute speed (calibration)", () => {
     ]);
     const configuration = data.training[0]!;
     // (4.0, 3.8) and (3.7, 3.5): sample sd 0.1·√2 each, standard error 0.1.
-    expect(configuration.baseline!.calibrationGflops!.mean).toBeCloseTo(3.9, 12);
-    expect(configuration.baseline!.calibrationGflops!.halfWidth95).toBeCloseTo(T1 * 0.1, 9);
-    const calibration = point(configuration, "1gbit", 2).calibrationGflops!;
+    expect(configuration.baseline!.cpuCheckGflops!.mean).toBeCloseTo(3.9, 12);
+    expect(configuration.baseline!.cpuCheckGflops!.halfWidth95).toBeCloseTo(T1 * 0.1, 9);
+    const calibration = point(configuration, "1gbit", 2).cpuCheckGflops!;
     expect(calibration.n).toBe(2);
     expect(calibration.mean).toBeCloseTo(3.6, 12);
     expect(calibration.halfWidth95).toBeCloseTo(T1 * 0.1, 9);
@@ -687,8 +687,8 @@ describe("reportData: the nodes' compute speed (calibration)", () => {
   it("has no calibration for records without one, on either side", () => {
     const old = reportData(scalingCampaign());
     const resnet50 = config(old.training, "resnet50 · batch 64");
-    expect(resnet50.baseline!.calibrationGflops).toBeNull();
-    expect(resnet50.series.flatMap((series) => series.points).map((p) => p.calibrationGflops)).toEqual([
+    expect(resnet50.baseline!.cpuCheckGflops).toBeNull();
+    expect(resnet50.series.flatMap((series) => series.points).map((p) => p.cpuCheckGflops)).toEqual([
       null,
       null,
       null,
@@ -698,13 +698,13 @@ describe("reportData: the nodes' compute speed (calibration)", () => {
       trainRecord({ nodes: 1, throughput: 100 }),
       trainRecord({ nodes: 2, throughput: 150, computeGflops: [3.0, 3.4] }),
     ]);
-    expect(pointOnly.training[0]!.baseline!.calibrationGflops).toBeNull();
-    expect(point(pointOnly.training[0]!, "1gbit", 2).calibrationGflops!.mean).toBeCloseTo(3.2, 12);
+    expect(pointOnly.training[0]!.baseline!.cpuCheckGflops).toBeNull();
+    expect(point(pointOnly.training[0]!, "1gbit", 2).cpuCheckGflops!.mean).toBeCloseTo(3.2, 12);
     const baselineOnly = reportData([
       trainRecord({ nodes: 1, throughput: 100, computeGflops: [4.0] }),
       trainRecord({ nodes: 2, throughput: 150 }),
     ]);
-    expect(baselineOnly.training[0]!.baseline!.calibrationGflops!.mean).toBeCloseTo(4.0, 12);
-    expect(point(baselineOnly.training[0]!, "1gbit", 2).calibrationGflops).toBeNull();
+    expect(baselineOnly.training[0]!.baseline!.cpuCheckGflops!.mean).toBeCloseTo(4.0, 12);
+    expect(point(baselineOnly.training[0]!, "1gbit", 2).cpuCheckGflops).toBeNull();
   });
 });

@@ -45,11 +45,11 @@ const {
 } = layoutsCampaign(FOLDER);
 
 /**
- * The mean of the worker's own CPU check (result.calibration.computeGflops: a matmul timed before the run) over
+ * The mean of the worker's own CPU check (result.cpuCheck.computeGflops: a matmul timed before the run) over
  * records.
  */
 const gflopsOf = (records: readonly RunRecord[]) =>
-  mean(records.flatMap((record) => record.result?.calibration?.computeGflops ?? []));
+  mean(records.flatMap((record) => record.result?.cpuCheck?.computeGflops ?? []));
 
 describe("every layout on 2 and 3 CPU nodes, predicted before the run with each layout's own φ (test/bench/README.md)", () => {
   it("ran 42 runs, all ok, none run again, 18:36-19:11 UTC, predicted at 18:36:06 before the first, out of sample", () => {

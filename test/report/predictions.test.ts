@@ -226,7 +226,7 @@ describe("the prediction made before the run, scored", () => {
           ? record
           : ({
               ...record,
-              result: { ...record.result, calibration: { seconds: 0.6, computeGflops: [...gflops[record.runId]!] } },
+              result: { ...record.result, cpuCheck: { seconds: 0.6, computeGflops: [...gflops[record.runId]!] } },
             } as RunRecord),
       );
     const onTurin = checked({

@@ -1,6 +1,7 @@
-"""A fixed compute micro-benchmark that every rank runs just before its job, under the same CPU quota (or on the same
-GPU): how fast this node computes at this moment. The local testbed's nodes share one machine whose speed drifts
-(and whose VM reports no steal time), so a run's throughput is read next to the speed its nodes had when it ran.
+"""The CPU check: a fixed compute micro-benchmark that every rank runs just before its job, under the same CPU
+quota (or on the same GPU): how fast this node computes at this moment. The local testbed's nodes share one machine
+whose speed drifts (and whose VM reports no steal time), so a run's throughput is read next to the speed its nodes had
+when it ran.
 
 On a CPU the speed is per second of the process's CPU time, not of the wall clock: under a CPU quota in Docker's CFS
 periods of 100 ms (ringlab's are 10 ms since 2026-11-26) a 0.6 s window holds six or seven periods' worth of running,
@@ -41,11 +42,11 @@ def compute_gflops(device: torch.device, seconds: float, synchronize=lambda: Non
                 return products * 2 * _SIZE**3 / (clock() - started) / 1e9
 
 
-def measure_compute_speed(world, seconds: float):
+def measure_cpu_check(world, seconds: float):
     """Every rank's GFLOP/s, in rank order (all ranks at once, as their job computes), or None when `seconds` is 0.
 
-    The record keeps it as `calibration` (a field name kept for the records already written); `ringlab calibrate`'s
-    file is another thing."""
+    The record keeps it as `cpuCheck` (`calibration` in records before 2026-12-06, which ringlab still reads);
+    `ringlab calibrate`'s calibration file is another thing."""
     if seconds <= 0:
         return None
     mine = compute_gflops(world.device, seconds, world.synchronize)

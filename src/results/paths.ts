@@ -3,7 +3,7 @@
  *
  *   campaign.yaml                      the campaign file as run
  *   runs/<run id>.attempt-<k>.json     one record per attempt of a run (ringlab.run/v1), never rewritten;
- *                                      `runs/<run id>.json`, the layout before attempts were kept, is attempt 1
+ *                                      `runs/<run id>.json`, the name before attempts were kept, is attempt 1
  *   logs/<run id>/attempt-<k>/         that attempt's worker-<rank>.log and result.json
  *   runs.jsonl, summary.csv            derived from the latest attempt of every run
  *   predictions.json                   what the calibration predicted for every training run, before the first
@@ -13,7 +13,7 @@
  */
 import { join } from "node:path";
 
-export interface ResultsLayout {
+export interface ResultsPaths {
   readonly dir: string;
   readonly runsDir: string;
   readonly runsJsonl: string;
@@ -27,7 +27,7 @@ export interface ResultsLayout {
   logsDirOf(runId: string, attempt: number): string;
 }
 
-export function resultsLayout(dir: string): ResultsLayout {
+export function resultsPaths(dir: string): ResultsPaths {
   return {
     dir,
     runsDir: join(dir, "runs"),
