@@ -1,11 +1,11 @@
 /**
  * A layout as degrees that compose (issue #69): tp × cp × pp × dp ranks, the data-parallel ones replicated or sharded
  * (ZeRO-0 to 3), a pipeline's schedule and virtual stages, micro-batches and gradient accumulation, checked in one
- * place against the cluster that would run it. The ranks lie in a mesh as pytorch/torchtitan's ParallelDims builds its
- * own, ["pp", "dp_replicate", "dp_shard", "cp", "tp"] with tp innermost, so that a tensor-parallel group (all-reduces on
- * every layer) stays inside a node and the data-parallel and pipeline groups cross nodes. Each group says which nodes
- * it spans, for the collectives on it to be timed on the tier they cross. A CPU campaign's knobs map onto one through
- * their layout unit (index.ts compositionOf). Pure.
+ * place against the cluster that would run it. The ranks lie in a mesh as pytorch/torchtitan's ParallelDims builds
+ * its own, ["pp", "dp_replicate", "dp_shard", "cp", "tp"] with tp innermost, so that a tensor-parallel group
+ * (all-reduces on every layer) stays inside a node and the data-parallel and pipeline groups cross nodes. Each group
+ * says which nodes it spans, for the collectives on it to be timed on the tier they cross. A CPU campaign's knobs map
+ * onto one through their layout unit (index.ts compositionOf). Pure.
  */
 
 /** The mesh's dimensions, outermost first (torchtitan's order). */

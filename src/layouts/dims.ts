@@ -1,20 +1,8 @@
 /**
- * How a run's workers divide among pipeline stages (pp), data-parallel replicas (dpReplicate) and shards (dpShard),
- * and tensor-parallel groups (tp): the worker's docker/worker/ringlab_worker/parallel/dims.py, whose degrees multiply
- * to the world size. Each layout unit (./index.ts) says which degrees its knobs ask for; these are the pieces they
- * share. Pure.
+ * What the layout units share in saying which degrees (workload/layout.ts ParallelDims) a run's knobs ask for: the
+ * worker's docker/worker/ringlab_worker/parallel/dims.py, message for message. Pure.
  */
-
-export interface ParallelDims {
-  readonly pp: number;
-  readonly dpReplicate: number;
-  readonly dpShard: number;
-  readonly tp: number;
-}
-
-export type DimsResult =
-  | { readonly ok: true; readonly dims: ParallelDims }
-  | { readonly ok: false; readonly problem: string };
+import type { DimsResult, ParallelDims } from "../workload/layout.ts";
 
 /** The degrees given, every other one 1. */
 export function dimsWith(partial: Partial<ParallelDims>): DimsResult {
@@ -34,16 +22,6 @@ export function degreeOf(knob: string, value: number | undefined, fallback: numb
   return chosen < 1 || workers % chosen !== 0
     ? `${knob} ${chosen} does not divide the run's ${workers} workers`
     : chosen;
-}
-
-/** Replicas of the model that see different batches: global batch = this × batchSize. */
-export function dataParallel(layout: ParallelDims): number {
-  return layout.dpReplicate * layout.dpShard;
-}
-
-/** The blocks a pipeline stage holds: as even as they divide, earlier stages taking one more (the worker's split). */
-export function stageBlocks(layers: number, stages: number, stage: number): number {
-  return Math.floor(layers / stages) + (stage < layers % stages ? 1 : 0);
 }
 
 /** A knob's number as a run sets it; undefined where it is unset or not a number. */

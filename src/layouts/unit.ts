@@ -9,7 +9,7 @@ import type { LayoutStepInput } from "../results/layout-model.ts";
 import type { Composition } from "./composition.ts";
 import type { MemoryTerms } from "../workload/memory.ts";
 import type { Collective, TrafficParts, TrafficQuestion } from "../workload/traffic.ts";
-import type { DimsResult, ParallelDims } from "./dims.ts";
+import type { DimsResult, ParallelDims } from "../workload/layout.ts";
 
 /** A run's train knobs, as a campaign or `predict` gives them (unset: the registry's default). */
 export type Knobs = Readonly<Record<string, unknown>>;

@@ -14,8 +14,7 @@ import { bandwidthGbps } from "../rules/bandwidth.ts";
 import { instanceTypeFacts, SOURCES } from "../catalogue/aws-instance-types.ts";
 import { modelRatio } from "../catalogue/measured-throughput.ts";
 import { describeCitation, publishedThroughput } from "../catalogue/published-throughput.ts";
-import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../catalogue/assumed-throughput.ts";
-import { PARAMETER_COUNT } from "../config/registry.ts";
+import { PARAMETER_COUNT, PLANNING } from "../config/registry.ts";
 import type { CampaignFile, TrainKnobName } from "../config/schema.ts";
 import { isBaseLayout, layoutName, sumsWithReduction } from "../layouts/index.ts";
 import { targetOf } from "../targets/index.ts";
@@ -353,7 +352,9 @@ function scaledCompute(question: InputQuestion, gpu: string, gradientBytes: numb
  * one.
  */
 function assumedCompute(question: InputQuestion, gpu: string, gradientBytes: number): ComputeInput | undefined {
-  const imagesPerSecond = (ASSUMED_T4_FP32_IMAGES_PER_SECOND as Readonly<Record<string, number>>)[question.model];
+  const imagesPerSecond = (PLANNING as Readonly<Record<string, { t4Fp32ImagesPerSecond: number } | undefined>>)[
+    question.model
+  ]?.t4Fp32ImagesPerSecond;
   if (gpu !== T4 || imagesPerSecond === undefined) return undefined;
   return {
     seconds: {
@@ -362,7 +363,7 @@ function assumedCompute(question: InputQuestion, gpu: string, gradientBytes: num
     },
     gradientBytes,
     source:
-      `assumed: ringlab's planning figure of ${imagesPerSecond} img/s for ${question.model} on a T4 in fp32 (src/catalogue/assumed-throughput.ts), ±${ASSUMED_HALF_WIDTH * 100} %: ` +
+      `assumed: ringlab's planning figure of ${imagesPerSecond} img/s for ${question.model} on a T4 in fp32 (registry.json: planning.t4Fp32ImagesPerSecond), ±${ASSUMED_HALF_WIDTH * 100} %: ` +
       `no published T4 training figure was found${question.precision === "fp32" ? "" : `; the fp32 figure for ${question.precision}, which a T4's tensor cores run faster`}`,
   };
 }

@@ -5,7 +5,7 @@
  * assumed where none was measured, said so. Pure.
  */
 import type { RunRecord } from "../results/record.ts";
-import { dimsOf, isBaseLayout, layoutName } from "../layouts/index.ts";
+import { dimsOf, isBaseLayout, layoutName, memoryTermsOf } from "../layouts/index.ts";
 import { rankMemory, type RankMemory } from "../workload/memory.ts";
 import type { Source } from "./calibration.ts";
 
@@ -157,9 +157,10 @@ export function predictMemory(
   // A sharded layout on one worker shards nothing: DDP's constants; across workers its own, where there are some.
   const own = run.nodes * processes > 1 ? constants.layouts?.[layoutName(run.knobs)] : undefined;
   const { overheadBytes, scale, source } = own ?? constants;
-  const perRank = rankMemory({ model: run.model, batchSize: run.batchSize, knobs: run.knobs, dims: layout.dims }).map(
-    (parts) => ({ stage: parts.stage, bytes: overheadBytes + scale * parts.peak, parts }),
-  );
+  const perRank = rankMemory(
+    { model: run.model, batchSize: run.batchSize, knobs: run.knobs, dims: layout.dims },
+    memoryTermsOf(run.knobs, layout.dims),
+  ).map((parts) => ({ stage: parts.stage, bytes: overheadBytes + scale * parts.peak, parts }));
   const rankBytes = Math.max(...perRank.map((rank) => rank.bytes));
   return {
     perRank,
@@ -193,12 +194,10 @@ export function memoryPoints(record: RunRecord): MemoryPoint[] {
   const knobs = result.knobs;
   const layout = dimsOf(knobs, result.world.size, result.world.nodes);
   if (!layout.ok) return [];
-  const stages = rankMemory({
-    model: record.params.model,
-    batchSize: record.params.batchSize ?? 0,
-    knobs,
-    dims: layout.dims,
-  });
+  const stages = rankMemory(
+    { model: record.params.model, batchSize: record.params.batchSize ?? 0, knobs, dims: layout.dims },
+    memoryTermsOf(knobs, layout.dims),
+  );
   const perStage = result.world.size / layout.dims.pp;
   return result.metrics.memory.perRank.map((rank, index) => ({
     runId: record.runId,

@@ -31,7 +31,7 @@ import {
   type LinkCoefficients,
   type StepCollective,
 } from "../results/layout-model.ts";
-import { dataParallel } from "../layouts/dims.ts";
+import { dataParallel } from "../workload/layout.ts";
 import { dimsOf, layoutName, stepShapeOf, stepTraffic, sumsWithReduction } from "../layouts/index.ts";
 import { unitsPerSample } from "../workload/transformer.ts";
 import {

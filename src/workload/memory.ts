@@ -26,8 +26,7 @@
  */
 import census from "../catalogue/transformer-activations.json" with { type: "json" };
 import { LANGUAGE_SHAPE, NATIVE_IMAGE_SIZE, PARAMETER_COUNT, PLANNING, type Model } from "../config/registry.ts";
-import { memoryTermsOf } from "../layouts/index.ts";
-import { stageBlocks, type ParallelDims } from "../layouts/dims.ts";
+import { stageBlocks, type ParallelDims } from "./layout.ts";
 import { blockParameters, shapeOf, type TransformerShape } from "./transformer.ts";
 
 const BYTES = 4;
@@ -90,11 +89,11 @@ export interface MemoryTerms {
   samplesInFlight(batchSize: number, stage: number): number;
 }
 
-/** The rank's memory at every pipeline stage (one entry without a pipeline); `terms`: its layout unit's. */
-export function rankMemory(
-  question: MemoryQuestion,
-  terms: MemoryTerms = memoryTermsOf(question.knobs, question.dims),
-): RankMemory[] {
+/**
+ * The rank's memory at every pipeline stage (one entry without a pipeline); `terms`: its layout unit's (src/layouts/
+ * memoryTermsOf).
+ */
+export function rankMemory(question: MemoryQuestion, terms: MemoryTerms): RankMemory[] {
   return Array.from({ length: question.dims.pp }, (_, stage) => stageMemory(question, terms, stage));
 }
 

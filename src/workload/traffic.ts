@@ -7,7 +7,7 @@
  */
 import { PARAMETER_COUNT, type Model } from "../config/registry.ts";
 import type { MeshDimension } from "../layouts/composition.ts";
-import { stageBlocks, type ParallelDims } from "../layouts/dims.ts";
+import { stageBlocks, type ParallelDims } from "./layout.ts";
 import { blockParameters, shapeOf, type TransformerShape } from "./transformer.ts";
 
 export type CollectiveOp = "all_reduce" | "all_gather" | "reduce_scatter" | "send";

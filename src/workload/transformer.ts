@@ -5,7 +5,7 @@
  * registry's, which test/worker/test_parallel_units.py checks against the built models). Pure.
  */
 import { LANGUAGE_SHAPE, type TransformerShape } from "../config/registry.ts";
-import { stageBlocks } from "../layouts/dims.ts";
+import { stageBlocks } from "./layout.ts";
 
 export type { TransformerShape };
 

@@ -11,7 +11,7 @@ import { predictionContextFor } from "../../src/predict/inputs.ts";
 import { calibrationOfCampaigns } from "../../src/predict/layout-overlap.ts";
 import { recommend } from "../../src/predict/recommend.ts";
 import type { RunRecord } from "../../src/results/record.ts";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { layoutComparisons } from "../../src/report/layouts.ts";
 import { scorePredictions } from "../../src/report/predictions.ts";
 import { committedPredictions, latestOf, recordsOf } from "./records.ts";

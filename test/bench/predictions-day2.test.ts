@@ -15,7 +15,7 @@ import { predictionsToSave } from "../../src/campaign/execute.ts";
 import { parseCampaign } from "../../src/config/load.ts";
 import { calibrationFromRecords, parseCalibration } from "../../src/predict/calibration.ts";
 import { predictionContextFor } from "../../src/predict/inputs.ts";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import { parsePredictions } from "../../src/results/predictions.ts";
 import { recordsOf, rounded, comparableWithBefore } from "./records.ts";

@@ -33,7 +33,7 @@ MODEL = [
     "2",
     "--num-iters",
     "2",
-    "--calibration-seconds",
+    "--cpu-check-seconds",
     "0",
     "--timeout-seconds",
     "60",

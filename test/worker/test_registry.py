@@ -23,12 +23,11 @@ def subparser(job: str) -> argparse.ArgumentParser:
 
 
 def options(job: str) -> dict:
-    """Flag -> its argparse action, for every option of `job` but --help."""
+    """Flag -> its argparse action, for every option of `job` but --help, by its name (an old name after it aside)."""
     return {
-        flag: action
+        action.option_strings[0]: action
         for action in subparser(job)._actions
-        for flag in action.option_strings
-        if not isinstance(action, argparse._HelpAction)
+        if action.option_strings and not isinstance(action, argparse._HelpAction)
     }
 
 

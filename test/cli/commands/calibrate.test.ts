@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { recordFileName } from "../../../src/results/folder-layout.ts";
+import { recordFileName } from "../../../src/results/paths.ts";
 import { trainRecord, probeRecord } from "../../report/fixtures/records.ts";
 
 const BIN = resolve("src/bin/ringlab.mjs");
