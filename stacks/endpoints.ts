@@ -1,14 +1,14 @@
 /**
- * The test-only endpoint override of the stack's AWS provider (RINGLAB_TEST_AWS_ENDPOINT, see src/aws/clients.ts):
- * every service the stack's resources belong to is sent to one emulator on loopback, with fake credentials and
- * no calls to STS, IAM or the instance metadata service on the side.
+ * The test-only endpoint override of the stack's AWS provider (RINGLAB_TEST_AWS_ENDPOINT, see
+ * src/targets/aws/clients.ts): every service the stack's resources belong to is sent to one emulator on loopback,
+ * with fake credentials and no calls to STS, IAM or the instance metadata service on the side.
  *
  * SERVICE_OF_TYPE is the contract: a resource type the stack uses must be listed here, and its service must be
  * in OVERRIDDEN_SERVICES; test/stacks/endpoints.test.ts fails otherwise, so a new resource cannot quietly
  * reach AWS itself during an emulator test.
  */
 import type { AwsProviderConfig } from "@cdktf/provider-aws/lib/provider/index.js";
-import { FAKE_CREDENTIALS } from "../src/aws/clients.ts";
+import { FAKE_CREDENTIALS } from "../src/targets/aws/clients.ts";
 
 /** The provider's endpoint keys the override sets: the stack's services, plus sts and iam the provider calls itself. */
 export const OVERRIDDEN_SERVICES = ["ec2", "efs", "s3", "sts", "iam"] as const;

@@ -3,7 +3,7 @@
  * which, at every boot, sleeps until the testbed's `ringlab:expires-at` time and then powers the node off. The
  * instances are launched with `instance_initiated_shutdown_behavior = terminate`, so powering off from inside
  * terminates the instance (its root volume and network interface go with it) even when no controller is left
- * to run `ringlab down`. The other half is `ringlab sweep` (src/aws/sweep.ts), for what is not an instance.
+ * to run `ringlab down`. The other half is `ringlab sweep` (src/targets/aws/sweep.ts), for what is not an instance.
  *
  * A node booted after its expiry powers off at once. A reboot keeps the instance; only a shutdown terminates it.
  */

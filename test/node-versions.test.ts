@@ -10,7 +10,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -61,6 +61,20 @@ const NODES = [
     install: "npm run setup:test",
   },
 ];
+/** The PATH without node_modules' folders, as a shell outside `npm run` has it. */
+const systemPath = () =>
+  (process.env["PATH"] ?? "").split(":").filter((dir) => dir !== "" && !dir.includes("node_modules"));
+
+/** The npx script a shell finds on that PATH (the system's npm), which npm runs on whichever `node` it is given. */
+function npxOnSystemPath(): string {
+  const found = spawnSync("sh", ["-c", "command -v npx"], {
+    encoding: "utf8",
+    env: { ...process.env, PATH: systemPath().join(":") },
+  }).stdout.trim();
+  if (found === "") throw new Error("no npx on the PATH outside node_modules: install npm (README, Quick start)");
+  return realpathSync(found);
+}
+
 /** What a dependency (or Node itself) prints when it warns: `(node:123) ...Warning: ...` or a bare `...Warning:`. */
 const WARNING = /^\(node:\d+\)|Warning:/m;
 
@@ -143,6 +157,33 @@ describe("the CLI on a Node.js older than 22.19 (Node.js 20)", () => {
     expect(plan.status, plan.stderr).toBe(0);
     expect(plan.stdout).toMatch(/10 runs/);
     expect(lines(log)).toEqual([`${OLD_VERSION} first`, `${versionOf(NODE_24)} ${OLD_VERSION}`]);
+  });
+
+  /**
+   * npm's npx run by the old Node.js, as a newcomer types it: npm checks package.json's engines against the Node.js
+   * it runs on, so they name what the bootstrap (src/bin/ringlab.mjs) runs on, and the bootstrap checks what the code
+   * needs.
+   */
+  it("`npx ringlab --help` and `npx ringlab campaign <file>` print nothing of npm's (no EBADENGINE) before ringlab's own", () => {
+    const npx = npxOnSystemPath();
+    const path = [dirname(old), ...systemPath()].join(":");
+    // npx installs the folder into its cache the first time, which is when npm checks the engines: a cache of its own.
+    const cache = mkdtempSync(join(tmpdir(), "ringlab-npx-cache-"));
+    const npxRun = (args: string[]) =>
+      spawnSync(old, [npx, "ringlab", ...args], {
+        cwd: REPO,
+        encoding: "utf8",
+        timeout: 60_000,
+        env: { ...process.env, PATH: path, npm_config_cache: cache },
+      });
+    const help = npxRun(["--help"]);
+    expect(help.status, help.stderr).toBe(0);
+    expect(help.stderr).not.toMatch(/EBADENGINE|npm warn/i);
+    expect(help.stdout).toMatch(/^Usage: ringlab /);
+    const campaign = npxRun(["campaign", "no-such-campaign.yaml"]);
+    expect(campaign.status, campaign.stderr).toBe(2);
+    expect(campaign.stderr).toMatch(/^error: /);
+    expect(campaign.stderr).not.toMatch(/EBADENGINE|npm warn/i);
   });
 
   it("without a Node.js in node_modules, says which it needs and how to get one, exit 2, before anything else", () => {

@@ -125,8 +125,8 @@ export class Docker {
 
   /**
    * Runs `command` in a throw-away container of `image` on the host's network namespace, with NET_ADMIN: for the
-   * host's firewall (src/testbed/host-firewall.ts), which whoever may use the engine may change anyway. Never pulled:
-   * an image of that name from a registry is not ringlab's.
+   * host's firewall (src/targets/local/host-firewall.ts), which whoever may use the engine may change anyway. Never
+   * pulled: an image of that name from a registry is not ringlab's.
    */
   async runOnHostNetwork(image: string, command: readonly string[]): Promise<void> {
     const [entrypoint, ...args] = command;

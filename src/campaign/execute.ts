@@ -2,7 +2,7 @@
  * Runs a campaign: read -> plan -> bring the testbed up -> run what is left -> report -> tear down, on every target
  * (src/targets/): what differs is the testbed the target opens (a CampaignTestbed). By default ringlab brings the
  * testbed up, configures it and runs through Ansible (ansibleTestbed, below); a target with its own run path (a
- * Kubernetes cluster: a Job per run, src/kubernetes/campaign.ts) brings that instead.
+ * Kubernetes cluster: a Job per run, src/targets/kubernetes/campaign.ts) brings that instead.
  * Every finished run is on disk before the next starts, so a kill loses at most the run in flight, and a rerun
  * of the same file resumes. Teardown runs at the end, on failure and on Ctrl-C/SIGTERM, unless asked to keep.
  */
@@ -15,7 +15,7 @@ import { dockerFor, uninterruptible, type Context } from "../context/context.ts"
 import { recordedLauncher } from "../launchers/index.ts";
 import { writeReport } from "../report/index.ts";
 import { writeDerivedFiles } from "../results/derived.ts";
-import type { ResultsLayout } from "../results/folder-layout.ts";
+import type { ResultsPaths } from "../results/paths.ts";
 import { RUN_RECORD_SCHEMA, type RunRecord } from "../results/record.ts";
 import { disturbance, judged, UNSTEADY_SHIFT, type Disturbance } from "../results/steadiness.ts";
 import { ResultsStore } from "../results/store.ts";
@@ -147,12 +147,12 @@ export async function runCampaign(
   const keep = gapOf(target, "keep") === undefined && (options.keep ?? plan.keep);
   const todo = runsToDo(plan, store, cpusPerNode, options.redoDisturbed === true);
   const alreadyDone = plan.runs.length - todo.length;
-  saveCampaignCopy(store.layout, file.sourceText);
+  saveCampaignCopy(store.paths, file.sourceText);
   if (predictable !== undefined)
     savePredictions(ctx, { store, plan, file: predictable, cpusPerNode }, options.calibration);
   ctx.reporter.info(
     `campaign ${plan.name}: ${plan.repeatUntil === undefined ? "" : "up to "}${plan.runs.length} runs planned, ${alreadyDone} already done, ` +
-      `${todo.length} to run${target.runsWhere?.(file.testbed) ?? ""}; results in ${store.layout.dir}`,
+      `${todo.length} to run${target.runsWhere?.(file.testbed) ?? ""}; results in ${store.paths.dir}`,
   );
 
   const tally: Tally = {
@@ -196,7 +196,7 @@ export async function runCampaign(
   }
   const { rerun, ...counts } = tally;
   return {
-    resultsDir: store.layout.dir,
+    resultsDir: store.paths.dir,
     planned: plan.runs.length,
     alreadyDone,
     ...counts,
@@ -611,7 +611,7 @@ function takeWhile<T>(items: readonly T[], predicate: (item: T) => boolean): T[]
 export function recordRun(ctx: Context, scope: RecordScope, tally: Omit<Tally, "rerun">, record: RunRecord): void {
   scope.store.save(record);
   writeDerivedFiles(
-    scope.store.layout,
+    scope.store.paths,
     scope.store.records(),
     scope.plan.runs.map((run) => run.id),
   );
@@ -675,7 +675,7 @@ export function runRecord(
     endedAt: outcome.endedAt,
     wallSeconds: outcome.wallSeconds,
     ...(benchmarkSeconds === undefined || Number.isNaN(benchmarkSeconds) ? {} : { benchmarkSeconds }),
-    logsDir: relative(scope.store.layout.dir, outcome.collectDir),
+    logsDir: relative(scope.store.paths.dir, outcome.collectDir),
     ...(outcome.result === undefined ? {} : { result: outcome.result }),
   };
 }
@@ -699,7 +699,7 @@ function skippedRecord(scope: CampaignScope, run: PlannedRun, lost: readonly str
     startedAt: now,
     endedAt: now,
     wallSeconds: 0,
-    logsDir: relative(scope.store.layout.dir, scope.store.logsDirOf(run.id, attempt)),
+    logsDir: relative(scope.store.paths.dir, scope.store.logsDirOf(run.id, attempt)),
   };
 }
 
@@ -749,7 +749,7 @@ async function tearDown(ctx: Context, testbedName: string): Promise<"done" | "fa
 export async function makeReport(ctx: Context, store: ResultsStore, leftOut: readonly string[]): Promise<void> {
   const records = store.records();
   if (records.length === 0) return;
-  const dir = store.layout.dir;
+  const dir = store.paths.dir;
   try {
     await ctx.reporter.step("write the report", () => writeReport(dir, records, { leftOut }));
   } catch (error) {
@@ -769,9 +769,9 @@ function savePredictions(
   scope: { store: ResultsStore; plan: CampaignPlan; file: LoadedCampaignFile; cpusPerNode: number | undefined },
   calibration: CampaignOptions["calibration"],
 ): void {
-  const { layout } = scope.store;
+  const { paths } = scope.store;
   const context = predictionContextFor(scope.file, scope.cpusPerNode, calibration?.calibration);
-  if (context === undefined || existsSync(layout.predictions)) return;
+  if (context === undefined || existsSync(paths.predictions)) return;
   const from = calibration?.from;
   const inputs =
     context.calibration === undefined
@@ -783,7 +783,7 @@ function savePredictions(
     plan: scope.plan,
     campaignFile: scope.file.sourceFile,
     recorded: scope.store.records(),
-    resultsDir: layout.dir,
+    resultsDir: paths.dir,
     context,
     memory: memoryConstantsFor(scope.file, scope.cpusPerNode, calibration?.calibration),
     from,
@@ -794,17 +794,17 @@ function savePredictions(
     ctx.reporter.warn(outcome.refused);
     return;
   }
-  writeFileAtomic(layout.predictions, `${JSON.stringify(outcome.file, null, 2)}\n`);
-  ctx.reporter.info(`${outcome.said} (${layout.predictions})`);
+  writeFileAtomic(paths.predictions, `${JSON.stringify(outcome.file, null, 2)}\n`);
+  ctx.reporter.info(`${outcome.said} (${paths.predictions})`);
   const memory = memoryConstantsFor(scope.file, scope.cpusPerNode, calibration?.calibration);
   const ranking = rankingsOf(scope.plan, context, memory, {
     madeAt: outcome.file.madeAt,
     calibration: outcome.file.calibration,
   });
   if (ranking === undefined) return;
-  writeFileAtomic(layout.ranking, `${JSON.stringify(ranking, null, 2)}\n`);
+  writeFileAtomic(paths.ranking, `${JSON.stringify(ranking, null, 2)}\n`);
   ctx.reporter.info(
-    `predict --recommend's order of the layouts at ${ranking.rankings.length} slots, before the first run (${layout.ranking})`,
+    `predict --recommend's order of the layouts at ${ranking.rankings.length} slots, before the first run (${paths.ranking})`,
   );
 }
 
@@ -892,7 +892,7 @@ function withMemory(
   return { ...prediction, memory: { rankBytes: memory.rankBytes, nodeBytes: memory.nodeBytes, source: memory.source } };
 }
 
-export function saveCampaignCopy(layout: ResultsLayout, text: string): void {
-  if (existsSync(layout.campaignCopy) && readFileSync(layout.campaignCopy, "utf8") === text) return;
-  writeFileAtomic(layout.campaignCopy, text);
+export function saveCampaignCopy(paths: ResultsPaths, text: string): void {
+  if (existsSync(paths.campaignCopy) && readFileSync(paths.campaignCopy, "utf8") === text) return;
+  writeFileAtomic(paths.campaignCopy, text);
 }

@@ -1,7 +1,7 @@
 /**
  * What `ringlab plan` and `ringlab campaign` check of a plan before anything starts (issue #52): every training run's
- * layout divides its workers (src/workload/layout.ts) and its model's heads (src/workload/shape-problems.ts), and its
- * memory fits, as the memory model predicts it
+ * layout divides its workers (src/layouts/) and its model's heads (src/workload/shape-problems.ts), and its memory
+ * fits, as the memory model predicts it
  * (src/predict/memory.ts): a local testbed's node within testbed.memoryPerNodeGiB, a GPU's rank within the GPU's
  * memory. A run that does not fit is named with what would: the same run sharded (FSDP full shard), on more nodes,
  * with activation checkpointing. Pure.
@@ -18,7 +18,7 @@ import {
 } from "../predict/memory.ts";
 import { targetOf } from "../targets/index.ts";
 import type { TargetMemory } from "../targets/target.ts";
-import { dimsOf, pipelineProblem } from "../workload/layout.ts";
+import { dimsOf, layoutProblem } from "../layouts/index.ts";
 import { shapeProblems } from "../workload/shape-problems.ts";
 import { usableGpuMemoryGiB } from "./gpu-memory.ts";
 import type { CampaignPlan, PlannedRun } from "./plan.ts";
@@ -121,7 +121,7 @@ export function planProblems(plan: CampaignPlan, file: CampaignFile, constants: 
     const layout = dimsOf(run.knobs, run.nodes * (run.processesPerNode ?? 1), run.nodes);
     const problem = layout.ok
       ? (shapeProblems(run.model, run.knobs, layout.dims.tp)[0]?.message ??
-        pipelineProblem(run.knobs, run.batchSize!, layout.dims.pp))
+        layoutProblem(run.knobs, run.batchSize!, layout.dims))
       : layout.problem;
     if (problem !== undefined) {
       problems.set(run.configuration, `${run.configuration}: ${problem}`);

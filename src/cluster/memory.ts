@@ -3,6 +3,7 @@
  * recipe for the model states, Korthikanti et al.'s activations), asked in its own terms. The seam between the cluster
  * predictor and the memory model: nothing is counted here. Pure.
  */
+import { memoryTermsOf } from "../layouts/index.ts";
 import { rankMemory } from "../workload/memory.ts";
 import type { LayoutDegrees } from "./groups.ts";
 
@@ -36,18 +37,15 @@ export function peakBytesPerGpu(question: LayoutMemoryQuestion): number {
     // Context parallelism gives each rank a cp-th of every sequence.
     ...(question.sequence === undefined ? {} : { sequenceLength: question.sequence / layout.cp }),
   };
-  const stages = rankMemory({
-    model: question.model,
-    batchSize: question.microSamples * layout.microBatches,
-    knobs,
-    dims: {
-      pp: layout.pp,
-      tp: layout.tp,
-      dpReplicate: sharded ? 1 : layout.dp * layout.cp,
-      dpShard: sharded ? layout.dp * layout.cp : 1,
-    },
-    recipe: "pytorch",
-    sharding: layout.dpSharding,
-  });
+  const dims = {
+    pp: layout.pp,
+    tp: layout.tp,
+    dpReplicate: sharded ? 1 : layout.dp * layout.cp,
+    dpShard: sharded ? layout.dp * layout.cp : 1,
+  };
+  const stages = rankMemory(
+    { model: question.model, batchSize: question.microSamples * layout.microBatches, knobs, dims, recipe: "pytorch" },
+    { ...memoryTermsOf(knobs, dims), sharding: layout.dpSharding },
+  );
   return Math.max(...stages.map((stage) => stage.peak));
 }

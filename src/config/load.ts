@@ -9,12 +9,8 @@ import { load as loadYaml, YAMLException } from "js-yaml";
 import { ConfigError } from "../util/errors.ts";
 import { campaignNameOf, checkCampaignName } from "../rules/names.ts";
 import { checkSafeResolvedPath } from "../rules/safe-text.ts";
-import { gapOfTestbed, targetOf, targetsThatCan } from "../targets/index.ts";
-import { isKubernetesTestbed } from "../targets/kubernetes.ts";
+import { gapOfTestbed, isKubernetesTestbed, targetOf, targetsThatCan } from "../targets/index.ts";
 import { validateCampaign, type CampaignFile, type KubernetesCampaignFile } from "./schema.ts";
-
-/** Why the worker image tarball cannot be read: the AWS target's rule, which its preflight applies too. */
-export { tarballProblem } from "../targets/aws.ts";
 
 /** A loaded campaign: paths absolute, the AWS public key read into `sshPublicKey`. */
 export interface LoadedCampaignFile extends CampaignFile {

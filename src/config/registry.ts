@@ -3,9 +3,10 @@
  * from the worker's registry (docker/worker/ringlab_worker/registry.json), the one place they are written. This
  * is the one module that imports the JSON; a leaf (nothing else from ringlab).
  *
- * A JSON module has no literal types, but its keys are literal: model, reduction and knob names are the JSON's
- * keys (`keyof`). A knob's value type follows from its entry's shape: `choices: "reductions"` a Reduction, other
- * choices a string, a boolean default (a switch) a boolean, anything else a number.
+ * A JSON module has no literal types, but its keys are literal: model, reduction, layout and knob names are the
+ * JSON's keys (`keyof`). A knob's value type follows from its entry's shape: `choices: "reductions"` a Reduction,
+ * `choices: "layouts"` a Parallelism (NamedChoices), other choices a string, a boolean default (a switch) a boolean,
+ * anything else a number.
  */
 import registry from "../../docker/worker/ringlab_worker/registry.json" with { type: "json" };
 
@@ -13,17 +14,24 @@ type Registry = typeof registry;
 export type Model = keyof Registry["models"];
 /** How gradients are summed across ranks: the worker's --reduction. */
 export type Reduction = keyof Registry["reductions"];
+/** How the model is laid out over the workers: the worker's --parallelism, one unit each in src/layouts/. */
+export type Parallelism = keyof Registry["layouts"];
 export type TrainKnobName = keyof Registry["trainKnobs"];
 
-type ValueOf<Entry> = Entry extends { choices: string }
-  ? Reduction
-  : Entry extends { choices: readonly string[] }
-    ? string
-    : Entry extends { default: boolean }
-      ? boolean
-      : number;
+type ValueOf<Entry> = Entry extends { choices: string | readonly string[] }
+  ? string
+  : Entry extends { default: boolean }
+    ? boolean
+    : number;
+/** The knobs whose choices name a section of the registry: JSON gives the section's name no literal type. */
+interface NamedChoices {
+  readonly reduction: Reduction;
+  readonly parallelism: Parallelism;
+}
 /** The value a campaign gives knob K. */
-export type TrainKnobValue<K extends TrainKnobName> = ValueOf<Registry["trainKnobs"][K]>;
+export type TrainKnobValue<K extends TrainKnobName> = K extends keyof NamedChoices
+  ? NamedChoices[K]
+  : ValueOf<Registry["trainKnobs"][K]>;
 
 const KNOB_TYPES = ["int", "number", "enum", "switch"] as const;
 
@@ -38,7 +46,7 @@ export interface TrainKnob<Value = string | number | boolean> {
   readonly max?: number;
   readonly gt?: number;
   readonly lt?: number;
-  /** enum only, in the registry's order ("reductions" already resolved to REDUCTIONS). */
+  /** enum only, in the registry's order ("reductions" and "layouts" already resolved to REDUCTIONS and LAYOUTS). */
   readonly choices?: readonly [string, ...string[]];
   /** Knobs a campaign that sets this one must set too, and knobs it must not set with it. */
   readonly needs: readonly TrainKnobName[];
@@ -275,6 +283,9 @@ export function throughputUnit(model: string): "images" | "tokens" {
   return (MODEL_KIND as Readonly<Record<string, ModelKind>>)[model] === "language" ? "tokens" : "images";
 }
 
+/** The worker's layouts (parallelism's values), in the registry's order: ddp, its default, first. */
+export const LAYOUTS = keysOf(registry.layouts);
+
 /** The worker's reductions, in the registry's order: ring first, then the two parameter servers. */
 export const REDUCTIONS = keysOf(registry.reductions);
 /** Reductions that run as a DDP communication hook (Horovod has only its own all-reduce). */
@@ -354,7 +365,13 @@ function trainKnob(name: TrainKnobName): TrainKnob {
     throw new Error(
       `registry.json: train knob ${name} has type ${String(type)}, expected one of ${KNOB_TYPES.join(", ")}`,
     );
-  const choices = entry["choices"] === "reductions" ? REDUCTIONS : (entry["choices"] as TrainKnob["choices"]);
+  const named: Readonly<Record<string, TrainKnob["choices"]>> = { reductions: REDUCTIONS, layouts: LAYOUTS };
+  const choices =
+    typeof entry["choices"] === "string" ? named[entry["choices"]] : (entry["choices"] as TrainKnob["choices"]);
+  if (typeof entry["choices"] === "string" && choices === undefined)
+    throw new Error(
+      `registry.json: train knob ${name} has choices "${entry["choices"]}", expected a list or one of ${Object.keys(named).join(", ")}`,
+    );
   const numbers = Object.fromEntries(
     (["min", "max", "gt", "lt"] as const).flatMap((bound) =>
       typeof entry[bound] === "number" ? [[bound, entry[bound]]] : [],

@@ -9,11 +9,15 @@
 import { z } from "zod";
 import { BANDWIDTH_HELP, bandwidthGbps } from "../rules/bandwidth.ts";
 import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, type LauncherName } from "../launchers/names.ts";
-import { AWS_DEFAULTS } from "../targets/aws.ts";
-import { gapOfTestbed, targetOf, targetsThatCan, TESTBED_SECTIONS, type TestbedSection } from "../targets/index.ts";
-import { KUBERNETES_DEFAULTS } from "../targets/kubernetes.ts";
-import { LOCAL_DEFAULTS } from "../targets/local.ts";
-import { DEFAULT_MAX_NODES, safePath, type IssueAt } from "./fields.ts";
+import {
+  gapOfTestbed,
+  TARGET_DEFAULTS,
+  targetOf,
+  targetsThatCan,
+  TESTBED_SECTIONS,
+  type TestbedSection,
+} from "../targets/index.ts";
+import { DEFAULT_MAX_NODES, safePath, type IssueAt } from "../targets/section-fields.ts";
 import { combinationProblems, knobRuleProblems } from "./knob-rules.ts";
 import { describeIssues, type ConfigProblem } from "./problems.ts";
 import { shapeProblems } from "../workload/shape-problems.ts";
@@ -34,18 +38,14 @@ import {
 } from "./registry.ts";
 
 export { describeValue, type ConfigProblem } from "./problems.ts";
-/** The testbed sections' own pieces live with their targets (src/targets/); these names stay for their callers. */
-export { availabilityZoneOf, TERRAFORM_BINARIES } from "../targets/aws.ts";
 
 /**
- * Defaults, documented once (each target's own in its module, src/targets/); docs/campaign-file.md is generated from
- * the schema.
+ * Defaults, documented once (each target's own in its folder, src/targets/<name>/target.ts, listed by the target
+ * table); docs/campaign-file.md is generated from the schema.
  */
 export const DEFAULTS = {
   maxNodes: DEFAULT_MAX_NODES,
-  local: LOCAL_DEFAULTS,
-  aws: AWS_DEFAULTS,
-  kubernetes: KUBERNETES_DEFAULTS,
+  ...TARGET_DEFAULTS,
 } as const;
 
 type RefinementContext = z.core.$RefinementCtx;

@@ -33,8 +33,8 @@ export interface Launcher {
   readonly role: string;
   /** What configuring a testbed for it adds; absent: every configured testbed serves it. */
   readonly setup?: {
-    /** `ringlab configure --<flag>`. */
-    readonly flag: string;
+    /** Its option of `ringlab configure` (`--<option>`). */
+    readonly option: string;
     readonly description: string;
     /** What the testbed becomes, e.g. "a Slurm cluster" ("configure 3 nodes as a Slurm cluster"). */
     readonly makes: string;

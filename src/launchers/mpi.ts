@@ -26,7 +26,7 @@ export const mpiLauncher: Launcher = {
   summary: "one mpirun on the head, one process per node over SSH (the testbed configured with --mpi)",
   role: "mpi",
   setup: {
-    flag: "mpi",
+    option: "mpi",
     description: "also install Open MPI and let root SSH between the nodes, for `ringlab run --launcher mpi`",
     makes: "an Open MPI cluster",
   },

@@ -20,7 +20,7 @@ export const slurmLauncher: Launcher = {
   summary: "one sbatch job (the testbed configured with --slurm)",
   role: "slurm",
   setup: {
-    flag: "slurm",
+    option: "slurm",
     description:
       "also make it a Slurm cluster (munge, slurmctld on the head, slurmd everywhere), for `ringlab run --launcher slurm`",
     makes: "a Slurm cluster",

@@ -1,6 +1,6 @@
 /**
  * A calibration: what a prediction needs and where each number came from (issue #35). Built from a campaign's
- * results with the report's own numbers (src/report/data.ts): each single-node baseline gives one step's compute,
+ * results with the numbers the report shows (src/analysis/data.ts): each single-node baseline gives one step's compute,
  * each probe's alpha-beta fit gives a link, and each shaped multi-node training point how much of its all-reduce
  * DDP hid behind backward (the overlap share φ, per node count). Merged calibrations keep the newest entry of each
  * key. Pure: records and plain data in, plain data out; src/cli/commands/calibrate.ts reads and writes the file.
@@ -8,7 +8,8 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { configurationKey } from "../campaign/plan.ts";
-import { reportData } from "../report/data.ts";
+import { reportData } from "../analysis/data.ts";
+import { splitLabel as layoutSplitLabel, sumsWithReduction } from "../layouts/index.ts";
 import { overlapShare } from "../results/comm-model.ts";
 import { meanWithInterval } from "../results/statistics.ts";
 import type { CalibrationInput } from "../results/predictions.ts";
@@ -85,7 +86,7 @@ export interface ComputeEntry {
   readonly gradientBytes: number;
   /**
    * The worker's CPU check over the baseline's runs: GFLOP/s at its fixed fp32 matrix products, timed just before each
-   * run (result.calibration). A run whose own check reads far from it ran on another machine than the one calibrated
+   * run (result.cpuCheck). A run whose own check reads far from it ran on another machine than the one calibrated
    * (src/report/predictions.ts machineCaveat). Absent in calibrations made before ringlab kept it, and on GPUs' runs
    * without one.
    */
@@ -338,7 +339,7 @@ export function calibrationFromRecords(
         cpusPerNode: first.params.cpusPerNode ?? null,
         computeSeconds: { mean: computeSeconds, halfWidth95, repeats: baseline.throughput.n },
         gradientBytes: first.result.metrics.gradientBytes,
-        ...(baseline.calibrationGflops === null ? {} : { cpuCheckGflops: baseline.calibrationGflops.mean }),
+        ...(baseline.cpuCheckGflops === null ? {} : { cpuCheckGflops: baseline.cpuCheckGflops.mean }),
         source: measured(baseline.runIds),
       },
     ];
@@ -524,7 +525,7 @@ function overlapFromReport(
           continue;
         const first = recordOf.get(point.runIds[0]!);
         // Another layout's φ is fitted against predict.ts's model of it (layout-overlap.ts), not the report's.
-        if (String(first?.params.knobs["parallelism"] ?? "ddp") !== "ddp") continue;
+        if (!sumsWithReduction(first?.params.knobs ?? {})) continue;
         const instanceType = first?.testbed.instanceType;
         const key = {
           nodes: point.nodes,
@@ -576,12 +577,15 @@ function linkKey(entry: LinkEntry): string {
   ]);
 }
 
-/** "tensor over 2", "pipeline 1f1b ×6 over 3 stages": how a split step's layout is named. */
-export function splitLabel(entry: Pick<SplitStepEntry, "workload" | "tensorDegree" | "nodes">): string {
-  const { parallelism, pipelineSchedule, microBatches } = entry.workload;
-  return parallelism === "pipeline"
-    ? `pipeline ${String(pipelineSchedule)} ×${String(microBatches)} over ${entry.nodes} stages`
-    : `tensor over ${entry.tensorDegree}`;
+/**
+ * "tensor over 2", "pipeline 1f1b ×6 over 3 stages": how a split step's layout is named (its unit's splitLabel);
+ * `counted`: "tensor over 2 workers".
+ */
+export function splitLabel(
+  entry: Pick<SplitStepEntry, "workload" | "tensorDegree" | "nodes">,
+  counted = false,
+): string {
+  return layoutSplitLabel(entry.workload, entry.tensorDegree, entry.nodes, counted);
 }
 
 function splitStepKey(entry: SplitStepEntry): string {

@@ -5,6 +5,7 @@
  * band. Pure but for resolving the case's cluster (a catalogue name, or a cluster file beside the case).
  */
 import { LANGUAGE_SHAPE, type TransformerShape } from "../config/registry.ts";
+import { memoryTermsOf } from "../layouts/index.ts";
 import { rankMemory, type RankMemory } from "../workload/memory.ts";
 import { modelStateBytes, STATE_RECIPES, stateProblem, type StateQuestion } from "../workload/model-states.ts";
 import type { CaseFile, PublishedFigureName } from "./case.ts";
@@ -98,15 +99,19 @@ function shapedMemory(file: CaseFile, shape: TransformerShape): RankMemory | str
   const { dp, dpSharding, tp, pp } = file.layout;
   const sharded = dpSharding === "gradients" || dpSharding === "full";
   const knobs = { ...workloadKnobs(file), ...layout };
-  const stages = rankMemory({
-    model: typeof file.model === "string" ? file.model : "case",
-    batchSize: file.batch!.micro * (pp > 1 ? Number(layout["microBatches"]) : 1),
-    knobs,
-    dims: { pp, tp, dpShard: sharded ? dp : 1, dpReplicate: sharded ? 1 : dp },
-    recipe: file.framework,
-    shape,
-    sharding: dpSharding,
-  });
+  const dims = { pp, tp, dpShard: sharded ? dp : 1, dpReplicate: sharded ? 1 : dp };
+  const stages = rankMemory(
+    {
+      model: typeof file.model === "string" ? file.model : "case",
+      batchSize: file.batch!.micro * (pp > 1 ? Number(layout["microBatches"]) : 1),
+      knobs,
+      dims,
+      recipe: file.framework,
+      shape,
+    },
+    // ZeRO-1 (optimizer), which no worker layout asks for, over the layout's own terms.
+    { ...memoryTermsOf(knobs, dims), sharding: dpSharding },
+  );
   return stages.reduce((largest, stage) => (stage.peak > largest.peak ? stage : largest));
 }
 

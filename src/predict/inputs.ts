@@ -14,9 +14,9 @@ import { bandwidthGbps } from "../rules/bandwidth.ts";
 import { instanceTypeFacts, SOURCES } from "../catalogue/aws-instance-types.ts";
 import { modelRatio } from "../catalogue/measured-throughput.ts";
 import { describeCitation, publishedThroughput } from "../catalogue/published-throughput.ts";
-import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../catalogue/assumed-throughput.ts";
-import { PARAMETER_COUNT } from "../config/registry.ts";
+import { PARAMETER_COUNT, PLANNING } from "../config/registry.ts";
 import type { CampaignFile, TrainKnobName } from "../config/schema.ts";
+import { isBaseLayout, layoutName, sumsWithReduction } from "../layouts/index.ts";
 import { targetOf } from "../targets/index.ts";
 import { computeWorkload } from "../workload/transformer.ts";
 import {
@@ -224,16 +224,14 @@ function calibratedCandidates(
   // A layout no single-node run measured: the same workload's DDP compute (one worker computes the same step whatever
   // the layout, which splits it only across workers), said to be derived.
   const asDdp =
-    question.workload === undefined || question.workload["parallelism"] === "ddp"
-      ? undefined
-      : ddpWorkload(question.workload);
+    question.workload === undefined || isBaseLayout(question.workload) ? undefined : ddpWorkload(question.workload);
   const fromDdp =
     exact.length > 0 || asDdp === undefined
       ? []
       : sameMachine.filter((entry) => canonicalJson(entry.workload ?? null) === canonicalJson(asDdp));
   const layoutNote =
     fromDdp.length > 0
-      ? `derived: ${String(question.workload!["parallelism"])} from the same workload's ddp compute on one worker; `
+      ? `derived: ${layoutName(question.workload!)} from the same workload's ddp compute on one worker; `
       : "";
   return { candidates: exact.length > 0 ? exact : fromDdp, layoutNote };
 }
@@ -354,7 +352,9 @@ function scaledCompute(question: InputQuestion, gpu: string, gradientBytes: numb
  * one.
  */
 function assumedCompute(question: InputQuestion, gpu: string, gradientBytes: number): ComputeInput | undefined {
-  const imagesPerSecond = (ASSUMED_T4_FP32_IMAGES_PER_SECOND as Readonly<Record<string, number>>)[question.model];
+  const imagesPerSecond = (PLANNING as Readonly<Record<string, { t4Fp32ImagesPerSecond: number } | undefined>>)[
+    question.model
+  ]?.t4Fp32ImagesPerSecond;
   if (gpu !== T4 || imagesPerSecond === undefined) return undefined;
   return {
     seconds: {
@@ -363,7 +363,7 @@ function assumedCompute(question: InputQuestion, gpu: string, gradientBytes: num
     },
     gradientBytes,
     source:
-      `assumed: ringlab's planning figure of ${imagesPerSecond} img/s for ${question.model} on a T4 in fp32 (src/catalogue/assumed-throughput.ts), ±${ASSUMED_HALF_WIDTH * 100} %: ` +
+      `assumed: ringlab's planning figure of ${imagesPerSecond} img/s for ${question.model} on a T4 in fp32 (registry.json: planning.t4Fp32ImagesPerSecond), ±${ASSUMED_HALF_WIDTH * 100} %: ` +
       `no published T4 training figure was found${question.precision === "fp32" ? "" : `; the fp32 figure for ${question.precision}, which a T4's tensor cores run faster`}`,
   };
 }
@@ -437,7 +437,7 @@ export function splitStepInput(
     ? undefined
     : {
         entry,
-        source: `the step of ${splitLabel(entry)}${entry.workload["parallelism"] === "pipeline" ? "" : " workers"} measured over an unshaped link, ${describeSource(entry.source)} (${entry.stepSeconds.repeats} repeat${entry.stepSeconds.repeats === 1 ? "" : "s"})`,
+        source: `the step of ${splitLabel(entry, true)} measured over an unshaped link, ${describeSource(entry.source)} (${entry.stepSeconds.repeats} repeat${entry.stepSeconds.repeats === 1 ? "" : "s"})`,
       };
 }
 
@@ -518,7 +518,7 @@ export function overlapInput(question: InputQuestion, context: PredictionContext
     (a, b) => Math.abs(a.nodes - question.nodes) - Math.abs(b.nodes - question.nodes),
   )[0];
   if (nearest === undefined) {
-    const what = parallelism === "ddp" ? question.reduction : parallelism;
+    const what = sumsWithReduction({ parallelism }) ? question.reduction : parallelism;
     return {
       share: { mean: 0, halfWidth95: 0 },
       source:

@@ -8,6 +8,7 @@
  * back-to-back probe gives its collectives (test/bench/README.md, "Layouts on 2 and 3 CPU nodes": 2-node tensor none of
  * it, 3-node a third). Pure.
  */
+import { layoutName, sumsWithReduction } from "../layouts/index.ts";
 import { meanWithInterval } from "../results/statistics.ts";
 import type { RunRecord } from "../results/record.ts";
 import {
@@ -60,10 +61,9 @@ export function layoutOverlapEntries(campaign: CampaignRecords, against: Calibra
     for (const series of config.series.filter((candidate) => candidate.linkGbps !== null)) {
       for (const point of series.points.filter((candidate) => candidate.nodes > 1)) {
         const first = recordOf.get(point.runIds[0]!);
-        const parallelism = String(first?.params.knobs["parallelism"] ?? "ddp");
-        if (first === undefined || parallelism === "ddp") continue;
+        if (first === undefined || sumsWithReduction(first.params.knobs)) continue;
         const key = {
-          parallelism,
+          parallelism: layoutName(first.params.knobs),
           nodes: point.nodes,
           processesPerNode: point.processesPerNode,
           reduction: "ring",

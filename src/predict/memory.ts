@@ -5,7 +5,7 @@
  * assumed where none was measured, said so. Pure.
  */
 import type { RunRecord } from "../results/record.ts";
-import { dimsOf } from "../workload/layout.ts";
+import { dimsOf, isBaseLayout, layoutName, memoryTermsOf } from "../layouts/index.ts";
 import { rankMemory, type RankMemory } from "../workload/memory.ts";
 import type { Source } from "./calibration.ts";
 
@@ -168,11 +168,12 @@ export function predictMemory(
   const layout = dimsOf(run.knobs, run.nodes * processes, run.nodes);
   if (!layout.ok) return { problem: layout.problem };
   // A sharded layout on one worker shards nothing: DDP's constants; across workers its own, where there are some.
-  const own = run.nodes * processes > 1 ? constants.layouts?.[String(run.knobs["parallelism"] ?? "ddp")] : undefined;
+  const own = run.nodes * processes > 1 ? constants.layouts?.[layoutName(run.knobs)] : undefined;
   const { overheadBytes, scale, source } = own ?? constants;
-  const perRank = rankMemory({ model: run.model, batchSize: run.batchSize, knobs: run.knobs, dims: layout.dims }).map(
-    (parts) => ({ stage: parts.stage, bytes: overheadBytes + scale * parts.peak, parts }),
-  );
+  const perRank = rankMemory(
+    { model: run.model, batchSize: run.batchSize, knobs: run.knobs, dims: layout.dims },
+    memoryTermsOf(run.knobs, layout.dims),
+  ).map((parts) => ({ stage: parts.stage, bytes: overheadBytes + scale * parts.peak, parts }));
   const rankBytes = Math.max(...perRank.map((rank) => rank.bytes));
   return {
     perRank,
@@ -206,12 +207,10 @@ export function memoryPoints(record: RunRecord): MemoryPoint[] {
   const knobs = result.knobs;
   const layout = dimsOf(knobs, result.world.size, result.world.nodes);
   if (!layout.ok) return [];
-  const stages = rankMemory({
-    model: record.params.model,
-    batchSize: record.params.batchSize ?? 0,
-    knobs,
-    dims: layout.dims,
-  });
+  const stages = rankMemory(
+    { model: record.params.model, batchSize: record.params.batchSize ?? 0, knobs, dims: layout.dims },
+    memoryTermsOf(knobs, layout.dims),
+  );
   const perStage = result.world.size / layout.dims.pp;
   return result.metrics.memory.perRank.map((rank, index) => ({
     runId: record.runId,
@@ -236,15 +235,15 @@ export function memoryEntriesFromRecords(
   for (const record of records) {
     if (memoryPoints(record).length === 0) continue;
     // DDP's entry from single workers; another layout's from its runs across workers (one worker shards nothing).
-    const parallelism = String(record.result!.knobs["parallelism"] ?? "ddp");
+    const knobs = record.result!.knobs;
     const workers = record.result!.world.size;
-    if (parallelism === "ddp" ? record.params.nodes !== 1 : workers < 2) continue;
+    if (isBaseLayout(knobs) ? record.params.nodes !== 1 : workers < 2) continue;
     const provenance = record.result!.provenance;
     const key = {
       device: provenance.device,
       deviceModel: provenance.deviceModel,
       cpusPerNode: record.params.cpusPerNode ?? null,
-      ...(parallelism === "ddp" ? {} : { parallelism }),
+      ...(isBaseLayout(knobs) ? {} : { parallelism: layoutName(knobs) }),
     };
     const id = JSON.stringify(key);
     groups.set(id, { key, records: [...(groups.get(id)?.records ?? []), record] });

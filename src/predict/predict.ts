@@ -31,9 +31,9 @@ import {
   type LinkCoefficients,
   type StepCollective,
 } from "../results/layout-model.ts";
-import { dataParallel, dimsOf } from "../workload/layout.ts";
-import { stepTraffic } from "../workload/traffic.ts";
-import { computeShares, shapeOf, unitsPerSample } from "../workload/transformer.ts";
+import { dataParallel } from "../workload/layout.ts";
+import { dimsOf, layoutName, stepShapeOf, stepTraffic, sumsWithReduction } from "../layouts/index.ts";
+import { unitsPerSample } from "../workload/transformer.ts";
 import {
   computeInput,
   inputQuestionOf,
@@ -126,7 +126,7 @@ export function predictTraining(run: TrainingQuestion, context: PredictionContex
   const question = inputQuestionOf(run);
   const compute = computeInput(question, context);
   if (isMissing(compute)) return { runId: run.runId, missing: compute.missing };
-  if (String(run.knobs.parallelism ?? "ddp") !== "ddp") return predictLayoutTraining(run, compute, context);
+  if (!sumsWithReduction(run.knobs)) return predictLayoutTraining(run, compute, context);
   const reduction = question.reduction as Reduction;
   const wireBytes = wireBytesPerStep(reduction, compute.gradientBytes, run.knobs);
   if (typeof wireBytes !== "number") return { runId: run.runId, missing: wireBytes.missing };
@@ -250,20 +250,17 @@ function predictLayoutTraining(
   const linkOf = (op: CollectiveOp): LinkCoefficients =>
     ownLink.get(op) ?? link ?? { alphaSeconds: 0, betaSecondsPerByte: 0 };
   const derived = ops.filter((op) => !ownLink.has(op));
-  const shape = shapeOf(run.model, run.knobs);
-  const shares = shape === undefined ? { split: 0, slowestStage: 1 } : computeShares(shape, dims.pp);
-  const parallelism = String(run.knobs.parallelism);
-  const pipeline = parallelism === "pipeline";
+  const shape = stepShapeOf(run.model, run.knobs, dims);
   const overlap =
-    link === null ? null : overlapInput({ ...inputQuestionOf(run), reduction: "ring" }, context, parallelism);
+    link === null ? null : overlapInput({ ...inputQuestionOf(run), reduction: "ring" }, context, layoutName(run.knobs));
   const phi = overlap?.share ?? { mean: 0, halfWidth95: 0 };
-  const stages = pipeline
-    ? { stages: dims.pp, microBatches: Number(run.knobs.microBatches ?? 4), slowestStageShare: shares.slowestStage }
-    : undefined;
+  const stages = shape.pipeline;
   // Where the calibration measured this tensor group's or pipeline's step, its compute is that step's; else the model's
   // split of it.
   const split =
-    dims.tp > 1 || pipeline ? measuredSplitCompute(run, collectives, dims.tp, phi.mean, context, stages) : undefined;
+    shape.tensor !== undefined || stages !== undefined
+      ? measuredSplitCompute(run, collectives, dims.tp, phi.mean, context, stages)
+      : undefined;
   const stepAt = (computeSeconds: number, overlapShare: number) => {
     const measured = split === undefined ? undefined : split.seconds * (computeSeconds / compute.seconds.mean);
     return predictLayoutStep({
@@ -271,9 +268,7 @@ function predictLayoutTraining(
       collectives,
       linkOf,
       overlapShare,
-      ...(dims.tp > 1 && split === undefined && stages === undefined
-        ? { tensor: { degree: dims.tp, splitShare: shares.split } }
-        : {}),
+      ...(shape.tensor !== undefined && split === undefined && stages === undefined ? { tensor: shape.tensor } : {}),
       ...(stages === undefined
         ? {}
         : { pipeline: { ...stages, ...(measured === undefined ? {} : { measuredSeconds: measured }) } }),
@@ -299,7 +294,7 @@ function predictLayoutTraining(
     stepSeconds: step.stepSeconds,
     throughput: (dataParallel(dims) * run.batchSize * unitsPerSample(run.model, run.knobs)) / step.stepSeconds,
     unit: throughputUnit(run.model),
-    ...(pipeline ? { bubbleShare: step.bubbleShare } : {}),
+    ...(stages === undefined ? {} : { bubbleShare: step.bubbleShare }),
     overlapShare: link === null ? 0 : boundedShare(phi.mean),
     scalingEfficiency: { value: efficiencyOf(step.stepSeconds), low: Math.min(...corners), high: Math.max(...corners) },
     noOverlapEfficiency: efficiencyOf(stepAt(compute.seconds.mean, 0).stepSeconds),

@@ -3,8 +3,7 @@
  * with its predicted step and throughput (predict.ts) and its memory per rank and per node (memory.ts), those that
  * fit ranked by throughput, with the inputs' sources. Pure.
  */
-import { dimsOf, pipelineProblem } from "../workload/layout.ts";
-import { shapeOf } from "../workload/transformer.ts";
+import { layoutCandidates as candidatesOf, type LayoutCandidate } from "../layouts/index.ts";
 import { isMemoryPrediction, predictMemory, type MemoryConstants, type MemoryPrediction } from "./memory.ts";
 import {
   isPrediction,
@@ -14,19 +13,12 @@ import {
   type TrainingQuestion,
 } from "./predict.ts";
 
-export interface LayoutCandidate {
-  /** "ddp", "fsdp full", "pipeline 1f1b, 4 micro-batches", ... */
-  readonly name: string;
-  /** The knobs that make it, as a campaign's train section would set them. */
-  readonly knobs: Readonly<Record<string, string | number>>;
-}
+export type { LayoutCandidate } from "../layouts/index.ts";
 
 /**
- * The layouts of a workload on `workers` workers: DDP, FSDP's two shardings, tensor parallelism over every worker (a
- * language model, heads divisible), and a pipeline of one stage per node under both schedules with every micro-batch
- * count that divides the batch from one per stage up to four per stage (a language model; pipelineProblem says what the
- * worker takes). Counts that only the stage count suggests (2 and 4 on 2 stages) missed the measured winner at batch 6,
- * which was 3 micro-batches (test/bench/README.md, "Layouts on 2 and 3 CPU nodes").
+ * The layouts of a workload on `workers` workers, each layout's configurations in the registry's order (its unit's
+ * candidates: DDP, FSDP's two shardings, tensor parallelism over every worker, a pipeline of one stage per node under
+ * both schedules and several micro-batch counts).
  */
 export function layoutCandidates(
   model: string,
@@ -35,38 +27,7 @@ export function layoutCandidates(
   workers: number,
   nodes: number,
 ): LayoutCandidate[] {
-  const candidates: LayoutCandidate[] = [
-    { name: "ddp", knobs: { parallelism: "ddp" } },
-    { name: "fsdp full", knobs: { parallelism: "fsdp", fsdpSharding: "full" } },
-    { name: "fsdp grad-op", knobs: { parallelism: "fsdp", fsdpSharding: "grad-op" } },
-  ];
-  const shape = shapeOf(model, knobs);
-  if (shape === undefined || workers < 2) return candidates;
-  if (shape.heads % workers === 0) candidates.push({ name: "tensor", knobs: { parallelism: "tensor" } });
-  const stages = Math.max(nodes, 2);
-  for (const microBatches of microBatchCounts(batchSize, stages)) {
-    if (!dimsOf({ parallelism: "pipeline" }, workers, nodes).ok) continue;
-    for (const schedule of ["gpipe", "1f1b"]) {
-      if (
-        pipelineProblem({ parallelism: "pipeline", pipelineSchedule: schedule, microBatches }, batchSize, stages) !==
-        undefined
-      )
-        continue;
-      candidates.push({
-        name: `pipeline ${schedule}, ${microBatches} micro-batches`,
-        knobs: { parallelism: "pipeline", pipelineSchedule: schedule, microBatches },
-      });
-    }
-  }
-  return candidates;
-}
-
-/** Each count that divides the batch, from one micro-batch per stage to four per stage. */
-function microBatchCounts(batchSize: number, stages: number): number[] {
-  const counts: number[] = [];
-  for (let count = stages; count <= Math.min(batchSize, 4 * stages); count++)
-    if (batchSize % count === 0) counts.push(count);
-  return counts;
+  return candidatesOf({ model, batchSize, knobs, workers, nodes });
 }
 
 export interface Recommendation {

@@ -44,11 +44,11 @@ export function calibrationOfResults(dir: string, warn: Warn): Calibration {
 function campaignRecords(dir: string, warn: Warn): CampaignRecords {
   const store = ResultsStore.open(resolve(dir), warn);
   if (store.records().length === 0) {
-    throw new UsageError(`no run records in ${store.layout.runsDir}: results directory ${dir} calibrates nothing`, {
+    throw new UsageError(`no run records in ${store.paths.runsDir}: results directory ${dir} calibrates nothing`, {
       hint: "pass the results of a campaign that ran (results/<campaign>)",
     });
   }
-  return { records: store.records(), resultsDir: dir, folder: store.layout.dir };
+  return { records: store.records(), resultsDir: dir, folder: store.paths.dir };
 }
 
 /** The calibration already in `file`, none where it is of another version (said so: it is replaced). */

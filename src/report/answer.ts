@@ -4,7 +4,7 @@
  * limits it there; and what the flags say of the numbers. The tables below hold every figure these sentences quote.
  * Pure.
  */
-import type { ReportData, ScalingPoint, TrainingConfig } from "./data.ts";
+import type { ReportData, ScalingPoint, TrainingConfig } from "../analysis/data.ts";
 import { flagTally, type Flag } from "./suspect-figures.ts";
 import { percent } from "./text.ts";
 import { rateUnit } from "../results/worker-result.ts";

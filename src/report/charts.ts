@@ -4,7 +4,13 @@
  */
 import { parse, View } from "vega";
 import { compile, type TopLevelSpec } from "vega-lite";
-import { errorHalfWidth, probeLinkLabel, type BandwidthSeries, type ReportData, type TrainingConfig } from "./data.ts";
+import {
+  errorHalfWidth,
+  probeLinkLabel,
+  type BandwidthSeries,
+  type ReportData,
+  type TrainingConfig,
+} from "../analysis/data.ts";
 import { libraryName } from "./libraries.ts";
 import { CONTENT_WIDTH_PX } from "./text.ts";
 

@@ -7,7 +7,7 @@
 import { REDUCTIONS } from "../config/registry.ts";
 import type { Reduction } from "../config/registry.ts";
 import { rateUnit } from "../results/worker-result.ts";
-import { IN_ONE_NODE, type Interval, type ScalingPoint, type TrainingConfig } from "./data.ts";
+import { IN_ONE_NODE, type Interval, type ScalingPoint, type TrainingConfig } from "../analysis/data.ts";
 
 export interface ComparisonEntry {
   /** "ring", "parameter-server", ... or "1×4", "2×2", ... */

@@ -6,10 +6,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import { UsageError } from "../util/errors.ts";
 import { parsePredictions } from "../results/predictions.ts";
-import { resultsLayout } from "../results/folder-layout.ts";
+import { resultsPaths } from "../results/paths.ts";
 import type { RunRecord } from "../results/record.ts";
 import { writeFileAtomic } from "../util/fs.ts";
-import { reportData, reportMeta } from "./data.ts";
+import { reportData, reportMeta } from "../analysis/data.ts";
 import { reportFlags } from "./suspect-figures.ts";
 import { scorePredictions, type PredictionScore } from "./predictions.ts";
 import { renderHtml, renderMarkdown } from "./render.ts";
@@ -27,9 +27,9 @@ export async function writeReport(
   records: readonly RunRecord[],
   options: WriteReportOptions = {},
 ): Promise<{ html: string; markdown: string }> {
-  const layout = resultsLayout(resultsDir);
+  const paths = resultsPaths(resultsDir);
   if (records.length === 0) {
-    throw new UsageError(`no run records in ${layout.runsDir}: nothing to report for results directory ${resultsDir}`, {
+    throw new UsageError(`no run records in ${paths.runsDir}: nothing to report for results directory ${resultsDir}`, {
       hint: "pass the results directory of a campaign that has run (results/<campaign>), or run the campaign first",
     });
   }
@@ -39,10 +39,10 @@ export async function writeReport(
   // Vega is loaded only when a report is drawn: it is most of a CLI start's import time otherwise.
   const { renderCharts } = await import("./charts.ts");
   const svgs = await renderCharts(data);
-  const predictions = predictionsOf(layout.predictions, data, records);
-  writeFileAtomic(layout.reportHtml, renderHtml(data, svgs, meta, flags, predictions));
-  writeFileAtomic(layout.reportMarkdown, renderMarkdown(data, meta, flags, predictions));
-  return { html: layout.reportHtml, markdown: layout.reportMarkdown };
+  const predictions = predictionsOf(paths.predictions, data, records);
+  writeFileAtomic(paths.reportHtml, renderHtml(data, svgs, meta, flags, predictions));
+  writeFileAtomic(paths.reportMarkdown, renderMarkdown(data, meta, flags, predictions));
+  return { html: paths.reportHtml, markdown: paths.reportMarkdown };
 }
 
 /**

@@ -9,7 +9,7 @@
  */
 import { ASSUMED_MEMORY, isMemoryPrediction, predictMemory } from "../predict/memory.ts";
 import { rateUnit } from "../results/worker-result.ts";
-import type { Interval, TrainingConfig } from "./data.ts";
+import type { Interval, TrainingConfig } from "../analysis/data.ts";
 import type { PredictionScore } from "./predictions.ts";
 
 /** The knobs that say how a model is laid out: what the entries of a comparison differ in. */

@@ -4,7 +4,7 @@
  * α-β fits; where iperf3 measured the link just before (probe.reference), each library's rate against that one TCP
  * stream, which no library can beat. Pure.
  */
-import type { ProbeSeries } from "./data.ts";
+import type { ProbeSeries } from "../analysis/data.ts";
 import { formatBytes } from "../util/format.ts";
 
 /** "torch.distributed (gloo)", "Open MPI" */

@@ -13,7 +13,7 @@ import {
 } from "../results/predictions.ts";
 import { attemptOf, type RunRecord } from "../results/record.ts";
 import { disturbance, type Disturbance } from "../results/steadiness.ts";
-import { groupBy, largestRankPeak, runCalibrationGflops, type ReportData } from "./data.ts";
+import { groupBy, largestRankPeak, runCpuCheckGflops, type ReportData } from "../analysis/data.ts";
 import { throughputOf } from "../results/worker-result.ts";
 
 export interface ScoredPrediction {
@@ -170,7 +170,7 @@ export function scorePredictions(
 }
 
 function cpuCheckShift(calibrated: number | undefined, record: RunRecord): number | null {
-  const own = runCalibrationGflops(record);
+  const own = runCpuCheckGflops(record);
   return calibrated === undefined || own === undefined ? null : own / calibrated - 1;
 }
 

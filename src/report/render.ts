@@ -14,7 +14,7 @@ import {
   type ReportMeta,
   type ScalingPoint,
   type TrainingConfig,
-} from "./data.ts";
+} from "../analysis/data.ts";
 import { formatBytes } from "../util/format.ts";
 import { comparisons, ratios, verdict } from "./comparisons.ts";
 import { answerSentences } from "./answer.ts";
@@ -54,11 +54,11 @@ const NOT_AVAILABLE = "n/a";
 const PLUS_MINUS_NOTE =
   "± is the 95% confidence interval of the mean (95 % interval: Student's t over repeats); a single repeat shows its spread over iterations (1.96 × std) instead. " +
   "n: repeats (with the campaign's repeatUntil, whether the 95% interval came within its target); CV: coefficient of variation, sample standard deviation / mean (n/a for one repeat); ⚑: a flag (see Flags).";
-/** What the calibration column is and why nothing acts on it, said once for both pages after the column's name. */
-const CALIBRATION_RULE =
+/** What the CPU check column is and why nothing acts on it, said once for both pages after the column's name. */
+const CPU_CHECK_RULE =
   "is every rank's speed at fixed fp32 matrix products for 0.6 s just before the job (per second of CPU time on CPU " +
   "nodes, of wall time on GPUs), the mean over the ranks and the runs (n/a without one), and ringlab neither flags nor corrects on it, because in " +
-  "two seed campaigns a run's calibration did not track its throughput (correlation −0.02 and 0.18); what stands against drift is the order " +
+  "two seed campaigns a run's CPU check did not track its throughput (correlation −0.02 and 0.18); what stands against drift is the order " +
   "of the runs (every round has the baseline and every point once).";
 
 /** `flags`: reportFlags(data, records), listed in their own section and marked beside the points they concern. */
@@ -137,7 +137,7 @@ function markdownTraining(training: readonly TrainingConfig[], flags: readonly F
     "",
     "## Training at the largest node count",
     "",
-    "| Configuration | Link | Nodes | Throughput (per s, mean ± 95%) | n | Median (per s) | CV | Ideal (per s) | Scaling efficiency | Calibration (GFLOP/s) | Ceiling, no overlap – perfect overlap |",
+    "| Configuration | Link | Nodes | Throughput (per s, mean ± 95%) | n | Median (per s) | CV | Ideal (per s) | Scaling efficiency | CPU check (GFLOP/s) | Ceiling, no overlap – perfect overlap |",
     "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   ];
   for (const config of training) {
@@ -146,18 +146,18 @@ function markdownTraining(training: readonly TrainingConfig[], flags: readonly F
       const throughput = config.baseline.throughput;
       const link = config.series.length === 0 ? "(one node only)" : "none (baseline)";
       lines.push(
-        `| ${label} | ${link} | 1 | ${variabilityCells(throughput, 1).join(" | ")} | ${throughput.mean.toFixed(1)} | ${percent(1)}${flagMark(flags, config.baseline.runIds)} | ${calibrationText(config.baseline.calibrationGflops)} | ${NOT_AVAILABLE} |`,
+        `| ${label} | ${link} | 1 | ${variabilityCells(throughput, 1).join(" | ")} | ${throughput.mean.toFixed(1)} | ${percent(1)}${flagMark(flags, config.baseline.runIds)} | ${cpuCheckText(config.baseline.cpuCheckGflops)} | ${NOT_AVAILABLE} |`,
       );
     }
     for (const series of config.series) {
       const point = series.points[series.points.length - 1];
       if (point === undefined) continue;
       lines.push(
-        `| ${label} | ${markdownText(series.bandwidth)} | ${point.nodes} | ${variabilityCells(point.throughput, 1).join(" | ")} | ${optional(point.idealThroughput, (v) => v.toFixed(1))} | ${optional(point.scalingEfficiency, percent)}${flagMark(flags, point.runIds)} | ${calibrationText(point.calibrationGflops)} | ${ceilingText(point)} |`,
+        `| ${label} | ${markdownText(series.bandwidth)} | ${point.nodes} | ${variabilityCells(point.throughput, 1).join(" | ")} | ${optional(point.idealThroughput, (v) => v.toFixed(1))} | ${optional(point.scalingEfficiency, percent)}${flagMark(flags, point.runIds)} | ${cpuCheckText(point.cpuCheckGflops)} | ${ceilingText(point)} |`,
       );
     }
   }
-  lines.push("", PLUS_MINUS_NOTE, "", `Calibration (GFLOP/s) ${CALIBRATION_RULE}`);
+  lines.push("", PLUS_MINUS_NOTE, "", `CPU check (GFLOP/s) ${CPU_CHECK_RULE}`);
   const withoutBaseline = training.filter((config) => config.baseline === null);
   if (withoutBaseline.length > 0) {
     lines.push(
@@ -329,7 +329,7 @@ function trainingColumns(unit: string): string[] {
     "CV",
     `Ideal (${unit})`,
     "Scaling efficiency",
-    "Calibration (GFLOP/s)",
+    "CPU check (GFLOP/s)",
     "t<sub>c</sub> compute/step (s)",
     "t<sub>ar</sub> lower bound (s)",
     "Ceiling, no overlap",
@@ -362,7 +362,7 @@ function trainingTable(config: TrainingConfig, flags: readonly Flag[]): string {
       ...variabilityCells(throughput, 1),
       throughput.mean.toFixed(1),
       `${percent(1)}${htmlFlagMark(flags, runIds)}`,
-      calibrationText(config.baseline.calibrationGflops),
+      cpuCheckText(config.baseline.cpuCheckGflops),
       seconds(config.baseline.computeSecondsPerStep),
       "0",
       percent(1),
@@ -387,7 +387,7 @@ function trainingRow(series: BandwidthSeries, point: ScalingPoint, flags: readon
     ...variabilityCells(point.throughput, 1),
     optional(point.idealThroughput, (v) => v.toFixed(1)),
     `${optional(point.scalingEfficiency, percent)}${htmlFlagMark(flags, point.runIds)}`,
-    calibrationText(point.calibrationGflops),
+    cpuCheckText(point.cpuCheckGflops),
     optional(point.computeSecondsPerStep, seconds),
     optional(point.allReduceLowerBoundSeconds, seconds),
     optional(point.efficiencyCeiling?.noOverlap ?? null, percent),
@@ -405,12 +405,12 @@ function memoryText(peak: Interval | null): string {
 /**
  * The mean over the runs: three significant digits, whole GFLOP/s from 100 on (a GPU's tens of thousands, no exponent).
  */
-function calibrationText(calibration: Interval | null): string {
-  return calibration === null
+function cpuCheckText(cpuCheck: Interval | null): string {
+  return cpuCheck === null
     ? NOT_AVAILABLE
-    : calibration.mean >= 100
-      ? calibration.mean.toFixed(0)
-      : calibration.mean.toPrecision(3);
+    : cpuCheck.mean >= 100
+      ? cpuCheck.mean.toFixed(0)
+      : cpuCheck.mean.toPrecision(3);
 }
 
 const COMPARISON_TITLES = { reduction: "Reductions", placement: "Placements" } as const;
@@ -806,7 +806,7 @@ const HOW_TO_READ = `<section id="how-to-read">
 <h2>How to read this</h2>
 <ul>
 <li><b>Ideal</b> is n × the single-node throughput (with several processes per node: every worker process × the single-node throughput per worker); <b>scaling efficiency</b> = throughput / ideal. Single-node runs use no link and are the first point of every link's line.</li>
-<li><b>Calibration (GFLOP/s)</b> ${escapeHtml(CALIBRATION_RULE)}</li>
+<li><b>CPU check (GFLOP/s)</b> ${escapeHtml(CPU_CHECK_RULE)}</li>
 <li><b>t<sub>c</sub></b>, the compute time of one step, is batch size / single-node throughput per worker.</li>
 <li><b>t<sub>ar</sub></b> is the ring all-reduce lower bound for the gradients (S bytes, halved with fp16 all-reduce) over N ranks on links of B bytes/s: t<sub>ar</sub> ≥ 2(N-1)/N · S/B (Patarasuk &amp; Yuan 2009); with P processes on each of N nodes, a ring of W = N·P ranks gives 2(W-1)/W · S/B. A sharded parameter server's links carry 2(N-1)/N · P · S, t<sub>ar</sub> ≥ 2(N-1)/N · P · S/B (as the ring when P = 1). A central parameter server's link carries the other nodes' (N-1)·P gradients back; ringlab shapes each node's egress only, so the gradients going in are bounded by the senders' links and t<sub>ar</sub> ≥ N·P · S/B (2(N-1)·P · S/B on a full-duplex link of B each way). Processes of one node exchange inside it, at no cost here. An unlimited link gives no bound (n/a).</li>
 <li>The <b>efficiency ceiling</b> is t<sub>c</sub> / (t<sub>c</sub> + t<sub>ar</sub>) when communication and compute take turns (no overlap) and min(1, t<sub>c</sub> / t<sub>ar</sub>) when the all-reduce hides behind compute (perfect overlap). A measurement above the no-overlap ceiling shows overlap at work; one below it points at more than bandwidth (latency, a slow collective, stragglers).</li>

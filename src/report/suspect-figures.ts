@@ -20,7 +20,7 @@ import {
   type ReportData,
   type ScalingPoint,
   type TrainingConfig,
-} from "./data.ts";
+} from "../analysis/data.ts";
 import { percent } from "./text.ts";
 import { rateUnit } from "../results/worker-result.ts";
 

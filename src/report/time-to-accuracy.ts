@@ -6,7 +6,7 @@
  * first and by how much. Pure.
  */
 import { REDUCTIONS } from "../config/registry.ts";
-import { groupBy, type RealDataRun } from "./data.ts";
+import { groupBy, type RealDataRun } from "../analysis/data.ts";
 import { percent } from "./text.ts";
 
 export interface StrategyOutcome {

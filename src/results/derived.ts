@@ -5,7 +5,7 @@
  */
 import { writeFileAtomic } from "../util/fs.ts";
 import { meanWithInterval, type MeanWithInterval } from "./statistics.ts";
-import type { ResultsLayout } from "./folder-layout.ts";
+import type { ResultsPaths } from "./paths.ts";
 import { latestAttempts, type LatestAttempt, type RunRecord } from "./record.ts";
 import { throughputOf, type TrainResult } from "./worker-result.ts";
 
@@ -17,7 +17,7 @@ function peakMemoryBytes(metrics: TrainResult["metrics"] | undefined): number | 
 
 /** Rewrites runs.jsonl and summary.csv from every attempt's record, in plan order (unplanned runs last). */
 export function writeDerivedFiles(
-  layout: ResultsLayout,
+  paths: ResultsPaths,
   records: readonly RunRecord[],
   planOrder: readonly string[] = [],
 ): void {
@@ -26,8 +26,8 @@ export function writeDerivedFiles(
     (a, b) => (position.get(a.record.runId) ?? Infinity) - (position.get(b.record.runId) ?? Infinity),
   );
   const lines = ordered.map(({ record }) => `${JSON.stringify(record)}\n`);
-  writeFileAtomic(layout.runsJsonl, lines.join(""));
-  writeFileAtomic(layout.summaryCsv, summaryCsv(ordered));
+  writeFileAtomic(paths.runsJsonl, lines.join(""));
+  writeFileAtomic(paths.summaryCsv, summaryCsv(ordered));
 }
 
 export const SUMMARY_COLUMNS = [

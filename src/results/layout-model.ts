@@ -12,8 +12,11 @@
  * runs of the layout hid (comm-model.ts overlappedStepSeconds); tensor parallelism divides the split matrices' compute
  * by tp; a pipeline of p stages runs m micro-batches in m + p − 1 slots of its slowest stage (GPipe and 1F1B alike: the
  * bubble is (p−1)/(m+p−1) of the step), each slot a micro-batch's forward and backward and the two messages across a
- * boundary, less φ of the smaller likewise.
+ * boundary, less φ of the smaller likewise. Interleaved 1F1B with v chunks per rank fills the p − 1 warm-up and drain
+ * slots in 1/v of the time each, m + (p−1)/v slots (bubble (p−1)/(v·m+p−1)), and each micro-batch crosses v times as
+ * many boundaries (Narayanan et al. 2021, §2.2.2: "the amount of communication also increases by v").
  */
+import { pipelineBubbleShare } from "../layouts/composition.ts";
 import { boundedShare, collectiveShape, overlappedStepSeconds, type CollectiveOp } from "./comm-model.ts";
 
 export type { CollectiveOp };
@@ -68,6 +71,8 @@ export interface LayoutStepInput {
     readonly microBatches: number;
     readonly slowestStageShare: number;
     readonly measuredSeconds?: number;
+    /** Model chunks per rank under interleaved 1F1B; absent: 1. */
+    readonly virtualStages?: number;
   };
 }
 
@@ -77,7 +82,7 @@ export interface LayoutStep {
   /** Every collective's time, one after another. */
   readonly communicationSeconds: number;
   readonly stepSeconds: number;
-  /** A pipeline's idle share of the step, (p−1)/(m+p−1); 0 elsewhere. */
+  /** A pipeline's idle share of the step, (p−1)/(v·m+p−1); 0 elsewhere. */
   readonly bubbleShare: number;
 }
 
@@ -88,7 +93,8 @@ export function predictLayoutStep(input: LayoutStepInput): LayoutStep {
   const others = timed("all_reduce") + timed("all_gather") + timed("reduce_scatter");
   if (input.pipeline !== undefined) {
     const { stages, microBatches, slowestStageShare } = input.pipeline;
-    const slots = microBatches + stages - 1;
+    const virtualStages = input.pipeline.virtualStages ?? 1;
+    const slots = microBatches + (stages - 1) / virtualStages;
     const perMicroBatch = (input.computeSeconds / microBatches) * slowestStageShare;
     // Each slot sends one micro-batch's activations forward and receives one's gradients: two messages.
     const message = sends.reduce(
@@ -96,12 +102,12 @@ export function predictLayoutStep(input: LayoutStepInput): LayoutStep {
       0,
     );
     const computeSeconds = input.pipeline.measuredSeconds ?? slots * perMicroBatch;
-    const communicationSeconds = slots * 2 * message + others;
+    const communicationSeconds = slots * 2 * virtualStages * message + others;
     return {
       computeSeconds,
       communicationSeconds,
       stepSeconds: overlappedStepSeconds(computeSeconds, communicationSeconds, input.overlapShare),
-      bubbleShare: (stages - 1) / slots,
+      bubbleShare: pipelineBubbleShare(stages, microBatches, virtualStages),
     };
   }
   const computeSeconds =

@@ -1,5 +1,5 @@
 /**
- * Reads and writes the run records of one results directory (folder-layout.ts). Every attempt of a run is kept: a
+ * Reads and writes the run records of one results directory (its paths: paths.ts). Every attempt of a run is kept: a
  * run done again gets the next attempt number, its own record file and its own logs folder. Records are
  * written atomically (temp file, then rename) and never rewritten. A file that is not a readable
  * ringlab.run/v1 record is named through `warn` and left out; reading never fails because of one.
@@ -7,7 +7,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { writeFileAtomic } from "../util/fs.ts";
-import { parseRecordFileName, resultsLayout, type ResultsLayout } from "./folder-layout.ts";
+import { parseRecordFileName, resultsPaths, type ResultsPaths } from "./paths.ts";
 import { attemptOf, latestAttempts, parseRunRecord, type LatestAttempt, type RunRecord } from "./record.ts";
 
 /** Told about every file that was left out, with its path and why. */
@@ -21,13 +21,13 @@ export class ResultsStore {
 
   /** Reads every record of `dir` (none when it does not exist yet). */
   static open(dir: string, warn: Warn): ResultsStore {
-    const layout = resultsLayout(dir);
-    const { records, highestAttempt } = readRecords(layout, warn);
-    return new ResultsStore(layout, records, highestAttempt);
+    const paths = resultsPaths(dir);
+    const { records, highestAttempt } = readRecords(paths, warn);
+    return new ResultsStore(paths, records, highestAttempt);
   }
 
   private constructor(
-    readonly layout: ResultsLayout,
+    readonly paths: ResultsPaths,
     records: RunRecord[],
     highestAttempt: Map<string, number>,
   ) {
@@ -51,13 +51,13 @@ export class ResultsStore {
 
   /** Absolute path of an attempt's logs folder. */
   logsDirOf(runId: string, attempt: number): string {
-    return this.layout.logsDirOf(runId, attempt);
+    return this.paths.logsDirOf(runId, attempt);
   }
 
   /** Writes a new attempt's record; an attempt already on disk is never overwritten. */
   save(record: RunRecord): void {
     const attempt = attemptOf(record);
-    const path = this.layout.recordFileOf(record.runId, attempt);
+    const path = this.paths.recordFileOf(record.runId, attempt);
     if (existsSync(path)) throw new Error(`${path} exists: attempt ${attempt} of ${record.runId} is recorded already`);
     writeFileAtomic(path, `${JSON.stringify(record, null, 2)}\n`);
     this.all.push(record);
@@ -66,15 +66,15 @@ export class ResultsStore {
   }
 }
 
-function readRecords(layout: ResultsLayout, warn: Warn): { records: RunRecord[]; highestAttempt: Map<string, number> } {
+function readRecords(paths: ResultsPaths, warn: Warn): { records: RunRecord[]; highestAttempt: Map<string, number> } {
   const records: RunRecord[] = [];
   const highestAttempt = new Map<string, number>();
-  if (!existsSync(layout.runsDir)) return { records, highestAttempt };
-  for (const file of readdirSync(layout.runsDir)) {
+  if (!existsSync(paths.runsDir)) return { records, highestAttempt };
+  for (const file of readdirSync(paths.runsDir)) {
     const named = parseRecordFileName(file);
     if (named === undefined) continue;
     highestAttempt.set(named.runId, Math.max(named.attempt, highestAttempt.get(named.runId) ?? 0));
-    const record = readRecordFile(join(layout.runsDir, file), named, warn);
+    const record = readRecordFile(join(paths.runsDir, file), named, warn);
     if (record !== undefined) records.push(record);
   }
   return { records: records.sort(byRunThenAttempt), highestAttempt };

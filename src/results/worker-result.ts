@@ -8,7 +8,7 @@ import { z } from "zod";
  * A throughput over the timed iterations of one run. `ci95` is a spread, not a confidence interval: 1.96 ×
  * the (population) standard deviation of the per-iteration throughput (Horovod's synthetic benchmark prints the same),
  * which says how steady the run was. The name is the file format's (ringlab.result/v1) and stays; the report's
- * confidence intervals come from repeats (report/data.ts).
+ * confidence intervals come from repeats (analysis/data.ts).
  */
 const meanWithSpread = z.object({ mean: z.number(), ci95: z.number() });
 
@@ -169,15 +169,23 @@ const common = {
     endedAt: z.string(),
   }),
   /**
-   * Every rank's GFLOP/s at a fixed compute micro-benchmark just before the job (absent in older results): per second
-   * of CPU time on CPU nodes (clock "cpu": free of the quota's periods), of wall time on GPUs.
+   * The CPU check: every rank's GFLOP/s at a fixed compute micro-benchmark just before the job (absent in older
+   * results; `calibration` in those before 2026-12-06, read as this): per second of CPU time on CPU nodes (clock
+   * "cpu": free of the quota's periods), of wall time on GPUs.
    */
-  calibration: z
+  cpuCheck: z
     .looseObject({ seconds: z.number(), clock: z.enum(["cpu", "wall"]).optional(), computeGflops: z.array(z.number()) })
     .optional(),
 };
 
-export const workerResultSchema = z.discriminatedUnion("job", [
+/** A result as written before the CPU check had its own name: its `calibration` read as `cpuCheck`. */
+function withOldNamesRead(json: unknown): unknown {
+  if (typeof json !== "object" || json === null || !("calibration" in json)) return json;
+  const { calibration, ...rest } = json as Record<string, unknown>;
+  return "cpuCheck" in rest ? rest : { ...rest, cpuCheck: calibration };
+}
+
+const currentResultSchema = z.discriminatedUnion("job", [
   z.looseObject({ ...common, job: z.literal("train"), metrics: trainMetricsSchema }),
   z.looseObject({
     ...common,
@@ -190,7 +198,9 @@ export const workerResultSchema = z.discriminatedUnion("job", [
   }),
 ]);
 
-export type WorkerResult = z.output<typeof workerResultSchema>;
+export const workerResultSchema = z.preprocess(withOldNamesRead, currentResultSchema);
+
+export type WorkerResult = z.output<typeof currentResultSchema>;
 export type TrainResult = Extract<WorkerResult, { job: "train" }>;
 export type AllReduceResult = Extract<WorkerResult, { job: "allreduce" }>;
 export type AllReduceRow = z.output<typeof allReduceRowSchema>;

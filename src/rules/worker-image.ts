@@ -3,7 +3,7 @@
  * the estimate (`ringlab plan`) share. Pure.
  *
  *   present  - the nodes use the engine where docker/worker/build.sh built the image (the local testbed: its target
- *              says so, src/targets/local.ts, and this rule is not asked);
+ *              says so, src/targets/local/target.ts, and this rule is not asked);
  *   tarball  - workerImageTarball is set: a `docker save` archive copied from the operator's machine to every node;
  *   build    - ringlab's own image name (ringlab/worker:<tag>): each node pulls NVIDIA's PyTorch base and builds the
  *              small ringlab layer on itself from docker/worker, so nothing large leaves the operator's machine;

@@ -2,12 +2,12 @@
  * The testbed targets, by name: where a campaign's nodes come from (./target.ts says what a target is). The campaign
  * schema, the spec, the testbed verbs, the campaign's flow and the CLI ask this table and check a target's gaps, never
  * its name; only src/targets/ compares target names (test/results/imports.test.ts holds that). Adding a target is a
- * module here and its line in each list below.
+ * folder here (its <name>/target.ts and the code that is its own) and its line in each list below.
  */
 import { z } from "zod";
-import { awsSection, awsSpec, awsTarget } from "./aws.ts";
-import { kubernetesSection, kubernetesTarget } from "./kubernetes.ts";
-import { localSection, localSpec, localTarget } from "./local.ts";
+import { AWS_DEFAULTS, awsSection, awsSpec, awsTarget } from "./aws/target.ts";
+import { KUBERNETES_DEFAULTS, kubernetesSection, kubernetesTarget } from "./kubernetes/target.ts";
+import { LOCAL_DEFAULTS, localSection, localSpec, localTarget } from "./local/target.ts";
 import { gapOf, type Capability, type Target, type TestbedSection } from "./target.ts";
 
 export {
@@ -16,6 +16,8 @@ export {
   type Capability,
   type CampaignTestbed,
   type Gaps,
+  type RemovedResources,
+  type RunsOf,
   type Target,
   type TargetEstimate,
   type TargetOptions,
@@ -26,6 +28,9 @@ export {
 const SECTIONS = { local: localSection, aws: awsSection, kubernetes: kubernetesSection } as const;
 /** The spec each target that ringlab brings up stores (src/testbed/spec.ts). */
 const SPECS = { local: localSpec, aws: awsSpec } as const;
+
+/** Each target's defaults for its section's fields (the campaign schema's DEFAULTS lists them under its name). */
+export const TARGET_DEFAULTS = { local: LOCAL_DEFAULTS, aws: AWS_DEFAULTS, kubernetes: KUBERNETES_DEFAULTS } as const;
 
 export type TargetName = keyof typeof SECTIONS;
 export type SpecTargetName = keyof typeof SPECS;
@@ -62,6 +67,13 @@ export function targetOf(testbed: { readonly target: TargetName }): Target {
  */
 export function targetNamed(name: string): Target | undefined {
   return (TARGET_NAMES as readonly string[]).includes(name) ? TARGETS[name as TargetName] : undefined;
+}
+
+/** A Kubernetes section, spec or campaign file's testbed: the one target whose runs `ringlab manifests` writes. */
+export function isKubernetesTestbed<T extends { readonly target: string }>(
+  testbed: T,
+): testbed is Extract<T, { readonly target: "kubernetes" }> {
+  return testbed.target === "kubernetes";
 }
 
 /** Why the testbed's target cannot do `capability` with its settings; undefined: it can. */

@@ -1,7 +1,8 @@
 /**
- * What a testbed target is: where a campaign's nodes come from and how its runs reach them. One module per target
- * (./local.ts: containers on this machine; ./aws.ts: GPU instances; ./kubernetes.ts: a cluster the user has),
- * registered in ./index.ts, in the manner of SkyPilot's clouds: what a target cannot do is data, its `gaps` (each
+ * What a testbed target is: where a campaign's nodes come from and how its runs reach them. One folder per target
+ * holds everything that is its own (./local/: containers on this machine; ./aws/: GPU instances; ./kubernetes/: a
+ * cluster the user has), its entry in the table in <name>/target.ts, registered in ./index.ts, in the manner of
+ * SkyPilot's clouds: what a target cannot do is data, its `gaps` (each
  * capability it lacks, with why), which callers check with `gapOf`, never by its name.
  *
  * A target owns its campaign-file section (the fields, their defaults and its cross-field rules), the paths that
@@ -17,7 +18,7 @@ import { homedir } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import { InternalError } from "../util/errors.ts";
 import type { AnyCampaignFile, CampaignSection } from "../config/schema.ts";
-import type { IssueAt } from "../config/fields.ts";
+import type { IssueAt } from "./section-fields.ts";
 import type { AnyLoadedCampaignFile } from "../config/load.ts";
 import type { Context } from "../context/context.ts";
 import type { WorkerImageSource } from "../rules/worker-image.ts";
@@ -27,6 +28,7 @@ import type { TestbedRecord } from "../testbed/record.ts";
 import type { SpecInputs, TestbedSpec } from "../testbed/spec.ts";
 import type { DownResult } from "../testbed/testbed.ts";
 import type { CampaignRuns } from "../campaign/execute.ts";
+import type { PlannedRun } from "../campaign/plan.ts";
 import type { TargetName } from "./index.ts";
 
 /** A testbed section of a campaign file, whatever its target. */
@@ -182,6 +184,26 @@ export interface Target {
    * path's options; absent: ringlab brings the testbed up (`up`), configures it and runs through Ansible.
    */
   ownRunPath?(ctx: Context, file: AnyLoadedCampaignFile, options: TargetOptions): Promise<CampaignTestbed>;
+  /**
+   * What its runs ask of the place they run, for `ringlab plan` and `ringlab manifests` to say: a line (the Pod
+   * Security level its pods need, and why) and a warning where a guard cannot apply; absent: nothing to say.
+   */
+  runsNotes?(testbed: TestbedSection, runs: RunsOf): Promise<{ readonly line: string; readonly warning?: string }>;
+  /** `ringlab manifests`: each run as the objects that run it, YAML for `kubectl apply -f`; absent: none to write. */
+  manifests?(testbed: TestbedSection, runs: RunsOf): Promise<{ readonly runId: string; readonly yaml: string }[]>;
+  /**
+   * `ringlab sweep`: finds its resources in `region` by their tags, whatever this state folder says, and destroys
+   * those past their expiry (only lists them with `dryRun`); returns what to say.
+   */
+  sweep?(ctx: Context, region: string, dryRun: boolean, print: (line: string) => void): Promise<string>;
+}
+
+/** Some runs of a campaign, as planned: what `runsNotes` and `manifests` describe. */
+export interface RunsOf {
+  readonly runs: readonly PlannedRun[];
+  /** The campaign's name, which labels and names its runs' objects. */
+  readonly campaign: string;
+  readonly runTimeoutSeconds: number;
 }
 
 /**
@@ -205,6 +227,13 @@ export interface CampaignTestbed {
   stopWorkers?(ctx: Context): Promise<void>;
   /** Removes the testbed (or what the campaign left on it); "failed" has been said already. */
   tearDown(ctx: Context): Promise<"done" | "failed">;
+}
+
+/** What `down` removed of a testbed whose resources are containers, networks and volumes here (local). */
+export interface RemovedResources {
+  readonly containers: string[];
+  readonly networks: string[];
+  readonly volumes: string[];
 }
 
 /** Why `target` cannot do `capability` with this testbed's settings; undefined: it can. */

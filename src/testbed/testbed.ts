@@ -13,11 +13,18 @@ import { dockerFor, uninterruptible, type Context } from "../context/context.ts"
 import { InternalError, UsageError } from "../util/errors.ts";
 import { LAUNCHERS, type LauncherName } from "../launchers/index.ts";
 import { campaignNameOf, stackName } from "../rules/names.ts";
-import { gapOf, targetOf, TARGETS, type Target, type TargetName, type TargetOptions } from "../targets/index.ts";
+import {
+  gapOf,
+  targetOf,
+  TARGETS,
+  type RemovedResources,
+  type Target,
+  type TargetName,
+  type TargetOptions,
+} from "../targets/index.ts";
 import { writePrivateFile } from "../util/fs.ts";
 import { configurationFingerprint, readPlaybookFiles } from "./configured.ts";
 import { ensureHostKeys } from "./host-keys.ts";
-import type { LocalResources } from "./local.ts";
 import { testbedLockFile, withLock } from "./lock.ts";
 import { forgetConnections, runPlaybook } from "./playbook.ts";
 import { testbedPaths } from "./paths.ts";
@@ -276,7 +283,7 @@ export async function status(ctx: Context, record: TestbedRecord): Promise<NodeS
 export interface DownResult {
   readonly target: TargetName;
   /** Where the testbed's resources are containers, networks and volumes here (local): what was removed. */
-  readonly removed?: LocalResources;
+  readonly removed?: RemovedResources;
   /** When this state folder removed the testbed earlier, and nothing of it was left now. */
   readonly removedEarlierAt?: string;
 }
@@ -369,7 +376,7 @@ function removedEarlier(stateDir: string, name: string): string | undefined {
 export async function downAllLocal(
   ctx: Context,
   scope: "this state folder" | "every state folder" = "this state folder",
-): Promise<{ testbeds: string[]; removed: LocalResources }> {
+): Promise<{ testbeds: string[]; removed: RemovedResources }> {
   const teardown = uninterruptible(ctx);
   const foundByLabel = (target: TargetName | undefined) =>
     target === undefined || gapOf(TARGETS[target], "found-by-label") === undefined;
@@ -382,7 +389,7 @@ export async function downAllLocal(
       ),
     ]),
   ].sort();
-  const removed: LocalResources = { containers: [], networks: [], volumes: [] };
+  const removed: RemovedResources = { containers: [], networks: [], volumes: [] };
   for (const name of names) {
     const result = await down(teardown, name);
     removed.containers.push(...(result.removed?.containers ?? []));

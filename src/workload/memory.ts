@@ -48,8 +48,6 @@ export interface MemoryQuestion {
   readonly recipe?: StateRecipeName;
   /** A shape given outright (a published case's), instead of the registry's model with the knobs'. */
   readonly shape?: TransformerShape;
-  /** ZeRO-1 (optimizer), which no worker layout asks for; default: the knobs' layout. */
-  readonly sharding?: DpSharding;
 }
 
 /** One rank's bytes by part (before the calibration's overhead and scale). */
@@ -73,23 +71,31 @@ interface Parts {
   readonly matrices: number;
 }
 
-/** The rank's memory at every pipeline stage (one entry without a pipeline). */
-export function rankMemory(question: MemoryQuestion): RankMemory[] {
-  return Array.from({ length: question.dims.pp }, (_, stage) => stageMemory(question, stage));
+/**
+ * What a layout changes in a rank's memory, as its unit (src/layouts/) says: the seam between the layouts and this
+ * model.
+ */
+export interface MemoryTerms {
+  /** What the data-parallel ranks shard (ZeRO's stages): nothing, the optimizer state, the gradients too, all. */
+  readonly sharding: DpSharding;
+  /** DDP's second copy of the gradients, in its buckets. */
+  readonly gradientBuckets: boolean;
+  /** Samples whose activations the rank of `stage` holds at the end of forward, of `batchSize` per replica. */
+  samplesInFlight(batchSize: number, stage: number): number;
 }
 
-/** The sharding a run's knobs ask for: FSDP's full (ZeRO-3) or grad-op (ZeRO-2), else none. */
-export function shardingOf(knobs: Readonly<Record<string, unknown>>): DpSharding {
-  if (String(knobs["parallelism"] ?? "ddp") !== "fsdp") return "none";
-  const sharding = String(knobs["fsdpSharding"] ?? "full");
-  return sharding === "grad-op" ? "gradients" : sharding === "none" ? "none" : "full";
+/**
+ * The rank's memory at every pipeline stage (one entry without a pipeline); `terms`: its layout unit's (src/layouts/
+ * memoryTermsOf).
+ */
+export function rankMemory(question: MemoryQuestion, terms: MemoryTerms): RankMemory[] {
+  return Array.from({ length: question.dims.pp }, (_, stage) => stageMemory(question, terms, stage));
 }
 
-function stageMemory(question: MemoryQuestion, stage: number): RankMemory {
+function stageMemory(question: MemoryQuestion, terms: MemoryTerms, stage: number): RankMemory {
   const { knobs, dims } = question;
-  const parts = languageParts(question, stage) ?? imageParts(question);
-  const parallelism = String(knobs["parallelism"] ?? "ddp");
-  const sharding = question.sharding ?? shardingOf(knobs);
+  const parts = languageParts(question, terms, stage) ?? imageParts(question);
+  const { sharding } = terms;
   const states = STATE_RECIPES[question.recipe ?? "worker"].bytes({
     parameters: parts.own,
     // ZeRO-1 shards the optimizer over DDP's replicas; FSDP its states over its shard group.
@@ -99,10 +105,10 @@ function stageMemory(question: MemoryQuestion, stage: number): RankMemory {
     optimizerNumbers: optimizerNumbers(knobs),
     gatheredUnit: parts.gatheredUnit,
     matrices: parts.matrices,
-    ddpBuckets: parallelism === "ddp" || (parallelism === "pipeline" && dims.dpReplicate > 1),
+    ddpBuckets: terms.gradientBuckets,
     offload: "none",
   });
-  const tokens = tokensInFlight(question, stage);
+  const tokens = terms.samplesInFlight(question.batchSize, stage) * (shapeAsked(question)?.sequenceLength ?? 1);
   const activations = tokens * parts.activationPerToken;
   const transient = tokens * parts.transientPerToken;
   const lives = states.parameters + states.buckets + states.master + states.optimizer + states.gathered;
@@ -120,28 +126,18 @@ function shapeAsked(question: MemoryQuestion): TransformerShape | undefined {
   return question.shape ?? shapeOf(question.model, question.knobs);
 }
 
-/** Tokens (or images) whose activations a rank holds at the end of forward. */
-function tokensInFlight(question: MemoryQuestion, stage: number): number {
-  const { knobs, dims, batchSize } = question;
-  const perSample = shapeAsked(question)?.sequenceLength ?? 1;
-  if (String(knobs["parallelism"] ?? "ddp") !== "pipeline") return batchSize * perSample;
-  const microBatches = typeof knobs["microBatches"] === "number" ? knobs["microBatches"] : 4;
-  const held = knobs["pipelineSchedule"] === "1f1b" ? Math.min(microBatches, dims.pp - stage) : microBatches;
-  return (batchSize / microBatches) * held * perSample;
-}
-
 /**
  * How a run stores its activations: the worker and DDP under autocast; PyTorch's FSDP2 policy casts the weights
  * themselves to 16 bits, and with them every activation.
  */
-function storageOf(question: MemoryQuestion): ActivationStorage {
+function storageOf(question: MemoryQuestion, terms: MemoryTerms): ActivationStorage {
   if (!SIXTEEN_BIT.has(String(question.knobs["precision"]))) return "fp32";
   const policy = question.recipe !== undefined && question.recipe !== "worker";
-  const sharded = (question.sharding ?? shardingOf(question.knobs)) !== "none";
+  const sharded = terms.sharding !== "none";
   return policy && (sharded || question.recipe !== "pytorch") ? "16-bit" : "autocast";
 }
 
-function languageParts(question: MemoryQuestion, stage: number): Parts | undefined {
+function languageParts(question: MemoryQuestion, terms: MemoryTerms, stage: number): Parts | undefined {
   const shape = shapeAsked(question);
   if (shape === undefined) return undefined;
   const { pp, tp } = question.dims;
@@ -155,7 +151,7 @@ function languageParts(question: MemoryQuestion, stage: number): Parts | undefin
   const prefetch = typeof question.knobs["fsdpPrefetch"] === "number" ? question.knobs["fsdpPrefetch"] : 0;
   // A block's matrices (split by tp), and the head's (last stage).
   const matrices = (blocks * blockMatrixWeights(shape)) / tp + (last ? shape.width * shape.vocab : 0);
-  const activations = stageActivationBytes(shape, storageOf(question), checkpointingOf(question.knobs), {
+  const activations = stageActivationBytes(shape, storageOf(question, terms), checkpointingOf(question.knobs), {
     blocks,
     tp,
     first,

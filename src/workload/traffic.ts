@@ -1,11 +1,12 @@
 /**
- * The collectives of one training step on each layout, before it runs: what the worker's parallel/*.py `traffic()`
- * records after it (the two agree on the same run: test/workload/traffic.test.ts reads a record the worker wrote,
- * test/fixtures/layout-traffic.json). Bytes are one call's buffer: an all-reduce's S, an all-gather's gathered whole, a
- * send's message. `calls` is how many times a step pays the collective's latency (one per DDP bucket, per FSDP unit and
- * direction, per block and direction of tensor parallelism, per micro-batch and direction of a pipeline). Pure.
+ * The collectives of one training step on each layout, before it runs, as pieces each layout's unit
+ * (src/layouts/<name>.ts traffic) puts together: what the worker's parallel/*.py `traffic()` records after it. Bytes
+ * are one call's buffer: an all-reduce's S, an all-gather's gathered whole, a send's message. `calls` is how many times
+ * a step pays the collective's latency (one per DDP bucket, per FSDP unit and direction, per block and direction of
+ * tensor parallelism, per micro-batch and direction of a pipeline). Pure.
  */
 import { PARAMETER_COUNT, type Model } from "../config/registry.ts";
+import type { MeshDimension } from "../layouts/composition.ts";
 import { stageBlocks, type ParallelDims } from "./layout.ts";
 import {
   blockParametersPerTensorRank,
@@ -25,6 +26,11 @@ export interface Collective {
   readonly calls: number;
   /** Ranks taking part in each call (a send: 2). */
   readonly ranks: number;
+  /**
+   * The mesh dimension whose groups it runs in (a send: between neighbouring stages of "pp"), as the worker's records
+   * name it: where the cluster puts that group's ranks says which links it crosses (composition.ts groupSpans).
+   */
+  readonly group: MeshDimension;
 }
 
 const BYTES = 4;
@@ -38,38 +44,54 @@ export interface TrafficQuestion {
   readonly dims: ParallelDims;
 }
 
-/** The step's collectives on the busiest rank (a pipeline: a stage between two others, or the only boundary's). */
-export function stepTraffic(question: TrafficQuestion): Collective[] {
+/** What every layout's collectives are made of: the model's shape (a language model), its FSDP units, their sum. */
+export interface TrafficParts {
+  readonly shape: TransformerShape | undefined;
+  /** FSDP's units in bytes (each block, then the root); an image model's whole gradient as one. */
+  readonly units: readonly number[];
+  readonly whole: number;
+}
+
+export function trafficParts(question: TrafficQuestion): TrafficParts {
+  const shape = shapeOf(question.model, question.knobs);
+  const units =
+    shape === undefined ? [BYTES * PARAMETER_COUNT[question.model as Model]] : unitBytes(shape, question.dims.tp);
+  return { shape, units, whole: units.reduce((sum, bytes) => sum + bytes, 0) };
+}
+
+/** DDP's all-reduce of the whole gradient over the replicas, one call per bucket of bucketCapMb. */
+export function bucketedAllReduce(question: TrafficQuestion, whole: number): Collective {
   const { knobs, dims } = question;
-  const parallelism = String(knobs["parallelism"] ?? "ddp");
-  const shape = shapeOf(question.model, knobs);
-  const units = shape === undefined ? [BYTES * PARAMETER_COUNT[question.model as Model]] : unitBytes(shape, dims.tp);
-  const whole = units.reduce((sum, bytes) => sum + bytes, 0);
-  if (parallelism === "ddp") {
-    const bucketBytes = (typeof knobs["bucketCapMb"] === "number" ? knobs["bucketCapMb"] : DDP_BUCKET_MIB) * 2 ** 20;
-    return [
-      { op: "all_reduce", bytes: whole, calls: Math.max(1, Math.ceil(whole / bucketBytes)), ranks: dims.dpReplicate },
-    ];
-  }
-  if (parallelism === "fsdp") {
-    const sharding = String(knobs["fsdpSharding"] ?? "full");
-    const traffic: Collective[] =
-      sharding === "none"
-        ? [{ op: "all_reduce", bytes: whole, calls: units.length, ranks: dims.dpReplicate }]
-        : [
-            {
-              op: "all_gather",
-              bytes: (sharding === "full" ? 2 : 1) * whole,
-              calls: (sharding === "full" ? 2 : 1) * units.length,
-              ranks: dims.dpShard,
-            },
-            { op: "reduce_scatter", bytes: whole, calls: units.length, ranks: dims.dpShard },
-          ];
-    return dims.tp > 1 && shape !== undefined ? [...traffic, tensorTraffic(question, shape)] : traffic;
-  }
-  if (parallelism === "tensor" && shape !== undefined) return [tensorTraffic(question, shape)];
-  if (parallelism === "pipeline" && shape !== undefined) return pipelineTraffic(question, shape);
-  return [];
+  const bucketBytes = (typeof knobs["bucketCapMb"] === "number" ? knobs["bucketCapMb"] : DDP_BUCKET_MIB) * 2 ** 20;
+  return {
+    op: "all_reduce",
+    bytes: whole,
+    calls: Math.max(1, Math.ceil(whole / bucketBytes)),
+    ranks: dims.dpReplicate,
+    group: "dp_replicate",
+  };
+}
+
+/**
+ * FSDP's collectives: per unit, all-gathers of the parameters (twice under full sharding: forward and backward) and a
+ * reduce-scatter of the gradients over the shards; `none` shards nothing and all-reduces each unit (the control).
+ */
+export function shardedTraffic(question: TrafficQuestion, parts: TrafficParts): Collective[] {
+  const { knobs, dims } = question;
+  const { units, whole } = parts;
+  const sharding = String(knobs["fsdpSharding"] ?? "full");
+  return sharding === "none"
+    ? [{ op: "all_reduce", bytes: whole, calls: units.length, ranks: dims.dpReplicate, group: "dp_replicate" }]
+    : [
+        {
+          op: "all_gather",
+          bytes: (sharding === "full" ? 2 : 1) * whole,
+          calls: (sharding === "full" ? 2 : 1) * units.length,
+          ranks: dims.dpShard,
+          group: "dp_shard",
+        },
+        { op: "reduce_scatter", bytes: whole, calls: units.length, ranks: dims.dpShard, group: "dp_shard" },
+      ];
 }
 
 /**
@@ -93,7 +115,7 @@ export function activationBytes(shape: TransformerShape, samples: number, precis
  * Megatron's all-reduces: two per block in forward, two in backward, two more when backward computes the whole forward
  * again (full activation checkpointing; selective keeps the collectives' outputs, as torchtitan's policy does).
  */
-function tensorTraffic(question: TrafficQuestion, shape: TransformerShape): Collective {
+export function tensorTraffic(question: TrafficQuestion, shape: TransformerShape): Collective {
   const perBlock = 4 + (checkpointingOf(question.knobs) === "full" ? 2 : 0);
   const calls = perBlock * shape.layers;
   return {
@@ -101,6 +123,7 @@ function tensorTraffic(question: TrafficQuestion, shape: TransformerShape): Coll
     bytes: calls * activationBytes(shape, question.batchSize, question.knobs["precision"]),
     calls,
     ranks: question.dims.tp,
+    group: "tp",
   };
 }
 
@@ -108,7 +131,7 @@ function tensorTraffic(question: TrafficQuestion, shape: TransformerShape): Coll
  * Each micro-batch's activations forward and their gradients back, across a boundary; each stage's gradients averaged
  * over its replicas (parallel/pipeline.py, in DDP's bucket sizes).
  */
-function pipelineTraffic(question: TrafficQuestion, shape: TransformerShape): Collective[] {
+export function pipelineTraffic(question: TrafficQuestion, shape: TransformerShape): Collective[] {
   const { dims, knobs } = question;
   const microBatches = typeof knobs["microBatches"] === "number" ? knobs["microBatches"] : 4;
   const sends: Collective[] =
@@ -120,6 +143,7 @@ function pipelineTraffic(question: TrafficQuestion, shape: TransformerShape): Co
             bytes: 2 * microBatches * activationBytes(shape, question.batchSize / microBatches, knobs["precision"]),
             calls: 2 * microBatches,
             ranks: 2,
+            group: "pp",
           },
         ];
   if (dims.dpReplicate < 2) return sends;
@@ -133,6 +157,7 @@ function pipelineTraffic(question: TrafficQuestion, shape: TransformerShape): Co
       bytes: stage,
       calls: Math.max(1, Math.ceil(stage / (DDP_BUCKET_MIB * 2 ** 20))),
       ranks: dims.dpReplicate,
+      group: "dp_replicate",
     },
   ];
 }

@@ -14,7 +14,7 @@ import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { reportFlags } from "../../src/report/suspect-figures.ts";
 import { latestAttempts, type RunRecord } from "../../src/results/record.ts";
 import { REPO } from "./bench-cli.ts";

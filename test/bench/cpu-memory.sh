@@ -28,7 +28,7 @@ run() {
     RINGLAB_RUN_ID="mem-$name" RINGLAB_RDZV_SECRET=0123456789abcdef0123456789abcdef RINGLAB_SOCKET_IFNAME=lo \
     RINGLAB_NPROC_PER_NODE="$processes" \
     "$python" -m ringlab_worker train --model gpt-mini --width 512 --heads 8 --sequence-length 64 --optimizer adamw \
-      --learning-rate 0.001 --num-warmup-batches 2 --num-batches-per-iter 3 --num-iters 3 --calibration-seconds 0 \
+      --learning-rate 0.001 --num-warmup-batches 2 --num-batches-per-iter 3 --num-iters 3 --cpu-check-seconds 0 \
       --timeout-seconds 300 "$@" --output "$out/$name.json" > "$out/$name.log" 2>&1 \
     || { echo "cpu-memory: $name failed (its log: $out/$name.log)" >&2; exit 1; }
 }

@@ -8,7 +8,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { affineFit, ASSUMED_MEMORY, predictMemory, isMemoryPrediction } from "../../src/predict/memory.ts";
-import { dimsOf } from "../../src/workload/layout.ts";
+import { dimsOf, memoryTermsOf } from "../../src/layouts/index.ts";
 import { rankMemory } from "../../src/workload/memory.ts";
 
 const MIB = 2 ** 20;
@@ -34,12 +34,10 @@ const run = (name: string) => results.get(name)!;
 function points(result: Result): { analytic: number; measured: number }[] {
   const layout = dimsOf(result.knobs, result.world.size, result.world.nodes);
   if (!layout.ok) throw new Error(layout.problem);
-  const analytic = rankMemory({
-    model: "gpt-mini",
-    batchSize: Number(result.knobs["batchSize"]),
-    knobs: result.knobs,
-    dims: layout.dims,
-  })[0]!.peak;
+  const analytic = rankMemory(
+    { model: "gpt-mini", batchSize: Number(result.knobs["batchSize"]), knobs: result.knobs, dims: layout.dims },
+    memoryTermsOf(result.knobs, layout.dims),
+  )[0]!.peak;
   return result.metrics.memory.perRank.map((rank) => ({ analytic, measured: rank.peakBytes - rank.baselineBytes }));
 }
 const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;

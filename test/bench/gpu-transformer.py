@@ -57,7 +57,7 @@ def argv_of(run: dict, steps: dict, output: str) -> list:
         str(run["batchSize"]),
         "--device",
         "cuda",
-        "--calibration-seconds",
+        "--cpu-check-seconds",
         "0",
         "--timeout-seconds",
         "900",

@@ -14,7 +14,7 @@ import { describe, expect, it } from "vitest";
 import { calibrationFromRecords, mergeCalibrations } from "../../src/predict/calibration.ts";
 import { predictionContextFor } from "../../src/predict/inputs.ts";
 import { isPrediction, predictTraining } from "../../src/predict/predict.ts";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { scoreSummary } from "../../src/report/predictions.ts";
 import { attemptOf, type RunRecord } from "../../src/results/record.ts";

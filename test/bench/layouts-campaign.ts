@@ -12,7 +12,7 @@ import { calibrationOfCampaigns } from "../../src/predict/layout-overlap.ts";
 import { recommend } from "../../src/predict/recommend.ts";
 import type { ConfigurationSeen } from "../../src/results/predictions.ts";
 import type { RunRecord } from "../../src/results/record.ts";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { layoutComparisons } from "../../src/report/layouts.ts";
 import { scorePredictions } from "../../src/report/predictions.ts";
 import { committedPredictions, latestOf, recordsOf } from "./records.ts";

@@ -14,7 +14,7 @@ import { describe, expect, it } from "vitest";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import { predictionContextFor } from "../../src/predict/inputs.ts";
 import { isPrediction, predictRun } from "../../src/predict/predict.ts";
-import { reportData, runCalibrationGflops } from "../../src/report/data.ts";
+import { reportData, runCpuCheckGflops } from "../../src/analysis/data.ts";
 import { layoutComparisons } from "../../src/report/layouts.ts";
 import { machineCaveat, scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import type { RunRecord } from "../../src/results/record.ts";
@@ -243,7 +243,7 @@ describe("the other machine's calibration (2026-11-28) predicting the same runs"
       );
     const [then, now] = [oneWorkerDdp(recordsOf(`${OTHER_MACHINE}/baselines-attempts.jsonl`)), oneWorkerDdp(baselines)];
     expect([then.length, now.length]).toEqual([3, 2]);
-    const check = (records: readonly RunRecord[]) => mean(records.map((record) => runCalibrationGflops(record)!));
+    const check = (records: readonly RunRecord[]) => mean(records.map((record) => runCpuCheckGflops(record)!));
     const tokens = (records: readonly RunRecord[]) =>
       mean(
         records.map(

@@ -11,7 +11,7 @@
  * npx ringlab campaign campaigns/local-layouts.yaml --calibration calibration.json --results results/local-layouts-phi
  */
 import { describe, expect, it } from "vitest";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import { attemptOf, type RunRecord } from "../../src/results/record.ts";
@@ -55,11 +55,11 @@ const {
 } = layoutsCampaign(FOLDER);
 
 /**
- * The mean of the worker's own CPU check (result.calibration.computeGflops: a matmul timed before the run) over
+ * The mean of the worker's own CPU check (result.cpuCheck.computeGflops: a matmul timed before the run) over
  * records.
  */
 const gflopsOf = (records: readonly RunRecord[]) =>
-  mean(records.flatMap((record) => record.result?.calibration?.computeGflops ?? []));
+  mean(records.flatMap((record) => record.result?.cpuCheck?.computeGflops ?? []));
 
 describe("every layout on 2 and 3 CPU nodes, predicted before the run with each layout's own φ (test/bench/README.md)", () => {
   it("ran 42 runs, all ok, none run again, 18:36-19:11 UTC, predicted at 18:36:06 before the first, 16 of them unseen", () => {

@@ -15,7 +15,7 @@ import { isPrediction, predictTraining } from "../../src/predict/predict.ts";
 import { predictionContextFor } from "../../src/predict/inputs.ts";
 import { memoryConstantsFor } from "../../src/campaign/fits.ts";
 import { recommend } from "../../src/predict/recommend.ts";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { layoutComparisons } from "../../src/report/layouts.ts";
 import { scorePredictions } from "../../src/report/predictions.ts";
 import { attemptOf } from "../../src/results/record.ts";

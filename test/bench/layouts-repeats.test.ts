@@ -230,11 +230,7 @@ describe("every layout on 2 and 3 CPU nodes, every run 3 times, predicted before
     // Its fastest step slower than its repeats' medians; its steps lengthened while it ran (thirds 0.459, 0.511, 0.509
     // s: under the 20 % of an unsteady run).
     expect([Math.min(...steps(2)).toFixed(3), Math.max(...steps(2)).toFixed(3)]).toEqual(["0.450", "0.528"]);
-    expect(
-      [1, 2, 3].map((repeat) =>
-        (run(repeat).result as { calibration: { computeGflops: number[] } }).calibration.computeGflops.map(Math.round),
-      ),
-    ).toEqual([
+    expect([1, 2, 3].map((repeat) => run(repeat).result!.cpuCheck!.computeGflops.map(Math.round))).toEqual([
       [109, 110],
       [106, 107],
       [107, 106],

@@ -21,7 +21,7 @@ import {
   type MemoryConstants,
 } from "../../src/predict/memory.ts";
 import { recommend } from "../../src/predict/recommend.ts";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import { parsePredictions } from "../../src/results/predictions.ts";

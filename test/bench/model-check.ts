@@ -8,7 +8,7 @@
  *   npx tsx test/bench/model-check.ts /tmp/seed
  */
 import { join, resolve } from "node:path";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { ResultsStore } from "../../src/results/store.ts";
 
 const dir = resolve(process.argv[2] ?? "results/local-seed");

@@ -7,7 +7,7 @@
  *   npx tsx test/bench/overlap.ts /tmp/seed2 [/tmp/predict1 ...]
  */
 import { resolve } from "node:path";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { overlapShare } from "../../src/results/comm-model.ts";
 import { ResultsStore } from "../../src/results/store.ts";
 

@@ -17,7 +17,7 @@ import { predictionsToSave } from "../../src/campaign/execute.ts";
 import { parseCampaign } from "../../src/config/load.ts";
 import { calibrationFromRecords, parseCalibration } from "../../src/predict/calibration.ts";
 import { predictionContextFor } from "../../src/predict/inputs.ts";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import { countSeen, parsePredictions } from "../../src/results/predictions.ts";
 import type { RunRecord } from "../../src/results/record.ts";
@@ -33,7 +33,7 @@ const saved = parsePredictions(JSON.parse(readFileSync(`${FOLDER}/predictions.js
 const SECOND_DAY_HOURS = 12;
 const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
 const cpuCheck = (records: readonly RunRecord[]) =>
-  mean(records.flatMap((record) => record.result?.calibration?.computeGflops ?? []));
+  mean(records.flatMap((record) => record.result?.cpuCheck?.computeGflops ?? []));
 
 describe("predictions checked 23 minutes after the calibration's last run, on the same machine (test/bench/README.md)", () => {
   if ("problem" in committed || "problem" in saved) throw new Error("the committed files parse");

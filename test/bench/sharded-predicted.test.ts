@@ -17,7 +17,7 @@ import { memoryConstantsFor, planProblems } from "../../src/campaign/fits.ts";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import { parseCampaign } from "../../src/config/load.ts";
 import { calibrationFromRecords, mergeCalibrations } from "../../src/predict/calibration.ts";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { scorePredictions, scoreSummary } from "../../src/report/predictions.ts";
 import {

@@ -6,7 +6,7 @@
  *   npx ringlab campaign campaigns/local-sharded.yaml --results <folder>
  */
 import { describe, expect, it } from "vitest";
-import { reportData, type ScalingPoint, type TrainingConfig } from "../../src/report/data.ts";
+import { reportData, type ScalingPoint, type TrainingConfig } from "../../src/analysis/data.ts";
 import type { RunRecord } from "../../src/results/record.ts";
 import { recordsOf } from "./records.ts";
 

@@ -10,7 +10,7 @@
  */
 import { join, resolve } from "node:path";
 import { AGREEMENT_TOLERANCE, comparisons, ratios, verdict, type Comparison } from "../../src/report/comparisons.ts";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { ResultsStore } from "../../src/results/store.ts";
 
 const dir = resolve(process.argv[2] ?? "results/local-strategies");

@@ -6,10 +6,9 @@ import {
   estimateImageDelivery,
   estimateRunSeconds,
 } from "../../src/campaign/estimate.ts";
-import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../../src/catalogue/assumed-throughput.ts";
 import { planCampaign } from "../../src/campaign/plan.ts";
 import { parseCampaign } from "../../src/config/load.ts";
-import { MODELS } from "../../src/config/registry.ts";
+import { MODELS, PLANNING } from "../../src/config/registry.ts";
 
 const awsFile = (extra: string) =>
   parseCampaign(
@@ -86,7 +85,7 @@ campaign: {matrix: {nodes: [1], model: ${model}, batchSize: 64, bandwidth: unlim
 
   it("is what predict takes for the instance type's GPU: published on an H100, scaled for ResNet-101, a T4's assumed figure", () => {
     // 100 steps of batch 64 on one node, plus the fixed start and orchestration (equal for every instance type).
-    const fixed = oneRun("g4dn.xlarge", "resnet50") - (100 * 64) / ASSUMED_T4_FP32_IMAGES_PER_SECOND.resnet50!;
+    const fixed = oneRun("g4dn.xlarge", "resnet50") - (100 * 64) / PLANNING.resnet50!.t4Fp32ImagesPerSecond;
     expect(oneRun("p5.48xlarge", "resnet50") - fixed).toBeCloseTo((100 * 64) / 1895, 6);
     expect(oneRun("p5.48xlarge", "resnet101") - fixed).toBeCloseTo((100 * 64) / ((1895 * 1399.1) / 2139.7), 6);
     // An A10G has no published, scaled or assumed figure: the T4's, which it is not slower than.

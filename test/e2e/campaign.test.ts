@@ -104,7 +104,7 @@ describe("a campaign on the local testbed", { timeout: 25 * 60_000 }, () => {
       expect(hostLoad.testbedCpuSeconds, runId).toBeGreaterThan(0);
       expect(hostLoad.machineCpuSeconds, runId).toBeGreaterThanOrEqual(hostLoad.testbedCpuSeconds * 0.9);
       expect(hostLoad.outsideShare, runId).toBeLessThan(1);
-      expect(result.calibration.computeGflops, runId).toHaveLength(result.world.size);
+      expect(result.cpuCheck.computeGflops, runId).toHaveLength(result.world.size);
       expect(logsDir, runId).toMatch(new RegExp(`^logs/${runId}/attempt-\\d+$`));
       expect(existsSync(join(results, logsDir, "worker-0.log")), runId).toBe(true);
     }

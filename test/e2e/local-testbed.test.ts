@@ -3,11 +3,16 @@
  * (test/ansible/idempotence.sh), the probe and training, status, the campaign scenarios (failed runs, placements,
  * a dataset with recovery, a lost node, Slurm) on the testbed kept, down; and the faults a user meets: Docker not
  * running, a name already taken, a failure half-way through up.
+ *
+ * The tests share the testbed (bringing one up and configuring it takes minutes) but not each other's leftovers: each
+ * first brings the testbed to the state it needs (upTestbed, configuredTestbed: up with its three nodes running,
+ * configured for every launcher), read from Docker and the testbed's record, not from which tests ran before, and
+ * stops what it started even when it fails. So one failure is one failure, and any test runs alone (`-t`).
  */
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { loadRecord } from "../../src/testbed/record.ts";
+import { configuredLaunchers, loadRecord } from "../../src/testbed/record.ts";
 import { controlPathDir } from "../../src/testbed/playbook.ts";
 import {
   connectsAs,
@@ -40,6 +45,55 @@ afterAll(async () => {
   await ringlab(state, ["down", NAME]);
 });
 
+/** The shared testbed's node containers that run. */
+function runningNodes(): string[] {
+  return docker(["ps", "-q", "--filter", `label=ringlab.testbed=${NAME}`, "--filter", "label=ringlab.role=node"])
+    .split("\n")
+    .filter(Boolean);
+}
+
+/**
+ * The shared testbed up with its three nodes running: as it is, or, where it is missing or a test that failed left it
+ * short of a node, a fresh one (not yet configured).
+ */
+async function upTestbed(): Promise<void> {
+  if (loadRecord(state, NAME) !== undefined && runningNodes().length === 3) return;
+  await ringlab(state, ["down", NAME]);
+  const up = await ringlab(state, ["up", campaign]);
+  if (up.code !== 0) throw new Error(`the shared testbed did not come up (exit ${up.code}):\n${up.stderr}`);
+}
+
+/** The shared testbed up and configured for every launcher (its record says so), as the runs and campaigns need. */
+async function configuredTestbed(): Promise<void> {
+  await upTestbed();
+  const record = loadRecord(state, NAME)!;
+  if (
+    record.configured !== undefined &&
+    ["slurm", "mpi"].every((l) => configuredLaunchers(record).includes(l as never))
+  )
+    return;
+  const configure = await ringlab(state, ["configure", "--slurm", "--mpi"]);
+  if (configure.code !== 0)
+    throw new Error(`the shared testbed was not configured (exit ${configure.code}):\n${configure.stderr}`);
+}
+
+/**
+ * Runs `steps` while a started `ringlab` runs; where they fail, stops it (SIGTERM) and waits for it before the failure
+ * is reported, so that it does not hold the testbed for the tests after.
+ */
+async function stoppedIfItFails<T>(child: ReturnType<typeof startRingLab>, steps: () => Promise<T>): Promise<T> {
+  try {
+    return await steps();
+  } catch (error) {
+    if (child.exitCode === null && child.signalCode === null) {
+      const ended = exited(child);
+      process.kill(child.pid!, "SIGTERM");
+      await ended;
+    }
+    throw error;
+  }
+}
+
 // The campaigns below run on this testbed, kept (they need a testbed, not a new one each): it was configured above,
 // so they find it configured from the same playbooks, inventory and worker image, and skip site.yml.
 const TESTBED_LINE = `testbed: {target: local, name: ${NAME}, nodes: 3, subnet: ${SUBNET}}`;
@@ -64,11 +118,18 @@ function byRunId(out: string): Map<string, any> {
 
 describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
   it("refuses to start, naming the fix, when the Docker engine does not answer", async () => {
-    const result = await ringlab(state, ["up", campaign], { DOCKER_HOST: "unix:///tmp/ringlab-no-docker.sock" });
+    // A testbed of its own name: the shared one may be up already.
+    const name = `${NAME}-nd`;
+    const file = writeFile(
+      dir,
+      "no-docker.yaml",
+      `testbed: {target: local, name: ${name}, nodes: 3, subnet: ${SUBNET}}\n`,
+    );
+    const result = await ringlab(state, ["up", file], { DOCKER_HOST: "unix:///tmp/ringlab-no-docker.sock" });
     expect(result.code).toBe(3);
     expect(result.stderr).toMatch(/error: Docker is installed but its engine is not reachable/);
     expect(result.stderr).toMatch(/hint: start the engine/);
-    expect(everythingLabeled(NAME)).toEqual([]);
+    expect(everythingLabeled(name)).toEqual([]);
   });
 
   it("comes up with three nodes that answer over SSH", async () => {
@@ -76,10 +137,12 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
     expect(up.code, up.stderr).toBe(0);
     const status = await ringlab(state, ["status"]);
     expect(status.code, status.stderr).toBe(0);
-    expect(status.stdout).toMatch(new RegExp(`${NAME}-node-2\\s+2\\s+10\\.79\\.0\\.12\\s+running\\s+ok`));
+    const node2 = `${SUBNET.split(".").slice(0, 3).join("\\.")}\\.12`;
+    expect(status.stdout).toMatch(new RegExp(`${NAME}-node-2\\s+2\\s+${node2}\\s+running\\s+ok`));
   });
 
-  it("keeps the machine's other users off the testbed's ports, and lets root and the Docker group through (#49)", () => {
+  it("keeps the machine's other users off the testbed's ports, and lets root and the Docker group through (#49)", async () => {
+    await upTestbed();
     const node0 = loadRecord(state, NAME)!.nodes[0]!.privateIp;
     expect(connectsAs(0, node0, 22), "root reaches node 0's sshd").toBe(true);
     expect(connectsAs(65534, node0, 22), "nobody, not in the Docker group, reached node 0's sshd").toBe(false);
@@ -91,6 +154,7 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
   });
 
   it("refuses a second testbed of the same name that does not match, and reuses one that does", async () => {
+    await upTestbed();
     const other = writeFile(
       dir,
       "other.yaml",
@@ -110,6 +174,7 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
   });
 
   it("refuses to adopt a testbed of the same name brought up from another state folder, naming that folder", async () => {
+    await upTestbed();
     const refused = await ringlab(join(dir, "another-state"), ["up", campaign]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain(
@@ -124,12 +189,14 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
   });
 
   it("configures every node, as a Slurm cluster and for mpirun too", async () => {
+    await upTestbed();
     const first = await ringlab(state, ["configure", "--slurm", "--mpi"]);
     expect(first.code, first.stderr).toBe(0);
     expect(first.stderr).toMatch(/configured 3 nodes: [1-9]\d* changes/);
   });
 
   it("changes nothing when configured again, and the playbooks pass their checks (test/ansible/idempotence.sh on this testbed)", async () => {
+    await configuredTestbed();
     const script = await runScript("test/ansible/idempotence.sh", {
       RINGLAB_IDEMPOTENCE_STATE_DIR: state,
       RINGLAB_IDEMPOTENCE_TESTBED: NAME,
@@ -155,6 +222,7 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
   });
 
   it("runs the all-reduce probe on 3 nodes at 1 Gbit/s, and the shaping shows in the bus bandwidth", async () => {
+    await configuredTestbed();
     const out = join(dir, "results");
     const run = await ringlab(state, [
       "run",
@@ -188,6 +256,7 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
   });
 
   it("trains with a parameter server on 2 nodes × 2 processes, and probes a sharded one inside a node", async () => {
+    await configuredTestbed();
     const out = join(dir, "placement");
     const train = await ringlab(state, [
       "run",
@@ -251,6 +320,7 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
   });
 
   it("runs every worker under the CPU quota it is given, and stops them within seconds on SIGTERM, exiting 130", async () => {
+    await configuredTestbed();
     const child = startRingLab(state, [
       "run",
       "--nodes",
@@ -271,23 +341,25 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
     ]);
     const workers = () =>
       docker(["ps", "-q", "--filter", "label=ringlab.run_id", "--filter", `label=ringlab.testbed=${NAME}`]).trim();
-    const deadline = Date.now() + 120_000;
-    while (workers().split("\n").filter(Boolean).length < 2) {
-      if (Date.now() > deadline) throw new Error(`the workers never started:\n${child.output()}`);
-      await sleep(500);
-    }
     // What the kernel enforces, read inside each running worker: 5 ms of CPU per 10 ms period, not Docker's --cpus
     // period of 100 ms, after which a worker that waited runs faster (cgroup v2's cpu.max, or v1's quota and period
     // where the engine runs on cgroup v1), and one torch thread.
     const readQuota =
       "cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us)";
     // Read first, assert after the SIGTERM: a failed assertion must not leave the run holding the testbed.
-    const seen = workers()
-      .split("\n")
-      .map((worker) => ({
-        quota: docker(["exec", worker, "sh", "-c", readQuota]).trim(),
-        threads: docker(["exec", worker, "printenv", "OMP_NUM_THREADS"]).trim(),
-      }));
+    const seen = await stoppedIfItFails(child, async () => {
+      const deadline = Date.now() + 120_000;
+      while (workers().split("\n").filter(Boolean).length < 2) {
+        if (Date.now() > deadline) throw new Error(`the workers never started:\n${child.output()}`);
+        await sleep(500);
+      }
+      return workers()
+        .split("\n")
+        .map((worker) => ({
+          quota: docker(["exec", worker, "sh", "-c", readQuota]).trim(),
+          threads: docker(["exec", worker, "printenv", "OMP_NUM_THREADS"]).trim(),
+        }));
+    });
     const signalled = Date.now();
     process.kill(child.pid!, "SIGTERM");
     const { code } = await exited(child);
@@ -302,6 +374,7 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
   });
 
   it("refuses a second command on the testbed while one holds it, naming the holder", async () => {
+    await configuredTestbed();
     const child = startRingLab(state, [
       "run",
       "--nodes",
@@ -318,14 +391,17 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
       "--num-iters",
       "1000000",
     ]);
-    const deadline = Date.now() + 60_000;
-    while (!/shape links/.test(child.output())) {
-      if (Date.now() > deadline) throw new Error(`the run never started:\n${child.output()}`);
-      await sleep(200);
-    }
-    const second = await ringlab(state, ["up", campaign]);
+    const second = await stoppedIfItFails(child, async () => {
+      const deadline = Date.now() + 60_000;
+      while (!/shape links/.test(child.output())) {
+        if (Date.now() > deadline) throw new Error(`the run never started:\n${child.output()}`);
+        await sleep(200);
+      }
+      return ringlab(state, ["up", campaign]);
+    });
+    const ended = exited(child);
     process.kill(child.pid!, "SIGTERM");
-    await exited(child);
+    await ended;
     expect(second.code).toBe(2);
     expect(second.stderr).toContain(
       `error: testbed ${NAME} is in use by \`ringlab --state-dir ${state} run --nodes 1 --job train`,
@@ -334,6 +410,7 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
   });
 
   it("reports a run whose workers fail with exit code 5, the rank's exit code and its log", async () => {
+    await configuredTestbed();
     const out = join(dir, "bad");
     const run = await ringlab(state, [
       "run",
@@ -358,6 +435,7 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
   });
 
   it("reports a run whose worker exits cleanly without writing a result as failed", async () => {
+    await configuredTestbed();
     const out = join(dir, "no-result");
     // --help: the worker prints its usage and exits 0 before it writes anything.
     const run = await ringlab(state, ["run", "--nodes", "1", "--out", out, "--", "--help"]);
@@ -370,6 +448,7 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
   });
 
   it("records a failed run with its error and logs, goes on with the rest, and exits 5", async () => {
+    await configuredTestbed();
     // The run that times out comes first: the one after it must still run. The limit is for both, and the quick run
     // takes 8-14 s here (worker start and rendezvous), more on a busy machine: 30 s, not 15, so that it never times
     // out.
@@ -412,6 +491,7 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
   });
 
   it("runs a parameter server on 1 node × 2 and 2 nodes × 1, records the placement, and the report compares them", async () => {
+    await configuredTestbed();
     const { run, out } = await keptCampaign(
       "placement",
       `
@@ -450,6 +530,7 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
   });
 
   it("writes the dataset once, trains to a held-out accuracy, restarts the killed rank from its checkpoint, goes on without a lost node and reports time to train", async () => {
+    await configuredTestbed();
     const dataCampaign = `
   matrix: {nodes: [1, 2], model: small, batchSize: 16, bandwidth: 1gbit}
   dataset: {name: shapes, classes: 4, imagesPerClass: 40, imageSize: 32}
@@ -514,6 +595,7 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
   });
 
   it("recreates a lost node container, reconfigures it, and the later runs succeed; the record says so", async () => {
+    await configuredTestbed();
     const work = scratch("lost");
     const file = writeFile(
       work,
@@ -529,13 +611,15 @@ campaign:
     const out = join(work, "results");
     const child = startRingLab(state, ["campaign", file, "--results", out]);
     // Run 1 uses nodes 0 and 1; node 2 dies under it, and run 2 (3 nodes) needs it back.
-    const deadline = Date.now() + 5 * 60_000;
-    while (!/run 1\/2: /.test(child.output())) {
-      if (Date.now() > deadline) throw new Error(`run 1 never started:\n${child.output()}`);
-      await sleep(200);
-    }
-    docker(["kill", `ringlab-${NAME}-node-2`]);
-    const { code } = await exited(child);
+    const { code } = await stoppedIfItFails(child, async () => {
+      const deadline = Date.now() + 5 * 60_000;
+      while (!/run 1\/2: /.test(child.output())) {
+        if (Date.now() > deadline) throw new Error(`run 1 never started:\n${child.output()}`);
+        await sleep(200);
+      }
+      docker(["kill", `ringlab-${NAME}-node-2`]);
+      return exited(child);
+    });
     expect(code, child.output()).toBe(0);
     expect(child.output()).toMatch(new RegExp(`recreate lost node ${NAME}-node-2`));
     const runs = byRunId(out);
@@ -544,6 +628,7 @@ campaign:
   });
 
   it("runs a Slurm campaign as one sbatch job per run whose script it keeps, and status shows Slurm's nodes", async () => {
+    await configuredTestbed();
     const { run, out, work } = await keptCampaign(
       "slurm",
       `
@@ -620,6 +705,7 @@ campaign:
   });
 
   it("runs a campaign under mpirun, one mpirun per run whose script it keeps, the probe through Open MPI too, and leaves no container behind", async () => {
+    await configuredTestbed();
     const { run, out } = await keptCampaign(
       "mpi",
       `
@@ -688,6 +774,7 @@ campaign:
   });
 
   it("leaves a testbed alone when a campaign of the same name but another shape is refused", async () => {
+    await upTestbed();
     const clash = writeFile(
       dir,
       "clash.yaml",
@@ -706,6 +793,7 @@ campaign: {matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit}}
   });
 
   it("refuses to remove a testbed it does not know, listing the ones it does (a campaign's name is not its testbed's)", async () => {
+    await upTestbed();
     const result = await ringlab(state, ["down", "local-smoke"]);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/no testbed named local-smoke is known/);
@@ -718,6 +806,7 @@ campaign: {matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit}}
   });
 
   it("comes down completely, its SSH connections' folder too, and a second down finds nothing left", async () => {
+    await configuredTestbed();
     const sockets = controlPathDir(loadRecord(state, NAME)!);
     expect(existsSync(sockets), "the playbooks before share SSH connections through this folder").toBe(true);
     const down = await ringlab(state, ["down"]);
@@ -732,15 +821,22 @@ campaign: {matrix: {nodes: 2, model: tiny, batchSize: 8, bandwidth: 1gbit}}
   });
 
   it("rolls back a half-finished up: what it created is removed, what it did not create is left alone", async () => {
+    // A testbed of its own, on a subnet no other uses: the shared one may be up.
+    const name = `${NAME}-rb`;
+    const file = writeFile(
+      dir,
+      "rollback.yaml",
+      `testbed: {target: local, name: ${name}, nodes: 3, subnet: ${freeSubnet()}}\n`,
+    );
     // A foreign container holding node 2's name makes `up` fail after the network and two nodes exist.
-    const blocker = `ringlab-${NAME}-node-2`;
+    const blocker = `ringlab-${name}-node-2`;
     docker(["run", "-d", "--name", blocker, "ringlab/debian:bookworm", "sleep", "300"]);
     try {
-      const up = await ringlab(state, ["up", campaign]);
+      const up = await ringlab(state, ["up", file]);
       expect(up.code).toBe(4);
       expect(up.stderr).toMatch(/roll back: remove what was created/);
-      expect(everythingLabeled(NAME)).toEqual([]);
-      expect(firewallRules(NAME), "the rollback left the host firewall's rules").toEqual([]);
+      expect(everythingLabeled(name)).toEqual([]);
+      expect(firewallRules(name), "the rollback left the host firewall's rules").toEqual([]);
       expect(docker(["ps", "-q", "--filter", `name=^${blocker}$`]).trim()).not.toBe("");
     } finally {
       docker(["rm", "-f", blocker]);

@@ -71,7 +71,7 @@ describe("a compute entry's CPU check", () => {
             ...record,
             result: {
               ...record.result,
-              calibration: { seconds: 0.6, computeGflops: record.runId.endsWith("-r1") ? [60] : [62] },
+              cpuCheck: { seconds: 0.6, computeGflops: record.runId.endsWith("-r1") ? [60] : [62] },
             },
           } as RunRecord),
     );

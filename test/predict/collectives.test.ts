@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { calibrationFromRecords, type Calibration, type ComputeEntry } from "../../src/predict/calibration.ts";
 import { predictTraining, type RunPrediction } from "../../src/predict/predict.ts";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { computeWorkload } from "../../src/workload/transformer.ts";
 import { probeRecord } from "../report/fixtures/records.ts";
 

@@ -3,8 +3,7 @@
  * be assumed.
  */
 import { describe, expect, it } from "vitest";
-import { ASSUMED_T4_FP32_IMAGES_PER_SECOND } from "../../src/catalogue/assumed-throughput.ts";
-import { PARAMETER_COUNT } from "../../src/config/registry.ts";
+import { PARAMETER_COUNT, PLANNING } from "../../src/config/registry.ts";
 import { mergeCalibrations, type Calibration, type ComputeEntry } from "../../src/predict/calibration.ts";
 import { parseCampaign } from "../../src/config/load.ts";
 import {
@@ -74,9 +73,9 @@ describe("compute for an AWS run", () => {
     const input = computeInput(question({ model: "resnet101", precision: "amp" }), {
       instanceType: "g4dn.4xlarge",
     }) as ComputeInput;
-    expect(input.seconds.mean).toBeCloseTo(64 / ASSUMED_T4_FP32_IMAGES_PER_SECOND.resnet101!, 12);
+    expect(input.seconds.mean).toBeCloseTo(64 / PLANNING.resnet101!.t4Fp32ImagesPerSecond, 12);
     expect(input.seconds.halfWidth95).toBeCloseTo(
-      (ASSUMED_HALF_WIDTH * 64) / ASSUMED_T4_FP32_IMAGES_PER_SECOND.resnet101!,
+      (ASSUMED_HALF_WIDTH * 64) / PLANNING.resnet101!.t4Fp32ImagesPerSecond,
       12,
     );
     expect(input.source).toMatch(/^assumed: .*no published T4 training figure was found; the fp32 figure for amp/);

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { parseCalibration } from "../../src/predict/calibration.ts";
 import { calibrationOfCampaigns } from "../../src/predict/layout-overlap.ts";
 import { isPrediction, predictTraining, type RunPrediction } from "../../src/predict/predict.ts";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { latestOf, recordsOf } from "../bench/records.ts";
 
 const FOLDER = "test/bench/data/layouts-2-3";

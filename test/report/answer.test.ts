@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { answerSentences } from "../../src/report/answer.ts";
-import { reportData, reportMeta } from "../../src/report/data.ts";
+import { reportData, reportMeta } from "../../src/analysis/data.ts";
 import { reportFlags } from "../../src/report/suspect-figures.ts";
 import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
 import type { RunRecord } from "../../src/results/record.ts";

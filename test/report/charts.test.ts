@@ -8,7 +8,7 @@ import {
   throughputChartSpec,
   type ChartSvgs,
 } from "../../src/report/charts.ts";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { CONTENT_WIDTH_PX } from "../../src/report/text.ts";
 import { recordsOf } from "../bench/records.ts";
 import { probeRecord, scalingCampaign } from "./fixtures/records.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { comparisons, ratios, verdict } from "../../src/report/comparisons.ts";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { trainRecord } from "./fixtures/records.ts";
 
 // resnet50, batch 64, 1e8 gradient bytes; one node 100 img/s, so t_c = 0.64 s; at 1 Gbit/s S/B = 0.8 s.

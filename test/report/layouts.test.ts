@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { layoutComparisons, layoutVerdict } from "../../src/report/layouts.ts";
 import { renderCharts } from "../../src/report/charts.ts";
-import { reportData, reportMeta } from "../../src/report/data.ts";
+import { reportData, reportMeta } from "../../src/analysis/data.ts";
 import { renderHtml } from "../../src/report/render.ts";
 import type { RunRecord } from "../../src/results/record.ts";
 import { trainRecord } from "./fixtures/records.ts";

@@ -3,7 +3,7 @@
  * "predicted before the run" said only where nothing was measured first and the calibration held none of the runs.
  */
 import { describe, expect, it } from "vitest";
-import { reportData, reportMeta } from "../../src/report/data.ts";
+import { reportData, reportMeta } from "../../src/analysis/data.ts";
 import type { Flag } from "../../src/report/suspect-figures.ts";
 import {
   flaggedMisses,
@@ -257,7 +257,7 @@ describe("the prediction made before the run, scored", () => {
           ? record
           : ({
               ...record,
-              result: { ...record.result, calibration: { seconds: 0.6, computeGflops: [...gflops[record.runId]!] } },
+              result: { ...record.result, cpuCheck: { seconds: 0.6, computeGflops: [...gflops[record.runId]!] } },
             } as RunRecord),
       );
     const onTurin = checked({

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { renderCharts, type ChartSvgs } from "../../src/report/charts.ts";
-import { reportData, reportMeta, type ReportData, type ReportMeta } from "../../src/report/data.ts";
+import { reportData, reportMeta, type ReportData, type ReportMeta } from "../../src/analysis/data.ts";
 import { reportFlags, type Flag } from "../../src/report/suspect-figures.ts";
 import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
 import { failedTrainRecord, probeRecord, scalingCampaign, trainRecord } from "./fixtures/records.ts";
@@ -311,7 +311,7 @@ describe("renderMarkdown", () => {
   });
 });
 
-describe("the calibration column", () => {
+describe("the CPU check column", () => {
   // The 1gbit point's nodes computed 20% slower than the baseline's; its efficiency stays the measured 150 / 200 and
   // nothing is flagged. t_c = 64 / 100 = 0.64 s; t_ar = 0.8 s at 1gbit, 0.08 s at 10gbit: ceilings 44.4% – 80.0% and
   // 88.9% – 100.0%.
@@ -330,13 +330,13 @@ describe("the calibration column", () => {
   it("shows a calibrated point's mean GFLOP/s over its runs and n/a for an uncalibrated one, in both pages, without flag or correction", () => {
     expect(calibratedFlags).toEqual([]);
     const page = renderHtml(calibratedData, {}, calibratedMeta, calibratedFlags);
-    expect(page).toContain("<th>Scaling efficiency</th><th>Calibration (GFLOP/s)</th>");
+    expect(page).toContain("<th>Scaling efficiency</th><th>CPU check (GFLOP/s)</th>");
     expect(cellsOf(rowStartingWith(page, "none (baseline)", "1")).slice(8, 10)).toEqual(["100.0%", "4.00"]);
     expect(cellsOf(rowStartingWith(page, "1gbit", "2")).slice(8, 10)).toEqual(["75.0%", "3.20"]);
     expect(cellsOf(rowStartingWith(page, "10gbit", "2")).slice(8, 10)).toEqual(["80.0%", "n/a"]);
     const markdown = renderMarkdown(calibratedData, calibratedMeta, calibratedFlags);
     expect(markdown).toContain(
-      "| Ideal (per s) | Scaling efficiency | Calibration (GFLOP/s) | Ceiling, no overlap – perfect overlap |",
+      "| Ideal (per s) | Scaling efficiency | CPU check (GFLOP/s) | Ceiling, no overlap – perfect overlap |",
     );
     expect(markdown).toContain("| 100.0 | 100.0% | 4.00 | n/a |");
     expect(markdown).toContain("| 200.0 | 75.0% | 3.20 | 44.4% – 80.0% |");
@@ -354,20 +354,20 @@ describe("the calibration column", () => {
     expect(markdown).toContain("| 75.0% | 48500 | 44.4% – 80.0% |");
   });
 
-  it("says what the calibration is and why ringlab neither flags nor corrects on it, in How to read this and report.md", () => {
+  it("says what the CPU check is and why ringlab neither flags nor corrects on it, in How to read this and report.md", () => {
     const howToRead = renderHtml(calibratedData, {}, calibratedMeta, calibratedFlags).split(
       '<section id="how-to-read">',
     )[1]!;
     expect(howToRead).toContain(
-      "<b>Calibration (GFLOP/s)</b> is every rank's speed at fixed fp32 matrix products for 0.6 s just before the job " +
+      "<b>CPU check (GFLOP/s)</b> is every rank's speed at fixed fp32 matrix products for 0.6 s just before the job " +
         "(per second of CPU time on CPU nodes, of wall time on GPUs), the mean over the ranks and the runs",
     );
     expect(howToRead).toContain(
-      "ringlab neither flags nor corrects on it, because in two seed campaigns a run's calibration did not track its throughput " +
+      "ringlab neither flags nor corrects on it, because in two seed campaigns a run's CPU check did not track its throughput " +
         "(correlation −0.02 and 0.18); what stands against drift is the order of the runs (every round has the baseline and every point once).",
     );
     expect(renderMarkdown(calibratedData, calibratedMeta, calibratedFlags)).toContain(
-      "\nCalibration (GFLOP/s) is every rank's speed at fixed fp32 matrix products",
+      "\nCPU check (GFLOP/s) is every rank's speed at fixed fp32 matrix products",
     );
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { reportData } from "../../src/report/data.ts";
+import { reportData } from "../../src/analysis/data.ts";
 import { flagKindsOf, flagTally, reportFlags, type Flag } from "../../src/report/suspect-figures.ts";
 import type { HostLoad, RunRecord } from "../../src/results/record.ts";
 import { probeRecord, scalingCampaign, trainRecord } from "./fixtures/records.ts";

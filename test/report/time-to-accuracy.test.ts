@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { reportData, reportMeta } from "../../src/report/data.ts";
+import { reportData, reportMeta } from "../../src/analysis/data.ts";
 import { renderHtml, renderMarkdown } from "../../src/report/render.ts";
 import { raceVerdict, strategyRaces } from "../../src/report/time-to-accuracy.ts";
 import type { RunRecord } from "../../src/results/record.ts";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { csvCell, SUMMARY_COLUMNS, summaryCsv, writeDerivedFiles } from "../../src/results/derived.ts";
-import { resultsLayout } from "../../src/results/folder-layout.ts";
+import { resultsPaths } from "../../src/results/paths.ts";
 import { latestAttempts, RUN_RECORD_SCHEMA, type RunRecord } from "../../src/results/record.ts";
 import { failedTrainRecord, probeRecord, trainRecord } from "../report/fixtures/records.ts";
 
@@ -42,14 +42,14 @@ function record(
 
 describe("derived files", () => {
   it("runs.jsonl holds each run's latest attempt in plan order; summary.csv counts attempts and quotes errors", () => {
-    const layout = resultsLayout(mkdtempSync(join(tmpdir(), "ringlab-derived-")));
+    const paths = resultsPaths(mkdtempSync(join(tmpdir(), "ringlab-derived-")));
     const records = [
       record("a", "failed", { error: "first try", attempt: 1 }),
       record("b", "ok"),
       record("a", "failed", { error: 'exit 3, "peer gone"', attempt: 2 }),
     ];
-    writeDerivedFiles(layout, records, ["b", "a"]);
-    const lines = readFileSync(layout.runsJsonl, "utf8")
+    writeDerivedFiles(paths, records, ["b", "a"]);
+    const lines = readFileSync(paths.runsJsonl, "utf8")
       .trim()
       .split("\n")
       .map((line) => JSON.parse(line));
@@ -57,7 +57,7 @@ describe("derived files", () => {
       ["b", 1],
       ["a", 2],
     ]);
-    const csv = readFileSync(layout.summaryCsv, "utf8").trim().split("\n");
+    const csv = readFileSync(paths.summaryCsv, "utf8").trim().split("\n");
     expect(csv[0]).toMatch(/^run_id,status,attempts,job,nodes,bandwidth,/);
     // No successful repeat of its configuration: 0 repeats, and no statistics.
     expect(csv[2]).toBe('a,failed,2,train,2,1gbit,tiny,32,1,,,,,,,,,10,,"exit 3, ""peer gone""",0,,,,,,,,,');

@@ -1,13 +1,16 @@
 /**
- * Module boundaries. Results are a leaf (STYLE.md convention 11): the report reads records and never imports the code
- * that made them. The campaign file's schema sits below the testbed, the planner below the runner, and the launcher
- * table (read by the report and the schema too) loads nothing that runs a tool. Only the target table (src/targets/)
- * tells testbed targets apart by name; everything else asks it, and it loads nothing that runs a tool either. The
- * reduction units (src/reductions/) are arithmetic on the registry and the cost models. Every
- * source file sits in a folder named for its concern (docs/layout.md), none loose in src/.
+ * Module boundaries, as docs/layout.md's code map draws them. No import cycle between src/'s modules at run time (a
+ * folder is a module, and so is a target's own code beside its table entry): the analysis both predict/ and report/
+ * need is src/analysis/, below both, and the campaign file's schema reads each target's section and defaults from the
+ * target table. Results are a leaf: the report reads records and never imports the code that made them. The
+ * campaign file's schema sits below the testbed, the planner below the runner, and the launcher table (read by the
+ * report and the schema too) loads nothing that runs a tool. Only src/targets/ tells testbed targets apart by name
+ * and imports a target's own code; everything else asks the table, which loads nothing that runs a tool either. The
+ * reduction units (src/reductions/) are arithmetic on the registry and the cost models. Every source file sits in a
+ * folder named for its concern, none loose in src/.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { TARGET_NAMES } from "../../src/targets/index.ts";
 
@@ -21,7 +24,28 @@ function importsOf(dir: string): { file: string; from: string }[] {
     );
 }
 
-describe("module boundaries", () => {
+describe("module boundaries (docs/layout.md): no import cycle at run time, one home per target", () => {
+  it("no import cycle between src/'s modules at run time (import() aside: it loads when a verb runs)", () => {
+    expect(moduleCycle()).toEqual([]);
+  });
+
+  it("src/predict imports nothing from the report: what both need is the analysis below them", () => {
+    expect(importsOf("src/predict").filter(({ from }) => /\/report\//.test(from))).toEqual([]);
+  });
+
+  it("no target's own module is imported by name outside src/targets/ (stacks/, the AWS target's stack, aside)", () => {
+    const byName = sourceFiles(["src", "stacks"])
+      .filter((file) => !file.startsWith("src/targets/"))
+      .flatMap((file) =>
+        [...readFileSync(file, "utf8").matchAll(/(?:\bfrom\s+|\bimport\s*\(?\s*)"(\.[^"]+)"/g)]
+          .map((match) => relative(".", join(dirname(file), match[1]!)))
+          .filter((path) => /^src\/targets\/\w+\//.test(path))
+          .filter((path) => !(file.startsWith("stacks/") && path.startsWith("src/targets/aws/")))
+          .map((path) => `${file}: ${path}`),
+      );
+    expect(byName).toEqual([]);
+  });
+
   it("src/ holds folders only: every source file sits in a folder named for its concern", () => {
     const loose = readdirSync("src", { withFileTypes: true })
       .filter((entry) => !entry.isDirectory())
@@ -61,16 +85,20 @@ describe("module boundaries", () => {
   });
 
   it("the target table loads nothing that runs a tool, types aside (a target's verbs load theirs when they run)", () => {
-    const offending = readdirSync("src/targets")
+    const table = [
+      ...readdirSync("src/targets").filter((file) => file.endsWith(".ts")),
+      ...TARGET_NAMES.map((name) => `${name}/target.ts`),
+    ];
+    const offending = table
       .flatMap((file) =>
         [
           ...readFileSync(join("src/targets", file), "utf8").matchAll(
-            /^(?:import|export) (?!type )[^;]*?from "(\.\.\/[^"]+)"/gm,
+            /^(?:import|export) (?!type )[^;]*?from "(\.[^"]+)"/gm,
           ),
-        ].map((match) => `${file}: ${match[1]}`),
+        ].map((match) => `${file}: ${relative("src", join("src/targets", dirname(file), match[1]!))}`),
       )
       .filter((line) =>
-        /: \.\.\/(?:\.\.\/stacks\/|(?:testbed|adapters|kubernetes|aws|campaign|cli|report|results|predict|runner|context)\/)/.test(
+        /: (?:\.\.\/stacks\/|(?:testbed|adapters|campaign|cli|report|results|predict|runner|context)\/|targets\/\w+\/(?!target\.ts))/.test(
           line,
         ),
       );
@@ -117,4 +145,54 @@ function sourceFiles(dirs: readonly string[]): string[] {
         .map((file) => `${dir}/${file}`),
     )
     .sort();
+}
+
+/**
+ * The module a source file belongs to: its folder of src/, except a target's own code (src/targets/<name>/ but its
+ * target.ts, which is the table's), a module of its own that the table loads only when a verb runs.
+ */
+function moduleOf(file: string): string {
+  const [, folder, target, name] = file.split("/");
+  return folder === "targets" && name !== undefined && name !== "target.ts"
+    ? `src/targets/${target}/`
+    : `src/${folder}`;
+}
+
+/**
+ * The first import cycle between modules, each step as one of its imports ("src/a/x.ts -> src/b/y.ts"); empty: none.
+ * Counts what loads when a module loads: `import` and `export ... from` but `import type` (erased), not `import()`.
+ */
+function moduleCycle(): string[] {
+  const edges = new Map<string, Map<string, string>>();
+  for (const file of sourceFiles(["src"])) {
+    const text = readFileSync(file, "utf8");
+    for (const match of text.matchAll(/^(?:import|export)\s+(?!type\s)(?:[^;]*?\bfrom\s+)?"(\.[^"]+)"/gms)) {
+      const imported = relative(".", join(dirname(file), match[1]!));
+      const [from, to] = [moduleOf(file), moduleOf(imported)];
+      if (!imported.startsWith("src/") || from === to) continue;
+      if (!edges.has(from)) edges.set(from, new Map());
+      if (!edges.get(from)!.has(to)) edges.get(from)!.set(to, `${file} -> ${imported}`);
+    }
+  }
+  const done = new Set<string>();
+  const path: string[] = [];
+  const visit = (module: string): string[] | undefined => {
+    const at = path.indexOf(module);
+    if (at >= 0)
+      return [...path.slice(at), module].slice(1).map((next, i) => edges.get(path[at + i] ?? module)!.get(next)!);
+    if (done.has(module)) return undefined;
+    path.push(module);
+    for (const next of edges.get(module)?.keys() ?? []) {
+      const cycle = visit(next);
+      if (cycle !== undefined) return cycle;
+    }
+    path.pop();
+    done.add(module);
+    return undefined;
+  };
+  for (const module of edges.keys()) {
+    const cycle = visit(module);
+    if (cycle !== undefined) return cycle;
+  }
+  return [];
 }

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseCampaign } from "../../src/config/load.ts";
 import { UsageError } from "../../src/util/errors.ts";
-import { expiresAt, readSpec, resolveTestbedSpec, writeSpec } from "../../src/testbed/spec.ts";
+import { expiresAt } from "../../src/targets/aws/target.ts";
+import { readSpec, resolveTestbedSpec, writeSpec } from "../../src/testbed/spec.ts";
 
 const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHx2 me@host";
 const CREATED = new Date("2025-03-01T10:00:00Z");

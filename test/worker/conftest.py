@@ -96,7 +96,7 @@ NODE_TAG_ENV = "RINGLAB_TEST_NODE"
 
 
 def _pids_tagged(tag: str):
-    """Processes whose environment carries NODE_TAG_ENV=tag: a launcher and every worker it started."""
+    """Processes whose environment carries NODE_TAG_ENV=tag: an agent and every rank it started."""
     marker = f"{NODE_TAG_ENV}={tag}".encode()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -108,7 +108,7 @@ def _pids_tagged(tag: str):
 
 
 class Nodes:
-    """Starts launcher processes that each play a node, and kills a whole node at once.
+    """Starts worker processes (torchrun agents) that each play a node, and kills a whole node at once.
 
     A node's processes are found by a tag in their environment, not by process group: torchrun 2.x starts
     each worker in a session of its own. Each node's output is read as it comes (a thread per node), so a test
@@ -167,7 +167,7 @@ class Nodes:
                 self._printed.wait(left)
 
     def workers(self, proc):
-        """The node's live processes other than its launcher (zombies left unreaped do not count)."""
+        """The node's live processes other than its agent (zombies left unreaped do not count)."""
         live = []
         for pid in _pids_tagged(proc.node_tag):
             try:
@@ -186,15 +186,15 @@ class Nodes:
                 pass
 
     def _collect(self, proc, grace=30):
-        """The launcher's exit code and all it printed. The output ends once every process holding the pipe has: a
-        worker that outlives its launcher by more than `grace` seconds is killed with its node, and the test fails."""
+        """The agent's exit code and all it printed. The output ends once every process holding the pipe has: a
+        rank that outlives its agent by more than `grace` seconds is killed with its node, and the test fails."""
         proc.wait()
         proc.reader.join(grace)
         if proc.reader.is_alive():
             self.kill(proc)
             proc.reader.join(10)
             pytest.fail(
-                f"a process of node {proc.node_tag} held its output open {grace} s after its launcher ended:\n"
+                f"a process of node {proc.node_tag} held its output open {grace} s after its agent ended:\n"
                 f"{self.output(proc)}"
             )
         proc.stdout.close()
@@ -216,7 +216,7 @@ def nodes():
     started = Nodes()
     yield started
     for proc in started.procs:  # also on failure: no stray ranks left holding ports
-        started.kill(proc)  # also when the launcher has ended: a worker it left behind still holds the pipe
+        started.kill(proc)  # also when the agent has ended: a rank it left behind still holds the pipe
         proc.wait()
         proc.reader.join(10)
         if not proc.reader.is_alive():

@@ -35,7 +35,7 @@ MODEL = [
     "2",
     "--num-iters",
     "2",
-    "--calibration-seconds",
+    "--cpu-check-seconds",
     "0",
     "--timeout-seconds",
     "60",

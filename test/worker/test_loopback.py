@@ -1,4 +1,4 @@
-"""Two "nodes" (launcher processes) on loopback: real torchrun rendezvous, real Gloo collectives."""
+"""Two "nodes" (worker processes, torchrun agents) on loopback: real torchrun rendezvous, real Gloo collectives."""
 
 import math
 import os
@@ -132,10 +132,10 @@ def test_training_across_two_nodes_reports_throughput_and_a_finite_loss(nodes, t
     # The job's whole life is recorded: launched (before torch and the rendezvous) <= started <= ended.
     times = [record["provenance"][key] for key in ("launchedAt", "startedAt", "endedAt")]
     assert times == sorted(times) and times[0] < times[2], times
-    # Each rank's compute speed just before the job, gathered to rank 0.
-    calibration = record["calibration"]
-    assert calibration["seconds"] == 0.6 and len(calibration["computeGflops"]) == 2
-    assert all(gflops > 0.05 for gflops in calibration["computeGflops"]), calibration
+    # Each rank's CPU check just before the job, gathered to rank 0.
+    cpu_check = record["cpuCheck"]
+    assert cpu_check["seconds"] == 0.6 and len(cpu_check["computeGflops"]) == 2
+    assert all(gflops > 0.05 for gflops in cpu_check["computeGflops"]), cpu_check
 
 
 def test_fp16_gradient_compression_trains_over_gloo(nodes, tmp_path, validate_result):
@@ -310,11 +310,11 @@ def test_the_asynchronous_server_s_model_is_what_every_rank_evaluates_after_an_e
     assert metrics["replicaDivergence"] == 0
 
 
-def test_a_launcher_killed_with_sigkill_takes_its_ranks_with_it(nodes):
-    """torchrun puts each rank in a session of its own, and a SIGKILLed launcher cannot pass anything on: without
+def test_torchruns_agent_killed_with_sigkill_takes_its_ranks_with_it(nodes):
+    """torchrun puts each rank in a session of its own, and a SIGKILLed agent cannot pass anything on: without
     the parent-death signal its ranks trained on, outside a container, until their own end."""
     env = {**node_env(0, 1, free_port(), f"test-{uuid.uuid4().hex[:8]}"), "RINGLAB_NPROC_PER_NODE": "2"}
-    launcher = nodes.start(
+    agent = nodes.start(
         [
             "train",
             "--model",
@@ -330,13 +330,13 @@ def test_a_launcher_killed_with_sigkill_takes_its_ranks_with_it(nodes):
         ],
         env,
     )
-    nodes.wait_for([launcher], "Iter #1", timeout=120)  # rank 0 prints progress: both ranks are training
-    assert len(nodes.workers(launcher)) == 2, nodes.output(launcher)
-    os.kill(launcher.pid, signal.SIGKILL)
+    nodes.wait_for([agent], "Iter #1", timeout=120)  # rank 0 prints progress: both ranks are training
+    assert len(nodes.workers(agent)) == 2, nodes.output(agent)
+    os.kill(agent.pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while nodes.workers(launcher) and time.monotonic() < deadline:
+    while nodes.workers(agent) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert nodes.workers(launcher) == [], "ranks still running 10 s after their launcher was SIGKILLed"
+    assert nodes.workers(agent) == [], "ranks still running 10 s after their agent was SIGKILLed"
 
 
 def test_a_peer_that_never_arrives_fails_the_run_with_exit_3_after_the_timeout(nodes):
@@ -401,7 +401,7 @@ def test_the_probe_times_the_layouts_collectives_with_nccl_tests_bus_factors_and
         "1",
         "--iters",
         "2",
-        "--calibration-seconds",
+        "--cpu-check-seconds",
         "0",
         "--timeout-seconds",
         "60",

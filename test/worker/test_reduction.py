@@ -179,7 +179,7 @@ def test_the_asynchronous_server_with_one_worker_is_plain_momentum_sgd(tmp_path)
                 "2",
                 "--num-iters",
                 "2",
-                "--calibration-seconds",
+                "--cpu-check-seconds",
                 "0",
                 "--output",
                 str(output),

@@ -23,12 +23,11 @@ def subparser(job: str) -> argparse.ArgumentParser:
 
 
 def options(job: str) -> dict:
-    """Flag -> its argparse action, for every option of `job` but --help."""
+    """Flag -> its argparse action, for every option of `job` but --help, by its name (an old name after it aside)."""
     return {
-        flag: action
+        action.option_strings[0]: action
         for action in subparser(job)._actions
-        for flag in action.option_strings
-        if not isinstance(action, argparse._HelpAction)
+        if action.option_strings and not isinstance(action, argparse._HelpAction)
     }
 
 
@@ -39,6 +38,14 @@ def test_the_registry_and_the_command_line_load_without_torch():
     )
     done = subprocess.run([sys.executable, "-c", check], env=base_env(), capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_parallelism_takes_the_registrys_layouts_each_with_its_module_in_parallel():
+    from ringlab_worker.parallel import TECHNIQUES
+
+    data = json.loads((WORKER_DIR / "ringlab_worker" / "registry.json").read_text())
+    assert registry.LAYOUTS == tuple(data["layouts"]) == registry.knob_choices("parallelism")
+    assert [layout for layout in registry.LAYOUTS if layout not in TECHNIQUES] == []
 
 
 def test_the_registry_is_the_file_beside_the_package_and_lists_models_and_reductions_in_its_order():

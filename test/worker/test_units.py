@@ -106,7 +106,7 @@ def test_results_are_replaced_atomically_and_readable_by_others(tmp_path):
 
 
 def test_the_result_in_the_log_is_one_line_of_strict_json_behind_its_prefix():
-    # Kubernetes: ringlab reads rank 0's result from its pod's log (src/kubernetes/follow.ts, resultFromLog).
+    # Kubernetes: ringlab reads rank 0's result from its pod's log (src/targets/kubernetes/follow.ts, resultFromLog).
     from ringlab_worker.jobs import RESULT_LOG_PREFIX, result_log_line
 
     record = {"schema": "ringlab.result/v1", "job": "train", "metrics": {"note": "two\nlines"}}

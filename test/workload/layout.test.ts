@@ -4,7 +4,8 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { dataParallel, dimsOf, stageBlocks, type ParallelDims } from "../../src/workload/layout.ts";
+import { dimsOf } from "../../src/layouts/index.ts";
+import { dataParallel, stageBlocks, type ParallelDims } from "../../src/workload/layout.ts";
 
 const { cases } = JSON.parse(readFileSync("test/fixtures/layout-dims.json", "utf8")) as {
   cases: { knobs: Record<string, unknown>; workers: number; nodes: number; dims: ParallelDims | null }[];

@@ -6,7 +6,8 @@
 import { describe, expect, it } from "vitest";
 import census from "../../src/catalogue/transformer-activations.json" with { type: "json" };
 import { PARAMETER_COUNT } from "../../src/config/registry.ts";
-import { dimsOf, type ParallelDims } from "../../src/workload/layout.ts";
+import { dimsOf, memoryTermsOf } from "../../src/layouts/index.ts";
+import type { ParallelDims } from "../../src/workload/layout.ts";
 import { rankMemory } from "../../src/workload/memory.ts";
 
 const P = PARAMETER_COUNT["gpt-nano"];
@@ -18,7 +19,10 @@ const dims = (knobs: Record<string, unknown>, workers: number): ParallelDims => 
   return result.dims;
 };
 const memory = (knobs: Record<string, unknown>, workers = 1) =>
-  rankMemory({ model: "gpt-nano", batchSize: 4, knobs: { ...base, ...knobs }, dims: dims(knobs, workers) });
+  rankMemory(
+    { model: "gpt-nano", batchSize: 4, knobs: { ...base, ...knobs }, dims: dims(knobs, workers) },
+    memoryTermsOf({ ...base, ...knobs }, dims(knobs, workers)),
+  );
 
 /**
  * Bytes per token for gpt-nano's blocks of width 64, 4 heads, vocabulary 256: per block 16 widths and a log-sum-exp per

@@ -128,11 +128,13 @@ def _common_options() -> argparse.ArgumentParser:
     )
     common.add_argument("--output", default=None, help="path of the JSON result (written by global rank 0)")
     common.add_argument(
-        "--calibration-seconds",
+        "--cpu-check-seconds",
+        "--calibration-seconds",  # its name before 2026-12-06, which saved job scripts may still pass
+        dest="cpu_check_seconds",
         type=non_negative_float,
         default=0.6,
-        help="before the job, every rank times fixed matrix products for this long (the node's "
-        "compute speed at that moment, in the result's calibration); 0: none",
+        help="before the job, every rank times fixed matrix products for this long (the CPU check: the node's "
+        "compute speed at that moment, in the result's cpuCheck); 0: none",
     )
     _knob(
         common,

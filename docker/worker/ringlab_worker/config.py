@@ -22,7 +22,7 @@ class TrainConfig:
     device: str
     timeout_seconds: float
     output: Optional[str]
-    calibration_seconds: float
+    cpu_check_seconds: float
     # Measurement protocol (Horovod's synthetic benchmark)
     num_warmup_batches: int
     num_batches_per_iter: int

@@ -4,8 +4,8 @@ import json
 import os
 
 from .allreduce import run_allreduce
-from .compute_speed import measure_compute_speed
 from .config import TrainConfig
+from .cpu_check import measure_cpu_check
 from .errors import WorkerError, classify_collective_error
 from .result import build_record, utc_now, write_atomically
 from .train import run_train
@@ -17,7 +17,7 @@ RESULT_LOG_PREFIX = "ringlab-result: "
 
 
 def result_log_line(record: dict) -> str:
-    """The record as one line of the log (src/kubernetes/follow.ts, resultFromLog, reads it back)."""
+    """The record as one line of the log (src/targets/kubernetes/follow.ts, resultFromLog, reads it back)."""
     return RESULT_LOG_PREFIX + json.dumps(record, separators=(",", ":"), allow_nan=False)
 
 
@@ -25,7 +25,7 @@ def run_job(args) -> int:
     started_at = utc_now()
     world = join(args)
     try:
-        calibration = measure_compute_speed(world, args.calibration_seconds)
+        cpu_check = measure_cpu_check(world, args.cpu_check_seconds)
         if args.job == "train":
             args = TrainConfig.from_args(args)  # resolved (image size, the transformer's shape) and frozen
             metrics = run_train(args, world)
@@ -34,7 +34,7 @@ def run_job(args) -> int:
             metrics = run_allreduce(args, world)
             engine = "ddp"  # plain torch.distributed collectives, the layer DDP runs on
         if world.is_reporter and args.output:
-            record = build_record(args.job, args, world, engine, started_at, metrics, calibration)
+            record = build_record(args.job, args, world, engine, started_at, metrics, cpu_check)
             write_atomically(args.output, record)
             print(f"result written to {args.output}", flush=True)
             if os.environ.get(RESULT_IN_LOG_ENV) == "1":

@@ -59,8 +59,11 @@ REDUCTION_ENTRIES = _REGISTRY["reductions"]
 # by their probedAs.
 PROBED_REDUCTIONS = tuple(name for name, entry in _REGISTRY["reductions"].items() if entry["probedAs"] == name)
 
-# Campaign name -> {flag, type (int, number, enum, switch), default, choices (a list, or "reductions"), min, max, gt,
-# lt, needs, excludes, about}. Ranges are the campaign's; the worker's own checks may be wider.
+# How the model is laid out over the ranks (parallelism's values), in the file's order: one module each in parallel/.
+LAYOUTS = tuple(_REGISTRY["layouts"])
+
+# Campaign name -> {flag, type (int, number, enum, switch), default, choices (a list, "reductions" or "layouts"), min,
+# max, gt, lt, needs, excludes, about}. Ranges are the campaign's; the worker's own checks may be wider.
 TRAIN_KNOBS = _REGISTRY["trainKnobs"]
 
 # What the probe can time (allreduce --collective), as nccl-tests has them, in the file's order.
@@ -75,9 +78,10 @@ WORKER_ONLY = _REGISTRY["workerOnly"]
 
 
 def knob_choices(name: str) -> tuple:
-    """An enum knob's values; "reductions" stands for REDUCTIONS."""
+    """An enum knob's values; "reductions" stands for REDUCTIONS, "layouts" for LAYOUTS."""
     choices = TRAIN_KNOBS[name]["choices"]
-    return REDUCTIONS if choices == "reductions" else tuple(choices)
+    named = {"reductions": REDUCTIONS, "layouts": LAYOUTS}
+    return named[choices] if isinstance(choices, str) else tuple(choices)
 
 
 def knob_default(name: str):

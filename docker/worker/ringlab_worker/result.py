@@ -186,7 +186,7 @@ def provenance(device, started_at: str) -> dict:
     }
 
 
-def build_record(job: str, args, world, engine: str, started_at: str, metrics: dict, calibration=None) -> dict:
+def build_record(job: str, args, world, engine: str, started_at: str, metrics: dict, cpu_check=None) -> dict:
     return {
         "schema": SCHEMA,
         "job": job,
@@ -202,7 +202,7 @@ def build_record(job: str, args, world, engine: str, started_at: str, metrics: d
         },
         "provenance": provenance(world.device, started_at),
         "metrics": metrics,
-        **({"calibration": calibration} if calibration is not None else {}),
+        **({"cpuCheck": cpu_check} if cpu_check is not None else {}),
     }
 
 

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from . import checkpoint, data
 from .errors import BadArguments, PeerTimeout
-from .guard import outlive_launcher
+from .guard import outlive_agent
 from .result import finite_or_none
 
 # At most this many points of the loss curve per epoch, and of step times in the record.
@@ -391,8 +391,8 @@ def resumed_batch_in_epoch(state: dict, batch_size: int, world_size: int) -> int
 
 def _maybe_fail(args, world, step, restarts) -> None:
     """--fail-at-step, once (not after a restart). With --fail-rank, that rank's process kills itself (SIGKILL, as
-    the kernel's OOM killer does). With --fail-node, that node's first local rank kills its launcher (torchrun's
-    agent) and every rank on the node, then itself: the node is gone as a machine that dies, and its container
+    the kernel's OOM killer does). With --fail-node, that node's first local rank kills torchrun's agent
+    and every rank on the node, then itself: the node is gone as a machine that dies, and its container
     exits."""
     if args.fail_at_step != step or attempt_number() != 0 or restarts:
         return
@@ -400,7 +400,7 @@ def _maybe_fail(args, world, step, restarts) -> None:
         if world.local_rank == 0 and os.environ.get("RINGLAB_NODE_RANK") == str(args.fail_node):
             print(
                 f"ringlab-worker [rank {world.rank}]: fault injection: node {args.fail_node} is lost after step "
-                f"{step}: killing its launcher and its {world.procs_per_node} rank(s) (--fail-node)",
+                f"{step}: killing its agent and its {world.procs_per_node} rank(s) (--fail-node)",
                 file=sys.stderr,
                 flush=True,
             )
@@ -421,7 +421,7 @@ def _kill_node() -> None:
     process it had started (the node's ranks and their data loaders), then this one."""
     agent = os.getppid()
     started = _descendants(agent)
-    outlive_launcher()  # the kernel would otherwise end this process with the agent, before the loop below
+    outlive_agent()  # the kernel would otherwise end this process with the agent, before the loop below
     os.kill(agent, signal.SIGKILL)
     for pid in started:
         if pid != os.getpid():

@@ -16,7 +16,7 @@ from typing import List, Mapping, Optional
 
 from . import compat
 from .errors import EXIT_OTHER, EXIT_PEER_FAILED, MEANING, BadArguments, PeerFailed, PeerTimeout, WorkerError
-from .guard import LAUNCHER_PID_ENV, die_with_launcher
+from .guard import AGENT_PID_ENV, die_with_agent
 
 DEFAULT_RDZV_PORT = 29400
 DEFAULT_RUN_ID = "ringlab"
@@ -29,7 +29,7 @@ _RDZV_SECRET = re.compile(r"[0-9a-f]{32,128}")
 
 
 def is_torchrun_worker() -> bool:
-    """torchrun sets TORCHELASTIC_RUN_ID for the processes it starts, never for the launcher itself."""
+    """torchrun sets TORCHELASTIC_RUN_ID for the processes it starts, never for its agent itself."""
     return "TORCHELASTIC_RUN_ID" in os.environ
 
 
@@ -152,7 +152,7 @@ NCCL_EXCLUDED_INTERFACES = ("docker0", "lo")
 
 
 def network_env(env: Mapping[str, str]) -> dict:
-    """The Gloo and NCCL variables for the cluster interface the launcher was given (RINGLAB_SOCKET_IFNAME).
+    """The Gloo and NCCL variables for the cluster interface the worker was given (RINGLAB_SOCKET_IFNAME).
 
     With an interface, Gloo and NCCL both use it (an explicit lo is honoured: one-machine tests). Without,
     NCCL excludes docker0 and lo, which it would otherwise pick inside a container. Variables the user set
@@ -173,8 +173,8 @@ def configure_network_env(env) -> None:
 
 
 def run_worker(args) -> int:
-    die_with_launcher()
-    from .jobs import run_job  # imports torch: the launcher itself and its unit tests run without it
+    die_with_agent()
+    from .jobs import run_job  # imports torch: the agent itself and its unit tests run without it
 
     return run_job(args)
 
@@ -193,7 +193,7 @@ def launch(args, job_argv: List[str]) -> int:
 
     for name, value in compat.TORCHRUN_ENV.items():
         os.environ.setdefault(name, value)
-    os.environ[LAUNCHER_PID_ENV] = str(os.getpid())
+    os.environ[AGENT_PID_ENV] = str(os.getpid())
     torchrun = torchrun_argv(
         rdzv, args.timeout_seconds, job_argv, getattr(args, "max_restarts", 0), getattr(args, "min_nodes", None)
     )

@@ -7,7 +7,7 @@ import { resultsDirFor, runCampaign, type CampaignOutcome } from "../../campaign
 import { loadAnyCampaignFile, type AnyLoadedCampaignFile } from "../../config/load.ts";
 import type { Context } from "../../context/context.ts";
 import { EXIT, UsageError } from "../../util/errors.ts";
-import { reportData } from "../../report/data.ts";
+import { reportData } from "../../analysis/data.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
 import { flagTally, reportFlags, type Flag } from "../../report/suspect-figures.ts";
 import { ResultsStore } from "../../results/store.ts";

@@ -55,7 +55,7 @@ export function registerCompare(program: Command, host: CommandHost): void {
 function recordsOf(dir: string, warn: Warn): readonly RunRecord[] {
   const store = ResultsStore.open(resolve(dir), warn);
   if (store.records().length === 0) {
-    throw new UsageError(`no run records in ${store.layout.runsDir}: nothing to compare in results directory ${dir}`, {
+    throw new UsageError(`no run records in ${store.paths.runsDir}: nothing to compare in results directory ${dir}`, {
       hint: "pass the results directories of two campaigns that have run (results/<campaign>)",
     });
   }

@@ -12,14 +12,15 @@ export function registerConfigure(program: Command, host: CommandHost): void {
       "make every node ready (ansible/site.yml): hosts, SSH trust, GPU driver, shared storage, Docker, worker image, no leftover workers",
     )
     .option("--testbed <name>", "testbed to act on (default: the last one brought up)");
-  // A launcher that needs more than every testbed has (src/launchers/) is asked for by its flag, e.g. --slurm.
-  for (const launcher of launchersWithSetup()) command.option(`--${launcher.setup!.flag}`, launcher.setup!.description);
+  // A launcher that needs more than every testbed has (src/launchers/) is asked for by its option, e.g. --slurm.
+  for (const launcher of launchersWithSetup())
+    command.option(`--${launcher.setup!.option}`, launcher.setup!.description);
   command.action(
     host.action(async (options: Record<string, unknown> & { testbed?: string }, command: Command) => {
       const ctx = host.contextFor(command, "configure");
       const record = requireRecord(ctx.stateDir, options.testbed);
       const launchers = launchersWithSetup()
-        .filter((launcher) => options[launcher.setup!.flag] === true)
+        .filter((launcher) => options[launcher.setup!.option] === true)
         .map((launcher) => launcher.name);
       const result = await configure(ctx, record, { launchers });
       ctx.reporter.info(

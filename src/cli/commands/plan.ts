@@ -26,6 +26,7 @@ import { isPrediction, predictRun, type MissingInput, type RunPrediction } from 
 import { rateUnit } from "../../results/worker-result.ts";
 import { predictionContextFor, PUBLISHED_ONLY } from "../../predict/inputs.ts";
 import { defaultCalibrationFile, loadCalibration } from "../../predict/store.ts";
+import { layoutName } from "../../layouts/index.ts";
 import { targetOf } from "../../targets/index.ts";
 import { resolveCpuQuota } from "../../testbed/cpu-quota.ts";
 import { parseSafePath } from "../options.ts";
@@ -93,7 +94,7 @@ export function registerPlan(program: Command, host: CommandHost): void {
         if (predictions.length > 0) out(`\n${formatPredictions(predictions, from)}`);
         if (seen !== undefined && seen.size > 0) out(`\n${capitalized(seenSentence(countSeen([...seen.values()])))}\n`);
         const layoutSources = Object.entries(constants.layouts ?? {})
-          .filter(([layout]) => plan.runs.some((run) => run.knobs.parallelism === layout))
+          .filter(([layout]) => plan.runs.some((run) => layoutName(run.knobs) === layout))
           .map(([layout, own]) => `; ${layout} across workers: ${own.source}`)
           .join("");
         if (memory.length > 0)
@@ -124,22 +125,20 @@ async function planOnKubernetes(campaign: LoadedKubernetesCampaignFile, format: 
       `each run ends within ${formatDuration(plan.runTimeoutSeconds)} (runTimeoutSeconds). No duration, cost or prediction: ringlab does not know the cluster's machines.\n` +
       "ringlab campaign runs them; ringlab manifests writes them for kubectl apply -f.\n",
   );
-  await printKubernetesSecurity(plan, testbed);
+  await printRunsNotes(plan, testbed);
   return EXIT.ok;
 }
 
-/**
- * What Pod Security level the runs' pods need and why (stdout), and where their NetworkPolicy cannot apply (a warning).
- */
-async function printKubernetesSecurity(
-  plan: CampaignPlan,
-  testbed: LoadedKubernetesCampaignFile["testbed"],
-): Promise<void> {
-  // Loaded here, not with the command line: kubernetes-models is half the modules a start would otherwise load.
-  const { campaignPodSecurity, networkPolicyWarning, podSecurityLine } = await import("../../kubernetes/manifests.ts");
-  out(`${podSecurityLine(campaignPodSecurity(plan.runs, testbed, plan.name, plan.runTimeoutSeconds))}\n`);
-  const unguarded = networkPolicyWarning(testbed);
-  if (unguarded !== undefined) err(`\nwarning: ${unguarded}\n`);
+/** What the runs ask of the place they run, where their target says (Kubernetes: the Pod Security level). */
+async function printRunsNotes(plan: CampaignPlan, testbed: LoadedKubernetesCampaignFile["testbed"]): Promise<void> {
+  const notes = await targetOf(testbed).runsNotes?.(testbed, {
+    runs: plan.runs,
+    campaign: plan.name,
+    runTimeoutSeconds: plan.runTimeoutSeconds,
+  });
+  if (notes === undefined) return;
+  out(`${notes.line}\n`);
+  if (notes.warning !== undefined) err(`\nwarning: ${notes.warning}\n`);
 }
 
 /**

@@ -117,7 +117,7 @@ function checkLauncher(record: TestbedRecord, name: LauncherName, workerArgs: re
   if (refusal !== undefined) throw new UsageError(refusal.message, { hint: refusal.hint });
   if (!isConfiguredFor(record, name) && launcher.setup !== undefined) {
     throw new UsageError(`--launcher ${name} needs testbed ${record.name} to be ${launcher.setup.makes}`, {
-      hint: `run \`ringlab configure --${launcher.setup.flag}\` first`,
+      hint: `run \`ringlab configure --${launcher.setup.option}\` first`,
     });
   }
 }

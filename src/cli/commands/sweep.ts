@@ -3,6 +3,8 @@
  */
 import type { Command } from "commander";
 import { DEFAULTS } from "../../config/schema.ts";
+import { TARGETS } from "../../targets/index.ts";
+import { InternalError } from "../../util/errors.ts";
 import type { CommandHost } from "../host.ts";
 import { out } from "../../util/output.ts";
 
@@ -25,16 +27,9 @@ export function registerSweep(program: Command, host: CommandHost): void {
         const region =
           options.region ?? process.env["AWS_REGION"] ?? process.env["AWS_DEFAULT_REGION"] ?? DEFAULTS.aws.region;
         const print = (line: string) => out(`${line}\n`);
-        // The AWS SDK is loaded only by the commands that talk to AWS.
-        const { sweep, sweepClients } = await import("../../aws/sweep.ts");
-        const plan = await ctx.reporter.step(`sweep ${region}${options.dryRun ? " (dry run)" : ""}`, () =>
-          sweep(sweepClients(region), { dryRun: options.dryRun, now: new Date() }, print),
-        );
-        const found = plan.expired.length + plan.current.length + plan.undated.length;
-        print(
-          `${region}: ${found} ringlab resources found, ${plan.expired.length} expired` +
-            `${plan.expired.length === 0 ? "" : options.dryRun ? " (dry run: nothing deleted)" : ", all deleted"}`,
-        );
+        const aws = TARGETS.aws;
+        if (aws.sweep === undefined) throw new InternalError("the AWS target has no sweep");
+        print(await aws.sweep(ctx, region, options.dryRun, print));
       }),
     );
 }

@@ -10,7 +10,7 @@ import { planCampaign } from "../../../src/campaign/plan.ts";
 import { loadCampaignFile } from "../../../src/config/load.ts";
 import { parseCalibration } from "../../../src/predict/calibration.ts";
 import { isPrediction, predictRun } from "../../../src/predict/predict.ts";
-import { recordFileName } from "../../../src/results/folder-layout.ts";
+import { recordFileName } from "../../../src/results/paths.ts";
 import { trainRecord, probeRecord } from "../../report/fixtures/records.ts";
 
 const BIN = resolve("src/bin/ringlab.mjs");

@@ -1,13 +1,14 @@
 /**
  * `ringlab campaign` and `ringlab down` on a Kubernetes campaign as a user runs them: the real CLI, its kubeconfig
- * ($KUBECONFIG) pointing at a loopback server that answers as the Kubernetes API does (test/kubernetes/fake-api.ts).
+ * ($KUBECONFIG) pointing at a loopback server that answers as the Kubernetes API does
+ * (test/targets/kubernetes/fake-api.ts).
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startFakeCluster, type FakeCluster, type Scenario } from "../../kubernetes/fake-api.ts";
+import { startFakeCluster, type FakeCluster, type Scenario } from "../../targets/kubernetes/fake-api.ts";
 
 const BIN = resolve("src/bin/ringlab.mjs");
 
