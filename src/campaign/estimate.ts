@@ -4,9 +4,9 @@
  * all-reduce part comes from the ring lower bound.
  */
 import { bandwidthGbps } from "../rules/bandwidth.ts";
-import { checkpointingOf, recomputeFlopsPerToken, shapeOf, trainingFlopsPerToken } from "../workload/transformer.ts";
+import { checkpointingOf, recomputeFlopsPerToken, trainingFlopsPerToken } from "../workload/transformer.ts";
 import { onDemandUsdPerHour } from "../catalogue/aws-instance-types.ts";
-import { PARAMETER_COUNT, planningOf, TRAIN_KNOBS } from "../config/registry.ts";
+import { PARAMETER_COUNT, planningOf, TRAIN_KNOBS, shapeOf } from "../config/registry.ts";
 import type { CampaignFile } from "../config/schema.ts";
 import { isReduction, reductionLowerBoundSeconds } from "../reductions/index.ts";
 import type { Placement } from "../results/cost-model.ts";

@@ -1,6 +1,6 @@
 /**
  * What `ringlab plan` and `ringlab campaign` check of a plan before anything starts (issue #52): every training run's
- * layout divides its workers (src/layouts/) and its model's heads (src/workload/shape-problems.ts), and its memory
+ * layout divides its workers (src/layouts/) and its model's heads (src/config/shape-problems.ts), and its memory
  * fits, as the memory model predicts it
  * (src/predict/memory.ts): a local testbed's node within testbed.memoryPerNodeGiB, a GPU's rank within the GPU's
  * memory. A run that does not fit is named with what would: the same run sharded (FSDP full shard), on more nodes,
@@ -19,7 +19,7 @@ import {
 import { targetOf } from "../targets/index.ts";
 import type { TargetMemory } from "../targets/target.ts";
 import { dimsOf, layoutProblem } from "../layouts/index.ts";
-import { shapeProblems } from "../workload/shape-problems.ts";
+import { shapeProblems } from "../config/shape-problems.ts";
 import { usableGpuMemoryGiB } from "./gpu-memory.ts";
 import type { CampaignPlan, PlannedRun } from "./plan.ts";
 

@@ -3,13 +3,8 @@
  * language model's width, blocks, key/value width, parameters and training FLOPs per token at the run's sequence; an
  * image model's parameters. Pure.
  */
-import { MODEL_KIND, PARAMETER_COUNT, type Model } from "../config/registry.ts";
-import {
-  parameterCount,
-  shapeOf,
-  trainingFlopsPerToken,
-  type ActivationCheckpointing,
-} from "../workload/transformer.ts";
+import { MODEL_KIND, PARAMETER_COUNT, type Model, shapeOf } from "../config/registry.ts";
+import { parameterCount, trainingFlopsPerToken, type ActivationCheckpointing } from "../workload/transformer.ts";
 import type { ImageCompute, LanguageCompute } from "./compute.ts";
 
 export type ClusterWorkload = (LanguageCompute | ImageCompute) & { readonly parameters: number };

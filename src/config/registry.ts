@@ -266,6 +266,29 @@ export const LANGUAGE_SHAPE: Readonly<Partial<Record<Model, TransformerShape>>> 
 );
 
 /**
+ * A language model's shape as a run has it: the registry's, with the run's sequenceLength, layers, width, heads and
+ * kvHeads. A gpt2 model's MLP follows its width (4 x) and its key and value heads its heads; a llama model's MLP keeps
+ * the registry's width.
+ */
+export function shapeOf(model: string, knobs: Readonly<Record<string, unknown>>): TransformerShape | undefined {
+  const registered = (LANGUAGE_SHAPE as Readonly<Record<string, TransformerShape>>)[model];
+  if (registered === undefined) return undefined;
+  const pick = (knob: string, fallback: number) => (typeof knobs[knob] === "number" ? knobs[knob] : fallback);
+  const width = pick("width", registered.width);
+  const heads = pick("heads", registered.heads);
+  const gpt2 = registered.family === "gpt2";
+  return {
+    ...registered,
+    layers: pick("layers", registered.layers),
+    width,
+    heads,
+    kvHeads: gpt2 ? heads : pick("kvHeads", registered.kvHeads),
+    ffnWidth: gpt2 ? 4 * width : registered.ffnWidth,
+    sequenceLength: pick("sequenceLength", registered.sequenceLength),
+  };
+}
+
+/**
  * A published parameter count of a language model, where registry.json quotes one (publishedParameters, with its
  * parametersSource): what test/workload/transformer.test.ts holds ringlab's count to.
  */
@@ -285,6 +308,16 @@ export function throughputUnit(model: string): "images" | "tokens" {
 
 /** The worker's layouts (parallelism's values), in the registry's order: ddp, its default, first. */
 export const LAYOUTS = keysOf(registry.layouts);
+
+/**
+ * Why a layout cannot train a model whose head is its token embedding (tied), by layout: registry.json layouts'
+ * refusesTiedEmbeddings. A layout absent here trains one.
+ */
+export const TIED_EMBEDDINGS_REFUSED: Readonly<Partial<Record<Parallelism, string>>> = Object.fromEntries(
+  Object.entries(registry.layouts as Readonly<Record<string, { readonly refusesTiedEmbeddings?: string }>>).flatMap(
+    ([layout, entry]) => (entry.refusesTiedEmbeddings === undefined ? [] : [[layout, entry.refusesTiedEmbeddings]]),
+  ),
+);
 
 /** The worker's reductions, in the registry's order: ring first, then the two parameter servers. */
 export const REDUCTIONS = keysOf(registry.reductions);

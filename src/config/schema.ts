@@ -20,7 +20,7 @@ import {
 import { DEFAULT_MAX_NODES, safePath, type IssueAt } from "../targets/section-fields.ts";
 import { combinationProblems, knobRuleProblems } from "./knob-rules.ts";
 import { describeIssues, type ConfigProblem } from "./problems.ts";
-import { shapeProblems } from "../workload/shape-problems.ts";
+import { shapeProblems } from "./shape-problems.ts";
 import {
   COLLECTIVES,
   MODEL_KIND,
@@ -565,7 +565,7 @@ const SHAPE_KNOBS = ["sequenceLength", "layers", "width", "heads", "kvHeads", "p
 
 /**
  * Every language model's shape as the campaign's runs would build it: a sequence within the model's positions, heads
- * that divide the width, key and value heads that divide the heads (src/workload/shape-problems.ts, as the worker).
+ * that divide the width, key and value heads that divide the heads (src/config/shape-problems.ts, as the worker).
  */
 function checkShapeKnobs(campaign: CampaignOutput, ctx: RefinementContext): void {
   const combinations = SHAPE_KNOBS.reduce<Record<string, unknown>[]>(

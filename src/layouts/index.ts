@@ -4,11 +4,11 @@
  * module here and its line below, and its module in the worker (docker/worker/ringlab_worker/parallel/). Everything
  * else asks these functions, never a layout's name.
  */
-import { LAYOUTS, TRAIN_KNOBS, type Parallelism } from "../config/registry.ts";
+import { LAYOUTS, TRAIN_KNOBS, type Parallelism, shapeOf } from "../config/registry.ts";
 import type { MemoryTerms } from "../workload/memory.ts";
 import type { Composition } from "./composition.ts";
 import { trafficParts, type Collective, type TrafficQuestion } from "../workload/traffic.ts";
-import { computeShares, shapeOf } from "../workload/transformer.ts";
+import { computeShares } from "../workload/transformer.ts";
 import { ddp } from "./ddp.ts";
 import { dataParallel, type DimsResult, type ParallelDims } from "../workload/layout.ts";
 import { refused } from "./dims.ts";

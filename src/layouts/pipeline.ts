@@ -4,8 +4,8 @@
  * (one forward, one backward in turn); the workers left over are replicas of each stage, their gradients averaged in
  * DDP's buckets (parallel/pipeline.py).
  */
-import { TRAIN_KNOBS } from "../config/registry.ts";
-import { shapeOf } from "../workload/transformer.ts";
+import { TRAIN_KNOBS, shapeOf } from "../config/registry.ts";
+
 import { pipelineTraffic } from "../workload/traffic.ts";
 import { tensorWithout } from "./ddp.ts";
 import { degreeOf, dimsWith, numberKnob, refused } from "./dims.ts";

@@ -3,7 +3,7 @@
  * of the activations per block in forward and two in backward (parallel/tensor.py). With fewer ranks per group than
  * workers the rest would be data-parallel: that is fsdp with a tensorDegree.
  */
-import { shapeOf } from "../workload/transformer.ts";
+import { shapeOf } from "../config/registry.ts";
 import { tensorTraffic } from "../workload/traffic.ts";
 import { degreeOf, dimsWith, numberKnob, refused } from "./dims.ts";
 import { tensorSplitLabel, wholeBatch, type LayoutUnit } from "./unit.ts";

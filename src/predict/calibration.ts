@@ -7,7 +7,7 @@
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { configurationKey } from "../campaign/plan.ts";
+import { configurationKey } from "../results/configuration.ts";
 import { reportData } from "../analysis/data.ts";
 import { splitLabel as layoutSplitLabel, sumsWithReduction } from "../layouts/index.ts";
 import { overlapShare } from "../results/comm-model.ts";
@@ -53,8 +53,8 @@ export type Source =
       readonly runIds?: readonly string[];
       readonly fingerprints?: readonly string[];
       /**
-       * The runs' configuration keys (campaign/plan.ts configurationKey: what a run measures, however long it times
-       * it); absent in calibrations made before ringlab recorded them, for which the fingerprints decide.
+       * The runs' configuration keys (results/configuration.ts configurationKey: what a run measures, however long it
+       * times it); absent in calibrations made before ringlab recorded them, for which the fingerprints decide.
        */
       readonly configurations?: readonly string[];
     }

@@ -113,7 +113,7 @@ export interface SavedPrediction {
 }
 
 /**
- * Whether a calibration had measured a predicted run's configuration (campaign/plan.ts configurationKey), and where:
+ * Whether a calibration had measured a predicted run's configuration (./configuration.ts configurationKey), and where:
  * - seen: an input the predicted step rests on was measured on it (a single-node run's compute, an unshaped split step,
  *   an overlap share fitted on its runs); replayed where that input is its own step (the compute or split step): the
  *   prediction gives back the calibration's measurement of the same configuration;
@@ -147,7 +147,7 @@ export interface CalibrationInput {
   /** Those runs' fingerprints (campaign/plan.ts: what a run measures, whatever its name); null as runIds. */
   readonly fingerprints: readonly string[] | null;
   /**
-   * Those runs' configuration keys (campaign/plan.ts configurationKey); null or absent in calibrations and files made
+   * Those runs' configuration keys (./configuration.ts configurationKey); null or absent in calibrations and files made
    * before ringlab recorded them, where the fingerprints decide what was seen.
    */
   readonly configurations?: readonly string[] | null;
@@ -204,7 +204,7 @@ export function parsePredictions(json: unknown): { file: AnyPredictionsFile } | 
 export interface RunToPredict {
   readonly id: string;
   readonly fingerprint: string;
-  /** campaign/plan.ts configurationKey of the run on the campaign's testbed. */
+  /** ./configuration.ts configurationKey of the run on the campaign's testbed. */
   readonly configuration: string;
 }
 

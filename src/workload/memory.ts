@@ -22,7 +22,7 @@
  * Image models: their activations are their planning figure in the worker's registry (registry.json:
  * planning.activationMibPerImage) and FSDP's gathered unit is counted as the whole model (an upper bound).
  */
-import { NATIVE_IMAGE_SIZE, PARAMETER_COUNT, PLANNING, type Model } from "../config/registry.ts";
+import { NATIVE_IMAGE_SIZE, PARAMETER_COUNT, PLANNING, type Model, shapeOf } from "../config/registry.ts";
 import { type ActivationStorage, lossGradientBytes, stageActivationBytes } from "./activations.ts";
 import { stageBlocks, type ParallelDims } from "./layout.ts";
 import { type DpSharding, STATE_RECIPES, type StateBytes, type StateRecipeName } from "./model-states.ts";
@@ -31,7 +31,6 @@ import {
   blockParametersPerTensorRank,
   checkpointingOf,
   parameterParts,
-  shapeOf,
   type TransformerShape,
 } from "./transformer.ts";
 

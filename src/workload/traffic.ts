@@ -5,16 +5,10 @@
  * a step pays the collective's latency (one per DDP bucket, per FSDP unit and direction, per block and direction of
  * tensor parallelism, per micro-batch and direction of a pipeline). Pure.
  */
-import { PARAMETER_COUNT, type Model } from "../config/registry.ts";
+import { PARAMETER_COUNT, type Model, shapeOf } from "../config/registry.ts";
 import type { MeshDimension } from "../layouts/composition.ts";
 import { stageBlocks, type ParallelDims } from "./layout.ts";
-import {
-  blockParametersPerTensorRank,
-  checkpointingOf,
-  parameterParts,
-  shapeOf,
-  type TransformerShape,
-} from "./transformer.ts";
+import { blockParametersPerTensorRank, checkpointingOf, parameterParts, type TransformerShape } from "./transformer.ts";
 
 export type CollectiveOp = "all_reduce" | "all_gather" | "reduce_scatter" | "send";
 

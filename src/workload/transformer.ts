@@ -5,35 +5,12 @@
  * (docker/worker/ringlab_worker/models/); test/workload/transformer.test.ts checks them against the registry's and the
  * published counts, test/worker/test_parallel_units.py the built models against the registry. Pure.
  */
-import { currentKnobValue, LANGUAGE_SHAPE, type TransformerShape } from "../config/registry.ts";
+import { currentKnobValue, shapeOf, type TransformerShape } from "../config/registry.ts";
 import { FAMILIES } from "./families/index.ts";
 import { sum } from "./families/family.ts";
 import { stageBlocks } from "./layout.ts";
 
 export type { TransformerShape };
-
-/**
- * A language model's shape as a run has it: the registry's, with the run's sequenceLength, layers, width, heads and
- * kvHeads. A gpt2 model's MLP follows its width (4 x) and its key and value heads its heads; a llama model's MLP keeps
- * the registry's width.
- */
-export function shapeOf(model: string, knobs: Readonly<Record<string, unknown>>): TransformerShape | undefined {
-  const registered = (LANGUAGE_SHAPE as Readonly<Record<string, TransformerShape>>)[model];
-  if (registered === undefined) return undefined;
-  const pick = (knob: string, fallback: number) => (typeof knobs[knob] === "number" ? knobs[knob] : fallback);
-  const width = pick("width", registered.width);
-  const heads = pick("heads", registered.heads);
-  const gpt2 = registered.family === "gpt2";
-  return {
-    ...registered,
-    layers: pick("layers", registered.layers),
-    width,
-    heads,
-    kvHeads: gpt2 ? heads : pick("kvHeads", registered.kvHeads),
-    ffnWidth: gpt2 ? 4 * width : registered.ffnWidth,
-    sequenceLength: pick("sequenceLength", registered.sequenceLength),
-  };
-}
 
 /** One block's parameters (its family's count: gpt2's 12h² + 13h). */
 export function blockParameters(shape: TransformerShape): number {

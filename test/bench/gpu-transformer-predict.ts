@@ -13,7 +13,8 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ASSUMED_MEMORY } from "../../src/predict/memory.ts";
-import { parameterCount, shapeOf } from "../../src/workload/transformer.ts";
+import { parameterCount } from "../../src/workload/transformer.ts";
+import { shapeOf } from "../../src/config/registry.ts";
 import { largestFit, predictedPeak, usableCardBytes, xl, type ConfigRun } from "./gpu-transformer-fit.ts";
 
 const [folder, memoryText] = process.argv.slice(2);

@@ -1,7 +1,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { estimateRunSeconds } from "../../src/campaign/estimate.ts";
-import { configurationKey, planCampaign, remainingRuns, reshapeCount } from "../../src/campaign/plan.ts";
+import { planCampaign, remainingRuns, reshapeCount } from "../../src/campaign/plan.ts";
+import { configurationKey } from "../../src/results/configuration.ts";
 import { loadCampaignFile, loadKubernetesCampaignFile, parseCampaign } from "../../src/config/load.ts";
 import { ConfigError } from "../../src/util/errors.ts";
 

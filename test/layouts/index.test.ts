@@ -96,7 +96,7 @@ describe("layout units", () => {
     ]);
 
     const fsdp = memoryTermsOf({ parallelism: "fsdp", fsdpSharding: "grad-op" }, on({ parallelism: "fsdp" }, 2));
-    expect([fsdp.sharding, fsdp.gradientBuckets]).toEqual(["grad-op", false]);
+    expect([fsdp.sharding, fsdp.gradientBuckets]).toEqual(["gradients", false]);
     const pipeline = { parallelism: "pipeline", pipelineSchedule: "1f1b", microBatches: 6 };
     const stages = memoryTermsOf(pipeline, on(pipeline, 3));
     // 1F1B holds at most the micro-batches of the stages from this one to the last: 3, 2 and 1 of 6, a sample each.

@@ -4,7 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { configurationKey } from "../../src/campaign/plan.ts";
+import { configurationKey } from "../../src/results/configuration.ts";
 import {
   calibrationFromRecords,
   calibrationInputs,
@@ -32,7 +32,7 @@ describe("a calibration's sources", () => {
       folder: "/work/results/earlier",
       runIds: ["train-resnet50-b64-n1-r1", "train-resnet50-b64-n1-r2"],
       fingerprints: ["fp-train-resnet50-b64-n1"],
-      // Both repeats measure one configuration: one key (campaign/plan.ts configurationKey).
+      // Both repeats measure one configuration: one key (results/configuration.ts configurationKey).
       configurations: [configurationKey(records[0]!.params)],
     });
     expect(calibration.links[0]!.source).toMatchObject({

@@ -11,6 +11,7 @@ import {
   PARAMETER_COUNT,
   PUBLISHED_PARAMETERS,
   type Model,
+  shapeOf,
 } from "../../src/config/registry.ts";
 import {
   blockParametersPerTensorRank,
@@ -20,7 +21,6 @@ import {
   parameterCount,
   parameterParts,
   recomputeFlopsPerToken,
-  shapeOf,
   trainingFlopsPerToken,
   unitsPerSample,
 } from "../../src/workload/transformer.ts";

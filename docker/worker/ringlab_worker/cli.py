@@ -15,6 +15,8 @@ from .errors import EXIT_BAD_ARGUMENTS, BadArguments, WorkerError
 from .mpi_library import LIBRARIES, check_started_by_mpirun
 from .registry import (
     COLLECTIVES,
+    LAYOUT_ENTRIES,
+    LAYOUTS,
     MODEL_KIND,
     MODELS,
     PROBED_REDUCTIONS,
@@ -407,7 +409,7 @@ def check_arguments(args) -> None:
 
 
 def check_model_arguments(args) -> None:
-    """A language model's shape (src/workload/shape-problems.ts says the same to a campaign): its sequence within its
+    """A language model's shape (src/config/shape-problems.ts says the same to a campaign): its sequence within its
     positions, its width a multiple of its heads, its key and value heads a divisor of its heads (llama only), a
     tensor degree a divisor of both, and no pipeline across tied embeddings."""
     shape = language_shape(args.model)
@@ -444,10 +446,12 @@ def shape_problems(args, shape: dict):
             f"--tensor-degree {tensor} must divide the model's {heads} heads and {kv_heads} key and value heads "
             "(each rank computes whole heads, and the query heads that share them): choose a divisor of both"
         )
-    if args.parallelism == "pipeline" and shape["tiedEmbeddings"]:
+    untied_only = LAYOUT_ENTRIES[args.parallelism].get("refusesTiedEmbeddings")
+    if untied_only is not None and shape["tiedEmbeddings"]:
+        tied = [name for name in LAYOUTS if "refusesTiedEmbeddings" not in LAYOUT_ENTRIES[name]]
         yield (
-            f"--parallelism pipeline with {args.model}: its head is its token embedding's matrix (tied), which a "
-            "pipeline's first and last stages would each hold; use an untied model, or ddp, fsdp or tensor"
+            f"--parallelism {args.parallelism} with {args.model}: {untied_only}; use an untied model, or "
+            f"{', '.join(tied[:-1])} or {tied[-1]}"
         )
 
 

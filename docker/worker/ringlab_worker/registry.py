@@ -61,6 +61,8 @@ PROBED_REDUCTIONS = tuple(name for name, entry in _REGISTRY["reductions"].items(
 
 # How the model is laid out over the ranks (parallelism's values), in the file's order: one module each in parallel/.
 LAYOUTS = tuple(_REGISTRY["layouts"])
+# Each layout's entry: {about, refusesTiedEmbeddings (why it cannot train a model whose head is its embedding)}.
+LAYOUT_ENTRIES = _REGISTRY["layouts"]
 
 # Campaign name -> {flag, type (int, number, enum, switch), default, choices (a list, "reductions" or "layouts"), min,
 # max, gt, lt, needs, excludes, about}. Ranges are the campaign's; the worker's own checks may be wider.

@@ -3,8 +3,15 @@
  * (docker/worker/ringlab_worker/cli.py shape_problems), message for message, so that a campaign file is refused with
  * the knob named (exit 2) instead of every node's worker refusing it. Pure.
  */
-import { LANGUAGE_SHAPE, type TransformerShape } from "../config/registry.ts";
-import { shapeOf } from "./transformer.ts";
+import {
+  LANGUAGE_SHAPE,
+  LAYOUTS,
+  type Parallelism,
+  shapeOf,
+  TIED_EMBEDDINGS_REFUSED,
+  TRAIN_KNOBS,
+  type TransformerShape,
+} from "./registry.ts";
 
 export interface ShapeProblem {
   /** The knob to change. */
@@ -15,7 +22,8 @@ export interface ShapeProblem {
 /**
  * Each thing wrong with the shape `knobs` ask of `model` on `tp` tensor-parallel ranks: a sequence past the model's
  * positions, a width its heads do not divide, key and value heads that do not divide the heads (or any on a gpt2
- * model), a tensor degree that does not divide both, a pipeline across a tied head. None for an image model.
+ * model), a tensor degree that does not divide both, a tied head on a layout that cannot hold one (registry.json
+ * layouts' refusesTiedEmbeddings: a pipeline's). None for an image model.
  */
 export function shapeProblems(model: string, knobs: Readonly<Record<string, unknown>>, tp = 1): ShapeProblem[] {
   const registered = (LANGUAGE_SHAPE as Readonly<Record<string, TransformerShape>>)[model];
@@ -49,11 +57,21 @@ export function shapeProblems(model: string, knobs: Readonly<Record<string, unkn
       message: `tensorDegree ${tp} must divide ${model}'s ${shape.heads} heads and ${shape.kvHeads} key and value heads (each rank computes whole heads, and the query heads that share them): choose a divisor of both`,
     });
   }
-  if (knobs["parallelism"] === "pipeline" && shape.tiedEmbeddings) {
+  const layout = String(knobs["parallelism"] ?? TRAIN_KNOBS.parallelism.default) as Parallelism;
+  const untiedOnly = TIED_EMBEDDINGS_REFUSED[layout];
+  if (untiedOnly !== undefined && shape.tiedEmbeddings) {
     problems.push({
       knob: "parallelism",
-      message: `parallelism pipeline with ${model}: its head is its token embedding's matrix (tied), which a pipeline's first and last stages would each hold; use an untied model, or ddp, fsdp or tensor`,
+      message: `parallelism ${layout} with ${model}: ${untiedOnly}; use an untied model, or ${orList(TIED_LAYOUTS)}`,
     });
   }
   return problems;
+}
+
+/** The layouts that train a model with tied embeddings. */
+const TIED_LAYOUTS = LAYOUTS.filter((layout) => TIED_EMBEDDINGS_REFUSED[layout] === undefined);
+
+/** "a, b or c". */
+function orList(items: readonly string[]): string {
+  return items.length < 2 ? items.join("") : `${items.slice(0, -1).join(", ")} or ${items.at(-1)}`;
 }
