@@ -9,7 +9,8 @@
 import type { ActivationCheckpointing } from "../workload/transformer.ts";
 import { clusterCatalogue, resolveNodeType } from "./load.ts";
 import type { NodeType } from "./description.ts";
-import type { DpSharding, LayoutDegrees, PipelineSchedule } from "./groups.ts";
+import type { DataParallelSharding, PipelineSchedule } from "../layouts/composition.ts";
+import type { LayoutDegrees } from "./groups.ts";
 import { predictClusterStep, type ClusterPrediction } from "./step.ts";
 import { clusterWorkload, type ClusterWorkload } from "./workload.ts";
 
@@ -21,7 +22,7 @@ export interface ThroughputCase {
   readonly model: string | object;
   readonly layout: {
     readonly dp: number;
-    readonly dpSharding: DpSharding;
+    readonly dpSharding: DataParallelSharding;
     readonly tp: number;
     readonly pp: number;
     readonly cp: number;

@@ -22,7 +22,7 @@ export interface GroupSpan {
  * Where a collective can hide (./overlap.ts): under forward, under backward, nowhere, or in a pipeline's steady state
  * (its fill and drain wait).
  */
-export type OverlapWindow = "forward" | "backward" | "exposed" | "pipeline";
+export type OverlapWindow = "forward" | "backward" | "exposed" | "steady-state";
 
 /** One collective of a step, on one group. */
 export interface GroupCollective {
@@ -130,15 +130,6 @@ function treeLatencySeconds(ranksPerNode: number, nodes: number, node: NodeType)
 /** Workers a node runs: one per device of the node type. */
 export function workersPerNode(cluster: Cluster): number {
   return cluster.node.devicesPerNode.value;
-}
-
-/**
- * A group's span when the job's ranks are numbered node by node and the group's ranks lie `stride` apart (tensor
- * parallel: 1; data parallel over tp-wide groups: tp; pipeline stages: everything inside a stage).
- */
-export function spanOf(ranks: number, stride: number, perNode: number): GroupSpan {
-  if (ranks * stride <= perNode) return { ranks, ranksPerNode: ranks };
-  return { ranks, ranksPerNode: Math.max(1, Math.min(ranks, Math.floor(perNode / stride))) };
 }
 
 /** The published rows and the node types they ran on: what a tier's share is read from. */

@@ -1,31 +1,67 @@
 /**
  * A `tp × cp × dp × pp` layout's process groups and the collectives each runs in a step, placed on the tier they span
- * (issue #69, item 2): ranks numbered tensor-parallel innermost, then context-parallel, data-parallel, pipeline stages
- * outermost (torchtitan's ParallelDims and Megatron's mesh order), so a tensor group stays inside a node while it fits
- * one, data-parallel groups span nodes, and each stage boundary's sends cross between nodes once a stage fills a node.
- * Bytes follow PyTorch's FSDP2 mixed precision (parameters gathered in bf16, gradients reduced in fp32) and DDP's
- * 25 MiB buckets; tensor parallelism is Megatron's with sequence parallelism (an all-gather and a reduce-scatter of
- * the activations around attention and around the MLP, forward and backward). Pure.
+ * (issue #69, item 2). The layout is a composition of degrees (src/layouts/composition.ts, the one home of the degrees'
+ * rules and of where each mesh group's ranks lie: tensor-parallel innermost, then context-parallel, data-parallel,
+ * pipeline stages outermost, as torchtitan's ParallelDims builds its mesh), so a tensor group stays inside a node
+ * while it fits one, data-parallel groups span nodes, and each stage boundary's sends cross between nodes once a stage
+ * fills a node. Bytes follow PyTorch's FSDP2 mixed precision (parameters gathered in bf16, gradients reduced in fp32)
+ * and DDP's 25 MiB buckets; tensor parallelism is Megatron's with sequence parallelism (an all-gather and a
+ * reduce-scatter of the activations around attention and around the MLP, forward and backward). Pure.
  */
-import { spanOf, type GroupCollective } from "./collectives.ts";
+import {
+  compositionProblemsAt,
+  meshGroupSpan,
+  type Composition,
+  type DataParallelSharding,
+  type MeshDimension,
+  type PipelineSchedule,
+} from "../layouts/composition.ts";
+import type { GroupCollective, GroupSpan } from "./collectives.ts";
 import type { LanguageCompute } from "./compute.ts";
 
-export const DP_SHARDINGS = ["none", "optimizer", "gradients", "full"] as const;
-export type DpSharding = (typeof DP_SHARDINGS)[number];
-export const PIPELINE_SCHEDULES = ["gpipe", "1f1b", "interleaved-1f1b"] as const;
-export type PipelineSchedule = (typeof PIPELINE_SCHEDULES)[number];
-
+/**
+ * A layout as `predict --cluster` and a published case give it: a composition's degrees (src/layouts/composition.ts)
+ * with its pipeline's schedule, virtual stages and micro-batches filled in; the batch is the step's (./step.ts).
+ */
 export interface LayoutDegrees {
   readonly tp: number;
   readonly pp: number;
   readonly dp: number;
   readonly cp: number;
-  readonly dpSharding: DpSharding;
+  readonly dpSharding: DataParallelSharding;
   readonly pipelineSchedule: PipelineSchedule;
   /** Stages a rank holds under interleaved 1F1B (v); 1 otherwise. */
   readonly virtualStages: number;
   /** Micro-batches a step runs through the pipeline (1 without one), each `micro` samples a replica. */
   readonly microBatches: number;
+}
+
+/** The layout as composition.ts composes it, `microSamples` a micro-batch. */
+export function compositionOfLayout(
+  layout: LayoutDegrees,
+  microSamples = 1,
+  allowCrossNodeTensor = false,
+  gradientAccumulation = 1,
+): Composition {
+  return {
+    tp: layout.tp,
+    cp: layout.cp,
+    pp: layout.pp,
+    dp: layout.dp,
+    dpSharding: layout.dpSharding,
+    schedule: layout.pipelineSchedule,
+    virtualStages: layout.virtualStages,
+    microBatchSize: microSamples,
+    microBatches: layout.microBatches,
+    gradientAccumulation,
+    allowCrossNodeTensor,
+  };
+}
+
+/** The span of the groups of `dimensions` (flattened into one) when a node holds `perNode` ranks. */
+function spanOn(layout: LayoutDegrees, dimensions: readonly MeshDimension[], perNode: number): GroupSpan {
+  const span = meshGroupSpan(compositionOfLayout(layout), { nodes: 1, gpusPerNode: perNode }, dimensions);
+  return { ranks: span.size, ranksPerNode: span.ranksPerNode };
 }
 
 /** The step's shape on one replica: what the collectives' sizes follow from. */
@@ -62,9 +98,9 @@ export function dataParallelCollectives(
   precision: string,
   perNode: number,
 ): GroupCollective[] {
-  const ranks = layout.dp * layout.cp;
-  if (ranks < 2) return [];
-  const span = spanOf(ranks, layout.tp, perNode);
+  if (layout.dp * layout.cp < 2) return [];
+  // DDP's all-reduce and FSDP's gathers and reduce-scatters run over every data-parallel and context-parallel rank.
+  const span = spanOn(layout, ["dp_replicate", "dp_shard", "cp"], perNode);
   const gradients = rankParameters * GRADIENT_BYTES;
   const gathered = rankParameters * parameterBytes(precision);
   if (layout.dpSharding === "none") {
@@ -130,7 +166,7 @@ export function tensorParallelCollectives(
   perNode: number,
 ): GroupCollective[] {
   if (layout.tp < 2) return [];
-  const span = spanOf(layout.tp, 1, perNode);
+  const span = spanOn(layout, ["tp"], perNode);
   const blocks = Math.ceil(workload.layers / layout.pp);
   const recompute = workload.activationCheckpointing === "full" ? 2 : 0;
   const calls = (4 + recompute) * blocks * step.microBatchesPerStep;
@@ -153,7 +189,7 @@ export function contextParallelCollectives(
   perNode: number,
 ): GroupCollective[] {
   if (layout.cp < 2) return [];
-  const span = spanOf(layout.cp, layout.tp, perNode);
+  const span = spanOn(layout, ["cp"], perNode);
   const blocks = Math.ceil(workload.layers / layout.pp);
   const calls = blocks * step.microBatchesPerStep;
   const bytesPerCall =
@@ -186,9 +222,8 @@ export function pipelineSends(
   perNode: number,
 ): GroupCollective[] {
   if (layout.pp < 2) return [];
-  const stride = layout.tp * layout.cp * layout.dp;
-  // A send crosses to another node once a stage fills one (or more) nodes.
-  const span = stride >= perNode ? { ranks: 2, ranksPerNode: 1 } : { ranks: 2, ranksPerNode: 2 };
+  // A send crosses to another node once a stage fills one (or more) nodes: a pipeline group with one rank a node.
+  const span = { ranks: 2, ranksPerNode: Math.min(2, spanOn(layout, ["pp"], perNode).ranksPerNode) };
   const bytesPerCall =
     (step.microSamples * workload.sequence * workload.width * activationBytes(step.precision)) /
     (layout.tp * layout.cp);
@@ -199,21 +234,21 @@ export function pipelineSends(
       bytesPerCall,
       calls: 2 * step.microBatchesPerStep * layout.virtualStages,
       span,
-      overlap: "pipeline",
+      overlap: "steady-state",
     },
   ];
 }
 
-/** A problem with a layout's degrees, at the field (or option) that holds the wrong number. */
+/** A problem with a layout's degrees, at the composition's field (./groups.ts's names) that holds the wrong number. */
 export interface LayoutProblem {
-  readonly field: "tp" | "pp" | "dp" | "cp" | "microBatches" | "virtualStages";
+  readonly field: keyof Composition;
   readonly message: string;
 }
 
 /**
- * Why a layout cannot run on `gpus` GPUs of `perNode` a node, or none: its degrees must multiply to the GPU count; a
- * tensor group wider than a node sends every block's activations over the network, which only an explicit
- * `allowCrossNodeTensor` accepts; a pipeline needs micro-batches (1F1B: one a stage at least) and blocks to split.
+ * Why a layout cannot run on `gpus` GPUs of `perNode` a node, or none: composition.ts's rules (the degrees multiply to
+ * the GPU count; a tensor group wider than a node, its activations over the network on every block, only with
+ * `allowCrossNodeTensor`; torch's schedules' micro-batches; a chunk of the model a block at least).
  */
 export function layoutProblems(
   layout: LayoutDegrees,
@@ -222,34 +257,9 @@ export function layoutProblems(
   layers: number | undefined,
   allowCrossNodeTensor: boolean,
 ): LayoutProblem[] {
-  const problems: LayoutProblem[] = [];
-  const product = layout.tp * layout.pp * layout.dp * layout.cp;
-  if (product !== gpus) {
-    problems.push({
-      field: "dp",
-      message: `tp ${layout.tp} × pp ${layout.pp} × dp ${layout.dp} × cp ${layout.cp} = ${product}, but the cluster has ${gpus} GPUs: the degrees must multiply to the GPU count`,
-    });
-  }
-  if (layout.tp > perNode && !allowCrossNodeTensor) {
-    problems.push({
-      field: "tp",
-      message: `${layout.tp} is more than a node's ${perNode} GPUs: every block's activations would cross the network twice a pass; say so with allowCrossNodeTensor (--allow-cross-node-tensor), or use tp ${perNode} or less`,
-    });
-  }
-  if (layout.pp > 1 && layers !== undefined && layout.pp * layout.virtualStages > layers) {
-    problems.push({
-      field: "pp",
-      message: `${layout.pp} stages × ${layout.virtualStages} virtual stages is more than the model's ${layers} blocks`,
-    });
-  }
-  if (layout.pp > 1 && layout.pipelineSchedule !== "gpipe" && layout.microBatches < layout.pp) {
-    problems.push({
-      field: "microBatches",
-      message: `${layout.microBatches} micro-batches on ${layout.pp} stages: ${layout.pipelineSchedule} needs at least one a stage`,
-    });
-  }
-  if (layout.pipelineSchedule === "interleaved-1f1b" && layout.virtualStages < 2) {
-    problems.push({ field: "virtualStages", message: `interleaved-1f1b needs 2 or more virtual stages a rank` });
-  }
-  return problems;
+  return compositionProblemsAt(
+    compositionOfLayout(layout, 1, allowCrossNodeTensor),
+    { nodes: gpus / perNode, gpusPerNode: perNode },
+    layers,
+  );
 }

@@ -59,7 +59,7 @@ export function exposedCommunication(
   timed.forEach((entry, index) => {
     const window = entry.collective.overlap;
     if (window === "exposed") exposedEach[index] = entry.seconds;
-    if (window === "pipeline") {
+    if (window === "steady-state") {
       const perCall = entry.seconds / Math.max(1, entry.collective.calls);
       exposedEach[index] = Math.min(entry.seconds, perCall * 2 * (layout.pp - 1));
     }

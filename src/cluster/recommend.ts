@@ -5,7 +5,8 @@
  * would run it: a replica of tp × pp GPUs takes tp × pp of them), its peak memory per GPU (./memory.ts), and those that
  * fit ranked by predicted throughput. Pure.
  */
-import { layoutProblems, DP_SHARDINGS, type LayoutDegrees } from "./groups.ts";
+import { DP_SHARDINGS } from "../layouts/composition.ts";
+import { layoutProblems, type LayoutDegrees } from "./groups.ts";
 import { peakBytesPerGpu } from "./memory.ts";
 import { predictClusterStep, type ClusterPrediction, type ClusterQuestion } from "./step.ts";
 import { workerCount } from "./description.ts";

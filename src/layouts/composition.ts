@@ -8,6 +8,9 @@
  * onto one through their layout unit (index.ts compositionOf). Pure.
  */
 
+import type { MemoryTerms } from "../workload/memory.ts";
+import type { ParallelDims } from "../workload/layout.ts";
+
 /** The mesh's dimensions, outermost first (torchtitan's order). */
 export const MESH_DIMENSIONS = ["pp", "dp_replicate", "dp_shard", "cp", "tp"] as const;
 export type MeshDimension = (typeof MESH_DIMENSIONS)[number];
@@ -100,23 +103,42 @@ export function pipelineBubbleShare(stages: number, microBatches: number, virtua
   return (stages - 1) / (virtualStages * microBatches + stages - 1);
 }
 
+/** A composition's field at fault, and what is wrong with it and what would do. */
+export interface CompositionProblem {
+  readonly field: keyof Composition;
+  readonly message: string;
+}
+
 /**
  * Everything wrong with a composition on `placement`, each naming the field, what is wrong and what would do; empty
- * when it can run.
+ * when it can run. `modelBlocks`: the model's blocks, which the stages and their chunks cut up (unknown: unchecked).
  */
-export function compositionProblems(composition: Composition, placement: RankPlacement): string[] {
+export function compositionProblems(
+  composition: Composition,
+  placement: RankPlacement,
+  modelBlocks?: number,
+): string[] {
+  return compositionProblemsAt(composition, placement, modelBlocks).map((problem) => problem.message);
+}
+
+/** compositionProblems, each with the field a caller names (a command's option, a file's field). */
+export function compositionProblemsAt(
+  composition: Composition,
+  placement: RankPlacement,
+  modelBlocks?: number,
+): CompositionProblem[] {
   const problems = degreeProblems(composition);
   if (problems.length > 0) return problems;
   return [
     ...worldProblems(composition, placement),
     ...tensorProblems(composition, placement),
     ...shardingProblems(composition),
-    ...pipelineProblems(composition),
+    ...pipelineProblems(composition, modelBlocks),
   ];
 }
 
-function degreeProblems(composition: Composition): string[] {
-  const counts: [string, number | undefined][] = [
+function degreeProblems(composition: Composition): CompositionProblem[] {
+  const counts: [keyof Composition, number | undefined][] = [
     ["tp", composition.tp],
     ["cp", composition.cp],
     ["pp", composition.pp],
@@ -129,10 +151,13 @@ function degreeProblems(composition: Composition): string[] {
   ];
   return counts
     .filter(([, value]) => value !== undefined && !(Number.isInteger(value) && value >= 1))
-    .map(([name, value]) => `${name} ${String(value)}: a count of ranks or samples, a whole number of at least 1`);
+    .map(([field, value]) => ({
+      field,
+      message: `${field} ${String(value)}: a count of ranks or samples, a whole number of at least 1`,
+    }));
 }
 
-function worldProblems(composition: Composition, placement: RankPlacement): string[] {
+function worldProblems(composition: Composition, placement: RankPlacement): CompositionProblem[] {
   const { tp, cp, pp, dp } = composition;
   const gpus = placement.nodes * placement.gpusPerNode;
   const ranks = tp * cp * pp * dp;
@@ -143,59 +168,94 @@ function worldProblems(composition: Composition, placement: RankPlacement): stri
       ? `; with tp ${tp} × cp ${cp} × pp ${pp}, dp ${gpus / others} fills it`
       : `; tp × cp × pp = ${others} does not divide ${gpus}: change one of them`;
   return [
-    `tp ${tp} × cp ${cp} × pp ${pp} × dp ${dp} = ${ranks} ranks, but the cluster has ${gpus} GPUs (${placement.nodes} nodes × ${placement.gpusPerNode}): the degrees must multiply to the GPU count${hint}`,
+    {
+      // dp is what fills the GPUs the other degrees leave.
+      field: "dp",
+      message: `tp ${tp} × cp ${cp} × pp ${pp} × dp ${dp} = ${ranks} ranks, but the cluster has ${gpus} GPUs (${placement.nodes} nodes × ${placement.gpusPerNode}): the degrees must multiply to the GPU count${hint}`,
+    },
   ];
 }
 
-function tensorProblems(composition: Composition, placement: RankPlacement): string[] {
+function tensorProblems(composition: Composition, placement: RankPlacement): CompositionProblem[] {
   const { tp } = composition;
   const perNode = placement.gpusPerNode;
   if (tp > perNode && composition.allowCrossNodeTensor !== true) {
     return [
-      `tp ${tp} is larger than a node's ${perNode} GPUs: its all-reduces on every layer would cross the network; keep tp at most ${perNode}, or set allowCrossNodeTensor to mean it`,
+      {
+        field: "tp",
+        message: `tp ${tp} is larger than a node's ${perNode} GPUs: its collectives on every block would cross the network; keep tp at most ${perNode}, or set allowCrossNodeTensor (predict --cluster's --allow-cross-node-tensor) to mean it`,
+      },
     ];
   }
   const aligned = tp <= perNode ? perNode % tp === 0 : tp % perNode === 0;
   return aligned
     ? []
     : [
-        `tp ${tp} and a node's ${perNode} GPUs: neither divides the other, so some tensor-parallel groups would straddle two nodes; choose a tp that ${tp <= perNode ? `divides ${perNode}` : `is a multiple of ${perNode}`}`,
+        {
+          field: "tp",
+          message: `tp ${tp} and a node's ${perNode} GPUs: neither divides the other, so some tensor-parallel groups would straddle two nodes; choose a tp that ${tp <= perNode ? `divides ${perNode}` : `is a multiple of ${perNode}`}`,
+        },
       ];
 }
 
-function shardingProblems(composition: Composition): string[] {
+function shardingProblems(composition: Composition): CompositionProblem[] {
   const { dp, dpShard, dpSharding } = composition;
   if (dpShard === undefined) return [];
   if (dpSharding === "none" && dpShard > 1)
-    return [`dpShard ${dpShard} with dpSharding none: nothing is sharded; set dpSharding, or leave dpShard out`];
+    return [
+      {
+        field: "dpShard",
+        message: `dpShard ${dpShard} with dpSharding none: nothing is sharded; set dpSharding, or leave dpShard out`,
+      },
+    ];
   return dp % dpShard === 0
     ? []
     : [
-        `dpShard ${dpShard} does not divide dp ${dp}: the data-parallel ranks form shard groups of dpShard, replicated dp / dpShard times`,
+        {
+          field: "dpShard",
+          message: `dpShard ${dpShard} does not divide dp ${dp}: the data-parallel ranks form shard groups of dpShard, replicated dp / dpShard times`,
+        },
       ];
 }
 
-/** torch.distributed.pipelining's own checks (schedules.py), so that a composition torch refuses is refused first. */
-function pipelineProblems(composition: Composition): string[] {
+/**
+ * torch.distributed.pipelining's own checks (schedules.py), so that a composition torch refuses is refused first, and
+ * a pipeline that cuts the model into more chunks than it has blocks.
+ */
+function pipelineProblems(composition: Composition, modelBlocks: number | undefined): CompositionProblem[] {
   const { pp } = composition;
   const schedule = composition.schedule ?? "1f1b";
   const virtualStages = composition.virtualStages ?? 1;
   const microBatches = composition.microBatches ?? 1;
+  const problem = (field: keyof Composition, message: string) => [{ field, message }];
   if (schedule !== "interleaved-1f1b" && virtualStages > 1)
-    return [
+    return problem(
+      "virtualStages",
       `virtualStages ${virtualStages} with schedule ${schedule}: only interleaved-1f1b holds several chunks per rank`,
-    ];
+    );
+  if (schedule === "interleaved-1f1b" && virtualStages < 2)
+    return problem(
+      "virtualStages",
+      `virtualStages ${virtualStages} with schedule interleaved-1f1b: interleaving needs 2 or more chunks per rank; set virtualStages 2 or more, or use schedule 1f1b`,
+    );
   if (pp === 1) return [];
+  if (modelBlocks !== undefined && pp * virtualStages > modelBlocks)
+    return problem(
+      "pp",
+      `pp ${pp} × virtualStages ${virtualStages} = ${pp * virtualStages} chunks of the model, but it has ${modelBlocks} blocks: a chunk holds one block at least`,
+    );
   if (schedule === "1f1b" && microBatches < pp)
-    return [
+    return problem(
+      "microBatches",
       `schedule 1f1b needs at least as many micro-batches as stages: microBatches ${microBatches} < pp ${pp} (torch's Schedule1F1B refuses it)`,
-    ];
+    );
   // torch's ScheduleInterleaved1F1B runs max(1, ⌊m/p⌋) rounds of equal size.
   const rounds = Math.max(1, Math.floor(microBatches / pp));
   if (schedule === "interleaved-1f1b" && microBatches % rounds !== 0)
-    return [
+    return problem(
+      "microBatches",
       `schedule interleaved-1f1b runs microBatches in ${rounds} rounds of pp ${pp} or more, which ${microBatches} does not divide into (torch's ScheduleInterleaved1F1B refuses it); use a multiple of ${rounds}, or of pp`,
-    ];
+    );
   return [];
 }
 
@@ -216,24 +276,89 @@ export interface GroupSpan {
  */
 export function groupSpans(composition: Composition, placement: RankPlacement): GroupSpan[] {
   const degrees = meshDegrees(composition);
+  return MESH_DIMENSIONS.flatMap((dimension) =>
+    degrees[dimension] < 2 ? [] : [{ dimension, ...meshGroupSpan(composition, placement, [dimension]) }],
+  );
+}
+
+/**
+ * The groups of several mesh dimensions flattened into one (torchtitan's dp_shard_cp: FSDP over the data-parallel and
+ * context-parallel ranks together): their size, the most nodes one spans and the fewest ranks one has on a node.
+ */
+export function meshGroupSpan(
+  composition: Composition,
+  placement: RankPlacement,
+  dimensions: readonly MeshDimension[],
+): Omit<GroupSpan, "dimension"> {
+  const degrees = meshDegrees(composition);
   const world = MESH_DIMENSIONS.reduce((product, dimension) => product * degrees[dimension], 1);
-  return MESH_DIMENSIONS.flatMap((dimension, index) => {
-    const size = degrees[dimension];
-    if (size < 2) return [];
-    const stride = MESH_DIMENSIONS.slice(index + 1).reduce((product, inner) => product * degrees[inner], 1);
-    let nodesSpanned = 1;
-    let ranksPerNode = size;
-    for (let first = 0; first < world; first++) {
-      // The group's first rank: its coordinate along this dimension is 0.
-      if (Math.floor(first / stride) % size !== 0) continue;
-      const perNode = new Map<number, number>();
-      for (let member = 0; member < size; member++) {
-        const node = Math.floor((first + member * stride) / placement.gpusPerNode);
-        perNode.set(node, (perNode.get(node) ?? 0) + 1);
-      }
-      nodesSpanned = Math.max(nodesSpanned, perNode.size);
-      ranksPerNode = Math.min(ranksPerNode, ...perNode.values());
+  // Each rank's coordinate along every dimension, tp innermost; a group is the ranks that differ only in `dimensions`.
+  const coordinates = (rank: number) => {
+    let rest = rank;
+    const at = new Map<MeshDimension, number>();
+    for (const dimension of [...MESH_DIMENSIONS].reverse()) {
+      at.set(dimension, rest % degrees[dimension]);
+      rest = Math.floor(rest / degrees[dimension]);
     }
-    return [{ dimension, size, nodesSpanned, ranksPerNode }];
-  });
+    return at;
+  };
+  const groups = new Map<string, Map<number, number>>();
+  for (let rank = 0; rank < world; rank++) {
+    const at = coordinates(rank);
+    const key = MESH_DIMENSIONS.filter((dimension) => !dimensions.includes(dimension))
+      .map((dimension) => at.get(dimension))
+      .join(",");
+    const perNode = groups.get(key) ?? new Map<number, number>();
+    const node = Math.floor(rank / placement.gpusPerNode);
+    perNode.set(node, (perNode.get(node) ?? 0) + 1);
+    groups.set(key, perNode);
+  }
+  const size = dimensions.reduce((product, dimension) => product * degrees[dimension], 1);
+  const spans = [...groups.values()];
+  return {
+    size,
+    nodesSpanned: Math.max(...spans.map((perNode) => perNode.size)),
+    ranksPerNode: Math.min(...spans.flatMap((perNode) => [...perNode.values()])),
+  };
+}
+
+/**
+ * What a composition changes in a rank's memory (workload/memory.ts's seam), with the degrees the memory model divides
+ * the model by: the data-parallel and context-parallel ranks share one shard group where dpSharding shards anything,
+ * else they are replicas. DDP keeps its gradient buckets where replicas of an unsharded model sum their gradients, and
+ * where one rank holds the whole model (DDP still wraps it). A pipeline's stage holds its micro-batches in flight.
+ */
+export function compositionMemory(composition: Composition): {
+  readonly dims: ParallelDims;
+  readonly terms: MemoryTerms;
+} {
+  const { tp, pp, dp, cp, dpSharding } = composition;
+  const sharded = dpSharding !== "none";
+  const dims = { pp, tp, dpReplicate: sharded ? 1 : dp * cp, dpShard: sharded ? dp * cp : 1 };
+  const schedule = composition.schedule ?? "1f1b";
+  const microBatches = pp > 1 ? (composition.microBatches ?? 1) : 1;
+  return {
+    dims,
+    terms: {
+      sharding: dpSharding,
+      gradientBuckets: !sharded && (dp * cp > 1 || (tp === 1 && pp === 1)),
+      samplesInFlight: (batchSize, stage) =>
+        pipelineSamplesInFlight(batchSize, microBatches, schedule === "gpipe" ? "gpipe" : "1f1b", pp, stage),
+    },
+  };
+}
+
+/**
+ * Samples whose activations a pipeline's stage holds at the end of forward, of `batchSize` a replica cut into
+ * `microBatches`: GPipe every micro-batch, 1F1B (and interleaved 1F1B) at most those of the stages from this one to the
+ * last.
+ */
+export function pipelineSamplesInFlight(
+  batchSize: number,
+  microBatches: number,
+  schedule: "gpipe" | "1f1b",
+  stages: number,
+  stage: number,
+): number {
+  return (batchSize / microBatches) * (schedule === "1f1b" ? Math.min(microBatches, stages - stage) : microBatches);
 }

@@ -8,6 +8,7 @@ import { TRAIN_KNOBS, shapeOf } from "../config/registry.ts";
 
 import { pipelineTraffic } from "../workload/traffic.ts";
 import { tensorWithout } from "./ddp.ts";
+import { pipelineSamplesInFlight } from "./composition.ts";
 import { degreeOf, dimsWith, numberKnob, refused } from "./dims.ts";
 import type { Knobs, LayoutUnit } from "./unit.ts";
 
@@ -43,11 +44,14 @@ export const pipeline: LayoutUnit = {
     return {
       sharding: "none",
       gradientBuckets: dims.dpReplicate > 1,
-      // GPipe holds every micro-batch's activations at the end of forward; 1F1B at most those of the stages from this
-      // one to the last.
       samplesInFlight: (batchSize, stage) =>
-        (batchSize / microBatches) *
-        (knobs["pipelineSchedule"] === "1f1b" ? Math.min(microBatches, dims.pp - stage) : microBatches),
+        pipelineSamplesInFlight(
+          batchSize,
+          microBatches,
+          knobs["pipelineSchedule"] === "1f1b" ? "1f1b" : "gpipe",
+          dims.pp,
+          stage,
+        ),
     };
   },
   compose(knobs, batchSize) {

@@ -9,7 +9,8 @@ import { z } from "zod";
 import { MODEL_FAMILIES } from "../config/registry.ts";
 import { describeIssues, type ConfigProblem } from "../config/problems.ts";
 import { CHECKPOINTING_MODES } from "../workload/transformer.ts";
-import { DP_SHARDINGS, OFFLOADS } from "../workload/model-states.ts";
+import { DP_SHARDINGS, PIPELINE_SCHEDULES } from "../layouts/composition.ts";
+import { OFFLOADS } from "../workload/model-states.ts";
 
 const positiveInt = z.number().int().min(1);
 const text = z.string().trim().min(1);
@@ -71,7 +72,7 @@ export const caseFileSchema = z
       tp: positiveInt.default(1),
       pp: positiveInt.default(1),
       cp: positiveInt.default(1).describe("context-parallel ranks (not predicted yet)"),
-      pipelineSchedule: z.enum(["gpipe", "1f1b", "interleaved-1f1b"]).optional(),
+      pipelineSchedule: z.enum(PIPELINE_SCHEDULES).optional(),
       virtualStages: positiveInt.optional(),
       microBatches: positiveInt.optional(),
     }),

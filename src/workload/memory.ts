@@ -25,7 +25,8 @@
 import { NATIVE_IMAGE_SIZE, PARAMETER_COUNT, PLANNING, type Model, shapeOf } from "../config/registry.ts";
 import { type ActivationStorage, lossGradientBytes, stageActivationBytes } from "./activations.ts";
 import { stageBlocks, type ParallelDims } from "./layout.ts";
-import { type DpSharding, STATE_RECIPES, type StateBytes, type StateRecipeName } from "./model-states.ts";
+import type { DataParallelSharding } from "../layouts/composition.ts";
+import { STATE_RECIPES, type StateBytes, type StateRecipeName } from "./model-states.ts";
 import {
   blockMatrixWeights,
   blockParametersPerTensorRank,
@@ -76,7 +77,7 @@ interface Parts {
  */
 export interface MemoryTerms {
   /** What the data-parallel ranks shard (ZeRO's stages): nothing, the optimizer state, the gradients too, all. */
-  readonly sharding: DpSharding;
+  readonly sharding: DataParallelSharding;
   /** DDP's second copy of the gradients, in its buckets. */
   readonly gradientBuckets: boolean;
   /** Samples whose activations the rank of `stage` holds at the end of forward, of `batchSize` per replica. */

@@ -8,9 +8,7 @@
  * momentum 1), U the parameters gathered at once under full sharding (an FSDP unit, DeepSpeed's largest layer).
  */
 
-export const DP_SHARDINGS = ["none", "optimizer", "gradients", "full"] as const;
-/** ZeRO's stages 0-3; FSDP's NO_SHARD, -, SHARD_GRAD_OP, FULL_SHARD. */
-export type DpSharding = (typeof DP_SHARDINGS)[number];
+import type { DataParallelSharding } from "../layouts/composition.ts";
 
 export const OFFLOADS = ["none", "optimizer", "parameters-and-optimizer"] as const;
 export type Offload = (typeof OFFLOADS)[number];
@@ -20,7 +18,7 @@ export interface StateQuestion {
   readonly parameters: number;
   /** N. */
   readonly shards: number;
-  readonly sharding: DpSharding;
+  readonly sharding: DataParallelSharding;
   /** Under a 16-bit precision (bf16, fp16, amp). */
   readonly sixteenBit: boolean;
   /** k. */
@@ -54,7 +52,7 @@ export interface StateRecipe {
   /** Where its formulas come from. */
   readonly source: string;
   /** The shardings it has a formula for. */
-  readonly shardings: readonly DpSharding[];
+  readonly shardings: readonly DataParallelSharding[];
   /** Whether it needs a 16-bit precision (a mixed-precision recipe) and knows CPU offload. */
   readonly sixteenBitOnly: boolean;
   readonly offloads: readonly Offload[];

@@ -3,11 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { collectiveTime, spanOf, tierShares, type GroupCollective } from "../../src/cluster/collectives.ts";
+import { collectiveTime, tierShares, type GroupCollective } from "../../src/cluster/collectives.ts";
 import { computeOnGpu } from "../../src/cluster/compute.ts";
 import { deviceNetworkGBps, type Cluster } from "../../src/cluster/description.ts";
 import { clusterCatalogue, loadClusterFile, readCatalogue } from "../../src/cluster/load.ts";
-import { predictClusterStep, type ClusterQuestion } from "../../src/cluster/step.ts";
+import { predictClusterStep, stepCollectives, type ClusterQuestion } from "../../src/cluster/step.ts";
 import { awsNodeType, localTestbedCluster } from "../../src/cluster/testbeds.ts";
 import { ConfigError, EXIT } from "../../src/util/errors.ts";
 
@@ -136,12 +136,6 @@ describe("a collective on the hierarchy", () => {
     expect(oneRankANode.seconds).toBeGreaterThan((1.875 * 2 ** 30) / (50e9 * 0.9));
     expect(eightRanksANode.seconds).toBeLessThan(oneRankANode.seconds / 4);
   });
-
-  it("places a layout's groups: tensor inside a node, data parallel across", () => {
-    expect(spanOf(8, 1, 8)).toEqual({ ranks: 8, ranksPerNode: 8 });
-    expect(spanOf(16, 8, 8)).toEqual({ ranks: 16, ranksPerNode: 1 });
-    expect(spanOf(32, 2, 8)).toEqual({ ranks: 32, ranksPerNode: 4 });
-  });
 });
 
 describe("a step on a GPU cluster", () => {
@@ -195,6 +189,31 @@ describe("a step on a GPU cluster", () => {
       expect(collective.exposedSeconds).toBe(collective.seconds);
     }
     expect(prediction.sources.compute).toContain("for width 512 (4096 / tp 8)");
+  });
+
+  it("places each group where composition.ts's mesh puts it: tensor inside a node, data parallel and stages across", () => {
+    const spans = (layout: Partial<ClusterQuestion["layout"]>, nodes: number) =>
+      Object.fromEntries(
+        stepCollectives(
+          question({ cluster: { node: railsNode, nodes }, layout: { ...question().layout, ...layout } }),
+        ).map((collective) => [collective.label.split(" ")[0], collective.span]),
+      );
+    // tp 8 fills a node; its 16 replicas are one a node.
+    expect(spans({ tp: 8, dp: 16 }, 16)).toMatchObject({
+      "tensor-parallel": { ranks: 8, ranksPerNode: 8 },
+      FSDP: { ranks: 16, ranksPerNode: 1 },
+    });
+    // tp 2: four replicas share each node's links.
+    expect(spans({ tp: 2, dp: 32 }, 8)).toMatchObject({ FSDP: { ranks: 32, ranksPerNode: 4 } });
+    // Context parallelism lies inside the data-parallel dimension: FSDP shards over both (torchtitan's dp_shard_cp).
+    expect(spans({ tp: 2, cp: 2, dp: 8 }, 4)).toMatchObject({
+      FSDP: { ranks: 16, ranksPerNode: 4 },
+      "context-parallel": { ranks: 2, ranksPerNode: 2 },
+    });
+    // A stage of 16 ranks fills two nodes: each boundary's sends cross; stages of 4 leave two on a node.
+    const pipeline = { pp: 4, microBatches: 4, dpSharding: "none" } as const;
+    expect(spans({ ...pipeline, tp: 8, dp: 2 }, 8)).toMatchObject({ pipeline: { ranks: 2, ranksPerNode: 1 } });
+    expect(spans({ ...pipeline, tp: 2, dp: 2 }, 2)).toMatchObject({ pipeline: { ranks: 2, ranksPerNode: 2 } });
   });
 
   it("takes a measured single-GPU throughput over the derived one, and says so", () => {

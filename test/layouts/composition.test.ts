@@ -5,12 +5,14 @@
 import { describe, expect, it } from "vitest";
 import {
   compositionProblems,
+  compositionMemory,
+  compositionProblemsAt,
   globalBatch,
   groupSpans,
   pipelineBubbleShare,
   type Composition,
 } from "../../src/layouts/composition.ts";
-import { compositionOf } from "../../src/layouts/index.ts";
+import { compositionOf, dimsOf, memoryTermsOf } from "../../src/layouts/index.ts";
 import { predictLayoutStep } from "../../src/results/layout-model.ts";
 
 const eightByEight = { nodes: 8, gpusPerNode: 8 };
@@ -51,7 +53,7 @@ describe("a composition of degrees", () => {
   it("refuses tensor parallelism across nodes unless told to, and groups that straddle two nodes", () => {
     const wide = { ...seventy, tp: 16, pp: 2 };
     expect(compositionProblems(wide, eightByEight)).toEqual([
-      "tp 16 is larger than a node's 8 GPUs: its all-reduces on every layer would cross the network; keep tp at most 8, or set allowCrossNodeTensor to mean it",
+      "tp 16 is larger than a node's 8 GPUs: its collectives on every block would cross the network; keep tp at most 8, or set allowCrossNodeTensor (predict --cluster's --allow-cross-node-tensor) to mean it",
     ]);
     const allowed = { ...wide, allowCrossNodeTensor: true };
     expect(compositionProblems(allowed, eightByEight)).toEqual([]);
@@ -96,6 +98,34 @@ describe("a composition of degrees", () => {
     ]);
     expect(compositionProblems({ ...seventy, schedule: "gpipe" }, eightByEight)).toEqual([
       "virtualStages 2 with schedule gpipe: only interleaved-1f1b holds several chunks per rank",
+    ]);
+    // Fewer micro-batches than stages: one round, which torch's interleaved schedule runs.
+    expect(compositionProblems({ ...seventy, microBatches: 3 }, eightByEight)).toEqual([]);
+  });
+
+  it("refuses an interleaved pipeline of one chunk per rank, and more chunks than the model has blocks", () => {
+    expect(compositionProblemsAt({ ...seventy, virtualStages: 1 }, eightByEight)).toEqual([
+      {
+        field: "virtualStages",
+        message:
+          "virtualStages 1 with schedule interleaved-1f1b: interleaving needs 2 or more chunks per rank; set virtualStages 2 or more, or use schedule 1f1b",
+      },
+    ]);
+    // Llama 3.1 70B's 80 blocks take 4 stages × 2 chunks; a 6-block model does not.
+    expect(compositionProblems(seventy, eightByEight, 80)).toEqual([]);
+    expect(compositionProblemsAt(seventy, eightByEight, 6)).toEqual([
+      {
+        field: "pp",
+        message:
+          "pp 4 × virtualStages 2 = 8 chunks of the model, but it has 6 blocks: a chunk holds one block at least",
+      },
+    ]);
+  });
+
+  it("names the field at fault: dp for a product that misses the GPUs, tp for a group past a node", () => {
+    expect(compositionProblemsAt({ ...seventy, dp: 3 }, eightByEight).map((problem) => problem.field)).toEqual(["dp"]);
+    expect(compositionProblemsAt({ ...seventy, tp: 16, pp: 2 }, eightByEight).map((problem) => problem.field)).toEqual([
+      "tp",
     ]);
   });
 });
@@ -157,6 +187,38 @@ describe("a CPU campaign's knobs as a composition", () => {
     expect(compositionOf({ parallelism: "tensor", tensorDegree: 2 }, 3, 3, 6)).toEqual({
       problem: "tensorDegree 2 does not divide the run's 3 workers",
     });
+  });
+
+  it("gives a composition the memory terms its layout unit gives the knobs (a cluster's layouts have no unit)", () => {
+    const layouts: [Record<string, unknown>, number, number][] = [
+      [{}, 3, 3],
+      [{}, 1, 1],
+      [{ parallelism: "fsdp" }, 3, 3],
+      [{ parallelism: "fsdp", fsdpSharding: "grad-op", tensorDegree: 2 }, 4, 2],
+      [{ parallelism: "tensor" }, 3, 3],
+      [{ parallelism: "pipeline", microBatches: 3 }, 3, 3],
+      [{ parallelism: "pipeline", pipelineSchedule: "1f1b", microBatches: 3 }, 6, 3],
+    ];
+    for (const [knobs, workers, nodes] of layouts) {
+      const composition = compositionOf(knobs, workers, nodes, 6);
+      const layout = dimsOf(knobs, workers, nodes);
+      if ("problem" in composition || !layout.ok) throw new Error(JSON.stringify(knobs));
+      const { dims, terms } = compositionMemory(composition);
+      const unit = memoryTermsOf(knobs, layout.dims);
+      const what = `${JSON.stringify(knobs)} on ${workers}`;
+      expect(dims, what).toEqual(layout.dims);
+      expect([terms.sharding, terms.gradientBuckets], what).toEqual([unit.sharding, unit.gradientBuckets]);
+      const stages = Array.from({ length: dims.pp }, (_, stage) => stage);
+      expect(
+        stages.map((stage) => terms.samplesInFlight(6, stage)),
+        what,
+      ).toEqual(stages.map((stage) => unit.samplesInFlight(6, stage)));
+    }
+    // FSDP's NO_SHARD all-reduces each unit without DDP's buckets, which a composition (replicas, nothing sharded) has.
+    const control = { parallelism: "fsdp", fsdpSharding: "none" };
+    const layout = dimsOf(control, 3, 3);
+    if (!layout.ok) throw new Error(layout.problem);
+    expect(memoryTermsOf(control, layout.dims).gradientBuckets).toBe(false);
   });
 
   it("gives compositions that check out on the local testbed, one worker a node", () => {

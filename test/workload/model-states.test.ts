@@ -3,15 +3,10 @@
  * gives, and the sharding each refuses.
  */
 import { describe, expect, it } from "vitest";
-import {
-  modelStateBytes,
-  STATE_RECIPES,
-  stateProblem,
-  type DpSharding,
-  type StateQuestion,
-} from "../../src/workload/model-states.ts";
+import type { DataParallelSharding } from "../../src/layouts/composition.ts";
+import { modelStateBytes, STATE_RECIPES, stateProblem, type StateQuestion } from "../../src/workload/model-states.ts";
 
-const question = (sharding: DpSharding, parts: Partial<StateQuestion> = {}): StateQuestion => ({
+const question = (sharding: DataParallelSharding, parts: Partial<StateQuestion> = {}): StateQuestion => ({
   parameters: 7.5e9,
   shards: 64,
   sharding,
@@ -26,7 +21,8 @@ const question = (sharding: DpSharding, parts: Partial<StateQuestion> = {}): Sta
 
 describe("model states", () => {
   it("are the ZeRO paper's (2 + 2 + K)Ψ, 2Ψ + 2Ψ + KΨ/N, 2Ψ + (2 + K)Ψ/N and (2 + 2 + K)Ψ/N with K = 12", () => {
-    const bytes = (sharding: DpSharding) => modelStateBytes(STATE_RECIPES["zero-paper"].bytes(question(sharding)));
+    const bytes = (sharding: DataParallelSharding) =>
+      modelStateBytes(STATE_RECIPES["zero-paper"].bytes(question(sharding)));
     expect(bytes("none")).toBe(16 * 7.5e9);
     expect(bytes("optimizer")).toBe(4 * 7.5e9 + (12 * 7.5e9) / 64);
     expect(bytes("gradients")).toBe(2 * 7.5e9 + (14 * 7.5e9) / 64);
@@ -34,7 +30,7 @@ describe("model states", () => {
   });
 
   it("are DeepSpeed's 4Ψ + 16Ψ/N (ZeRO-2) and 4U + 18Ψ/N (ZeRO-3), less what it offloads", () => {
-    const deepspeed = (sharding: DpSharding, offload: StateQuestion["offload"]) =>
+    const deepspeed = (sharding: DataParallelSharding, offload: StateQuestion["offload"]) =>
       modelStateBytes(
         STATE_RECIPES.deepspeed.bytes(
           question(sharding, { parameters: 2851e6, shards: 8, gatheredUnit: 32e6, offload }),

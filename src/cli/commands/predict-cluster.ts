@@ -6,7 +6,8 @@
  */
 import { clusterCatalogue, resolveNodeType } from "../../cluster/load.ts";
 import type { Cluster, NodeType } from "../../cluster/description.ts";
-import { layoutProblems, type DpSharding, type LayoutDegrees, type PipelineSchedule } from "../../cluster/groups.ts";
+import { layoutProblems, type LayoutDegrees } from "../../cluster/groups.ts";
+import type { DataParallelSharding, PipelineSchedule } from "../../layouts/composition.ts";
 import { MEMORY_SOURCE, peakBytesPerGpu } from "../../cluster/memory.ts";
 import { layoutName, recommendLayouts, type LayoutRecommendation } from "../../cluster/recommend.ts";
 import { predictClusterStep, type ClusterPrediction, type ClusterQuestion } from "../../cluster/step.ts";
@@ -29,7 +30,7 @@ export interface ClusterOptions {
   readonly pp?: number;
   readonly dp?: number;
   readonly cp?: number;
-  readonly dpSharding?: DpSharding;
+  readonly dpSharding?: DataParallelSharding;
   readonly schedule?: PipelineSchedule;
   readonly virtualStages?: number;
   readonly microBatches?: number;

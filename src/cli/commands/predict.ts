@@ -27,7 +27,7 @@ import type { Calibration } from "../../predict/calibration.ts";
 import type { CommandHost } from "../host.ts";
 import { rateUnit } from "../../results/worker-result.ts";
 import { err, out } from "../../util/output.ts";
-import { DP_SHARDINGS, PIPELINE_SCHEDULES } from "../../cluster/groups.ts";
+import { DP_SHARDINGS, PIPELINE_SCHEDULES } from "../../layouts/composition.ts";
 import { predictOnCluster, type ClusterOptions } from "./predict-cluster.ts";
 import { loadCaseFile } from "../../predict/case-file.ts";
 import { scoreCase, type CaseScore } from "../../predict/case-score.ts";

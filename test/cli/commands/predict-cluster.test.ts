@@ -60,13 +60,18 @@ describe("ringlab predict --cluster", () => {
       "3",
     );
     expect(status).toBe(2);
-    expect(stderr).toContain("--dp: tp 4 × pp 1 × dp 3 × cp 1 = 12, but the cluster has 16 GPUs");
+    // src/layouts/composition.ts's rule and words, which say what dp would fill the GPUs.
+    expect(stderr).toContain(
+      "error: --dp: tp 4 × cp 1 × pp 1 × dp 3 = 12 ranks, but the cluster has 16 GPUs (2 nodes × 8): the degrees must multiply to the GPU count; with tp 4 × cp 1 × pp 1, dp 4 fills it",
+    );
   });
 
   it("refuses tp wider than a node unless told so", () => {
     const refused = ringlab("--cluster", "p5.48xlarge", "--nodes", "2", "--model", "llama3.1-8b", "--tp", "16");
     expect(refused.status).toBe(2);
-    expect(refused.stderr).toContain("--tp: 16 is more than a node's 8 GPUs");
+    expect(refused.stderr).toContain(
+      "error: --tp: tp 16 is larger than a node's 8 GPUs: its collectives on every block would cross the network; keep tp at most 8, or set allowCrossNodeTensor (predict --cluster's --allow-cross-node-tensor) to mean it",
+    );
     const allowed = ringlab(
       "--cluster",
       "p5.48xlarge",
