@@ -324,9 +324,10 @@ export function meshGroupSpan(
 
 /**
  * What a composition changes in a rank's memory (workload/memory.ts's seam), with the degrees the memory model divides
- * the model by: the data-parallel and context-parallel ranks share one shard group where dpSharding shards anything,
- * else they are replicas. DDP keeps its gradient buckets where replicas of an unsharded model sum their gradients, and
- * where one rank holds the whole model (DDP still wraps it). A pipeline's stage holds its micro-batches in flight.
+ * the model by: the data-parallel and context-parallel ranks share one shard group where dpSharding shards anything
+ * (ZeRO-1's optimizer state too), else they are replicas. DDP keeps its gradient buckets where it sums the gradients
+ * (ZeRO-0 and ZeRO-1, whose ZeroRedundancyOptimizer runs under DDP) over replicas, and where one rank holds the whole
+ * model (ringlab's worker wraps it in DDP still). A pipeline's stage holds its micro-batches in flight.
  */
 export function compositionMemory(composition: Composition): {
   readonly dims: ParallelDims;
@@ -341,7 +342,7 @@ export function compositionMemory(composition: Composition): {
     dims,
     terms: {
       sharding: dpSharding,
-      gradientBuckets: !sharded && (dp * cp > 1 || (tp === 1 && pp === 1)),
+      gradientBuckets: (dpSharding === "none" || dpSharding === "optimizer") && (dp * cp > 1 || (tp === 1 && pp === 1)),
       samplesInFlight: (batchSize, stage) =>
         pipelineSamplesInFlight(batchSize, microBatches, schedule === "gpipe" ? "gpipe" : "1f1b", pp, stage),
     },

@@ -5,7 +5,7 @@
  * band. Pure but for resolving the case's cluster (a catalogue name, or a cluster file beside the case).
  */
 import { LANGUAGE_SHAPE, type TransformerShape } from "../config/registry.ts";
-import { memoryTermsOf } from "../layouts/index.ts";
+import { compositionMemory, type Composition } from "../layouts/composition.ts";
 import { rankMemory, type RankMemory } from "../workload/memory.ts";
 import { modelStateBytes, STATE_RECIPES, stateProblem, type StateQuestion } from "../workload/model-states.ts";
 import type { CaseFile, PublishedFigureName } from "./case.ts";
@@ -60,26 +60,37 @@ export function caseShape(file: CaseFile): TransformerShape | undefined {
   };
 }
 
-/** The worker's knobs for the case's layout, or why ringlab's layouts have none for it. */
-function layoutKnobs(file: CaseFile): Record<string, unknown> | string {
-  const { dp, dpSharding, tp, pp, cp, pipelineSchedule, microBatches } = file.layout;
+/**
+ * Why ringlab's layouts have none like the case's, whose memory the model was checked on (the worker's: ddp, fsdp over
+ * tensor groups, tensor, a GPipe or 1F1B pipeline of replicas), or undefined.
+ */
+function layoutGap(file: CaseFile): string | undefined {
+  const { dp, dpSharding, tp, pp, cp, pipelineSchedule } = file.layout;
   if (cp > 1) return "context parallelism (cp) is not in ringlab's memory model yet";
   if (pp > 1) {
     if (dpSharding === "gradients" || dpSharding === "full")
       return "a pipeline over sharded data parallelism is not in ringlab's layouts yet";
     if (tp > 1) return "a pipeline with tensor parallelism is not in ringlab's layouts yet";
     if (pipelineSchedule === "interleaved-1f1b") return "the interleaved 1F1B schedule is not in the memory model yet";
-    return {
-      parallelism: "pipeline",
-      pipelineStages: pp,
-      microBatches: microBatches ?? pp,
-      pipelineSchedule: pipelineSchedule ?? "gpipe",
-    };
+    return undefined;
   }
-  if (dpSharding === "gradients" || dpSharding === "full")
-    return { parallelism: "fsdp", fsdpSharding: dpSharding === "full" ? "full" : "grad-op", tensorDegree: tp };
-  if (tp > 1) return dp === 1 ? { parallelism: "tensor", tensorDegree: tp } : "tensor parallelism with replicas";
-  return { parallelism: "ddp" };
+  const sharded = dpSharding === "gradients" || dpSharding === "full";
+  return !sharded && tp > 1 && dp > 1 ? "tensor parallelism with replicas" : undefined;
+}
+
+/** The case's layout as degrees that compose (src/layouts/composition.ts); a pipeline's micro-batches one a stage. */
+function caseComposition(file: CaseFile): Composition {
+  const { dp, dpSharding, tp, pp, cp, pipelineSchedule, microBatches } = file.layout;
+  return {
+    tp,
+    cp,
+    pp,
+    dp,
+    dpSharding,
+    schedule: pipelineSchedule ?? "gpipe",
+    microBatchSize: file.batch?.micro ?? 1,
+    microBatches: pp > 1 ? (microBatches ?? pp) : 1,
+  };
 }
 
 function workloadKnobs(file: CaseFile): Record<string, unknown> {
@@ -94,23 +105,20 @@ function workloadKnobs(file: CaseFile): Record<string, unknown> {
 
 /** The largest rank's memory for a case with a shape, or why there is none. */
 function shapedMemory(file: CaseFile, shape: TransformerShape): RankMemory | string {
-  const layout = layoutKnobs(file);
-  if (typeof layout === "string") return layout;
-  const { dp, dpSharding, tp, pp } = file.layout;
-  const sharded = dpSharding === "gradients" || dpSharding === "full";
-  const knobs = { ...workloadKnobs(file), ...layout };
-  const dims = { pp, tp, dpShard: sharded ? dp : 1, dpReplicate: sharded ? 1 : dp };
+  const gap = layoutGap(file);
+  if (gap !== undefined) return gap;
+  const composition = caseComposition(file);
+  const { dims, terms } = compositionMemory(composition);
   const stages = rankMemory(
     {
       model: typeof file.model === "string" ? file.model : "case",
-      batchSize: file.batch!.micro * (pp > 1 ? Number(layout["microBatches"]) : 1),
-      knobs,
+      batchSize: composition.microBatchSize * (composition.microBatches ?? 1),
+      knobs: workloadKnobs(file),
       dims,
       recipe: file.framework,
       shape,
     },
-    // ZeRO-1 (optimizer), which no worker layout asks for, over the layout's own terms.
-    { ...memoryTermsOf(knobs, dims), sharding: dpSharding },
+    terms,
   );
   return stages.reduce((largest, stage) => (stage.peak > largest.peak ? stage : largest));
 }

@@ -98,8 +98,8 @@ function stageMemory(question: MemoryQuestion, terms: MemoryTerms, stage: number
   const { sharding } = terms;
   const states = STATE_RECIPES[question.recipe ?? "worker"].bytes({
     parameters: parts.own,
-    // ZeRO-1 shards the optimizer over DDP's replicas; FSDP its states over its shard group.
-    shards: sharding === "optimizer" ? dims.dpReplicate : dims.dpShard,
+    // The ranks that share one copy of the sharded states (ZeRO-1's optimizer, FSDP's shard group): dpShard.
+    shards: dims.dpShard,
     sharding,
     sixteenBit: SIXTEEN_BIT.has(String(knobs["precision"])),
     optimizerNumbers: optimizerNumbers(knobs),
@@ -127,14 +127,14 @@ function shapeAsked(question: MemoryQuestion): TransformerShape | undefined {
 }
 
 /**
- * How a run stores its activations: the worker and DDP under autocast; PyTorch's FSDP2 policy casts the weights
- * themselves to 16 bits, and with them every activation.
+ * How a run stores its activations: the worker, DDP and ZeRO-1 (fp32 weights) under autocast; PyTorch's FSDP2 policy
+ * casts the weights themselves to 16 bits, and with them every activation.
  */
 function storageOf(question: MemoryQuestion, terms: MemoryTerms): ActivationStorage {
   if (!SIXTEEN_BIT.has(String(question.knobs["precision"]))) return "fp32";
   const policy = question.recipe !== undefined && question.recipe !== "worker";
-  const sharded = terms.sharding !== "none";
-  return policy && (sharded || question.recipe !== "pytorch") ? "16-bit" : "autocast";
+  const fsdp = terms.sharding === "gradients" || terms.sharding === "full";
+  return policy && (fsdp || question.recipe !== "pytorch") ? "16-bit" : "autocast";
 }
 
 function languageParts(question: MemoryQuestion, terms: MemoryTerms, stage: number): Parts | undefined {

@@ -14,6 +14,7 @@ import {
 } from "../../src/layouts/composition.ts";
 import { compositionOf, dimsOf, memoryTermsOf } from "../../src/layouts/index.ts";
 import { predictLayoutStep } from "../../src/results/layout-model.ts";
+import { rankMemory } from "../../src/workload/memory.ts";
 
 const eightByEight = { nodes: 8, gpusPerNode: 8 };
 // Llama 3.1 70B's shape on 64 GPUs, as torchtitan's configurations lay it out: tp inside a node, pipelines across.
@@ -219,6 +220,34 @@ describe("a CPU campaign's knobs as a composition", () => {
     const layout = dimsOf(control, 3, 3);
     if (!layout.ok) throw new Error(layout.problem);
     expect(memoryTermsOf(control, layout.dims).gradientBuckets).toBe(false);
+  });
+
+  it("shards ZeRO-1's optimizer state over every data-parallel rank, and keeps DDP's buckets beside it", () => {
+    // Llama 3.1 8B in two stages over 64 replicas, AdamW in bf16 as PyTorch trains it: ZeRO-0 against ZeRO-1.
+    const twoStages: Composition = {
+      tp: 1,
+      cp: 1,
+      pp: 2,
+      dp: 64,
+      dpSharding: "none",
+      microBatchSize: 1,
+      microBatches: 2,
+    };
+    const statesOf = (dpSharding: Composition["dpSharding"]) => {
+      const { dims, terms } = compositionMemory({ ...twoStages, dpSharding });
+      const knobs = { precision: "bf16", optimizer: "adamw" };
+      return rankMemory({ model: "llama3.1-8b", batchSize: 2, knobs, dims, recipe: "pytorch" }, terms)[0]!;
+    };
+    const [replicated, zeroOne] = [statesOf("none"), statesOf("optimizer")];
+    expect(zeroOne.optimizer).toBeCloseTo(replicated.optimizer / 64, 0);
+    expect(zeroOne.buckets).toBe(replicated.buckets);
+    expect(zeroOne.buckets).toBeGreaterThan(0);
+    // ZeroRedundancyOptimizer under DDP: the fp32 weights and autocast's activations of ZeRO-0 (the recipe's words).
+    expect([zeroOne.parameters, zeroOne.gradients, zeroOne.activations]).toEqual([
+      replicated.parameters,
+      replicated.gradients,
+      replicated.activations,
+    ]);
   });
 
   it("gives compositions that check out on the local testbed, one worker a node", () => {
