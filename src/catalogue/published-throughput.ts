@@ -353,11 +353,6 @@ export const TORCH_DEVICE_NAMES: Readonly<Record<string, string>> = {
   "NVIDIA H200": H200, // test/bench/gpu/nvidia-h200
 };
 
-/** The catalogue's GPU model for a device name torch reports, matched whole; undefined for any other name. */
-export function gpuModelOfDevice(deviceName: string): string | undefined {
-  return Object.hasOwn(TORCH_DEVICE_NAMES, deviceName) ? TORCH_DEVICE_NAMES[deviceName] : undefined;
-}
-
 /** The published figures for a GPU, model and precision; empty when nothing was found. */
 export function publishedThroughput(gpuModel: string, model: string, precision: string): PublishedThroughput[] {
   return PUBLISHED_THROUGHPUT.filter(

@@ -321,10 +321,6 @@ export const TIED_EMBEDDINGS_REFUSED: Readonly<Partial<Record<Parallelism, strin
 
 /** The worker's reductions, in the registry's order: ring first, then the two parameter servers. */
 export const REDUCTIONS = keysOf(registry.reductions);
-/** Reductions that run as a DDP communication hook (Horovod has only its own all-reduce). */
-export const DDP_HOOK_REDUCTIONS: readonly Reduction[] = REDUCTIONS.filter(
-  (reduction) => registry.reductions[reduction].ddpHook,
-);
 /**
  * The reduction whose probe measures a reduction's link: itself, or ring for strategies that are ring all-reduces of
  * fewer bytes (PowerSGD, local SGD).

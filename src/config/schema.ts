@@ -74,9 +74,6 @@ function issueAt(ctx: RefinementContext): IssueAt {
 /** Models the worker can train, from its registry (docker/worker/ringlab_worker/registry.json, ./registry.ts). */
 export { MODELS, type Model, type TrainKnobName };
 
-/** Where a train run's batches come from (the `data` knob). */
-export const DATA_SOURCES = TRAIN_KNOBS.data.choices!;
-
 /**
  * The worker's train knobs by campaign name (its registry's trainKnobs); each becomes its `flag` on the worker's
  * command line.
@@ -692,8 +689,6 @@ export type CampaignFile = Omit<AnyCampaignFile, "testbed"> & {
 };
 export type KubernetesCampaignFile = Omit<AnyCampaignFile, "testbed"> & { readonly testbed: KubernetesTestbed };
 export type Testbed = CampaignFile["testbed"];
-export type LocalTestbed = Extract<Testbed, { target: "local" }>;
-export type AwsTestbed = Extract<Testbed, { target: "aws" }>;
 export type CampaignSection = NonNullable<AnyCampaignFile["campaign"]>;
 export type DatasetSection = NonNullable<CampaignSection["dataset"]>;
 

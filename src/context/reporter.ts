@@ -14,13 +14,6 @@ export interface Reporter {
   toolLine(line: string): void;
 }
 
-export const silentReporter: Reporter = {
-  step: (_title, work) => work(() => {}),
-  info: () => {},
-  warn: () => {},
-  toolLine: () => {},
-};
-
 /**
  * Human progress on stderr, so stdout stays clean for data (status tables, plans). Titles, details, messages and tool
  * lines may quote other people's files and tools: each is made printable (util/output.ts) before it reaches the stream;

@@ -41,17 +41,6 @@ export function collectiveSeconds(collective: StepCollective, link: LinkCoeffici
   return collective.calls * steps * link.alphaSeconds + share * collective.bytes * link.betaSecondsPerByte;
 }
 
-/** α and β of a collective from a probe of it: t = a + b·S per call gives α = a / steps, β = b / share. */
-export function coefficientsOfCollective(
-  op: CollectiveOp,
-  ranks: number,
-  intercept: number,
-  slope: number,
-): LinkCoefficients {
-  const { steps, share } = collectiveShape(op, ranks);
-  return { alphaSeconds: intercept / steps, betaSecondsPerByte: slope / share };
-}
-
 export interface LayoutStepInput {
   /** The layout's compute of one step on one worker holding the whole model (its single-node run). */
   readonly computeSeconds: number;

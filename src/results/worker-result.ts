@@ -203,7 +203,6 @@ export const workerResultSchema = z.preprocess(withOldNamesRead, currentResultSc
 export type WorkerResult = z.output<typeof currentResultSchema>;
 export type TrainResult = Extract<WorkerResult, { job: "train" }>;
 export type AllReduceResult = Extract<WorkerResult, { job: "allreduce" }>;
-export type AllReduceRow = z.output<typeof allReduceRowSchema>;
 
 /** Parses a result; throws naming the first field that does not fit. */
 export function parseWorkerResult(json: unknown): WorkerResult {

@@ -6,7 +6,7 @@ import { Terraform, terraformBinaryFor } from "../../src/adapters/terraform.ts";
 import { loadCampaignFile } from "../../src/config/load.ts";
 import type { Context } from "../../src/context/context.ts";
 import { PrerequisiteError, ToolError, UsageError } from "../../src/util/errors.ts";
-import { silentReporter } from "../../src/context/reporter.ts";
+import { silentReporter } from "../fixtures/silent-reporter.ts";
 import { testbedPaths } from "../../src/testbed/paths.ts";
 import { saveRecord } from "../../src/testbed/record.ts";
 import { readSpec } from "../../src/testbed/spec.ts";

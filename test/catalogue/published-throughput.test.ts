@@ -4,7 +4,6 @@ import { describe, expect, it } from "vitest";
 import { AWS_INSTANCE_TYPES } from "../../src/catalogue/aws-instance-types.ts";
 import {
   describeCitation,
-  gpuModelOfDevice,
   PUBLISHED_THROUGHPUT,
   publishedThroughput,
   TORCH_DEVICE_NAMES,
@@ -128,6 +127,10 @@ describe("the published throughput table", () => {
     for (const row of PUBLISHED_THROUGHPUT.filter((entry) => entry.gpuModel !== "NVIDIA H200"))
       expect(gpus).toContain(row.gpuModel);
   });
+
+  /** The table's GPU model for a device name torch reports, matched whole, as the GPU bench reads it (its JSON). */
+  const gpuModelOfDevice = (deviceName: string): string | undefined =>
+    Object.hasOwn(TORCH_DEVICE_NAMES, deviceName) ? TORCH_DEVICE_NAMES[deviceName] : undefined;
 
   it("knows a device by its whole name as torch gives it: a GH200 or an H100 PCIe is none of the table's GPUs", () => {
     expect(gpuModelOfDevice("NVIDIA H200")).toBe("NVIDIA H200");

@@ -683,7 +683,7 @@ campaign:
     const calibration = join(work, "calibration.json");
     const calibrated = await ringlab(state, ["calibrate", out, "--out", calibration]);
     expect(calibrated.code, calibrated.stderr).toBe(0);
-    expect(calibrated.stdout).toMatch(
+    expect(calibrated.stdout, calibrated.stderr).toMatch(
       /^compute tiny batch 8 fp32 at [\d.]+ cores: t_c [\d.]+ ± [\d.]+ s \(measured in /m,
     );
     expect(calibrated.stdout, calibrated.stderr).toMatch(/^link 1gbit, 2 nodes × 1, ring: /m);

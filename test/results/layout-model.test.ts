@@ -4,12 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { allReduceSeconds } from "../../src/results/comm-model.ts";
-import {
-  coefficientsOfCollective,
-  collectiveSeconds,
-  computeOfStep,
-  predictLayoutStep,
-} from "../../src/results/layout-model.ts";
+import { collectiveSeconds, computeOfStep, predictLayoutStep } from "../../src/results/layout-model.ts";
 
 const link = { alphaSeconds: 1e-4, betaSecondsPerByte: 1e-9 };
 
@@ -37,12 +32,6 @@ describe("a layout's step", () => {
     const one = collectiveSeconds({ op: "all_gather", bytes: 1e6, calls: 1, ranks: 3 }, link);
     const ten = collectiveSeconds({ op: "all_gather", bytes: 1e6, calls: 10, ranks: 3 }, link);
     expect(ten - one).toBeCloseTo(9 * 2 * link.alphaSeconds, 12);
-  });
-
-  it("reads a collective's own α and β back from a line through its probe", () => {
-    const coefficients = coefficientsOfCollective("all_gather", 3, 2 * 1e-4, (2 / 3) * 1e-9);
-    expect(coefficients.alphaSeconds).toBeCloseTo(1e-4, 12);
-    expect(coefficients.betaSecondsPerByte).toBeCloseTo(1e-9, 18);
   });
 
   it("divides the split share of a tensor-parallel step's compute by the degree, and adds its all-reduces", () => {

@@ -1,9 +1,11 @@
 /** Shared builders for the stack tests: a valid AWS testbed, its spec, and the synthesized JSON of its stack. */
 import { Testing } from "cdktf";
-import { validateCampaign, type AwsTestbed } from "../../src/config/schema.ts";
+import { validateCampaign, type Testbed } from "../../src/config/schema.ts";
 import { resolveTestbedSpec, type AwsTestbedSpec } from "../../src/testbed/spec.ts";
 import { stackPropsFromSpec } from "../../stacks/from-spec.ts";
 import { TestbedStack, type TestbedStackProps } from "../../stacks/testbed-stack.ts";
+
+type AwsTestbed = Extract<Testbed, { target: "aws" }>;
 
 export const PUBLIC_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ9d0nbH3kq9TestKeyOnlyForRinglabTests ringlab-test";
 export const CREATED_AT = new Date("2025-03-01T10:00:00Z");

@@ -6,10 +6,9 @@
  * each run as its own Job, recorded as soon as it ends, and at the end deletes everything labelled with the testbed
  * once more. Every run deletes its objects when it ends.
  */
-import type { AnyLoadedCampaignFile, LoadedKubernetesCampaignFile } from "../../config/load.ts";
 import type { KubernetesTestbed } from "../../config/schema.ts";
 import { uninterruptible, type Context } from "../../context/context.ts";
-import { recordRun, runCampaign, runRecord, type CampaignOutcome, type CampaignRuns } from "../../campaign/execute.ts";
+import { recordRun, runRecord, type CampaignRuns } from "../../campaign/execute.ts";
 import type { CampaignTestbed } from "../index.ts";
 import { Cluster, type ClusterOptions } from "./cluster.ts";
 import { networkPolicyWarning, runManifests } from "./manifests.ts";
@@ -23,27 +22,6 @@ export interface ClusterRunOptions {
   readonly pollMs?: number;
   /** How long an image pull may keep failing before its run fails (s; default 60). */
   readonly pullPatienceSeconds?: number;
-}
-
-export interface KubernetesCampaignOptions extends ClusterRunOptions {
-  /** Default: the file's resultsDir, or results/<campaign name>. */
-  readonly resultsDir?: string;
-}
-
-/**
- * A Kubernetes campaign through the campaign's flow, with the cluster's options (what `ringlab campaign` does, for
- * tests).
- */
-export function runKubernetesCampaign(
-  ctx: Context,
-  file: LoadedKubernetesCampaignFile,
-  options: KubernetesCampaignOptions = {},
-): Promise<CampaignOutcome> {
-  const { resultsDir, ...cluster } = options;
-  return runCampaign(ctx, file as AnyLoadedCampaignFile, {
-    ...(resultsDir === undefined ? {} : { resultsDir }),
-    targetOptions: { kubernetes: cluster },
-  });
 }
 
 /** Connects to the cluster, deletes what an earlier invocation left, and returns how the campaign's runs go there. */

@@ -84,8 +84,6 @@ export const kubernetesSection = z.strictObject({
     ),
 });
 
-export type KubernetesSection = z.output<typeof kubernetesSection>;
-
 const NOT_CONFIGURED = "ringlab does not configure the cluster's nodes";
 
 export const kubernetesTarget: Target = {

@@ -31,7 +31,7 @@ import { awsClientConfig, TEST_AWS_ENDPOINT_ENV } from "../../../src/targets/aws
 import { loadCampaignFile } from "../../../src/config/load.ts";
 import type { Context } from "../../../src/context/context.ts";
 import { ToolError } from "../../../src/util/errors.ts";
-import { silentReporter } from "../../../src/context/reporter.ts";
+import { silentReporter } from "../../fixtures/silent-reporter.ts";
 import { testbedPaths } from "../../../src/testbed/paths.ts";
 import { up } from "../../../src/testbed/testbed.ts";
 import { startMoto, type Moto } from "./moto.ts";

@@ -10,18 +10,36 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } fro
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadKubernetesCampaignFile } from "../../../src/config/load.ts";
+import {
+  loadKubernetesCampaignFile,
+  type AnyLoadedCampaignFile,
+  type LoadedKubernetesCampaignFile,
+} from "../../../src/config/load.ts";
 import type { Context } from "../../../src/context/context.ts";
 import { EXIT, PrerequisiteError } from "../../../src/util/errors.ts";
 import { Cluster } from "../../../src/targets/kubernetes/cluster.ts";
-import { runKubernetesCampaign } from "../../../src/targets/kubernetes/campaign.ts";
+import type { ClusterRunOptions } from "../../../src/targets/kubernetes/campaign.ts";
+import { runCampaign, type CampaignOutcome } from "../../../src/campaign/execute.ts";
 import { runManifests } from "../../../src/targets/kubernetes/manifests.ts";
 import { runOnCluster } from "../../../src/targets/kubernetes/run.ts";
 import { planCampaign } from "../../../src/campaign/plan.ts";
-import { silentReporter } from "../../../src/context/reporter.ts";
+import { silentReporter } from "../../fixtures/silent-reporter.ts";
 import { ResultsStore } from "../../../src/results/store.ts";
 import { probeRecord, trainRecord } from "../../report/fixtures/records.ts";
 import { JOB_CONTROLLERS, startFakeCluster, type FakeCluster, type PodState, type Scenario } from "./fake-api.ts";
+
+/** A Kubernetes campaign through the campaign's flow, with the cluster's options: what `ringlab campaign` does. */
+function runKubernetesCampaign(
+  ctx: Context,
+  file: LoadedKubernetesCampaignFile,
+  options: ClusterRunOptions & { readonly resultsDir?: string } = {},
+): Promise<CampaignOutcome> {
+  const { resultsDir, ...cluster } = options;
+  return runCampaign(ctx, file as AnyLoadedCampaignFile, {
+    ...(resultsDir === undefined ? {} : { resultsDir }),
+    targetOptions: { kubernetes: cluster },
+  });
+}
 
 const NAMESPACE = "ringlab";
 const TESTBED = `testbed: {target: kubernetes, name: kind, nodes: 2, namespace: ${NAMESPACE}, sharedClaim: shared, workerImage: "registry.example/ringlab/worker:cpu", gpusPerPod: 0}`;
