@@ -13,7 +13,7 @@ import { findProgram, trustedSearchPath } from "../src/adapters/tool-path.ts";
 
 const REPO = resolve(import.meta.dirname, "..");
 const BIN = join(REPO, "src/bin/ringlab.mjs");
-/** Older than the floor (22.19): the launcher looks for a Node.js in node_modules (`npm run setup:test` puts it here). */
+/** Older than the floor (22.19): the launcher looks for a Node.js in node_modules (`npm run setup:test` puts it). */
 const OLD_NODE = join(REPO, ".node-versions/20/bin/node");
 const NODE_PACKAGE = `node-${process.platform}-${process.arch}`;
 
