@@ -7,7 +7,7 @@ import { defineConfig } from "vitest/config";
  *   against the engine;
  * - e2e: the local testbed end to end, one file at a time (they share the Docker engine and the 2 cores).
  */
-const TOOLS = ["test/aws/**/*.test.ts", "test/stacks/terraform.test.ts", "test/adapters/docker.test.ts"];
+const TOOLS = ["test/targets/aws/**/*.test.ts", "test/stacks/terraform.test.ts", "test/adapters/docker.test.ts"];
 const E2E = ["test/e2e/**/*.test.ts"];
 
 export default defineConfig({

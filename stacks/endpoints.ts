@@ -8,7 +8,7 @@
  * reach AWS itself during an emulator test.
  */
 import type { AwsProviderConfig } from "@cdktf/provider-aws/lib/provider/index.js";
-import { FAKE_CREDENTIALS } from "../src/aws/clients.ts";
+import { FAKE_CREDENTIALS } from "../src/targets/aws/clients.ts";
 
 /** The provider's endpoint keys the override sets: the stack's services, plus sts and iam the provider calls itself. */
 export const OVERRIDDEN_SERVICES = ["ec2", "efs", "s3", "sts", "iam"] as const;

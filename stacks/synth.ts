@@ -7,7 +7,7 @@ import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import util from "node:util";
 import { App } from "cdktf";
-import { testAwsEndpoint } from "../src/aws/clients.ts";
+import { testAwsEndpoint } from "../src/targets/aws/clients.ts";
 import { UsageError } from "../src/util/errors.ts";
 import { stackName } from "../src/rules/names.ts";
 import type { NodeHostKey } from "../src/rules/ssh-key.ts";

@@ -10,11 +10,11 @@ import { ConfigError } from "../util/errors.ts";
 import { campaignNameOf, checkCampaignName } from "../rules/names.ts";
 import { checkSafeResolvedPath } from "../rules/safe-text.ts";
 import { gapOfTestbed, targetOf, targetsThatCan } from "../targets/index.ts";
-import { isKubernetesTestbed } from "../targets/kubernetes.ts";
+import { isKubernetesTestbed } from "../targets/kubernetes/target.ts";
 import { validateCampaign, type CampaignFile, type KubernetesCampaignFile } from "./schema.ts";
 
 /** Why the worker image tarball cannot be read: the AWS target's rule, which its preflight applies too. */
-export { tarballProblem } from "../targets/aws.ts";
+export { tarballProblem } from "../targets/aws/target.ts";
 
 /** A loaded campaign: paths absolute, the AWS public key read into `sshPublicKey`. */
 export interface LoadedCampaignFile extends CampaignFile {

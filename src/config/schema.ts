@@ -9,10 +9,10 @@
 import { z } from "zod";
 import { BANDWIDTH_HELP, bandwidthGbps } from "../rules/bandwidth.ts";
 import { DEFAULT_LAUNCHER, LAUNCHER_NAMES, type LauncherName } from "../launchers/names.ts";
-import { AWS_DEFAULTS } from "../targets/aws.ts";
+import { AWS_DEFAULTS } from "../targets/aws/target.ts";
 import { gapOfTestbed, targetOf, targetsThatCan, TESTBED_SECTIONS, type TestbedSection } from "../targets/index.ts";
-import { KUBERNETES_DEFAULTS } from "../targets/kubernetes.ts";
-import { LOCAL_DEFAULTS } from "../targets/local.ts";
+import { KUBERNETES_DEFAULTS } from "../targets/kubernetes/target.ts";
+import { LOCAL_DEFAULTS } from "../targets/local/target.ts";
 import { DEFAULT_MAX_NODES, safePath, type IssueAt } from "./fields.ts";
 import { combinationProblems, knobRuleProblems } from "./knob-rules.ts";
 import { describeIssues, type ConfigProblem } from "./problems.ts";
@@ -34,7 +34,7 @@ import {
 
 export { describeValue, type ConfigProblem } from "./problems.ts";
 /** The testbed sections' own pieces live with their targets (src/targets/); these names stay for their callers. */
-export { availabilityZoneOf, TERRAFORM_BINARIES } from "../targets/aws.ts";
+export { availabilityZoneOf, TERRAFORM_BINARIES } from "../targets/aws/target.ts";
 
 /**
  * Defaults, documented once (each target's own in its module, src/targets/); docs/campaign-file.md is generated from

@@ -5,9 +5,9 @@
  * module here and its line in each list below.
  */
 import { z } from "zod";
-import { awsSection, awsSpec, awsTarget } from "./aws.ts";
-import { kubernetesSection, kubernetesTarget } from "./kubernetes.ts";
-import { localSection, localSpec, localTarget } from "./local.ts";
+import { awsSection, awsSpec, awsTarget } from "./aws/target.ts";
+import { kubernetesSection, kubernetesTarget } from "./kubernetes/target.ts";
+import { localSection, localSpec, localTarget } from "./local/target.ts";
 import { gapOf, type Capability, type Target, type TestbedSection } from "./target.ts";
 
 export {

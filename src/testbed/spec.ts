@@ -18,8 +18,8 @@ import { writePrivateFile } from "../util/fs.ts";
 
 export { testbedSpecSchema, TESTBED_SPEC_SCHEMA };
 /** Each target's own rules, under the names their callers know. */
-export { expiresAt } from "../targets/aws.ts";
-export { checkLocalSharedDir } from "../targets/local.ts";
+export { expiresAt } from "../targets/aws/target.ts";
+export { checkLocalSharedDir } from "../targets/local/target.ts";
 
 export type TestbedSpec = z.output<typeof testbedSpecSchema>;
 export type LocalTestbedSpec = Extract<TestbedSpec, { target: "local" }>;

@@ -17,7 +17,7 @@ import { gapOf, targetOf, TARGETS, type Target, type TargetName, type TargetOpti
 import { writePrivateFile } from "../util/fs.ts";
 import { configurationFingerprint, readPlaybookFiles } from "./configured.ts";
 import { ensureHostKeys } from "./host-keys.ts";
-import type { LocalResources } from "./local.ts";
+import type { LocalResources } from "../targets/local/testbed.ts";
 import { testbedLockFile, withLock } from "./lock.ts";
 import { forgetConnections, runPlaybook } from "./playbook.ts";
 import { testbedPaths } from "./paths.ts";

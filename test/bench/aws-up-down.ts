@@ -6,11 +6,11 @@
  *
  *   npx tsx test/bench/aws-up-down.ts [--repo DIR] [--repetitions 2]
  *
- * --repo: the checkout whose src/ and test/aws/moto.ts are measured (default: this one); run it on a `git worktree`
- * of an older commit, with its own node_modules, to compare. Needs python3 with moto and the provider mirror in
- * /opt/tf-plugins (see ../shared/ENVIRONMENT.md).
+ * --repo: the checkout whose src/ and moto helper (test/targets/aws/moto.ts, test/aws/moto.ts before the move) are
+ * measured (default: this one); run it on a `git worktree` of an older commit, with its own node_modules, to compare.
+ * Needs python3 with moto and the provider mirror in /opt/tf-plugins (see ../shared/ENVIRONMENT.md).
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -26,7 +26,8 @@ const { values } = parseArgs({
 const repo = resolve(values.repo);
 const { up } = await import(join(repo, "src/testbed/testbed.ts"));
 const { loadCampaignFile } = await import(join(repo, "src/config/load.ts"));
-const { startMoto } = await import(join(repo, "test/aws/moto.ts"));
+const motoHelper = ["test/targets/aws/moto.ts", "test/aws/moto.ts"].find((path) => existsSync(join(repo, path)));
+const { startMoto } = await import(join(repo, motoHelper ?? "test/targets/aws/moto.ts"));
 
 const work = mkdtempSync(join(tmpdir(), "ringlab-bench-aws-"));
 mkdirSync(join(work, "plugin-cache"));

@@ -3,8 +3,8 @@ import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_pr
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { firewallChain } from "../../src/testbed/host-firewall.ts";
-import { NODE_IMAGE } from "../../src/testbed/local-plan.ts";
+import { firewallChain } from "../../src/targets/local/host-firewall.ts";
+import { NODE_IMAGE } from "../../src/targets/local/plan.ts";
 
 export const REPO = resolve(import.meta.dirname, "../..");
 const BIN = join(REPO, "src/bin/ringlab.mjs");

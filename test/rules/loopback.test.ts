@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { awsClientConfig, testAwsEndpoint } from "../../src/aws/clients.ts";
+import { awsClientConfig, testAwsEndpoint } from "../../src/targets/aws/clients.ts";
 import { UsageError } from "../../src/util/errors.ts";
 import { checkLoopbackUrl, isLoopbackHost } from "../../src/rules/loopback.ts";
 

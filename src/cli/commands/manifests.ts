@@ -30,7 +30,7 @@ export function registerManifests(program: Command, host: CommandHost): void {
       host.action(async (file: string, options: { run?: string; out?: string }) => {
         // Loaded when the command runs (kubernetes-models is half the modules a start would otherwise load).
         const { campaignPodSecurity, manifestsYaml, networkPolicyWarning, podSecurityLine, runManifests } =
-          await import("../../kubernetes/manifests.ts");
+          await import("../../targets/kubernetes/manifests.ts");
         const campaign = loadKubernetesCampaignFile(file);
         const plan = planCampaign(campaign, campaignNameOf(campaign.sourceFile));
         const runs = options.run === undefined ? plan.runs : plan.runs.filter((run) => run.id === options.run);

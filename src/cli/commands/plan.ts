@@ -131,7 +131,9 @@ async function printKubernetesSecurity(
   testbed: LoadedKubernetesCampaignFile["testbed"],
 ): Promise<void> {
   // Loaded here, not with the command line: kubernetes-models is half the modules a start would otherwise load.
-  const { campaignPodSecurity, networkPolicyWarning, podSecurityLine } = await import("../../kubernetes/manifests.ts");
+  const { campaignPodSecurity, networkPolicyWarning, podSecurityLine } = await import(
+    "../../targets/kubernetes/manifests.ts"
+  );
   out(`${podSecurityLine(campaignPodSecurity(plan.runs, testbed, plan.name, plan.runTimeoutSeconds))}\n`);
   const unguarded = networkPolicyWarning(testbed);
   if (unguarded !== undefined) err(`\nwarning: ${unguarded}\n`);

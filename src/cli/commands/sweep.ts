@@ -26,7 +26,7 @@ export function registerSweep(program: Command, host: CommandHost): void {
           options.region ?? process.env["AWS_REGION"] ?? process.env["AWS_DEFAULT_REGION"] ?? DEFAULTS.aws.region;
         const print = (line: string) => out(`${line}\n`);
         // The AWS SDK is loaded only by the commands that talk to AWS.
-        const { sweep, sweepClients } = await import("../../aws/sweep.ts");
+        const { sweep, sweepClients } = await import("../../targets/aws/sweep.ts");
         const plan = await ctx.reporter.step(`sweep ${region}${options.dryRun ? " (dry run)" : ""}`, () =>
           sweep(sweepClients(region), { dryRun: options.dryRun, now: new Date() }, print),
         );

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startFakeCluster, type FakeCluster, type Scenario } from "../../kubernetes/fake-api.ts";
+import { startFakeCluster, type FakeCluster, type Scenario } from "../../targets/kubernetes/fake-api.ts";
 
 const BIN = resolve("src/bin/ringlab.mjs");
 

@@ -10,17 +10,17 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } fro
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadKubernetesCampaignFile } from "../../src/config/load.ts";
-import type { Context } from "../../src/context/context.ts";
-import { EXIT, PrerequisiteError } from "../../src/util/errors.ts";
-import { Cluster } from "../../src/kubernetes/cluster.ts";
-import { runKubernetesCampaign } from "../../src/kubernetes/campaign.ts";
-import { runManifests } from "../../src/kubernetes/manifests.ts";
-import { runOnCluster } from "../../src/kubernetes/run.ts";
-import { planCampaign } from "../../src/campaign/plan.ts";
-import { silentReporter } from "../../src/context/reporter.ts";
-import { ResultsStore } from "../../src/results/store.ts";
-import { probeRecord, trainRecord } from "../report/fixtures/records.ts";
+import { loadKubernetesCampaignFile } from "../../../src/config/load.ts";
+import type { Context } from "../../../src/context/context.ts";
+import { EXIT, PrerequisiteError } from "../../../src/util/errors.ts";
+import { Cluster } from "../../../src/targets/kubernetes/cluster.ts";
+import { runKubernetesCampaign } from "../../../src/targets/kubernetes/campaign.ts";
+import { runManifests } from "../../../src/targets/kubernetes/manifests.ts";
+import { runOnCluster } from "../../../src/targets/kubernetes/run.ts";
+import { planCampaign } from "../../../src/campaign/plan.ts";
+import { silentReporter } from "../../../src/context/reporter.ts";
+import { ResultsStore } from "../../../src/results/store.ts";
+import { probeRecord, trainRecord } from "../../report/fixtures/records.ts";
 import { JOB_CONTROLLERS, startFakeCluster, type FakeCluster, type PodState, type Scenario } from "./fake-api.ts";
 
 const NAMESPACE = "ringlab";

@@ -5,7 +5,7 @@
  */
 import type { IContainer, IPodSpec } from "kubernetes-models/v1";
 import { describe, expect, it } from "vitest";
-import { checkPodSecurity, describeViolation, reasonsForLevel } from "../../src/kubernetes/pod-security.ts";
+import { checkPodSecurity, describeViolation, reasonsForLevel } from "../../../src/targets/kubernetes/pod-security.ts";
 
 /** A container that keeps every restricted rule (the pod's securityContext gives it non-root and seccomp). */
 const CONTAINER: IContainer = {

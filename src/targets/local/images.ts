@@ -3,11 +3,11 @@
  * are cheap when nothing changed (Docker's layer cache), so a testbed never runs stale worker code.
  */
 import { join } from "node:path";
-import type { Docker } from "../adapters/docker.ts";
-import { DEFAULTS } from "../config/schema.ts";
-import type { Context } from "../context/context.ts";
-import { PrerequisiteError } from "../util/errors.ts";
-import { NODE_IMAGE } from "./local-plan.ts";
+import type { Docker } from "../../adapters/docker.ts";
+import { DEFAULTS } from "../../config/schema.ts";
+import type { Context } from "../../context/context.ts";
+import { PrerequisiteError } from "../../util/errors.ts";
+import { NODE_IMAGE } from "./plan.ts";
 
 export const BASE_IMAGE = "ringlab/debian:bookworm";
 

@@ -6,7 +6,7 @@
  * fails it after a while (./run.ts).
  */
 import type { V1Job, V1Pod } from "@kubernetes/client-node";
-import { parseWorkerResult, type WorkerResult } from "../results/worker-result.ts";
+import { parseWorkerResult, type WorkerResult } from "../../results/worker-result.ts";
 
 export type RunState =
   /**

@@ -6,11 +6,11 @@
  * each run as its own Job, recorded as soon as it ends, and at the end deletes everything labelled with the testbed
  * once more. Every run deletes its objects when it ends.
  */
-import type { AnyLoadedCampaignFile, LoadedKubernetesCampaignFile } from "../config/load.ts";
-import type { KubernetesTestbed } from "../config/schema.ts";
-import { uninterruptible, type Context } from "../context/context.ts";
-import { recordRun, runCampaign, runRecord, type CampaignOutcome, type CampaignRuns } from "../campaign/execute.ts";
-import type { CampaignTestbed } from "../targets/index.ts";
+import type { AnyLoadedCampaignFile, LoadedKubernetesCampaignFile } from "../../config/load.ts";
+import type { KubernetesTestbed } from "../../config/schema.ts";
+import { uninterruptible, type Context } from "../../context/context.ts";
+import { recordRun, runCampaign, runRecord, type CampaignOutcome, type CampaignRuns } from "../../campaign/execute.ts";
+import type { CampaignTestbed } from "../index.ts";
 import { Cluster, type ClusterOptions } from "./cluster.ts";
 import { networkPolicyWarning, runManifests } from "./manifests.ts";
 import { runOnCluster } from "./run.ts";

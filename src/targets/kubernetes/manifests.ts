@@ -25,9 +25,9 @@ import { Job } from "kubernetes-models/batch/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { Secret, Service } from "kubernetes-models/v1";
 import type { IContainer, IEnvVar, IPodSpec } from "kubernetes-models/v1";
-import { bandwidthGbps } from "../rules/bandwidth.ts";
-import type { PlannedRun } from "../campaign/plan.ts";
-import { DEFAULTS, type KubernetesTestbed } from "../config/schema.ts";
+import { bandwidthGbps } from "../../rules/bandwidth.ts";
+import type { PlannedRun } from "../../campaign/plan.ts";
+import { DEFAULTS, type KubernetesTestbed } from "../../config/schema.ts";
 import { checkPodSecurity, describeViolation, reasonsForLevel, type PodSecurityLevel } from "./pod-security.ts";
 
 /** torchrun's c10d rendezvous port on pod 0 (the worker role's worker_rdzv_port). */

@@ -5,18 +5,18 @@
  * collected (worker-<node rank>.log) and rank 0's result read from its log, and the run's objects deleted, whatever
  * happened. The outcome is a RunOutcome, as the other testbeds' runs give.
  */
-import { writeFileAtomic } from "../util/fs.ts";
+import { writeFileAtomic } from "../../util/fs.ts";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { V1Pod } from "@kubernetes/client-node";
-import type { KubernetesTestbed } from "../config/schema.ts";
-import { uninterruptible, type Context } from "../context/context.ts";
-import { endedNow, freshCollectDir, type RunOutcome } from "../runner/runner.ts";
-import { ToolError } from "../util/errors.ts";
+import type { KubernetesTestbed } from "../../config/schema.ts";
+import { uninterruptible, type Context } from "../../context/context.ts";
+import { endedNow, freshCollectDir, type RunOutcome } from "../../runner/runner.ts";
+import { ToolError } from "../../util/errors.ts";
 import { isStatus, type Cluster } from "./cluster.ts";
 import { judgeRun, podIndex, resultFromLog, type RunState } from "./follow.ts";
 import { manifestsYaml, rendezvousSecret, runLabels, type RunManifests } from "./manifests.ts";
-import type { PlannedRun } from "../campaign/plan.ts";
+import type { PlannedRun } from "../../campaign/plan.ts";
 
 /** How often the Job and its pods are looked at. */
 export const DEFAULT_POLL_MS = 2000;

@@ -11,10 +11,10 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { planCampaign } from "../../src/campaign/plan.ts";
-import { validateCampaign, type KubernetesTestbed } from "../../src/config/schema.ts";
-import { resultFromLog } from "../../src/kubernetes/follow.ts";
-import { runManifests } from "../../src/kubernetes/manifests.ts";
+import { planCampaign } from "../../../src/campaign/plan.ts";
+import { validateCampaign, type KubernetesTestbed } from "../../../src/config/schema.ts";
+import { resultFromLog } from "../../../src/targets/kubernetes/follow.ts";
+import { runManifests } from "../../../src/targets/kubernetes/manifests.ts";
 
 const WORKER_DIR = resolve("docker/worker");
 /** The worker's Python and torch, as npm run test:python runs the worker's tests (.venv-worker, npm run setup:test). */

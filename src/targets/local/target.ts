@@ -7,16 +7,16 @@ import { existsSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { z } from "zod";
-import { ConfigError, UsageError } from "../util/errors.ts";
-import { DEFAULT_LAUNCHER } from "../launchers/names.ts";
-import { SMALLEST_CPU_QUOTA } from "../rules/cpu-quota-limits.ts";
-import { checkIpv4Cidr, parseIpv4Cidr } from "../rules/cidr.ts";
-import { nodeContainerName } from "../rules/names.ts";
-import { checkDockerImageReference, checkSafeResolvedPath, checkSharedDirLocation } from "../rules/safe-text.ts";
-import { unsafeFolderProblem } from "../util/fs.ts";
-import { ruled, safePath, testbedCommon } from "../config/fields.ts";
-import { commonSpecOf, specCommon } from "./spec-fields.ts";
-import { narrowed, resolvePath, type Target } from "./target.ts";
+import { ConfigError, UsageError } from "../../util/errors.ts";
+import { DEFAULT_LAUNCHER } from "../../launchers/names.ts";
+import { SMALLEST_CPU_QUOTA } from "../../rules/cpu-quota-limits.ts";
+import { checkIpv4Cidr, parseIpv4Cidr } from "../../rules/cidr.ts";
+import { nodeContainerName } from "../../rules/names.ts";
+import { checkDockerImageReference, checkSafeResolvedPath, checkSharedDirLocation } from "../../rules/safe-text.ts";
+import { unsafeFolderProblem } from "../../util/fs.ts";
+import { ruled, safePath, testbedCommon } from "../../config/fields.ts";
+import { commonSpecOf, specCommon } from "../spec-fields.ts";
+import { narrowed, resolvePath, type Target } from "../target.ts";
 
 export const LOCAL_DEFAULTS = {
   /** A private range unlikely to clash with Docker's default pools (172.17-31.x.x). */
@@ -170,23 +170,23 @@ export const localTarget: Target = {
   },
 
   async up(ctx, spec) {
-    const { upLocal } = await import("../testbed/local.ts");
+    const { upLocal } = await import("./testbed.ts");
     return upLocal(ctx, narrowed("local", spec));
   },
 
   async down(ctx, name) {
-    const { downLocal } = await import("../testbed/local.ts");
+    const { downLocal } = await import("./testbed.ts");
     const removed = await ctx.reporter.step(`remove local testbed ${name}`, () => downLocal(ctx, name));
     return { target: "local", removed };
   },
 
   async testbedsByLabel(ctx, scope) {
-    const { localTestbedNames } = await import("../testbed/local.ts");
+    const { localTestbedNames } = await import("./testbed.ts");
     return localTestbedNames(ctx, scope);
   },
 
   async runningNodes(ctx, record) {
-    const { localNodeContainers } = await import("../testbed/local.ts");
+    const { localNodeContainers } = await import("./testbed.ts");
     const containers = await localNodeContainers(ctx, record.name);
     return new Set(
       record.nodes
@@ -196,7 +196,7 @@ export const localTarget: Target = {
   },
 
   async recreateNodes(ctx, spec, ranks) {
-    const { recreateLocalNodes } = await import("../testbed/local.ts");
+    const { recreateLocalNodes } = await import("./testbed.ts");
     await recreateLocalNodes(ctx, narrowed("local", spec), ranks);
   },
 

@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { SIDE_BY_SIDE_BUILDS } from "../../src/testbed/images.ts";
+import { SIDE_BY_SIDE_BUILDS } from "../../../src/targets/local/images.ts";
 
-const REPO = join(import.meta.dirname, "..", "..");
+const REPO = join(import.meta.dirname, "..", "..", "..");
 
 /** A Dockerfile's instructions: continuation lines joined, comments and blank lines left out. */
 function instructions(dockerfile: string): string[] {

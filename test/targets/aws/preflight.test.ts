@@ -15,9 +15,9 @@ import {
   sdkVcpuQuotas,
   vcpuQuotaFor,
   type VcpuQuotaLookup,
-} from "../../src/aws/preflight.ts";
-import { EXIT, PrerequisiteError, UsageError } from "../../src/util/errors.ts";
-import type { AwsTestbedSpec } from "../../src/testbed/spec.ts";
+} from "../../../src/targets/aws/preflight.ts";
+import { EXIT, PrerequisiteError, UsageError } from "../../../src/util/errors.ts";
+import type { AwsTestbedSpec } from "../../../src/testbed/spec.ts";
 import { startMoto, type Moto } from "./moto.ts";
 
 const spec = (overrides: Partial<AwsTestbedSpec> = {}): AwsTestbedSpec => ({

@@ -6,17 +6,17 @@
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { bandwidthGbps } from "../rules/bandwidth.ts";
+import { bandwidthGbps } from "../../rules/bandwidth.ts";
 import {
   checkEfaInstanceType,
   checkShapedRate,
   EFA_SHAPING_PROBLEM,
   instanceTypeFacts,
-} from "../catalogue/aws-instance-types.ts";
-import { ruled, safePath, tags, testbedCommon, type IssueAt } from "../config/fields.ts";
-import type { CampaignSection } from "../config/schema.ts";
-import { ConfigError, UsageError } from "../util/errors.ts";
-import { checkAmiId, checkRootVolumeGiB } from "../rules/ami.ts";
+} from "../../catalogue/aws-instance-types.ts";
+import { ruled, safePath, tags, testbedCommon, type IssueAt } from "../../config/fields.ts";
+import type { CampaignSection } from "../../config/schema.ts";
+import { ConfigError, UsageError } from "../../util/errors.ts";
+import { checkAmiId, checkRootVolumeGiB } from "../../rules/ami.ts";
 import {
   checkIpv4Cidr,
   checkSshSource,
@@ -24,18 +24,18 @@ import {
   checkVpcCidr,
   DEFAULT_SSH_SOURCE_MIN_PREFIX,
   SSH_SOURCE_PREFIX_FLOOR,
-} from "../rules/cidr.ts";
-import { stackName } from "../rules/names.ts";
-import { checkDockerImageReference, checkS3BucketName, checkS3Key, checkUnixUserName } from "../rules/safe-text.ts";
-import { checkSshPublicKey } from "../rules/ssh-key.ts";
-import { workerImageSourceOf } from "../rules/worker-image.ts";
-import { commonSpecOf, isoTime, specCommon } from "./spec-fields.ts";
-import { narrowed, resolvePath, type FileContext, type Target } from "./target.ts";
+} from "../../rules/cidr.ts";
+import { stackName } from "../../rules/names.ts";
+import { checkDockerImageReference, checkS3BucketName, checkS3Key, checkUnixUserName } from "../../rules/safe-text.ts";
+import { checkSshPublicKey } from "../../rules/ssh-key.ts";
+import { workerImageSourceOf } from "../../rules/worker-image.ts";
+import { commonSpecOf, isoTime, specCommon } from "../spec-fields.ts";
+import { narrowed, resolvePath, type FileContext, type Target } from "../target.ts";
 
-declare module "./target.ts" {
+declare module "../target.ts" {
   interface TargetOptions {
     /** A terraform double, the SSH wait, the leftover look and the preflight (src/testbed/aws.ts). */
-    readonly aws?: import("../testbed/aws.ts").AwsOptions;
+    readonly aws?: import("./testbed.ts").AwsOptions;
   }
 }
 
@@ -415,7 +415,7 @@ export const awsTarget: Target = {
 
   // Its SDK clients and cdktf are loaded only here: they would slow every local command's start.
   async up(ctx, spec, options) {
-    const { upAws } = await import("../testbed/aws.ts");
+    const { upAws } = await import("./testbed.ts");
     return upAws(ctx, narrowed("aws", spec), options.aws);
   },
 
@@ -428,22 +428,22 @@ export const awsTarget: Target = {
         },
       );
     }
-    const { downAws } = await import("../testbed/aws.ts");
+    const { downAws } = await import("./testbed.ts");
     await ctx.reporter.step(`destroy stack ${stackName(name)}`, () => downAws(ctx, narrowed("aws", spec), options.aws));
     return { target: "aws" };
   },
 
   stack: {
     async synthesize(spec, outDir, hostKeys) {
-      const { synthesizeStack } = await import("../../stacks/synth.ts");
+      const { synthesizeStack } = await import("../../../stacks/synth.ts");
       return synthesizeStack(narrowed("aws", spec), outDir, hostKeys);
     },
     async inventory(outputs, spec, knownHostsFile, hostKeys) {
-      const { awsInventory } = await import("../testbed/inventory.ts");
+      const { awsInventory } = await import("../../testbed/inventory.ts");
       return awsInventory(outputs, narrowed("aws", spec), knownHostsFile, hostKeys);
     },
     async deployer(spec) {
-      const { terraformBinaryFor } = await import("../adapters/terraform.ts");
+      const { terraformBinaryFor } = await import("../../adapters/terraform.ts");
       return terraformBinaryFor(narrowed("aws", spec).terraformBinary);
     },
   },

@@ -8,9 +8,9 @@
  */
 import { createHash } from "node:crypto";
 import { statSync } from "node:fs";
-import type { Docker } from "../adapters/docker.ts";
-import { ToolError, type RinglabError } from "../util/errors.ts";
-import { NODE_IMAGE } from "./local-plan.ts";
+import type { Docker } from "../../adapters/docker.ts";
+import { ToolError, type RinglabError } from "../../util/errors.ts";
+import { NODE_IMAGE } from "./plan.ts";
 
 const TOOL = "/usr/local/bin/ringlab-host-firewall";
 const DOCKER_SOCKET = "/var/run/docker.sock";

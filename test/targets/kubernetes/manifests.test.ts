@@ -2,8 +2,8 @@
 import { load, loadAll } from "js-yaml";
 import { Job } from "kubernetes-models/batch/v1";
 import { describe, expect, it } from "vitest";
-import { planCampaign, type PlannedRun } from "../../src/campaign/plan.ts";
-import { validateCampaign, type KubernetesTestbed } from "../../src/config/schema.ts";
+import { planCampaign, type PlannedRun } from "../../../src/campaign/plan.ts";
+import { validateCampaign, type KubernetesTestbed } from "../../../src/config/schema.ts";
 import {
   campaignPodSecurity,
   manifestsYaml,
@@ -11,8 +11,8 @@ import {
   podSecurityLine,
   rendezvousSecret,
   runManifests,
-} from "../../src/kubernetes/manifests.ts";
-import { checkPodSecurity, describeViolation } from "../../src/kubernetes/pod-security.ts";
+} from "../../../src/targets/kubernetes/manifests.ts";
+import { checkPodSecurity, describeViolation } from "../../../src/targets/kubernetes/pod-security.ts";
 
 const TESTBED =
   "{target: kubernetes, name: eks, nodes: 3, namespace: ringlab, sharedClaim: ringlab-shared, workerImage: registry.example/ringlab/worker:gpu";

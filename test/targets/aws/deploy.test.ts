@@ -27,16 +27,16 @@ import {
 import { DescribeFileSystemsCommand, EFSClient } from "@aws-sdk/client-efs";
 import { load } from "js-yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { awsClientConfig, TEST_AWS_ENDPOINT_ENV } from "../../src/aws/clients.ts";
-import { loadCampaignFile } from "../../src/config/load.ts";
-import type { Context } from "../../src/context/context.ts";
-import { ToolError } from "../../src/util/errors.ts";
-import { silentReporter } from "../../src/context/reporter.ts";
-import { testbedPaths } from "../../src/testbed/paths.ts";
-import { up } from "../../src/testbed/testbed.ts";
+import { awsClientConfig, TEST_AWS_ENDPOINT_ENV } from "../../../src/targets/aws/clients.ts";
+import { loadCampaignFile } from "../../../src/config/load.ts";
+import type { Context } from "../../../src/context/context.ts";
+import { ToolError } from "../../../src/util/errors.ts";
+import { silentReporter } from "../../../src/context/reporter.ts";
+import { testbedPaths } from "../../../src/testbed/paths.ts";
+import { up } from "../../../src/testbed/testbed.ts";
 import { startMoto, type Moto } from "./moto.ts";
 
-const REPO = resolve(import.meta.dirname, "../..");
+const REPO = resolve(import.meta.dirname, "../../..");
 const REGION = "eu-west-1";
 /** One of moto's built-in images; moto has no current Deep Learning AMI to look up. */
 const MOTO_AMI = "ami-1e749f67";

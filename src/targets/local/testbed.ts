@@ -3,12 +3,12 @@
  * over real SSH. Workers started later join a node's network namespace, so the node's tc shaping applies.
  */
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
-import type { ContainerInfo, Docker } from "../adapters/docker.ts";
-import { ensureKeyPair, forgetHostKey } from "../adapters/ssh.ts";
-import { dockerFor, type Context } from "../context/context.ts";
-import { UsageError, type RinglabError } from "../util/errors.ts";
-import { buildInventory, renderInventory } from "./inventory.ts";
-import { writePrivateFile } from "../util/fs.ts";
+import type { ContainerInfo, Docker } from "../../adapters/docker.ts";
+import { ensureKeyPair, forgetHostKey } from "../../adapters/ssh.ts";
+import { dockerFor, type Context } from "../../context/context.ts";
+import { UsageError, type RinglabError } from "../../util/errors.ts";
+import { buildInventory, renderInventory } from "../../testbed/inventory.ts";
+import { writePrivateFile } from "../../util/fs.ts";
 import { guardSubnet, unguardSubnet } from "./host-firewall.ts";
 import { buildLocalImages } from "./images.ts";
 import {
@@ -21,11 +21,11 @@ import {
   TESTBED_LABEL,
   type LocalNodePlan,
   type LocalTestbedPlan,
-} from "./local-plan.ts";
-import { testbedPaths } from "./paths.ts";
-import { loadRecord, saveRecord, type TestbedRecord } from "./record.ts";
-import { waitForSsh } from "./reachability.ts";
-import { checkLocalSharedDir, type LocalTestbedSpec } from "./spec.ts";
+} from "./plan.ts";
+import { testbedPaths } from "../../testbed/paths.ts";
+import { loadRecord, saveRecord, type TestbedRecord } from "../../testbed/record.ts";
+import { waitForSsh } from "../../testbed/reachability.ts";
+import { checkLocalSharedDir, type LocalTestbedSpec } from "../../testbed/spec.ts";
 
 const SSH_WAIT_MS = 60_000;
 

@@ -42,7 +42,7 @@ import {
   EFSClient,
   paginateDescribeFileSystems,
 } from "@aws-sdk/client-efs";
-import { PrerequisiteError, ToolError } from "../util/errors.ts";
+import { PrerequisiteError, ToolError } from "../../util/errors.ts";
 import { awsClientConfig } from "./clients.ts";
 
 export const TESTBED_TAG = "ringlab:testbed";

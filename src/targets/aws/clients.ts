@@ -5,8 +5,8 @@
  * emulator on loopback (moto): then every client and the stack's provider go there with fake credentials, and a
  * value that is not a loopback URL stops ringlab with exit 2 before any call, so nothing can reach an AWS account.
  */
-import { UsageError } from "../util/errors.ts";
-import { checkLoopbackUrl } from "../rules/loopback.ts";
+import { UsageError } from "../../util/errors.ts";
+import { checkLoopbackUrl } from "../../rules/loopback.ts";
 
 export const TEST_AWS_ENDPOINT_ENV = "RINGLAB_TEST_AWS_ENDPOINT";
 

@@ -36,8 +36,8 @@ import {
   DescribeMountTargetsCommand,
 } from "@aws-sdk/client-efs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TEST_AWS_ENDPOINT_ENV } from "../../src/aws/clients.ts";
-import { PrerequisiteError } from "../../src/util/errors.ts";
+import { TEST_AWS_ENDPOINT_ENV } from "../../../src/targets/aws/clients.ts";
+import { PrerequisiteError } from "../../../src/util/errors.ts";
 import {
   deleteTestbedLeftovers,
   findTaggedResources,
@@ -47,7 +47,7 @@ import {
   sweepClients,
   type SweepClients,
   type TaggedResource,
-} from "../../src/aws/sweep.ts";
+} from "../../../src/targets/aws/sweep.ts";
 import { startMoto, type Moto } from "./moto.ts";
 
 const REGION = "eu-west-1";

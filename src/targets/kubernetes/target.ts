@@ -5,26 +5,26 @@
  * manifests` for `kubectl apply -f`. What a testbed ringlab configures offers beyond that is a gap, said with why.
  */
 import { z } from "zod";
-import { bandwidthGbps } from "../rules/bandwidth.ts";
-import { ruled, testbedCommon } from "../config/fields.ts";
+import { bandwidthGbps } from "../../rules/bandwidth.ts";
+import { ruled, testbedCommon } from "../../config/fields.ts";
 import {
   checkDnsLabel,
   checkDnsSubdomain,
   checkKubeContext,
   checkLabelKey,
   checkLabelValue,
-} from "../rules/kubernetes.ts";
-import { checkDockerImageReference } from "../rules/safe-text.ts";
-import { NO_MPI4PY } from "./aws.ts";
-import { narrowed, type Target } from "./target.ts";
+} from "../../rules/kubernetes.ts";
+import { checkDockerImageReference } from "../../rules/safe-text.ts";
+import { NO_MPI4PY } from "../aws/target.ts";
+import { narrowed, type Target } from "../target.ts";
 
-declare module "./target.ts" {
+declare module "../target.ts" {
   interface TargetOptions {
     /**
      * Where the kubeconfig is read, how often a Job is looked at, how long a pull may fail
      * (src/kubernetes/campaign.ts).
      */
-    readonly kubernetes?: import("../kubernetes/campaign.ts").ClusterRunOptions;
+    readonly kubernetes?: import("./campaign.ts").ClusterRunOptions;
   }
 }
 
@@ -163,7 +163,7 @@ export const kubernetesTarget: Target = {
    */
   async downFromSection(_ctx, section) {
     const testbed = narrowed("kubernetes", section);
-    const { Cluster } = await import("../kubernetes/cluster.ts");
+    const { Cluster } = await import("./cluster.ts");
     const cluster = await Cluster.connect(testbed, {}, "delete");
     const removed = await cluster.deleteLabelled({ "ringlab.testbed": testbed.name }, { waitUntilGone: true });
     return `deleted ${removed} objects labelled ringlab.testbed=${testbed.name} in namespace ${testbed.namespace} (context ${cluster.context})`;
@@ -172,7 +172,7 @@ export const kubernetesTarget: Target = {
   runsWhere: (section) => ` as Jobs in namespace ${narrowed("kubernetes", section).namespace}`,
 
   async ownRunPath(ctx, file, options) {
-    const { openCluster } = await import("../kubernetes/campaign.ts");
+    const { openCluster } = await import("./campaign.ts");
     return openCluster(ctx, narrowed("kubernetes", file.testbed), options.kubernetes ?? {});
   },
 };

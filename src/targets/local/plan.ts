@@ -3,11 +3,11 @@
  * Pure, so `up`, `down`, `status` and the tests agree on every name.
  */
 import { createHash } from "node:crypto";
-import type { InventorySpec } from "./inventory.ts";
-import { addressInSubnet } from "../rules/cidr.ts";
-import { nodeContainerName, nodeName } from "../rules/names.ts";
-import type { TestbedPaths } from "./paths.ts";
-import type { LocalTestbedSpec } from "./spec.ts";
+import type { InventorySpec } from "../../testbed/inventory.ts";
+import { addressInSubnet } from "../../rules/cidr.ts";
+import { nodeContainerName, nodeName } from "../../rules/names.ts";
+import type { TestbedPaths } from "../../testbed/paths.ts";
+import type { LocalTestbedSpec } from "../../testbed/spec.ts";
 
 /** Every container, network and volume of testbed X carries `ringlab.testbed=X`; `down` removes by it. */
 export const TESTBED_LABEL = "ringlab.testbed";
@@ -36,8 +36,8 @@ export interface LocalTestbedPlan {
   readonly nodes: readonly LocalNodePlan[];
 }
 
-export { addressInSubnet } from "../rules/cidr.ts";
-export { nodeContainerName, nodeName } from "../rules/names.ts";
+export { addressInSubnet } from "../../rules/cidr.ts";
+export { nodeContainerName, nodeName } from "../../rules/names.ts";
 
 /** A short, stable id of a state folder (an absolute path) for the STATE_DIR_LABEL. */
 export function stateDirId(stateDir: string): string {

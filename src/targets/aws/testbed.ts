@@ -4,21 +4,21 @@
  * wait for SSH on every node; teardown is `terraform destroy` of the same stack, synthesized again from the spec.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { Terraform, terraformBinaryFor } from "../adapters/terraform.ts";
-import { testAwsEndpoint } from "../aws/clients.ts";
-import { preflightAws, type PreflightOptions } from "../aws/preflight.ts";
-import { deleteTestbedLeftovers, sweepClients, type SweepClients } from "../aws/sweep.ts";
-import { uninterruptible, type Context } from "../context/context.ts";
-import { ToolError } from "../util/errors.ts";
-import { awsInventory, pinnedKnownHosts, renderInventory } from "./inventory.ts";
-import { stackName } from "../rules/names.ts";
-import type { NodeHostKey } from "../rules/ssh-key.ts";
-import { writePrivateFile } from "../util/fs.ts";
-import { ensureHostKeys, hostKeysStarted, readHostKeys } from "./host-keys.ts";
-import { testbedPaths } from "./paths.ts";
-import { loadRecord, saveRecord, type TestbedRecord } from "./record.ts";
-import { waitForSsh } from "./reachability.ts";
-import type { AwsTestbedSpec } from "./spec.ts";
+import { Terraform, terraformBinaryFor } from "../../adapters/terraform.ts";
+import { testAwsEndpoint } from "./clients.ts";
+import { preflightAws, type PreflightOptions } from "./preflight.ts";
+import { deleteTestbedLeftovers, sweepClients, type SweepClients } from "./sweep.ts";
+import { uninterruptible, type Context } from "../../context/context.ts";
+import { ToolError } from "../../util/errors.ts";
+import { awsInventory, pinnedKnownHosts, renderInventory } from "../../testbed/inventory.ts";
+import { stackName } from "../../rules/names.ts";
+import type { NodeHostKey } from "../../rules/ssh-key.ts";
+import { writePrivateFile } from "../../util/fs.ts";
+import { ensureHostKeys, hostKeysStarted, readHostKeys } from "../../testbed/host-keys.ts";
+import { testbedPaths } from "../../testbed/paths.ts";
+import { loadRecord, saveRecord, type TestbedRecord } from "../../testbed/record.ts";
+import { waitForSsh } from "../../testbed/reachability.ts";
+import type { AwsTestbedSpec } from "../../testbed/spec.ts";
 
 /** Cloud instances take minutes to boot; a GPU AMI's first boot is slower still. */
 const SSH_WAIT_MS = 10 * 60_000;
@@ -65,7 +65,7 @@ async function synthAndInit(
   terraform: Terraform,
   hostKeys: readonly NodeHostKey[] | undefined,
 ): Promise<string> {
-  const { synthesizeStack } = await import("../../stacks/synth.ts");
+  const { synthesizeStack } = await import("../../../stacks/synth.ts");
   const { dir } = synthesizeStack(spec, testbedPaths(stateDir, spec.name).cdktfOut, hostKeys);
   await terraform.init(dir);
   return dir;

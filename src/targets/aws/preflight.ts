@@ -8,10 +8,10 @@
  */
 import { DescribeInstanceTypeOfferingsCommand, DescribeInstanceTypesCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { GetServiceQuotaCommand, ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
-import { instanceTypeFacts } from "../catalogue/aws-instance-types.ts";
-import { tarballProblem } from "../config/load.ts";
-import { PrerequisiteError, UsageError } from "../util/errors.ts";
-import type { AwsTestbedSpec } from "../testbed/spec.ts";
+import { instanceTypeFacts } from "../../catalogue/aws-instance-types.ts";
+import { tarballProblem } from "../../config/load.ts";
+import { PrerequisiteError, UsageError } from "../../util/errors.ts";
+import type { AwsTestbedSpec } from "../../testbed/spec.ts";
 import { awsClientConfig } from "./clients.ts";
 
 /** What preflight asks EC2. */

@@ -28,8 +28,8 @@ import {
   type V1Service,
 } from "@kubernetes/client-node";
 import type { Secret } from "kubernetes-models/v1";
-import type { KubernetesTestbed } from "../config/schema.ts";
-import { PrerequisiteError, ToolError, UsageError } from "../util/errors.ts";
+import type { KubernetesTestbed } from "../../config/schema.ts";
+import { PrerequisiteError, ToolError, UsageError } from "../../util/errors.ts";
 import type { RunManifests } from "./manifests.ts";
 
 /** How long one API call may take before the cluster counts as not answering. */

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { parseCampaign } from "../../src/config/load.ts";
-import { addressInSubnet, planLocalTestbed, stateDirId } from "../../src/testbed/local-plan.ts";
-import { testbedPaths } from "../../src/testbed/paths.ts";
-import { resolveTestbedSpec, type LocalTestbedSpec } from "../../src/testbed/spec.ts";
+import { parseCampaign } from "../../../src/config/load.ts";
+import { addressInSubnet, planLocalTestbed, stateDirId } from "../../../src/targets/local/plan.ts";
+import { testbedPaths } from "../../../src/testbed/paths.ts";
+import { resolveTestbedSpec, type LocalTestbedSpec } from "../../../src/testbed/spec.ts";
 
 describe("local testbed plan", () => {
   const testbed = (extra = "") => {
