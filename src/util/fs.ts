@@ -130,6 +130,15 @@ function chainProblem(
 }
 
 /**
+ * Why ringlab must not write results into `dir` (`campaign --results`, `run --out`, `report`), or undefined: it must
+ * be a folder this process can write (or make), and, as the shared folder, one nobody else can write, nor any folder
+ * above it (unsafeFolderProblem): they could forge records, or swap a run's folder for a link to one of yours.
+ */
+export function resultsFolderProblem(dir: string, uid: number | undefined = callerUid()): string | undefined {
+  return writableDirProblem(dir) ?? unsafeFolderProblem(dir, uid);
+}
+
+/**
  * Creates `dir` (its parent must exist) for the caller alone, mode 0700, or checks the one there: refused when it
  * is a symbolic link, not a folder, someone else's, or open to group or others in any way, or when others could
  * replace it (unsafeFolderProblem). Returns the problem, or undefined when `dir` is ready.
