@@ -302,23 +302,24 @@ describe("ringlab CLI", () => {
     expect(result.stderr).not.toMatch(/^\s+at /m);
   });
 
-  it("refuses a results folder others can write, or one under a folder they can write, before anything starts (exit 2)", () => {
+  it("refuses a results folder others can write, or one under a folder they can write, before anything starts (exit 2): campaign --results, run --out and report alike", () => {
     const dir = mkdtempSync(join(tmpdir(), "ringlab-cli-"));
     const open = join(dir, "open");
     mkdirSync(open);
     chmodSync(open, 0o777); // anyone may add files to it: forged records, or links where ringlab writes
+    const state = join(dir, "state");
     for (const results of [open, join(open, "smoke")]) {
-      const result = cli([
-        "--state-dir",
-        join(dir, "state"),
-        "campaign",
-        "campaigns/local-smoke.yaml",
-        "--results",
-        results,
-      ]);
-      expect(result.status, result.stderr).toBe(2);
-      expect(result.stderr).toMatch(new RegExp(`^error: results folder ${results}: .*${open}`, "m"));
-      expect(result.stderr).toContain("hint: pick a folder only you can write with --results DIR");
+      const campaign = cli(["--state-dir", state, "campaign", "campaigns/local-smoke.yaml", "--results", results]);
+      expect(campaign.status, campaign.stderr).toBe(2);
+      expect(campaign.stderr).toMatch(new RegExp(`^error: results folder ${results}: .*${open}`, "m"));
+      expect(campaign.stderr).toContain("hint: pick a folder only you can write with --results DIR");
+      const run = cli(["--state-dir", state, "run", "--nodes", "1", "--out", results, "--", "--model", "tiny"]);
+      expect(run.status, run.stderr).toBe(2);
+      expect(run.stderr).toMatch(new RegExp(`^error: --out ${results}: .*${open}`, "m"));
+      const report = cli(["--state-dir", state, "report", results]);
+      expect(report.status, report.stderr).toBe(2);
+      expect(report.stderr).toMatch(new RegExp(`^error: results folder ${results}: .*${open}`, "m"));
+      expect(existsSync(join(results, "report.md"))).toBe(false);
     }
   });
 

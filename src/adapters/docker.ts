@@ -24,6 +24,8 @@ export interface ContainerSpec {
   /** host path -> container path (read-write). */
   readonly mounts?: readonly { readonly source: string; readonly target: string }[];
   readonly capAdd?: readonly string[];
+  /** Kernel settings of the container's own namespaces (`--sysctl`). */
+  readonly sysctls?: Readonly<Record<string, string>>;
 }
 
 export interface ContainerInfo {
@@ -115,6 +117,7 @@ export class Docker {
     if (spec.network !== undefined) args.push("--network", spec.network);
     if (spec.ip !== undefined) args.push("--ip", spec.ip);
     for (const cap of spec.capAdd ?? []) args.push("--cap-add", cap);
+    for (const [key, value] of Object.entries(spec.sysctls ?? {})) args.push("--sysctl", `${key}=${value}`);
     for (const mount of spec.mounts ?? [])
       args.push("--mount", `type=bind,${csvField(`source=${mount.source}`)},${csvField(`target=${mount.target}`)}`);
     for (const key of Object.keys(spec.env ?? {})) args.push("--env", key);

@@ -6,6 +6,7 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { PrerequisiteError, ToolError } from "../util/errors.ts";
+import { programPath, trustedPathVariable } from "./tool-path.ts";
 
 export interface RunOptions {
   readonly cwd?: string;
@@ -45,6 +46,8 @@ export async function runProgram(
   options: RunOptions = {},
 ): Promise<RunResult> {
   const command = [file, ...args].join(" ");
+  const program = programPath(file);
+  if (program.path === undefined) throw notInstalled(tool, file, program.passedOver, options.installHint);
   const started = Date.now();
   if (options.logFile !== undefined) {
     mkdirSync(dirname(options.logFile), { recursive: true });
@@ -55,9 +58,10 @@ export async function runProgram(
   const { execa } = await import("execa");
   // Its own process group (and session), so that stopping it reaches everything it started: ansible-playbook's
   // forks and their ssh, terraform's providers. A terminal's Ctrl-C reaches ringlab only, which stops the group.
-  const child = execa(file, args, {
+  const child = execa(program.path, args, {
     cwd: options.cwd,
-    env: options.env,
+    // What the program starts in turn (ansible-playbook's ssh, a script's docker) is looked up on the trusted PATH.
+    env: { ...options.env, PATH: trustedPathVariable(options.env?.["PATH"] ?? process.env["PATH"]) },
     all: true,
     reject: false,
     stdin: "ignore",
@@ -83,15 +87,24 @@ export async function runProgram(
     canceled: stopper?.reason === "canceled",
     durationMs: Date.now() - started,
   };
-  if ((result as { code?: string }).code === "ENOENT") {
-    throw new PrerequisiteError(`${file} is not installed (needed for ${tool})`, {
-      hint: options.installHint ?? "run `npm run setup` to install what ringlab needs",
-    });
-  }
+  if ((result as { code?: string }).code === "ENOENT") throw notInstalled(tool, file, [], options.installHint);
   if ((result.failed || stopper?.reason !== undefined) && !options.allowFailure) {
     throw failure(tool, command, outcome, options.logFile);
   }
   return outcome;
+}
+
+function notInstalled(
+  tool: string,
+  file: string,
+  passedOver: readonly { entry: string; why: string }[],
+  installHint: string | undefined,
+): PrerequisiteError {
+  const notTaken = passedOver.map(({ entry, why }) => `${entry} (${why})`).join("; ");
+  return new PrerequisiteError(
+    `${file} is not installed (needed for ${tool})${notTaken === "" ? "" : `; not taken from: ${notTaken}`}`,
+    { hint: installHint ?? "run `npm run setup` to install what ringlab needs" },
+  );
 }
 
 /** Process groups whose program still runs, or that are being stopped: killed if ringlab exits first. */

@@ -13,6 +13,7 @@ import { modeText } from "../rules/ownership.ts";
 import { checkSafeResolvedPath } from "../rules/safe-text.ts";
 import { logsDir } from "../testbed/paths.ts";
 import { prepareStateFolder, PRIVATE_FOLDER_MODE } from "../util/fs.ts";
+import { trustedPathVariable } from "../adapters/tool-path.ts";
 import { buildProgram } from "./program.ts";
 import { err } from "../util/output.ts";
 
@@ -24,6 +25,8 @@ interface GlobalOptions {
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
+  // What a library starts by name (an AWS credential_process, a kubeconfig's exec plugin) searches this PATH too.
+  process.env["PATH"] = trustedPathVariable();
   const interruption = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     if (interruption.signal.aborted) {

@@ -49,6 +49,19 @@ export function ownFolderProblem(facts: PathFacts, callerUid: number): string | 
 }
 
 /**
+ * A folder or file whose programs ringlab runs as its user (a PATH entry, a tool in it, the bundled Node.js): owned by
+ * root or the caller, and writable by nobody else, or whoever can write it runs code as the caller. Undefined when
+ * it is.
+ */
+export function trustedProgramProblem(facts: PathFacts, callerUid: number): string | undefined {
+  if (facts.uid !== ROOT && facts.uid !== callerUid)
+    return `${described(facts)} is owned by another user, who could put a program of theirs there`;
+  if ((facts.mode & GROUP_OR_OTHER_WRITE) !== 0)
+    return `${described(facts)} can be written by other users, who could put a program of theirs there`;
+  return undefined;
+}
+
+/**
  * A folder on the way to one ringlab uses: nobody but root and the caller may be able to rename or replace `next`
  * (the path's next component inside it; undefined when it does not exist yet, and ringlab creates it). A folder
  * others may write is fine only with the sticky bit (like /tmp) and `next` absent or owned by the caller or root.

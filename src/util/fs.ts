@@ -16,6 +16,7 @@ import {
   ownFolderProblem,
   parentFolderProblem,
   privateFolderProblem as privateFolderRule,
+  trustedProgramProblem,
   type PathFacts,
 } from "../rules/ownership.ts";
 
@@ -92,10 +93,24 @@ const MAX_LINKS_FOLLOWED = 16;
  * others from replacing the next one (parentFolderProblem). A part that does not exist yet is what ringlab creates.
  */
 export function unsafeFolderProblem(path: string, uid: number | undefined = callerUid()): string | undefined {
-  return uid === undefined ? undefined : chainProblem(resolve(path), uid, 0);
+  return uid === undefined ? undefined : chainProblem(resolve(path), uid, 0, ownFolderProblem);
 }
 
-function chainProblem(absolute: string, uid: number, linksFollowed: number): string | undefined {
+/**
+ * Why the programs in the folder at `path` could be someone else's, or undefined: it must be a folder owned by root or
+ * the caller that nobody else can write (trustedProgramProblem), on a way from / that others cannot change
+ * (parentFolderProblem, as unsafeFolderProblem). A folder that does not exist holds no program and has no problem.
+ */
+export function programFolderProblem(path: string, uid: number | undefined = callerUid()): string | undefined {
+  return uid === undefined ? undefined : chainProblem(resolve(path), uid, 0, trustedProgramProblem);
+}
+
+function chainProblem(
+  absolute: string,
+  uid: number,
+  linksFollowed: number,
+  lastFolderProblem: (facts: PathFacts, uid: number) => string | undefined,
+): string | undefined {
   const parts = absolute.split(sep).filter((part) => part.length > 0);
   let current = pathFacts(sep)!;
   for (const [index, part] of parts.entries()) {
@@ -106,12 +121,21 @@ function chainProblem(absolute: string, uid: number, linksFollowed: number): str
       if (linksFollowed >= MAX_LINKS_FOLLOWED)
         return `${absolute}: more than ${MAX_LINKS_FOLLOWED} symbolic links on the way`;
       const target = resolve(current.path, readlinkSync(next.path));
-      return chainProblem(join(target, ...parts.slice(index + 1)), uid, linksFollowed + 1);
+      return chainProblem(join(target, ...parts.slice(index + 1)), uid, linksFollowed + 1, lastFolderProblem);
     }
     if (next.kind !== "folder") return `${next.path} is not a folder`;
     current = next;
   }
-  return ownFolderProblem(current, uid);
+  return lastFolderProblem(current, uid);
+}
+
+/**
+ * Why ringlab must not write results into `dir` (`campaign --results`, `run --out`, `report`), or undefined: it must
+ * be a folder this process can write (or make), and, as the shared folder, one nobody else can write, nor any folder
+ * above it (unsafeFolderProblem): they could forge records, or swap a run's folder for a link to one of yours.
+ */
+export function resultsFolderProblem(dir: string, uid: number | undefined = callerUid()): string | undefined {
+  return writableDirProblem(dir) ?? unsafeFolderProblem(dir, uid);
 }
 
 /**

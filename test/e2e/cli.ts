@@ -1,6 +1,6 @@
 /** Helpers for end-to-end tests: run the real `ringlab` CLI as a user does, and look at Docker directly. */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { firewallChain } from "../../src/targets/local/host-firewall.ts";
@@ -197,4 +197,65 @@ export function firewallRules(testbed: string): string[] {
   const listed = onHostNetwork(["-w", "10", "-S"], { entrypoint: "iptables" });
   if (listed.code !== 0) throw new Error(`iptables -S failed: ${listed.output}`);
   return listed.output.split("\n").filter((line) => line.includes(firewallChain(testbed)));
+}
+
+/**
+ * The link-local IPv6 address Docker's kernel would give `container` on `network` (EUI-64 from its MAC address), with
+ * the host-side bridge as its scope: what another user of this machine would connect to over IPv6.
+ */
+export function linkLocalAddress(container: string, network: string): string {
+  const inspect = (args: string[]) => spawnSync("docker", args, { encoding: "utf8", timeout: 30_000 }).stdout.trim();
+  const mac = inspect([
+    "container",
+    "inspect",
+    "--format",
+    `{{(index .NetworkSettings.Networks "${network}").MacAddress}}`,
+    container,
+  ]);
+  const bridge = `br-${inspect(["network", "inspect", "--format", "{{.Id}}", network]).slice(0, 12)}`;
+  const bytes = mac.split(":").map((part) => Number.parseInt(part, 16));
+  bytes[0]! ^= 0x02;
+  const eui = [...bytes.slice(0, 3), 0xff, 0xfe, ...bytes.slice(3)];
+  const groups = [0, 2, 4, 6].map((at) => ((eui[at]! << 8) | eui[at + 1]!).toString(16));
+  return `fe80::${groups.join(":")}%${bridge}`;
+}
+
+export interface CommandLinesSeen {
+  /** The rendezvous secrets seen in the environment of any process of this machine (the nodes' are among them). */
+  readonly secrets: ReadonlySet<string>;
+  /** Every command line seen that held one of them. */
+  readonly leaks: readonly string[];
+}
+
+/**
+ * Looks at every process of this machine (a local testbed's nodes are among them) every 200 ms until stopped: what any
+ * user could read with `ps` (/proc/<pid>/cmdline), and, as root, the rendezvous secrets in the processes' environment.
+ */
+export function watchCommandLines(): { stop(): CommandLinesSeen } {
+  const secrets = new Set<string>();
+  const commandLines = new Set<string>();
+  const read = (pid: string, file: string) => {
+    try {
+      return readFileSync(`/proc/${pid}/${file}`, "latin1");
+    } catch {
+      return ""; // gone meanwhile
+    }
+  };
+  const look = () => {
+    for (const pid of readdirSync("/proc").filter((entry) => /^\d+$/.test(entry))) {
+      const commandLine = read(pid, "cmdline").replace(/\0/g, " ");
+      if (/[0-9a-f]{32}/.test(commandLine)) commandLines.add(commandLine);
+      for (const match of read(pid, "environ").matchAll(/(?:^|\0)RINGLAB_RDZV_SECRET=([0-9a-f]{32,128})/g))
+        secrets.add(match[1]!);
+    }
+  };
+  const timer = setInterval(look, 200);
+  return {
+    stop() {
+      clearInterval(timer);
+      look();
+      const leaks = [...commandLines].filter((line) => [...secrets].some((secret) => line.includes(secret)));
+      return { secrets, leaks };
+    },
+  };
 }

@@ -13,10 +13,12 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { configuredLaunchers, loadRecord } from "../../src/testbed/record.ts";
+import { nodeContainerName } from "../../src/rules/names.ts";
 import { controlPathDir } from "../../src/testbed/playbook.ts";
 import {
   connectsAs,
   docker,
+  linkLocalAddress,
   everythingLabeled,
   firewallRules,
   exited,
@@ -29,6 +31,8 @@ import {
   startRingLab,
   writeFile,
   type CliResult,
+  type CommandLinesSeen,
+  watchCommandLines,
 } from "./cli.ts";
 
 const NAME = `e2e${process.pid}`;
@@ -111,6 +115,15 @@ async function keptCampaign(name: string, campaign: string): Promise<{ run: CliR
   return { run: await ringlab(state, ["campaign", file, "--results", out]), out, work };
 }
 
+/**
+ * The runs' rendezvous secrets were seen (in the environment of the jobs' processes, which root may read) and on no
+ * command line of this machine, which every user may read with `ps` (#67: Ansible's `environment:` put them there).
+ */
+function expectNoSecretOnACommandLine(seen: CommandLinesSeen): void {
+  expect(seen.secrets.size, "no process was seen with a rendezvous secret in its environment").toBeGreaterThan(0);
+  expect(seen.leaks).toEqual([]);
+}
+
 /** Records of a campaign's runs.jsonl, by run id. */
 function byRunId(out: string): Map<string, any> {
   return new Map(runsJsonl(out).map((record) => [record.runId, record]));
@@ -151,6 +164,21 @@ describe("a local testbed through the CLI", { timeout: 15 * 60_000 }, () => {
         `-A OUTPUT -d ${SUBNET.replace(/\./g, "\\.")} -m comment --comment "ringlab testbed ${NAME}" -j RINGLAB-`,
       ),
     );
+  });
+
+  it("keeps the machine's other users off the nodes over IPv6 too: a node has no IPv6 address, link-local included (#67)", async () => {
+    await upTestbed();
+    const node0 = loadRecord(state, NAME)!.nodes[0]!;
+    const container = nodeContainerName(NAME, 0);
+    // Docker gives a container on a bridge a link-local address, which iptables (IPv4) does not filter.
+    expect(connectsAs(65534, linkLocalAddress(container, `ringlab-${NAME}`), 22), "nobody reached sshd over IPv6").toBe(
+      false,
+    );
+    expect(docker(["exec", container, "ip", "-6", "-o", "addr"])).toBe("");
+    // ringlab's own setting, whatever the engine does by default (Debian's 20.10 here turns IPv6 off itself; engines
+    // with IPv6 on, and those before 26.0 elsewhere, leave containers a link-local address uid 65534 reached).
+    expect(docker(["exec", container, "cat", "/proc/sys/net/ipv6/conf/all/disable_ipv6"]).trim()).toBe("1");
+    expect(connectsAs(0, node0.privateIp, 22), "root still reaches node 0's sshd over IPv4").toBe(true);
   });
 
   it("refuses a second testbed of the same name that does not match, and reuses one that does", async () => {
@@ -629,6 +657,7 @@ campaign:
 
   it("runs a Slurm campaign as one sbatch job per run whose script it keeps, and status shows Slurm's nodes", async () => {
     await configuredTestbed();
+    const watch = watchCommandLines();
     const { run, out, work } = await keptCampaign(
       "slurm",
       `
@@ -641,6 +670,7 @@ campaign:
 `,
     );
     expect(run.code, run.stderr).toBe(0);
+    expectNoSecretOnACommandLine(watch.stop());
     // A Slurm cluster since its first configure (the node recreated above became a Slurm node when it was configured
     // again): not converged again.
     expect(run.stderr).toMatch(NOT_CONFIGURED_AGAIN);
@@ -706,6 +736,7 @@ campaign:
 
   it("runs a campaign under mpirun, one mpirun per run whose script it keeps, the probe through Open MPI too, and leaves no container behind", async () => {
     await configuredTestbed();
+    const watch = watchCommandLines();
     const { run, out } = await keptCampaign(
       "mpi",
       `
@@ -716,6 +747,7 @@ campaign:
 `,
     );
     expect(run.code, run.stderr).toBe(0);
+    expectNoSecretOnACommandLine(watch.stop());
     // Configured for mpirun since its first configure: not converged again.
     expect(run.stderr).toMatch(NOT_CONFIGURED_AGAIN);
     const records = runsJsonl(out);

@@ -17,7 +17,7 @@ def test_the_speed_is_timed_for_about_the_seconds_asked_and_is_a_real_rate_per_c
 
 
 def _cpu_rate_of_products(size: int) -> float:
-    """GFLOP per CPU-second of `size` x `size` fp32 products, timed independently of compute_speed.py."""
+    """GFLOP per CPU-second of `size` x `size` fp32 products, timed independently of cpu_check.py."""
     a, b = torch.randn(size, size), torch.randn(size, size)
     torch.mm(a, b)
     products, started = 0, time.process_time()

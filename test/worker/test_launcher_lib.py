@@ -139,3 +139,22 @@ def test_the_environment_is_the_nodes_then_the_placement_then_the_run():
         "RINGLAB_NPROC_PER_NODE": "2",
         "OMP_NUM_THREADS": "1",
     }
+
+
+def test_the_secret_on_standard_inputs_first_line_goes_into_the_environment_and_not_into_the_script(monkeypatch):
+    secret = "0123456789abcdef" * 2
+    monkeypatch.delenv(lib.RDZV_SECRET_ENV, raising=False)
+    assert (
+        lib.take_secret_line(f"{secret}\n#!/bin/bash\nexec srun x\n", "ringlab-slurm") == "#!/bin/bash\nexec srun x\n"
+    )
+    assert lib.os.environ[lib.RDZV_SECRET_ENV] == secret
+
+
+@pytest.mark.parametrize(
+    "text", ["", "#!/bin/bash\nexec srun x\n", "0123456789abcdef\n#!/bin/bash\n", "ABCDEF" * 6 + "\n"]
+)
+def test_standard_input_without_a_secret_on_its_first_line_is_refused_naming_the_program(text, monkeypatch):
+    monkeypatch.delenv(lib.RDZV_SECRET_ENV, raising=False)
+    with pytest.raises(SystemExit, match="^ringlab-mpi: with --secret-first, standard input's first line must be"):
+        lib.take_secret_line(text, "ringlab-mpi")
+    assert lib.RDZV_SECRET_ENV not in lib.os.environ

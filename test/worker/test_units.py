@@ -7,6 +7,7 @@ import pytest
 from ringlab_worker.allreduce import bus_bandwidth_gbps, message_sizes
 from ringlab_worker.errors import BadArguments, PeerFailed, PeerTimeout, classify_collective_error
 from ringlab_worker.result import write_atomically
+from ringlab_worker.signed_rendezvous import public_rendezvous_id
 from ringlab_worker.torchrun import configure_network_env, rendezvous_from_env, torchrun_argv
 
 SECRET = "0123456789abcdef0123456789abcdef"
@@ -37,9 +38,11 @@ def test_torchrun_arguments_make_node_0_the_rendezvous_host_and_bound_every_wait
     argv = torchrun_argv(rdzv, 12.5, ["allreduce", "--iters", "2"])
     assert argv[-5:] == ["-m", "ringlab_worker", "allreduce", "--iters", "2"]
     pairs = dict(zip(argv[:-5:2], argv[1:-5:2], strict=True))
-    assert pairs["--rdzv_backend"] == "c10d" and pairs["--rdzv_endpoint"] == "node-a:29400"
-    # The rendezvous id is the run's secret, never its public run id (whoever knows the id can write the state).
-    assert pairs["--rdzv_id"] == SECRET and pairs["--max_restarts"] == "0" and pairs["--nnodes"] == "3"
+    assert pairs["--rdzv_backend"] == "ringlab-c10d" and pairs["--rdzv_endpoint"] == "node-a:29400"
+    # The store shows the rendezvous id to any client: it is derived from the secret one way, and the secret itself
+    # (the key the state is signed with) is in no argument.
+    assert pairs["--rdzv_id"] == public_rendezvous_id(SECRET) and all(SECRET not in word for word in argv)
+    assert pairs["--max_restarts"] == "0" and pairs["--nnodes"] == "3"
     assert pairs["--rdzv_conf"] == "is_host=true,join_timeout=13,read_timeout=13"
     other = rendezvous_from_env({**env, "RINGLAB_NODE_RANK": "2"}, gpu_count=4)
     other_argv = torchrun_argv(other, 5, [])

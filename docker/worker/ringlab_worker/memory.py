@@ -18,7 +18,8 @@ which (`peakSince`).
 import os
 
 import torch
-import torch.distributed as dist
+
+from .exchange import all_gather_json
 
 
 def _status_bytes(field: str, process: str = "self") -> int:
@@ -82,8 +83,7 @@ class PeakMemory:
         }
 
     def result(self) -> dict:
-        ranks = [None] * dist.get_world_size()
-        dist.all_gather_object(ranks, self._mine())
+        ranks = all_gather_json(self._mine(), self.device)
         return {
             "method": "cuda-allocator" if self.device.type == "cuda" else "resident-set",
             "peakSince": self.since,

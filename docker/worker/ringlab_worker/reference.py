@@ -8,9 +8,8 @@ import os
 import subprocess
 import time
 
-import torch.distributed as dist
-
 from .errors import BadArguments, WorkerError
+from .exchange import broadcast_json
 
 PORT = 5201  # iperf3's own; the worker container shares its node's network, where nothing else listens on it
 SECONDS = 3
@@ -28,17 +27,17 @@ def measure_reference(world, env=os.environ):
     client_rank = world.procs_per_node  # node 1's first rank
     server = _start_server() if world.rank == 0 else None
     world.barrier()  # the server listens before the client connects
-    rate = [None]
+    rate = None
     try:
         if world.rank == client_rank:
-            rate[0] = _send(head)
+            rate = _send(head)
     finally:
-        dist.broadcast_object_list(rate, src=client_rank)
+        rate = broadcast_json(rate, client_rank, world.device)
         if server is not None:
             _stop(server)
-    if rate[0] is None:
+    if rate is None:
         raise WorkerError("iperf3 measured nothing between node 1 and node 0 (see node 1's output)")
-    return rate[0]
+    return rate
 
 
 def _start_server():

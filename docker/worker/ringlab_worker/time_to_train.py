@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from . import checkpoint, data
 from .errors import BadArguments, PeerTimeout
+from .exchange import broadcast_json
 from .guard import outlive_agent
 from .result import finite_or_none
 
@@ -322,25 +323,25 @@ def _unfinished_attempt(directory: str):
 
 def _restore(args, world, trainer, config):
     """Every rank loads the checkpoint rank 0 found newest and readable (None: start from scratch)."""
-    chosen = [None]
+    chosen = None
     if world.rank == 0:
         state = checkpoint.load_newest(args.checkpoint_dir)
-        chosen[0] = state["step"] if state else None
-    dist.broadcast_object_list(chosen, src=0)
-    if chosen[0] is None:
+        chosen = state["step"] if state else None
+    chosen = broadcast_json(chosen, 0, world.device)
+    if chosen is None:
         return None
     unreadable = torch.zeros(1, device=world.device)  # NCCL reduces GPU tensors only
     if world.rank != 0:
-        path = checkpoint.path_of(args.checkpoint_dir, chosen[0])
+        path = checkpoint.path_of(args.checkpoint_dir, chosen)
         try:
-            state = checkpoint.load(args.checkpoint_dir, chosen[0])
+            state = checkpoint.load(args.checkpoint_dir, chosen)
         except Exception as error:  # missing here (not shared storage), or unreadable
             print(f"ringlab-worker [rank {world.rank}]: cannot read {path}: {error}", file=sys.stderr, flush=True)
             unreadable[0] = 1
     dist.all_reduce(unreadable)  # every rank fails together, none waits for the others
     if unreadable.item():
         raise BadArguments(
-            f"rank 0 resumes from {checkpoint.path_of(args.checkpoint_dir, chosen[0])}, but "
+            f"rank 0 resumes from {checkpoint.path_of(args.checkpoint_dir, chosen)}, but "
             f"{int(unreadable.item())} other rank(s) cannot read it; --checkpoint-dir must be on "
             "storage every node shares"
         )

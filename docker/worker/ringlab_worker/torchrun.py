@@ -14,17 +14,17 @@ import sys
 from dataclasses import dataclass, field
 from typing import List, Mapping, Optional
 
-from . import compat
+from . import compat, signed_rendezvous
 from .errors import EXIT_OTHER, EXIT_PEER_FAILED, MEANING, BadArguments, PeerFailed, PeerTimeout, WorkerError
 from .guard import AGENT_PID_ENV, die_with_agent
 
 DEFAULT_RDZV_PORT = 29400
 DEFAULT_RUN_ID = "ringlab"
-# torchrun's c10d rendezvous keeps its state in node 0's TCPStore as a pickle that every node's agent unpickles, under
-# a key named by the rendezvous id, and the store has no authentication: whoever reaches the port and knows the id
-# can make every node run code. So the id is a secret of the run (never its public run id): the same unguessable
-# value on every node, given by whoever starts them, and never printed.
-RDZV_SECRET_ENV = "RINGLAB_RDZV_SECRET"
+# torchrun's c10d rendezvous keeps its state in node 0's TCPStore as a pickle that every node's agent unpickles, and
+# the store has no authentication and lists its keys to any client: whoever reaches the port could make every node run
+# code. So every state is signed with a secret of the run (signed_rendezvous.py): the same unguessable value on every
+# node, given by whoever starts them, never printed and never in the store.
+RDZV_SECRET_ENV = signed_rendezvous.SECRET_ENV
 _RDZV_SECRET = re.compile(r"[0-9a-f]{32,128}")
 
 
@@ -41,8 +41,8 @@ class Rendezvous:
     num_nodes: int
     nproc_per_node: int
     run_id: str
-    # The rendezvous id (RDZV_SECRET_ENV): kept out of repr, and printed as its variable's name.
-    rdzv_id: str = field(repr=False, default="")
+    # The HMAC key of the rendezvous state (RDZV_SECRET_ENV): kept out of repr, never printed or passed to torchrun.
+    secret: str = field(repr=False, default="")
 
 
 def _env_int(env: Mapping[str, str], name: str, default: Optional[int], minimum: int) -> int:
@@ -75,8 +75,8 @@ def rendezvous_from_env(env: Mapping[str, str], gpu_count: int) -> Optional[Rend
     if not _RDZV_SECRET.fullmatch(secret):
         raise BadArguments(
             f"{RDZV_SECRET_ENV} must be set to the same unguessable value on every node of the run (32 to 128 "
-            "lowercase hex digits, e.g. `openssl rand -hex 16`); it is the rendezvous id: anyone who reaches node 0's "
-            "rendezvous port and knows the id can make every node run code"
+            "lowercase hex digits, e.g. `openssl rand -hex 16`); it signs the rendezvous state, which anyone who "
+            "reaches node 0's rendezvous port could otherwise replace with one that makes every node run code"
             + ("" if secret == "" else f" (it holds {len(secret)} characters that are not that)")
         )
     return Rendezvous(
@@ -86,7 +86,7 @@ def rendezvous_from_env(env: Mapping[str, str], gpu_count: int) -> Optional[Rend
         num_nodes=num_nodes,
         nproc_per_node=_env_int(env, "RINGLAB_NPROC_PER_NODE", max(gpu_count, 1), 1),
         run_id=env.get("RINGLAB_RUN_ID") or DEFAULT_RUN_ID,
-        rdzv_id=secret,
+        secret=secret,
     )
 
 
@@ -126,11 +126,11 @@ def torchrun_argv(
         "--nproc_per_node",
         str(rdzv.nproc_per_node),
         "--rdzv_backend",
-        "c10d",
+        signed_rendezvous.BACKEND_NAME,
         "--rdzv_endpoint",
         f"{rdzv.head_addr}:{rdzv.port}",
         "--rdzv_id",
-        rdzv.rdzv_id,
+        signed_rendezvous.public_rendezvous_id(rdzv.secret),
         "--rdzv_conf",
         rdzv_conf,
         # After a worker fails, every node's agent stops its workers and starts them again this many times
@@ -197,7 +197,7 @@ def launch(args, job_argv: List[str]) -> int:
     torchrun = torchrun_argv(
         rdzv, args.timeout_seconds, job_argv, getattr(args, "max_restarts", 0), getattr(args, "min_nodes", None)
     )
-    shown = " ".join(f"${RDZV_SECRET_ENV}" if word == rdzv.rdzv_id else word for word in torchrun)
+    shown = " ".join(torchrun)
     print(
         f"ringlab-worker: node {rdzv.node_rank} of {rdzv.num_nodes}: "
         f"{os.path.basename(sys.executable)} -m torch.distributed.run {shown}",
@@ -221,6 +221,7 @@ def _run_torchrun(torchrun: List[str], rdzv: Rendezvous, timeout_seconds: float)
     )
     from torch.distributed.launcher import api as launcher_api
 
+    signed_rendezvous.register()
     endpoint = f"{rdzv.head_addr}:{rdzv.port}"
     try:
         # torch_run.run(), with the agent below swapped in.

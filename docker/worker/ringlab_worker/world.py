@@ -11,6 +11,7 @@ import torch
 import torch.distributed as dist
 
 from .errors import BadArguments, classify_collective_error
+from .exchange import all_gather_json
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,7 @@ def join(args) -> World:
             dist.init_process_group(backend, timeout=timeout)  # MASTER_ADDR, RANK, ... set by torchrun
         else:
             dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
-        hostnames: List[str] = [""] * dist.get_world_size()
-        dist.all_gather_object(hostnames, socket.gethostname())
+        hostnames: List[str] = all_gather_json(socket.gethostname(), device)
     except RuntimeError as error:
         classified = classify_collective_error(error, "joining the process group")
         if classified is None:

@@ -17,7 +17,7 @@ import { resolveCpuQuota } from "../../testbed/cpu-quota.ts";
 import { DEFAULT_BUSY_THRESHOLD } from "../../testbed/host-load.ts";
 import { resultsLockFile, withLock } from "../../testbed/lock.ts";
 import { withTestbedLock } from "../../testbed/testbed.ts";
-import { unsafeFolderProblem, writableDirProblem } from "../../util/fs.ts";
+import { resultsFolderProblem } from "../../util/fs.ts";
 import { parseSafePath } from "../options.ts";
 import type { CommandHost } from "../host.ts";
 
@@ -128,13 +128,9 @@ async function lockedCampaign(
   run: (resultsDir: string) => Promise<CampaignOutcome>,
 ): Promise<number> {
   const resultsDir = resultsDirFor(campaign, results);
-  const problem = writableDirProblem(resultsDir);
+  const problem = resultsFolderProblem(resultsDir);
   if (problem !== undefined)
-    throw new UsageError(`results folder ${resultsDir}: ${problem}`, { hint: "pick another with --results DIR" });
-  // As the shared folder: whoever else can write the folder, or one above it, could forge records or plant links.
-  const unsafe = unsafeFolderProblem(resultsDir);
-  if (unsafe !== undefined)
-    throw new UsageError(`results folder ${resultsDir}: ${unsafe}`, {
+    throw new UsageError(`results folder ${resultsDir}: ${problem}`, {
       hint: "pick a folder only you can write with --results DIR",
     });
   const outcome = await withTestbedLock(ctx, campaign.testbed.name, () =>

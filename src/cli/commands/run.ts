@@ -17,7 +17,7 @@ import { gapOf, targetOf, targetsThatCan } from "../../targets/index.ts";
 import { planCpuQuota } from "../../testbed/cpu-quota.ts";
 import { isConfiguredFor, requireRecord, type TestbedRecord } from "../../testbed/record.ts";
 import { withTestbedLock } from "../../testbed/testbed.ts";
-import { writableDirProblem } from "../../util/fs.ts";
+import { resultsFolderProblem } from "../../util/fs.ts";
 import { checkedWorkerArgs, parseBandwidth, parseCpuQuota, parsePositiveInt, parseSafePath } from "../options.ts";
 import type { CommandHost } from "../host.ts";
 import { out } from "../../util/output.ts";
@@ -79,10 +79,10 @@ export function registerRun(program: Command, host: CommandHost): void {
       host.action(async (workerArgs: string[], options: RunOptions, command: Command) => {
         const args = checkedWorkerArgs(workerArgs);
         const ctx = host.contextFor(command, "run");
-        const record = requireRecord(ctx.stateDir, options.testbed);
-        const problem = writableDirProblem(resolve(options.out));
+        const problem = resultsFolderProblem(resolve(options.out));
         if (problem !== undefined)
-          throw new UsageError(`--out ${options.out}: ${problem}`, { hint: "pick a folder you can write" });
+          throw new UsageError(`--out ${options.out}: ${problem}`, { hint: "pick a folder only you can write" });
+        const record = requireRecord(ctx.stateDir, options.testbed);
         if (options.nodes > record.nodes.length) {
           throw new UsageError(
             `--nodes ${options.nodes} is more than testbed ${record.name} has (${record.nodes.length})`,

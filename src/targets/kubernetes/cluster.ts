@@ -274,9 +274,11 @@ export class Cluster {
   }
 
   /**
-   * Deletes the Jobs, Services, NetworkPolicies, Secrets and pods with these labels (a Job's pods go with it:
-   * background propagation; pods are deleted too, in case a Job was removed without them). Returns how many objects
-   * were asked to go.
+   * Deletes the Jobs, Services, Secrets and pods with these labels (a Job's pods go with it: background propagation;
+   * pods are deleted too, in case a Job was removed without them), and their NetworkPolicies once no such pod is left:
+   * a terminating pod still listens, and its policy is what keeps the rest of the cluster off its ports. Not waiting,
+   * a policy whose pods still terminate is left for the next deletion that waits (the campaign's end, `ringlab down`).
+   * Returns how many objects were asked to go.
    */
   async deleteLabelled(labels: Labels, options: { readonly waitUntilGone?: boolean } = {}): Promise<number> {
     return this.patiently(undefined, () => this.deleteNow(selector(labels), options.waitUntilGone === true));
@@ -306,19 +308,23 @@ export class Cluster {
         this.core.deleteNamespacedSecret({ name: secret.metadata!.name!, namespace: this.namespace }, options),
       );
     }
-    const networkPolicies = await this.listNetworkPolicies(labelSelector);
+    const pods = await this.listPods(labelSelector);
+    if (pods.length > 0) {
+      await this.call("delete pods", (options) =>
+        this.core.deleteCollectionNamespacedPod({ namespace: this.namespace, labelSelector }, options),
+      );
+    }
+    let networkPolicies = await this.listNetworkPolicies(labelSelector);
+    if (networkPolicies.length > 0 && (await this.listPods(labelSelector)).length > 0) {
+      if (waitUntilGone) await this.waitUntilGone(labelSelector, [(selector) => this.listPods(selector)]);
+      else networkPolicies = [];
+    }
     for (const networkPolicy of networkPolicies) {
       await this.deleteOne(`delete NetworkPolicy ${networkPolicy.metadata?.name}`, (options) =>
         this.networking.deleteNamespacedNetworkPolicy(
           { name: networkPolicy.metadata!.name!, namespace: this.namespace },
           options,
         ),
-      );
-    }
-    const pods = await this.listPods(labelSelector);
-    if (pods.length > 0) {
-      await this.call("delete pods", (options) =>
-        this.core.deleteCollectionNamespacedPod({ namespace: this.namespace, labelSelector }, options),
       );
     }
     const asked = jobs.length + services.length + secrets.length + networkPolicies.length + pods.length;
@@ -375,17 +381,24 @@ export class Cluster {
     ).items;
   }
 
-  /** Waits (up to 90 s) until nothing with the labels is listed: pods take their grace period to terminate. */
-  private async waitUntilGone(labelSelector: string): Promise<void> {
+  /**
+   * Waits (up to 90 s) until nothing with the labels is listed (by `lists`, by default every kind ringlab creates):
+   * pods take their grace period to terminate.
+   */
+  private async waitUntilGone(
+    labelSelector: string,
+    lists: readonly ((labelSelector: string) => Promise<{ metadata?: { name?: string } }[]>)[] = [
+      (selector) => this.listJobs(selector),
+      (selector) => this.listServices(selector),
+      (selector) => this.listSecrets(selector),
+      (selector) => this.listNetworkPolicies(selector),
+      (selector) => this.listPods(selector),
+    ],
+  ): Promise<void> {
     const until = Date.now() + GONE_WAIT_MS;
     for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
-      const left = [
-        ...(await this.listJobs(labelSelector)),
-        ...(await this.listServices(labelSelector)),
-        ...(await this.listSecrets(labelSelector)),
-        ...(await this.listNetworkPolicies(labelSelector)),
-        ...(await this.listPods(labelSelector)),
-      ];
+      const left: { metadata?: { name?: string } }[] = [];
+      for (const list of lists) left.push(...(await list(labelSelector)));
       if (left.length === 0) return;
       if (Date.now() > until) {
         throw new ToolError(

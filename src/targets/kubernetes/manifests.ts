@@ -278,7 +278,8 @@ export function manifestsYaml(manifests: RunManifests, testbed: KubernetesTestbe
   const header = [
     `ringlab run ${manifests.runId}: ${kubectl} apply -f this file after creating its rendezvous Secret; its result is written to runs/${manifests.runId}/result.json on the claim ${testbed.sharedClaim}.`,
     "First the Secret (a random rendezvous id, the same for every pod of the run, written in no file), labelled as the run's other objects:",
-    `  ${kubectl} create secret generic ${name} -n ${testbed.namespace} --from-literal=${RDZV_SECRET_KEY}=$(openssl rand -hex 16)`,
+    // The value through standard input: an argument of kubectl's would be in `ps` for every user of the machine.
+    `  openssl rand -hex 16 | tr -d '\\n' | ${kubectl} create secret generic ${name} -n ${testbed.namespace} --from-file=${RDZV_SECRET_KEY}=/dev/stdin`,
     `  ${kubectl} label secret ${name} -n ${testbed.namespace} ${Object.entries(labels)
       .map(([key, value]) => `${key}=${value}`)
       .join(" ")}`,

@@ -59,7 +59,7 @@ export async function unguardSubnet(docker: Docker, testbed: string): Promise<vo
       "iptables",
       `could not remove the host firewall's rules for testbed ${testbed}: ${(error as RinglabError).message}`,
       {
-        hint: `as root: iptables -D OUTPUT <the line of \`iptables -L OUTPUT --line-numbers\` that jumps to ${chain}>, then iptables -F ${chain} && iptables -X ${chain}`,
+        hint: `as root: iptables -D OUTPUT <each rule \`iptables -S OUTPUT | grep -- "-j ${chain}"\` prints, after its -A OUTPUT>, then iptables -F ${chain} && iptables -X ${chain}`,
         cause: error,
       },
     );

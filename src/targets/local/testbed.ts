@@ -2,7 +2,7 @@
  * The local testbed: "nodes" are containers on one machine, on their own Docker network, reached by Ansible
  * over real SSH. Workers started later join a node's network namespace, so the node's tc shaping applies.
  */
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import type { ContainerInfo, Docker } from "../../adapters/docker.ts";
 import { ensureKeyPair, forgetHostKey } from "../../adapters/ssh.ts";
 import { dockerFor, type Context } from "../../context/context.ts";
@@ -98,6 +98,16 @@ async function startNodes(
   if (failed !== undefined) throw failed.reason;
 }
 
+/**
+ * The nodes (and their workers, which share their network namespace) have no IPv6 address: the host firewall is
+ * iptables' alone, and Docker gives containers a link-local fe80:: address where the kernel has IPv6, which this
+ * machine's other users would reach unfiltered. Nothing to turn off on a kernel without IPv6 (no such settings).
+ */
+function ipv6Off(): Record<string, string> {
+  if (!existsSync("/proc/sys/net/ipv6")) return {};
+  return { "net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1" };
+}
+
 async function startNode(ctx: Context, docker: Docker, plan: LocalTestbedPlan, node: LocalNodePlan): Promise<void> {
   const authorizedKey = readFileSync(`${testbedPaths(ctx.stateDir, plan.name).privateKey}.pub`, "utf8").trim();
   await docker.runDetached({
@@ -111,6 +121,7 @@ async function startNode(ctx: Context, docker: Docker, plan: LocalTestbedPlan, n
     env: { RINGLAB_AUTHORIZED_KEY: authorizedKey },
     // NET_ADMIN lets the node shape its own link with tc; --privileged is neither needed nor allowed.
     capAdd: ["NET_ADMIN"],
+    sysctls: ipv6Off(),
     mounts: [
       { source: plan.sharedDir, target: plan.sharedDir },
       { source: "/var/run/docker.sock", target: "/var/run/docker.sock" },

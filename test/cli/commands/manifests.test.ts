@@ -39,7 +39,7 @@ describe("ringlab manifests", () => {
     ]);
     // No Secret, and no value for one: the header says how to make it.
     expect(readFileSync(join(out, "train-resnet50-b64-n2-unlimited-r1.yaml"), "utf8")).toContain(
-      '\n#   kubectl --context "arn:aws:eks:us-east-1:111122223333:cluster/ringlab" create secret generic eks-g5-train-resnet50-b64-n2-unlimited-r1 -n ringlab --from-literal=rdzvSecret=$(openssl rand -hex 16)\n',
+      `\n#   openssl rand -hex 16 | tr -d '\\n' | kubectl --context "arn:aws:eks:us-east-1:111122223333:cluster/ringlab" create secret generic eks-g5-train-resnet50-b64-n2-unlimited-r1 -n ringlab --from-file=rdzvSecret=/dev/stdin\n`,
     );
     expect(written.stderr).toBe(
       "pods pass the namespace's Pod Security level 'restricted', the strictest (pod-security.kubernetes.io/enforce)\n",

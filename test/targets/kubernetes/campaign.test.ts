@@ -688,6 +688,29 @@ describe("a Kubernetes campaign", () => {
     expect(readFileSync(join(resultsDir, records[0]!.logsDir, "worker-0.log"), "utf8")).toContain("ringlab-result: ");
     expect(resumed.left()).toEqual(EMPTY);
   });
+
+  it("deletes a run's NetworkPolicy only once none of its pods is left, terminating ones included (#67)", async () => {
+    const controller = new AbortController();
+    // Interrupted while its pods run: they terminate through their grace period after their deletion.
+    const cluster = await fake({
+      scenario: (look) => {
+        if (look === 2) controller.abort(new Error("SIGINT"));
+        return { pods: [{ phase: "Running" }, { phase: "Running" }] };
+      },
+    });
+    const { file, resultsDir } = campaignFile();
+    const options = { resultsDir, cluster: { env: { KUBECONFIG: cluster.kubeconfig() } }, pollMs: 5 };
+    await expect(runKubernetesCampaign(context(controller.signal), file, options)).rejects.toThrow("SIGINT");
+    const run = "allreduce-n2-unlimited-r1";
+    const deleted = cluster.requests.indexOf(
+      `DELETE /apis/networking.k8s.io/v1/namespaces/ringlab/networkpolicies/kind-${run}`,
+    );
+    expect(deleted, cluster.requests.join("\n")).toBeGreaterThanOrEqual(0);
+    const gone = cluster.podsGone.filter((pod) => pod.run === run);
+    expect(gone.length).toBeGreaterThan(0);
+    for (const pod of gone) expect(pod.afterRequests).toBeLessThanOrEqual(deleted);
+    expect(cluster.left()).toEqual(EMPTY);
+  });
 });
 
 describe("one run on a cluster", () => {
@@ -738,8 +761,13 @@ describe("one run on a cluster", () => {
       /^the Job did not end within its deadline \(0 s, runTimeoutSeconds\) and 0 s more; worker logs: /,
     );
     expect(readFileSync(join(resultsDir, "run", "worker-1.log"), "utf8")).toBe("still training\n");
-    // Its pods terminate (their grace period); the campaign's end waits for them.
-    expect(cluster.left()).toMatchObject({ jobs: [], services: [], networkPolicies: [], secrets: [] });
+    // Its pods terminate (their grace period), still under their NetworkPolicy; the campaign's end waits for them.
+    expect(cluster.left()).toMatchObject({
+      jobs: [],
+      services: [],
+      networkPolicies: ["kind-allreduce-n2-unlimited-r1"],
+      secrets: [],
+    });
   });
 });
 

@@ -105,6 +105,8 @@ export interface FakeCluster {
   readonly unexpected: string[];
   /** The bodies of created objects, in order, as sent (a Secret with its stringData). */
   readonly created: Json[];
+  /** Each pod gone from the namespace (its termination over): its run's label and how many requests had come then. */
+  readonly podsGone: { readonly run: string; readonly afterRequests: number }[];
   /** Names of what is left in the namespace. */
   left(): { jobs: string[]; services: string[]; networkPolicies: string[]; secrets: string[]; pods: string[] };
   /** A kubeconfig file whose context `context` points at this server. */
@@ -131,6 +133,7 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
   const requests: string[] = [];
   const unexpected: string[] = [];
   const created: Json[] = [];
+  const podsGone: { run: string; afterRequests: number }[] = [];
   const jobs = new Map<string, Json>((options.existing?.jobs ?? []).map((job) => [job.metadata.name, job]));
   const services = new Map<string, Json>(
     (options.existing?.services ?? []).map((service) => [service.metadata.name, service]),
@@ -244,7 +247,7 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
       if (pod.metadata.labels?.["job-name"] !== name || terminating.has(listed)) continue;
       if (stoppedTerminate && !now.has(listed) && (pod.status.phase === "Pending" || pod.status.phase === "Running"))
         pod.metadata.deletionTimestamp = "2026-11-26T00:00:30Z";
-      else pods.delete(listed);
+      else removePod(listed);
     }
     state.pods.forEach((pod, place) => {
       const index = pod.index ?? place;
@@ -340,12 +343,18 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
     return { code: 400, text: `container "${container}" in pod "${name}" is waiting to start: ${why}` };
   }
 
+  /** A pod gone from the namespace. */
+  function removePod(name: string): void {
+    podsGone.push({ run: pods.get(name)?.metadata.labels?.["ringlab.run"] ?? "", afterRequests: requests.length });
+    pods.delete(name);
+  }
+
   /** A deleted pod: marked, and listed for a few more pod lists (its grace period), then gone. */
   function terminate(name: string): void {
     const pod = pods.get(name);
     if (pod === undefined || terminating.has(name)) return;
     pod.metadata.deletionTimestamp = "2026-11-26T00:00:30Z";
-    if ((options.terminatingLists ?? 2) === 0) pods.delete(name);
+    if ((options.terminatingLists ?? 2) === 0) removePod(name);
     else terminating.set(name, options.terminatingLists ?? 2);
   }
 
@@ -516,7 +525,7 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
         if (left > 1) terminating.set(name, left - 1);
         else {
           terminating.delete(name);
-          pods.delete(name);
+          removePod(name);
         }
       }
       return send(200, answer);
@@ -571,6 +580,7 @@ export async function startFakeCluster(options: FakeClusterOptions): Promise<Fak
     requests,
     unexpected,
     created,
+    podsGone,
     left: () => ({
       jobs: [...jobs.keys()],
       services: [...services.keys()],

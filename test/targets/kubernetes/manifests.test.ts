@@ -1,4 +1,8 @@
 /** A Kubernetes campaign's runs as objects (src/targets/kubernetes/manifests.ts): what `kubectl apply -f` gets. */
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { load, loadAll } from "js-yaml";
 import { Job } from "kubernetes-models/batch/v1";
 import { describe, expect, it } from "vitest";
@@ -208,7 +212,7 @@ describe("a run's Kubernetes objects", () => {
     ]);
     expect(yaml).not.toContain(secret.stringData!["rdzvSecret"]);
     expect(yaml).toContain(
-      `\n#   kubectl create secret generic ${name} -n ringlab --from-literal=rdzvSecret=$(openssl rand -hex 16)\n`,
+      `\n#   openssl rand -hex 16 | tr -d '\\n' | kubectl create secret generic ${name} -n ringlab --from-file=rdzvSecret=/dev/stdin\n`,
     );
     expect(yaml).toContain(
       `\n#   kubectl label secret ${name} -n ringlab ringlab.testbed=eks ringlab.run=train-resnet50-b64-n3-unlimited-r1 ringlab.campaign=k8s\n`,
@@ -216,6 +220,31 @@ describe("a run's Kubernetes objects", () => {
     expect(yaml).toContain(
       "kubectl delete -n ringlab job,service,networkpolicy,secret -l ringlab.testbed=eks,ringlab.run=train-resnet50-b64-n3-unlimited-r1",
     );
+  });
+
+  it("say how to make the Secret with its value on kubectl's standard input, never in its arguments (#67)", () => {
+    const { testbed, runs, timeout } = planned();
+    const yaml = manifestsYaml(
+      runManifests(byId(runs, "train-resnet50-b64-n3-unlimited-r1"), testbed, "k8s", timeout),
+      testbed,
+    );
+    const line = yaml
+      .split("\n")
+      .find((text) => text.includes("create secret"))!
+      .replace(/^#\s+/, "");
+    // The line as a user runs it, with a kubectl that keeps its arguments and the value it was given (file or literal).
+    const dir = mkdtempSync(join(tmpdir(), "ringlab-kubectl-"));
+    writeFileSync(
+      join(dir, "kubectl"),
+      `#!/bin/bash\nprintf '%s\\n' "$@" > ${dir}/argv\nfor a in "$@"; do case $a in --from-file=*=*) cat "\${a#*=*=}";; --from-literal=*=*) printf %s "\${a#*=*=}";; esac; done > ${dir}/value\n`,
+      { mode: 0o755 },
+    );
+    execFileSync("bash", ["-euo", "pipefail", "-c", line], {
+      env: { ...process.env, PATH: `${dir}:${process.env["PATH"]}` },
+    });
+    const value = readFileSync(join(dir, "value"), "utf8");
+    expect(value).toMatch(/^[0-9a-f]{32}$/);
+    expect(readFileSync(join(dir, "argv"), "utf8")).not.toContain(value);
   });
 
   it("run as a user that is not root, with no service account token, no capabilities, no privilege escalation and the runtime's seccomp profile", () => {

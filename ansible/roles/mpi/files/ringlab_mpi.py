@@ -306,7 +306,8 @@ def launch(args):
     hosts = [name for name, _ in args.nodes]
     hostfile = hostfile_text([address for _, address in args.nodes])
     lib.make_job_folder(folder, "ringlab-mpi", CONFIGURE_HINT)
-    lib.write_script(args.script, sys.stdin.read())
+    script = sys.stdin.read()
+    lib.write_script(args.script, lib.take_secret_line(script, "ringlab-mpi") if args.secret_first else script)
     lib.write_script(os.path.join(folder, "hostfile"), hostfile, mode=0o600)
     output_file = os.path.join(folder, "mpirun.out")
     output_fd = os.open(output_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -434,6 +435,11 @@ def parse_args(argv=None):
         required=True,
         metavar="NAME=ADDRESS",
         help="the job's nodes in rank order, the head first",
+    )
+    start.add_argument(
+        "--secret-first",
+        action="store_true",
+        help="stdin's first line is the run's rendezvous secret, for mpirun's environment (not the script)",
     )
     commands.add_parser("cancel", help="stop ringlab's mpirun jobs on this node")
     args = parser.parse_args(argv)

@@ -212,7 +212,8 @@ def wait_for_end(job_id, deadline):
 def submit(args):
     if args.script_from_stdin:
         make_job_folder(os.path.dirname(args.script))
-        write_script(args.script, sys.stdin.read())
+        script = sys.stdin.read()
+        write_script(args.script, lib.take_secret_line(script, "ringlab-slurm") if args.secret_first else script)
     if args.partition is not None:
         answering = answering_nodes(args.partition)
         if answering < args.nodes:
@@ -317,6 +318,11 @@ def parse_args(argv=None):
         "--script-from-stdin",
         action="store_true",
         help="make SCRIPT's folder afresh (its parent must be root's alone) and write SCRIPT from stdin first",
+    )
+    sub.add_argument(
+        "--secret-first",
+        action="store_true",
+        help="stdin's first line is the run's rendezvous secret, for the job's environment (not the script)",
     )
     sub.add_argument("--partition", default=None, help="check first that this partition has --nodes nodes answering")
     args = parser.parse_args(argv)

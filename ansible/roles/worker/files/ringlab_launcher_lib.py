@@ -19,6 +19,7 @@ import errno
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import stat
@@ -180,6 +181,24 @@ def make_job_folder(folder, program, configure_hint):
         else:
             os.unlink(folder)
     os.mkdir(folder, 0o700)
+
+
+RDZV_SECRET_ENV = "RINGLAB_RDZV_SECRET"
+_RDZV_SECRET = re.compile(r"[0-9a-f]{32,128}")
+
+
+def take_secret_line(text, program):
+    """The job script after its first line, the run's rendezvous secret, which goes into this process's environment
+    (and so sbatch's or mpirun's, whose ranks get it): the secret reaches the job through the module's standard input,
+    never a command line (`ps` shows those to every user) or a file."""
+    secret, newline, script = text.partition("\n")
+    if not newline or not _RDZV_SECRET.fullmatch(secret):
+        raise SystemExit(
+            f"{program}: with --secret-first, standard input's first line must be the run's rendezvous secret "
+            "(32 to 128 lowercase hex digits)"
+        )
+    os.environ[RDZV_SECRET_ENV] = secret
+    return script
 
 
 def write_script(path, text, mode=0o755):

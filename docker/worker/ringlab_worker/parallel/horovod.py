@@ -4,6 +4,7 @@ started without horovodrun: rank 0 serves Horovod's Gloo rendezvous, torch.distr
 import os
 
 from ..errors import WorkerError
+from ..exchange import broadcast_json
 from .layout import Layout
 
 
@@ -34,23 +35,22 @@ def apply_horovod(config, world, dims, spec, model) -> Layout:
 def _distributed_optimizer(config, world, model, optimizer):
     """Rank order matches torchrun's (node by node), so hvd.rank() equals the torch rank."""
     import horovod.torch as hvd
-    import torch.distributed as dist
     from horovod.runner.common.util.hosts import get_host_assignments, parse_hosts
     from horovod.runner.http.http_server import RendezvousServer
 
     hosts = ",".join(f"node{i}:{world.procs_per_node}" for i in range(world.nodes))
     plan = get_host_assignments(parse_hosts(hosts), world.size)
-    port = [None]
+    port = None
     if world.rank == 0:
         server = RendezvousServer()
-        port[0] = server.start()
+        port = server.start()
         server.init(plan)
-    dist.broadcast_object_list(port, src=0)
+    port = broadcast_json(port, 0, world.device)
     slot = plan[world.rank]
     os.environ.update(
         {
             "HOROVOD_GLOO_RENDEZVOUS_ADDR": os.environ.get("MASTER_ADDR", "127.0.0.1"),
-            "HOROVOD_GLOO_RENDEZVOUS_PORT": str(port[0]),
+            "HOROVOD_GLOO_RENDEZVOUS_PORT": str(port),
             "HOROVOD_GLOO_TIMEOUT_SECONDS": str(int(config.timeout_seconds)),
             "HOROVOD_CONTROLLER": "gloo",
             "HOROVOD_CPU_OPERATIONS": "gloo",
