@@ -76,7 +76,7 @@ describe("Float8 linears (torchao's roofline)", () => {
   });
 
   it("saves each block linear's GEMMs at the fp8 peak, less the casts over HBM, as torchao's roofline counts them", () => {
-    // One block of Llama 3.1 8B, one token, by hand: its 7 linears (in, out) and selective checkpointing's half forward.
+    // One block of Llama 3.1 8B, one token, by hand: its 7 linears (in, out), selective checkpointing's half forward.
     const linears = [
       [4096, 4096],
       [4096, 1024],
