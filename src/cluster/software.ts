@@ -58,7 +58,7 @@ export const FLOAT8_ROOFLINE = {
   source: "pytorch/ao torchao/testing/training/roofline_utils.py at 36027d82d (get_tensor_memory_traffic_ovhd_s)",
   achievableGemmShare: 0.78,
   achievableMemoryShare: 0.92,
-  /** Bytes read and written per element: amax (read bf16), then the cast (read bf16, write float8 row- and column-major). */
+  /** Bytes moved per element: amax (read bf16), then the cast (read bf16, write float8 row- and column-major). */
   castBytesPerElement: {
     tensorwise: { input: 2 + 2 + 2, weight: 2 + 3 + 3, gradOutput: 2 + 2 + 2 },
     rowwise: { input: 5 + 3, weight: 3 + 4 + 3, gradOutput: 5 + 3 },
@@ -68,7 +68,7 @@ export const FLOAT8_ROOFLINE = {
 /** torchtitan's selective per-op checkpointing recomputes every other matrix product; full recomputes all. */
 const RECOMPUTED_FORWARD_SHARE = { none: 0, selective: 0.5, full: 1 } as const;
 
-/** A block's linears as (in, out) on one tensor-parallel rank: column-parallel split their outputs, row-parallel inputs. */
+/** A block's linears as (in, out) on one tensor-parallel rank: column-parallel split outputs, row-parallel inputs. */
 export function blockLinears(workload: LanguageCompute, tp: number): readonly (readonly [number, number])[] {
   const { width, kvWidth, ffnWidth } = workload;
   return [
