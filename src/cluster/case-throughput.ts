@@ -11,6 +11,7 @@ import { clusterCatalogue, resolveNodeType } from "./load.ts";
 import type { NodeType } from "./description.ts";
 import type { DataParallelSharding, PipelineSchedule } from "../layouts/composition.ts";
 import type { LayoutDegrees } from "./groups.ts";
+import type { Float8Recipe, Transport } from "./software.ts";
 import { predictClusterStep, type ClusterPrediction } from "./step.ts";
 import { clusterWorkload, type ClusterWorkload } from "./workload.ts";
 
@@ -40,6 +41,10 @@ export interface ThroughputCase {
   readonly precision: string;
   readonly optimizer: string;
   readonly activationCheckpointing: ActivationCheckpointing;
+  readonly compile?: boolean | undefined;
+  readonly float8?: Float8Recipe | undefined;
+  readonly asyncTensorParallel?: boolean | undefined;
+  readonly transport?: Transport | undefined;
   readonly inputs?:
     | Readonly<Record<string, { readonly value: number; readonly unit?: string | undefined; readonly source: string }>>
     | undefined;
@@ -103,6 +108,12 @@ export function predictCaseThroughput(
     published: {
       rows: catalogue.collectives,
       nodeTypes: new Map([...catalogue.nodes].map(([name, entry]) => [name, entry.type])),
+    },
+    software: {
+      compile: file.compile ?? false,
+      float8: file.float8 ?? "none",
+      asyncTensorParallel: file.asyncTensorParallel ?? false,
+      transport: file.transport,
     },
     ...(throughput === undefined
       ? {}

@@ -40,6 +40,8 @@ export interface GroupCollective {
 export interface TierShares {
   readonly intraNode: Sourced;
   readonly interNode: Sourced;
+  /** GB/s a node's inter-node traffic cannot pass, whatever its NICs (NCCL's socket transport: one TCP stream). */
+  readonly interNodeCapGBps?: Sourced | undefined;
 }
 
 export interface CollectiveTime {
@@ -82,7 +84,10 @@ export function collectiveTime(collective: GroupCollective, cluster: Cluster, sh
   if (ranks < 2 || collective.calls === 0) return { seconds: 0, algorithm: "ring", bottleneck: "intra-node" };
   const intraGBps = node.intraNode.gbPerSecondPerDevicePerDirection * shares.intraNode.value;
   // The group's share of its node's NICs: its ranks' rails, or their share of the cards every worker sends over.
-  const interGBps = deviceNetworkGBps(node, workersPerNode(cluster)) * ranksPerNode * shares.interNode.value;
+  const interGBps = Math.min(
+    deviceNetworkGBps(node, workersPerNode(cluster)) * ranksPerNode * shares.interNode.value,
+    shares.interNodeCapGBps?.value ?? Number.POSITIVE_INFINITY,
+  );
   const perByte = busFactor(collective.op, ranks);
   const intraSeconds = ranksPerNode > 1 ? (perByte * collective.bytesPerCall) / (intraGBps * 1e9) : 0;
   const interSeconds = nodes > 1 ? (perByte * collective.bytesPerCall) / (interGBps * 1e9) : 0;

@@ -22,6 +22,8 @@ export interface LanguageCompute {
   readonly layers: number;
   /** Width of the keys (and of the values): kvHeads × the head's width. */
   readonly kvWidth: number;
+  /** The MLP's inner width. */
+  readonly ffnWidth: number;
   readonly parameters: number;
   /** Training FLOPs per token (forward and backward, attention included), without recomputation. */
   readonly flopsPerToken: number;

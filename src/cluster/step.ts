@@ -27,6 +27,13 @@ import {
   type StepShape,
 } from "./groups.ts";
 import { exposedCommunication, OVERLAP_SOURCE, withBubble } from "./overlap.ts";
+import {
+  computeWithSoftware,
+  interNodeCap,
+  PLAIN_SOFTWARE,
+  withAsyncTensorParallel,
+  type RunSoftware,
+} from "./software.ts";
 
 export interface ClusterQuestion {
   readonly cluster: Cluster;
@@ -39,6 +46,8 @@ export interface ClusterQuestion {
   readonly optimizer: string;
   readonly measured?: ComputeQuestion["measured"];
   readonly published: PublishedCollectives;
+  /** torch.compile, Float8, async TP and the transport (./software.ts); default: none, the NICs' own transport. */
+  readonly software?: RunSoftware;
 }
 
 export interface TimedGroupCollective extends GroupCollective, CollectiveTime {
@@ -78,20 +87,41 @@ export interface ClusterPrediction {
 export function predictClusterStep(question: ClusterQuestion): ClusterPrediction | { readonly missing: string } {
   const { cluster, layout, workload } = question;
   if (cluster.node.device.kind !== "gpu") return { missing: "a cluster of CPU nodes is predicted from a calibration" };
+  const software = question.software ?? PLAIN_SOFTWARE;
   const samplesPerReplica = question.microSamples * layout.microBatches * question.gradientAccumulation;
-  const compute = computeOnGpu({
-    gpu: cluster.node.device.gpu,
+  const samplesPerGpu = samplesPerReplica / (layout.pp * layout.cp);
+  const gpu = cluster.node.device.gpu;
+  const derived = computeOnGpu({
+    gpu,
     precision: question.precision,
     workload,
     tensorParallel: layout.tp,
-    samplesPerGpu: samplesPerReplica / (layout.pp * layout.cp),
+    samplesPerGpu,
     optimizerParameters: optimizerShare(question),
     optimizer: question.optimizer,
     ...(question.measured === undefined ? {} : { measured: question.measured }),
   });
+  if ("missing" in derived) return derived;
+  const compute = computeWithSoftware(
+    derived,
+    software,
+    workload.kind === "language"
+      ? {
+          gpu,
+          workload,
+          tensorParallel: layout.tp,
+          tokensPerGpu: samplesPerGpu * workload.sequence,
+          tokensPerCall: (question.microSamples * workload.sequence) / layout.cp,
+        }
+      : undefined,
+  );
   if ("missing" in compute) return compute;
   const collectives = stepCollectives(question);
-  const shares = tierShares(cluster.node, question.published, cluster.nodes);
+  const cap = interNodeCap(software);
+  const shares = {
+    ...tierShares(cluster.node, question.published, cluster.nodes),
+    ...(cap === undefined ? {} : { interNodeCapGBps: cap }),
+  };
   const timed = collectives.map((collective) => ({ collective, ...collectiveTime(collective, cluster, shares) }));
   const overlap = exposedCommunication(timed, compute.seconds, layout);
   const computeSeconds = withBubble(compute.seconds, layout);
@@ -136,7 +166,13 @@ export function predictClusterStep(question: ClusterQuestion): ClusterPrediction
     sources: {
       compute: compute.source,
       intraNode: shares.intraNode,
-      interNode: shares.interNode,
+      interNode:
+        cap === undefined
+          ? shares.interNode
+          : {
+              ...shares.interNode,
+              source: `${shares.interNode.source}; at most ${cap.value} GB/s a node: ${cap.source}`,
+            },
       overlap: OVERLAP_SOURCE,
     },
   };
@@ -163,9 +199,15 @@ export function stepCollectives(question: ClusterQuestion): GroupCollective[] {
   const units = workload.kind === "language" ? Math.ceil(workload.layers / layout.pp) + 1 : 1;
   const dataParallel = dataParallelCollectives(layout, rankParameters, units, question.precision, perNode);
   if (workload.kind !== "language") return dataParallel;
+  // Forward runs 2 all-gathers and 2 reduce-scatters a block and micro-batch (./groups.ts): what async TP hides there.
+  const forwardTensorCalls = 2 * Math.ceil(workload.layers / layout.pp) * step.microBatchesPerStep;
   return [
     ...dataParallel,
-    ...tensorParallelCollectives(layout, workload, step, perNode),
+    ...withAsyncTensorParallel(
+      tensorParallelCollectives(layout, workload, step, perNode),
+      question.software ?? PLAIN_SOFTWARE,
+      forwardTensorCalls,
+    ),
     ...contextParallelCollectives(layout, workload, step, perNode),
     ...pipelineSends(layout, workload, step, perNode),
   ];

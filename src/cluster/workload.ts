@@ -24,6 +24,7 @@ export function clusterWorkload(
     width: shape.width,
     layers: shape.layers,
     kvWidth: (shape.kvHeads * shape.width) / shape.heads,
+    ffnWidth: shape.ffnWidth,
     sequence: shape.sequenceLength,
     parameters: parameterCount(shape),
     flopsPerToken: trainingFlopsPerToken(shape, shape.sequenceLength),

@@ -11,6 +11,7 @@ import { describeIssues, type ConfigProblem } from "../config/problems.ts";
 import { CHECKPOINTING_MODES } from "../workload/transformer.ts";
 import { DP_SHARDINGS, PIPELINE_SCHEDULES } from "../layouts/composition.ts";
 import { OFFLOADS } from "../workload/model-states.ts";
+import { FLOAT8_RECIPES, TRANSPORTS } from "../cluster/software.ts";
 
 const positiveInt = z.number().int().min(1);
 const text = z.string().trim().min(1);
@@ -87,6 +88,21 @@ export const caseFileSchema = z
     optimizer: z.enum(["adamw", "adam", "sgd"]).default("adamw").describe("sgd: with momentum (one buffer)"),
     activationCheckpointing: z.enum(CHECKPOINTING_MODES).default("none"),
     offload: z.enum(OFFLOADS).default("none"),
+    compile: z.boolean().default(false).describe("torch.compile on (torchtitan's compile option)"),
+    float8: z
+      .enum(FLOAT8_RECIPES)
+      .default("none")
+      .describe("Float8 linears (torchao.float8's scaling recipe; the output head stays bf16), or none"),
+    asyncTensorParallel: z
+      .boolean()
+      .default(false)
+      .describe("asynchronous tensor parallelism: the tensor-parallel collectives run under the matrix products"),
+    transport: z
+      .enum(TRANSPORTS)
+      .optional()
+      .describe(
+        "what NCCL's inter-node traffic ran over: nccl-ib (InfiniBand verbs, RoCE too), nccl-efa, nccl-socket (TCP, one socket a ring); default: what the cluster's NICs run",
+      ),
     inputs: z
       .record(
         z.string().regex(/^[a-zA-Z][a-zA-Z0-9]*$/),

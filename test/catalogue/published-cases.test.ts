@@ -111,6 +111,11 @@ const CASE_FIELDS = new Set([
   "optimizer",
   "activationCheckpointing",
   "offload",
+  // What a run's software did, beyond its layout (src/cluster/software.ts).
+  "compile",
+  "float8",
+  "asyncTensorParallel",
+  "transport",
   "inputs",
   "inputs.*",
   ...["value", "unit", "source"].map((f) => `inputs.*.${f}`),

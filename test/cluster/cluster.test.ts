@@ -146,6 +146,7 @@ describe("a step on a GPU cluster", () => {
       width: 4096,
       layers: 32,
       kvWidth: 1024,
+      ffnWidth: 14336,
       sequence: 8192,
       parameters: 8.03e9,
       flopsPerToken: 6 * 8.03e9 + 12 * 32 * 4096 * 8192,

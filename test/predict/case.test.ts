@@ -34,9 +34,28 @@ describe("a published case", () => {
       framework: "pytorch",
       optimizer: "adamw",
       offload: "none",
+      compile: false,
+      float8: "none",
+      asyncTensorParallel: false,
       layout: { dp: 8, dpSharding: "full", tp: 1, pp: 1, cp: 1 },
     });
     expect(problemsOf(TORCHTITAN)).toEqual([]);
+  });
+
+  it("says the software a source states, and refuses a transport or Float8 recipe it does not know, naming the field", () => {
+    const stated = {
+      ...TORCHTITAN,
+      compile: true,
+      float8: "tensorwise",
+      asyncTensorParallel: true,
+      transport: "nccl-ib",
+    };
+    expect(problemsOf(stated)).toEqual([]);
+    expect(problemsOf({ ...TORCHTITAN, transport: "tcp" })[0]).toMatchObject({
+      path: "transport",
+      message: expect.stringContaining("nccl-socket"),
+    });
+    expect(problemsOf({ ...TORCHTITAN, float8: true })[0]).toMatchObject({ path: "float8" });
   });
 
   it("refuses a case without a source, an unknown field, and one that publishes no figure, naming each field", () => {
