@@ -67,6 +67,7 @@ import {
   type PredictionsFile,
   type RecordedRun,
   type SavedPrediction,
+  type UnpredictedRun,
 } from "../results/predictions.ts";
 
 export interface CampaignOptions {
@@ -850,13 +851,13 @@ export function predictionsToSave(
     };
   }
   const predictions: SavedPrediction[] = [];
-  const missing: MissingInput[] = [];
+  const missing: UnpredictedRun[] = [];
   for (const run of plan.runs) {
     const outcome = predictRun(run, question.context);
     if (outcome === null) continue;
     if (isPrediction(outcome))
       predictions.push({ ...withMemory(outcome, run, question.memory), seen: decision.seen.get(run.id)! });
-    else missing.push(outcome);
+    else missing.push(withMemory(outcome, run, question.memory));
   }
   const file: PredictionsFile = {
     schema: PREDICTIONS_SCHEMA,
@@ -876,16 +877,26 @@ export function predictionsToSave(
     file,
     said:
       `predicted ${predictions.length} training runs from ${file.calibration}${claim}` +
-      (missing.length === 0 ? "" : `; ${missing.length} could not be: ${missing[0]!.missing}`),
+      (missing.length === 0 ? "" : `; ${missing.length} could not be: ${missing[0]!.missing}`) +
+      memoryOnlySentence(missing),
   };
 }
 
-/** A run's prediction with the memory model's peak beside it, where the constants are given and its layout is one. */
-function withMemory(
-  prediction: RunPrediction,
+/** "; their memory peaks saved all the same (12 runs)": a peak needs the memory model, not a probe of the link. */
+function memoryOnlySentence(missing: readonly UnpredictedRun[]): string {
+  const peaks = missing.filter((run) => run.memory !== undefined).length;
+  return peaks === 0 ? "" : `; the memory peaks of ${peaks} of them saved all the same (a peak needs no link probe)`;
+}
+
+/**
+ * A run's prediction, or what its step lacked, with the memory model's peak beside it, where the constants are given
+ * and its layout is one.
+ */
+function withMemory<Outcome extends RunPrediction | MissingInput>(
+  prediction: Outcome,
   run: PlannedRun,
   constants: MemoryConstants | undefined,
-): RunPrediction & Pick<SavedPrediction, "memory"> {
+): Outcome & Pick<SavedPrediction, "memory"> {
   if (constants === undefined) return prediction;
   const memory = predictMemory(memoryRun(run), constants);
   if (!isMemoryPrediction(memory)) return prediction;

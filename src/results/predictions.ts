@@ -54,8 +54,17 @@ const v1Fields = {
   calibration: z.string(),
   madeAt: z.string(),
   predictions: z.array(predictionSchema),
-  /** Runs the calibration could not predict, and what it lacked. */
-  missing: z.array(z.looseObject({ runId: z.string(), missing: z.string() })),
+  /**
+   * Runs the calibration could not predict, and what it lacked; a run's memory peak where the memory model could
+   * predict it all the same (a peak needs no probe of the link).
+   */
+  missing: z.array(
+    z.looseObject({
+      runId: z.string(),
+      missing: z.string(),
+      memory: z.looseObject({ rankBytes: z.number(), nodeBytes: z.number(), source: z.string() }).optional(),
+    }),
+  ),
 };
 
 const calibrationInputSchema = z.looseObject({
@@ -175,7 +184,14 @@ export interface PredictionsFile {
   readonly calibrationInputs: readonly CalibrationInput[];
   readonly sample: PredictionSample;
   readonly predictions: readonly SavedPrediction[];
-  readonly missing: readonly { readonly runId: string; readonly missing: string }[];
+  readonly missing: readonly UnpredictedRun[];
+}
+
+/** A run whose step the calibration could not predict: what it lacked, and its memory peak where that was predicted. */
+export interface UnpredictedRun {
+  readonly runId: string;
+  readonly missing: string;
+  readonly memory?: SavedPrediction["memory"];
 }
 
 /** A v1 file: made when predictions.json was absent, whatever had run, and without the calibration's inputs. */

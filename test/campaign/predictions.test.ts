@@ -151,6 +151,28 @@ describe("the predictions a campaign saves", () => {
     ]);
   });
 
+  it("keep a run's memory peak where its step cannot be predicted: a peak needs the memory model, not a probe of the link", () => {
+    const noLink = { ...seed, links: [] };
+    const saved = predictionsToSave(question(noLink, { memory: ASSUMED_MEMORY.cpu }));
+    if (!("file" in saved)) throw new Error("not saved");
+    // The single-node run needs no link; the 2-node run's step does, and its peak is kept beside what it lacked.
+    expect(saved.file.predictions.map((prediction) => prediction.runId)).toEqual(["train-tiny-b8-n1-r1"]);
+    const twoNodes = predictMemory(
+      { model: "tiny", batchSize: 8, nodes: 2, knobs: plan.runs.find((run) => run.nodes === 2)!.knobs },
+      ASSUMED_MEMORY.cpu,
+    );
+    if (!isMemoryPrediction(twoNodes)) throw new Error(twoNodes.problem);
+    expect(saved.file.missing).toEqual([
+      {
+        runId: "train-tiny-b8-n2-1gbit-r1",
+        missing: expect.stringContaining("no probe of the link 1gbit"),
+        memory: { rankBytes: twoNodes.rankBytes, nodeBytes: twoNodes.nodeBytes, source: ASSUMED_MEMORY.cpu.source },
+      },
+    ]);
+    expect(saved.said).toContain("the memory peaks of 1 of them saved all the same (a peak needs no link probe)");
+    expect(parsePredictions(JSON.parse(JSON.stringify(saved.file)))).toEqual({ file: saved.file });
+  });
+
   it("are not saved once the campaign's runs are done, saying so and which command shows them without running", () => {
     const recorded = plan.runs.map((run) => ({ runId: run.id, status: "ok" }));
     // The e2e case: calibrated from the campaign's own folder, run again with nothing left to run.
