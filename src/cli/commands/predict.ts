@@ -217,8 +217,10 @@ export function registerPredict(program: Command, host: CommandHost): void {
           const optimizerGiven = command.getOptionValueSource("optimizer") !== "default";
           const nodesGiven = command.getOptionValueSource("nodes") !== "default";
           const precisionGiven = command.getOptionValueSource("precision") !== "default";
+          // The optimizer default is the CPU testbed's (sgd); on a cluster a language model trains with AdamW.
+          const { optimizer: _default, ...given } = options;
           predictOnCluster({
-            ...options,
+            ...given,
             cluster: options.cluster,
             // A GPU cluster trains in bf16 unless told otherwise; fp32 is the CPU testbed's default.
             precision: precisionGiven ? options.precision : "bf16",

@@ -46,6 +46,20 @@ describe("ringlab predict --cluster", () => {
     expect(measured.stdout).toContain("5000 tokens/s (--gpu-throughput)");
   });
 
+  it("sizes a language model with AdamW unless --optimizer names another (sgd is the CPU testbed's default)", () => {
+    const peak = (...optimizer: string[]) => {
+      const { status, stdout } = ringlab(
+        ...["--cluster", "p5.48xlarge", "--model", "llama3.1-8b", "--dp", "8", "--format", "json", ...optimizer],
+      );
+      expect(status).toBe(0);
+      return (JSON.parse(stdout) as { points: { peakBytesPerGpu: number }[] }).points[0]!.peakBytesPerGpu;
+    };
+    const [given, adamw, sgd] = [peak(), peak("--optimizer", "adamw"), peak("--optimizer", "sgd")];
+    expect(given).toBe(adamw);
+    // AdamW's two fp32 moments of the 8.03 G parameters, sharded over 8 GPUs: 8 bytes a parameter / 8.
+    expect((adamw - sgd) / 8.03e9).toBeCloseTo(1, 1);
+  });
+
   it("refuses degrees whose product is not the GPU count, naming the option (exit 2)", () => {
     const { status, stderr } = ringlab(
       "--cluster",
