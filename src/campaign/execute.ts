@@ -872,7 +872,7 @@ export function predictionsToSave(
   const claim =
     decision.sample.kind === "in-sample"
       ? `, in-sample: ${decision.sample.reasons.join("; ")}; the report scores them as in-sample, no test of the model`
-      : ` before they ran${from === undefined ? "" : `; ${seenSentence(countSeen(predictions.map((prediction) => prediction.seen!)))}`}`;
+      : ` before they ran${from === undefined || predictions.length === 0 ? "" : `; ${seenSentence(countSeen(predictions.map((prediction) => prediction.seen!)))}`}`;
   return {
     file,
     said:

@@ -170,6 +170,11 @@ describe("the predictions a campaign saves", () => {
       },
     ]);
     expect(saved.said).toContain("the memory peaks of 1 of them saved all the same (a peak needs no link probe)");
+    // With no step predicted, no count of what the calibration saw of none.
+    const none = predictionsToSave(question({ ...noLink, compute: [] }, { memory: ASSUMED_MEMORY.cpu }));
+    expect("said" in none && none.said).toMatch(
+      /^predicted 0 training runs from \/state\/calibration.json before they ran; 2 could not be/,
+    );
     expect(parsePredictions(JSON.parse(JSON.stringify(saved.file)))).toEqual({ file: saved.file });
   });
 
